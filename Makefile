@@ -1,0 +1,31 @@
+# Continuum: `make demo` runs the main job, `make test` runs the tests. Both run `make setup` first.
+GO      ?= go
+BIN     := bin/continuum
+COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
+OUT     ?= results
+
+.PHONY: setup build test test-short demo bench-testbed clean
+
+setup:
+	./scripts/setup.sh
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/continuum
+
+# Unit and integration tests (network namespaces, delays, faults, cleanup, the Chromium report test).
+# Needs root; tests that need root say so and fail rather than skip when CONTINUUM_REQUIRE_ROOT=1.
+test: setup build
+	CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 $(GO) test -race -count=1 -timeout 20m ./...
+
+test-short: build
+	CONTINUUM_BIN=$(CURDIR)/$(BIN) $(GO) test -short -count=1 ./...
+
+demo: setup build
+	$(BIN) run scenarios/quickstart.yaml --out $(OUT)
+
+bench-testbed: build
+	$(BIN) bench testbed --out docs/benchmarks/testbed.md
+
+clean:
+	rm -rf bin results

@@ -1,0 +1,52 @@
+// Command continuum is the single binary of the Continuum project: the testbed, the experiment
+// runner, the report and (in later issues) the platform components. This package only wires
+// cobra commands to the internal packages; no logic lives here.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/continuum-project/continuum/internal/version"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "continuum",
+		Short: "The edge-to-cloud continuum in one tool: platform components and the testbed that measures them",
+		Example: `  continuum testbed up -f topology.yaml --name lab
+  continuum run scenarios/quickstart.yaml --out results/
+  continuum report results/quickstart-20261122-101500`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newVersionCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print the version, commit and Go runtime of this binary",
+		Example: "  continuum version",
+		Args:    cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), version.String())
+		},
+	}
+}

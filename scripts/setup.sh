@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs everything Continuum needs on a fresh Debian 12 machine (run as root). Idempotent: a
+# second run only checks. Called by `make setup`, which `make demo` and `make test` run first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl chromium)
+
+need_root() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: must run as root (installs Debian packages and uses network namespaces/cgroups)" >&2
+    exit 1
+  fi
+}
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  need_root
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Go toolchain: use the one on PATH if it is new enough, otherwise fetch the release named in
+# go.mod from the Go module proxy (golang.org/toolchain) into /usr/local/go.
+want=$(awk '/^go [0-9]/ {print $2}' go.mod)
+have=$(go env GOVERSION 2>/dev/null | sed 's/^go//' || true)
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+if [ -z "$have" ] || ! version_ge "$have" "$want"; then
+  need_root
+  tc="1.26.8"
+  echo "setup: installing Go $tc (found '${have:-none}', go.mod wants $want)"
+  tmp=$(mktemp -d)
+  curl -fsSL -o "$tmp/go.zip" "${GOPROXY_URL:-https://proxy.golang.org}/golang.org/toolchain/@v/v0.0.1-go${tc}.linux-amd64.zip"
+  unzip -q "$tmp/go.zip" -d "$tmp"
+  rm -rf /usr/local/go && mv "$tmp/golang.org/toolchain@v0.0.1-go${tc}.linux-amd64" /usr/local/go
+  rm -rf "$tmp"
+  ln -sf /usr/local/go/bin/go /usr/local/bin/go
+  ln -sf /usr/local/go/bin/gofmt /usr/local/bin/gofmt
+fi
+
+go mod download
+echo "setup: ok ($(go env GOVERSION), $(uname -r))"
