@@ -35,9 +35,15 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd())
+	for _, c := range commands {
+		root.AddCommand(c())
+	}
 	return root
 }
+
+// commands holds the constructors of the top-level commands; each command group's file adds
+// its own in init(), so adding a command group touches only its file.
+var commands = []func() *cobra.Command{newVersionCmd}
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
