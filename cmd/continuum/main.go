@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,17 +14,40 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/testbed"
 	"github.com/continuum-project/continuum/internal/version"
 )
 
 func main() {
+	if testbed.IsLauncher() {
+		testbed.LauncherMain() // re-executed to enter a node; never returns
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
+		var code exitCode
+		if errors.As(err, &code) {
+			os.Exit(int(code))
+		}
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+// exitCode makes the process exit with that status and no message (e.g. `testbed exec`
+// passing on the command's own status).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// logger is the structured logger for long-running commands; CONTINUUM_LOG=debug makes it chatty.
+func logger() *slog.Logger {
+	level := slog.LevelInfo
+	if os.Getenv("CONTINUUM_LOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
 func newRootCmd() *cobra.Command {

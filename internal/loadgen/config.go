@@ -1,0 +1,110 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+)
+
+// Config says how Run drives its series. Exactly one of Rate (open loop) and Clients (closed
+// loop) is set; both apply per series.
+type Config struct {
+	// Rate is the open-loop arrival rate per series in requests/s.
+	Rate float64
+	// Clients is the number of closed-loop clients per series.
+	Clients int
+	// ThinkTime is how long a closed-loop client waits between an answer and its next request.
+	ThinkTime time.Duration
+	// Duration of the run, warm-up included.
+	Duration time.Duration
+	// Warmup is the leading part of Duration excluded from the final statistics.
+	Warmup time.Duration
+	// Timeout bounds each request, measured from its intended send time; it also bounds how
+	// long Run waits for requests in flight when it stops.
+	Timeout time.Duration
+	// MaxInflight caps outstanding open-loop requests per series (default 10000).
+	MaxInflight int
+	// OutDir receives stats.json, timeseries.csv, percentiles.csv, latency.hlog and errors.csv;
+	// empty means no files.
+	OutDir string
+	// Progress receives the JSON progress lines (see the package doc); nil means none.
+	Progress io.Writer
+	// ProgressInterval is the period of progress lines and of closing timeseries intervals.
+	ProgressInterval time.Duration
+}
+
+// DefaultConfig returns a 30 s open-loop run at 100 requests/s per series with a 1 s timeout.
+func DefaultConfig() Config {
+	return Config{
+		Rate:             100,
+		Duration:         30 * time.Second,
+		Timeout:          time.Second,
+		MaxInflight:      10000,
+		ProgressInterval: time.Second,
+	}
+}
+
+// maxLatency is the highest latency the histograms track; slower requests are recorded as this.
+const maxLatency = 60 * time.Second
+
+// Validate checks the config; errors name the field and what is allowed.
+func (c Config) Validate() error {
+	switch {
+	case c.Rate < 0:
+		return fmt.Errorf("rate %v: must be >= 0", c.Rate)
+	case c.Clients < 0:
+		return fmt.Errorf("clients %d: must be >= 0", c.Clients)
+	case (c.Rate > 0) == (c.Clients > 0):
+		return errors.New("exactly one of rate (open loop) and clients (closed loop) must be > 0")
+	case c.Rate > 1e6:
+		return fmt.Errorf("rate %v: at most 1000000 requests/s per series", c.Rate)
+	case c.Duration <= 0:
+		return fmt.Errorf("duration %v: must be > 0", c.Duration)
+	case c.Warmup < 0 || c.Warmup >= c.Duration:
+		return fmt.Errorf("warmup %v: must be >= 0 and shorter than duration %v", c.Warmup, c.Duration)
+	case c.Timeout <= 0 || c.Timeout > maxLatency:
+		return fmt.Errorf("timeout %v: must be > 0 and <= %v", c.Timeout, maxLatency)
+	case c.MaxInflight < 0:
+		return fmt.Errorf("max_inflight %d: must be >= 0 (0 means the default 10000)", c.MaxInflight)
+	case c.ThinkTime < 0:
+		return fmt.Errorf("think_time %v: must be >= 0", c.ThinkTime)
+	case c.ProgressInterval < 0:
+		return fmt.Errorf("progress_interval %v: must be >= 0", c.ProgressInterval)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxInflight == 0 {
+		c.MaxInflight = 10000
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = time.Second
+	}
+	return c
+}
+
+var seriesNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// ValidateSeries checks that names are non-empty, unique and usable as log tags.
+func ValidateSeries(series []Series) error {
+	if len(series) == 0 {
+		return errors.New("no series: at least one target is required")
+	}
+	seen := map[string]bool{}
+	for i, s := range series {
+		if !seriesNameRE.MatchString(s.Name) {
+			return fmt.Errorf("series %d name %q: use letters, digits, '_', '.' or '-'", i, s.Name)
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("series name %q: used twice", s.Name)
+		}
+		seen[s.Name] = true
+		if s.Target == nil {
+			return fmt.Errorf("series %q: no target", s.Name)
+		}
+	}
+	return nil
+}

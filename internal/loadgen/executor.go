@@ -1,0 +1,113 @@
+package loadgen
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// runState is shared by the executors of one Run.
+type runState struct {
+	cfg Config
+	t0  time.Time
+	// stop is the user's context: cancelling it stops scheduling at once.
+	stop context.Context
+	// reqBase parents every request's context. It is not cancelled by stop, so requests in
+	// flight at a stop can finish within their timeout; giveUp cancels it when that wait ends.
+	reqBase context.Context
+	giveUp  context.CancelFunc
+	work    sync.WaitGroup // schedulers, closed-loop clients and open-loop requests
+}
+
+// openLoop schedules request i at t0 + i/rate until the duration ends or the run stops.
+func (st *runState) openLoop(s Series, rec *recorder) {
+	defer st.work.Done()
+	cfg := st.cfg
+	slots := make(chan struct{}, cfg.MaxInflight)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	at := func(i int64) time.Duration { return time.Duration(float64(i) * float64(time.Second) / cfg.Rate) }
+
+	for i := int64(0); ; i++ {
+		intended := at(i)
+		if intended >= cfg.Duration {
+			rec.advance(intended) // lets the closer finish the last second
+			return
+		}
+		// Behind schedule (a slow slot or a GC pause) means no sleep: the backlog is sent at
+		// once, each request keeping its own intended time.
+		if wait := intended - time.Since(st.t0); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-st.stop.Done():
+				return
+			}
+		}
+		deadline := intended + cfg.Timeout
+		select {
+		case slots <- struct{}{}:
+		default:
+			timer.Reset(max(deadline-time.Since(st.t0), 0))
+			select {
+			case slots <- struct{}{}:
+				timer.Stop() // go >= 1.23 timers: no stale value to drain before the next Reset
+			case <-timer.C:
+				rec.dispatch(intended, at(i+1))
+				rec.record(intended, 0, ErrTimeout)
+				continue
+			case <-st.stop.Done():
+				return
+			}
+		}
+		rec.dispatch(intended, at(i+1))
+		st.work.Add(1)
+		go func() {
+			defer st.work.Done()
+			defer func() { <-slots }()
+			st.do(s.Target, rec, intended, deadline)
+		}()
+	}
+}
+
+// closedLoop runs one client: send, wait for the answer, think, repeat.
+func (st *runState) closedLoop(s Series, rec *recorder) {
+	defer st.work.Done()
+	cfg := st.cfg
+	var timer *time.Timer
+	for st.stop.Err() == nil {
+		intended, ok := rec.begin(cfg.Duration)
+		if !ok {
+			return
+		}
+		st.do(s.Target, rec, intended, intended+cfg.Timeout)
+		if cfg.ThinkTime > 0 {
+			if timer == nil {
+				timer = time.NewTimer(cfg.ThinkTime)
+				defer timer.Stop()
+			} else {
+				timer.Reset(cfg.ThinkTime)
+			}
+			select {
+			case <-timer.C:
+			case <-st.stop.Done():
+				return
+			}
+		}
+	}
+}
+
+// do performs one request and records it; latency runs from the intended time.
+func (st *runState) do(t Target, rec *recorder, intended, deadline time.Duration) {
+	ctx, cancel := context.WithDeadline(st.reqBase, st.t0.Add(deadline))
+	err := t.Do(ctx)
+	latency := time.Since(st.t0) - intended
+	cancel()
+	errType := ClassifyError(err)
+	// A target that ignores its deadline still cannot report a success past it.
+	if errType == "" && latency > st.cfg.Timeout {
+		errType = ErrTimeout
+	}
+	rec.record(intended, latency, errType)
+}

@@ -1,0 +1,86 @@
+package loadgen
+
+import (
+	"math"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// LatencyStats summarises successful requests' latency in milliseconds.
+type LatencyStats struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
+}
+
+// SeriesStats is one series of stats.json; it counts only requests intended after the warm-up.
+type SeriesStats struct {
+	Latency       LatencyStats     `json:"latency_ms"`
+	Sent          int64            `json:"sent"`
+	OK            int64            `json:"ok"`
+	Errors        int64            `json:"errors"`
+	ThroughputRPS float64          `json:"throughput_rps"`
+	ErrorsByType  map[string]int64 `json:"errors_by_type"`
+}
+
+// Stats is the content of stats.json. Series is the part docs/results-format.md specifies; the
+// other fields describe the run.
+type Stats struct {
+	Series    map[string]SeriesStats `json:"series"`
+	Status    string                 `json:"status"`
+	DurationS float64                `json:"duration_s"`
+	WarmupS   float64                `json:"warmup_s"`
+	// MeasuredS is the window throughput is computed over: from the end of the warm-up to the
+	// end of sending.
+	MeasuredS float64 `json:"measured_s"`
+}
+
+func latencyStats(h *hdr.Histogram) LatencyStats {
+	if h.TotalCount() == 0 {
+		return LatencyStats{}
+	}
+	return LatencyStats{
+		Count: h.TotalCount(),
+		Mean:  math.Round(h.Mean()/1e3) / 1e3,
+		P50:   nsToMs(h.ValueAtPercentile(50)),
+		P90:   nsToMs(h.ValueAtPercentile(90)),
+		P99:   nsToMs(h.ValueAtPercentile(99)),
+		P999:  nsToMs(h.ValueAtPercentile(99.9)),
+		Max:   nsToMs(h.Max()),
+	}
+}
+
+func computeStats(recs []*recorder, cfg Config, end time.Duration, status string) Stats {
+	measured := max(end-cfg.Warmup, 0).Seconds()
+	st := Stats{
+		Series:    map[string]SeriesStats{},
+		Status:    status,
+		DurationS: cfg.Duration.Seconds(),
+		WarmupS:   cfg.Warmup.Seconds(),
+		MeasuredS: measured,
+	}
+	for _, r := range recs {
+		r.mu.Lock()
+		ss := SeriesStats{
+			Latency:      latencyStats(r.total),
+			Sent:         r.mSent,
+			OK:           r.mOK,
+			Errors:       r.mErrs,
+			ErrorsByType: map[string]int64{},
+		}
+		for k, v := range r.errTypes {
+			ss.ErrorsByType[k] = v
+		}
+		r.mu.Unlock()
+		if measured > 0 {
+			ss.ThroughputRPS = math.Round(float64(ss.OK)/measured*1000) / 1000
+		}
+		st.Series[r.name] = ss
+	}
+	return st
+}

@@ -1,0 +1,369 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Results is everything Load found in a results directory. Optional files that are absent leave
+// their fields empty and add a line to Missing, so the report can say what it could not show.
+type Results struct {
+	Dir         string
+	Summary     Summary
+	Environment map[string]any // environment.json as written; nil when absent
+	Runs        []*Run         // sorted by ID
+	Missing     []string       // human-readable notes about absent optional files
+}
+
+// Summary is summary.json (schema 1).
+type Summary struct {
+	Schema   int          `json:"schema"`
+	Scenario string       `json:"scenario"`
+	Started  string       `json:"started"`
+	Finished string       `json:"finished"`
+	Runs     []SummaryRun `json:"runs"`
+	Groups   []Group      `json:"groups"`
+}
+
+// SummaryRun is one run's entry in summary.json. A metric maps field names ("p50", "count",
+// "value") to values.
+type SummaryRun struct {
+	ID      string                        `json:"id"`
+	Params  map[string]any                `json:"params"`
+	Repeat  int                           `json:"repeat"`
+	Status  string                        `json:"status"`
+	Metrics map[string]map[string]float64 `json:"metrics"`
+}
+
+// Group is one sweep combination with every metric field aggregated across its repeats.
+type Group struct {
+	Params  map[string]any                  `json:"params"`
+	Runs    []string                        `json:"runs"`
+	Metrics map[string]map[string]Aggregate `json:"metrics"`
+}
+
+// Aggregate is a metric field across the repeats of a group: mean and Student-t 95% CI.
+type Aggregate struct {
+	N    int        `json:"n"`
+	Mean float64    `json:"mean"`
+	CI95 [2]float64 `json:"ci95"`
+}
+
+// Run is runs/<id>/: its run.json plus the measurements it produced.
+type Run struct {
+	ID        string         `json:"id"`
+	Params    map[string]any `json:"params"`
+	Repeat    int            `json:"repeat"`
+	Started   string         `json:"started"`
+	DurationS float64        `json:"duration_s"`
+	WarmupS   float64        `json:"warmup_s"`
+	Status    string         `json:"status"`
+	Error     string         `json:"error"`
+
+	Events    []Event     `json:"-"`
+	Samples   []Sample    `json:"-"`
+	Workloads []*Workload `json:"-"` // sorted by name
+	Missing   []string    `json:"-"` // absent optional files of this run
+}
+
+// Event is a row of events.csv.
+type Event struct {
+	T      float64
+	Action string
+	Target string
+	Detail string
+	Status string
+}
+
+// Label is how the event is named on charts: "partition cloud", "heal".
+func (e Event) Label() string {
+	if e.Target == "" {
+		return e.Action
+	}
+	return e.Action + " " + e.Target
+}
+
+// Sample is a row of samples.csv. Component is empty for node rows.
+type Sample struct {
+	T           float64
+	Node        string
+	Component   string
+	CPUSeconds  float64
+	CPUUtil     float64
+	RSSBytes    float64
+	DiskBytes   float64
+	RxBytes     float64
+	TxBytes     float64
+	PowerW      float64
+	EnergyJ     float64
+	IdleEnergyJ float64
+}
+
+// Workload is runs/<id>/workloads/<name>/.
+type Workload struct {
+	Name        string
+	Series      []string // in order of first appearance in the files
+	Stats       map[string]SeriesStats
+	Timeseries  []TimePoint
+	Percentiles []PercentilePoint
+	Errors      []ErrorCount
+}
+
+// SeriesStats is one series of stats.json.
+type SeriesStats struct {
+	LatencyMS     map[string]float64 `json:"latency_ms"`
+	Sent          float64            `json:"sent"`
+	OK            float64            `json:"ok"`
+	Errors        float64            `json:"errors"`
+	ThroughputRPS float64            `json:"throughput_rps"`
+	ErrorsByType  map[string]float64 `json:"errors_by_type"`
+}
+
+// TimePoint is a row of timeseries.csv; latency fields are NaN when the second had no success.
+type TimePoint struct {
+	T             float64
+	Series        string
+	Sent, OK      float64
+	Errors        float64
+	ThroughputRPS float64
+	P50, P99, Max float64
+}
+
+// PercentilePoint is a row of percentiles.csv.
+type PercentilePoint struct {
+	Series     string
+	Percentile float64
+	LatencyMS  float64
+	Count      float64
+}
+
+// ErrorCount is a row of errors.csv.
+type ErrorCount struct {
+	Series string
+	Type   string
+	Count  float64
+}
+
+// Load reads a results directory. summary.json is required unless runs/ exists (an interrupted
+// runner may die before writing it); every other file is optional. Malformed files are errors
+// naming file:line.
+func Load(dir string) (*Results, error) {
+	res := &Results{Dir: dir}
+	sumPath := filepath.Join(dir, "summary.json")
+	runsDir := filepath.Join(dir, "runs")
+	haveSummary := true
+	if err := readJSON(sumPath, &res.Summary); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if _, serr := os.Stat(runsDir); serr != nil {
+			return nil, fmt.Errorf("%s is not a results directory: %s not found (and no runs/ directory)", dir, sumPath)
+		}
+		haveSummary = false
+		res.Missing = append(res.Missing, "summary.json is missing: the summary is built from each run's stats.json, without confidence intervals")
+	}
+	if err := readJSON(filepath.Join(dir, "environment.json"), &res.Environment); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		res.Missing = append(res.Missing, "environment.json is missing")
+	}
+	entries, err := os.ReadDir(runsDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		run, err := loadRun(filepath.Join(runsDir, e.Name()), e.Name())
+		if err != nil {
+			return nil, err
+		}
+		res.Runs = append(res.Runs, run)
+	}
+	sort.Slice(res.Runs, func(i, j int) bool { return res.Runs[i].ID < res.Runs[j].ID })
+	if len(res.Runs) == 0 {
+		res.Missing = append(res.Missing, "no runs/<id>/ directories: there are no per-run charts")
+	}
+	if !haveSummary {
+		res.Summary = summaryFromRuns(res.Runs)
+	}
+	return res, nil
+}
+
+func loadRun(dir, id string) (*Run, error) {
+	run := &Run{ID: id}
+	if err := readJSON(filepath.Join(dir, "run.json"), run); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		run.Missing = append(run.Missing, "run.json")
+	}
+	if run.ID == "" {
+		run.ID = id
+	}
+	optional := func(name string, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			run.Missing = append(run.Missing, name)
+			return nil
+		}
+		return err
+	}
+	if err := optional("events.csv", loadEvents(filepath.Join(dir, "events.csv"), run)); err != nil {
+		return nil, err
+	}
+	if err := optional("samples.csv", loadSamples(filepath.Join(dir, "samples.csv"), run)); err != nil {
+		return nil, err
+	}
+	wdirs, err := os.ReadDir(filepath.Join(dir, "workloads"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if len(wdirs) == 0 {
+		run.Missing = append(run.Missing, "workloads/")
+	}
+	for _, e := range wdirs {
+		if !e.IsDir() {
+			continue
+		}
+		w, missing, err := loadWorkload(filepath.Join(dir, "workloads", e.Name()), e.Name())
+		if err != nil {
+			return nil, err
+		}
+		run.Workloads = append(run.Workloads, w)
+		run.Missing = append(run.Missing, missing...)
+	}
+	return run, nil
+}
+
+func loadEvents(path string, run *Run) error {
+	return readCSV(path, []string{"t_s", "action"}, func(r csvRow) error {
+		t, err := r.float("t_s")
+		if err != nil {
+			return err
+		}
+		run.Events = append(run.Events, Event{T: t, Action: r.str("action"), Target: r.str("target"),
+			Detail: r.str("detail"), Status: r.str("status")})
+		return nil
+	})
+}
+
+func loadSamples(path string, run *Run) error {
+	return readCSV(path, []string{"t_s", "node"}, func(r csvRow) error {
+		v, err := r.floats("t_s", "cpu_seconds", "cpu_util", "rss_bytes", "disk_bytes", "rx_bytes", "tx_bytes",
+			"power_w", "energy_j", "idle_energy_j")
+		if err != nil {
+			return err
+		}
+		run.Samples = append(run.Samples, Sample{T: v[0], Node: r.str("node"), Component: r.str("component"),
+			CPUSeconds: v[1], CPUUtil: v[2], RSSBytes: v[3], DiskBytes: v[4], RxBytes: v[5], TxBytes: v[6],
+			PowerW: v[7], EnergyJ: v[8], IdleEnergyJ: v[9]})
+		return nil
+	})
+}
+
+// loadWorkload reads one workload folder; it returns the names of absent files for the run's
+// Missing list.
+func loadWorkload(dir, name string) (*Workload, []string, error) {
+	w := &Workload{Name: name, Stats: map[string]SeriesStats{}}
+	var missing []string
+	seen := map[string]bool{}
+	addSeries := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			w.Series = append(w.Series, s)
+		}
+	}
+	check := func(file string, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, "workloads/"+name+"/"+file)
+			return nil
+		}
+		return err
+	}
+	var stats struct {
+		Series map[string]SeriesStats `json:"series"`
+	}
+	if err := check("stats.json", readJSON(filepath.Join(dir, "stats.json"), &stats)); err != nil {
+		return nil, nil, err
+	}
+	if stats.Series != nil {
+		w.Stats = stats.Series
+	}
+	err := readCSV(filepath.Join(dir, "timeseries.csv"), []string{"t_s", "series"}, func(r csvRow) error {
+		v, err := r.floats("t_s", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms")
+		if err != nil {
+			return err
+		}
+		s := r.str("series")
+		addSeries(s)
+		w.Timeseries = append(w.Timeseries, TimePoint{T: v[0], Series: s, Sent: v[1], OK: v[2], Errors: v[3],
+			ThroughputRPS: v[4], P50: v[5], P99: v[6], Max: v[7]})
+		return nil
+	})
+	if err := check("timeseries.csv", err); err != nil {
+		return nil, nil, err
+	}
+	err = readCSV(filepath.Join(dir, "percentiles.csv"), []string{"series", "percentile", "latency_ms"}, func(r csvRow) error {
+		v, err := r.floats("percentile", "latency_ms", "count")
+		if err != nil {
+			return err
+		}
+		s := r.str("series")
+		addSeries(s)
+		w.Percentiles = append(w.Percentiles, PercentilePoint{Series: s, Percentile: v[0], LatencyMS: v[1], Count: v[2]})
+		return nil
+	})
+	if err := check("percentiles.csv", err); err != nil {
+		return nil, nil, err
+	}
+	err = readCSV(filepath.Join(dir, "errors.csv"), []string{"series", "type", "count"}, func(r csvRow) error {
+		c, err := r.float("count")
+		if err != nil {
+			return err
+		}
+		w.Errors = append(w.Errors, ErrorCount{Series: r.str("series"), Type: r.str("type"), Count: c})
+		return nil
+	})
+	if err := check("errors.csv", err); err != nil {
+		return nil, nil, err
+	}
+	// Series only named in stats.json (no time series written) still belong in tables.
+	names := make([]string, 0, len(w.Stats))
+	for s := range w.Stats {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	for _, s := range names {
+		addSeries(s)
+	}
+	return w, missing, nil
+}
+
+// summaryFromRuns rebuilds summary.json's per-run metrics from stats.json when the runner did
+// not write it; groups are left empty, so the report shows runs without confidence intervals.
+func summaryFromRuns(runs []*Run) Summary {
+	var s Summary
+	s.Schema = 1
+	for _, r := range runs {
+		sr := SummaryRun{ID: r.ID, Params: r.Params, Repeat: r.Repeat, Status: r.Status,
+			Metrics: map[string]map[string]float64{}}
+		for _, w := range r.Workloads {
+			for name, st := range w.Stats {
+				prefix := w.Name + "/" + name + "/"
+				if st.LatencyMS != nil {
+					sr.Metrics[prefix+"latency_ms"] = st.LatencyMS
+				}
+				sr.Metrics[prefix+"throughput_rps"] = map[string]float64{"value": st.ThroughputRPS}
+				sr.Metrics[prefix+"errors"] = map[string]float64{"value": st.Errors}
+			}
+		}
+		s.Runs = append(s.Runs, sr)
+	}
+	return s
+}

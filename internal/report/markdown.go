@@ -1,0 +1,91 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// markdown renders summary.md: the summary tables, the runs and their events, for terminals and
+// pull requests where the HTML report cannot be shown.
+func markdown(p *page) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", mdEsc(p.Scenario))
+	fmt.Fprintf(&b, "Started %s, finished %s, %d run(s). Latencies in ms, after the warm-up.\n\n", orDash(p.Started), orDash(p.Finished), len(p.Runs))
+	if len(p.Missing) > 0 {
+		b.WriteString("Not everything is available:\n\n")
+		for _, m := range p.Missing {
+			fmt.Fprintf(&b, "- %s\n", mdEsc(m))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Summary\n\n")
+	for _, t := range p.Tables {
+		fmt.Fprintf(&b, "### %s", mdEsc(t.Title))
+		if t.Params != "(none)" {
+			fmt.Fprintf(&b, ": %s", mdEsc(t.Params))
+		}
+		fmt.Fprintf(&b, " (runs %s", t.Runs)
+		if t.N > 1 {
+			fmt.Fprintf(&b, "; n = %d, mean ± 95%% CI", t.N)
+		}
+		b.WriteString(")\n\n")
+		if len(t.Latency) > 0 {
+			b.WriteString("| metric |")
+			for _, h := range p.LatHeaders {
+				fmt.Fprintf(&b, " %s |", h)
+			}
+			b.WriteString("\n|---|")
+			for range p.LatHeaders {
+				b.WriteString("---:|")
+			}
+			b.WriteString("\n")
+			for _, r := range t.Latency {
+				fmt.Fprintf(&b, "| %s | %s |\n", mdEsc(r.Metric), strings.Join(r.Cells, " | "))
+			}
+			b.WriteString("\n")
+		}
+		if len(t.Values) > 0 {
+			b.WriteString("| metric | value |\n|---|---:|\n")
+			for _, r := range t.Values {
+				fmt.Fprintf(&b, "| %s | %s |\n", mdEsc(r.Metric), strings.Join(r.Cells, " | "))
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("## Runs\n\n")
+	if len(p.Runs) == 0 {
+		b.WriteString("No runs.\n\n")
+	}
+	for _, r := range p.Runs {
+		fmt.Fprintf(&b, "- **%s** repeat %d, %s: %s, duration %s, warm-up %s", r.ID, r.Repeat, mdEsc(r.Params), r.Status, r.Duration, r.Warmup)
+		if r.Error != "" {
+			fmt.Fprintf(&b, " — %s", mdEsc(r.Error))
+		}
+		b.WriteString("\n")
+	}
+	for _, s := range p.Sections {
+		fmt.Fprintf(&b, "\n## Events of run %s\n\n", s.ID)
+		if len(s.Missing) > 0 {
+			fmt.Fprintf(&b, "Missing: %s\n\n", mdEsc(strings.Join(s.Missing, ", ")))
+		}
+		if len(s.Events) == 0 {
+			b.WriteString("No events.\n")
+		}
+		for _, e := range s.Events {
+			fmt.Fprintf(&b, "- %s s: %s", formatNum(e.T), mdEsc(e.Label()))
+			if e.Detail != "" {
+				fmt.Fprintf(&b, " (%s)", mdEsc(e.Detail))
+			}
+			if e.Status != "" {
+				fmt.Fprintf(&b, " — %s", mdEsc(e.Status))
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// mdEsc keeps table cells intact: a "|" would end the cell, a newline the row.
+func mdEsc(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", "").Replace(s)
+}

@@ -1,0 +1,133 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// page is everything the HTML and Markdown templates show, computed once from Results.
+type page struct {
+	Scenario   string
+	Started    string
+	Finished   string
+	Dir        string
+	Env        [][2]string
+	Runs       []runRow
+	Missing    []string
+	Tables     []summaryTable
+	Sweep      []figure
+	Sections   []runSection
+	MultiRun   bool
+	LatHeaders []string
+}
+
+type runRow struct {
+	ID, Params, Status, Error, Started string
+	Repeat                             int
+	Duration, Warmup                   string
+}
+
+type runSection struct {
+	ID        string
+	Title     string
+	Status    string
+	Open      bool
+	Missing   []string
+	Events    []Event
+	Workloads []workloadSection
+	Nodes     []figure
+	NodesNote string
+}
+
+type workloadSection struct {
+	Name    string
+	Figures []figure
+	Errors  []ErrorCount
+}
+
+func buildPage(res *Results) *page {
+	p := &page{
+		Scenario: res.Summary.Scenario,
+		Started:  res.Summary.Started,
+		Finished: res.Summary.Finished,
+		Dir:      res.Dir,
+		Missing:  res.Missing,
+		Tables:   summaryTables(res.Summary),
+		Sweep:    sweepFigures(res.Summary),
+		MultiRun: len(res.Runs) > 1,
+	}
+	if p.Scenario == "" {
+		p.Scenario = "(unnamed scenario)"
+	}
+	for _, f := range latencyFields {
+		p.LatHeaders = append(p.LatHeaders, f.Header)
+	}
+	for _, k := range sortedKeys(res.Environment) {
+		p.Env = append(p.Env, [2]string{k, envValue(k, res.Environment[k])})
+	}
+	for i, r := range res.Runs {
+		p.Runs = append(p.Runs, runRow{ID: r.ID, Params: formatParams(r.Params), Status: orDash(r.Status), Error: r.Error,
+			Started: r.Started, Repeat: r.Repeat, Duration: seconds(r.DurationS), Warmup: seconds(r.WarmupS)})
+		p.Sections = append(p.Sections, buildRunSection(r, i == 0))
+	}
+	return p
+}
+
+func buildRunSection(r *Run, first bool) runSection {
+	s := runSection{ID: r.ID, Status: orDash(r.Status), Open: first, Missing: r.Missing, Events: r.Events}
+	s.Title = "Run " + r.ID
+	if len(r.Params) > 0 {
+		s.Title += " — " + formatParams(r.Params)
+	}
+	if r.Repeat > 0 {
+		s.Title += fmt.Sprintf(" — repeat %d", r.Repeat)
+	}
+	for _, w := range r.Workloads {
+		ws := workloadSection{Name: w.Name, Errors: errorRows(w)}
+		ws.Figures = []figure{cdfFigure(r, w), latencyTimeFigure(r, w), throughputFigure(r, w)}
+		s.Workloads = append(s.Workloads, ws)
+	}
+	s.Nodes = nodeFigures(r)
+	if len(s.Nodes) == 0 {
+		s.NodesNote = "No node samples (samples.csv missing or without node rows): no resource or energy charts for this run."
+	}
+	return s
+}
+
+// errorRows prefers errors.csv and falls back to stats.json's errors_by_type.
+func errorRows(w *Workload) []ErrorCount {
+	if len(w.Errors) > 0 {
+		return w.Errors
+	}
+	var out []ErrorCount
+	for _, s := range w.Series {
+		st := w.Stats[s]
+		for _, t := range sortedKeys(st.ErrorsByType) {
+			out = append(out, ErrorCount{Series: s, Type: t, Count: st.ErrorsByType[t]})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Series < out[j].Series })
+	return out
+}
+
+func envValue(k string, v any) string {
+	if f, ok := v.(float64); ok && strings.HasSuffix(k, "_bytes") {
+		return fmt.Sprintf("%.1f GiB", f/(1<<30))
+	}
+	return formatValue(v)
+}
+
+func seconds(v float64) string {
+	if v == 0 {
+		return "0 s"
+	}
+	return formatNum(v) + " s"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}

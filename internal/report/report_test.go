@@ -1,0 +1,228 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// copyFixture copies testdata/<name> to a temporary directory, because Render writes into the
+// results directory it reads.
+func copyFixture(t *testing.T, name string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("testdata", name))); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestLoadQuickstart(t *testing.T) {
+	res, err := Load(filepath.Join("testdata", "quickstart"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Scenario != "quickstart" || len(res.Runs) != 1 || len(res.Missing) != 0 {
+		t.Fatalf("scenario %q, %d runs, missing %v", res.Summary.Scenario, len(res.Runs), res.Missing)
+	}
+	r := res.Runs[0]
+	if r.DurationS != 30 || r.Status != "ok" || len(r.Missing) != 0 {
+		t.Errorf("run: duration %v status %q missing %v", r.DurationS, r.Status, r.Missing)
+	}
+	if len(r.Events) != 2 || r.Events[0].Label() != "partition cloud" || r.Events[0].T != 10 || r.Events[1].Label() != "heal" {
+		t.Errorf("events = %+v", r.Events)
+	}
+	nodes, _ := nodeSeries(r)
+	if strings.Join(nodes, ",") != "device,edge,cloud" {
+		t.Errorf("nodes = %v", nodes)
+	}
+	if len(r.Workloads) != 1 || r.Workloads[0].Name != "load" {
+		t.Fatalf("workloads = %+v", r.Workloads)
+	}
+	w := r.Workloads[0]
+	if strings.Join(w.Series, ",") != "edge,cloud" {
+		t.Errorf("series = %v", w.Series)
+	}
+	if len(w.Errors) != 1 || w.Errors[0].Series != "cloud" || w.Errors[0].Type != "timeout" {
+		t.Errorf("errors = %+v", w.Errors)
+	}
+	if p50 := w.Stats["edge"].LatencyMS["p50"]; p50 < 18 || p50 > 22 {
+		t.Errorf("edge p50 = %v, want about 20 ms", p50)
+	}
+}
+
+func TestLoadSweep(t *testing.T) {
+	res, err := Load(filepath.Join("testdata", "sweep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 4 || len(res.Summary.Groups) != 2 {
+		t.Fatalf("%d runs, %d groups", len(res.Runs), len(res.Summary.Groups))
+	}
+	if got := sweptParams(res.Summary.Groups); len(got) != 1 || got[0] != "workloads.load.rate" {
+		t.Errorf("swept params = %v", got)
+	}
+	a := res.Summary.Groups[0].Metrics["load/edge/latency_ms"]["p50"]
+	if a.N != 2 || !(a.CI95[0] <= a.Mean && a.Mean <= a.CI95[1]) {
+		t.Errorf("aggregate = %+v", a)
+	}
+}
+
+var externalRef = regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?\s*(https?:)?//|url\(\s*["']?(https?:)?//|@import`)
+
+func TestRender(t *testing.T) {
+	perRun := []string{"latency-cdf", "latency-time", "throughput-time", "node-cpu", "node-memory", "node-network", "node-power", "node-energy"}
+	tests := []struct {
+		fixture    string
+		wantCharts []string
+		runs       int
+		wantText   []string
+	}{
+		{"quickstart", perRun, 1, []string{"partition cloud", "timeout", "load/edge/latency_ms", "Linux", "p99.9"}},
+		{"sweep", append([]string{"sweep-latency", "sweep-throughput"}, perRun...), 4, []string{"<details", "workloads.load.rate", "±"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			dir := copyFixture(t, tt.fixture)
+			if err := Render(dir); err != nil {
+				t.Fatal(err)
+			}
+			h, err := os.ReadFile(HTMLPath(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			html := string(h)
+			for _, k := range tt.wantCharts {
+				n := strings.Count(html, `data-chart="`+k+`"`)
+				want := tt.runs
+				if strings.HasPrefix(k, "sweep-") {
+					want = 1
+				}
+				if n < want {
+					t.Errorf("data-chart=%q appears %d times, want at least %d", k, n, want)
+				}
+			}
+			for _, s := range tt.wantText {
+				if s == "Linux" {
+					s = "6.1.0-28-amd64" // the kernel from environment.json
+				}
+				if !strings.Contains(html, s) {
+					t.Errorf("report.html lacks %q", s)
+				}
+			}
+			if m := externalRef.FindString(html); m != "" {
+				t.Errorf("report.html refers to an external resource: %q", m)
+			}
+			if strings.Contains(html, "NaN") {
+				t.Error("report.html contains NaN")
+			}
+			if f, c := strings.Count(html, "<figure"), strings.Count(html, "<figcaption>"); f == 0 || f != c {
+				t.Errorf("%d figures, %d captions", f, c)
+			}
+			md, err := os.ReadFile(MarkdownPath(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"| metric | count | mean | p50 | p90 | p99 | p99.9 | max |", "| load/edge/latency_ms |", "## Runs", "partition cloud", "heal"} {
+				if !strings.Contains(string(md), want) {
+					t.Errorf("summary.md lacks %q:\n%s", want, md)
+				}
+			}
+		})
+	}
+}
+
+// An interrupted run without samples or events still renders, and the report says what is missing.
+func TestRenderMissingOptional(t *testing.T) {
+	dir := copyFixture(t, "quickstart")
+	run := filepath.Join(dir, "runs", "001")
+	for _, f := range []string{"samples.csv", "events.csv", "workloads/load/percentiles.csv"} {
+		if err := os.Remove(filepath.Join(run, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"environment.json", "summary.json"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rj := filepath.Join(run, "run.json")
+	data, _ := os.ReadFile(rj)
+	data = []byte(strings.Replace(string(data), `"status": "ok"`, `"status": "interrupted"`, 1))
+	if err := os.WriteFile(rj, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := os.ReadFile(HTMLPath(dir))
+	html := string(h)
+	for _, want := range []string{"interrupted", "samples.csv", "events.csv", "percentiles.csv", "environment.json is missing",
+		"summary.json is missing", "No node samples", "load/edge/latency_ms", `data-chart="latency-time"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string // relative to the fixture copy
+		content string
+		want    string
+	}{
+		{"bad number", "runs/001/workloads/load/timeseries.csv",
+			"t_s,series,sent,ok,errors,throughput_rps,p50_ms,p99_ms,max_ms\n0,edge,1,1,0,1,20,21,22\n1,edge,1,1,0,1,fast,21,22\n",
+			"timeseries.csv:3: column \"p50_ms\""},
+		{"field count", "runs/001/samples.csv", "t_s,node,cpu_util\n0,edge,0.5\n1,edge\n", "samples.csv:3:"},
+		{"missing column", "runs/001/events.csv", "time,action\n10,partition\n", "events.csv:1: header has no column \"t_s\""},
+		{"bad quote", "runs/001/workloads/load/errors.csv", "series,type,count\ncloud,\"timeout,3\n", "errors.csv:2:"},
+		{"json syntax", "summary.json", "{\n  \"schema\": 1,\n  \"scenario\": \"x\"\n  \"runs\": []\n}\n", "summary.json:4:"},
+		{"json type", "runs/001/run.json", "{\n\"id\": \"001\",\n\"duration_s\": \"thirty\"\n}\n", "run.json:3:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := copyFixture(t, "quickstart")
+			if err := os.WriteFile(filepath.Join(dir, tt.file), []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := Render(dir)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.want)
+			}
+			if _, serr := os.Stat(HTMLPath(dir)); serr == nil {
+				t.Error("report.html written despite the error")
+			}
+		})
+	}
+}
+
+func TestNotAResultsDir(t *testing.T) {
+	err := Render(t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "summary.json") || !strings.Contains(err.Error(), "not a results directory") {
+		t.Fatalf("error = %v", err)
+	}
+}
+
+// FuzzLoadWorkload feeds arbitrary CSV to the workload loader: it must return an error or a
+// workload, never panic, and rendering what it returns must not panic either.
+func FuzzLoadWorkload(f *testing.F) {
+	f.Add("t_s,series,sent,ok,errors,throughput_rps,p50_ms,p99_ms,max_ms\n0,edge,1,1,0,1,20,21,22\n", "series,percentile,latency_ms,count\nedge,50,20,1\n")
+	f.Add("t_s,series\n\"", "series,percentile,latency_ms\nedge,1e400,-1,x\n")
+	f.Fuzz(func(t *testing.T, ts, pct string) {
+		dir := t.TempDir()
+		_ = os.WriteFile(filepath.Join(dir, "timeseries.csv"), []byte(ts), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "percentiles.csv"), []byte(pct), 0o644)
+		w, _, err := loadWorkload(dir, "w")
+		if err != nil {
+			return
+		}
+		run := &Run{ID: "001", DurationS: 10}
+		_ = cdfFigure(run, w)
+		_ = latencyTimeFigure(run, w)
+		_ = throughputFigure(run, w)
+	})
+}

@@ -1,0 +1,257 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// latencyFields are the columns of the summary table, in order, with their headers.
+var latencyFields = []struct{ Key, Header string }{
+	{"count", "count"}, {"mean", "mean"}, {"p50", "p50"}, {"p90", "p90"}, {"p99", "p99"}, {"p999", "p99.9"}, {"max", "max"},
+}
+
+// summaryTable is one sweep combination (or one run when summary.json has no groups): latency
+// metrics as rows of latencyFields, and single-value metrics (throughput, errors) apart.
+type summaryTable struct {
+	Title   string
+	Params  string
+	Runs    string
+	N       int // repeats aggregated; > 1 means cells are "mean ± CI half-width"
+	Latency []tableRow
+	Values  []tableRow
+}
+
+type tableRow struct {
+	Metric string
+	Cells  []string
+}
+
+// formatParams prints a run's parameters as "a=1, b=x" in key order, or "(none)".
+func formatParams(p map[string]any) string {
+	if len(p) == 0 {
+		return "(none)"
+	}
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + formatValue(p[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func formatValue(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+// aggCell prints a group aggregate: the mean alone for one repeat, else mean ± CI half-width.
+func aggCell(a Aggregate) string {
+	if a.N <= 1 {
+		return formatNum(a.Mean)
+	}
+	hw := (a.CI95[1] - a.CI95[0]) / 2
+	return formatNum(a.Mean) + " ± " + formatNum(math.Abs(hw))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func isLatency(fields []string) bool {
+	for _, f := range fields {
+		if f == "p50" || f == "count" {
+			return true
+		}
+	}
+	return false
+}
+
+// summaryTables builds the tables from summary.json groups, or from its runs when it has none.
+func summaryTables(s Summary) []summaryTable {
+	var out []summaryTable
+	for i, g := range s.Groups {
+		t := summaryTable{Title: fmt.Sprintf("Group %d", i+1), Params: formatParams(g.Params), Runs: strings.Join(g.Runs, ", ")}
+		if len(s.Groups) == 1 {
+			t.Title = "All runs"
+		}
+		for _, name := range sortedKeys(g.Metrics) {
+			m := g.Metrics[name]
+			for _, a := range m {
+				t.N = max(t.N, a.N)
+			}
+			if isLatency(sortedKeys(m)) {
+				row := tableRow{Metric: name}
+				for _, f := range latencyFields {
+					if a, ok := m[f.Key]; ok {
+						row.Cells = append(row.Cells, aggCell(a))
+					} else {
+						row.Cells = append(row.Cells, "–")
+					}
+				}
+				t.Latency = append(t.Latency, row)
+				continue
+			}
+			for _, f := range sortedKeys(m) {
+				label := name
+				if f != "value" {
+					label += " " + f
+				}
+				t.Values = append(t.Values, tableRow{Metric: label, Cells: []string{aggCell(m[f])}})
+			}
+		}
+		out = append(out, t)
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, r := range s.Runs {
+		t := summaryTable{Title: "Run " + r.ID, Params: formatParams(r.Params), Runs: r.ID, N: 1}
+		for _, name := range sortedKeys(r.Metrics) {
+			m := r.Metrics[name]
+			if isLatency(sortedKeys(m)) {
+				row := tableRow{Metric: name}
+				for _, f := range latencyFields {
+					if v, ok := m[f.Key]; ok {
+						row.Cells = append(row.Cells, formatNum(v))
+					} else {
+						row.Cells = append(row.Cells, "–")
+					}
+				}
+				t.Latency = append(t.Latency, row)
+				continue
+			}
+			for _, f := range sortedKeys(m) {
+				label := name
+				if f != "value" {
+					label += " " + f
+				}
+				t.Values = append(t.Values, tableRow{Metric: label, Cells: []string{formatNum(m[f])}})
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// sweptParams returns the parameters whose values differ between groups, sorted.
+func sweptParams(groups []Group) []string {
+	vals := map[string]map[string]bool{}
+	for _, g := range groups {
+		for k, v := range g.Params {
+			if vals[k] == nil {
+				vals[k] = map[string]bool{}
+			}
+			vals[k][formatValue(v)] = true
+		}
+	}
+	var out []string
+	for _, k := range sortedKeys(vals) {
+		if len(vals[k]) > 1 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// sweepFigures plots, for a sweep, each latency field (p50, p99) and throughput against the
+// first swept parameter. Other swept parameters split the lines; error bars are the 95% CI
+// across repeats when a group has more than one.
+func sweepFigures(s Summary) []figure {
+	swept := sweptParams(s.Groups)
+	if len(s.Groups) < 2 || len(swept) == 0 {
+		return nil
+	}
+	xp := swept[0]
+	// A numeric parameter gets a numeric axis (spacing shows the sweep's steps); anything
+	// else is categorical in the order the runner wrote the groups.
+	numeric := true
+	var cats []string
+	for _, g := range s.Groups {
+		if _, ok := g.Params[xp].(float64); !ok {
+			numeric = false
+		}
+		if v := formatValue(g.Params[xp]); !contains(cats, v) {
+			cats = append(cats, v)
+		}
+	}
+	xOf := func(g Group) float64 {
+		if numeric {
+			return g.Params[xp].(float64)
+		}
+		for i, c := range cats {
+			if c == formatValue(g.Params[xp]) {
+				return float64(i)
+			}
+		}
+		return math.NaN()
+	}
+	type spec struct{ kind, suffix, field, ylabel, what string }
+	specs := []spec{
+		{"sweep-latency", "/latency_ms", "p50", "p50 latency (ms)", "Median latency"},
+		{"sweep-latency", "/latency_ms", "p99", "p99 latency (ms)", "p99 latency"},
+		{"sweep-throughput", "/throughput_rps", "value", "throughput (req/s)", "Throughput"},
+	}
+	var figs []figure
+	for _, sp := range specs {
+		c := &lineChart{ID: "sweep-" + sp.field + strings.ReplaceAll(sp.suffix, "/", "-"), XLabel: xp, YLabel: sp.ylabel, XPad: 0.06}
+		if !numeric {
+			c.XCategories = cats
+		}
+		lines := map[string]*series{}
+		var order []string
+		for _, g := range s.Groups {
+			rest := map[string]any{}
+			for _, k := range swept[1:] {
+				rest[k] = g.Params[k]
+			}
+			for _, name := range sortedKeys(g.Metrics) {
+				a, ok := g.Metrics[name][sp.field]
+				if !ok || !strings.HasSuffix(name, sp.suffix) {
+					continue
+				}
+				label := strings.TrimSuffix(name, sp.suffix)
+				if len(rest) > 0 {
+					label += " (" + formatParams(rest) + ")"
+				}
+				if lines[label] == nil {
+					lines[label] = &series{Name: label, Color: color(len(order)), ShowPoints: true}
+					order = append(order, label)
+				}
+				p := pt(xOf(g), a.Mean)
+				if a.N > 1 {
+					// With few repeats the t interval can reach below zero; latencies and rates
+					// cannot, so the bar stops at the axis.
+					p.Lo, p.Hi = math.Max(a.CI95[0], 0), a.CI95[1]
+				}
+				p.Tip = fmt.Sprintf("%s=%s: %s (n=%d)", xp, formatValue(g.Params[xp]), aggCell(a), a.N)
+				lines[label].Points = append(lines[label].Points, p)
+			}
+		}
+		if len(order) == 0 {
+			continue
+		}
+		for _, l := range order {
+			sr := lines[l]
+			sort.SliceStable(sr.Points, func(i, j int) bool { return sr.Points[i].X < sr.Points[j].X })
+			c.Series = append(c.Series, *sr)
+		}
+		caption := fmt.Sprintf("%s vs %s, one line per workload/series; points are the mean across repeats, error bars the 95%% confidence interval (Student t) when a combination has more than one repeat (cut at 0). From summary.json.", sp.what, xp)
+		f := newFigure(c.ID, sp.kind, caption, c.SVG())
+		figs = append(figs, f)
+	}
+	return figs
+}

@@ -1,0 +1,225 @@
+package testbed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// The control socket lets other processes (the CLI's `testbed fault`, `status`, `down`) act on a
+// testbed hosted by a daemon or by `continuum run`. It is plain HTTP+JSON on a unix socket in the
+// testbed's state directory, so `curl --unix-socket` works too.
+const controlSocket = "control.sock"
+
+// Status is the testbed's state as reported by `continuum testbed status`.
+type Status struct {
+	Name       string            `json:"name"`
+	PID        int               `json:"pid"`
+	Nodes      []NodeStatus      `json:"nodes"`
+	Links      []LinkStatus      `json:"links"`
+	Partitions []string          `json:"partitions"`
+	Procs      []ProcStatus      `json:"processes"`
+	Drops      map[string]uint64 `json:"drops"`
+}
+
+// NodeStatus describes one node.
+type NodeStatus struct {
+	Name      string  `json:"name"`
+	Address   string  `json:"address"`
+	Netns     string  `json:"netns"`
+	CPUs      float64 `json:"cpus"`
+	MemoryMax int64   `json:"memory_bytes"`
+	TxBytes   uint64  `json:"tx_bytes"`
+	RxBytes   uint64  `json:"rx_bytes"`
+}
+
+// Status returns a snapshot of nodes, links, partitions and processes.
+func (tb *Testbed) Status() Status {
+	st := Status{Name: tb.Name, PID: os.Getpid(), Links: tb.linkStatus(), Procs: tb.Procs(), Drops: tb.fab.Drops()}
+	tb.mu.Lock()
+	for _, n := range tb.nodes {
+		c := tb.fab.NodeCounters(n.idx)
+		st.Nodes = append(st.Nodes, NodeStatus{Name: n.name, Address: n.addr.String(), Netns: n.ns, CPUs: n.cpus,
+			MemoryMax: n.memory, TxBytes: c.TxBytes, RxBytes: c.RxBytes})
+	}
+	for _, f := range tb.faults {
+		st.Partitions = append(st.Partitions, describePartition(f))
+	}
+	tb.mu.Unlock()
+	return st
+}
+
+type controlServer struct {
+	srv  *http.Server
+	ln   net.Listener
+	done chan struct{}
+	// Shutdown is closed when a client asked the host to shut the testbed down.
+	shutdown chan struct{}
+}
+
+func startControl(tb *Testbed) (*controlServer, error) {
+	path := filepath.Join(tb.dir, controlSocket)
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	cs := &controlServer{ln: ln, done: make(chan struct{}), shutdown: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tb.Status()) })
+	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
+		var f Fault
+		if err := decodeBody(r, &f); err != nil {
+			writeJSON(w, 400, map[string]string{"error": err.Error()})
+			return
+		}
+		what, err := tb.Inject(f)
+		if err != nil {
+			writeJSON(w, 400, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, 200, map[string]string{"result": what})
+	})
+	mux.HandleFunc("POST /procs", func(w http.ResponseWriter, r *http.Request) {
+		var spec ProcSpec
+		if err := decodeBody(r, &spec); err != nil {
+			writeJSON(w, 400, map[string]string{"error": err.Error()})
+			return
+		}
+		p, err := tb.Start(spec)
+		if err != nil {
+			writeJSON(w, 400, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, 200, p.Status())
+	})
+	mux.HandleFunc("DELETE /procs/{name}", func(w http.ResponseWriter, r *http.Request) {
+		if err := tb.Remove(r.PathValue("name"), 5*time.Second); err != nil {
+			writeJSON(w, 400, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, 200, map[string]string{"result": "stopped"})
+	})
+	mux.HandleFunc("POST /shutdown", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]string{"result": "shutting down"})
+		select {
+		case <-cs.shutdown:
+		default:
+			close(cs.shutdown)
+		}
+	})
+	cs.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { defer close(cs.done); _ = cs.srv.Serve(ln) }()
+	return cs, nil
+}
+
+func (cs *controlServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = cs.srv.Shutdown(ctx)
+	<-cs.done
+}
+
+// ShutdownRequested is closed when a client asked the hosting process to shut the testbed down.
+func (tb *Testbed) ShutdownRequested() <-chan struct{} { return tb.ctl.shutdown }
+
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("bad request body: %w", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Client talks to a testbed's control socket.
+type Client struct {
+	name string
+	hc   *http.Client
+}
+
+// NewClient returns a client for testbed name in stateDir ("" = default).
+func NewClient(stateDir, name string) *Client {
+	if stateDir == "" {
+		stateDir = DefaultStateDir()
+	}
+	sock := filepath.Join(stateDir, name, controlSocket)
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}
+	return &Client{name: name, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+func (c *Client) do(method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://testbed"+path, rd)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("testbed %q is not answering on its control socket (is it up? `continuum testbed status`): %w", c.name, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		var e struct{ Error string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return errors.New(e.Error)
+		}
+		return fmt.Errorf("testbed %q: %s: %s", c.name, resp.Status, bytes.TrimSpace(b))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// Status fetches the testbed's status.
+func (c *Client) Status() (Status, error) {
+	var st Status
+	err := c.do("GET", "/status", nil, &st)
+	return st, err
+}
+
+// Inject applies a fault and returns its description.
+func (c *Client) Inject(f Fault) (string, error) {
+	var out struct{ Result string }
+	err := c.do("POST", "/fault", f, &out)
+	return out.Result, err
+}
+
+// Start starts a process in a node.
+func (c *Client) Start(spec ProcSpec) (ProcStatus, error) {
+	var st ProcStatus
+	err := c.do("POST", "/procs", spec, &st)
+	return st, err
+}
+
+// Stop stops and forgets a process.
+func (c *Client) Stop(name string) error { return c.do("DELETE", "/procs/"+name, nil, nil) }
+
+// Shutdown asks the hosting process to tear the testbed down.
+func (c *Client) Shutdown() error { return c.do("POST", "/shutdown", nil, nil) }

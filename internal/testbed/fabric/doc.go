@@ -1,0 +1,17 @@
+// Package fabric is the userspace network that connects the testbed's nodes: every node's
+// emulated interface is an Endpoint (a TUN device in the node's namespace), and the fabric moves
+// IPv4 packets between endpoints along the topology's links, applying each link's delay, jitter,
+// loss, bandwidth and queue limit hop by hop, and dropping what partitions cut.
+//
+// It exists because the kernels this project runs on have no sch_netem; doing the emulation in
+// one process also lets a multi-hop path share per-link bandwidth and makes partitions, reroutes and
+// counters exact. It knows nothing of namespaces, cgroups or processes (package testbed does).
+//
+// Timing model: a packet read from node A at time t is scheduled through the first link of its
+// route: it waits for the link's transmitter (bandwidth), is serialised, then propagates for
+// delay±jitter, and arrives at the next node, where the same happens on the next link. Arrivals
+// are events in one heap served by a dedicated OS thread sleeping on a timerfd (hrtimer precision,
+// no timer slack), so a late wake-up never accumulates across hops: every hop is computed from the
+// scheduled, not the observed, time. Within one link direction packets never overtake each other
+// (FIFO, like a wire); jitter therefore delays but does not reorder.
+package fabric

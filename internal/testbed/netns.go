@@ -1,0 +1,170 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// runIP runs iproute2's ip with args and returns its combined output in the error.
+func runIP(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// netnsExists reports whether a named namespace (/run/netns/NAME) exists.
+func netnsExists(name string) bool {
+	_, err := os.Stat("/run/netns/" + name)
+	return err == nil
+}
+
+// inNetns runs fn on an OS thread switched into the named namespace. Sockets and /proc/sys files
+// opened by fn stay in that namespace after the thread switches back. If switching back fails
+// the thread is left locked, so the runtime discards it instead of reusing a thread in the wrong
+// namespace.
+func inNetns(name string, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- fmt.Errorf("netns: current namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		target, err := netns.GetFromName(name)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("netns %s: %w", name, err)
+			return
+		}
+		defer target.Close()
+		if err := netns.Set(target); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("netns %s: enter: %w", name, err)
+			return
+		}
+		ferr := fn()
+		if err := netns.Set(orig); err != nil {
+			errc <- fmt.Errorf("netns %s: leave: %w", name, err) // thread stays locked and dies
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	return <-errc
+}
+
+// dialInNetns opens a connection from inside the named namespace.
+func dialInNetns(ctx context.Context, ns, network, addr string) (net.Conn, error) {
+	// Only the socket() call has to happen inside the namespace; connect may block, so the
+	// dial runs in the namespace-switched goroutine with the caller's context.
+	var conn net.Conn
+	err := inNetns(ns, func() error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		conn = c
+		return err
+	})
+	return conn, err
+}
+
+// setupNode creates namespace ns with loopback up and IPv6 off (the fabric carries IPv4 only;
+// disabling v6 keeps router solicitations off the emulated links), moves the TUN device tun into
+// it as eth0 and gives it addr.
+func setupNode(ns, tun string, addr *net.IPNet, mtu int) error {
+	if err := runIP("netns", "add", ns); err != nil {
+		return err
+	}
+	err := inNetns(ns, func() error {
+		for _, k := range []string{"all", "default"} {
+			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0o644); err != nil {
+				return fmt.Errorf("disable ipv6: %w", err)
+			}
+		}
+		// Let unprivileged processes in the node ping (iputils uses ICMP datagram sockets).
+		return os.WriteFile("/proc/sys/net/ipv4/ping_group_range", []byte("0 2147483647"), 0o644)
+	})
+	if err != nil {
+		return fmt.Errorf("node namespace %s: %w", ns, err)
+	}
+	link, err := netlink.LinkByName(tun)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", tun, err)
+	}
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		return fmt.Errorf("netns %s: %w", ns, err)
+	}
+	defer h.Close()
+	if err := netlink.LinkSetNsFd(link, int(h)); err != nil {
+		return fmt.Errorf("move %s into %s: %w", tun, ns, err)
+	}
+	nh, err := netlink.NewHandleAt(h)
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", ns, err)
+	}
+	defer nh.Close()
+	lo, err := nh.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("%s: lo: %w", ns, err)
+	}
+	if err := nh.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("%s: lo up: %w", ns, err)
+	}
+	l, err := nh.LinkByName(tun)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", ns, tun, err)
+	}
+	if err := nh.LinkSetName(l, "eth0"); err != nil {
+		return fmt.Errorf("%s: rename %s: %w", ns, tun, err)
+	}
+	if err := nh.LinkSetMTU(l, mtu); err != nil {
+		return fmt.Errorf("%s: mtu: %w", ns, err)
+	}
+	if err := nh.AddrAdd(l, &netlink.Addr{IPNet: addr}); err != nil {
+		return fmt.Errorf("%s: address %v: %w", ns, addr, err)
+	}
+	if err := nh.LinkSetUp(l); err != nil {
+		return fmt.Errorf("%s: eth0 up: %w", ns, err)
+	}
+	return nil
+}
+
+// writeHosts makes node names resolve inside the namespace: `ip netns exec` bind-mounts
+// /etc/netns/NS/hosts over /etc/hosts for the processes it starts.
+func writeHosts(ns string, names []string, addrs map[string]string) error {
+	dir := "/etc/netns/" + ns
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("# written by continuum testbed; removed with the testbed\n")
+	fmt.Fprintf(&b, "127.0.0.1\tlocalhost\n::1\tlocalhost\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s\t%s\n", addrs[n], n)
+	}
+	return os.WriteFile(dir+"/hosts", []byte(b.String()), 0o644)
+}
+
+// deleteNetns removes the namespace and its /etc/netns directory; missing ones are not errors.
+func deleteNetns(ns string) error {
+	var err error
+	if netnsExists(ns) {
+		err = runIP("netns", "del", ns)
+	}
+	if rerr := os.RemoveAll("/etc/netns/" + ns); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
