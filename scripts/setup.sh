@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl chromium)
+APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl python3 chromium)
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then

@@ -6,8 +6,8 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"

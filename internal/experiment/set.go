@@ -89,6 +89,8 @@ func (d *doc) set(path string, value *yaml.Node, origin string) error {
 		switch {
 		case t == nodeType: // free-form YAML (a kind's config without a known kind, a "set" change)
 			childT = nodeType
+		case isValue(t):
+			return fmt.Errorf("%s is a single value, it has no field %q", orTop(where), seg)
 		case t.Kind() == reflect.Struct:
 			ft, ok := spec.FieldType(t, seg)
 			if !ok {
@@ -148,7 +150,14 @@ func leaf(t reflect.Type) bool {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	return t != nodeType && t.Kind() != reflect.Struct && t.Kind() != reflect.Map
+	return isValue(t) || t != nodeType && t.Kind() != reflect.Struct && t.Kind() != reflect.Map
+}
+
+var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+
+// isValue reports whether t decodes itself from a scalar (the spec unit types).
+func isValue(t reflect.Type) bool {
+	return t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType)
 }
 
 // configType is the config type of the instance whose mapping is n, or free-form YAML when its kind

@@ -310,4 +310,3 @@ func atoiT(t *testing.T, s string) int {
 	}
 	return n
 }
-

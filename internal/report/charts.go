@@ -52,14 +52,23 @@ func timeDomain(c *lineChart, run *Run) {
 func cdfFigure(run *Run, w *Workload) figure {
 	c := &lineChart{ID: "cdf-" + run.ID + "-" + w.Name, XLabel: "latency (ms)", YLabel: "percentile of requests (%)", YMax: fp(100)}
 	lo, hi := math.Inf(1), 0.0
+	// percentiles.csv holds percentiles (0..100); a writer that used quantiles (0..1) would
+	// otherwise draw a flat line at the bottom, so scale those up.
+	pscale, maxP := 1.0, 0.0
+	for _, p := range w.Percentiles {
+		maxP = math.Max(maxP, p.Percentile)
+	}
+	if maxP > 0 && maxP <= 1 {
+		pscale = 100
+	}
 	for i, s := range w.Series {
 		sr := series{Name: s, Color: color(i)}
 		for _, p := range w.Percentiles {
 			if p.Series != s {
 				continue
 			}
-			q := pt(p.LatencyMS, p.Percentile)
-			q.Tip = fmt.Sprintf("p%s = %s ms", formatNum(p.Percentile), formatNum(p.LatencyMS))
+			q := pt(p.LatencyMS, p.Percentile*pscale)
+			q.Tip = fmt.Sprintf("p%s = %s ms", formatNum(p.Percentile*pscale), formatNum(p.LatencyMS))
 			sr.Points = append(sr.Points, q)
 			if p.LatencyMS > 0 {
 				lo, hi = math.Min(lo, p.LatencyMS), math.Max(hi, p.LatencyMS)

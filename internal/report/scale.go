@@ -82,7 +82,7 @@ func linearTicks(lo, hi float64, n int) ([]tick, float64, float64) {
 		if math.Abs(v) < step*1e-9 {
 			v = 0
 		}
-		ts = append(ts, tick{v: v, label: formatTick(v, step)})
+		ts = append(ts, tick{v: v, label: formatTick(v, step, math.Max(math.Abs(start), math.Abs(end)))})
 	}
 	return ts, start, end
 }
@@ -91,6 +91,9 @@ func linearTicks(lo, hi float64, n int) ([]tick, float64, float64) {
 // Every decade is labelled; 2 and 5 are labelled too when the axis spans few decades, and the
 // other integers are minor gridlines, which is what makes a log axis readable.
 func logTicks(lo, hi float64) ([]tick, float64, float64) {
+	if !(hi > 0) {
+		hi = 1
+	}
 	if !(lo > 0) {
 		lo = hi / 1000
 	}
@@ -121,13 +124,15 @@ func logTicks(lo, hi float64) ([]tick, float64, float64) {
 	return ts, math.Pow(10, e0), math.Pow(10, e1)
 }
 
-// formatTick prints v with as many decimals as the step needs, and k/M suffixes for big numbers.
-func formatTick(v, step float64) string {
-	av := math.Abs(v)
+// formatTick prints v with as many decimals as the step needs, and k/M suffixes when the axis
+// reaches big numbers (decided by the axis's largest magnitude, so all labels use one unit).
+func formatTick(v, step, axisMax float64) string {
 	switch {
-	case av >= 1e6 && step >= 1e5:
+	case v == 0:
+		return "0"
+	case axisMax >= 1e6 && step >= 1e5:
 		return trimZeros(strconv.FormatFloat(v/1e6, 'f', decimals(step/1e6), 64)) + "M"
-	case av >= 1e4 && step >= 1e3:
+	case axisMax >= 1e4 && step >= 1e3:
 		return trimZeros(strconv.FormatFloat(v/1e3, 'f', decimals(step/1e3), 64)) + "k"
 	}
 	return strconv.FormatFloat(v, 'f', decimals(step), 64)

@@ -168,3 +168,13 @@ func deleteNetns(ns string) error {
 	}
 	return err
 }
+
+// Dial opens a connection from inside node (for readiness checks and run-time control of
+// components; data-path traffic belongs to processes started in the node).
+func (tb *Testbed) Dial(ctx context.Context, node, network, addr string) (net.Conn, error) {
+	n, err := tb.node(node)
+	if err != nil {
+		return nil, err
+	}
+	return dialInNetns(ctx, n.ns, network, addr)
+}

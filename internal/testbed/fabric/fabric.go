@@ -192,10 +192,12 @@ func New(cfg Config) (*Fabric, error) {
 	f.timer = t
 	f.clock = newClock()
 	var out []delivery
-	go f.timer.run(func() {
-		out = f.onTimer(out[:0])
+	go f.timer.run(func() int64 {
+		var due int64
+		out, due = f.onTimer(out[:0])
 		f.deliver(out)
-	})
+		return due
+	}, f.clock.now)
 	for i := range f.nodes {
 		f.readers.Add(1)
 		go f.readLoop(i)
@@ -328,13 +330,18 @@ func (f *Fabric) forward(out []delivery, e event) []delivery {
 
 // onTimer runs on the timer thread when the timer fired. Re-arming happens under mu, like every
 // arm() from forward, so an event pushed concurrently can never be left without a wake-up.
-func (f *Fabric) onTimer(out []delivery) []delivery {
+//
+// When the next event is due within the timer's lead it returns that time for the caller to spin
+// to, leaving the timer unarmed; otherwise it arms the timer and returns 0.
+func (f *Fabric) onTimer(out []delivery) ([]delivery, int64) {
 	now := f.clock.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.timer.fired()
+	if f.timer.programmed != 0 && now >= f.timer.programmed {
+		f.timer.fired(now)
+	}
 	if f.closed {
-		return out
+		return out, 0
 	}
 	for len(f.events) > 0 && f.events[0].t <= now {
 		e := heap.Pop(&f.events).(event)
@@ -344,10 +351,15 @@ func (f *Fabric) onTimer(out []delivery) []delivery {
 		}
 		out = f.forward(out, e)
 	}
-	if len(f.events) > 0 {
-		f.timer.arm(f.events[0].t)
+	if len(f.events) == 0 {
+		return out, 0
 	}
-	return out
+	next := f.events[0].t
+	if next-f.clock.now() <= f.timer.lead {
+		return out, next
+	}
+	f.timer.arm(next)
+	return out, 0
 }
 
 func (f *Fabric) deliver(out []delivery) {

@@ -24,21 +24,33 @@ func newClock() *clock {
 func (c *clock) now() int64 { return c.mono0 + int64(time.Since(c.base)) }
 
 // timer wakes the timer thread at absolute CLOCK_MONOTONIC times. armed (guarded by the fabric's
-// mu, like every call here except run and close) is the expiry currently programmed, 0 if none;
-// arm only ever moves it earlier, so the earliest pending event always has a wake-up.
+// mu, like every call here except run and close) is the event time currently armed for, 0 if
+// none; arm only ever moves it earlier, so the earliest pending event always has a wake-up.
+//
+// A wake-up from an hrtimer arrives late by a machine-dependent amount (tens to hundreds of µs on
+// a VM), which would add to every hop's delay. The timer therefore fires `lead` early, where lead
+// tracks the observed lateness (EWMA), and the thread spins the remaining few µs until the event is
+// due: the median error stays near zero at the cost of at most `lead` of spinning per wake-up.
 type timer struct {
-	fd    int
-	armed int64
-	stop  chan struct{}
-	done  chan struct{}
+	fd         int
+	armed      int64
+	programmed int64 // the expiry actually set (armed - lead)
+	lead       int64 // estimated wake-up lateness, ns
+	stop       chan struct{}
+	done       chan struct{}
 }
+
+const (
+	initialLead = 50_000  // ns
+	maxLead     = 300_000 // ns; lateness beyond this is load, not timer latency: do not chase it
+)
 
 func newTimer() (*timer, error) {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("fabric: timerfd_create: %w", err)
 	}
-	return &timer{fd: fd, stop: make(chan struct{}), done: make(chan struct{})}, nil
+	return &timer{fd: fd, lead: initialLead, stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 func (t *timer) arm(at int64) {
@@ -49,16 +61,23 @@ func (t *timer) arm(at int64) {
 		at = 1 // zero would disarm
 	}
 	t.armed = at
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(at)}
+	t.programmed = max(at-t.lead, 1)
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(t.programmed)}
 	_ = unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &spec, nil)
 }
 
-// fired records that the programmed expiry has passed.
-func (t *timer) fired() { t.armed = 0 }
+// fired records that the programmed expiry has passed (observed at now) and learns the lateness.
+func (t *timer) fired(now int64) {
+	if t.programmed > 0 {
+		late := min(max(now-t.programmed, 0), maxLead)
+		t.lead += (late - t.lead) / 16
+	}
+	t.armed, t.programmed = 0, 0
+}
 
 // run blocks in read(2) on the timerfd on its own OS thread: a blocking read wakes within the
 // hrtimer's latency, where Go's runtime timers would round sub-millisecond waits up.
-func (t *timer) run(onFire func()) {
+func (t *timer) run(onFire func() int64, fabricNow func() int64) {
 	runtime.LockOSThread()
 	defer close(t.done)
 	// Timer slack only applies to some sleeps, but keep this thread's at the minimum anyway.
@@ -74,7 +93,12 @@ func (t *timer) run(onFire func()) {
 		if err != nil && err != unix.EINTR && err != unix.EAGAIN {
 			return
 		}
-		onFire()
+		// onFire returns the time of an event due within the lead instead of arming the timer
+		// for it; spin for it (releasing the fabric lock) rather than pay another late wake-up.
+		for due := onFire(); due != 0; due = onFire() {
+			for now := fabricNow(); now < due; now = fabricNow() {
+			}
+		}
 	}
 }
 
