@@ -41,6 +41,16 @@ type exitCode int
 
 func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
+// quietLogger logs warnings and errors only unless CONTINUUM_LOG=debug, for commands that draw
+// their own progress.
+func quietLogger() *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("CONTINUUM_LOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
 // logger is the structured logger for long-running commands; CONTINUUM_LOG=debug makes it chatty.
 func logger() *slog.Logger {
 	level := slog.LevelInfo

@@ -247,6 +247,11 @@ func TestScenarioInvalid(t *testing.T) {
 	if _, err := ParseScenario("bad.yaml", []byte(badBase), nil); err != nil {
 		t.Fatalf("base scenario invalid: %v", err)
 	}
+	// Real kinds may be registered too; the list must name all of them, ours included.
+	componentKinds := strings.Join(KindNames(RoleComponent), ", ")
+	if !strings.Contains(componentKinds, "test-plain, test-server") {
+		t.Fatalf("component kinds = %s", componentKinds)
+	}
 	tests := []struct {
 		name     string
 		old, new string // edit of badBase (first occurrence)
@@ -258,9 +263,9 @@ func TestScenarioInvalid(t *testing.T) {
 		{"unknown instance field", "    node: device\n", "    node: device\n    nodes: 2\n", nil,
 			[]string{"bad.yaml:21:5:", `unknown field "nodes" in workloads[0]`, "allowed: name, kind, node, config"}},
 		{"unknown kind", "kind: test-plain", "kind: test-plian", nil,
-			[]string{"bad.yaml:15:11:", `unknown component kind "test-plian"; component kinds: test-plain, test-server`}},
+			[]string{"bad.yaml:15:11:", `unknown component kind "test-plian"; component kinds: ` + componentKinds}},
 		{"kind of other role", "kind: test-plain", "kind: test-load", nil,
-			[]string{"bad.yaml:15:11:", `kind "test-load" is a workload, not a component; component kinds: test-plain, test-server`}},
+			[]string{"bad.yaml:15:11:", `kind "test-load" is a workload, not a component; component kinds: ` + componentKinds}},
 		{"unknown node", "    node: device", "    node: edge9", nil,
 			[]string{"bad.yaml:20:11:", `unknown node "edge9"; nodes: device, edge1`}},
 		{"wrong type for duration", "duration: 30s", "duration: [30s]", nil,

@@ -88,6 +88,14 @@ func (c Config) withDefaults() Config {
 
 var seriesNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
+// CheckSeriesName reports whether name can name a series.
+func CheckSeriesName(name string) error {
+	if !seriesNameRE.MatchString(name) {
+		return fmt.Errorf("series name %q: use letters, digits, '_', '.' or '-'", name)
+	}
+	return nil
+}
+
 // ValidateSeries checks that names are non-empty, unique and usable as log tags.
 func ValidateSeries(series []Series) error {
 	if len(series) == 0 {
@@ -95,8 +103,8 @@ func ValidateSeries(series []Series) error {
 	}
 	seen := map[string]bool{}
 	for i, s := range series {
-		if !seriesNameRE.MatchString(s.Name) {
-			return fmt.Errorf("series %d name %q: use letters, digits, '_', '.' or '-'", i, s.Name)
+		if err := CheckSeriesName(s.Name); err != nil {
+			return fmt.Errorf("series %d: %w", i, err)
 		}
 		if seen[s.Name] {
 			return fmt.Errorf("series name %q: used twice", s.Name)

@@ -1,0 +1,208 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/loadgen"
+)
+
+// requestCounter follows the workloads' progress lines (see package loadgen) so the runner can
+// show live throughput and fire after_requests events.
+type requestCounter struct {
+	mu      sync.Mutex
+	last    map[string]loadgen.ProgressLine
+	changed chan struct{}
+}
+
+func newRequestCounter() *requestCounter {
+	return &requestCounter{last: map[string]loadgen.ProgressLine{}, changed: make(chan struct{}, 1)}
+}
+
+// writer returns the stdout sink of workload name: it splits lines and keeps the latest.
+func (c *requestCounter) writer(name string) io.Writer {
+	return &lineParser{onLine: func(line []byte) {
+		var pl loadgen.ProgressLine
+		if json.Unmarshal(line, &pl) != nil || (pl.Type != "progress" && pl.Type != "done") {
+			return
+		}
+		c.mu.Lock()
+		c.last[name] = pl
+		c.mu.Unlock()
+		select {
+		case c.changed <- struct{}{}:
+		default:
+		}
+	}}
+}
+
+// totals sums the latest progress of every workload.
+func (c *requestCounter) totals() (sent, errs int64, rps float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, pl := range c.last {
+		if pl.Type == "done" {
+			sent += pl.Sent
+			errs += pl.Errors
+			continue
+		}
+		sent, errs, rps = sent+pl.Sent, errs+pl.Errors, rps+pl.ThroughputRPS
+	}
+	return sent, errs, rps
+}
+
+type lineParser struct {
+	buf    []byte
+	onLine func([]byte)
+}
+
+func (p *lineParser) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			break
+		}
+		p.onLine(p.buf[:i])
+		p.buf = p.buf[i+1:]
+	}
+	if len(p.buf) > 1<<20 { // a line this long is not a progress line
+		p.buf = p.buf[:0]
+	}
+	return len(b), nil
+}
+
+// eventLog writes events.csv.
+type eventLog struct {
+	mu sync.Mutex
+	f  *os.File
+	w  *csv.Writer
+}
+
+func newEventLog(path string) (*eventLog, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"t_s", "action", "target", "detail", "status"})
+	w.Flush()
+	return &eventLog{f: f, w: w}, nil
+}
+
+func (l *eventLog) write(t time.Duration, action, target, detail, status string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_ = l.w.Write([]string{fmt.Sprintf("%.3f", t.Seconds()), action, target, detail, status})
+	l.w.Flush()
+}
+
+func (l *eventLog) close() { l.w.Flush(); l.f.Close() }
+
+// scheduler fires the scenario's events: `at` events on time, `after_requests` events once the
+// workloads together have sent that many requests. Events run one at a time, in timeline order
+// for equal triggers, so a heal never overtakes the partition it follows.
+type scheduler struct {
+	ex      *execution
+	t0      time.Time
+	log     *eventLog
+	counter *requestCounter
+}
+
+func (s *scheduler) run(ctx context.Context) {
+	var timed, counted []Event
+	for _, ev := range s.ex.sc.Events {
+		if ev.At != nil {
+			timed = append(timed, ev)
+		} else {
+			counted = append(counted, ev)
+		}
+	}
+	sort.SliceStable(timed, func(i, j int) bool { return timed[i].At.Duration < timed[j].At.Duration })
+	sort.SliceStable(counted, func(i, j int) bool { return counted[i].AfterRequests < counted[j].AfterRequests })
+	for len(timed) > 0 || len(counted) > 0 {
+		sent, _, _ := s.counter.totals()
+		for len(counted) > 0 && sent >= counted[0].AfterRequests {
+			s.fire(ctx, counted[0])
+			counted = counted[1:]
+		}
+		var wait <-chan time.Time
+		var timer *time.Timer
+		if len(timed) > 0 {
+			d := time.Until(s.t0.Add(timed[0].At.Duration))
+			if d <= 0 {
+				s.fire(ctx, timed[0])
+				timed = timed[1:]
+				continue
+			}
+			timer = time.NewTimer(d)
+			wait = timer.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-wait:
+		case <-s.counter.changed:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func (s *scheduler) fire(ctx context.Context, ev Event) {
+	t := time.Since(s.t0)
+	target := eventTarget(ev)
+	var detail string
+	var err error
+	if ev.Action == "set" {
+		ex := s.ex
+		detail = "config changed"
+		if k := ex.kinds[ev.Component]; k == nil || k.Set == nil {
+			err = fmt.Errorf("component %q cannot be changed at run time", ev.Component)
+		} else {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = k.Set(cctx, ex.envs[ev.Component], ex.cfgs[ev.Component], &ev.Config)
+			cancel()
+		}
+	} else {
+		f := ev.Fault
+		f.Action = ev.Action
+		detail, err = s.ex.tb.Inject(f)
+	}
+	status := "ok"
+	if err != nil {
+		status = "error: " + trimErr(err)
+	}
+	s.log.write(t, ev.Action, target, detail, status)
+	s.ex.pr.note(fmt.Sprintf("%6.1fs  %s %s  %s", t.Seconds(), ev.Action, target, status))
+}
+
+func eventTarget(ev Event) string {
+	switch {
+	case ev.Component != "":
+		return ev.Component
+	case ev.Node != "":
+		return ev.Node
+	case len(ev.Link) > 0:
+		return strings.Join(ev.Link, "-")
+	case len(ev.Groups) > 0:
+		var g []string
+		for _, grp := range ev.Groups {
+			g = append(g, strings.Join(grp, ","))
+		}
+		return strings.Join(g, "|")
+	}
+	return ""
+}

@@ -1,0 +1,91 @@
+package experiment
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/continuum-project/continuum/internal/testbed"
+	"github.com/continuum-project/continuum/internal/version"
+)
+
+// environmentInfo is environment.json: what the numbers were measured on.
+type environmentInfo struct {
+	Continuum   string `json:"continuum"`
+	Go          string `json:"go"`
+	Kernel      string `json:"kernel"`
+	CPUModel    string `json:"cpu_model"`
+	CPUs        int    `json:"cpus"`
+	MemoryBytes uint64 `json:"memory_bytes"`
+	Hostname    string `json:"hostname"`
+	Started     string `json:"started"`
+}
+
+func environment(started time.Time) environmentInfo {
+	env := environmentInfo{Continuum: version.String(), Go: runtime.Version(), CPUs: runtime.NumCPU(),
+		Started: started.UTC().Format(time.RFC3339)}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		env.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	env.Hostname, _ = os.Hostname()
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				env.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		env.MemoryBytes = uint64(si.Totalram) * uint64(si.Unit)
+	}
+	return env
+}
+
+// sampleWriter writes samples.csv (docs/results-format.md).
+type sampleWriter struct {
+	mu sync.Mutex
+	f  *os.File
+	w  *csv.Writer
+}
+
+func newSampleWriter(path string) (*sampleWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"t_s", "node", "component", "cpu_seconds", "cpu_util", "rss_bytes", "disk_bytes",
+		"rx_bytes", "tx_bytes", "power_w", "energy_j", "idle_energy_j"})
+	return &sampleWriter{f: f, w: w}, nil
+}
+
+func (s *sampleWriter) write(rows []testbed.Sample) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rows {
+		_ = s.w.Write([]string{fmt.Sprintf("%.3f", r.T.Seconds()), r.Node, r.Component,
+			fmt.Sprintf("%.4f", r.CPUSeconds), fmt.Sprintf("%.4f", r.CPUUtil), fmt.Sprint(r.RSS), fmt.Sprint(r.Disk),
+			fmt.Sprint(r.RxBytes), fmt.Sprint(r.TxBytes), fmt.Sprintf("%.3f", r.PowerW), fmt.Sprintf("%.3f", r.EnergyJ),
+			fmt.Sprintf("%.3f", r.IdleJ)})
+	}
+	s.w.Flush()
+}
+
+func (s *sampleWriter) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w.Flush()
+	s.f.Close()
+}

@@ -1,0 +1,379 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/testbed"
+)
+
+// Options configure Execute.
+type Options struct {
+	Out      string   // parent directory of the results directory (default "results")
+	Sets     []string // --set path=value overrides
+	Repeats  int      // overrides the scenario's repeats when > 0
+	StateDir string   // testbed state dir ("" = default)
+	// Binary is the continuum binary components and workloads run (default: this executable).
+	Binary string
+	// Progress receives the live progress display (nil = none).
+	Progress io.Writer
+	// Interactive redraws the progress line in place (a terminal) instead of printing lines.
+	Interactive bool
+	Logger      *slog.Logger
+	// Interval of the resource samplers (default 1 s).
+	SampleInterval time.Duration
+}
+
+// Result says where an experiment's outputs went.
+type Result struct {
+	Dir    string // the results directory
+	Report string // report.html
+	Runs   int
+	Failed int
+}
+
+// ErrInterrupted is returned (wrapped) when the context was cancelled mid-experiment; the
+// results so far are kept and reported.
+var ErrInterrupted = errors.New("experiment interrupted")
+
+// Execute loads and validates the scenario (nothing starts if it is invalid), runs every sweep
+// combination x repeat on a fresh testbed, and writes the results directory with summary.json,
+// report.html and summary.md.
+func Execute(ctx context.Context, path string, opts Options) (*Result, error) {
+	sc, err := LoadScenario(path, opts.Sets)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Repeats > 0 {
+		sc.Repeats = opts.Repeats
+	}
+	runs, err := sc.Expand()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Out == "" {
+		opts.Out = "results"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Binary == "" {
+		if opts.Binary, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	started := time.Now()
+	dir := filepath.Join(opts.Out, sc.Name+"-"+started.Format("20060102-150405"))
+	if _, err := os.Stat(dir); err == nil {
+		dir += fmt.Sprintf("-%d", os.Getpid())
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "runs"), 0o755); err != nil {
+		return nil, err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	resolved, err := sc.MarshalResolved()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), resolved, 0o644); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(dir, "environment.json"), environment(started)); err != nil {
+		return nil, err
+	}
+	pr := newProgress(opts.Progress, opts.Interactive, len(runs))
+	res := &Result{Dir: dir, Runs: len(runs)}
+	var records []runRecord
+	var runErr error
+	for i, r := range runs {
+		rec := runOne(ctx, r, i, dir, opts, pr)
+		records = append(records, rec)
+		if rec.Status == "failed" {
+			res.Failed++
+			opts.Logger.Error("run failed", "run", r.ID, "error", rec.Error)
+			pr.note(fmt.Sprintf("run %s failed: %s", r.ID, rec.Error))
+		}
+		if ctx.Err() != nil {
+			runErr = fmt.Errorf("%w after %d of %d runs", ErrInterrupted, i+1, len(runs))
+			break
+		}
+	}
+	pr.finish()
+	sum := buildSummary(sc.Name, started, time.Now(), dir, records)
+	if err := writeJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
+		return res, err
+	}
+	if err := report.Render(dir); err != nil {
+		return res, fmt.Errorf("report: %w", err)
+	}
+	res.Report = report.HTMLPath(dir)
+	if runErr == nil && res.Failed > 0 {
+		runErr = fmt.Errorf("%d of %d runs failed (see %s)", res.Failed, len(runs), filepath.Join(dir, "runs"))
+	}
+	return res, runErr
+}
+
+// runRecord is run.json.
+type runRecord struct {
+	ID        string            `json:"id"`
+	Params    map[string]string `json:"params"`
+	Repeat    int               `json:"repeat"`
+	Started   time.Time         `json:"started"`
+	DurationS float64           `json:"duration_s"`
+	WarmupS   float64           `json:"warmup_s"`
+	Status    string            `json:"status"` // ok, interrupted, failed
+	Error     string            `json:"error,omitempty"`
+	Seed      int64             `json:"seed"`
+	Testbed   string            `json:"testbed"`
+	dir       string
+	workloads []string
+}
+
+// runOne executes one run on its own testbed and always leaves the testbed removed.
+func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr *progress) runRecord {
+	sc := r.Scenario
+	rdir := filepath.Join(dir, "runs", r.ID)
+	rec := runRecord{ID: r.ID, Params: r.Params, Repeat: r.Repeat, Started: time.Now().UTC(),
+		DurationS: sc.Duration.Seconds(), WarmupS: sc.Warmup.Seconds(), Seed: sc.Seed, dir: rdir,
+		Testbed: fmt.Sprintf("run%d-%s", os.Getpid()%100000, r.ID)}
+	if rec.Params == nil {
+		rec.Params = map[string]string{}
+	}
+	for _, w := range sc.Workloads {
+		rec.workloads = append(rec.workloads, w.Name)
+	}
+	err := func() (err error) {
+		if err := os.MkdirAll(filepath.Join(rdir, "logs"), 0o755); err != nil {
+			return err
+		}
+		pr.phase(index, r.ID, "starting testbed")
+		tb, err := testbed.Up(sc.Topology, testbed.Options{Name: rec.Testbed, StateDir: opts.StateDir,
+			Seed: sc.Seed, Launcher: opts.Binary, Logger: opts.Logger})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				_ = tb.Down()
+				panic(p)
+			}
+			pr.phase(index, r.ID, "tearing down")
+			if derr := tb.Down(); derr != nil && err == nil {
+				err = fmt.Errorf("testbed down: %w", derr)
+			}
+		}()
+		ex := &execution{sc: sc, tb: tb, dir: rdir, opts: opts, pr: pr, index: index, id: r.ID}
+		return ex.run(ctx)
+	}()
+	switch {
+	case err != nil && ctx.Err() == nil:
+		rec.Status, rec.Error = "failed", err.Error()
+	case ctx.Err() != nil:
+		rec.Status = "interrupted"
+		if err != nil && !errors.Is(err, context.Canceled) {
+			rec.Error = err.Error()
+		}
+	default:
+		rec.Status = "ok"
+	}
+	_ = writeJSON(filepath.Join(rdir, "run.json"), rec)
+	return rec
+}
+
+// execution is the state of one run while it executes.
+type execution struct {
+	sc    *Scenario
+	tb    *testbed.Testbed
+	dir   string
+	opts  Options
+	pr    *progress
+	index int
+	id    string
+
+	envs  map[string]Env
+	procs map[string]*testbed.Proc
+	kinds map[string]*Kind
+	cfgs  map[string]any
+}
+
+func (ex *execution) env(inst Instance) Env {
+	nodes := map[string]string{}
+	for _, n := range ex.tb.NodeNames() {
+		a, _ := ex.tb.NodeAddr(n)
+		nodes[n] = a.String()
+	}
+	comps := map[string]string{}
+	for _, c := range ex.sc.Components {
+		comps[c.Name] = c.Node
+	}
+	out := filepath.Join(ex.dir, "components", inst.Name)
+	if k, _ := LookupKind(inst.Kind); k != nil && k.Role == RoleWorkload {
+		out = filepath.Join(ex.dir, "workloads", inst.Name)
+	}
+	node := inst.Node
+	return Env{Instance: inst.Name, Node: node, Nodes: nodes, Components: comps, OutDir: out, Binary: ex.opts.Binary,
+		Seed: ex.sc.Seed, Duration: ex.sc.Duration.Duration, Warmup: ex.sc.Warmup.Duration,
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return ex.tb.Dial(ctx, node, network, addr)
+		}}
+}
+
+func (ex *execution) start(inst Instance, stdout io.Writer) (*testbed.Proc, error) {
+	k, ok := LookupKind(inst.Kind)
+	if !ok {
+		return nil, fmt.Errorf("%s: unknown kind %q", inst.Name, inst.Kind)
+	}
+	env := ex.env(inst)
+	if err := os.MkdirAll(env.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	cmd, err := k.Command(env, inst.DecodedConfig)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", inst.Name, err)
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		dir = env.OutDir
+	}
+	p, err := ex.tb.Start(testbed.ProcSpec{Name: inst.Name, Node: inst.Node, Args: cmd.Args, Env: cmd.Env, Dir: dir,
+		LogDir: filepath.Join(ex.dir, "logs"), DataDirs: cmd.DataDirs, Stdout: stdout})
+	if err != nil {
+		return nil, err
+	}
+	ex.envs[inst.Name], ex.procs[inst.Name], ex.kinds[inst.Name], ex.cfgs[inst.Name] = env, p, k, inst.DecodedConfig
+	if cmd.ReadyAddr != "" {
+		if err := ex.waitReady(inst, p, cmd.ReadyAddr); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// waitReady polls the instance's ready address from inside its node until it accepts a
+// connection, the process exits, or 60 s pass.
+func (ex *execution) waitReady(inst Instance, p *testbed.Proc, addr string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := ex.tb.Dial(ctx, inst.Node, "tcp", addr)
+		cancel()
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-p.Done():
+			st := p.Status()
+			return fmt.Errorf("%s exited (code %d %s) before it was ready on %s; see %s", inst.Name, st.ExitCode, st.Signal,
+				addr, filepath.Join(ex.dir, "logs", inst.Node+"."+inst.Name+".stderr.log"))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready on %s after 60s: %v", inst.Name, addr, err)
+		}
+	}
+}
+
+func (ex *execution) run(ctx context.Context) error {
+	ex.envs, ex.procs, ex.kinds, ex.cfgs = map[string]Env{}, map[string]*testbed.Proc{}, map[string]*Kind{}, map[string]any{}
+	for _, c := range ex.sc.Components {
+		ex.pr.phase(ex.index, ex.id, "starting "+c.Name)
+		if _, err := ex.start(c, nil); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	samples, err := newSampleWriter(filepath.Join(ex.dir, "samples.csv"))
+	if err != nil {
+		return err
+	}
+	defer samples.close()
+	evlog, err := newEventLog(filepath.Join(ex.dir, "events.csv"))
+	if err != nil {
+		return err
+	}
+	defer evlog.close()
+
+	// t0: samplers and workloads start together; events are timed from here.
+	t0 := time.Now()
+	sctx, stopSampler := context.WithCancel(context.Background())
+	var swg sync.WaitGroup
+	swg.Add(1)
+	sampler := ex.tb.NewSampler(ex.opts.SampleInterval)
+	go func() { defer swg.Done(); sampler.Run(sctx, samples.write) }()
+	defer func() { stopSampler(); swg.Wait() }()
+
+	counter := newRequestCounter()
+	var workloads []*testbed.Proc
+	for _, w := range ex.sc.Workloads {
+		ex.pr.phase(ex.index, ex.id, "starting "+w.Name)
+		p, err := ex.start(w, counter.writer(w.Name))
+		if err != nil {
+			return err
+		}
+		workloads = append(workloads, p)
+	}
+	ex.pr.running(ex.index, ex.id, t0, ex.sc.Duration.Duration, counter)
+	sched := &scheduler{ex: ex, t0: t0, log: evlog, counter: counter}
+	ectx, stopEvents := context.WithCancel(ctx)
+	var ewg sync.WaitGroup
+	ewg.Add(1)
+	go func() { defer ewg.Done(); sched.run(ectx) }()
+	defer func() { stopEvents(); ewg.Wait() }()
+
+	// Workloads end on their own after the duration; give them their request timeout and the
+	// time to write outputs on top, then stop them.
+	deadline := time.NewTimer(ex.sc.Duration.Duration + 30*time.Second)
+	defer deadline.Stop()
+	for _, p := range workloads {
+		select {
+		case <-p.Done():
+		case <-ctx.Done():
+			for _, w := range workloads {
+				_ = w.Stop(15 * time.Second) // SIGTERM: workloads write what they measured
+			}
+			return ctx.Err()
+		case <-deadline.C:
+			for _, w := range workloads {
+				_ = w.Stop(15 * time.Second)
+			}
+			return fmt.Errorf("workloads still running %v after the run's duration", 30*time.Second)
+		}
+	}
+	var errs []error
+	for _, p := range workloads {
+		if st := p.Status(); st.ExitCode != 0 {
+			errs = append(errs, fmt.Errorf("workload %s exited with %d%s; see %s", st.Name, st.ExitCode, st.Signal,
+				filepath.Join(ex.dir, "logs", st.Node+"."+st.Name+".stderr.log")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// trimErr keeps error text on one CSV-friendly line.
+func trimErr(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
