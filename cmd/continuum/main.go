@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// CONTINUUM_CPUPROFILE=FILE profiles this process (e.g. the fabric host) until it exits.
+	if path := os.Getenv("CONTINUUM_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
 		var code exitCode

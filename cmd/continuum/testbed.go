@@ -128,7 +128,7 @@ func spawnTestbed(cmd *cobra.Command, file, name string, seed int64) error {
 	client := testbed.NewClient(dir, name)
 	deadline := time.After(2 * time.Minute)
 	for {
-		if st, err := client.Status(); err == nil {
+		if st, err := client.Status(); err == nil && st.PID == d.Process.Pid { // not an older daemon of that name
 			fmt.Fprintf(cmd.OutOrStdout(), "testbed %s up: %d nodes, %d links (daemon pid %d, log %s)\n",
 				name, len(st.Nodes), len(st.Links), st.PID, logPath)
 			return nil

@@ -223,3 +223,6 @@ func (c *Client) Stop(name string) error { return c.do("DELETE", "/procs/"+name,
 
 // Shutdown asks the hosting process to tear the testbed down.
 func (c *Client) Shutdown() error { return c.do("POST", "/shutdown", nil, nil) }
+
+// DropCounts returns the fabric's cumulative packet drops by reason.
+func (tb *Testbed) DropCounts() map[string]uint64 { return tb.fab.Drops() }

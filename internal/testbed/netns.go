@@ -132,6 +132,11 @@ func setupNode(ns, tun string, addr *net.IPNet, mtu int) error {
 	if err := nh.LinkSetMTU(l, mtu); err != nil {
 		return fmt.Errorf("%s: mtu: %w", ns, err)
 	}
+	// A long device queue absorbs the bursts a node sends while the fabric's reader is not
+	// scheduled; with the default 500 packets, bursts at tens of kpps were dropped in the kernel.
+	if err := nh.LinkSetTxQLen(l, 10000); err != nil {
+		return fmt.Errorf("%s: txqueuelen: %w", ns, err)
+	}
 	if err := nh.AddrAdd(l, &netlink.Addr{IPNet: addr}); err != nil {
 		return fmt.Errorf("%s: address %v: %w", ns, addr, err)
 	}

@@ -29,8 +29,10 @@ func (c *clock) now() int64 { return c.mono0 + int64(time.Since(c.base)) }
 //
 // A wake-up from an hrtimer arrives late by a machine-dependent amount (tens to hundreds of µs on
 // a VM), which would add to every hop's delay. The timer therefore fires `lead` early, where lead
-// tracks the observed lateness (EWMA), and the thread spins the remaining few µs until the event is
-// due: the median error stays near zero at the cost of at most `lead` of spinning per wake-up.
+// tracks the observed lateness (EWMA), and events due within lead/2 of a wake-up are taken with
+// it: the error of a hop is centred near zero and bounded by about ±lead/2 plus the wake-up jitter.
+// Spinning to the exact time was tried and rejected: on a 2-core machine the spinning thread holds
+// a CPU the packet readers and the nodes' own processes need, and throughput collapsed.
 type timer struct {
 	fd         int
 	armed      int64
@@ -77,7 +79,7 @@ func (t *timer) fired(now int64) {
 
 // run blocks in read(2) on the timerfd on its own OS thread: a blocking read wakes within the
 // hrtimer's latency, where Go's runtime timers would round sub-millisecond waits up.
-func (t *timer) run(onFire func() int64, fabricNow func() int64) {
+func (t *timer) run(onFire func()) {
 	runtime.LockOSThread()
 	defer close(t.done)
 	// Timer slack only applies to some sleeps, but keep this thread's at the minimum anyway.
@@ -95,10 +97,7 @@ func (t *timer) run(onFire func() int64, fabricNow func() int64) {
 		}
 		// onFire returns the time of an event due within the lead instead of arming the timer
 		// for it; spin for it (releasing the fabric lock) rather than pay another late wake-up.
-		for due := onFire(); due != 0; due = onFire() {
-			for now := fabricNow(); now < due; now = fabricNow() {
-			}
-		}
+		onFire()
 	}
 }
 

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/continuum-project/continuum/internal/netbench"
+)
+
+func init() { commands = append(commands, newBenchCmd) }
+
+func newBenchCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Benchmarks that compare configured and measured behaviour (results go to docs/benchmarks/)",
+		Example: `  continuum bench testbed --out docs/benchmarks/testbed.md
+  continuum bench udp-reflect --listen :9000          # inside a node
+  continuum bench udp-probe --target b:9000 --rate 20000 --duration 5s`,
+	}
+	c.AddCommand(newBenchTestbedCmd(), newBenchReflectCmd(), newBenchProbeCmd())
+	return c
+}
+
+func newBenchTestbedCmd() *cobra.Command {
+	var out string
+	var quick bool
+	c := &cobra.Command{
+		Use:     "testbed [--out FILE.md] [--quick]",
+		Short:   "Measure the emulated links: delay accuracy, packet rate the fabric sustains, loss accuracy",
+		Example: `  continuum bench testbed --out docs/benchmarks/testbed.md`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			res, err := netbench.Run(cmd.Context(), netbench.Cases(quick), netbench.Options{Binary: exe, Quick: quick, Log: cmd.ErrOrStderr()})
+			if err != nil {
+				return err
+			}
+			command := "continuum bench testbed"
+			if out != "" {
+				command += " --out " + out
+			}
+			md := netbench.Markdown(res, command, machine())
+			if out == "" {
+				fmt.Fprint(cmd.OutOrStdout(), md)
+				return nil
+			}
+			raw, _ := json.MarshalIndent(res, "", "  ")
+			md += "\n<details><summary>raw results (JSON)</summary>\n\n```json\n" + string(raw) + "\n```\n</details>\n"
+			if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&out, "out", "o", "", "write Markdown here (default: stdout)")
+	c.Flags().BoolVar(&quick, "quick", false, "short cases (smoke test)")
+	return c
+}
+
+// machine describes the host for benchmark records.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("%s, %d CPUs, kernel %s, %s", model, runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version())
+}
+
+func newBenchReflectCmd() *cobra.Command {
+	var listen string
+	c := &cobra.Command{
+		Use:     "udp-reflect [--listen :9000]",
+		Short:   "Echo UDP datagrams back to their sender (the far end of udp-probe)",
+		Example: `  continuum bench udp-reflect --listen :9000`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return netbench.Reflect(cmd.Context(), listen)
+		},
+	}
+	c.Flags().StringVar(&listen, "listen", ":9000", "UDP address to listen on")
+	return c
+}
+
+func newBenchProbeCmd() *cobra.Command {
+	var cfg netbench.ProbeConfig
+	c := &cobra.Command{
+		Use:     "udp-probe --target HOST:PORT [--rate N] [--duration D] [--size B]",
+		Short:   "Send paced UDP packets to a reflector and print round-trip statistics as JSON",
+		Example: `  continuum bench udp-probe --target b:9000 --rate 20000 --duration 5s --size 64`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), cfg.Duration+cfg.Linger+time.Minute)
+			defer cancel()
+			r, err := netbench.Probe(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
+		},
+	}
+	c.Flags().StringVar(&cfg.Target, "target", "", "reflector address (required)")
+	c.Flags().IntVar(&cfg.Rate, "rate", 1000, "packets per second")
+	c.Flags().DurationVar(&cfg.Duration, "duration", 5*time.Second, "how long to send")
+	c.Flags().IntVar(&cfg.Size, "size", 64, "UDP payload bytes (>= 16)")
+	c.Flags().DurationVar(&cfg.Linger, "linger", time.Second, "wait this long for late replies")
+	_ = c.MarkFlagRequired("target")
+	return c
+}

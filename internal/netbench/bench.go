@@ -1,0 +1,231 @@
+package netbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/spec"
+	"github.com/continuum-project/continuum/internal/testbed"
+)
+
+// Case is one measurement: a 2-node testbed whose link has Delay and Loss, probed at Rate
+// packets/s of Size-byte payloads for Duration.
+type Case struct {
+	Group    string        `json:"group"` // accuracy, throughput, loss
+	Delay    time.Duration `json:"delay"`
+	Loss     float64       `json:"loss"`
+	Rate     int           `json:"rate"`
+	Size     int           `json:"size"`
+	Duration time.Duration `json:"duration"`
+}
+
+// CaseResult is a case with what was measured. FabricCores is the CPU the process hosting the
+// fabric used while the probe ran, in cores.
+type CaseResult struct {
+	Case
+	Probe       ProbeResult       `json:"probe"`
+	FabricCores float64           `json:"fabric_cores"`
+	Drops       map[string]uint64 `json:"drops"`
+}
+
+// Options configure Run.
+type Options struct {
+	Binary   string    // continuum binary run inside the nodes
+	StateDir string    // testbed state dir
+	Quick    bool      // shorter cases (for tests)
+	Log      io.Writer // progress lines (nil = none)
+}
+
+// Cases returns the benchmark's cases (see docs/benchmarks/testbed.md for why these).
+func Cases(quick bool) []Case {
+	d := func(long, short time.Duration) time.Duration {
+		if quick {
+			return short
+		}
+		return long
+	}
+	var cs []Case
+	for _, delay := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond} {
+		cs = append(cs, Case{Group: "accuracy", Delay: delay, Rate: 1000, Size: 64, Duration: d(10*time.Second, 2*time.Second)})
+		cs = append(cs, Case{Group: "accuracy", Delay: delay, Rate: 20000, Size: 64, Duration: d(5*time.Second, time.Second)})
+	}
+	for _, rate := range []int{10000, 30000, 50000, 70000} {
+		cs = append(cs, Case{Group: "throughput", Delay: time.Millisecond, Rate: rate, Size: 64, Duration: d(5*time.Second, time.Second)})
+	}
+	for _, rate := range []int{10000, 20000, 40000} {
+		cs = append(cs, Case{Group: "throughput", Delay: time.Millisecond, Rate: rate, Size: 1400, Duration: d(5*time.Second, time.Second)})
+	}
+	cs = append(cs, Case{Group: "loss", Delay: time.Millisecond, Loss: 0.10, Rate: 1000, Size: 64, Duration: d(10*time.Second, 3*time.Second)})
+	if quick {
+		return []Case{cs[0], cs[1], cs[len(cs)-1]}
+	}
+	return cs
+}
+
+// Run measures every case on a fresh testbed hosted by this process.
+func Run(ctx context.Context, cases []Case, opts Options) ([]CaseResult, error) {
+	var out []CaseResult
+	for i, c := range cases {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		r, err := runCase(ctx, i, c, opts)
+		if err != nil {
+			return out, fmt.Errorf("case %d (%s, delay %v, %d pps, %d B): %w", i, c.Group, c.Delay, c.Rate, c.Size, err)
+		}
+		if opts.Log != nil {
+			fmt.Fprintf(opts.Log, "%-10s delay %-5v loss %3.0f%% %6d pps %4d B: %s, fabric %.2f cores\n",
+				c.Group, c.Delay, c.Loss*100, c.Rate, c.Size, r.Probe.String(), r.FabricCores)
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+func runCase(ctx context.Context, i int, c Case, opts Options) (*CaseResult, error) {
+	loss := spec.Percent(c.Loss)
+	topo := &testbed.Topology{
+		Nodes: []testbed.Node{{Name: "a"}, {Name: "b"}},
+		Links: []testbed.Link{{Between: []string{"a", "b"}, LinkProps: testbed.LinkProps{
+			Delay: spec.Duration{Duration: c.Delay}, Loss: loss}}},
+	}
+	topo.ApplyDefaults()
+	tb, err := testbed.Up(topo, testbed.Options{Name: fmt.Sprintf("bench%d-%d", os.Getpid()%100000, i),
+		StateDir: opts.StateDir, Seed: int64(i + 1), Launcher: opts.Binary})
+	if err != nil {
+		return nil, err
+	}
+	defer tb.Down()
+	if _, err := tb.Start(testbed.ProcSpec{Name: "reflector", Node: "b", Args: []string{opts.Binary, "bench", "udp-reflect", "--listen", ":9000"}}); err != nil {
+		return nil, err
+	}
+	// Wait until the reflector answers (UDP has no handshake to wait for).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := runProbe(ctx, tb, opts.Binary, "warmup", ProbeConfig{Target: "b:9000", Rate: 100, Duration: 100 * time.Millisecond, Linger: 300 * time.Millisecond})
+		if err == nil && r.Received > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("reflector not answering: %v", err)
+		}
+	}
+	before := tb.DropCounts()
+	cpu0 := selfCPU()
+	t0 := time.Now()
+	r, err := runProbe(ctx, tb, opts.Binary, "probe", ProbeConfig{Target: "b:9000", Rate: c.Rate, Duration: c.Duration, Size: c.Size})
+	if err != nil {
+		return nil, err
+	}
+	cores := (selfCPU() - cpu0).Seconds() / time.Since(t0).Seconds()
+	drops := map[string]uint64{}
+	for k, v := range tb.DropCounts() {
+		if d := v - before[k]; d > 0 {
+			drops[k] = d
+		}
+	}
+	return &CaseResult{Case: c, Probe: *r, FabricCores: cores, Drops: drops}, nil
+}
+
+// runProbe runs `continuum bench udp-probe` in node a and parses its JSON result.
+func runProbe(ctx context.Context, tb *testbed.Testbed, bin, name string, cfg ProbeConfig) (*ProbeResult, error) {
+	var stdout bytes.Buffer
+	args := []string{bin, "bench", "udp-probe", "--target", cfg.Target, "--rate", fmt.Sprint(cfg.Rate),
+		"--duration", cfg.Duration.String(), "--size", fmt.Sprint(max(cfg.Size, 16))}
+	if cfg.Linger > 0 {
+		args = append(args, "--linger", cfg.Linger.String())
+	}
+	p, err := tb.Start(testbed.ProcSpec{Name: name, Node: "a", Args: args, Stdout: &stdout})
+	if err != nil {
+		return nil, err
+	}
+	defer tb.Remove(name, time.Second)
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if st := p.Status(); st.ExitCode != 0 {
+		return nil, fmt.Errorf("probe exited %d %s", st.ExitCode, st.Signal)
+	}
+	var r ProbeResult
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r); err != nil {
+		return nil, fmt.Errorf("probe output %q: %w", stdout.String(), err)
+	}
+	return &r, nil
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Verdicts against the issue's goals.
+func accuracyOK(r CaseResult) (medianOK, tailOK bool) {
+	want := 2 * float64(r.Delay.Microseconds())
+	medianOK = math.Abs(r.Probe.P50us-want) <= 0.05*want+200
+	tailOK = r.Probe.P99us-r.Probe.P50us <= 1000
+	return
+}
+
+// Markdown renders the results as the body of docs/benchmarks/testbed.md.
+func Markdown(results []CaseResult, command string, env string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Testbed link emulation benchmark\n\nCommand: `%s`  \nMachine: %s  \nDate: %s\n\n",
+		command, env, time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	b.WriteString("Each case is a fresh 2-node testbed; a UDP probe in node a sends paced packets to a reflector in node b " +
+		"(both batch with sendmmsg/recvmmsg). RTTs are measured by the probe; \"fabric cores\" is the CPU used by the process " +
+		"hosting the userspace fabric while the probe ran.\n\n")
+	b.WriteString("## Delay accuracy\n\nGoal: RTT median within ±5% (+0.2 ms) of 2x the one-way delay; p99 within +1 ms of the median.\n\n")
+	b.WriteString("| one-way delay | rate (pps) | expected RTT (ms) | p50 (ms) | p90 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | loss | median ok | p99-p50 ok |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	for _, r := range results {
+		if r.Group != "accuracy" {
+			continue
+		}
+		mok, tok := accuracyOK(r)
+		fmt.Fprintf(&b, "| %v | %d | %.2f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f%% | %s | %s |\n", r.Delay, r.Rate,
+			2*float64(r.Delay.Microseconds())/1000, r.Probe.P50us/1000, r.Probe.P90us/1000, r.Probe.P99us/1000,
+			r.Probe.P999us/1000, r.Probe.MaxUs/1000, r.Probe.Loss*100, yes(mok), yes(tok))
+	}
+	b.WriteString("\n## Throughput of the emulated link path\n\nGoal: ≥50k packets/s with ≤1 ms added error (1 ms one-way link, so the ideal RTT is 2 ms). " +
+		"Rate is offered load per direction; every packet crosses the fabric twice (request and reply).\n\n")
+	b.WriteString("| payload (B) | offered (pps) | achieved (pps) | Mbit/s each way | loss | p50 (ms) | p99 (ms) | p99 added error (ms) | fabric cores | within 1 ms |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range results {
+		if r.Group != "throughput" {
+			continue
+		}
+		added := r.Probe.P99us/1000 - 2*float64(r.Delay.Microseconds())/1000
+		ok := added <= 1 && r.Probe.Loss < 0.001
+		mbit := r.Probe.RateAchv * float64(r.Size+28) * 8 / 1e6
+		fmt.Fprintf(&b, "| %d | %d | %.0f | %.1f | %.2f%% | %.3f | %.3f | %.3f | %.2f | %s |\n", r.Size, r.Rate, r.Probe.RateAchv, mbit,
+			r.Probe.Loss*100, r.Probe.P50us/1000, r.Probe.P99us/1000, added, r.FabricCores, yes(ok))
+	}
+	b.WriteString("\n## Loss accuracy\n\nGoal: 10% configured -> 10±2% measured over 10k packets. Loss applies per direction, so a round trip " +
+		"survives with probability 0.9² = 81%; the one-way figure is derived as 1-sqrt(1-round-trip loss) and also read from the fabric's drop counter.\n\n")
+	b.WriteString("| configured (one way) | packets | round-trip loss | one-way loss (derived) | fabric loss drops | within 10±2% |\n|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range results {
+		if r.Group != "loss" {
+			continue
+		}
+		oneWay := 1 - math.Sqrt(1-r.Probe.Loss)
+		fmt.Fprintf(&b, "| %.0f%% | %d | %.2f%% | %.2f%% | %d | %s |\n", r.Loss*100, r.Probe.Sent, r.Probe.Loss*100, oneWay*100,
+			r.Drops["loss"], yes(math.Abs(oneWay-r.Loss) <= 0.02))
+	}
+	return b.String()
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
