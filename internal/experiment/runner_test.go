@@ -521,6 +521,18 @@ func TestExecuteSweepRepeats(t *testing.T) {
 		}
 	}
 	s := readSummary(t, res)
+	defer func() {
+		if t.Failed() {
+			for _, r := range s.Runs {
+				t.Logf("run %s %v: %s %v", r.ID, r.Params, r.Status, r.Metrics)
+			}
+			for _, id := range []string{"001", "002", "003", "004"} {
+				b, _ := os.ReadFile(filepath.Join(res.Dir, "runs", id, "workloads", "load", "timeseries.csv"))
+				e, _ := os.ReadFile(filepath.Join(res.Dir, "runs", id, "logs", "client.load.stderr.log"))
+				t.Logf("run %s timeseries:\n%s\nload stderr:\n%s", id, b, e)
+			}
+		}
+	}()
 	if len(s.Runs) != 4 || len(s.Groups) != 2 {
 		t.Fatalf("summary.json: %d runs, %d groups; want 4 and 2", len(s.Runs), len(s.Groups))
 	}
