@@ -17,6 +17,7 @@ build:
 # Needs root; tests that need root fail rather than skip when CONTINUUM_REQUIRE_ROOT=1. Packages run
 # one at a time (-p 1): the delay-accuracy tests must not share the 2 CPUs with a Chromium render.
 test: setup build
+	$(GO) test -race -count=1 -run '^$$' ./...   # compile every package in parallel first
 	CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 $(GO) test -race -count=1 -p 1 -timeout 30m ./...
 
 test-short: build

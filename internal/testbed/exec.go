@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // ExecCommand prepares argv to run inside node of the testbed recorded in stateDir, in the node's
@@ -45,8 +44,5 @@ func ExecCommand(stateDir, name, nodeName string, argv []string) (*exec.Cmd, err
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{launcherArg, ns, nodeName, cgPath, "--"}, argv...)
-	c := exec.Command(exe, args...)
-	c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUTS}
-	return c, nil
+	return launcherCmd(exe, ns, nodeName, cgPath, argv), nil
 }

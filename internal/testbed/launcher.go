@@ -51,10 +51,11 @@ func launch(args []string) error {
 	return syscall.Exec(ip, argv, os.Environ())
 }
 
-// launcherCmd builds the exec.Cmd that runs argv inside node n under cgroup cgPath.
-func (tb *Testbed) launcherCmd(n *node, cgPath string, argv []string) *exec.Cmd {
-	args := append([]string{launcherArg, n.ns, n.name, cgPath, "--"}, argv...)
-	c := exec.Command(tb.launcher, args...)
-	c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUTS, Setpgid: true}
+// launcherCmd builds the exec.Cmd that runs argv in namespace ns with hostname host under cgroup
+// cgPath, via the launcher binary. The fresh UTS namespace makes the hostname the node's alone.
+func launcherCmd(launcher, ns, host, cgPath string, argv []string) *exec.Cmd {
+	args := append([]string{launcherArg, ns, host, cgPath, "--"}, argv...)
+	c := exec.Command(launcher, args...)
+	c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUTS}
 	return c
 }

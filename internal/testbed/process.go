@@ -115,7 +115,8 @@ func (p *Proc) start() error {
 		stdout.Close()
 		return err
 	}
-	cmd := tb.launcherCmd(p.n, p.cgroupPath(), p.spec.Args)
+	cmd := launcherCmd(tb.launcher, p.n.ns, p.n.name, p.cgroupPath(), p.spec.Args)
+	cmd.SysProcAttr.Setpgid = true // Stop signals the whole process group
 	cmd.Env = append(os.Environ(), p.spec.Env...)
 	cmd.Dir = p.spec.Dir
 	cmd.Stdout = stdout
