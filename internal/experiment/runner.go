@@ -112,7 +112,7 @@ func Execute(ctx context.Context, path string, opts Options) (*Result, error) {
 		}
 	}
 	pr.finish()
-	sum := buildSummary(sc.Name, started, time.Now(), dir, records)
+	sum := buildSummary(sc.Name, started, time.Now(), records)
 	if err := writeJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
 		return res, err
 	}

@@ -10,45 +10,20 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/report"
 )
 
-// summary is summary.json (docs/results-format.md).
-type summary struct {
-	Schema   int            `json:"schema"`
-	Scenario string         `json:"scenario"`
-	Started  string         `json:"started"`
-	Finished string         `json:"finished"`
-	Runs     []summaryRun   `json:"runs"`
-	Groups   []summaryGroup `json:"groups"`
-}
-
-type summaryRun struct {
-	ID      string                        `json:"id"`
-	Params  map[string]string             `json:"params"`
-	Repeat  int                           `json:"repeat"`
-	Status  string                        `json:"status"`
-	Error   string                        `json:"error,omitempty"`
-	Metrics map[string]map[string]float64 `json:"metrics"`
-}
-
-type aggregate struct {
-	N    int        `json:"n"`
-	Mean float64    `json:"mean"`
-	CI95 [2]float64 `json:"ci95"`
-}
-
-type summaryGroup struct {
-	Params  map[string]string                `json:"params"`
-	Runs    []string                         `json:"runs"`
-	Metrics map[string]map[string]*aggregate `json:"metrics"`
-}
-
-func buildSummary(name string, started, finished time.Time, dir string, records []runRecord) summary {
-	s := summary{Schema: 1, Scenario: name, Started: started.UTC().Format(time.RFC3339),
+// buildSummary makes summary.json (docs/results-format.md) from the runs' records and stats.
+func buildSummary(name string, started, finished time.Time, records []runRecord) report.Summary {
+	s := report.Summary{Schema: 1, Scenario: name, Started: started.UTC().Format(time.RFC3339),
 		Finished: finished.UTC().Format(time.RFC3339)}
 	groupIdx := map[string]int{}
 	for _, rec := range records {
-		sr := summaryRun{ID: rec.ID, Params: rec.Params, Repeat: rec.Repeat, Status: rec.Status, Error: rec.Error,
+		params := map[string]any{}
+		for k, v := range rec.Params {
+			params[k] = v
+		}
+		sr := report.SummaryRun{ID: rec.ID, Params: params, Repeat: rec.Repeat, Status: rec.Status, Error: rec.Error,
 			Metrics: runMetrics(rec)}
 		s.Runs = append(s.Runs, sr)
 		key := paramsKey(rec.Params)
@@ -56,11 +31,11 @@ func buildSummary(name string, started, finished time.Time, dir string, records 
 		if !ok {
 			gi = len(s.Groups)
 			groupIdx[key] = gi
-			s.Groups = append(s.Groups, summaryGroup{Params: rec.Params})
+			s.Groups = append(s.Groups, report.Group{Params: params})
 		}
 		s.Groups[gi].Runs = append(s.Groups[gi].Runs, rec.ID)
 	}
-	byID := map[string]summaryRun{}
+	byID := map[string]report.SummaryRun{}
 	for _, r := range s.Runs {
 		byID[r.ID] = r
 	}
@@ -77,9 +52,9 @@ func buildSummary(name string, started, finished time.Time, dir string, records 
 				}
 			}
 		}
-		g.Metrics = map[string]map[string]*aggregate{}
+		g.Metrics = map[string]map[string]report.Aggregate{}
 		for metric, fields := range values {
-			g.Metrics[metric] = map[string]*aggregate{}
+			g.Metrics[metric] = map[string]report.Aggregate{}
 			for f, vs := range fields {
 				g.Metrics[metric][f] = aggregateOf(vs)
 			}
@@ -123,14 +98,14 @@ func paramsKey(p map[string]string) string {
 
 // aggregateOf is the mean and the 95% confidence interval of the mean (Student's t) of vs; with
 // one value the interval is that value.
-func aggregateOf(vs []float64) *aggregate {
+func aggregateOf(vs []float64) report.Aggregate {
 	n := len(vs)
 	var sum float64
 	for _, v := range vs {
 		sum += v
 	}
 	mean := sum / float64(n)
-	a := &aggregate{N: n, Mean: mean, CI95: [2]float64{mean, mean}}
+	a := report.Aggregate{N: n, Mean: mean, CI95: [2]float64{mean, mean}}
 	if n < 2 {
 		return a
 	}

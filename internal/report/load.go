@@ -36,6 +36,7 @@ type SummaryRun struct {
 	Params  map[string]any                `json:"params"`
 	Repeat  int                           `json:"repeat"`
 	Status  string                        `json:"status"`
+	Error   string                        `json:"error,omitempty"`
 	Metrics map[string]map[string]float64 `json:"metrics"`
 }
 
