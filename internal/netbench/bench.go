@@ -185,6 +185,7 @@ func Markdown(results []CaseResult, command string, env string) string {
 	b.WriteString("Each case is a fresh 2-node testbed; a UDP probe in node a sends paced packets to a reflector in node b " +
 		"(both batch with sendmmsg/recvmmsg). RTTs are measured by the probe; \"fabric cores\" is the CPU used by the process " +
 		"hosting the userspace fabric while the probe ran.\n\n")
+	b.WriteString(verdicts(results))
 	b.WriteString("## Delay accuracy\n\nGoal: RTT median within ±5% (+0.2 ms) of 2x the one-way delay; p99 within +1 ms of the median.\n\n")
 	b.WriteString("| one-way delay | rate (pps) | expected RTT (ms) | p50 (ms) | p90 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | loss | median ok | p99-p50 ok |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, r := range results {
@@ -228,4 +229,42 @@ func yes(ok bool) string {
 		return "yes"
 	}
 	return "**no**"
+}
+
+// verdicts summarises, per goal, which cases meet it, so a regenerated file states its own result.
+func verdicts(results []CaseResult) string {
+	var b strings.Builder
+	b.WriteString("## Result against the goals\n\n")
+	var accOK, accAll []string
+	best := 0.0
+	for _, r := range results {
+		switch r.Group {
+		case "accuracy":
+			name := fmt.Sprintf("%v@%dpps", r.Delay, r.Rate)
+			accAll = append(accAll, name)
+			if m, t := accuracyOK(r); m && t {
+				accOK = append(accOK, name)
+			}
+		case "throughput":
+			added := r.Probe.P99us/1000 - 2*float64(r.Delay.Microseconds())/1000
+			if added <= 1 && r.Probe.Loss < 0.001 {
+				best = max(best, r.Probe.RateAchv)
+			}
+		}
+	}
+	fmt.Fprintf(&b, "- Delay accuracy (median and p99): met in %d of %d cases (%s).\n", len(accOK), len(accAll), strings.Join(accOK, ", "))
+	if best > 0 {
+		fmt.Fprintf(&b, "- Highest offered rate with p99 within 1 ms of the ideal and <0.1%% loss: %.0f packets/s each way "+
+			"(%.0f packets/s through the fabric counting replies); goal ≥50k packets/s: %s.\n", best, 2*best, yes(2*best >= 50000))
+	} else {
+		b.WriteString("- No throughput case kept p99 within 1 ms of the ideal: goal ≥50k packets/s **not met**.\n")
+	}
+	for _, r := range results {
+		if r.Group == "loss" {
+			oneWay := 1 - math.Sqrt(1-r.Probe.Loss)
+			fmt.Fprintf(&b, "- Loss: %.0f%% configured, %.2f%% measured one way: %s.\n", r.Loss*100, oneWay*100, yes(math.Abs(oneWay-r.Loss) <= 0.02))
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
 }
