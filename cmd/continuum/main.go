@@ -78,6 +78,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.CompletionOptions.DisableDefaultCmd = true
 	for _, c := range commands {
 		root.AddCommand(c())
 	}

@@ -106,6 +106,9 @@ func spawnTestbed(cmd *cobra.Command, file, name string, seed int64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	if _, err := os.Stat(filepath.Join(dir, name, "state.json")); err == nil {
+		return fmt.Errorf("testbed %q already exists; see `continuum testbed status --name %s`, or remove it with `continuum testbed down --name %s`", name, name, name)
+	}
 	logPath := filepath.Join(dir, name+".daemon.log")
 	logf, err := os.Create(logPath)
 	if err != nil {

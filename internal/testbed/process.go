@@ -79,14 +79,24 @@ func (tb *Testbed) Start(spec ProcSpec) (*Proc, error) {
 		tb.mu.Unlock()
 		return nil, fmt.Errorf("process %q already exists", spec.Name)
 	}
-	p := &Proc{tb: tb, spec: spec, n: n}
-	tb.procs[spec.Name] = p
+	// Reserve the name with a nil entry while starting: the process becomes visible (status,
+	// faults, Down) only once it has a pid, so nothing signals a process group that is not there.
+	tb.procs[spec.Name] = nil
 	tb.mu.Unlock()
-	if err := p.start(); err != nil {
-		tb.mu.Lock()
+	p := &Proc{tb: tb, spec: spec, n: n}
+	err = p.start()
+	tb.mu.Lock()
+	if err != nil {
 		delete(tb.procs, spec.Name)
 		tb.mu.Unlock()
 		return nil, err
+	}
+	tb.procs[spec.Name] = p
+	down := tb.down
+	tb.mu.Unlock()
+	if down { // Down ran while we were starting and could not see this process
+		_ = p.Stop(time.Second)
+		return nil, errors.New("testbed is shutting down")
 	}
 	return p, nil
 }
@@ -236,7 +246,7 @@ func (tb *Testbed) Proc(name string) (*Proc, error) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	p, ok := tb.procs[name]
-	if !ok {
+	if !ok || p == nil {
 		names := make([]string, 0, len(tb.procs))
 		for n := range tb.procs {
 			names = append(names, n)
@@ -251,7 +261,9 @@ func (tb *Testbed) Procs() []ProcStatus {
 	tb.mu.Lock()
 	ps := make([]*Proc, 0, len(tb.procs))
 	for _, p := range tb.procs {
-		ps = append(ps, p)
+		if p != nil {
+			ps = append(ps, p)
+		}
 	}
 	tb.mu.Unlock()
 	out := make([]ProcStatus, 0, len(ps))

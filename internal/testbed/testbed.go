@@ -270,7 +270,9 @@ func (tb *Testbed) Down() error {
 	tb.down = true
 	procs := make([]*Proc, 0, len(tb.procs))
 	for _, p := range tb.procs {
-		procs = append(procs, p)
+		if p != nil {
+			procs = append(procs, p)
+		}
 	}
 	tb.mu.Unlock()
 	var errs []error
