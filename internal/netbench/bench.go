@@ -19,7 +19,7 @@ import (
 // Case is one measurement: a 2-node testbed whose link has Delay and Loss, probed at Rate
 // packets/s of Size-byte payloads for Duration.
 type Case struct {
-	Group    string        `json:"group"` // accuracy, throughput, loss
+	Group    string        `json:"group"` // accuracy, throughput, loss, baseline
 	Delay    time.Duration `json:"delay"`
 	Loss     float64       `json:"loss"`
 	Rate     int           `json:"rate"`
@@ -64,10 +64,24 @@ func Cases(quick bool) []Case {
 		cs = append(cs, Case{Group: "throughput", Delay: time.Millisecond, Rate: rate, Size: 1400, Duration: d(5*time.Second, time.Second)})
 	}
 	cs = append(cs, Case{Group: "loss", Delay: time.Millisecond, Loss: 0.10, Rate: 1000, Size: 64, Duration: d(10*time.Second, 3*time.Second)})
-	if quick {
-		return []Case{cs[0], cs[1], cs[len(cs)-1]}
+	// The baseline: the same probe and reflector inside one node over loopback, no fabric. On a
+	// small machine the probe itself has a latency tail at high rates; "added error" is measured
+	// against this, as the issue's goal asks for the error the emulated path adds.
+	for _, c := range cs {
+		if c.Group != "loss" && c.Delay == time.Millisecond {
+			cs = append(cs, Case{Group: "baseline", Rate: c.Rate, Size: c.Size, Duration: c.Duration})
+		}
 	}
-	return cs
+	if !quick {
+		return cs
+	}
+	var q []Case
+	for _, c := range cs {
+		if (c.Group == "accuracy" && c.Delay == time.Millisecond) || c.Group == "loss" || (c.Group == "baseline" && c.Size == 64 && c.Rate <= 20000) {
+			q = append(q, c)
+		}
+	}
+	return q
 }
 
 // Run measures every case on a fresh testbed hosted by this process.
@@ -104,13 +118,17 @@ func runCase(ctx context.Context, i int, c Case, opts Options) (*CaseResult, err
 		return nil, err
 	}
 	defer tb.Down()
-	if _, err := tb.Start(testbed.ProcSpec{Name: "reflector", Node: "b", Args: []string{opts.Binary, "bench", "udp-reflect", "--listen", ":9000"}}); err != nil {
+	reflNode, target := "b", "b:9000"
+	if c.Group == "baseline" {
+		reflNode, target = "a", "127.0.0.1:9000"
+	}
+	if _, err := tb.Start(testbed.ProcSpec{Name: "reflector", Node: reflNode, Args: []string{opts.Binary, "bench", "udp-reflect", "--listen", ":9000"}}); err != nil {
 		return nil, err
 	}
 	// Wait until the reflector answers (UDP has no handshake to wait for).
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		r, err := runProbe(ctx, tb, opts.Binary, "warmup", ProbeConfig{Target: "b:9000", Rate: 100, Duration: 100 * time.Millisecond, Linger: 300 * time.Millisecond})
+		r, err := runProbe(ctx, tb, opts.Binary, "warmup", ProbeConfig{Target: target, Rate: 100, Duration: 100 * time.Millisecond, Linger: 300 * time.Millisecond})
 		if err == nil && r.Received > 0 {
 			break
 		}
@@ -121,7 +139,7 @@ func runCase(ctx context.Context, i int, c Case, opts Options) (*CaseResult, err
 	before := tb.DropCounts()
 	cpu0 := selfCPU()
 	t0 := time.Now()
-	r, err := runProbe(ctx, tb, opts.Binary, "probe", ProbeConfig{Target: "b:9000", Rate: c.Rate, Duration: c.Duration, Size: c.Size})
+	r, err := runProbe(ctx, tb, opts.Binary, "probe", ProbeConfig{Target: target, Rate: c.Rate, Duration: c.Duration, Size: c.Size})
 	if err != nil {
 		return nil, err
 	}
@@ -199,16 +217,16 @@ func Markdown(results []CaseResult, command string, env string) string {
 	}
 	b.WriteString("\n## Throughput of the emulated link path\n\nGoal: ≥50k packets/s with ≤1 ms added error (1 ms one-way link, so the ideal RTT is 2 ms). " +
 		"Rate is offered load per direction; every packet crosses the fabric twice (request and reply).\n\n")
-	b.WriteString("| payload (B) | offered (pps) | achieved (pps) | Mbit/s each way | loss | p50 (ms) | p99 (ms) | p99 added error (ms) | fabric cores | within 1 ms |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| payload (B) | offered (pps) | achieved (pps) | Mbit/s each way | loss | p50 (ms) | p99 (ms) | baseline p50 / p99 (ms) | added p50 / p99 (ms) | fabric cores | within 1 ms |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range results {
-		if r.Group != "throughput" {
+		if r.Group != "throughput" && !(r.Group == "accuracy" && r.Delay == time.Millisecond) {
 			continue
 		}
-		added := r.Probe.P99us/1000 - 2*float64(r.Delay.Microseconds())/1000
-		ok := added <= 1 && r.Probe.Loss < 0.001
+		base := baselineFor(results, r)
+		add50, add99, ok := addedError(r, base)
 		mbit := r.Probe.RateAchv * float64(r.Size+28) * 8 / 1e6
-		fmt.Fprintf(&b, "| %d | %d | %.0f | %.1f | %.2f%% | %.3f | %.3f | %.3f | %.2f | %s |\n", r.Size, r.Rate, r.Probe.RateAchv, mbit,
-			r.Probe.Loss*100, r.Probe.P50us/1000, r.Probe.P99us/1000, added, r.FabricCores, yes(ok))
+		fmt.Fprintf(&b, "| %d | %d | %.0f | %.1f | %.2f%% | %.3f | %.3f | %.3f / %.3f | %.3f / %.3f | %.2f | %s |\n", r.Size, r.Rate, r.Probe.RateAchv, mbit,
+			r.Probe.Loss*100, r.Probe.P50us/1000, r.Probe.P99us/1000, base.P50us/1000, base.P99us/1000, add50, add99, r.FabricCores, yes(ok))
 	}
 	b.WriteString("\n## Loss accuracy\n\nGoal: 10% configured -> 10±2% measured over 10k packets. Loss applies per direction, so a round trip " +
 		"survives with probability 0.9² = 81%; the one-way figure is derived as 1-sqrt(1-round-trip loss) and also read from the fabric's drop counter.\n\n")
@@ -246,15 +264,14 @@ func verdicts(results []CaseResult) string {
 				accOK = append(accOK, name)
 			}
 		case "throughput":
-			added := r.Probe.P99us/1000 - 2*float64(r.Delay.Microseconds())/1000
-			if added <= 1 && r.Probe.Loss < 0.001 {
+			if _, _, ok := addedError(r, baselineFor(results, r)); ok {
 				best = max(best, r.Probe.RateAchv)
 			}
 		}
 	}
 	fmt.Fprintf(&b, "- Delay accuracy (median and p99): met in %d of %d cases (%s).\n", len(accOK), len(accAll), strings.Join(accOK, ", "))
 	if best > 0 {
-		fmt.Fprintf(&b, "- Highest offered rate with p99 within 1 ms of the ideal and <0.1%% loss: %.0f packets/s each way "+
+		fmt.Fprintf(&b, "- Highest rate whose p99 the fabric raises by at most 1 ms over the loopback baseline, with <0.1%% loss: %.0f packets/s each way "+
 			"(%.0f packets/s through the fabric counting replies); goal ≥50k packets/s: %s.\n", best, 2*best, yes(2*best >= 50000))
 	} else {
 		b.WriteString("- No throughput case kept p99 within 1 ms of the ideal: goal ≥50k packets/s **not met**.\n")
@@ -267,4 +284,24 @@ func verdicts(results []CaseResult) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// baselineFor is the loopback measurement at r's rate and size (zero if not measured).
+func baselineFor(results []CaseResult, r CaseResult) ProbeResult {
+	for _, b := range results {
+		if b.Group == "baseline" && b.Rate == r.Rate && b.Size == r.Size {
+			return b.Probe
+		}
+	}
+	return ProbeResult{}
+}
+
+// addedError is what the emulated path adds to the round trip beyond the configured delay and
+// beyond what the same probe sees without the fabric, at the median and at p99; ok when p99's
+// added error is at most 1 ms with under 0.1% loss.
+func addedError(r CaseResult, base ProbeResult) (p50, p99 float64, ok bool) {
+	ideal := 2 * float64(r.Delay.Microseconds()) / 1000
+	p50 = r.Probe.P50us/1000 - ideal - base.P50us/1000
+	p99 = r.Probe.P99us/1000 - ideal - base.P99us/1000
+	return p50, p99, p99 <= 1 && r.Probe.Loss < 0.001
 }

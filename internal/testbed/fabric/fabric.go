@@ -74,6 +74,9 @@ type nodeState struct {
 	// namespace's network stack in the writer's context (tens of µs per packet), so one writer per
 	// node spreads that work over the CPUs instead of serialising it on the timer thread.
 	outq chan delivery
+	// queued counts packets handed to the writer and not yet written; only while it is zero may
+	// the timer thread write to this node itself without overtaking them.
+	queued atomic.Int64
 }
 
 // linkDir is one direction of a link. busyUntil and lastArrival are scheduled times (ns on the
@@ -199,7 +202,11 @@ func New(cfg Config) (*Fabric, error) {
 	var out []delivery
 	go f.timer.run(func() {
 		out = f.onTimer(out[:0])
-		f.deliver(out)
+		if len(out) <= inlineWrites {
+			f.writeNow(out)
+		} else {
+			f.deliver(out)
+		}
 		clear(out) // drop packet references held by the reused slice
 	})
 	for i, n := range f.nodes {
@@ -370,18 +377,42 @@ func (f *Fabric) onTimer(out []delivery) []delivery {
 // which slows the fabric down instead of dropping silently).
 func (f *Fabric) deliver(out []delivery) {
 	for _, d := range out {
+		d.node.queued.Add(1)
 		d.node.outq <- d
 	}
+}
+
+// inlineWrites is how many due packets the timer thread writes itself instead of handing them to
+// the node writers: at low rates the hand-off (waking a goroutine) costs more latency than the
+// write, at high rates parallel writers keep the timer thread free.
+const inlineWrites = 2
+
+// writeNow writes packets on the calling thread. It must not be used while a node's writer may
+// hold earlier packets for the same node, or order would break: the writer queue is checked.
+func (f *Fabric) writeNow(out []delivery) {
+	for _, d := range out {
+		if d.node.queued.Load() > 0 {
+			d.node.queued.Add(1)
+			d.node.outq <- d // keep FIFO behind what the writer still has
+			continue
+		}
+		f.write(d)
+	}
+}
+
+func (f *Fabric) write(d delivery) {
+	if _, err := d.node.Endpoint.Write((*d.pkt)[:d.length]); err == nil {
+		d.node.rx.Add(1)
+		d.node.rxb.Add(uint64(d.length))
+	}
+	f.pool.Put(d.pkt)
 }
 
 func (f *Fabric) writeLoop(n *nodeState) {
 	defer f.writers.Done()
 	for d := range n.outq {
-		if _, err := n.Endpoint.Write((*d.pkt)[:d.length]); err == nil {
-			n.rx.Add(1)
-			n.rxb.Add(uint64(d.length))
-		}
-		f.pool.Put(d.pkt)
+		f.write(d)
+		n.queued.Add(-1)
 	}
 }
 
