@@ -45,11 +45,13 @@ type Env struct {
 	Nodes    map[string]string // node name -> IPv4 address (names also resolve inside every node)
 	// Components maps component instance names to their node, for workloads that target them.
 	Components map[string]string
-	OutDir     string // per-instance results directory (workloads write their files here)
-	Binary     string // absolute path of the continuum binary
-	Seed       int64
-	Duration   time.Duration // run duration, warm-up included
-	Warmup     time.Duration
+	// ComponentConfigs maps component instance names to their decoded configs (read only).
+	ComponentConfigs map[string]any
+	OutDir           string // per-instance results directory (workloads write their files here)
+	Binary           string // absolute path of the continuum binary
+	Seed             int64
+	Duration         time.Duration // run duration, warm-up included
+	Warmup           time.Duration
 	// Dial opens a connection from inside the instance's node (for Set and readiness checks).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }

@@ -161,7 +161,7 @@ type HTTPLoadTarget struct {
 	Name      string `yaml:"name"`
 	URL       string `yaml:"url,omitempty"`
 	Component string `yaml:"component,omitempty"`
-	Port      int    `yaml:"port,omitempty"` // default 8080 (http-echo's default)
+	Port      int    `yaml:"port,omitempty"` // default: the component's own port (see servicePort), else 8080
 	Path      string `yaml:"path,omitempty"` // default "/"
 }
 
@@ -226,6 +226,9 @@ func (t HTTPLoadTarget) url(env Env) (string, error) {
 		return "", fmt.Errorf("target %s: unknown component %q (components: %s)", t.Name, t.Component, strings.Join(names, ", "))
 	}
 	port := t.Port
+	if sp, ok := env.ComponentConfigs[t.Component].(servicePort); ok && port == 0 {
+		port = sp.ServicePort()
+	}
 	if port == 0 {
 		port = 8080
 	}
@@ -260,3 +263,10 @@ func httpLoadCommand(env Env, cfg any) (Command, error) {
 		"--out", env.OutDir, "--seed", strconv.FormatInt(env.Seed, 10))
 	return Command{Args: args}, nil
 }
+
+// servicePort is implemented by component configs that serve on one port, so workloads that
+// target the component by name find it without repeating the port.
+type servicePort interface{ ServicePort() int }
+
+// ServicePort is the port the echo server listens on.
+func (c *HTTPEchoConfig) ServicePort() int { return c.Port }

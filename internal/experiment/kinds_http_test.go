@@ -169,3 +169,16 @@ body_size: 1Ki
 		t.Errorf("unknown component: %v", err)
 	}
 }
+
+func TestComponentTargetUsesTheComponentsPort(t *testing.T) {
+	env := Env{Components: map[string]string{"echo": "edge"},
+		ComponentConfigs: map[string]any{"echo": &HTTPEchoConfig{Port: 9090}}}
+	u, err := HTTPLoadTarget{Name: "e", Component: "echo"}.url(env)
+	if err != nil || u != "http://edge:9090/" {
+		t.Fatalf("url = %q, %v; want http://edge:9090/", u, err)
+	}
+	u, _ = HTTPLoadTarget{Name: "e", Component: "echo", Port: 7000, Path: "x"}.url(env)
+	if u != "http://edge:7000/x" {
+		t.Fatalf("explicit port: url = %q", u)
+	}
+}

@@ -215,16 +215,16 @@ func (ex *execution) env(inst Instance) Env {
 		a, _ := ex.tb.NodeAddr(n)
 		nodes[n] = a.String()
 	}
-	comps := map[string]string{}
+	comps, cfgs := map[string]string{}, map[string]any{}
 	for _, c := range ex.sc.Components {
-		comps[c.Name] = c.Node
+		comps[c.Name], cfgs[c.Name] = c.Node, c.DecodedConfig
 	}
 	out := filepath.Join(ex.dir, "components", inst.Name)
 	if k, _ := LookupKind(inst.Kind); k != nil && k.Role == RoleWorkload {
 		out = filepath.Join(ex.dir, "workloads", inst.Name)
 	}
 	node := inst.Node
-	return Env{Instance: inst.Name, Node: node, Nodes: nodes, Components: comps, OutDir: out, Binary: ex.opts.Binary,
+	return Env{Instance: inst.Name, Node: node, Nodes: nodes, Components: comps, ComponentConfigs: cfgs, OutDir: out, Binary: ex.opts.Binary,
 		Seed: ex.sc.Seed, Duration: ex.sc.Duration.Duration, Warmup: ex.sc.Warmup.Duration,
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return ex.tb.Dial(ctx, node, network, addr)
