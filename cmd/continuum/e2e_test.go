@@ -5,6 +5,8 @@ package main
 // names unique to this process, and checks that nothing is left on the host afterwards.
 
 import (
+	"github.com/continuum-project/continuum/internal/testenv"
+
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,30 +30,14 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	bin = os.Getenv("CONTINUUM_BIN")
-	var tmp string
-	if bin == "" {
-		var err error
-		tmp, err = os.MkdirTemp("", "continuum-e2e-bin-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		bin = filepath.Join(tmp, "continuum")
-		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build continuum: %v\n%s", err, out)
-			os.RemoveAll(tmp)
-			os.Exit(1)
-		}
-	} else if !filepath.IsAbs(bin) {
-		fmt.Fprintf(os.Stderr, "CONTINUUM_BIN must be an absolute path, got %q\n", bin)
+	path, cleanup, err := testenv.Binary()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	bin = path
 	code := m.Run()
-	if tmp != "" {
-		os.RemoveAll(tmp)
-	}
+	cleanup()
 	os.Exit(code)
 }
 
@@ -62,13 +48,7 @@ func requireRoot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("brings up real testbeds")
 	}
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-		t.Fatal("this test needs root (network namespaces, TUN, cgroups)")
-	}
-	t.Skip("needs root")
+	testenv.RequireRoot(t)
 }
 
 // cli runs the binary with a private state dir; Cleanup removes every testbed recorded there.

@@ -10,6 +10,8 @@ package experiment
 // scenarios leave at least 0.3 s between an event and the first row whose content it decides.
 
 import (
+	"github.com/continuum-project/continuum/internal/testenv"
+
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -17,7 +19,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,38 +36,22 @@ func TestMain(m *testing.M) {
 		testbed.LauncherMain() // never returns
 	}
 	flag.Parse() // for testing.Short
-	continuumBin = os.Getenv("CONTINUUM_BIN")
-	var tmp string
-	if continuumBin == "" && os.Geteuid() == 0 && !testing.Short() {
+	cleanup := func() {}
+	if os.Getenv("CONTINUUM_BIN") != "" || (os.Geteuid() == 0 && !testing.Short()) {
 		var err error
-		if tmp, err = os.MkdirTemp("", "continuum-bin-"); err != nil {
+		if continuumBin, cleanup, err = testenv.Binary(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		continuumBin = filepath.Join(tmp, "continuum")
-		cmd := exec.Command("go", "build", "-o", continuumBin, "github.com/continuum-project/continuum/cmd/continuum")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build continuum: %v\n%s", err, out)
-			os.RemoveAll(tmp)
 			os.Exit(1)
 		}
 	}
 	code := m.Run()
-	if tmp != "" {
-		os.RemoveAll(tmp)
-	}
+	cleanup()
 	os.Exit(code)
 }
 
 func requireRootE2E(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-		t.Fatal("this test needs root (network namespaces, TUN, cgroups)")
-	}
-	t.Skip("needs root")
+	testenv.RequireRoot(t)
 }
 
 const e2eDir = "testdata/e2e"

@@ -88,31 +88,12 @@ func summaryTables(s Summary) []summaryTable {
 		if len(s.Groups) == 1 {
 			t.Title = "All runs"
 		}
-		for _, name := range sortedKeys(g.Metrics) {
-			m := g.Metrics[name]
+		for _, m := range g.Metrics {
 			for _, a := range m {
 				t.N = max(t.N, a.N)
 			}
-			if isLatency(sortedKeys(m)) {
-				row := tableRow{Metric: name}
-				for _, f := range latencyFields {
-					if a, ok := m[f.Key]; ok {
-						row.Cells = append(row.Cells, aggCell(a))
-					} else {
-						row.Cells = append(row.Cells, "–")
-					}
-				}
-				t.Latency = append(t.Latency, row)
-				continue
-			}
-			for _, f := range sortedKeys(m) {
-				label := name
-				if f != "value" {
-					label += " " + f
-				}
-				t.Values = append(t.Values, tableRow{Metric: label, Cells: []string{aggCell(m[f])}})
-			}
 		}
+		t.Latency, t.Values = metricRows(g.Metrics, aggCell)
 		out = append(out, t)
 	}
 	if len(out) > 0 {
@@ -120,31 +101,39 @@ func summaryTables(s Summary) []summaryTable {
 	}
 	for _, r := range s.Runs {
 		t := summaryTable{Title: "Run " + r.ID, Params: formatParams(r.Params), Runs: r.ID, N: 1}
-		for _, name := range sortedKeys(r.Metrics) {
-			m := r.Metrics[name]
-			if isLatency(sortedKeys(m)) {
-				row := tableRow{Metric: name}
-				for _, f := range latencyFields {
-					if v, ok := m[f.Key]; ok {
-						row.Cells = append(row.Cells, formatNum(v))
-					} else {
-						row.Cells = append(row.Cells, "–")
-					}
-				}
-				t.Latency = append(t.Latency, row)
-				continue
-			}
-			for _, f := range sortedKeys(m) {
-				label := name
-				if f != "value" {
-					label += " " + f
-				}
-				t.Values = append(t.Values, tableRow{Metric: label, Cells: []string{formatNum(m[f])}})
-			}
-		}
+		t.Latency, t.Values = metricRows(r.Metrics, formatNum)
 		out = append(out, t)
 	}
 	return out
+}
+
+// metricRows lays metrics out as table rows: latency metrics (those with p50/count fields) one row
+// each with the latency columns, every other field a row of its own. cell renders one value (a
+// plain number for a run, mean ± CI for a group).
+func metricRows[V any](metrics map[string]map[string]V, cell func(V) string) (latency, values []tableRow) {
+	for _, name := range sortedKeys(metrics) {
+		m := metrics[name]
+		if isLatency(sortedKeys(m)) {
+			row := tableRow{Metric: name}
+			for _, f := range latencyFields {
+				if v, ok := m[f.Key]; ok {
+					row.Cells = append(row.Cells, cell(v))
+				} else {
+					row.Cells = append(row.Cells, "–")
+				}
+			}
+			latency = append(latency, row)
+			continue
+		}
+		for _, f := range sortedKeys(m) {
+			label := name
+			if f != "value" {
+				label += " " + f
+			}
+			values = append(values, tableRow{Metric: label, Cells: []string{cell(m[f])}})
+		}
+	}
+	return latency, values
 }
 
 // sweptParams returns the parameters whose values differ between groups, sorted.

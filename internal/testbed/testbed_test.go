@@ -1,6 +1,8 @@
 package testbed
 
 import (
+	"github.com/continuum-project/continuum/internal/testenv"
+
 	"context"
 	"fmt"
 	"os"
@@ -23,16 +25,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// requireRoot skips (or fails, when CI demands root tests) without root.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-		t.Fatal("this test needs root (network namespaces, TUN, cgroups)")
-	}
-	t.Skip("needs root")
+	testenv.RequireRoot(t)
 }
 
 var tbSeq int
