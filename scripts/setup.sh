@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl python3 chromium)
+APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl python3 redis-server chromium)
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then
@@ -44,4 +44,21 @@ if [ -z "$have" ] || ! version_ge "$have" "$want"; then
 fi
 
 go mod download
+
+# Baselines: etcd 3.6 (server, etcdctl, etcd's benchmark tool), built from the Go module proxy with
+# the pinned wrapper module in tools/etcd, into .tools/bin. Rebuilt only when missing or when the
+# pinned versions change.
+TOOLS=.tools/bin
+stamp="$TOOLS/.etcd-$(sha256sum tools/etcd/go.sum | cut -c1-16)"
+if [ ! -x "$TOOLS/etcd" ] || [ ! -x "$TOOLS/etcdctl" ] || [ ! -x "$TOOLS/etcd-benchmark" ] || [ ! -f "$stamp" ]; then
+  echo "setup: building etcd, etcdctl and the etcd benchmark tool into $TOOLS"
+  mkdir -p "$TOOLS"
+  (cd tools/etcd &&
+    go build -o "../../$TOOLS/etcd" go.etcd.io/etcd/server/v3 &&
+    go build -o "../../$TOOLS/etcdctl" go.etcd.io/etcd/etcdctl/v3 &&
+    go build -o "../../$TOOLS/etcd-benchmark" go.etcd.io/etcd/v3/tools/benchmark)
+  rm -f "$TOOLS"/.etcd-* && touch "$stamp"
+fi
+# Debian enables and starts redis-server on install; the project starts its own instances.
+if systemctl is-active --quiet redis-server 2>/dev/null; then systemctl disable --now redis-server >/dev/null 2>&1 || true; fi
 echo "setup: ok ($(go env GOVERSION), $(uname -r))"
