@@ -24,9 +24,14 @@ func newBenchCmd() *cobra.Command {
   continuum bench udp-reflect --listen :9000          # inside a node
   continuum bench udp-probe --target b:9000 --rate 20000 --duration 5s`,
 	}
-	c.AddCommand(newBenchTestbedCmd(), newBenchReflectCmd(), newBenchProbeCmd())
+	for _, sub := range benchCommands {
+		c.AddCommand(sub())
+	}
 	return c
 }
+
+// benchCommands are the `continuum bench` subcommands; other files add theirs in init().
+var benchCommands = []func() *cobra.Command{newBenchTestbedCmd, newBenchReflectCmd, newBenchProbeCmd}
 
 func newBenchTestbedCmd() *cobra.Command {
 	var out string
