@@ -114,5 +114,5 @@ func ValidateSeries(series []Series) error {
 			return fmt.Errorf("series %q: no target", s.Name)
 		}
 	}
-	return nil
+	return validateOutputs(series)
 }

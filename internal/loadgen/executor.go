@@ -17,11 +17,14 @@ type runState struct {
 	reqBase context.Context
 	giveUp  context.CancelFunc
 	work    sync.WaitGroup // schedulers, closed-loop clients and open-loop requests
+	sched   sync.WaitGroup // schedulers and closed-loop clients only
 }
 
-// openLoop schedules request i at t0 + i/rate until the duration ends or the run stops.
-func (st *runState) openLoop(s Series, rec *recorder) {
+// openLoop schedules request i at t0 + i/rate until the duration ends, the run stops or a
+// Mix runs out.
+func (st *runState) openLoop(sc *schedule) {
 	defer st.work.Done()
+	defer st.sched.Done()
 	cfg := st.cfg
 	slots := make(chan struct{}, cfg.MaxInflight)
 	timer := time.NewTimer(time.Hour)
@@ -32,7 +35,7 @@ func (st *runState) openLoop(s Series, rec *recorder) {
 	for i := int64(0); ; i++ {
 		intended := at(i)
 		if intended >= cfg.Duration {
-			rec.advance(intended) // lets the closer finish the last second
+			sc.advance(intended) // lets the closer finish the last second
 			return
 		}
 		// Behind schedule (a slow slot or a GC pause) means no sleep: the backlog is sent at
@@ -45,6 +48,17 @@ func (st *runState) openLoop(s Series, rec *recorder) {
 				return
 			}
 		}
+		rec, target, ok := sc.next()
+		if !ok {
+			sc.advance(intended)
+			return
+		}
+		next := at(i + 1)
+		// A Mix's other recorders see no request now; their watermark only needs to pass each
+		// second's end for it to close, so it moves once per second instead of per request.
+		if len(sc.recs) > 1 && next/time.Second != intended/time.Second {
+			sc.advance(next)
+		}
 		deadline := intended + cfg.Timeout
 		select {
 		case slots <- struct{}{}:
@@ -54,34 +68,39 @@ func (st *runState) openLoop(s Series, rec *recorder) {
 			case slots <- struct{}{}:
 				timer.Stop() // go >= 1.23 timers: no stale value to drain before the next Reset
 			case <-timer.C:
-				rec.dispatch(intended, at(i+1))
+				rec.dispatch(intended, next)
 				rec.record(intended, 0, ErrTimeout)
 				continue
 			case <-st.stop.Done():
 				return
 			}
 		}
-		rec.dispatch(intended, at(i+1))
+		rec.dispatch(intended, next)
 		st.work.Add(1)
 		go func() {
 			defer st.work.Done()
 			defer func() { <-slots }()
-			st.do(s.Target, rec, intended, deadline)
+			st.do(target, rec, intended, deadline)
 		}()
 	}
 }
 
 // closedLoop runs one client: send, wait for the answer, think, repeat.
-func (st *runState) closedLoop(s Series, rec *recorder) {
+func (st *runState) closedLoop(sc *schedule) {
 	defer st.work.Done()
+	defer st.sched.Done()
 	cfg := st.cfg
 	var timer *time.Timer
 	for st.stop.Err() == nil {
+		rec, target, ok := sc.next()
+		if !ok {
+			return
+		}
 		intended, ok := rec.begin(cfg.Duration)
 		if !ok {
 			return
 		}
-		st.do(s.Target, rec, intended, intended+cfg.Timeout)
+		st.do(target, rec, intended, intended+cfg.Timeout)
 		if cfg.ThinkTime > 0 {
 			if timer == nil {
 				timer = time.NewTimer(cfg.ThinkTime)

@@ -31,15 +31,14 @@ type SeriesProgress struct {
 }
 
 type progress struct {
-	w      io.Writer // nil: lines are not written, but intervals are still closed
-	series []Series
-	recs   []*recorder
-	t0     time.Time
-	last   time.Duration
+	w    io.Writer // nil: lines are not written, but intervals are still closed
+	recs []*recorder
+	t0   time.Time
+	last time.Duration
 }
 
-func newProgress(w io.Writer, series []Series, recs []*recorder, t0 time.Time) *progress {
-	return &progress{w: w, series: series, recs: recs, t0: t0}
+func newProgress(w io.Writer, recs []*recorder, t0 time.Time) *progress {
+	return &progress{w: w, recs: recs, t0: t0}
 }
 
 // loop ticks on multiples of every since t0 (so t_s reads 1, 2, 3 ...) until stop is closed.

@@ -46,20 +46,26 @@ func Run(ctx context.Context, cfg Config, series []Series) (*Result, error) {
 	reqBase, giveUp := context.WithCancel(context.WithoutCancel(ctx))
 	defer giveUp()
 	st := &runState{cfg: cfg, t0: t0, stop: ctx, reqBase: reqBase, giveUp: giveUp}
-	recs := make([]*recorder, len(series))
+	var recs []*recorder
+	scheds := make([]*schedule, len(series))
 	for i, s := range series {
-		recs[i] = newRecorder(s.Name, t0, cfg)
+		sc := newSchedule(s, t0, cfg)
+		scheds[i] = sc
+		recs = append(recs, sc.recs...)
 		if cfg.Clients > 0 {
 			for range cfg.Clients {
 				st.work.Add(1)
-				go st.closedLoop(s, recs[i])
+				st.sched.Add(1)
+				go st.closedLoop(sc)
 			}
 		} else {
 			st.work.Add(1)
-			go st.openLoop(s, recs[i])
+			st.sched.Add(1)
+			go st.openLoop(sc)
 		}
 	}
-	prog := newProgress(cfg.Progress, series, recs, t0)
+	exhausted := allExhausted(&st.sched, scheds)
+	prog := newProgress(cfg.Progress, recs, t0)
 	progDone := make(chan struct{})
 	progStop := make(chan struct{})
 	go func() {
@@ -75,6 +81,9 @@ func Run(ctx context.Context, cfg Config, series []Series) (*Result, error) {
 	case <-ctx.Done():
 		timer.Stop()
 		status = StatusInterrupted
+		end = min(time.Since(t0), cfg.Duration)
+	case <-exhausted:
+		timer.Stop()
 		end = min(time.Since(t0), cfg.Duration)
 	}
 	waitFor(&st.work, cfg.Timeout+100*time.Millisecond)

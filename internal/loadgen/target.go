@@ -26,7 +26,7 @@ func (f TargetFunc) Do(ctx context.Context) error { return f(ctx) }
 // as HdrHistogram log tags and CSV cells, so they are restricted to [A-Za-z0-9_.-].
 type Series struct {
 	Name   string
-	Target Target
+	Target Target // a MixTarget splits the series into one per operation type
 }
 
 // Error types reported in stats.json, errors.csv and ClassifyError. They are stable: reports and

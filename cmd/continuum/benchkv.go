@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/continuum-project/continuum/internal/kvtarget/kvbench"
+)
+
+func init() { benchCommands = append(benchCommands, newBenchKVCmd) }
+
+func newBenchKVCmd() *cobra.Command {
+	var out string
+	var quick bool
+	cfg := kvbench.DefaultConfig(false)
+	c := &cobra.Command{
+		Use:   "kv [--stores kv,etcd,redis] [--workload a] [--rates 2000,5000,...] [--out FILE.md] [--quick]",
+		Short: "YCSB against continuum kv, etcd and Redis started here: rate sweep until p99 > 10 ms, closed-loop peak, memory and disk per key",
+		Long: `Starts each store itself on loopback (etcd from .tools/bin or $CONTINUUM_ETCD_BIN with its default
+fsync, Redis with AOF appendfsync everysec unless --redis-appendfsync always, continuum kv from this
+binary), loads --recordcount records, sweeps open-loop rates upward until a rate is not sustained (p99 of
+an operation above --p99-limit, errors, or under 95% of the rate), runs --closed-clients closed-loop
+clients for peak throughput, and reads RSS and data-directory growth per million keys. A store that does
+not start is reported as not measured. Writes Markdown with the command, machine, tables, the verdict
+against the goals of issue 3 and the raw JSON.`,
+		Example: `  continuum bench kv --out docs/benchmarks/kv-single-node.md
+  continuum bench kv --stores etcd,redis --workload b --rates 2000,5000,10000 --quick`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if quick {
+				q := kvbench.DefaultConfig(true)
+				f := cmd.Flags()
+				if !f.Changed("recordcount") {
+					cfg.RecordCount = q.RecordCount
+				}
+				if !f.Changed("rates") {
+					cfg.Rates = q.Rates
+				}
+				if !f.Changed("step") {
+					cfg.StepDuration, cfg.Warmup = q.StepDuration, q.Warmup
+				}
+				if !f.Changed("closed-clients") {
+					cfg.ClosedClients = q.ClosedClients
+				}
+				if !f.Changed("closed-duration") {
+					cfg.ClosedDuration = q.ClosedDuration
+				}
+				cfg.Settle = q.Settle
+			}
+			cfg.Log = cmd.ErrOrStderr()
+			res, err := kvbench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			md := kvbench.Markdown(res, "continuum "+strings.Join(os.Args[1:], " "), machine(), gitCommit())
+			if out == "" {
+				fmt.Fprint(cmd.OutOrStdout(), md)
+				return nil
+			}
+			if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+				return err
+			}
+			if raw, err := json.MarshalIndent(res, "", "  "); err == nil {
+				_ = os.WriteFile(strings.TrimSuffix(out, ".md")+".json", append(raw, '\n'), 0o644)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&out, "out", "o", "", "write Markdown here, and the raw JSON next to it (default: stdout)")
+	f.BoolVar(&quick, "quick", false, "small key space, two short steps (smoke test)")
+	f.StringSliceVar(&cfg.Stores, "stores", cfg.Stores, "stores to measure, in order: kv, etcd, redis")
+	f.StringVar(&cfg.Workload, "workload", cfg.Workload, "YCSB workload preset a..f")
+	f.Int64Var(&cfg.RecordCount, "recordcount", cfg.RecordCount, "records loaded into each store")
+	f.IntVar(&cfg.FieldCount, "fieldcount", cfg.FieldCount, "fields per record")
+	f.IntVar(&cfg.FieldLength, "fieldlength", cfg.FieldLength, "bytes per field")
+	f.Float64SliceVar(&cfg.Rates, "rates", cfg.Rates, "open-loop rates (ops/s), ascending")
+	f.DurationVar(&cfg.StepDuration, "step", cfg.StepDuration, "duration of each sweep step")
+	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "leading part of each step excluded from the statistics")
+	f.DurationVar(&cfg.P99Limit, "p99-limit", cfg.P99Limit, "p99 a sustained rate stays within")
+	f.IntVar(&cfg.ClosedClients, "closed-clients", cfg.ClosedClients, "closed-loop clients for the peak run (0: skip)")
+	f.DurationVar(&cfg.ClosedDuration, "closed-duration", cfg.ClosedDuration, "duration of the closed-loop run")
+	f.StringVar(&cfg.RedisFsync, "redis-appendfsync", cfg.RedisFsync, "Redis AOF fsync policy: everysec or always")
+	f.StringVar(&cfg.EtcdBin, "etcd-bin", "", "etcd binary (default: $CONTINUUM_ETCD_BIN, .tools/bin/etcd, PATH)")
+	f.StringVar(&cfg.ContinuumBin, "kv-bin", "", "continuum binary whose `kv` command is measured (default: this one)")
+	f.StringArrayVar(&cfg.KVArgs, "kv-arg", nil, "extra flag for `continuum kv` (repeatable), e.g. --kv-arg=--fsync=batch")
+	return c
+}
+
+// gitCommit is the working tree's commit, when run from a repository.
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}

@@ -1,0 +1,155 @@
+package mvcc
+
+import (
+	"context"
+	"encoding/binary"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Compact discards the history before revision rev: reads below it fail with ErrCompacted from
+// now on, and the superseded versions are deleted from the index and from Pebble in the
+// background, in small chunks, so that compaction never stalls reads or writes. With physical,
+// Compact returns once the versions are gone from Pebble (space is reclaimed by Pebble's own
+// background compactions, or at once by Defragment).
+func (s *Store) Compact(ctx context.Context, rev int64, physical bool) error {
+	s.compactMu.Lock()
+	if rev > s.lastRev.Load() {
+		s.compactMu.Unlock()
+		return ErrFutureRev
+	}
+	if rev <= s.compactRev.Load() {
+		s.compactMu.Unlock()
+		return ErrCompacted
+	}
+	if err := s.waitVisible(ctx, rev); err != nil {
+		s.compactMu.Unlock()
+		return err
+	}
+	// Persist the decision first: a restart must not serve the history this compaction
+	// promised to discard (a client may rely on ErrCompacted), and redoes the deletion.
+	if err := s.db.Set(metaCompactSched, u64(uint64(rev)), pebble.Sync); err != nil {
+		s.compactMu.Unlock()
+		return err
+	}
+	s.compactRev.Store(rev)
+	prev := s.compactDone
+	done := make(chan struct{})
+	s.compactDone = done
+	s.bg.Add(1)
+	s.compactMu.Unlock()
+	go func() {
+		if prev != nil {
+			<-prev // compactions run one after another, in revision order
+		}
+		s.compactIndex(rev, nil)
+		s.compactBackend(rev, done)
+	}()
+	if !physical {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// compactIndex compacts the index at rev chunk by chunk and returns the versions kept at or
+// below rev (nil keep: only compact).
+func (s *Store) compactIndex(rev int64, keep map[revision]struct{}) {
+	if keep == nil {
+		keep = map[revision]struct{}{}
+	}
+	from := []byte{}
+	for from != nil {
+		from = s.ix.compactChunk(from, rev, s.cfg.CompactionBatch, keep)
+	}
+}
+
+// compactBackend deletes from Pebble the revision records at or below rev that the index no
+// longer references, and the change headers below rev, then records the compaction as finished.
+// It is idempotent, so a restart simply runs it again. It runs in the background (s.bg).
+func (s *Store) compactBackend(rev int64, done chan struct{}) {
+	defer s.bg.Done()
+	defer close(done)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixRev}, UpperBound: revKey(nil, rev+1, 0)})
+	if err != nil {
+		s.log.Error("compaction", "err", err)
+		return
+	}
+	defer it.Close()
+	b := s.db.NewBatch()
+	n := 0
+	flush := func() bool {
+		if n == 0 {
+			return true
+		}
+		if err := b.Commit(pebble.NoSync); err != nil {
+			s.log.Error("compaction", "err", err)
+			return false
+		}
+		b.Close()
+		b = s.db.NewBatch()
+		n = 0
+		select {
+		case <-s.closing:
+			return false
+		default:
+			return true
+		}
+	}
+	for it.First(); it.Valid(); it.Next() {
+		r, sub, ok := parseRevKey(it.Key())
+		if !ok {
+			continue
+		}
+		kind, kv, err := decodeRecord(it.Value())
+		if err != nil {
+			continue
+		}
+		if kind == recPut && s.stillIndexed(kv.Key, revision{r, sub}) {
+			continue
+		}
+		_ = b.Delete(it.Key(), nil)
+		n++
+		if n >= s.cfg.CompactionBatch && !flush() {
+			b.Close()
+			return
+		}
+	}
+	if rev > 1 {
+		_ = b.DeleteRange(changeKey(0), changeKey(rev), nil)
+		n++
+	}
+	_ = b.Set(metaCompactFinished, binary.BigEndian.AppendUint64(nil, uint64(rev)), nil)
+	n++
+	if err := b.Commit(pebble.Sync); err != nil {
+		s.log.Error("compaction", "err", err)
+	}
+	b.Close()
+	s.log.Debug("compacted", "revision", rev)
+}
+
+// stillIndexed reports whether the index still holds version r of key.
+func (s *Store) stillIndexed(key []byte, r revision) bool {
+	s.ix.mu.RLock()
+	defer s.ix.mu.RUnlock()
+	ki, ok := s.ix.tree.Get(&keyIndex{key: key})
+	if !ok {
+		return false
+	}
+	for _, e := range ki.entries {
+		if e.rev == r {
+			return true
+		}
+	}
+	return false
+}
+
+// Defragment compacts Pebble's whole key space now, reclaiming the space of deleted versions.
+// It runs alongside reads and writes (Pebble compactions never block the commit pipeline).
+func (s *Store) Defragment(ctx context.Context) error {
+	return s.db.Compact(ctx, []byte{0}, []byte{0xff}, true)
+}

@@ -1,0 +1,51 @@
+package mvcc
+
+import "encoding/binary"
+
+// Pebble key space. Big-endian numbers make Pebble's byte order the numeric order.
+//
+//	r <rev:8> <sub:8>  -> revision record: 'p' or 'd' + mvccpb.KeyValue; sub numbers a change's
+//	                      ops from 0, so iterating r-records yields events in revision order
+//	c <rev:8>          -> change header (change.go); its ops are r <rev> <0..n-1>
+//	l <lease id:8>     -> lease record
+//	m <name>           -> metadata (member id, compaction progress)
+const (
+	prefixRev    = 'r'
+	prefixChange = 'c'
+	prefixLease  = 'l'
+	prefixMeta   = 'm'
+)
+
+const (
+	recPut    = 'p'
+	recDelete = 'd'
+)
+
+var (
+	metaMember          = []byte("mmember")
+	metaCompactSched    = []byte("mcompact-scheduled")
+	metaCompactFinished = []byte("mcompact-finished")
+)
+
+func revKey(dst []byte, rev, sub int64) []byte {
+	dst = append(dst, prefixRev)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(rev))
+	return binary.BigEndian.AppendUint64(dst, uint64(sub))
+}
+
+func parseRevKey(k []byte) (rev, sub int64, ok bool) {
+	if len(k) != 17 || k[0] != prefixRev {
+		return 0, 0, false
+	}
+	return int64(binary.BigEndian.Uint64(k[1:])), int64(binary.BigEndian.Uint64(k[9:])), true
+}
+
+func changeKey(rev int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixChange}, uint64(rev))
+}
+
+func leaseKey(id int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixLease}, uint64(id))
+}
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

@@ -1,0 +1,383 @@
+package mvcc
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// Store is a single member's MVCC key-value store. All methods are safe for concurrent use.
+//
+// Write path: writers serialise on writeMu, which orders revisions. A writer evaluates its request
+// against the latest state (including earlier writes not yet durable), adds its versions to the
+// index, and hands one Pebble batch (its revision records plus its change header) to Pebble's
+// commit pipeline while still holding writeMu, so the WAL order is the revision order. It then
+// releases writeMu and waits for the WAL fsync, which Pebble shares among all batches queued
+// meanwhile (group commit). Only then is the revision published (visible to readers and
+// watchers, in revision order) and the write acknowledged, so that a reader never sees a write
+// that a crash could still lose.
+//
+// Read path: readers never take writeMu. They read at the visible revision through the index
+// (versions above it are ignored) and Pebble (revision records are immutable until compacted).
+type Store struct {
+	cfg    Config
+	log    *slog.Logger
+	db     *pebble.DB
+	ix     *index
+	clock  *Clock
+	member uint64
+
+	writeMu sync.Mutex
+	seq     uint64       // guarded by writeMu: this member's last change sequence
+	lastRev atomic.Int64 // latest assigned revision; written under writeMu
+	failed  error        // guarded by writeMu: a Pebble write failed; the store refuses writes
+
+	visible    atomic.Int64 // every revision <= visible is durable and published
+	compactRev atomic.Int64 // reads below this revision fail with ErrCompacted
+
+	pubMu     sync.Mutex
+	ready     map[int64][]mvccpb.Event // durable revisions waiting for an earlier one
+	visibleCh chan struct{}            // closed when visible advances
+
+	compactMu   sync.Mutex // serialises compactions
+	compactDone chan struct{}
+
+	watch  *watchHub
+	leases *lessor
+	alarm  atomic.Bool // NOSPACE raised
+
+	closeOnce sync.Once
+	closing   chan struct{}
+	bg        sync.WaitGroup
+}
+
+// Open opens (or creates) the store in cfg.Dir and recovers its state.
+func Open(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	cfg.Now = now
+	cache := pebble.NewCache(cfg.CacheBytes)
+	defer cache.Unref()
+	opts := &pebble.Options{
+		Cache:              cache,
+		MemTableSize:       64 << 20,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebbleLogger{log},
+	}
+	db, err := pebble.Open(cfg.Dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open pebble %q: %w", cfg.Dir, err)
+	}
+	s := &Store{
+		cfg:       cfg,
+		log:       log,
+		db:        db,
+		ix:        newIndex(),
+		clock:     NewClock(func() int64 { return now().UnixNano() }),
+		ready:     map[int64][]mvccpb.Event{},
+		visibleCh: make(chan struct{}),
+		closing:   make(chan struct{}),
+	}
+	s.watch = newWatchHub(s)
+	s.leases = newLessor(s)
+	if err := s.recover(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.bg.Add(1)
+	go s.leases.run()
+	return s, nil
+}
+
+// recover loads the member id, rebuilds the index from the revision records, restores the
+// revision, sequence and clock from the last change, and finishes an interrupted compaction.
+func (s *Store) recover() error {
+	v, closer, err := s.db.Get(metaMember)
+	switch {
+	case err == nil:
+		s.member = binary.BigEndian.Uint64(v)
+		closer.Close()
+	case errors.Is(err, pebble.ErrNotFound):
+		var b [8]byte
+		for s.member == 0 {
+			if _, err := rand.Read(b[:]); err != nil {
+				return err
+			}
+			s.member = binary.BigEndian.Uint64(b[:])
+		}
+		if err := s.db.Set(metaMember, b[:], pebble.Sync); err != nil {
+			return fmt.Errorf("write member id: %w", err)
+		}
+	default:
+		return fmt.Errorf("read member id: %w", err)
+	}
+
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixRev}, UpperBound: []byte{prefixRev + 1}})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		rev, sub, ok := parseRevKey(it.Key())
+		if !ok {
+			continue
+		}
+		kind, kv, err := decodeRecord(it.Value())
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("revision record %d/%d: %w", rev, sub, err)
+		}
+		e := entry{rev: revision{rev, sub}, create: kv.CreateRevision, version: kv.Version, lease: kv.Lease, tomb: kind == recDelete}
+		s.ix.addLocked(kv.Key, e)
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+
+	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixChange}, UpperBound: []byte{prefixChange + 1}})
+	if err != nil {
+		return err
+	}
+	if it.Last() {
+		c, _, err := decodeHeader(it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		s.lastRev.Store(c.Revision)
+		s.visible.Store(c.Revision)
+		if c.ID.Origin == s.member {
+			s.seq = c.ID.Seq
+		}
+		s.clock.Observe(c.Time)
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+
+	sched, err := s.metaInt(metaCompactSched)
+	if err != nil {
+		return err
+	}
+	if sched > 0 {
+		s.compactRev.Store(sched)
+		s.compactIndex(sched, nil)
+		finished, err := s.metaInt(metaCompactFinished)
+		if err != nil {
+			return err
+		}
+		if finished < sched {
+			s.compactDone = make(chan struct{})
+			s.bg.Add(1)
+			go s.compactBackend(sched, s.compactDone)
+		}
+	}
+	if err := s.leases.recover(); err != nil {
+		return err
+	}
+	s.checkQuota()
+	return nil
+}
+
+func (s *Store) metaInt(key []byte) (int64, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer closer.Close()
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// Close stops background work and closes the database. Requests in flight may fail.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.bg.Wait()
+		s.watch.close()
+		s.writeMu.Lock()
+		s.failed = ErrClosed
+		s.writeMu.Unlock()
+		err = s.db.Close()
+	})
+	return err
+}
+
+// MemberID is this member's id: the origin of its changes.
+func (s *Store) MemberID() uint64 { return s.member }
+
+// Rev is the current revision: the latest durable, visible revision.
+func (s *Store) Rev() int64 { return s.visible.Load() }
+
+// CompactRev is the revision of the last compaction (0: none).
+func (s *Store) CompactRev() int64 { return s.compactRev.Load() }
+
+// DBSize returns Pebble's disk usage and the part of it held by live data.
+func (s *Store) DBSize() (total, inUse int64) {
+	m := s.db.Metrics()
+	total = int64(m.DiskSpaceUsage())
+	lm := m.Total()
+	inUse = lm.TablesSize + int64(m.MemTable.Size)
+	if inUse > total {
+		inUse = total
+	}
+	return total, inUse
+}
+
+// KeyCount is the number of keys in the index (including keys kept only for their history).
+func (s *Store) KeyCount() int { return s.ix.keyCount() }
+
+// waitVisible blocks until revision rev is visible.
+func (s *Store) waitVisible(ctx context.Context, rev int64) error {
+	for {
+		if s.visible.Load() >= rev {
+			return nil
+		}
+		s.pubMu.Lock()
+		if s.visible.Load() >= rev {
+			s.pubMu.Unlock()
+			return nil
+		}
+		ch := s.visibleCh
+		s.pubMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closing:
+			return ErrClosed
+		}
+	}
+}
+
+// publish marks revision rev durable and publishes it and every durable revision after it that
+// waited for it, in order: the visible revision only ever advances over a gap-free prefix.
+func (s *Store) publish(rev int64, evs []mvccpb.Event) {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	s.ready[rev] = evs
+	advanced := false
+	for {
+		next := s.visible.Load() + 1
+		evs, ok := s.ready[next]
+		if !ok {
+			break
+		}
+		delete(s.ready, next)
+		s.visible.Store(next)
+		s.watch.notify(next, evs)
+		advanced = true
+	}
+	if advanced {
+		close(s.visibleCh)
+		s.visibleCh = make(chan struct{})
+	}
+}
+
+// readRecord reads the revision record at r.
+func (s *Store) readRecord(r revision, kv *mvccpb.KeyValue) error {
+	var kb [17]byte
+	v, closer, err := s.db.Get(revKey(kb[:0], r.main, r.sub))
+	if err != nil {
+		if errors.Is(err, pebble.ErrNotFound) && r.main <= s.compactRev.Load() {
+			return ErrCompacted // compacted after the reader checked its revision
+		}
+		return fmt.Errorf("read revision %d/%d: %w", r.main, r.sub, err)
+	}
+	defer closer.Close()
+	if len(v) < 1 {
+		return fmt.Errorf("revision %d/%d: empty record", r.main, r.sub)
+	}
+	return kv.Unmarshal(v[1:])
+}
+
+func decodeRecord(v []byte) (kind byte, kv mvccpb.KeyValue, err error) {
+	if len(v) < 1 || (v[0] != recPut && v[0] != recDelete) {
+		return 0, kv, errors.New("bad record type")
+	}
+	err = kv.Unmarshal(v[1:])
+	return v[0], kv, err
+}
+
+func encodeRecord(kind byte, kv *mvccpb.KeyValue) []byte {
+	b := make([]byte, 1+kv.Size())
+	b[0] = kind
+	n, _ := kv.MarshalToSizedBuffer(b[1:])
+	_ = n
+	return b
+}
+
+// Changes calls fn for each change in the log with revision >= from, in revision order, until fn
+// returns false. Changes at or below the compaction revision may have lost ops (only the versions
+// still visible after compaction are kept) and are not returned; from below it is ErrCompacted.
+func (s *Store) Changes(from int64, fn func(c *Change) bool) error {
+	if from <= s.compactRev.Load() {
+		return ErrCompacted
+	}
+	to := s.visible.Load()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: changeKey(from), UpperBound: changeKey(to + 1)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		c, nops, err := decodeHeader(it.Value())
+		if err != nil {
+			return err
+		}
+		rit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: revKey(nil, c.Revision, 0), UpperBound: revKey(nil, c.Revision+1, 0)})
+		if err != nil {
+			return err
+		}
+		c.Ops = make([]Op, 0, nops)
+		for rit.First(); rit.Valid(); rit.Next() {
+			kind, kv, err := decodeRecord(rit.Value())
+			if err != nil {
+				rit.Close()
+				return err
+			}
+			c.Ops = append(c.Ops, Op{Delete: kind == recDelete, Key: kv.Key, Value: kv.Value, Lease: kv.Lease})
+		}
+		rit.Close()
+		if !fn(&c) {
+			return nil
+		}
+	}
+	return it.Error()
+}
+
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	panic("pebble: " + fmt.Sprintf(format, args...))
+}
+
+var _ = bytes.Compare

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"context"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+)
+
+// Version is the etcd version Continuum kv reports in Status: the etcd API level it implements.
+// Clients gate features on it (Kubernetes uses RequestProgress from 3.4.31/3.5.13 on).
+const Version = "3.6.0"
+
+type maintenanceServer struct {
+	pb.UnimplementedMaintenanceServer
+	s *Server
+}
+
+func (m *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*pb.StatusResponse, error) {
+	hdr := &pb.ResponseHeader{}
+	m.s.fill(hdr)
+	total, inUse := m.s.store.DBSize()
+	rev := uint64(m.s.store.Rev())
+	resp := &pb.StatusResponse{
+		Header:           hdr,
+		Version:          Version,
+		DbSize:           total,
+		DbSizeInUse:      inUse,
+		Leader:           m.s.memberID,
+		RaftIndex:        rev,
+		RaftAppliedIndex: rev,
+		RaftTerm:         raftTerm,
+		StorageVersion:   Version,
+		DbSizeQuota:      m.s.cfg.QuotaBackendBytes,
+		DowngradeInfo:    &pb.DowngradeInfo{},
+	}
+	for _, a := range m.s.store.Alarms() {
+		resp.Errors = append(resp.Errors, (&pb.AlarmMember{MemberID: m.s.memberID, Alarm: a}).String())
+	}
+	return resp, nil
+}
+
+func (m *maintenanceServer) Defragment(ctx context.Context, r *pb.DefragmentRequest) (*pb.DefragmentResponse, error) {
+	if err := m.s.store.Defragment(ctx); err != nil {
+		return nil, togRPCError(err)
+	}
+	resp := &pb.DefragmentResponse{Header: &pb.ResponseHeader{}}
+	m.s.fill(resp.Header)
+	return resp, nil
+}
+
+func (m *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
+	resp := &pb.AlarmResponse{Header: &pb.ResponseHeader{}}
+	switch r.Action {
+	case pb.AlarmRequest_GET:
+	case pb.AlarmRequest_ACTIVATE:
+		if r.Alarm == pb.AlarmType_NOSPACE {
+			m.s.store.RaiseNoSpace()
+		}
+	case pb.AlarmRequest_DEACTIVATE:
+		if r.Alarm == pb.AlarmType_NOSPACE || r.Alarm == pb.AlarmType_NONE {
+			m.s.store.DisarmNoSpace()
+		}
+	}
+	for _, a := range m.s.store.Alarms() {
+		if r.Alarm != pb.AlarmType_NONE && r.Alarm != a {
+			continue
+		}
+		resp.Alarms = append(resp.Alarms, &pb.AlarmMember{MemberID: m.s.memberID, Alarm: a})
+	}
+	m.s.fill(resp.Header)
+	return resp, nil
+}
+
+func (m *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*pb.HashKVResponse, error) {
+	h, rev, compactRev, err := m.s.store.HashKV(r.Revision)
+	if err != nil {
+		return nil, togRPCError(err)
+	}
+	resp := &pb.HashKVResponse{Header: &pb.ResponseHeader{Revision: rev}, Hash: h, CompactRevision: compactRev, HashRevision: rev}
+	m.s.fill(resp.Header)
+	return resp, nil
+}
+
+func (m *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
+	return nil, errReserved("move leader")
+}
+
+func (m *maintenanceServer) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
+	return nil, errReserved("downgrade")
+}

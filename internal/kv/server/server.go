@@ -1,0 +1,375 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/continuum-project/continuum/internal/kv/mvcc"
+)
+
+// raftTerm is the term reported in every response header. There is no raft: the term is fixed
+// at 1 so clients that compare terms (to detect leader changes) see a stable leader.
+const raftTerm = 1
+
+// grpcOverheadBytes is the slack etcd gives gRPC over --max-request-bytes.
+const grpcOverheadBytes = 512 * 1024
+
+// Config configures a kv server. Field names follow etcd's flags.
+type Config struct {
+	// Name is this member's human-readable name.
+	Name string
+	// DataDir holds the store.
+	DataDir string
+	// ListenClientURLs are the URLs to serve clients on (http:// or https://host:port).
+	ListenClientURLs []string
+	// AdvertiseClientURLs are the client URLs reported by MemberList (default: the listen URLs).
+	AdvertiseClientURLs []string
+	// ListenMetricsURLs serve /metrics and /health over HTTP (none: no metrics listener; the
+	// client listeners serve neither, as gRPC owns them).
+	ListenMetricsURLs []string
+	// QuotaBackendBytes raises the NOSPACE alarm when the database outgrows it (0: 2 GiB).
+	QuotaBackendBytes int64
+	// MaxRequestBytes is the largest write request accepted.
+	MaxRequestBytes int64
+	// Fsync says when writes become durable (mvcc.FsyncBatch: group commit, fsync before ack).
+	Fsync mvcc.FsyncMode
+	// AutoCompactionMode is "periodic" or "revision"; AutoCompactionRetention is its
+	// retention as etcd reads it ("1h", "30m" or a number of hours for periodic; a number of
+	// revisions for revision). Empty or "0" retention disables auto compaction.
+	AutoCompactionMode      string
+	AutoCompactionRetention string
+	// TLS: a certificate and key make the https:// listeners serve TLS; TrustedCAFile with
+	// ClientCertAuth requires clients to present a certificate signed by that CA.
+	CertFile, KeyFile, TrustedCAFile string
+	ClientCertAuth                   bool
+	// Logger receives the server's logs (nil: discard).
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns etcd's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Name:               "default",
+		DataDir:            "default.kv",
+		ListenClientURLs:   []string{"http://localhost:2379"},
+		QuotaBackendBytes:  2 << 30,
+		MaxRequestBytes:    1572864,
+		Fsync:              mvcc.FsyncBatch,
+		AutoCompactionMode: "periodic",
+	}
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("--data-dir is required")
+	}
+	if len(c.ListenClientURLs) == 0 {
+		return errors.New("--listen-client-urls: at least one URL is required")
+	}
+	for _, u := range append(append([]string{}, c.ListenClientURLs...), c.ListenMetricsURLs...) {
+		pu, err := url.Parse(u)
+		if err != nil {
+			return fmt.Errorf("listen URL %q: %w", u, err)
+		}
+		if pu.Scheme != "http" && pu.Scheme != "https" {
+			return fmt.Errorf("listen URL %q: scheme must be http or https", u)
+		}
+		if pu.Scheme == "https" && (c.CertFile == "" || c.KeyFile == "") {
+			return fmt.Errorf("listen URL %q: https needs --cert-file and --key-file", u)
+		}
+	}
+	if c.QuotaBackendBytes < 0 {
+		return errors.New("--quota-backend-bytes must be >= 0")
+	}
+	if c.MaxRequestBytes <= 0 {
+		return errors.New("--max-request-bytes must be > 0")
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return errors.New("--cert-file and --key-file go together")
+	}
+	if c.ClientCertAuth && c.TrustedCAFile == "" {
+		return errors.New("--client-cert-auth needs --trusted-ca-file")
+	}
+	if _, err := newCompactor(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Server is a running kv server.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	store     *mvcc.Store
+	grpcs     []*grpc.Server
+	http      []*http.Server
+	lns       []net.Listener
+	addrs     []string
+	memberID  uint64
+	clusterID uint64
+	metrics   *metrics
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// Start opens the store and serves it on the configured listeners.
+func Start(cfg Config) (*Server, error) {
+	if cfg.QuotaBackendBytes == 0 {
+		cfg.QuotaBackendBytes = 2 << 30
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	scfg := mvcc.DefaultConfig(cfg.DataDir)
+	scfg.Fsync = cfg.Fsync
+	scfg.QuotaBytes = cfg.QuotaBackendBytes
+	scfg.Logger = log
+	store, err := mvcc.Open(scfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, store: store, memberID: store.MemberID(), stop: make(chan struct{})}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "continuum-kv/%d", s.memberID)
+	s.clusterID = h.Sum64()
+	s.metrics = newMetrics(s)
+	if err := s.listen(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	comp, _ := newCompactor(cfg.AutoCompactionMode, cfg.AutoCompactionRetention)
+	if comp != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			comp.run(s.stop, store, log)
+		}()
+	}
+	log.Info("serving etcd v3 API", "name", cfg.Name, "member", fmt.Sprintf("%x", s.memberID), "client", s.addrs, "data-dir", cfg.DataDir, "fsync", cfg.Fsync.String())
+	return s, nil
+}
+
+func (s *Server) tlsConfig() (*tls.Config, error) {
+	if s.cfg.CertFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(s.cfg.CertFile, s.cfg.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("load --cert-file/--key-file: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if s.cfg.TrustedCAFile != "" {
+		pem, err := os.ReadFile(s.cfg.TrustedCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--trusted-ca-file %q: no PEM certificates", s.cfg.TrustedCAFile)
+		}
+		tc.ClientCAs = pool
+		if s.cfg.ClientCertAuth {
+			tc.ClientAuth = tls.RequireAndVerifyClientCert
+		} else {
+			tc.ClientAuth = tls.VerifyClientCertIfGiven
+		}
+	}
+	return tc, nil
+}
+
+func (s *Server) newGRPC(tc *tls.Config) *grpc.Server {
+	opts := []grpc.ServerOption{
+		grpc.ForceServerCodec(codec{}),
+		grpc.MaxRecvMsgSize(int(s.cfg.MaxRequestBytes + grpcOverheadBytes)),
+		grpc.MaxSendMsgSize(math.MaxInt32),
+		grpc.MaxConcurrentStreams(math.MaxUint32),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: false}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Hour, Timeout: 20 * time.Second}),
+		grpc.ChainUnaryInterceptor(s.metrics.unary),
+		grpc.ChainStreamInterceptor(s.metrics.stream),
+	}
+	if tc != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+	}
+	g := grpc.NewServer(opts...)
+	pb.RegisterKVServer(g, &kvServer{s: s})
+	pb.RegisterWatchServer(g, &watchServer{s: s})
+	pb.RegisterLeaseServer(g, &leaseServer{s: s})
+	pb.RegisterClusterServer(g, &clusterServer{s: s})
+	pb.RegisterMaintenanceServer(g, &maintenanceServer{s: s})
+	pb.RegisterAuthServer(g, authServer{})
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(g, hs)
+	return g
+}
+
+func (s *Server) listen() error {
+	tc, err := s.tlsConfig()
+	if err != nil {
+		return err
+	}
+	var plain, secure *grpc.Server
+	for _, raw := range s.cfg.ListenClientURLs {
+		u, _ := url.Parse(raw)
+		ln, err := net.Listen("tcp", u.Host)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", raw, err)
+		}
+		s.lns = append(s.lns, ln)
+		s.addrs = append(s.addrs, u.Scheme+"://"+ln.Addr().String())
+		var g *grpc.Server
+		if u.Scheme == "https" {
+			if secure == nil {
+				secure = s.newGRPC(tc)
+			}
+			g = secure
+		} else {
+			if plain == nil {
+				plain = s.newGRPC(nil)
+			}
+			g = plain
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = g.Serve(ln)
+		}()
+	}
+	for _, g := range []*grpc.Server{plain, secure} {
+		if g != nil {
+			s.grpcs = append(s.grpcs, g)
+		}
+	}
+	for _, raw := range s.cfg.ListenMetricsURLs {
+		u, _ := url.Parse(raw)
+		ln, err := net.Listen("tcp", u.Host)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", raw, err)
+		}
+		hs := &http.Server{Handler: s.metrics.handler(), ReadHeaderTimeout: 10 * time.Second}
+		if u.Scheme == "https" {
+			hs.TLSConfig = tc
+			ln = tls.NewListener(ln, tc)
+		}
+		s.http = append(s.http, hs)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = hs.Serve(ln)
+		}()
+	}
+	return nil
+}
+
+// stopGRPC stops gracefully, then forcibly after a grace period (open watch streams would
+// otherwise hold GracefulStop forever).
+func stopGRPC(g *grpc.Server) {
+	done := make(chan struct{})
+	go func() {
+		g.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		g.Stop()
+		<-done
+	}
+}
+
+// ClientURLs returns the URLs the server listens on for clients (with the actual ports when
+// the configuration asked for port 0).
+func (s *Server) ClientURLs() []string { return append([]string(nil), s.addrs...) }
+
+// Store returns the underlying store.
+func (s *Server) Store() *mvcc.Store { return s.store }
+
+func (s *Server) advertiseURLs() []string {
+	if len(s.cfg.AdvertiseClientURLs) > 0 {
+		return s.cfg.AdvertiseClientURLs
+	}
+	return s.ClientURLs()
+}
+
+// Close stops serving and closes the store.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		for _, g := range s.grpcs {
+			stopGRPC(g)
+		}
+		for _, ln := range s.lns {
+			ln.Close()
+		}
+		for _, h := range s.http {
+			h.Close()
+		}
+		s.wg.Wait()
+		err = s.store.Close()
+	})
+	return err
+}
+
+// Run serves until ctx is done.
+func Run(ctx context.Context, cfg Config) error {
+	s, err := Start(cfg)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	s.log.Info("shutting down")
+	return s.Close()
+}
+
+// fill completes a response header as etcd's v3rpc header.fill does.
+func (s *Server) fill(h *pb.ResponseHeader) {
+	h.ClusterId = s.clusterID
+	h.MemberId = s.memberID
+	h.RaftTerm = raftTerm
+	if h.Revision == 0 {
+		h.Revision = s.store.Rev()
+	}
+}
+
+// splitURLs splits a comma-separated URL list as etcd's flags do.
+func SplitURLs(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
