@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -61,6 +62,7 @@ replication and rejected if set. See docs/kv.md.`,
 	f.StringVar(&fsync, "fsync", "batch", "when writes are fsynced: batch (group commit, fsync before ack), always (one fsync per write), never")
 	f.StringVar(&cfg.AutoCompactionMode, "auto-compaction-mode", cfg.AutoCompactionMode, "periodic or revision")
 	f.StringVar(&cfg.AutoCompactionRetention, "auto-compaction-retention", "0", "periodic: a duration (1h) or hours to keep; revision: revisions to keep; 0 disables")
+	f.DurationVar(&cfg.ProgressNotifyInterval, "watch-progress-notify-interval", 10*time.Minute, "how often idle watches with progress_notify get a progress notification")
 	f.StringVar(&cfg.CertFile, "cert-file", "", "TLS certificate for https client URLs")
 	f.StringVar(&cfg.KeyFile, "key-file", "", "TLS key for https client URLs")
 	f.StringVar(&cfg.TrustedCAFile, "trusted-ca-file", "", "CA that signs client certificates")

@@ -14,8 +14,8 @@ func init() { commands = append(commands, newLoadCmd) }
 
 func newLoadCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "load",
-		Short:   "Generate load against targets and record latency (open or closed loop, HDR histograms)",
+		Use:   "load",
+		Short: "Generate load against targets and record latency (open or closed loop, HDR histograms)",
 		Example: `  continuum load http --target edge=http://10.0.0.2:8080/ --rate 100 --duration 30s --out results/load
   continuum load ycsb --target etcd=http://127.0.0.1:2379 --workload a --recordcount 10000 --rate 2000 --out results/ycsb`,
 	}

@@ -26,8 +26,18 @@ var _ ycsb.DB = kvtarget.Store(nil)
 func startStore(t *testing.T, kind string) (kvtarget.Store, *baseline.Server) {
 	t.Helper()
 	find := baseline.EtcdBinary
-	if kind == kvtarget.KindRedis {
+	bc := baseline.Config{Dir: t.TempDir()}
+	switch kind {
+	case kvtarget.KindRedis:
 		find = baseline.RedisBinary
+	case kvtarget.KindKV:
+		// `continuum kv` is tested when $CONTINUUM_BIN names a built binary (building one here
+		// would make every run of this package slow).
+		bc.Bin = os.Getenv("CONTINUUM_BIN")
+		if bc.Bin == "" {
+			t.Skip("set CONTINUUM_BIN to a continuum binary to test `continuum kv`")
+		}
+		find = func(string) (string, error) { return bc.Bin, nil }
 	}
 	if _, err := find(""); err != nil {
 		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
@@ -37,7 +47,7 @@ func startStore(t *testing.T, kind string) (kvtarget.Store, *baseline.Server) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := baseline.Start(ctx, kind, baseline.Config{Dir: t.TempDir()}, "")
+	srv, err := baseline.Start(ctx, kind, bc, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +61,7 @@ func startStore(t *testing.T, kind string) (kvtarget.Store, *baseline.Server) {
 }
 
 func TestEtcdAndRedisOperations(t *testing.T) {
-	for _, kind := range []string{kvtarget.KindEtcd, kvtarget.KindRedis} {
+	for _, kind := range []string{kvtarget.KindEtcd, kvtarget.KindRedis, kvtarget.KindKV} {
 		t.Run(kind, func(t *testing.T) {
 			st, _ := startStore(t, kind)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -85,7 +95,7 @@ func TestEtcdAndRedisOperations(t *testing.T) {
 // TestYCSBWorkloadsAgainstRealStores runs every preset briefly on etcd and Redis: the load
 // phase inserts every record and the run phase has no errors at all (no misses, no timeouts).
 func TestYCSBWorkloadsAgainstRealStores(t *testing.T) {
-	for _, kind := range []string{kvtarget.KindEtcd, kvtarget.KindRedis} {
+	for _, kind := range []string{kvtarget.KindEtcd, kvtarget.KindRedis, kvtarget.KindKV} {
 		t.Run(kind, func(t *testing.T) {
 			st, _ := startStore(t, kind)
 			for i, wl := range []string{"a", "b", "c", "d", "e", "f"} {
@@ -118,7 +128,7 @@ func TestYCSBWorkloadsAgainstRealStores(t *testing.T) {
 	}
 }
 
-func TestErrorsAreTyped(t *testing.T) {
+func TestEtcdRedisErrorsAreTyped(t *testing.T) {
 	cases := []struct {
 		name string
 		err  error
@@ -139,7 +149,7 @@ func TestErrorsAreTyped(t *testing.T) {
 }
 
 // A stopped server shows up as typed errors, not as a hang past the deadline.
-func TestStoppedServerErrors(t *testing.T) {
+func TestEtcdRedisStoppedServerErrors(t *testing.T) {
 	for _, kind := range []string{kvtarget.KindEtcd, kvtarget.KindRedis} {
 		t.Run(kind, func(t *testing.T) {
 			st, srv := startStore(t, kind)
@@ -163,7 +173,7 @@ func TestStoppedServerErrors(t *testing.T) {
 	}
 }
 
-func TestParseTarget(t *testing.T) {
+func TestKVParseTarget(t *testing.T) {
 	good := []string{"etcd=http://127.0.0.1:2379", "kv=http://a:1,http://b:2", "redis=127.0.0.1:6379"}
 	for _, s := range good {
 		tg, err := kvtarget.ParseTarget(s)

@@ -20,6 +20,15 @@
 // Requests intended in the warm-up [0, Warmup) appear in timeseries.csv and latency.hlog but not
 // in stats.json, percentiles.csv or errors.csv. Only successful requests carry a latency.
 //
+// # Operation mixes
+//
+// A Series whose Target is MixTarget(m) is one schedule (one rate, or one set of clients) whose
+// requests are of several types, each recorded as its own series named by m.Ops() (a YCSB
+// workload's read and update share the arrival process but get separate histograms, rows and
+// error counts). The Mix chooses each request when it is due. A Mix may run out (YCSB's
+// operationcount): its schedule then ends, and once every schedule has ended Run stops early
+// with status "ok", the measured window ending at that moment.
+//
 // # Progress lines
 //
 // When Config.Progress is set, Run writes one JSON object per line, every ProgressInterval

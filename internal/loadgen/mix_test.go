@@ -30,7 +30,7 @@ func (m *countMix) Next() (int, Target, bool) {
 	return 0, TargetFunc(ok), true
 }
 
-func TestMixOpenLoopSplitsSeries(t *testing.T) {
+func TestYCSBMixOpenLoopSplitsSeries(t *testing.T) {
 	cfg := testConfig()
 	cfg.Rate = 200
 	cfg.OutDir = t.TempDir()
@@ -55,7 +55,7 @@ func TestMixOpenLoopSplitsSeries(t *testing.T) {
 	}
 }
 
-func TestMixExhaustedEndsRunEarly(t *testing.T) {
+func TestYCSBMixExhaustedEndsRunEarly(t *testing.T) {
 	for _, closed := range []bool{false, true} {
 		cfg := testConfig()
 		cfg.Duration = time.Minute
@@ -79,7 +79,7 @@ func TestMixExhaustedEndsRunEarly(t *testing.T) {
 	}
 }
 
-func TestMixSeriesNamesChecked(t *testing.T) {
+func TestYCSBMixSeriesNamesChecked(t *testing.T) {
 	err := ValidateSeries([]Series{{"ycsb", MixTarget(&countMix{})}, {"a", TargetFunc(ok)}})
 	if err == nil || !strings.Contains(err.Error(), `"a"`) {
 		t.Errorf("duplicate output name: %v", err)

@@ -60,7 +60,7 @@ type Config struct {
 	// CompactionBatch is how many revision records a compaction deletes per Pebble batch, and how
 	// many index keys it compacts per lock hold.
 	CompactionBatch int
-	// MinLeaseTTL is the smallest TTL a lease gets (etcd: 3x election timeout rounded; 5 s here).
+	// MinLeaseTTL is the smallest TTL a lease gets (etcd: 1.5 election timeouts rounded up, 2 s by default).
 	MinLeaseTTL time.Duration
 	// Logger receives the store's logs (nil: discard).
 	Logger *slog.Logger
@@ -76,7 +76,7 @@ func DefaultConfig(dir string) Config {
 		QuotaBytes:      2 << 30,
 		CacheBytes:      64 << 20,
 		CompactionBatch: 1000,
-		MinLeaseTTL:     5 * time.Second,
+		MinLeaseTTL:     2 * time.Second,
 	}
 }
 

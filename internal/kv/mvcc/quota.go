@@ -9,12 +9,38 @@ import (
 // (compact, defragment) and disarms the alarm; reads and deletes keep working. The alarm stays
 // raised after space is freed until disarmed, as in etcd, so that operators notice.
 
-// checkSpace refuses writes that add data while the NOSPACE alarm is raised.
-func (s *Store) checkSpace() error {
+// checkSpace refuses a write that adds about cost bytes while the NOSPACE alarm is raised, and
+// raises the alarm if the write would take the database over quota (as etcd's quota check).
+func (s *Store) checkSpace(cost int) error {
 	if s.alarm.Load() {
 		return ErrNoSpace
 	}
-	return nil
+	q := s.cfg.QuotaBytes
+	if q <= 0 {
+		return nil
+	}
+	if s.sizeEst.Load()+s.sizeDelta.Load()+int64(cost) <= q {
+		return nil
+	}
+	if s.refreshSize()+int64(cost) <= q {
+		return nil
+	}
+	s.raise()
+	return ErrNoSpace
+}
+
+// refreshSize reads Pebble's disk usage and restarts counting the bytes written since.
+func (s *Store) refreshSize() int64 {
+	total, _ := s.DBSize()
+	s.sizeDelta.Store(0)
+	s.sizeEst.Store(total)
+	return total
+}
+
+func (s *Store) raise() {
+	if !s.alarm.Swap(true) {
+		s.log.Warn("database space exceeded; NOSPACE alarm raised", "size", s.sizeEst.Load(), "quota", s.cfg.QuotaBytes)
+	}
 }
 
 // checkQuota raises the alarm if the database is over quota.
@@ -22,16 +48,15 @@ func (s *Store) checkQuota() {
 	if s.cfg.QuotaBytes <= 0 || s.alarm.Load() {
 		return
 	}
-	if total, _ := s.DBSize(); total > s.cfg.QuotaBytes {
-		s.alarm.Store(true)
-		s.log.Warn("database space exceeded; NOSPACE alarm raised", "size", total, "quota", s.cfg.QuotaBytes)
+	if s.refreshSize() > s.cfg.QuotaBytes {
+		s.raise()
 	}
 }
 
-// maybeCheckQuota checks the quota every 256 revisions (Pebble's metrics are not free).
-func (s *Store) maybeCheckQuota(rev int64) {
-	if rev&255 == 0 {
-		s.checkQuota()
+// wrote accounts for n bytes written; Pebble's metrics are re-read every MiB.
+func (s *Store) wrote(n int) {
+	if s.cfg.QuotaBytes > 0 && s.sizeDelta.Add(int64(n)) > 1<<20 {
+		s.refreshSize()
 	}
 }
 
@@ -46,9 +71,9 @@ func (s *Store) Alarms() []pb.AlarmType {
 // RaiseNoSpace raises the NOSPACE alarm.
 func (s *Store) RaiseNoSpace() { s.alarm.Store(true) }
 
-// DisarmNoSpace disarms the NOSPACE alarm; the next quota check raises it again if the database
-// is still over quota.
+// DisarmNoSpace disarms the NOSPACE alarm; it is raised again by the next write that would take
+// the database over quota.
 func (s *Store) DisarmNoSpace() {
 	s.alarm.Store(false)
-	s.checkQuota()
+	s.refreshSize()
 }

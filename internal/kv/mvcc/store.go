@@ -55,7 +55,12 @@ type Store struct {
 
 	watch  *watchHub
 	leases *lessor
-	alarm  atomic.Bool // NOSPACE raised
+	alarm     atomic.Bool  // NOSPACE raised
+	sizeEst   atomic.Int64 // disk usage at the last look at Pebble's metrics
+	sizeDelta atomic.Int64 // bytes written since
+
+	writeCh chan *writeReq
+	syncCh  chan *commitGroup
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -97,6 +102,8 @@ func Open(cfg Config) (*Store, error) {
 		ready:     map[int64][]mvccpb.Event{},
 		visibleCh: make(chan struct{}),
 		closing:   make(chan struct{}),
+		writeCh:   make(chan *writeReq, maxGroup),
+		syncCh:    make(chan *commitGroup, 4),
 	}
 	s.watch = newWatchHub(s)
 	s.leases = newLessor(s)
@@ -104,8 +111,10 @@ func Open(cfg Config) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	s.bg.Add(1)
+	s.bg.Add(3)
 	go s.leases.run()
+	go s.runWriter()
+	go s.runSyncer()
 	return s, nil
 }
 
@@ -157,6 +166,9 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
+	// As etcd, an empty store is at revision 1, so the first write gets revision 2.
+	s.lastRev.Store(1)
+	s.visible.Store(1)
 	if it.Last() {
 		c, _, err := decodeHeader(it.Value())
 		if err != nil {

@@ -31,7 +31,7 @@ func (s *Store) Txn(ctx context.Context, rt *pb.TxnRequest) (*pb.TxnResponse, er
 		return resp, nil
 	}
 	if txnHasPuts(rt) {
-		if err := s.checkSpace(); err != nil {
+		if err := s.checkSpace(rt.Size()); err != nil {
 			return nil, err
 		}
 	}

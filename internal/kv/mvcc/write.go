@@ -17,7 +17,25 @@ type writeTxn struct {
 	pending map[revision]*mvccpb.KeyValue
 	ops     []Op
 	events  []mvccpb.Event
+	side    bool // the batch holds writes outside the revision records (leases)
 	keyBuf  [17]byte
+}
+
+// sideWrite adds a write that is not a key version (a lease record) to the request's batch.
+func (w *writeTxn) sideWrite(key, value []byte) {
+	if w.batch == nil {
+		w.batch = w.s.db.NewBatch()
+	}
+	_ = w.batch.Set(key, value, nil)
+	w.side = true
+}
+
+func (w *writeTxn) sideDelete(key []byte) {
+	if w.batch == nil {
+		w.batch = w.s.db.NewBatch()
+	}
+	_ = w.batch.Delete(key, nil)
+	w.side = true
 }
 
 // view reads as of this request so far: etcd's txnWrite.Range, which sees the request's own
@@ -95,70 +113,11 @@ func (w *writeTxn) tombstone(key []byte, lease int64) {
 	}
 }
 
-// write runs fn as one write request and returns the revision of its response header: its own
-// revision if it changed anything, else the current one. fn must do every check that can fail
-// before its first put or delete (as etcd's checkTxn does), because a request's writes are all or
-// nothing. write returns once the request is durable and visible.
-func (s *Store) write(ctx context.Context, fn func(w *writeTxn) error) (int64, error) {
-	s.writeMu.Lock()
-	if s.failed != nil {
-		s.writeMu.Unlock()
-		return 0, s.failed
+func (s *Store) syncOpts() *pebble.WriteOptions {
+	if s.cfg.Fsync == FsyncNever {
+		return pebble.NoSync
 	}
-	w := &writeTxn{s: s, rev: s.lastRev.Load() + 1}
-	if err := fn(w); err != nil {
-		if w.sub > 0 {
-			// A bug: the index already holds versions that Pebble will not. Refuse further writes
-			// rather than serve a state that a restart would not reproduce.
-			s.failed = err
-		}
-		s.writeMu.Unlock()
-		if w.batch != nil {
-			w.batch.Close()
-		}
-		return 0, err
-	}
-	if w.sub == 0 {
-		last := s.lastRev.Load()
-		s.writeMu.Unlock()
-		// The request read state that may not be durable yet; answer only once it is.
-		return last, s.waitVisible(context.Background(), last)
-	}
-	s.seq++
-	c := Change{ID: ChangeID{Origin: s.member, Seq: s.seq}, Time: s.clock.Now(), Revision: w.rev}
-	c.Hash = ContentHash(c.ID, c.Time, w.ops)
-	_ = w.batch.Set(changeKey(w.rev), encodeHeader(nil, &c, len(w.ops)), nil)
-	s.lastRev.Store(w.rev)
-	var err error
-	switch s.cfg.Fsync {
-	case FsyncAlways:
-		err = s.db.Apply(w.batch, pebble.Sync)
-		s.failIf(err)
-		s.writeMu.Unlock()
-	case FsyncNever:
-		err = s.db.Apply(w.batch, pebble.NoSync)
-		s.failIf(err)
-		s.writeMu.Unlock()
-	default:
-		// Enqueue in WAL order under writeMu; wait for the shared fsync outside it.
-		err = s.db.ApplyNoSyncWait(w.batch, pebble.Sync)
-		s.failIf(err)
-		s.writeMu.Unlock()
-		if err == nil {
-			if err = w.batch.SyncWait(); err != nil {
-				s.writeMu.Lock()
-				s.failIf(err)
-				s.writeMu.Unlock()
-			}
-		}
-	}
-	if err != nil {
-		return 0, err
-	}
-	w.batch.Close()
-	s.publish(w.rev, w.events)
-	s.maybeCheckQuota(w.rev)
-	return w.rev, s.waitVisible(context.Background(), w.rev)
+	return pebble.Sync
 }
 
 // failIf makes the store refuse writes after a Pebble write error (caller holds writeMu): the
@@ -172,7 +131,7 @@ func (s *Store) failIf(err error) {
 
 // Put serves a PutRequest.
 func (s *Store) Put(ctx context.Context, p *pb.PutRequest) (*pb.PutResponse, error) {
-	if err := s.checkSpace(); err != nil {
+	if err := s.checkSpace(p.Size()); err != nil {
 		return nil, err
 	}
 	var resp *pb.PutResponse

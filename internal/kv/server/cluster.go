@@ -22,7 +22,8 @@ func (c *clusterServer) self() *pb.Member {
 
 func (c *clusterServer) MemberList(ctx context.Context, r *pb.MemberListRequest) (*pb.MemberListResponse, error) {
 	resp := &pb.MemberListResponse{Header: &pb.ResponseHeader{}, Members: []*pb.Member{c.self()}}
-	c.s.fill(resp.Header)
+	// etcd's cluster service fills no revision in its headers.
+	resp.Header.ClusterId, resp.Header.MemberId, resp.Header.RaftTerm = c.s.clusterID, c.s.memberID, raftTerm
 	return resp, nil
 }
 

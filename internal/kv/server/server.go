@@ -63,8 +63,18 @@ type Config struct {
 	// ClientCertAuth requires clients to present a certificate signed by that CA.
 	CertFile, KeyFile, TrustedCAFile string
 	ClientCertAuth                   bool
+	// ProgressNotifyInterval is how often watches created with progress_notify get a progress
+	// notification when idle (etcd: 10 minutes).
+	ProgressNotifyInterval time.Duration
 	// Logger receives the server's logs (nil: discard).
 	Logger *slog.Logger
+}
+
+func (s *Server) progressInterval() time.Duration {
+	if s.cfg.ProgressNotifyInterval > 0 {
+		return s.cfg.ProgressNotifyInterval
+	}
+	return 10 * time.Minute
 }
 
 // DefaultConfig returns etcd's defaults.

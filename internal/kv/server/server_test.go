@@ -59,11 +59,11 @@ func TestKVBasics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if put.Header.Revision != 1 || put.Header.RaftTerm != 1 || put.Header.MemberId == 0 || put.Header.ClusterId == 0 {
+	if put.Header.Revision != 2 || put.Header.RaftTerm != 1 || put.Header.MemberId == 0 || put.Header.ClusterId == 0 {
 		t.Fatalf("header %+v", put.Header)
 	}
 	put, err = cli.Put(ctx, "foo", "baz", clientv3.WithPrevKV())
-	if err != nil || string(put.PrevKv.Value) != "bar" || put.Header.Revision != 2 {
+	if err != nil || string(put.PrevKv.Value) != "bar" || put.Header.Revision != 3 {
 		t.Fatalf("put prev: %v %+v", err, put)
 	}
 	get, err := cli.Get(ctx, "foo")
@@ -71,20 +71,20 @@ func TestKVBasics(t *testing.T) {
 		t.Fatal(err)
 	}
 	kv := get.Kvs[0]
-	if string(kv.Value) != "baz" || kv.CreateRevision != 1 || kv.ModRevision != 2 || kv.Version != 2 {
+	if string(kv.Value) != "baz" || kv.CreateRevision != 2 || kv.ModRevision != 3 || kv.Version != 2 {
 		t.Fatalf("get %+v", kv)
 	}
-	old, err := cli.Get(ctx, "foo", clientv3.WithRev(1))
-	if err != nil || string(old.Kvs[0].Value) != "bar" || old.Header.Revision != 2 {
+	old, err := cli.Get(ctx, "foo", clientv3.WithRev(2))
+	if err != nil || string(old.Kvs[0].Value) != "bar" || old.Header.Revision != 3 {
 		t.Fatalf("get rev 1: %v %+v", err, old)
 	}
 	del, err := cli.Delete(ctx, "foo", clientv3.WithPrevKV())
-	if err != nil || del.Deleted != 1 || string(del.PrevKvs[0].Value) != "baz" || del.Header.Revision != 3 {
+	if err != nil || del.Deleted != 1 || string(del.PrevKvs[0].Value) != "baz" || del.Header.Revision != 4 {
 		t.Fatalf("delete: %v %+v", err, del)
 	}
 	// A delete of nothing does not bump the revision.
 	del, err = cli.Delete(ctx, "foo")
-	if err != nil || del.Deleted != 0 || del.Header.Revision != 3 {
+	if err != nil || del.Deleted != 0 || del.Header.Revision != 4 {
 		t.Fatalf("empty delete: %v %+v", err, del)
 	}
 	// Recreating resets version and create revision.
@@ -92,7 +92,7 @@ func TestKVBasics(t *testing.T) {
 		t.Fatal(err)
 	}
 	get, _ = cli.Get(ctx, "foo")
-	if kv := get.Kvs[0]; kv.CreateRevision != 4 || kv.Version != 1 {
+	if kv := get.Kvs[0]; kv.CreateRevision != 5 || kv.Version != 1 {
 		t.Fatalf("recreated %+v", kv)
 	}
 }
@@ -131,9 +131,9 @@ func TestRangeOptions(t *testing.T) {
 		{"limit exact", "b/", []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithLimit(3)}, "b/1=4,b/2=3,b/3=2", 3, false, nil},
 		{"sort value asc", "\x00", []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithSort(clientv3.SortByValue, clientv3.SortAscend)}, "c=1,b/3=2,b/2=3,b/1=4,a=5", 5, false, nil},
 		{"sort key desc limit", "\x00", []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(2)}, "c=1,b/3=2", 5, true, nil},
-		{"min mod", "\x00", []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithMinModRev(4)}, "b/3=2,c=1", 5, false, nil},
-		{"max create", "\x00", []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithMaxCreateRev(2)}, "a=5,b/1=4", 5, false, nil},
-		{"at rev", "\x00", []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithRev(2)}, "a=5,b/1=4", 2, false, nil},
+		{"min mod", "\x00", []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithMinModRev(5)}, "b/3=2,c=1", 5, false, nil},
+		{"max create", "\x00", []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithMaxCreateRev(3)}, "a=5,b/1=4", 5, false, nil},
+		{"at rev", "\x00", []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithRev(3)}, "a=5,b/1=4", 2, false, nil},
 		{"keys only", "a", []clientv3.OpOption{clientv3.WithKeysOnly()}, "a=", 1, false, nil},
 		{"serializable", "a", []clientv3.OpOption{clientv3.WithSerializable()}, "a=5", 1, false, nil},
 		{"future", "a", []clientv3.OpOption{clientv3.WithRev(100)}, "", 0, false, rpctypes.ErrFutureRev},
@@ -172,10 +172,10 @@ func TestTxn(t *testing.T) {
 		cmp     clientv3.Cmp
 		succeed bool
 	}{
-		{"mod equal", clientv3.Compare(clientv3.ModRevision("k"), "=", 1), true},
+		{"mod equal", clientv3.Compare(clientv3.ModRevision("k"), "=", 2), true},
 		{"mod missing = 0", clientv3.Compare(clientv3.ModRevision("nokey"), "=", 0), true},
 		{"version greater", clientv3.Compare(clientv3.Version("k"), ">", 0), true},
-		{"create less", clientv3.Compare(clientv3.CreateRevision("k"), "<", 1), false},
+		{"create less", clientv3.Compare(clientv3.CreateRevision("k"), "<", 2), false},
 		{"value equal", clientv3.Compare(clientv3.Value("k"), "=", "v"), true},
 		{"value not equal", clientv3.Compare(clientv3.Value("k"), "!=", "x"), true},
 		{"value on missing fails", clientv3.Compare(clientv3.Value("nokey"), "!=", "x"), false},
@@ -200,20 +200,20 @@ func TestTxn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Succeeded || r.Header.Revision != 2 {
+	if !r.Succeeded || r.Header.Revision != 3 {
 		t.Fatalf("txn %+v", r)
 	}
-	if g := r.Responses[2].GetResponseRange(); len(g.Kvs) != 1 || g.Kvs[0].ModRevision != 2 {
+	if g := r.Responses[2].GetResponseRange(); len(g.Kvs) != 1 || g.Kvs[0].ModRevision != 3 {
 		t.Fatalf("txn read own write: %+v", g)
 	}
 	// A read-only txn does not bump the revision.
 	r, err = cli.Txn(ctx).Then(clientv3.OpGet("a")).Commit()
-	if err != nil || r.Header.Revision != 2 {
+	if err != nil || r.Header.Revision != 3 {
 		t.Fatalf("read txn %v %+v", err, r)
 	}
 	// A write txn taking a branch without writes does not bump it either.
 	r, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.Version("a"), "=", 7)).Then(clientv3.OpPut("a", "x")).Else(clientv3.OpGet("a")).Commit()
-	if err != nil || r.Succeeded || r.Header.Revision != 2 {
+	if err != nil || r.Succeeded || r.Header.Revision != 3 {
 		t.Fatalf("else txn %v %+v", err, r)
 	}
 }
@@ -278,20 +278,20 @@ func TestCompaction(t *testing.T) {
 	if _, err := cli.Delete(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.Compact(ctx, 5, clientv3.WithCompactPhysical()); err != nil {
+	if _, err := cli.Compact(ctx, 6, clientv3.WithCompactPhysical()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.Get(ctx, "k", clientv3.WithRev(4)); !errors.Is(err, rpctypes.ErrCompacted) {
+	if _, err := cli.Get(ctx, "k", clientv3.WithRev(5)); !errors.Is(err, rpctypes.ErrCompacted) {
 		t.Fatalf("read below compaction: %v", err)
 	}
-	r, err := cli.Get(ctx, "k", clientv3.WithRev(5))
+	r, err := cli.Get(ctx, "k", clientv3.WithRev(6))
 	if err != nil || string(r.Kvs[0].Value) != "4" {
 		t.Fatalf("read at compaction: %v %+v", err, r)
 	}
-	if _, err := cli.Compact(ctx, 5); !errors.Is(err, rpctypes.ErrCompacted) {
+	if _, err := cli.Compact(ctx, 6); !errors.Is(err, rpctypes.ErrCompacted) {
 		t.Fatalf("compact again: %v", err)
 	}
-	if _, err := cli.Compact(ctx, 12, clientv3.WithCompactPhysical()); err != nil {
+	if _, err := cli.Compact(ctx, 13, clientv3.WithCompactPhysical()); err != nil {
 		t.Fatal(err)
 	}
 	r, err = cli.Get(ctx, "\x00", clientv3.WithFromKey())
@@ -311,7 +311,7 @@ func TestStatusMembersAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Version != Version || st.Header.Revision != 1 || st.Leader != st.Header.MemberId || st.DbSize <= 0 {
+	if st.Version != Version || st.Header.Revision != 2 || st.Leader != st.Header.MemberId || st.DbSize <= 0 {
 		t.Fatalf("status %+v", st)
 	}
 	ml, err := cli.MemberList(ctx)
@@ -336,21 +336,21 @@ func TestRestartKeepsData(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := cli.Compact(ctx, 3, clientv3.WithCompactPhysical()); err != nil {
+	if _, err := cli.Compact(ctx, 4, clientv3.WithCompactPhysical()); err != nil {
 		t.Fatal(err)
 	}
 	cli.Close()
 	s.Close()
 	_, cli = startKV(t, func(c *Config) { c.DataDir = dir })
 	r, err := cli.Get(ctx, "k", clientv3.WithPrefix())
-	if err != nil || r.Count != 5 || r.Header.Revision != 5 {
+	if err != nil || r.Count != 5 || r.Header.Revision != 6 {
 		t.Fatalf("after restart: %v %+v", err, r)
 	}
-	if _, err := cli.Get(ctx, "k0", clientv3.WithRev(2)); !errors.Is(err, rpctypes.ErrCompacted) {
+	if _, err := cli.Get(ctx, "k0", clientv3.WithRev(3)); !errors.Is(err, rpctypes.ErrCompacted) {
 		t.Fatalf("compaction survives restart: %v", err)
 	}
 	p, err := cli.Put(ctx, "k0", "w")
-	if err != nil || p.Header.Revision != 6 {
+	if err != nil || p.Header.Revision != 7 {
 		t.Fatalf("put after restart %v %+v", err, p)
 	}
 }

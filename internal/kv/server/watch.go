@@ -1,8 +1,273 @@
 package server
 
-import pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+import (
+	"errors"
+	"io"
+	"sort"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
+	"github.com/continuum-project/continuum/internal/kv/mvcc"
+)
+
+// invalidWatchID is clientv3.InvalidWatchID: the id of stream-wide responses.
+const invalidWatchID = -1
+
+// maxRevsPerResponse bounds how many revisions one watch response carries while a watcher
+// catches up (etcd: watchBatchMaxRevs).
+const maxRevsPerResponse = 1000
 
 type watchServer struct {
 	pb.UnimplementedWatchServer
 	s *Server
+}
+
+// streamWatch is one watch of a stream.
+type streamWatch struct {
+	id       int64
+	w        *mvcc.Watcher
+	progress bool // progress_notify
+	fragment bool
+	sent     bool // events sent since the last progress tick
+}
+
+// Watch serves one watch stream. A receiving goroutine forwards requests; this goroutine owns all
+// of the stream's watches, so they need no locks: it creates and cancels watches, and whenever
+// the store's visible revision advances it pulls each watch's new events and sends them, in
+// revision order, whole revisions at a time.
+func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
+	s := ws.s
+	ctx := stream.Context()
+	reqs := make(chan *pb.WatchRequest, 64)
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			select {
+			case reqs <- req:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	watches := map[int64]*streamWatch{}
+	var order []int64 // watch ids in creation order
+	nextID := int64(0)
+	ticker := time.NewTicker(s.progressInterval())
+	defer ticker.Stop()
+	send := func(wr *pb.WatchResponse) error { return stream.Send(wr) }
+	header := func() *pb.ResponseHeader {
+		h := &pb.ResponseHeader{}
+		s.fill(h)
+		return h
+	}
+
+	// deliver sends every watch its events up to the visible revision.
+	deliver := func() error {
+		for _, id := range order {
+			sw, ok := watches[id]
+			if !ok {
+				continue
+			}
+			for {
+				evs, compactRev, err := sw.w.Next(maxRevsPerResponse)
+				if err != nil {
+					return togRPCError(err)
+				}
+				if compactRev != 0 {
+					if err := send(&pb.WatchResponse{Header: header(), WatchId: id, CompactRevision: compactRev, Canceled: true}); err != nil {
+						return err
+					}
+					delete(watches, id)
+					break
+				}
+				if len(evs) == 0 {
+					if sw.w.NextRev() > s.store.Rev() {
+						break
+					}
+					continue // revisions without matching events
+				}
+				wr := &pb.WatchResponse{Header: header(), WatchId: id, Events: make([]*mvccpb.Event, len(evs))}
+				for i := range evs {
+					wr.Events[i] = &evs[i]
+				}
+				var err2 error
+				if sw.fragment {
+					err2 = sendFragments(wr, int(s.cfg.MaxRequestBytes), send)
+				} else {
+					err2 = send(wr)
+				}
+				if err2 != nil {
+					return err2
+				}
+				sw.sent = true
+			}
+		}
+		return nil
+	}
+
+	handle := func(req *pb.WatchRequest) error {
+		switch uv := req.RequestUnion.(type) {
+		case *pb.WatchRequest_CreateRequest:
+			creq := uv.CreateRequest
+			if creq == nil {
+				return nil
+			}
+			if len(creq.Key) == 0 {
+				creq.Key = []byte{0}
+			}
+			if creq.StartRevision < 0 {
+				return send(&pb.WatchResponse{Header: header(), WatchId: invalidWatchID, Canceled: true, Created: true,
+					CancelReason: rpctypes.ErrCompacted.Error()})
+			}
+			end := creq.RangeEnd
+			if len(end) == 0 {
+				end = nil
+			} else if len(end) == 1 && end[0] == 0 {
+				end = []byte{}
+			}
+			spec := mvcc.WatchSpec{Key: creq.Key, End: end, StartRev: creq.StartRevision, PrevKV: creq.PrevKv}
+			for _, f := range creq.Filters {
+				switch f {
+				case pb.WatchCreateRequest_NOPUT:
+					spec.NoPut = true
+				case pb.WatchCreateRequest_NODELETE:
+					spec.NoDelete = true
+				}
+			}
+			id := creq.WatchId
+			var err error
+			if id == 0 {
+				for watches[nextID] != nil {
+					nextID++
+				}
+				id = nextID
+				nextID++
+			} else if watches[id] != nil {
+				err = errors.New("mvcc: duplicate watch ID provided on the WatchStream")
+			}
+			var w *mvcc.Watcher
+			if err == nil {
+				w, err = s.store.NewWatcher(spec)
+			}
+			wr := &pb.WatchResponse{Header: header(), WatchId: id, Created: true}
+			if err != nil {
+				wr.WatchId, wr.Canceled, wr.CancelReason = invalidWatchID, true, err.Error()
+				return send(wr)
+			}
+			watches[id] = &streamWatch{id: id, w: w, progress: creq.ProgressNotify, fragment: creq.Fragment}
+			order = append(order, id)
+			return send(wr)
+		case *pb.WatchRequest_CancelRequest:
+			if uv.CancelRequest == nil {
+				return nil
+			}
+			id := uv.CancelRequest.WatchId
+			if _, ok := watches[id]; !ok {
+				return nil
+			}
+			delete(watches, id)
+			order = compactOrder(order, watches)
+			return send(&pb.WatchResponse{Header: header(), WatchId: id, Canceled: true})
+		case *pb.WatchRequest_ProgressRequest:
+			// Every watch has been sent everything up to the visible revision (deliver ran
+			// before), so a progress notification at that revision is truthful.
+			if err := deliver(); err != nil {
+				return err
+			}
+			h := header()
+			h.Revision = s.store.Rev()
+			return send(&pb.WatchResponse{Header: h, WatchId: invalidWatchID})
+		}
+		return nil
+	}
+
+	for {
+		changed := s.store.Changed()
+		if err := deliver(); err != nil {
+			return err
+		}
+		select {
+		case req := <-reqs:
+			if err := handle(req); err != nil {
+				return err
+			}
+		case <-changed:
+		case <-ticker.C:
+			ids := make([]int64, 0, len(watches))
+			for id := range watches {
+				ids = append(ids, id)
+			}
+			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+			for _, id := range ids {
+				sw := watches[id]
+				if sw.progress && !sw.sent && sw.w.NextRev() > s.store.Rev() {
+					if err := send(&pb.WatchResponse{Header: header(), WatchId: id}); err != nil {
+						return err
+					}
+				}
+				sw.sent = false
+			}
+		case err := <-recvErr:
+			if err == io.EOF {
+				return nil
+			}
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-s.stop:
+			return rpctypes.ErrGRPCStopped
+		}
+	}
+}
+
+func compactOrder(order []int64, watches map[int64]*streamWatch) []int64 {
+	out := order[:0]
+	for _, id := range order {
+		if _, ok := watches[id]; ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// sendFragments is etcd's: a response larger than the request limit is split into fragments,
+// each with at least one event, all but the last flagged Fragment.
+func sendFragments(wr *pb.WatchResponse, maxRequestBytes int, sendFunc func(*pb.WatchResponse) error) error {
+	if wr.Size() < maxRequestBytes || len(wr.Events) < 2 {
+		return sendFunc(wr)
+	}
+	ow := *wr
+	ow.Events = make([]*mvccpb.Event, 0)
+	ow.Fragment = true
+	var idx int
+	for {
+		cur := ow
+		for _, ev := range wr.Events[idx:] {
+			cur.Events = append(cur.Events, ev)
+			if len(cur.Events) > 1 && cur.Size() >= maxRequestBytes {
+				cur.Events = cur.Events[:len(cur.Events)-1]
+				break
+			}
+			idx++
+		}
+		if idx == len(wr.Events) {
+			cur.Fragment = false
+		}
+		if err := sendFunc(&cur); err != nil {
+			return err
+		}
+		if !cur.Fragment {
+			break
+		}
+	}
+	return nil
 }

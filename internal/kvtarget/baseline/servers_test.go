@@ -61,7 +61,7 @@ func TestStartEtcdAndRedis(t *testing.T) {
 	}
 }
 
-func TestStartFailsWithLog(t *testing.T) {
+func TestRedisStartFailsWithLog(t *testing.T) {
 	need(t, RedisBinary)
 	_, err := StartRedis(context.Background(), Config{Dir: t.TempDir(), ExtraArgs: []string{"--no-such-option", "1"}}, "")
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,8 +29,11 @@ type Config struct {
 	FieldCount  int    `json:"fieldcount"`
 	FieldLength int    `json:"fieldlength"`
 	// Rates is the open-loop sweep (operations/s, ascending); a store's sweep stops after the
-	// first rate it does not sustain (see Sustained).
+	// first rate it does not sustain (see Sustained), but not before SweepAtLeast.
 	Rates []float64 `json:"rates"`
+	// SweepAtLeast is the rate every store's sweep reaches even when a lower one is not
+	// sustained (default 5000: the goals compare p50 at 5k/s).
+	SweepAtLeast float64 `json:"sweep_at_least"`
 	// StepDuration and Warmup are each sweep step's length and its excluded start.
 	StepDuration time.Duration `json:"step_duration"`
 	Warmup       time.Duration `json:"warmup"`
@@ -67,6 +71,7 @@ func DefaultConfig(quick bool) Config {
 		Stores: []string{kvtarget.KindKV, kvtarget.KindEtcd, kvtarget.KindRedis}, Workload: "a",
 		RecordCount: 100_000, FieldCount: 1, FieldLength: 32,
 		Rates:        []float64{2000, 5000, 10000, 15000, 20000, 30000, 40000, 50000, 60000, 80000, 100000},
+		SweepAtLeast: 5000,
 		StepDuration: 10 * time.Second, Warmup: 2 * time.Second, P99Limit: 10 * time.Millisecond,
 		Timeout: 2 * time.Second, ClosedClients: 64, ClosedDuration: 15 * time.Second, LoadClients: 32,
 		RedisFsync: baseline.RedisFsyncEverySec, Settle: 2 * time.Second,
@@ -164,11 +169,15 @@ type StoreResult struct {
 	DiskPerMillion float64 `json:"disk_per_million_keys_bytes"`
 
 	Sweep []Step `json:"sweep"`
-	// MaxSustained is the highest sweep rate sustained (0: none).
+	// MaxSustained is the highest sweep rate sustained with every lower rate sustained too
+	// (0: none).
 	MaxSustained float64 `json:"max_sustained_rate"`
 	Closed       *Step   `json:"closed,omitempty"`
 	// RSSEnd is the RSS after every run (the key space may have grown with inserts).
 	RSSEnd int64 `json:"rss_end_bytes"`
+	// LoadAvg is the host's 1-minute load average when the store started and when it was
+	// done: other processes on the machine compete with the server and the load generator.
+	LoadAvg [2]float64 `json:"loadavg_1m"`
 }
 
 // Result is a whole benchmark.
@@ -214,8 +223,8 @@ func (c Config) logf(format string, args ...any) {
 	}
 }
 
-func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) StoreResult {
-	sr := StoreResult{Store: store}
+func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (sr StoreResult) {
+	sr = StoreResult{Store: store}
 	fail := func(err error) StoreResult {
 		sr.Error = err.Error()
 		cfg.logf("%s: %v", store, err)
@@ -230,6 +239,8 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) St
 	case kvtarget.KindKV:
 		bc.Bin, bc.ExtraArgs = cfg.ContinuumBin, cfg.KVArgs
 	}
+	sr.LoadAvg[0] = loadAvg()
+	defer func() { sr.LoadAvg[1] = loadAvg() }()
 	cfg.logf("%s: starting", store)
 	srv, err := baseline.Start(ctx, store, bc, cfg.RedisFsync)
 	if err != nil {
@@ -273,6 +284,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) St
 	sr.DiskPerMillion = math.Round(float64(sr.DiskLoaded-sr.DiskEmpty) * scale)
 
 	// Open-loop sweep.
+	allSustained := true
 	for i, rate := range cfg.Rates {
 		rc := base
 		rc.Phase, rc.Seed = ycsb.PhaseRun, int64(i+2)
@@ -285,10 +297,13 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) St
 		sr.Sweep = append(sr.Sweep, step)
 		cfg.logf("%s: %6.0f ops/s -> %8.0f ops/s, max p99 %.2f ms, errors %d, sustained %v",
 			store, rate, step.ThroughputRPS, step.MaxP99, step.Errors, step.Sustained)
-		if !step.Sustained {
+		allSustained = allSustained && step.Sustained
+		if allSustained {
+			sr.MaxSustained = rate
+		}
+		if !step.Sustained && rate >= cfg.SweepAtLeast {
 			break
 		}
-		sr.MaxSustained = rate
 	}
 
 	// Closed-loop peak.
@@ -325,6 +340,20 @@ func stepOf(st loadgen.Stats, limit time.Duration, rate float64, clients int) St
 }
 
 func round(v float64) float64 { return math.Round(v*10) / 10 }
+
+// loadAvg reads the 1-minute load average (0 if unavailable).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
 
 // version asks a server binary for its version (first line); kv reports the continuum version.
 func version(store, bin string) string {

@@ -69,7 +69,7 @@ func (d *memDB) ReadModifyWrite(ctx context.Context, key, value string) error {
 	return nil
 }
 
-func TestFNVHashMatchesYCSB(t *testing.T) {
+func TestYCSBFNVHashMatchesYCSB(t *testing.T) {
 	// The first keys YCSB's load phase inserts (user6284781860667377211, user8517097267634966620
 	// ... as in every YCSB load trace).
 	for _, c := range []struct{ in, want int64 }{{0, 6284781860667377211}, {1, 8517097267634966620}} {
@@ -87,7 +87,7 @@ func TestFNVHashMatchesYCSB(t *testing.T) {
 	}
 }
 
-func TestPresets(t *testing.T) {
+func TestYCSBPresets(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		ops  []string
@@ -116,7 +116,7 @@ func TestPresets(t *testing.T) {
 	}
 }
 
-func TestWorkloadValidate(t *testing.T) {
+func TestYCSBWorkloadValidate(t *testing.T) {
 	for _, c := range []struct {
 		field  string
 		change func(*Workload)
@@ -161,7 +161,7 @@ func topShare(counts map[int64]int, top, total int) float64 {
 	return float64(s) / float64(total)
 }
 
-func TestZipfianIsSkewedAndUniformIsNot(t *testing.T) {
+func TestYCSBZipfianIsSkewedAndUniformIsNot(t *testing.T) {
 	const records, n = 10000, 200000
 	w, _ := Preset("c")
 	w.RecordCount = records
@@ -195,7 +195,7 @@ func TestZipfianIsSkewedAndUniformIsNot(t *testing.T) {
 	}
 }
 
-func TestLatestFavoursRecentInserts(t *testing.T) {
+func TestYCSBLatestFavoursRecentInserts(t *testing.T) {
 	w, _ := Preset("d")
 	w.RecordCount = 1000
 	m := newRunMix(w, nil, 7, 0)
@@ -225,7 +225,7 @@ func TestLatestFavoursRecentInserts(t *testing.T) {
 	}
 }
 
-func TestAckCounterWaitsForGaps(t *testing.T) {
+func TestYCSBAckCounterWaitsForGaps(t *testing.T) {
 	c := newAckCounter(10)
 	a, b, d := c.nextValue(), c.nextValue(), c.nextValue()
 	c.acknowledge(b)
@@ -239,7 +239,7 @@ func TestAckCounterWaitsForGaps(t *testing.T) {
 	}
 }
 
-func TestProportions(t *testing.T) {
+func TestYCSBProportions(t *testing.T) {
 	w := DefaultWorkload()
 	w.ReadProportion, w.UpdateProportion, w.InsertProportion, w.ScanProportion, w.RMWProportion = 0.4, 0.3, 0.1, 0.1, 0.1
 	w.RecordCount = 100
@@ -262,7 +262,7 @@ func TestProportions(t *testing.T) {
 	}
 }
 
-func TestDeterministicWithSeed(t *testing.T) {
+func TestYCSBDeterministicWithSeed(t *testing.T) {
 	seq := func(seed int64) []string {
 		w, _ := Preset("a")
 		w.RecordCount = 1000
@@ -284,7 +284,7 @@ func TestDeterministicWithSeed(t *testing.T) {
 	}
 }
 
-func TestOperationCountBoundsTheMix(t *testing.T) {
+func TestYCSBOperationCountBoundsTheMix(t *testing.T) {
 	w, _ := Preset("a")
 	w.OperationCount = 10
 	m := newRunMix(w, newMemDB(), 1, 0)
@@ -302,7 +302,7 @@ func TestOperationCountBoundsTheMix(t *testing.T) {
 
 // TestRunLoadAndRunPhase runs workload D end to end on memDB: every record is loaded, the run
 // phase's inserts grow the key space, and no read misses (reads only pick acknowledged keys).
-func TestRunLoadAndRunPhase(t *testing.T) {
+func TestYCSBRunLoadAndRunPhase(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Workload, _ = Preset("d")
 	cfg.Workload.RecordCount = 500
@@ -336,7 +336,7 @@ func TestRunLoadAndRunPhase(t *testing.T) {
 	}
 }
 
-func TestRunOpenLoopSeries(t *testing.T) {
+func TestYCSBRunOpenLoopSeries(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Workload.RecordCount = 100
 	cfg.Run.Rate = 400
@@ -354,7 +354,7 @@ func TestRunOpenLoopSeries(t *testing.T) {
 	}
 }
 
-func TestScanLengths(t *testing.T) {
+func TestYCSBScanLengths(t *testing.T) {
 	w, _ := Preset("e")
 	for _, dist := range []string{DistUniform, DistZipfian} {
 		w.ScanLengthDistribution = dist

@@ -1,0 +1,154 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// next receives the next watch response or fails after a deadline.
+func next(t *testing.T, ch clientv3.WatchChan) clientv3.WatchResponse {
+	t.Helper()
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			t.Fatal("watch channel closed")
+		}
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("no watch response within 5s")
+	}
+	return clientv3.WatchResponse{}
+}
+
+func evString(evs []*clientv3.Event) string {
+	s := ""
+	for _, e := range evs {
+		s += fmt.Sprintf("%s %s=%s@%d;", e.Type, e.Kv.Key, e.Kv.Value, e.Kv.ModRevision)
+		if e.PrevKv != nil {
+			s += fmt.Sprintf("prev=%s;", e.PrevKv.Value)
+		}
+	}
+	return s
+}
+
+func TestWatch(t *testing.T) {
+	_, cli := startKV(t)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	key := cli.Watch(ctx, "k")
+	pfx := cli.Watch(ctx, "p/", clientv3.WithPrefix(), clientv3.WithPrevKV())
+	noDel := cli.Watch(ctx, "p/", clientv3.WithPrefix(), clientv3.WithFilterDelete())
+	if _, err := cli.Put(ctx, "k", "1"); err != nil { // rev 2
+		t.Fatal(err)
+	}
+	if got := evString(next(t, key).Events); got != "PUT k=1@2;" {
+		t.Fatalf("key watch: %s", got)
+	}
+	// A Txn's events arrive in one response, in order.
+	if _, err := cli.Txn(ctx).Then(clientv3.OpPut("p/a", "1"), clientv3.OpPut("p/b", "2"), clientv3.OpPut("other", "x")).Commit(); err != nil { // rev 3
+		t.Fatal(err)
+	}
+	if got := evString(next(t, pfx).Events); got != "PUT p/a=1@3;PUT p/b=2@3;" {
+		t.Fatalf("prefix watch: %s", got)
+	}
+	if _, err := cli.Put(ctx, "p/a", "3"); err != nil { // rev 4
+		t.Fatal(err)
+	}
+	if _, err := cli.Delete(ctx, "p/", clientv3.WithPrefix()); err != nil { // rev 5
+		t.Fatal(err)
+	}
+	if got := evString(next(t, pfx).Events); got != "PUT p/a=3@4;prev=1;" {
+		t.Fatalf("prev kv: %s", got)
+	}
+	if got := evString(next(t, pfx).Events); got != "DELETE p/a=@5;prev=3;DELETE p/b=@5;prev=2;" {
+		t.Fatalf("delete: %s", got)
+	}
+	if got := evString(next(t, noDel).Events); got != "PUT p/a=1@3;PUT p/b=2@3;" {
+		t.Fatalf("nodelete 1: %s", got)
+	}
+	if got := evString(next(t, noDel).Events); got != "PUT p/a=3@4;" {
+		t.Fatalf("nodelete 2: %s", got)
+	}
+
+	// Replay from a past revision.
+	replay := cli.Watch(ctx, "", clientv3.WithFromKey(), clientv3.WithRev(2))
+	var all string
+	for all != "PUT k=1@2;PUT p/a=1@3;PUT p/b=2@3;PUT other=x@3;PUT p/a=3@4;DELETE p/a=@5;DELETE p/b=@5;" {
+		r := next(t, replay)
+		all += evString(r.Events)
+		if len(all) > 500 {
+			t.Fatalf("replay: %s", all)
+		}
+	}
+
+	// Compacted start revision: the watch is canceled with the compaction revision.
+	if _, err := cli.Compact(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	r := next(t, cli.Watch(ctx, "k", clientv3.WithRev(2)))
+	if r.CompactRevision != 4 || !r.Canceled || !errors.Is(r.Err(), rpctypes.ErrCompacted) {
+		t.Fatalf("compacted watch: %+v", r)
+	}
+}
+
+func TestWatchProgress(t *testing.T) {
+	_, cli := startKV(t, func(c *Config) { c.ProgressNotifyInterval = 200 * time.Millisecond })
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	if _, err := cli.Put(ctx, "x", "1"); err != nil {
+		t.Fatal(err)
+	}
+	wch := cli.Watch(ctx, "k", clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
+	if r := next(t, wch); !r.Created {
+		t.Fatalf("want created: %+v", r)
+	}
+	r := next(t, wch)
+	if !r.IsProgressNotify() || r.Header.Revision != 2 {
+		t.Fatalf("want progress notify at 2: %+v", r)
+	}
+	if err := cli.RequestProgress(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r = next(t, wch)
+	if !r.IsProgressNotify() || r.Header.Revision != 2 {
+		t.Fatalf("want requested progress at 2: %+v", r)
+	}
+}
+
+func TestWatchCancelAndFragment(t *testing.T) {
+	_, cli := startKV(t, func(c *Config) { c.MaxRequestBytes = 4096 })
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	wctx, wcancel := context.WithCancel(ctx)
+	wch := cli.Watch(wctx, "f/", clientv3.WithPrefix(), clientv3.WithFragment())
+	ops := make([]clientv3.Op, 10)
+	for i := range ops {
+		ops[i] = clientv3.OpPut(fmt.Sprintf("f/%d", i), string(make([]byte, 1000)))
+	}
+	for _, op := range ops { // one revision each, all in one catch-up response
+		if _, err := cli.Do(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The client reassembles fragments: one response with all ten events.
+	n := 0
+	for n < 10 {
+		r := next(t, wch)
+		for _, ev := range r.Events {
+			if ev.Type != mvccpb.PUT || string(ev.Kv.Key) != fmt.Sprintf("f/%d", n) {
+				t.Fatalf("event %d: %v", n, ev)
+			}
+			n++
+		}
+	}
+	wcancel()
+	for range wch {
+	}
+}
