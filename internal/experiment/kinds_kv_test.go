@@ -182,7 +182,7 @@ func TestKVScenarioLoads(t *testing.T) {
 	if len(s.Workloads) != 3 {
 		t.Errorf("%d workloads, want 3", len(s.Workloads))
 	}
-	if c := s.Workloads[1].DecodedConfig.(*YCSBConfig); c.Component != "etcd" || c.RecordCount != 5000 || c.Rate != 1000 {
+	if c := s.Workloads[1].DecodedConfig.(*YCSBConfig); c.Component != "etcd" || c.RecordCount != 5000 || c.Rate != 300 {
 		t.Errorf("merged ycsb config: %+v", c)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,19 +155,21 @@ func TestEtcdRedisStoppedServerErrors(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			st, srv := startStore(t, kind)
 			_ = srv.Stop()
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			start := time.Now()
 			err := st.Read(ctx, "user1")
 			typ := loadgen.ClassifyError(err)
-			if err == nil || time.Since(start) > 2*time.Second {
+			if err == nil || time.Since(start) > 3*time.Second {
 				t.Fatalf("read from a stopped server: %v after %v", err, time.Since(start))
 			}
+			// go-redis retries the dial a few times with backoff, which may outlast the deadline
+			// on a busy machine.
 			want := map[string][]string{
 				kvtarget.KindEtcd:  {"grpc_Unavailable", "grpc_DeadlineExceeded"},
-				kvtarget.KindRedis: {loadgen.ErrConnectionRefused, loadgen.ErrConnectionReset},
+				kvtarget.KindRedis: {loadgen.ErrConnectionRefused, loadgen.ErrConnectionReset, loadgen.ErrTimeout},
 			}[kind]
-			if typ != want[0] && typ != want[1] {
+			if !slices.Contains(want, typ) {
 				t.Errorf("type %q (%v), want one of %v", typ, err, want)
 			}
 		})

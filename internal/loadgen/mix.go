@@ -26,7 +26,6 @@ type Mix interface {
 // schedule is what one Series drives: one recorder per output series (one for a Target, one
 // per operation for a Mix).
 type schedule struct {
-	name      string
 	target    Target
 	mix       Mix
 	recs      []*recorder
@@ -34,7 +33,7 @@ type schedule struct {
 }
 
 func newSchedule(s Series, t0 time.Time, cfg Config) *schedule {
-	sc := &schedule{name: s.Name, target: s.Target, mix: mixOf(s)}
+	sc := &schedule{target: s.Target, mix: mixOf(s)}
 	if sc.mix == nil {
 		sc.recs = []*recorder{newRecorder(s.Name, t0, cfg)}
 		return sc

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"sort"
 	"sync"
@@ -247,5 +246,3 @@ func (s *Store) Leases() []int64 {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids
 }
-
-var _ = fmt.Sprint

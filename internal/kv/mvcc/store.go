@@ -1,7 +1,6 @@
 package mvcc
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -19,16 +18,14 @@ import (
 
 // Store is a single member's MVCC key-value store. All methods are safe for concurrent use.
 //
-// Write path: writers serialise on writeMu, which orders revisions. A writer evaluates its request
-// against the latest state (including earlier writes not yet durable), adds its versions to the
-// index, and hands one Pebble batch (its revision records plus its change header) to Pebble's
-// commit pipeline while still holding writeMu, so the WAL order is the revision order. It then
-// releases writeMu and waits for the WAL fsync, which Pebble shares among all batches queued
-// meanwhile (group commit). Only then is the revision published (visible to readers and
-// watchers, in revision order) and the write acknowledged, so that a reader never sees a write
-// that a crash could still lose.
+// Write path (commit.go): one writer goroutine evaluates queued write requests in order against
+// the latest state (including earlier writes not yet durable), adds their versions to the index
+// and hands one Pebble batch per group to Pebble's commit pipeline, so the WAL order is the
+// revision order; a syncer goroutine waits for the group's fsync and only then publishes the
+// revisions (visible to readers and watchers, in order) and acknowledges the requests, so that a
+// reader never sees a write that a crash could still lose.
 //
-// Read path: readers never take writeMu. They read at the visible revision through the index
+// Read path: readers never wait for writers. They read at the visible revision through the index
 // (versions above it are ignored) and Pebble (revision records are immutable until compacted).
 type Store struct {
 	cfg    Config
@@ -38,7 +35,7 @@ type Store struct {
 	clock  *Clock
 	member uint64
 
-	writeMu sync.Mutex
+	writeMu sync.Mutex   // held by the writer while it evaluates a group
 	seq     uint64       // guarded by writeMu: this member's last change sequence
 	lastRev atomic.Int64 // latest assigned revision; written under writeMu
 	failed  error        // guarded by writeMu: a Pebble write failed; the store refuses writes
@@ -53,8 +50,8 @@ type Store struct {
 	compactMu   sync.Mutex // serialises compactions
 	compactDone chan struct{}
 
-	watch  *watchHub
-	leases *lessor
+	watch     *watchHub
+	leases    *lessor
 	alarm     atomic.Bool  // NOSPACE raised
 	sizeEst   atomic.Int64 // disk usage at the last look at Pebble's metrics
 	sizeDelta atomic.Int64 // bytes written since
@@ -85,7 +82,7 @@ func Open(cfg Config) (*Store, error) {
 	defer cache.Unref()
 	opts := &pebble.Options{
 		Cache:              cache,
-		MemTableSize:       64 << 20,
+		MemTableSize:       4 << 20,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{log},
 	}
@@ -391,5 +388,3 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	panic("pebble: " + fmt.Sprintf(format, args...))
 }
-
-var _ = bytes.Compare

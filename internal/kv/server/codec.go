@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc/encoding"
-	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/protoadapt"
 )
 
 // codec marshals etcd's gogo-generated messages with their own generated Marshal/Unmarshal

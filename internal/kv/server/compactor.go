@@ -11,9 +11,10 @@ import (
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
 )
 
-// compactor is etcd's auto compaction. periodic: every retention/10 (at most every hour... as
-// etcd: the interval is the retention when it is under an hour, else an hour), compact to the
-// revision current one retention ago. revision: every 5 minutes, compact to current - retention.
+// compactor is etcd's auto compaction. periodic: the revision is sampled every tenth of the
+// retention (of an hour for retentions over an hour) and the store compacted to the newest sample
+// at least one retention old, so history covers at least the retention. revision: every 5
+// minutes, compact to current revision - retention.
 type compactor struct {
 	periodic  bool
 	retention time.Duration // periodic

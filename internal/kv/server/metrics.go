@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
@@ -20,6 +22,21 @@ type metrics struct {
 	reg      *prometheus.Registry
 	handled  *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	methods  sync.Map // full method -> *methodMetrics: no label hashing per request
+}
+
+type methodMetrics struct {
+	duration prometheus.Observer
+	ok       prometheus.Counter
+}
+
+func (m *metrics) method(name string) *methodMetrics {
+	if mm, ok := m.methods.Load(name); ok {
+		return mm.(*methodMetrics)
+	}
+	mm := &methodMetrics{duration: m.duration.WithLabelValues(name), ok: m.handled.WithLabelValues(name, codes.OK.String())}
+	v, _ := m.methods.LoadOrStore(name, mm)
+	return v.(*methodMetrics)
 }
 
 func newMetrics(s *Server) *metrics {
@@ -54,8 +71,13 @@ func newMetrics(s *Server) *metrics {
 func (m *metrics) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
 	resp, err := handler(ctx, req)
-	m.duration.WithLabelValues(info.FullMethod).Observe(time.Since(start).Seconds())
-	m.handled.WithLabelValues(info.FullMethod, status.Code(err).String()).Inc()
+	mm := m.method(info.FullMethod)
+	mm.duration.Observe(time.Since(start).Seconds())
+	if err == nil {
+		mm.ok.Inc()
+	} else {
+		m.handled.WithLabelValues(info.FullMethod, status.Code(err).String()).Inc()
+	}
 	return resp, err
 }
 

@@ -32,6 +32,10 @@ import (
 // at 1 so clients that compare terms (to detect leader changes) see a stable leader.
 const raftTerm = 1
 
+// streamWorkers is the number of goroutines gRPC keeps to run requests; requests beyond it (and
+// long-lived streams) get goroutines of their own.
+const streamWorkers = 256
+
 // grpcOverheadBytes is the slack etcd gives gRPC over --max-request-bytes.
 const grpcOverheadBytes = 512 * 1024
 
@@ -225,6 +229,8 @@ func (s *Server) newGRPC(tc *tls.Config) *grpc.Server {
 		grpc.MaxConcurrentStreams(math.MaxUint32),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: false}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Hour, Timeout: 20 * time.Second}),
+		// Reused handler goroutines: no goroutine creation and stack growth per request.
+		grpc.NumStreamWorkers(streamWorkers),
 		grpc.ChainUnaryInterceptor(s.metrics.unary),
 		grpc.ChainStreamInterceptor(s.metrics.stream),
 	}

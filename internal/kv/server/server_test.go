@@ -354,3 +354,7 @@ func TestRestartKeepsData(t *testing.T) {
 		t.Fatalf("put after restart %v %+v", err, p)
 	}
 }
+
+func ctxWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

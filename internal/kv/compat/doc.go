@@ -1,0 +1,20 @@
+// Package compat proves that `continuum kv` is compatible with etcd v3. It has no production
+// code: its content is tests and the small helpers they need, each suite run through the same
+// client against a real etcd 3.6 member and against continuum kv, so etcd is the specification.
+//
+// The suites: conformance through the official clientv3 (KV, watch, lease, maintenance,
+// cluster, auth) and through etcdctl; a differential test that replays one seeded random
+// operation sequence on both stores and requires identical responses; Kubernetes' use of
+// etcd; bad input; durability after kill -9 and maintenance (compaction, defragmentation)
+// under load.
+//
+// Binaries: etcd and etcdctl from $CONTINUUM_ETCD_BIN / $CONTINUUM_ETCDCTL_BIN or .tools/bin
+// (`make setup`), continuum from $CONTINUUM_BIN or built once per run. A missing binary skips
+// its target locally and fails it when CONTINUUM_REQUIRE_ROOT=1. -short trims the differential
+// sequence and the load phases.
+//
+// CONTINUUM_COMPAT_SEED=n runs the differential test with one other seed. CONTINUUM_COMPAT_KV=etcd
+// puts a second etcd in continuum kv's place, which checks the suites themselves: everything
+// then passes except the stall limit of TestMaintenanceUnderLoad, which etcd's blocking
+// defragmentation exceeds.
+package compat
