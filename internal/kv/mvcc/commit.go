@@ -123,6 +123,7 @@ func (s *Store) evaluate(g *commitGroup) {
 		c := Change{ID: ChangeID{Origin: s.member, Seq: s.seq}, Time: s.clock.Now(), Revision: w.rev}
 		c.Hash = ContentHash(c.ID, c.Time, w.ops)
 		_ = g.batch.Set(changeKey(w.rev), encodeHeader(nil, &c, len(w.ops)), nil)
+		s.logical.Add(9 + changeHeaderLen)
 		s.lastRev.Store(w.rev)
 		r.rev = w.rev
 		g.revs = append(g.revs, w.rev)
@@ -162,7 +163,6 @@ func (s *Store) evaluate(g *commitGroup) {
 		g.revs, g.events = nil, nil
 	}
 	if s.cfg.Fsync != FsyncBatch && g.batch != nil {
-		s.wrote(len(g.batch.Repr()))
 		g.batch.Close()
 		g.batch = nil
 	}
@@ -175,7 +175,6 @@ func (s *Store) runSyncer() {
 	for g := range s.syncCh {
 		if g.batch != nil {
 			err := g.batch.SyncWait()
-			s.wrote(len(g.batch.Repr()))
 			g.batch.Close()
 			if err != nil {
 				s.writeMu.Lock()

@@ -113,6 +113,7 @@ func (s *Store) compactBackend(rev int64, done chan struct{}) {
 			continue
 		}
 		_ = b.Delete(it.Key(), nil)
+		s.logical.Add(-int64(len(it.Key()) + len(it.Value())))
 		n++
 		if n >= s.cfg.CompactionBatch && !flush() {
 			b.Close()
@@ -120,6 +121,14 @@ func (s *Store) compactBackend(rev int64, done chan struct{}) {
 		}
 	}
 	if rev > 1 {
+		// Count what the range deletion frees; headers are fixed-size.
+		cit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: changeKey(0), UpperBound: changeKey(rev)})
+		if err == nil {
+			for cit.First(); cit.Valid(); cit.Next() {
+				s.logical.Add(-int64(len(cit.Key()) + len(cit.Value())))
+			}
+			cit.Close()
+		}
 		_ = b.DeleteRange(changeKey(0), changeKey(rev), nil)
 		n++
 	}

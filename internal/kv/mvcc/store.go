@@ -50,11 +50,10 @@ type Store struct {
 	compactMu   sync.Mutex // serialises compactions
 	compactDone chan struct{}
 
-	watch     *watchHub
-	leases    *lessor
-	alarm     atomic.Bool  // NOSPACE raised
-	sizeEst   atomic.Int64 // disk usage at the last look at Pebble's metrics
-	sizeDelta atomic.Int64 // bytes written since
+	watch   *watchHub
+	leases  *lessor
+	alarm   atomic.Bool  // NOSPACE raised
+	logical atomic.Int64 // bytes of revision records and change headers: what the quota limits
 
 	writeCh chan *writeReq
 	syncCh  chan *commitGroup
@@ -81,7 +80,10 @@ func Open(cfg Config) (*Store, error) {
 	cache := pebble.NewCache(cfg.CacheBytes)
 	defer cache.Unref()
 	opts := &pebble.Options{
-		Cache:              cache,
+		Cache: cache,
+		// Small memtables: Pebble preallocates every WAL file to 110% of the memtable size and
+		// keeps a WAL until its memtable is flushed, so 64 MiB memtables cost hundreds of MiB of
+		// disk on a small store. 4 MiB costs no measurable write throughput here.
 		MemTableSize:       4 << 20,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{log},
@@ -152,6 +154,7 @@ func (s *Store) recover() error {
 			it.Close()
 			return fmt.Errorf("revision record %d/%d: %w", rev, sub, err)
 		}
+		s.logical.Add(int64(len(it.Key()) + len(it.Value())))
 		e := entry{rev: revision{rev, sub}, create: kv.CreateRevision, version: kv.Version, lease: kv.Lease, tomb: kind == recDelete}
 		s.ix.addLocked(kv.Key, e)
 	}
@@ -162,6 +165,9 @@ func (s *Store) recover() error {
 	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixChange}, UpperBound: []byte{prefixChange + 1}})
 	if err != nil {
 		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		s.logical.Add(int64(len(it.Key()) + len(it.Value())))
 	}
 	// As etcd, an empty store is at revision 1, so the first write gets revision 2.
 	s.lastRev.Store(1)
@@ -243,16 +249,13 @@ func (s *Store) Rev() int64 { return s.visible.Load() }
 // CompactRev is the revision of the last compaction (0: none).
 func (s *Store) CompactRev() int64 { return s.compactRev.Load() }
 
-// DBSize returns Pebble's disk usage and the part of it held by live data.
+// DBSize returns Pebble's disk usage (including files already obsolete, which Pebble deletes
+// at a paced rate) and the part held by live files (WAL, tables, blob files).
 func (s *Store) DBSize() (total, inUse int64) {
 	m := s.db.Metrics()
 	total = int64(m.DiskSpaceUsage())
-	lm := m.Total()
-	inUse = lm.TablesSize + int64(m.MemTable.Size)
-	if inUse > total {
-		inUse = total
-	}
-	return total, inUse
+	inUse = int64(m.WAL.PhysicalSize + m.Table.Local.LiveSize + m.BlobFiles.Local.LiveSize)
+	return total, min(inUse, total)
 }
 
 // KeyCount is the number of keys in the index (including keys kept only for their history).

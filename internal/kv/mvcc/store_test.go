@@ -219,14 +219,52 @@ func TestFsyncModes(t *testing.T) {
 			dir := t.TempDir()
 			s := openTest(t, func(c *Config) { c.Dir = dir; c.Fsync = mode })
 			put(t, s, "k", "v")
+			size := s.DataSize()
 			s.Close()
 			s2 := openTest(t, func(c *Config) { c.Dir = dir })
 			if r, _ := s2.Range(&pb.RangeRequest{Key: []byte("k")}); len(r.Kvs) != 1 {
 				t.Fatal("write lost across a clean close")
 			}
+			if s2.DataSize() != size || size == 0 {
+				t.Fatalf("data size %d after reopening, %d before", s2.DataSize(), size)
+			}
 		})
 	}
 	if _, err := ParseFsyncMode("sometimes"); err == nil {
 		t.Fatal("bad mode accepted")
+	}
+}
+
+func TestQuotaNoSpace(t *testing.T) {
+	s := openTest(t, func(c *Config) { c.QuotaBytes = 100 << 10 })
+	ctx := context.Background()
+	val := make([]byte, 10<<10)
+	var err error
+	n := 0
+	for ; n < 50 && err == nil; n++ {
+		_, err = s.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "k%02d", n), Value: val})
+	}
+	if !errors.Is(err, ErrNoSpace) || len(s.Alarms()) != 1 {
+		t.Fatalf("after %d puts: %v, alarms %v", n, err, s.Alarms())
+	}
+	if _, _, err := s.LeaseGrant(ctx, 0, 10); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("lease grant under NOSPACE: %v", err)
+	}
+	d, err := s.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("k"), RangeEnd: []byte("l")})
+	if err != nil {
+		t.Fatalf("delete under NOSPACE: %v", err)
+	}
+	if err := s.Compact(ctx, d.Header.Revision, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, &pb.PutRequest{Key: []byte("x")}); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("the alarm must stay until disarmed: %v", err)
+	}
+	s.DisarmNoSpace()
+	if s.DataSize() > 1<<10 {
+		t.Fatalf("compaction left %d bytes", s.DataSize())
+	}
+	if _, err := s.Put(ctx, &pb.PutRequest{Key: []byte("x")}); err != nil {
+		t.Fatalf("after disarm: %v", err)
 	}
 }

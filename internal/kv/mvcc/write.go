@@ -62,7 +62,9 @@ func (w *writeTxn) put(key, value []byte, lease int64) {
 	if w.batch == nil {
 		w.batch = s.db.NewBatch()
 	}
-	_ = w.batch.Set(revKey(w.keyBuf[:0], r.main, r.sub), encodeRecord(recPut, kv), nil)
+	rec := encodeRecord(recPut, kv)
+	_ = w.batch.Set(revKey(w.keyBuf[:0], r.main, r.sub), rec, nil)
+	s.logical.Add(int64(17 + len(rec)))
 	if w.pending == nil {
 		w.pending = make(map[revision]*mvccpb.KeyValue, 1)
 	}
@@ -104,7 +106,9 @@ func (w *writeTxn) tombstone(key []byte, lease int64) {
 	if w.batch == nil {
 		w.batch = s.db.NewBatch()
 	}
-	_ = w.batch.Set(revKey(w.keyBuf[:0], r.main, r.sub), encodeRecord(recDelete, kv), nil)
+	rec := encodeRecord(recDelete, kv)
+	_ = w.batch.Set(revKey(w.keyBuf[:0], r.main, r.sub), rec, nil)
+	s.logical.Add(int64(17 + len(rec)))
 	s.ix.add(key, entry{rev: r, tomb: true})
 	w.ops = append(w.ops, Op{Delete: true, Key: key})
 	w.events = append(w.events, mvccpb.Event{Type: mvccpb.DELETE, Kv: kv})
