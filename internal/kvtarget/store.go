@@ -1,19 +1,16 @@
 package kvtarget
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
 )
 
-// Store is a target the YCSB workload drives (it satisfies ycsb.DB) and closes afterwards.
+// Store is a target the YCSB workload drives (the operations of ycsb.DB) and closes afterwards.
 type Store interface {
-	Read(ctx context.Context, key string) error
-	Scan(ctx context.Context, startKey string, count int) error
-	Update(ctx context.Context, key, value string) error
-	Insert(ctx context.Context, key, value string) error
-	ReadModifyWrite(ctx context.Context, key, value string) error
+	ycsb.DB
 	Close() error
 }
 

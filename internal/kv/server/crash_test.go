@@ -19,9 +19,10 @@ import (
 )
 
 var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
+	binOnce    sync.Once
+	binPath    string
+	binErr     error
+	binCleanup = func() {} // removes a binary built by continuumBin; TestMain calls it
 )
 
 // continuumBin returns $CONTINUUM_BIN or a binary built once for this test process.
@@ -29,8 +30,9 @@ func continuumBin(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
 		var cleanup func()
-		binPath, cleanup, binErr = testenv.Binary()
-		_ = cleanup // the temporary binary lives until the test process exits
+		if binPath, cleanup, binErr = testenv.Binary(); binErr == nil {
+			binCleanup = cleanup
+		}
 	})
 	if binErr != nil {
 		t.Fatal(binErr)

@@ -13,6 +13,7 @@ import (
 // dependency: the goroutines of this package, the store, gRPC servers and Pebble must be gone).
 func TestMain(m *testing.M) {
 	code := m.Run()
+	binCleanup()
 	if code == 0 {
 		if leaked := waitGoroutines(10 * time.Second); leaked != "" {
 			fmt.Fprintf(os.Stderr, "goroutines leaked by the tests:\n%s\n", leaked)
