@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -25,8 +27,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// CONTINUUM_CPUPROFILE=FILE profiles this process (e.g. the fabric host) until it exits.
+	// CONTINUUM_CPUPROFILE=FILE profiles this process (e.g. the fabric host) until it exits. A
+	// "%p" in FILE becomes the process id, so child processes that inherit the variable (a kv
+	// server started by `bench kv`) write their own profiles.
 	if path := os.Getenv("CONTINUUM_CPUPROFILE"); path != "" {
+		path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
 		if f, err := os.Create(path); err == nil {
 			_ = pprof.StartCPUProfile(f)
 			defer pprof.StopCPUProfile()

@@ -52,6 +52,9 @@ type Config struct {
 	// ListenMetricsURLs serve /metrics and /health over HTTP (none: no metrics listener; the
 	// client listeners serve neither, as gRPC owns them).
 	ListenMetricsURLs []string
+	// EnablePprof adds Go's /debug/pprof/ handlers to the metrics listeners (etcd's
+	// --enable-pprof), for profiling a server under load.
+	EnablePprof bool
 	// QuotaBackendBytes raises the NOSPACE alarm when the database outgrows it (0: 2 GiB).
 	QuotaBackendBytes int64
 	// MaxRequestBytes is the largest write request accepted.
