@@ -23,10 +23,11 @@ var reqPool = sync.Pool{New: func() any { return &writeReq{done: make(chan struc
 
 // commitGroup is the requests the writer evaluated together: one Pebble batch, one WAL fsync.
 type commitGroup struct {
-	reqs   []*writeReq
-	batch  *pebble.Batch
-	revs   []int64 // revisions made, ascending
-	events [][]mvccpb.Event
+	reqs    []*writeReq
+	changes []ChangeID // the changes the group commits, for the durable version vector
+	batch   *pebble.Batch
+	revs    []int64 // revisions made, ascending
+	events  [][]mvccpb.Event
 }
 
 // write runs fn as one write request and returns the revision of its response header: its own
@@ -104,6 +105,9 @@ func (s *Store) evaluate(g *commitGroup) {
 	dirty := false
 	for _, r := range g.reqs {
 		w := &writeTxn{s: s, rev: s.lastRev.Load() + 1, batch: g.batch, pending: pending}
+		// The stamp is read before the request runs: its versions order after everything this
+		// member has seen (HLC), so a local write always wins over the state it was evaluated on.
+		w.stamp = Stamp{Time: s.clock.Now(), Origin: s.member}
 		if err := r.fn(w); err != nil {
 			if w.sub > 0 {
 				// A bug: the index and the batch hold part of the request. Refuse further
@@ -114,16 +118,30 @@ func (s *Store) evaluate(g *commitGroup) {
 			continue
 		}
 		dirty = dirty || w.side
-		if w.sub == 0 {
+		var c Change
+		switch {
+		case w.remote != nil:
+			// A peer's change takes a revision even when none of its ops won here: the
+			// header records that this member has it (and forwards it), which the version
+			// vector and anti-entropy rely on.
+			if w.remote.ID.Seq == 0 {
+				continue // already had it: ApplyRemote's fn found nothing to do
+			}
+			c = Change{ID: w.remote.ID, Time: w.remote.Time, Hash: w.remote.Hash, Revision: w.rev}
+		case w.sub == 0:
 			r.rev = s.lastRev.Load()
 			continue
+		default:
+			s.seq++
+			c = Change{ID: ChangeID{Origin: s.member, Seq: s.seq}, Time: w.stamp.Time, Revision: w.rev}
+			c.Hash = ContentHash(c.ID, c.Time, w.ops)
 		}
 		dirty = true
-		s.seq++
-		c := Change{ID: ChangeID{Origin: s.member, Seq: s.seq}, Time: s.clock.Now(), Revision: w.rev}
-		c.Hash = ContentHash(c.ID, c.Time, w.ops)
 		_ = g.batch.Set(changeKey(w.rev), encodeHeader(nil, &c, len(w.ops)), nil)
-		s.logical.Add(9 + changeHeaderLen)
+		_ = g.batch.Set(originKey(c.ID), u64(uint64(w.rev)), nil)
+		s.logical.Add(9 + changeHeaderLen + 17 + 8)
+		s.vv[c.ID.Origin] = c.ID.Seq
+		g.changes = append(g.changes, c.ID)
 		s.lastRev.Store(w.rev)
 		r.rev = w.rev
 		g.revs = append(g.revs, w.rev)
@@ -160,7 +178,7 @@ func (s *Store) evaluate(g *commitGroup) {
 		}
 		g.batch.Close()
 		g.batch = nil
-		g.revs, g.events = nil, nil
+		g.revs, g.events, g.changes = nil, nil, nil
 	}
 	if s.cfg.Fsync != FsyncBatch && g.batch != nil {
 		g.batch.Close()
@@ -183,9 +201,10 @@ func (s *Store) runSyncer() {
 				for _, r := range g.reqs {
 					r.err = err
 				}
-				g.revs = nil
+				g.revs, g.changes = nil, nil
 			}
 		}
+		s.advanceDurable(g.changes)
 		for i, rev := range g.revs {
 			s.publish(rev, g.events[i])
 		}

@@ -71,6 +71,11 @@ func (s *Store) compactIndex(rev int64, keep map[revision]struct{}) {
 // compactBackend deletes from Pebble the revision records at or below rev that the index no
 // longer references, and the change headers below rev, then records the compaction as finished.
 // It is idempotent, so a restart simply runs it again. It runs in the background (s.bg).
+//
+// A replicated store keeps every deletion record and the change log (headers and o-records):
+// they are what peers that lack a change get sent, and a deletion must keep winning over older
+// puts still to arrive. Only superseded puts go, which is safe to forward without (see ReadLog).
+// Collecting them once every member has them (causal stability) is not implemented yet.
 func (s *Store) compactBackend(rev int64, done chan struct{}) {
 	defer s.bg.Done()
 	defer close(done)
@@ -105,11 +110,14 @@ func (s *Store) compactBackend(rev int64, done chan struct{}) {
 		if !ok {
 			continue
 		}
-		kind, kv, err := decodeRecord(it.Value())
+		kind, kv, _, err := decodeRecord(it.Value())
 		if err != nil {
 			continue
 		}
 		if kind == recPut && s.stillIndexed(kv.Key, revision{r, sub}) {
+			continue
+		}
+		if kind != recPut && s.cfg.Replicated {
 			continue
 		}
 		_ = b.Delete(it.Key(), nil)
@@ -120,7 +128,7 @@ func (s *Store) compactBackend(rev int64, done chan struct{}) {
 			return
 		}
 	}
-	if rev > 1 {
+	if rev > 1 && !s.cfg.Replicated {
 		// Count what the range deletion frees; headers are fixed-size.
 		cit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: changeKey(0), UpperBound: changeKey(rev)})
 		if err == nil {

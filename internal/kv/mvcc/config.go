@@ -62,6 +62,10 @@ type Config struct {
 	CompactionBatch int
 	// MinLeaseTTL is the smallest TTL a lease gets (etcd: 1.5 election timeouts rounded up, 2 s by default).
 	MinLeaseTTL time.Duration
+	// Replicated says the store is a member of a cluster (package replication): compaction
+	// keeps the stamps of deleted keys, so that a peer's older put that arrives late still loses
+	// to the deletion.
+	Replicated bool
 	// Logger receives the store's logs (nil: discard).
 	Logger *slog.Logger
 	// Now is the physical clock for the HLC and leases (nil: time.Now).

@@ -21,9 +21,13 @@ type entry struct {
 	tomb    bool
 }
 
-// keyIndex holds a key's versions in ascending revision order.
+// keyIndex holds a key's versions in ascending revision order, and the stamp of the latest
+// version or deletion (replication's last-writer-wins register). A keyIndex may have no entries
+// and only a stamp: a deletion from a peer that found no live version, which must still win over
+// older puts that arrive after it.
 type keyIndex struct {
 	key     []byte
+	stamp   Stamp
 	entries []entry
 }
 
@@ -44,6 +48,9 @@ func (ki *keyIndex) at(rev int64) (entry, bool) {
 type index struct {
 	mu   sync.RWMutex
 	tree *btree.BTreeG[*keyIndex]
+	// retainStamps keeps a key's stamp when compaction removes its last version (a member of a
+	// cluster: a peer's older put may still arrive and must lose to the deletion).
+	retainStamps bool
 }
 
 func newIndex() *index {
@@ -89,29 +96,59 @@ func (ix *index) visit(key, end []byte, rev int64, fn func(key []byte, e entry) 
 	})
 }
 
-// add appends a version (rev must be greater than the key's existing versions).
-func (ix *index) add(key []byte, e entry) {
+// add appends a version with stamp st (rev must be greater than the key's existing versions).
+func (ix *index) add(key []byte, e entry, st Stamp) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.addLocked(key, e)
+	ix.addLocked(key, e, st)
 }
 
-func (ix *index) addLocked(key []byte, e entry) {
+func (ix *index) addLocked(key []byte, e entry, st Stamp) {
 	ki, ok := ix.tree.Get(&keyIndex{key: key})
 	if !ok {
-		if e.tomb {
+		if e.tomb && st.IsZero() {
 			return
 		}
 		ki = &keyIndex{key: bytes.Clone(key)}
 		ix.tree.ReplaceOrInsert(ki)
 	}
 	ki.entries = append(ki.entries, e)
+	if ki.stamp.Less(st) {
+		ki.stamp = st
+	}
+}
+
+// stamp returns the stamp of key's latest version or deletion (zero: none known).
+func (ix *index) stamp(key []byte) Stamp {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ki, ok := ix.tree.Get(&keyIndex{key: key}); ok {
+		return ki.stamp
+	}
+	return Stamp{}
+}
+
+// observeDeletion raises key's stamp to st without a version: a peer's deletion of a key that
+// has no live version here.
+func (ix *index) observeDeletion(key []byte, st Stamp) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ki, ok := ix.tree.Get(&keyIndex{key: key})
+	if !ok {
+		ki = &keyIndex{key: bytes.Clone(key)}
+		ix.tree.ReplaceOrInsert(ki)
+	}
+	if ki.stamp.Less(st) {
+		ki.stamp = st
+	}
 }
 
 // compactChunk compacts at most limit keys starting at from, keeping for each key only the
 // versions newer than rev plus the version visible at rev (unless that is a tombstone), and adds
-// the kept version visible at rev to keep. It returns the key to continue from (nil: done).
-// Working in chunks keeps the write lock short, so that compaction never stalls requests.
+// the kept version visible at rev to keep. Keys left with no version are dropped, or with
+// retainStamps kept with their stamp only (the deletion records that hold the stamp on disk are
+// kept too; see compactBackend). It returns the key to continue from (nil: done). Working in
+// chunks keeps the write lock short, so that compaction never stalls requests.
 func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revision]struct{}) (next []byte) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -143,7 +180,9 @@ func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revisi
 			ki.entries = append(ki.entries[:0:0], ki.entries[i:]...)
 		}
 		if len(ki.entries) == 0 {
-			drop = append(drop, ki)
+			if !ix.retainStamps || ki.stamp.IsZero() {
+				drop = append(drop, ki)
+			}
 		}
 		return true
 	})

@@ -13,7 +13,7 @@ func TestIndexVisitAndCompact(t *testing.T) {
 		rev  int64
 		tomb bool
 	}{{"a", 2, false}, {"b", 3, false}, {"a", 4, false}, {"c", 5, false}, {"a", 6, true}, {"c", 7, true}, {"c", 8, false}} {
-		ix.add([]byte(op.key), entry{rev: revision{op.rev, 0}, tomb: op.tomb})
+		ix.add([]byte(op.key), entry{rev: revision{op.rev, 0}, tomb: op.tomb}, Stamp{})
 	}
 	keysAt := func(key, end []byte, rev int64) string {
 		var ks []string

@@ -7,18 +7,29 @@ import "encoding/binary"
 //	r <rev:8> <sub:8>  -> revision record: 'p' or 'd' + mvccpb.KeyValue; sub numbers a change's
 //	                      ops from 0, so iterating r-records yields events in revision order
 //	c <rev:8>          -> change header (change.go); its ops are r <rev> <0..n-1>
-//	l <lease id:8>     -> lease record
-//	m <name>           -> metadata (member id, compaction progress)
+//	o <origin:8> <seq:8> -> the local revision a change was applied at (replication: where to
+//	                      start sending a peer what it lacks; the last per origin is the
+//	                      version vector)
+
+// l <lease id:8>     -> lease record
+// m <name>           -> metadata (member id, compaction progress)
 const (
 	prefixRev    = 'r'
 	prefixChange = 'c'
 	prefixLease  = 'l'
 	prefixMeta   = 'm'
+	prefixOrigin = 'o'
 )
 
 const (
-	recPut    = 'p'
-	recDelete = 'd'
+	recPut           = 'p'
+	recDelete        = 'd'
+	recPutStamped    = 'P'
+	recDeleteStamped = 'D'
+	// recDeleteAbsent is a peer's deletion of a key that had no live version here: no version,
+	// no event, only the stamp (which must keep winning over older puts still to arrive) and
+	// the op to forward.
+	recDeleteAbsent = 'X'
 )
 
 var (
@@ -49,3 +60,22 @@ func leaseKey(id int64) []byte {
 }
 
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func originKey(id ChangeID) []byte {
+	k := binary.BigEndian.AppendUint64([]byte{prefixOrigin}, id.Origin)
+	return binary.BigEndian.AppendUint64(k, id.Seq)
+}
+
+func parseOriginKey(k []byte) (ChangeID, bool) {
+	if len(k) != 17 || k[0] != prefixOrigin {
+		return ChangeID{}, false
+	}
+	return ChangeID{Origin: binary.BigEndian.Uint64(k[1:]), Seq: binary.BigEndian.Uint64(k[9:])}, true
+}
+
+func decodeU64(b []byte) uint64 {
+	if len(b) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}

@@ -35,10 +35,14 @@ type Store struct {
 	clock  *Clock
 	member uint64
 
-	writeMu sync.Mutex   // held by the writer while it evaluates a group
-	seq     uint64       // guarded by writeMu: this member's last change sequence
-	lastRev atomic.Int64 // latest assigned revision; written under writeMu
-	failed  error        // guarded by writeMu: a Pebble write failed; the store refuses writes
+	writeMu sync.Mutex    // held by the writer while it evaluates a group
+	seq     uint64        // guarded by writeMu: this member's last change sequence
+	vv      VersionVector // guarded by writeMu: the last sequence applied per origin
+
+	vvMu      sync.Mutex
+	durableVV VersionVector // guarded by vvMu: vv as of the last durable commit group
+	lastRev   atomic.Int64  // latest assigned revision; written under writeMu
+	failed    error         // guarded by writeMu: a Pebble write failed; the store refuses writes
 
 	visible    atomic.Int64 // every revision <= visible is durable and published
 	compactRev atomic.Int64 // reads below this revision fail with ErrCompacted
@@ -97,6 +101,8 @@ func Open(cfg Config) (*Store, error) {
 		log:       log,
 		db:        db,
 		ix:        newIndex(),
+		vv:        VersionVector{},
+		durableVV: VersionVector{},
 		clock:     NewClock(func() int64 { return now().UnixNano() }),
 		ready:     map[int64][]mvccpb.Event{},
 		visibleCh: make(chan struct{}),
@@ -104,6 +110,7 @@ func Open(cfg Config) (*Store, error) {
 		writeCh:   make(chan *writeReq, maxGroup),
 		syncCh:    make(chan *commitGroup, 4),
 	}
+	s.ix.retainStamps = cfg.Replicated
 	s.watch = newWatchHub(s)
 	s.leases = newLessor(s)
 	if err := s.recover(); err != nil {
@@ -149,16 +156,25 @@ func (s *Store) recover() error {
 		if !ok {
 			continue
 		}
-		kind, kv, err := decodeRecord(it.Value())
+		kind, kv, st, err := decodeRecord(it.Value())
 		if err != nil {
 			it.Close()
 			return fmt.Errorf("revision record %d/%d: %w", rev, sub, err)
 		}
 		s.logical.Add(int64(len(it.Key()) + len(it.Value())))
+		if kind == recDeleteAbsent {
+			s.ix.observeDeletion(kv.Key, st)
+			s.clock.Observe(st.Time)
+			continue
+		}
 		e := entry{rev: revision{rev, sub}, create: kv.CreateRevision, version: kv.Version, lease: kv.Lease, tomb: kind == recDelete}
-		s.ix.addLocked(kv.Key, e)
+		s.ix.addLocked(kv.Key, e, st)
+		s.clock.Observe(st.Time)
 	}
 	if err := it.Close(); err != nil {
+		return err
+	}
+	if err := s.recoverReplicaState(); err != nil {
 		return err
 	}
 
@@ -180,9 +196,6 @@ func (s *Store) recover() error {
 		}
 		s.lastRev.Store(c.Revision)
 		s.visible.Store(c.Revision)
-		if c.ID.Origin == s.member {
-			s.seq = c.ID.Seq
-		}
 		s.clock.Observe(c.Time)
 	}
 	if err := it.Close(); err != nil {
@@ -319,65 +332,51 @@ func (s *Store) readRecord(r revision, kv *mvccpb.KeyValue) error {
 		return fmt.Errorf("read revision %d/%d: %w", r.main, r.sub, err)
 	}
 	defer closer.Close()
-	if len(v) < 1 {
-		return fmt.Errorf("revision %d/%d: empty record", r.main, r.sub)
-	}
-	return kv.Unmarshal(v[1:])
-}
-
-func decodeRecord(v []byte) (kind byte, kv mvccpb.KeyValue, err error) {
-	if len(v) < 1 || (v[0] != recPut && v[0] != recDelete) {
-		return 0, kv, errors.New("bad record type")
-	}
-	err = kv.Unmarshal(v[1:])
-	return v[0], kv, err
-}
-
-func encodeRecord(kind byte, kv *mvccpb.KeyValue) []byte {
-	b := make([]byte, 1+kv.Size())
-	b[0] = kind
-	n, _ := kv.MarshalToSizedBuffer(b[1:])
-	_ = n
-	return b
-}
-
-// Changes calls fn for each change in the log with revision >= from, in revision order, until fn
-// returns false. Changes at or below the compaction revision may have lost ops (only the versions
-// still visible after compaction are kept) and are not returned; from below it is ErrCompacted.
-func (s *Store) Changes(from int64, fn func(c *Change) bool) error {
-	if from <= s.compactRev.Load() {
-		return ErrCompacted
-	}
-	to := s.visible.Load()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: changeKey(from), UpperBound: changeKey(to + 1)})
+	_, *kv, _, err = decodeRecord(v)
 	if err != nil {
-		return err
+		return fmt.Errorf("revision %d/%d: %w", r.main, r.sub, err)
 	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		c, nops, err := decodeHeader(it.Value())
-		if err != nil {
-			return err
-		}
-		rit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: revKey(nil, c.Revision, 0), UpperBound: revKey(nil, c.Revision+1, 0)})
-		if err != nil {
-			return err
-		}
-		c.Ops = make([]Op, 0, nops)
-		for rit.First(); rit.Valid(); rit.Next() {
-			kind, kv, err := decodeRecord(rit.Value())
-			if err != nil {
-				rit.Close()
-				return err
-			}
-			c.Ops = append(c.Ops, Op{Delete: kind == recDelete, Key: kv.Key, Value: kv.Value, Lease: kv.Lease})
-		}
-		rit.Close()
-		if !fn(&c) {
-			return nil
-		}
+	return nil
+}
+
+// A revision record is a kind byte, for stamped kinds the version's LWW stamp, then the
+// mvccpb.KeyValue. Stores written before replication hold the unstamped kinds ('p', 'd'), whose
+// versions read back with the zero stamp, which every stamped version wins over.
+func decodeRecord(v []byte) (kind byte, kv mvccpb.KeyValue, st Stamp, err error) {
+	if len(v) < 1 {
+		return 0, kv, st, errors.New("empty record")
 	}
-	return it.Error()
+	body := v[1:]
+	switch v[0] {
+	case recPut, recDelete:
+		kind = v[0]
+	case recPutStamped, recDeleteStamped, recDeleteAbsent:
+		if len(body) < stampLen {
+			return 0, kv, st, errors.New("short stamped record")
+		}
+		st = decodeStamp(body)
+		body = body[stampLen:]
+		kind = map[byte]byte{recPutStamped: recPut, recDeleteStamped: recDelete, recDeleteAbsent: recDeleteAbsent}[v[0]]
+	default:
+		return 0, kv, st, fmt.Errorf("bad record type %q", v[0])
+	}
+	err = kv.Unmarshal(body)
+	return kind, kv, st, err
+}
+
+func encodeRecord(kind byte, kv *mvccpb.KeyValue, st Stamp) []byte {
+	b := make([]byte, 1+stampLen+kv.Size())
+	switch kind {
+	case recPut:
+		b[0] = recPutStamped
+	case recDelete:
+		b[0] = recDeleteStamped
+	default:
+		b[0] = kind
+	}
+	encodeStamp(b[1:], st)
+	_, _ = kv.MarshalToSizedBuffer(b[1+stampLen:])
+	return b
 }
 
 type pebbleLogger struct{ l *slog.Logger }

@@ -164,9 +164,12 @@ func (w *Watcher) fromDisk(from, to int64) ([]mvccpb.Event, error) {
 	defer it.Close()
 	var evs []mvccpb.Event
 	for it.First(); it.Valid(); it.Next() {
-		kind, kv, err := decodeRecord(it.Value())
+		kind, kv, _, err := decodeRecord(it.Value())
 		if err != nil {
 			return nil, err
+		}
+		if kind == recDeleteAbsent {
+			continue
 		}
 		ev := mvccpb.Event{Type: mvccpb.PUT, Kv: &kv}
 		if kind == recDelete {

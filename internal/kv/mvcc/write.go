@@ -11,8 +11,10 @@ import (
 // writeTxn is one write request in progress; it exists only while its writer holds writeMu.
 type writeTxn struct {
 	s       *Store
-	rev     int64 // the revision this request gets if it changes anything
-	sub     int64 // ops so far
+	rev     int64   // the revision this request gets if it changes anything
+	stamp   Stamp   // the stamp of every version and deletion this request makes
+	remote  *Change // set when the request applies a peer's change (replica.go)
+	sub     int64   // ops so far
 	batch   *pebble.Batch
 	pending map[revision]*mvccpb.KeyValue
 	ops     []Op
@@ -62,14 +64,14 @@ func (w *writeTxn) put(key, value []byte, lease int64) {
 	if w.batch == nil {
 		w.batch = s.db.NewBatch()
 	}
-	rec := encodeRecord(recPut, kv)
+	rec := encodeRecord(recPut, kv, w.stamp)
 	_ = w.batch.Set(revKey(w.keyBuf[:0], r.main, r.sub), rec, nil)
 	s.logical.Add(int64(17 + len(rec)))
 	if w.pending == nil {
 		w.pending = make(map[revision]*mvccpb.KeyValue, 1)
 	}
 	w.pending[r] = kv
-	s.ix.add(key, entry{rev: r, create: kv.CreateRevision, version: kv.Version, lease: lease})
+	s.ix.add(key, entry{rev: r, create: kv.CreateRevision, version: kv.Version, lease: lease}, w.stamp)
 	w.ops = append(w.ops, Op{Key: key, Value: value, Lease: lease})
 	w.events = append(w.events, mvccpb.Event{Type: mvccpb.PUT, Kv: kv})
 	if existed && prev.lease != 0 && prev.lease != lease {
@@ -106,15 +108,27 @@ func (w *writeTxn) tombstone(key []byte, lease int64) {
 	if w.batch == nil {
 		w.batch = s.db.NewBatch()
 	}
-	rec := encodeRecord(recDelete, kv)
+	rec := encodeRecord(recDelete, kv, w.stamp)
 	_ = w.batch.Set(revKey(w.keyBuf[:0], r.main, r.sub), rec, nil)
 	s.logical.Add(int64(17 + len(rec)))
-	s.ix.add(key, entry{rev: r, tomb: true})
+	s.ix.add(key, entry{rev: r, tomb: true}, w.stamp)
 	w.ops = append(w.ops, Op{Delete: true, Key: key})
 	w.events = append(w.events, mvccpb.Event{Type: mvccpb.DELETE, Kv: kv})
 	if lease != 0 {
 		s.leases.detach(lease, key)
 	}
+}
+
+// deleteAbsent records a peer's deletion of key, which has no live version here (replica.go).
+func (w *writeTxn) deleteAbsent(key []byte) {
+	s := w.s
+	r := revision{w.rev, w.sub}
+	w.sub++
+	rec := encodeRecord(recDeleteAbsent, &mvccpb.KeyValue{Key: key}, w.stamp)
+	_ = w.batch.Set(revKey(w.keyBuf[:0], r.main, r.sub), rec, nil)
+	s.logical.Add(int64(17 + len(rec)))
+	s.ix.observeDeletion(key, w.stamp)
+	w.ops = append(w.ops, Op{Delete: true, Key: key})
 }
 
 func (s *Store) syncOpts() *pebble.WriteOptions {

@@ -1,0 +1,280 @@
+package mvcc
+
+import (
+	"bytes"
+	"errors"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+)
+
+// replicaSim drives several replicated stores with random local writes and random, partial,
+// repeated deliveries between them, then checks the outcome against last-writer-wins computed
+// from every change any member made.
+type replicaSim struct {
+	t      *testing.T
+	rng    *rand.Rand
+	dirs   []string
+	stores []*Store
+	clocks []*atomic.Int64 // physical clocks, skewed per member
+}
+
+func newReplicaSim(t *testing.T, n int, seed uint64) *replicaSim {
+	sim := &replicaSim{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	for i := 0; i < n; i++ {
+		clk := &atomic.Int64{}
+		// Up to ±50 ms of skew between members, so a later write can carry an older wall time.
+		clk.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() + sim.rng.Int64N(100e6) - 50e6)
+		sim.clocks = append(sim.clocks, clk)
+		sim.dirs = append(sim.dirs, t.TempDir())
+		sim.stores = append(sim.stores, nil)
+		sim.open(i)
+	}
+	t.Cleanup(func() {
+		for _, s := range sim.stores {
+			s.Close()
+		}
+	})
+	return sim
+}
+
+func (sim *replicaSim) open(i int) {
+	cfg := DefaultConfig(sim.dirs[i])
+	cfg.Replicated = true
+	cfg.CompactionBatch = 3
+	clk := sim.clocks[i]
+	cfg.Now = func() time.Time { return time.Unix(0, clk.Add(sim.rng.Int64N(1e6))) }
+	s, err := Open(cfg)
+	if err != nil {
+		sim.t.Fatal(err)
+	}
+	sim.stores[i] = s
+}
+
+var simKeys = []string{"a", "b", "c", "d", "e"}
+
+func (sim *replicaSim) key() []byte { return []byte(simKeys[sim.rng.IntN(len(simKeys))]) }
+
+// write makes one random local write on member i.
+func (sim *replicaSim) write(i int) {
+	ctx := context.Background()
+	s := sim.stores[i]
+	val := []byte(fmt.Sprintf("m%d-%d", i, sim.rng.IntN(1e6)))
+	var err error
+	switch sim.rng.IntN(4) {
+	case 0, 1:
+		_, err = s.Put(ctx, &pb.PutRequest{Key: sim.key(), Value: val})
+	case 2:
+		k := sim.key()
+		end := []byte(nil)
+		if sim.rng.IntN(2) == 0 {
+			end = []byte{k[0] + 2} // a range of two keys
+		}
+		_, err = s.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: k, RangeEnd: end})
+	case 3:
+		k1, k2 := sim.key(), sim.key()
+		if bytes.Equal(k1, k2) {
+			k2 = append(k2, '2')
+		}
+		_, err = s.Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{
+			{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: k1, Value: val}}},
+			{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: k2}}},
+		}})
+	}
+	if err != nil {
+		sim.t.Fatalf("member %d write: %v", i, err)
+	}
+}
+
+// deliver sends member to up to max changes it lacks from member from, as a peer stream would.
+func (sim *replicaSim) deliver(from, to, max int) {
+	src, dst := sim.stores[from], sim.stores[to]
+	start, err := src.LogStart(dst.VersionVector())
+	if err != nil {
+		sim.t.Fatalf("log start %d->%d: %v", from, to, err)
+	}
+	if start == 0 {
+		return
+	}
+	var batch []Change
+	if _, err := src.ReadLog(start, 0, func(c *Change) bool {
+		batch = append(batch, *c)
+		return len(batch) < max
+	}); err != nil {
+		sim.t.Fatal(err)
+	}
+	for i := range batch {
+		if _, err := dst.ApplyRemote(context.Background(), &batch[i]); err != nil {
+			sim.t.Fatalf("apply %v from %d at %d: %v", batch[i].ID, from, to, err)
+		}
+	}
+}
+
+// expected computes the state last-writer-wins gives over every change the members made.
+func (sim *replicaSim) expected() map[string]string {
+	type win struct {
+		st  Stamp
+		op  Op
+		set bool
+	}
+	wins := map[string]*win{}
+	for _, s := range sim.stores {
+		if _, err := s.ReadLog(1, 0, func(c *Change) bool {
+			if c.ID.Origin != s.MemberID() {
+				return true // a member's own changes are complete in its own log
+			}
+			for _, op := range c.Ops {
+				w := wins[string(op.Key)]
+				if w == nil {
+					w = &win{}
+					wins[string(op.Key)] = w
+				}
+				if st := stampOf(c); !w.set || w.st.Less(st) {
+					*w = win{st: st, op: op, set: true}
+				}
+			}
+			return true
+		}); err != nil {
+			sim.t.Fatal(err)
+		}
+	}
+	want := map[string]string{}
+	for k, w := range wins {
+		if !w.op.Delete {
+			want[k] = string(w.op.Value)
+		}
+	}
+	return want
+}
+
+func state(t *testing.T, s *Store) map[string]string {
+	r, err := s.Range(&pb.RangeRequest{Key: []byte{0}, RangeEnd: []byte{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range r.Kvs {
+		got[string(kv.Key)] = string(kv.Value)
+	}
+	return got
+}
+
+func TestReplicasConvergeUnderRandomDelivery(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 8
+	}
+	for seed := 1; seed <= seeds; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			sim := newReplicaSim(t, 3, uint64(seed))
+			n := len(sim.stores)
+			for step := 0; step < 120; step++ {
+				switch r := sim.rng.IntN(20); {
+				case r < 11:
+					sim.write(sim.rng.IntN(n))
+				case r < 18:
+					from, to := sim.rng.IntN(n), sim.rng.IntN(n)
+					if from != to {
+						sim.deliver(from, to, 1+sim.rng.IntN(4))
+					}
+				case r == 18:
+					// Compaction at the current revision: superseded versions go, deletions
+					// and the change log stay (a replicated store still forwards them).
+					i := sim.rng.IntN(n)
+					if err := sim.stores[i].Compact(context.Background(), sim.stores[i].Rev(), true); err != nil && err != ErrCompacted {
+						t.Fatal(err)
+					}
+				default:
+					i := sim.rng.IntN(n)
+					sim.stores[i].Close()
+					sim.open(i)
+				}
+			}
+			// Heal: deliver everything, in a ring, so changes reach every member transitively.
+			for round := 0; round < n; round++ {
+				for i := 0; i < n; i++ {
+					sim.deliver(i, (i+1)%n, 1<<30)
+				}
+			}
+			want := sim.expected()
+			h0, _, _, err := sim.stores[0].HashKV(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range sim.stores {
+				if !s.VersionVector().Covers(sim.stores[0].VersionVector()) || !sim.stores[0].VersionVector().Covers(s.VersionVector()) {
+					t.Fatalf("member %d version vector %v, member 0 %v", i, s.VersionVector(), sim.stores[0].VersionVector())
+				}
+				got := state(t, s)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("member %d state\n got %v\nwant %v (last writer wins over all changes)", i, got, want)
+				}
+				h, _, _, err := s.HashKV(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h != h0 {
+					t.Fatalf("member %d HashKV %x, member 0 %x", i, h, h0)
+				}
+			}
+		})
+	}
+}
+
+func TestApplyRemoteOrderAndDuplicates(t *testing.T) {
+	a := openTest(t, func(c *Config) { c.Replicated = true })
+	b := openTest(t, func(c *Config) { c.Replicated = true })
+	ctx := context.Background()
+	put(t, a, "k", "1")
+	put(t, a, "k", "2")
+	var log []Change
+	if _, err := a.ReadLog(1, 0, func(c *Change) bool { log = append(log, *c); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 2 {
+		t.Fatalf("%d changes in the log, want 2", len(log))
+	}
+	if _, err := b.ApplyRemote(ctx, &log[1]); err == nil || !errors.Is(err, ErrGap) {
+		t.Fatalf("second change first: %v, want ErrGap", err)
+	}
+	rev, err := b.ApplyRemote(ctx, &log[0])
+	if err != nil || rev != 2 {
+		t.Fatalf("first change: rev %d err %v", rev, err)
+	}
+	if rev, err := b.ApplyRemote(ctx, &log[0]); err != nil || rev != 0 {
+		t.Fatalf("duplicate: rev %d err %v, want 0 and no error", rev, err)
+	}
+	if _, err := b.ApplyRemote(ctx, &log[1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(t, b)["k"]; got != "2" {
+		t.Fatalf("k = %q after both changes, want 2", got)
+	}
+	// b's own write now orders after a's (HLC observed a's time), so it wins on a too.
+	put(t, b, "k", "3")
+	start, err := a.LogStart(b.VersionVector())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ReadLog(1, 0, func(c *Change) bool {
+		if c.ID.Origin == b.MemberID() {
+			if _, err := a.ApplyRemote(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if start != 0 {
+		t.Fatalf("a's log start for b = %d, want 0 (b has all of a's changes)", start)
+	}
+	if got := state(t, a)["k"]; got != "3" {
+		t.Fatalf("a: k = %q, want b's later write 3", got)
+	}
+}
