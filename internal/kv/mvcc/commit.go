@@ -42,13 +42,30 @@ type commitGroup struct {
 // concurrent writers share fsyncs and never convoy on a lock, and revisions are assigned in the
 // order they are committed to the WAL.
 func (s *Store) write(ctx context.Context, fn func(w *writeTxn) error) (int64, error) {
+	req, err := s.submit(fn)
+	if err != nil {
+		return 0, err
+	}
+	return s.await(req)
+}
+
+// submit queues fn for the writer; requests submitted one after another from one goroutine are
+// evaluated in that order.
+func (s *Store) submit(fn func(w *writeTxn) error) (*writeReq, error) {
 	req := reqPool.Get().(*writeReq)
 	req.fn, req.rev, req.err = fn, 0, nil
 	select {
 	case s.writeCh <- req:
+		return req, nil
 	case <-s.closing:
-		return 0, ErrClosed
+		req.fn = nil
+		reqPool.Put(req)
+		return nil, ErrClosed
 	}
+}
+
+// await waits for a submitted request to be durable and visible (or to fail).
+func (s *Store) await(req *writeReq) (int64, error) {
 	select {
 	case <-req.done:
 	case <-s.closing:

@@ -69,11 +69,53 @@ func (s *Store) advanceDurable(ids []ChangeID) {
 // Changes of one origin must arrive in sequence order: an out-of-order change gets ErrGap.
 // Like a local write, ApplyRemote returns once the change is durable and visible.
 func (s *Store) ApplyRemote(ctx context.Context, c *Change) (int64, error) {
-	if c.ID.Origin == 0 || c.ID.Seq == 0 {
-		return 0, fmt.Errorf("mvcc: apply change %v: origin and sequence must be non-zero", c.ID)
+	revs, err := s.ApplyRemoteBatch(ctx, []Change{*c})
+	if err != nil {
+		return 0, err
 	}
-	var applied bool
-	rev, err := s.write(ctx, func(w *writeTxn) error {
+	return revs[0], nil
+}
+
+// ApplyRemoteBatch applies changes in order, as ApplyRemote does one, but hands them to the
+// writer together so that they share commit groups and fsyncs. It returns each change's local
+// revision (0: already held). On an error, the changes before the failing one are applied.
+func (s *Store) ApplyRemoteBatch(ctx context.Context, cs []Change) ([]int64, error) {
+	for i := range cs {
+		if cs[i].ID.Origin == 0 || cs[i].ID.Seq == 0 {
+			return nil, fmt.Errorf("mvcc: apply change %v: origin and sequence must be non-zero", cs[i].ID)
+		}
+	}
+	reqs := make([]*writeReq, 0, len(cs))
+	applied := make([]bool, len(cs))
+	var submitErr error
+	for i := range cs {
+		req, err := s.submit(s.applyFn(&cs[i], &applied[i]))
+		if err != nil {
+			submitErr = err
+			break
+		}
+		reqs = append(reqs, req)
+	}
+	revs := make([]int64, len(cs))
+	var firstErr error
+	for i, req := range reqs {
+		rev, err := s.await(req)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		if applied[i] && err == nil {
+			revs[i] = rev
+		}
+	}
+	if firstErr == nil {
+		firstErr = submitErr
+	}
+	return revs, firstErr
+}
+
+// applyFn is the write request that applies change c; it sets *applied when c was new here.
+func (s *Store) applyFn(c *Change, applied *bool) func(w *writeTxn) error {
+	return func(w *writeTxn) error {
 		have := s.vv[c.ID.Origin]
 		switch {
 		case c.ID.Seq <= have:
@@ -85,7 +127,7 @@ func (s *Store) ApplyRemote(ctx context.Context, c *Change) (int64, error) {
 		s.clock.Observe(c.Time)
 		w.stamp = stampOf(c)
 		w.remote = c
-		applied = true
+		*applied = true
 		for _, op := range c.Ops {
 			if !s.ix.stamp(op.Key).Less(w.stamp) {
 				continue // the key holds a newer write (or this very change, re-sent)
@@ -103,11 +145,7 @@ func (s *Store) ApplyRemote(ctx context.Context, c *Change) (int64, error) {
 			w.deleteAbsent(op.Key)
 		}
 		return nil
-	})
-	if err != nil || !applied {
-		return 0, err
 	}
-	return rev, nil
 }
 
 // LogStart returns the lowest local revision holding a change that a peer with version vector

@@ -1,0 +1,434 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	_ "google.golang.org/grpc/encoding/gzip" // registers the compressor peers use
+	"google.golang.org/grpc/status"
+
+	"github.com/continuum-project/continuum/internal/kv/mvcc"
+)
+
+// Config configures a Replicator.
+type Config struct {
+	// Store is this member's store; it must be opened with Replicated set.
+	Store *mvcc.Store
+	// Name, PeerURLs and ClientURLs describe this member to its peers (ID is the store's).
+	Name       string
+	PeerURLs   []string
+	ClientURLs []string
+	// ClusterToken must be equal on all members; a peer with another token is refused, so two
+	// clusters on one network never merge by mistake.
+	ClusterToken string
+	// Peers are the peer URLs this member pulls from: all other members, or a subset (partial
+	// mesh; changes still reach every member through the others).
+	Peers []string
+	// Heartbeat is how often an idle Sync stream carries the sender's version vector.
+	Heartbeat time.Duration
+	// MaxBatchChanges and MaxBatchBytes bound one SyncBatch.
+	MaxBatchChanges int
+	MaxBatchBytes   int
+	// Compress gzips the Sync streams this member opens.
+	Compress bool
+	// DialOptions are added to the peer connections (e.g. TLS credentials, a test dialer).
+	DialOptions []grpc.DialOption
+	// Logger receives the replicator's logs (nil: discard).
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults for a member replicating store.
+func DefaultConfig(store *mvcc.Store) Config {
+	return Config{Store: store, Heartbeat: time.Second, MaxBatchChanges: 512, MaxBatchBytes: 1 << 20}
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("replication: Store is required")
+	case c.Heartbeat <= 0:
+		return errors.New("replication: Heartbeat must be > 0")
+	case c.MaxBatchChanges <= 0 || c.MaxBatchBytes <= 0:
+		return errors.New("replication: MaxBatchChanges and MaxBatchBytes must be > 0")
+	}
+	for _, p := range c.Peers {
+		if _, err := peerTarget(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// peerTarget turns a peer URL (http://host:port) into a gRPC target.
+func peerTarget(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("peer URL %q: want http://host:port", raw)
+	}
+	if u.Scheme == "https" {
+		return "", fmt.Errorf("peer URL %q: https peers are not supported yet", raw)
+	}
+	return u.Host, nil
+}
+
+// PeerStatus is what a member knows of one peer it pulls from.
+type PeerStatus struct {
+	URL         string
+	Member      Member // as the peer described itself (zero until first contact)
+	Connected   bool
+	LastContact time.Time
+	// Have is the peer's version vector as of its last batch; Behind is how many changes this
+	// member still lacks from it, by that vector.
+	Have   mvcc.VersionVector
+	Behind uint64
+	// Applied counts the changes this member took from the peer (new to it).
+	Applied uint64
+	LastErr string
+}
+
+// Replicator runs a member's side of replication.
+type Replicator struct {
+	cfg   Config
+	log   *slog.Logger
+	store *mvcc.Store
+
+	mu      sync.Mutex
+	members map[uint64]Member      // learned from Sync requests and batches, by id
+	peers   map[string]*PeerStatus // by peer URL
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a replicator; Register its service on the peer listener's gRPC server, then Start.
+func New(cfg Config) (*Replicator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Replicator{cfg: cfg, log: log, store: cfg.Store, members: map[uint64]Member{}, peers: map[string]*PeerStatus{}, ctx: ctx, cancel: cancel}
+	for _, p := range cfg.Peers {
+		r.peers[p] = &PeerStatus{URL: p}
+	}
+	return r, nil
+}
+
+// Self describes this member.
+func (r *Replicator) Self() Member {
+	return Member{ID: r.store.MemberID(), Name: r.cfg.Name, PeerURLs: r.cfg.PeerURLs, ClientURLs: r.cfg.ClientURLs}
+}
+
+// Start starts pulling from every peer.
+func (r *Replicator) Start() {
+	for _, p := range r.cfg.Peers {
+		r.wg.Add(1)
+		go r.pull(p)
+	}
+}
+
+// Close stops the pullers and ends the Sync streams this member serves.
+func (r *Replicator) Close() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// Members returns this member and every member it has heard of, by id.
+func (r *Replicator) Members() []Member {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := []Member{r.Self()}
+	for id, m := range r.members {
+		if id != out[0].ID {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out[1:], func(a, b Member) int { return cmpString(a.Name, b.Name) })
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Peers returns the status of every peer this member pulls from.
+func (r *Replicator) Peers() []PeerStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]PeerStatus, 0, len(r.peers))
+	for _, p := range r.cfg.Peers {
+		ps := *r.peers[p]
+		ps.Have = ps.Have.Clone()
+		out = append(out, ps)
+	}
+	return out
+}
+
+func (r *Replicator) learn(m Member) {
+	if m.ID == 0 || m.ID == r.store.MemberID() {
+		return
+	}
+	r.mu.Lock()
+	r.members[m.ID] = m
+	r.mu.Unlock()
+}
+
+// The Sync service.
+
+const syncMethod = "/continuum.kv.replication.v1.Replication/Sync"
+
+type syncServer interface {
+	serveSync(req *SyncRequest, ss grpc.ServerStream) error
+}
+
+var serviceDesc = grpc.ServiceDesc{
+	ServiceName: "continuum.kv.replication.v1.Replication",
+	HandlerType: (*syncServer)(nil),
+	Streams: []grpc.StreamDesc{{
+		StreamName:    "Sync",
+		ServerStreams: true,
+		Handler: func(srv any, ss grpc.ServerStream) error {
+			req := new(SyncRequest)
+			if err := ss.RecvMsg(req); err != nil {
+				return err
+			}
+			return srv.(syncServer).serveSync(req, ss)
+		},
+	}},
+	Metadata: "replication.proto",
+}
+
+// Register adds the Sync service to g (the server on the peer listener). g's codec must call
+// the messages' Marshal and Unmarshal methods, as the kv server's codec does.
+func (r *Replicator) Register(g *grpc.Server) { g.RegisterService(&serviceDesc, r) }
+
+func (r *Replicator) serveSync(req *SyncRequest, ss grpc.ServerStream) error {
+	if req.ClusterToken != r.cfg.ClusterToken {
+		return status.Errorf(codes.FailedPrecondition, "cluster token %q does not match this member's %q", req.ClusterToken, r.cfg.ClusterToken)
+	}
+	if req.Caller.ID == r.store.MemberID() {
+		return status.Error(codes.FailedPrecondition, "a member cannot sync from itself")
+	}
+	r.learn(req.Caller)
+	ctx, cancel := context.WithCancel(ss.Context())
+	defer cancel()
+	go func() { // end the stream when the replicator closes
+		select {
+		case <-r.ctx.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	start, err := r.store.LogStart(req.Have)
+	if errors.Is(err, mvcc.ErrLogTruncated) {
+		// TODO(snapshot transfer): a member this far behind needs a snapshot.
+		return status.Errorf(codes.OutOfRange, "%v: snapshot transfer is not implemented yet", err)
+	}
+	if err != nil {
+		return status.Errorf(codes.Internal, "log start: %v", err)
+	}
+	peerHas := req.Have.Clone()
+	next := start
+	if next == 0 {
+		next = r.store.Rev() + 1
+	}
+	lastSent := time.Time{}
+	for {
+		to := r.store.Rev()
+		batch := SyncBatch{}
+		size := 0
+		full := false
+		last, err := r.store.ReadLog(next, to, func(c *mvcc.Change) bool {
+			if peerHas.Has(c.ID) {
+				return true
+			}
+			peerHas[c.ID.Origin] = c.ID.Seq
+			batch.Changes = append(batch.Changes, *c)
+			for _, op := range c.Ops {
+				size += len(op.Key) + len(op.Value) + 16
+			}
+			full = len(batch.Changes) >= r.cfg.MaxBatchChanges || size >= r.cfg.MaxBatchBytes
+			return !full
+		})
+		if err != nil {
+			return status.Errorf(codes.Internal, "read log: %v", err)
+		}
+		if full {
+			next = last + 1
+		} else if to >= next {
+			next = to + 1
+		}
+		if len(batch.Changes) > 0 || time.Since(lastSent) >= r.cfg.Heartbeat {
+			batch.Have = r.store.VersionVector()
+			batch.Sender = r.Self()
+			batch.SentNano = time.Now().UnixNano()
+			if err := ss.SendMsg(&batch); err != nil {
+				return err
+			}
+			lastSent = time.Now()
+			if full {
+				continue
+			}
+		}
+		wctx, wcancel := context.WithTimeout(ctx, r.cfg.Heartbeat-time.Since(lastSent))
+		err = r.store.WaitVisible(wctx, next)
+		wcancel()
+		if ctx.Err() != nil {
+			return status.FromContextError(ctx.Err()).Err()
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return status.Errorf(codes.Unavailable, "%v", err)
+		}
+	}
+}
+
+// The pullers.
+
+func (r *Replicator) pull(peer string) {
+	defer r.wg.Done()
+	target, _ := peerTarget(peer)
+	opts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(wireCodec{})),
+	}, r.cfg.DialOptions...)
+	conn, err := grpc.NewClient(target, opts...)
+	if err != nil {
+		r.setPeerErr(peer, err)
+		return
+	}
+	defer conn.Close()
+	backoff := 50 * time.Millisecond
+	for r.ctx.Err() == nil {
+		progressed, err := r.pullOnce(conn, peer)
+		if r.ctx.Err() != nil {
+			return
+		}
+		r.setPeerErr(peer, err)
+		if progressed {
+			backoff = 50 * time.Millisecond
+		}
+		// Jittered, growing wait: a member that was down is not hammered by all its peers
+		// at the same instant when it returns.
+		wait := backoff/2 + rand.N(backoff/2+1)
+		r.log.Debug("peer stream ended", "peer", peer, "err", err, "retry-in", wait)
+		select {
+		case <-time.After(wait):
+		case <-r.ctx.Done():
+			return
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+func (r *Replicator) setPeerErr(peer string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ps := r.peers[peer]
+	ps.Connected = false
+	if err != nil {
+		ps.LastErr = err.Error()
+	}
+}
+
+// pullOnce runs one Sync stream from peer until it breaks; progressed says it received anything.
+func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bool, err error) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	var callOpts []grpc.CallOption
+	if r.cfg.Compress {
+		callOpts = append(callOpts, grpc.UseCompressor("gzip"))
+	}
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, syncMethod, callOpts...)
+	if err != nil {
+		return false, err
+	}
+	req := &SyncRequest{Caller: r.Self(), Have: r.store.VersionVector(), ClusterToken: r.cfg.ClusterToken}
+	if err := stream.SendMsg(req); err != nil {
+		return false, err
+	}
+	if err := stream.CloseSend(); err != nil {
+		return false, err
+	}
+	for {
+		var batch SyncBatch
+		if err := stream.RecvMsg(&batch); err != nil {
+			return progressed, err
+		}
+		progressed = true
+		r.learn(batch.Sender)
+		var applied uint64
+		if len(batch.Changes) > 0 {
+			revs, err := r.store.ApplyRemoteBatch(ctx, batch.Changes)
+			for _, rev := range revs {
+				if rev != 0 {
+					applied++
+				}
+			}
+			if err != nil {
+				// ErrGap means this stream skipped something (it never should); reopening
+				// the stream with the current version vector repairs it.
+				return progressed, fmt.Errorf("apply changes from %s: %w", peer, err)
+			}
+		}
+		mine := r.store.VersionVector()
+		var behind uint64
+		for o, seq := range batch.Have {
+			if seq > mine[o] {
+				behind += seq - mine[o]
+			}
+		}
+		r.mu.Lock()
+		ps := r.peers[peer]
+		ps.Member, ps.Connected, ps.LastContact, ps.Have, ps.Behind, ps.LastErr = batch.Sender, true, time.Now(), batch.Have, behind, ""
+		ps.Applied += applied
+		r.mu.Unlock()
+	}
+}
+
+// wireCodec is the client-side codec for the peer protocol's messages.
+type wireCodec struct{}
+
+type wireMessage interface {
+	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
+}
+
+func (wireCodec) Marshal(v any) ([]byte, error) {
+	m, ok := v.(wireMessage)
+	if !ok {
+		return nil, fmt.Errorf("replication codec: cannot marshal %T", v)
+	}
+	return m.Marshal()
+}
+
+func (wireCodec) Unmarshal(data []byte, v any) error {
+	m, ok := v.(wireMessage)
+	if !ok {
+		return fmt.Errorf("replication codec: cannot unmarshal into %T", v)
+	}
+	return m.Unmarshal(data)
+}
+
+func (wireCodec) Name() string { return "proto" }

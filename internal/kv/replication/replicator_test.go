@@ -1,0 +1,195 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+
+	"github.com/continuum-project/continuum/internal/kv/mvcc"
+)
+
+type member struct {
+	name  string
+	url   string
+	ln    net.Listener
+	store *mvcc.Store
+	repl  *Replicator
+	grpc  *grpc.Server
+}
+
+// startCluster starts members named by the keys of mesh, each pulling from the members listed
+// for it, on loopback; everything stops at cleanup.
+func startCluster(t *testing.T, mesh map[string][]string) map[string]*member {
+	t.Helper()
+	ms := map[string]*member{}
+	for name := range mesh {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms[name] = &member{name: name, ln: ln, url: "http://" + ln.Addr().String()}
+	}
+	for name, peers := range mesh {
+		m := ms[name]
+		cfg := mvcc.DefaultConfig(t.TempDir())
+		cfg.Replicated = true
+		store, err := mvcc.Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.store = store
+		rc := DefaultConfig(store)
+		rc.Name, rc.PeerURLs, rc.ClusterToken = name, []string{m.url}, "test"
+		rc.Heartbeat = 100 * time.Millisecond
+		rc.Compress = true
+		for _, p := range peers {
+			rc.Peers = append(rc.Peers, ms[p].url)
+		}
+		if m.repl, err = New(rc); err != nil {
+			t.Fatal(err)
+		}
+		m.grpc = grpc.NewServer(grpc.ForceServerCodec(wireCodec{}))
+		m.repl.Register(m.grpc)
+		go m.grpc.Serve(m.ln)
+		m.repl.Start()
+	}
+	t.Cleanup(func() {
+		for _, m := range ms {
+			m.repl.Close()
+			m.grpc.Stop()
+			m.store.Close()
+		}
+	})
+	return ms
+}
+
+func putKV(t *testing.T, s *mvcc.Store, k, v string) {
+	t.Helper()
+	if _, err := s.Put(context.Background(), &pb.PutRequest{Key: []byte(k), Value: []byte(v)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitConverged waits until every member holds the same changes and the same data.
+func waitConverged(t *testing.T, ms map[string]*member, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var first *member
+		same := true
+		var detail string
+		for _, m := range ms {
+			if first == nil {
+				first = m
+				continue
+			}
+			a, b := first.store.VersionVector(), m.store.VersionVector()
+			ha, _, _, _ := first.store.HashKV(0)
+			hb, _, _, _ := m.store.HashKV(0)
+			if !a.Covers(b) || !b.Covers(a) || ha != hb {
+				same = false
+				detail = fmt.Sprintf("%s %v hash %x vs %s %v hash %x", first.name, a, ha, m.name, b, hb)
+			}
+		}
+		if same {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not converged after %v: %s", timeout, detail)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestFullMeshConverges(t *testing.T) {
+	ms := startCluster(t, map[string][]string{"a": {"b", "c"}, "b": {"a", "c"}, "c": {"a", "b"}})
+	for i := 0; i < 50; i++ {
+		for _, name := range []string{"a", "b", "c"} {
+			putKV(t, ms[name].store, fmt.Sprintf("k%d", i%7), fmt.Sprintf("%s-%d", name, i))
+		}
+	}
+	waitConverged(t, ms, 10*time.Second)
+	if n := len(ms["a"].repl.Members()); n != 3 {
+		t.Fatalf("a knows %d members, want 3: %+v", n, ms["a"].repl.Members())
+	}
+}
+
+func TestPartialMeshForwards(t *testing.T) {
+	// a and c never talk to each other: b forwards.
+	ms := startCluster(t, map[string][]string{"a": {"b"}, "b": {"a", "c"}, "c": {"b"}})
+	putKV(t, ms["a"].store, "from-a", "1")
+	putKV(t, ms["c"].store, "from-c", "2")
+	waitConverged(t, ms, 10*time.Second)
+	r, err := ms["c"].store.Range(&pb.RangeRequest{Key: []byte("from-a")})
+	if err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "1" {
+		t.Fatalf("c did not get a's write through b: %+v %v", r, err)
+	}
+	// Remote changes are ordinary events with this member's own revisions.
+	if r.Kvs[0].ModRevision <= 1 {
+		t.Fatalf("remote version has revision %d", r.Kvs[0].ModRevision)
+	}
+}
+
+func TestPeerRestartCatchesUp(t *testing.T) {
+	ms := startCluster(t, map[string][]string{"a": {"b"}, "b": {"a"}})
+	putKV(t, ms["a"].store, "x", "1")
+	waitConverged(t, ms, 10*time.Second)
+	// b's listener goes away; a keeps writing; b's server comes back on the same address.
+	b := ms["b"]
+	b.grpc.Stop()
+	for i := 0; i < 20; i++ {
+		putKV(t, ms["a"].store, fmt.Sprintf("y%d", i), "v")
+	}
+	ln, err := net.Listen("tcp", b.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ln = ln
+	b.grpc = grpc.NewServer(grpc.ForceServerCodec(wireCodec{}))
+	b.repl.Register(b.grpc)
+	go b.grpc.Serve(ln)
+	waitConverged(t, ms, 10*time.Second)
+	for _, p := range ms["a"].repl.Peers() {
+		if p.Member.Name != "b" {
+			t.Fatalf("a's peer status: %+v", p)
+		}
+	}
+}
+
+func TestWrongClusterTokenRefused(t *testing.T) {
+	ms := startCluster(t, map[string][]string{"a": {}})
+	cfg := mvcc.DefaultConfig(t.TempDir())
+	cfg.Replicated = true
+	store, err := mvcc.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rc := DefaultConfig(store)
+	rc.Name, rc.ClusterToken, rc.Peers = "stranger", "other", []string{ms["a"].url}
+	r, err := New(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start()
+	defer r.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if p := r.Peers()[0]; p.LastErr != "" {
+			if want := "cluster token"; !strings.Contains(p.LastErr, want) {
+				t.Fatalf("error %q does not mention the %s", p.LastErr, want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no error from a peer with another cluster token")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

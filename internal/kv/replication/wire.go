@@ -1,0 +1,304 @@
+package replication
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/continuum-project/continuum/internal/kv/mvcc"
+)
+
+// The messages of replication.proto, encoded with protowire. They implement Marshal and
+// Unmarshal, which the kv server's gRPC codec uses for messages that are not generated code.
+
+// Member describes a cluster member as peers learn it.
+type Member struct {
+	ID         uint64
+	Name       string
+	PeerURLs   []string
+	ClientURLs []string
+}
+
+// SyncRequest opens a Sync stream.
+type SyncRequest struct {
+	Caller       Member
+	Have         mvcc.VersionVector
+	ClusterToken string
+}
+
+// SyncBatch is one message of a Sync stream.
+type SyncBatch struct {
+	Changes  []mvcc.Change
+	Have     mvcc.VersionVector
+	Sender   Member
+	SentNano int64
+}
+
+// maxWireItems bounds repeated fields on decode, so a corrupt or hostile message cannot make a
+// member allocate without limit.
+const maxWireItems = 1 << 20
+
+func appendMember(b []byte, num protowire.Number, m *Member) []byte {
+	var mb []byte
+	mb = protowire.AppendTag(mb, 1, protowire.VarintType)
+	mb = protowire.AppendVarint(mb, m.ID)
+	mb = appendString(mb, 2, m.Name)
+	for _, u := range m.PeerURLs {
+		mb = appendString(mb, 3, u)
+	}
+	for _, u := range m.ClientURLs {
+		mb = appendString(mb, 4, u)
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, mb)
+}
+
+func appendString(b []byte, num protowire.Number, s string) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendString(b, s)
+}
+
+func appendVV(b []byte, num protowire.Number, vv mvcc.VersionVector) []byte {
+	origins := make([]uint64, 0, len(vv))
+	for o := range vv {
+		origins = append(origins, o)
+	}
+	sort.Slice(origins, func(i, j int) bool { return origins[i] < origins[j] })
+	for _, o := range origins {
+		var eb []byte
+		eb = protowire.AppendTag(eb, 1, protowire.VarintType)
+		eb = protowire.AppendVarint(eb, o)
+		eb = protowire.AppendTag(eb, 2, protowire.VarintType)
+		eb = protowire.AppendVarint(eb, vv[o])
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		b = protowire.AppendBytes(b, eb)
+	}
+	return b
+}
+
+func appendChange(b []byte, num protowire.Number, c *mvcc.Change) []byte {
+	var cb []byte
+	cb = protowire.AppendTag(cb, 1, protowire.VarintType)
+	cb = protowire.AppendVarint(cb, c.ID.Origin)
+	cb = protowire.AppendTag(cb, 2, protowire.VarintType)
+	cb = protowire.AppendVarint(cb, c.ID.Seq)
+	cb = protowire.AppendTag(cb, 3, protowire.VarintType)
+	cb = protowire.AppendVarint(cb, uint64(c.Time.Wall))
+	cb = protowire.AppendTag(cb, 4, protowire.VarintType)
+	cb = protowire.AppendVarint(cb, uint64(c.Time.Logical))
+	cb = protowire.AppendTag(cb, 5, protowire.BytesType)
+	cb = protowire.AppendBytes(cb, c.Hash[:])
+	for _, op := range c.Ops {
+		var ob []byte
+		if op.Delete {
+			ob = protowire.AppendTag(ob, 1, protowire.VarintType)
+			ob = protowire.AppendVarint(ob, 1)
+		}
+		ob = protowire.AppendTag(ob, 2, protowire.BytesType)
+		ob = protowire.AppendBytes(ob, op.Key)
+		if len(op.Value) > 0 {
+			ob = protowire.AppendTag(ob, 3, protowire.BytesType)
+			ob = protowire.AppendBytes(ob, op.Value)
+		}
+		if op.Lease != 0 {
+			ob = protowire.AppendTag(ob, 4, protowire.VarintType)
+			ob = protowire.AppendVarint(ob, uint64(op.Lease))
+		}
+		cb = protowire.AppendTag(cb, 6, protowire.BytesType)
+		cb = protowire.AppendBytes(cb, ob)
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, cb)
+}
+
+// Marshal encodes r.
+func (r *SyncRequest) Marshal() ([]byte, error) {
+	b := appendMember(nil, 1, &r.Caller)
+	b = appendVV(b, 2, r.Have)
+	if r.ClusterToken != "" {
+		b = appendString(b, 3, r.ClusterToken)
+	}
+	return b, nil
+}
+
+// Marshal encodes m.
+func (m *SyncBatch) Marshal() ([]byte, error) {
+	var b []byte
+	for i := range m.Changes {
+		b = appendChange(b, 1, &m.Changes[i])
+	}
+	b = appendVV(b, 2, m.Have)
+	b = appendMember(b, 3, &m.Sender)
+	b = protowire.AppendTag(b, 4, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(m.SentNano)), nil
+}
+
+// fields walks the fields of a message, calling fn with each field's number, type, varint value
+// (for varints) and bytes (for length-delimited fields).
+func fields(b []byte, fn func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error) error {
+	items := 0
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		var v uint64
+		var bs []byte
+		switch typ {
+		case protowire.VarintType:
+			v, n = protowire.ConsumeVarint(b)
+		case protowire.BytesType:
+			bs, n = protowire.ConsumeBytes(b)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b) // unknown types are skipped
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if items++; items > maxWireItems {
+			return errors.New("too many fields")
+		}
+		if err := fn(num, typ, v, bs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeMember(b []byte, m *Member) error {
+	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			m.ID = v
+		case num == 2 && typ == protowire.BytesType:
+			m.Name = string(bs)
+		case num == 3 && typ == protowire.BytesType:
+			m.PeerURLs = append(m.PeerURLs, string(bs))
+		case num == 4 && typ == protowire.BytesType:
+			m.ClientURLs = append(m.ClientURLs, string(bs))
+		}
+		return nil
+	})
+}
+
+func decodeVVEntry(b []byte, vv mvcc.VersionVector) error {
+	var origin, seq uint64
+	if err := fields(b, func(num protowire.Number, typ protowire.Type, v uint64, _ []byte) error {
+		if typ == protowire.VarintType {
+			switch num {
+			case 1:
+				origin = v
+			case 2:
+				seq = v
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if origin == 0 {
+		return errors.New("version vector entry without origin")
+	}
+	vv[origin] = seq
+	return nil
+}
+
+func decodeChange(b []byte, c *mvcc.Change) error {
+	err := fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			c.ID.Origin = v
+		case num == 2 && typ == protowire.VarintType:
+			c.ID.Seq = v
+		case num == 3 && typ == protowire.VarintType:
+			c.Time.Wall = int64(v)
+		case num == 4 && typ == protowire.VarintType:
+			if v > 1<<32-1 {
+				return fmt.Errorf("logical time %d out of range", v)
+			}
+			c.Time.Logical = uint32(v)
+		case num == 5 && typ == protowire.BytesType:
+			if len(bs) != len(c.Hash) {
+				return fmt.Errorf("hash of %d bytes, want %d", len(bs), len(c.Hash))
+			}
+			copy(c.Hash[:], bs)
+		case num == 6 && typ == protowire.BytesType:
+			var op mvcc.Op
+			if err := fields(bs, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
+				switch {
+				case num == 1 && typ == protowire.VarintType:
+					op.Delete = v != 0
+				case num == 2 && typ == protowire.BytesType:
+					op.Key = bytes.Clone(bs)
+				case num == 3 && typ == protowire.BytesType:
+					if len(bs) > 0 {
+						op.Value = bytes.Clone(bs) // empty stays nil, as Marshal omits it
+					}
+				case num == 4 && typ == protowire.VarintType:
+					op.Lease = int64(v)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if len(op.Key) == 0 {
+				return errors.New("op without key")
+			}
+			c.Ops = append(c.Ops, op)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if c.ID.Origin == 0 || c.ID.Seq == 0 {
+		return fmt.Errorf("change id %v: origin and sequence must be non-zero", c.ID)
+	}
+	return nil
+}
+
+// Unmarshal decodes r. It copies what it keeps: gRPC reuses the buffer b afterwards.
+func (r *SyncRequest) Unmarshal(b []byte) error {
+	*r = SyncRequest{Have: mvcc.VersionVector{}}
+	return fields(b, func(num protowire.Number, typ protowire.Type, _ uint64, bs []byte) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		switch num {
+		case 1:
+			return decodeMember(bs, &r.Caller)
+		case 2:
+			return decodeVVEntry(bs, r.Have)
+		case 3:
+			r.ClusterToken = string(bs)
+		}
+		return nil
+	})
+}
+
+// Unmarshal decodes m. It copies what it keeps: gRPC reuses the buffer b afterwards.
+func (m *SyncBatch) Unmarshal(b []byte) error {
+	*m = SyncBatch{Have: mvcc.VersionVector{}}
+	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			var c mvcc.Change
+			if err := decodeChange(bs, &c); err != nil {
+				return fmt.Errorf("change %d: %w", len(m.Changes), err)
+			}
+			m.Changes = append(m.Changes, c)
+		case num == 2 && typ == protowire.BytesType:
+			return decodeVVEntry(bs, m.Have)
+		case num == 3 && typ == protowire.BytesType:
+			return decodeMember(bs, &m.Sender)
+		case num == 4 && typ == protowire.VarintType:
+			m.SentNano = int64(v)
+		}
+		return nil
+	})
+}
