@@ -18,30 +18,38 @@ func newKVCmd() *cobra.Command {
 	cfg := server.DefaultConfig()
 	var listenClient, advertiseClient, listenMetrics, fsync string
 	gcFloor := int64(128 << 20)
-	var peer struct {
-		listenPeer, initialAdvertisePeer, initialCluster, initialClusterState, initialClusterToken string
-	}
+	var listenPeer, advertisePeer, initialCluster, peers string
 	cmd := &cobra.Command{
 		Use:   "kv",
-		Short: "Run the kv store: a single-member, etcd-v3-API-compatible key-value store (replication comes next)",
+		Short: "Run the kv store: an etcd-v3-API-compatible key-value store, single or replicated local-first",
 		Long: `Serves etcd's v3 gRPC API (KV, Watch, Lease, Maintenance, Cluster) so etcdctl, etcd client
 libraries and Kubernetes use it unchanged. Flags follow etcd's names. Every acknowledged write is
-fsynced first (--fsync=batch groups concurrent writes into one fsync). Peer flags are reserved for
-replication and rejected if set. See docs/kv.md.`,
+fsynced first (--fsync=batch groups concurrent writes into one fsync).
+
+With --initial-cluster naming several members, the members replicate without consensus: each
+serves every read and write from its own state and pushes its changes to its peers, which pull
+from each other (--peers may name a subset: changes still reach every member). Concurrent writes
+to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
 		Example: `  continuum kv --data-dir /var/lib/continuum-kv --listen-client-urls http://0.0.0.0:2379 \
       --advertise-client-urls http://10.0.0.5:2379 --listen-metrics-urls http://127.0.0.1:2381
-  etcdctl --endpoints 127.0.0.1:2379 put foo bar`,
+  etcdctl --endpoints 127.0.0.1:2379 put foo bar
+
+  # one member of three (run the same on b and c with their own --name and URLs)
+  continuum kv --name a --data-dir a.kv --listen-client-urls http://10.0.0.1:2379 \
+      --listen-peer-urls http://10.0.0.1:2380 --initial-cluster-token edge \
+      --initial-cluster a=http://10.0.0.1:2380,b=http://10.0.0.2:2380,c=http://10.0.0.3:2380`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for name, v := range map[string]string{
-				"listen-peer-urls": peer.listenPeer, "initial-advertise-peer-urls": peer.initialAdvertisePeer,
-				"initial-cluster": peer.initialCluster, "initial-cluster-state": peer.initialClusterState,
-				"initial-cluster-token": peer.initialClusterToken,
-			} {
-				if v != "" {
-					return fmt.Errorf("--%s is reserved for replication (not implemented yet)", name)
+			if initialCluster != "" {
+				ic, err := server.ParseInitialCluster(initialCluster)
+				if err != nil {
+					return err
 				}
+				cfg.InitialCluster = ic
 			}
+			cfg.ListenPeerURLs = server.SplitURLs(listenPeer)
+			cfg.AdvertisePeerURLs = server.SplitURLs(advertisePeer)
+			cfg.Peers = server.SplitURLs(peers)
 			mode, err := mvcc.ParseFsyncMode(fsync)
 			if err != nil {
 				return fmt.Errorf("--fsync: %w", err)
@@ -80,10 +88,11 @@ replication and rejected if set. See docs/kv.md.`,
 	f.StringVar(&cfg.KeyFile, "key-file", "", "TLS key for https client URLs")
 	f.StringVar(&cfg.TrustedCAFile, "trusted-ca-file", "", "CA that signs client certificates")
 	f.BoolVar(&cfg.ClientCertAuth, "client-cert-auth", false, "require client certificates signed by --trusted-ca-file")
-	f.StringVar(&peer.listenPeer, "listen-peer-urls", "", "reserved for replication (not implemented yet)")
-	f.StringVar(&peer.initialAdvertisePeer, "initial-advertise-peer-urls", "", "reserved for replication (not implemented yet)")
-	f.StringVar(&peer.initialCluster, "initial-cluster", "", "reserved for replication (not implemented yet)")
-	f.StringVar(&peer.initialClusterState, "initial-cluster-state", "", "reserved for replication (not implemented yet)")
-	f.StringVar(&peer.initialClusterToken, "initial-cluster-token", "", "reserved for replication (not implemented yet)")
+	f.StringVar(&listenPeer, "listen-peer-urls", "", "comma-separated URLs to serve replication to peers on (http://host:port)")
+	f.StringVar(&advertisePeer, "initial-advertise-peer-urls", "", "this member's peer URLs as peers reach them (default: its --initial-cluster entry)")
+	f.StringVar(&initialCluster, "initial-cluster", "", "the cluster's members: name=peerURL,... (this member included)")
+	f.StringVar(&cfg.InitialClusterState, "initial-cluster-state", "new", "new or existing (a member joining a running cluster catches up from its peers)")
+	f.StringVar(&cfg.InitialClusterToken, "initial-cluster-token", "continuum-kv-cluster", "equal on all members; peers with another token are refused")
+	f.StringVar(&peers, "peers", "", "names of the members to pull changes from (default: all others; a subset makes a partial mesh)")
 	return cmd
 }

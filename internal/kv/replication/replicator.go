@@ -284,6 +284,9 @@ func (r *Replicator) serveSync(req *SyncRequest, ss grpc.ServerStream) error {
 			batch.Have = r.store.VersionVector()
 			batch.Sender = r.Self()
 			batch.SentNano = time.Now().UnixNano()
+			if len(batch.Changes) == 0 || lastSent.IsZero() {
+				batch.Members = r.Members()
+			}
 			if err := ss.SendMsg(&batch); err != nil {
 				return err
 			}
@@ -378,6 +381,9 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 		}
 		progressed = true
 		r.learn(batch.Sender)
+		for _, m := range batch.Members {
+			r.learn(m)
+		}
 		var applied uint64
 		if len(batch.Changes) > 0 {
 			revs, err := r.store.ApplyRemoteBatch(ctx, batch.Changes)

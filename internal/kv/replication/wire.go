@@ -35,6 +35,7 @@ type SyncBatch struct {
 	Have     mvcc.VersionVector
 	Sender   Member
 	SentNano int64
+	Members  []Member
 }
 
 // maxWireItems bounds repeated fields on decode, so a corrupt or hostile message cannot make a
@@ -133,7 +134,11 @@ func (m *SyncBatch) Marshal() ([]byte, error) {
 	b = appendVV(b, 2, m.Have)
 	b = appendMember(b, 3, &m.Sender)
 	b = protowire.AppendTag(b, 4, protowire.VarintType)
-	return protowire.AppendVarint(b, uint64(m.SentNano)), nil
+	b = protowire.AppendVarint(b, uint64(m.SentNano))
+	for i := range m.Members {
+		b = appendMember(b, 5, &m.Members[i])
+	}
+	return b, nil
 }
 
 // fields walks the fields of a message, calling fn with each field's number, type, varint value
@@ -298,6 +303,12 @@ func (m *SyncBatch) Unmarshal(b []byte) error {
 			return decodeMember(bs, &m.Sender)
 		case num == 4 && typ == protowire.VarintType:
 			m.SentNano = int64(v)
+		case num == 5 && typ == protowire.BytesType:
+			var mem Member
+			if err := decodeMember(bs, &mem); err != nil {
+				return err
+			}
+			m.Members = append(m.Members, mem)
 		}
 		return nil
 	})

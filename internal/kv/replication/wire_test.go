@@ -17,6 +17,7 @@ func sampleBatch() *SyncBatch {
 		Have:     mvcc.VersionVector{7: 1, 9: 4},
 		Sender:   Member{ID: 9, Name: "n9", PeerURLs: []string{"http://10.0.0.9:2380"}, ClientURLs: []string{"http://10.0.0.9:2379"}},
 		SentNano: 123,
+		Members:  []Member{{ID: 7, Name: "n7"}},
 	}
 }
 

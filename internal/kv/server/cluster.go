@@ -2,8 +2,13 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"hash/fnv"
+	"sort"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/continuum-project/continuum/internal/kv/replication"
 )
 
 type clusterServer struct {
@@ -20,8 +25,46 @@ func (c *clusterServer) self() *pb.Member {
 	}
 }
 
+// members lists this member and, in a cluster, every member of --initial-cluster: with the id
+// and client URLs it announced once it has been heard from, and before that with an id derived
+// from its name (etcdctl needs a non-zero id) and no client URLs.
+func (c *clusterServer) members() []*pb.Member {
+	self := c.self()
+	if c.s.repl == nil {
+		return []*pb.Member{self}
+	}
+	self.PeerURLs = c.s.repl.Self().PeerURLs
+	out := []*pb.Member{self}
+	known := map[string]replication.Member{}
+	for _, m := range c.s.repl.Members()[1:] {
+		known[m.Name] = m
+	}
+	names := make([]string, 0, len(c.s.cfg.InitialCluster))
+	for n := range c.s.cfg.InitialCluster {
+		if n != c.s.cfg.Name {
+			names = append(names, n)
+		}
+	}
+	for n := range known {
+		if _, ok := c.s.cfg.InitialCluster[n]; !ok {
+			names = append(names, n) // learned from a peer, not in this member's flags
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if m, ok := known[n]; ok {
+			out = append(out, &pb.Member{ID: m.ID, Name: n, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs})
+			continue
+		}
+		h := fnv.New64a()
+		fmt.Fprintf(h, "continuum-kv-member/%s/%s", c.s.cfg.InitialClusterToken, n)
+		out = append(out, &pb.Member{ID: h.Sum64(), Name: n, PeerURLs: c.s.cfg.InitialCluster[n]})
+	}
+	return out
+}
+
 func (c *clusterServer) MemberList(ctx context.Context, r *pb.MemberListRequest) (*pb.MemberListResponse, error) {
-	resp := &pb.MemberListResponse{Header: &pb.ResponseHeader{}, Members: []*pb.Member{c.self()}}
+	resp := &pb.MemberListResponse{Header: &pb.ResponseHeader{}, Members: c.members()}
 	// etcd's cluster service fills no revision in its headers.
 	resp.Header.ClusterId, resp.Header.MemberId, resp.Header.RaftTerm = c.s.clusterID, c.s.memberID, raftTerm
 	return resp, nil

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
+	"github.com/continuum-project/continuum/internal/kv/replication"
 )
 
 // raftTerm is the term reported in every response header. There is no raft: the term is fixed
@@ -73,6 +74,16 @@ type Config struct {
 	// ProgressNotifyInterval is how often watches created with progress_notify get a progress
 	// notification when idle (etcd: 10 minutes).
 	ProgressNotifyInterval time.Duration
+	// Cluster (package replication; flags as etcd's). InitialCluster maps member names to peer
+	// URLs; with more than one member, or with ListenPeerURLs, the server replicates: it serves
+	// the replication service on ListenPeerURLs and pulls from Peers (names; default: every
+	// other member). AdvertisePeerURLs default to this member's InitialCluster entry.
+	InitialCluster      map[string][]string
+	InitialClusterState string
+	InitialClusterToken string
+	ListenPeerURLs      []string
+	AdvertisePeerURLs   []string
+	Peers               []string
 	// Logger receives the server's logs (nil: discard).
 	Logger *slog.Logger
 }
@@ -132,7 +143,7 @@ func (c *Config) Validate() error {
 	if _, err := newCompactor(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
 		return err
 	}
-	return nil
+	return c.validateCluster()
 }
 
 // Server is a running kv server.
@@ -147,6 +158,7 @@ type Server struct {
 	memberID  uint64
 	clusterID uint64
 	metrics   *metrics
+	repl      *replication.Replicator // nil on a single member
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -171,18 +183,29 @@ func Start(cfg Config) (*Server, error) {
 	scfg.Fsync = cfg.Fsync
 	scfg.QuotaBytes = cfg.QuotaBackendBytes
 	scfg.Logger = log
+	scfg.Replicated = cfg.clustered()
 	store, err := mvcc.Open(scfg)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, store: store, memberID: store.MemberID(), stop: make(chan struct{})}
-	h := fnv.New64a()
-	fmt.Fprintf(h, "continuum-kv/%d", s.memberID)
-	s.clusterID = h.Sum64()
+	if cfg.clustered() {
+		s.clusterID = clusterIDFor(cfg.InitialClusterToken, cfg.InitialCluster)
+	} else {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "continuum-kv/%d", s.memberID)
+		s.clusterID = h.Sum64()
+	}
 	s.metrics = newMetrics(s)
 	if err := s.listen(); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if cfg.clustered() {
+		if err := s.startPeers(); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	comp, _ := newCompactor(cfg.AutoCompactionMode, cfg.AutoCompactionRetention)
 	if comp != nil {
@@ -346,6 +369,9 @@ func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.stop)
+		if s.repl != nil {
+			s.repl.Close() // ends the Sync streams, so the graceful stop below does not wait
+		}
 		for _, g := range s.grpcs {
 			stopGRPC(g)
 		}

@@ -1,0 +1,149 @@
+package compat
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startKVCluster starts n continuum kv processes m0.. as one cluster; peers names, per member,
+// the members it pulls from (nil: all others).
+func startKVCluster(t *testing.T, n int, peers map[string][]string) []*server {
+	t.Helper()
+	bin := kvTarget.require(t)
+	clientPorts, peerPorts := make([]int, n), make([]int, n)
+	var ic []string
+	for i := 0; i < n; i++ {
+		clientPorts[i], peerPorts[i] = freePort(t), freePort(t)
+		ic = append(ic, fmt.Sprintf("m%d=http://127.0.0.1:%d", i, peerPorts[i]))
+	}
+	dir := t.TempDir()
+	var out []*server
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("m%d", i)
+		client := fmt.Sprintf("http://127.0.0.1:%d", clientPorts[i])
+		s := &server{tg: kvTarget, name: name, dataDir: filepath.Join(dir, name), endpoint: client[len("http://"):], bin: bin}
+		s.args = []string{"kv", "--name", name, "--data-dir", s.dataDir,
+			"--listen-client-urls", client, "--advertise-client-urls", client,
+			"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPorts[i]),
+			"--initial-cluster", strings.Join(ic, ","), "--initial-cluster-token", "compat"}
+		if p := peers[name]; p != nil {
+			s.args = append(s.args, "--peers", strings.Join(p, ","))
+		}
+		s.launch(t, filepath.Join(dir, name+".log"))
+		t.Cleanup(func() {
+			s.proc.stop(10 * time.Second)
+			if t.Failed() {
+				t.Logf("%s log tail:\n%s", name, s.proc.logTail(20))
+			}
+		})
+		out = append(out, s)
+	}
+	return out
+}
+
+func etcdctlJSON(t *testing.T, ctl string, out any, args ...string) {
+	t.Helper()
+	b, err := exec.Command(ctl, append([]string{"--command-timeout", "10s", "-w", "json"}, args...)...).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("etcdctl %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	// `--cluster` commands print one JSON document per endpoint or an array, by version.
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("etcdctl %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+}
+
+// TestEtcdctlAgainstCluster: 3-member and partial-mesh clusters answer etcdctl's cluster
+// commands as etcd's would: member list with every member's URLs, endpoint status and hashkv
+// across the cluster (found through member list), equal hashes once writes have spread.
+func TestEtcdctlAgainstCluster(t *testing.T) {
+	ctl, err := toolBinary("CONTINUUM_ETCDCTL_BIN", "etcdctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, peers := range map[string]map[string][]string{
+		"full mesh":    nil,
+		"partial mesh": {"m0": {"m1"}, "m1": {"m0", "m2"}, "m2": {"m1"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ms := startKVCluster(t, 3, peers)
+			for i, s := range ms {
+				if out, err := exec.Command(ctl, "--endpoints", s.endpoint, "put", fmt.Sprintf("k%d", i), "v").CombinedOutput(); err != nil {
+					t.Fatalf("put on m%d: %v\n%s", i, err, out)
+				}
+			}
+			var ml struct {
+				Header struct {
+					ClusterID uint64 `json:"cluster_id"`
+				}
+				Members []struct {
+					ID         uint64
+					Name       string
+					PeerURLs   []string
+					ClientURLs []string
+				}
+			}
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				etcdctlJSON(t, ctl, &ml, "--endpoints", ms[2].endpoint, "member", "list")
+				known := 0
+				for _, m := range ml.Members {
+					if len(m.ClientURLs) == 1 && len(m.PeerURLs) == 1 {
+						known++
+					}
+				}
+				if len(ml.Members) == 3 && known == 3 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("member list from m2: %+v", ml.Members)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			for {
+				var hk []struct {
+					Endpoint string
+					HashKV   struct{ Hash uint32 } `json:"HashKV"`
+				}
+				etcdctlJSON(t, ctl, &hk, "--endpoints", ms[0].endpoint, "endpoint", "hashkv", "--cluster")
+				if len(hk) == 3 && hk[0].HashKV.Hash == hk[1].HashKV.Hash && hk[1].HashKV.Hash == hk[2].HashKV.Hash {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("endpoint hashkv --cluster: %+v", hk)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			var st []struct {
+				Endpoint string
+				Status   struct {
+					Header struct {
+						MemberID uint64 `json:"member_id"`
+					}
+				}
+			}
+			etcdctlJSON(t, ctl, &st, "--endpoints", ms[1].endpoint, "endpoint", "status", "--cluster")
+			if len(st) != 3 {
+				t.Fatalf("endpoint status --cluster: %d endpoints, want 3: %+v", len(st), st)
+			}
+			ids := map[uint64]bool{}
+			for _, s := range st {
+				ids[s.Status.Header.MemberID] = true
+			}
+			for _, m := range ml.Members {
+				if !ids[m.ID] {
+					t.Fatalf("member %s (id %x) in member list but no endpoint status reports it: %+v", m.Name, m.ID, st)
+				}
+			}
+		})
+	}
+}

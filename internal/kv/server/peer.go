@@ -1,0 +1,139 @@
+package server
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/url"
+	"sort"
+	"strings"
+
+	"google.golang.org/grpc"
+
+	"github.com/continuum-project/continuum/internal/kv/replication"
+)
+
+// ParseInitialCluster parses etcd's --initial-cluster: comma-separated name=peerURL pairs; a
+// name may appear more than once (several peer URLs).
+func ParseInitialCluster(s string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, part := range SplitURLs(s) {
+		name, u, ok := strings.Cut(part, "=")
+		if !ok || name == "" || u == "" {
+			return nil, fmt.Errorf("--initial-cluster entry %q: want name=http://host:port", part)
+		}
+		if pu, err := url.Parse(u); err != nil || pu.Host == "" || pu.Scheme != "http" {
+			return nil, fmt.Errorf("--initial-cluster entry %q: peer URL must be http://host:port", part)
+		}
+		out[name] = append(out[name], u)
+	}
+	return out, nil
+}
+
+// clustered reports whether the server replicates (it has peers or serves a peer listener).
+func (c *Config) clustered() bool { return len(c.InitialCluster) > 1 || len(c.ListenPeerURLs) > 0 }
+
+func (c *Config) validateCluster() error {
+	if !c.clustered() {
+		return nil
+	}
+	if len(c.ListenPeerURLs) == 0 {
+		return fmt.Errorf("--listen-peer-urls is required with a cluster of %d members", len(c.InitialCluster))
+	}
+	for _, u := range c.ListenPeerURLs {
+		if pu, err := url.Parse(u); err != nil || pu.Host == "" || pu.Scheme != "http" {
+			return fmt.Errorf("--listen-peer-urls %q: want http://host:port (https peers are not supported yet)", u)
+		}
+	}
+	if len(c.InitialCluster) > 0 {
+		if _, ok := c.InitialCluster[c.Name]; !ok {
+			return fmt.Errorf("--initial-cluster does not name this member (--name %q)", c.Name)
+		}
+	}
+	switch c.InitialClusterState {
+	case "", "new", "existing":
+	default:
+		return fmt.Errorf("--initial-cluster-state %q: want new or existing", c.InitialClusterState)
+	}
+	for _, p := range c.Peers {
+		if _, ok := c.InitialCluster[p]; !ok {
+			return fmt.Errorf("--peers names %q, which is not in --initial-cluster", p)
+		}
+		if p == c.Name {
+			return fmt.Errorf("--peers names this member (%q)", p)
+		}
+	}
+	return nil
+}
+
+// pullFrom returns the peer URLs this member pulls from: those of --peers, or of every other
+// member of --initial-cluster.
+func (c *Config) pullFrom() []string {
+	names := c.Peers
+	if len(names) == 0 {
+		for name := range c.InitialCluster {
+			if name != c.Name {
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		out = append(out, c.InitialCluster[n]...)
+	}
+	return out
+}
+
+// clusterIDFor derives the cluster id from the token and the initial membership, as etcd does,
+// so every member reports the same one.
+func clusterIDFor(token string, cluster map[string][]string) uint64 {
+	names := make([]string, 0, len(cluster))
+	for n := range cluster {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := fnv.New64a()
+	fmt.Fprintf(h, "continuum-kv-cluster/%s", token)
+	for _, n := range names {
+		fmt.Fprintf(h, "/%s=%s", n, strings.Join(cluster[n], ","))
+	}
+	return h.Sum64()
+}
+
+// startPeers serves the replication service on the peer listeners and starts pulling.
+func (s *Server) startPeers() error {
+	advertise := s.cfg.AdvertisePeerURLs
+	if len(advertise) == 0 {
+		advertise = s.cfg.InitialCluster[s.cfg.Name]
+	}
+	rc := replication.DefaultConfig(s.store)
+	rc.Name, rc.PeerURLs, rc.ClientURLs = s.cfg.Name, advertise, s.advertiseURLs()
+	rc.ClusterToken = s.cfg.InitialClusterToken
+	rc.Peers = s.cfg.pullFrom()
+	rc.Compress = true
+	rc.Logger = s.log.With("component", "replication")
+	r, err := replication.New(rc)
+	if err != nil {
+		return err
+	}
+	s.repl = r
+	g := grpc.NewServer(grpc.ForceServerCodec(codec{}), grpc.MaxRecvMsgSize(64<<20))
+	r.Register(g)
+	s.grpcs = append(s.grpcs, g)
+	for _, raw := range s.cfg.ListenPeerURLs {
+		u, _ := url.Parse(raw)
+		ln, err := net.Listen("tcp", u.Host)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", raw, err)
+		}
+		s.lns = append(s.lns, ln)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = g.Serve(ln)
+		}()
+	}
+	r.Start()
+	return nil
+}
