@@ -245,3 +245,22 @@ func (s *Store) recoverReplicaState() error {
 	s.seq = s.vv[s.member]
 	return nil
 }
+
+// ChangeAt returns the header (no ops) of the change applied at revision rev: ErrFutureRev past
+// the visible revision, ErrCompacted when no change is recorded there (compacted away, or rev
+// is 1, the empty store).
+func (s *Store) ChangeAt(rev int64) (Change, error) {
+	if rev > s.visible.Load() {
+		return Change{}, ErrFutureRev
+	}
+	v, closer, err := s.db.Get(changeKey(rev))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Change{}, ErrCompacted
+	}
+	if err != nil {
+		return Change{}, err
+	}
+	defer closer.Close()
+	c, _, err := decodeHeader(v)
+	return c, err
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -95,6 +96,9 @@ type PeerStatus struct {
 	Behind uint64
 	// Applied counts the changes this member took from the peer (new to it).
 	Applied uint64
+	// Lag is how old (by its HLC wall time, so clock skew adds to it) the newest change from
+	// this peer was when this member had applied it.
+	Lag     time.Duration
 	LastErr string
 }
 
@@ -107,6 +111,14 @@ type Replicator struct {
 	mu      sync.Mutex
 	members map[uint64]Member      // learned from Sync requests and batches, by id
 	peers   map[string]*PeerStatus // by peer URL
+	// known is what each other member is known to hold (from its acks, its batches, and the
+	// tables peers gossip), with when that was last learned; changed is closed and replaced
+	// whenever known grows, to wake WaitHolders.
+	known   map[uint64]mvcc.VersionVector
+	knownAt map[uint64]time.Time
+	changed chan struct{}
+
+	applyDelay prometheus.Histogram
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -123,7 +135,13 @@ func New(cfg Config) (*Replicator, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Replicator{cfg: cfg, log: log, store: cfg.Store, members: map[uint64]Member{}, peers: map[string]*PeerStatus{}, ctx: ctx, cancel: cancel}
+	r := &Replicator{cfg: cfg, log: log, store: cfg.Store, members: map[uint64]Member{}, peers: map[string]*PeerStatus{}, ctx: ctx, cancel: cancel,
+		known: map[uint64]mvcc.VersionVector{}, knownAt: map[uint64]time.Time{}, changed: make(chan struct{}),
+		applyDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "continuum_kv_replication_apply_delay_seconds",
+			Help:    "Time from a change's HLC wall time at its origin to its application here (includes clock skew).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		})}
 	for _, p := range cfg.Peers {
 		r.peers[p] = &PeerStatus{URL: p}
 	}
@@ -132,7 +150,16 @@ func New(cfg Config) (*Replicator, error) {
 
 // Self describes this member.
 func (r *Replicator) Self() Member {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return Member{ID: r.store.MemberID(), Name: r.cfg.Name, PeerURLs: r.cfg.PeerURLs, ClientURLs: r.cfg.ClientURLs}
+}
+
+// SetClientURLs sets the client URLs this member announces (before Start).
+func (r *Replicator) SetClientURLs(urls []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cfg.ClientURLs = urls
 }
 
 // Start starts pulling from every peer.
@@ -151,9 +178,10 @@ func (r *Replicator) Close() {
 
 // Members returns this member and every member it has heard of, by id.
 func (r *Replicator) Members() []Member {
+	self := r.Self()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := []Member{r.Self()}
+	out := []Member{self}
 	for id, m := range r.members {
 		if id != out[0].ID {
 			out = append(out, m)
@@ -200,7 +228,7 @@ func (r *Replicator) learn(m Member) {
 const syncMethod = "/continuum.kv.replication.v1.Replication/Sync"
 
 type syncServer interface {
-	serveSync(req *SyncRequest, ss grpc.ServerStream) error
+	serveSync(ss grpc.ServerStream) error
 }
 
 var serviceDesc = grpc.ServiceDesc{
@@ -209,12 +237,9 @@ var serviceDesc = grpc.ServiceDesc{
 	Streams: []grpc.StreamDesc{{
 		StreamName:    "Sync",
 		ServerStreams: true,
+		ClientStreams: true,
 		Handler: func(srv any, ss grpc.ServerStream) error {
-			req := new(SyncRequest)
-			if err := ss.RecvMsg(req); err != nil {
-				return err
-			}
-			return srv.(syncServer).serveSync(req, ss)
+			return srv.(syncServer).serveSync(ss)
 		},
 	}},
 	Metadata: "replication.proto",
@@ -224,7 +249,15 @@ var serviceDesc = grpc.ServiceDesc{
 // the messages' Marshal and Unmarshal methods, as the kv server's codec does.
 func (r *Replicator) Register(g *grpc.Server) { g.RegisterService(&serviceDesc, r) }
 
-func (r *Replicator) serveSync(req *SyncRequest, ss grpc.ServerStream) error {
+func (r *Replicator) serveSync(ss grpc.ServerStream) error {
+	var first SyncMessage
+	if err := ss.RecvMsg(&first); err != nil {
+		return err
+	}
+	req := first.Request
+	if req == nil {
+		return status.Error(codes.InvalidArgument, "a Sync stream must start with a request")
+	}
 	if req.ClusterToken != r.cfg.ClusterToken {
 		return status.Errorf(codes.FailedPrecondition, "cluster token %q does not match this member's %q", req.ClusterToken, r.cfg.ClusterToken)
 	}
@@ -239,6 +272,19 @@ func (r *Replicator) serveSync(req *SyncRequest, ss grpc.ServerStream) error {
 		case <-r.ctx.Done():
 			cancel()
 		case <-ctx.Done():
+		}
+	}()
+	r.observe(req.Caller.ID, req.Have)
+	go func() { // the caller's acks: what it now holds durably
+		defer cancel()
+		for {
+			var m SyncMessage
+			if err := ss.RecvMsg(&m); err != nil {
+				return
+			}
+			if m.Ack != nil {
+				r.observe(req.Caller.ID, m.Ack)
+			}
 		}
 	}()
 	start, err := r.store.LogStart(req.Have)
@@ -286,6 +332,7 @@ func (r *Replicator) serveSync(req *SyncRequest, ss grpc.ServerStream) error {
 			batch.SentNano = time.Now().UnixNano()
 			if len(batch.Changes) == 0 || lastSent.IsZero() {
 				batch.Members = r.Members()
+				batch.Known = r.knownTable()
 			}
 			if err := ss.SendMsg(&batch); err != nil {
 				return err
@@ -363,15 +410,12 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 	if r.cfg.Compress {
 		callOpts = append(callOpts, grpc.UseCompressor("gzip"))
 	}
-	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, syncMethod, callOpts...)
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, syncMethod, callOpts...)
 	if err != nil {
 		return false, err
 	}
 	req := &SyncRequest{Caller: r.Self(), Have: r.store.VersionVector(), ClusterToken: r.cfg.ClusterToken}
-	if err := stream.SendMsg(req); err != nil {
-		return false, err
-	}
-	if err := stream.CloseSend(); err != nil {
+	if err := stream.SendMsg(&SyncMessage{Request: req}); err != nil {
 		return false, err
 	}
 	for {
@@ -384,13 +428,22 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 		for _, m := range batch.Members {
 			r.learn(m)
 		}
+		r.observe(batch.Sender.ID, batch.Have)
+		for id, vv := range batch.Known {
+			r.observeGossip(id, vv)
+		}
 		var applied uint64
+		var lag time.Duration
 		if len(batch.Changes) > 0 {
 			revs, err := r.store.ApplyRemoteBatch(ctx, batch.Changes)
 			for _, rev := range revs {
 				if rev != 0 {
 					applied++
 				}
+			}
+			if applied > 0 {
+				lag = time.Since(time.Unix(0, batch.Changes[len(batch.Changes)-1].Time.Wall))
+				r.applyDelay.Observe(max(lag, 0).Seconds())
 			}
 			if err != nil {
 				// ErrGap means this stream skipped something (it never should); reopening
@@ -399,6 +452,13 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 			}
 		}
 		mine := r.store.VersionVector()
+		if applied > 0 {
+			// The ack tells the sender (and through its gossip everyone) what this member now
+			// holds durably: ApplyRemoteBatch returned only after the fsync.
+			if err := stream.SendMsg(&SyncMessage{Ack: mine}); err != nil {
+				return progressed, err
+			}
+		}
 		var behind uint64
 		for o, seq := range batch.Have {
 			if seq > mine[o] {
@@ -409,6 +469,9 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 		ps := r.peers[peer]
 		ps.Member, ps.Connected, ps.LastContact, ps.Have, ps.Behind, ps.LastErr = batch.Sender, true, time.Now(), batch.Have, behind, ""
 		ps.Applied += applied
+		if applied > 0 {
+			ps.Lag = lag
+		}
 		r.mu.Unlock()
 	}
 }

@@ -36,6 +36,33 @@ type SyncBatch struct {
 	Sender   Member
 	SentNano int64
 	Members  []Member
+	// Known is what the sender knows each member holds (its own entry included).
+	Known map[uint64]mvcc.VersionVector
+}
+
+// SyncMessage is what a caller sends on a Sync stream: the request first, then acks.
+type SyncMessage struct {
+	Request *SyncRequest
+	Ack     mvcc.VersionVector // non-nil: an ack
+}
+
+// HoldersRequest asks which members hold a change (by revision of the member asked, or by id).
+type HoldersRequest struct {
+	Revision int64
+	ID       mvcc.ChangeID
+}
+
+// Holder is one member's part of a HoldersResponse.
+type Holder struct {
+	Member      Member
+	Has         bool
+	LastContact int64 // unix nanoseconds; 0: the member answering, or never heard from
+}
+
+// HoldersResponse answers a HoldersRequest.
+type HoldersResponse struct {
+	ID      mvcc.ChangeID
+	Holders []Holder
 }
 
 // maxWireItems bounds repeated fields on decode, so a corrupt or hostile message cannot make a
@@ -138,6 +165,7 @@ func (m *SyncBatch) Marshal() ([]byte, error) {
 	for i := range m.Members {
 		b = appendMember(b, 5, &m.Members[i])
 	}
+	b = appendKnown(b, 6, m.Known)
 	return b, nil
 }
 
@@ -309,6 +337,171 @@ func (m *SyncBatch) Unmarshal(b []byte) error {
 				return err
 			}
 			m.Members = append(m.Members, mem)
+		case num == 6 && typ == protowire.BytesType:
+			if m.Known == nil {
+				m.Known = map[uint64]mvcc.VersionVector{}
+			}
+			return decodeMemberHave(bs, m.Known)
+		}
+		return nil
+	})
+}
+
+func appendKnown(b []byte, num protowire.Number, known map[uint64]mvcc.VersionVector) []byte {
+	ids := make([]uint64, 0, len(known))
+	for id := range known {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		var mb []byte
+		mb = protowire.AppendTag(mb, 1, protowire.VarintType)
+		mb = protowire.AppendVarint(mb, id)
+		mb = appendVV(mb, 2, known[id])
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		b = protowire.AppendBytes(b, mb)
+	}
+	return b
+}
+
+func decodeMemberHave(b []byte, known map[uint64]mvcc.VersionVector) error {
+	var id uint64
+	vv := mvcc.VersionVector{}
+	if err := fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			id = v
+		case num == 2 && typ == protowire.BytesType:
+			return decodeVVEntry(bs, vv)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if id == 0 {
+		return errors.New("member entry without id")
+	}
+	known[id] = vv
+	return nil
+}
+
+// Marshal encodes m.
+func (m *SyncMessage) Marshal() ([]byte, error) {
+	var b []byte
+	if m.Request != nil {
+		rb, _ := m.Request.Marshal()
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendBytes(b, rb)
+	}
+	if m.Ack != nil {
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendBytes(b, appendVV(nil, 1, m.Ack))
+	}
+	return b, nil
+}
+
+// Unmarshal decodes m.
+func (m *SyncMessage) Unmarshal(b []byte) error {
+	*m = SyncMessage{}
+	return fields(b, func(num protowire.Number, typ protowire.Type, _ uint64, bs []byte) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		switch num {
+		case 1:
+			m.Request = new(SyncRequest)
+			return m.Request.Unmarshal(bs)
+		case 2:
+			m.Ack = mvcc.VersionVector{}
+			return fields(bs, func(num protowire.Number, typ protowire.Type, _ uint64, eb []byte) error {
+				if num == 1 && typ == protowire.BytesType {
+					return decodeVVEntry(eb, m.Ack)
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+}
+
+// Marshal encodes r.
+func (r *HoldersRequest) Marshal() ([]byte, error) {
+	var b []byte
+	b = protowire.AppendTag(b, 1, protowire.VarintType)
+	b = protowire.AppendVarint(b, uint64(r.Revision))
+	b = protowire.AppendTag(b, 2, protowire.VarintType)
+	b = protowire.AppendVarint(b, r.ID.Origin)
+	b = protowire.AppendTag(b, 3, protowire.VarintType)
+	return protowire.AppendVarint(b, r.ID.Seq), nil
+}
+
+// Unmarshal decodes r.
+func (r *HoldersRequest) Unmarshal(b []byte) error {
+	*r = HoldersRequest{}
+	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, _ []byte) error {
+		if typ == protowire.VarintType {
+			switch num {
+			case 1:
+				r.Revision = int64(v)
+			case 2:
+				r.ID.Origin = v
+			case 3:
+				r.ID.Seq = v
+			}
+		}
+		return nil
+	})
+}
+
+// Marshal encodes r.
+func (r *HoldersResponse) Marshal() ([]byte, error) {
+	var b []byte
+	b = protowire.AppendTag(b, 1, protowire.VarintType)
+	b = protowire.AppendVarint(b, r.ID.Origin)
+	b = protowire.AppendTag(b, 2, protowire.VarintType)
+	b = protowire.AppendVarint(b, r.ID.Seq)
+	for i := range r.Holders {
+		h := &r.Holders[i]
+		hb := appendMember(nil, 1, &h.Member)
+		if h.Has {
+			hb = protowire.AppendTag(hb, 2, protowire.VarintType)
+			hb = protowire.AppendVarint(hb, 1)
+		}
+		if h.LastContact != 0 {
+			hb = protowire.AppendTag(hb, 3, protowire.VarintType)
+			hb = protowire.AppendVarint(hb, uint64(h.LastContact))
+		}
+		b = protowire.AppendTag(b, 3, protowire.BytesType)
+		b = protowire.AppendBytes(b, hb)
+	}
+	return b, nil
+}
+
+// Unmarshal decodes r.
+func (r *HoldersResponse) Unmarshal(b []byte) error {
+	*r = HoldersResponse{}
+	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			r.ID.Origin = v
+		case num == 2 && typ == protowire.VarintType:
+			r.ID.Seq = v
+		case num == 3 && typ == protowire.BytesType:
+			var h Holder
+			if err := fields(bs, func(num protowire.Number, typ protowire.Type, v uint64, mb []byte) error {
+				switch {
+				case num == 1 && typ == protowire.BytesType:
+					return decodeMember(mb, &h.Member)
+				case num == 2 && typ == protowire.VarintType:
+					h.Has = v != 0
+				case num == 3 && typ == protowire.VarintType:
+					h.LastContact = int64(v)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			r.Holders = append(r.Holders, h)
 		}
 		return nil
 	})

@@ -18,6 +18,7 @@ func sampleBatch() *SyncBatch {
 		Sender:   Member{ID: 9, Name: "n9", PeerURLs: []string{"http://10.0.0.9:2380"}, ClientURLs: []string{"http://10.0.0.9:2379"}},
 		SentNano: 123,
 		Members:  []Member{{ID: 7, Name: "n7"}},
+		Known:    map[uint64]mvcc.VersionVector{7: {7: 1}, 9: {7: 1, 9: 4}},
 	}
 }
 
@@ -32,6 +33,22 @@ func TestWireRoundTrip(t *testing.T) {
 	in.Changes[1].Ops[0].Value = nil
 	if !reflect.DeepEqual(in, &out) {
 		t.Fatalf("round trip\n got %+v\nwant %+v", out, *in)
+	}
+	for _, msg := range []*SyncMessage{
+		{Request: &SyncRequest{Caller: Member{ID: 1}, Have: mvcc.VersionVector{}}},
+		{Ack: mvcc.VersionVector{1: 5}},
+	} {
+		b, _ := msg.Marshal()
+		var got SyncMessage
+		if err := got.Unmarshal(b); err != nil || !reflect.DeepEqual(msg, &got) {
+			t.Fatalf("sync message round trip: %+v %v, want %+v", got, err, msg)
+		}
+	}
+	hr := &HoldersResponse{ID: mvcc.ChangeID{Origin: 3, Seq: 9}, Holders: []Holder{{Member: Member{ID: 3, Name: "a"}, Has: true}, {Member: Member{ID: 4}, LastContact: 77}}}
+	b, _ = hr.Marshal()
+	var hr2 HoldersResponse
+	if err := hr2.Unmarshal(b); err != nil || !reflect.DeepEqual(hr, &hr2) {
+		t.Fatalf("holders round trip: %+v %v", hr2, err)
 	}
 	req := &SyncRequest{Caller: Member{ID: 1, Name: "a"}, Have: mvcc.VersionVector{1: 2, 3: 4}, ClusterToken: "tok"}
 	b, _ = req.Marshal()

@@ -1,14 +1,23 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/continuum-project/continuum/internal/kv/replication"
 )
 
 // freePorts reserves n loopback ports for a cluster whose members must know each other's URLs
@@ -129,6 +138,38 @@ func TestClusterReplicatesAndListsMembers(t *testing.T) {
 	}
 }
 
+func TestClusterMetrics(t *testing.T) {
+	servers, clis := startCluster(t, 2, nil)
+	if _, err := clis[1].Put(ctxT(t), "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec := httptest.NewRecorder()
+		servers[0].metrics.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		body := rec.Body.String()
+		if strings.Contains(body, `continuum_kv_replication_peer_connected{peer="m1"} 1`) &&
+			strings.Contains(body, `continuum_kv_replication_peer_applied_changes_total{peer="m1"} 1`) &&
+			strings.Contains(body, "continuum_kv_replication_apply_delay_seconds_count 1") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replication metrics missing:\n%s", grepLines(body, "replication"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 func TestClusterFlagsValidated(t *testing.T) {
 	ic := map[string][]string{"a": {"http://127.0.0.1:1"}, "b": {"http://127.0.0.1:2"}}
 	for name, tc := range map[string]struct {
@@ -163,5 +204,63 @@ func TestClusterFlagsValidated(t *testing.T) {
 	}
 	if _, err := ParseInitialCluster("a=http://x:1,b"); err == nil || !strings.Contains(err.Error(), `entry "b"`) {
 		t.Errorf("bad --initial-cluster: %v", err)
+	}
+}
+
+func TestDurabilityAndHolders(t *testing.T) {
+	servers, clis := startCluster(t, 3, nil)
+	ctx := ctxT(t)
+	with := func(k, timeout string) context.Context {
+		c := metadata.AppendToOutgoingContext(ctx, "continuum-durability", k)
+		if timeout != "" {
+			c = metadata.AppendToOutgoingContext(c, "continuum-durability-timeout", timeout)
+		}
+		return c
+	}
+	put, err := clis[0].Put(with("3", ""), "k", "v")
+	if err != nil {
+		t.Fatalf("put with durability 3 on a healthy cluster: %v", err)
+	}
+	// Acknowledged: all three hold it, as the status service tells.
+	conn, err := grpc.NewClient(strings.TrimPrefix(servers[0].ClientURLs()[0], "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hr, err := replication.QueryHolders(ctx, conn, put.Header.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hr.Holders) != 3 {
+		t.Fatalf("holders: %+v", hr.Holders)
+	}
+	for _, h := range hr.Holders {
+		if !h.Has {
+			t.Fatalf("member %s does not hold an acknowledged 3-durable write: %+v", h.Member.Name, hr.Holders)
+		}
+	}
+	if _, err := replication.QueryHolders(ctx, conn, put.Header.Revision+100); status.Code(err) != codes.OutOfRange {
+		t.Fatalf("holders of a future revision: %v, want OutOfRange", err)
+	}
+
+	// Bad requests are refused before writing.
+	if _, err := clis[0].Put(with("4", ""), "k", "x"); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "from 1 to 3") {
+		t.Fatalf("durability 4 of 3 members: %v", err)
+	}
+	if _, err := clis[0].Put(with("2", "soon"), "k", "x"); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("bad timeout: %v", err)
+	}
+
+	// With one member gone, 2 is reachable and 3 is not: a clear error, and the write stays.
+	servers[2].Close()
+	if _, err := clis[0].Put(with("2", "5s"), "k2", "v"); err != nil {
+		t.Fatalf("durability 2 with 2 members up: %v", err)
+	}
+	_, err = clis[0].Put(with("3", "300ms"), "k3", "v")
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "only 2 of 3 members") {
+		t.Fatalf("durability 3 with a member down: %v", err)
+	}
+	if r, err := clis[0].Get(ctx, "k3"); err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("the write that was not 3-durable in time is not kept locally: %+v %v", r, err)
 	}
 }

@@ -63,9 +63,12 @@ func newMetrics(s *Server) *metrics {
 			func() float64 { return float64(s.cfg.QuotaBackendBytes) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_debugging_mvcc_keys_total", Help: "Keys in the index."},
 			func() float64 { return float64(s.store.KeyCount()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_server_has_leader", Help: "1: the member serves (single member: always)."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_server_has_leader", Help: "1: the member serves (always: every member serves its own writes)."},
 			func() float64 { return 1 }),
 	)
+	if s.repl != nil {
+		m.reg.MustRegister(s.repl.Collector())
+	}
 	return m
 }
 

@@ -101,14 +101,15 @@ func clusterIDFor(token string, cluster map[string][]string) uint64 {
 	return h.Sum64()
 }
 
-// startPeers serves the replication service on the peer listeners and starts pulling.
-func (s *Server) startPeers() error {
+// newReplicator creates the replicator (before the client listeners, which serve its Status
+// service); startPeers then serves the peer listeners and starts pulling.
+func (s *Server) newReplicator() error {
 	advertise := s.cfg.AdvertisePeerURLs
 	if len(advertise) == 0 {
 		advertise = s.cfg.InitialCluster[s.cfg.Name]
 	}
 	rc := replication.DefaultConfig(s.store)
-	rc.Name, rc.PeerURLs, rc.ClientURLs = s.cfg.Name, advertise, s.advertiseURLs()
+	rc.Name, rc.PeerURLs = s.cfg.Name, advertise
 	rc.ClusterToken = s.cfg.InitialClusterToken
 	rc.Peers = s.cfg.pullFrom()
 	rc.Compress = true
@@ -118,6 +119,13 @@ func (s *Server) startPeers() error {
 		return err
 	}
 	s.repl = r
+	return nil
+}
+
+func (s *Server) startPeers() error {
+	// The client URLs are known only now (port 0 in tests).
+	s.repl.SetClientURLs(s.advertiseURLs())
+	r := s.repl
 	g := grpc.NewServer(grpc.ForceServerCodec(codec{}), grpc.MaxRecvMsgSize(64<<20))
 	r.Register(g)
 	s.grpcs = append(s.grpcs, g)

@@ -196,6 +196,12 @@ func Start(cfg Config) (*Server, error) {
 		fmt.Fprintf(h, "continuum-kv/%d", s.memberID)
 		s.clusterID = h.Sum64()
 	}
+	if cfg.clustered() {
+		if err := s.newReplicator(); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
 	s.metrics = newMetrics(s)
 	if err := s.listen(); err != nil {
 		s.Close()
@@ -257,7 +263,7 @@ func (s *Server) newGRPC(tc *tls.Config) *grpc.Server {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Hour, Timeout: 20 * time.Second}),
 		// Reused handler goroutines: no goroutine creation and stack growth per request.
 		grpc.NumStreamWorkers(streamWorkers),
-		grpc.ChainUnaryInterceptor(s.metrics.unary),
+		grpc.ChainUnaryInterceptor(s.metrics.unary, s.durabilityInterceptor),
 		grpc.ChainStreamInterceptor(s.metrics.stream),
 	}
 	if tc != nil {
@@ -273,6 +279,9 @@ func (s *Server) newGRPC(tc *tls.Config) *grpc.Server {
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(g, hs)
+	if s.repl != nil {
+		s.repl.RegisterStatus(g)
+	}
 	return g
 }
 
