@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -277,4 +278,117 @@ func TestApplyRemoteOrderAndDuplicates(t *testing.T) {
 	if got := state(t, a)["k"]; got != "3" {
 		t.Fatalf("a: k = %q, want b's later write 3", got)
 	}
+}
+
+// TestKDurableWritesSurviveMemberLoss: a write acknowledged as 2-durable (held by two members)
+// survives losing any one member, data directory and all; members that remain (and a fresh
+// replacement) converge to last-writer-wins over what survived; reads on a member see its own
+// writes at once and revisions never go back.
+func TestKDurableWritesSurviveMemberLoss(t *testing.T) {
+	seeds := 30
+	if testing.Short() {
+		seeds = 6
+	}
+	ctx := context.Background()
+	for seed := 1; seed <= seeds; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			sim := newReplicaSim(t, 3, uint64(seed)*7919)
+			n := len(sim.stores)
+			var acked []ChangeID
+			lastRev := make([]int64, n)
+			for step := 0; step < 100; step++ {
+				switch r := sim.rng.IntN(10); {
+				case r < 6:
+					i := sim.rng.IntN(n)
+					k, v := sim.key(), fmt.Sprintf("w%d-%d", i, step)
+					resp, err := sim.stores[i].Put(ctx, &pb.PutRequest{Key: k, Value: []byte(v)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Read-your-writes and monotonic revisions on the member written to.
+					got, err := sim.stores[i].Range(&pb.RangeRequest{Key: k})
+					if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != v {
+						t.Fatalf("member %d does not read its own write %s=%s: %+v %v", i, k, v, got, err)
+					}
+					if got.Header.Revision < lastRev[i] {
+						t.Fatalf("member %d revision went back from %d to %d", i, lastRev[i], got.Header.Revision)
+					}
+					lastRev[i] = got.Header.Revision
+					if sim.rng.IntN(2) == 0 {
+						// 2-durable: acknowledged once another member holds it.
+						c, err := sim.stores[i].ChangeAt(resp.Header.Revision)
+						if err != nil {
+							t.Fatal(err)
+						}
+						j := (i + 1 + sim.rng.IntN(n-1)) % n
+						sim.deliver(i, j, 1<<30)
+						if !sim.stores[j].VersionVector().Has(c.ID) {
+							t.Fatalf("member %d lacks %v after delivery", j, c.ID)
+						}
+						acked = append(acked, c.ID)
+					}
+				default:
+					from, to := sim.rng.IntN(n), sim.rng.IntN(n)
+					if from != to {
+						sim.deliver(from, to, 1+sim.rng.IntN(3))
+					}
+				}
+			}
+			// Lose one member entirely; a fresh, empty member takes its place.
+			lost := sim.rng.IntN(n)
+			sim.stores[lost].Close()
+			if err := os.RemoveAll(sim.dirs[lost]); err != nil {
+				t.Fatal(err)
+			}
+			sim.dirs[lost] = t.TempDir()
+			sim.open(lost)
+			for round := 0; round < n; round++ {
+				for i := 0; i < n; i++ {
+					sim.deliver(i, (i+1)%n, 1<<30)
+				}
+			}
+			for _, id := range acked {
+				for i, s := range sim.stores {
+					if !s.VersionVector().Has(id) {
+						t.Fatalf("2-durable change %v lost: member %d (after losing member %d) lacks it", id, i, lost)
+					}
+				}
+			}
+			want := sim.expectedFromLogs()
+			for i, s := range sim.stores {
+				if got := state(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("member %d state\n got %v\nwant %v", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+// expectedFromLogs is last-writer-wins over every op in every member's log, whatever its
+// origin: after a member's loss, its changes live on only in the others' logs.
+func (sim *replicaSim) expectedFromLogs() map[string]string {
+	type win struct {
+		st Stamp
+		op Op
+	}
+	wins := map[string]win{}
+	for _, s := range sim.stores {
+		if _, err := s.ReadLog(1, 0, func(c *Change) bool {
+			for _, op := range c.Ops {
+				if w, ok := wins[string(op.Key)]; !ok || w.st.Less(stampOf(c)) {
+					wins[string(op.Key)] = win{stampOf(c), op}
+				}
+			}
+			return true
+		}); err != nil {
+			sim.t.Fatal(err)
+		}
+	}
+	want := map[string]string{}
+	for k, w := range wins {
+		if !w.op.Delete {
+			want[k] = string(w.op.Value)
+		}
+	}
+	return want
 }
