@@ -24,7 +24,7 @@ func init() {
 	Register(&Kind{
 		Name:      "etcd",
 		Role:      RoleComponent,
-		Summary:   "etcd 3.6 single member (.tools/bin/etcd or $CONTINUUM_ETCD_BIN), etcd's default fsync",
+		Summary:   "etcd 3.6 member (.tools/bin/etcd or $CONTINUUM_ETCD_BIN), etcd's default fsync; members with the same `cluster` form one cluster",
 		NewConfig: func() any { return &EtcdConfig{ClientPort: 2379, PeerPort: 2380} },
 		Validate:  func(cfg any) error { return cfg.(*EtcdConfig).validate() },
 		Command:   etcdCommand,
@@ -40,8 +40,8 @@ func init() {
 	Register(&Kind{
 		Name:      "kv",
 		Role:      RoleComponent,
-		Summary:   "continuum kv: the etcd-v3-compatible store (`continuum kv`)",
-		NewConfig: func() any { return &KVConfig{ClientPort: 2379} },
+		Summary:   "continuum kv: the etcd-v3-compatible store (`continuum kv`); members with the same `cluster` replicate",
+		NewConfig: func() any { return &KVConfig{ClientPort: 2379, PeerPort: 2380} },
 		Validate:  func(cfg any) error { return cfg.(*KVConfig).validate() },
 		Command:   kvCommand,
 	})
@@ -60,9 +60,12 @@ func init() {
 // EtcdConfig is the `config:` of an etcd component.
 type EtcdConfig struct {
 	ClientPort int    `yaml:"client_port"` // default 2379
-	PeerPort   int    `yaml:"peer_port"`   // default 2380 (loopback only: one member)
+	PeerPort   int    `yaml:"peer_port"`   // default 2380 (a single member listens on loopback only)
 	DataDir    string `yaml:"data_dir"`    // default <instance results dir>/data
 	Bin        string `yaml:"bin"`         // default $CONTINUUM_ETCD_BIN, .tools/bin/etcd, PATH
+	// Cluster names the cluster this member belongs to: every etcd component with the same
+	// cluster is in its --initial-cluster (at its node's address and peer_port). Empty: alone.
+	Cluster string `yaml:"cluster"`
 	// QuotaBackendBytes is etcd's --quota-backend-bytes (0: etcd's default 2 GiB).
 	QuotaBackendBytes spec.Bytes `yaml:"quota_backend_bytes"`
 }
@@ -82,6 +85,14 @@ type KVConfig struct {
 	DataDir    string `yaml:"data_dir"`
 	// Fsync is `continuum kv --fsync`: batch (its default), always or never; empty: the default.
 	Fsync string `yaml:"fsync"`
+	// PeerPort is the replication port of a cluster member (default 2380).
+	PeerPort int `yaml:"peer_port"`
+	// Cluster names the cluster this member belongs to: every kv component with the same
+	// cluster is in its --initial-cluster. Empty: a single member.
+	Cluster string `yaml:"cluster"`
+	// Peers names the members this one pulls changes from (default: all others), for partial
+	// meshes; they must be in the same cluster.
+	Peers []string `yaml:"peers"`
 }
 
 func checkPort(name string, p int) error {
@@ -126,6 +137,15 @@ func (c *KVConfig) validate() error {
 	if err := checkPort("client_port", c.ClientPort); err != nil {
 		return err
 	}
+	if err := checkPort("peer_port", c.PeerPort); err != nil {
+		return err
+	}
+	if c.PeerPort == c.ClientPort {
+		return fmt.Errorf("client_port and peer_port are both %d", c.ClientPort)
+	}
+	if len(c.Peers) > 0 && c.Cluster == "" {
+		return errors.New("peers needs cluster: only members of one cluster pull from each other")
+	}
 	switch c.Fsync {
 	case "", "batch", "always", "never":
 	default:
@@ -163,11 +183,24 @@ func etcdCommand(env Env, cfg any) (Command, error) {
 	}
 	dir := dataDir(env, c.DataDir)
 	peer := "http://127.0.0.1:" + strconv.Itoa(c.PeerPort)
+	listenPeer, cluster := peer, env.Instance+"="+peer
+	if c.Cluster != "" {
+		members := clusterMembers(env, c.Cluster, func(cfg any) (int, bool) {
+			if ec, ok := cfg.(*EtcdConfig); ok && ec.Cluster == c.Cluster {
+				return ec.PeerPort, true
+			}
+			return 0, false
+		})
+		peer, listenPeer, cluster = advertised(env, c.PeerPort), "http://0.0.0.0:"+strconv.Itoa(c.PeerPort), initialCluster(members)
+	}
 	args := []string{bin, "--name", env.Instance, "--data-dir", dir,
 		"--listen-client-urls", "http://0.0.0.0:" + strconv.Itoa(c.ClientPort),
 		"--advertise-client-urls", advertised(env, c.ClientPort),
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", env.Instance + "=" + peer, "--log-level", "warn"}
+		"--listen-peer-urls", listenPeer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", cluster, "--log-level", "warn"}
+	if c.Cluster != "" {
+		args = append(args, "--initial-cluster-token", c.Cluster, "--initial-cluster-state", "new")
+	}
 	if c.QuotaBackendBytes > 0 {
 		args = append(args, "--quota-backend-bytes", strconv.FormatInt(int64(c.QuotaBackendBytes), 10))
 	}
@@ -203,7 +236,59 @@ func kvCommand(env Env, cfg any) (Command, error) {
 	if c.Fsync != "" {
 		args = append(args, "--fsync", c.Fsync)
 	}
+	if c.Cluster != "" {
+		members := clusterMembers(env, c.Cluster, func(cfg any) (int, bool) {
+			if kc, ok := cfg.(*KVConfig); ok && kc.Cluster == c.Cluster {
+				return kc.PeerPort, true
+			}
+			return 0, false
+		})
+		for _, p := range c.Peers {
+			if _, ok := members[p]; !ok || p == env.Instance {
+				return Command{}, fmt.Errorf("kv %s: peers names %q, which is not another member of cluster %q", env.Instance, p, c.Cluster)
+			}
+		}
+		args = append(args, "--listen-peer-urls", "http://0.0.0.0:"+strconv.Itoa(c.PeerPort),
+			"--initial-advertise-peer-urls", advertised(env, c.PeerPort),
+			"--initial-cluster", initialCluster(members), "--initial-cluster-token", c.Cluster)
+		if len(c.Peers) > 0 {
+			args = append(args, "--peers", strings.Join(c.Peers, ","))
+		}
+	}
 	return Command{Args: args, DataDirs: []string{dir}, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.ClientPort)}, nil
+}
+
+// clusterMembers maps each component instance that is a member of cluster (as member reports
+// for its config, with its peer port) to its peer URL at its node's address.
+func clusterMembers(env Env, cluster string, member func(cfg any) (peerPort int, ok bool)) map[string]string {
+	out := map[string]string{}
+	for inst, cfg := range env.ComponentConfigs {
+		port, ok := member(cfg)
+		if !ok {
+			continue
+		}
+		node := env.Components[inst]
+		host := node
+		if a := env.Nodes[node]; a != "" {
+			host = a
+		}
+		out[inst] = "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	return out
+}
+
+// initialCluster renders members as etcd's --initial-cluster, in name order.
+func initialCluster(members map[string]string) string {
+	names := make([]string, 0, len(members))
+	for n := range members {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + members[n]
+	}
+	return strings.Join(parts, ",")
 }
 
 // YCSBConfig is the `config:` of a ycsb workload: one target (a URL or a component) and the

@@ -84,6 +84,48 @@ func TestKVKindCommand(t *testing.T) {
 	}
 }
 
+func TestClusterKindCommands(t *testing.T) {
+	for _, kind := range []string{"kv", "etcd"} {
+		t.Run(kind, func(t *testing.T) {
+			env := Env{Binary: "/bin/continuum", Node: "n2", OutDir: "/o",
+				Nodes:            map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"},
+				Components:       map[string]string{"m1": "n1", "m2": "n2", "m3": "n3", "other": "n3"},
+				ComponentConfigs: map[string]any{}}
+			var k *Kind
+			for _, m := range []string{"m1", "m2", "m3"} {
+				var cfg any
+				k, cfg = decodeKindConfig(t, kind, "cluster: c1\nclient_port: 2379\npeer_port: 2380\n")
+				if err := k.Validate(cfg); err != nil {
+					t.Fatal(err)
+				}
+				env.ComponentConfigs[m] = cfg
+			}
+			_, other := decodeKindConfig(t, kind, "cluster: c2\n")
+			env.ComponentConfigs["other"] = other
+			env.Instance = "m2"
+			cmd, err := k.Command(env, env.ComponentConfigs["m2"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := strings.Join(cmd.Args, " ")
+			for _, want := range []string{
+				"--initial-cluster m1=http://10.0.0.1:2380,m2=http://10.0.0.2:2380,m3=http://10.0.0.3:2380",
+				"--initial-advertise-peer-urls http://10.0.0.2:2380", "--listen-peer-urls http://0.0.0.0:2380",
+				"--initial-cluster-token c1",
+			} {
+				if !strings.Contains(line, want) {
+					t.Errorf("command %q lacks %q", line, want)
+				}
+			}
+		})
+	}
+	k, cfg := decodeKindConfig(t, "kv", "cluster: c1\npeers: [m9]\n")
+	env := Env{Instance: "m1", Components: map[string]string{"m1": "n1"}, ComponentConfigs: map[string]any{"m1": cfg}}
+	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), `peers names "m9"`) {
+		t.Errorf("unknown peer: %v", err)
+	}
+}
+
 func TestKVComponentConfigValidation(t *testing.T) {
 	for _, c := range []struct{ kind, yaml, want string }{
 		{"etcd", "client_port: 0", "client_port"},
@@ -92,6 +134,8 @@ func TestKVComponentConfigValidation(t *testing.T) {
 		{"redis", "appendfsync: no", "appendfsync"},
 		{"redis", "port: 70000", "port"},
 		{"kv", "fsync: sometimes", "fsync"},
+		{"kv", "peers: [a]", "peers needs cluster"},
+		{"kv", "peer_port: 2379", "peer_port are both"},
 	} {
 		k, cfg := decodeKindConfig(t, c.kind, c.yaml)
 		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -94,8 +94,10 @@ type PeerStatus struct {
 	// member still lacks from it, by that vector.
 	Have   mvcc.VersionVector
 	Behind uint64
-	// Applied counts the changes this member took from the peer (new to it).
-	Applied uint64
+	// Applied counts the changes this member took from the peer (new to it); Received counts
+	// every change the peer sent, duplicates included.
+	Applied  uint64
+	Received uint64
 	// Lag is how old (by its HLC wall time, so clock skew adds to it) the newest change from
 	// this peer was when this member had applied it.
 	Lag     time.Duration
@@ -117,6 +119,9 @@ type Replicator struct {
 	known   map[uint64]mvcc.VersionVector
 	knownAt map[uint64]time.Time
 	changed chan struct{}
+	// connChanged is closed and replaced whenever a peer stream opens or closes, so pullers
+	// can reopen their streams with the new set of direct members.
+	connChanged chan struct{}
 
 	applyDelay prometheus.Histogram
 
@@ -136,7 +141,7 @@ func New(cfg Config) (*Replicator, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Replicator{cfg: cfg, log: log, store: cfg.Store, members: map[uint64]Member{}, peers: map[string]*PeerStatus{}, ctx: ctx, cancel: cancel,
-		known: map[uint64]mvcc.VersionVector{}, knownAt: map[uint64]time.Time{}, changed: make(chan struct{}),
+		known: map[uint64]mvcc.VersionVector{}, knownAt: map[uint64]time.Time{}, changed: make(chan struct{}), connChanged: make(chan struct{}),
 		applyDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "continuum_kv_replication_apply_delay_seconds",
 			Help:    "Time from a change's HLC wall time at its origin to its application here (includes clock skew).",
@@ -296,6 +301,12 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 		return status.Errorf(codes.Internal, "log start: %v", err)
 	}
 	peerHas := req.Have.Clone()
+	// Left out: the caller's own changes (it made them; echoing them back doubled the
+	// traffic of every write) and the changes of members it streams from directly.
+	skip := map[uint64]bool{req.Caller.ID: true}
+	for _, id := range req.Direct {
+		skip[id] = true
+	}
 	next := start
 	if next == 0 {
 		next = r.store.Rev() + 1
@@ -307,7 +318,7 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 		size := 0
 		full := false
 		last, err := r.store.ReadLog(next, to, func(c *mvcc.Change) bool {
-			if peerHas.Has(c.ID) {
+			if peerHas.Has(c.ID) || skip[c.ID.Origin] {
 				return true
 			}
 			peerHas[c.ID.Origin] = c.ID.Seq
@@ -375,6 +386,9 @@ func (r *Replicator) pull(peer string) {
 		if r.ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errDirectChanged) {
+			continue // the link is fine: reopen at once, still counted as connected
+		}
 		r.setPeerErr(peer, err)
 		if progressed {
 			backoff = 50 * time.Millisecond
@@ -396,10 +410,35 @@ func (r *Replicator) setPeerErr(peer string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ps := r.peers[peer]
-	ps.Connected = false
+	r.setConnected(ps, false)
 	if err != nil {
 		ps.LastErr = err.Error()
 	}
+}
+
+// setConnected records a stream opening or closing (r.mu held).
+func (r *Replicator) setConnected(ps *PeerStatus, up bool) {
+	if ps.Connected == up {
+		return
+	}
+	ps.Connected = up
+	close(r.connChanged)
+	r.connChanged = make(chan struct{})
+}
+
+// direct returns the members this member currently streams from, but for except, and a channel
+// closed when that set may have changed.
+func (r *Replicator) direct(except uint64) ([]uint64, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []uint64
+	for _, ps := range r.peers {
+		if ps.Connected && ps.Member.ID != 0 && ps.Member.ID != except {
+			ids = append(ids, ps.Member.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids, r.connChanged
 }
 
 // pullOnce runs one Sync stream from peer until it breaks; progressed says it received anything.
@@ -414,14 +453,59 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 	if err != nil {
 		return false, err
 	}
-	req := &SyncRequest{Caller: r.Self(), Have: r.store.VersionVector(), ClusterToken: r.cfg.ClusterToken}
+	r.mu.Lock()
+	peerID := r.peers[peer].Member.ID
+	r.mu.Unlock()
+	direct, connChanged := r.direct(peerID)
+	req := &SyncRequest{Caller: r.Self(), Have: r.store.VersionVector(), ClusterToken: r.cfg.ClusterToken, Direct: direct}
 	if err := stream.SendMsg(&SyncMessage{Request: req}); err != nil {
 		return false, err
 	}
+	// The stream is reopened when the set of direct members changes (this peer must then send
+	// changes it was told to leave out, or may leave out more), and when the peer goes silent
+	// for three heartbeats: a partitioned link can keep a TCP connection open for minutes.
+	var reopen error
+	var reopenMu sync.Mutex
+	stop := func(why error) {
+		reopenMu.Lock()
+		if reopen == nil {
+			reopen = why
+		}
+		reopenMu.Unlock()
+		cancel()
+	}
+	silence := time.AfterFunc(3*r.cfg.Heartbeat, func() { stop(fmt.Errorf("no batch from %s for %v", peer, 3*r.cfg.Heartbeat)) })
+	defer silence.Stop()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-connChanged:
+			}
+			var now []uint64
+			now, connChanged = r.direct(peerID)
+			if !slices.Equal(now, direct) {
+				stop(errDirectChanged)
+				return
+			}
+		}
+	}()
 	for {
 		var batch SyncBatch
 		if err := stream.RecvMsg(&batch); err != nil {
+			reopenMu.Lock()
+			defer reopenMu.Unlock()
+			if reopen != nil {
+				return progressed, reopen
+			}
 			return progressed, err
+		}
+		silence.Reset(3 * r.cfg.Heartbeat)
+		if peerID == 0 && batch.Sender.ID != 0 {
+			// First contact: from now on this peer's own changes come directly, and the
+			// other streams should leave them out.
+			peerID = batch.Sender.ID
 		}
 		progressed = true
 		r.learn(batch.Sender)
@@ -467,14 +551,20 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 		}
 		r.mu.Lock()
 		ps := r.peers[peer]
-		ps.Member, ps.Connected, ps.LastContact, ps.Have, ps.Behind, ps.LastErr = batch.Sender, true, time.Now(), batch.Have, behind, ""
+		ps.Member, ps.LastContact, ps.Have, ps.Behind, ps.LastErr = batch.Sender, time.Now(), batch.Have, behind, ""
+		r.setConnected(ps, true)
 		ps.Applied += applied
+		ps.Received += uint64(len(batch.Changes))
 		if applied > 0 {
 			ps.Lag = lag
 		}
 		r.mu.Unlock()
 	}
 }
+
+// errDirectChanged ends a stream whose request named a set of direct members that no longer
+// holds; the puller reopens it at once.
+var errDirectChanged = errors.New("the set of directly connected members changed")
 
 // wireCodec is the client-side codec for the peer protocol's messages.
 type wireCodec struct{}

@@ -109,12 +109,49 @@ func waitConverged(t *testing.T, ms map[string]*member, timeout time.Duration) {
 
 func TestFullMeshConverges(t *testing.T) {
 	ms := startCluster(t, map[string][]string{"a": {"b", "c"}, "b": {"a", "c"}, "c": {"a", "b"}})
+	// Once every stream is up, each member tells its peers to leave out the changes it gets
+	// from their origins directly, so each change crosses the network once per member.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		up := 0
+		for _, m := range ms {
+			for _, p := range m.repl.Peers() {
+				if p.Connected {
+					up++
+				}
+			}
+		}
+		if up == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("streams not all up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // let the streams reopen with their final direct sets
+	before := map[string]uint64{}
+	for name, m := range ms {
+		for _, p := range m.repl.Peers() {
+			before[name] += p.Received
+		}
+	}
 	for i := 0; i < 50; i++ {
 		for _, name := range []string{"a", "b", "c"} {
 			putKV(t, ms[name].store, fmt.Sprintf("k%d", i%7), fmt.Sprintf("%s-%d", name, i))
 		}
 	}
 	waitConverged(t, ms, 10*time.Second)
+	for name, m := range ms {
+		var got uint64
+		for _, p := range m.repl.Peers() {
+			got += p.Received
+		}
+		// 100 changes were made elsewhere; a few more may come twice around a reopen.
+		if d := got - before[name]; d < 100 || d > 110 {
+			t.Errorf("member %s received %d changes for the 100 made by the others", name, d)
+		}
+	}
 	if n := len(ms["a"].repl.Members()); n != 3 {
 		t.Fatalf("a knows %d members, want 3: %+v", n, ms["a"].repl.Members())
 	}
@@ -155,10 +192,17 @@ func TestPeerRestartCatchesUp(t *testing.T) {
 	b.repl.Register(b.grpc)
 	go b.grpc.Serve(ln)
 	waitConverged(t, ms, 10*time.Second)
-	for _, p := range ms["a"].repl.Peers() {
-		if p.Member.Name != "b" {
-			t.Fatalf("a's peer status: %+v", p)
+	// a's own stream from b comes back too (its puller retries with backoff).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p := ms["a"].repl.Peers()[0]
+		if p.Connected && p.Member.Name == "b" {
+			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a's stream from b not back: %+v", p)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -27,6 +27,8 @@ type SyncRequest struct {
 	Caller       Member
 	Have         mvcc.VersionVector
 	ClusterToken string
+	// Direct are the members whose own changes the caller gets from them directly.
+	Direct []uint64
 }
 
 // SyncBatch is one message of a Sync stream.
@@ -148,6 +150,10 @@ func (r *SyncRequest) Marshal() ([]byte, error) {
 	b = appendVV(b, 2, r.Have)
 	if r.ClusterToken != "" {
 		b = appendString(b, 3, r.ClusterToken)
+	}
+	for _, id := range r.Direct {
+		b = protowire.AppendTag(b, 4, protowire.VarintType)
+		b = protowire.AppendVarint(b, id)
 	}
 	return b, nil
 }
@@ -298,7 +304,11 @@ func decodeChange(b []byte, c *mvcc.Change) error {
 // Unmarshal decodes r. It copies what it keeps: gRPC reuses the buffer b afterwards.
 func (r *SyncRequest) Unmarshal(b []byte) error {
 	*r = SyncRequest{Have: mvcc.VersionVector{}}
-	return fields(b, func(num protowire.Number, typ protowire.Type, _ uint64, bs []byte) error {
+	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
+		if num == 4 && typ == protowire.VarintType {
+			r.Direct = append(r.Direct, v)
+			return nil
+		}
 		if typ != protowire.BytesType {
 			return nil
 		}

@@ -50,7 +50,7 @@ func TestWireRoundTrip(t *testing.T) {
 	if err := hr2.Unmarshal(b); err != nil || !reflect.DeepEqual(hr, &hr2) {
 		t.Fatalf("holders round trip: %+v %v", hr2, err)
 	}
-	req := &SyncRequest{Caller: Member{ID: 1, Name: "a"}, Have: mvcc.VersionVector{1: 2, 3: 4}, ClusterToken: "tok"}
+	req := &SyncRequest{Caller: Member{ID: 1, Name: "a"}, Have: mvcc.VersionVector{1: 2, 3: 4}, ClusterToken: "tok", Direct: []uint64{5, 6}}
 	b, _ = req.Marshal()
 	var req2 SyncRequest
 	if err := req2.Unmarshal(b); err != nil || !reflect.DeepEqual(req, &req2) {
