@@ -19,7 +19,7 @@ func newLoadCmd() *cobra.Command {
 		Example: `  continuum load http --target edge=http://10.0.0.2:8080/ --rate 100 --duration 30s --out results/load
   continuum load ycsb --target etcd=http://127.0.0.1:2379 --workload a --recordcount 10000 --rate 2000 --out results/ycsb`,
 	}
-	cmd.AddCommand(newLoadHTTPCmd(), newLoadYCSBCmd())
+	cmd.AddCommand(newLoadHTTPCmd(), newLoadYCSBCmd(), newLoadKVLagCmd())
 	return cmd
 }
 

@@ -230,3 +230,31 @@ func TestKVScenarioLoads(t *testing.T) {
 		t.Errorf("merged ycsb config: %+v", c)
 	}
 }
+
+func TestKVLagKind(t *testing.T) {
+	k, cfg := decodeKindConfig(t, "kv-lag", "writer: m1\nreader: m2\nrate: 50\n")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, m := decodeKindConfig(t, "kv", "client_port: 2379\n")
+	env := Env{Binary: "/bin/continuum", OutDir: "/o", Duration: 20 * time.Second,
+		Components: map[string]string{"m1": "n1", "m2": "n2"}, ComponentConfigs: map[string]any{"m1": m, "m2": m}}
+	cmd, err := k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Join(cmd.Args, " ")
+	if want := "load kv-lag --writer http://n1:2379 --reader http://n2:2379 --rate 50 --timeout 30s"; !strings.Contains(line, want) {
+		t.Errorf("command %q lacks %q", line, want)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"writer: a\nreader: a\n", "both"},
+		{"writer: a\n", "required"},
+		{"writer: a\nreader: b\nrate: 0\n", "rate"},
+	} {
+		k, cfg := decodeKindConfig(t, "kv-lag", c.yaml)
+		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an error about %s", c.yaml, err, c.want)
+		}
+	}
+}
