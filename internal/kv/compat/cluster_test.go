@@ -62,7 +62,7 @@ func etcdctlJSON(t *testing.T, ctl string, out any, args ...string) {
 	}
 }
 
-// TestEtcdctlAgainstCluster: 3-member and partial-mesh clusters answer etcdctl's cluster
+// TestEtcdctlAgainstCluster: 3-member, partial-mesh and 5-member ring clusters answer etcdctl's cluster
 // commands as etcd's would: member list with every member's URLs, endpoint status and hashkv
 // across the cluster (found through member list), equal hashes once writes have spread.
 func TestEtcdctlAgainstCluster(t *testing.T) {
@@ -70,12 +70,18 @@ func TestEtcdctlAgainstCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, peers := range map[string]map[string][]string{
-		"full mesh":    nil,
-		"partial mesh": {"m0": {"m1"}, "m1": {"m0", "m2"}, "m2": {"m1"}},
+	for name, tc := range map[string]struct {
+		n     int
+		peers map[string][]string
+	}{
+		"3 full mesh":    {3, nil},
+		"3 partial mesh": {3, map[string][]string{"m0": {"m1"}, "m1": {"m0", "m2"}, "m2": {"m1"}}},
+		// A ring: m0 and m2 are two hops apart through either side.
+		"5 ring": {5, map[string][]string{"m0": {"m1", "m4"}, "m1": {"m0", "m2"}, "m2": {"m1", "m3"}, "m3": {"m2", "m4"}, "m4": {"m3", "m0"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ms := startKVCluster(t, 3, peers)
+			n := tc.n
+			ms := startKVCluster(t, n, tc.peers)
 			for i, s := range ms {
 				if out, err := exec.Command(ctl, "--endpoints", s.endpoint, "put", fmt.Sprintf("k%d", i), "v").CombinedOutput(); err != nil {
 					t.Fatalf("put on m%d: %v\n%s", i, err, out)
@@ -101,7 +107,7 @@ func TestEtcdctlAgainstCluster(t *testing.T) {
 						known++
 					}
 				}
-				if len(ml.Members) == 3 && known == 3 {
+				if len(ml.Members) == n && known == n {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -115,7 +121,11 @@ func TestEtcdctlAgainstCluster(t *testing.T) {
 					HashKV   struct{ Hash uint32 } `json:"HashKV"`
 				}
 				etcdctlJSON(t, ctl, &hk, "--endpoints", ms[0].endpoint, "endpoint", "hashkv", "--cluster")
-				if len(hk) == 3 && hk[0].HashKV.Hash == hk[1].HashKV.Hash && hk[1].HashKV.Hash == hk[2].HashKV.Hash {
+				same := len(hk) == n
+				for i := 1; same && i < n; i++ {
+					same = hk[i].HashKV.Hash == hk[0].HashKV.Hash
+				}
+				if same {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -132,8 +142,8 @@ func TestEtcdctlAgainstCluster(t *testing.T) {
 				}
 			}
 			etcdctlJSON(t, ctl, &st, "--endpoints", ms[1].endpoint, "endpoint", "status", "--cluster")
-			if len(st) != 3 {
-				t.Fatalf("endpoint status --cluster: %d endpoints, want 3: %+v", len(st), st)
+			if len(st) != n {
+				t.Fatalf("endpoint status --cluster: %d endpoints, want %d: %+v", len(st), n, st)
 			}
 			ids := map[uint64]bool{}
 			for _, s := range st {
