@@ -72,10 +72,10 @@ func (s *Store) compactIndex(rev int64, keep map[revision]struct{}) {
 // longer references, and the change headers below rev, then records the compaction as finished.
 // It is idempotent, so a restart simply runs it again. It runs in the background (s.bg).
 //
-// A replicated store keeps every deletion record and the change log (headers and o-records):
-// they are what peers that lack a change get sent, and a deletion must keep winning over older
-// puts still to arrive. Only superseded puts go, which is safe to forward without (see ReadLog).
-// Collecting them once every member has them (causal stability) is not implemented yet.
+// A replicated store keeps every deletion record (a deletion must keep winning over older puts
+// still to arrive; collecting those needs a causal frontier, not implemented yet) and keeps the
+// change log of every change that some member may still lack (see compactLog). Superseded puts
+// go, which is safe to forward without (see ReadLog).
 func (s *Store) compactBackend(rev int64, done chan struct{}) {
 	defer s.bg.Done()
 	defer close(done)
@@ -128,17 +128,8 @@ func (s *Store) compactBackend(rev int64, done chan struct{}) {
 			return
 		}
 	}
-	if rev > 1 && !s.cfg.Replicated {
-		// Count what the range deletion frees; headers are fixed-size.
-		cit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: changeKey(0), UpperBound: changeKey(rev)})
-		if err == nil {
-			for cit.First(); cit.Valid(); cit.Next() {
-				s.logical.Add(-int64(len(cit.Key()) + len(cit.Value())))
-			}
-			cit.Close()
-		}
-		_ = b.DeleteRange(changeKey(0), changeKey(rev), nil)
-		n++
+	if rev > 1 {
+		n += s.compactLog(b, rev)
 	}
 	_ = b.Set(metaCompactFinished, binary.BigEndian.AppendUint64(nil, uint64(rev)), nil)
 	n++
@@ -147,6 +138,51 @@ func (s *Store) compactBackend(rev int64, done chan struct{}) {
 	}
 	b.Close()
 	s.log.Debug("compacted", "revision", rev)
+}
+
+// compactLog adds to b the deletion of the change log below rev: the headers and o-records of
+// changes that no peer can need any more — every change on a single member; on a replicated
+// one, the changes every member is known to hold (SetStable) — except the last o-record of each
+// origin, which recovery rebuilds the version vector from. It returns the number of deletions.
+func (s *Store) compactLog(b *pebble.Batch, rev int64) int {
+	s.vvMu.Lock()
+	last := s.durableVV.Clone()
+	stable := s.stableVV.Clone()
+	s.vvMu.Unlock()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: changeKey(0), UpperBound: changeKey(rev)})
+	if err != nil {
+		s.log.Error("compaction", "err", err)
+		return 0
+	}
+	defer it.Close()
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		c, _, err := decodeHeader(it.Value())
+		if err != nil {
+			continue
+		}
+		if s.cfg.Replicated && !stable.Has(c.ID) {
+			continue
+		}
+		_ = b.Delete(it.Key(), nil)
+		s.logical.Add(-int64(len(it.Key()) + len(it.Value())))
+		n++
+		if c.ID.Seq < last[c.ID.Origin] {
+			_ = b.Delete(originKey(c.ID), nil)
+			s.logical.Add(-(17 + 8))
+			n++
+		}
+	}
+	return n
+}
+
+// SetStable tells the store which changes every member of its cluster holds durably (package
+// replication computes it from the members' acknowledgements); compaction may then drop their
+// change log entries, since no peer will ask for them again.
+func (s *Store) SetStable(vv VersionVector) {
+	s.vvMu.Lock()
+	defer s.vvMu.Unlock()
+	s.stableVV = vv.Clone()
 }
 
 // stillIndexed reports whether the index still holds version r of key.

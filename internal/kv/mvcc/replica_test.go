@@ -23,6 +23,7 @@ type replicaSim struct {
 	dirs   []string
 	stores []*Store
 	clocks []*atomic.Int64 // physical clocks, skewed per member
+	made   []Change        // every change a member made, as made (the oracle's input)
 }
 
 func newReplicaSim(t *testing.T, n int, seed uint64) *replicaSim {
@@ -90,6 +91,21 @@ func (sim *replicaSim) write(i int) {
 	if err != nil {
 		sim.t.Fatalf("member %d write: %v", i, err)
 	}
+	sim.record(s)
+}
+
+// record keeps the change a member's last write made, if it made one, before compaction can
+// take it out of the log.
+func (sim *replicaSim) record(s *Store) {
+	rev := s.Rev()
+	if _, err := s.ReadLog(rev, rev, func(c *Change) bool {
+		if c.ID.Origin == s.MemberID() && (len(sim.made) == 0 || sim.made[len(sim.made)-1].ID != c.ID) {
+			sim.made = append(sim.made, *c)
+		}
+		return true
+	}); err != nil {
+		sim.t.Fatal(err)
+	}
 }
 
 // deliver sends member to up to max changes it lacks from member from, as a peer stream would.
@@ -124,24 +140,17 @@ func (sim *replicaSim) expected() map[string]string {
 		set bool
 	}
 	wins := map[string]*win{}
-	for _, s := range sim.stores {
-		if _, err := s.ReadLog(1, 0, func(c *Change) bool {
-			if c.ID.Origin != s.MemberID() {
-				return true // a member's own changes are complete in its own log
+	for i := range sim.made {
+		c := &sim.made[i]
+		for _, op := range c.Ops {
+			w := wins[string(op.Key)]
+			if w == nil {
+				w = &win{}
+				wins[string(op.Key)] = w
 			}
-			for _, op := range c.Ops {
-				w := wins[string(op.Key)]
-				if w == nil {
-					w = &win{}
-					wins[string(op.Key)] = w
-				}
-				if st := stampOf(c); !w.set || w.st.Less(st) {
-					*w = win{st: st, op: op, set: true}
-				}
+			if st := stampOf(c); !w.set || w.st.Less(st) {
+				*w = win{st: st, op: op, set: true}
 			}
-			return true
-		}); err != nil {
-			sim.t.Fatal(err)
 		}
 	}
 	want := map[string]string{}
@@ -187,6 +196,9 @@ func TestReplicasConvergeUnderRandomDelivery(t *testing.T) {
 					// Compaction at the current revision: superseded versions go, deletions
 					// and the change log stay (a replicated store still forwards them).
 					i := sim.rng.IntN(n)
+					// What every member holds may leave the change log (as package
+					// replication tells a store through SetStable).
+					sim.stores[i].SetStable(sim.minVV())
 					if err := sim.stores[i].Compact(context.Background(), sim.stores[i].Rev(), true); err != nil && err != ErrCompacted {
 						t.Fatal(err)
 					}
@@ -391,4 +403,18 @@ func (sim *replicaSim) expectedFromLogs() map[string]string {
 		}
 	}
 	return want
+}
+
+// minVV is what every member holds.
+func (sim *replicaSim) minVV() VersionVector {
+	out := sim.stores[0].VersionVector()
+	for _, s := range sim.stores[1:] {
+		vv := s.VersionVector()
+		for o, seq := range out {
+			if vv[o] < seq {
+				out[o] = vv[o]
+			}
+		}
+	}
+	return out
 }

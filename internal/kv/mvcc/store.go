@@ -41,6 +41,7 @@ type Store struct {
 
 	vvMu      sync.Mutex
 	durableVV VersionVector // guarded by vvMu: vv as of the last durable commit group
+	stableVV  VersionVector // guarded by vvMu: what every member of the cluster holds (SetStable)
 	lastRev   atomic.Int64  // latest assigned revision; written under writeMu
 	failed    error         // guarded by writeMu: a Pebble write failed; the store refuses writes
 

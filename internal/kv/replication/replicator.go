@@ -36,6 +36,9 @@ type Config struct {
 	// Peers are the peer URLs this member pulls from: all other members, or a subset (partial
 	// mesh; changes still reach every member through the others).
 	Peers []string
+	// ClusterSize is the number of members (this one included). Until this member knows what
+	// that many members hold, it keeps its whole change log (see Stable).
+	ClusterSize int
 	// Heartbeat is how often an idle Sync stream carries the sender's version vector.
 	Heartbeat time.Duration
 	// MaxBatchChanges and MaxBatchBytes bound one SyncBatch.
@@ -167,12 +170,57 @@ func (r *Replicator) SetClientURLs(urls []string) {
 	r.cfg.ClientURLs = urls
 }
 
-// Start starts pulling from every peer.
+// Start starts pulling from every peer, and keeps the store told which changes are stable.
 func (r *Replicator) Start() {
 	for _, p := range r.cfg.Peers {
 		r.wg.Add(1)
 		go r.pull(p)
 	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTicker(r.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-t.C:
+				r.store.SetStable(r.Stable())
+			}
+		}
+	}()
+}
+
+// Stable is what every member of the cluster is known to hold durably: per origin, the minimum
+// over the members of what each acknowledged (directly or through gossip). Changes within it are
+// never needed by a peer again, so compaction may drop them from the change log. It is empty
+// while fewer than ClusterSize members have been heard of: a member that was never heard from
+// may hold nothing.
+func (r *Replicator) Stable() mvcc.VersionVector {
+	out := r.store.VersionVector()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := map[uint64]bool{}
+	for id := range r.members {
+		ids[id] = true
+	}
+	for id := range r.known {
+		ids[id] = true
+	}
+	delete(ids, r.store.MemberID())
+	if len(ids)+1 < r.cfg.ClusterSize || len(ids) == 0 {
+		return mvcc.VersionVector{}
+	}
+	for id := range ids {
+		vv := r.known[id]
+		for o, seq := range out {
+			if vv[o] < seq {
+				out[o] = vv[o]
+			}
+		}
+	}
+	return out
 }
 
 // Close stops the pullers and ends the Sync streams this member serves.

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -47,6 +48,7 @@ func startCluster(t *testing.T, mesh map[string][]string) map[string]*member {
 		rc := DefaultConfig(store)
 		rc.Name, rc.PeerURLs, rc.ClusterToken = name, []string{m.url}, "test"
 		rc.Heartbeat = 100 * time.Millisecond
+		rc.ClusterSize = len(mesh)
 		rc.Compress = true
 		for _, p := range peers {
 			rc.Peers = append(rc.Peers, ms[p].url)
@@ -236,4 +238,40 @@ func TestWrongClusterTokenRefused(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestLogCollectedOnceEveryMemberHasIt: compaction drops change-log entries only for changes every
+// member holds; a member that lacks them afterwards is told it needs a snapshot, and replication
+// of new writes goes on.
+func TestLogCollectedOnceEveryMemberHasIt(t *testing.T) {
+	ms := startCluster(t, map[string][]string{"a": {"b"}, "b": {"a"}})
+	a := ms["a"]
+	for i := 0; i < 30; i++ {
+		putKV(t, a.store, fmt.Sprintf("k%d", i%5), fmt.Sprint(i))
+	}
+	waitConverged(t, ms, 10*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for !a.repl.Stable().Covers(a.store.VersionVector()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a's stable vector %v never covered its own %v", a.repl.Stable(), a.store.VersionVector())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.store.SetStable(a.repl.Stable())
+	rev := a.store.Rev()
+	if err := a.store.Compact(context.Background(), rev, true); err != nil {
+		t.Fatal(err)
+	}
+	n := 0 // below the compaction revision (the change at it stays, as its version does)
+	if _, err := a.store.ReadLog(1, rev-1, func(*mvcc.Change) bool { n++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d changes left in a's log after compacting what both members hold", n)
+	}
+	if _, err := a.store.LogStart(mvcc.VersionVector{}); !errors.Is(err, mvcc.ErrLogTruncated) {
+		t.Fatalf("a member holding nothing: %v, want ErrLogTruncated (needs a snapshot)", err)
+	}
+	putKV(t, a.store, "after", "compaction")
+	waitConverged(t, ms, 10*time.Second)
 }

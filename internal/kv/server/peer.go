@@ -112,6 +112,7 @@ func (s *Server) newReplicator() error {
 	rc.Name, rc.PeerURLs = s.cfg.Name, advertise
 	rc.ClusterToken = s.cfg.InitialClusterToken
 	rc.Peers = s.cfg.pullFrom()
+	rc.ClusterSize = len(s.cfg.InitialCluster)
 	rc.Compress = true
 	rc.Logger = s.log.With("component", "replication")
 	r, err := replication.New(rc)
