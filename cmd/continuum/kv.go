@@ -17,7 +17,7 @@ func init() { commands = append(commands, newKVCmd) }
 func newKVCmd() *cobra.Command {
 	cfg := server.DefaultConfig()
 	var listenClient, advertiseClient, listenMetrics, fsync string
-	gcFloor := int64(128 << 20)
+	var gcFloor int64
 	var listenPeer, advertisePeer, initialCluster, peers string
 	cmd := &cobra.Command{
 		Use:   "kv",
@@ -76,7 +76,7 @@ to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
 	f.StringVar(&listenClient, "listen-client-urls", "http://localhost:2379", "comma-separated URLs to serve clients on (http or https)")
 	f.StringVar(&advertiseClient, "advertise-client-urls", "", "comma-separated client URLs to advertise in member list (default: the listen URLs)")
 	f.StringVar(&listenMetrics, "listen-metrics-urls", "", "comma-separated URLs to serve /metrics and /health on")
-	f.Int64Var(&gcFloor, "gc-heap-floor", gcFloor, "smallest Go heap goal in bytes: fewer GC cycles while the data set is small, for lower tail latency (0: Go's default; ignored when GOGC or GOMEMLIMIT is set)")
+	f.Int64Var(&gcFloor, "gc-heap-floor", gcFloor, "smallest Go heap goal in bytes, e.g. 134217728: fewer GC cycles while the data set is small, at the cost of up to that much memory (0: Go's default; ignored when GOGC or GOMEMLIMIT is set)")
 	f.BoolVar(&cfg.EnablePprof, "enable-pprof", false, "serve Go's /debug/pprof/ on the --listen-metrics-urls")
 	f.Int64Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", cfg.QuotaBackendBytes, "raise the NOSPACE alarm when the database exceeds this size")
 	f.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "maximum size of a write request in bytes")
