@@ -10,10 +10,12 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	_ "google.golang.org/grpc/encoding/gzip" // registers the compressor peers use
@@ -340,15 +342,23 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 			}
 		}
 	}()
+	peerHas := req.Have.Clone()
 	start, err := r.store.LogStart(req.Have)
 	if errors.Is(err, mvcc.ErrLogTruncated) {
-		// TODO(snapshot transfer): a member this far behind needs a snapshot.
-		return status.Errorf(codes.OutOfRange, "%v: snapshot transfer is not implemented yet", err)
+		// The caller lacks changes this log no longer holds (a new member, or one away for
+		// longer than the log is kept): send the state, then the log after it.
+		snapVV, snapRev, err := r.sendSnapshot(ctx, ss)
+		if err != nil {
+			return status.Errorf(codes.Unavailable, "snapshot: %v", err)
+		}
+		for o, seq := range snapVV {
+			peerHas[o] = max(peerHas[o], seq)
+		}
+		start, err = snapRev+1, nil
 	}
 	if err != nil {
 		return status.Errorf(codes.Internal, "log start: %v", err)
 	}
-	peerHas := req.Have.Clone()
 	// Left out: the caller's own changes (it made them; echoing them back doubled the
 	// traffic of every write) and the changes of members it streams from directly.
 	skip := map[uint64]bool{req.Caller.ID: true}
@@ -413,6 +423,34 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 	}
 }
 
+// sendSnapshot streams this member's state in batches and returns the version vector and
+// revision it reflects.
+func (r *Replicator) sendSnapshot(ctx context.Context, ss grpc.ServerStream) (mvcc.VersionVector, int64, error) {
+	batch := SyncBatch{}
+	size := 0
+	send := func() error {
+		batch.Sender = r.Self()
+		batch.SentNano = time.Now().UnixNano()
+		err := ss.SendMsg(&batch)
+		batch, size = SyncBatch{}, 0
+		return err
+	}
+	vv, rev, err := r.store.Snapshot(ctx, func(e mvcc.SnapshotEntry) error {
+		batch.Snapshot = append(batch.Snapshot, e)
+		size += len(e.Key) + len(e.Value) + 32
+		if len(batch.Snapshot) >= r.cfg.MaxBatchChanges || size >= r.cfg.MaxBatchBytes {
+			return send()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	batch.SnapshotDone, batch.SnapshotHave = true, vv
+	r.log.Info("sent a snapshot", "revision", rev, "have", vv)
+	return vv, rev, send()
+}
+
 // The pullers.
 
 func (r *Replicator) pull(peer string) {
@@ -421,6 +459,13 @@ func (r *Replicator) pull(peer string) {
 	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(wireCodec{})),
+		// gRPC's default reconnect backoff grows to two minutes: a member healed after a
+		// long partition would wait that long to catch up. Peers are few and a dial is cheap,
+		// so retry at most every second (convergence after a heal is bounded by it).
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: time.Second,
+		}),
 	}, r.cfg.DialOptions...)
 	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
@@ -428,7 +473,7 @@ func (r *Replicator) pull(peer string) {
 		return
 	}
 	defer conn.Close()
-	backoff := 50 * time.Millisecond
+	delay := 50 * time.Millisecond
 	for r.ctx.Err() == nil {
 		progressed, err := r.pullOnce(conn, peer)
 		if r.ctx.Err() != nil {
@@ -439,18 +484,18 @@ func (r *Replicator) pull(peer string) {
 		}
 		r.setPeerErr(peer, err)
 		if progressed {
-			backoff = 50 * time.Millisecond
+			delay = 50 * time.Millisecond
 		}
 		// Jittered, growing wait: a member that was down is not hammered by all its peers
 		// at the same instant when it returns.
-		wait := backoff/2 + rand.N(backoff/2+1)
+		wait := delay/2 + rand.N(delay/2+1)
 		r.log.Debug("peer stream ended", "peer", peer, "err", err, "retry-in", wait)
 		select {
 		case <-time.After(wait):
 		case <-r.ctx.Done():
 			return
 		}
-		backoff = min(backoff*2, 2*time.Second)
+		delay = min(delay*2, 500*time.Millisecond)
 	}
 }
 
@@ -501,10 +546,13 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 	if err != nil {
 		return false, err
 	}
+	// peerID is learned from the first batch when this peer was never heard from; the watcher
+	// below reads it concurrently.
+	var peerID atomic.Uint64
 	r.mu.Lock()
-	peerID := r.peers[peer].Member.ID
+	peerID.Store(r.peers[peer].Member.ID)
 	r.mu.Unlock()
-	direct, connChanged := r.direct(peerID)
+	direct, connChanged := r.direct(peerID.Load())
 	req := &SyncRequest{Caller: r.Self(), Have: r.store.VersionVector(), ClusterToken: r.cfg.ClusterToken, Direct: direct}
 	if err := stream.SendMsg(&SyncMessage{Request: req}); err != nil {
 		return false, err
@@ -532,7 +580,7 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 			case <-connChanged:
 			}
 			var now []uint64
-			now, connChanged = r.direct(peerID)
+			now, connChanged = r.direct(peerID.Load())
 			if !slices.Equal(now, direct) {
 				stop(errDirectChanged)
 				return
@@ -550,10 +598,10 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 			return progressed, err
 		}
 		silence.Reset(3 * r.cfg.Heartbeat)
-		if peerID == 0 && batch.Sender.ID != 0 {
+		if peerID.Load() == 0 && batch.Sender.ID != 0 {
 			// First contact: from now on this peer's own changes come directly, and the
 			// other streams should leave them out.
-			peerID = batch.Sender.ID
+			peerID.Store(batch.Sender.ID)
 		}
 		progressed = true
 		r.learn(batch.Sender)
@@ -563,6 +611,20 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 		r.observe(batch.Sender.ID, batch.Have)
 		for id, vv := range batch.Known {
 			r.observeGossip(id, vv)
+		}
+		if len(batch.Snapshot) > 0 {
+			if err := r.store.InstallSnapshot(ctx, batch.Snapshot); err != nil {
+				return progressed, fmt.Errorf("merge snapshot from %s: %w", peer, err)
+			}
+		}
+		if batch.SnapshotDone {
+			if err := r.store.RaiseVersionVector(ctx, batch.SnapshotHave); err != nil {
+				return progressed, fmt.Errorf("snapshot from %s: %w", peer, err)
+			}
+			r.log.Info("merged a snapshot", "peer", peer, "have", batch.SnapshotHave)
+			if err := stream.SendMsg(&SyncMessage{Ack: r.store.VersionVector()}); err != nil {
+				return progressed, err
+			}
 		}
 		var applied uint64
 		var lag time.Duration

@@ -40,6 +40,10 @@ type SyncBatch struct {
 	Members  []Member
 	// Known is what the sender knows each member holds (its own entry included).
 	Known map[uint64]mvcc.VersionVector
+	// Snapshot transfer (see replication.proto).
+	Snapshot     []mvcc.SnapshotEntry
+	SnapshotDone bool
+	SnapshotHave mvcc.VersionVector
 }
 
 // SyncMessage is what a caller sends on a Sync stream: the request first, then acks.
@@ -172,6 +176,14 @@ func (m *SyncBatch) Marshal() ([]byte, error) {
 		b = appendMember(b, 5, &m.Members[i])
 	}
 	b = appendKnown(b, 6, m.Known)
+	for i := range m.Snapshot {
+		b = appendSnapshotEntry(b, 7, &m.Snapshot[i])
+	}
+	if m.SnapshotDone {
+		b = protowire.AppendTag(b, 8, protowire.VarintType)
+		b = protowire.AppendVarint(b, 1)
+		b = appendVV(b, 9, m.SnapshotHave)
+	}
 	return b, nil
 }
 
@@ -352,9 +364,82 @@ func (m *SyncBatch) Unmarshal(b []byte) error {
 				m.Known = map[uint64]mvcc.VersionVector{}
 			}
 			return decodeMemberHave(bs, m.Known)
+		case num == 7 && typ == protowire.BytesType:
+			var e mvcc.SnapshotEntry
+			if err := decodeSnapshotEntry(bs, &e); err != nil {
+				return fmt.Errorf("snapshot entry %d: %w", len(m.Snapshot), err)
+			}
+			m.Snapshot = append(m.Snapshot, e)
+		case num == 8 && typ == protowire.VarintType:
+			m.SnapshotDone = v != 0
+		case num == 9 && typ == protowire.BytesType:
+			if m.SnapshotHave == nil {
+				m.SnapshotHave = mvcc.VersionVector{}
+			}
+			return decodeVVEntry(bs, m.SnapshotHave)
 		}
 		return nil
 	})
+}
+
+func appendSnapshotEntry(b []byte, num protowire.Number, e *mvcc.SnapshotEntry) []byte {
+	var eb []byte
+	eb = protowire.AppendTag(eb, 1, protowire.BytesType)
+	eb = protowire.AppendBytes(eb, e.Key)
+	if len(e.Value) > 0 {
+		eb = protowire.AppendTag(eb, 2, protowire.BytesType)
+		eb = protowire.AppendBytes(eb, e.Value)
+	}
+	if e.Lease != 0 {
+		eb = protowire.AppendTag(eb, 3, protowire.VarintType)
+		eb = protowire.AppendVarint(eb, uint64(e.Lease))
+	}
+	if e.Deleted {
+		eb = protowire.AppendTag(eb, 4, protowire.VarintType)
+		eb = protowire.AppendVarint(eb, 1)
+	}
+	eb = protowire.AppendTag(eb, 5, protowire.VarintType)
+	eb = protowire.AppendVarint(eb, uint64(e.Stamp.Time.Wall))
+	eb = protowire.AppendTag(eb, 6, protowire.VarintType)
+	eb = protowire.AppendVarint(eb, uint64(e.Stamp.Time.Logical))
+	eb = protowire.AppendTag(eb, 7, protowire.VarintType)
+	eb = protowire.AppendVarint(eb, e.Stamp.Origin)
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, eb)
+}
+
+func decodeSnapshotEntry(b []byte, e *mvcc.SnapshotEntry) error {
+	err := fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			e.Key = bytes.Clone(bs)
+		case num == 2 && typ == protowire.BytesType:
+			if len(bs) > 0 {
+				e.Value = bytes.Clone(bs)
+			}
+		case num == 3 && typ == protowire.VarintType:
+			e.Lease = int64(v)
+		case num == 4 && typ == protowire.VarintType:
+			e.Deleted = v != 0
+		case num == 5 && typ == protowire.VarintType:
+			e.Stamp.Time.Wall = int64(v)
+		case num == 6 && typ == protowire.VarintType:
+			if v > 1<<32-1 {
+				return fmt.Errorf("logical time %d out of range", v)
+			}
+			e.Stamp.Time.Logical = uint32(v)
+		case num == 7 && typ == protowire.VarintType:
+			e.Stamp.Origin = v
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(e.Key) == 0 || e.Stamp.Origin == 0 {
+		return errors.New("a snapshot entry needs a key and a stamp with an origin")
+	}
+	return nil
 }
 
 func appendKnown(b []byte, num protowire.Number, known map[uint64]mvcc.VersionVector) []byte {

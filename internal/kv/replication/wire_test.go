@@ -19,6 +19,12 @@ func sampleBatch() *SyncBatch {
 		SentNano: 123,
 		Members:  []Member{{ID: 7, Name: "n7"}},
 		Known:    map[uint64]mvcc.VersionVector{7: {7: 1}, 9: {7: 1, 9: 4}},
+		Snapshot: []mvcc.SnapshotEntry{
+			{Key: []byte("k"), Value: []byte("v"), Lease: 3, Stamp: mvcc.Stamp{Time: mvcc.Timestamp{Wall: 9, Logical: 1}, Origin: 7}},
+			{Key: []byte("gone"), Deleted: true, Stamp: mvcc.Stamp{Time: mvcc.Timestamp{Wall: 10}, Origin: 9}},
+		},
+		SnapshotDone: true,
+		SnapshotHave: mvcc.VersionVector{7: 1},
 	}
 }
 
