@@ -135,6 +135,19 @@ func (s *Store) evaluate(g *commitGroup) {
 			continue
 		}
 		dirty = dirty || w.side
+		g.changes = append(g.changes, w.raised...)
+		if w.snapshot {
+			if w.sub > 0 {
+				dirty = true
+				s.lastRev.Store(w.rev)
+				r.rev = w.rev
+				g.revs = append(g.revs, w.rev)
+				g.events = append(g.events, w.events)
+			} else {
+				r.rev = s.lastRev.Load()
+			}
+			continue
+		}
 		var c Change
 		switch {
 		case w.remote != nil:

@@ -167,6 +167,10 @@ func (s *Store) LogStart(peer VersionVector) (int64, error) {
 		}
 		rev := int64(decodeU64(v))
 		closer.Close()
+		if rev == 0 {
+			// Held through a merged snapshot, not in the log.
+			return 0, fmt.Errorf("%w: change %v", ErrLogTruncated, ChangeID{Origin: origin, Seq: peer[origin] + 1})
+		}
 		if start == 0 || rev < start {
 			start = rev
 		}

@@ -152,11 +152,13 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
+	maxRecordRev := int64(1)
 	for it.First(); it.Valid(); it.Next() {
 		rev, sub, ok := parseRevKey(it.Key())
 		if !ok {
 			continue
 		}
+		maxRecordRev = max(maxRecordRev, rev)
 		kind, kv, st, err := decodeRecord(it.Value())
 		if err != nil {
 			it.Close()
@@ -201,6 +203,12 @@ func (s *Store) recover() error {
 	}
 	if err := it.Close(); err != nil {
 		return err
+	}
+	// A snapshot's merge takes revisions without change headers (snapshot.go): the latest
+	// revision is the highest of both.
+	if maxRecordRev > s.lastRev.Load() {
+		s.lastRev.Store(maxRecordRev)
+		s.visible.Store(maxRecordRev)
 	}
 
 	sched, err := s.metaInt(metaCompactSched)

@@ -10,17 +10,21 @@ import (
 
 // writeTxn is one write request in progress; it exists only while its writer holds writeMu.
 type writeTxn struct {
-	s       *Store
-	rev     int64   // the revision this request gets if it changes anything
-	stamp   Stamp   // the stamp of every version and deletion this request makes
-	remote  *Change // set when the request applies a peer's change (replica.go)
-	sub     int64   // ops so far
-	batch   *pebble.Batch
-	pending map[revision]*mvccpb.KeyValue
-	ops     []Op
-	events  []mvccpb.Event
-	side    bool // the batch holds writes outside the revision records (leases)
-	keyBuf  [17]byte
+	s      *Store
+	rev    int64   // the revision this request gets if it changes anything
+	stamp  Stamp   // the stamp of every version and deletion this request makes
+	remote *Change // set when the request applies a peer's change (replica.go)
+	// snapshot: the request merges a snapshot (snapshot.go): it takes a revision for what it
+	// changed but makes no change of its own (no header, no id).
+	snapshot bool
+	raised   []ChangeID // RaiseVersionVector: the version vector entries it raised
+	sub      int64      // ops so far
+	batch    *pebble.Batch
+	pending  map[revision]*mvccpb.KeyValue
+	ops      []Op
+	events   []mvccpb.Event
+	side     bool // the batch holds writes outside the revision records (leases)
+	keyBuf   [17]byte
 }
 
 // sideWrite adds a write that is not a key version (a lease record) to the request's batch.
