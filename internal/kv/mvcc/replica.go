@@ -80,35 +80,58 @@ func (s *Store) ApplyRemote(ctx context.Context, c *Change) (int64, error) {
 // writer together so that they share commit groups and fsyncs. It returns each change's local
 // revision (0: already held). On an error, the changes before the failing one are applied.
 func (s *Store) ApplyRemoteBatch(ctx context.Context, cs []Change) ([]int64, error) {
+	p, err := s.SubmitRemote(cs)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait()
+}
+
+// PendingApply is a batch of a peer's changes handed to the writer by SubmitRemote.
+type PendingApply struct {
+	s       *Store
+	reqs    []*writeReq
+	applied []bool
+	err     error // a submit failure after reqs
+}
+
+// SubmitRemote queues changes for the writer without waiting for them, so that a receiver can
+// read the next batch while this one is committed, and several batches share one fsync. Batches
+// submitted one after another from one goroutine apply in that order. Wait for the outcome.
+func (s *Store) SubmitRemote(cs []Change) (*PendingApply, error) {
 	for i := range cs {
 		if cs[i].ID.Origin == 0 || cs[i].ID.Seq == 0 {
 			return nil, fmt.Errorf("mvcc: apply change %v: origin and sequence must be non-zero", cs[i].ID)
 		}
 	}
-	reqs := make([]*writeReq, 0, len(cs))
-	applied := make([]bool, len(cs))
-	var submitErr error
+	p := &PendingApply{s: s, reqs: make([]*writeReq, 0, len(cs)), applied: make([]bool, len(cs))}
 	for i := range cs {
-		req, err := s.submit(s.applyFn(&cs[i], &applied[i]))
+		req, err := s.submit(s.applyFn(&cs[i], &p.applied[i]))
 		if err != nil {
-			submitErr = err
+			p.err = err
 			break
 		}
-		reqs = append(reqs, req)
+		p.reqs = append(p.reqs, req)
 	}
-	revs := make([]int64, len(cs))
+	return p, nil
+}
+
+// Wait returns, once every change of the batch is durable and visible (or failed), each change's
+// local revision (0: already held) and the first error.
+func (p *PendingApply) Wait() ([]int64, error) {
+	revs := make([]int64, len(p.applied))
 	var firstErr error
-	for i, req := range reqs {
-		rev, err := s.await(req)
+	for i, req := range p.reqs {
+		rev, err := p.s.await(req)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
-		if applied[i] && err == nil {
+		if p.applied[i] && err == nil {
 			revs[i] = rev
 		}
 	}
 	if firstErr == nil {
-		firstErr = submitErr
+		firstErr = p.err
 	}
 	return revs, firstErr
 }

@@ -587,9 +587,39 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 			}
 		}
 	}()
+	// Received batches are handed to the writer at once and completed (awaited, acked,
+	// accounted) by a second goroutine in order, so the next batch is read while this one is
+	// fsynced, and batches that arrive together share one fsync. The completer is also the only
+	// sender of acks on the stream.
+	type pending struct {
+		batch SyncBatch
+		apply *mvcc.PendingApply // nil: nothing to apply (heartbeat, snapshot part)
+		ack   bool               // ack even if nothing new was applied (after a snapshot)
+	}
+	queue := make(chan pending, 64)
+	completed := make(chan struct{})
+	go func() {
+		defer close(completed)
+		for p := range queue {
+			if err := r.complete(stream, peer, p.batch, p.apply, p.ack); err != nil {
+				stop(err)
+				for range queue { // drain: the receiver stops sending soon
+				}
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(queue)
+		<-completed
+	}()
 	for {
 		var batch SyncBatch
 		if err := stream.RecvMsg(&batch); err != nil {
+			cancel()
+			close(queue)
+			<-completed
+			queue = make(chan pending) // for the deferred close
 			reopenMu.Lock()
 			defer reopenMu.Unlock()
 			if reopen != nil {
@@ -614,62 +644,81 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 		}
 		if len(batch.Snapshot) > 0 {
 			if err := r.store.InstallSnapshot(ctx, batch.Snapshot); err != nil {
-				return progressed, fmt.Errorf("merge snapshot from %s: %w", peer, err)
+				stop(fmt.Errorf("merge snapshot from %s: %w", peer, err))
+				continue
 			}
 		}
+		p := pending{batch: batch}
 		if batch.SnapshotDone {
 			if err := r.store.RaiseVersionVector(ctx, batch.SnapshotHave); err != nil {
-				return progressed, fmt.Errorf("snapshot from %s: %w", peer, err)
+				stop(fmt.Errorf("snapshot from %s: %w", peer, err))
+				continue
 			}
 			r.log.Info("merged a snapshot", "peer", peer, "have", batch.SnapshotHave)
-			if err := stream.SendMsg(&SyncMessage{Ack: r.store.VersionVector()}); err != nil {
-				return progressed, err
-			}
+			p.ack = true
 		}
-		var applied uint64
-		var lag time.Duration
 		if len(batch.Changes) > 0 {
-			revs, err := r.store.ApplyRemoteBatch(ctx, batch.Changes)
-			for _, rev := range revs {
-				if rev != 0 {
-					applied++
-				}
-			}
-			if applied > 0 {
-				lag = time.Since(time.Unix(0, batch.Changes[len(batch.Changes)-1].Time.Wall))
-				r.applyDelay.Observe(max(lag, 0).Seconds())
-			}
+			ap, err := r.store.SubmitRemote(batch.Changes)
 			if err != nil {
-				// ErrGap means this stream skipped something (it never should); reopening
-				// the stream with the current version vector repairs it.
-				return progressed, fmt.Errorf("apply changes from %s: %w", peer, err)
+				stop(fmt.Errorf("apply changes from %s: %w", peer, err))
+				continue
 			}
+			p.apply = ap
 		}
-		mine := r.store.VersionVector()
-		if applied > 0 {
-			// The ack tells the sender (and through its gossip everyone) what this member now
-			// holds durably: ApplyRemoteBatch returned only after the fsync.
-			if err := stream.SendMsg(&SyncMessage{Ack: mine}); err != nil {
-				return progressed, err
-			}
+		select {
+		case queue <- p:
+		case <-ctx.Done():
 		}
-		var behind uint64
-		for o, seq := range batch.Have {
-			if seq > mine[o] {
-				behind += seq - mine[o]
-			}
-		}
-		r.mu.Lock()
-		ps := r.peers[peer]
-		ps.Member, ps.LastContact, ps.Have, ps.Behind, ps.LastErr = batch.Sender, time.Now(), batch.Have, behind, ""
-		r.setConnected(ps, true)
-		ps.Applied += applied
-		ps.Received += uint64(len(batch.Changes))
-		if applied > 0 {
-			ps.Lag = lag
-		}
-		r.mu.Unlock()
 	}
+}
+
+// complete waits for a received batch's changes to be durable, acks them to the peer and
+// updates the peer's status.
+func (r *Replicator) complete(stream grpc.ClientStream, peer string, batch SyncBatch, ap *mvcc.PendingApply, ack bool) error {
+	var applied uint64
+	var lag time.Duration
+	if ap != nil {
+		revs, err := ap.Wait()
+		for _, rev := range revs {
+			if rev != 0 {
+				applied++
+			}
+		}
+		if applied > 0 {
+			lag = time.Since(time.Unix(0, batch.Changes[len(batch.Changes)-1].Time.Wall))
+			r.applyDelay.Observe(max(lag, 0).Seconds())
+		}
+		if err != nil {
+			// ErrGap means this stream skipped something (it never should); reopening
+			// the stream with the current version vector repairs it.
+			return fmt.Errorf("apply changes from %s: %w", peer, err)
+		}
+	}
+	mine := r.store.VersionVector()
+	if applied > 0 || ack {
+		// The ack tells the sender (and through its gossip everyone) what this member now
+		// holds durably: Wait returned only after the fsync.
+		if err := stream.SendMsg(&SyncMessage{Ack: mine}); err != nil {
+			return err
+		}
+	}
+	var behind uint64
+	for o, seq := range batch.Have {
+		if seq > mine[o] {
+			behind += seq - mine[o]
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ps := r.peers[peer]
+	ps.Member, ps.LastContact, ps.Have, ps.Behind, ps.LastErr = batch.Sender, time.Now(), batch.Have, behind, ""
+	r.setConnected(ps, true)
+	ps.Applied += applied
+	ps.Received += uint64(len(batch.Changes))
+	if applied > 0 {
+		ps.Lag = lag
+	}
+	return nil
 }
 
 // errDirectChanged ends a stream whose request named a set of direct members that no longer
