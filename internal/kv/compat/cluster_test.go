@@ -141,9 +141,18 @@ func TestEtcdctlAgainstCluster(t *testing.T) {
 					}
 				}
 			}
-			etcdctlJSON(t, ctl, &st, "--endpoints", ms[1].endpoint, "endpoint", "status", "--cluster")
-			if len(st) != n {
-				t.Fatalf("endpoint status --cluster: %d endpoints, want %d: %+v", len(st), n, st)
+			// ms[1] may still be learning the others' client URLs (a ring spreads them a hop at
+			// a time): ask until it lists them all.
+			for {
+				st = nil
+				etcdctlJSON(t, ctl, &st, "--endpoints", ms[1].endpoint, "endpoint", "status", "--cluster")
+				if len(st) == n {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("endpoint status --cluster: %d endpoints, want %d: %+v", len(st), n, st)
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
 			ids := map[uint64]bool{}
 			for _, s := range st {
