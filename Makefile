@@ -12,6 +12,7 @@ setup:
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/continuum
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS) -s -w" -o bin/continuum-proxy ./cmd/continuum-proxy
 
 # Unit and integration tests (network namespaces, delays, faults, cleanup, the Chromium report test).
 # Needs root; tests that need root fail rather than skip when CONTINUUM_REQUIRE_ROOT=1. Packages run

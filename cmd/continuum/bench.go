@@ -128,3 +128,20 @@ func newBenchProbeCmd() *cobra.Command {
 	_ = c.MarkFlagRequired("target")
 	return c
 }
+
+// writeBenchResult prints md, or writes it to out with res as JSON next to it (out with .json
+// for .md), as every `bench` command does.
+func writeBenchResult(cmd *cobra.Command, out, md string, res any) error {
+	if out == "" {
+		fmt.Fprint(cmd.OutOrStdout(), md)
+		return nil
+	}
+	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+		return err
+	}
+	if raw, err := json.MarshalIndent(res, "", "  "); err == nil {
+		_ = os.WriteFile(strings.TrimSuffix(out, ".md")+".json", append(raw, '\n'), 0o644)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
+	return nil
+}

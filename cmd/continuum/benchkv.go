@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -58,18 +56,7 @@ against the goals of issue 3 and the raw JSON.`,
 				return err
 			}
 			md := kvbench.Markdown(res, "continuum "+strings.Join(os.Args[1:], " "), machine(), gitCommit())
-			if out == "" {
-				fmt.Fprint(cmd.OutOrStdout(), md)
-				return nil
-			}
-			if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
-				return err
-			}
-			if raw, err := json.MarshalIndent(res, "", "  "); err == nil {
-				_ = os.WriteFile(strings.TrimSuffix(out, ".md")+".json", append(raw, '\n'), 0o644)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
-			return nil
+			return writeBenchResult(cmd, out, md, res)
 		},
 	}
 	f := c.Flags()

@@ -26,7 +26,7 @@ func newLoadCmd() *cobra.Command {
 func newLoadHTTPCmd() *cobra.Command {
 	def := loadgen.DefaultConfig()
 	cfg := httptarget.Config{Load: def}
-	var targets []string
+	var targets, services, hosts []string
 	cmd := &cobra.Command{
 		Use:   "http",
 		Short: "Load HTTP endpoints; each --target is a series in the results",
@@ -34,10 +34,18 @@ func newLoadHTTPCmd() *cobra.Command {
 measured from the intended send time, so a stalled server is charged for the requests queued behind
 it) or closed loop with --clients per target. Writes stats.json, timeseries.csv, percentiles.csv,
 latency.hlog and errors.csv to --out, and one JSON progress line per second on stdout, ending with a
-"done" line. Ctrl-C stops early and still writes the results (status "interrupted").`,
+"done" line. Ctrl-C stops early and still writes the results (status "interrupted").
+
+Behind 'continuum proxy', --service (X-Continuum-Service header) or --host (Host header) names the
+service; answers that name their instance (X-Continuum-Instance) are counted per instance
+(instances.csv, "instances" in stats.json). --qos-latency counts the requests that succeeded within
+a response-time requirement ("qos" in stats.json, within_qos in timeseries.csv).`,
 		Example: `  # 200 requests/s for 30 s against two targets, 5 s warm-up
   continuum load http --target edge=http://10.0.0.2:8080/ --target cloud=http://10.0.1.2:8080/ \
     --rate 200 --duration 30s --warmup 5s --out results/http
+
+  # 40 requests/s through the proxy on worker3 to service dps, counting answers within 80 ms
+  continuum load http --target dps=http://worker3:8080/ --service dps --qos-latency 80ms --rate 40 --out /tmp/dps
 
   # 16 closed-loop clients POSTing 1 KiB bodies
   continuum load http --target e=http://127.0.0.1:8080/ --clients 16 --method POST --body-size 1024 --out /tmp/load`,
@@ -49,6 +57,14 @@ latency.hlog and errors.csv to --out, and one JSON progress line per second on s
 					return err
 				}
 				cfg.Endpoints = append(cfg.Endpoints, httptarget.Endpoint{Name: name, URL: url})
+			}
+			if err := httptarget.ApplyPerTarget(cfg.Endpoints, "--service", services,
+				func(e *httptarget.Endpoint, v string) { e.Service = v }); err != nil {
+				return err
+			}
+			if err := httptarget.ApplyPerTarget(cfg.Endpoints, "--host", hosts,
+				func(e *httptarget.Endpoint, v string) { e.Host = v }); err != nil {
+				return err
 			}
 			if cmd.Flags().Changed("clients") && !cmd.Flags().Changed("rate") {
 				cfg.Load.Rate = 0 // --clients alone selects the closed loop
@@ -71,6 +87,10 @@ latency.hlog and errors.csv to --out, and one JSON progress line per second on s
 	f.IntVar(&cfg.Load.MaxInflight, "max-inflight", def.MaxInflight, "open loop: cap on outstanding requests per target")
 	f.StringVar(&cfg.Load.OutDir, "out", "", "directory for the results files (none written if empty)")
 	f.Int64Var(&cfg.Seed, "seed", 1, "seed for the request body content")
+	f.StringArrayVar(&services, "service", nil, "[TARGET=]SERVICE: send X-Continuum-Service: SERVICE (to every target, or to TARGET; repeatable)")
+	f.StringArrayVar(&hosts, "host", nil, "[TARGET=]HOST: send Host: HOST (to every target, or to TARGET; repeatable)")
+	f.StringVar(&cfg.InstanceHeader, "instance-header", httptarget.InstanceHeader, "response header that names the serving instance")
+	f.DurationVar(&cfg.Load.QoSLatency, "qos-latency", 0, "response-time requirement: report the share of requests that succeed within it (0 = none)")
 	_ = cmd.MarkFlagRequired("target")
 	return cmd
 }

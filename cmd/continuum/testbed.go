@@ -260,7 +260,7 @@ func printStatus(out interface{ Write([]byte) (int, error) }, st testbed.Status)
 		}
 	}
 	if len(st.Procs) > 0 {
-		fmt.Fprintf(w, "\nPROCESS\tNODE\tPID\tSTATE\tEXIT\tRESTARTS\n")
+		fmt.Fprintf(w, "\nPROCESS\tNODE\tPID\tSTATE\tEXIT\tRESTARTS\tSERVICE\n")
 		for _, p := range st.Procs {
 			exit := "-"
 			if p.State == "exited" {
@@ -269,7 +269,11 @@ func printStatus(out interface{ Write([]byte) (int, error) }, st testbed.Status)
 					exit = p.Signal
 				}
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\n", p.Name, p.Node, p.PID, p.State, exit, p.Restarts)
+			svc := "-"
+			if p.Service != nil {
+				svc = fmt.Sprintf("%s:%d", p.Service.Name, p.Service.Port)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", p.Name, p.Node, p.PID, p.State, exit, p.Restarts, svc)
 		}
 	}
 	fmt.Fprintf(w, "\nDROPS\t%v\n", st.Drops)
@@ -392,12 +396,13 @@ func optDuration(cmd *cobra.Command, flag, v string) (*spec.Duration, error) {
 }
 
 func newTestbedStartCmd() *cobra.Command {
-	var name, as, dir string
-	var env []string
+	var name, as, dir, service string
+	var env, attrs []string
 	c := &cobra.Command{
 		Use:   "start --name NAME NODE --as COMPONENT -- CMD [ARGS...]",
 		Short: "Start a supervised component inside a node (logs in the testbed's state dir)",
 		Example: `  continuum testbed start --name lab edge --as echo -- continuum echo --listen :8080
+  continuum testbed start --name lab edge --as s1 --service dps:8080 --attr tier=edge -- continuum echo --listen :8080
   continuum testbed fault --name lab restart --component echo
   continuum testbed stop --name lab echo`,
 		Args: cobra.MinimumNArgs(2),
@@ -405,7 +410,17 @@ func newTestbedStartCmd() *cobra.Command {
 			if cmd.ArgsLenAtDash() != 1 {
 				return errors.New("usage: continuum testbed start --name NAME NODE --as COMPONENT -- CMD [ARGS...]")
 			}
-			st, err := testbed.NewClient(stateDir(cmd), name).Start(testbed.ProcSpec{Name: as, Node: args[0], Args: args[1:], Env: env, Dir: dir})
+			spec := testbed.ProcSpec{Name: as, Node: args[0], Args: args[1:], Env: env, Dir: dir}
+			if service != "" {
+				svc, err := testbed.ParseService(service, attrs)
+				if err != nil {
+					return err
+				}
+				spec.Service = svc
+			} else if len(attrs) > 0 {
+				return errors.New("--attr describes a service instance: give --service NAME:PORT too")
+			}
+			st, err := testbed.NewClient(stateDir(cmd), name).Start(spec)
 			if err != nil {
 				return err
 			}
@@ -417,6 +432,8 @@ func newTestbedStartCmd() *cobra.Command {
 	c.Flags().StringVar(&as, "as", "", "component name (required)")
 	c.Flags().StringVar(&dir, "dir", "", "working directory")
 	c.Flags().StringArrayVar(&env, "env", nil, "extra environment KEY=VALUE (repeatable)")
+	c.Flags().StringVar(&service, "service", "", "declare the component an instance of service NAME listening on PORT (NAME:PORT), for discovery by `continuum proxy`")
+	c.Flags().StringArrayVar(&attrs, "attr", nil, "attribute KEY=VALUE of the service instance (repeatable; with --service)")
 	_ = c.MarkFlagRequired("name")
 	_ = c.MarkFlagRequired("as")
 	return c

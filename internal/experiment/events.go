@@ -21,11 +21,23 @@ import (
 type requestCounter struct {
 	mu      sync.Mutex
 	last    map[string]loadgen.ProgressLine
+	clocks  map[string]sendClock
 	changed chan struct{}
 }
 
+// sendClock is when a workload's last progress line arrived and its send rate before it, so
+// that the count between lines can be estimated.
+type sendClock struct {
+	at   time.Time
+	rate float64 // requests sent per second between the last two lines
+}
+
+// maxExtrapolation bounds how far past its last progress line a workload's count is
+// extrapolated (lines come every second; a stalled workload must not look busy).
+const maxExtrapolation = 1500 * time.Millisecond
+
 func newRequestCounter() *requestCounter {
-	return &requestCounter{last: map[string]loadgen.ProgressLine{}, changed: make(chan struct{}, 1)}
+	return &requestCounter{last: map[string]loadgen.ProgressLine{}, clocks: map[string]sendClock{}, changed: make(chan struct{}, 1)}
 }
 
 // writer returns the stdout sink of workload name: it splits lines and keeps the latest.
@@ -36,7 +48,16 @@ func (c *requestCounter) writer(name string) io.Writer {
 			return
 		}
 		c.mu.Lock()
-		c.last[name] = pl
+		clk := sendClock{at: time.Now()}
+		prev, seen := c.last[name]
+		switch {
+		case pl.Type != "progress":
+		case seen && pl.TS > prev.TS && pl.Sent >= prev.Sent:
+			clk.rate = float64(pl.Sent-prev.Sent) / (pl.TS - prev.TS)
+		case !seen && pl.TS > 0:
+			clk.rate = float64(pl.Sent) / pl.TS // the first line: the rate since the start
+		}
+		c.last[name], c.clocks[name] = pl, clk
 		c.mu.Unlock()
 		select {
 		case c.changed <- struct{}{}:
@@ -58,6 +79,29 @@ func (c *requestCounter) totals() (sent, errs int64, rps float64) {
 		sent, errs, rps = sent+pl.Sent, errs+pl.Errors, rps+pl.ThroughputRPS
 	}
 	return sent, errs, rps
+}
+
+// sentBy estimates how many requests the workloads have sent by now: each one's last count
+// plus its send rate since that line (at most maxExtrapolation of it), so that after_requests
+// events fire within a few requests of their count rather than at the next progress line. It
+// also returns the summed send rate, to predict when a count will be reached.
+func (c *requestCounter) sentBy(now time.Time) (sent int64, rate float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, pl := range c.last {
+		sent += pl.Sent
+		if pl.Type == "done" {
+			continue
+		}
+		clk := c.clocks[name]
+		if d := now.Sub(clk.at); d > 0 && clk.rate > 0 {
+			sent += int64(clk.rate * min(d, maxExtrapolation).Seconds())
+			if d < maxExtrapolation {
+				rate += clk.rate
+			}
+		}
+	}
+	return sent, rate
 }
 
 type lineParser struct {
@@ -130,13 +174,14 @@ func (s *scheduler) run(ctx context.Context) {
 	sort.SliceStable(timed, func(i, j int) bool { return timed[i].At.Duration < timed[j].At.Duration })
 	sort.SliceStable(counted, func(i, j int) bool { return counted[i].AfterRequests < counted[j].AfterRequests })
 	for len(timed) > 0 || len(counted) > 0 {
-		sent, _, _ := s.counter.totals()
+		sent, rate := s.counter.sentBy(time.Now())
 		for len(counted) > 0 && sent >= counted[0].AfterRequests {
 			s.fire(ctx, counted[0])
 			counted = counted[1:]
 		}
 		var wait <-chan time.Time
 		var timer *time.Timer
+		next := time.Duration(-1) // until the next check; -1: only on a progress line
 		if len(timed) > 0 {
 			d := time.Until(s.t0.Add(timed[0].At.Duration))
 			if d <= 0 {
@@ -144,7 +189,17 @@ func (s *scheduler) run(ctx context.Context) {
 				timed = timed[1:]
 				continue
 			}
-			timer = time.NewTimer(d)
+			next = d
+		}
+		if len(counted) > 0 && rate > 0 {
+			// Wake when the count should be reached; a late estimate is corrected by the next check.
+			d := time.Duration(float64(counted[0].AfterRequests-sent)/rate*float64(time.Second)) + time.Millisecond
+			if next < 0 || d < next {
+				next = d
+			}
+		}
+		if next >= 0 {
+			timer = time.NewTimer(next)
 			wait = timer.C
 		}
 		select {
@@ -166,7 +221,11 @@ func (s *scheduler) fire(ctx context.Context, ev Event) {
 	target := eventTarget(ev)
 	var detail string
 	var err error
-	if ev.Action == "set" {
+	switch ev.Action {
+	case ActionStart:
+		detail = "started"
+		err = s.startDeferred(ev.Component)
+	case ActionSet:
 		ex := s.ex
 		detail = "config changed"
 		if k := ex.kinds[ev.Component]; k == nil || k.Set == nil {
@@ -176,7 +235,7 @@ func (s *scheduler) fire(ctx context.Context, ev Event) {
 			err = k.Set(cctx, ex.envs[ev.Component], ex.cfgs[ev.Component], &ev.Config)
 			cancel()
 		}
-	} else {
+	default:
 		f := ev.Fault
 		f.Action = ev.Action
 		detail, err = s.ex.tb.Inject(f)
@@ -187,6 +246,18 @@ func (s *scheduler) fire(ctx context.Context, ev Event) {
 	}
 	s.log.write(t, ev.Action, target, detail, status)
 	s.ex.pr.note(fmt.Sprintf("%6.1fs  %s %s  %s", t.Seconds(), ev.Action, target, status))
+}
+
+// startDeferred starts a deferred component and waits until it is ready, like the components
+// started with the run.
+func (s *scheduler) startDeferred(name string) error {
+	for _, c := range s.ex.sc.Components {
+		if c.Name == name {
+			_, err := s.ex.start(c, nil)
+			return err
+		}
+	}
+	return fmt.Errorf("no component %q", name)
 }
 
 func eventTarget(ev Event) string {

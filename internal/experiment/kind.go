@@ -54,6 +54,10 @@ type Env struct {
 	Warmup           time.Duration
 	// Dial opens a connection from inside the instance's node (for Set and readiness checks).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Testbed is the name of the run's testbed and StateDir the directory of its state and
+	// control socket, for components that talk to the testbed (the proxy's discovery).
+	Testbed  string
+	StateDir string
 }
 
 // Command is a process to start inside a node.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,6 +155,9 @@ type HTTPLoadConfig struct {
 	Method      string           `yaml:"method"`  // default GET
 	BodySize    spec.Bytes       `yaml:"body_size"`
 	MaxInflight int              `yaml:"max_inflight"` // 0: loadgen's default
+	// QoSLatency is a response-time requirement: stats and summary report per series the share
+	// of requests that succeeded within it ("qos" metric). 0: none.
+	QoSLatency spec.Duration `yaml:"qos_latency,omitempty"`
 }
 
 // HTTPLoadTarget is one series: a URL, or a component reached at http://<its node>:<port><path>.
@@ -163,6 +167,11 @@ type HTTPLoadTarget struct {
 	Component string `yaml:"component,omitempty"`
 	Port      int    `yaml:"port,omitempty"` // default: the component's own port (see servicePort), else 8080
 	Path      string `yaml:"path,omitempty"` // default "/"
+	// Service and Host address a service behind a proxy component (kind proxy): the
+	// X-Continuum-Service header and the Host header. Answers naming their instance
+	// (X-Continuum-Instance) are counted per instance.
+	Service string `yaml:"service,omitempty"`
+	Host    string `yaml:"host,omitempty"`
 }
 
 func (c *HTTPLoadConfig) validate() error {
@@ -177,6 +186,8 @@ func (c *HTTPLoadConfig) validate() error {
 		return fmt.Errorf("max_inflight %d: must be >= 0", c.MaxInflight)
 	case c.BodySize < 0 || c.BodySize > 64<<20:
 		return fmt.Errorf("body_size %d: must be between 0 and 64Mi bytes", c.BodySize)
+	case c.QoSLatency.Duration < 0 || c.QoSLatency.Duration > time.Minute:
+		return fmt.Errorf("qos_latency %v: must be between 0s (none) and 1m", c.QoSLatency)
 	case c.Method == "" || strings.ToUpper(c.Method) != c.Method || strings.ContainsAny(c.Method, " \t/"):
 		return fmt.Errorf("method %q: want an upper-case HTTP method such as GET, POST or PUT", c.Method)
 	case len(c.Targets) == 0:
@@ -199,6 +210,8 @@ func (c *HTTPLoadConfig) validate() error {
 			return fmt.Errorf("%s (%s): port and path go with component, not url", where, t.Name)
 		case t.Port < 0 || t.Port > 65535:
 			return fmt.Errorf("%s.port %d: must be between 1 and 65535", where, t.Port)
+		case !headerValueRE.MatchString(t.Service) || !headerValueRE.MatchString(t.Host):
+			return fmt.Errorf("%s (%s): service and host must be names without spaces, '/' or control characters", where, t.Name)
 		}
 		if t.URL != "" {
 			u, err := url.Parse(t.URL)
@@ -248,6 +261,15 @@ func httpLoadCommand(env Env, cfg any) (Command, error) {
 			return Command{}, err
 		}
 		args = append(args, "--target", t.Name+"="+u)
+		if t.Service != "" {
+			args = append(args, "--service", t.Name+"="+t.Service)
+		}
+		if t.Host != "" {
+			args = append(args, "--host", t.Name+"="+t.Host)
+		}
+	}
+	if c.QoSLatency.Duration > 0 {
+		args = append(args, "--qos-latency", c.QoSLatency.String())
 	}
 	if c.Clients > 0 {
 		args = append(args, "--clients", strconv.Itoa(c.Clients))
@@ -263,6 +285,9 @@ func httpLoadCommand(env Env, cfg any) (Command, error) {
 		"--out", env.OutDir, "--seed", strconv.FormatInt(env.Seed, 10))
 	return Command{Args: args}, nil
 }
+
+// headerValueRE matches what http-load may send as a Host or service header ("" = unset).
+var headerValueRE = regexp.MustCompile(`^[A-Za-z0-9._:\[\]-]*$`)
 
 // servicePort is implemented by component configs that serve on one port, so workloads that
 // target the component by name find it without repeating the port.

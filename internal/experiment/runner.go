@@ -224,7 +224,12 @@ func (ex *execution) env(inst Instance) Env {
 		out = filepath.Join(ex.dir, "workloads", inst.Name)
 	}
 	node := inst.Node
+	stateDir := ex.opts.StateDir
+	if stateDir == "" {
+		stateDir = testbed.DefaultStateDir()
+	}
 	return Env{Instance: inst.Name, Node: node, Nodes: nodes, Components: comps, ComponentConfigs: cfgs, OutDir: out, Binary: ex.opts.Binary,
+		Testbed: ex.tb.Name, StateDir: stateDir,
 		Seed: ex.sc.Seed, Duration: ex.sc.Duration.Duration, Warmup: ex.sc.Warmup.Duration,
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return ex.tb.Dial(ctx, node, network, addr)
@@ -249,7 +254,7 @@ func (ex *execution) start(inst Instance, stdout io.Writer) (*testbed.Proc, erro
 		dir = env.OutDir
 	}
 	p, err := ex.tb.Start(testbed.ProcSpec{Name: inst.Name, Node: inst.Node, Args: cmd.Args, Env: cmd.Env, Dir: dir,
-		LogDir: filepath.Join(ex.dir, "logs"), DataDirs: cmd.DataDirs, Stdout: stdout})
+		LogDir: filepath.Join(ex.dir, "logs"), DataDirs: cmd.DataDirs, Stdout: stdout, Service: inst.service()})
 	if err != nil {
 		return nil, err
 	}
@@ -290,6 +295,9 @@ func (ex *execution) waitReady(inst Instance, p *testbed.Proc, addr string) erro
 func (ex *execution) run(ctx context.Context) error {
 	ex.envs, ex.procs, ex.kinds, ex.cfgs = map[string]Env{}, map[string]*testbed.Proc{}, map[string]*Kind{}, map[string]any{}
 	for _, c := range ex.sc.Components {
+		if c.Deferred {
+			continue // a start event starts it
+		}
 		ex.pr.phase(ex.index, ex.id, "starting "+c.Name)
 		if _, err := ex.start(c, nil); err != nil {
 			return err

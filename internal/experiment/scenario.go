@@ -162,6 +162,8 @@ func (c *checker) validate() {
 	for i := range s.Events {
 		c.checkEvent(i, &s.Events[i])
 	}
+	c.checkDeferredStarts()
+	c.checkPorts()
 	c.checkSweep()
 }
 
@@ -212,6 +214,7 @@ func (c *checker) checkInstances(list string, role Role, insts []Instance) {
 			}
 		}
 		inst.DecodedConfig = cfg
+		c.checkService(list, i, inst, role)
 	}
 }
 
@@ -237,14 +240,15 @@ func (c *checker) checkEvent(i int, ev *Event) {
 	case ev.At != nil && (ev.At.Duration < 0 || ev.At.Duration >= c.s.Duration.Duration):
 		c.errorf(c.at("events", i, "at"), "%s: at must be within [0, duration) = [0, %s), got %s", where, c.s.Duration, ev.At)
 	}
-	actions := append(slices.Clone(testbed.FaultActions), ActionSet)
 	switch {
 	case ev.Action == "":
-		c.errorf(n, "%s: action is required; allowed: %s", where, strings.Join(actions, ", "))
+		c.errorf(n, "%s: action is required; allowed: %s", where, eventActions())
 	case ev.Action == ActionSet:
 		c.checkSet(where, i, ev)
+	case ev.Action == ActionStart:
+		c.checkStart(where, i, ev)
 	case !slices.Contains(testbed.FaultActions, ev.Action):
-		c.errorf(c.at("events", i, "action"), "%s: unknown action %q; allowed: %s", where, ev.Action, strings.Join(actions, ", "))
+		c.errorf(c.at("events", i, "action"), "%s: unknown action %q; allowed: %s", where, ev.Action, eventActions())
 	case ev.Config.Kind != 0:
 		c.errorf(c.at("events", i, "config"), "%s: config applies only to action set", where)
 	case c.s.Topology != nil:

@@ -43,6 +43,10 @@ type Instance struct {
 	Node string `yaml:"node"`
 	// Config is kind-specific; it is decoded strictly into the kind's config type (see Kind).
 	Config yaml.Node `yaml:"config,omitempty"`
+	// Service declares a component an instance of a service (see ServiceDecl).
+	Service *ServiceDecl `yaml:"service,omitempty"`
+	// Deferred components are not started with the run; an event with action start starts them.
+	Deferred bool `yaml:"deferred,omitempty"`
 	// DecodedConfig is the result of decoding Config into the kind's config type (set by Validate).
 	DecodedConfig any `yaml:"-"`
 }
@@ -51,8 +55,9 @@ type Instance struct {
 type Event struct {
 	At            *spec.Duration `yaml:"at,omitempty"`
 	AfterRequests int64          `yaml:"after_requests,omitempty"`
-	// Action is one of the testbed faults (partition, heal, link, kill, pause, resume, cpu, restart)
-	// or "set" (change a component's config at run time, if its kind supports it).
+	// Action is one of the testbed faults (partition, heal, link, kill, pause, resume, cpu, restart),
+	// "set" (change a component's config at run time, if its kind supports it) or "start" (start
+	// a deferred component).
 	Action string `yaml:"action"`
 	// Fault fields shared with `continuum testbed fault` (target node/component, link, groups, ...).
 	testbed.Fault `yaml:",inline"`

@@ -26,6 +26,10 @@ type Config struct {
 	Timeout time.Duration
 	// MaxInflight caps outstanding open-loop requests per series (default 10000).
 	MaxInflight int
+	// QoSLatency, if > 0, is a service's response-time requirement: stats.json reports per
+	// series the share of requests that succeeded within it (errors count as misses) and
+	// timeseries.csv the count per second.
+	QoSLatency time.Duration
 	// OutDir receives stats.json, timeseries.csv, percentiles.csv, latency.hlog and errors.csv;
 	// empty means no files.
 	OutDir string
@@ -68,6 +72,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("timeout %v: must be > 0 and <= %v", c.Timeout, maxLatency)
 	case c.MaxInflight < 0:
 		return fmt.Errorf("max_inflight %d: must be >= 0 (0 means the default 10000)", c.MaxInflight)
+	case c.QoSLatency < 0 || c.QoSLatency > maxLatency:
+		return fmt.Errorf("qos_latency %v: must be between 0 (none) and %v", c.QoSLatency, maxLatency)
 	case c.ThinkTime < 0:
 		return fmt.Errorf("think_time %v: must be >= 0", c.ThinkTime)
 	case c.ProgressInterval < 0:

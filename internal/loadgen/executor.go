@@ -69,7 +69,7 @@ func (st *runState) openLoop(sc *schedule) {
 				timer.Stop() // go >= 1.23 timers: no stale value to drain before the next Reset
 			case <-timer.C:
 				rec.dispatch(intended, next)
-				rec.record(intended, 0, ErrTimeout)
+				rec.record(intended, 0, ErrTimeout, unsentInstance(target))
 				continue
 			case <-st.stop.Done():
 				return
@@ -120,7 +120,15 @@ func (st *runState) closedLoop(sc *schedule) {
 // do performs one request and records it; latency runs from the intended time.
 func (st *runState) do(t Target, rec *recorder, intended, deadline time.Duration) {
 	ctx, cancel := context.WithDeadline(st.reqBase, st.t0.Add(deadline))
-	err := t.Do(ctx)
+	var err error
+	var instance string
+	if it, ok := t.(InstanceTarget); ok {
+		if instance, err = it.DoInstance(ctx); instance == "" {
+			instance = NoInstance
+		}
+	} else {
+		err = t.Do(ctx)
+	}
 	latency := time.Since(st.t0) - intended
 	cancel()
 	errType := ClassifyError(err)
@@ -128,5 +136,14 @@ func (st *runState) do(t Target, rec *recorder, intended, deadline time.Duration
 	if errType == "" && latency > st.cfg.Timeout {
 		errType = ErrTimeout
 	}
-	rec.record(intended, latency, errType)
+	rec.record(intended, latency, errType, instance)
+}
+
+// unsentInstance labels a request that was never sent: NoInstance for an InstanceTarget, so
+// the instance counts still add up to every request, "" otherwise.
+func unsentInstance(t Target) string {
+	if _, ok := t.(InstanceTarget); ok {
+		return NoInstance
+	}
+	return ""
 }

@@ -24,7 +24,7 @@ const (
 )
 
 var (
-	timeseriesHeader  = []string{"t_s", "series", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms"}
+	timeseriesHeader  = []string{"t_s", "series", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos"}
 	percentilesHeader = []string{"series", "percentile", "latency_ms", "count"}
 	errorsHeader      = []string{"series", "type", "count"}
 )
@@ -46,6 +46,14 @@ func writeOutputs(dir string, t0 time.Time, recs []*recorder, st Stats) error {
 		{percentilesFileName, func() ([]byte, error) { return percentilesCSV(recs) }},
 		{hlogFileName, func() ([]byte, error) { return hlogFile(t0, recs) }},
 		{errorsFileName, func() ([]byte, error) { return errorsCSV(recs, st) }},
+	}
+	if data, ok, err := instancesCSV(recs); err != nil {
+		return fmt.Errorf("encode %s: %w", instancesFileName, err)
+	} else if ok {
+		files = append(files, struct {
+			name string
+			data func() ([]byte, error)
+		}{instancesFileName, func() ([]byte, error) { return data, nil }})
 	}
 	for _, f := range files {
 		data, err := f.data()
@@ -93,12 +101,15 @@ func timeseriesCSV(recs []*recorder) ([]byte, error) {
 			if sec < len(r.okBySec) {
 				thr = r.okBySec[sec]
 			}
-			p50, p99, mx := "", "", ""
+			p50, p99, mx, within := "", "", "", ""
 			if rw.ok > 0 {
 				p50, p99, mx = fmtFloat(rw.p50), fmtFloat(rw.p99), fmtFloat(rw.max)
 			}
+			if r.qos > 0 {
+				within = fmtInt(rw.within)
+			}
 			rows = append(rows, []string{strconv.Itoa(rw.sec), r.name, fmtInt(rw.sent), fmtInt(rw.ok),
-				fmtInt(rw.err), fmtInt(thr), p50, p99, mx})
+				fmtInt(rw.err), fmtInt(thr), p50, p99, mx, within})
 		}
 	}
 	return writeCSV(timeseriesHeader, rows)

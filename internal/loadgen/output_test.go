@@ -157,7 +157,7 @@ func BenchmarkRecord(b *testing.B) {
 		for pb.Next() {
 			intended := time.Duration(i%100) * time.Millisecond
 			r.dispatch(intended, intended)
-			r.record(intended, time.Duration(100+i%5000)*time.Microsecond, "")
+			r.record(intended, time.Duration(100+i%5000)*time.Microsecond, "", "")
 			i++
 		}
 	})

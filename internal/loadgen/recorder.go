@@ -19,7 +19,9 @@ type interval struct {
 	sent, done   int64 // done = ok + errors; the interval is final once done == sent
 	mSent, mDone int64 // the same for requests intended after the warm-up
 	ok, errs     int64
+	within       int64 // successes within the QoS latency (Config.QoSLatency)
 	hist         *hdr.Histogram
+	inst         map[string]*instCount // by serving instance (InstanceTarget)
 }
 
 // row is one closed second of one series (a timeseries.csv row without its throughput, which
@@ -27,7 +29,9 @@ type interval struct {
 type row struct {
 	sec           int
 	sent, ok, err int64
+	within        int64
 	p50, p99, max float64 // ms; meaningless unless ok > 0
+	inst          map[string]*instCount
 }
 
 // recorder is the measurement state of one series. Requests report through dispatch/begin and
@@ -40,6 +44,7 @@ type recorder struct {
 	warmup     time.Duration
 	duration   time.Duration
 	closedLoop bool
+	qos        time.Duration // 0: no QoS latency
 
 	mu sync.Mutex
 	// watermark: every request intended before it has been dispatched (open loop). A second is
@@ -59,6 +64,11 @@ type recorder struct {
 	mErrs     int64
 	errTypes  map[string]int64 // after the warm-up
 	spare     []*hdr.Histogram
+	// After the warm-up: successes within the QoS latency, and within each QoS range.
+	mWithin int64
+	mBelow  [len(qosRangeFractions)]int64
+	mInst   map[string]*instCount
+	anyInst bool // some request (warm-up included) named its instance
 
 	rows []row
 	hlog []string // one HdrHistogram log line per closed second, in order
@@ -71,6 +81,7 @@ func newRecorder(name string, t0 time.Time, cfg Config) *recorder {
 		warmup:     cfg.Warmup,
 		duration:   cfg.Duration,
 		closedLoop: cfg.Clients > 0,
+		qos:        cfg.QoSLatency,
 		open:       map[int]*interval{},
 		total:      newHistogram(),
 		recent:     newHistogram(),
@@ -134,8 +145,9 @@ func (r *recorder) begin(limit time.Duration) (time.Duration, bool) {
 }
 
 // record stores the outcome of a request dispatched at intended: latency for a success
-// (errType == ""), otherwise the error type.
-func (r *recorder) record(intended, latency time.Duration, errType string) {
+// (errType == ""), otherwise the error type; instance is the instance that served it ("" when
+// the target does not tell, see InstanceTarget).
+func (r *recorder) record(intended, latency time.Duration, errType, instance string) {
 	if latency < 0 {
 		latency = 0
 	} else if latency > maxLatency {
@@ -152,6 +164,14 @@ func (r *recorder) record(intended, latency time.Duration, errType string) {
 	if measured {
 		iv.mDone++
 	}
+	if instance != "" {
+		r.anyInst = r.anyInst || instance != NoInstance
+		ms := float64(latency) / 1e6
+		countInstance(&iv.inst, instance, ms, errType != "")
+		if measured {
+			countInstance(&r.mInst, instance, ms, errType != "")
+		}
+	}
 	if errType != "" {
 		iv.errs++
 		r.errs++
@@ -167,9 +187,21 @@ func (r *recorder) record(intended, latency time.Duration, errType string) {
 	iv.ok++
 	r.ok++
 	r.recentOK++
+	within := r.qos > 0 && latency <= r.qos
+	if within {
+		iv.within++
+	}
 	if measured {
 		_ = r.total.RecordValue(v)
 		r.mOK++
+		if within {
+			r.mWithin++
+		}
+		for i, f := range qosRangeFractions {
+			if r.qos > 0 && float64(latency) <= f*float64(r.qos) {
+				r.mBelow[i]++
+			}
+		}
 	}
 	sec := int((intended + latency) / time.Second)
 	for len(r.okBySec) <= sec {
@@ -270,7 +302,7 @@ func (r *recorder) emit(first int, ready []*interval) {
 		rw := row{sec: sec}
 		h := empty
 		if iv != nil {
-			rw.sent, rw.ok, rw.err = iv.sent, iv.ok, iv.errs
+			rw.sent, rw.ok, rw.err, rw.within, rw.inst = iv.sent, iv.ok, iv.errs, iv.within, iv.inst
 			h = iv.hist
 			done = append(done, h)
 			if h.TotalCount() > 0 {
@@ -308,4 +340,16 @@ func hlogLine(tag string, sec int, h *hdr.Histogram) string {
 
 func nsToMs(ns int64) float64 {
 	return float64(ns/1000) / 1000 // µs precision is all the histogram resolves
+}
+
+func countInstance(m *map[string]*instCount, instance string, latencyMS float64, failed bool) {
+	if *m == nil {
+		*m = map[string]*instCount{}
+	}
+	c := (*m)[instance]
+	if c == nil {
+		c = &instCount{}
+		(*m)[instance] = c
+	}
+	c.add(latencyMS, failed)
 }

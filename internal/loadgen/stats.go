@@ -26,7 +26,33 @@ type SeriesStats struct {
 	Errors        int64            `json:"errors"`
 	ThroughputRPS float64          `json:"throughput_rps"`
 	ErrorsByType  map[string]int64 `json:"errors_by_type"`
+	// QoS is set when the run had a QoS latency (Config.QoSLatency).
+	QoS *QoSStats `json:"qos,omitempty"`
+	// Instances counts requests by serving instance, for targets that tell (InstanceTarget).
+	Instances map[string]InstanceStats `json:"instances,omitempty"`
 }
+
+// QoSStats is how many requests met a response-time requirement: succeeded within LatencyMS.
+// Total is every request intended after the warm-up, so errors and timeouts count as misses.
+type QoSStats struct {
+	LatencyMS float64 `json:"latency_ms"`
+	Within    int64   `json:"within"`
+	Total     int64   `json:"total"`
+	WithinPct float64 `json:"within_pct"` // 100 * Within / Total; 0 when Total is 0
+	// Below counts the successes within fractions of LatencyMS (see qosRangeFractions): the
+	// response-time ranges of QEdgeProxy's evaluation (for 80 ms: 20, 50, 80 and 120 ms).
+	Below []QoSBelow `json:"below"`
+}
+
+// QoSBelow is how many requests succeeded within LatencyMS.
+type QoSBelow struct {
+	LatencyMS float64 `json:"latency_ms"`
+	Count     int64   `json:"count"`
+}
+
+// qosRangeFractions are the upper bounds of the response-time ranges as fractions of the QoS
+// latency: for 80 ms, 0-20, 20-50, 50-80, 80-120 and above.
+var qosRangeFractions = [...]float64{0.25, 0.625, 1, 1.5}
 
 // Stats is the content of stats.json. Series is the part docs/results-format.md specifies; the
 // other fields describe the run.
@@ -76,6 +102,17 @@ func computeStats(recs []*recorder, cfg Config, end time.Duration, status string
 		for k, v := range r.errTypes {
 			ss.ErrorsByType[k] = v
 		}
+		if cfg.QoSLatency > 0 {
+			q := &QoSStats{LatencyMS: float64(cfg.QoSLatency) / 1e6, Within: r.mWithin, Total: r.mSent}
+			if q.Total > 0 {
+				q.WithinPct = math.Round(float64(q.Within)/float64(q.Total)*1e6) / 1e4
+			}
+			for i, f := range qosRangeFractions {
+				q.Below = append(q.Below, QoSBelow{LatencyMS: f * q.LatencyMS, Count: r.mBelow[i]})
+			}
+			ss.QoS = q
+		}
+		ss.Instances = instanceStats(r.mInst, r.anyInst)
 		r.mu.Unlock()
 		if measured > 0 {
 			ss.ThroughputRPS = math.Round(float64(ss.OK)/measured*1000) / 1000

@@ -19,6 +19,8 @@ type stackedBarChart struct {
 	Categories     []string
 	Stacks         []stack
 	Unit           string // appended to tooltip values
+	// Percent: the stacks are shares of 100 (the axis ends at 100, totals are not labelled).
+	Percent bool
 }
 
 // SVG renders the chart.
@@ -36,6 +38,9 @@ func (c *stackedBarChart) SVG() string {
 		maxT = math.Max(maxT, t)
 	}
 	yt, ylo, yhi := linearTicks(0, maxT*1.08, 6) // headroom for the total above the tallest bar
+	if c.Percent {
+		yt, ylo, yhi = linearTicks(0, 100, 6)
+	}
 	left, right := float64(plotLeft), float64(chartW-plotRight)
 	top := 14.0
 	bottom := top + plotHeight
@@ -85,7 +90,7 @@ func (c *stackedBarChart) SVG() string {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" stroke="#fff" stroke-width="0.5"><title>%s</title></rect>`,
 				x, y1, barW, y0-y1, s.Color, esc(fmt.Sprintf("%s, %s: %s %s", cat, s.Name, formatNum(s.Values[i]), c.Unit)))
 		}
-		if acc > 0 {
+		if acc > 0 && !c.Percent {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s %s</text>`, x+barW/2, ys.pos(acc)-4, formatNum(acc), esc(c.Unit))
 		}
 	}

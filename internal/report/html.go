@@ -146,6 +146,15 @@ details.run > summary { cursor: pointer; font-size: 17px; font-weight: 600; padd
 {{end}}
 </section>
 
+{{with .QoS}}<section id="qos">
+<h2>QoS</h2>
+<p class="small">{{.Note}}</p>
+<table class="qos"><tr>{{range $i, $h := .Headers}}<th title="{{index $.QoS.Swept $i}}">{{$h}}</th>{{end}}<th>workload/series</th><th class="n">QoS (ms)</th><th class="n">avg response (ms)</th><th class="n">within QoS (%)</th><th class="n">requests</th><th>runs</th></tr>
+{{range .Rows}}<tr>{{range .Params}}<td>{{.}}</td>{{end}}<td>{{.Series}}</td><td class="n">{{.LatencyMS}}</td><td class="n">{{.MeanMS}}</td><td class="n">{{.WithinPct}}</td><td class="n">{{.Requests}}</td><td>{{.Runs}}</td></tr>
+{{end}}</table>
+{{range .Figures}}{{template "figure" .}}{{end}}
+</section>{{end}}
+
 {{with .Sweep}}<section id="sweep">
 <h2>Sweep</h2>
 {{range .}}{{template "figure" .}}{{end}}

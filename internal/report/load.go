@@ -112,6 +112,9 @@ type Workload struct {
 	Timeseries  []TimePoint
 	Percentiles []PercentilePoint
 	Errors      []ErrorCount
+	// Instances are the rows of instances.csv (requests per serving instance per second),
+	// written only by workloads whose answers name their instance (behind a proxy).
+	Instances []InstancePoint
 }
 
 // SeriesStats is one series of stats.json.
@@ -122,6 +125,9 @@ type SeriesStats struct {
 	Errors        float64            `json:"errors"`
 	ThroughputRPS float64            `json:"throughput_rps"`
 	ErrorsByType  map[string]float64 `json:"errors_by_type"`
+	// QoS and Instances are present when the workload had a QoS latency / saw instances.
+	QoS       *QoSStats                `json:"qos,omitempty"`
+	Instances map[string]InstanceStats `json:"instances,omitempty"`
 }
 
 // TimePoint is a row of timeseries.csv; latency fields are NaN when the second had no success.
@@ -132,6 +138,7 @@ type TimePoint struct {
 	Errors        float64
 	ThroughputRPS float64
 	P50, P99, Max float64
+	WithinQoS     float64 // NaN when the workload had no QoS latency
 }
 
 // PercentilePoint is a row of percentiles.csv.
@@ -297,14 +304,14 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 		w.Stats = stats.Series
 	}
 	err := readCSV(filepath.Join(dir, "timeseries.csv"), []string{"t_s", "series"}, func(r csvRow) error {
-		v, err := r.floats("t_s", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms")
+		v, err := r.floats("t_s", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos")
 		if err != nil {
 			return err
 		}
 		s := r.str("series")
 		addSeries(s)
 		w.Timeseries = append(w.Timeseries, TimePoint{T: v[0], Series: s, Sent: v[1], OK: v[2], Errors: v[3],
-			ThroughputRPS: v[4], P50: v[5], P99: v[6], Max: v[7]})
+			ThroughputRPS: v[4], P50: v[5], P99: v[6], Max: v[7], WithinQoS: v[8]})
 		return nil
 	})
 	if err := check("timeseries.csv", err); err != nil {
@@ -332,6 +339,10 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 		return nil
 	})
 	if err := check("errors.csv", err); err != nil {
+		return nil, nil, err
+	}
+	// instances.csv exists only behind a proxy: its absence is not missing data.
+	if err := loadInstances(filepath.Join(dir, "instances.csv"), w); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
 	}
 	// Series only named in stats.json (no time series written) still belong in tables.

@@ -52,6 +52,30 @@ func markdown(p *page) string {
 			b.WriteString("\n")
 		}
 	}
+	if q := p.QoS; q != nil {
+		b.WriteString("## QoS\n\n")
+		b.WriteString("| ")
+		for _, h := range q.Headers {
+			fmt.Fprintf(&b, "%s | ", mdEsc(h))
+		}
+		b.WriteString("workload/series | QoS latency (ms) | average response time (ms) | within QoS (%) | requests |\n|")
+		for range len(q.Swept) + 1 {
+			b.WriteString("---|")
+		}
+		b.WriteString("---:|---:|---:|---:|\n")
+		for _, r := range q.Rows {
+			b.WriteString("| ")
+			for _, v := range r.Params {
+				fmt.Fprintf(&b, "%s | ", mdEsc(v))
+			}
+			fmt.Fprintf(&b, "%s | %s | %s | %s | %s |\n", mdEsc(r.Series), r.LatencyMS, r.MeanMS, r.WithinPct, r.Requests)
+		}
+		fmt.Fprintf(&b, "\n%s", q.Note)
+		for i, h := range q.Headers {
+			fmt.Fprintf(&b, " %s: %s.", mdEsc(h), mdEsc(q.Swept[i]))
+		}
+		b.WriteString("\n\n")
+	}
 	b.WriteString("## Runs\n\n")
 	if len(p.Runs) == 0 {
 		b.WriteString("No runs.\n\n")

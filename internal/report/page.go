@@ -16,6 +16,7 @@ type page struct {
 	Runs       []runRow
 	Missing    []string
 	Tables     []summaryTable
+	QoS        *qosView // nil unless a workload had a QoS latency
 	Sweep      []figure
 	Sections   []runSection
 	MultiRun   bool
@@ -47,6 +48,7 @@ type workloadSection struct {
 }
 
 func buildPage(res *Results) *page {
+	palette := instancePalette(res)
 	p := &page{
 		Scenario: res.Summary.Scenario,
 		Started:  res.Summary.Started,
@@ -54,6 +56,7 @@ func buildPage(res *Results) *page {
 		Dir:      res.Dir,
 		Missing:  res.Missing,
 		Tables:   summaryTables(res.Summary),
+		QoS:      buildQoS(res, palette),
 		Sweep:    sweepFigures(res.Summary),
 		MultiRun: len(res.Runs) > 1,
 	}
@@ -69,12 +72,12 @@ func buildPage(res *Results) *page {
 	for i, r := range res.Runs {
 		p.Runs = append(p.Runs, runRow{ID: r.ID, Params: formatParams(r.Params), Status: orDash(r.Status), Error: r.Error,
 			Started: r.Started, Repeat: r.Repeat, Duration: seconds(r.DurationS), Warmup: seconds(r.WarmupS)})
-		p.Sections = append(p.Sections, buildRunSection(r, i == 0))
+		p.Sections = append(p.Sections, buildRunSection(r, i == 0, palette))
 	}
 	return p
 }
 
-func buildRunSection(r *Run, first bool) runSection {
+func buildRunSection(r *Run, first bool, palette map[string]string) runSection {
 	s := runSection{ID: r.ID, Status: orDash(r.Status), Open: first, Missing: r.Missing, Events: r.Events}
 	s.Title = "Run " + r.ID
 	if len(r.Params) > 0 {
@@ -86,6 +89,7 @@ func buildRunSection(r *Run, first bool) runSection {
 	for _, w := range r.Workloads {
 		ws := workloadSection{Name: w.Name, Errors: errorRows(w)}
 		ws.Figures = []figure{cdfFigure(r, w), latencyTimeFigure(r, w), throughputFigure(r, w)}
+		ws.Figures = append(ws.Figures, instanceFigures(r, w, palette)...)
 		s.Workloads = append(s.Workloads, ws)
 	}
 	s.Nodes = nodeFigures(r)

@@ -35,6 +35,9 @@ type seriesStyle int
 const (
 	styleLine seriesStyle = iota
 	styleBars             // bars centred on X, BarWidth wide in data units, side by side with other bar series
+	// styleArea fills between the line and each point's Lo (y = 0 where Lo is not finite):
+	// stacked areas give every layer its cumulative bounds.
+	styleArea
 )
 
 type series struct {
@@ -352,7 +355,7 @@ func trimTicks(ts []tick, lo, hi float64) []tick {
 func (c *lineChart) legend() []legendItem {
 	var items []legendItem
 	for _, s := range c.Series {
-		items = append(items, legendItem{Name: s.Name, Color: s.Color, Dash: s.Dash, Box: s.Style == styleBars})
+		items = append(items, legendItem{Name: s.Name, Color: s.Color, Dash: s.Dash, Box: s.Style == styleBars || s.Style == styleArea})
 	}
 	for _, bd := range c.Bands {
 		items = append(items, legendItem{Name: bd.Label, Color: "#888", Box: true, Faint: true})
@@ -368,21 +371,20 @@ func (c *lineChart) drawSeries(b *strings.Builder, xs, ys scale) {
 		}
 	}
 	y0 := ys.pos(math.Max(ys.d0, 0))
-	// Bars first, so lines stay visible on top of them.
+	// Areas, then bars, then lines, so lines stay visible on top.
 	ordered := make([]series, 0, len(c.Series))
-	for _, s := range c.Series {
-		if s.Style == styleBars {
-			ordered = append(ordered, s)
-		}
-	}
-	for _, s := range c.Series {
-		if s.Style != styleBars {
-			ordered = append(ordered, s)
+	for _, style := range []seriesStyle{styleArea, styleBars, styleLine} {
+		for _, s := range c.Series {
+			if s.Style == style {
+				ordered = append(ordered, s)
+			}
 		}
 	}
 	for _, s := range ordered {
 		fmt.Fprintf(b, `<g class="series" data-series="%s">`, esc(s.Name))
 		switch s.Style {
+		case styleArea:
+			drawArea(b, s, xs, ys, y0)
 		case styleBars:
 			for _, p := range s.Points {
 				if !finite(p.X) || !finite(p.Y) || p.Y == 0 {
@@ -439,6 +441,42 @@ func (c *lineChart) drawSeries(b *strings.Builder, xs, ys scale) {
 		}
 		b.WriteString(`</g>`)
 	}
+}
+
+// drawArea fills each unbroken run of finite points between the line and the points' Lo
+// (the baseline y0 where Lo is not finite).
+func drawArea(b *strings.Builder, s series, xs, ys scale, y0 float64) {
+	var run []point
+	flush := func() {
+		if len(run) == 0 {
+			return
+		}
+		var d strings.Builder
+		for i, p := range run {
+			cmd := "L"
+			if i == 0 {
+				cmd = "M"
+			}
+			fmt.Fprintf(&d, "%s%.1f %.1f", cmd, xs.pos(p.X), ys.pos(p.Y))
+		}
+		for i := len(run) - 1; i >= 0; i-- {
+			lo := y0
+			if finite(run[i].Lo) {
+				lo = ys.pos(run[i].Lo)
+			}
+			fmt.Fprintf(&d, "L%.1f %.1f", xs.pos(run[i].X), lo)
+		}
+		fmt.Fprintf(b, `<path d="%sZ" fill="%s" fill-opacity="0.9" stroke="none"><title>%s</title></path>`, d.String(), s.Color, esc(s.Name))
+		run = run[:0]
+	}
+	for _, p := range s.Points {
+		if !finite(p.X) || !finite(p.Y) || (xs.log && p.X <= 0) {
+			flush()
+			continue
+		}
+		run = append(run, p)
+	}
+	flush()
 }
 
 func tipOf(s series, p point) string {

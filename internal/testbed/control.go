@@ -39,6 +39,10 @@ type NodeStatus struct {
 	MemoryMax int64   `json:"memory_bytes"`
 	TxBytes   uint64  `json:"tx_bytes"`
 	RxBytes   uint64  `json:"rx_bytes"`
+	// Labels are the topology's free-form node attributes.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Load is the latest sampler round's resource use; absent when no sampler runs.
+	Load *NodeLoad `json:"load,omitempty"`
 }
 
 // Status returns a snapshot of nodes, links, partitions and processes.
@@ -47,8 +51,12 @@ func (tb *Testbed) Status() Status {
 	tb.mu.Lock()
 	for _, n := range tb.nodes {
 		c := tb.fab.NodeCounters(n.idx)
-		st.Nodes = append(st.Nodes, NodeStatus{Name: n.name, Address: n.addr.String(), Netns: n.ns, CPUs: n.cpus,
-			MemoryMax: n.memory, TxBytes: c.TxBytes, RxBytes: c.RxBytes})
+		ns := NodeStatus{Name: n.name, Address: n.addr.String(), Netns: n.ns, CPUs: n.cpus,
+			MemoryMax: n.memory, TxBytes: c.TxBytes, RxBytes: c.RxBytes, Labels: tb.Topo.Nodes[n.idx].Labels}
+		if l, ok := tb.load[n.name]; ok {
+			ns.Load = &l
+		}
+		st.Nodes = append(st.Nodes, ns)
 	}
 	for _, f := range tb.faults {
 		st.Partitions = append(st.Partitions, describePartition(f))

@@ -24,6 +24,8 @@ type ProcSpec struct {
 	LogDir string `json:"log_dir,omitempty"`
 	// DataDirs are reported as the process's disk usage by the samplers.
 	DataDirs []string `json:"data_dirs,omitempty"`
+	// Service, if set, declares the process an instance of a service (reported by Status).
+	Service *Service `json:"service,omitempty"`
 	// Stdout, if set, also receives the process's stdout (e.g. to parse progress lines).
 	Stdout io.Writer `json:"-"`
 }
@@ -38,6 +40,7 @@ type ProcStatus struct {
 	Signal   string    `json:"signal,omitempty"` // set when killed by a signal
 	Restarts int       `json:"restarts"`
 	Started  time.Time `json:"started"`
+	Service  *Service  `json:"service,omitempty"`
 }
 
 // Proc is a supervised process; Restart starts the same spec again under the same name.
@@ -65,6 +68,11 @@ func (tb *Testbed) Start(spec ProcSpec) (*Proc, error) {
 	}
 	if len(spec.Args) == 0 {
 		return nil, fmt.Errorf("process %s: no command", spec.Name)
+	}
+	if spec.Service != nil {
+		if err := spec.Service.Validate(); err != nil {
+			return nil, fmt.Errorf("process %s: %w", spec.Name, err)
+		}
 	}
 	n, err := tb.node(spec.Node)
 	if err != nil {
@@ -183,7 +191,7 @@ func (p *Proc) Status() ProcStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := ProcStatus{Name: p.spec.Name, Node: p.n.name, PID: p.pid, State: "running", Restarts: p.restarts,
-		Started: p.started, ExitCode: p.exitCode, Signal: p.signal}
+		Started: p.started, ExitCode: p.exitCode, Signal: p.signal, Service: p.spec.Service}
 	select {
 	case <-p.done:
 		st.State = "exited"

@@ -136,6 +136,7 @@ func (s *Sampler) Take() []Sample {
 			out = append(out, pr)
 		}
 	}
+	tb.publishLoad(now, out)
 	return out
 }
 

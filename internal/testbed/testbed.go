@@ -79,7 +79,8 @@ type Testbed struct {
 
 	mu     sync.Mutex
 	procs  map[string]*Proc
-	faults map[int]Fault // active partitions by fabric id
+	faults map[int]Fault       // active partitions by fabric id
+	load   map[string]NodeLoad // latest sampler round by node (see publishLoad)
 	down   bool
 	ctl    *controlServer
 }

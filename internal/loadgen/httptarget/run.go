@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/continuum-project/continuum/internal/loadgen"
 )
 
@@ -15,6 +17,10 @@ import (
 type Endpoint struct {
 	Name string
 	URL  string
+	// Host and Service address a service behind Continuum's proxy: the Host header, and the
+	// X-Continuum-Service header. Both optional.
+	Host    string
+	Service string
 }
 
 // Config is `continuum load http`'s configuration.
@@ -24,6 +30,9 @@ type Config struct {
 	Method    string // default GET
 	BodySize  int    // bytes of pseudo-random body sent with every request
 	Seed      int64  // seeds the body content, so runs are reproducible byte for byte
+	// InstanceHeader names the response header that says which instance served a request
+	// (default X-Continuum-Instance); results count requests per instance when answers carry it.
+	InstanceHeader string
 }
 
 // Validate checks what loadgen does not.
@@ -42,6 +51,15 @@ func (c Config) Validate() error {
 		if err := checkURL(e.URL); err != nil {
 			return fmt.Errorf("target %q: %w", e.Name, err)
 		}
+		if err := checkHeaderValue("host", e.Host); err != nil {
+			return fmt.Errorf("target %q: %w", e.Name, err)
+		}
+		if err := checkHeaderValue("service", e.Service); err != nil {
+			return fmt.Errorf("target %q: %w", e.Name, err)
+		}
+	}
+	if h := c.InstanceHeader; h != "" && !httpguts.ValidHeaderFieldName(h) {
+		return fmt.Errorf("instance header %q: not a valid HTTP header name", h)
 	}
 	return c.Load.Validate()
 }
@@ -72,7 +90,8 @@ func Run(ctx context.Context, cfg Config) (*loadgen.Result, error) {
 	}
 	series := make([]loadgen.Series, 0, len(cfg.Endpoints))
 	for _, e := range cfg.Endpoints {
-		t, err := NewTarget(method, e.URL, body, cfg.Load.Timeout, conns)
+		t, err := NewTargetWith(method, e.URL, body, cfg.Load.Timeout, conns,
+			RequestOptions{Host: e.Host, Service: e.Service, InstanceHeader: cfg.InstanceHeader})
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", e.Name, err)
 		}
@@ -80,4 +99,45 @@ func Run(ctx context.Context, cfg Config) (*loadgen.Result, error) {
 		series = append(series, loadgen.Series{Name: e.Name, Target: t})
 	}
 	return loadgen.Run(ctx, cfg.Load, series)
+}
+
+// checkHeaderValue rejects values that cannot be sent as a header (and so would fail every
+// request): control characters, spaces inside a host or service name.
+func checkHeaderValue(field, v string) error {
+	if v == "" {
+		return nil
+	}
+	if !httpguts.ValidHeaderFieldValue(v) || strings.ContainsAny(v, " \t/") {
+		return fmt.Errorf("%s %q: want a host or service name without spaces, '/' or control characters", field, v)
+	}
+	return nil
+}
+
+// ApplyPerTarget applies flag values of the form VALUE (every endpoint) or TARGET=VALUE (the
+// endpoint named TARGET) with set; flag names the flag in errors.
+func ApplyPerTarget(eps []Endpoint, flag string, values []string, set func(*Endpoint, string)) error {
+	for _, v := range values {
+		name, val, scoped := strings.Cut(v, "=")
+		if !scoped {
+			for i := range eps {
+				set(&eps[i], v)
+			}
+			continue
+		}
+		found := false
+		for i := range eps {
+			if eps[i].Name == name {
+				set(&eps[i], val)
+				found = true
+			}
+		}
+		if !found {
+			names := make([]string, len(eps))
+			for i, e := range eps {
+				names[i] = e.Name
+			}
+			return fmt.Errorf("%s %s: no target named %q (targets: %s)", flag, v, name, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }

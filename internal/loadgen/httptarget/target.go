@@ -27,21 +27,48 @@ func (e *StatusError) ErrorType() string {
 	return loadgen.ErrHTTP4xx
 }
 
+// Headers of Continuum's proxy (`continuum proxy`): a request names its service with
+// ServiceHeader (or the Host header's first label), and the answer names the instance that
+// served it with InstanceHeader.
+const (
+	ServiceHeader  = "X-Continuum-Service"
+	InstanceHeader = "X-Continuum-Instance"
+)
+
 // Target sends one fixed request per Do.
 type Target struct {
 	client *http.Client
 	method string
 	url    string
 	body   []byte
+	opts   RequestOptions
+}
+
+// RequestOptions are what a request carries besides method, URL and body.
+type RequestOptions struct {
+	Host    string // Host header (default: the URL's host)
+	Service string // sent as ServiceHeader when set
+	// InstanceHeader is the response header naming the serving instance (DoInstance); default
+	// InstanceHeader.
+	InstanceHeader string
 }
 
 // NewTarget returns a target for method+rawURL with its own connection pool sized for
 // maxConns concurrent requests. body is sent with every request (may be nil).
 func NewTarget(method, rawURL string, body []byte, timeout time.Duration, maxConns int) (*Target, error) {
+	return NewTargetWith(method, rawURL, body, timeout, maxConns, RequestOptions{})
+}
+
+// NewTargetWith is NewTarget with request options (Host, service header, instance header).
+func NewTargetWith(method, rawURL string, body []byte, timeout time.Duration, maxConns int, opts RequestOptions) (*Target, error) {
 	if err := checkURL(rawURL); err != nil {
 		return nil, err
 	}
-	return &Target{client: &http.Client{Transport: newTransport(timeout, maxConns)}, method: method, url: rawURL, body: body}, nil
+	if opts.InstanceHeader == "" {
+		opts.InstanceHeader = InstanceHeader
+	}
+	return &Target{client: &http.Client{Transport: newTransport(timeout, maxConns)}, method: method, url: rawURL,
+		body: body, opts: opts}, nil
 }
 
 func checkURL(rawURL string) error {
@@ -71,24 +98,39 @@ func newTransport(timeout time.Duration, maxConns int) *http.Transport {
 
 // Do sends the request and reads the whole response, so the connection returns to the pool.
 func (t *Target) Do(ctx context.Context) error {
+	_, err := t.DoInstance(ctx)
+	return err
+}
+
+// DoInstance is Do that also returns the instance the response names (the instance header),
+// "" when there is none. It makes Target a loadgen.InstanceTarget: behind a proxy, results
+// show the requests per instance.
+func (t *Target) DoInstance(ctx context.Context) (string, error) {
 	var body io.Reader
 	if len(t.body) > 0 {
 		body = bytes.NewReader(t.body)
 	}
 	req, err := http.NewRequestWithContext(ctx, t.method, t.url, body)
 	if err != nil {
-		return err
+		return "", err
+	}
+	if t.opts.Host != "" {
+		req.Host = t.opts.Host
+	}
+	if t.opts.Service != "" {
+		req.Header.Set(ServiceHeader, t.opts.Service)
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
+	instance := resp.Header.Get(t.opts.InstanceHeader)
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode >= 400 {
-		return &StatusError{Code: resp.StatusCode}
+		return instance, &StatusError{Code: resp.StatusCode}
 	}
-	return err
+	return instance, err
 }
 
 // Close releases idle connections.
@@ -103,4 +145,4 @@ func ParseTarget(v string) (name, rawURL string, err error) {
 	return name, rawURL, checkURL(rawURL)
 }
 
-var _ loadgen.Target = (*Target)(nil)
+var _ loadgen.InstanceTarget = (*Target)(nil)

@@ -6,6 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,7 +111,7 @@ func TestParseTarget(t *testing.T) {
 func TestRunRateAccuracy(t *testing.T) {
 	var hits atomic.Int64
 	srv := startServer(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })
-	cfg := Config{Load: loadgen.DefaultConfig(), Endpoints: []Endpoint{{"edge", srv.URL + "/"}}}
+	cfg := Config{Load: loadgen.DefaultConfig(), Endpoints: []Endpoint{{Name: "edge", URL: srv.URL + "/"}}}
 	cfg.Load.Rate = 200
 	cfg.Load.Duration = 2 * time.Second
 	cfg.Load.OutDir = t.TempDir()
@@ -126,7 +129,7 @@ func TestRunRateAccuracy(t *testing.T) {
 }
 
 func TestRunRefused(t *testing.T) {
-	cfg := Config{Load: loadgen.DefaultConfig(), Endpoints: []Endpoint{{"dead", "http://" + closedPort(t) + "/"}}}
+	cfg := Config{Load: loadgen.DefaultConfig(), Endpoints: []Endpoint{{Name: "dead", URL: "http://" + closedPort(t) + "/"}}}
 	cfg.Load.Rate = 50
 	cfg.Load.Duration = 200 * time.Millisecond
 	res, err := Run(context.Background(), cfg)
@@ -140,7 +143,7 @@ func TestRunRefused(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	good := Config{Load: loadgen.DefaultConfig(), Endpoints: []Endpoint{{"a", "http://x/"}}}
+	good := Config{Load: loadgen.DefaultConfig(), Endpoints: []Endpoint{{Name: "a", URL: "http://x/"}}}
 	tests := []struct {
 		name   string
 		mutate func(*Config)
@@ -148,7 +151,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"ok", func(*Config) {}, true},
 		{"no endpoints", func(c *Config) { c.Endpoints = nil }, false},
-		{"bad url", func(c *Config) { c.Endpoints = []Endpoint{{"a", "x"}} }, false},
+		{"bad url", func(c *Config) { c.Endpoints = []Endpoint{{Name: "a", URL: "x"}} }, false},
 		{"lower method", func(c *Config) { c.Method = "get" }, false},
 		{"negative body", func(c *Config) { c.BodySize = -1 }, false},
 		{"bad load", func(c *Config) { c.Load.Duration = 0 }, false},
@@ -159,5 +162,104 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.Validate(); (err == nil) != tt.ok {
 			t.Errorf("%s: Validate() = %v", tt.name, err)
 		}
+	}
+}
+
+// A target sends the Host and service headers it was given and reports the instance header.
+func TestTargetHeadersAndInstance(t *testing.T) {
+	srv := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(InstanceHeader, r.Host+"/"+r.Header.Get(ServiceHeader))
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	tests := []struct {
+		path string
+		opts RequestOptions
+		want string
+		fail bool
+	}{
+		{"/", RequestOptions{Host: "dps.local", Service: "dps"}, "dps.local/dps", false},
+		{"/", RequestOptions{}, srv.Listener.Addr().String() + "/", false},
+		{"/fail", RequestOptions{Service: "x"}, srv.Listener.Addr().String() + "/x", true},
+		{"/", RequestOptions{InstanceHeader: "X-Other"}, "", false},
+	}
+	for _, tt := range tests {
+		tg, err := NewTargetWith(http.MethodGet, srv.URL+tt.path, nil, time.Second, 2, tt.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tg.DoInstance(context.Background())
+		tg.Close()
+		if got != tt.want || (err != nil) != tt.fail {
+			t.Errorf("%+v: instance %q err %v, want %q fail=%v", tt.opts, got, err, tt.want, tt.fail)
+		}
+	}
+}
+
+// Behind a proxy, the run counts requests per instance and writes instances.csv.
+func TestRunCountsInstances(t *testing.T) {
+	var n atomic.Int64
+	srv := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(ServiceHeader) != "dps" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.Header().Set(InstanceHeader, []string{"s1", "s2"}[n.Add(1)%2])
+	})
+	cfg := Config{Load: loadgen.DefaultConfig(), Endpoints: []Endpoint{{Name: "dps", URL: srv.URL + "/", Service: "dps"}}}
+	cfg.Load.Rate = 100
+	cfg.Load.Duration = time.Second
+	cfg.Load.QoSLatency = time.Second
+	cfg.Load.OutDir = t.TempDir()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Stats.Series["dps"]
+	if s.OK != 100 || s.Instances["s1"].Requests != 50 || s.Instances["s2"].Requests != 50 {
+		t.Errorf("ok=%d instances=%+v, want 50 per instance", s.OK, s.Instances)
+	}
+	if s.QoS == nil || s.QoS.WithinPct != 100 {
+		t.Errorf("qos = %+v, want 100%% within 1s", s.QoS)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Load.OutDir, "instances.csv")); err != nil {
+		t.Errorf("instances.csv: %v", err)
+	}
+}
+
+func TestConfigValidateHeaders(t *testing.T) {
+	base := Config{Load: loadgen.DefaultConfig(), Endpoints: []Endpoint{{Name: "a", URL: "http://x/"}}}
+	for _, tt := range []struct {
+		name   string
+		mutate func(*Config)
+		ok     bool
+	}{
+		{"service", func(c *Config) { c.Endpoints[0].Service = "dps" }, true},
+		{"host", func(c *Config) { c.Endpoints[0].Host = "dps.svc:8080" }, true},
+		{"service with space", func(c *Config) { c.Endpoints[0].Service = "d ps" }, false},
+		{"host with newline", func(c *Config) { c.Endpoints[0].Host = "a\nb" }, false},
+		{"bad instance header", func(c *Config) { c.InstanceHeader = "X Bad" }, false},
+	} {
+		c := base
+		c.Endpoints = append([]Endpoint(nil), base.Endpoints...)
+		tt.mutate(&c)
+		if err := c.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%s: Validate() = %v", tt.name, err)
+		}
+	}
+}
+
+func TestApplyPerTarget(t *testing.T) {
+	eps := []Endpoint{{Name: "a"}, {Name: "b"}}
+	set := func(e *Endpoint, v string) { e.Service = v }
+	if err := ApplyPerTarget(eps, "--service", []string{"dps", "b=other"}, set); err != nil {
+		t.Fatal(err)
+	}
+	if eps[0].Service != "dps" || eps[1].Service != "other" {
+		t.Errorf("endpoints %+v", eps)
+	}
+	if err := ApplyPerTarget(eps, "--service", []string{"c=x"}, set); err == nil || !strings.Contains(err.Error(), "targets: a, b") {
+		t.Errorf("unknown target: %v", err)
 	}
 }

@@ -200,8 +200,8 @@ func New(cfg Config) (*Fabric, error) {
 	f.timer = t
 	f.clock = newClock()
 	var out []delivery
-	go f.timer.run(func() {
-		out = f.onTimer(out[:0])
+	go f.timer.run(func(expired bool) {
+		out = f.onTimer(out[:0], expired)
 		if len(out) <= inlineWrites {
 			f.writeNow(out)
 		} else {
@@ -348,11 +348,16 @@ func (f *Fabric) forward(out []delivery, e event) []delivery {
 
 // onTimer runs on the timer thread when the timer fired. Re-arming happens under mu, like every
 // arm() from forward, so an event pushed concurrently can never be left without a wake-up.
-func (f *Fabric) onTimer(out []delivery) []delivery {
+//
+// An expired timerfd is disarmed even if the fabric's clock reads a little before the
+// programmed time (the two clocks are paired at start, not identical): were it kept as armed,
+// arm() would see an earlier-or-equal wake-up pending and never program the timer again, and
+// every packet in flight would wait forever.
+func (f *Fabric) onTimer(out []delivery, expired bool) []delivery {
 	now := f.clock.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.timer.programmed != 0 && now >= f.timer.programmed {
+	if f.timer.programmed != 0 && (expired || now >= f.timer.programmed) {
 		f.timer.fired(now)
 	}
 	if f.closed {

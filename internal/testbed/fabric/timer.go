@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"time"
 
@@ -15,11 +16,29 @@ type clock struct {
 	mono0 int64
 }
 
+// newClock pairs a CLOCK_MONOTONIC reading with time.Now(). The pair is taken between two
+// clock_gettime calls and the tightest of a few tries is kept: a pair read far apart (the
+// goroutine preempted in between) would put the fabric's clock behind the timerfd's, so that
+// every wake-up would look early to the timer thread.
 func newClock() *clock {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return &clock{base: time.Now(), mono0: ts.Nano()}
+	var best *clock
+	bestGap := int64(math.MaxInt64)
+	for range 8 {
+		var a, b unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &a)
+		now := time.Now()
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &b)
+		if gap := b.Nano() - a.Nano(); gap < bestGap {
+			bestGap = gap
+			best = &clock{base: now, mono0: a.Nano() + gap/2 - testClockSkew}
+		}
+	}
+	return best
 }
+
+// testClockSkew puts new fabrics' clocks behind CLOCK_MONOTONIC by that many ns (tests only;
+// set before New, so no goroutine reads it concurrently).
+var testClockSkew int64
 
 func (c *clock) now() int64 { return c.mono0 + int64(time.Since(c.base)) }
 
@@ -78,15 +97,17 @@ func (t *timer) fired(now int64) {
 }
 
 // run blocks in read(2) on the timerfd on its own OS thread: a blocking read wakes within the
-// hrtimer's latency, where Go's runtime timers would round sub-millisecond waits up.
-func (t *timer) run(onFire func()) {
+// hrtimer's latency, where Go's runtime timers would round sub-millisecond waits up. onFire
+// learns whether the read consumed an expiration: the programmed time has then passed, whatever
+// the fabric's clock says, and the timer must be armed again for the next event.
+func (t *timer) run(onFire func(expired bool)) {
 	runtime.LockOSThread()
 	defer close(t.done)
 	// Timer slack only applies to some sleeps, but keep this thread's at the minimum anyway.
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	var buf [8]byte
 	for {
-		_, err := unix.Read(t.fd, buf[:])
+		n, err := unix.Read(t.fd, buf[:])
 		select {
 		case <-t.stop:
 			return
@@ -95,9 +116,7 @@ func (t *timer) run(onFire func()) {
 		if err != nil && err != unix.EINTR && err != unix.EAGAIN {
 			return
 		}
-		// onFire returns the time of an event due within the lead instead of arming the timer
-		// for it; spin for it (releasing the fabric lock) rather than pay another late wake-up.
-		onFire()
+		onFire(err == nil && n == len(buf))
 	}
 }
 
@@ -108,4 +127,11 @@ func (t *timer) close() {
 	_ = unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &spec, nil)
 	<-t.done
 	unix.Close(t.fd)
+}
+
+// newClockRef reads CLOCK_MONOTONIC directly (for tests).
+func newClockRef() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }

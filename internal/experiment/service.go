@@ -1,0 +1,157 @@
+package experiment
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/continuum-project/continuum/internal/testbed"
+)
+
+// ActionStart is the event action that starts a component declared `deferred: true`: the
+// instance joins the run at that moment (a service instance scaled out, a late node agent).
+const ActionStart = "start"
+
+// ServiceDecl declares a component an instance of a named service: the testbed reports it
+// (testbed.Status) and discovery sources such as `continuum proxy`'s testbed source route
+// requests for the service to it.
+//
+//	components:
+//	  - name: s1
+//	    kind: http-echo
+//	    node: worker1
+//	    service: {name: dps, attributes: {accuracy: "0.97"}}
+type ServiceDecl struct {
+	Name string `yaml:"name"`
+	// Port the instance serves the service on; default: the component's own port (kinds that
+	// serve on one port, like http-echo).
+	Port       int               `yaml:"port,omitempty"`
+	Attributes map[string]string `yaml:"attributes,omitempty"`
+}
+
+// checkService validates a component's service declaration.
+func (c *checker) checkService(list string, i int, inst *Instance, role Role) {
+	if inst.Service == nil {
+		return
+	}
+	where := fmt.Sprintf("%s[%d].service", list, i)
+	n := c.at(list, i, "service")
+	if role != RoleComponent {
+		c.errorf(n, "%s: only components can be instances of a service", where)
+		return
+	}
+	svc := inst.service()
+	if svc.Port == 0 {
+		c.errorf(n, "%s: port is required: kind %s does not say which port it serves on", where, inst.Kind)
+		return
+	}
+	if err := svc.Validate(); err != nil {
+		c.errorf(n, "%s: %v", where, err)
+	}
+}
+
+// service is the testbed's form of the instance's service declaration (nil without one), the
+// port defaulting to the component's own. It is computed when needed, not stored, so that a
+// sweep or --set of the component's port moves the service with it.
+func (inst *Instance) service() *testbed.Service {
+	s := inst.Service
+	if s == nil {
+		return nil
+	}
+	port := s.Port
+	if sp, ok := inst.DecodedConfig.(servicePort); ok && port == 0 {
+		port = sp.ServicePort()
+	}
+	return &testbed.Service{Name: s.Name, Port: port, Attributes: s.Attributes}
+}
+
+// checkStart validates a start event: it takes only a component, one declared deferred.
+func (c *checker) checkStart(where string, i int, ev *Event) {
+	rest := ev.Fault
+	rest.Action, rest.Component = "", ""
+	if !reflect.DeepEqual(rest, testbed.Fault{}) || ev.Config.Kind != 0 {
+		c.errorf(c.at("events", i), "%s: action start takes only component", where)
+		return
+	}
+	var deferred []string
+	for _, inst := range c.s.Components {
+		if inst.Deferred {
+			deferred = append(deferred, inst.Name)
+		}
+	}
+	sort.Strings(deferred)
+	inst := c.instances[ev.Component]
+	switch {
+	case ev.Component == "":
+		c.errorf(c.at("events", i), "%s: action start needs component; deferred components: %s", where, orNoneList(deferred))
+	case inst == nil || c.instanceRoleByName[ev.Component] != RoleComponent:
+		c.errorf(c.at("events", i, "component"), "%s: unknown component %q; deferred components: %s", where, ev.Component, orNoneList(deferred))
+	case !inst.Deferred:
+		c.errorf(c.at("events", i, "component"), "%s: component %q starts with the run; declare it `deferred: true` to start it with this event", where, ev.Component)
+	}
+}
+
+// checkDeferredStarts reports deferred components no event starts (they would never run) and
+// components started twice.
+func (c *checker) checkDeferredStarts() {
+	starts := map[string]int{}
+	for _, ev := range c.s.Events {
+		if ev.Action == ActionStart {
+			starts[ev.Component]++
+		}
+	}
+	for i, inst := range c.s.Components {
+		switch {
+		case inst.Deferred && starts[inst.Name] == 0:
+			c.errorf(c.at("components", i, "deferred"), "components[%d]: %s is deferred but no event starts it (add an event with action: start, component: %s)", i, inst.Name, inst.Name)
+		case starts[inst.Name] > 1:
+			c.errorf(c.at("components", i, "deferred"), "components[%d]: %s is started by %d events; a component starts once (use restart to start it again)", i, inst.Name, starts[inst.Name])
+		}
+	}
+	for i, inst := range c.s.Workloads {
+		if inst.Deferred {
+			c.errorf(c.at("workloads", i, "deferred"), "workloads[%d]: deferred applies to components only", i)
+		}
+	}
+}
+
+// listenPorter is implemented by component configs that listen on more than one port.
+type listenPorter interface{ ListenPorts() []int }
+
+// portsOf lists the ports a component listens on, as far as its kind says.
+func portsOf(cfg any) []int {
+	if lp, ok := cfg.(listenPorter); ok {
+		return lp.ListenPorts()
+	}
+	if sp, ok := cfg.(servicePort); ok {
+		return []int{sp.ServicePort()}
+	}
+	return nil
+}
+
+// checkPorts reports two components of one node listening on the same port: the second would
+// fail to start, or worse, a readiness check would see the first and the run would measure the
+// wrong server.
+func (c *checker) checkPorts() {
+	type key struct {
+		node string
+		port int
+	}
+	owner := map[key]string{}
+	for i, inst := range c.s.Components {
+		for _, p := range portsOf(inst.DecodedConfig) {
+			k := key{inst.Node, p}
+			if prev, ok := owner[k]; ok && prev != inst.Name {
+				c.errorf(c.at("components", i), "components[%d]: %s listens on port %d of node %s, like %s; give one of them another port", i, inst.Name, p, inst.Node, prev)
+				continue
+			}
+			owner[k] = inst.Name
+		}
+	}
+}
+
+// eventActions lists every action a scenario event may take, for messages.
+func eventActions() string {
+	return strings.Join(append(append([]string{}, testbed.FaultActions...), ActionSet, ActionStart), ", ")
+}

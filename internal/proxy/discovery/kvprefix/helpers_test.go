@@ -1,0 +1,138 @@
+package kvprefix
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/continuum-project/continuum/internal/kv/server"
+	"github.com/continuum-project/continuum/internal/kvtarget/baseline"
+	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/discovery/discoverytest"
+	"github.com/continuum-project/continuum/internal/testenv"
+)
+
+// TestMain fails the package when a test leaves a watch, a keep-alive loop or a server
+// behind: Run and Registration must stop everything they started.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.ExitUnlessLeaked(code, "discovery/kvprefix.", "etcd/client/v3.", "internal/kv/")
+}
+
+const waitTimeout = 15 * time.Second
+
+// backend is a server speaking the etcd v3 API: real etcd, or Continuum's kv.
+type backend struct {
+	name  string
+	start func(t *testing.T) string // returns the client endpoint
+}
+
+var backends = []backend{{"etcd", startEtcd}, {"kv", startKV}}
+
+// startEtcd starts a single-member etcd (.tools/bin/etcd from `make setup`, or
+// $CONTINUUM_ETCD_BIN). Without the binary the test is skipped, except under
+// CONTINUUM_REQUIRE_ROOT=1 (`make test`), where it fails.
+func startEtcd(t *testing.T) string {
+	t.Helper()
+	if _, err := baseline.EtcdBinary(""); err != nil {
+		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := baseline.StartEtcd(ctx, baseline.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s.Target.Endpoints[0]
+}
+
+// startKV starts Continuum's kv in this process.
+func startKV(t *testing.T) string {
+	t.Helper()
+	s := startKVAt(t, t.TempDir(), "127.0.0.1:0")
+	t.Cleanup(func() { s.Close() })
+	return strings.TrimPrefix(s.ClientURLs()[0], "http://")
+}
+
+func startKVAt(t *testing.T, dir, addr string) *server.Server {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.Name = "test"
+	cfg.DataDir = dir
+	cfg.ListenClientURLs = []string{"http://" + addr}
+	s, err := server.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newClient(t *testing.T, endpoint string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitLog waits until the logs contain want.
+func waitLog(t *testing.T, logs *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !strings.Contains(logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line with %q within %v; logs:\n%s", want, waitTimeout, logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// newSource makes a source for endpoint with test logging; tweak adjusts it before Run.
+func newSource(t *testing.T, endpoint, prefix string) (*Source, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	cfg := DefaultConfig()
+	cfg.Endpoints = []string{endpoint}
+	cfg.Prefix = prefix
+	cfg.Logger = newLogger(logs)
+	src, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, logs
+}
+
+// The shared harness (package discoverytest), under the names these tests use.
+type (
+	running    = discoverytest.Running
+	syncBuffer = discoverytest.SyncBuffer
+)
+
+var (
+	newLogger = discoverytest.Logger
+	dump      = discoverytest.Dump
+	find      = discoverytest.Find
+)
+
+// runSource runs src until the test ends, then checks that Run returned nil promptly.
+func runSource(t *testing.T, src discovery.Source, logs *syncBuffer) *running {
+	t.Helper()
+	return discoverytest.Run(t, src, logs, waitTimeout)
+}

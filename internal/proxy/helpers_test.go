@@ -1,0 +1,246 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/discovery"
+)
+
+// testSource delivers a first snapshot, then whatever the test sends.
+type testSource struct {
+	name    string
+	first   *discovery.Snapshot // nil: deliver nothing until the first update
+	updates chan discovery.Snapshot
+}
+
+func newTestSource(insts ...discovery.Instance) *testSource {
+	return &testSource{name: "test", first: &discovery.Snapshot{Instances: insts}, updates: make(chan discovery.Snapshot)}
+}
+
+func (s *testSource) Name() string { return s.name }
+
+func (s *testSource) Run(ctx context.Context, update func(discovery.Snapshot)) error {
+	if s.first != nil {
+		update(*s.first)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case snap := <-s.updates:
+			update(snap)
+		}
+	}
+}
+
+func inst(id, service, rawURL string) discovery.Instance {
+	return discovery.Instance{ID: id, Service: service, URL: rawURL, Node: "node-" + id, Ready: true}
+}
+
+// upstreamServer starts an instance that answers with its name unless h is given.
+func upstreamServer(t *testing.T, name string, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	if h == nil {
+		h = func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "%s got %d bytes", name, len(b))
+		}
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// closedURL is an http URL on a loopback port nothing listens on.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+type testProxy struct {
+	p      *Proxy
+	url    string // data plane, http://127.0.0.1:port
+	admin  string
+	client *http.Client
+}
+
+// testConfig is a proxy config with fast probes and short backoffs.
+func testConfig(sources ...discovery.Source) Config {
+	cfg := DefaultConfig()
+	cfg.Node = "test-node"
+	cfg.Sources = sources
+	cfg.Logger = discard
+	d := &cfg.Defaults
+	d.QoS.Latency = dur(time.Second)
+	d.Probe.Interval = dur(50 * time.Millisecond)
+	d.Probe.Timeout = dur(time.Second)
+	d.Cooldown = BackoffConfig{Base: dur(50 * time.Millisecond), Max: dur(200 * time.Millisecond)}
+	return cfg
+}
+
+// startProxy serves cfg on loopback until the test ends, then checks that Serve returned and
+// left no goroutine behind.
+func startProxy(t *testing.T, cfg Config) *testProxy {
+	t.Helper()
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx, ln, adm) }()
+	tp := &testProxy{p: p, url: "http://" + ln.Addr().String(), admin: "http://" + adm.Addr().String(),
+		client: &http.Client{Transport: &http.Transport{}}}
+	t.Cleanup(func() {
+		tp.client.CloseIdleConnections()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Serve did not return after cancel")
+		}
+		checkNoGoroutines(t)
+	})
+	waitFor(t, "readiness", func() bool {
+		resp, err := tp.client.Get(tp.admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return tp
+}
+
+// checkNoGoroutines fails if a goroutine of the proxy is still running.
+func checkNoGoroutines(t *testing.T) {
+	t.Helper()
+	markers := []string{"proxy.(*service).maintain", "proxy.(*union).run", "proxy.(*Proxy).Serve",
+		"proxy.(*service).defaultProbe", "proxy.(*upstream).RoundTrip", "proxy.(*handler).ServeHTTP"}
+	var stacks string
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		stacks = string(buf[:runtime.Stack(buf, true)])
+		leaked := false
+		for _, m := range markers {
+			leaked = leaked || strings.Contains(stacks, m)
+		}
+		if !leaked {
+			return
+		}
+	}
+	t.Errorf("goroutines left behind:\n%s", stacks)
+}
+
+// waitFor polls cond until it holds or 5 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// do sends a request for service (by header) and returns the response with its body read.
+func (tp *testProxy) do(t *testing.T, method, service, body string) (*http.Response, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, tp.url+"/path?q=1", rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if service != "" {
+		req.Header.Set(ServiceHeader, service)
+	}
+	resp, err := tp.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+func (tp *testProxy) pools(t *testing.T) poolsView {
+	t.Helper()
+	resp, err := tp.client.Get(tp.admin + "/debug/pools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v poolsView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func (v poolsView) instance(service, id string) (instanceView, bool) {
+	for _, s := range v.Services {
+		if s.Name == service {
+			for _, in := range s.Instances {
+				if in.ID == id {
+					return in, true
+				}
+			}
+		}
+	}
+	return instanceView{}, false
+}
+
+func (tp *testProxy) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := tp.client.Get(tp.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func grep(text, substr string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,139 @@
+package proxy
+
+import (
+	"fmt"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/discovery"
+)
+
+// Reasons an instance is not in its service's pool (instanceView.Reason, metrics labels).
+const (
+	reasonNotReady      = "not_ready"
+	reasonAttributes    = "attributes"
+	reasonCooldown      = "cooldown"
+	reasonAwaitingProbe = "awaiting_probe"
+	reasonHold          = "hold"
+	reasonUnprobed      = "unprobed"
+	reasonLatency       = "latency"
+	reasonSuccessRate   = "success_rate"
+	reasonOverloaded    = "overloaded"
+)
+
+// Where an estimate comes from.
+const (
+	estFromTraffic = "traffic"
+	estFromProbe   = "probe"
+	estNone        = "none"
+)
+
+// instance is the proxy's view of one discovered instance. Fields below mu are guarded by the
+// owning service's mu; outstanding is read without it by the balancers.
+type instance struct {
+	// id and target never change (a new URL makes a new instance), so the request path reads
+	// them without the lock; disc is rewritten by discovery updates and needs it.
+	id     string
+	target *url.URL // scheme and host of disc.URL
+	addr   string   // host:port that TCP probes and the transport dial
+	disc   discovery.Instance
+
+	outstanding atomic.Int64
+
+	// epoch counts the times the instance's samples were cleared (QoS evictions). An attempt
+	// records it when it starts; an answer from an older epoch was sent before the samples
+	// were cleared and is not a sample of the instance as it is now (written under
+	// service.mu, read without it by the request path).
+	epoch atomic.Uint64
+
+	// guarded by service.mu
+	win window
+	// rtt is the EWMA of probe times (TCP connect, or HTTP probe response) taken in rttEpoch;
+	// after an eviction it is stale like the samples, and the estimate waits for a new probe.
+	rtt      time.Duration
+	rttKnown bool
+	rttEpoch uint64
+	// net is the EWMA of TCP connect times, the network round trip to the instance's host
+	// (what proximity weighs); it is not cleared by evictions, which are about the service.
+	net          time.Duration
+	netKnown     bool
+	probedAt     time.Time
+	probeDue     time.Time // zero: no probe scheduled
+	probing      bool
+	probeStarted time.Time // when the running probe was scheduled
+	probeErr     string
+	// reprobe: a re-estimation wants this instance probed now, even if traffic is fresh.
+	reprobe bool
+	// initProbe marks the probes of the activation batch, which the first request waits for.
+	initProbe bool
+	// failures counts consecutive failures (requests or probes); it sets the cooldown's length
+	// and is reset by a successful request.
+	failures      int
+	cooldownUntil time.Time
+	// needsProbe: the cooldown is over but no probe has succeeded since the failure; the
+	// instance takes no traffic until one does, so a dead instance costs probes, not requests.
+	needsProbe bool
+	// evictions counts QoS evictions (latency or success rate) in a row; it sets the hold's
+	// length and is reset after the instance stays in the pool for Cooldown.Max.
+	evictions int
+	holdUntil time.Time
+	holdWhy   string
+	// probation: it rejoined the pool after a QoS eviction, and until an answer within the
+	// limit shows it recovered it takes one request at a time, so a still-slow instance
+	// costs one late answer per hold rather than every request sent before the first one
+	// returns.
+	probation  bool
+	overloaded bool
+	attrOK     bool
+	attrWhy    string
+
+	// results of the last evaluation
+	est      time.Duration
+	estFrom  string
+	samples  int
+	success  float64
+	outcomes int
+	reason   string // "" = in the pool
+	why      string // human explanation of reason
+	inPool   bool
+	since    time.Time // when inPool last changed
+	lastErr  string
+	served   int64
+}
+
+func newInstance(d discovery.Instance, latWindow, outcomes int) (*instance, error) {
+	u, err := url.Parse(d.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("instance %s: url %q: want http://host:port", d.ID, d.URL)
+	}
+	in := &instance{id: d.ID, disc: d, target: &url.URL{Scheme: u.Scheme, Host: u.Host},
+		win: newWindow(latWindow, outcomes), estFrom: estNone, success: 1}
+	in.addr = in.hostPort()
+	return in, nil
+}
+
+// hostPort is what TCP probes connect to.
+func (in *instance) hostPort() string {
+	if in.target.Port() != "" {
+		return in.target.Host
+	}
+	if in.target.Scheme == "https" {
+		return in.target.Host + ":443"
+	}
+	return in.target.Host + ":80"
+}
+
+// backoff is base * 2^(n-1), capped at max (n >= 1).
+func backoff(b BackoffConfig, n int) time.Duration {
+	d := b.Base.Duration
+	for i := 1; i < n && d < b.Max.Duration; i++ {
+		d *= 2
+	}
+	return min(d, b.Max.Duration)
+}
+
+// fmtMs prints a duration in milliseconds with two decimals, for explanations.
+func fmtMs(d time.Duration) string {
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}

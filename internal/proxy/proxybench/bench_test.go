@@ -1,0 +1,87 @@
+package proxybench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestProxyBenchParseProc(t *testing.T) {
+	status := "Name:\tcontinuum-proxy\nVmPeak:\t  1 kB\nVmRSS:\t   14704 kB\nRssAnon:\t    4288 kB\nRssFile:\t   10416 kB\nRssShmem:\t       0 kB\n"
+	m, err := parseStatus([]byte(status))
+	if err != nil || m != (memory{VmRSS: 14704 << 10, RssAnon: 4288 << 10, RssFile: 10416 << 10}) {
+		t.Fatalf("parseStatus: %+v, %v", m, err)
+	}
+	if _, err := parseStatus([]byte("VmRSS:\t1 kB\n")); err == nil {
+		t.Error("missing fields accepted")
+	}
+	// The command name may contain spaces and parentheses; utime=250, stime=50 ticks.
+	stat := "1234 (odd (name) x) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 8 0 100 1000 200"
+	cpu, err := parseStatCPU([]byte(stat))
+	if err != nil || cpu != 3 {
+		t.Fatalf("parseStatCPU: %v, %v (want 3 s)", cpu, err)
+	}
+	if _, err := parseStatCPU([]byte("1234 (x) S 1")); err == nil {
+		t.Error("short stat accepted")
+	}
+	self, err := readMemory(os.Getpid())
+	if err != nil || self.VmRSS <= 0 {
+		t.Errorf("own memory: %+v, %v", self, err)
+	}
+}
+
+func TestProxyBenchSummary(t *testing.T) {
+	pairs := []Pair{
+		{Rate: 1000, Repeat: 1, Direct: Latency{P50: 1, P99: 2}, Proxied: Latency{P50: 1.2, P99: 2.4}, ProxyCPU: 0.2, ProxyMem: memory{VmRSS: 3}},
+		{Rate: 1000, Repeat: 2, Direct: Latency{P50: 1, P99: 2}, Proxied: Latency{P50: 1.4, P99: 3}, ProxyCPU: 0.3, ProxyMem: memory{VmRSS: 5}},
+		{Rate: 1000, Repeat: 3, Direct: Latency{P50: 2, P99: 4}, Proxied: Latency{P50: 2.1, P99: 4.2}, ProxyCPU: 0.1, ProxyMem: memory{VmRSS: 4}},
+	}
+	s := summarize(Config{Rates: []float64{1000}}, pairs)
+	if len(s) != 1 {
+		t.Fatalf("%d summaries", len(s))
+	}
+	got := s[0]
+	if got.DirectP50 != 1 || got.ProxiedP50 != 1.4 || got.AddedP50 != 0.2 || got.AddedP99 != 0.4 || got.MedianDiffP99 != 1 || got.CPUPer1000RPS != 0.2 || got.ProxyMem.VmRSS != 4 || got.RatioP50 != 1.4 {
+		t.Fatalf("summary: %+v", got)
+	}
+	res := &Result{Config: Config{Rates: []float64{1000}, Repeats: 3, MemoryRate: 1000, ProxyBin: "bin/continuum-proxy"}, Pairs: pairs, Summary: s,
+		Builds: []VariantResult{{Name: "this build", Bin: "bin/continuum-proxy", Loaded: memory{VmRSS: 12 << 20}}, {Name: "broken", Bin: "x", Error: "exit 1"}}}
+	md := Markdown(res, "continuum bench proxy", "test machine", "abc123")
+	for _, want := range []string{"continuum bench proxy", "test machine", "abc123", "| 1000 |", "+0.400 ms", "p99 added <= 0.5 ms at 1000 req/s | +0.400 ms (median of 3 per-repeat differences), +1.000 ms (difference of the medians) | **not met** |",
+		"VmRSS <= 10.0 MiB at 1000 req/s (this build) | 12.0 MiB", "**not met**", "broken (`x`)", "not measured: exit 1", "raw results"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+}
+
+// TestProxyBenchRun builds the slim proxy (without the heavy sources) and runs a tiny benchmark.
+func TestProxyBenchRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the proxy binary")
+	}
+	bin := filepath.Join(t.TempDir(), "continuum-proxy")
+	build := exec.Command("go", "build", "-tags", "nokubernetes,nokv", "-o", bin, "github.com/continuum-project/continuum/cmd/continuum-proxy")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cfg := Config{Rates: []float64{200}, Step: 700 * time.Millisecond, Warmup: 200 * time.Millisecond, Repeats: 1,
+		Timeout: 2 * time.Second, MemoryRate: 200, ProxyBin: bin, Variants: []Variant{{Name: "again", Bin: bin}, {Name: "missing", Bin: "/nonexistent"}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pairs) != 1 || res.Pairs[0].Proxied.Errors != 0 || res.Pairs[0].Proxied.P50 <= 0 || res.IdleMem.VmRSS <= 0 || res.Pairs[0].ProxyMem.RssAnon <= 0 {
+		t.Fatalf("result: %+v", res)
+	}
+	if len(res.Builds) != 3 || res.Builds[1].Error != "" || res.Builds[1].Loaded.VmRSS <= 0 || res.Builds[2].Error == "" {
+		t.Fatalf("builds: %+v", res.Builds)
+	}
+}

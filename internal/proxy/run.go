@@ -1,0 +1,145 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// Proxy is one node's proxy: discovery, the services' pools and the two HTTP servers.
+type Proxy struct {
+	cfg Config
+	log *slog.Logger
+	m   *metrics
+	rt  *router
+	u   *union
+	h   *handler
+
+	// ctx ends the background work (sources, maintainers, probes), which wg tracks.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// New validates cfg and builds a proxy; nothing runs until Serve.
+func New(cfg Config) (*Proxy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Sources) == 0 {
+		return nil, errors.New("discovery: at least one source is required")
+	}
+	if cfg.Node == "" {
+		cfg.Node, _ = os.Hostname()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = DefaultConfig().ShutdownTimeout
+	}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Node)}
+	var err error
+	if p.rt, err = newRouter(cfg, time.Now, p.log, p.m); err != nil {
+		return nil, err
+	}
+	p.u = newUnion(cfg.Sources, p.log, p.m, p.rt.apply, p.rt.setReady)
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.h = newHandler(p.ctx, &p.wg, p.rt, p.m, p.log, cfg.MaxInflight)
+	return p, nil
+}
+
+// Handler is the data plane (clients' requests).
+func (p *Proxy) Handler() http.Handler { return p.h }
+
+// AdminHandler serves /metrics, /healthz, /readyz and /debug/pools.
+func (p *Proxy) AdminHandler() http.Handler { return p.adminHandler() }
+
+// Serve runs discovery and serves clients on ln and the admin endpoints on admin (nil: none)
+// until ctx ends; then it stops accepting, drains requests in flight for up to
+// ShutdownTimeout, stops the background work and returns once every goroutine it started
+// has. Call it once.
+func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
+	defer p.close()
+	p.u.run(p.ctx, &p.wg)
+	errLog := log.New(slogWriter{p.log}, "", 0)
+	servers := []*http.Server{{Handler: p.h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}}
+	listeners := []net.Listener{ln}
+	if admin != nil {
+		servers = append(servers, &http.Server{Handler: p.adminHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog})
+		listeners = append(listeners, admin)
+		p.log.Info("proxy admin listening", "addr", admin.Addr().String())
+	}
+	errc := make(chan error, len(servers))
+	var serving sync.WaitGroup
+	for i, srv := range servers {
+		serving.Add(1)
+		go func() {
+			defer serving.Done()
+			if err := srv.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("serve %s: %w", listeners[i].Addr(), err)
+			}
+		}()
+	}
+	p.log.Info("proxy listening", "addr", ln.Addr().String(), "node", p.cfg.Node, "sources", len(p.cfg.Sources))
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownTimeout)
+	defer cancel()
+	for _, srv := range servers {
+		if serr := srv.Shutdown(sctx); serr != nil {
+			// Requests still running (long streams) are cut so that none outlives Serve.
+			srv.Close()
+			if err == nil {
+				err = fmt.Errorf("shutdown: %w", serr)
+			}
+		}
+	}
+	serving.Wait()
+	p.log.Info("proxy stopped")
+	return err
+}
+
+// close stops the background work and waits for it; Serve calls it on the way out.
+func (p *Proxy) close() {
+	p.once.Do(func() {
+		p.cancel()
+		p.wg.Wait()
+		for _, s := range p.rt.all() {
+			s.close()
+		}
+	})
+}
+
+// Run listens on cfg.Listen (and cfg.AdminListen unless "-") and serves until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	p, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		p.close()
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	var admin net.Listener
+	if cfg.AdminListen != "-" {
+		if admin, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+			ln.Close()
+			p.close()
+			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
+		}
+	}
+	return p.Serve(ctx, ln, admin)
+}
