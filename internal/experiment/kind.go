@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,4 +111,18 @@ func KindNames(role Role) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// ComponentNode returns the node of component instance name, or an error listing the components
+// there are (for workloads that target a component by name).
+func (env Env) ComponentNode(name string) (string, error) {
+	if node, ok := env.Components[name]; ok {
+		return node, nil
+	}
+	names := make([]string, 0, len(env.Components))
+	for n := range env.Components {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return "", fmt.Errorf("unknown component %q (components: %s)", name, strings.Join(names, ", "))
 }

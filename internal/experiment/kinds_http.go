@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -229,14 +228,9 @@ func (t HTTPLoadTarget) url(env Env) (string, error) {
 	if t.URL != "" {
 		return t.URL, nil
 	}
-	node, ok := env.Components[t.Component]
-	if !ok {
-		names := make([]string, 0, len(env.Components))
-		for n := range env.Components {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return "", fmt.Errorf("target %s: unknown component %q (components: %s)", t.Name, t.Component, strings.Join(names, ", "))
+	node, err := env.ComponentNode(t.Component)
+	if err != nil {
+		return "", fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	port := t.Port
 	if sp, ok := env.ComponentConfigs[t.Component].(servicePort); ok && port == 0 {

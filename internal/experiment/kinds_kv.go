@@ -368,14 +368,9 @@ func (c *YCSBConfig) target(env Env) (string, error) {
 	if c.Target != "" {
 		return c.Target, nil
 	}
-	node, ok := env.Components[c.Component]
-	if !ok {
-		names := make([]string, 0, len(env.Components))
-		for n := range env.Components {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return "", fmt.Errorf("component %q: no such component (components: %s)", c.Component, strings.Join(names, ", "))
+	node, err := env.ComponentNode(c.Component)
+	if err != nil {
+		return "", err
 	}
 	cc := env.ComponentConfigs[c.Component]
 	port := c.Port

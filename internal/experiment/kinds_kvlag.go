@@ -50,9 +50,9 @@ func (c *KVLagConfig) validate() error {
 
 // memberURL is the client URL of a kv or etcd component, at its node.
 func memberURL(env Env, component string) (string, error) {
-	node, ok := env.Components[component]
-	if !ok {
-		return "", fmt.Errorf("component %q: no such component", component)
+	node, err := env.ComponentNode(component)
+	if err != nil {
+		return "", err
 	}
 	var port int
 	switch cc := env.ComponentConfigs[component].(type) {

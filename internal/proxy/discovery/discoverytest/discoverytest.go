@@ -147,6 +147,18 @@ func (s *SyncBuffer) String() string {
 	return s.b.String()
 }
 
+// WaitLog waits until logs contain want, for up to timeout.
+func WaitLog(t testing.TB, logs fmt.Stringer, want string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line with %q within %v; logs:\n%s", want, timeout, logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Logger logs at debug level to buf.
 func Logger(buf *SyncBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))

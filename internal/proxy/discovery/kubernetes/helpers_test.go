@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,13 +33,7 @@ func TestMain(m *testing.M) {
 // waitLog waits until the logs contain want.
 func waitLog(t *testing.T, logs *syncBuffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !strings.Contains(logs.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line with %q within %v; logs:\n%s", want, waitTimeout, logs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	discoverytest.WaitLog(t, logs, want, waitTimeout)
 }
 
 const waitTimeout = 10 * time.Second

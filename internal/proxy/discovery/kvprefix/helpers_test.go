@@ -95,13 +95,7 @@ func ctxT(t *testing.T) context.Context {
 // waitLog waits until the logs contain want.
 func waitLog(t *testing.T, logs *syncBuffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !strings.Contains(logs.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line with %q within %v; logs:\n%s", want, waitTimeout, logs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	discoverytest.WaitLog(t, logs, want, waitTimeout)
 }
 
 // newSource makes a source for endpoint with test logging; tweak adjusts it before Run.
