@@ -33,6 +33,9 @@ func (r *Replicator) merge(id uint64, vv mvcc.VersionVector, direct bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.removed[id] {
+		return
+	}
 	cur := r.known[id]
 	if cur == nil {
 		cur = mvcc.VersionVector{}

@@ -118,6 +118,9 @@ type Replicator struct {
 	mu      sync.Mutex
 	members map[uint64]Member      // learned from Sync requests and batches, by id
 	peers   map[string]*PeerStatus // by peer URL
+	order   []string               // the peer URLs pulled from, in the order added
+	pullers map[string]context.CancelFunc
+	removed map[uint64]bool // members removed (MemberRemove): never learned again
 	// known is what each other member is known to hold (from its acks, its batches, and the
 	// tables peers gossip), with when that was last learned; changed is closed and replaced
 	// whenever known grows, to wake WaitHolders.
@@ -152,9 +155,7 @@ func New(cfg Config) (*Replicator, error) {
 			Help:    "Time from a change's HLC wall time at its origin to its application here (includes clock skew).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		})}
-	for _, p := range cfg.Peers {
-		r.peers[p] = &PeerStatus{URL: p}
-	}
+	r.pullers, r.removed = map[string]context.CancelFunc{}, map[uint64]bool{}
 	return r, nil
 }
 
@@ -175,8 +176,7 @@ func (r *Replicator) SetClientURLs(urls []string) {
 // Start starts pulling from every peer, and keeps the store told which changes are stable.
 func (r *Replicator) Start() {
 	for _, p := range r.cfg.Peers {
-		r.wg.Add(1)
-		go r.pull(p)
+		_ = r.AddPeer(p)
 	}
 	r.wg.Add(1)
 	go func() {
@@ -192,6 +192,53 @@ func (r *Replicator) Start() {
 			}
 		}
 	}()
+}
+
+// AddPeer starts pulling from the member at peer URL (MemberAdd); a URL already pulled from is
+// left as it is.
+func (r *Replicator) AddPeer(peer string) error {
+	if _, err := peerTarget(peer); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.peers[peer]; ok || r.ctx.Err() != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.peers[peer] = &PeerStatus{URL: peer}
+	r.order = append(r.order, peer)
+	r.pullers[peer] = cancel
+	r.wg.Add(1)
+	go r.pull(ctx, peer)
+	return nil
+}
+
+// RemovePeer stops pulling from peer URL.
+func (r *Replicator) RemovePeer(peer string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cancel, ok := r.pullers[peer]; ok {
+		cancel()
+		delete(r.pullers, peer)
+	}
+	if ps, ok := r.peers[peer]; ok {
+		r.setConnected(ps, false)
+		delete(r.peers, peer)
+	}
+	r.order = slices.DeleteFunc(r.order, func(p string) bool { return p == peer })
+}
+
+// Forget removes member id from this member's view of the cluster (MemberRemove): it is no longer
+// listed, no longer counted for Stable (so the change log can be collected without it), and is
+// not learned again from peers' gossip.
+func (r *Replicator) Forget(id uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removed[id] = true
+	delete(r.members, id)
+	delete(r.known, id)
+	delete(r.knownAt, id)
 }
 
 // Stable is what every member of the cluster is known to hold durably: per origin, the minimum
@@ -261,7 +308,7 @@ func (r *Replicator) Peers() []PeerStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]PeerStatus, 0, len(r.peers))
-	for _, p := range r.cfg.Peers {
+	for _, p := range r.order {
 		ps := *r.peers[p]
 		ps.Have = ps.Have.Clone()
 		out = append(out, ps)
@@ -274,7 +321,9 @@ func (r *Replicator) learn(m Member) {
 		return
 	}
 	r.mu.Lock()
-	r.members[m.ID] = m
+	if !r.removed[m.ID] {
+		r.members[m.ID] = m
+	}
 	r.mu.Unlock()
 }
 
@@ -453,7 +502,7 @@ func (r *Replicator) sendSnapshot(ctx context.Context, ss grpc.ServerStream) (mv
 
 // The pullers.
 
-func (r *Replicator) pull(peer string) {
+func (r *Replicator) pull(ctx context.Context, peer string) {
 	defer r.wg.Done()
 	target, _ := peerTarget(peer)
 	opts := append([]grpc.DialOption{
@@ -474,9 +523,9 @@ func (r *Replicator) pull(peer string) {
 	}
 	defer conn.Close()
 	delay := 50 * time.Millisecond
-	for r.ctx.Err() == nil {
-		progressed, err := r.pullOnce(conn, peer)
-		if r.ctx.Err() != nil {
+	for ctx.Err() == nil {
+		progressed, err := r.pullOnce(ctx, conn, peer)
+		if ctx.Err() != nil {
 			return
 		}
 		if errors.Is(err, errDirectChanged) {
@@ -492,7 +541,7 @@ func (r *Replicator) pull(peer string) {
 		r.log.Debug("peer stream ended", "peer", peer, "err", err, "retry-in", wait)
 		select {
 		case <-time.After(wait):
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			return
 		}
 		delay = min(delay*2, 500*time.Millisecond)
@@ -503,6 +552,9 @@ func (r *Replicator) setPeerErr(peer string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ps := r.peers[peer]
+	if ps == nil {
+		return // removed meanwhile
+	}
 	r.setConnected(ps, false)
 	if err != nil {
 		ps.LastErr = err.Error()
@@ -535,8 +587,8 @@ func (r *Replicator) direct(except uint64) ([]uint64, <-chan struct{}) {
 }
 
 // pullOnce runs one Sync stream from peer until it breaks; progressed says it received anything.
-func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bool, err error) {
-	ctx, cancel := context.WithCancel(r.ctx)
+func (r *Replicator) pullOnce(parent context.Context, conn *grpc.ClientConn, peer string) (progressed bool, err error) {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var callOpts []grpc.CallOption
 	if r.cfg.Compress {
@@ -550,7 +602,9 @@ func (r *Replicator) pullOnce(conn *grpc.ClientConn, peer string) (progressed bo
 	// below reads it concurrently.
 	var peerID atomic.Uint64
 	r.mu.Lock()
-	peerID.Store(r.peers[peer].Member.ID)
+	if ps := r.peers[peer]; ps != nil {
+		peerID.Store(ps.Member.ID)
+	}
 	r.mu.Unlock()
 	direct, connChanged := r.direct(peerID.Load())
 	req := &SyncRequest{Caller: r.Self(), Have: r.store.VersionVector(), ClusterToken: r.cfg.ClusterToken, Direct: direct}
@@ -711,6 +765,9 @@ func (r *Replicator) complete(stream grpc.ClientStream, peer string, batch SyncB
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ps := r.peers[peer]
+	if ps == nil {
+		return nil // removed meanwhile
+	}
 	ps.Member, ps.LastContact, ps.Have, ps.Behind, ps.LastErr = batch.Sender, time.Now(), batch.Have, behind, ""
 	r.setConnected(ps, true)
 	ps.Applied += applied

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"hash/fnv"
 	"sort"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -51,14 +49,30 @@ func (c *clusterServer) members() []*pb.Member {
 		}
 	}
 	sort.Strings(names)
+	c.s.mship.mu.Lock()
+	defer c.s.mship.mu.Unlock()
+	listed := map[string]bool{}
+	for _, u := range self.PeerURLs {
+		listed[u] = true
+	}
 	for _, n := range names {
-		if m, ok := known[n]; ok {
-			out = append(out, &pb.Member{ID: m.ID, Name: n, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs})
+		m, ok := known[n]
+		if !ok {
+			m = replication.Member{ID: placeholderID(c.s.cfg.InitialClusterToken, n), Name: n, PeerURLs: c.s.cfg.InitialCluster[n]}
+		}
+		if c.s.mship.isRemoved(m.ID, n) {
 			continue
 		}
-		h := fnv.New64a()
-		fmt.Fprintf(h, "continuum-kv-member/%s/%s", c.s.cfg.InitialClusterToken, n)
-		out = append(out, &pb.Member{ID: h.Sum64(), Name: n, PeerURLs: c.s.cfg.InitialCluster[n]})
+		for _, u := range m.PeerURLs {
+			listed[u] = true
+		}
+		out = append(out, &pb.Member{ID: m.ID, Name: n, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs})
+	}
+	// Added with MemberAdd and not heard from yet: no name, as etcd lists an unstarted member.
+	for _, u := range c.s.mship.Added {
+		if !listed[u] {
+			out = append(out, &pb.Member{ID: placeholderID(c.s.cfg.InitialClusterToken, u), PeerURLs: []string{u}})
+		}
 	}
 	return out
 }
@@ -68,14 +82,6 @@ func (c *clusterServer) MemberList(ctx context.Context, r *pb.MemberListRequest)
 	// etcd's cluster service fills no revision in its headers.
 	resp.Header.ClusterId, resp.Header.MemberId, resp.Header.RaftTerm = c.s.clusterID, c.s.memberID, raftTerm
 	return resp, nil
-}
-
-func (c *clusterServer) MemberAdd(context.Context, *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
-	return nil, errReserved("member add")
-}
-
-func (c *clusterServer) MemberRemove(context.Context, *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
-	return nil, errReserved("member remove")
 }
 
 func (c *clusterServer) MemberUpdate(context.Context, *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {

@@ -264,3 +264,94 @@ func TestDurabilityAndHolders(t *testing.T) {
 		t.Fatalf("the write that was not 3-durable in time is not kept locally: %+v %v", r, err)
 	}
 }
+
+// TestMemberAddRemove: a member started later joins through MemberAdd on one member (the others
+// learn it through the replication streams), writes flow both ways, and MemberRemove makes the
+// asked member forget it, also after a restart.
+func TestMemberAddRemove(t *testing.T) {
+	addrs := freePorts(t, 2)
+	ic := map[string][]string{"m0": {"http://" + addrs[0]}, "m1": {"http://" + addrs[1]}}
+	dir0 := t.TempDir()
+	start := func(name, dir string, ic map[string][]string) (*Server, *clientv3.Client) {
+		return startKV(t, func(c *Config) {
+			c.Name, c.DataDir = name, dir
+			c.InitialCluster, c.InitialClusterToken, c.ListenPeerURLs = ic, "test", ic[name]
+		})
+	}
+	s0, c0 := start("m0", dir0, ic)
+	_, c1 := start("m1", t.TempDir(), ic)
+	ctx := ctxT(t)
+
+	// m2 joins: it names itself and m0; m0 is asked to add it.
+	newPeer := "http://" + freePorts(t, 1)[0]
+	ic2 := map[string][]string{"m0": ic["m0"], "m2": {newPeer}}
+	_, c2 := startKV(t, func(c *Config) {
+		c.Name, c.DataDir = "m2", t.TempDir()
+		c.InitialCluster, c.InitialClusterToken, c.ListenPeerURLs = ic2, "test", ic2["m2"]
+		c.InitialClusterState = "existing"
+	})
+	add, err := c0.MemberAdd(ctx, []string{newPeer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(add.Member.PeerURLs) != 1 || add.Member.PeerURLs[0] != newPeer {
+		t.Fatalf("member add answered %+v", add.Member)
+	}
+	if _, err := c0.MemberAdd(ctx, []string{newPeer}); err == nil || !strings.Contains(err.Error(), "Peer URLs already exists") {
+		t.Fatalf("adding the same peer twice: %v", err)
+	}
+	if _, err := c2.Put(ctx, "from-m2", "x"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := c1.Get(ctx, "from-m2")
+		ml, err2 := c1.MemberList(ctx)
+		if err == nil && err2 == nil && len(r.Kvs) == 1 && len(ml.Members) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("m1 did not get m2's write through m0 or does not list it: %+v %+v %v %v", r, ml, err, err2)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// m0 forgets m2, and still does after a restart.
+	var m2ID uint64
+	ml, _ := c0.MemberList(ctx)
+	for _, m := range ml.Members {
+		if m.Name == "m2" {
+			m2ID = m.ID
+		}
+	}
+	if _, err := c0.MemberRemove(ctx, m2ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c0.MemberRemove(ctx, m2ID); err == nil || !strings.Contains(err.Error(), "member not found") {
+		t.Fatalf("removing twice: %v", err)
+	}
+	if _, err := c0.MemberRemove(ctx, s0.memberID); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("removing itself: %v", err)
+	}
+	listed := func(c *clientv3.Client) bool {
+		ml, err := c.MemberList(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ml.Members {
+			if m.ID == m2ID {
+				return true
+			}
+		}
+		return false
+	}
+	if listed(c0) {
+		t.Fatal("m0 still lists m2 after removing it")
+	}
+	c0.Close()
+	s0.Close()
+	_, c0 = start("m0", dir0, ic)
+	if listed(c0) {
+		t.Fatal("m0 lists m2 again after a restart")
+	}
+}

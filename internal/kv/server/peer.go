@@ -120,7 +120,8 @@ func (s *Server) newReplicator() error {
 		return err
 	}
 	s.repl = r
-	return nil
+	s.mship, err = loadMembership(s.cfg.DataDir)
+	return err
 }
 
 func (s *Server) startPeers() error {
@@ -144,5 +145,6 @@ func (s *Server) startPeers() error {
 		}()
 	}
 	r.Start()
+	s.applyMembership()
 	return nil
 }

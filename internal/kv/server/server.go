@@ -159,6 +159,7 @@ type Server struct {
 	clusterID uint64
 	metrics   *metrics
 	repl      *replication.Replicator // nil on a single member
+	mship     *membership             // runtime membership changes (cluster only)
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once

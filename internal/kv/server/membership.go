@@ -1,0 +1,183 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Runtime membership (etcd's MemberAdd and MemberRemove) in a cluster without consensus: each
+// change applies to the member that is asked, which then pulls from the added member (or stops
+// pulling from the removed one); the others learn an added member through the membership that
+// spreads with the replication streams. A removal is not spread: ask every member that should
+// forget the removed one. Changes are kept in <data-dir>/members.json, so a restart keeps them.
+type membership struct {
+	mu      sync.Mutex
+	path    string
+	Added   []string        `json:"added"`   // peer URLs added with MemberAdd
+	Removed []removedMember `json:"removed"` // members removed with MemberRemove
+}
+
+type removedMember struct {
+	ID       uint64   `json:"id"`
+	Name     string   `json:"name,omitempty"`
+	PeerURLs []string `json:"peer_urls,omitempty"`
+}
+
+const membershipFile = "members.json"
+
+func loadMembership(dataDir string) (*membership, error) {
+	m := &membership{path: filepath.Join(dataDir, membershipFile)}
+	b, err := os.ReadFile(m.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.path, err)
+	}
+	return m, nil
+}
+
+// save writes the file atomically (a crash leaves the old or the new one, never half of one).
+func (m *membership) save() error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := m.path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, m.path)
+}
+
+func (m *membership) isRemoved(id uint64, name string) bool {
+	for _, r := range m.Removed {
+		if r.ID == id || (name != "" && r.Name == name) {
+			return true
+		}
+	}
+	return false
+}
+
+// applyMembership replays members.json on start (after the replicator started).
+func (s *Server) applyMembership() {
+	s.mship.mu.Lock()
+	defer s.mship.mu.Unlock()
+	for _, u := range s.mship.Added {
+		_ = s.repl.AddPeer(u)
+	}
+	for _, r := range s.mship.Removed {
+		for _, u := range r.PeerURLs {
+			s.repl.RemovePeer(u)
+		}
+		s.repl.Forget(r.ID)
+	}
+}
+
+func placeholderID(token, key string) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "continuum-kv-member/%s/%s", token, key)
+	return h.Sum64()
+}
+
+func (c *clusterServer) MemberAdd(_ context.Context, r *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
+	s := c.s
+	if s.repl == nil {
+		return nil, status.Error(codes.FailedPrecondition, "member add: this member is not part of a cluster (start it with --initial-cluster and --listen-peer-urls)")
+	}
+	if len(r.PeerURLs) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "member add: at least one peer URL (http://host:port) is required")
+	}
+	for _, u := range r.PeerURLs {
+		if pu, err := url.Parse(u); err != nil || pu.Host == "" || pu.Scheme != "http" {
+			return nil, status.Errorf(codes.InvalidArgument, "member add: peer URL %q: want http://host:port", u)
+		}
+	}
+	for _, m := range c.members() {
+		for _, u := range m.PeerURLs {
+			if slices.Contains(r.PeerURLs, u) {
+				return nil, rpctypes.ErrGRPCPeerURLExist
+			}
+		}
+	}
+	s.mship.mu.Lock()
+	for _, u := range r.PeerURLs {
+		if err := s.repl.AddPeer(u); err != nil {
+			s.mship.mu.Unlock()
+			return nil, status.Errorf(codes.InvalidArgument, "member add: %v", err)
+		}
+		s.mship.Added = append(s.mship.Added, u)
+	}
+	err := s.mship.save()
+	s.mship.mu.Unlock()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "member add: save membership: %v", err)
+	}
+	added := &pb.Member{ID: placeholderID(s.cfg.InitialClusterToken, r.PeerURLs[0]), PeerURLs: r.PeerURLs, IsLearner: r.IsLearner}
+	resp := &pb.MemberAddResponse{Header: c.header(), Member: added, Members: c.members()}
+	return resp, nil
+}
+
+func (c *clusterServer) MemberRemove(_ context.Context, r *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
+	s := c.s
+	if s.repl == nil {
+		return nil, status.Error(codes.FailedPrecondition, "member remove: this member is not part of a cluster")
+	}
+	if r.ID == s.memberID {
+		return nil, status.Error(codes.FailedPrecondition, "member remove: a member cannot remove itself; ask each other member to remove it, then stop it")
+	}
+	var victim *pb.Member
+	for _, m := range c.members() {
+		if m.ID == r.ID {
+			victim = m
+		}
+	}
+	if victim == nil {
+		return nil, rpctypes.ErrGRPCMemberNotFound
+	}
+	s.mship.mu.Lock()
+	for _, u := range victim.PeerURLs {
+		s.repl.RemovePeer(u)
+	}
+	s.repl.Forget(victim.ID)
+	s.mship.Added = slices.DeleteFunc(s.mship.Added, func(u string) bool { return slices.Contains(victim.PeerURLs, u) })
+	s.mship.Removed = append(s.mship.Removed, removedMember{ID: victim.ID, Name: victim.Name, PeerURLs: victim.PeerURLs})
+	err := s.mship.save()
+	s.mship.mu.Unlock()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "member remove: save membership: %v", err)
+	}
+	return &pb.MemberRemoveResponse{Header: c.header(), Members: c.members()}, nil
+}
+
+func (c *clusterServer) header() *pb.ResponseHeader {
+	return &pb.ResponseHeader{ClusterId: c.s.clusterID, MemberId: c.s.memberID, RaftTerm: raftTerm}
+}
