@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -96,12 +97,7 @@ func appendString(b []byte, num protowire.Number, s string) []byte {
 }
 
 func appendVV(b []byte, num protowire.Number, vv mvcc.VersionVector) []byte {
-	origins := make([]uint64, 0, len(vv))
-	for o := range vv {
-		origins = append(origins, o)
-	}
-	sort.Slice(origins, func(i, j int) bool { return origins[i] < origins[j] })
-	for _, o := range origins {
+	for _, o := range slices.Sorted(maps.Keys(vv)) {
 		var eb []byte
 		eb = protowire.AppendTag(eb, 1, protowire.VarintType)
 		eb = protowire.AppendVarint(eb, o)
@@ -443,12 +439,7 @@ func decodeSnapshotEntry(b []byte, e *mvcc.SnapshotEntry) error {
 }
 
 func appendKnown(b []byte, num protowire.Number, known map[uint64]mvcc.VersionVector) []byte {
-	ids := make([]uint64, 0, len(known))
-	for id := range known {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(known)) {
 		var mb []byte
 		mb = protowire.AppendTag(mb, 1, protowire.VarintType)
 		mb = protowire.AppendVarint(mb, id)

@@ -197,18 +197,6 @@ func (f *fakeTestbed) set(fn func(*testbed.Status)) {
 	f.mu.Unlock()
 }
 
-// nextSnapshot waits for the source's next update.
-func nextSnapshot(t *testing.T, ch <-chan Snapshot, what string) Snapshot {
-	t.Helper()
-	select {
-	case s := <-ch:
-		return s
-	case <-time.After(5 * time.Second):
-		t.Fatalf("no snapshot: %s", what)
-		return Snapshot{}
-	}
-}
-
 func TestTestbedSourceRun(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
@@ -225,13 +213,13 @@ func TestTestbedSourceRun(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx, func(s Snapshot) { updates <- s }) }()
 
-	first := nextSnapshot(t, updates, "first")
+	first := waitSnap(t, updates, "first")
 	if len(first.Instances) != 2 || !first.Instances[0].Ready || first.Instances[1].Ready {
 		t.Fatalf("first snapshot %+v", first)
 	}
 	// s1 is killed: the next update has it not ready.
 	fake.set(func(st *testbed.Status) { st.Procs[2].State = "exited" })
-	if s := nextSnapshot(t, updates, "after kill"); s.Instances[0].Ready {
+	if s := waitSnap(t, updates, "after kill"); s.Instances[0].Ready {
 		t.Errorf("s1 still ready after exit: %+v", s.Instances[0])
 	}
 	// A load change below 1% is not a change.
@@ -243,7 +231,7 @@ func TestTestbedSourceRun(t *testing.T) {
 			Service: &testbed.Service{Name: "dps", Port: 8080}})
 	})
 	fake.start(t)
-	s := nextSnapshot(t, updates, "after the testbed came back")
+	s := waitSnap(t, updates, "after the testbed came back")
 	if len(s.Instances) != 3 || s.Instances[2].ID != "s7" {
 		t.Errorf("after restart: %+v", s.Instances)
 	}
