@@ -27,6 +27,7 @@ func newBenchCmd() *cobra.Command {
 	for _, sub := range benchCommands {
 		c.AddCommand(sub())
 	}
+	c.PersistentPreRun = tuneGeneratorGC
 	return c
 }
 

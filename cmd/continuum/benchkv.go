@@ -23,7 +23,8 @@ func newBenchKVCmd() *cobra.Command {
 fsync, Redis with AOF appendfsync everysec unless --redis-appendfsync always, continuum kv from this
 binary), loads --recordcount records, sweeps open-loop rates upward until a rate is not sustained (p99 of
 an operation above --p99-limit, errors, or under 95% of the rate), runs --closed-clients closed-loop
-clients for peak throughput, and reads RSS and data-directory growth per million keys. A store that does
+clients for peak throughput, then grows the store to --footprint-records keys and reads RSS and
+data-directory growth per million keys there. A store that does
 not start is reported as not measured. Writes Markdown with the command, machine, tables, the verdict
 against the goals of issue 3 and the raw JSON.`,
 		Example: `  continuum bench kv --out docs/benchmarks/kv-single-node.md
@@ -48,6 +49,9 @@ against the goals of issue 3 and the raw JSON.`,
 				if !f.Changed("closed-duration") {
 					cfg.ClosedDuration = q.ClosedDuration
 				}
+				if !f.Changed("footprint-records") {
+					cfg.FootprintRecords = q.FootprintRecords
+				}
 				cfg.Settle = q.Settle
 			}
 			cfg.Log = cmd.ErrOrStderr()
@@ -71,6 +75,7 @@ against the goals of issue 3 and the raw JSON.`,
 	f.DurationVar(&cfg.StepDuration, "step", cfg.StepDuration, "duration of each sweep step")
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "leading part of each step excluded from the statistics")
 	f.DurationVar(&cfg.P99Limit, "p99-limit", cfg.P99Limit, "p99 a sustained rate stays within")
+	f.Int64Var(&cfg.FootprintRecords, "footprint-records", cfg.FootprintRecords, "after the runs, grow each store to this many keys and read memory and disk per key there (0: read them after loading --recordcount and scale)")
 	f.IntVar(&cfg.ClosedClients, "closed-clients", cfg.ClosedClients, "closed-loop clients for the peak run (0: skip)")
 	f.DurationVar(&cfg.ClosedDuration, "closed-duration", cfg.ClosedDuration, "duration of the closed-loop run")
 	f.StringVar(&cfg.RedisFsync, "redis-appendfsync", cfg.RedisFsync, "Redis AOF fsync policy: everysec or always")

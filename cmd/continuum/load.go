@@ -1,8 +1,11 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/gcfloor"
 	"github.com/continuum-project/continuum/internal/kvtarget"
 	"github.com/continuum-project/continuum/internal/kvtarget/kvbench"
 	"github.com/continuum-project/continuum/internal/loadgen"
@@ -20,7 +23,22 @@ func newLoadCmd() *cobra.Command {
   continuum load ycsb --target etcd=http://127.0.0.1:2379 --workload a --recordcount 10000 --rate 2000 --out results/ycsb`,
 	}
 	cmd.AddCommand(newLoadHTTPCmd(), newLoadYCSBCmd(), newLoadKVLagCmd())
+	cmd.PersistentPreRun = tuneGeneratorGC
 	return cmd
+}
+
+// generatorHeapFloor is the smallest Go heap goal of the commands that generate load (load and
+// bench). A client library allocates several KiB per request; with Go's default goal (twice the
+// live heap, a few MiB here) the generator collects many times a second, and each collection
+// takes CPU from the server it measures on the same machine and delays the requests due during
+// it, which the open loop then charges to the server. Up to 256 MiB of garbage is a fair price for
+// a measuring tool. GOGC or GOMEMLIMIT in the environment turn this off.
+const generatorHeapFloor = 256 << 20
+
+func tuneGeneratorGC(cmd *cobra.Command, _ []string) {
+	if !gcfloor.UserTuned() {
+		go gcfloor.Run(cmd.Context(), generatorHeapFloor, time.Second)
+	}
 }
 
 func newLoadHTTPCmd() *cobra.Command {

@@ -51,6 +51,10 @@ type Config struct {
 	// Settle is the pause after the load phase before memory and disk are read (lets Redis's
 	// once-a-second AOF fsync and etcd's batched commits land).
 	Settle time.Duration `json:"settle"`
+	// FootprintRecords is the key count memory and disk per million keys are read at: after
+	// the runs, records are inserted until the store holds this many. 0 (or no more than
+	// RecordCount) reads them after the load phase and scales from RecordCount instead.
+	FootprintRecords int64 `json:"footprint_records"`
 	// Binaries: empty finds them (baseline.EtcdBinary, RedisBinary; kv: this executable).
 	EtcdBin      string `json:"-"`
 	RedisBin     string `json:"-"`
@@ -74,12 +78,13 @@ func DefaultConfig(quick bool) Config {
 		SweepAtLeast: 5000,
 		StepDuration: 10 * time.Second, Warmup: 2 * time.Second, P99Limit: 10 * time.Millisecond,
 		Timeout: 2 * time.Second, ClosedClients: 64, ClosedDuration: 15 * time.Second, LoadClients: 32,
-		RedisFsync: baseline.RedisFsyncEverySec, Settle: 2 * time.Second,
+		RedisFsync: baseline.RedisFsyncEverySec, Settle: 2 * time.Second, FootprintRecords: 1_000_000,
 	}
 	if quick {
 		c.RecordCount, c.Rates = 2000, []float64{2000, 5000}
 		c.StepDuration, c.Warmup = 2*time.Second, 500*time.Millisecond
 		c.ClosedClients, c.ClosedDuration, c.Settle = 16, 2*time.Second, 200*time.Millisecond
+		c.FootprintRecords = 0
 	}
 	return c
 }
@@ -107,6 +112,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("p99 limit %v and timeout %v must be > 0", c.P99Limit, c.Timeout)
 	case c.ClosedClients < 0 || (c.ClosedClients > 0 && c.ClosedDuration <= 0):
 		return fmt.Errorf("closed loop: %d clients for %v", c.ClosedClients, c.ClosedDuration)
+	case c.FootprintRecords < 0:
+		return fmt.Errorf("footprint records %d: want 0 (scale from the loaded records) or a key count", c.FootprintRecords)
 	case c.RedisFsync != baseline.RedisFsyncEverySec && c.RedisFsync != baseline.RedisFsyncAlways:
 		return fmt.Errorf("redis appendfsync %q: want everysec or always", c.RedisFsync)
 	}
@@ -159,14 +166,20 @@ type StoreResult struct {
 	Args    []string `json:"args,omitempty"`
 	Error   string   `json:"error,omitempty"`
 
-	LoadSeconds    float64 `json:"load_s"`
-	LoadInsertsPS  float64 `json:"load_inserts_per_s"`
-	RSSEmpty       int64   `json:"rss_empty_bytes"`
-	RSSLoaded      int64   `json:"rss_loaded_bytes"`
-	DiskEmpty      int64   `json:"disk_empty_bytes"`
-	DiskLoaded     int64   `json:"disk_loaded_bytes"`
-	RSSPerMillion  float64 `json:"rss_per_million_keys_bytes"`
-	DiskPerMillion float64 `json:"disk_per_million_keys_bytes"`
+	LoadSeconds   float64 `json:"load_s"`
+	LoadInsertsPS float64 `json:"load_inserts_per_s"`
+	RSSEmpty      int64   `json:"rss_empty_bytes"`
+	RSSLoaded     int64   `json:"rss_loaded_bytes"`
+	DiskEmpty     int64   `json:"disk_empty_bytes"`
+	DiskLoaded    int64   `json:"disk_loaded_bytes"`
+	// FootprintRecords, RSSFootprint and DiskFootprint: the key count the footprint phase grew
+	// the store to and what it used then (0: no footprint phase; the per-million figures are
+	// then scaled from the loaded records).
+	FootprintRecords int64   `json:"footprint_records,omitempty"`
+	RSSFootprint     int64   `json:"rss_footprint_bytes,omitempty"`
+	DiskFootprint    int64   `json:"disk_footprint_bytes,omitempty"`
+	RSSPerMillion    float64 `json:"rss_per_million_keys_bytes"`
+	DiskPerMillion   float64 `json:"disk_per_million_keys_bytes"`
 
 	Sweep []Step `json:"sweep"`
 	// MaxSustained is the highest sweep rate sustained with every lower rate sustained too
@@ -320,6 +333,27 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 		cfg.logf("%s: closed loop, %d clients: %.0f ops/s, max p99 %.2f ms", store, cfg.ClosedClients, step.ThroughputRPS, step.MaxP99)
 	}
 	sr.RSSEnd, _ = srv.RSS()
+
+	// Footprint: grow the store to FootprintRecords keys and read memory and disk there.
+	if n := cfg.FootprintRecords - w.RecordCount; n > 0 {
+		cfg.logf("%s: inserting %d records to measure memory and disk at %d keys", store, n, cfg.FootprintRecords)
+		if err := grow(ctx, st, w, n, cfg.LoadClients); err != nil {
+			return fail(err)
+		}
+		select {
+		case <-time.After(cfg.Settle):
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		}
+		sr.FootprintRecords = cfg.FootprintRecords
+		sr.RSSFootprint, _ = srv.RSS()
+		sr.DiskFootprint, _ = srv.DiskBytes()
+		scale := 1e6 / float64(cfg.FootprintRecords)
+		sr.RSSPerMillion = math.Round(float64(sr.RSSFootprint-sr.RSSEmpty) * scale)
+		sr.DiskPerMillion = math.Round(float64(sr.DiskFootprint-sr.DiskEmpty) * scale)
+		cfg.logf("%s: at %d keys: RSS %.1f MiB, disk %.1f MiB", store, cfg.FootprintRecords,
+			float64(sr.RSSFootprint)/(1<<20), float64(sr.DiskFootprint)/(1<<20))
+	}
 	return sr
 }
 

@@ -35,6 +35,7 @@ func TestQuickBenchEtcdRedis(t *testing.T) {
 	cfg.ContinuumBin = "/nonexistent/continuum"
 	cfg.RecordCount, cfg.Rates, cfg.SweepAtLeast = 500, []float64{500, 1000}, 1000
 	cfg.StepDuration, cfg.Warmup, cfg.ClosedDuration = time.Second, 200*time.Millisecond, time.Second
+	cfg.FootprintRecords = 1500
 	cfg.Dir = t.TempDir()
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -57,6 +58,9 @@ func TestQuickBenchEtcdRedis(t *testing.T) {
 		}
 		if sr.RSSLoaded <= 0 || sr.DiskLoaded <= 0 || sr.LoadInsertsPS <= 0 {
 			t.Errorf("%s: rss %d disk %d load %v", sr.Store, sr.RSSLoaded, sr.DiskLoaded, sr.LoadInsertsPS)
+		}
+		if sr.FootprintRecords != 1500 || sr.RSSFootprint <= 0 || sr.DiskFootprint <= 0 {
+			t.Errorf("%s: footprint at %d keys: rss %d disk %d", sr.Store, sr.FootprintRecords, sr.RSSFootprint, sr.DiskFootprint)
 		}
 	}
 	md := Markdown(res, "continuum bench kv --quick", "test machine", "abc123")
@@ -102,6 +106,7 @@ func TestKVBenchConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Workload = "z" }, "workload"},
 		{func(c *Config) { c.Warmup = c.StepDuration }, "warm-up"},
 		{func(c *Config) { c.RedisFsync = "no" }, "appendfsync"},
+		{func(c *Config) { c.FootprintRecords = -1 }, "footprint records"},
 	} {
 		cfg := DefaultConfig(false)
 		c.change(&cfg)

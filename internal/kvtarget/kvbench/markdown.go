@@ -87,8 +87,13 @@ func Markdown(res *Result, command, machine, commit string) string {
 		p("| %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %.2f / %.2f |\n", sr.Store, sr.Version, rateOrNone(sr.MaxSustained), closed, lat,
 			sr.LoadInsertsPS, mib(float64(sr.RSSLoaded)), mib(sr.RSSPerMillion), mib(sr.DiskPerMillion), sr.LoadAvg[0], sr.LoadAvg[1])
 	}
-	p("\nRSS and disk per 1M keys are the growth from the empty server to the loaded one (after a %v settle), scaled from %d records to 10^6; disk is allocated blocks of the data directory (etcd preallocates 64 MiB WAL segments, which the empty baseline already holds). Redis's figure includes the sorted-set index scans use. The host load average shows what else ran on the machine: with 2 CPUs, a load above ~1.5 beyond the benchmark itself means the server and load generator were competing for CPU, which shows up first in p99.\n\n",
-		cfg.Settle, res.Records)
+	if cfg.FootprintRecords > res.Records {
+		p("\nRSS and disk per 1M keys are the growth from the empty server to one holding %d keys: after the runs above, the benchmark inserts records (same key and value shape) until the store holds that many, waits %v, and reads RSS and the data directory's allocated blocks; the figure is scaled to 10^6 keys. Measuring at that size, not extrapolating from the %d loaded records, keeps fixed costs (a Go heap-goal floor, preallocated log segments) from being multiplied as if they grew with the keys. \"RSS loaded\" is the RSS with the %d records, during the runs. etcd preallocates 64 MiB WAL segments, which the empty baseline already holds. Redis's figure includes the sorted-set index scans use. The host load average shows what else ran on the machine: with 2 CPUs, a load above ~1.5 beyond the benchmark itself means the server and load generator were competing for CPU, which shows up first in p99.\n\n",
+			cfg.FootprintRecords, cfg.Settle, res.Records, res.Records)
+	} else {
+		p("\nRSS and disk per 1M keys are the growth from the empty server to the loaded one (after a %v settle), scaled from %d records to 10^6; disk is allocated blocks of the data directory (etcd preallocates 64 MiB WAL segments, which the empty baseline already holds). Redis's figure includes the sorted-set index scans use. The host load average shows what else ran on the machine: with 2 CPUs, a load above ~1.5 beyond the benchmark itself means the server and load generator were competing for CPU, which shows up first in p99.\n\n",
+			cfg.Settle, res.Records)
+	}
 
 	if busy := busiest(res); busy > busyLoad {
 		p("**Caution: the machine was busy.** The host's 1-minute load average reached %.2f on %d CPUs during this run (other processes were running), so the servers and the load generator competed for CPU; that inflates p99 most, and lowers closed-loop throughput. The ratios between stores are still side by side, but each store met different contention: compare with a run on an idle machine before drawing conclusions.\n\n",
