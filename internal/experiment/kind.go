@@ -37,6 +37,33 @@ type Kind struct {
 	// Set applies a run-time change (a "set" event) to a running instance. Optional: nil means the
 	// kind cannot be changed at run time. change is the event's `config:` mapping.
 	Set func(ctx context.Context, env Env, cfg any, change *yaml.Node) error
+	// Metrics reads what the kind's instances reported themselves during a finished run (their
+	// logs, their output directories), as metric -> field -> value like the workloads' stats,
+	// for summary.json. It is for what only the components can see, such as when replicas
+	// converged after a heal. Optional; called once per run with all instances of the kind.
+	Metrics func(out RunOutput) map[string]map[string]float64
+}
+
+// RunOutput is what a finished run left for a kind's Metrics.
+type RunOutput struct {
+	T0        time.Time     // wall time the run's clock (events' At) started
+	Events    []FiredEvent  // the events that fired without error, in order
+	Instances []InstanceOutput
+}
+
+// InstanceOutput is one instance's output of a run.
+type InstanceOutput struct {
+	Name, Node string
+	Config     any    // the decoded config (read only)
+	Log        string // path of its stderr log
+	OutDir     string
+}
+
+// FiredEvent is an event of events.csv that fired without error.
+type FiredEvent struct {
+	At     time.Duration // from RunOutput.T0
+	Action string
+	Target string
 }
 
 // Env is what a kind knows about where its instance runs.

@@ -44,6 +44,7 @@ func init() {
 		NewConfig: func() any { return &KVConfig{ClientPort: 2379, PeerPort: 2380} },
 		Validate:  func(cfg any) error { return cfg.(*KVConfig).validate() },
 		Command:   kvCommand,
+		Metrics:   kvMetrics,
 	})
 	Register(&Kind{
 		Name:    "ycsb",

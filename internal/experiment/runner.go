@@ -138,8 +138,11 @@ type runRecord struct {
 	Error     string            `json:"error,omitempty"`
 	Seed      int64             `json:"seed"`
 	Testbed   string            `json:"testbed"`
-	dir       string
-	workloads []string
+	// T0 is the wall time the run's clock started (events.csv's t_s counts from it).
+	T0         time.Time `json:"t0,omitzero"`
+	dir        string
+	workloads  []string
+	components []Instance
 }
 
 // runOne executes one run on its own testbed and always leaves the testbed removed.
@@ -155,6 +158,7 @@ func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr 
 	for _, w := range sc.Workloads {
 		rec.workloads = append(rec.workloads, w.Name)
 	}
+	rec.components = sc.Components
 	err := func() (err error) {
 		if err := os.MkdirAll(filepath.Join(rdir, "logs"), 0o755); err != nil {
 			return err
@@ -176,6 +180,7 @@ func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr 
 			}
 		}()
 		ex := &execution{sc: sc, tb: tb, dir: rdir, opts: opts, pr: pr, index: index, id: r.ID}
+		defer func() { rec.T0 = ex.t0.UTC() }()
 		return ex.run(ctx)
 	}()
 	switch {
@@ -202,6 +207,7 @@ type execution struct {
 	pr    *progress
 	index int
 	id    string
+	t0    time.Time // set when the workloads start
 
 	envs  map[string]Env
 	procs map[string]*testbed.Proc
@@ -319,6 +325,7 @@ func (ex *execution) run(ctx context.Context) error {
 
 	// t0: samplers and workloads start together; events are timed from here.
 	t0 := time.Now()
+	ex.t0 = t0
 	sctx, stopSampler := context.WithCancel(context.Background())
 	var swg sync.WaitGroup
 	swg.Add(1)

@@ -97,6 +97,9 @@ func runMetrics(rec runRecord) map[string]map[string]float64 {
 			}
 		}
 	}
+	for metric, fields := range kindMetrics(rec) {
+		m[metric] = fields
+	}
 	return m
 }
 
