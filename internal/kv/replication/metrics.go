@@ -29,6 +29,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	c.r.applyDelay.Describe(ch)
+	c.r.catchUp.Describe(ch)
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
@@ -52,4 +53,5 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, p.Lag.Seconds(), name)
 	}
 	c.r.applyDelay.Collect(ch)
+	c.r.catchUp.Collect(ch)
 }

@@ -37,38 +37,47 @@ func startCluster(t *testing.T, mesh map[string][]string) map[string]*member {
 		ms[name] = &member{name: name, ln: ln, url: "http://" + ln.Addr().String()}
 	}
 	for name, peers := range mesh {
-		m := ms[name]
-		cfg := mvcc.DefaultConfig(t.TempDir())
-		cfg.Replicated = true
-		store, err := mvcc.Open(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.store = store
-		rc := DefaultConfig(store)
-		rc.Name, rc.PeerURLs, rc.ClusterToken = name, []string{m.url}, "test"
-		rc.Heartbeat = 100 * time.Millisecond
-		rc.ClusterSize = len(mesh)
-		rc.Compress = true
+		var urls []string
 		for _, p := range peers {
-			rc.Peers = append(rc.Peers, ms[p].url)
+			urls = append(urls, ms[p].url)
 		}
-		if m.repl, err = New(rc); err != nil {
-			t.Fatal(err)
-		}
-		m.grpc = grpc.NewServer(grpc.ForceServerCodec(wireCodec{}))
-		m.repl.Register(m.grpc)
-		go m.grpc.Serve(m.ln)
-		m.repl.Start()
+		startMember(t, ms[name], urls, len(mesh), nil)
 	}
-	t.Cleanup(func() {
-		for _, m := range ms {
-			m.repl.Close()
-			m.grpc.Stop()
-			m.store.Close()
-		}
-	})
 	return ms
+}
+
+// startMember opens m's store and starts its replicator, serving on m.ln and pulling from peer
+// URLs; tweak may change the configuration. It stops at cleanup.
+func startMember(t *testing.T, m *member, peers []string, size int, tweak func(*Config)) {
+	t.Helper()
+	cfg := mvcc.DefaultConfig(t.TempDir())
+	cfg.Replicated = true
+	store, err := mvcc.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.store = store
+	rc := DefaultConfig(store)
+	rc.Name, rc.PeerURLs, rc.ClusterToken = m.name, []string{m.url}, "test"
+	rc.Heartbeat = 100 * time.Millisecond
+	rc.ClusterSize = size
+	rc.Compress = true
+	rc.Peers = peers
+	if tweak != nil {
+		tweak(&rc)
+	}
+	if m.repl, err = New(rc); err != nil {
+		t.Fatal(err)
+	}
+	m.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.ForceServerCodec(wireCodec{})}, m.repl.ServerOptions()...)...)
+	m.repl.Register(m.grpc)
+	go m.grpc.Serve(m.ln)
+	m.repl.Start()
+	t.Cleanup(func() {
+		m.repl.Close()
+		m.grpc.Stop()
+		m.store.Close()
+	})
 }
 
 func putKV(t *testing.T, s *mvcc.Store, k, v string) {

@@ -282,14 +282,10 @@ func TestMemberAddRemove(t *testing.T) {
 	_, c1 := start("m1", t.TempDir(), ic)
 	ctx := ctxT(t)
 
-	// m2 joins: it names itself and m0; m0 is asked to add it.
+	// m2 joins as with etcd: m0 is asked to add it, then m2 starts naming itself and m0. (Started
+	// first, m2 would already be known to m0 through its replication stream, and the add would
+	// answer that the peer URLs exist.)
 	newPeer := "http://" + freePorts(t, 1)[0]
-	ic2 := map[string][]string{"m0": ic["m0"], "m2": {newPeer}}
-	_, c2 := startKV(t, func(c *Config) {
-		c.Name, c.DataDir = "m2", t.TempDir()
-		c.InitialCluster, c.InitialClusterToken, c.ListenPeerURLs = ic2, "test", ic2["m2"]
-		c.InitialClusterState = "existing"
-	})
 	add, err := c0.MemberAdd(ctx, []string{newPeer})
 	if err != nil {
 		t.Fatal(err)
@@ -300,6 +296,12 @@ func TestMemberAddRemove(t *testing.T) {
 	if _, err := c0.MemberAdd(ctx, []string{newPeer}); err == nil || !strings.Contains(err.Error(), "Peer URLs already exists") {
 		t.Fatalf("adding the same peer twice: %v", err)
 	}
+	ic2 := map[string][]string{"m0": ic["m0"], "m2": {newPeer}}
+	_, c2 := startKV(t, func(c *Config) {
+		c.Name, c.DataDir = "m2", t.TempDir()
+		c.InitialCluster, c.InitialClusterToken, c.ListenPeerURLs = ic2, "test", ic2["m2"]
+		c.InitialClusterState = "existing"
+	})
 	if _, err := c2.Put(ctx, "from-m2", "x"); err != nil {
 		t.Fatal(err)
 	}

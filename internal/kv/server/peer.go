@@ -50,6 +50,9 @@ func (c *Config) validateCluster() error {
 			return fmt.Errorf("--initial-cluster does not name this member (--name %q)", c.Name)
 		}
 	}
+	if c.PeerDialTimeout < 0 || c.PeerMaxBackoff < 0 {
+		return fmt.Errorf("--peer-dial-timeout and --peer-max-backoff must not be negative (0: the default)")
+	}
 	switch c.InitialClusterState {
 	case "", "new", "existing":
 	default:
@@ -114,6 +117,12 @@ func (s *Server) newReplicator() error {
 	rc.Peers = s.cfg.pullFrom()
 	rc.ClusterSize = len(s.cfg.InitialCluster)
 	rc.Compress = true
+	if s.cfg.PeerDialTimeout > 0 {
+		rc.DialTimeout = s.cfg.PeerDialTimeout
+	}
+	if s.cfg.PeerMaxBackoff > 0 {
+		rc.MaxBackoff = s.cfg.PeerMaxBackoff
+	}
 	rc.Logger = s.log.With("component", "replication")
 	r, err := replication.New(rc)
 	if err != nil {
@@ -128,7 +137,8 @@ func (s *Server) startPeers() error {
 	// The client URLs are known only now (port 0 in tests).
 	s.repl.SetClientURLs(s.advertiseURLs())
 	r := s.repl
-	g := grpc.NewServer(grpc.ForceServerCodec(codec{}), grpc.MaxRecvMsgSize(64<<20))
+	opts := append([]grpc.ServerOption{grpc.ForceServerCodec(codec{}), grpc.MaxRecvMsgSize(64 << 20)}, r.ServerOptions()...)
+	g := grpc.NewServer(opts...)
 	r.Register(g)
 	s.grpcs = append(s.grpcs, g)
 	for _, raw := range s.cfg.ListenPeerURLs {

@@ -84,6 +84,10 @@ type Config struct {
 	ListenPeerURLs      []string
 	AdvertisePeerURLs   []string
 	Peers               []string
+	// PeerDialTimeout bounds one attempt to connect to a peer, PeerMaxBackoff the wait between
+	// attempts (0: replication's defaults, 500 ms and 250 ms; see replication.Config).
+	PeerDialTimeout time.Duration
+	PeerMaxBackoff  time.Duration
 	// Logger receives the server's logs (nil: discard).
 	Logger *slog.Logger
 }
