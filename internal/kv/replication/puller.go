@@ -216,6 +216,7 @@ func (r *Replicator) pullOnce(parent context.Context, conn *grpc.ClientConn, pee
 		for _, m := range batch.Members {
 			r.learn(m)
 		}
+		r.learnRemovals(batch.Removed)
 		r.observe(batch.Sender.ID, batch.Have)
 		for id, vv := range batch.Known {
 			r.observeGossip(id, vv)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/url"
 	"slices"
 	"sync"
@@ -53,6 +54,12 @@ type Config struct {
 	DialOptions []grpc.DialOption
 	// Logger receives the replicator's logs (nil: discard).
 	Logger *slog.Logger
+	// OnRemoved, if set, is called when a peer reports a member removed from the cluster
+	// (MemberRemove asked of some member) that this member did not know was removed, with the
+	// member as this one knew it (only its ID if it never heard of it). The replicator has
+	// already stopped pulling from it and forgotten it; if it is this member, it has stopped
+	// pulling from every peer. Called from a puller: it must not block for long.
+	OnRemoved func(m Member)
 }
 
 // DefaultConfig returns the defaults for a member replicating store.
@@ -127,6 +134,8 @@ type Replicator struct {
 	order   []string               // the peer URLs pulled from, in the order added
 	pullers map[string]context.CancelFunc
 	removed map[uint64]bool // members removed (MemberRemove): never learned again
+	// selfRemoved: a peer reported this member removed; it no longer pulls from anyone.
+	selfRemoved bool
 	// known is what each other member is known to hold (from its acks, its batches, and the
 	// tables peers gossip), with when that was last learned; changed is closed and replaced
 	// whenever known grows, to wake WaitHolders.
@@ -218,6 +227,9 @@ func (r *Replicator) AddPeer(peer string) error {
 	if _, ok := r.peers[peer]; ok || r.ctx.Err() != nil {
 		return nil
 	}
+	if r.selfRemoved {
+		return errors.New("this member was removed from the cluster")
+	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	r.peers[peer] = &PeerStatus{URL: peer}
 	r.order = append(r.order, peer)
@@ -254,6 +266,63 @@ func (r *Replicator) Forget(id uint64) {
 	delete(r.knownAt, id)
 }
 
+// RemovedIDs lists the members removed from the cluster that this member knows of, ascending.
+// Batches carry the list, so a removal asked of one member spreads to all.
+func (r *Replicator) RemovedIDs() []uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.removed))
+}
+
+// isRemoved reports whether member id was removed from the cluster.
+func (r *Replicator) isRemoved(id uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.removed[id]
+}
+
+// ApplyRemovals applies removals learned elsewhere (a restart replaying what a peer reported)
+// as if a peer reported them now.
+func (r *Replicator) ApplyRemovals(ids ...uint64) { r.learnRemovals(ids) }
+
+// learnRemovals applies the removals a peer reports: a removed member is forgotten and no longer
+// pulled from; if this member is the one removed, it stops pulling from everyone (as etcd's
+// removed member stops taking part in the cluster) and keeps serving its own clients alone.
+func (r *Replicator) learnRemovals(ids []uint64) {
+	self := r.store.MemberID()
+	for _, id := range ids {
+		r.mu.Lock()
+		if r.removed[id] || (id == self && r.selfRemoved) {
+			r.mu.Unlock()
+			continue
+		}
+		m, ok := r.members[id]
+		if !ok {
+			m = Member{ID: id}
+		}
+		var stop []string
+		if id == self {
+			r.selfRemoved = true
+			m = Member{ID: id, Name: r.cfg.Name, PeerURLs: r.cfg.PeerURLs}
+			stop = slices.Clone(r.order)
+		}
+		r.mu.Unlock()
+		if id == self {
+			r.log.Error("a peer reports this member removed from the cluster (MemberRemove): it no longer replicates and serves its clients alone; start it with a new data directory to join again")
+		} else {
+			r.log.Info("member removed from the cluster, as a peer reports", "member", fmt.Sprintf("%x", id), "name", m.Name)
+			r.Forget(id)
+			stop = m.PeerURLs
+		}
+		for _, u := range stop {
+			r.RemovePeer(u)
+		}
+		if r.cfg.OnRemoved != nil {
+			r.cfg.OnRemoved(m)
+		}
+	}
+}
+
 // Stable is what every member of the cluster is known to hold durably: per origin, the minimum
 // over the members of what each acknowledged (directly or through gossip). Changes within it are
 // never needed by a peer again, so compaction may drop them from the change log. It is empty
@@ -271,7 +340,10 @@ func (r *Replicator) Stable() mvcc.VersionVector {
 		ids[id] = true
 	}
 	delete(ids, r.store.MemberID())
-	if len(ids)+1 < r.cfg.ClusterSize || len(ids) == 0 {
+	// Removed members no longer count towards the size to wait for. (One that was added at run
+	// time and removed lowers the count below the initial cluster's size: a member not heard
+	// from yet may then get a snapshot rather than the log, which is correct, only bigger.)
+	if len(ids)+1 < r.cfg.ClusterSize-len(r.removed) || len(ids) == 0 {
 		return mvcc.VersionVector{}
 	}
 	for id := range ids {

@@ -53,6 +53,12 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 	if req.Caller.ID == r.store.MemberID() {
 		return status.Error(codes.FailedPrecondition, "a member cannot sync from itself")
 	}
+	if r.isRemoved(req.Caller.ID) {
+		// Tell it, in the one way it reads: a batch naming it removed.
+		_ = ss.SendMsg(&SyncBatch{Sender: r.Self(), SentNano: time.Now().UnixNano(), Have: r.store.VersionVector(),
+			Removed: []uint64{req.Caller.ID}})
+		return status.Errorf(codes.FailedPrecondition, "member %x was removed from the cluster", req.Caller.ID)
+	}
 	r.learn(req.Caller)
 	ctx, cancel := context.WithCancel(ss.Context())
 	defer cancel()
@@ -135,6 +141,7 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 			batch.SentNano = time.Now().UnixNano()
 			if len(batch.Changes) == 0 || lastSent.IsZero() {
 				batch.Members = r.Members()
+				batch.Removed = r.RemovedIDs()
 				batch.Known = r.knownTable()
 			}
 			if err := ss.SendMsg(&batch); err != nil {

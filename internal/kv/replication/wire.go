@@ -41,6 +41,9 @@ type SyncBatch struct {
 	Members  []Member
 	// Known is what the sender knows each member holds (its own entry included).
 	Known map[uint64]mvcc.VersionVector
+	// Removed are the members removed from the cluster the sender knows of (first batch and
+	// heartbeats), so a MemberRemove spreads like an addition.
+	Removed []uint64
 	// Snapshot transfer (see replication.proto).
 	Snapshot     []mvcc.SnapshotEntry
 	SnapshotDone bool
@@ -179,6 +182,10 @@ func (m *SyncBatch) Marshal() ([]byte, error) {
 		b = protowire.AppendTag(b, 8, protowire.VarintType)
 		b = protowire.AppendVarint(b, 1)
 		b = appendVV(b, 9, m.SnapshotHave)
+	}
+	for _, id := range m.Removed {
+		b = protowire.AppendTag(b, 10, protowire.VarintType)
+		b = protowire.AppendVarint(b, id)
 	}
 	return b, nil
 }
@@ -373,6 +380,8 @@ func (m *SyncBatch) Unmarshal(b []byte) error {
 				m.SnapshotHave = mvcc.VersionVector{}
 			}
 			return decodeVVEntry(bs, m.SnapshotHave)
+		case num == 10 && typ == protowire.VarintType:
+			m.Removed = append(m.Removed, v)
 		}
 		return nil
 	})

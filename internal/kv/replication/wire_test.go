@@ -25,6 +25,7 @@ func sampleBatch() *SyncBatch {
 		},
 		SnapshotDone: true,
 		SnapshotHave: mvcc.VersionVector{7: 1},
+		Removed:      []uint64{3, 1 << 63},
 	}
 }
 

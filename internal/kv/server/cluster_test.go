@@ -297,7 +297,7 @@ func TestMemberAddRemove(t *testing.T) {
 		t.Fatalf("adding the same peer twice: %v", err)
 	}
 	ic2 := map[string][]string{"m0": ic["m0"], "m2": {newPeer}}
-	_, c2 := startKV(t, func(c *Config) {
+	s2, c2 := startKV(t, func(c *Config) {
 		c.Name, c.DataDir = "m2", t.TempDir()
 		c.InitialCluster, c.InitialClusterToken, c.ListenPeerURLs = ic2, "test", ic2["m2"]
 		c.InitialClusterState = "existing"
@@ -350,10 +350,31 @@ func TestMemberAddRemove(t *testing.T) {
 	if listed(c0) {
 		t.Fatal("m0 still lists m2 after removing it")
 	}
+	// The removal spreads: m1, which learned of m2 through m0, forgets it too, and m2 learns
+	// that it was removed and stops replicating.
+	deadline = time.Now().Add(10 * time.Second)
+	for listed(c1) || !s2.selfRemoved() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s: m1 lists m2 %v, m2 knows it was removed %v", listed(c1), s2.selfRemoved())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := c2.Put(ctx, "after-removal", "x"); err != nil {
+		t.Fatalf("a removed member still serves its clients: %v", err)
+	}
+	if ps := s2.repl.Peers(); len(ps) != 0 {
+		t.Fatalf("removed m2 still pulls from %+v", ps)
+	}
 	c0.Close()
 	s0.Close()
 	_, c0 = start("m0", dir0, ic)
 	if listed(c0) {
 		t.Fatal("m0 lists m2 again after a restart")
 	}
+}
+
+func (s *Server) selfRemoved() bool {
+	s.mship.mu.Lock()
+	defer s.mship.mu.Unlock()
+	return s.mship.SelfRemoved
 }

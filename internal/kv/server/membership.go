@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/continuum-project/continuum/internal/kv/replication"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
@@ -20,14 +21,17 @@ import (
 
 // Runtime membership (etcd's MemberAdd and MemberRemove) in a cluster without consensus: each
 // change applies to the member that is asked, which then pulls from the added member (or stops
-// pulling from the removed one); the others learn an added member through the membership that
-// spreads with the replication streams. A removal is not spread: ask every member that should
-// forget the removed one. Changes are kept in <data-dir>/members.json, so a restart keeps them.
+// pulling from the removed one); the others learn of it through the replication streams, which
+// carry the members and the removed members each member knows of. A removed member that learns
+// it was removed stops replicating. Changes are kept in <data-dir>/members.json, so a restart
+// keeps them.
 type membership struct {
 	mu      sync.Mutex
 	path    string
 	Added   []string        `json:"added"`   // peer URLs added with MemberAdd
-	Removed []removedMember `json:"removed"` // members removed with MemberRemove
+	Removed []removedMember `json:"removed"` // members removed with MemberRemove, here or elsewhere
+	// SelfRemoved: a peer reported this member removed from the cluster.
+	SelfRemoved bool `json:"self_removed,omitempty"`
 }
 
 type removedMember struct {
@@ -90,7 +94,6 @@ func (m *membership) isRemoved(id uint64, name string) bool {
 // applyMembership replays members.json on start (after the replicator started).
 func (s *Server) applyMembership() {
 	s.mship.mu.Lock()
-	defer s.mship.mu.Unlock()
 	for _, u := range s.mship.Added {
 		_ = s.repl.AddPeer(u)
 	}
@@ -99,6 +102,33 @@ func (s *Server) applyMembership() {
 			s.repl.RemovePeer(u)
 		}
 		s.repl.Forget(r.ID)
+	}
+	self := s.mship.SelfRemoved
+	s.mship.mu.Unlock()
+	if self {
+		s.repl.ApplyRemovals(s.memberID) // calls removedByPeer, which takes the lock
+	}
+}
+
+// removedByPeer records a removal that reached this member through replication (the
+// replicator's OnRemoved), so that a restart keeps it.
+func (s *Server) removedByPeer(m replication.Member) {
+	s.mship.mu.Lock()
+	defer s.mship.mu.Unlock()
+	if m.ID == s.memberID {
+		if s.mship.SelfRemoved {
+			return
+		}
+		s.mship.SelfRemoved = true
+	} else {
+		if slices.ContainsFunc(s.mship.Removed, func(r removedMember) bool { return r.ID == m.ID }) {
+			return
+		}
+		s.mship.Added = slices.DeleteFunc(s.mship.Added, func(u string) bool { return slices.Contains(m.PeerURLs, u) })
+		s.mship.Removed = append(s.mship.Removed, removedMember{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs})
+	}
+	if err := s.mship.save(); err != nil {
+		s.log.Error("save membership after a removal a peer reported", "member", fmt.Sprintf("%x", m.ID), "err", err)
 	}
 }
 
@@ -152,7 +182,7 @@ func (c *clusterServer) MemberRemove(_ context.Context, r *pb.MemberRemoveReques
 		return nil, status.Error(codes.FailedPrecondition, "member remove: this member is not part of a cluster")
 	}
 	if r.ID == s.memberID {
-		return nil, status.Error(codes.FailedPrecondition, "member remove: a member cannot remove itself; ask each other member to remove it, then stop it")
+		return nil, status.Error(codes.FailedPrecondition, "member remove: a member cannot remove itself; ask another member to remove it (the removal spreads to all), then stop it")
 	}
 	var victim *pb.Member
 	for _, m := range c.members() {

@@ -124,6 +124,7 @@ func (s *Server) newReplicator() error {
 		rc.MaxBackoff = s.cfg.PeerMaxBackoff
 	}
 	rc.Logger = s.log.With("component", "replication")
+	rc.OnRemoved = s.removedByPeer
 	r, err := replication.New(rc)
 	if err != nil {
 		return err

@@ -74,7 +74,7 @@ func DefaultConfig(quick bool) Config {
 	c := Config{
 		Stores: []string{kvtarget.KindKV, kvtarget.KindEtcd, kvtarget.KindRedis}, Workload: "a",
 		RecordCount: 100_000, FieldCount: 1, FieldLength: 32,
-		Rates:        []float64{2000, 3000, 4000, 5000, 6000, 7500, 10000, 12500, 15000, 20000, 25000, 30000, 40000, 50000, 60000, 80000, 100000},
+		Rates:        []float64{2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000, 12500, 15000, 20000, 25000, 30000, 40000, 50000, 60000, 80000, 100000},
 		SweepAtLeast: 5000,
 		StepDuration: 10 * time.Second, Warmup: 2 * time.Second, P99Limit: 10 * time.Millisecond,
 		Timeout: 2 * time.Second, ClosedClients: 64, ClosedDuration: 15 * time.Second, LoadClients: 32,

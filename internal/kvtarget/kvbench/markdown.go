@@ -96,8 +96,8 @@ func Markdown(res *Result, command, machine, commit string) string {
 	}
 
 	if busy := busiest(res); busy > busyLoad {
-		p("**Caution: the machine was busy.** The host's 1-minute load average reached %.2f on %d CPUs during this run (other processes were running), so the servers and the load generator competed for CPU; that inflates p99 most, and lowers closed-loop throughput. The ratios between stores are still side by side, but each store met different contention: compare with a run on an idle machine before drawing conclusions.\n\n",
-			busy, runtime.NumCPU())
+		p("**Caution: the machine was busy.** The host's 1-minute load average reached %.2f on %d CPUs during this run. It counts this benchmark's own processes too (a server and the load generator near their limit make about 2, and the insert phase that grows a store to the footprint size lingers in the next store's starting figure), but above %.1f the servers and the load generator were competing for CPU with each other or with other processes; that inflates p99 most, and lowers closed-loop throughput. The ratios between stores are still side by side, but each store met different contention: compare with a run on an idle machine before drawing conclusions.\n\n",
+			busy, runtime.NumCPU(), busyLoad)
 	}
 	p("## Against the goals of issue 3\n\n")
 	for _, g := range goals(res) {
