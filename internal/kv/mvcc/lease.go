@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"sync"
@@ -245,4 +246,37 @@ func (s *Store) Leases() []int64 {
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids
+}
+
+// RevokeLeasesOf deletes, in one revision, every live key attached to a lease of member origin,
+// that is every key whose latest version origin wrote with a lease (a member attaches only the
+// leases it granted itself). It is for a member removed from the cluster: nobody can keep its
+// leases alive or expire them any more, so their keys go as if the leases had expired. Each
+// member that learns of the removal does it; the deletions are ordinary changes, and duplicates
+// from several members converge by last writer wins. It returns the number of keys deleted.
+func (s *Store) RevokeLeasesOf(ctx context.Context, origin uint64) (int, error) {
+	if origin == s.member {
+		return 0, fmt.Errorf("revoke leases of member %x: that is this member, whose leases it manages itself", origin)
+	}
+	n := 0
+	_, err := s.write(ctx, func(w *writeTxn) error {
+		// Inside the writer: no other write changes the index meanwhile.
+		var keys [][]byte
+		s.ix.mu.RLock()
+		s.ix.tree.Ascend(func(ki *keyIndex) bool {
+			if ki.stamp.Origin == origin && len(ki.entries) > 0 {
+				if e := ki.entries[len(ki.entries)-1]; !e.tomb && e.lease != 0 {
+					keys = append(keys, ki.key)
+				}
+			}
+			return true
+		})
+		s.ix.mu.RUnlock()
+		for _, k := range keys {
+			w.tombstone(k, 0)
+		}
+		n = len(keys)
+		return nil
+	})
+	return n, err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"sync/atomic"
@@ -468,3 +469,61 @@ func (sim *replicaSim) minVV() VersionVector {
 // snapshotsTaken counts snapshot transfers in the simulations, so a test can check that it
 // exercised them.
 var snapshotsTaken atomic.Int64
+
+// RevokeLeasesOf deletes exactly the live keys whose latest version the removed member wrote
+// with a lease, and the deletions replicate like any change.
+func TestRevokeLeasesOfRemovedMember(t *testing.T) {
+	x := openTest(t, func(c *Config) { c.Replicated = true }) // the member to be removed
+	a := openTest(t, func(c *Config) { c.Replicated = true })
+	b := openTest(t, func(c *Config) { c.Replicated = true })
+	ctx := context.Background()
+	id, _, err := x.LeaseGrant(ctx, 0, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"x/leased-1", "x/leased-2", "x/overwritten"} {
+		if _, err := x.Put(ctx, &pb.PutRequest{Key: []byte(k), Value: []byte("x"), Lease: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(t, x, "x/plain", "x")
+	ship := func(from, to *Store) {
+		t.Helper()
+		start, err := from.LogStart(to.VersionVector())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := from.ReadLog(max(start, 1), 0, func(c *Change) bool {
+			if !to.VersionVector().Has(c.ID) {
+				if _, err := to.ApplyRemote(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ship(x, a)
+	put(t, a, "x/overwritten", "a") // a later write by another member: no longer x's lease
+	if _, err := a.RevokeLeasesOf(ctx, a.MemberID()); err == nil {
+		t.Fatal("a member revoked its own leases through RevokeLeasesOf")
+	}
+	n, err := a.RevokeLeasesOf(ctx, x.MemberID())
+	if err != nil || n != 2 {
+		t.Fatalf("revoked %d keys, err %v; want 2", n, err)
+	}
+	want := map[string]string{"x/overwritten": "a", "x/plain": "x"}
+	if got := state(t, a); !maps.Equal(got, want) {
+		t.Fatalf("a after the revoke: %v, want %v", got, want)
+	}
+	if n, err := a.RevokeLeasesOf(ctx, x.MemberID()); err != nil || n != 0 {
+		t.Fatalf("second revoke: %d keys, %v", n, err)
+	}
+	// b gets x's writes and a's changes in either order and ends in the same state.
+	ship(a, b)
+	ship(x, b)
+	if got := state(t, b); !maps.Equal(got, want) {
+		t.Fatalf("b: %v, want %v", got, want)
+	}
+}

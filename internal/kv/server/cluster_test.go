@@ -305,11 +305,19 @@ func TestMemberAddRemove(t *testing.T) {
 	if _, err := c2.Put(ctx, "from-m2", "x"); err != nil {
 		t.Fatal(err)
 	}
+	lease, err := c2.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Put(ctx, "m2-leased", "x", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r, err := c1.Get(ctx, "from-m2")
+		rl, errl := c1.Get(ctx, "m2-leased")
 		ml, err2 := c1.MemberList(ctx)
-		if err == nil && err2 == nil && len(r.Kvs) == 1 && len(ml.Members) == 3 {
+		if err == nil && err2 == nil && errl == nil && len(r.Kvs) == 1 && len(rl.Kvs) == 1 && len(ml.Members) == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -358,6 +366,21 @@ func TestMemberAddRemove(t *testing.T) {
 			t.Fatalf("after 10 s: m1 lists m2 %v, m2 knows it was removed %v", listed(c1), s2.selfRemoved())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// m2's lease can no longer be kept alive: its keys go on every member; its plain keys stay.
+	deadline = time.Now().Add(10 * time.Second)
+	for _, c := range []*clientv3.Client{c0, c1} {
+		for {
+			rl, err := c.Get(ctx, "m2-leased")
+			r, err2 := c.Get(ctx, "from-m2")
+			if err == nil && err2 == nil && len(rl.Kvs) == 0 && len(r.Kvs) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after m2's removal: leased key %+v, plain key %+v (%v %v)", rl, r, err, err2)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	if _, err := c2.Put(ctx, "after-removal", "x"); err != nil {
 		t.Fatalf("a removed member still serves its clients: %v", err)

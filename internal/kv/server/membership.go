@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/continuum-project/continuum/internal/kv/replication"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -126,6 +127,7 @@ func (s *Server) removedByPeer(m replication.Member) {
 		}
 		s.mship.Added = slices.DeleteFunc(s.mship.Added, func(u string) bool { return slices.Contains(m.PeerURLs, u) })
 		s.mship.Removed = append(s.mship.Removed, removedMember{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs})
+		s.revokeLeasesOf(m.ID)
 	}
 	if err := s.mship.save(); err != nil {
 		s.log.Error("save membership after a removal a peer reported", "member", fmt.Sprintf("%x", m.ID), "err", err)
@@ -200,6 +202,7 @@ func (c *clusterServer) MemberRemove(_ context.Context, r *pb.MemberRemoveReques
 	s.repl.Forget(victim.ID)
 	s.mship.Added = slices.DeleteFunc(s.mship.Added, func(u string) bool { return slices.Contains(victim.PeerURLs, u) })
 	s.mship.Removed = append(s.mship.Removed, removedMember{ID: victim.ID, Name: victim.Name, PeerURLs: victim.PeerURLs})
+	s.revokeLeasesOf(victim.ID)
 	err := s.mship.save()
 	s.mship.mu.Unlock()
 	if err != nil {
@@ -210,4 +213,23 @@ func (c *clusterServer) MemberRemove(_ context.Context, r *pb.MemberRemoveReques
 
 func (c *clusterServer) header() *pb.ResponseHeader {
 	return &pb.ResponseHeader{ClusterId: c.s.clusterID, MemberId: c.s.memberID, RaftTerm: raftTerm}
+}
+
+// revokeLeasesOf deletes the keys attached to a removed member's leases (mvcc.RevokeLeasesOf):
+// nobody can keep those leases alive or expire them any more. In the background: a removal does
+// not wait for it.
+func (s *Server) revokeLeasesOf(id uint64) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		n, err := s.store.RevokeLeasesOf(ctx, id)
+		switch {
+		case err != nil:
+			s.log.Warn("delete the keys of a removed member's leases", "member", fmt.Sprintf("%x", id), "err", err)
+		case n > 0:
+			s.log.Info("deleted the keys of a removed member's leases", "member", fmt.Sprintf("%x", id), "keys", n)
+		}
+	}()
 }
