@@ -22,7 +22,7 @@ func TestConfigValidate(t *testing.T) {
 		"no max backoff":    {func(c *Config) { c.MaxBackoff = 0 }, "MaxBackoff"},
 		"slow link":         {func(c *Config) { c.DialTimeout, c.MaxBackoff = 3*time.Second, 2*time.Second }, ""},
 		"no batch size":     {func(c *Config) { c.MaxBatchChanges = 0 }, "MaxBatchChanges"},
-		"https peer":        {func(c *Config) { c.Peers = []string{"https://10.0.0.1:2380"} }, "not supported"},
+		"unix peer":         {func(c *Config) { c.Peers = []string{"unix:///tmp/peer.sock"} }, "want http://host:port or https://host:port"},
 		"peer without host": {func(c *Config) { c.Peers = []string{"10.0.0.1:2380"} }, "want http://host:port"},
 	} {
 		c := DefaultConfig(store)

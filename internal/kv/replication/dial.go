@@ -1,11 +1,13 @@
 package replication
 
 import (
+	"crypto/tls"
 	"fmt"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	_ "google.golang.org/grpc/encoding/gzip" // registers the compressor peers use
 	"google.golang.org/grpc/keepalive"
@@ -34,11 +36,19 @@ const (
 	minRetryDelay = 50 * time.Millisecond
 )
 
-// dialOptions returns the options of the connections to peers.
-func (r *Replicator) dialOptions() []grpc.DialOption {
+// dialOptions returns the options of the connections to peers (secure: an https:// peer URL).
+func (r *Replicator) dialOptions(secure bool) []grpc.DialOption {
 	hb := r.cfg.Heartbeat
+	creds := insecure.NewCredentials()
+	if secure {
+		tc := r.cfg.TLS
+		if tc == nil {
+			tc = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		creds = credentials.NewTLS(tc)
+	}
 	return append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(wireCodec{})),
 		// A connection is dropped at its first failure, so only MinConnectTimeout (the
 		// deadline of the first dial) matters; the backoff is set as tight for completeness

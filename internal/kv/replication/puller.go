@@ -19,8 +19,8 @@ import (
 
 func (r *Replicator) pull(ctx context.Context, peer string) {
 	defer r.wg.Done()
-	target, _ := peerTarget(peer)
-	opts := r.dialOptions()
+	target, secure, _ := peerTarget(peer)
+	opts := r.dialOptions(secure)
 	l := r.newLink(ctx, peer)
 	defer l.stop()
 	var conn *grpc.ClientConn

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,11 @@ type Config struct {
 	MaxBatchBytes   int
 	// Compress gzips the Sync streams this member opens.
 	Compress bool
-	// DialOptions are added to the peer connections (e.g. TLS credentials, a test dialer).
+	// TLS is the client configuration for https:// peer URLs (its certificate is this member's
+	// client certificate, its RootCAs verify the peers); nil: the system's roots, no client
+	// certificate. http:// peers are dialed in plaintext.
+	TLS *tls.Config
+	// DialOptions are added to the peer connections (e.g. a test dialer).
 	DialOptions []grpc.DialOption
 	// Logger receives the replicator's logs (nil: discard).
 	Logger *slog.Logger
@@ -83,23 +88,21 @@ func (c *Config) Validate() error {
 		return errors.New("replication: MaxBatchChanges and MaxBatchBytes must be > 0")
 	}
 	for _, p := range c.Peers {
-		if _, err := peerTarget(p); err != nil {
+		if _, _, err := peerTarget(p); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// peerTarget turns a peer URL (http://host:port) into a gRPC target.
-func peerTarget(raw string) (string, error) {
+// peerTarget turns a peer URL (http://host:port or https://host:port) into a gRPC target and
+// whether to dial it with TLS.
+func peerTarget(raw string) (target string, secure bool, err error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("peer URL %q: want http://host:port", raw)
+		return "", false, fmt.Errorf("peer URL %q: want http://host:port or https://host:port", raw)
 	}
-	if u.Scheme == "https" {
-		return "", fmt.Errorf("peer URL %q: https peers are not supported yet", raw)
-	}
-	return u.Host, nil
+	return u.Host, u.Scheme == "https", nil
 }
 
 // PeerStatus is what a member knows of one peer it pulls from.
@@ -219,7 +222,7 @@ func (r *Replicator) Start() {
 // AddPeer starts pulling from the member at peer URL (MemberAdd); a URL already pulled from is
 // left as it is.
 func (r *Replicator) AddPeer(peer string) error {
-	if _, err := peerTarget(peer); err != nil {
+	if _, _, err := peerTarget(peer); err != nil {
 		return err
 	}
 	r.mu.Lock()

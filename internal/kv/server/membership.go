@@ -149,8 +149,8 @@ func (c *clusterServer) MemberAdd(_ context.Context, r *pb.MemberAddRequest) (*p
 		return nil, status.Error(codes.InvalidArgument, "member add: at least one peer URL (http://host:port) is required")
 	}
 	for _, u := range r.PeerURLs {
-		if pu, err := url.Parse(u); err != nil || pu.Host == "" || pu.Scheme != "http" {
-			return nil, status.Errorf(codes.InvalidArgument, "member add: peer URL %q: want http://host:port", u)
+		if pu, err := url.Parse(u); err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
+			return nil, status.Errorf(codes.InvalidArgument, "member add: peer URL %q: want http://host:port or https://host:port", u)
 		}
 	}
 	for _, m := range c.members() {

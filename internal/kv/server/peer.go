@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/continuum-project/continuum/internal/kv/replication"
 )
@@ -22,8 +24,8 @@ func ParseInitialCluster(s string) (map[string][]string, error) {
 		if !ok || name == "" || u == "" {
 			return nil, fmt.Errorf("--initial-cluster entry %q: want name=http://host:port", part)
 		}
-		if pu, err := url.Parse(u); err != nil || pu.Host == "" || pu.Scheme != "http" {
-			return nil, fmt.Errorf("--initial-cluster entry %q: peer URL must be http://host:port", part)
+		if pu, err := url.Parse(u); err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
+			return nil, fmt.Errorf("--initial-cluster entry %q: peer URL must be http://host:port or https://host:port", part)
 		}
 		out[name] = append(out[name], u)
 	}
@@ -41,9 +43,19 @@ func (c *Config) validateCluster() error {
 		return fmt.Errorf("--listen-peer-urls is required with a cluster of %d members", len(c.InitialCluster))
 	}
 	for _, u := range c.ListenPeerURLs {
-		if pu, err := url.Parse(u); err != nil || pu.Host == "" || pu.Scheme != "http" {
-			return fmt.Errorf("--listen-peer-urls %q: want http://host:port (https peers are not supported yet)", u)
+		pu, err := url.Parse(u)
+		if err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
+			return fmt.Errorf("--listen-peer-urls %q: want http://host:port or https://host:port", u)
 		}
+		if pu.Scheme == "https" && (c.PeerCertFile == "" || c.PeerKeyFile == "") {
+			return fmt.Errorf("--listen-peer-urls %q: https needs --peer-cert-file and --peer-key-file", u)
+		}
+	}
+	if (c.PeerCertFile == "") != (c.PeerKeyFile == "") {
+		return errors.New("--peer-cert-file and --peer-key-file go together")
+	}
+	if c.PeerClientCertAuth && c.PeerTrustedCAFile == "" {
+		return errors.New("--peer-client-cert-auth needs --peer-trusted-ca-file")
 	}
 	if len(c.InitialCluster) > 0 {
 		if _, ok := c.InitialCluster[c.Name]; !ok {
@@ -124,6 +136,11 @@ func (s *Server) newReplicator() error {
 		rc.MaxBackoff = s.cfg.PeerMaxBackoff
 	}
 	rc.Logger = s.log.With("component", "replication")
+	tc, err := s.peerTLS().clientConfig()
+	if err != nil {
+		return err
+	}
+	rc.TLS = tc
 	rc.OnRemoved = s.removedByPeer
 	r, err := replication.New(rc)
 	if err != nil {
@@ -140,6 +157,16 @@ func (s *Server) startPeers() error {
 	r := s.repl
 	opts := append([]grpc.ServerOption{grpc.ForceServerCodec(codec{}), grpc.MaxRecvMsgSize(64 << 20)}, r.ServerOptions()...)
 	g := grpc.NewServer(opts...)
+	var gs *grpc.Server // the https peer listeners' server
+	if s.cfg.PeerCertFile != "" {
+		tc, err := s.peerTLS().serverConfig()
+		if err != nil {
+			return err
+		}
+		gs = grpc.NewServer(append(opts, grpc.Creds(credentials.NewTLS(tc)))...)
+		r.Register(gs)
+		s.grpcs = append(s.grpcs, gs)
+	}
 	r.Register(g)
 	s.grpcs = append(s.grpcs, g)
 	for _, raw := range s.cfg.ListenPeerURLs {
@@ -149,13 +176,23 @@ func (s *Server) startPeers() error {
 			return fmt.Errorf("listen on %s: %w", raw, err)
 		}
 		s.lns = append(s.lns, ln)
+		srv := g
+		if u.Scheme == "https" {
+			srv = gs
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			_ = g.Serve(ln)
+			_ = srv.Serve(ln)
 		}()
 	}
 	r.Start()
 	s.applyMembership()
 	return nil
+}
+
+// peerTLS is the peers' TLS identity (etcd's --peer-* flags).
+func (s *Server) peerTLS() tlsFiles {
+	return tlsFiles{flag: "peer-", cert: s.cfg.PeerCertFile, key: s.cfg.PeerKeyFile, ca: s.cfg.PeerTrustedCAFile,
+		clientCertAuth: s.cfg.PeerClientCertAuth}
 }

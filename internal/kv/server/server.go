@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -71,6 +70,11 @@ type Config struct {
 	// ClientCertAuth requires clients to present a certificate signed by that CA.
 	CertFile, KeyFile, TrustedCAFile string
 	ClientCertAuth                   bool
+	// Peer TLS (etcd's --peer-* flags): the certificate and key serve https:// peer URLs and are
+	// this member's client certificate towards https peers; PeerTrustedCAFile verifies peers
+	// (both ways), and PeerClientCertAuth requires calling peers to present a certificate.
+	PeerCertFile, PeerKeyFile, PeerTrustedCAFile string
+	PeerClientCertAuth                           bool
 	// ProgressNotifyInterval is how often watches created with progress_notify get a progress
 	// notification when idle (etcd: 10 minutes).
 	ProgressNotifyInterval time.Duration
@@ -231,31 +235,7 @@ func Start(cfg Config) (*Server, error) {
 }
 
 func (s *Server) tlsConfig() (*tls.Config, error) {
-	if s.cfg.CertFile == "" {
-		return nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(s.cfg.CertFile, s.cfg.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("load --cert-file/--key-file: %w", err)
-	}
-	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if s.cfg.TrustedCAFile != "" {
-		pem, err := os.ReadFile(s.cfg.TrustedCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("--trusted-ca-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--trusted-ca-file %q: no PEM certificates", s.cfg.TrustedCAFile)
-		}
-		tc.ClientCAs = pool
-		if s.cfg.ClientCertAuth {
-			tc.ClientAuth = tls.RequireAndVerifyClientCert
-		} else {
-			tc.ClientAuth = tls.VerifyClientCertIfGiven
-		}
-	}
-	return tc, nil
+	return tlsFiles{cert: s.cfg.CertFile, key: s.cfg.KeyFile, ca: s.cfg.TrustedCAFile, clientCertAuth: s.cfg.ClientCertAuth}.serverConfig()
 }
 
 func (s *Server) newGRPC(tc *tls.Config) *grpc.Server {
