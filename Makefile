@@ -5,7 +5,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup build test test-short demo bench-testbed clean
+.PHONY: setup build test test-short soak demo bench-testbed clean
 
 setup:
 	./scripts/setup.sh
@@ -20,6 +20,11 @@ build:
 test: setup build
 	$(GO) test -race -count=1 -run '^$$' ./...   # compile every package in parallel first
 	CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 $(GO) test -race -count=1 -p 1 -timeout 30m ./...
+
+# The kv replication simulations with SOAK times their seeds (default 20x: thousands of seeds).
+SOAK ?= 20
+soak:
+	CONTINUUM_SOAK=$(SOAK) $(GO) test -count=1 -timeout 60m -run 'TestReplicasConverge|TestDeletionsCollected|TestKDurable' ./internal/kv/mvcc/
 
 test-short: build
 	CONTINUUM_BIN=$(CURDIR)/$(BIN) $(GO) test -short -count=1 ./...

@@ -28,6 +28,11 @@ type commitGroup struct {
 	batch   *pebble.Batch
 	revs    []int64 // revisions made, ascending
 	events  [][]mvccpb.Event
+	// own counts this member's own changes in the group; ownSeq and ownWall are the last one's
+	// sequence and the highest stamp wall time among them (for Frontier).
+	own     int
+	ownSeq  uint64
+	ownWall int64
 }
 
 // write runs fn as one write request and returns the revision of its response header: its own
@@ -165,6 +170,7 @@ func (s *Store) evaluate(g *commitGroup) {
 			s.seq++
 			c = Change{ID: ChangeID{Origin: s.member, Seq: s.seq}, Time: w.stamp.Time, Revision: w.rev}
 			c.Hash = ContentHash(c.ID, c.Time, w.ops)
+			g.own, g.ownSeq, g.ownWall = g.own+1, s.seq, max(g.ownWall, w.stamp.Time.Wall)
 		}
 		dirty = true
 		_ = g.batch.Set(changeKey(w.rev), encodeHeader(nil, &c, len(w.ops)), nil)
@@ -176,6 +182,11 @@ func (s *Store) evaluate(g *commitGroup) {
 		r.rev = w.rev
 		g.revs = append(g.revs, w.rev)
 		g.events = append(g.events, w.events)
+	}
+	if g.own > 0 {
+		s.frontierMu.Lock()
+		s.pendingOwn += g.own
+		s.frontierMu.Unlock()
 	}
 	if s.failed != nil {
 		for _, r := range g.reqs {
@@ -237,6 +248,12 @@ func (s *Store) runSyncer() {
 		s.advanceDurable(g.changes)
 		for i, rev := range g.revs {
 			s.publish(rev, g.events[i])
+		}
+		if g.own > 0 {
+			s.frontierMu.Lock()
+			s.pendingOwn -= g.own
+			s.pubSeq, s.pubWall = max(s.pubSeq, g.ownSeq), max(s.pubWall, g.ownWall)
+			s.frontierMu.Unlock()
 		}
 		// Requests that changed nothing read state up to their revision: wait until it is
 		// visible (a previous group's revisions are published before this group's).

@@ -3,6 +3,7 @@ package mvcc
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -64,7 +65,7 @@ func (s *Store) compactIndex(rev int64, keep map[revision]struct{}) {
 	}
 	from := []byte{}
 	for from != nil {
-		from = s.ix.compactChunk(from, rev, s.cfg.CompactionBatch, keep)
+		from = s.ix.compactChunk(from, rev, s.cfg.CompactionBatch, keep, s.collectBefore.Load())
 	}
 }
 
@@ -72,10 +73,11 @@ func (s *Store) compactIndex(rev int64, keep map[revision]struct{}) {
 // longer references, and the change headers below rev, then records the compaction as finished.
 // It is idempotent, so a restart simply runs it again. It runs in the background (s.bg).
 //
-// A replicated store keeps every deletion record (a deletion must keep winning over older puts
-// still to arrive; collecting those needs a causal frontier, not implemented yet) and keeps the
+// A replicated store keeps the deletion records (a deletion must keep winning over older puts
+// still to arrive) until they are stamped before the collect bound (frontier.go), and keeps the
 // change log of every change that some member may still lack (see compactLog). Superseded puts
-// go, which is safe to forward without (see ReadLog).
+// go, which is safe to forward without (see ReadLog). Records are visited in revision order, so
+// an older put of a key always goes before the deletion that followed it, even across a crash.
 func (s *Store) compactBackend(rev int64, done chan struct{}) {
 	defer s.bg.Done()
 	defer close(done)
@@ -85,6 +87,9 @@ func (s *Store) compactBackend(rev int64, done chan struct{}) {
 		return
 	}
 	defer it.Close()
+	s.vvMu.Lock()
+	stable := s.stableVV.Clone()
+	s.vvMu.Unlock()
 	b := s.db.NewBatch()
 	n := 0
 	flush := func() bool {
@@ -110,14 +115,21 @@ func (s *Store) compactBackend(rev int64, done chan struct{}) {
 		if !ok {
 			continue
 		}
-		kind, kv, _, err := decodeRecord(it.Value())
+		kind, kv, st, err := decodeRecord(it.Value())
 		if err != nil {
 			continue
 		}
 		if kind == recPut && s.stillIndexed(kv.Key, revision{r, sub}) {
 			continue
 		}
-		if kind != recPut && s.cfg.Replicated {
+		if kind == recPut && s.cfg.Replicated && !s.changeStable(r, stable) {
+			// A superseded put of a change some member may still lack: forwarding the change
+			// without it would be safe only if the newer write always arrived too, and it
+			// may not (its member may be lost before it sends it), leaving a peer that holds
+			// the change without its effect.
+			continue
+		}
+		if kind != recPut && s.cfg.Replicated && !s.collectible(st) {
 			continue
 		}
 		_ = b.Delete(it.Key(), nil)
@@ -183,6 +195,19 @@ func (s *Store) SetStable(vv VersionVector) {
 	s.vvMu.Lock()
 	defer s.vvMu.Unlock()
 	s.stableVV = vv.Clone()
+}
+
+// changeStable reports whether the change applied at revision rev is held by every member
+// (within stable), or is not in the log at all (its header was collected, which happens only
+// once it is stable, or it came with a snapshot and has none).
+func (s *Store) changeStable(rev int64, stable VersionVector) bool {
+	v, closer, err := s.db.Get(changeKey(rev))
+	if err != nil {
+		return errors.Is(err, pebble.ErrNotFound)
+	}
+	c, _, err := decodeHeader(v)
+	closer.Close()
+	return err == nil && stable.Has(c.ID)
 }
 
 // stillIndexed reports whether the index still holds version r of key.

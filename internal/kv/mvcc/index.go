@@ -149,7 +149,9 @@ func (ix *index) observeDeletion(key []byte, st Stamp) {
 // retainStamps kept with their stamp only (the deletion records that hold the stamp on disk are
 // kept too; see compactBackend). It returns the key to continue from (nil: done). Working in
 // chunks keeps the write lock short, so that compaction never stalls requests.
-func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revision]struct{}) (next []byte) {
+//
+// A kept stamp stamped before collectBefore (a wall time, see frontier.go) is dropped too.
+func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revision]struct{}, collectBefore int64) (next []byte) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	var drop []*keyIndex
@@ -169,6 +171,9 @@ func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revisi
 			}
 		}
 		if i < 0 {
+			if len(ki.entries) == 0 && ix.retainStamps && ki.stamp.Time.Wall < collectBefore {
+				drop = append(drop, ki) // a deletion that found no version here, now collectible
+			}
 			return true
 		}
 		if ki.entries[i].tomb {
@@ -180,7 +185,7 @@ func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revisi
 			ki.entries = append(ki.entries[:0:0], ki.entries[i:]...)
 		}
 		if len(ki.entries) == 0 {
-			if !ix.retainStamps || ki.stamp.IsZero() {
+			if !ix.retainStamps || ki.stamp.IsZero() || ki.stamp.Time.Wall < collectBefore {
 				drop = append(drop, ki)
 			}
 		}

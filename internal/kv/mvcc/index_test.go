@@ -45,7 +45,7 @@ func TestIndexVisitAndCompact(t *testing.T) {
 	}
 	keep := map[revision]struct{}{}
 	for from := []byte{}; from != nil; {
-		from = ix.compactChunk(from, 7, 1, keep)
+		from = ix.compactChunk(from, 7, 1, keep, 0)
 	}
 	// a's versions all end in a tombstone at 6 <= 7: gone. b keeps 3. c keeps only 8 (its
 	// tombstone at 7 and the version before it go).

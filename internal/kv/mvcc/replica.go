@@ -194,6 +194,16 @@ func (s *Store) LogStart(peer VersionVector) (int64, error) {
 			// Held through a merged snapshot, not in the log.
 			return 0, fmt.Errorf("%w: change %v", ErrLogTruncated, ChangeID{Origin: origin, Seq: peer[origin] + 1})
 		}
+		// Compaction keeps each origin's last o-record (recovery rebuilds the version vector
+		// from it) while it drops the change's header: then the change is not in the log.
+		_, hc, err := s.db.Get(changeKey(rev))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return 0, fmt.Errorf("%w: change %v", ErrLogTruncated, ChangeID{Origin: origin, Seq: peer[origin] + 1})
+		}
+		if err != nil {
+			return 0, err
+		}
+		hc.Close()
 		if start == 0 || rev < start {
 			start = rev
 		}
@@ -203,9 +213,10 @@ func (s *Store) LogStart(peer VersionVector) (int64, error) {
 
 // ReadLog calls fn for each change in the log at revisions [from, to] that are durable (to <= 0:
 // up to the visible revision), in revision order, until fn returns false. A change's ops are the
-// ones it applied here and that compaction has not removed: an op that lost to a newer write, or
-// whose version a newer write superseded, is left out, which is safe to forward because the
-// newer write is in the log too and wins wherever it goes. It returns the last revision read.
+// ones it applied here and that compaction has not removed: an op that lost to a newer write is
+// left out, and so is one whose version a newer write superseded once every member holds the
+// change (compaction keeps it until then, see compactBackend), which is safe to forward because
+// no member needs it. It returns the last revision read.
 func (s *Store) ReadLog(from, to int64, fn func(c *Change) bool) (int64, error) {
 	visible := s.visible.Load()
 	if to <= 0 || to > visible {

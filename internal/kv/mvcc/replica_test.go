@@ -8,6 +8,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +27,19 @@ type replicaSim struct {
 	stores []*Store
 	clocks []*atomic.Int64 // physical clocks, skewed per member
 	made   []Change        // every change a member made, as made (the oracle's input)
+	// Collecting deletions as package replication does (frontier.go), per receiving member:
+	// the latest frontier each other member reported with a delivery, the latest one reached,
+	// and each member's collect bound as last reported; own is each member's own bound.
+	reported  [][][]simFrontier // the reports not reached yet, oldest first
+	reached   [][]simFrontier
+	collectOf [][]int64
+	own       []int64
+	keys      []string // the key space (nil: simKeys)
+}
+
+type simFrontier struct {
+	seq  uint64
+	wall int64
 }
 
 func newReplicaSim(t *testing.T, n int, seed uint64) *replicaSim {
@@ -38,6 +53,12 @@ func newReplicaSim(t *testing.T, n int, seed uint64) *replicaSim {
 		sim.stores = append(sim.stores, nil)
 		sim.open(i)
 	}
+	for range n {
+		sim.reported = append(sim.reported, make([][]simFrontier, n))
+		sim.reached = append(sim.reached, make([]simFrontier, n))
+		sim.collectOf = append(sim.collectOf, make([]int64, n))
+	}
+	sim.own = make([]int64, n)
 	t.Cleanup(func() {
 		for _, s := range sim.stores {
 			s.Close()
@@ -51,7 +72,17 @@ func (sim *replicaSim) open(i int) {
 	cfg.Replicated = true
 	cfg.CompactionBatch = 3
 	clk := sim.clocks[i]
-	cfg.Now = func() time.Time { return time.Unix(0, clk.Add(sim.rng.Int64N(1e6))) }
+	// Each reading moves the clock on by up to 1 ms. The store reads it from its own goroutines
+	// (the writer, lease expiry), so the steps come from a source of the store's own, seeded
+	// from the simulation's.
+	var mu sync.Mutex
+	steps := rand.New(rand.NewPCG(sim.rng.Uint64(), sim.rng.Uint64()))
+	cfg.Now = func() time.Time {
+		mu.Lock()
+		d := steps.Int64N(1e6)
+		mu.Unlock()
+		return time.Unix(0, clk.Add(d))
+	}
 	s, err := Open(cfg)
 	if err != nil {
 		sim.t.Fatal(err)
@@ -61,7 +92,13 @@ func (sim *replicaSim) open(i int) {
 
 var simKeys = []string{"a", "b", "c", "d", "e"}
 
-func (sim *replicaSim) key() []byte { return []byte(simKeys[sim.rng.IntN(len(simKeys))]) }
+func (sim *replicaSim) key() []byte {
+	keys := simKeys
+	if sim.keys != nil {
+		keys = sim.keys
+	}
+	return []byte(keys[sim.rng.IntN(len(keys))])
+}
 
 // write makes one random local write on member i.
 func (sim *replicaSim) write(i int) {
@@ -123,6 +160,7 @@ func (sim *replicaSim) deliver(from, to, max int) {
 		sim.t.Fatalf("log start %d->%d: %v", from, to, err)
 	}
 	if start == 0 {
+		sim.report(from, to) // a heartbeat
 		return
 	}
 	var batch []Change
@@ -136,6 +174,57 @@ func (sim *replicaSim) deliver(from, to, max int) {
 		if _, err := dst.ApplyRemote(context.Background(), &batch[i]); err != nil {
 			sim.t.Fatalf("apply %v from %d at %d: %v", batch[i].ID, from, to, err)
 		}
+	}
+	sim.report(from, to)
+}
+
+// report hands member to what a batch from member from carries: from's frontier and bound;
+// to then recomputes its bounds (the replicator does every heartbeat).
+func (sim *replicaSim) report(from, to int) {
+	defer sim.collect(to)
+	seq, wall := sim.stores[from].Frontier()
+	sim.reported[to][from] = append(sim.reported[to][from], simFrontier{seq, wall})
+	sim.collectOf[to][from] = max(sim.collectOf[to][from], sim.own[from])
+}
+
+// replaced resets what the members know of member i for collection: it is a new member (a new
+// id, an empty store), as if the old one had been removed and the new one added.
+func (sim *replicaSim) replaced(i int) {
+	sim.own[i] = 0
+	for x := range sim.stores {
+		sim.reported[x][i], sim.reached[x][i], sim.collectOf[x][i] = nil, simFrontier{}, 0
+		sim.reported[i][x], sim.reached[i][x], sim.collectOf[i][x] = nil, simFrontier{}, 0
+	}
+}
+
+// collect computes member i's bounds from what it heard, as Replicator.updateCollect does, and
+// sets its store's collect bound.
+func (sim *replicaSim) collect(i int) {
+	held := sim.stores[i].VersionVector()
+	own, global := int64(-1), int64(0)
+	for y := range sim.stores {
+		if y == i {
+			continue
+		}
+		pending := sim.reported[i][y]
+		for len(pending) > 0 && held[sim.stores[y].MemberID()] >= pending[0].seq {
+			sim.reached[i][y] = pending[0]
+			pending = pending[1:]
+		}
+		sim.reported[i][y] = pending
+		if w := sim.reached[i][y].wall; own < 0 || w < own {
+			own = w
+		}
+	}
+	sim.own[i] = max(sim.own[i], own)
+	global = sim.own[i]
+	for y := range sim.stores {
+		if y != i {
+			global = min(global, sim.collectOf[i][y])
+		}
+	}
+	if global > 0 {
+		sim.stores[i].SetCollectBefore(global)
 	}
 }
 
@@ -207,10 +296,7 @@ func state(t *testing.T, s *Store) map[string]string {
 }
 
 func TestReplicasConvergeUnderRandomDelivery(t *testing.T) {
-	seeds := 40
-	if testing.Short() {
-		seeds = 8
-	}
+	seeds := simSeeds(40, 8)
 	for seed := 1; seed <= seeds; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			sim := newReplicaSim(t, 3, uint64(seed))
@@ -231,9 +317,12 @@ func TestReplicasConvergeUnderRandomDelivery(t *testing.T) {
 					// What every member holds may leave the change log (as package
 					// replication tells a store through SetStable).
 					sim.stores[i].SetStable(sim.minVV())
+					sim.collect(i)
+					before := sim.stores[i].ix.keyCount()
 					if err := sim.stores[i].Compact(context.Background(), sim.stores[i].Rev(), true); err != nil && err != ErrCompacted {
 						t.Fatal(err)
 					}
+					deletionsCollected.Add(int64(max(before-sim.stores[i].ix.keyCount(), 0)))
 				default:
 					i := sim.rng.IntN(n)
 					sim.stores[i].Close()
@@ -268,6 +357,69 @@ func TestReplicasConvergeUnderRandomDelivery(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeletionsCollectedWithoutResurrection: members exchange frontiers as package replication
+// does (frontier.go) and compact often, over a key space large enough for deleted keys to stay
+// deleted for a while, so their stamps are collected while changes are still in flight; no
+// deletion is ever overtaken by an older put (the state stays last-writer-wins over every change
+// made), and the members converge.
+func TestDeletionsCollectedWithoutResurrection(t *testing.T) {
+	seeds := simSeeds(12, 3)
+	collected := deletionsCollected.Load()
+	keys := make([]string, 40)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%02d", i)
+	}
+	for seed := 1; seed <= seeds; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			sim := newReplicaSim(t, 3, uint64(1000+seed))
+			sim.keys = keys
+			n := len(sim.stores)
+			compact := func(i int) {
+				sim.stores[i].SetStable(sim.minVV())
+				sim.collect(i)
+				before := sim.stores[i].ix.keyCount()
+				if err := sim.stores[i].Compact(context.Background(), sim.stores[i].Rev(), true); err != nil && err != ErrCompacted {
+					t.Fatal(err)
+				}
+				deletionsCollected.Add(int64(max(before-sim.stores[i].ix.keyCount(), 0)))
+			}
+			for step := 0; step < 600; step++ {
+				switch r := sim.rng.IntN(20); {
+				case r < 9:
+					sim.write(sim.rng.IntN(n))
+				case r < 17:
+					from, to := sim.rng.IntN(n), sim.rng.IntN(n)
+					if from != to {
+						sim.deliver(from, to, 1+sim.rng.IntN(6))
+					}
+				case r < 19:
+					compact(sim.rng.IntN(n))
+				default:
+					i := sim.rng.IntN(n)
+					sim.stores[i].Close()
+					sim.open(i)
+				}
+			}
+			for round := 0; round < n; round++ {
+				for i := 0; i < n; i++ {
+					sim.deliver(i, (i+1)%n, 1<<30)
+				}
+			}
+			want := sim.expected()
+			for i, s := range sim.stores {
+				if got := state(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("member %d state\n got %v\nwant %v (last writer wins over all changes)", i, got, want)
+				}
+			}
+		})
+	}
+	if n := deletionsCollected.Load() - collected; n == 0 {
+		t.Fatal("no deleted key's stamp was ever collected: the test exercised nothing")
+	} else {
+		t.Logf("%d deleted keys' stamps collected", n)
 	}
 }
 
@@ -329,10 +481,7 @@ func TestApplyRemoteOrderAndDuplicates(t *testing.T) {
 // replacement) converge to last-writer-wins over what survived; reads on a member see its own
 // writes at once and revisions never go back.
 func TestKDurableWritesSurviveMemberLoss(t *testing.T) {
-	seeds := 30
-	if testing.Short() {
-		seeds = 6
-	}
+	seeds := simSeeds(30, 6)
 	ctx := context.Background()
 	before := snapshotsTaken.Load()
 	defer func() {
@@ -401,6 +550,7 @@ func TestKDurableWritesSurviveMemberLoss(t *testing.T) {
 			}
 			sim.dirs[lost] = t.TempDir()
 			sim.open(lost)
+			sim.replaced(lost)
 			for round := 0; round < n; round++ {
 				for i := 0; i < n; i++ {
 					sim.deliver(i, (i+1)%n, 1<<30)
@@ -467,8 +617,8 @@ func (sim *replicaSim) minVV() VersionVector {
 }
 
 // snapshotsTaken counts snapshot transfers in the simulations, so a test can check that it
-// exercised them.
-var snapshotsTaken atomic.Int64
+// exercised them; deletionsCollected counts the deleted keys' stamps compaction dropped.
+var snapshotsTaken, deletionsCollected atomic.Int64
 
 // RevokeLeasesOf deletes exactly the live keys whose latest version the removed member wrote
 // with a lease, and the deletions replicate like any change.
@@ -526,4 +676,16 @@ func TestRevokeLeasesOfRemovedMember(t *testing.T) {
 	if got := state(t, b); !maps.Equal(got, want) {
 		t.Fatalf("b: %v, want %v", got, want)
 	}
+}
+
+// simSeeds is how many seeds a simulation runs: def in `make test`, short with -short, and
+// $CONTINUUM_SOAK times def for `make soak`.
+func simSeeds(def, short int) int {
+	if n, err := strconv.Atoi(os.Getenv("CONTINUUM_SOAK")); err == nil && n > 1 {
+		return def * n
+	}
+	if testing.Short() {
+		return short
+	}
+	return def
 }

@@ -87,7 +87,9 @@ func (s *Store) InstallSnapshot(ctx context.Context, entries []SnapshotEntry) er
 			if len(e.Key) == 0 {
 				return errors.New("mvcc: snapshot entry without a key")
 			}
-			if !s.ix.stamp(e.Key).Less(e.Stamp) {
+			if !s.ix.stamp(e.Key).Less(e.Stamp) || s.collectible(e.Stamp) {
+				// Older than what is here, or stamped before the collect bound: its change
+				// is held here already (and if the key's deletion was collected, it won).
 				continue
 			}
 			s.clock.Observe(e.Stamp.Time)

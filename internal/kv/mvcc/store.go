@@ -42,6 +42,15 @@ type Store struct {
 	vvMu      sync.Mutex
 	durableVV VersionVector // guarded by vvMu: vv as of the last durable commit group
 	stableVV  VersionVector // guarded by vvMu: what every member of the cluster holds (SetStable)
+	// The frontier of this member's own changes (see Frontier), guarded by frontierMu:
+	// pendingOwn own changes are evaluated but not yet visible; pubSeq and pubWall are the
+	// sequence and the highest stamp wall time of the own changes already visible.
+	frontierMu sync.Mutex
+	pendingOwn int
+	pubSeq     uint64
+	pubWall    int64
+	// collectBefore: deletions stamped before this wall time may be forgotten (SetCollectBefore).
+	collectBefore atomic.Int64
 	lastRev   atomic.Int64  // latest assigned revision; written under writeMu
 	failed    error         // guarded by writeMu: a Pebble write failed; the store refuses writes
 

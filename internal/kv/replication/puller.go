@@ -217,6 +217,7 @@ func (r *Replicator) pullOnce(parent context.Context, conn *grpc.ClientConn, pee
 			r.learn(m)
 		}
 		r.learnRemovals(batch.Removed)
+		r.noteFrontier(&batch)
 		r.observe(batch.Sender.ID, batch.Have)
 		for id, vv := range batch.Known {
 			r.observeGossip(id, vv)

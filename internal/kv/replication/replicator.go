@@ -139,6 +139,13 @@ type Replicator struct {
 	removed map[uint64]bool // members removed (MemberRemove): never learned again
 	// selfRemoved: a peer reported this member removed; it no longer pulls from anyone.
 	selfRemoved bool
+	// Collecting deletions (mvcc/frontier.go), by member: the latest frontier it reported,
+	// the latest one this member holds the changes of, and its collect bound; collectOwn is
+	// this member's own bound, sent to peers.
+	frontier   map[uint64][]frontierReport
+	reached    map[uint64]frontierReport
+	collectOf  map[uint64]int64
+	collectOwn int64
 	// known is what each other member is known to hold (from its acks, its batches, and the
 	// tables peers gossip), with when that was last learned; changed is closed and replaced
 	// whenever known grows, to wake WaitHolders.
@@ -181,6 +188,7 @@ func New(cfg Config) (*Replicator, error) {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"peer"})}
 	r.pullers, r.removed = map[string]context.CancelFunc{}, map[uint64]bool{}
+	r.frontier, r.reached, r.collectOf = map[uint64][]frontierReport{}, map[uint64]frontierReport{}, map[uint64]int64{}
 	return r, nil
 }
 
@@ -214,6 +222,7 @@ func (r *Replicator) Start() {
 				return
 			case <-t.C:
 				r.store.SetStable(r.Stable())
+				r.updateCollect()
 			}
 		}
 	}()
@@ -267,6 +276,9 @@ func (r *Replicator) Forget(id uint64) {
 	delete(r.members, id)
 	delete(r.known, id)
 	delete(r.knownAt, id)
+	delete(r.frontier, id)
+	delete(r.reached, id)
+	delete(r.collectOf, id)
 }
 
 // RemovedIDs lists the members removed from the cluster that this member knows of, ascending.

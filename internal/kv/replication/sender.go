@@ -109,7 +109,7 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 	if next == 0 {
 		next = r.store.Rev() + 1
 	}
-	lastSent := time.Time{}
+	lastSent, lastFrontier := time.Time{}, time.Time{}
 	for {
 		to := r.store.Rev()
 		batch := SyncBatch{}
@@ -143,6 +143,12 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 				batch.Members = r.Members()
 				batch.Removed = r.RemovedIDs()
 				batch.Known = r.knownTable()
+			}
+			if lastFrontier.IsZero() || time.Since(lastFrontier) >= r.cfg.Heartbeat {
+				// Also under a steady stream of changes (collect.go).
+				batch.FrontierSeq, batch.FrontierWall = r.store.Frontier()
+				batch.CollectBefore = r.ownCollect()
+				lastFrontier = time.Now()
 			}
 			if err := ss.SendMsg(&batch); err != nil {
 				return err

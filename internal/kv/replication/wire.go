@@ -44,6 +44,12 @@ type SyncBatch struct {
 	// Removed are the members removed from the cluster the sender knows of (first batch and
 	// heartbeats), so a MemberRemove spreads like an addition.
 	Removed []uint64
+	// The sender's frontier and collect bound (mvcc/frontier.go), on heartbeats: every change of
+	// its own stamped before FrontierWall has a sequence <= FrontierSeq; it holds every change
+	// stamped before CollectBefore. 0: not carried.
+	FrontierSeq   uint64
+	FrontierWall  int64
+	CollectBefore int64
 	// Snapshot transfer (see replication.proto).
 	Snapshot     []mvcc.SnapshotEntry
 	SnapshotDone bool
@@ -186,6 +192,16 @@ func (m *SyncBatch) Marshal() ([]byte, error) {
 	for _, id := range m.Removed {
 		b = protowire.AppendTag(b, 10, protowire.VarintType)
 		b = protowire.AppendVarint(b, id)
+	}
+	if m.FrontierWall != 0 {
+		b = protowire.AppendTag(b, 11, protowire.VarintType)
+		b = protowire.AppendVarint(b, m.FrontierSeq)
+		b = protowire.AppendTag(b, 12, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(m.FrontierWall))
+	}
+	if m.CollectBefore != 0 {
+		b = protowire.AppendTag(b, 13, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(m.CollectBefore))
 	}
 	return b, nil
 }
@@ -382,6 +398,12 @@ func (m *SyncBatch) Unmarshal(b []byte) error {
 			return decodeVVEntry(bs, m.SnapshotHave)
 		case num == 10 && typ == protowire.VarintType:
 			m.Removed = append(m.Removed, v)
+		case num == 11 && typ == protowire.VarintType:
+			m.FrontierSeq = v
+		case num == 12 && typ == protowire.VarintType:
+			m.FrontierWall = int64(v)
+		case num == 13 && typ == protowire.VarintType:
+			m.CollectBefore = int64(v)
 		}
 		return nil
 	})
