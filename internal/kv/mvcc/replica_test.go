@@ -300,62 +300,9 @@ func TestReplicasConvergeUnderRandomDelivery(t *testing.T) {
 	for seed := 1; seed <= seeds; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			sim := newReplicaSim(t, 3, uint64(seed))
-			n := len(sim.stores)
-			for step := 0; step < 120; step++ {
-				switch r := sim.rng.IntN(20); {
-				case r < 11:
-					sim.write(sim.rng.IntN(n))
-				case r < 18:
-					from, to := sim.rng.IntN(n), sim.rng.IntN(n)
-					if from != to {
-						sim.deliver(from, to, 1+sim.rng.IntN(4))
-					}
-				case r == 18:
-					// Compaction at the current revision: superseded versions go, deletions
-					// and the change log stay (a replicated store still forwards them).
-					i := sim.rng.IntN(n)
-					// What every member holds may leave the change log (as package
-					// replication tells a store through SetStable).
-					sim.stores[i].SetStable(sim.minVV())
-					sim.collect(i)
-					before := sim.stores[i].ix.keyCount()
-					if err := sim.stores[i].Compact(context.Background(), sim.stores[i].Rev(), true); err != nil && err != ErrCompacted {
-						t.Fatal(err)
-					}
-					deletionsCollected.Add(int64(max(before-sim.stores[i].ix.keyCount(), 0)))
-				default:
-					i := sim.rng.IntN(n)
-					sim.stores[i].Close()
-					sim.open(i)
-				}
-			}
-			// Heal: deliver everything, in a ring, so changes reach every member transitively.
-			for round := 0; round < n; round++ {
-				for i := 0; i < n; i++ {
-					sim.deliver(i, (i+1)%n, 1<<30)
-				}
-			}
-			want := sim.expected()
-			h0, _, _, err := sim.stores[0].HashKV(0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, s := range sim.stores {
-				if !s.VersionVector().Covers(sim.stores[0].VersionVector()) || !sim.stores[0].VersionVector().Covers(s.VersionVector()) {
-					t.Fatalf("member %d version vector %v, member 0 %v", i, s.VersionVector(), sim.stores[0].VersionVector())
-				}
-				got := state(t, s)
-				if fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Fatalf("member %d state\n got %v\nwant %v (last writer wins over all changes)", i, got, want)
-				}
-				h, _, _, err := s.HashKV(0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if h != h0 {
-					t.Fatalf("member %d HashKV %x, member 0 %x", i, h, h0)
-				}
-			}
+			sim.run(120, simMix{write: 11, deliver: 18, compact: 19, maxDeliver: 4})
+			sim.heal()
+			sim.checkLWW()
 		})
 	}
 }
@@ -376,44 +323,9 @@ func TestDeletionsCollectedWithoutResurrection(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			sim := newReplicaSim(t, 3, uint64(1000+seed))
 			sim.keys = keys
-			n := len(sim.stores)
-			compact := func(i int) {
-				sim.stores[i].SetStable(sim.minVV())
-				sim.collect(i)
-				before := sim.stores[i].ix.keyCount()
-				if err := sim.stores[i].Compact(context.Background(), sim.stores[i].Rev(), true); err != nil && err != ErrCompacted {
-					t.Fatal(err)
-				}
-				deletionsCollected.Add(int64(max(before-sim.stores[i].ix.keyCount(), 0)))
-			}
-			for step := 0; step < 600; step++ {
-				switch r := sim.rng.IntN(20); {
-				case r < 9:
-					sim.write(sim.rng.IntN(n))
-				case r < 17:
-					from, to := sim.rng.IntN(n), sim.rng.IntN(n)
-					if from != to {
-						sim.deliver(from, to, 1+sim.rng.IntN(6))
-					}
-				case r < 19:
-					compact(sim.rng.IntN(n))
-				default:
-					i := sim.rng.IntN(n)
-					sim.stores[i].Close()
-					sim.open(i)
-				}
-			}
-			for round := 0; round < n; round++ {
-				for i := 0; i < n; i++ {
-					sim.deliver(i, (i+1)%n, 1<<30)
-				}
-			}
-			want := sim.expected()
-			for i, s := range sim.stores {
-				if got := state(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Fatalf("member %d state\n got %v\nwant %v (last writer wins over all changes)", i, got, want)
-				}
-			}
+			sim.run(600, simMix{write: 9, deliver: 17, compact: 19, maxDeliver: 6})
+			sim.heal()
+			sim.checkLWW()
 		})
 	}
 	if n := deletionsCollected.Load() - collected; n == 0 {
@@ -675,6 +587,81 @@ func TestRevokeLeasesOfRemovedMember(t *testing.T) {
 	ship(x, b)
 	if got := state(t, b); !maps.Equal(got, want) {
 		t.Fatalf("b: %v, want %v", got, want)
+	}
+}
+
+// simMix is a random run's mix of steps out of 20: r < write writes, r < deliver delivers up to
+// maxDeliver changes between two members, r < compact compacts a member, the rest restart one.
+type simMix struct{ write, deliver, compact, maxDeliver int }
+
+// run takes steps random steps.
+func (sim *replicaSim) run(steps int, mix simMix) {
+	n := len(sim.stores)
+	for step := 0; step < steps; step++ {
+		switch r := sim.rng.IntN(20); {
+		case r < mix.write:
+			sim.write(sim.rng.IntN(n))
+		case r < mix.deliver:
+			from, to := sim.rng.IntN(n), sim.rng.IntN(n)
+			if from != to {
+				sim.deliver(from, to, 1+sim.rng.IntN(mix.maxDeliver))
+			}
+		case r < mix.compact:
+			sim.compact(sim.rng.IntN(n))
+		default:
+			i := sim.rng.IntN(n)
+			sim.stores[i].Close()
+			sim.open(i)
+		}
+	}
+}
+
+// compact compacts member i at its current revision: superseded versions go; deletions and the
+// change log go only as far as the bounds package replication would give (SetStable, collect).
+func (sim *replicaSim) compact(i int) {
+	sim.stores[i].SetStable(sim.minVV())
+	sim.collect(i)
+	before := sim.stores[i].ix.keyCount()
+	if err := sim.stores[i].Compact(context.Background(), sim.stores[i].Rev(), true); err != nil && err != ErrCompacted {
+		sim.t.Fatal(err)
+	}
+	deletionsCollected.Add(int64(max(before-sim.stores[i].ix.keyCount(), 0)))
+}
+
+// heal delivers everything, in a ring, so changes reach every member transitively.
+func (sim *replicaSim) heal() {
+	n := len(sim.stores)
+	for round := 0; round < n; round++ {
+		for i := 0; i < n; i++ {
+			sim.deliver(i, (i+1)%n, 1<<30)
+		}
+	}
+}
+
+// checkLWW checks that every member holds the same changes, the state last-writer-wins gives
+// over every change made, and the same HashKV.
+func (sim *replicaSim) checkLWW() {
+	t := sim.t
+	t.Helper()
+	want := sim.expected()
+	h0, _, _, err := sim.stores[0].HashKV(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range sim.stores {
+		if !s.VersionVector().Covers(sim.stores[0].VersionVector()) || !sim.stores[0].VersionVector().Covers(s.VersionVector()) {
+			t.Fatalf("member %d version vector %v, member 0 %v", i, s.VersionVector(), sim.stores[0].VersionVector())
+		}
+		if got := state(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("member %d state\n got %v\nwant %v (last writer wins over all changes)", i, got, want)
+		}
+		h, _, _, err := s.HashKV(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h != h0 {
+			t.Fatalf("member %d HashKV %x, member 0 %x", i, h, h0)
+		}
 	}
 }
 
