@@ -148,6 +148,7 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 				// Also under a steady stream of changes (collect.go).
 				batch.FrontierSeq, batch.FrontierWall = r.store.Frontier()
 				batch.CollectBefore = r.ownCollect()
+				batch.Bounds = r.bounds()
 				lastFrontier = time.Now()
 			}
 			if err := ss.SendMsg(&batch); err != nil {

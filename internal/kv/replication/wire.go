@@ -50,10 +50,21 @@ type SyncBatch struct {
 	FrontierSeq   uint64
 	FrontierWall  int64
 	CollectBefore int64
+	// Bounds relays the frontiers and collect bounds the sender knows of other members (on
+	// heartbeats), so they reach members that do not hear from those directly.
+	Bounds []MemberBound
 	// Snapshot transfer (see replication.proto).
 	Snapshot     []mvcc.SnapshotEntry
 	SnapshotDone bool
 	SnapshotHave mvcc.VersionVector
+}
+
+// MemberBound is a member's frontier and collect bound (collect.go), as relayed by a peer.
+type MemberBound struct {
+	ID            uint64
+	FrontierSeq   uint64
+	FrontierWall  int64
+	CollectBefore int64
 }
 
 // SyncMessage is what a caller sends on a Sync stream: the request first, then acks.
@@ -203,7 +214,42 @@ func (m *SyncBatch) Marshal() ([]byte, error) {
 		b = protowire.AppendTag(b, 13, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(m.CollectBefore))
 	}
+	for _, mb := range m.Bounds {
+		var eb []byte
+		for i, v := range []uint64{mb.ID, mb.FrontierSeq, uint64(mb.FrontierWall), uint64(mb.CollectBefore)} {
+			if v != 0 {
+				eb = protowire.AppendTag(eb, protowire.Number(i+1), protowire.VarintType)
+				eb = protowire.AppendVarint(eb, v)
+			}
+		}
+		b = protowire.AppendTag(b, 14, protowire.BytesType)
+		b = protowire.AppendBytes(b, eb)
+	}
 	return b, nil
+}
+
+func decodeMemberBound(b []byte) (MemberBound, error) {
+	var mb MemberBound
+	err := fields(b, func(num protowire.Number, typ protowire.Type, v uint64, _ []byte) error {
+		if typ != protowire.VarintType {
+			return nil
+		}
+		switch num {
+		case 1:
+			mb.ID = v
+		case 2:
+			mb.FrontierSeq = v
+		case 3:
+			mb.FrontierWall = int64(v)
+		case 4:
+			mb.CollectBefore = int64(v)
+		}
+		return nil
+	})
+	if err == nil && mb.ID == 0 {
+		err = errors.New("member bound without id")
+	}
+	return mb, err
 }
 
 // fields walks the fields of a message, calling fn with each field's number, type, varint value
@@ -404,6 +450,12 @@ func (m *SyncBatch) Unmarshal(b []byte) error {
 			m.FrontierWall = int64(v)
 		case num == 13 && typ == protowire.VarintType:
 			m.CollectBefore = int64(v)
+		case num == 14 && typ == protowire.BytesType:
+			mb, err := decodeMemberBound(bs)
+			if err != nil {
+				return fmt.Errorf("member bound %d: %w", len(m.Bounds), err)
+			}
+			m.Bounds = append(m.Bounds, mb)
 		}
 		return nil
 	})

@@ -27,6 +27,7 @@ func sampleBatch() *SyncBatch {
 		SnapshotHave: mvcc.VersionVector{7: 1},
 		Removed:      []uint64{3, 1 << 63},
 		FrontierSeq:  17, FrontierWall: 1_700_000_000_000_000_001, CollectBefore: 1_699_999_999_000_000_000,
+		Bounds: []MemberBound{{ID: 7, FrontierSeq: 1, FrontierWall: 1_700_000_000_000_000_000}, {ID: 8, CollectBefore: 5}},
 	}
 }
 
