@@ -101,5 +101,36 @@ to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
 	f.StringVar(&peers, "peers", "", "names of the members to pull changes from (default: all others; a subset makes a partial mesh)")
 	f.DurationVar(&cfg.PeerDialTimeout, "peer-dial-timeout", 500*time.Millisecond, "longest attempt to connect to a peer; raise to at least 3 round trips on slow links")
 	f.DurationVar(&cfg.PeerMaxBackoff, "peer-max-backoff", 250*time.Millisecond, "longest wait between attempts to reconnect to a peer (a healed link is found within about this plus --peer-dial-timeout)")
+	cmd.AddCommand(newKVSnapshotCmd())
 	return cmd
+}
+
+func newKVSnapshotCmd() *cobra.Command {
+	snap := &cobra.Command{
+		Use:   "snapshot",
+		Short: "Restore snapshots taken with `etcdctl snapshot save` from a continuum kv member",
+		Example: `  etcdctl --endpoints 10.0.0.1:2379 snapshot save backup.snap
+  continuum kv snapshot restore backup.snap --data-dir restored.kv
+  continuum kv --data-dir restored.kv ...`,
+	}
+	var dataDir string
+	restore := &cobra.Command{
+		Use:     "restore FILE --data-dir DIR",
+		Short:   "Restore a snapshot into a new data directory (checks its SHA-256; the restored member gets an id of its own)",
+		Example: `  continuum kv snapshot restore backup.snap --data-dir restored.kv`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dataDir == "" {
+				return fmt.Errorf("--data-dir is required: the new, empty directory to restore into")
+			}
+			if err := server.RestoreSnapshot(args[0], dataDir); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s\n", args[0], dataDir)
+			return nil
+		},
+	}
+	restore.Flags().StringVar(&dataDir, "data-dir", "", "new, empty data directory to restore into")
+	snap.AddCommand(restore)
+	return snap
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -51,8 +52,8 @@ type Store struct {
 	pubWall    int64
 	// collectBefore: deletions stamped before this wall time may be forgotten (SetCollectBefore).
 	collectBefore atomic.Int64
-	lastRev   atomic.Int64  // latest assigned revision; written under writeMu
-	failed    error         // guarded by writeMu: a Pebble write failed; the store refuses writes
+	lastRev       atomic.Int64 // latest assigned revision; written under writeMu
+	failed        error        // guarded by writeMu: a Pebble write failed; the store refuses writes
 
 	visible    atomic.Int64 // every revision <= visible is durable and published
 	compactRev atomic.Int64 // reads below this revision fail with ErrCompacted
@@ -407,4 +408,29 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 }
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	panic("pebble: " + fmt.Sprintf(format, args...))
+}
+
+// Checkpoint writes a consistent point-in-time copy of the store into dir, which must not exist
+// (a Pebble checkpoint: files are hard-linked where the file system allows, else copied). The
+// copy holds this member's id; RestoredCopy gives a restored copy an id of its own.
+func (s *Store) Checkpoint(dir string) error {
+	return s.db.Checkpoint(dir, pebble.WithFlushedWAL())
+}
+
+// RestoredCopy prepares the store in dir, restored from another member's checkpoint, to be
+// opened as a member of its own: it drops the copied member id, so the next Open picks a new one
+// (two members with one id would hand out the same change ids).
+func RestoredCopy(dir string) error {
+	quiet := pebbleLogger{slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// vfs.Default, not Pebble's default disk-health-checking wrapper, whose goroutines a failed
+	// Open (a snapshot that is not a store) would leave behind.
+	db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: quiet, FS: vfs.Default})
+	if err != nil {
+		return fmt.Errorf("open restored store %q: %w", dir, err)
+	}
+	if err := db.Delete(metaMember, pebble.Sync); err != nil {
+		db.Close()
+		return err
+	}
+	return db.Close()
 }
