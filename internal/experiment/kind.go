@@ -46,8 +46,8 @@ type Kind struct {
 
 // RunOutput is what a finished run left for a kind's Metrics.
 type RunOutput struct {
-	T0        time.Time     // wall time the run's clock (events' At) started
-	Events    []FiredEvent  // the events that fired without error, in order
+	T0        time.Time    // wall time the run's clock (events' At) started
+	Events    []FiredEvent // the events that fired without error, in order
 	Instances []InstanceOutput
 }
 
