@@ -85,9 +85,9 @@ func (c *clusterServer) MemberList(ctx context.Context, r *pb.MemberListRequest)
 }
 
 func (c *clusterServer) MemberUpdate(context.Context, *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {
-	return nil, errReserved("member update")
+	return nil, errUnsupported("member update", "start the member with a new data directory at its new peer URLs, add it (member add), then remove the old one")
 }
 
 func (c *clusterServer) MemberPromote(context.Context, *pb.MemberPromoteRequest) (*pb.MemberPromoteResponse, error) {
-	return nil, errReserved("member promote")
+	return nil, errUnsupported("member promote", "there are no learners; every member is a full member from the start")
 }

@@ -45,7 +45,8 @@ func togRPCError(err error) error {
 	return status.Error(codes.Internal, err.Error())
 }
 
-// errReserved is returned by the APIs that need peers (member add/remove, leader moves).
-func errReserved(what string) error {
-	return status.Errorf(codes.Unimplemented, "continuum kv: %s is reserved for replication (not implemented yet)", what)
+// errUnsupported answers the etcd APIs that have no meaning or no counterpart in a cluster
+// without consensus, saying why and what to do instead.
+func errUnsupported(what, why string) error {
+	return status.Errorf(codes.Unimplemented, "continuum kv: %s is not supported: %s", what, why)
 }

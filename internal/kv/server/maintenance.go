@@ -82,9 +82,9 @@ func (m *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*p
 }
 
 func (m *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
-	return nil, errReserved("move leader")
+	return nil, errUnsupported("move leader", "there is no leader; every member takes writes itself (local-first replication)")
 }
 
 func (m *maintenanceServer) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
-	return nil, errReserved("downgrade")
+	return nil, errUnsupported("downgrade", "there is no cluster-wide storage version to downgrade")
 }

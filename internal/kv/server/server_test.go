@@ -325,6 +325,16 @@ func TestStatusMembersAuth(t *testing.T) {
 	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "not implemented") {
 		t.Fatalf("auth: %v", err)
 	}
+	// etcd calls with no counterpart here say so, and why.
+	for name, call := range map[string]func() error{
+		"move leader":    func() error { _, err := cli.MoveLeader(ctx, 1); return err },
+		"member promote": func() error { _, err := cli.MemberPromote(ctx, 1); return err },
+		"member update":  func() error { _, err := cli.MemberUpdate(ctx, 1, []string{"http://127.0.0.1:1"}); return err },
+	} {
+		if err := call(); status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), name+" is not supported: ") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }
 
 func TestRestartKeepsData(t *testing.T) {
