@@ -20,7 +20,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -338,24 +337,6 @@ func (c *cli) assertNothingLeft(name string, nodes []string, pids ...int) {
 			c.t.Errorf("process %d (%s) still running", pid, comm)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a running command writing and the test reading.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // helpCommands lists the subcommands in a help text's "Available Commands:" section.
@@ -814,7 +795,7 @@ func TestRunCleansUp(t *testing.T) {
 	t.Run("interrupt", func(t *testing.T) {
 		out := filepath.Join(c.dir, "out-interrupt")
 		cmd := c.command("run", scenario, "--out", out, "--set", "duration=30s")
-		var stdout, stderr syncBuffer
+		var stdout, stderr testenv.SyncBuffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

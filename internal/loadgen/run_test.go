@@ -1,34 +1,16 @@
 package loadgen
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
-
-// syncBuffer collects progress lines written by Run while the test reads them.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Split(strings.TrimSpace(s.b.String()), "\n")
-}
 
 func testConfig() Config {
 	c := DefaultConfig()
@@ -173,7 +155,7 @@ func TestInterrupt(t *testing.T) {
 	cfg.Timeout = 300 * time.Millisecond
 	cfg.ProgressInterval = 100 * time.Millisecond
 	cfg.OutDir = t.TempDir()
-	prog := &syncBuffer{}
+	prog := &testenv.SyncBuffer{}
 	cfg.Progress = prog
 	var n atomic.Int64
 	slowSometimes := TargetFunc(func(ctx context.Context) error {
@@ -215,7 +197,7 @@ func TestInterrupt(t *testing.T) {
 	if st.Status != StatusInterrupted || st.Series["s"].Sent != s.Sent {
 		t.Errorf("stats.json: %+v", st)
 	}
-	lines := prog.lines()
+	lines := prog.Lines()
 	var last ProgressLine
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
 		t.Fatal(err)
@@ -231,12 +213,12 @@ func TestProgressLineShape(t *testing.T) {
 	cfg.Duration = 1200 * time.Millisecond
 	cfg.ProgressInterval = 300 * time.Millisecond
 	cfg.OutDir = t.TempDir()
-	prog := &syncBuffer{}
+	prog := &testenv.SyncBuffer{}
 	cfg.Progress = prog
 	if _, err := Run(context.Background(), cfg, []Series{{"edge", TargetFunc(ok)}, {"cloud", TargetFunc(ok)}}); err != nil {
 		t.Fatal(err)
 	}
-	lines := prog.lines()
+	lines := prog.Lines()
 	if len(lines) < 4 {
 		t.Fatalf("got %d lines, want >= 4 progress + done:\n%s", len(lines), strings.Join(lines, "\n"))
 	}

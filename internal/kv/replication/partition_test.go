@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -147,34 +147,6 @@ func (b *blackhole) close() {
 	b.wg.Wait()
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines(sub ...string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-next:
-	for _, l := range strings.Split(s.b.String(), "\n") {
-		for _, w := range sub {
-			if !strings.Contains(l, w) {
-				continue next
-			}
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
 // logAttr returns the value of key=value in a text log line.
 func logAttr(line, key string) string {
 	_, v, ok := strings.Cut(line, " "+key+"=")
@@ -189,7 +161,7 @@ func logAttr(line, key string) string {
 // sides, heals it, and checks that both hold every change within a deadline, and that each
 // reported its catch-up (log line and histogram).
 func TestPartitionHealConverges(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	a, b := &member{name: "a"}, &member{name: "b"}
 	for _, m := range []*member{a, b} {
@@ -234,8 +206,8 @@ func TestPartitionHealConverges(t *testing.T) {
 	// Each member reports when it holds what its peer held when the stream came back.
 	deadline = time.Now().Add(5 * time.Second)
 	for {
-		la := logs.lines(`msg="caught up with peer"`, "member=a", "peer=b", "disconnected_for=")
-		lb := logs.lines(`msg="caught up with peer"`, "member=b", "peer=a", "disconnected_for=")
+		la := logs.Lines(`msg="caught up with peer"`, "member=a", "peer=b", "disconnected_for=")
+		lb := logs.Lines(`msg="caught up with peer"`, "member=b", "peer=a", "disconnected_for=")
 		if len(la) > 0 && len(lb) > 0 {
 			for _, l := range append(la, lb...) {
 				at, err := time.Parse(time.RFC3339Nano, logAttr(l, "caught_up_at"))
@@ -250,14 +222,14 @@ func TestPartitionHealConverges(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no catch-up lines for both members:\n%s", strings.Join(logs.lines("member="), "\n"))
+			t.Fatalf("no catch-up lines for both members:\n%s", strings.Join(logs.Lines("member="), "\n"))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	for _, m := range []*member{a, b} {
-		if len(logs.lines(`msg="peer stream lost"`, "member="+m.name, "lost_at=")) == 0 ||
-			len(logs.lines(`msg="peer stream open"`, "member="+m.name, "disconnected_for=")) == 0 {
-			t.Errorf("%s logged no stream loss or reopening:\n%s", m.name, strings.Join(logs.lines("member="+m.name), "\n"))
+		if len(logs.Lines(`msg="peer stream lost"`, "member="+m.name, "lost_at=")) == 0 ||
+			len(logs.Lines(`msg="peer stream open"`, "member="+m.name, "disconnected_for=")) == 0 {
+			t.Errorf("%s logged no stream loss or reopening:\n%s", m.name, strings.Join(logs.Lines("member="+m.name), "\n"))
 		}
 		if n := catchUpCount(t, m.repl); n == 0 {
 			t.Errorf("%s: continuum_kv_replication_catchup_seconds has no sample", m.name)

@@ -4,7 +4,6 @@
 package discoverytest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // Running is a source under test.
@@ -130,22 +130,7 @@ func Find(s discovery.Snapshot, service, id string) (discovery.Instance, bool) {
 }
 
 // SyncBuffer is a log sink that tests read while the source writes.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type SyncBuffer = testenv.SyncBuffer
 
 // WaitLog waits until logs contain want, for up to timeout.
 func WaitLog(t testing.TB, logs fmt.Stringer, want string, timeout time.Duration) {
