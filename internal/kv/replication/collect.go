@@ -98,16 +98,8 @@ func (r *Replicator) ownCollect() int64 {
 // updateCollect recomputes the bounds and hands T_global to the store (each heartbeat).
 func (r *Replicator) updateCollect() {
 	held := r.store.VersionVector() // durable: a crash must not lose a change counted here
-	self := r.store.MemberID()
 	r.mu.Lock()
-	ids := map[uint64]bool{}
-	for id := range r.members {
-		ids[id] = true
-	}
-	for id := range r.known {
-		ids[id] = true
-	}
-	delete(ids, self)
+	ids, complete := r.othersLocked()
 	for id, q := range r.frontier {
 		for len(q) > 0 && held[id] >= q[0].seq {
 			r.reached[id], q = q[0], q[1:]
@@ -115,7 +107,7 @@ func (r *Replicator) updateCollect() {
 		r.frontier[id] = q
 	}
 	own, global := int64(0), int64(0)
-	if len(ids) > 0 && len(ids)+1 >= r.cfg.ClusterSize-len(r.removed) {
+	if complete {
 		own = -1
 		for id := range ids {
 			f, ok := r.reached[id]

@@ -347,18 +347,8 @@ func (r *Replicator) Stable() mvcc.VersionVector {
 	out := r.store.VersionVector()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ids := map[uint64]bool{}
-	for id := range r.members {
-		ids[id] = true
-	}
-	for id := range r.known {
-		ids[id] = true
-	}
-	delete(ids, r.store.MemberID())
-	// Removed members no longer count towards the size to wait for. (One that was added at run
-	// time and removed lowers the count below the initial cluster's size: a member not heard
-	// from yet may then get a snapshot rather than the log, which is correct, only bigger.)
-	if len(ids)+1 < r.cfg.ClusterSize-len(r.removed) || len(ids) == 0 {
+	ids, complete := r.othersLocked()
+	if !complete {
 		return mvcc.VersionVector{}
 	}
 	for id := range ids {
@@ -370,6 +360,24 @@ func (r *Replicator) Stable() mvcc.VersionVector {
 		}
 	}
 	return out
+}
+
+// othersLocked returns the other members this member has heard of (directly or through gossip),
+// and whether that is the whole cluster as far as it can tell: at least ClusterSize members with
+// itself, and at least one other (r.mu held). Removed members no longer count towards the size
+// to wait for. (One that was added at run time and removed lowers the count below the initial
+// cluster's size: a member not heard from yet may then get a snapshot rather than the log, and
+// hold collection back once heard from, which is correct, only later.)
+func (r *Replicator) othersLocked() (ids map[uint64]bool, complete bool) {
+	ids = map[uint64]bool{}
+	for id := range r.members {
+		ids[id] = true
+	}
+	for id := range r.known {
+		ids[id] = true
+	}
+	delete(ids, r.store.MemberID())
+	return ids, len(ids) > 0 && len(ids)+1 >= r.cfg.ClusterSize-len(r.removed)
 }
 
 // Close stops the pullers and ends the Sync streams this member serves.
