@@ -1,19 +1,18 @@
 package discovery
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/continuum-project/continuum/internal/spec"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 const goodFile = `instances:
@@ -74,24 +73,6 @@ func TestProxyFileParseErrors(t *testing.T) {
 	}
 }
 
-// syncBuf is a log sink the source's goroutine and the test share.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // writeAtomic replaces path the way editors and ConfigMap mounts do.
 func writeAtomic(t *testing.T, path, data string) {
 	t.Helper()
@@ -119,7 +100,7 @@ func TestProxyFileReload(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "instances.yaml")
 	writeAtomic(t, path, goodFile)
-	logs := &syncBuf{}
+	logs := &testenv.SyncBuffer{}
 	f, err := NewFile(FileConfig{Path: path, Interval: spec.Duration{Duration: 5 * time.Millisecond},
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
