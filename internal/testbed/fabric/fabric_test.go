@@ -268,8 +268,12 @@ func TestJitterKeepsOrderAndBounds(t *testing.T) {
 		delays = append(delays, a.at.Sub(sendTimes[i]))
 	}
 	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
-	if delays[0] < 3*time.Millisecond || delays[n-1] > 9*time.Millisecond {
-		t.Errorf("delays span %v..%v, want within 3ms..7ms (+ scheduling)", delays[0], delays[n-1])
+	// No packet may leave early (delay - jitter is a hard floor). The ceiling is checked at the
+	// 95th percentile: on a shared machine the scheduler can hold any one packet back for tens
+	// of ms (a CI run saw 34 ms once), which says nothing about the jitter drawn.
+	p95 := delays[n*95/100]
+	if delays[0] < 3*time.Millisecond || p95 > 9*time.Millisecond {
+		t.Errorf("delays span %v..%v (p95 %v), want >= 3ms and p95 within 7ms (+ scheduling)", delays[0], delays[n-1], p95)
 	}
 }
 
