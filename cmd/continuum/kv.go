@@ -38,7 +38,13 @@ to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
   # one member of three (run the same on b and c with their own --name and URLs)
   continuum kv --name a --data-dir a.kv --listen-client-urls http://10.0.0.1:2379 \
       --listen-peer-urls http://10.0.0.1:2380 --initial-cluster-token edge \
-      --initial-cluster a=http://10.0.0.1:2380,b=http://10.0.0.2:2380,c=http://10.0.0.3:2380`,
+      --initial-cluster a=http://10.0.0.1:2380,b=http://10.0.0.2:2380,c=http://10.0.0.3:2380
+
+  # the same, with links encrypted by generated self-signed certificates (not authenticated)
+  continuum kv --name a --data-dir a.kv --listen-client-urls https://10.0.0.1:2379 --auto-tls \
+      --listen-peer-urls https://10.0.0.1:2380 --peer-auto-tls --initial-cluster-token edge \
+      --initial-cluster a=https://10.0.0.1:2380,b=https://10.0.0.2:2380,c=https://10.0.0.3:2380
+  etcdctl --endpoints https://10.0.0.1:2379 --insecure-skip-tls-verify put foo bar`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if initialCluster != "" {
@@ -89,10 +95,13 @@ to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
 	f.StringVar(&cfg.KeyFile, "key-file", "", "TLS key for https client URLs")
 	f.StringVar(&cfg.TrustedCAFile, "trusted-ca-file", "", "CA that signs client certificates")
 	f.BoolVar(&cfg.ClientCertAuth, "client-cert-auth", false, "require client certificates signed by --trusted-ca-file")
+	f.BoolVar(&cfg.AutoTLS, "auto-tls", false, "without --cert-file/--key-file, serve https client URLs with a generated self-signed certificate (<data-dir>/fixtures/client): encrypts, authenticates nothing")
 	f.StringVar(&cfg.PeerCertFile, "peer-cert-file", "", "TLS certificate for https peer URLs, also this member's client certificate towards https peers")
 	f.StringVar(&cfg.PeerKeyFile, "peer-key-file", "", "TLS key of --peer-cert-file")
 	f.StringVar(&cfg.PeerTrustedCAFile, "peer-trusted-ca-file", "", "CA that signs the peers' certificates (verifies https peers, and calling peers' client certificates)")
 	f.BoolVar(&cfg.PeerClientCertAuth, "peer-client-cert-auth", false, "require calling peers to present a certificate signed by --peer-trusted-ca-file")
+	f.BoolVar(&cfg.PeerAutoTLS, "peer-auto-tls", false, "without --peer-cert-file/--peer-key-file, use a generated self-signed peer certificate (<data-dir>/fixtures/peer) and dial https peers without verifying them unless --peer-trusted-ca-file is set: encrypts, authenticates nothing")
+	f.UintVar(&cfg.SelfSignedCertValidity, "self-signed-cert-validity", cfg.SelfSignedCertValidity, "validity in years of the certificates --auto-tls and --peer-auto-tls generate")
 	f.StringVar(&listenPeer, "listen-peer-urls", "", "comma-separated URLs to serve replication to peers on (http://host:port)")
 	f.StringVar(&advertisePeer, "initial-advertise-peer-urls", "", "this member's peer URLs as peers reach them (default: its --initial-cluster entry)")
 	f.StringVar(&initialCluster, "initial-cluster", "", "the cluster's members: name=peerURL,... (this member included)")

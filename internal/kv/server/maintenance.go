@@ -81,6 +81,19 @@ func (m *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*p
 	return resp, nil
 }
 
+// Hash is etcd's deprecated whole-backend hash: over every revision record this member holds,
+// history included (mvcc.Store.Hash). Members number revisions themselves, so it differs from
+// member to member; HashKV is the one to compare them with.
+func (m *maintenanceServer) Hash(ctx context.Context, r *pb.HashRequest) (*pb.HashResponse, error) {
+	h, rev, err := m.s.store.Hash(ctx)
+	if err != nil {
+		return nil, togRPCError(err)
+	}
+	resp := &pb.HashResponse{Header: &pb.ResponseHeader{Revision: rev}, Hash: h}
+	m.s.fill(resp.Header)
+	return resp, nil
+}
+
 func (m *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
 	return nil, errUnsupported("move leader", "there is no leader; every member takes writes itself (local-first replication)")
 }

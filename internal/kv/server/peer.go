@@ -47,8 +47,8 @@ func (c *Config) validateCluster() error {
 		if err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
 			return fmt.Errorf("--listen-peer-urls %q: want http://host:port or https://host:port", u)
 		}
-		if pu.Scheme == "https" && (c.PeerCertFile == "" || c.PeerKeyFile == "") {
-			return fmt.Errorf("--listen-peer-urls %q: https needs --peer-cert-file and --peer-key-file", u)
+		if pu.Scheme == "https" && (c.PeerCertFile == "" || c.PeerKeyFile == "") && !c.PeerAutoTLS {
+			return fmt.Errorf("--listen-peer-urls %q: https needs --peer-cert-file and --peer-key-file, or --peer-auto-tls", u)
 		}
 	}
 	if (c.PeerCertFile == "") != (c.PeerKeyFile == "") {
@@ -194,5 +194,5 @@ func (s *Server) startPeers() error {
 // peerTLS is the peers' TLS identity (etcd's --peer-* flags).
 func (s *Server) peerTLS() tlsFiles {
 	return tlsFiles{flag: "peer-", cert: s.cfg.PeerCertFile, key: s.cfg.PeerKeyFile, ca: s.cfg.PeerTrustedCAFile,
-		clientCertAuth: s.cfg.PeerClientCertAuth}
+		clientCertAuth: s.cfg.PeerClientCertAuth, selfSigned: s.peerSelfSigned}
 }

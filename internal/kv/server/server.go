@@ -75,6 +75,15 @@ type Config struct {
 	// (both ways), and PeerClientCertAuth requires calling peers to present a certificate.
 	PeerCertFile, PeerKeyFile, PeerTrustedCAFile string
 	PeerClientCertAuth                           bool
+	// AutoTLS and PeerAutoTLS (etcd's --auto-tls, --peer-auto-tls) stand in for missing
+	// certificate files: the member generates a self-signed certificate, valid for
+	// SelfSignedCertValidity years, under <DataDir>/fixtures/client and fixtures/peer (reused
+	// on restart), for the hosts of its listen and advertise URLs. Given files win, as in etcd.
+	// Such a certificate encrypts but authenticates nothing: a member dials peers without
+	// verifying their certificates, unless PeerTrustedCAFile is set (then it verifies against
+	// it, which etcd does not).
+	AutoTLS, PeerAutoTLS   bool
+	SelfSignedCertValidity uint
 	// ProgressNotifyInterval is how often watches created with progress_notify get a progress
 	// notification when idle (etcd: 10 minutes).
 	ProgressNotifyInterval time.Duration
@@ -113,6 +122,8 @@ func DefaultConfig() Config {
 		MaxRequestBytes:    1572864,
 		Fsync:              mvcc.FsyncBatch,
 		AutoCompactionMode: "periodic",
+		// etcd's --self-signed-cert-validity default: one year.
+		SelfSignedCertValidity: 1,
 	}
 }
 
@@ -132,8 +143,8 @@ func (c *Config) Validate() error {
 		if pu.Scheme != "http" && pu.Scheme != "https" {
 			return fmt.Errorf("listen URL %q: scheme must be http or https", u)
 		}
-		if pu.Scheme == "https" && (c.CertFile == "" || c.KeyFile == "") {
-			return fmt.Errorf("listen URL %q: https needs --cert-file and --key-file", u)
+		if pu.Scheme == "https" && (c.CertFile == "" || c.KeyFile == "") && !c.AutoTLS {
+			return fmt.Errorf("listen URL %q: https needs --cert-file and --key-file, or --auto-tls", u)
 		}
 	}
 	if c.QuotaBackendBytes < 0 {
@@ -147,6 +158,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ClientCertAuth && c.TrustedCAFile == "" {
 		return errors.New("--client-cert-auth needs --trusted-ca-file")
+	}
+	if (c.AutoTLS || c.PeerAutoTLS) && c.SelfSignedCertValidity == 0 {
+		return errors.New("--self-signed-cert-validity 0: the generated certificates need a validity of at least 1 (years)")
 	}
 	if _, err := newCompactor(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
 		return err
@@ -171,6 +185,9 @@ type Server struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+
+	// peerSelfSigned: the peer certificate was generated for --peer-auto-tls (see tlsFiles).
+	peerSelfSigned bool
 }
 
 // Start opens the store and serves it on the configured listeners.
@@ -188,6 +205,10 @@ func Start(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	peerSelfSigned, err := cfg.selfSignedCerts(log)
+	if err != nil {
+		return nil, err
+	}
 	scfg := mvcc.DefaultConfig(cfg.DataDir)
 	scfg.Fsync = cfg.Fsync
 	scfg.QuotaBytes = cfg.QuotaBackendBytes
@@ -197,7 +218,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, store: store, memberID: store.MemberID(), stop: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, store: store, memberID: store.MemberID(), peerSelfSigned: peerSelfSigned, stop: make(chan struct{})}
 	if cfg.clustered() {
 		s.clusterID = clusterIDFor(cfg.InitialClusterToken, cfg.InitialCluster)
 	} else {

@@ -4,7 +4,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
 	"os"
+	"path/filepath"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	"go.uber.org/zap"
 )
 
 // tlsFiles names the files of one TLS identity with etcd's flag names, for errors: the client
@@ -13,6 +20,9 @@ type tlsFiles struct {
 	flag           string // "" or "peer-"
 	cert, key, ca  string
 	clientCertAuth bool
+	// selfSigned: cert is an auto TLS certificate. Peers' are self-signed too, so without a
+	// trusted CA a member dials them without verifying their certificates (as etcd does).
+	selfSigned bool
 }
 
 // serverConfig is the TLS configuration of a listener: its certificate, and with a trusted CA
@@ -59,6 +69,8 @@ func (f tlsFiles) clientConfig() (*tls.Config, error) {
 			return nil, err
 		}
 		tc.RootCAs = pool
+	} else if f.selfSigned {
+		tc.InsecureSkipVerify = true
 	}
 	return tc, nil
 }
@@ -73,4 +85,68 @@ func (f tlsFiles) pool() (*x509.CertPool, error) {
 		return nil, fmt.Errorf("--%strusted-ca-file %q: no PEM certificates", f.flag, f.ca)
 	}
 	return pool, nil
+}
+
+// selfSignedCerts generates the certificates --auto-tls and --peer-auto-tls ask for where no
+// certificate files are given (etcd's ClientSelfCert and PeerSelfCert, with etcd's own
+// transport.SelfCert: <data-dir>/fixtures/client and fixtures/peer, reused when present) and
+// points c at them. It reports whether the peer certificate is a generated one.
+func (c *Config) selfSignedCerts(log *slog.Logger) (peer bool, err error) {
+	if c.AutoTLS {
+		if c.CertFile != "" {
+			log.Warn("ignoring --auto-tls: --cert-file and --key-file are given")
+		} else {
+			hosts := tlsHosts(c.ListenClientURLs, c.AdvertiseClientURLs, c.ListenMetricsURLs)
+			info, err := transport.SelfCert(zap.NewNop(), filepath.Join(c.DataDir, "fixtures", "client"), hosts, c.SelfSignedCertValidity)
+			if err != nil {
+				return false, fmt.Errorf("--auto-tls: generate a certificate in %s: %w", filepath.Join(c.DataDir, "fixtures", "client"), err)
+			}
+			c.CertFile, c.KeyFile = info.CertFile, info.KeyFile
+			log.Info("auto TLS: serving https client URLs with a self-signed certificate", "cert-file", c.CertFile)
+		}
+	}
+	if c.PeerAutoTLS && c.clustered() {
+		if c.PeerCertFile != "" {
+			log.Warn("ignoring --peer-auto-tls: --peer-cert-file and --peer-key-file are given")
+		} else {
+			advertise := c.AdvertisePeerURLs
+			if len(advertise) == 0 {
+				advertise = c.InitialCluster[c.Name]
+			}
+			dir := filepath.Join(c.DataDir, "fixtures", "peer")
+			// Client auth too: the peer certificate is also this member's client certificate
+			// towards its peers, and a peer with --peer-trusted-ca-file verifies it.
+			info, err := transport.SelfCert(zap.NewNop(), dir, tlsHosts(c.ListenPeerURLs, advertise), c.SelfSignedCertValidity, x509.ExtKeyUsageClientAuth)
+			if err != nil {
+				return false, fmt.Errorf("--peer-auto-tls: generate a certificate in %s: %w", dir, err)
+			}
+			c.PeerCertFile, c.PeerKeyFile = info.CertFile, info.KeyFile
+			peer = true
+			log.Info("peer auto TLS: a self-signed peer certificate", "cert-file", c.PeerCertFile,
+				"verify-peers", c.PeerTrustedCAFile != "")
+		}
+	}
+	return peer, nil
+}
+
+// tlsHosts returns the distinct hosts of the URLs as host:port, as SelfCert takes them (it
+// drops the port; a URL without one gets port 0, so that its host is not lost).
+func tlsHosts(lists ...[]string) []string {
+	var hosts []string
+	seen := map[string]bool{}
+	for _, list := range lists {
+		for _, raw := range list {
+			u, err := url.Parse(raw)
+			if err != nil || u.Hostname() == "" || seen[u.Hostname()] {
+				continue
+			}
+			seen[u.Hostname()] = true
+			port := u.Port()
+			if port == "" {
+				port = "0"
+			}
+			hosts = append(hosts, net.JoinHostPort(u.Hostname(), port))
+		}
+	}
+	return hosts
 }
