@@ -212,18 +212,7 @@ func (s *Store) changeStable(rev int64, stable VersionVector) bool {
 
 // stillIndexed reports whether the index still holds version r of key.
 func (s *Store) stillIndexed(key []byte, r revision) bool {
-	s.ix.mu.RLock()
-	defer s.ix.mu.RUnlock()
-	ki, ok := s.ix.tree.Get(&keyIndex{key: key})
-	if !ok {
-		return false
-	}
-	for _, e := range ki.entries {
-		if e.rev == r {
-			return true
-		}
-	}
-	return false
+	return s.ix.has(key, r)
 }
 
 // Defragment compacts Pebble's whole key space now, reclaiming the space of deleted versions.

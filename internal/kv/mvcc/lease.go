@@ -262,16 +262,12 @@ func (s *Store) RevokeLeasesOf(ctx context.Context, origin uint64) (int, error) 
 	_, err := s.write(ctx, func(w *writeTxn) error {
 		// Inside the writer: no other write changes the index meanwhile.
 		var keys [][]byte
-		s.ix.mu.RLock()
-		s.ix.tree.Ascend(func(ki *keyIndex) bool {
-			if ki.stamp.Origin == origin && len(ki.entries) > 0 {
-				if e := ki.entries[len(ki.entries)-1]; !e.tomb && e.lease != 0 {
-					keys = append(keys, ki.key)
-				}
+		s.ix.ascendLatest(func(key []byte, st Stamp, e entry, has bool) bool {
+			if st.Origin == origin && has && !e.tomb && e.lease != 0 {
+				keys = append(keys, key)
 			}
 			return true
 		})
-		s.ix.mu.RUnlock()
 		for _, k := range keys {
 			w.tombstone(k, 0)
 		}

@@ -35,19 +35,13 @@ func (s *Store) Snapshot(ctx context.Context, fn func(SnapshotEntry) error) (Ver
 	s.writeMu.Lock()
 	vv := s.vv.Clone()
 	rev := s.lastRev.Load()
-	s.ix.mu.RLock()
-	s.ix.tree.Ascend(func(ki *keyIndex) bool {
-		it := item{key: ki.key, stamp: ki.stamp}
-		if n := len(ki.entries); n > 0 {
-			it.e = ki.entries[n-1]
-			it.live = !it.e.tomb
-		}
+	s.ix.ascendLatest(func(key []byte, st Stamp, e entry, has bool) bool {
+		it := item{key: key, stamp: st, e: e, live: has && !e.tomb}
 		if it.live || !it.stamp.IsZero() {
 			items = append(items, it)
 		}
 		return true
 	})
-	s.ix.mu.RUnlock()
 	s.writeMu.Unlock()
 	// Versions written before rev may not be durable yet: wait, so that the snapshot never
 	// hands out what a crash here could still lose.
