@@ -3,6 +3,7 @@ package mvcc
 import (
 	"bytes"
 	"sync"
+	"unsafe"
 
 	"github.com/google/btree"
 )
@@ -34,7 +35,9 @@ type entry struct {
 // have no versions and only a stamp: a deletion from a peer that found no live version, which must
 // still win over older puts that arrive after it.
 type keyRec struct {
-	probe []byte // the key of a lookup probe; nil in records the tree holds
+	// probe points at a lookup probe's key (its length in ref.n); nil in records the tree
+	// holds. A []byte would make every record 16 bytes larger for a field only probes use.
+	probe unsafe.Pointer
 	ref   keyRef
 	head  uint32
 	stamp Stamp
@@ -63,21 +66,26 @@ func newIndex() *index {
 // slice after the lock is released.
 func (ix *index) keyOf(r *keyRec) []byte {
 	if r.probe != nil {
-		return r.probe
+		return unsafe.Slice((*byte)(r.probe), r.ref.n)
 	}
 	return ix.keys.bytes(r.ref)
 }
 
+// probe returns a record that compares as key, for lookups; it is valid while key is.
+func probe(key []byte) keyRec {
+	return keyRec{probe: unsafe.Pointer(unsafe.SliceData(key)), ref: keyRef{n: uint32(len(key))}}
+}
+
 func (ix *index) find(key []byte) (keyRec, bool) {
-	return ix.tree.Get(keyRec{probe: key})
+	return ix.tree.Get(probe(key))
 }
 
 // at returns r's version visible at revision rev, if the key exists then.
 func (ix *index) at(r *keyRec, rev int64) (entry, bool) {
 	for id := r.head; id != 0; {
 		n := ix.vers.node(id)
-		if n.e.rev.main <= rev {
-			return n.e, !n.e.tomb
+		if n.rev.main <= rev {
+			return n.entry(), !n.tomb
 		}
 		id = n.prev
 	}
@@ -89,7 +97,7 @@ func (ix *index) latest(r *keyRec) (e entry, ok bool) {
 	if r.head == 0 {
 		return entry{}, false
 	}
-	return ix.vers.node(r.head).e, true
+	return ix.vers.node(r.head).entry(), true
 }
 
 // get returns key's version visible at rev.
@@ -113,7 +121,7 @@ func (ix *index) has(key []byte, rev revision) bool {
 	}
 	for id := r.head; id != 0; {
 		n := ix.vers.node(id)
-		if n.e.rev == rev {
+		if n.rev == rev {
 			return true
 		}
 		id = n.prev
@@ -138,7 +146,7 @@ func (ix *index) visit(key, end []byte, rev int64, fn func(key []byte, e entry) 
 	if len(end) > 0 && bytes.Compare(key, end) >= 0 {
 		return
 	}
-	ix.tree.AscendGreaterOrEqual(keyRec{probe: key}, func(r keyRec) bool {
+	ix.tree.AscendGreaterOrEqual(probe(key), func(r keyRec) bool {
 		k := ix.keyOf(&r)
 		if len(end) > 0 && bytes.Compare(k, end) >= 0 {
 			return false
@@ -224,7 +232,7 @@ func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revisi
 	// The tree cannot change during Ascend: records to drop or rewrite are applied after it.
 	var drop, update []keyRec
 	n := 0
-	ix.tree.AscendGreaterOrEqual(keyRec{probe: from}, func(r keyRec) bool {
+	ix.tree.AscendGreaterOrEqual(probe(from), func(r keyRec) bool {
 		if n == limit {
 			next = ix.keyOf(&r)
 			return false
@@ -233,7 +241,7 @@ func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revisi
 		// cut: the last version at or before rev; newer: the version after it (0: cut is the head).
 		var cut, newer uint32
 		for id := r.head; id != 0; id = ix.vers.node(id).prev {
-			if ix.vers.node(id).e.rev.main <= rev {
+			if ix.vers.node(id).rev.main <= rev {
 				cut = id
 				break
 			}
@@ -247,10 +255,10 @@ func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revisi
 		}
 		c := ix.vers.node(cut)
 		release := c.prev // everything before cut goes
-		if c.e.tomb {
+		if c.tomb {
 			release = cut // the tombstone goes too: nothing before it is visible at or after rev
 		} else {
-			keep[c.e.rev] = struct{}{}
+			keep[c.rev] = struct{}{}
 		}
 		if release == 0 {
 			return true
@@ -290,7 +298,7 @@ func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revisi
 // compaction at most (its survivors may be visited before the deletions that made it sparse).
 func (ix *index) moveSparseKeys(from, to []byte) {
 	var moved []keyRec
-	ix.tree.AscendGreaterOrEqual(keyRec{probe: from}, func(r keyRec) bool {
+	ix.tree.AscendGreaterOrEqual(probe(from), func(r keyRec) bool {
 		if to != nil && bytes.Compare(ix.keyOf(&r), to) >= 0 {
 			return false
 		}
@@ -398,10 +406,17 @@ func (a *keyArena) sparse(c uint32) bool {
 // versionChunkBits sets the number of versions per version chunk (4096).
 const versionChunkBits = 12
 
-// version is one version in the arena and the key's next older version (0: none).
+// version is an entry in the arena, flattened so that the link to the key's next older version
+// (0: none) fills what would be the entry's padding: 48 bytes, not 56.
 type version struct {
-	e    entry
-	prev uint32
+	rev                    revision
+	create, version, lease int64
+	prev                   uint32
+	tomb                   bool
+}
+
+func (v *version) entry() entry {
+	return entry{rev: v.rev, create: v.create, version: v.version, lease: v.lease, tomb: v.tomb}
 }
 
 // versionArena holds versions in fixed-size chunks, addressed by ids from 1; released versions
@@ -429,7 +444,7 @@ func (a *versionArena) add(e entry, prev uint32) uint32 {
 		a.used++
 		id = a.used
 	}
-	*a.node(id) = version{e: e, prev: prev}
+	*a.node(id) = version{rev: e.rev, create: e.create, version: e.version, lease: e.lease, prev: prev, tomb: e.tomb}
 	return id
 }
 
