@@ -91,6 +91,22 @@ type modelKey struct {
 	entries []entry
 }
 
+// modelAdd is index.add on the model: a tombstone without a stamp for an unknown key is dropped.
+func modelAdd(m map[string]*modelKey, k string, e entry, st Stamp) {
+	mk := m[k]
+	if mk == nil {
+		if e.tomb && st.IsZero() {
+			return
+		}
+		mk = &modelKey{}
+		m[k] = mk
+	}
+	mk.entries = append(mk.entries, e)
+	if mk.stamp.Less(st) {
+		mk.stamp = st
+	}
+}
+
 func modelCompact(m map[string]*modelKey, rev int64, keep map[revision]struct{}, retain bool, collectBefore int64) {
 	for k, mk := range m {
 		i := -1
@@ -145,15 +161,7 @@ func TestIndexMatchesModel(t *testing.T) {
 				rev++
 				e := entry{rev: revision{rev, 0}, create: rev, version: 1, lease: int64(rnd.Intn(2))}
 				ix.add([]byte(k), e, st)
-				mk := m[k]
-				if mk == nil {
-					mk = &modelKey{}
-					m[k] = mk
-				}
-				mk.entries = append(mk.entries, e)
-				if mk.stamp.Less(st) {
-					mk.stamp = st
-				}
+				modelAdd(m, k, e, st)
 			case p < 80:
 				rev++
 				e := entry{rev: revision{rev, 0}, tomb: true}
@@ -161,18 +169,7 @@ func TestIndexMatchesModel(t *testing.T) {
 					st = Stamp{}
 				}
 				ix.add([]byte(k), e, st)
-				mk := m[k]
-				if mk == nil {
-					if st.IsZero() {
-						continue
-					}
-					mk = &modelKey{}
-					m[k] = mk
-				}
-				mk.entries = append(mk.entries, e)
-				if mk.stamp.Less(st) {
-					mk.stamp = st
-				}
+				modelAdd(m, k, e, st)
 			case p < 95:
 				ix.observeDeletion([]byte(k), st)
 				mk := m[k]

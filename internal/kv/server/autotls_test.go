@@ -107,19 +107,7 @@ func TestPeerAutoTLS(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	for {
-		ps := sx.repl.Peers()
-		if len(ps) == 1 && strings.Contains(ps[0].LastErr, "certificate") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mx, whose --peer-trusted-ca-file did not sign m0's certificate, reports: %+v", ps)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if r, err := cx.Get(ctx, "from-m0"); err != nil || len(r.Kvs) != 0 {
-		t.Fatalf("a member that cannot verify m0 got its data: %+v %v", r, err)
-	}
+	requireRefusedPeer(t, sx, cx, "from-m0", deadline)
 }
 
 func TestAutoTLSValidate(t *testing.T) {

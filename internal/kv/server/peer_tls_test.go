@@ -49,19 +49,7 @@ func TestPeerTLS(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// The intruder's pulls from m0 fail on the certificate, and it has none of the data.
-	for {
-		ps := sx.repl.Peers()
-		if len(ps) == 1 && strings.Contains(ps[0].LastErr, "certificate") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the intruder's peer status: %+v", ps)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if r, err := cx.Get(ctx, "k"); err != nil || len(r.Kvs) != 0 {
-		t.Fatalf("a member with an untrusted certificate got data: %+v %v", r, err)
-	}
+	requireRefusedPeer(t, sx, cx, "k", deadline)
 
 	for name, change := range map[string]func(*Config){
 		"https peer URL without a certificate": func(c *Config) { c.PeerCertFile, c.PeerKeyFile = "", "" },
@@ -75,5 +63,24 @@ func TestPeerTLS(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--peer-") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// requireRefusedPeer waits until s, a member with one peer, reports a certificate error from it,
+// then checks that s's client cli does not see key, which the peer holds.
+func requireRefusedPeer(t *testing.T, s *Server, cli *clientv3.Client, key string, deadline time.Time) {
+	t.Helper()
+	for {
+		ps := s.repl.Peers()
+		if len(ps) == 1 && strings.Contains(ps[0].LastErr, "certificate") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a member that cannot verify its peer's certificate reports: %+v", ps)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r, err := cli.Get(ctxT(t), key); err != nil || len(r.Kvs) != 0 {
+		t.Fatalf("a member that cannot verify its peer got its data (%q): %+v %v", key, r, err)
 	}
 }
