@@ -231,6 +231,7 @@ func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revisi
 	defer ix.mu.Unlock()
 	// The tree cannot change during Ascend: records to drop or rewrite are applied after it.
 	var drop, update []keyRec
+	var moved []keyRef // old places of moved keys: released once the tree holds their new ones
 	n := 0
 	ix.tree.AscendGreaterOrEqual(probe(from), func(r keyRec) bool {
 		if n == limit {
@@ -238,81 +239,78 @@ func (ix *index) compactChunk(from []byte, rev int64, limit int, keep map[revisi
 			return false
 		}
 		n++
-		// cut: the last version at or before rev; newer: the version after it (0: cut is the head).
-		var cut, newer uint32
-		for id := r.head; id != 0; id = ix.vers.node(id).prev {
-			if ix.vers.node(id).rev.main <= rev {
-				cut = id
-				break
-			}
-			newer = id
-		}
-		if cut == 0 {
-			if r.head == 0 && ix.retainStamps && r.stamp.Time.Wall < collectBefore {
-				drop = append(drop, r) // a deletion that found no version here, now collectible
-			}
-			return true
-		}
-		c := ix.vers.node(cut)
-		release := c.prev // everything before cut goes
-		if c.tomb {
-			release = cut // the tombstone goes too: nothing before it is visible at or after rev
-		} else {
-			keep[c.rev] = struct{}{}
-		}
-		if release == 0 {
-			return true
-		}
-		if release == cut {
-			if newer == 0 {
-				r.head = 0
-			} else {
-				ix.vers.node(newer).prev = 0
-			}
-		} else {
-			c.prev = 0
-		}
-		ix.vers.releaseChain(release)
-		switch {
-		case r.head == 0 && (!ix.retainStamps || r.stamp.IsZero() || r.stamp.Time.Wall < collectBefore):
+		gone, changed := ix.compactKey(&r, rev, keep, collectBefore)
+		if gone {
 			drop = append(drop, r)
-		case r.head == 0:
+			return true
+		}
+		// A key in a mostly dead chunk moves to the current one, so that the chunk is freed
+		// once the last of its survivors has moved. Compaction visits every key, so a chunk
+		// stays sparse until the next compaction at most (its survivors may be visited before
+		// the deletions that made it sparse).
+		if ix.keys.sparse(r.ref.chunk) {
+			moved = append(moved, r.ref)
+			r.ref = ix.keys.add(ix.keys.bytes(r.ref))
+			changed = true
+		}
+		if changed {
 			update = append(update, r)
 		}
 		return true
 	})
 	for _, r := range update {
-		ix.tree.ReplaceOrInsert(r)
+		ix.tree.ReplaceOrInsert(r) // equal keys: replaces the record in place
+	}
+	for _, ref := range moved {
+		ix.keys.release(ref)
 	}
 	for _, r := range drop {
 		ix.tree.Delete(r)
 		ix.keys.release(r.ref)
 	}
-	ix.moveSparseKeys(from, next)
 	return next
 }
 
-// moveSparseKeys copies the keys in [from, to) (to == nil: no bound) that sit in a mostly dead key
-// chunk to the current chunk, so that a chunk whose keys were deleted is freed once the last of
-// its survivors has moved. Compaction visits every key, so a chunk stays sparse until the next
-// compaction at most (its survivors may be visited before the deletions that made it sparse).
-func (ix *index) moveSparseKeys(from, to []byte) {
-	var moved []keyRec
-	ix.tree.AscendGreaterOrEqual(probe(from), func(r keyRec) bool {
-		if to != nil && bytes.Compare(ix.keyOf(&r), to) >= 0 {
-			return false
+// compactKey drops r's versions that compaction at rev removes, recording the one it keeps in
+// keep. It reports whether the key goes altogether, and whether r changed (its head).
+func (ix *index) compactKey(r *keyRec, rev int64, keep map[revision]struct{}, collectBefore int64) (gone, changed bool) {
+	// cut: the last version at or before rev; newer: the version after it (0: cut is the head).
+	var cut, newer uint32
+	for id := r.head; id != 0; id = ix.vers.node(id).prev {
+		if ix.vers.node(id).rev.main <= rev {
+			cut = id
+			break
 		}
-		if ix.keys.sparse(r.ref.chunk) {
-			moved = append(moved, r)
-		}
-		return true
-	})
-	for _, r := range moved {
-		old := r.ref
-		r.ref = ix.keys.add(ix.keys.bytes(old))
-		ix.tree.ReplaceOrInsert(r) // equal keys: replaces the record in place
-		ix.keys.release(old)
+		newer = id
 	}
+	if cut == 0 {
+		// With no version at all, a deletion that found no version here: gone once collectible.
+		return r.head == 0 && ix.retainStamps && r.stamp.Time.Wall < collectBefore, false
+	}
+	c := ix.vers.node(cut)
+	release := c.prev // everything before cut goes
+	if c.tomb {
+		release = cut // the tombstone goes too: nothing before it is visible at or after rev
+	} else {
+		keep[c.rev] = struct{}{}
+	}
+	if release == 0 {
+		return false, false
+	}
+	if release == cut {
+		if newer == 0 {
+			r.head, changed = 0, true
+		} else {
+			ix.vers.node(newer).prev = 0
+		}
+	} else {
+		c.prev = 0
+	}
+	ix.vers.releaseChain(release)
+	if r.head == 0 && (!ix.retainStamps || r.stamp.IsZero() || r.stamp.Time.Wall < collectBefore) {
+		return true, changed
+	}
+	return false, changed
 }
 
 // keyCount returns the number of keys the index holds (live or with history).
