@@ -119,7 +119,7 @@ func (s *Store) compactBackend(rev int64, done chan struct{}) {
 		if err != nil {
 			continue
 		}
-		if kind == recPut && s.stillIndexed(kv.Key, revision{r, sub}) {
+		if kind == recPut && s.ix.has(kv.Key, revision{r, sub}) {
 			continue
 		}
 		if kind == recPut && s.cfg.Replicated && !s.changeStable(r, stable) {
@@ -208,11 +208,6 @@ func (s *Store) changeStable(rev int64, stable VersionVector) bool {
 	c, _, err := decodeHeader(v)
 	closer.Close()
 	return err == nil && stable.Has(c.ID)
-}
-
-// stillIndexed reports whether the index still holds version r of key.
-func (s *Store) stillIndexed(key []byte, r revision) bool {
-	return s.ix.has(key, r)
 }
 
 // Defragment compacts Pebble's whole key space now, reclaiming the space of deleted versions.
