@@ -20,6 +20,7 @@ func newKVCmd() *cobra.Command {
 	// A 128 MiB heap-goal floor: see --gc-heap-floor in docs/kv.md for what it costs and buys.
 	gcFloor := int64(128 << 20)
 	var listenPeer, advertisePeer, initialCluster, peers string
+	linger := 3 * time.Millisecond
 	cmd := &cobra.Command{
 		Use:   "kv",
 		Short: "Run the kv store: an etcd-v3-API-compatible key-value store, single or replicated local-first",
@@ -57,6 +58,7 @@ to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
 			cfg.ListenPeerURLs = server.SplitURLs(listenPeer)
 			cfg.AdvertisePeerURLs = server.SplitURLs(advertisePeer)
 			cfg.Peers = server.SplitURLs(peers)
+			cfg.PeerBatchLinger = &linger
 			mode, err := mvcc.ParseFsyncMode(fsync)
 			if err != nil {
 				return fmt.Errorf("--fsync: %w", err)
@@ -110,6 +112,7 @@ to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
 	f.StringVar(&peers, "peers", "", "names of the members to pull changes from (default: all others; a subset makes a partial mesh)")
 	f.DurationVar(&cfg.PeerDialTimeout, "peer-dial-timeout", 500*time.Millisecond, "longest attempt to connect to a peer; raise to at least 3 round trips on slow links")
 	f.DurationVar(&cfg.PeerMaxBackoff, "peer-max-backoff", 250*time.Millisecond, "longest wait between attempts to reconnect to a peer (a healed link is found within about this plus --peer-dial-timeout)")
+	f.DurationVar(&linger, "peer-batch-linger", linger, "after sending changes to a peer, gather the next ones this long before sending again (fewer, larger messages under load; adds at most this to replication lag, not to writes that wait for copies; 0: send each change at once)")
 	cmd.AddCommand(newKVSnapshotCmd())
 	return cmd
 }

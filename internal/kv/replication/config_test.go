@@ -22,6 +22,9 @@ func TestConfigValidate(t *testing.T) {
 		"no max backoff":    {func(c *Config) { c.MaxBackoff = 0 }, "MaxBackoff"},
 		"slow link":         {func(c *Config) { c.DialTimeout, c.MaxBackoff = 3*time.Second, 2*time.Second }, ""},
 		"no batch size":     {func(c *Config) { c.MaxBatchChanges = 0 }, "MaxBatchChanges"},
+		"no linger":         {func(c *Config) { c.Linger = 0 }, ""},
+		"negative linger":   {func(c *Config) { c.Linger = -time.Millisecond }, "Linger"},
+		"linger past beat":  {func(c *Config) { c.Linger = c.Heartbeat }, "Linger"},
 		"unix peer":         {func(c *Config) { c.Peers = []string{"unix:///tmp/peer.sock"} }, "want http://host:port or https://host:port"},
 		"peer without host": {func(c *Config) { c.Peers = []string{"10.0.0.1:2380"} }, "want http://host:port"},
 	} {

@@ -98,6 +98,10 @@ var ErrNotReplicated = errors.New("replication: not enough members hold the chan
 // WaitHolders waits until at least k members (this one included) hold change id durably, or ctx
 // is done; it returns how many held it when it returned.
 func (r *Replicator) WaitHolders(ctx context.Context, id mvcc.ChangeID, k int) (int, error) {
+	r.mu.Lock()
+	close(r.hurry)
+	r.hurry = make(chan struct{})
+	r.mu.Unlock()
 	for {
 		r.mu.Lock()
 		ch := r.changed

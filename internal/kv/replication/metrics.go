@@ -15,6 +15,10 @@ var (
 		"Seconds since the last batch from the peer (-1: never).", []string{"peer"}, nil)
 	descApplied = prometheus.NewDesc("continuum_kv_replication_peer_applied_changes_total",
 		"Changes this member took from the peer that were new to it.", []string{"peer"}, nil)
+	descBatches = prometheus.NewDesc("continuum_kv_replication_peer_batches_total",
+		"Messages with changes received from the peer (changes received per message shows its batching).", []string{"peer"}, nil)
+	descReceived = prometheus.NewDesc("continuum_kv_replication_peer_received_changes_total",
+		"Changes received from the peer, duplicates included.", []string{"peer"}, nil)
 	descLag = prometheus.NewDesc("continuum_kv_replication_peer_lag_seconds",
 		"Age of the newest change from the peer when it was applied here (HLC wall time; includes clock skew).", []string{"peer"}, nil)
 )
@@ -25,7 +29,7 @@ func (r *Replicator) Collector() prometheus.Collector { return collector{r} }
 type collector struct{ r *Replicator }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnected, descBehind, descLastContact, descApplied, descLag} {
+	for _, d := range []*prometheus.Desc{descConnected, descBehind, descLastContact, descApplied, descBatches, descReceived, descLag} {
 		ch <- d
 	}
 	c.r.applyDelay.Describe(ch)
@@ -50,6 +54,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descBehind, prometheus.GaugeValue, float64(p.Behind), name)
 		ch <- prometheus.MustNewConstMetric(descLastContact, prometheus.GaugeValue, since, name)
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.CounterValue, float64(p.Applied), name)
+		ch <- prometheus.MustNewConstMetric(descBatches, prometheus.CounterValue, float64(p.Batches), name)
+		ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(p.Received), name)
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, p.Lag.Seconds(), name)
 	}
 	c.r.applyDelay.Collect(ch)

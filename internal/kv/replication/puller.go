@@ -299,6 +299,9 @@ func (r *Replicator) complete(stream grpc.ClientStream, peer string, l *link, at
 	r.setConnected(ps, true)
 	ps.Applied += applied
 	ps.Received += uint64(len(batch.Changes))
+	if len(batch.Changes) > 0 {
+		ps.Batches++
+	}
 	if applied > 0 {
 		ps.Lag = lag
 	}

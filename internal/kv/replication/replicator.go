@@ -49,6 +49,11 @@ type Config struct {
 	// MaxBatchChanges and MaxBatchBytes bound one SyncBatch.
 	MaxBatchChanges int
 	MaxBatchBytes   int
+	// Linger is how long a Sync stream waits after sending changes before it sends the next
+	// ones, so that a busy writer's changes travel several to a message (0: each as soon as it
+	// is visible). It adds at most Linger to replication lag and bounds a stream to about
+	// 1/Linger messages per second.
+	Linger time.Duration
 	// Compress gzips the Sync streams this member opens.
 	Compress bool
 	// TLS is the client configuration for https:// peer URLs (its certificate is this member's
@@ -70,7 +75,7 @@ type Config struct {
 // DefaultConfig returns the defaults for a member replicating store.
 func DefaultConfig(store *mvcc.Store) Config {
 	return Config{Store: store, Heartbeat: time.Second, DialTimeout: 500 * time.Millisecond, MaxBackoff: 250 * time.Millisecond,
-		MaxBatchChanges: 512, MaxBatchBytes: 1 << 20}
+		MaxBatchChanges: 512, MaxBatchBytes: 1 << 20, Linger: 3 * time.Millisecond}
 }
 
 // Validate reports the first invalid field.
@@ -84,6 +89,10 @@ func (c *Config) Validate() error {
 		return errors.New("replication: DialTimeout must be > 0")
 	case c.MaxBackoff <= 0:
 		return errors.New("replication: MaxBackoff must be > 0")
+	case c.Linger < 0 || c.Linger >= c.Heartbeat:
+		// A stream silent for three heartbeats is taken for dead; a linger that long is no
+		// batching any more.
+		return errors.New("replication: Linger must be >= 0 and shorter than Heartbeat")
 	case c.MaxBatchChanges <= 0 || c.MaxBatchBytes <= 0:
 		return errors.New("replication: MaxBatchChanges and MaxBatchBytes must be > 0")
 	}
@@ -116,9 +125,11 @@ type PeerStatus struct {
 	Have   mvcc.VersionVector
 	Behind uint64
 	// Applied counts the changes this member took from the peer (new to it); Received counts
-	// every change the peer sent, duplicates included.
+	// every change the peer sent, duplicates included, and Batches the messages that carried
+	// them (Received / Batches is how well the peer's sends are batched, see Config.Linger).
 	Applied  uint64
 	Received uint64
+	Batches  uint64
 	// Lag is how old (by its HLC wall time, so clock skew adds to it) the newest change from
 	// this peer was when this member had applied it.
 	Lag     time.Duration
@@ -155,6 +166,10 @@ type Replicator struct {
 	// connChanged is closed and replaced whenever a peer stream opens or closes, so pullers
 	// can reopen their streams with the new set of direct members.
 	connChanged chan struct{}
+	// hurry is closed and replaced whenever a client starts waiting for a change to reach
+	// other members (WaitHolders), so that Sync streams lingering after a send (Config.Linger)
+	// send it at once: batching must not delay a write whose client waits for its copies.
+	hurry chan struct{}
 
 	applyDelay prometheus.Histogram
 	catchUp    *prometheus.HistogramVec // by peer (see link)
@@ -175,7 +190,7 @@ func New(cfg Config) (*Replicator, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Replicator{cfg: cfg, log: log, store: cfg.Store, members: map[uint64]Member{}, peers: map[string]*PeerStatus{}, ctx: ctx, cancel: cancel,
-		known: map[uint64]mvcc.VersionVector{}, knownAt: map[uint64]time.Time{}, changed: make(chan struct{}), connChanged: make(chan struct{}),
+		known: map[uint64]mvcc.VersionVector{}, knownAt: map[uint64]time.Time{}, changed: make(chan struct{}), connChanged: make(chan struct{}), hurry: make(chan struct{}),
 		applyDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "continuum_kv_replication_apply_delay_seconds",
 			Help:    "Time from a change's HLC wall time at its origin to its application here (includes clock skew).",

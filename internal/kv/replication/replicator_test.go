@@ -30,11 +30,7 @@ func startCluster(t *testing.T, mesh map[string][]string) map[string]*member {
 	t.Helper()
 	ms := map[string]*member{}
 	for name := range mesh {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms[name] = &member{name: name, ln: ln, url: "http://" + ln.Addr().String()}
+		ms[name] = listenMember(t, name)
 	}
 	for name, peers := range mesh {
 		var urls []string
@@ -44,6 +40,29 @@ func startCluster(t *testing.T, mesh map[string][]string) map[string]*member {
 		startMember(t, ms[name], urls, len(mesh), nil)
 	}
 	return ms
+}
+
+// listenMember returns member name with its listener on a free loopback port (startMember
+// starts it).
+func listenMember(t *testing.T, name string) *member {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &member{name: name, ln: ln, url: "http://" + ln.Addr().String()}
+}
+
+// waitFor polls cond until it holds, failing the test after timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // startMember opens m's store and starts its replicator, serving on m.ln and pulling from peer
@@ -122,8 +141,7 @@ func TestFullMeshConverges(t *testing.T) {
 	ms := startCluster(t, map[string][]string{"a": {"b", "c"}, "b": {"a", "c"}, "c": {"a", "b"}})
 	// Once every stream is up, each member tells its peers to leave out the changes it gets
 	// from their origins directly, so each change crosses the network once per member.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, 10*time.Second, "all six streams up", func() bool {
 		up := 0
 		for _, m := range ms {
 			for _, p := range m.repl.Peers() {
@@ -132,14 +150,8 @@ func TestFullMeshConverges(t *testing.T) {
 				}
 			}
 		}
-		if up == 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("streams not all up")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return up == 6
+	})
 	time.Sleep(300 * time.Millisecond) // let the streams reopen with their final direct sets
 	before := map[string]uint64{}
 	for name, m := range ms {
@@ -205,17 +217,10 @@ func TestPeerRestartCatchesUp(t *testing.T) {
 	go b.grpc.Serve(ln)
 	waitConverged(t, ms, 10*time.Second)
 	// a's own stream from b comes back too (its puller retries with backoff).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, 10*time.Second, "a's stream from b back", func() bool {
 		p := ms["a"].repl.Peers()[0]
-		if p.Connected && p.Member.Name == "b" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a's stream from b not back: %+v", p)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return p.Connected && p.Member.Name == "b"
+	})
 }
 
 func TestWrongClusterTokenRefused(t *testing.T) {

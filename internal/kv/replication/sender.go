@@ -111,6 +111,11 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 	}
 	lastSent, lastFrontier := time.Time{}, time.Time{}
 	for {
+		// Taken before reading the log: a client that starts waiting for copies after this
+		// closes it; one that started before waits for a change this read already sees.
+		r.mu.Lock()
+		hurry := r.hurry
+		r.mu.Unlock()
 		to := r.store.Rev()
 		batch := SyncBatch{}
 		size := 0
@@ -157,6 +162,23 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 			lastSent = time.Now()
 			if full {
 				continue
+			}
+			if len(batch.Changes) > 0 && r.cfg.Linger > 0 {
+				// Let the next changes gather for a moment rather than sending each write
+				// in a message of its own: under a steady stream of writes every message
+				// costs a compression, a write through the network and, at the peer, a
+				// commit with an fsync and an ack, whatever it carries. A change made after
+				// a quiet spell still goes at once; one made right after a send waits at
+				// most Linger, unless a client waits for copies of a write (WaitHolders).
+				t := time.NewTimer(r.cfg.Linger)
+				select {
+				case <-t.C:
+				case <-hurry:
+					t.Stop()
+				case <-ctx.Done():
+					t.Stop()
+					return status.FromContextError(ctx.Err()).Err()
+				}
 			}
 		}
 		wctx, wcancel := context.WithTimeout(ctx, r.cfg.Heartbeat-time.Since(lastSent))

@@ -65,6 +65,11 @@ func (c *Config) validateCluster() error {
 	if c.PeerDialTimeout < 0 || c.PeerMaxBackoff < 0 {
 		return fmt.Errorf("--peer-dial-timeout and --peer-max-backoff must not be negative (0: the default)")
 	}
+	if l := c.PeerBatchLinger; l != nil {
+		if hb := replication.DefaultConfig(nil).Heartbeat; *l < 0 || *l >= hb {
+			return fmt.Errorf("--peer-batch-linger %v: want 0 (send every change at once) up to below the %v heartbeat (a few ms is plenty)", *l, hb)
+		}
+	}
 	switch c.InitialClusterState {
 	case "", "new", "existing":
 	default:
@@ -134,6 +139,9 @@ func (s *Server) newReplicator() error {
 	}
 	if s.cfg.PeerMaxBackoff > 0 {
 		rc.MaxBackoff = s.cfg.PeerMaxBackoff
+	}
+	if s.cfg.PeerBatchLinger != nil {
+		rc.Linger = *s.cfg.PeerBatchLinger
 	}
 	rc.Logger = s.log.With("component", "replication")
 	tc, err := s.peerTLS().clientConfig()

@@ -8,19 +8,25 @@ import (
 
 func TestPeerTimingsValidated(t *testing.T) {
 	ic := map[string][]string{"a": {"http://127.0.0.1:1"}, "b": {"http://127.0.0.1:2"}}
+	ms := func(n int) *time.Duration { d := time.Duration(n) * time.Millisecond; return &d }
 	for name, tc := range map[string]struct {
 		dial, backoff time.Duration
+		linger        *time.Duration
 		want          string // "": valid
 	}{
-		"defaults":         {0, 0, ""},
-		"slow link":        {3 * time.Second, time.Second, ""},
-		"negative dial":    {-time.Second, 0, "--peer-dial-timeout"},
-		"negative backoff": {0, -time.Second, "--peer-max-backoff"},
+		"defaults":         {0, 0, nil, ""},
+		"slow link":        {3 * time.Second, time.Second, nil, ""},
+		"negative dial":    {-time.Second, 0, nil, "--peer-dial-timeout"},
+		"negative backoff": {0, -time.Second, nil, "--peer-max-backoff"},
+		"no linger":        {0, 0, ms(0), ""},
+		"linger":           {0, 0, ms(10), ""},
+		"negative linger":  {0, 0, ms(-1), "--peer-batch-linger"},
+		"linger too long":  {0, 0, ms(1000), "--peer-batch-linger"},
 	} {
 		cfg := DefaultConfig()
 		cfg.DataDir = t.TempDir()
 		cfg.Name, cfg.InitialCluster, cfg.ListenPeerURLs = "a", ic, []string{"http://127.0.0.1:0"}
-		cfg.PeerDialTimeout, cfg.PeerMaxBackoff = tc.dial, tc.backoff
+		cfg.PeerDialTimeout, cfg.PeerMaxBackoff, cfg.PeerBatchLinger = tc.dial, tc.backoff, tc.linger
 		err := cfg.Validate()
 		switch {
 		case tc.want == "" && err != nil:

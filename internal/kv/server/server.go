@@ -101,6 +101,9 @@ type Config struct {
 	// attempts (0: replication's defaults, 500 ms and 250 ms; see replication.Config).
 	PeerDialTimeout time.Duration
 	PeerMaxBackoff  time.Duration
+	// PeerBatchLinger is how long this member's outgoing Sync streams gather changes after a
+	// send (replication.Config.Linger); nil: replication's default, 3 ms; 0: none.
+	PeerBatchLinger *time.Duration
 	// Logger receives the server's logs (nil: discard).
 	Logger *slog.Logger
 }
