@@ -94,6 +94,9 @@ type KVConfig struct {
 	// Peers names the members this one pulls changes from (default: all others), for partial
 	// meshes; they must be in the same cluster.
 	Peers []string `yaml:"peers"`
+	// PeerBatchLinger is `continuum kv --peer-batch-linger` (absent: its default; 0: every
+	// change sent at once), for sweeping the batching of replication.
+	PeerBatchLinger *spec.Duration `yaml:"peer_batch_linger"`
 }
 
 func checkPort(name string, p int) error {
@@ -146,6 +149,14 @@ func (c *KVConfig) validate() error {
 	}
 	if len(c.Peers) > 0 && c.Cluster == "" {
 		return errors.New("peers needs cluster: only members of one cluster pull from each other")
+	}
+	if l := c.PeerBatchLinger; l != nil {
+		if c.Cluster == "" {
+			return errors.New("peer_batch_linger needs cluster: a single member sends no changes")
+		}
+		if l.Duration < 0 || l.Duration >= time.Second {
+			return fmt.Errorf("peer_batch_linger %v: want 0 (no linger) up to below 1s (the heartbeat)", l.Duration)
+		}
 	}
 	switch c.Fsync {
 	case "", "batch", "always", "never":
@@ -254,6 +265,9 @@ func kvCommand(env Env, cfg any) (Command, error) {
 			"--initial-cluster", initialCluster(members), "--initial-cluster-token", c.Cluster)
 		if len(c.Peers) > 0 {
 			args = append(args, "--peers", strings.Join(c.Peers, ","))
+		}
+		if c.PeerBatchLinger != nil {
+			args = append(args, "--peer-batch-linger", c.PeerBatchLinger.String())
 		}
 	}
 	return Command{Args: args, DataDirs: []string{dir}, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.ClientPort)}, nil

@@ -119,8 +119,13 @@ func TestClusterKindCommands(t *testing.T) {
 			}
 		})
 	}
-	k, cfg := decodeKindConfig(t, "kv", "cluster: c1\npeers: [m9]\n")
-	env := Env{Instance: "m1", Components: map[string]string{"m1": "n1"}, ComponentConfigs: map[string]any{"m1": cfg}}
+	k, cfg := decodeKindConfig(t, "kv", "cluster: c1\npeer_batch_linger: 0s\n")
+	env := Env{Binary: "/bin/continuum", Instance: "m1", Components: map[string]string{"m1": "n1"}, ComponentConfigs: map[string]any{"m1": cfg}}
+	if cmd, err := k.Command(env, cfg); err != nil || !strings.Contains(strings.Join(cmd.Args, " "), "--peer-batch-linger 0s") {
+		t.Errorf("peer_batch_linger 0s: %v %v", cmd.Args, err)
+	}
+	k, cfg = decodeKindConfig(t, "kv", "cluster: c1\npeers: [m9]\n")
+	env = Env{Instance: "m1", Components: map[string]string{"m1": "n1"}, ComponentConfigs: map[string]any{"m1": cfg}}
 	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), `peers names "m9"`) {
 		t.Errorf("unknown peer: %v", err)
 	}
@@ -136,6 +141,9 @@ func TestKVComponentConfigValidation(t *testing.T) {
 		{"kv", "fsync: sometimes", "fsync"},
 		{"kv", "peers: [a]", "peers needs cluster"},
 		{"kv", "peer_port: 2379", "peer_port are both"},
+		{"kv", "peer_batch_linger: 3ms", "peer_batch_linger needs cluster"},
+		{"kv", "cluster: c\npeer_batch_linger: 1s", "below 1s"},
+		{"kv", "cluster: c\npeer_batch_linger: -1ms", "below 1s"},
 	} {
 		k, cfg := decodeKindConfig(t, c.kind, c.yaml)
 		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -204,6 +212,21 @@ func TestYCSBKindCommand(t *testing.T) {
 	cmd, err := k.Command(env, cfg)
 	if err != nil || !slices.Contains(cmd.Args, "redis=10.0.0.5:6379") || !slices.Contains(cmd.Args, "--operationcount") {
 		t.Errorf("url target: %q %v", cmd.Args, err)
+	}
+}
+
+// Every shipped kv scenario loads: kinds, configs, topology and events (sweep values are only
+// checked to decode; a kind rejects a bad one when its run starts).
+func TestKVScenariosAllLoad(t *testing.T) {
+	t.Setenv("CONTINUUM_ETCD_BIN", "")
+	files, err := filepath.Glob(filepath.Join("..", "..", "scenarios", "kv", "*.yaml"))
+	if err != nil || len(files) < 6 {
+		t.Fatalf("scenarios/kv: %d files, %v", len(files), err)
+	}
+	for _, f := range files {
+		if _, err := LoadScenario(f, nil); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
 
