@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/continuum-project/continuum/internal/kvtarget/kvbench"
+	"github.com/continuum-project/continuum/internal/kv/kvbench"
 )
 
 func init() { benchCommands = append(benchCommands, newBenchKVCmd) }

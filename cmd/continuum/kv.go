@@ -86,6 +86,7 @@ to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
 	f.StringVar(&advertiseClient, "advertise-client-urls", "", "comma-separated client URLs to advertise in member list (default: the listen URLs)")
 	f.StringVar(&listenMetrics, "listen-metrics-urls", "", "comma-separated URLs to serve /metrics and /health on")
 	f.Int64Var(&gcFloor, "gc-heap-floor", gcFloor, "smallest Go heap goal in bytes: fewer GC cycles (and GC-induced latency) while the data set is small, at the cost of up to that much memory (0: Go's default goal, twice the live heap; ignored when GOGC or GOMEMLIMIT is set)")
+	f.StringVar(&cfg.EventsFile, "events-file", "", "append replication events (catch-ups with peers) to this file, one JSON object per line")
 	f.BoolVar(&cfg.EnablePprof, "enable-pprof", false, "serve Go's /debug/pprof/ on the --listen-metrics-urls")
 	f.Int64Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", cfg.QuotaBackendBytes, "raise the NOSPACE alarm when the database exceeds this size")
 	f.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "maximum size of a write request in bytes")

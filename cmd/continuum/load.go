@@ -6,10 +6,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/continuum-project/continuum/internal/gcfloor"
-	"github.com/continuum-project/continuum/internal/kvtarget"
-	"github.com/continuum-project/continuum/internal/kvtarget/kvbench"
+	"github.com/continuum-project/continuum/internal/kv/kvbench"
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/loadgen/httptarget"
+	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
 )
 

@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/continuum-project/continuum/internal/kvtarget"
 	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 )
 
 func newLoadKVLagCmd() *cobra.Command {

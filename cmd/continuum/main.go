@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	// Every system's experiment kinds and report sections, for `run` and `report`.
+	_ "github.com/continuum-project/continuum/internal/systems/install"
 	"github.com/continuum-project/continuum/internal/testbed"
 	"github.com/continuum-project/continuum/internal/version"
 )

@@ -15,14 +15,24 @@ func init() { commands = append(commands, newRunCmd) }
 
 func newRunCmd() *cobra.Command {
 	var opts experiment.Options
+	var check bool
 	c := &cobra.Command{
-		Use:   "run SCENARIO.yaml [--set path=value]... [--out DIR] [--repeats N]",
+		Use:   "run SCENARIO.yaml [--set path=value]... [--out DIR] [--repeats N] [--check]",
 		Short: "Run an experiment: testbed + components + workloads + events -> results dir + report",
 		Example: `  continuum run scenarios/quickstart.yaml
   continuum run scenarios/quickstart.yaml --set duration=60s --set workloads.load.config.rate=200
-  continuum run scenarios/quickstart.yaml --repeats 5 --out /tmp/results`,
+  continuum run scenarios/quickstart.yaml --repeats 5 --out /tmp/results
+  continuum run --check scenarios/kv/partition.yaml   # validate every sweep combination, start nothing`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if check {
+				res, err := experiment.Check(args[0], opts)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (scenario %s: %d run(s) of %d instance(s))\n", args[0], res.Scenario, res.Runs, res.Instances)
+				return nil
+			}
 			opts.Progress = cmd.ErrOrStderr()
 			opts.Interactive = isTerminal(os.Stderr)
 			opts.Logger = quietLogger()
@@ -36,6 +46,7 @@ func newRunCmd() *cobra.Command {
 			return err
 		},
 	}
+	c.Flags().BoolVar(&check, "check", false, "only validate the scenario, every sweep combination and every instance's command line; start nothing")
 	c.Flags().StringVar(&opts.Out, "out", "results", "parent directory for the results directory")
 	c.Flags().StringArrayVar(&opts.Sets, "set", nil, "override a scenario value: path=value (repeatable)")
 	c.Flags().IntVar(&opts.Repeats, "repeats", 0, "override the scenario's repeats")

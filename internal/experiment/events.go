@@ -224,7 +224,7 @@ func (s *scheduler) fire(ctx context.Context, ev Event) {
 	switch ev.Action {
 	case ActionStart:
 		detail = "started"
-		err = s.startDeferred(ev.Component)
+		err = s.startDeferred(ctx, ev.Component)
 	case ActionSet:
 		ex := s.ex
 		detail = "config changed"
@@ -250,10 +250,10 @@ func (s *scheduler) fire(ctx context.Context, ev Event) {
 
 // startDeferred starts a deferred component and waits until it is ready, like the components
 // started with the run.
-func (s *scheduler) startDeferred(name string) error {
+func (s *scheduler) startDeferred(ctx context.Context, name string) error {
 	for _, c := range s.ex.sc.Components {
 		if c.Name == name {
-			_, err := s.ex.start(c, nil)
+			_, err := s.ex.start(ctx, c, nil)
 			return err
 		}
 	}

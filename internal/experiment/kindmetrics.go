@@ -6,32 +6,35 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
 )
 
-// kindMetrics collects the metrics the run's component kinds report (Kind.Metrics).
+// kindMetrics collects the metrics the run's kinds report (Kind.Metrics), components and
+// workloads alike, from what their instances wrote into their output directories.
 func kindMetrics(rec runRecord) map[string]map[string]float64 {
 	if rec.T0.IsZero() {
 		return nil // the run never started its clock
 	}
 	events := firedEvents(filepath.Join(rec.dir, "events.csv"))
-	byKind := map[string][]InstanceOutput{}
+	byKind := map[string][]kind.InstanceOutput{}
 	var order []string
-	for _, c := range rec.components {
-		k, ok := LookupKind(c.Kind)
+	for _, inst := range rec.instances {
+		k, ok := kind.Lookup(inst.Kind)
 		if !ok || k.Metrics == nil {
 			continue
 		}
-		if _, seen := byKind[c.Kind]; !seen {
-			order = append(order, c.Kind)
+		if _, seen := byKind[inst.Kind]; !seen {
+			order = append(order, inst.Kind)
 		}
-		byKind[c.Kind] = append(byKind[c.Kind], InstanceOutput{Name: c.Name, Node: c.Node, Config: c.DecodedConfig,
-			Log:    filepath.Join(rec.dir, "logs", c.Node+"."+c.Name+".stderr.log"),
-			OutDir: filepath.Join(rec.dir, "components", c.Name)})
+		byKind[inst.Kind] = append(byKind[inst.Kind], kind.InstanceOutput{Name: inst.Name, Node: inst.Node, Config: inst.DecodedConfig,
+			Log:    filepath.Join(rec.dir, "logs", inst.Node+"."+inst.Name+".stderr.log"),
+			OutDir: instanceDir(rec.dir, inst)})
 	}
 	m := map[string]map[string]float64{}
-	for _, kind := range order {
-		k, _ := LookupKind(kind)
-		for metric, fields := range k.Metrics(RunOutput{T0: rec.T0, Events: events, Instances: byKind[kind]}) {
+	for _, name := range order {
+		k, _ := kind.Lookup(name)
+		for metric, fields := range k.Metrics(kind.RunOutput{T0: rec.T0, Events: events, Instances: byKind[name]}) {
 			m[metric] = fields
 		}
 	}
@@ -40,7 +43,7 @@ func kindMetrics(rec runRecord) map[string]map[string]float64 {
 
 // firedEvents reads events.csv (t_s, action, target, detail, status) and keeps the events whose
 // status is ok; a missing or unreadable file is no events.
-func firedEvents(path string) []FiredEvent {
+func firedEvents(path string) []kind.FiredEvent {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
@@ -50,7 +53,7 @@ func firedEvents(path string) []FiredEvent {
 	if err != nil || len(rows) == 0 {
 		return nil
 	}
-	var out []FiredEvent
+	var out []kind.FiredEvent
 	for _, r := range rows[1:] {
 		if len(r) < 5 || r[4] != "ok" {
 			continue
@@ -59,7 +62,7 @@ func firedEvents(path string) []FiredEvent {
 		if err != nil {
 			continue
 		}
-		out = append(out, FiredEvent{At: time.Duration(t * float64(time.Second)), Action: r[1], Target: r[2]})
+		out = append(out, kind.FiredEvent{At: time.Duration(t * float64(time.Second)), Action: r[1], Target: r[2]})
 	}
 	return out
 }

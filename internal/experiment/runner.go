@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/report"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
@@ -139,10 +140,10 @@ type runRecord struct {
 	Seed      int64             `json:"seed"`
 	Testbed   string            `json:"testbed"`
 	// T0 is the wall time the run's clock started (events.csv's t_s counts from it).
-	T0         time.Time `json:"t0,omitzero"`
-	dir        string
-	workloads  []string
-	components []Instance
+	T0        time.Time `json:"t0,omitzero"`
+	dir       string
+	workloads []string
+	instances []Instance // components, then workloads
 }
 
 // runOne executes one run on its own testbed and always leaves the testbed removed.
@@ -158,7 +159,7 @@ func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr 
 	for _, w := range sc.Workloads {
 		rec.workloads = append(rec.workloads, w.Name)
 	}
-	rec.components = sc.Components
+	rec.instances = append(append([]Instance{}, sc.Components...), sc.Workloads...)
 	err := func() (err error) {
 		if err := os.MkdirAll(filepath.Join(rdir, "logs"), 0o755); err != nil {
 			return err
@@ -209,41 +210,54 @@ type execution struct {
 	id    string
 	t0    time.Time // set when the workloads start
 
-	envs  map[string]Env
+	envs  map[string]kind.Env
 	procs map[string]*testbed.Proc
-	kinds map[string]*Kind
+	kinds map[string]*kind.Kind
 	cfgs  map[string]any
 }
 
-func (ex *execution) env(inst Instance) Env {
+func (ex *execution) env(inst Instance) kind.Env {
 	nodes := map[string]string{}
 	for _, n := range ex.tb.NodeNames() {
 		a, _ := ex.tb.NodeAddr(n)
 		nodes[n] = a.String()
 	}
-	comps, cfgs := map[string]string{}, map[string]any{}
-	for _, c := range ex.sc.Components {
-		comps[c.Name], cfgs[c.Name] = c.Node, c.DecodedConfig
-	}
-	out := filepath.Join(ex.dir, "components", inst.Name)
-	if k, _ := LookupKind(inst.Kind); k != nil && k.Role == RoleWorkload {
-		out = filepath.Join(ex.dir, "workloads", inst.Name)
-	}
-	node := inst.Node
 	stateDir := ex.opts.StateDir
 	if stateDir == "" {
 		stateDir = testbed.DefaultStateDir()
 	}
-	return Env{Instance: inst.Name, Node: node, Nodes: nodes, Components: comps, ComponentConfigs: cfgs, OutDir: out, Binary: ex.opts.Binary,
-		Testbed: ex.tb.Name, StateDir: stateDir,
-		Seed: ex.sc.Seed, Duration: ex.sc.Duration.Duration, Warmup: ex.sc.Warmup.Duration,
-		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return ex.tb.Dial(ctx, node, network, addr)
-		}}
+	env := instanceEnv(ex.sc, inst, nodes, ex.dir, ex.opts.Binary)
+	env.Testbed, env.StateDir = ex.tb.Name, stateDir
+	node := inst.Node
+	env.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return ex.tb.Dial(ctx, node, network, addr)
+	}
+	return env
 }
 
-func (ex *execution) start(inst Instance, stdout io.Writer) (*testbed.Proc, error) {
-	k, ok := LookupKind(inst.Kind)
+// instanceEnv is the Env of inst in a run of sc whose nodes have the given addresses, with
+// everything that does not need the testbed itself (Dial, Testbed and StateDir stay empty).
+func instanceEnv(sc *Scenario, inst Instance, nodes map[string]string, runDir, binary string) kind.Env {
+	comps := map[string]kind.Component{}
+	for _, c := range sc.Components {
+		k, _ := kind.Lookup(c.Kind)
+		comps[c.Name] = kind.Component{Node: c.Node, Kind: c.Kind, Config: c.DecodedConfig, Endpoints: k.EndpointsOf(c.DecodedConfig)}
+	}
+	return kind.Env{Instance: inst.Name, Node: inst.Node, Nodes: nodes, Components: comps,
+		OutDir: instanceDir(runDir, inst), Binary: binary,
+		Seed: sc.Seed, Duration: sc.Duration.Duration, Warmup: sc.Warmup.Duration}
+}
+
+// instanceDir is an instance's output directory in a run: components/<name> or workloads/<name>.
+func instanceDir(runDir string, inst Instance) string {
+	if k, _ := kind.Lookup(inst.Kind); k != nil && k.Role == kind.RoleWorkload {
+		return filepath.Join(runDir, "workloads", inst.Name)
+	}
+	return filepath.Join(runDir, "components", inst.Name)
+}
+
+func (ex *execution) start(ctx context.Context, inst Instance, stdout io.Writer) (*testbed.Proc, error) {
+	k, ok := kind.Lookup(inst.Kind)
 	if !ok {
 		return nil, fmt.Errorf("%s: unknown kind %q", inst.Name, inst.Kind)
 	}
@@ -266,7 +280,7 @@ func (ex *execution) start(inst Instance, stdout io.Writer) (*testbed.Proc, erro
 	}
 	ex.envs[inst.Name], ex.procs[inst.Name], ex.kinds[inst.Name], ex.cfgs[inst.Name] = env, p, k, inst.DecodedConfig
 	if cmd.ReadyAddr != "" {
-		if err := ex.waitReady(inst, p, cmd.ReadyAddr); err != nil {
+		if err := ex.waitReady(ctx, inst, p, cmd.ReadyAddr); err != nil {
 			return nil, err
 		}
 	}
@@ -274,18 +288,20 @@ func (ex *execution) start(inst Instance, stdout io.Writer) (*testbed.Proc, erro
 }
 
 // waitReady polls the instance's ready address from inside its node until it accepts a
-// connection, the process exits, or 60 s pass.
-func (ex *execution) waitReady(inst Instance, p *testbed.Proc, addr string) error {
+// connection, the process exits, 60 s pass, or ctx ends (Ctrl-C).
+func (ex *execution) waitReady(ctx context.Context, inst Instance, p *testbed.Proc, addr string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := ex.tb.Dial(ctx, inst.Node, "tcp", addr)
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		c, err := ex.tb.Dial(dctx, inst.Node, "tcp", addr)
 		cancel()
 		if err == nil {
 			c.Close()
 			return nil
 		}
 		select {
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-p.Done():
 			st := p.Status()
 			return fmt.Errorf("%s exited (code %d %s) before it was ready on %s; see %s", inst.Name, st.ExitCode, st.Signal,
@@ -299,13 +315,13 @@ func (ex *execution) waitReady(inst Instance, p *testbed.Proc, addr string) erro
 }
 
 func (ex *execution) run(ctx context.Context) error {
-	ex.envs, ex.procs, ex.kinds, ex.cfgs = map[string]Env{}, map[string]*testbed.Proc{}, map[string]*Kind{}, map[string]any{}
+	ex.envs, ex.procs, ex.kinds, ex.cfgs = map[string]kind.Env{}, map[string]*testbed.Proc{}, map[string]*kind.Kind{}, map[string]any{}
 	for _, c := range ex.sc.Components {
 		if c.Deferred {
 			continue // a start event starts it
 		}
 		ex.pr.phase(ex.index, ex.id, "starting "+c.Name)
-		if _, err := ex.start(c, nil); err != nil {
+		if _, err := ex.start(ctx, c, nil); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -337,7 +353,7 @@ func (ex *execution) run(ctx context.Context) error {
 	var workloads []*testbed.Proc
 	for _, w := range ex.sc.Workloads {
 		ex.pr.phase(ex.index, ex.id, "starting "+w.Name)
-		p, err := ex.start(w, counter.writer(w.Name))
+		p, err := ex.start(ctx, w, counter.writer(w.Name))
 		if err != nil {
 			return err
 		}
@@ -351,9 +367,10 @@ func (ex *execution) run(ctx context.Context) error {
 	go func() { defer ewg.Done(); sched.run(ectx) }()
 	defer func() { stopEvents(); ewg.Wait() }()
 
-	// Workloads end on their own after the duration; give them their request timeout and the
-	// time to write outputs on top, then stop them.
-	deadline := time.NewTimer(ex.sc.Duration.Duration + 30*time.Second)
+	// Workloads end on their own after the duration; give them the time their kinds say they
+	// may need on top (a load phase, the last requests' timeout, writing outputs), then stop them.
+	overrun := ex.overrun()
+	deadline := time.NewTimer(ex.sc.Duration.Duration + overrun)
 	defer deadline.Stop()
 	for _, p := range workloads {
 		select {
@@ -367,7 +384,7 @@ func (ex *execution) run(ctx context.Context) error {
 			for _, w := range workloads {
 				_ = w.Stop(15 * time.Second)
 			}
-			return fmt.Errorf("workloads still running %v after the run's duration", 30*time.Second)
+			return fmt.Errorf("workloads still running %v after the run's duration (the longest their kinds allow)", overrun)
 		}
 	}
 	var errs []error
@@ -378,6 +395,16 @@ func (ex *execution) run(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// overrun is the longest time past the run's duration any of the run's workloads may need.
+func (ex *execution) overrun() time.Duration {
+	var d time.Duration
+	for _, w := range ex.sc.Workloads {
+		k, _ := kind.Lookup(w.Kind)
+		d = max(d, k.OverrunOf(w.DecodedConfig))
+	}
+	return d
 }
 
 func writeJSON(path string, v any) error {

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
@@ -115,7 +116,7 @@ type checker struct {
 	errs               spec.Errors
 	nodes, components  []string
 	instances          map[string]*Instance
-	instanceRoleByName map[string]Role
+	instanceRoleByName map[string]kind.Role
 }
 
 func (c *checker) at(path ...any) *yaml.Node { return spec.Locate(c.doc.root, path...) }
@@ -153,9 +154,9 @@ func (c *checker) validate() {
 		c.nodes = s.Topology.NodeNames()
 	}
 	c.instances = map[string]*Instance{}
-	c.instanceRoleByName = map[string]Role{}
-	c.checkInstances("components", RoleComponent, s.Components)
-	c.checkInstances("workloads", RoleWorkload, s.Workloads)
+	c.instanceRoleByName = map[string]kind.Role{}
+	c.checkInstances("components", kind.RoleComponent, s.Components)
+	c.checkInstances("workloads", kind.RoleWorkload, s.Workloads)
 	for i := range s.Components {
 		c.components = append(c.components, s.Components[i].Name)
 	}
@@ -167,7 +168,7 @@ func (c *checker) validate() {
 	c.checkSweep()
 }
 
-func (c *checker) checkInstances(list string, role Role, insts []Instance) {
+func (c *checker) checkInstances(list string, role kind.Role, insts []Instance) {
 	for i := range insts {
 		inst := &insts[i]
 		where := fmt.Sprintf("%s[%d]", list, i)
@@ -190,7 +191,7 @@ func (c *checker) checkInstances(list string, role Role, insts []Instance) {
 			}
 			c.errorf(c.at(list, i, "node"), "%s: %s; nodes: %s", where, what, strings.Join(c.nodes, ", "))
 		}
-		k, ok := LookupKind(inst.Kind)
+		k, ok := kind.Lookup(inst.Kind)
 		if !ok || k.Role != role {
 			what := fmt.Sprintf("unknown %s kind %q", role, inst.Kind)
 			if inst.Kind == "" {
@@ -198,7 +199,7 @@ func (c *checker) checkInstances(list string, role Role, insts []Instance) {
 			} else if ok {
 				what = fmt.Sprintf("kind %q is a %s, not a %s", inst.Kind, k.Role, role)
 			}
-			c.errorf(c.at(list, i, "kind"), "%s: %s; %s kinds: %s", where, what, role, orNone(KindNames(role)))
+			c.errorf(c.at(list, i, "kind"), "%s: %s; %s kinds: %s", where, what, role, orNone(kind.Names(role)))
 			continue
 		}
 		cfg := k.NewConfig()
@@ -271,12 +272,12 @@ func (c *checker) checkSet(where string, i int, ev *Event) {
 	}
 	var settable []string
 	for _, inst := range c.s.Components {
-		if k, ok := LookupKind(inst.Kind); ok && k.Set != nil {
+		if k, ok := kind.Lookup(inst.Kind); ok && k.Set != nil {
 			settable = append(settable, inst.Name)
 		}
 	}
 	inst := c.instances[ev.Component]
-	if inst == nil || c.instanceRoleByName[ev.Component] != RoleComponent {
+	if inst == nil || c.instanceRoleByName[ev.Component] != kind.RoleComponent {
 		what := fmt.Sprintf("unknown component %q", ev.Component)
 		if ev.Component == "" {
 			what = "action set needs component"
@@ -284,7 +285,7 @@ func (c *checker) checkSet(where string, i int, ev *Event) {
 		c.errorf(c.at("events", i, "component"), "%s: %s; components that support set: %s", where, what, orNoneList(settable))
 		return
 	}
-	k, ok := LookupKind(inst.Kind)
+	k, ok := kind.Lookup(inst.Kind)
 	if !ok {
 		return // reported at the component
 	}
@@ -327,7 +328,7 @@ func (c *checker) checkSweep() {
 			continue
 		}
 		for j := range values {
-			err := c.doc.clone().set(path, copyNode(&values[j]), c.file)
+			err := c.doc.clone().set(path, spec.CopyNode(&values[j]), c.file)
 			if err == nil {
 				continue
 			}

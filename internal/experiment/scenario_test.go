@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -27,9 +28,9 @@ type testLoadConfig struct {
 }
 
 func init() {
-	cmd := func(Env, any) (Command, error) { return Command{Args: []string{"true"}}, nil }
-	Register(&Kind{
-		Name: "test-server", Role: RoleComponent, Command: cmd,
+	cmd := func(kind.Env, any) (kind.Command, error) { return kind.Command{Args: []string{"true"}}, nil }
+	kind.Register(&kind.Kind{
+		Name: "test-server", Role: kind.RoleComponent, Command: cmd,
 		NewConfig: func() any { return &testServerConfig{Port: 8000} },
 		Validate: func(cfg any) error {
 			if p := cfg.(*testServerConfig).Port; p < 1 || p > 65535 {
@@ -37,14 +38,17 @@ func init() {
 			}
 			return nil
 		},
-		Set: func(context.Context, Env, any, *yaml.Node) error { return nil },
+		Set: func(context.Context, kind.Env, any, *yaml.Node) error { return nil },
+		Endpoints: func(cfg any) []kind.Endpoint {
+			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: cfg.(*testServerConfig).Port}}
+		},
 	})
-	Register(&Kind{
-		Name: "test-plain", Role: RoleComponent, Command: cmd,
+	kind.Register(&kind.Kind{
+		Name: "test-plain", Role: kind.RoleComponent, Command: cmd,
 		NewConfig: func() any { return &struct{}{} },
 	})
-	Register(&Kind{
-		Name: "test-load", Role: RoleWorkload, Command: cmd,
+	kind.Register(&kind.Kind{
+		Name: "test-load", Role: kind.RoleWorkload, Command: cmd,
 		NewConfig: func() any { return &testLoadConfig{Rate: 10} },
 	})
 }
@@ -248,7 +252,7 @@ func TestScenarioInvalid(t *testing.T) {
 		t.Fatalf("base scenario invalid: %v", err)
 	}
 	// Real kinds may be registered too; the list must name all of them, ours included.
-	componentKinds := strings.Join(KindNames(RoleComponent), ", ")
+	componentKinds := strings.Join(kind.Names(kind.RoleComponent), ", ")
 	if !strings.Contains(componentKinds, "test-plain, test-server") {
 		t.Fatalf("component kinds = %s", componentKinds)
 	}

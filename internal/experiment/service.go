@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
 
@@ -24,20 +25,19 @@ const ActionStart = "start"
 //	    service: {name: dps, attributes: {accuracy: "0.97"}}
 type ServiceDecl struct {
 	Name string `yaml:"name"`
-	// Port the instance serves the service on; default: the component's own port (kinds that
-	// serve on one port, like http-echo).
+	// Port the instance serves the service on; default: the first endpoint its kind declares.
 	Port       int               `yaml:"port,omitempty"`
 	Attributes map[string]string `yaml:"attributes,omitempty"`
 }
 
 // checkService validates a component's service declaration.
-func (c *checker) checkService(list string, i int, inst *Instance, role Role) {
+func (c *checker) checkService(list string, i int, inst *Instance, role kind.Role) {
 	if inst.Service == nil {
 		return
 	}
 	where := fmt.Sprintf("%s[%d].service", list, i)
 	n := c.at(list, i, "service")
-	if role != RoleComponent {
+	if role != kind.RoleComponent {
 		c.errorf(n, "%s: only components can be instances of a service", where)
 		return
 	}
@@ -60,8 +60,11 @@ func (inst *Instance) service() *testbed.Service {
 		return nil
 	}
 	port := s.Port
-	if sp, ok := inst.DecodedConfig.(servicePort); ok && port == 0 {
-		port = sp.ServicePort()
+	if port == 0 {
+		k, _ := kind.Lookup(inst.Kind)
+		if eps := k.EndpointsOf(inst.DecodedConfig); len(eps) > 0 {
+			port = eps[0].Port
+		}
 	}
 	return &testbed.Service{Name: s.Name, Port: port, Attributes: s.Attributes}
 }
@@ -85,7 +88,7 @@ func (c *checker) checkStart(where string, i int, ev *Event) {
 	switch {
 	case ev.Component == "":
 		c.errorf(c.at("events", i), "%s: action start needs component; deferred components: %s", where, orNoneList(deferred))
-	case inst == nil || c.instanceRoleByName[ev.Component] != RoleComponent:
+	case inst == nil || c.instanceRoleByName[ev.Component] != kind.RoleComponent:
 		c.errorf(c.at("events", i, "component"), "%s: unknown component %q; deferred components: %s", where, ev.Component, orNoneList(deferred))
 	case !inst.Deferred:
 		c.errorf(c.at("events", i, "component"), "%s: component %q starts with the run; declare it `deferred: true` to start it with this event", where, ev.Component)
@@ -116,18 +119,14 @@ func (c *checker) checkDeferredStarts() {
 	}
 }
 
-// listenPorter is implemented by component configs that listen on more than one port.
-type listenPorter interface{ ListenPorts() []int }
-
-// portsOf lists the ports a component listens on, as far as its kind says.
-func portsOf(cfg any) []int {
-	if lp, ok := cfg.(listenPorter); ok {
-		return lp.ListenPorts()
+// portsOf lists the ports a component listens on, as its kind declares them.
+func portsOf(inst *Instance) []int {
+	k, _ := kind.Lookup(inst.Kind)
+	var ports []int
+	for _, ep := range k.EndpointsOf(inst.DecodedConfig) {
+		ports = append(ports, ep.Port)
 	}
-	if sp, ok := cfg.(servicePort); ok {
-		return []int{sp.ServicePort()}
-	}
-	return nil
+	return ports
 }
 
 // checkPorts reports two components of one node listening on the same port: the second would
@@ -140,7 +139,7 @@ func (c *checker) checkPorts() {
 	}
 	owner := map[key]string{}
 	for i, inst := range c.s.Components {
-		for _, p := range portsOf(inst.DecodedConfig) {
+		for _, p := range portsOf(&c.s.Components[i]) {
 			k := key{inst.Node, p}
 			if prev, ok := owner[k]; ok && prev != inst.Name {
 				c.errorf(c.at("components", i), "components[%d]: %s listens on port %d of node %s, like %s; give one of them another port", i, inst.Name, p, inst.Node, prev)

@@ -86,4 +86,3 @@ func TestServiceAndDeferredInvalid(t *testing.T) {
 }
 
 // ServicePort makes the test server a kind that serves on one port, like http-echo.
-func (c *testServerConfig) ServicePort() int { return c.Port }

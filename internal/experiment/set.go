@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
@@ -25,8 +26,8 @@ type doc struct {
 
 func (d *doc) clone() *doc {
 	c := *d
-	c.root = copyNode(d.root)
-	c.topo = copyNode(d.topo)
+	c.root = spec.CopyNode(d.root)
+	c.topo = spec.CopyNode(d.topo)
 	return &c
 }
 
@@ -123,7 +124,7 @@ func (d *doc) set(path string, value *yaml.Node, origin string) error {
 		}
 		m := ensure(parent, yaml.MappingNode)
 		if i == len(segs)-1 {
-			setKey(m, seg, value)
+			spec.SetKey(m, seg, value)
 			return checkValue(origin, value, childT)
 		}
 		parent, t, where = childFor(m, seg), childT, joinPath(where, seg)
@@ -163,7 +164,7 @@ func isValue(t reflect.Type) bool {
 // configType is the config type of the instance whose mapping is n, or free-form YAML when its kind
 // is not registered (validation reports that).
 func configType(n *yaml.Node) reflect.Type {
-	if k, ok := LookupKind(spec.Locate(n, "kind").Value); ok && spec.Has(n, "kind") {
+	if k, ok := kind.Lookup(spec.Locate(n, "kind").Value); ok && spec.Has(n, "kind") {
 		return reflect.TypeOf(k.NewConfig())
 	}
 	return nodeType
@@ -209,16 +210,6 @@ func ensure(n *yaml.Node, kind yaml.Kind) *yaml.Node {
 	return n
 }
 
-func setKey(m *yaml.Node, key string, value *yaml.Node) {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			m.Content[i+1] = value
-			return
-		}
-	}
-	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, value)
-}
-
 // childFor returns the value of key in m for editing, adding an empty mapping if it is missing.
 // An alias is replaced by a copy of its target, so that the edit does not leak into the anchor
 // and everything else that refers to it.
@@ -236,24 +227,9 @@ func childFor(m *yaml.Node, key string) *yaml.Node {
 
 func unalias(n *yaml.Node) *yaml.Node {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		return copyNode(n.Alias)
+		return spec.CopyNode(n.Alias)
 	}
 	return n
-}
-
-// copyNode deep-copies a tree. Alias targets stay shared: set never edits through an alias.
-func copyNode(n *yaml.Node) *yaml.Node {
-	if n == nil {
-		return nil
-	}
-	c := *n
-	if n.Content != nil {
-		c.Content = make([]*yaml.Node, len(n.Content))
-		for i, x := range n.Content {
-			c.Content[i] = copyNode(x)
-		}
-	}
-	return &c
 }
 
 func walkNodes(n *yaml.Node, f func(*yaml.Node)) {

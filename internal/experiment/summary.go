@@ -82,19 +82,6 @@ func runMetrics(rec runRecord) map[string]map[string]float64 {
 				"p90": l.P90, "p99": l.P99, "p999": l.P999, "max": l.Max}
 			m[p+"throughput_rps"] = map[string]float64{"value": ss.ThroughputRPS}
 			m[p+"errors"] = map[string]float64{"value": float64(ss.Errors)}
-			if q := ss.QoS; q != nil {
-				// The seed's QoS table: average response time (of the successful requests) and
-				// the share of all requests answered successfully within the requirement.
-				m[p+"qos"] = map[string]float64{"latency_ms": q.LatencyMS, "within_pct": q.WithinPct,
-					"within": float64(q.Within), "total": float64(q.Total), "mean_ms": l.Mean}
-			}
-			if len(ss.Instances) > 0 {
-				share := map[string]float64{}
-				for name, is := range ss.Instances {
-					share[name] = math.Round(is.Share*1e6) / 1e4
-				}
-				m[p+"instance_share_pct"] = share
-			}
 		}
 	}
 	for metric, fields := range kindMetrics(rec) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/continuum-project/continuum/internal/spec"
 )
 
 // MaxRuns bounds the runs one scenario expands to; a sweep typo (a list of 1000 values twice)
@@ -61,12 +63,12 @@ func (s *Scenario) Expand() ([]Run, error) {
 	idx := make([]int, len(paths)) // current combination, odometer-style
 	for c := 0; c < total; c++ {
 		params := map[string]string{}
-		d := &doc{file: s.File, root: copyNode(&base)}
+		d := &doc{file: s.File, root: spec.CopyNode(&base)}
 		var failed bool
 		for j, p := range paths {
 			v := &s.Sweep[p][idx[j]]
 			params[p] = valueText(v)
-			if err := d.set(p, copyNode(v), s.File); err != nil {
+			if err := d.set(p, spec.CopyNode(v), s.File); err != nil {
 				errs = append(errs, fmt.Sprintf("sweep %s=%s: %v", p, params[p], err))
 				failed = true
 			}
@@ -100,7 +102,7 @@ func valueText(n *yaml.Node) string {
 	if n.Kind == yaml.ScalarNode {
 		return n.Value
 	}
-	c := copyNode(n)
+	c := spec.CopyNode(n)
 	walkNodes(c, func(x *yaml.Node) { x.Style = yaml.FlowStyle })
 	out, err := yaml.Marshal(c)
 	if err != nil {

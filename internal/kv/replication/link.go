@@ -132,6 +132,13 @@ func (l *link) check(mine mvcc.VersionVector) bool {
 		attrs = append(attrs, "disconnected_for", l.openAt.Sub(l.lostAt))
 	}
 	l.r.log.Info("caught up with peer", attrs...)
+	if f := l.r.cfg.OnCatchUp; f != nil {
+		c := CatchUp{Peer: l.peerName(), URL: l.url, ReconnectAt: l.openAt, CaughtUpAt: now, Changes: l.changes}
+		if !l.lostAt.IsZero() {
+			c.DisconnectedFor = l.openAt.Sub(l.lostAt)
+		}
+		f(c)
+	}
 	return true
 }
 

@@ -70,6 +70,22 @@ type Config struct {
 	// already stopped pulling from it and forgotten it; if it is this member, it has stopped
 	// pulling from every peer. Called from a puller: it must not block for long.
 	OnRemoved func(m Member)
+	// OnCatchUp, if set, is called each time this member, after a stream to a peer (re)opened,
+	// holds everything the peer held at that moment (the "caught up with peer" log line). It
+	// is how a member reports convergence after a partition heals. Called with a link's lock
+	// held: it must not block for long.
+	OnCatchUp func(c CatchUp)
+}
+
+// CatchUp is one catch-up with a peer: its stream opened at ReconnectAt and at CaughtUpAt this
+// member held everything the peer held at ReconnectAt.
+type CatchUp struct {
+	Peer, URL   string
+	ReconnectAt time.Time
+	CaughtUpAt  time.Time
+	// DisconnectedFor is how long the peer had been unreachable (0 for a first connection).
+	DisconnectedFor time.Duration
+	Changes         uint64
 }
 
 // DefaultConfig returns the defaults for a member replicating store.

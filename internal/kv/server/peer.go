@@ -150,6 +150,9 @@ func (s *Server) newReplicator() error {
 	}
 	rc.TLS = tc
 	rc.OnRemoved = s.removedByPeer
+	if s.events != nil {
+		rc.OnCatchUp = s.events.caughtUp
+	}
 	r, err := replication.New(rc)
 	if err != nil {
 		return err

@@ -104,6 +104,9 @@ type Config struct {
 	// PeerBatchLinger is how long this member's outgoing Sync streams gather changes after a
 	// send (replication.Config.Linger); nil: replication's default, 3 ms; 0: none.
 	PeerBatchLinger *time.Duration
+	// EventsFile, if set, is a file this member appends its replication events to, one JSON
+	// object per line (see Event), for measuring it from outside without parsing its logs.
+	EventsFile string
 	// Logger receives the server's logs (nil: discard).
 	Logger *slog.Logger
 }
@@ -183,6 +186,7 @@ type Server struct {
 	memberID  uint64
 	clusterID uint64
 	metrics   *metrics
+	events    *eventLog               // nil without Config.EventsFile
 	repl      *replication.Replicator // nil on a single member
 	mship     *membership             // runtime membership changes (cluster only)
 	stop      chan struct{}
@@ -229,8 +233,15 @@ func Start(cfg Config) (*Server, error) {
 		fmt.Fprintf(h, "continuum-kv/%d", s.memberID)
 		s.clusterID = h.Sum64()
 	}
+	if cfg.EventsFile != "" {
+		if s.events, err = openEventLog(cfg.EventsFile, cfg.Name); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
 	if cfg.clustered() {
 		if err := s.newReplicator(); err != nil {
+			s.events.close()
 			store.Close()
 			return nil, err
 		}
@@ -400,6 +411,7 @@ func (s *Server) Close() error {
 			h.Close()
 		}
 		s.wg.Wait()
+		s.events.close()
 		err = s.store.Close()
 	})
 	return err

@@ -10,8 +10,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/kv/server"
-	"github.com/continuum-project/continuum/internal/kvtarget/baseline"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/discovery/discoverytest"
 	"github.com/continuum-project/continuum/internal/testenv"
@@ -39,7 +39,7 @@ var backends = []backend{{"etcd", startEtcd}, {"kv", startKV}}
 // CONTINUUM_REQUIRE_ROOT=1 (`make test`), where it fails.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	if _, err := baseline.EtcdBinary(""); err != nil {
+	if _, err := baselines.EtcdBinary(""); err != nil {
 		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func startEtcd(t *testing.T) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := baseline.StartEtcd(ctx, baseline.Config{Dir: t.TempDir()})
+	s, err := baselines.StartEtcd(ctx, baselines.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

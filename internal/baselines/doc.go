@@ -1,0 +1,11 @@
+// Package baselines starts the key-value servers Continuum's benchmarks compare, as real
+// processes on this machine: etcd 3.6 (the binary `make setup` builds into .tools/bin, or
+// $CONTINUUM_ETCD_BIN), Redis 7 (redis-server with AOF, appendfsync everysec by default) and
+// continuum kv (`continuum kv` with etcd's flag names). Each gets its own data directory and
+// free loopback ports, is ready when its start function returns (checked through its client
+// protocol, with a deadline), reports its RSS and data-directory size, and stops with SIGTERM,
+// then SIGKILL after a grace period. Servers also die with the process that started them.
+//
+// It does not drive load (package ycsb does) and knows nothing of the testbed: the experiment
+// runner starts the same programs inside nodes through the component kinds.
+package baselines

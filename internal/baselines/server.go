@@ -1,0 +1,227 @@
+package baselines
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
+)
+
+// Server is a started key-value server.
+type Server struct {
+	// Kind is etcd, redis or kv.
+	Kind string
+	// Target is how clients reach it (kvtarget.Open).
+	Target kvtarget.Target
+	// DataDir holds everything the server persists; LogFile its stdout and stderr.
+	DataDir string
+	LogFile string
+	// Args is the command line it was started with.
+	Args []string
+
+	cmd     *exec.Cmd
+	log     *os.File
+	done    chan struct{}
+	waitErr error
+}
+
+// DefaultReadyTimeout bounds how long a start function waits for the server to answer.
+const DefaultReadyTimeout = 60 * time.Second
+
+// start runs args with dir/data as data directory and dir/server.log as log, then polls ready
+// until it succeeds, the process exits or timeout passes.
+func start(ctx context.Context, kind string, target kvtarget.Target, dataDir, logFile string, args []string,
+	timeout time.Duration, ready func(context.Context) error) (*Server, error) {
+	if timeout <= 0 {
+		timeout = DefaultReadyTimeout
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("%s data dir: %w", kind, err)
+	}
+	lf, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s log: %w", kind, err)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	// Own process group (a terminal's Ctrl-C reaches us, and we stop it in order), and
+	// killed if the starting process dies, so no server outlives a crashed benchmark.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("start %s (%s): %w", kind, args[0], err)
+	}
+	s := &Server{Kind: kind, Target: target, DataDir: dataDir, LogFile: logFile, Args: args, cmd: cmd, log: lf, done: make(chan struct{})}
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.done)
+	}()
+
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		last = ready(rctx)
+		cancel()
+		if last == nil {
+			return s, nil
+		}
+		select {
+		case <-s.done:
+			s.log.Close()
+			return nil, fmt.Errorf("%s exited before it was ready (%v); log %s:\n%s", kind, s.waitErr, logFile, tail(logFile))
+		case <-ctx.Done():
+			_ = s.Stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = s.Stop()
+			return nil, fmt.Errorf("%s not ready after %v: %v; log %s:\n%s", kind, timeout, last, logFile, tail(logFile))
+		}
+	}
+}
+
+// PID is the server's process id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// StopGrace is how long Stop waits after SIGTERM before SIGKILL.
+const StopGrace = 10 * time.Second
+
+// Stop sends SIGTERM, waits up to StopGrace, then kills the process group. It is safe to call
+// more than once.
+func (s *Server) Stop() error {
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(StopGrace)
+	defer t.Stop()
+	select {
+	case <-s.done:
+	case <-t.C:
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	s.log.Close()
+	return nil
+}
+
+// RSS is the server's resident set size in bytes (VmRSS).
+func (s *Server) RSS() (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.PID()) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
+
+// DiskBytes is the space the data directory occupies (allocated blocks, as du counts them:
+// preallocated WAL segments count in full).
+func (s *Server) DiskBytes() (int64, error) { return DirBytes(s.DataDir) }
+
+// DirBytes sums the allocated blocks of the files under dir.
+func DirBytes(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // files come and go while a server runs
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		} else {
+			total += fi.Size()
+		}
+		return nil
+	})
+	return total, err
+}
+
+// freePort asks the kernel for an unused loopback TCP port. Another process may take it
+// before the server binds it; the start then fails with the server's own error.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail returns the last lines of a log file for error messages.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) > 15 {
+		lines = lines[len(lines)-15:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// lookBinary resolves name: an explicit path wins, then $env, then .tools/bin/name in the
+// working directory or any parent (the repository), next to the running executable, then PATH.
+func lookBinary(explicit, env, name string) (string, error) {
+	if explicit != "" {
+		return exec.LookPath(explicit)
+	}
+	if v := os.Getenv(env); v != "" {
+		return exec.LookPath(v)
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for d := wd; ; d = filepath.Dir(d) {
+			p := filepath.Join(d, ".tools", "bin", name)
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+				return p, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found: set $%s, run `make setup` (builds .tools/bin/%s) or put it in PATH", name, env, name)
+	}
+	return p, nil
+}

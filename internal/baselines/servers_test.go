@@ -1,0 +1,80 @@
+package baselines
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+)
+
+// need skips the test when a server binary is missing, or fails it under
+// CONTINUUM_REQUIRE_ROOT=1 (`make test`, where `make setup` has installed them).
+func need(t *testing.T, find func(string) (string, error)) {
+	t.Helper()
+	if _, err := find(""); err != nil {
+		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// startT starts a server for a test and stops it at cleanup.
+func startT(t *testing.T, kind string) *Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := Start(ctx, kind, Config{Dir: t.TempDir()}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+func TestStartEtcdAndRedis(t *testing.T) {
+	for _, c := range []struct {
+		kind string
+		find func(string) (string, error)
+	}{{"etcd", EtcdBinary}, {"redis", RedisBinary}} {
+		t.Run(c.kind, func(t *testing.T) {
+			need(t, c.find)
+			s := startT(t, c.kind)
+			if rss, err := s.RSS(); err != nil || rss < 1<<20 {
+				t.Errorf("rss %d, %v", rss, err)
+			}
+			if _, err := s.DiskBytes(); err != nil {
+				t.Error(err)
+			}
+			if err := s.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-s.Done():
+			default:
+				t.Fatal("process still running after Stop")
+			}
+			if err := s.Stop(); err != nil {
+				t.Errorf("second Stop: %v", err)
+			}
+		})
+	}
+}
+
+func TestRedisStartFailsWithLog(t *testing.T) {
+	need(t, RedisBinary)
+	_, err := StartRedis(context.Background(), Config{Dir: t.TempDir(), ExtraArgs: []string{"--no-such-option", "1"}}, "")
+	if err == nil {
+		t.Fatal("redis with a bad option started")
+	}
+	t.Log(err)
+	if _, err := StartRedis(context.Background(), Config{Dir: t.TempDir()}, "sometimes"); err == nil {
+		t.Error("appendfsync sometimes accepted")
+	}
+}
+
+func TestStartKVMissingBinary(t *testing.T) {
+	if _, err := StartKV(context.Background(), Config{Dir: t.TempDir(), Bin: "/nonexistent/continuum"}); err == nil {
+		t.Error("missing binary accepted")
+	}
+}

@@ -1,0 +1,124 @@
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+)
+
+// CheckResult is what Check found valid.
+type CheckResult struct {
+	Scenario string
+	Runs     int // sweep combinations x repeats
+	// Instances is the number of instances one run starts (components and workloads).
+	Instances int
+}
+
+// Check validates a scenario the way Execute would, without starting anything: it loads it
+// with the --set overrides, expands every sweep combination, and builds the command line of
+// every instance of every run (which is where kinds check what involves other instances, such
+// as cluster members or the component a workload drives). opts.Repeats overrides the
+// scenario's repeats as in Execute; opts.Binary defaults to this executable.
+func Check(path string, opts Options) (*CheckResult, error) {
+	sc, err := LoadScenario(path, opts.Sets)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Repeats > 0 {
+		sc.Repeats = opts.Repeats
+	}
+	runs, err := sc.Expand()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Binary == "" {
+		if opts.Binary, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	// Kinds may write files next to their command (the proxy's configuration): into a
+	// scratch directory that goes away.
+	tmp, err := os.MkdirTemp("", "continuum-check-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	var errs []error
+	seen := map[string]bool{}
+	for _, r := range runs {
+		for _, inst := range append(append([]Instance{}, r.Scenario.Components...), r.Scenario.Workloads...) {
+			if _, err := dryCommand(r.Scenario, inst, filepath.Join(tmp, r.ID), opts.Binary); err != nil {
+				msg := fmt.Sprintf("%s: %v", inst.Name, err)
+				if len(r.Params) > 0 {
+					msg = fmt.Sprintf("run %s (%s): %s", r.ID, paramText(sortedParams(r.Params), r.Params), msg)
+				}
+				if !seen[msg] {
+					seen[msg] = true
+					errs = append(errs, errors.New(msg))
+				}
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	res := &CheckResult{Scenario: sc.Name, Runs: len(runs)}
+	if len(runs) > 0 {
+		res.Instances = len(runs[0].Scenario.Components) + len(runs[0].Scenario.Workloads)
+	}
+	return res, nil
+}
+
+// dryCommand is the command inst would run in a run of sc, built against node names instead of
+// the testbed's addresses (every node resolves the names, so the command is the same but for
+// the addresses it advertises).
+func dryCommand(sc *Scenario, inst Instance, runDir, binary string) (kind.Command, error) {
+	k, ok := kind.Lookup(inst.Kind)
+	if !ok {
+		return kind.Command{}, fmt.Errorf("unknown kind %q", inst.Kind)
+	}
+	env := instanceEnv(sc, inst, nil, runDir, binary)
+	env.Testbed, env.StateDir = "check", filepath.Join(runDir, "state")
+	if err := os.MkdirAll(env.OutDir, 0o755); err != nil {
+		return kind.Command{}, err
+	}
+	return k.Command(env, inst.DecodedConfig)
+}
+
+// DryCommands returns, for every run of the scenario at path and every instance in it, the
+// command line a run would start (see Check), keyed "<run id>/<instance>". For tests that hold
+// kinds to what the binary accepts. Files kinds write go under dir.
+func DryCommands(path, dir, binary string) (map[string][]string, error) {
+	sc, err := LoadScenario(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := sc.Expand()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, r := range runs {
+		for _, inst := range append(append([]Instance{}, r.Scenario.Components...), r.Scenario.Workloads...) {
+			cmd, err := dryCommand(r.Scenario, inst, filepath.Join(dir, r.ID), binary)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %s: %w", r.ID, inst.Name, err)
+			}
+			out[r.ID+"/"+inst.Name] = cmd.Args
+		}
+	}
+	return out, nil
+}
+
+func sortedParams(p map[string]string) []string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

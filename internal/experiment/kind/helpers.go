@@ -1,0 +1,75 @@
+package kind
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// CheckPort checks a config's port field.
+func CheckPort(field string, p int) error {
+	if p < 1 || p > 65535 {
+		return fmt.Errorf("%s %d: must be between 1 and 65535", field, p)
+	}
+	return nil
+}
+
+// CheckDataDir checks a config's data_dir field: empty (the default) or absolute.
+func CheckDataDir(d string) error {
+	if d != "" && !filepath.IsAbs(d) {
+		return fmt.Errorf("data_dir %q: must be an absolute path (default: the instance's results dir)", d)
+	}
+	return nil
+}
+
+// DataDir is the configured data directory, or <instance results dir>/data.
+func DataDir(env Env, configured string) string {
+	if configured != "" {
+		return configured
+	}
+	return filepath.Join(env.OutDir, "data")
+}
+
+// host is a node's address, else its name (which every node resolves).
+func (env Env) host(node string) string {
+	if a := env.Nodes[node]; a != "" {
+		return a
+	}
+	return node
+}
+
+// AdvertisedURL is the http URL other nodes reach this instance's port at.
+func (env Env) AdvertisedURL(port int) string {
+	return "http://" + net.JoinHostPort(env.host(env.Node), strconv.Itoa(port))
+}
+
+// MemberURLs maps every component for which member reports a port (the members of the caller's
+// cluster, typically: same kind, same cluster name) to the http URL of that port at its node.
+func (env Env) MemberURLs(member func(name string, c Component) (port int, ok bool)) map[string]string {
+	out := map[string]string{}
+	for name, c := range env.Components {
+		port, ok := member(name, c)
+		if !ok {
+			continue
+		}
+		out[name] = "http://" + net.JoinHostPort(env.host(c.Node), strconv.Itoa(port))
+	}
+	return out
+}
+
+// InitialCluster renders members as etcd's --initial-cluster (name=url,...), in name order.
+func InitialCluster(members map[string]string) string {
+	names := make([]string, 0, len(members))
+	for n := range members {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + members[n]
+	}
+	return strings.Join(parts, ",")
+}

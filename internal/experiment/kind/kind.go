@@ -1,0 +1,272 @@
+// Package kind is what a system implements to take part in experiments: a Kind (a component
+// deployed on a node, or a workload that drives components), the Env its instance runs in, the
+// Command the testbed starts, the Endpoints a component serves, and the registry kinds add
+// themselves to from their system's scenario package (see internal/systems/install).
+//
+// It is a leaf: it imports neither the runner nor the report nor any system, so a system's
+// adapter depends on it and the runner depends on it, never on each other.
+package kind
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Role says whether a kind is a component (a server deployed on a node) or a workload (a client
+// that drives components and measures them).
+type Role string
+
+const (
+	RoleComponent Role = "component"
+	RoleWorkload  Role = "workload"
+)
+
+// DefaultOverrun is how long a workload may run past the run's duration when its kind does not
+// say (Kind.Overrun): its request timeout and the time to write its outputs.
+const DefaultOverrun = 30 * time.Second
+
+// Kind is a component or workload type a scenario can name. Kinds register themselves in init()
+// with Register; the runner only talks to this interface, so adding a kind never touches it.
+type Kind struct {
+	Name    string
+	Role    Role
+	Summary string
+	// NewConfig returns a pointer to the kind's config struct, pre-filled with defaults. The
+	// scenario's `config:` mapping is decoded into it strictly (unknown fields are errors).
+	NewConfig func() any
+	// Validate checks a decoded config beyond types (ranges, required fields). Optional.
+	Validate func(cfg any) error
+	// Command builds the process the testbed starts on the instance's node. It must not start
+	// anything itself: `continuum run --check` calls it to validate a scenario.
+	Command func(env Env, cfg any) (Command, error)
+	// Endpoints lists what a component serves (for components; optional). Workloads find the
+	// component they drive through them, the scenario checker finds port clashes on a node, and
+	// a service declaration without a port takes the first one.
+	Endpoints func(cfg any) []Endpoint
+	// Set applies a run-time change (a "set" event) to a running instance. Optional: nil means the
+	// kind cannot be changed at run time. change is the event's `config:` mapping.
+	Set func(ctx context.Context, env Env, cfg any, change *yaml.Node) error
+	// Overrun is how long a workload may need past the run's duration (a load phase before it
+	// starts measuring, its request timeout, writing its outputs). Optional: DefaultOverrun.
+	Overrun func(cfg any) time.Duration
+	// Metrics reads what the kind's instances reported about themselves during a finished run
+	// (structured files in their output directories, never their log lines), as metric -> field
+	// -> value like the workloads' stats, for summary.json. Optional; called once per run with
+	// all instances of the kind.
+	Metrics func(out RunOutput) map[string]map[string]float64
+}
+
+// Well-known endpoint protocols. A kind may use others; a workload asks for the ones it speaks.
+const (
+	ProtocolHTTP   = "http"
+	ProtocolEtcdV3 = "etcd-v3" // etcd's v3 gRPC API (etcd, continuum kv)
+	ProtocolRedis  = "redis"
+	ProtocolKafka  = "kafka"
+)
+
+// Endpoint is a port a component serves, named ("client", "peer", "admin") and typed by the
+// protocol spoken there.
+type Endpoint struct {
+	Name     string
+	Protocol string
+	Port     int
+}
+
+// RunOutput is what a finished run left for a kind's Metrics.
+type RunOutput struct {
+	T0        time.Time    // wall time the run's clock (events' At) started
+	Events    []FiredEvent // the events that fired without error, in order
+	Instances []InstanceOutput
+}
+
+// InstanceOutput is one instance's output of a run.
+type InstanceOutput struct {
+	Name, Node string
+	Config     any    // the decoded config (read only)
+	Log        string // path of its stderr log (for people; Metrics reads OutDir)
+	OutDir     string
+}
+
+// FiredEvent is an event of events.csv that fired without error.
+type FiredEvent struct {
+	At     time.Duration // from RunOutput.T0
+	Action string
+	Target string
+}
+
+// Component is what an instance knows about another component of the run.
+type Component struct {
+	Node      string
+	Kind      string
+	Config    any // decoded (read only)
+	Endpoints []Endpoint
+}
+
+// Env is what a kind knows about where its instance runs.
+type Env struct {
+	Instance string            // instance name from the scenario
+	Node     string            // node the instance runs on
+	Nodes    map[string]string // node name -> IPv4 address (names also resolve inside every node)
+	// Components are the run's component instances by name, for workloads that target them and
+	// members that find their cluster.
+	Components map[string]Component
+	OutDir     string // per-instance results directory (workloads write their files here)
+	Binary     string // absolute path of the continuum binary
+	Seed       int64
+	Duration   time.Duration // run duration, warm-up included
+	Warmup     time.Duration
+	// Dial opens a connection from inside the instance's node (for Set and readiness checks).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Testbed is the name of the run's testbed and StateDir the directory of its state and
+	// control socket, for components that talk to the testbed (the proxy's discovery).
+	Testbed  string
+	StateDir string
+}
+
+// Command is a process to start inside a node.
+type Command struct {
+	Args []string // Args[0] is the program (absolute path or looked up in PATH)
+	Env  []string // extra KEY=VALUE entries
+	Dir  string   // working directory (default: the instance's results dir)
+	// DataDirs are directories whose size the samplers report as the instance's disk usage.
+	DataDirs []string
+	// ReadyAddr, if set, is a host:port inside the node that accepts TCP connections once the
+	// instance is ready; the runner waits for it before starting workloads.
+	ReadyAddr string
+}
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]*Kind{}
+)
+
+// Register adds a kind; it panics on a duplicate name or a missing field (a programming error).
+func Register(k *Kind) {
+	if k.Name == "" || k.NewConfig == nil || k.Command == nil || (k.Role != RoleComponent && k.Role != RoleWorkload) {
+		panic(fmt.Sprintf("kind.Register: incomplete kind %q", k.Name))
+	}
+	if k.Role == RoleWorkload && k.Endpoints != nil {
+		panic(fmt.Sprintf("kind.Register: workload %q declares endpoints; only components serve", k.Name))
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[k.Name]; dup {
+		panic(fmt.Sprintf("kind.Register: duplicate kind %q", k.Name))
+	}
+	registry[k.Name] = k
+}
+
+// Lookup returns the registered kind with that name.
+func Lookup(name string) (*Kind, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	k, ok := registry[name]
+	return k, ok
+}
+
+// Names lists the registered kinds of a role, sorted, for error messages and help.
+func Names(role Role) []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	var names []string
+	for n, k := range registry {
+		if k.Role == role {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// All returns every registered kind, sorted by name.
+func All() []*Kind {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]*Kind, 0, len(registry))
+	for _, k := range registry {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// EndpointsOf is k's endpoints for cfg (none when the kind declares none).
+func (k *Kind) EndpointsOf(cfg any) []Endpoint {
+	if k == nil || k.Endpoints == nil {
+		return nil
+	}
+	return k.Endpoints(cfg)
+}
+
+// OverrunOf is how long an instance of k may run past the run's duration.
+func (k *Kind) OverrunOf(cfg any) time.Duration {
+	if k == nil || k.Overrun == nil {
+		return DefaultOverrun
+	}
+	return k.Overrun(cfg)
+}
+
+// Component returns component instance name, or an error listing the components there are.
+func (env Env) Component(name string) (Component, error) {
+	if c, ok := env.Components[name]; ok {
+		return c, nil
+	}
+	names := make([]string, 0, len(env.Components))
+	for n := range env.Components {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return Component{}, fmt.Errorf("unknown component %q (components: %s)", name, strings.Join(names, ", "))
+}
+
+// Endpoint finds where a workload reaches component name: the first of its endpoints that
+// speaks one of protocols (or, with port > 0, the endpoint on that port, which must speak one
+// of them when the component declares it). It returns the component's node name, which every
+// node resolves, and the endpoint; the error names what the component serves instead.
+func (env Env) Endpoint(name string, port int, protocols ...string) (string, Endpoint, error) {
+	c, err := env.Component(name)
+	if err != nil {
+		return "", Endpoint{}, err
+	}
+	speaks := func(p string) bool {
+		for _, want := range protocols {
+			if p == want {
+				return true
+			}
+		}
+		return false
+	}
+	for _, ep := range c.Endpoints {
+		if port > 0 && ep.Port != port {
+			continue
+		}
+		if speaks(ep.Protocol) {
+			return c.Node, ep, nil
+		}
+	}
+	if port > 0 && len(c.Endpoints) == 0 {
+		// A component that declares nothing: trust the scenario's port.
+		return c.Node, Endpoint{Name: "port", Protocol: protocols[0], Port: port}, nil
+	}
+	var serves []string
+	for _, ep := range c.Endpoints {
+		serves = append(serves, fmt.Sprintf("%s on %d", ep.Protocol, ep.Port))
+	}
+	what := "serves " + strings.Join(serves, ", ")
+	if len(serves) == 0 {
+		what = "declares no endpoints"
+	}
+	if port > 0 {
+		return "", Endpoint{}, fmt.Errorf("component %q (kind %s) has no %s endpoint on port %d: it %s",
+			name, c.Kind, strings.Join(protocols, " or "), port, what)
+	}
+	return "", Endpoint{}, fmt.Errorf("component %q (kind %s) has no %s endpoint: it %s",
+		name, c.Kind, strings.Join(protocols, " or "), what)
+}

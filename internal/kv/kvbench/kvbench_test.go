@@ -1,0 +1,129 @@
+package kvbench
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
+	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
+)
+
+func needBinaries(t *testing.T) {
+	t.Helper()
+	for _, find := range []func(string) (string, error){baselines.EtcdBinary, baselines.RedisBinary} {
+		if _, err := find(""); err != nil {
+			if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
+				t.Fatal(err)
+			}
+			t.Skip(err)
+		}
+	}
+}
+
+// TestQuickBenchEtcdRedis runs the --quick benchmark against real etcd and Redis, plus a kv
+// whose binary does not exist, which must be reported as not measured without stopping the
+// others.
+func TestQuickBenchEtcdRedis(t *testing.T) {
+	needBinaries(t)
+	cfg := DefaultConfig(true)
+	cfg.Stores = []string{kvtarget.KindKV, kvtarget.KindEtcd, kvtarget.KindRedis}
+	cfg.ContinuumBin = "/nonexistent/continuum"
+	cfg.RecordCount, cfg.Rates, cfg.SweepAtLeast = 500, []float64{500, 1000}, 1000
+	cfg.StepDuration, cfg.Warmup, cfg.ClosedDuration = time.Second, 200*time.Millisecond, time.Second
+	cfg.FootprintRecords = 1500
+	cfg.Dir = t.TempDir()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Stores) != 3 || res.Stores[0].Error == "" {
+		t.Fatalf("kv with a missing binary: %+v", res.Stores[0])
+	}
+	for _, sr := range res.Stores[1:] {
+		if sr.Error != "" {
+			t.Fatalf("%s: %s", sr.Store, sr.Error)
+		}
+		if len(sr.Sweep) != 2 || sr.Closed == nil || sr.Closed.ThroughputRPS <= 0 {
+			t.Errorf("%s: sweep %d steps, closed %+v", sr.Store, len(sr.Sweep), sr.Closed)
+		}
+		for _, s := range sr.Sweep {
+			if s.Errors != 0 || s.Ops[ycsb.OpRead].OK == 0 || s.Ops[ycsb.OpUpdate].OK == 0 {
+				t.Errorf("%s at %.0f: %+v", sr.Store, s.Rate, s)
+			}
+		}
+		if sr.RSSLoaded <= 0 || sr.DiskLoaded <= 0 || sr.LoadInsertsPS <= 0 {
+			t.Errorf("%s: rss %d disk %d load %v", sr.Store, sr.RSSLoaded, sr.DiskLoaded, sr.LoadInsertsPS)
+		}
+		if sr.FootprintRecords != 1500 || sr.RSSFootprint <= 0 || sr.DiskFootprint <= 0 {
+			t.Errorf("%s: footprint at %d keys: rss %d disk %d", sr.Store, sr.FootprintRecords, sr.RSSFootprint, sr.DiskFootprint)
+		}
+	}
+	md := Markdown(res, "continuum bench kv --quick", "test machine", "abc123")
+	for _, want := range []string{"continuum bench kv --quick", "| etcd | 500 |", "| redis | 1000 |",
+		"**kv not measured**", "kv >= 3x etcd's highest rate with p99 <= 10 ms: **not evaluated**", "raw results (JSON)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+}
+
+// The verdicts follow from the numbers, including the sweep's stop rule.
+func TestKVGoalsVerdicts(t *testing.T) {
+	step := func(rate, p50 float64, ok bool) Step {
+		return Step{Rate: rate, Sustained: ok, Ops: map[string]OpStats{"read": {P50: p50}, "update": {P50: p50}}}
+	}
+	res := &Result{Config: DefaultConfig(false), Stores: []StoreResult{
+		{Store: "kv", MaxSustained: 35000, Sweep: []Step{step(2000, 0.5, true), step(5000, 0.6, true)}, RSSPerMillion: 100, DiskPerMillion: 50},
+		{Store: "etcd", MaxSustained: 10000, Sweep: []Step{step(2000, 0.8, true), step(5000, 0.9, true)}, RSSPerMillion: 200, DiskPerMillion: 100},
+		{Store: "redis", MaxSustained: 50000},
+	}}
+	g := strings.Join(goals(res), "\n")
+	for _, want := range []string{"ratio 3.50x: **met**", "kv p50 at 5k/s <= etcd's: read kv 0.60 ms vs etcd 0.90 ms; update kv 0.60 ms vs etcd 0.90 ms: **met**",
+		"kv 35000 ops/s, Redis 50000 ops/s: **met**", "(0.50x)"} {
+		if !strings.Contains(g, want) {
+			t.Errorf("goals lack %q:\n%s", want, g)
+		}
+	}
+	res.Stores[0].MaxSustained = 20000
+	if g := strings.Join(goals(res), "\n"); !strings.Contains(g, "ratio 2.00x: **not met**") || !strings.Contains(g, "Redis 50000 ops/s: **not met**") {
+		t.Errorf("lower kv rate:\n%s", g)
+	}
+}
+
+func TestKVBenchConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		change func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.Stores = nil }, "stores"},
+		{func(c *Config) { c.Stores = []string{"mongo"} }, "mongo"},
+		{func(c *Config) { c.Rates = []float64{5000, 2000} }, "ascending"},
+		{func(c *Config) { c.Workload = "z" }, "workload"},
+		{func(c *Config) { c.Warmup = c.StepDuration }, "warm-up"},
+		{func(c *Config) { c.RedisFsync = "no" }, "appendfsync"},
+		{func(c *Config) { c.FootprintRecords = -1 }, "footprint records"},
+	} {
+		cfg := DefaultConfig(false)
+		c.change(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want an error about %s, got %v", c.want, err)
+		}
+	}
+}
+
+// LoadYCSB waits for a target that is not up yet, within its deadline.
+func TestLoadYCSBTargetDown(t *testing.T) {
+	cfg := LoadConfig{Target: kvtarget.Target{Kind: kvtarget.KindRedis, Endpoints: []string{"127.0.0.1:1"}},
+		YCSB: ycsb.DefaultConfig(), ReadyTimeout: 300 * time.Millisecond}
+	cfg.YCSB.Log = io.Discard
+	start := time.Now()
+	_, err := LoadYCSB(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "not answering") || time.Since(start) > 5*time.Second {
+		t.Errorf("%v after %v", err, time.Since(start))
+	}
+}

@@ -1,0 +1,85 @@
+package kvbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
+	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
+)
+
+// LoadConfig is `continuum load ycsb`'s configuration.
+type LoadConfig struct {
+	Target kvtarget.Target
+	// Conns is the client's connections (kvtarget.Options); 0 picks a default for the kind
+	// and the concurrency.
+	Conns int
+	YCSB  ycsb.Config
+	// ReadyTimeout bounds the wait for the target to answer before the first phase (default
+	// 30 s): a server that accepts connections may not serve yet.
+	ReadyTimeout time.Duration
+}
+
+// LoadYCSB connects to the target, waits until it answers, and runs the YCSB phases.
+func LoadYCSB(ctx context.Context, cfg LoadConfig) (*ycsb.Result, error) {
+	if err := cfg.Target.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.YCSB.Validate(); err != nil {
+		return nil, err
+	}
+	st, err := kvtarget.Open(cfg.Target, kvtarget.Options{Conns: conns(cfg.Target.Kind, cfg.Conns, cfg.YCSB.Run.Clients)})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	if err := waitReady(ctx, st, cfg.ReadyTimeout); err != nil {
+		return nil, fmt.Errorf("target %s: %w", cfg.Target, err)
+	}
+	return ycsb.Run(ctx, cfg.YCSB, st)
+}
+
+// conns picks the client's connection count: etcd multiplexes requests over a few gRPC
+// connections; Redis needs a connection per request in flight, so its pool covers the
+// closed-loop clients.
+func conns(kind string, explicit, clients int) int {
+	if explicit > 0 {
+		return explicit
+	}
+	if kind == kvtarget.KindRedis {
+		return max(64, clients)
+	}
+	return 8
+}
+
+// waitReady reads a key until the store answers (a miss is an answer).
+func waitReady(ctx context.Context, st kvtarget.Store, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := st.Read(rctx, "ycsb-ready-probe")
+		cancel()
+		if err == nil || loadgen.ClassifyError(err) == kvtarget.ErrNotFoundType {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not answering after %v: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+var errNoStores = errors.New("stores: name at least one of kv, etcd, redis")

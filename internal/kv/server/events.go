@@ -1,0 +1,75 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/kv/replication"
+)
+
+// EventCaughtUp is the "event" of an events-file line written when this member, after its
+// stream to a peer (re)opened, holds everything that peer held at that moment.
+const EventCaughtUp = "caught_up"
+
+// Event is one line of the --events-file: a JSON object per replication event, for tools that
+// measure a member from outside (the testbed's convergence figures) without parsing its logs.
+type Event struct {
+	Event  string `json:"event"`
+	Member string `json:"member"`
+	Peer   string `json:"peer,omitempty"`
+	// ReconnectAt is when the peer's stream opened, CaughtUpAt when this member held what the
+	// peer held then (wall clock, RFC 3339 with nanoseconds).
+	ReconnectAt        time.Time `json:"reconnect_at,omitzero"`
+	CaughtUpAt         time.Time `json:"caught_up_at,omitzero"`
+	DisconnectedForS   float64   `json:"disconnected_for_s,omitempty"`
+	ChangesSinceReopen uint64    `json:"changes,omitempty"`
+}
+
+// eventLog appends Events to a file, one write per line so that a killed member leaves only
+// whole lines behind.
+type eventLog struct {
+	mu     sync.Mutex
+	f      *os.File
+	member string
+}
+
+func openEventLog(path, member string) (*eventLog, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("--events-file: %w", err)
+	}
+	return &eventLog{f: f, member: member}, nil
+}
+
+// caughtUp records a replication catch-up; it is replication.Config.OnCatchUp.
+func (l *eventLog) caughtUp(c replication.CatchUp) {
+	l.write(Event{Event: EventCaughtUp, Member: l.member, Peer: c.Peer, ReconnectAt: c.ReconnectAt.UTC(),
+		CaughtUpAt: c.CaughtUpAt.UTC(), DisconnectedForS: c.DisconnectedFor.Seconds(), ChangesSinceReopen: c.Changes})
+}
+
+func (l *eventLog) write(e Event) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		_, _ = l.f.Write(append(b, '\n'))
+	}
+}
+
+func (l *eventLog) close() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+}
