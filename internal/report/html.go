@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"os"
 	"path/filepath"
+
+	"github.com/continuum-project/continuum/internal/report/chart"
 )
 
 // Render loads the results directory dir and writes report.html and summary.md into it.
@@ -59,7 +61,7 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"num": formatNum,
+	"num": chart.FormatNum,
 	"statusClass": func(s string) string {
 		switch s {
 		case "ok":

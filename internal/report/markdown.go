@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/continuum-project/continuum/internal/report/chart"
 )
 
 // markdown renders summary.md: the summary tables, the runs and their events, for terminals and
@@ -96,7 +98,7 @@ func markdown(p *page) string {
 			b.WriteString("No events.\n")
 		}
 		for _, e := range s.Events {
-			fmt.Fprintf(&b, "- %s s: %s", formatNum(e.T), mdEsc(e.Label()))
+			fmt.Fprintf(&b, "- %s s: %s", chart.FormatNum(e.T), mdEsc(e.Label()))
 			if e.Detail != "" {
 				fmt.Fprintf(&b, " (%s)", mdEsc(e.Detail))
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/continuum-project/continuum/internal/report/chart"
 )
 
 // page is everything the HTML and Markdown templates show, computed once from Results.
@@ -17,7 +19,7 @@ type page struct {
 	Missing    []string
 	Tables     []summaryTable
 	QoS        *qosView // nil unless a workload had a QoS latency
-	Sweep      []figure
+	Sweep      []chart.Figure
 	Sections   []runSection
 	MultiRun   bool
 	LatHeaders []string
@@ -37,13 +39,13 @@ type runSection struct {
 	Missing   []string
 	Events    []Event
 	Workloads []workloadSection
-	Nodes     []figure
+	Nodes     []chart.Figure
 	NodesNote string
 }
 
 type workloadSection struct {
 	Name    string
-	Figures []figure
+	Figures []chart.Figure
 	Errors  []ErrorCount
 }
 
@@ -88,7 +90,7 @@ func buildRunSection(r *Run, first bool, palette map[string]string) runSection {
 	}
 	for _, w := range r.Workloads {
 		ws := workloadSection{Name: w.Name, Errors: errorRows(w)}
-		ws.Figures = []figure{cdfFigure(r, w), latencyTimeFigure(r, w), throughputFigure(r, w)}
+		ws.Figures = []chart.Figure{cdfFigure(r, w), latencyTimeFigure(r, w), throughputFigure(r, w)}
 		ws.Figures = append(ws.Figures, instanceFigures(r, w, palette)...)
 		s.Workloads = append(s.Workloads, ws)
 	}
@@ -126,7 +128,7 @@ func seconds(v float64) string {
 	if v == 0 {
 		return "0 s"
 	}
-	return formatNum(v) + " s"
+	return chart.FormatNum(v) + " s"
 }
 
 func orDash(s string) string {

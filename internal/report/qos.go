@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/continuum-project/continuum/internal/report/chart"
 )
 
 // The QoS part of the report, shown whenever the data exists: a workload with a QoS latency
@@ -64,7 +66,7 @@ type qosView struct {
 	Swept   []string // swept parameter paths: the table's first columns
 	Headers []string // their last path element, as column headers
 	Rows    []qosRow
-	Figures []figure
+	Figures []chart.Figure
 	Note    string
 }
 
@@ -168,7 +170,7 @@ func buildQoS(res *Results, palette map[string]string) *qosView {
 			for _, r := range g.runs {
 				ids = append(ids, r.ID)
 			}
-			row := qosRow{Params: g.params, Series: s, Runs: strings.Join(ids, ", "), LatencyMS: formatNum(m["latency_ms"].Mean),
+			row := qosRow{Params: g.params, Series: s, Runs: strings.Join(ids, ", "), LatencyMS: chart.FormatNum(m["latency_ms"].Mean),
 				MeanMS: aggCell(m["mean_ms"]), WithinPct: aggCell(m["within_pct"]), Requests: aggCell(m["total"])}
 			v.Rows = append(v.Rows, row)
 		}
@@ -252,19 +254,19 @@ func rangeShares(w *Workload, series string, st SeriesStats) ([]float64, bool) {
 	above := math.Max(ok-within, 0)
 	split := func(x, lo, hi float64) float64 { // successes in (lo, x], bounded by the exact totals
 		v := shareBelow(pts, x)
-		if !finite(v) {
+		if !chart.Finite(v) {
 			return math.NaN()
 		}
 		return math.Min(math.Max(v*ok-lo, 0), hi)
 	}
 	b1 := split(q.LatencyMS/4, 0, within)
 	b2 := split(q.LatencyMS*5/8, 0, within)
-	if !finite(b1) || !finite(b2) { // no CDF: all of it in the last range below the limit
+	if !chart.Finite(b1) || !chart.Finite(b2) { // no CDF: all of it in the last range below the limit
 		b1, b2 = 0, 0
 	}
 	b2 = math.Max(b2, b1)
 	b4 := split(q.LatencyMS*1.5, within, above)
-	if !finite(b4) {
+	if !chart.Finite(b4) {
 		b4 = 0
 	}
 	vals := []float64{b1, b2 - b1, within - b2, b4, above - b4, math.Max(q.Total-ok, 0)}
@@ -277,7 +279,7 @@ func rangeShares(w *Workload, series string, st SeriesStats) ([]float64, bool) {
 var rangeColors = []string{"#1a9850", "#66bd63", "#a6d96a", "#fdae61", "#f46d43", "#a50026"}
 
 func rangeNames(q float64) []string {
-	f := formatNum
+	f := chart.FormatNum
 	return []string{
 		fmt.Sprintf("≤ %s ms", f(q/4)), fmt.Sprintf("%s–%s ms", f(q/4), f(q*5/8)), fmt.Sprintf("%s–%s ms", f(q*5/8), f(q)),
 		fmt.Sprintf("%s–%s ms", f(q), f(q*1.5)), fmt.Sprintf("> %s ms", f(q*1.5)), "failed",
@@ -286,7 +288,7 @@ func rangeNames(q float64) []string {
 
 // rangesFigure is the seed's response-time distribution: one bar per sweep combination, split
 // into ranges around the requirement (the mean over the combination's runs).
-func rangesFigure(groups []qosGroup, name string) figure {
+func rangesFigure(groups []qosGroup, name string) chart.Figure {
 	var q float64
 	var cats []string
 	var per [][]float64
@@ -317,21 +319,21 @@ func rangesFigure(groups []qosGroup, name string) figure {
 		cats = append(cats, g.label)
 		per = append(per, sum)
 	}
-	c := &stackedBarChart{XLabel: "configuration", YLabel: "requests (%)", Categories: cats, Unit: "%", Percent: true}
+	c := &chart.StackedBars{XLabel: "configuration", YLabel: "requests (%)", Categories: cats, Unit: "%", Percent: true}
 	for i, rn := range rangeNames(q) {
-		st := stack{Name: rn, Color: rangeColors[i]}
+		st := chart.Stack{Name: rn, Color: rangeColors[i]}
 		for _, p := range per {
 			st.Values = append(st.Values, p[i])
 		}
 		c.Stacks = append(c.Stacks, st)
 	}
-	caption := fmt.Sprintf("Response-time distribution of %s per configuration: share of all requests after the warm-up in each range around the %s ms requirement (green: within it); failed requests on top. From stats.json's counts (results without them: interpolated from percentiles.csv); with repeats, the mean over runs.", name, formatNum(q))
-	return newFigure("qos-ranges-"+slug(name), "qos-ranges", caption, c.SVG())
+	caption := fmt.Sprintf("Response-time distribution of %s per configuration: share of all requests after the warm-up in each range around the %s ms requirement (green: within it); failed requests on top. From stats.json's counts (results without them: interpolated from percentiles.csv); with repeats, the mean over runs.", name, chart.FormatNum(q))
+	return chart.NewFigure("qos-ranges-"+slug(name), "qos-ranges", caption, c.SVG())
 }
 
 // qosCDFFigure overlays the latency CDFs of the configurations, the requirement marked.
-func qosCDFFigure(groups []qosGroup, name string) figure {
-	c := &lineChart{ID: "qos-cdf-" + slug(name), XLabel: "response time (ms)", YLabel: "percentile of successful requests (%)", YMax: fp(100)}
+func qosCDFFigure(groups []qosGroup, name string) chart.Figure {
+	c := &chart.Line{ID: "qos-cdf-" + slug(name), XLabel: "response time (ms)", YLabel: "percentile of successful requests (%)", YMax: chart.Fp(100)}
 	var q float64
 	lo, hi := math.Inf(1), 0.0
 	i := 0
@@ -348,13 +350,13 @@ func qosCDFFigure(groups []qosGroup, name string) figure {
 			if len(g.runs) > 1 {
 				label += fmt.Sprintf(" (run %s)", r.ID)
 			}
-			sr := series{Name: label, Color: color(i)}
+			sr := chart.Series{Name: label, Color: chart.Color(i)}
 			if k > 0 {
 				sr.Dash = true
 			}
 			for _, p := range percentilesOf(w, sname) {
-				pp := pt(p.LatencyMS, p.Percentile)
-				pp.Tip = fmt.Sprintf("p%s = %s ms", formatNum(p.Percentile), formatNum(p.LatencyMS))
+				pp := chart.Pt(p.LatencyMS, p.Percentile)
+				pp.Tip = fmt.Sprintf("p%s = %s ms", chart.FormatNum(p.Percentile), chart.FormatNum(p.LatencyMS))
 				sr.Points = append(sr.Points, pp)
 				if p.LatencyMS > 0 {
 					lo, hi = math.Min(lo, p.LatencyMS), math.Max(hi, p.LatencyMS)
@@ -367,13 +369,13 @@ func qosCDFFigure(groups []qosGroup, name string) figure {
 		i++
 	}
 	if q > 0 {
-		c.Markers = []marker{{X: q, Label: "QoS " + formatNum(q) + " ms"}}
+		c.Markers = []chart.Marker{{X: q, Label: "QoS " + chart.FormatNum(q) + " ms"}}
 	}
 	if hi/lo > 100 {
 		c.XLog = true
 	}
 	caption := fmt.Sprintf("Response-time CDF of %s per configuration, from percentiles.csv (successful requests after the warm-up); the dashed vertical is the requirement. Read: y%% of the successful requests took at most x ms.", name)
-	return newFigure(c.ID, "qos-cdf", caption, c.SVG())
+	return chart.NewFigure(c.ID, "qos-cdf", caption, c.SVG())
 }
 
 // instancePalette gives every instance seen in the results one colour for the whole page
@@ -408,7 +410,7 @@ func instanceColors(names []string) map[string]string {
 			out[n] = "#9d9d9d"
 			continue
 		}
-		out[n] = color(i)
+		out[n] = chart.Color(i)
 		i++
 	}
 	return out
@@ -430,7 +432,7 @@ func orderedInstances(set map[string]bool) []string {
 
 // instanceShareByGroupFigure is the seed's "processing instance distribution": per
 // configuration, the share of requests each instance served (stats.json, after the warm-up).
-func instanceShareByGroupFigure(groups []qosGroup, name string, colors map[string]string) (figure, bool) {
+func instanceShareByGroupFigure(groups []qosGroup, name string, colors map[string]string) (chart.Figure, bool) {
 	set := map[string]bool{}
 	var cats []string
 	var per []map[string]float64
@@ -457,26 +459,26 @@ func instanceShareByGroupFigure(groups []qosGroup, name string, colors map[strin
 		per = append(per, sum)
 	}
 	if len(set) == 0 {
-		return figure{}, false
+		return chart.Figure{}, false
 	}
 	names := orderedInstances(set)
-	c := &stackedBarChart{XLabel: "configuration", YLabel: "requests (%)", Categories: cats, Unit: "%", Percent: true}
+	c := &chart.StackedBars{XLabel: "configuration", YLabel: "requests (%)", Categories: cats, Unit: "%", Percent: true}
 	for _, inst := range names {
-		st := stack{Name: inst, Color: colors[inst]}
+		st := chart.Stack{Name: inst, Color: colors[inst]}
 		for _, p := range per {
 			st.Values = append(st.Values, p[inst])
 		}
 		c.Stacks = append(c.Stacks, st)
 	}
 	caption := fmt.Sprintf("Share of the requests of %s served by each instance, per configuration (after the warm-up, from the X-Continuum-Instance answers counted in stats.json); %s: requests no instance answered.", name, noInstance)
-	return newFigure("instance-share-"+slug(name), "instance-share", caption, c.SVG()), true
+	return chart.NewFigure("instance-share-"+slug(name), "instance-share", caption, c.SVG()), true
 }
 
 // instanceFigures are a run's per-instance charts of one workload: the share of requests per
 // instance over time (stacked, events marked) and per phase between events, for every series
 // with instances; plus the % of requests within QoS per second when the workload had a QoS latency.
-func instanceFigures(run *Run, w *Workload, palette map[string]string) []figure {
-	var figs []figure
+func instanceFigures(run *Run, w *Workload, palette map[string]string) []chart.Figure {
+	var figs []chart.Figure
 	bySeries := map[string][]InstancePoint{}
 	var order []string
 	for _, p := range w.Instances {
@@ -506,7 +508,7 @@ func binWidth(run *Run, pts []InstancePoint) float64 {
 	return math.Max(1, math.Ceil(end/60))
 }
 
-func shareTimeFigure(run *Run, w *Workload, s string, pts []InstancePoint, colors map[string]string) figure {
+func shareTimeFigure(run *Run, w *Workload, s string, pts []InstancePoint, colors map[string]string) chart.Figure {
 	bw := binWidth(run, pts)
 	set := map[string]bool{}
 	bins := map[int]map[string]float64{}
@@ -521,14 +523,14 @@ func shareTimeFigure(run *Run, w *Workload, s string, pts []InstancePoint, color
 		maxBin = max(maxBin, b)
 	}
 	names := orderedInstances(set)
-	c := &lineChart{ID: "share-" + run.ID + "-" + w.Name + "-" + slug(s), XLabel: "time since start (s)", YLabel: "share of requests (%)",
-		YMax: fp(100), Markers: runMarkers(run), Bands: runBands(run)}
+	c := &chart.Line{ID: "share-" + run.ID + "-" + w.Name + "-" + slug(s), XLabel: "time since start (s)", YLabel: "share of requests (%)",
+		YMax: chart.Fp(100), Markers: runMarkers(run), Bands: runBands(run)}
 	timeDomain(c, run)
 	// Layers are cumulative from the bottom (first instance) up, each filled from the layer
 	// below it (Lo) to its own top.
-	layers := make([]series, len(names))
+	layers := make([]chart.Series, len(names))
 	for i, n := range names {
-		layers[i] = series{Name: n, Color: colors[n], Style: styleArea}
+		layers[i] = chart.Series{Name: n, Color: colors[n], Style: chart.StyleArea}
 	}
 	for b := 0; b <= maxBin; b++ {
 		total := 0.0
@@ -545,21 +547,21 @@ func shareTimeFigure(run *Run, w *Workload, s string, pts []InstancePoint, color
 			// A bin is drawn as a flat step over its width, so shares do not seem to drift
 			// between bins.
 			for _, x := range []float64{float64(b) * bw, float64(b+1) * bw} {
-				p := pt(x, y)
+				p := chart.Pt(x, y)
 				p.Lo = lo
-				p.Tip = fmt.Sprintf("t=%s–%ss %s: %s%%", formatNum(float64(b)*bw), formatNum(float64(b+1)*bw), n, formatNum(100*bins[b][n]/math.Max(total, 1)))
+				p.Tip = fmt.Sprintf("t=%s–%ss %s: %s%%", chart.FormatNum(float64(b)*bw), chart.FormatNum(float64(b+1)*bw), n, chart.FormatNum(100*bins[b][n]/math.Max(total, 1)))
 				layers[i].Points = append(layers[i].Points, p)
 			}
 		}
 	}
 	c.Series = layers
-	caption := fmt.Sprintf("Share of the requests of %s/%s served by each instance over time (run %s), stacked, in %s s bins by intended send time, from instances.csv; dashed verticals are events.", w.Name, s, run.ID, formatNum(bw))
-	return newFigure(c.ID, "instance-share-time", caption, c.SVG())
+	caption := fmt.Sprintf("Share of the requests of %s/%s served by each instance over time (run %s), stacked, in %s s bins by intended send time, from instances.csv; dashed verticals are events.", w.Name, s, run.ID, chart.FormatNum(bw))
+	return chart.NewFigure(c.ID, "instance-share-time", caption, c.SVG())
 }
 
 // sharePhaseFigure splits the run at its events (T0 = start, Ti = the i-th event) and shows the
 // share per instance in each phase: the seed's distribution per time range.
-func sharePhaseFigure(run *Run, w *Workload, s string, pts []InstancePoint, colors map[string]string) figure {
+func sharePhaseFigure(run *Run, w *Workload, s string, pts []InstancePoint, colors map[string]string) chart.Figure {
 	bounds := []float64{0}
 	cats := []string{"T0 start"}
 	for i, e := range run.Events {
@@ -580,9 +582,9 @@ func sharePhaseFigure(run *Run, w *Workload, s string, pts []InstancePoint, colo
 		set[p.Instance] = true
 	}
 	names := orderedInstances(set)
-	c := &stackedBarChart{XLabel: "phase (from the event that starts it)", YLabel: "share of requests (%)", Categories: cats, Unit: "%", Percent: true}
+	c := &chart.StackedBars{XLabel: "phase (from the event that starts it)", YLabel: "share of requests (%)", Categories: cats, Unit: "%", Percent: true}
 	for _, n := range names {
-		st := stack{Name: n, Color: colors[n]}
+		st := chart.Stack{Name: n, Color: colors[n]}
 		for ph := range bounds {
 			v := 0.0
 			if totals[ph] > 0 {
@@ -593,22 +595,22 @@ func sharePhaseFigure(run *Run, w *Workload, s string, pts []InstancePoint, colo
 		c.Stacks = append(c.Stacks, st)
 	}
 	caption := fmt.Sprintf("Share of the requests of %s/%s per instance in each phase of run %s: T0 is the start, Ti begins at the i-th event (warm-up included), from instances.csv.", w.Name, s, run.ID)
-	return newFigure("phases-"+run.ID+"-"+w.Name+"-"+slug(s), "instance-share-phases", caption, c.SVG())
+	return chart.NewFigure("phases-"+run.ID+"-"+w.Name+"-"+slug(s), "instance-share-phases", caption, c.SVG())
 }
 
 // qosTimeFigure is the % of requests within the QoS latency per second, events marked.
-func qosTimeFigure(run *Run, w *Workload) (figure, bool) {
-	c := &lineChart{ID: "qos-time-" + run.ID + "-" + w.Name, XLabel: "time since start (s)", YLabel: "requests within QoS (%)",
-		YMax: fp(100), Markers: runMarkers(run), Bands: runBands(run)}
+func qosTimeFigure(run *Run, w *Workload) (chart.Figure, bool) {
+	c := &chart.Line{ID: "qos-time-" + run.ID + "-" + w.Name, XLabel: "time since start (s)", YLabel: "requests within QoS (%)",
+		YMax: chart.Fp(100), Markers: runMarkers(run), Bands: runBands(run)}
 	timeDomain(c, run)
 	for i, s := range w.Series {
-		sr := series{Name: s, Color: color(i)}
+		sr := chart.Series{Name: s, Color: chart.Color(i)}
 		for _, t := range w.Timeseries {
-			if t.Series != s || !finite(t.WithinQoS) || t.Sent <= 0 {
+			if t.Series != s || !chart.Finite(t.WithinQoS) || t.Sent <= 0 {
 				continue
 			}
-			p := pt(t.T+0.5, 100*t.WithinQoS/t.Sent)
-			p.Tip = fmt.Sprintf("t=%ss %s of %s within QoS", formatNum(t.T), formatNum(t.WithinQoS), formatNum(t.Sent))
+			p := chart.Pt(t.T+0.5, 100*t.WithinQoS/t.Sent)
+			p.Tip = fmt.Sprintf("t=%ss %s of %s within QoS", chart.FormatNum(t.T), chart.FormatNum(t.WithinQoS), chart.FormatNum(t.Sent))
 			sr.Points = append(sr.Points, p)
 		}
 		if len(sr.Points) > 0 {
@@ -616,10 +618,10 @@ func qosTimeFigure(run *Run, w *Workload) (figure, bool) {
 		}
 	}
 	if len(c.Series) == 0 {
-		return figure{}, false
+		return chart.Figure{}, false
 	}
 	caption := fmt.Sprintf("Requests within the QoS latency per second (run %s, workload %s): successes within the requirement over the requests intended in that second, from timeseries.csv; dashed verticals are events.", run.ID, w.Name)
-	return newFigure(c.ID, "qos-time", caption, c.SVG()), true
+	return chart.NewFigure(c.ID, "qos-time", caption, c.SVG()), true
 }
 
 // slug makes a name usable in element ids.

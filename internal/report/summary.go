@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/continuum-project/continuum/internal/report/chart"
 )
 
 // latencyFields are the columns of the summary table, in order, with their headers.
@@ -56,10 +58,10 @@ func formatValue(v any) string {
 // aggCell prints a group aggregate: the mean alone for one repeat, else mean ± CI half-width.
 func aggCell(a Aggregate) string {
 	if a.N <= 1 {
-		return formatNum(a.Mean)
+		return chart.FormatNum(a.Mean)
 	}
 	hw := (a.CI95[1] - a.CI95[0]) / 2
-	return formatNum(a.Mean) + " ± " + formatNum(math.Abs(hw))
+	return chart.FormatNum(a.Mean) + " ± " + chart.FormatNum(math.Abs(hw))
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -101,7 +103,7 @@ func summaryTables(s Summary) []summaryTable {
 	}
 	for _, r := range s.Runs {
 		t := summaryTable{Title: "Run " + r.ID, Params: formatParams(r.Params), Runs: r.ID, N: 1}
-		t.Latency, t.Values = metricRows(r.Metrics, formatNum)
+		t.Latency, t.Values = metricRows(r.Metrics, chart.FormatNum)
 		out = append(out, t)
 	}
 	return out
@@ -159,7 +161,7 @@ func sweptParams(groups []Group) []string {
 // sweepFigures plots, for a sweep, each latency field (p50, p99) and throughput against the
 // first swept parameter. Other swept parameters split the lines; error bars are the 95% CI
 // across repeats when a group has more than one.
-func sweepFigures(s Summary) []figure {
+func sweepFigures(s Summary) []chart.Figure {
 	swept := sweptParams(s.Groups)
 	if len(s.Groups) < 2 || len(swept) == 0 {
 		return nil
@@ -194,13 +196,13 @@ func sweepFigures(s Summary) []figure {
 		{"sweep-latency", "/latency_ms", "p99", "p99 latency (ms)", "p99 latency"},
 		{"sweep-throughput", "/throughput_rps", "value", "throughput (req/s)", "Throughput"},
 	}
-	var figs []figure
+	var figs []chart.Figure
 	for _, sp := range specs {
-		c := &lineChart{ID: "sweep-" + sp.field + strings.ReplaceAll(sp.suffix, "/", "-"), XLabel: xp, YLabel: sp.ylabel, XPad: 0.06}
+		c := &chart.Line{ID: "sweep-" + sp.field + strings.ReplaceAll(sp.suffix, "/", "-"), XLabel: xp, YLabel: sp.ylabel, XPad: 0.06}
 		if !numeric {
 			c.XCategories = cats
 		}
-		lines := map[string]*series{}
+		lines := map[string]*chart.Series{}
 		var order []string
 		for _, g := range s.Groups {
 			rest := map[string]any{}
@@ -217,10 +219,10 @@ func sweepFigures(s Summary) []figure {
 					label += " (" + formatParams(rest) + ")"
 				}
 				if lines[label] == nil {
-					lines[label] = &series{Name: label, Color: color(len(order)), ShowPoints: true}
+					lines[label] = &chart.Series{Name: label, Color: chart.Color(len(order)), ShowPoints: true}
 					order = append(order, label)
 				}
-				p := pt(xOf(g), a.Mean)
+				p := chart.Pt(xOf(g), a.Mean)
 				if a.N > 1 {
 					// With few repeats the t interval can reach below zero; latencies and rates
 					// cannot, so the bar stops at the axis.
@@ -239,7 +241,7 @@ func sweepFigures(s Summary) []figure {
 			c.Series = append(c.Series, *sr)
 		}
 		caption := fmt.Sprintf("%s vs %s, one line per workload/series; points are the mean across repeats, error bars the 95%% confidence interval (Student t) when a combination has more than one repeat (cut at 0). From summary.json.", sp.what, xp)
-		f := newFigure(c.ID, sp.kind, caption, c.SVG())
+		f := chart.NewFigure(c.ID, sp.kind, caption, c.SVG())
 		figs = append(figs, f)
 	}
 	return figs

@@ -1,4 +1,4 @@
-package report
+package chart
 
 import (
 	"math"
@@ -115,10 +115,10 @@ func TestScale(t *testing.T) {
 }
 
 func TestLineChartEmpty(t *testing.T) {
-	for _, c := range []*lineChart{
+	for _, c := range []*Line{
 		{ID: "e1", XLabel: "time (s)", YLabel: "latency (ms)"},
-		{ID: "e2", XLabel: "time (s)", YLabel: "latency (ms)", Series: []series{{Name: "a", Color: "#000"}}},
-		{ID: "e3", XLabel: "latency (ms)", YLabel: "p (%)", XLog: true, Series: []series{{Name: "a", Points: []point{pt(math.NaN(), 1)}}}},
+		{ID: "e2", XLabel: "time (s)", YLabel: "latency (ms)", Series: []Series{{Name: "a", Color: "#000"}}},
+		{ID: "e3", XLabel: "latency (ms)", YLabel: "p (%)", XLog: true, Series: []Series{{Name: "a", Points: []Point{Pt(math.NaN(), 1)}}}},
 	} {
 		svg := c.SVG()
 		for _, want := range []string{"<svg", "no data", "time (s)", "latency (ms)", "</svg>"} {
@@ -136,14 +136,14 @@ func TestLineChartEmpty(t *testing.T) {
 }
 
 func TestLineChartGapsMarkersLegend(t *testing.T) {
-	c := &lineChart{ID: "g", XLabel: "time since start (s)", YLabel: "latency (ms)",
-		Series: []series{
-			{Name: "cloud p50", Color: "#f28e2b", Points: []point{pt(0, 120), pt(1, 121), pt(2, math.NaN()), pt(3, 119), pt(4, 118)}},
-			{Name: "cloud errors/s", Color: "#f28e2b", Style: styleBars, BarWidth: 1, Points: []point{pt(2.5, 100)}},
+	c := &Line{ID: "g", XLabel: "time since start (s)", YLabel: "latency (ms)",
+		Series: []Series{
+			{Name: "cloud p50", Color: "#f28e2b", Points: []Point{Pt(0, 120), Pt(1, 121), Pt(2, math.NaN()), Pt(3, 119), Pt(4, 118)}},
+			{Name: "cloud errors/s", Color: "#f28e2b", Style: StyleBars, BarWidth: 1, Points: []Point{Pt(2.5, 100)}},
 		},
-		Markers: []marker{{X: 10, Label: "partition cloud"}, {X: 11, Label: "heal"}, {X: 20, Label: "kill edge", Failed: true}},
-		Bands:   []band{{X0: 0, X1: 2, Label: "warm-up"}},
-		XMin:    fp(0), XMax: fp(30),
+		Markers: []Marker{{X: 10, Label: "partition cloud"}, {X: 11, Label: "heal"}, {X: 20, Label: "kill edge", Failed: true}},
+		Bands:   []Band{{X0: 0, X1: 2, Label: "warm-up"}},
+		XMin:    Fp(0), XMax: Fp(30),
 	}
 	svg := c.SVG()
 	// A NaN splits the line into two sub-paths instead of drawing a zero.
@@ -169,16 +169,16 @@ func TestLineChartGapsMarkersLegend(t *testing.T) {
 }
 
 func TestLineChartLogAxisAndErrorBars(t *testing.T) {
-	c := &lineChart{ID: "l", XLabel: "latency (ms)", YLabel: "percentile (%)", XLog: true, YMax: fp(100),
-		Series: []series{{Name: "edge", Color: "#4e79a7", Points: []point{pt(1, 0), pt(20, 50), pt(2000, 100), pt(0, 10)}}}}
+	c := &Line{ID: "l", XLabel: "latency (ms)", YLabel: "percentile (%)", XLog: true, YMax: Fp(100),
+		Series: []Series{{Name: "edge", Color: "#4e79a7", Points: []Point{Pt(1, 0), Pt(20, 50), Pt(2000, 100), Pt(0, 10)}}}}
 	svg := c.SVG()
 	for _, want := range []string{">1<", ">10<", ">100<", ">1000<", ">10k<"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("log axis lacks tick label %q", want)
 		}
 	}
-	e := &lineChart{ID: "e", XLabel: "rate", YLabel: "p99 (ms)", XCategories: []string{"50ms", "100ms"}, Series: []series{{
-		Name: "edge", ShowPoints: true, Points: []point{{X: 0, Y: 10, Lo: 8, Hi: 12}, {X: 1, Y: 20, Lo: 15, Hi: 25}}}}}
+	e := &Line{ID: "e", XLabel: "rate", YLabel: "p99 (ms)", XCategories: []string{"50ms", "100ms"}, Series: []Series{{
+		Name: "edge", ShowPoints: true, Points: []Point{{X: 0, Y: 10, Lo: 8, Hi: 12}, {X: 1, Y: 20, Lo: 15, Hi: 25}}}}}
 	svg = e.SVG()
 	if n := strings.Count(svg, `class="errbar"`); n != 2 {
 		t.Errorf("%d error bars, want 2", n)
@@ -191,15 +191,15 @@ func TestLineChartLogAxisAndErrorBars(t *testing.T) {
 }
 
 func TestStackedBarChart(t *testing.T) {
-	c := &stackedBarChart{XLabel: "node", YLabel: "energy (J)", Unit: "J", Categories: []string{"edge", "cloud"},
-		Stacks: []stack{{Name: "idle", Color: "#ccc", Values: []float64{100, 200}}, {Name: "app (dynamic)", Color: "#f00", Values: []float64{50, math.NaN()}}}}
+	c := &StackedBars{XLabel: "node", YLabel: "energy (J)", Unit: "J", Categories: []string{"edge", "cloud"},
+		Stacks: []Stack{{Name: "idle", Color: "#ccc", Values: []float64{100, 200}}, {Name: "app (dynamic)", Color: "#f00", Values: []float64{50, math.NaN()}}}}
 	svg := c.SVG()
 	for _, want := range []string{"150 J", "200 J", "idle", "app (dynamic)", "energy (J)", ">edge<", ">cloud<"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("SVG lacks %q", want)
 		}
 	}
-	empty := (&stackedBarChart{XLabel: "node", YLabel: "energy (J)"}).SVG()
+	empty := (&StackedBars{XLabel: "node", YLabel: "energy (J)"}).SVG()
 	if !strings.Contains(empty, "no data") || strings.Contains(empty, "NaN") {
 		t.Errorf("empty bar chart: %s", empty)
 	}
@@ -207,11 +207,11 @@ func TestStackedBarChart(t *testing.T) {
 
 func TestFormatNum(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 3000: "3000", 20.184: "20.18", 121.54: "121.5", 0.0123: "0.0123", 30: "30"} {
-		if got := formatNum(v); got != want {
+		if got := FormatNum(v); got != want {
 			t.Errorf("formatNum(%v) = %q, want %q", v, got, want)
 		}
 	}
-	if got := formatNum(math.NaN()); got != "–" {
+	if got := FormatNum(math.NaN()); got != "–" {
 		t.Errorf("formatNum(NaN) = %q", got)
 	}
 }

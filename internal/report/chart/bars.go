@@ -1,4 +1,4 @@
-package report
+package chart
 
 import (
 	"fmt"
@@ -6,29 +6,29 @@ import (
 	"strings"
 )
 
-// stack is one layer of a stacked bar chart: a value per category.
-type stack struct {
+// Stack is one layer of a stacked bar chart: a value per category.
+type Stack struct {
 	Name   string
 	Color  string
 	Values []float64
 }
 
-// stackedBarChart draws one bar per category, its stacks piled bottom-up in order.
-type stackedBarChart struct {
+// StackedBars draws one bar per category, its stacks piled bottom-up in order.
+type StackedBars struct {
 	XLabel, YLabel string
 	Categories     []string
-	Stacks         []stack
+	Stacks         []Stack
 	Unit           string // appended to tooltip values
 	// Percent: the stacks are shares of 100 (the axis ends at 100, totals are not labelled).
 	Percent bool
 }
 
 // SVG renders the chart.
-func (c *stackedBarChart) SVG() string {
+func (c *StackedBars) SVG() string {
 	totals := make([]float64, len(c.Categories))
 	for _, s := range c.Stacks {
 		for i := range c.Categories {
-			if i < len(s.Values) && finite(s.Values[i]) && s.Values[i] > 0 {
+			if i < len(s.Values) && Finite(s.Values[i]) && s.Values[i] > 0 {
 				totals[i] += s.Values[i]
 			}
 		}
@@ -82,16 +82,16 @@ func (c *stackedBarChart) SVG() string {
 		x := left + bandW*(float64(i)+0.5) - barW/2
 		acc := 0.0
 		for _, s := range c.Stacks {
-			if i >= len(s.Values) || !finite(s.Values[i]) || s.Values[i] <= 0 {
+			if i >= len(s.Values) || !Finite(s.Values[i]) || s.Values[i] <= 0 {
 				continue
 			}
 			y0, y1 := ys.pos(acc), ys.pos(acc+s.Values[i])
 			acc += s.Values[i]
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" stroke="#fff" stroke-width="0.5"><title>%s</title></rect>`,
-				x, y1, barW, y0-y1, s.Color, esc(fmt.Sprintf("%s, %s: %s %s", cat, s.Name, formatNum(s.Values[i]), c.Unit)))
+				x, y1, barW, y0-y1, s.Color, esc(fmt.Sprintf("%s, %s: %s %s", cat, s.Name, FormatNum(s.Values[i]), c.Unit)))
 		}
 		if acc > 0 && !c.Percent {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s %s</text>`, x+barW/2, ys.pos(acc)-4, formatNum(acc), esc(c.Unit))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s %s</text>`, x+barW/2, ys.pos(acc)-4, FormatNum(acc), esc(c.Unit))
 		}
 	}
 	b.WriteString(`</g>`)

@@ -1,4 +1,4 @@
-package report
+package chart
 
 import (
 	"fmt"
@@ -21,51 +21,54 @@ const (
 	legendRowH = 18
 )
 
-// point is one datum; Lo/Hi are an error bar when both are finite. Y NaN breaks a line.
-type point struct {
+// Point is one datum; Lo/Hi are an error bar when both are finite. Y NaN breaks a line.
+type Point struct {
 	X, Y   float64
 	Lo, Hi float64
 	Tip    string
 }
 
-func pt(x, y float64) point { return point{X: x, Y: y, Lo: math.NaN(), Hi: math.NaN()} }
+// Pt is a point without an error bar.
+func Pt(x, y float64) Point { return Point{X: x, Y: y, Lo: math.NaN(), Hi: math.NaN()} }
 
-type seriesStyle int
+// Style is how a series is drawn.
+type Style int
 
 const (
-	styleLine seriesStyle = iota
-	styleBars             // bars centred on X, BarWidth wide in data units, side by side with other bar series
+	StyleLine Style = iota
+	StyleBars       // bars centred on X, BarWidth wide in data units, side by side with other bar series
 	// styleArea fills between the line and each point's Lo (y = 0 where Lo is not finite):
 	// stacked areas give every layer its cumulative bounds.
-	styleArea
+	StyleArea
 )
 
-type series struct {
+// Series is one named line, set of bars or area.
+type Series struct {
 	Name       string
 	Color      string
 	Dash       bool
-	Style      seriesStyle
+	Style      Style
 	BarWidth   float64
-	Points     []point
+	Points     []Point
 	ShowPoints bool // dots with tooltips at every point (also drawn for error bars)
 }
 
-// marker is a vertical event line labelled above the plot.
-type marker struct {
+// Marker is a vertical event line labelled above the plot.
+type Marker struct {
 	X      float64
 	Label  string
 	Failed bool
 }
 
-// band is a shaded x range, e.g. the warm-up.
-type band struct {
+// Band is a shaded x range, e.g. the warm-up.
+type Band struct {
 	X0, X1 float64
 	Label  string
 }
 
-// lineChart is an x/y chart of several series. Zero values give sensible defaults: the domains
+// Line is an x/y chart of several series. Zero values give sensible defaults: the domains
 // come from the data, y includes zero unless YFromData.
-type lineChart struct {
+type Line struct {
 	ID             string // unique in the page (clip path id)
 	XLabel, YLabel string // axis titles, with units
 	XLog           bool
@@ -74,18 +77,20 @@ type lineChart struct {
 	YFromData      bool     // y domain from the data instead of from 0
 	XPad           float64  // widen a data-derived x domain by this fraction each side (room for end points)
 	XCategories    []string // categorical x axis: X is the index into this slice
-	Series         []series
-	Markers        []marker
-	Bands          []band
+	Series         []Series
+	Markers        []Marker
+	Bands          []Band
 }
 
-func fp(v float64) *float64 { return &v }
+// Fp is a pointer to v, for the optional domain bounds.
+func Fp(v float64) *float64 { return &v }
 
 func esc(s string) string { return html.EscapeString(s) }
 
 func textW(s string) float64 { return float64(len([]rune(s))) * charW }
 
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+// Finite reports whether v is neither NaN nor infinite.
+func Finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // legendItem is drawn as a line, a dashed line, a filled square or a shaded square.
 type legendItem struct {
@@ -139,7 +144,7 @@ func drawLegend(b *strings.Builder, items []legendItem, left, top, width float64
 
 // markerRows assigns each marker label to the first row where it does not overlap the previous
 // label, so events a few seconds apart stay legible.
-func markerRows(ms []marker, xs []float64, right float64) ([]int, int) {
+func markerRows(ms []Marker, xs []float64, right float64) ([]int, int) {
 	var ends []float64
 	rows := make([]int, len(ms))
 	for i, m := range ms {
@@ -161,10 +166,10 @@ func markerRows(ms []marker, xs []float64, right float64) ([]int, int) {
 	return rows, len(ends)
 }
 
-func (c *lineChart) hasData() bool {
+func (c *Line) hasData() bool {
 	for _, s := range c.Series {
 		for _, p := range s.Points {
-			if finite(p.X) && finite(p.Y) {
+			if Finite(p.X) && Finite(p.Y) {
 				return true
 			}
 		}
@@ -173,20 +178,20 @@ func (c *lineChart) hasData() bool {
 }
 
 // domains computes the x and y data ranges, including bar widths, error bars and markers.
-func (c *lineChart) domains() (x0, x1, y0, y1 float64) {
+func (c *Line) domains() (x0, x1, y0, y1 float64) {
 	x0, x1, y0, y1 = math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for _, s := range c.Series {
 		for _, p := range s.Points {
-			if !finite(p.X) || !finite(p.Y) || (c.XLog && p.X <= 0) {
+			if !Finite(p.X) || !Finite(p.Y) || (c.XLog && p.X <= 0) {
 				continue
 			}
 			hw := 0.0
-			if s.Style == styleBars {
+			if s.Style == StyleBars {
 				hw = s.BarWidth / 2
 			}
 			x0, x1 = math.Min(x0, p.X-hw), math.Max(x1, p.X+hw)
 			y0, y1 = math.Min(y0, p.Y), math.Max(y1, p.Y)
-			if finite(p.Lo) && finite(p.Hi) {
+			if Finite(p.Lo) && Finite(p.Hi) {
 				y0, y1 = math.Min(y0, p.Lo), math.Max(y1, p.Hi)
 			}
 		}
@@ -194,10 +199,10 @@ func (c *lineChart) domains() (x0, x1, y0, y1 float64) {
 	for _, m := range c.Markers {
 		x0, x1 = math.Min(x0, m.X), math.Max(x1, m.X)
 	}
-	if !finite(x0) {
+	if !Finite(x0) {
 		x0, x1 = 0, 1
 	}
-	if !finite(y0) {
+	if !Finite(y0) {
 		y0, y1 = 0, 1
 	}
 	if c.XPad > 0 && !c.XLog {
@@ -223,7 +228,7 @@ func (c *lineChart) domains() (x0, x1, y0, y1 float64) {
 }
 
 // SVG renders the chart.
-func (c *lineChart) SVG() string {
+func (c *Line) SVG() string {
 	x0, x1, y0, y1 := c.domains()
 	var xt []tick
 	switch {
@@ -352,10 +357,10 @@ func trimTicks(ts []tick, lo, hi float64) []tick {
 	return out
 }
 
-func (c *lineChart) legend() []legendItem {
+func (c *Line) legend() []legendItem {
 	var items []legendItem
 	for _, s := range c.Series {
-		items = append(items, legendItem{Name: s.Name, Color: s.Color, Dash: s.Dash, Box: s.Style == styleBars || s.Style == styleArea})
+		items = append(items, legendItem{Name: s.Name, Color: s.Color, Dash: s.Dash, Box: s.Style == StyleBars || s.Style == StyleArea})
 	}
 	for _, bd := range c.Bands {
 		items = append(items, legendItem{Name: bd.Label, Color: "#888", Box: true, Faint: true})
@@ -363,17 +368,17 @@ func (c *lineChart) legend() []legendItem {
 	return items
 }
 
-func (c *lineChart) drawSeries(b *strings.Builder, xs, ys scale) {
+func (c *Line) drawSeries(b *strings.Builder, xs, ys scale) {
 	nbars, bi := 0, 0
 	for _, s := range c.Series {
-		if s.Style == styleBars {
+		if s.Style == StyleBars {
 			nbars++
 		}
 	}
 	y0 := ys.pos(math.Max(ys.d0, 0))
 	// Areas, then bars, then lines, so lines stay visible on top.
-	ordered := make([]series, 0, len(c.Series))
-	for _, style := range []seriesStyle{styleArea, styleBars, styleLine} {
+	ordered := make([]Series, 0, len(c.Series))
+	for _, style := range []Style{StyleArea, StyleBars, StyleLine} {
 		for _, s := range c.Series {
 			if s.Style == style {
 				ordered = append(ordered, s)
@@ -383,11 +388,11 @@ func (c *lineChart) drawSeries(b *strings.Builder, xs, ys scale) {
 	for _, s := range ordered {
 		fmt.Fprintf(b, `<g class="series" data-series="%s">`, esc(s.Name))
 		switch s.Style {
-		case styleArea:
+		case StyleArea:
 			drawArea(b, s, xs, ys, y0)
-		case styleBars:
+		case StyleBars:
 			for _, p := range s.Points {
-				if !finite(p.X) || !finite(p.Y) || p.Y == 0 {
+				if !Finite(p.X) || !Finite(p.Y) || p.Y == 0 {
 					continue
 				}
 				full := xs.pos(p.X+s.BarWidth/2) - xs.pos(p.X-s.BarWidth/2)
@@ -402,7 +407,7 @@ func (c *lineChart) drawSeries(b *strings.Builder, xs, ys scale) {
 			var d strings.Builder
 			pen := false
 			for _, p := range s.Points {
-				if !finite(p.X) || !finite(p.Y) || (xs.log && p.X <= 0) {
+				if !Finite(p.X) || !Finite(p.Y) || (xs.log && p.X <= 0) {
 					pen = false
 					continue
 				}
@@ -421,11 +426,11 @@ func (c *lineChart) drawSeries(b *strings.Builder, xs, ys scale) {
 				fmt.Fprintf(b, `<path d="%s" fill="none" stroke="%s" stroke-width="2" stroke-linejoin="round"%s><title>%s</title></path>`, d.String(), s.Color, dash, esc(s.Name))
 			}
 			for _, p := range s.Points {
-				if !finite(p.X) || !finite(p.Y) || (xs.log && p.X <= 0) {
+				if !Finite(p.X) || !Finite(p.Y) || (xs.log && p.X <= 0) {
 					continue
 				}
 				x, y := xs.pos(p.X), ys.pos(p.Y)
-				if finite(p.Lo) && finite(p.Hi) {
+				if Finite(p.Lo) && Finite(p.Hi) {
 					lo, hi := ys.pos(p.Lo), ys.pos(p.Hi)
 					fmt.Fprintf(b, `<path class="errbar" d="M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f" stroke="%s" stroke-width="1.5" fill="none"/>`,
 						x, lo, x, hi, x-5, lo, x+5, lo, x-5, hi, x+5, hi, s.Color)
@@ -445,8 +450,8 @@ func (c *lineChart) drawSeries(b *strings.Builder, xs, ys scale) {
 
 // drawArea fills each unbroken run of finite points between the line and the points' Lo
 // (the baseline y0 where Lo is not finite).
-func drawArea(b *strings.Builder, s series, xs, ys scale, y0 float64) {
-	var run []point
+func drawArea(b *strings.Builder, s Series, xs, ys scale, y0 float64) {
+	var run []Point
 	flush := func() {
 		if len(run) == 0 {
 			return
@@ -461,7 +466,7 @@ func drawArea(b *strings.Builder, s series, xs, ys scale, y0 float64) {
 		}
 		for i := len(run) - 1; i >= 0; i-- {
 			lo := y0
-			if finite(run[i].Lo) {
+			if Finite(run[i].Lo) {
 				lo = ys.pos(run[i].Lo)
 			}
 			fmt.Fprintf(&d, "L%.1f %.1f", xs.pos(run[i].X), lo)
@@ -470,7 +475,7 @@ func drawArea(b *strings.Builder, s series, xs, ys scale, y0 float64) {
 		run = run[:0]
 	}
 	for _, p := range s.Points {
-		if !finite(p.X) || !finite(p.Y) || (xs.log && p.X <= 0) {
+		if !Finite(p.X) || !Finite(p.Y) || (xs.log && p.X <= 0) {
 			flush()
 			continue
 		}
@@ -479,9 +484,9 @@ func drawArea(b *strings.Builder, s series, xs, ys scale, y0 float64) {
 	flush()
 }
 
-func tipOf(s series, p point) string {
+func tipOf(s Series, p Point) string {
 	if p.Tip != "" {
 		return s.Name + ": " + p.Tip
 	}
-	return fmt.Sprintf("%s: x=%s y=%s", s.Name, formatNum(p.X), formatNum(p.Y))
+	return fmt.Sprintf("%s: x=%s y=%s", s.Name, FormatNum(p.X), FormatNum(p.Y))
 }

@@ -1,4 +1,4 @@
-package report
+package chart
 
 import (
 	"math"
@@ -166,8 +166,8 @@ func trimZeros(s string) string {
 	return strings.TrimRight(strings.TrimRight(s, "0"), ".")
 }
 
-// formatNum prints a measurement for tables and tooltips with about 3-4 significant digits.
-func formatNum(v float64) string {
+// FormatNum prints a measurement for tables and tooltips with about 3-4 significant digits.
+func FormatNum(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "–"
 	}
