@@ -9,8 +9,8 @@ import (
 
 // figure is one chart as the page shows it: Kind is the data-chart attribute tests and readers
 // look for ("latency-cdf", "node-cpu", ...).
-// runMarkers turns events into vertical markers; failed events are drawn red.
-func runMarkers(run *Run) []chart.Marker {
+// RunMarkers turns events into vertical markers; failed events are drawn red.
+func RunMarkers(run *Run) []chart.Marker {
 	var ms []chart.Marker
 	for _, e := range run.Events {
 		ms = append(ms, chart.Marker{X: e.T, Label: e.Label(), Failed: e.Status != "" && e.Status != "ok"})
@@ -18,15 +18,16 @@ func runMarkers(run *Run) []chart.Marker {
 	return ms
 }
 
-func runBands(run *Run) []chart.Band {
+// RunBands shades the run's warm-up.
+func RunBands(run *Run) []chart.Band {
 	if run.WarmupS > 0 {
 		return []chart.Band{{X0: 0, X1: run.WarmupS, Label: "warm-up (not in summary)"}}
 	}
 	return nil
 }
 
-// timeDomain fixes time axes to the run's planned duration so charts of one run line up.
-func timeDomain(c *chart.Line, run *Run) {
+// TimeDomain fixes time axes to the run's planned duration so charts of one run line up.
+func TimeDomain(c *chart.Line, run *Run) {
 	c.XMin = chart.Fp(0)
 	if run.DurationS > 0 {
 		c.XMax = chart.Fp(run.DurationS)
@@ -78,8 +79,8 @@ func cdfFigure(run *Run, w *Workload) chart.Figure {
 
 func latencyTimeFigure(run *Run, w *Workload) chart.Figure {
 	c := &chart.Line{ID: "lat-" + run.ID + "-" + w.Name, XLabel: "time since start (s)", YLabel: "latency (ms)",
-		Markers: runMarkers(run), Bands: runBands(run)}
-	timeDomain(c, run)
+		Markers: RunMarkers(run), Bands: RunBands(run)}
+	TimeDomain(c, run)
 	for i, s := range w.Series {
 		p50 := chart.Series{Name: s + " p50", Color: chart.Color(i)}
 		p99 := chart.Series{Name: s + " p99", Color: chart.Color(i), Dash: true}
@@ -102,8 +103,8 @@ func latencyTimeFigure(run *Run, w *Workload) chart.Figure {
 
 func throughputFigure(run *Run, w *Workload) chart.Figure {
 	c := &chart.Line{ID: "tput-" + run.ID + "-" + w.Name, XLabel: "time since start (s)", YLabel: "requests per second (req/s)",
-		Markers: runMarkers(run), Bands: runBands(run)}
-	timeDomain(c, run)
+		Markers: RunMarkers(run), Bands: RunBands(run)}
+	TimeDomain(c, run)
 	var errSeries []chart.Series
 	for i, s := range w.Series {
 		ok := chart.Series{Name: s + " throughput", Color: chart.Color(i)}
@@ -163,8 +164,8 @@ func nodeFigures(run *Run) []chart.Figure {
 		return nil
 	}
 	mk := func(kind, ylabel string) *chart.Line {
-		c := &chart.Line{ID: kind + "-" + run.ID, XLabel: "time since start (s)", YLabel: ylabel, Markers: runMarkers(run), Bands: runBands(run)}
-		timeDomain(c, run)
+		c := &chart.Line{ID: kind + "-" + run.ID, XLabel: "time since start (s)", YLabel: ylabel, Markers: RunMarkers(run), Bands: RunBands(run)}
+		TimeDomain(c, run)
 		return c
 	}
 	cpu, mem, pow := mk("node-cpu", "CPU (cores)"), mk("node-memory", "memory (MiB)"), mk("node-power", "power (W)")

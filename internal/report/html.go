@@ -61,7 +61,8 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"num": chart.FormatNum,
+	"num":        chart.FormatNum,
+	"numericCol": func(cols []Column, i int) bool { return i < len(cols) && cols[i].Numeric },
 	"statusClass": func(s string) string {
 		switch s {
 		case "ok":
@@ -148,13 +149,13 @@ details.run > summary { cursor: pointer; font-size: 17px; font-weight: 600; padd
 {{end}}
 </section>
 
-{{with .QoS}}<section id="qos">
-<h2>QoS</h2>
-<p class="small">{{.Note}}</p>
-<table class="qos"><tr>{{range $i, $h := .Headers}}<th title="{{index $.QoS.Swept $i}}">{{$h}}</th>{{end}}<th>workload/series</th><th class="n">QoS (ms)</th><th class="n">avg response (ms)</th><th class="n">within QoS (%)</th><th class="n">requests</th><th>runs</th></tr>
-{{range .Rows}}<tr>{{range .Params}}<td>{{.}}</td>{{end}}<td>{{.Series}}</td><td class="n">{{.LatencyMS}}</td><td class="n">{{.MeanMS}}</td><td class="n">{{.WithinPct}}</td><td class="n">{{.Requests}}</td><td>{{.Runs}}</td></tr>
+{{range .Extra}}<section id="{{.ID}}">
+<h2>{{.Title}}</h2>
+{{with .Note}}<p class="small">{{.}}</p>{{end}}
+{{range .Tables}}<table class="{{.Class}}"><tr>{{range .Columns}}<th{{if .Numeric}} class="n"{{end}}{{with .Title}} title="{{.}}"{{end}}>{{.Header}}</th>{{end}}</tr>
+{{$cols := .Columns}}{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if numericCol $cols $i}} class="n"{{end}}>{{$c}}</td>{{end}}</tr>
 {{end}}</table>
-{{range .Figures}}{{template "figure" .}}{{end}}
+{{end}}{{range .Figures}}{{template "figure" .}}{{end}}
 </section>{{end}}
 
 {{with .Sweep}}<section id="sweep">

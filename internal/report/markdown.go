@@ -54,29 +54,38 @@ func markdown(p *page) string {
 			b.WriteString("\n")
 		}
 	}
-	if q := p.QoS; q != nil {
-		b.WriteString("## QoS\n\n")
-		b.WriteString("| ")
-		for _, h := range q.Headers {
-			fmt.Fprintf(&b, "%s | ", mdEsc(h))
-		}
-		b.WriteString("workload/series | QoS latency (ms) | average response time (ms) | within QoS (%) | requests |\n|")
-		for range len(q.Swept) + 1 {
-			b.WriteString("---|")
-		}
-		b.WriteString("---:|---:|---:|---:|\n")
-		for _, r := range q.Rows {
-			b.WriteString("| ")
-			for _, v := range r.Params {
-				fmt.Fprintf(&b, "%s | ", mdEsc(v))
+	for _, sec := range p.Extra {
+		fmt.Fprintf(&b, "## %s\n\n", mdEsc(sec.Title))
+		for _, t := range sec.Tables {
+			b.WriteString("|")
+			for _, c := range t.Columns {
+				fmt.Fprintf(&b, " %s |", mdEsc(c.Header))
 			}
-			fmt.Fprintf(&b, "%s | %s | %s | %s | %s |\n", mdEsc(r.Series), r.LatencyMS, r.MeanMS, r.WithinPct, r.Requests)
+			b.WriteString("\n|")
+			for _, c := range t.Columns {
+				if c.Numeric {
+					b.WriteString("---:|")
+				} else {
+					b.WriteString("---|")
+				}
+			}
+			b.WriteString("\n")
+			for _, r := range t.Rows {
+				b.WriteString("|")
+				for _, v := range r {
+					fmt.Fprintf(&b, " %s |", mdEsc(v))
+				}
+				b.WriteString("\n")
+			}
+			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "\n%s", q.Note)
-		for i, h := range q.Headers {
-			fmt.Fprintf(&b, " %s: %s.", mdEsc(h), mdEsc(q.Swept[i]))
+		note := sec.MarkdownNote
+		if note == "" {
+			note = sec.Note
 		}
-		b.WriteString("\n\n")
+		if note != "" {
+			fmt.Fprintf(&b, "%s\n\n", note)
+		}
 	}
 	b.WriteString("## Runs\n\n")
 	if len(p.Runs) == 0 {

@@ -18,7 +18,7 @@ type page struct {
 	Runs       []runRow
 	Missing    []string
 	Tables     []summaryTable
-	QoS        *qosView // nil unless a workload had a QoS latency
+	Extra      []sectionView // the registered sections with content
 	Sweep      []chart.Figure
 	Sections   []runSection
 	MultiRun   bool
@@ -50,7 +50,6 @@ type workloadSection struct {
 }
 
 func buildPage(res *Results) *page {
-	palette := instancePalette(res)
 	p := &page{
 		Scenario: res.Summary.Scenario,
 		Started:  res.Summary.Started,
@@ -58,7 +57,7 @@ func buildPage(res *Results) *page {
 		Dir:      res.Dir,
 		Missing:  res.Missing,
 		Tables:   summaryTables(res.Summary),
-		QoS:      buildQoS(res, palette),
+		Extra:    buildSections(res),
 		Sweep:    sweepFigures(res.Summary),
 		MultiRun: len(res.Runs) > 1,
 	}
@@ -72,18 +71,18 @@ func buildPage(res *Results) *page {
 		p.Env = append(p.Env, [2]string{k, envValue(k, res.Environment[k])})
 	}
 	for i, r := range res.Runs {
-		p.Runs = append(p.Runs, runRow{ID: r.ID, Params: formatParams(r.Params), Status: orDash(r.Status), Error: r.Error,
+		p.Runs = append(p.Runs, runRow{ID: r.ID, Params: FormatParams(r.Params), Status: orDash(r.Status), Error: r.Error,
 			Started: r.Started, Repeat: r.Repeat, Duration: seconds(r.DurationS), Warmup: seconds(r.WarmupS)})
-		p.Sections = append(p.Sections, buildRunSection(r, i == 0, palette))
+		p.Sections = append(p.Sections, buildRunSection(res, r, i == 0))
 	}
 	return p
 }
 
-func buildRunSection(r *Run, first bool, palette map[string]string) runSection {
+func buildRunSection(res *Results, r *Run, first bool) runSection {
 	s := runSection{ID: r.ID, Status: orDash(r.Status), Open: first, Missing: r.Missing, Events: r.Events}
 	s.Title = "Run " + r.ID
 	if len(r.Params) > 0 {
-		s.Title += " — " + formatParams(r.Params)
+		s.Title += " — " + FormatParams(r.Params)
 	}
 	if r.Repeat > 0 {
 		s.Title += fmt.Sprintf(" — repeat %d", r.Repeat)
@@ -91,7 +90,7 @@ func buildRunSection(r *Run, first bool, palette map[string]string) runSection {
 	for _, w := range r.Workloads {
 		ws := workloadSection{Name: w.Name, Errors: errorRows(w)}
 		ws.Figures = []chart.Figure{cdfFigure(r, w), latencyTimeFigure(r, w), throughputFigure(r, w)}
-		ws.Figures = append(ws.Figures, instanceFigures(r, w, palette)...)
+		ws.Figures = append(ws.Figures, workloadFigures(res, r, w)...)
 		s.Workloads = append(s.Workloads, ws)
 	}
 	s.Nodes = nodeFigures(r)
@@ -121,7 +120,7 @@ func envValue(k string, v any) string {
 	if f, ok := v.(float64); ok && strings.HasSuffix(k, "_bytes") {
 		return fmt.Sprintf("%.1f GiB", f/(1<<30))
 	}
-	return formatValue(v)
+	return FormatValue(v)
 }
 
 func seconds(v float64) string {

@@ -61,7 +61,7 @@ func TestLoadSweep(t *testing.T) {
 	if len(res.Runs) != 4 || len(res.Summary.Groups) != 2 {
 		t.Fatalf("%d runs, %d groups", len(res.Runs), len(res.Summary.Groups))
 	}
-	if got := sweptParams(res.Summary.Groups); len(got) != 1 || got[0] != "workloads.load.rate" {
+	if got := SweptParams(res.Summary.Groups); len(got) != 1 || got[0] != "workloads.load.rate" {
 		t.Errorf("swept params = %v", got)
 	}
 	a := res.Summary.Groups[0].Metrics["load/edge/latency_ms"]["p50"]

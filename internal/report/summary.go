@@ -31,8 +31,8 @@ type tableRow struct {
 	Cells  []string
 }
 
-// formatParams prints a run's parameters as "a=1, b=x" in key order, or "(none)".
-func formatParams(p map[string]any) string {
+// FormatParams prints a run's parameters as "a=1, b=x" in key order, or "(none)".
+func FormatParams(p map[string]any) string {
 	if len(p) == 0 {
 		return "(none)"
 	}
@@ -43,20 +43,21 @@ func formatParams(p map[string]any) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + "=" + formatValue(p[k])
+		parts[i] = k + "=" + FormatValue(p[k])
 	}
 	return strings.Join(parts, ", ")
 }
 
-func formatValue(v any) string {
+// FormatValue prints a parameter value as written (numbers without trailing zeros).
+func FormatValue(v any) string {
 	if f, ok := v.(float64); ok {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	return fmt.Sprint(v)
 }
 
-// aggCell prints a group aggregate: the mean alone for one repeat, else mean ± CI half-width.
-func aggCell(a Aggregate) string {
+// AggCell prints a group aggregate: the mean alone for one repeat, else mean ± CI half-width.
+func AggCell(a Aggregate) string {
 	if a.N <= 1 {
 		return chart.FormatNum(a.Mean)
 	}
@@ -86,7 +87,7 @@ func isLatency(fields []string) bool {
 func summaryTables(s Summary) []summaryTable {
 	var out []summaryTable
 	for i, g := range s.Groups {
-		t := summaryTable{Title: fmt.Sprintf("Group %d", i+1), Params: formatParams(g.Params), Runs: strings.Join(g.Runs, ", ")}
+		t := summaryTable{Title: fmt.Sprintf("Group %d", i+1), Params: FormatParams(g.Params), Runs: strings.Join(g.Runs, ", ")}
 		if len(s.Groups) == 1 {
 			t.Title = "All runs"
 		}
@@ -95,14 +96,14 @@ func summaryTables(s Summary) []summaryTable {
 				t.N = max(t.N, a.N)
 			}
 		}
-		t.Latency, t.Values = metricRows(g.Metrics, aggCell)
+		t.Latency, t.Values = metricRows(g.Metrics, AggCell)
 		out = append(out, t)
 	}
 	if len(out) > 0 {
 		return out
 	}
 	for _, r := range s.Runs {
-		t := summaryTable{Title: "Run " + r.ID, Params: formatParams(r.Params), Runs: r.ID, N: 1}
+		t := summaryTable{Title: "Run " + r.ID, Params: FormatParams(r.Params), Runs: r.ID, N: 1}
 		t.Latency, t.Values = metricRows(r.Metrics, chart.FormatNum)
 		out = append(out, t)
 	}
@@ -138,15 +139,15 @@ func metricRows[V any](metrics map[string]map[string]V, cell func(V) string) (la
 	return latency, values
 }
 
-// sweptParams returns the parameters whose values differ between groups, sorted.
-func sweptParams(groups []Group) []string {
+// SweptParams returns the parameters whose values differ between groups, sorted.
+func SweptParams(groups []Group) []string {
 	vals := map[string]map[string]bool{}
 	for _, g := range groups {
 		for k, v := range g.Params {
 			if vals[k] == nil {
 				vals[k] = map[string]bool{}
 			}
-			vals[k][formatValue(v)] = true
+			vals[k][FormatValue(v)] = true
 		}
 	}
 	var out []string
@@ -162,7 +163,7 @@ func sweptParams(groups []Group) []string {
 // first swept parameter. Other swept parameters split the lines; error bars are the 95% CI
 // across repeats when a group has more than one.
 func sweepFigures(s Summary) []chart.Figure {
-	swept := sweptParams(s.Groups)
+	swept := SweptParams(s.Groups)
 	if len(s.Groups) < 2 || len(swept) == 0 {
 		return nil
 	}
@@ -175,7 +176,7 @@ func sweepFigures(s Summary) []chart.Figure {
 		if _, ok := g.Params[xp].(float64); !ok {
 			numeric = false
 		}
-		if v := formatValue(g.Params[xp]); !contains(cats, v) {
+		if v := FormatValue(g.Params[xp]); !contains(cats, v) {
 			cats = append(cats, v)
 		}
 	}
@@ -184,7 +185,7 @@ func sweepFigures(s Summary) []chart.Figure {
 			return g.Params[xp].(float64)
 		}
 		for i, c := range cats {
-			if c == formatValue(g.Params[xp]) {
+			if c == FormatValue(g.Params[xp]) {
 				return float64(i)
 			}
 		}
@@ -216,7 +217,7 @@ func sweepFigures(s Summary) []chart.Figure {
 				}
 				label := strings.TrimSuffix(name, sp.suffix)
 				if len(rest) > 0 {
-					label += " (" + formatParams(rest) + ")"
+					label += " (" + FormatParams(rest) + ")"
 				}
 				if lines[label] == nil {
 					lines[label] = &chart.Series{Name: label, Color: chart.Color(len(order)), ShowPoints: true}
@@ -228,7 +229,7 @@ func sweepFigures(s Summary) []chart.Figure {
 					// cannot, so the bar stops at the axis.
 					p.Lo, p.Hi = math.Max(a.CI95[0], 0), a.CI95[1]
 				}
-				p.Tip = fmt.Sprintf("%s=%s: %s (n=%d)", xp, formatValue(g.Params[xp]), aggCell(a), a.N)
+				p.Tip = fmt.Sprintf("%s=%s: %s (n=%d)", xp, FormatValue(g.Params[xp]), AggCell(a), a.N)
 				lines[label].Points = append(lines[label].Points, p)
 			}
 		}

@@ -1,4 +1,4 @@
-package report
+package scenario
 
 import (
 	"encoding/json"
@@ -6,12 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/report/reporttest"
 )
 
 func TestShareBelow(t *testing.T) {
-	pts := []PercentilePoint{{Percentile: 0, LatencyMS: 10}, {Percentile: 50, LatencyMS: 20}, {Percentile: 100, LatencyMS: 40}}
+	pts := []report.PercentilePoint{{Percentile: 0, LatencyMS: 10}, {Percentile: 50, LatencyMS: 20}, {Percentile: 100, LatencyMS: 40}}
 	for _, tt := range []struct{ x, want float64 }{{5, 0}, {10, 0}, {15, 0.25}, {20, 0.5}, {30, 0.75}, {40, 1}, {100, 1}} {
 		if got := shareBelow(pts, tt.x); math.Abs(got-tt.want) > 1e-9 {
 			t.Errorf("shareBelow(%v) = %v, want %v", tt.x, got, tt.want)
@@ -24,10 +28,10 @@ func TestShareBelow(t *testing.T) {
 
 // The ranges add up to 100% of the requests, and the split at the requirement is stats.json's.
 func TestRangeShares(t *testing.T) {
-	w := &Workload{Percentiles: []PercentilePoint{
+	w := &report.Workload{Percentiles: []report.PercentilePoint{
 		{Series: "s", Percentile: 0, LatencyMS: 10}, {Series: "s", Percentile: 50, LatencyMS: 30},
 		{Series: "s", Percentile: 90, LatencyMS: 79}, {Series: "s", Percentile: 100, LatencyMS: 200}}}
-	st := SeriesStats{OK: 90, QoS: &QoSStats{LatencyMS: 80, Within: 81, Total: 100}}
+	st := report.SeriesStats{OK: 90, QoS: &report.QoSStats{LatencyMS: 80, Within: 81, Total: 100}}
 	vals, ok := rangeShares(w, "s", st)
 	if !ok || len(vals) != 6 {
 		t.Fatalf("rangeShares = %v, %v", vals, ok)
@@ -42,11 +46,11 @@ func TestRangeShares(t *testing.T) {
 	if math.Abs(sum-100) > 1e-9 || math.Abs(vals[0]+vals[1]+vals[2]-81) > 1e-9 || vals[5] != 10 {
 		t.Errorf("ranges %v: want a sum of 100, 81 within, 10 failed", vals)
 	}
-	if _, ok := rangeShares(w, "s", SeriesStats{}); ok {
+	if _, ok := rangeShares(w, "s", report.SeriesStats{}); ok {
 		t.Error("ranges without QoS stats")
 	}
 	// With loadgen's exact counts below 20, 50, 80 and 120 ms.
-	var exact SeriesStats
+	var exact report.SeriesStats
 	if err := json.Unmarshal([]byte(`{"ok": 90, "qos": {"latency_ms": 80, "within": 81, "total": 100,
 		"below": [{"latency_ms": 20, "count": 30}, {"latency_ms": 50, "count": 60}, {"latency_ms": 80, "count": 81}, {"latency_ms": 120, "count": 85}]}}`), &exact); err != nil {
 		t.Fatal(err)
@@ -61,19 +65,19 @@ func TestRangeShares(t *testing.T) {
 // with instances a and b, an event at 2 s after which only b serves.
 func writeQoSRun(t *testing.T, dir, id, strategy string, withinPct float64) map[string]any {
 	rdir := filepath.Join(dir, "runs", id)
-	writeJSON(t, filepath.Join(rdir, "run.json"), map[string]any{"id": id, "params": map[string]any{"components.proxy.config.strategy": strategy},
+	reporttest.WriteJSON(t, filepath.Join(rdir, "run.json"), map[string]any{"id": id, "params": map[string]any{"components.proxy.config.strategy": strategy},
 		"repeat": 1, "started": "2026-11-22T10:15:01Z", "duration_s": 4, "warmup_s": 0, "status": "ok"})
-	writeCSV(t, filepath.Join(rdir, "events.csv"), []string{"t_s", "action", "target", "detail", "status"},
+	reporttest.WriteCSV(t, filepath.Join(rdir, "events.csv"), []string{"t_s", "action", "target", "detail", "status"},
 		[][]string{{"2.000", "kill", "a", "killed a", "ok"}})
 	wdir := filepath.Join(rdir, "workloads", "load")
 	within := 40 * withinPct / 100
-	writeJSON(t, filepath.Join(wdir, "stats.json"), map[string]any{"series": map[string]any{"dps": map[string]any{
+	reporttest.WriteJSON(t, filepath.Join(wdir, "stats.json"), map[string]any{"series": map[string]any{"dps": map[string]any{
 		"latency_ms": map[string]any{"count": 39, "mean": 30, "p50": 25, "p90": 60, "p99": 90, "p999": 95, "max": 95},
 		"sent":       40, "ok": 39, "errors": 1, "throughput_rps": 9.75, "errors_by_type": map[string]any{"http_5xx": 1},
 		"qos":       map[string]any{"latency_ms": 80, "within": within, "total": 40, "within_pct": withinPct},
 		"instances": map[string]any{"a": map[string]any{"requests": 20, "ok": 20, "share": 0.5}, "b": map[string]any{"requests": 19, "ok": 19, "share": 0.475}, "(none)": map[string]any{"requests": 1, "errors": 1, "share": 0.025}},
 	}}})
-	writeCSV(t, filepath.Join(wdir, "percentiles.csv"), []string{"series", "percentile", "latency_ms", "count"},
+	reporttest.WriteCSV(t, filepath.Join(wdir, "percentiles.csv"), []string{"series", "percentile", "latency_ms", "count"},
 		[][]string{{"dps", "0", "10", "1"}, {"dps", "50", "25", "20"}, {"dps", "90", "60", "35"}, {"dps", "100", "95", "39"}})
 	var ts, inst [][]string
 	for s := 0; s < 4; s++ {
@@ -84,8 +88,8 @@ func writeQoSRun(t *testing.T, dir, id, strategy string, withinPct float64) map[
 			inst = append(inst, []string{f0(float64(s)), "dps", "b", "10", "10", "0", "40"})
 		}
 	}
-	writeCSV(t, filepath.Join(wdir, "timeseries.csv"), []string{"t_s", "series", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos"}, ts)
-	writeCSV(t, filepath.Join(wdir, "instances.csv"), []string{"t_s", "series", "instance", "requests", "ok", "errors", "mean_ms"}, inst)
+	reporttest.WriteCSV(t, filepath.Join(wdir, "timeseries.csv"), []string{"t_s", "series", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos"}, ts)
+	reporttest.WriteCSV(t, filepath.Join(wdir, "instances.csv"), []string{"t_s", "series", "instance", "requests", "ok", "errors", "mean_ms"}, inst)
 	return map[string]any{"load/dps/qos": map[string]any{"latency_ms": 80, "within_pct": withinPct, "within": within, "total": 40, "mean_ms": 30}}
 }
 
@@ -108,11 +112,11 @@ func TestRenderQoS(t *testing.T) {
 		}
 		groups = append(groups, map[string]any{"params": params, "runs": []string{id}, "metrics": map[string]any{"load/dps/qos": agg}})
 	}
-	writeJSON(t, filepath.Join(dir, "summary.json"), map[string]any{"schema": 1, "scenario": "qos-static", "runs": runs, "groups": groups})
-	if err := Render(dir); err != nil {
+	reporttest.WriteJSON(t, filepath.Join(dir, "summary.json"), map[string]any{"schema": 1, "scenario": "qos-static", "runs": runs, "groups": groups})
+	if err := report.Render(dir); err != nil {
 		t.Fatal(err)
 	}
-	html, err := os.ReadFile(HTMLPath(dir))
+	html, err := os.ReadFile(report.HTMLPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +128,11 @@ func TestRenderQoS(t *testing.T) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
-	md, err := os.ReadFile(MarkdownPath(dir))
+	md, err := os.ReadFile(report.MarkdownPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(md), "| qos | load/dps | 80 | 30 | 99.50 | 40 |") {
+	if !strings.Contains(string(md), "| qos | load/dps | 80 | 30 | 99.50 | 40 | 001 |") {
 		t.Errorf("summary.md lacks the QoS row:\n%s", md)
 	}
 }
@@ -145,7 +149,7 @@ func toF(v any) float64 {
 
 // Results without QoS or instances get none of the QoS figures.
 func TestNoQoSWithoutData(t *testing.T) {
-	res, err := Load(copyFixture(t, "sweep"))
+	res, err := report.Load(filepath.Join("..", "..", "report", "testdata", "sweep"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,3 +164,5 @@ func TestNoQoSWithoutData(t *testing.T) {
 		}
 	}
 }
+
+func f0(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }

@@ -1,4 +1,4 @@
-package report
+package scenario
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/continuum-project/continuum/internal/report"
 	"github.com/continuum-project/continuum/internal/report/chart"
 )
 
@@ -16,89 +17,37 @@ import (
 // marked and per phase between events. These are the figures of QEdgeProxy's evaluation
 // (seeds/004 §4.3), computed for whatever the scenario swept (typically the routing strategy).
 
-// QoSStats is stats.json's "qos" of a series: requests that succeeded within LatencyMS.
-type QoSStats struct {
-	LatencyMS float64 `json:"latency_ms"`
-	Within    float64 `json:"within"`
-	Total     float64 `json:"total"`
-	WithinPct float64 `json:"within_pct"`
-	// Below counts the successes within 1/4, 5/8, 1 and 3/2 of LatencyMS (exact, from loadgen).
-	Below []struct {
-		LatencyMS float64 `json:"latency_ms"`
-		Count     float64 `json:"count"`
-	} `json:"below"`
-}
-
-// InstanceStats is one instance in stats.json's "instances" of a series.
-type InstanceStats struct {
-	Requests float64 `json:"requests"`
-	OK       float64 `json:"ok"`
-	Errors   float64 `json:"errors"`
-	Share    float64 `json:"share"` // 0..1
-	MeanMS   float64 `json:"mean_ms"`
-}
-
-// InstancePoint is a row of instances.csv.
-type InstancePoint struct {
-	T                    float64
-	Series, Instance     string
-	Requests, OK, Errors float64
-	MeanMS               float64
-}
-
-// noInstance is how loadgen labels requests no instance answered.
-const noInstance = "(none)"
-
-func loadInstances(path string, w *Workload) error {
-	return readCSV(path, []string{"t_s", "series", "instance", "requests"}, func(r csvRow) error {
-		v, err := r.floats("t_s", "requests", "ok", "errors", "mean_ms")
-		if err != nil {
-			return err
-		}
-		w.Instances = append(w.Instances, InstancePoint{T: v[0], Series: r.str("series"), Instance: r.str("instance"),
-			Requests: v[1], OK: v[2], Errors: v[3], MeanMS: v[4]})
-		return nil
+func init() {
+	report.RegisterSection(report.Section{
+		ID:    "qos",
+		Title: "QoS",
+		Order: 10,
+		Build: func(res *report.Results) *report.SectionContent { return buildQoS(res, instancePalette(res)) },
+		WorkloadFigures: func(res *report.Results, run *report.Run, w *report.Workload) []chart.Figure {
+			return instanceFigures(run, w, instancePalette(res))
+		},
 	})
-}
-
-// qosView is the page's QoS section.
-type qosView struct {
-	Swept   []string // swept parameter paths: the table's first columns
-	Headers []string // their last path element, as column headers
-	Rows    []qosRow
-	Figures []chart.Figure
-	Note    string
-}
-
-type qosRow struct {
-	Params    []string // values of Swept
-	Series    string   // workload/series
-	Runs      string
-	LatencyMS string // the requirement
-	MeanMS    string // average response time of successful requests
-	WithinPct string // % of all requests successful within the requirement
-	Requests  string
 }
 
 // qosGroup is one sweep combination (or run, without groups) with its runs.
 type qosGroup struct {
 	label   string
 	params  []string
-	metrics map[string]map[string]Aggregate
-	runs    []*Run
+	metrics map[string]map[string]report.Aggregate
+	runs    []*report.Run
 }
 
-func qosGroups(res *Results) ([]qosGroup, []string) {
-	byID := map[string]*Run{}
+func qosGroups(res *report.Results) ([]qosGroup, []string) {
+	byID := map[string]*report.Run{}
 	for _, r := range res.Runs {
 		byID[r.ID] = r
 	}
-	swept := sweptParams(res.Summary.Groups)
+	swept := report.SweptParams(res.Summary.Groups)
 	var out []qosGroup
 	for i, g := range res.Summary.Groups {
 		qg := qosGroup{metrics: g.Metrics}
 		for _, p := range swept {
-			qg.params = append(qg.params, formatValue(g.Params[p]))
+			qg.params = append(qg.params, report.FormatValue(g.Params[p]))
 		}
 		qg.label = strings.Join(qg.params, ", ")
 		if qg.label == "" {
@@ -119,12 +68,12 @@ func qosGroups(res *Results) ([]qosGroup, []string) {
 	}
 	// No groups (summary.json missing): one group per run, from its stats.json.
 	for _, r := range res.Runs {
-		qg := qosGroup{label: "run " + r.ID, metrics: map[string]map[string]Aggregate{}, runs: []*Run{r}}
+		qg := qosGroup{label: "run " + r.ID, metrics: map[string]map[string]report.Aggregate{}, runs: []*report.Run{r}}
 		for _, w := range r.Workloads {
 			for name, st := range w.Stats {
 				if q := st.QoS; q != nil {
-					one := func(v float64) Aggregate { return Aggregate{N: 1, Mean: v, CI95: [2]float64{v, v}} }
-					qg.metrics[w.Name+"/"+name+"/qos"] = map[string]Aggregate{"latency_ms": one(q.LatencyMS),
+					one := func(v float64) report.Aggregate { return report.Aggregate{N: 1, Mean: v, CI95: [2]float64{v, v}} }
+					qg.metrics[w.Name+"/"+name+"/qos"] = map[string]report.Aggregate{"latency_ms": one(q.LatencyMS),
 						"within_pct": one(q.WithinPct), "total": one(q.Total), "mean_ms": one(st.LatencyMS["mean"])}
 				}
 			}
@@ -150,16 +99,19 @@ func qosSeries(groups []qosGroup) []string {
 }
 
 // buildQoS returns the QoS section, or nil when no workload had a QoS latency.
-func buildQoS(res *Results, palette map[string]string) *qosView {
+func buildQoS(res *report.Results, palette map[string]string) *report.SectionContent {
 	groups, swept := qosGroups(res)
 	names := qosSeries(groups)
 	if len(names) == 0 {
 		return nil
 	}
-	v := &qosView{Swept: swept}
+	t := report.Table{Class: "qos"}
 	for _, p := range swept {
-		v.Headers = append(v.Headers, p[strings.LastIndex(p, ".")+1:])
+		t.Columns = append(t.Columns, report.Column{Header: p[strings.LastIndex(p, ".")+1:], Title: p})
 	}
+	t.Columns = append(t.Columns, report.Column{Header: "workload/series"}, report.Column{Header: "QoS (ms)", Numeric: true},
+		report.Column{Header: "avg response (ms)", Numeric: true}, report.Column{Header: "within QoS (%)", Numeric: true},
+		report.Column{Header: "requests", Numeric: true}, report.Column{Header: "runs"})
 	for _, g := range groups {
 		for _, s := range names {
 			m, ok := g.metrics[s+"/qos"]
@@ -170,23 +122,28 @@ func buildQoS(res *Results, palette map[string]string) *qosView {
 			for _, r := range g.runs {
 				ids = append(ids, r.ID)
 			}
-			row := qosRow{Params: g.params, Series: s, Runs: strings.Join(ids, ", "), LatencyMS: chart.FormatNum(m["latency_ms"].Mean),
-				MeanMS: aggCell(m["mean_ms"]), WithinPct: aggCell(m["within_pct"]), Requests: aggCell(m["total"])}
-			v.Rows = append(v.Rows, row)
+			row := append(append([]string{}, g.params...), s, chart.FormatNum(m["latency_ms"].Mean),
+				report.AggCell(m["mean_ms"]), report.AggCell(m["within_pct"]), report.AggCell(m["total"]), strings.Join(ids, ", "))
+			t.Rows = append(t.Rows, row)
 		}
 	}
+	c := &report.SectionContent{Tables: []report.Table{t}}
 	for _, s := range names {
-		v.Figures = append(v.Figures, rangesFigure(groups, s), qosCDFFigure(groups, s))
+		c.Figures = append(c.Figures, rangesFigure(groups, s), qosCDFFigure(groups, s))
 		if f, ok := instanceShareByGroupFigure(groups, s, palette); ok {
-			v.Figures = append(v.Figures, f)
+			c.Figures = append(c.Figures, f)
 		}
 	}
-	v.Note = "Average response time is over the successful requests; % within QoS counts every request sent after the warm-up, so errors and timeouts are misses."
-	return v
+	c.Note = "Average response time is over the successful requests; % within QoS counts every request sent after the warm-up, so errors and timeouts are misses."
+	c.MarkdownNote = c.Note
+	for _, p := range swept {
+		c.MarkdownNote += fmt.Sprintf(" %s: %s.", p[strings.LastIndex(p, ".")+1:], p)
+	}
+	return c
 }
 
 // seriesOf splits "<workload>/<series>" and finds the run's workload and that series' stats.
-func seriesOf(r *Run, name string) (*Workload, string, SeriesStats, bool) {
+func seriesOf(r *report.Run, name string) (*report.Workload, string, report.SeriesStats, bool) {
 	wname, series, _ := strings.Cut(name, "/")
 	for _, w := range r.Workloads {
 		if w.Name == wname {
@@ -194,12 +151,12 @@ func seriesOf(r *Run, name string) (*Workload, string, SeriesStats, bool) {
 			return w, series, st, ok
 		}
 	}
-	return nil, "", SeriesStats{}, false
+	return nil, "", report.SeriesStats{}, false
 }
 
 // shareBelow is the fraction of successful requests with latency <= x, interpolated linearly
 // in percentiles.csv's CDF of the series; NaN without points.
-func shareBelow(pts []PercentilePoint, x float64) float64 {
+func shareBelow(pts []report.PercentilePoint, x float64) float64 {
 	if len(pts) == 0 {
 		return math.NaN()
 	}
@@ -219,8 +176,8 @@ func shareBelow(pts []PercentilePoint, x float64) float64 {
 	return 1
 }
 
-func percentilesOf(w *Workload, series string) []PercentilePoint {
-	var pts []PercentilePoint
+func percentilesOf(w *report.Workload, series string) []report.PercentilePoint {
+	var pts []report.PercentilePoint
 	for _, p := range w.Percentiles {
 		if p.Series == series {
 			pts = append(pts, p)
@@ -234,7 +191,7 @@ func percentilesOf(w *Workload, series string) []PercentilePoint {
 // requirement q (for q = 80 ms: 0-20, 20-50, 50-80, 80-120, >120 ms) plus failed ones, as % of
 // all requests: exact from stats.json's counts, or, for results without them, split at q
 // exactly and interpolated inside each side from the CDF in percentiles.csv.
-func rangeShares(w *Workload, series string, st SeriesStats) ([]float64, bool) {
+func rangeShares(w *report.Workload, series string, st report.SeriesStats) ([]float64, bool) {
 	q := st.QoS
 	if q == nil || q.Total <= 0 {
 		return nil, false
@@ -380,7 +337,7 @@ func qosCDFFigure(groups []qosGroup, name string) chart.Figure {
 
 // instancePalette gives every instance seen in the results one colour for the whole page
 // (sorted names; requests no instance answered in grey), so s3 is s3 in every chart.
-func instancePalette(res *Results) map[string]string {
+func instancePalette(res *report.Results) map[string]string {
 	set := map[string]bool{}
 	for _, r := range res.Runs {
 		for _, w := range r.Workloads {
@@ -406,7 +363,7 @@ func instanceColors(names []string) map[string]string {
 	out := map[string]string{}
 	i := 0
 	for _, n := range names {
-		if n == noInstance {
+		if n == report.NoInstance {
 			out[n] = "#9d9d9d"
 			continue
 		}
@@ -419,13 +376,13 @@ func instanceColors(names []string) map[string]string {
 func orderedInstances(set map[string]bool) []string {
 	var names []string
 	for n := range set {
-		if n != noInstance {
+		if n != report.NoInstance {
 			names = append(names, n)
 		}
 	}
 	sort.Strings(names)
-	if set[noInstance] {
-		names = append(names, noInstance)
+	if set[report.NoInstance] {
+		names = append(names, report.NoInstance)
 	}
 	return names
 }
@@ -470,16 +427,16 @@ func instanceShareByGroupFigure(groups []qosGroup, name string, colors map[strin
 		}
 		c.Stacks = append(c.Stacks, st)
 	}
-	caption := fmt.Sprintf("Share of the requests of %s served by each instance, per configuration (after the warm-up, from the X-Continuum-Instance answers counted in stats.json); %s: requests no instance answered.", name, noInstance)
+	caption := fmt.Sprintf("Share of the requests of %s served by each instance, per configuration (after the warm-up, from the X-Continuum-Instance answers counted in stats.json); %s: requests no instance answered.", name, report.NoInstance)
 	return chart.NewFigure("instance-share-"+slug(name), "instance-share", caption, c.SVG()), true
 }
 
 // instanceFigures are a run's per-instance charts of one workload: the share of requests per
 // instance over time (stacked, events marked) and per phase between events, for every series
 // with instances; plus the % of requests within QoS per second when the workload had a QoS latency.
-func instanceFigures(run *Run, w *Workload, palette map[string]string) []chart.Figure {
+func instanceFigures(run *report.Run, w *report.Workload, palette map[string]string) []chart.Figure {
 	var figs []chart.Figure
-	bySeries := map[string][]InstancePoint{}
+	bySeries := map[string][]report.InstancePoint{}
 	var order []string
 	for _, p := range w.Instances {
 		if _, ok := bySeries[p.Series]; !ok {
@@ -500,7 +457,7 @@ func instanceFigures(run *Run, w *Workload, palette map[string]string) []chart.F
 }
 
 // binWidth keeps a time chart at about 60 bins or fewer.
-func binWidth(run *Run, pts []InstancePoint) float64 {
+func binWidth(run *report.Run, pts []report.InstancePoint) float64 {
 	end := run.DurationS
 	for _, p := range pts {
 		end = math.Max(end, p.T+1)
@@ -508,7 +465,7 @@ func binWidth(run *Run, pts []InstancePoint) float64 {
 	return math.Max(1, math.Ceil(end/60))
 }
 
-func shareTimeFigure(run *Run, w *Workload, s string, pts []InstancePoint, colors map[string]string) chart.Figure {
+func shareTimeFigure(run *report.Run, w *report.Workload, s string, pts []report.InstancePoint, colors map[string]string) chart.Figure {
 	bw := binWidth(run, pts)
 	set := map[string]bool{}
 	bins := map[int]map[string]float64{}
@@ -524,8 +481,8 @@ func shareTimeFigure(run *Run, w *Workload, s string, pts []InstancePoint, color
 	}
 	names := orderedInstances(set)
 	c := &chart.Line{ID: "share-" + run.ID + "-" + w.Name + "-" + slug(s), XLabel: "time since start (s)", YLabel: "share of requests (%)",
-		YMax: chart.Fp(100), Markers: runMarkers(run), Bands: runBands(run)}
-	timeDomain(c, run)
+		YMax: chart.Fp(100), Markers: report.RunMarkers(run), Bands: report.RunBands(run)}
+	report.TimeDomain(c, run)
 	// Layers are cumulative from the bottom (first instance) up, each filled from the layer
 	// below it (Lo) to its own top.
 	layers := make([]chart.Series, len(names))
@@ -561,7 +518,7 @@ func shareTimeFigure(run *Run, w *Workload, s string, pts []InstancePoint, color
 
 // sharePhaseFigure splits the run at its events (T0 = start, Ti = the i-th event) and shows the
 // share per instance in each phase: the seed's distribution per time range.
-func sharePhaseFigure(run *Run, w *Workload, s string, pts []InstancePoint, colors map[string]string) chart.Figure {
+func sharePhaseFigure(run *report.Run, w *report.Workload, s string, pts []report.InstancePoint, colors map[string]string) chart.Figure {
 	bounds := []float64{0}
 	cats := []string{"T0 start"}
 	for i, e := range run.Events {
@@ -599,10 +556,10 @@ func sharePhaseFigure(run *Run, w *Workload, s string, pts []InstancePoint, colo
 }
 
 // qosTimeFigure is the % of requests within the QoS latency per second, events marked.
-func qosTimeFigure(run *Run, w *Workload) (chart.Figure, bool) {
+func qosTimeFigure(run *report.Run, w *report.Workload) (chart.Figure, bool) {
 	c := &chart.Line{ID: "qos-time-" + run.ID + "-" + w.Name, XLabel: "time since start (s)", YLabel: "requests within QoS (%)",
-		YMax: chart.Fp(100), Markers: runMarkers(run), Bands: runBands(run)}
-	timeDomain(c, run)
+		YMax: chart.Fp(100), Markers: report.RunMarkers(run), Bands: report.RunBands(run)}
+	report.TimeDomain(c, run)
 	for i, s := range w.Series {
 		sr := chart.Series{Name: s, Color: chart.Color(i)}
 		for _, t := range w.Timeseries {
@@ -632,4 +589,13 @@ func slug(s string) string {
 		}
 		return '-'
 	}, s)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -1,0 +1,45 @@
+// Package reporttest writes results-directory files for tests of report sections.
+package reporttest
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// WriteJSON writes v as indented JSON to path, creating its directory.
+func WriteJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WriteCSV writes a CSV file with a header row to path, creating its directory.
+func WriteCSV(t testing.TB, path string, header []string, rows [][]string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := csv.NewWriter(f)
+	_ = w.Write(header)
+	_ = w.WriteAll(rows)
+	w.Flush()
+	if err := w.Error(); err != nil {
+		t.Fatal(err)
+	}
+}
