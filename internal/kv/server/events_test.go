@@ -1,0 +1,73 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A member started with an events file appends a caught_up line for its peer once it holds
+// what the peer held when their stream opened, with the wall times the testbed's convergence
+// figures are computed from.
+func TestEventsFileRecordsCatchUps(t *testing.T) {
+	addrs := freePorts(t, 2)
+	ic := map[string][]string{"m0": {"http://" + addrs[0]}, "m1": {"http://" + addrs[1]}}
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	for i := 0; i < 2; i++ {
+		name := fmt.Sprintf("m%d", i)
+		_, cli := startKV(t, func(c *Config) {
+			c.Name, c.InitialCluster, c.InitialClusterToken, c.ListenPeerURLs = name, ic, "test", ic[name]
+			if name == "m0" {
+				c.EventsFile = path
+			}
+		})
+		if name == "m1" {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if _, err := cli.Put(ctx, "k", "v"); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+		}
+	}
+	start := time.Now()
+	deadline := start.Add(30 * time.Second)
+	for {
+		if e, ok := firstCatchUp(t, path); ok {
+			if e.Member != "m0" || e.Peer != "m1" || e.ReconnectAt.IsZero() || e.CaughtUpAt.Before(e.ReconnectAt) ||
+				e.CaughtUpAt.Before(start.Add(-time.Minute)) {
+				t.Fatalf("caught_up event %+v", e)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(path)
+			t.Fatalf("no caught_up event for m1 after 30s; events file:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func firstCatchUp(t *testing.T, path string) (Event, bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("events file: %v", err) // created when the member starts
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue // a line being written; a malformed file never yields the event and fails
+		}
+		if e.Event == EventCaughtUp && e.Peer == "m1" {
+			return e, true
+		}
+	}
+	return Event{}, false
+}
