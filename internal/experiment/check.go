@@ -24,14 +24,7 @@ type CheckResult struct {
 // as cluster members or the component a workload drives). opts.Repeats overrides the
 // scenario's repeats as in Execute; opts.Binary defaults to this executable.
 func Check(path string, opts Options) (*CheckResult, error) {
-	sc, err := LoadScenario(path, opts.Sets)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Repeats > 0 {
-		sc.Repeats = opts.Repeats
-	}
-	runs, err := sc.Expand()
+	sc, runs, err := loadRuns(path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -93,11 +86,7 @@ func dryCommand(sc *Scenario, inst Instance, runDir, binary string) (kind.Comman
 // command line a run would start (see Check), keyed "<run id>/<instance>". For tests that hold
 // kinds to what the binary accepts. Files kinds write go under dir.
 func DryCommands(path, dir, binary string) (map[string][]string, error) {
-	sc, err := LoadScenario(path, nil)
-	if err != nil {
-		return nil, err
-	}
-	runs, err := sc.Expand()
+	_, runs, err := loadRuns(path, Options{})
 	if err != nil {
 		return nil, err
 	}

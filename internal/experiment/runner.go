@@ -52,14 +52,7 @@ var ErrInterrupted = errors.New("experiment interrupted")
 // combination x repeat on a fresh testbed, and writes the results directory with summary.json,
 // report.html and summary.md.
 func Execute(ctx context.Context, path string, opts Options) (*Result, error) {
-	sc, err := LoadScenario(path, opts.Sets)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Repeats > 0 {
-		sc.Repeats = opts.Repeats
-	}
-	runs, err := sc.Expand()
+	sc, runs, err := loadRuns(path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +118,23 @@ func Execute(ctx context.Context, path string, opts Options) (*Result, error) {
 		runErr = fmt.Errorf("%d of %d runs failed (see %s)", res.Failed, len(runs), filepath.Join(dir, "runs"))
 	}
 	return res, runErr
+}
+
+// loadRuns loads the scenario at path with opts' --set overrides and repeats, and expands it
+// into its runs.
+func loadRuns(path string, opts Options) (*Scenario, []Run, error) {
+	sc, err := LoadScenario(path, opts.Sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.Repeats > 0 {
+		sc.Repeats = opts.Repeats
+	}
+	runs, err := sc.Expand()
+	if err != nil {
+		return nil, nil, err
+	}
+	return sc, runs, nil
 }
 
 // runRecord is run.json.
