@@ -109,6 +109,7 @@ a response-time requirement ("qos" in stats.json, within_qos in timeseries.csv).
 	f.StringArrayVar(&hosts, "host", nil, "[TARGET=]HOST: send Host: HOST (to every target, or to TARGET; repeatable)")
 	f.StringVar(&cfg.InstanceHeader, "instance-header", httptarget.InstanceHeader, "response header that names the serving instance")
 	f.DurationVar(&cfg.Load.QoSLatency, "qos-latency", 0, "response-time requirement: report the share of requests that succeed within it (0 = none)")
+	f.DurationSliceVar(&cfg.Load.LatencyBounds, "latency-bound", nil, "with --qos-latency: also count the successes within this bound (repeatable, ascending; e.g. the ranges a report draws)")
 	_ = cmd.MarkFlagRequired("target")
 	return cmd
 }

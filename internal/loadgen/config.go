@@ -30,6 +30,10 @@ type Config struct {
 	// series the share of requests that succeeded within it (errors count as misses) and
 	// timeseries.csv the count per second.
 	QoSLatency time.Duration
+	// LatencyBounds, with QoSLatency, are response-time bounds (ascending) under which
+	// stats.json counts each series' successes ("qos" "below"), for the response-time ranges
+	// a report section draws; the engine gives them no meaning.
+	LatencyBounds []time.Duration
 	// OutDir receives stats.json, timeseries.csv, percentiles.csv, latency.hlog and errors.csv;
 	// empty means no files.
 	OutDir string
@@ -74,8 +78,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max_inflight %d: must be >= 0 (0 means the default 10000)", c.MaxInflight)
 	case c.QoSLatency < 0 || c.QoSLatency > maxLatency:
 		return fmt.Errorf("qos_latency %v: must be between 0 (none) and %v", c.QoSLatency, maxLatency)
+	case len(c.LatencyBounds) > 0 && c.QoSLatency == 0:
+		return fmt.Errorf("latency bounds %v: need a QoS latency", c.LatencyBounds)
+	case len(c.LatencyBounds) > 16:
+		return fmt.Errorf("%d latency bounds: at most 16", len(c.LatencyBounds))
 	case c.ThinkTime < 0:
 		return fmt.Errorf("think_time %v: must be >= 0", c.ThinkTime)
+	case !ascending(c.LatencyBounds, maxLatency):
+		return fmt.Errorf("latency bounds %v: want ascending durations > 0 and <= %v", c.LatencyBounds, maxLatency)
 	case c.ProgressInterval < 0:
 		return fmt.Errorf("progress_interval %v: must be >= 0", c.ProgressInterval)
 	}
@@ -121,4 +131,14 @@ func ValidateSeries(series []Series) error {
 		}
 	}
 	return validateOutputs(series)
+}
+
+// ascending reports whether bounds are strictly increasing, each in (0, limit].
+func ascending(bounds []time.Duration, limit time.Duration) bool {
+	for i, b := range bounds {
+		if b <= 0 || b > limit || i > 0 && b <= bounds[i-1] {
+			return false
+		}
+	}
+	return true
 }

@@ -105,6 +105,7 @@ func TestQoSLatency(t *testing.T) {
 	cfg := testConfig()
 	cfg.Rate = 100
 	cfg.QoSLatency = 20 * time.Millisecond
+	cfg.LatencyBounds = []time.Duration{5 * time.Millisecond, 12500 * time.Microsecond, 20 * time.Millisecond, 30 * time.Millisecond}
 	cfg.OutDir = t.TempDir()
 	var n atomic.Int64
 	target := TargetFunc(func(ctx context.Context) error {
@@ -155,5 +156,21 @@ func TestQoSLatencyValidate(t *testing.T) {
 	cfg.QoSLatency = 2 * maxLatency
 	if cfg.Validate() == nil {
 		t.Error("qos latency beyond the histogram range accepted")
+	}
+	cfg.QoSLatency = 0
+	cfg.LatencyBounds = []time.Duration{time.Millisecond}
+	if cfg.Validate() == nil {
+		t.Error("latency bounds without a qos latency accepted")
+	}
+	cfg.QoSLatency = 80 * time.Millisecond
+	for _, b := range [][]time.Duration{{2 * time.Millisecond, time.Millisecond}, {0}, {time.Millisecond, time.Millisecond}} {
+		cfg.LatencyBounds = b
+		if cfg.Validate() == nil {
+			t.Errorf("latency bounds %v accepted", b)
+		}
+	}
+	cfg.LatencyBounds = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("ascending bounds: %v", err)
 	}
 }

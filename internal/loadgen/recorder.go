@@ -64,9 +64,10 @@ type recorder struct {
 	mErrs     int64
 	errTypes  map[string]int64 // after the warm-up
 	spare     []*hdr.Histogram
-	// After the warm-up: successes within the QoS latency, and within each QoS range.
+	// After the warm-up: successes within the QoS latency, and within each latency bound.
 	mWithin int64
-	mBelow  [len(qosRangeFractions)]int64
+	bounds  []time.Duration
+	mBelow  []int64
 	mInst   map[string]*instCount
 	anyInst bool // some request (warm-up included) named its instance
 
@@ -82,6 +83,8 @@ func newRecorder(name string, t0 time.Time, cfg Config) *recorder {
 		duration:   cfg.Duration,
 		closedLoop: cfg.Clients > 0,
 		qos:        cfg.QoSLatency,
+		bounds:     cfg.LatencyBounds,
+		mBelow:     make([]int64, len(cfg.LatencyBounds)),
 		open:       map[int]*interval{},
 		total:      newHistogram(),
 		recent:     newHistogram(),
@@ -197,8 +200,8 @@ func (r *recorder) record(intended, latency time.Duration, errType, instance str
 		if within {
 			r.mWithin++
 		}
-		for i, f := range qosRangeFractions {
-			if r.qos > 0 && float64(latency) <= f*float64(r.qos) {
+		for i, b := range r.bounds {
+			if latency <= b {
 				r.mBelow[i]++
 			}
 		}

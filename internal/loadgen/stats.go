@@ -39,8 +39,8 @@ type QoSStats struct {
 	Within    int64   `json:"within"`
 	Total     int64   `json:"total"`
 	WithinPct float64 `json:"within_pct"` // 100 * Within / Total; 0 when Total is 0
-	// Below counts the successes within fractions of LatencyMS (see qosRangeFractions): the
-	// response-time ranges of QEdgeProxy's evaluation (for 80 ms: 20, 50, 80 and 120 ms).
+	// Below counts the successes within each of the run's latency bounds (Config.LatencyBounds).
+	// Empty without bounds.
 	Below []QoSBelow `json:"below"`
 }
 
@@ -49,10 +49,6 @@ type QoSBelow struct {
 	LatencyMS float64 `json:"latency_ms"`
 	Count     int64   `json:"count"`
 }
-
-// qosRangeFractions are the upper bounds of the response-time ranges as fractions of the QoS
-// latency: for 80 ms, 0-20, 20-50, 50-80, 80-120 and above.
-var qosRangeFractions = [...]float64{0.25, 0.625, 1, 1.5}
 
 // Stats is the content of stats.json. Series is the part docs/results-format.md specifies; the
 // other fields describe the run.
@@ -107,8 +103,8 @@ func computeStats(recs []*recorder, cfg Config, end time.Duration, status string
 			if q.Total > 0 {
 				q.WithinPct = math.Round(float64(q.Within)/float64(q.Total)*1e6) / 1e4
 			}
-			for i, f := range qosRangeFractions {
-				q.Below = append(q.Below, QoSBelow{LatencyMS: f * q.LatencyMS, Count: r.mBelow[i]})
+			for i, b := range cfg.LatencyBounds {
+				q.Below = append(q.Below, QoSBelow{LatencyMS: float64(b) / 1e6, Count: r.mBelow[i]})
 			}
 			ss.QoS = q
 		}

@@ -6,11 +6,14 @@ type QoSStats struct {
 	Within    float64 `json:"within"`
 	Total     float64 `json:"total"`
 	WithinPct float64 `json:"within_pct"`
-	// Below counts the successes within 1/4, 5/8, 1 and 3/2 of LatencyMS (exact, from loadgen).
-	Below []struct {
-		LatencyMS float64 `json:"latency_ms"`
-		Count     float64 `json:"count"`
-	} `json:"below"`
+	// Below counts the successes within the workload's latency bounds (exact, from loadgen).
+	Below []QoSBelow `json:"below"`
+}
+
+// QoSBelow is how many requests succeeded within LatencyMS.
+type QoSBelow struct {
+	LatencyMS float64 `json:"latency_ms"`
+	Count     float64 `json:"count"`
 }
 
 // InstanceStats is one instance in stats.json's "instances" of a series.

@@ -47,6 +47,9 @@ type LoadConfig struct {
 	// QoSLatency is a response-time requirement: stats and summary report per series the share
 	// of requests that succeeded within it ("qos" metric). 0: none.
 	QoSLatency spec.Duration `yaml:"qos_latency,omitempty"`
+	// LatencyBounds, with QoSLatency, are response-time bounds (ascending) under which stats
+	// counts each series' successes, e.g. QEdgeProxy's ranges for 80 ms: [20ms, 50ms, 80ms, 120ms].
+	LatencyBounds []spec.Duration `yaml:"latency_bounds,omitempty"`
 }
 
 // LoadTarget is one series: a URL, or a component reached at http://<its node>:<port><path>.
@@ -79,8 +82,15 @@ func (c *LoadConfig) validate() error {
 		return fmt.Errorf("qos_latency %v: must be between 0s (none) and 1m", c.QoSLatency)
 	case c.Method == "" || strings.ToUpper(c.Method) != c.Method || strings.ContainsAny(c.Method, " \t/"):
 		return fmt.Errorf("method %q: want an upper-case HTTP method such as GET, POST or PUT", c.Method)
+	case len(c.LatencyBounds) > 0 && c.QoSLatency.Duration == 0:
+		return errors.New("latency_bounds needs qos_latency")
 	case len(c.Targets) == 0:
 		return errors.New("targets: at least one target ({name, url} or {name, component}) is required")
+	}
+	for i, b := range c.LatencyBounds {
+		if b.Duration <= 0 || b.Duration > time.Minute || i > 0 && b.Duration <= c.LatencyBounds[i-1].Duration {
+			return fmt.Errorf("latency_bounds[%d] %v: want ascending durations > 0 and <= 1m", i, b)
+		}
 	}
 	seen := map[string]bool{}
 	for i, t := range c.Targets {
@@ -147,6 +157,9 @@ func loadCommand(env kind.Env, cfg any) (kind.Command, error) {
 	}
 	if c.QoSLatency.Duration > 0 {
 		args = append(args, "--qos-latency", c.QoSLatency.String())
+		for _, b := range c.LatencyBounds {
+			args = append(args, "--latency-bound", b.String())
+		}
 	}
 	if c.Clients > 0 {
 		args = append(args, "--clients", strconv.Itoa(c.Clients))

@@ -196,7 +196,7 @@ func rangeShares(w *report.Workload, series string, st report.SeriesStats) ([]fl
 	if q == nil || q.Total <= 0 {
 		return nil, false
 	}
-	if b := q.Below; len(b) == 4 {
+	if b := q.Below; exactRanges(b, q.LatencyMS) {
 		ok := st.OK
 		vals := []float64{b[0].Count, b[1].Count - b[0].Count, b[2].Count - b[1].Count, b[3].Count - b[2].Count,
 			ok - b[3].Count, q.Total - ok}
@@ -234,6 +234,25 @@ func rangeShares(w *report.Workload, series string, st report.SeriesStats) ([]fl
 }
 
 var rangeColors = []string{"#1a9850", "#66bd63", "#a6d96a", "#fdae61", "#f46d43", "#a50026"}
+
+// rangeFractions are the upper bounds of the seed's response-time ranges as fractions of the
+// requirement (for 80 ms: 20, 50, 80 and 120 ms). A scenario gets exact ranges by giving http-load
+// these as latency_bounds.
+var rangeFractions = [...]float64{0.25, 0.625, 1, 1.5}
+
+// exactRanges reports whether stats.json counted the successes at exactly the range bounds of
+// requirement q.
+func exactRanges(below []report.QoSBelow, q float64) bool {
+	if len(below) != len(rangeFractions) {
+		return false
+	}
+	for i, f := range rangeFractions {
+		if math.Abs(below[i].LatencyMS-f*q) > 1e-6*q {
+			return false
+		}
+	}
+	return true
+}
 
 func rangeNames(q float64) []string {
 	f := chart.FormatNum
