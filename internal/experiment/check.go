@@ -47,7 +47,7 @@ func Check(path string, opts Options) (*CheckResult, error) {
 			if _, err := dryCommand(r.Scenario, inst, filepath.Join(tmp, r.ID), opts.Binary); err != nil {
 				msg := fmt.Sprintf("%s: %v", inst.Name, err)
 				if len(r.Params) > 0 {
-					msg = fmt.Sprintf("run %s (%s): %s", r.ID, paramText(sortedParams(r.Params), r.Params), msg)
+					msg = fmt.Sprintf("run %s (%s): %s", r.ID, paramText(sortedParams(r.Params), r.Params, r.Labels), msg)
 				}
 				if !seen[msg] {
 					seen[msg] = true

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // requestCounter follows the workloads' progress lines (see package loadgen) so the runner can
@@ -138,7 +139,7 @@ func newEventLog(path string) (*eventLog, error) {
 		return nil, err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"t_s", "action", "target", "detail", "status"})
+	_ = w.Write(results.EventsHeader)
 	w.Flush()
 	return &eventLog{f: f, w: w}, nil
 }

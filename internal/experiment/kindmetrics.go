@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/results"
+	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 // kindMetrics collects the metrics the run's kinds report (Kind.Metrics), components and
@@ -16,7 +18,7 @@ func kindMetrics(rec runRecord) map[string]map[string]float64 {
 	if rec.T0.IsZero() {
 		return nil // the run never started its clock
 	}
-	events := firedEvents(filepath.Join(rec.dir, "events.csv"))
+	events := firedEvents(filepath.Join(rec.dir, results.EventsFile))
 	byKind := map[string][]kind.InstanceOutput{}
 	var order []string
 	for _, inst := range rec.instances {
@@ -28,7 +30,7 @@ func kindMetrics(rec runRecord) map[string]map[string]float64 {
 			order = append(order, inst.Kind)
 		}
 		byKind[inst.Kind] = append(byKind[inst.Kind], kind.InstanceOutput{Name: inst.Name, Node: inst.Node, Config: inst.DecodedConfig,
-			Log:    filepath.Join(rec.dir, "logs", inst.Node+"."+inst.Name+".stderr.log"),
+			Log:    testbed.LogPath(filepath.Join(rec.dir, results.LogsDir), inst.Node, inst.Name, "stderr"),
 			OutDir: instanceDir(rec.dir, inst)})
 	}
 	m := map[string]map[string]float64{}

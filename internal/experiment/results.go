@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/testbed"
 	"github.com/continuum-project/continuum/internal/version"
 )
@@ -66,8 +67,7 @@ func newSampleWriter(path string) (*sampleWriter, error) {
 		return nil, err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"t_s", "node", "component", "cpu_seconds", "cpu_util", "rss_bytes", "disk_bytes",
-		"rx_bytes", "tx_bytes", "power_w", "energy_j", "idle_energy_j"})
+	_ = w.Write(results.SamplesHeader)
 	return &sampleWriter{f: f, w: w}, nil
 }
 

@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
 
@@ -72,7 +72,7 @@ func Execute(ctx context.Context, path string, opts Options) (*Result, error) {
 	if _, err := os.Stat(dir); err == nil {
 		dir += fmt.Sprintf("-%d", os.Getpid())
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "runs"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, results.RunsDir), 0o755); err != nil {
 		return nil, err
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
@@ -82,10 +82,10 @@ func Execute(ctx context.Context, path string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), resolved, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, results.ScenarioFile), resolved, 0o644); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(dir, "environment.json"), environment(started)); err != nil {
+	if err := results.WriteJSON(filepath.Join(dir, results.EnvironmentFile), environment(started)); err != nil {
 		return nil, err
 	}
 	pr := newProgress(opts.Progress, opts.Interactive, len(runs))
@@ -107,7 +107,7 @@ func Execute(ctx context.Context, path string, opts Options) (*Result, error) {
 	}
 	pr.finish()
 	sum := buildSummary(sc.Name, started, time.Now(), records)
-	if err := writeJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
+	if err := results.WriteJSON(filepath.Join(dir, results.SummaryFile), sum); err != nil {
 		return res, err
 	}
 	if err := report.Render(dir); err != nil {
@@ -115,7 +115,7 @@ func Execute(ctx context.Context, path string, opts Options) (*Result, error) {
 	}
 	res.Report = report.HTMLPath(dir)
 	if runErr == nil && res.Failed > 0 {
-		runErr = fmt.Errorf("%d of %d runs failed (see %s)", res.Failed, len(runs), filepath.Join(dir, "runs"))
+		runErr = fmt.Errorf("%d of %d runs failed (see %s)", res.Failed, len(runs), filepath.Join(dir, results.RunsDir))
 	}
 	return res, runErr
 }
@@ -137,20 +137,9 @@ func loadRuns(path string, opts Options) (*Scenario, []Run, error) {
 	return sc, runs, nil
 }
 
-// runRecord is run.json.
+// runRecord is a run's run.json plus what the runner keeps about it in memory.
 type runRecord struct {
-	ID        string            `json:"id"`
-	Params    map[string]string `json:"params"`
-	Repeat    int               `json:"repeat"`
-	Started   time.Time         `json:"started"`
-	DurationS float64           `json:"duration_s"`
-	WarmupS   float64           `json:"warmup_s"`
-	Status    string            `json:"status"` // ok, interrupted, failed
-	Error     string            `json:"error,omitempty"`
-	Seed      int64             `json:"seed"`
-	Testbed   string            `json:"testbed"`
-	// T0 is the wall time the run's clock started (events.csv's t_s counts from it).
-	T0        time.Time `json:"t0,omitzero"`
+	results.Run
 	dir       string
 	workloads []string
 	instances []Instance // components, then workloads
@@ -159,19 +148,19 @@ type runRecord struct {
 // runOne executes one run on its own testbed and always leaves the testbed removed.
 func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr *progress) runRecord {
 	sc := r.Scenario
-	rdir := filepath.Join(dir, "runs", r.ID)
-	rec := runRecord{ID: r.ID, Params: r.Params, Repeat: r.Repeat, Started: time.Now().UTC(),
-		DurationS: sc.Duration.Seconds(), WarmupS: sc.Warmup.Seconds(), Seed: sc.Seed, dir: rdir,
-		Testbed: fmt.Sprintf("run%d-%s", os.Getpid()%100000, r.ID)}
+	rdir := results.RunDir(dir, r.ID)
+	rec := runRecord{Run: results.Run{ID: r.ID, Params: results.Params(r.Params), Labels: r.Labels, Repeat: r.Repeat,
+		Started: time.Now().UTC(), DurationS: sc.Duration.Seconds(), WarmupS: sc.Warmup.Seconds(), Seed: sc.Seed,
+		Testbed: fmt.Sprintf("run%d-%s", os.Getpid()%100000, r.ID)}, dir: rdir}
 	if rec.Params == nil {
-		rec.Params = map[string]string{}
+		rec.Params = results.Params{}
 	}
 	for _, w := range sc.Workloads {
 		rec.workloads = append(rec.workloads, w.Name)
 	}
 	rec.instances = append(append([]Instance{}, sc.Components...), sc.Workloads...)
 	err := func() (err error) {
-		if err := os.MkdirAll(filepath.Join(rdir, "logs"), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(rdir, results.LogsDir), 0o755); err != nil {
 			return err
 		}
 		pr.phase(index, r.ID, "starting testbed")
@@ -205,7 +194,7 @@ func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr 
 	default:
 		rec.Status = "ok"
 	}
-	_ = writeJSON(filepath.Join(rdir, "run.json"), rec)
+	_ = results.WriteJSON(filepath.Join(rdir, results.RunFile), rec.Run)
 	return rec
 }
 
@@ -261,9 +250,9 @@ func instanceEnv(sc *Scenario, inst Instance, nodes map[string]string, runDir, b
 // instanceDir is an instance's output directory in a run: components/<name> or workloads/<name>.
 func instanceDir(runDir string, inst Instance) string {
 	if k, _ := kind.Lookup(inst.Kind); k != nil && k.Role == kind.RoleWorkload {
-		return filepath.Join(runDir, "workloads", inst.Name)
+		return results.WorkloadDir(runDir, inst.Name)
 	}
-	return filepath.Join(runDir, "components", inst.Name)
+	return results.ComponentDir(runDir, inst.Name)
 }
 
 func (ex *execution) start(ctx context.Context, inst Instance, stdout io.Writer) (*testbed.Proc, error) {
@@ -284,7 +273,7 @@ func (ex *execution) start(ctx context.Context, inst Instance, stdout io.Writer)
 		dir = env.OutDir
 	}
 	p, err := ex.tb.Start(testbed.ProcSpec{Name: inst.Name, Node: inst.Node, Args: cmd.Args, Env: cmd.Env, Dir: dir,
-		LogDir: filepath.Join(ex.dir, "logs"), DataDirs: cmd.DataDirs, Stdout: stdout, Service: inst.service()})
+		LogDir: filepath.Join(ex.dir, results.LogsDir), DataDirs: cmd.DataDirs, Stdout: stdout, Service: inst.service()})
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +304,7 @@ func (ex *execution) waitReady(ctx context.Context, inst Instance, p *testbed.Pr
 		case <-p.Done():
 			st := p.Status()
 			return fmt.Errorf("%s exited (code %d %s) before it was ready on %s; see %s", inst.Name, st.ExitCode, st.Signal,
-				addr, filepath.Join(ex.dir, "logs", inst.Node+"."+inst.Name+".stderr.log"))
+				addr, testbed.LogPath(filepath.Join(ex.dir, results.LogsDir), inst.Node, inst.Name, "stderr"))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -338,12 +327,12 @@ func (ex *execution) run(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	samples, err := newSampleWriter(filepath.Join(ex.dir, "samples.csv"))
+	samples, err := newSampleWriter(filepath.Join(ex.dir, results.SamplesFile))
 	if err != nil {
 		return err
 	}
 	defer samples.close()
-	evlog, err := newEventLog(filepath.Join(ex.dir, "events.csv"))
+	evlog, err := newEventLog(filepath.Join(ex.dir, results.EventsFile))
 	if err != nil {
 		return err
 	}
@@ -401,7 +390,7 @@ func (ex *execution) run(ctx context.Context) error {
 	for _, p := range workloads {
 		if st := p.Status(); st.ExitCode != 0 {
 			errs = append(errs, fmt.Errorf("workload %s exited with %d%s; see %s", st.Name, st.ExitCode, st.Signal,
-				filepath.Join(ex.dir, "logs", st.Node+"."+st.Name+".stderr.log")))
+				testbed.LogPath(filepath.Join(ex.dir, results.LogsDir), st.Node, st.Name, "stderr")))
 		}
 	}
 	return errors.Join(errs...)
@@ -415,14 +404,6 @@ func (ex *execution) overrun() time.Duration {
 		d = max(d, k.OverrunOf(w.DecodedConfig))
 	}
 	return d
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // trimErr keeps error text on one CSV-friendly line.

@@ -166,6 +166,7 @@ func (c *checker) validate() {
 	c.checkDeferredStarts()
 	c.checkPorts()
 	c.checkSweep()
+	c.checkSweepLabels()
 }
 
 func (c *checker) checkInstances(list string, role kind.Role, insts []Instance) {

@@ -31,6 +31,10 @@ type Scenario struct {
 	// Sweep maps a parameter path (same syntax as --set, e.g. "workloads.load.config.rate") to the
 	// values it takes; the runner runs every combination (cartesian product) Repeats times.
 	Sweep map[string][]yaml.Node `yaml:"sweep,omitempty"`
+	// SweepLabels names a sweep path's values for reports, one label per value in order (e.g.
+	// "continuum kv" and "etcd" for two component lists). Paths without labels get derived ones
+	// when their values are lists or mappings (see sweepLabels).
+	SweepLabels map[string][]string `yaml:"sweep_labels,omitempty"`
 
 	// File is the path the scenario was read from (for relative paths and error messages).
 	File string `yaml:"-"`

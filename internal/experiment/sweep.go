@@ -19,6 +19,10 @@ type Run struct {
 	ID string // "001", "002", ... in execution order
 	// Params maps each sweep path to its value in this run, as written in the scenario.
 	Params map[string]string
+	// Labels maps a swept path to the short name of its value in this run, where the value is
+	// too long to name it (a component list): given in the scenario's sweep_labels or derived
+	// from what differs between the path's values (see sweepLabels).
+	Labels map[string]string
 	Repeat int // 1-based
 	// Scenario is a fully resolved copy with the sweep values applied and validated. Its Sweep is
 	// empty and Repeats is 1, so that writing it to the run's directory and loading it again
@@ -36,7 +40,7 @@ func (s *Scenario) Expand() ([]Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Sweep = nil
+	r.Sweep, r.SweepLabels = nil, nil
 	var base yaml.Node
 	if err := base.Encode(r); err != nil {
 		return nil, fmt.Errorf("encode scenario: %w", err)
@@ -58,16 +62,20 @@ func (s *Scenario) Expand() ([]Run, error) {
 		return nil, fmt.Errorf("the sweep expands to %d combinations x %d repeats; want 1 to %d runs", total, repeats, MaxRuns)
 	}
 
+	labels := s.sweepLabels()
 	var runs []Run
 	var errs []string
 	idx := make([]int, len(paths)) // current combination, odometer-style
 	for c := 0; c < total; c++ {
-		params := map[string]string{}
+		params, plabels := map[string]string{}, map[string]string{}
 		d := &doc{file: s.File, root: spec.CopyNode(&base)}
 		var failed bool
 		for j, p := range paths {
 			v := &s.Sweep[p][idx[j]]
 			params[p] = valueText(v)
+			if l := labels[p]; l != nil {
+				plabels[p] = l[idx[j]]
+			}
 			if err := d.set(p, spec.CopyNode(v), s.File); err != nil {
 				errs = append(errs, fmt.Sprintf("sweep %s=%s: %v", p, params[p], err))
 				failed = true
@@ -77,12 +85,12 @@ func (s *Scenario) Expand() ([]Run, error) {
 			id := fmt.Sprintf("%03d", len(runs)+1)
 			sc, err := d.clone().resolve()
 			if err != nil {
-				errs = append(errs, fmt.Sprintf("run %s (%s): %v", id, paramText(paths, params), err))
+				errs = append(errs, fmt.Sprintf("run %s (%s): %v", id, paramText(paths, params, plabels), err))
 				break
 			}
 			sc.File, sc.TopologyFile = s.File, s.TopologyFile
 			sc.Seed = s.Seed + int64(len(runs))
-			runs = append(runs, Run{ID: id, Params: params, Repeat: rep, Scenario: sc})
+			runs = append(runs, Run{ID: id, Params: params, Labels: plabels, Repeat: rep, Scenario: sc})
 		}
 		for j := len(idx) - 1; j >= 0; j-- {
 			if idx[j]++; idx[j] < len(s.Sweep[paths[j]]) {
@@ -111,10 +119,15 @@ func valueText(n *yaml.Node) string {
 	return strings.TrimSpace(string(out))
 }
 
-func paramText(paths []string, params map[string]string) string {
+// paramText names a run's sweep values, by their labels where they have one.
+func paramText(paths []string, params, labels map[string]string) string {
 	parts := make([]string, len(paths))
 	for i, p := range paths {
-		parts[i] = p + "=" + params[p]
+		v := params[p]
+		if l, ok := labels[p]; ok {
+			v = l
+		}
+		parts[i] = p + "=" + v
 	}
 	return strings.Join(parts, ", ")
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // runState is shared by the executors of one Run.
@@ -148,7 +150,7 @@ func (st *runState) do(t Target, rec *recorder, intended, deadline time.Duration
 	var instance string
 	if it, ok := t.(InstanceTarget); ok {
 		if instance, err = it.DoInstance(ctx); instance == "" {
-			instance = NoInstance
+			instance = results.NoInstance
 		}
 	} else {
 		err = t.Do(ctx)
@@ -167,7 +169,7 @@ func (st *runState) do(t Target, rec *recorder, intended, deadline time.Duration
 // the instance counts still add up to every request, "" otherwise.
 func unsentInstance(t Target) string {
 	if _, ok := t.(InstanceTarget); ok {
-		return NoInstance
+		return results.NoInstance
 	}
 	return ""
 }

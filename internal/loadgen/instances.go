@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strconv"
+
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // InstanceTarget is a Target behind a load balancer or proxy that can tell which backend
@@ -16,20 +18,6 @@ type InstanceTarget interface {
 	// DoInstance is Do that also returns the serving instance; "" when the answer named none
 	// (no answer at all, or an error from the balancer itself).
 	DoInstance(ctx context.Context) (instance string, err error)
-}
-
-// NoInstance labels requests of an InstanceTarget that no instance answered (the request
-// failed before reaching one, or the balancer answered itself).
-const NoInstance = "(none)"
-
-// InstanceStats is one instance of a series in stats.json (requests intended after the warm-up).
-type InstanceStats struct {
-	Requests int64 `json:"requests"`
-	OK       int64 `json:"ok"`
-	Errors   int64 `json:"errors"`
-	// Share is Requests over all the series' requests after the warm-up (0..1).
-	Share  float64 `json:"share"`
-	MeanMS float64 `json:"mean_ms"` // mean latency of the successful ones; 0 if none
 }
 
 // instCount accumulates one instance's requests (in one second, or overall).
@@ -54,10 +42,6 @@ func (c *instCount) mean() float64 {
 	}
 	return math.Round(c.latSum/float64(c.ok)*1000) / 1000
 }
-
-var instancesHeader = []string{"t_s", "series", "instance", "requests", "ok", "errors", "mean_ms"}
-
-const instancesFileName = "instances.csv"
 
 // instancesCSV has a row per second, series and instance that had requests (requests attributed
 // to the second of their intended time, like timeseries.csv). ok is false when no request of
@@ -85,7 +69,7 @@ func instancesCSV(recs []*recorder) (data []byte, ok bool, err error) {
 			}
 		}
 	}
-	data, err = writeCSV(instancesHeader, rows)
+	data, err = writeCSV(results.InstancesHeader, rows)
 	return data, true, err
 }
 
@@ -100,7 +84,7 @@ func sortedInstances(m map[string]*instCount) []string {
 
 // instanceStats turns the after-warm-up counts into stats.json's instances; nil when no
 // request named an instance (a target that can tell, but whose answers never did).
-func instanceStats(m map[string]*instCount, any bool) map[string]InstanceStats {
+func instanceStats(m map[string]*instCount, any bool) map[string]results.InstanceStats {
 	if len(m) == 0 || !any {
 		return nil
 	}
@@ -108,9 +92,9 @@ func instanceStats(m map[string]*instCount, any bool) map[string]InstanceStats {
 	for _, c := range m {
 		total += c.n
 	}
-	out := make(map[string]InstanceStats, len(m))
+	out := make(map[string]results.InstanceStats, len(m))
 	for name, c := range m {
-		out[name] = InstanceStats{Requests: c.n, OK: c.ok, Errors: c.errs, MeanMS: c.mean(),
+		out[name] = results.InstanceStats{Requests: c.n, OK: c.ok, Errors: c.errs, MeanMS: c.mean(),
 			Share: math.Round(float64(c.n)/float64(total)*1e6) / 1e6}
 	}
 	return out

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // roundRobin answers from instances a, b, c in turn; every fourth request fails without an
@@ -34,20 +36,20 @@ func TestInstancesCounted(t *testing.T) {
 	}
 	// 200 requests: a/b/c 50 each and 50 without an instance (the target's own order).
 	inst := res.Stats.Series["lb"].Instances
-	for _, name := range []string{"a", "b", "c", NoInstance} {
+	for _, name := range []string{"a", "b", "c", results.NoInstance} {
 		c := inst[name]
 		if c.Requests != 50 || c.Share != 0.25 {
 			t.Errorf("instance %s: %+v, want 50 requests, share 0.25", name, c)
 		}
 	}
-	if inst[NoInstance].Errors != 50 || inst["a"].OK != 50 {
+	if inst[results.NoInstance].Errors != 50 || inst["a"].OK != 50 {
 		t.Errorf("errors/ok: %+v", inst)
 	}
 	if res.Stats.Series["plain"].Instances != nil {
 		t.Errorf("a plain target has instances: %+v", res.Stats.Series["plain"].Instances)
 	}
 	// instances.csv: every request of the run (warm-up included), per second and instance.
-	rows := readCSV(t, cfg.OutDir, instancesFileName, instancesHeader)
+	rows := readCSV(t, cfg.OutDir, results.InstancesFile, results.InstancesHeader)
 	total := map[string]int{}
 	for _, r := range rows {
 		if r[1] != "lb" {
@@ -55,7 +57,7 @@ func TestInstancesCounted(t *testing.T) {
 		}
 		total[r[2]] += atoiT(t, r[3])
 	}
-	if total["a"] != 50 || total[NoInstance] != 50 || len(total) != 4 {
+	if total["a"] != 50 || total[results.NoInstance] != 50 || len(total) != 4 {
 		t.Errorf("instances.csv totals %v, want 50 per instance", total)
 	}
 }
@@ -80,7 +82,7 @@ func TestInstancesAfterWarmup(t *testing.T) {
 		t.Errorf("after the warm-up: %d requests, shares summing to %v; want 100 and 1", n, share)
 	}
 	total := 0
-	for _, r := range readCSV(t, cfg.OutDir, instancesFileName, instancesHeader) {
+	for _, r := range readCSV(t, cfg.OutDir, results.InstancesFile, results.InstancesHeader) {
 		total += atoiT(t, r[3])
 	}
 	if total != 200 {
@@ -95,7 +97,7 @@ func TestNoInstancesFileWithoutLabels(t *testing.T) {
 	if _, err := Run(context.Background(), cfg, []Series{{"plain", TargetFunc(ok)}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.OutDir, instancesFileName)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(cfg.OutDir, results.InstancesFile)); !os.IsNotExist(err) {
 		t.Errorf("instances.csv written without instance labels (%v)", err)
 	}
 }
@@ -138,7 +140,7 @@ func TestQoSLatency(t *testing.T) {
 		t.Errorf("qos ranges = %+v, want bounds 5/12.5/20/30 ms, the 20 ms one = within (%d)", q.Below, q.Within)
 	}
 	var within int
-	for _, r := range readCSV(t, cfg.OutDir, timeseriesFileName, timeseriesHeader) {
+	for _, r := range readCSV(t, cfg.OutDir, results.TimeseriesFile, results.TimeseriesHeader) {
 		within += atoiT(t, r[9])
 	}
 	if int64(within) != q.Within {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // countMix alternates a, a, a, b and runs out after limit requests (0: never).
@@ -45,7 +47,7 @@ func TestYCSBMixOpenLoopSplitsSeries(t *testing.T) {
 	if _, ok := res.Stats.Series["ycsb"]; ok {
 		t.Error("the schedule name must not be a series")
 	}
-	rows := readCSV(t, cfg.OutDir, timeseriesFileName, timeseriesHeader)
+	rows := readCSV(t, cfg.OutDir, results.TimeseriesFile, results.TimeseriesHeader)
 	sent := map[string]int{}
 	for _, r := range rows {
 		sent[r[1]] += atoiT(t, r[2])

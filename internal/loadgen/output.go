@@ -12,48 +12,35 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-)
 
-// File names and CSV headers of a workload directory (docs/results-format.md).
-const (
-	statsFileName       = "stats.json"
-	timeseriesFileName  = "timeseries.csv"
-	percentilesFileName = "percentiles.csv"
-	hlogFileName        = "latency.hlog"
-	errorsFileName      = "errors.csv"
-)
-
-var (
-	timeseriesHeader  = []string{"t_s", "series", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos"}
-	percentilesHeader = []string{"series", "percentile", "latency_ms", "count"}
-	errorsHeader      = []string{"series", "type", "count"}
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // percentileTicks is HdrHistogram's ticks per half distance for percentiles.csv: 5 gives ~100
 // points for 10^4 samples, enough for a smooth CDF down to p99.99.
 const percentileTicks = 5
 
-func writeOutputs(dir string, t0 time.Time, recs []*recorder, st Stats) error {
+func writeOutputs(dir string, t0 time.Time, recs []*recorder, st results.Stats) error {
 	files := []struct {
 		name string
 		data func() ([]byte, error)
 	}{
-		{statsFileName, func() ([]byte, error) {
+		{results.StatsFile, func() ([]byte, error) {
 			b, err := json.MarshalIndent(st, "", "  ")
 			return append(b, '\n'), err
 		}},
-		{timeseriesFileName, func() ([]byte, error) { return timeseriesCSV(recs) }},
-		{percentilesFileName, func() ([]byte, error) { return percentilesCSV(recs) }},
-		{hlogFileName, func() ([]byte, error) { return hlogFile(t0, recs) }},
-		{errorsFileName, func() ([]byte, error) { return errorsCSV(recs, st) }},
+		{results.TimeseriesFile, func() ([]byte, error) { return timeseriesCSV(recs) }},
+		{results.PercentilesFile, func() ([]byte, error) { return percentilesCSV(recs) }},
+		{results.LatencyLogFile, func() ([]byte, error) { return hlogFile(t0, recs) }},
+		{results.ErrorsFile, func() ([]byte, error) { return errorsCSV(recs, st) }},
 	}
 	if data, ok, err := instancesCSV(recs); err != nil {
-		return fmt.Errorf("encode %s: %w", instancesFileName, err)
+		return fmt.Errorf("encode %s: %w", results.InstancesFile, err)
 	} else if ok {
 		files = append(files, struct {
 			name string
 			data func() ([]byte, error)
-		}{instancesFileName, func() ([]byte, error) { return data, nil }})
+		}{results.InstancesFile, func() ([]byte, error) { return data, nil }})
 	}
 	for _, f := range files {
 		data, err := f.data()
@@ -112,7 +99,7 @@ func timeseriesCSV(recs []*recorder) ([]byte, error) {
 				fmtInt(rw.err), fmtInt(thr), p50, p99, mx, within})
 		}
 	}
-	return writeCSV(timeseriesHeader, rows)
+	return writeCSV(results.TimeseriesHeader, rows)
 }
 
 func percentilesCSV(recs []*recorder) ([]byte, error) {
@@ -125,7 +112,7 @@ func percentilesCSV(recs []*recorder) ([]byte, error) {
 			rows = append(rows, []string{r.name, fmtFloat(b.Quantile), fmtFloat(nsToMs(b.ValueAt)), fmtInt(b.Count)})
 		}
 	}
-	return writeCSV(percentilesHeader, rows)
+	return writeCSV(results.PercentilesHeader, rows)
 }
 
 // hlogFile writes an HdrHistogram interval log: one line per second per series, tagged with the
@@ -159,7 +146,7 @@ func hlogFile(t0 time.Time, recs []*recorder) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func errorsCSV(recs []*recorder, st Stats) ([]byte, error) {
+func errorsCSV(recs []*recorder, st results.Stats) ([]byte, error) {
 	var rows [][]string
 	for _, r := range recs {
 		byType := st.Series[r.name].ErrorsByType
@@ -172,5 +159,5 @@ func errorsCSV(recs []*recorder, st Stats) ([]byte, error) {
 			rows = append(rows, []string{r.name, t, fmtInt(byType[t])})
 		}
 	}
-	return writeCSV(errorsHeader, rows)
+	return writeCSV(results.ErrorsHeader, rows)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 func readCSV(t *testing.T, dir, name string, header []string) [][]string {
@@ -64,7 +66,7 @@ func TestOutputsParseBack(t *testing.T) {
 
 	// stats.json: the documented fields, with values that add up.
 	var raw map[string]map[string]map[string]any
-	b, _ := os.ReadFile(filepath.Join(cfg.OutDir, statsFileName))
+	b, _ := os.ReadFile(filepath.Join(cfg.OutDir, results.StatsFile))
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil {
 		t.Fatal(err)
@@ -90,7 +92,7 @@ func TestOutputsParseBack(t *testing.T) {
 		}
 	}
 
-	ts := readCSV(t, cfg.OutDir, timeseriesFileName, timeseriesHeader)
+	ts := readCSV(t, cfg.OutDir, results.TimeseriesFile, results.TimeseriesHeader)
 	if len(ts) != 4 { // 2 seconds x 2 series
 		t.Fatalf("timeseries rows %v", ts)
 	}
@@ -100,7 +102,7 @@ func TestOutputsParseBack(t *testing.T) {
 		}
 	}
 
-	pc := readCSV(t, cfg.OutDir, percentilesFileName, percentilesHeader)
+	pc := readCSV(t, cfg.OutDir, results.PercentilesFile, results.PercentilesHeader)
 	var edge [][]string
 	for _, r := range pc {
 		if r[0] == "edge" {
@@ -119,7 +121,7 @@ func TestOutputsParseBack(t *testing.T) {
 		prev = v
 	}
 
-	f, err := os.Open(filepath.Join(cfg.OutDir, hlogFileName))
+	f, err := os.Open(filepath.Join(cfg.OutDir, results.LatencyLogFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func TestOutputsParseBack(t *testing.T) {
 	if lines != 4 || counts["edge"] != 400 || counts["cloud"] != 400 {
 		t.Errorf("hlog: %d intervals, counts %v", lines, counts)
 	}
-	if rows := readCSV(t, cfg.OutDir, errorsFileName, errorsHeader); len(rows) != 0 {
+	if rows := readCSV(t, cfg.OutDir, results.ErrorsFile, results.ErrorsHeader); len(rows) != 0 {
 		t.Errorf("errors.csv rows %v", rows)
 	}
 }

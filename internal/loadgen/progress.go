@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // ProgressLine is one line of the progress stream (see the package doc for its meaning).
@@ -79,7 +81,7 @@ func (p *progress) tick() {
 }
 
 // done writes the final line: cumulative counters, and the post-warm-up statistics.
-func (p *progress) done(st Stats, status, statsFile string) error {
+func (p *progress) done(st results.Stats, status, statsFile string) error {
 	line := ProgressLine{Type: "done", TS: roundMs(time.Since(p.t0).Seconds()), Series: map[string]SeriesProgress{},
 		Status: status, StatsFile: statsFile}
 	for _, r := range p.recs {

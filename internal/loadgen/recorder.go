@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/results"
+
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
@@ -168,7 +170,7 @@ func (r *recorder) record(intended, latency time.Duration, errType, instance str
 		iv.mDone++
 	}
 	if instance != "" {
-		r.anyInst = r.anyInst || instance != NoInstance
+		r.anyInst = r.anyInst || instance != results.NoInstance
 		ms := float64(latency) / 1e6
 		countInstance(&iv.inst, instance, ms, errType != "")
 		if measured {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // Run statuses (stats.json "status", the done line's "status").
@@ -16,7 +18,7 @@ const (
 
 // Result is what a run measured; Run also writes it to Config.OutDir.
 type Result struct {
-	Stats Stats
+	Stats results.Stats
 	// Elapsed is the time from t0 to the end of sending (Duration unless interrupted).
 	Elapsed time.Duration
 }
@@ -101,7 +103,7 @@ func Run(ctx context.Context, cfg Config, series []Series) (*Result, error) {
 		if err := writeOutputs(cfg.OutDir, t0, recs, res.Stats); err != nil {
 			return res, err
 		}
-		statsFile = filepath.Join(cfg.OutDir, statsFileName)
+		statsFile = filepath.Join(cfg.OutDir, results.StatsFile)
 	}
 	if err := prog.done(res.Stats, status, statsFile); err != nil {
 		return res, fmt.Errorf("write done line: %w", err)

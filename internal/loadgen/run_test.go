@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -44,7 +45,7 @@ func TestOpenLoopCountsAndWarmup(t *testing.T) {
 		t.Errorf("status %q", res.Stats.Status)
 	}
 	// The time series keeps the warm-up: all 100 requests per series.
-	rows := readCSV(t, cfg.OutDir, timeseriesFileName, timeseriesHeader)
+	rows := readCSV(t, cfg.OutDir, results.TimeseriesFile, results.TimeseriesHeader)
 	sent := map[string]int{}
 	for _, r := range rows {
 		sent[r[1]] += atoiT(t, r[2])
@@ -140,7 +141,7 @@ func TestErrorsByType(t *testing.T) {
 	if s.Sent != 50 || s.Errors != 10 || s.ErrorsByType[ErrHTTP5xx] != 10 || s.OK != 40 {
 		t.Errorf("sent=%d ok=%d errors=%v", s.Sent, s.OK, s.ErrorsByType)
 	}
-	rows := readCSV(t, cfg.OutDir, errorsFileName, errorsHeader)
+	rows := readCSV(t, cfg.OutDir, results.ErrorsFile, results.ErrorsHeader)
 	if len(rows) != 1 || strings.Join(rows[0], ",") != "f,http_5xx,10" {
 		t.Errorf("errors.csv rows %v", rows)
 	}
@@ -192,8 +193,8 @@ func TestInterrupt(t *testing.T) {
 	if res.Stats.Status != StatusInterrupted || s.Sent < 50 || s.OK+s.Errors != s.Sent {
 		t.Errorf("status=%s sent=%d ok=%d errors=%d", res.Stats.Status, s.Sent, s.OK, s.Errors)
 	}
-	var st Stats
-	readJSON(t, cfg.OutDir, statsFileName, &st)
+	var st results.Stats
+	readJSON(t, cfg.OutDir, results.StatsFile, &st)
 	if st.Status != StatusInterrupted || st.Series["s"].Sent != s.Sent {
 		t.Errorf("stats.json: %+v", st)
 	}

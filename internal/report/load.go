@@ -7,63 +7,23 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // Results is everything Load found in a results directory. Optional files that are absent leave
 // their fields empty and add a line to Missing, so the report can say what it could not show.
 type Results struct {
 	Dir         string
-	Summary     Summary
+	Summary     results.Summary
 	Environment map[string]any // environment.json as written; nil when absent
 	Runs        []*Run         // sorted by ID
 	Missing     []string       // human-readable notes about absent optional files
 }
 
-// Summary is summary.json (schema 1).
-type Summary struct {
-	Schema   int          `json:"schema"`
-	Scenario string       `json:"scenario"`
-	Started  string       `json:"started"`
-	Finished string       `json:"finished"`
-	Runs     []SummaryRun `json:"runs"`
-	Groups   []Group      `json:"groups"`
-}
-
-// SummaryRun is one run's entry in summary.json. A metric maps field names ("p50", "count",
-// "value") to values.
-type SummaryRun struct {
-	ID      string                        `json:"id"`
-	Params  map[string]any                `json:"params"`
-	Repeat  int                           `json:"repeat"`
-	Status  string                        `json:"status"`
-	Error   string                        `json:"error,omitempty"`
-	Metrics map[string]map[string]float64 `json:"metrics"`
-}
-
-// Group is one sweep combination with every metric field aggregated across its repeats.
-type Group struct {
-	Params  map[string]any                  `json:"params"`
-	Runs    []string                        `json:"runs"`
-	Metrics map[string]map[string]Aggregate `json:"metrics"`
-}
-
-// Aggregate is a metric field across the repeats of a group: mean and Student-t 95% CI.
-type Aggregate struct {
-	N    int        `json:"n"`
-	Mean float64    `json:"mean"`
-	CI95 [2]float64 `json:"ci95"`
-}
-
 // Run is runs/<id>/: its run.json plus the measurements it produced.
 type Run struct {
-	ID        string         `json:"id"`
-	Params    map[string]any `json:"params"`
-	Repeat    int            `json:"repeat"`
-	Started   string         `json:"started"`
-	DurationS float64        `json:"duration_s"`
-	WarmupS   float64        `json:"warmup_s"`
-	Status    string         `json:"status"`
-	Error     string         `json:"error"`
+	results.Run
 
 	Events    []Event     `json:"-"`
 	Samples   []Sample    `json:"-"`
@@ -108,26 +68,13 @@ type Sample struct {
 type Workload struct {
 	Name        string
 	Series      []string // in order of first appearance in the files
-	Stats       map[string]SeriesStats
+	Stats       map[string]results.SeriesStats
 	Timeseries  []TimePoint
 	Percentiles []PercentilePoint
 	Errors      []ErrorCount
 	// Instances are the rows of instances.csv (requests per serving instance per second),
 	// written only by workloads whose answers name their instance (behind a proxy).
 	Instances []InstancePoint
-}
-
-// SeriesStats is one series of stats.json.
-type SeriesStats struct {
-	LatencyMS     map[string]float64 `json:"latency_ms"`
-	Sent          float64            `json:"sent"`
-	OK            float64            `json:"ok"`
-	Errors        float64            `json:"errors"`
-	ThroughputRPS float64            `json:"throughput_rps"`
-	ErrorsByType  map[string]float64 `json:"errors_by_type"`
-	// QoS and Instances are present when the workload had a QoS latency / saw instances.
-	QoS       *QoSStats                `json:"qos,omitempty"`
-	Instances map[string]InstanceStats `json:"instances,omitempty"`
 }
 
 // TimePoint is a row of timeseries.csv; latency fields are NaN when the second had no success.
@@ -161,10 +108,10 @@ type ErrorCount struct {
 // naming file:line.
 func Load(dir string) (*Results, error) {
 	res := &Results{Dir: dir}
-	sumPath := filepath.Join(dir, "summary.json")
-	runsDir := filepath.Join(dir, "runs")
+	sumPath := filepath.Join(dir, results.SummaryFile)
+	runsDir := filepath.Join(dir, results.RunsDir)
 	haveSummary := true
-	if err := readJSON(sumPath, &res.Summary); err != nil {
+	if err := results.ReadJSON(sumPath, &res.Summary); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
@@ -174,7 +121,7 @@ func Load(dir string) (*Results, error) {
 		haveSummary = false
 		res.Missing = append(res.Missing, "summary.json is missing: the summary is built from each run's stats.json, without confidence intervals")
 	}
-	if err := readJSON(filepath.Join(dir, "environment.json"), &res.Environment); err != nil {
+	if err := results.ReadJSON(filepath.Join(dir, results.EnvironmentFile), &res.Environment); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
@@ -205,12 +152,12 @@ func Load(dir string) (*Results, error) {
 }
 
 func loadRun(dir, id string) (*Run, error) {
-	run := &Run{ID: id}
-	if err := readJSON(filepath.Join(dir, "run.json"), run); err != nil {
+	run := &Run{Run: results.Run{ID: id}}
+	if err := results.ReadJSON(filepath.Join(dir, results.RunFile), &run.Run); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		run.Missing = append(run.Missing, "run.json")
+		run.Missing = append(run.Missing, results.RunFile)
 	}
 	if run.ID == "" {
 		run.ID = id
@@ -222,13 +169,13 @@ func loadRun(dir, id string) (*Run, error) {
 		}
 		return err
 	}
-	if err := optional("events.csv", loadEvents(filepath.Join(dir, "events.csv"), run)); err != nil {
+	if err := optional(results.EventsFile, loadEvents(filepath.Join(dir, results.EventsFile), run)); err != nil {
 		return nil, err
 	}
-	if err := optional("samples.csv", loadSamples(filepath.Join(dir, "samples.csv"), run)); err != nil {
+	if err := optional(results.SamplesFile, loadSamples(filepath.Join(dir, results.SamplesFile), run)); err != nil {
 		return nil, err
 	}
-	wdirs, err := os.ReadDir(filepath.Join(dir, "workloads"))
+	wdirs, err := os.ReadDir(filepath.Join(dir, results.WorkloadsDir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -239,7 +186,7 @@ func loadRun(dir, id string) (*Run, error) {
 		if !e.IsDir() {
 			continue
 		}
-		w, missing, err := loadWorkload(filepath.Join(dir, "workloads", e.Name()), e.Name())
+		w, missing, err := loadWorkload(results.WorkloadDir(dir, e.Name()), e.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -278,7 +225,7 @@ func loadSamples(path string, run *Run) error {
 // loadWorkload reads one workload folder; it returns the names of absent files for the run's
 // Missing list.
 func loadWorkload(dir, name string) (*Workload, []string, error) {
-	w := &Workload{Name: name, Stats: map[string]SeriesStats{}}
+	w := &Workload{Name: name, Stats: map[string]results.SeriesStats{}}
 	var missing []string
 	seen := map[string]bool{}
 	addSeries := func(s string) {
@@ -289,21 +236,19 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 	}
 	check := func(file string, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
-			missing = append(missing, "workloads/"+name+"/"+file)
+			missing = append(missing, results.WorkloadsDir+"/"+name+"/"+file)
 			return nil
 		}
 		return err
 	}
-	var stats struct {
-		Series map[string]SeriesStats `json:"series"`
-	}
-	if err := check("stats.json", readJSON(filepath.Join(dir, "stats.json"), &stats)); err != nil {
+	var stats results.Stats
+	if err := check(results.StatsFile, results.ReadJSON(filepath.Join(dir, results.StatsFile), &stats)); err != nil {
 		return nil, nil, err
 	}
 	if stats.Series != nil {
 		w.Stats = stats.Series
 	}
-	err := readCSV(filepath.Join(dir, "timeseries.csv"), []string{"t_s", "series"}, func(r csvRow) error {
+	err := readCSV(filepath.Join(dir, results.TimeseriesFile), []string{"t_s", "series"}, func(r csvRow) error {
 		v, err := r.floats("t_s", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos")
 		if err != nil {
 			return err
@@ -314,10 +259,10 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 			ThroughputRPS: v[4], P50: v[5], P99: v[6], Max: v[7], WithinQoS: v[8]})
 		return nil
 	})
-	if err := check("timeseries.csv", err); err != nil {
+	if err := check(results.TimeseriesFile, err); err != nil {
 		return nil, nil, err
 	}
-	err = readCSV(filepath.Join(dir, "percentiles.csv"), []string{"series", "percentile", "latency_ms"}, func(r csvRow) error {
+	err = readCSV(filepath.Join(dir, results.PercentilesFile), []string{"series", "percentile", "latency_ms"}, func(r csvRow) error {
 		v, err := r.floats("percentile", "latency_ms", "count")
 		if err != nil {
 			return err
@@ -327,10 +272,10 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 		w.Percentiles = append(w.Percentiles, PercentilePoint{Series: s, Percentile: v[0], LatencyMS: v[1], Count: v[2]})
 		return nil
 	})
-	if err := check("percentiles.csv", err); err != nil {
+	if err := check(results.PercentilesFile, err); err != nil {
 		return nil, nil, err
 	}
-	err = readCSV(filepath.Join(dir, "errors.csv"), []string{"series", "type", "count"}, func(r csvRow) error {
+	err = readCSV(filepath.Join(dir, results.ErrorsFile), []string{"series", "type", "count"}, func(r csvRow) error {
 		c, err := r.float("count")
 		if err != nil {
 			return err
@@ -338,11 +283,11 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 		w.Errors = append(w.Errors, ErrorCount{Series: r.str("series"), Type: r.str("type"), Count: c})
 		return nil
 	})
-	if err := check("errors.csv", err); err != nil {
+	if err := check(results.ErrorsFile, err); err != nil {
 		return nil, nil, err
 	}
 	// instances.csv exists only behind a proxy: its absence is not missing data.
-	if err := loadInstances(filepath.Join(dir, "instances.csv"), w); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := loadInstances(filepath.Join(dir, results.InstancesFile), w); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
 	}
 	// Series only named in stats.json (no time series written) still belong in tables.
@@ -359,20 +304,17 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 
 // summaryFromRuns rebuilds summary.json's per-run metrics from stats.json when the runner did
 // not write it; groups are left empty, so the report shows runs without confidence intervals.
-func summaryFromRuns(runs []*Run) Summary {
-	var s Summary
-	s.Schema = 1
+func summaryFromRuns(runs []*Run) results.Summary {
+	s := results.Summary{Schema: results.Schema}
 	for _, r := range runs {
-		sr := SummaryRun{ID: r.ID, Params: r.Params, Repeat: r.Repeat, Status: r.Status,
-			Metrics: map[string]map[string]float64{}}
+		sr := results.SummaryRun{ID: r.ID, Params: r.Params, Labels: r.Labels, Repeat: r.Repeat, Status: r.Status,
+			Metrics: results.Metrics{}}
 		for _, w := range r.Workloads {
 			for name, st := range w.Stats {
 				prefix := w.Name + "/" + name + "/"
-				if st.LatencyMS != nil {
-					sr.Metrics[prefix+"latency_ms"] = st.LatencyMS
-				}
+				sr.Metrics[prefix+"latency_ms"] = st.Latency.Fields()
 				sr.Metrics[prefix+"throughput_rps"] = map[string]float64{"value": st.ThroughputRPS}
-				sr.Metrics[prefix+"errors"] = map[string]float64{"value": st.Errors}
+				sr.Metrics[prefix+"errors"] = map[string]float64{"value": float64(st.Errors)}
 			}
 		}
 		s.Runs = append(s.Runs, sr)

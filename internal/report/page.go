@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/continuum-project/continuum/internal/report/chart"
 )
@@ -71,8 +72,8 @@ func buildPage(res *Results) *page {
 		p.Env = append(p.Env, [2]string{k, envValue(k, res.Environment[k])})
 	}
 	for i, r := range res.Runs {
-		p.Runs = append(p.Runs, runRow{ID: r.ID, Params: FormatParams(r.Params), Status: orDash(r.Status), Error: r.Error,
-			Started: r.Started, Repeat: r.Repeat, Duration: seconds(r.DurationS), Warmup: seconds(r.WarmupS)})
+		p.Runs = append(p.Runs, runRow{ID: r.ID, Params: FormatParams(r.Params, r.Labels), Status: orDash(r.Status), Error: r.Error,
+			Started: timeText(r.Started), Repeat: r.Repeat, Duration: seconds(r.DurationS), Warmup: seconds(r.WarmupS)})
 		p.Sections = append(p.Sections, buildRunSection(res, r, i == 0))
 	}
 	return p
@@ -82,7 +83,7 @@ func buildRunSection(res *Results, r *Run, first bool) runSection {
 	s := runSection{ID: r.ID, Status: orDash(r.Status), Open: first, Missing: r.Missing, Events: r.Events}
 	s.Title = "Run " + r.ID
 	if len(r.Params) > 0 {
-		s.Title += " — " + FormatParams(r.Params)
+		s.Title += " — " + FormatParams(r.Params, r.Labels)
 	}
 	if r.Repeat > 0 {
 		s.Title += fmt.Sprintf(" — repeat %d", r.Repeat)
@@ -109,7 +110,7 @@ func errorRows(w *Workload) []ErrorCount {
 	for _, s := range w.Series {
 		st := w.Stats[s]
 		for _, t := range sortedKeys(st.ErrorsByType) {
-			out = append(out, ErrorCount{Series: s, Type: t, Count: st.ErrorsByType[t]})
+			out = append(out, ErrorCount{Series: s, Type: t, Count: float64(st.ErrorsByType[t])})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Series < out[j].Series })
@@ -128,6 +129,13 @@ func seconds(v float64) string {
 		return "0 s"
 	}
 	return chart.FormatNum(v) + " s"
+}
+
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 func orDash(s string) string {

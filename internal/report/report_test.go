@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // copyFixture copies testdata/<name> to a temporary directory, because Render writes into the
@@ -48,7 +50,7 @@ func TestLoadQuickstart(t *testing.T) {
 	if len(w.Errors) != 1 || w.Errors[0].Series != "cloud" || w.Errors[0].Type != "timeout" {
 		t.Errorf("errors = %+v", w.Errors)
 	}
-	if p50 := w.Stats["edge"].LatencyMS["p50"]; p50 < 18 || p50 > 22 {
+	if p50 := w.Stats["edge"].Latency.P50; p50 < 18 || p50 > 22 {
 		t.Errorf("edge p50 = %v, want about 20 ms", p50)
 	}
 }
@@ -220,7 +222,7 @@ func FuzzLoadWorkload(f *testing.F) {
 		if err != nil {
 			return
 		}
-		run := &Run{ID: "001", DurationS: 10}
+		run := &Run{Run: results.Run{ID: "001", DurationS: 10}}
 		_ = cdfFigure(run, w)
 		_ = latencyTimeFigure(run, w)
 		_ = throughputFigure(run, w)

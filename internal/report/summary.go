@@ -6,8 +6,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/continuum-project/continuum/internal/report/chart"
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // latencyFields are the columns of the summary table, in order, with their headers.
@@ -31,24 +33,21 @@ type tableRow struct {
 	Cells  []string
 }
 
-// FormatParams prints a run's parameters as "a=1, b=x" in key order, or "(none)".
-func FormatParams(p map[string]any) string {
+// FormatParams prints a run's parameters as "a=1, b=kv" in key order, each value by its short
+// label when it has one, or "(none)".
+func FormatParams(p results.Params, labels map[string]string) string {
 	if len(p) == 0 {
 		return "(none)"
 	}
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := sortedKeys(p)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + "=" + FormatValue(p[k])
+		parts[i] = k + "=" + results.Label(p, labels, k)
 	}
 	return strings.Join(parts, ", ")
 }
 
-// FormatValue prints a parameter value as written (numbers without trailing zeros).
+// FormatValue prints a JSON value as written (numbers without trailing zeros).
 func FormatValue(v any) string {
 	if f, ok := v.(float64); ok {
 		return strconv.FormatFloat(f, 'f', -1, 64)
@@ -57,7 +56,7 @@ func FormatValue(v any) string {
 }
 
 // AggCell prints a group aggregate: the mean alone for one repeat, else mean ± CI half-width.
-func AggCell(a Aggregate) string {
+func AggCell(a results.Aggregate) string {
 	if a.N <= 1 {
 		return chart.FormatNum(a.Mean)
 	}
@@ -84,10 +83,10 @@ func isLatency(fields []string) bool {
 }
 
 // summaryTables builds the tables from summary.json groups, or from its runs when it has none.
-func summaryTables(s Summary) []summaryTable {
+func summaryTables(s results.Summary) []summaryTable {
 	var out []summaryTable
 	for i, g := range s.Groups {
-		t := summaryTable{Title: fmt.Sprintf("Group %d", i+1), Params: FormatParams(g.Params), Runs: strings.Join(g.Runs, ", ")}
+		t := summaryTable{Title: fmt.Sprintf("Group %d", i+1), Params: FormatParams(g.Params, g.Labels), Runs: strings.Join(g.Runs, ", ")}
 		if len(s.Groups) == 1 {
 			t.Title = "All runs"
 		}
@@ -103,7 +102,7 @@ func summaryTables(s Summary) []summaryTable {
 		return out
 	}
 	for _, r := range s.Runs {
-		t := summaryTable{Title: "Run " + r.ID, Params: FormatParams(r.Params), Runs: r.ID, N: 1}
+		t := summaryTable{Title: "Run " + r.ID, Params: FormatParams(r.Params, r.Labels), Runs: r.ID, N: 1}
 		t.Latency, t.Values = metricRows(r.Metrics, chart.FormatNum)
 		out = append(out, t)
 	}
@@ -140,14 +139,14 @@ func metricRows[V any](metrics map[string]map[string]V, cell func(V) string) (la
 }
 
 // SweptParams returns the parameters whose values differ between groups, sorted.
-func SweptParams(groups []Group) []string {
+func SweptParams(groups []results.Group) []string {
 	vals := map[string]map[string]bool{}
 	for _, g := range groups {
 		for k, v := range g.Params {
 			if vals[k] == nil {
 				vals[k] = map[string]bool{}
 			}
-			vals[k][FormatValue(v)] = true
+			vals[k][v] = true
 		}
 	}
 	var out []string
@@ -159,37 +158,93 @@ func SweptParams(groups []Group) []string {
 	return out
 }
 
-// sweepFigures plots, for a sweep, each latency field (p50, p99) and throughput against the
-// first swept parameter. Other swept parameters split the lines; error bars are the 95% CI
-// across repeats when a group has more than one.
-func sweepFigures(s Summary) []chart.Figure {
+// sweepAxis is how a swept parameter is placed on an x axis: numbers and durations (in ms) on a
+// numeric axis, anything else (stores, strategies, component lists) as categories in the order the
+// runner wrote the groups, named by their labels.
+type sweepAxis struct {
+	param   string
+	numeric bool
+	unit    string   // "ms" for durations
+	cats    []string // categorical: the labels, in group order
+}
+
+func newSweepAxis(groups []results.Group, param string) sweepAxis {
+	ax := sweepAxis{param: param, numeric: true}
+	allDur := true
+	for _, g := range groups {
+		v := g.Params[param]
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			allDur = allDur && isDuration(v)
+			ax.numeric = false
+		}
+		if l := results.Label(g.Params, g.Labels, param); !contains(ax.cats, l) {
+			ax.cats = append(ax.cats, l)
+		}
+	}
+	if !ax.numeric && allDur {
+		ax.numeric, ax.unit = true, "ms"
+	}
+	if ax.numeric {
+		ax.cats = nil
+	}
+	return ax
+}
+
+func isDuration(v string) bool {
+	_, err := time.ParseDuration(v)
+	return err == nil
+}
+
+// x is a group's position on the axis: its value, or its category's index.
+func (ax sweepAxis) x(g results.Group) float64 {
+	v := g.Params[ax.param]
+	if ax.unit == "ms" {
+		if _, err := strconv.ParseFloat(v, 64); err != nil { // "0" is a duration and a number
+			d, _ := time.ParseDuration(v)
+			return float64(d) / float64(time.Millisecond)
+		}
+	}
+	if ax.numeric {
+		f, _ := strconv.ParseFloat(v, 64)
+		return f
+	}
+	l := results.Label(g.Params, g.Labels, ax.param)
+	for i, c := range ax.cats {
+		if c == l {
+			return float64(i)
+		}
+	}
+	return math.NaN()
+}
+
+func (ax sweepAxis) title() string {
+	if ax.unit != "" {
+		return ax.param + " (" + ax.unit + ")"
+	}
+	return ax.param
+}
+
+// sweepFigures plots, for a sweep, each latency field (p50, p99) and throughput against a swept
+// parameter: the first numeric one as a line per workload/series, or else the first one as
+// grouped bars, one category per value. Other swept parameters split the lines (bars); error
+// bars are the 95% CI across repeats when a group has more than one.
+func sweepFigures(s results.Summary) []chart.Figure {
 	swept := SweptParams(s.Groups)
 	if len(s.Groups) < 2 || len(swept) == 0 {
 		return nil
 	}
-	xp := swept[0]
-	// A numeric parameter gets a numeric axis (spacing shows the sweep's steps); anything
-	// else is categorical in the order the runner wrote the groups.
-	numeric := true
-	var cats []string
-	for _, g := range s.Groups {
-		if _, ok := g.Params[xp].(float64); !ok {
-			numeric = false
-		}
-		if v := FormatValue(g.Params[xp]); !contains(cats, v) {
-			cats = append(cats, v)
+	ax := newSweepAxis(s.Groups, swept[0])
+	for _, p := range swept {
+		if a := newSweepAxis(s.Groups, p); a.numeric {
+			ax = a
+			break
 		}
 	}
-	xOf := func(g Group) float64 {
-		if numeric {
-			return g.Params[xp].(float64)
+	var rest []string
+	for _, p := range swept {
+		if p != ax.param {
+			rest = append(rest, p)
 		}
-		for i, c := range cats {
-			if c == FormatValue(g.Params[xp]) {
-				return float64(i)
-			}
-		}
-		return math.NaN()
 	}
 	type spec struct{ kind, suffix, field, ylabel, what string }
 	specs := []spec{
@@ -199,16 +254,14 @@ func sweepFigures(s Summary) []chart.Figure {
 	}
 	var figs []chart.Figure
 	for _, sp := range specs {
-		c := &chart.Line{ID: "sweep-" + sp.field + strings.ReplaceAll(sp.suffix, "/", "-"), XLabel: xp, YLabel: sp.ylabel, XPad: 0.06}
-		if !numeric {
-			c.XCategories = cats
-		}
+		c := &chart.Line{ID: "sweep-" + sp.field + strings.ReplaceAll(sp.suffix, "/", "-"), XLabel: ax.title(), YLabel: sp.ylabel,
+			XPad: 0.06, XCategories: ax.cats}
 		lines := map[string]*chart.Series{}
 		var order []string
 		for _, g := range s.Groups {
-			rest := map[string]any{}
-			for _, k := range swept[1:] {
-				rest[k] = g.Params[k]
+			others := results.Params{}
+			for _, k := range rest {
+				others[k] = g.Params[k]
 			}
 			for _, name := range sortedKeys(g.Metrics) {
 				a, ok := g.Metrics[name][sp.field]
@@ -216,20 +269,23 @@ func sweepFigures(s Summary) []chart.Figure {
 					continue
 				}
 				label := strings.TrimSuffix(name, sp.suffix)
-				if len(rest) > 0 {
-					label += " (" + FormatParams(rest) + ")"
+				if len(others) > 0 {
+					label += " (" + FormatParams(others, g.Labels) + ")"
 				}
 				if lines[label] == nil {
 					lines[label] = &chart.Series{Name: label, Color: chart.Color(len(order)), ShowPoints: true}
+					if !ax.numeric {
+						lines[label].Style, lines[label].BarWidth = chart.StyleBars, 1
+					}
 					order = append(order, label)
 				}
-				p := chart.Pt(xOf(g), a.Mean)
+				p := chart.Pt(ax.x(g), a.Mean)
 				if a.N > 1 {
 					// With few repeats the t interval can reach below zero; latencies and rates
 					// cannot, so the bar stops at the axis.
 					p.Lo, p.Hi = math.Max(a.CI95[0], 0), a.CI95[1]
 				}
-				p.Tip = fmt.Sprintf("%s=%s: %s (n=%d)", xp, FormatValue(g.Params[xp]), AggCell(a), a.N)
+				p.Tip = fmt.Sprintf("%s=%s: %s (n=%d)", ax.param, results.Label(g.Params, g.Labels, ax.param), AggCell(a), a.N)
 				lines[label].Points = append(lines[label].Points, p)
 			}
 		}
@@ -241,9 +297,12 @@ func sweepFigures(s Summary) []chart.Figure {
 			sort.SliceStable(sr.Points, func(i, j int) bool { return sr.Points[i].X < sr.Points[j].X })
 			c.Series = append(c.Series, *sr)
 		}
-		caption := fmt.Sprintf("%s vs %s, one line per workload/series; points are the mean across repeats, error bars the 95%% confidence interval (Student t) when a combination has more than one repeat (cut at 0). From summary.json.", sp.what, xp)
-		f := chart.NewFigure(c.ID, sp.kind, caption, c.SVG())
-		figs = append(figs, f)
+		shape := "one line per workload/series; points are the mean across repeats"
+		if !ax.numeric {
+			shape = "one bar per workload/series and value; bars are the mean across repeats"
+		}
+		caption := fmt.Sprintf("%s vs %s, %s, error bars the 95%% confidence interval (Student t) when a combination has more than one repeat (cut at 0). From summary.json.", sp.what, ax.param, shape)
+		figs = append(figs, chart.NewFigure(c.ID, sp.kind, caption, c.SVG()))
 	}
 	return figs
 }

@@ -123,12 +123,11 @@ func (p *Proc) start() error {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return err
 	}
-	base := filepath.Join(logDir, p.n.name+"."+p.spec.Name)
-	stdout, err := os.OpenFile(base+".stdout.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	stdout, err := os.OpenFile(LogPath(logDir, p.n.name, p.spec.Name, "stdout"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	stderr, err := os.OpenFile(base+".stderr.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	stderr, err := os.OpenFile(LogPath(logDir, p.n.name, p.spec.Name, "stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		stdout.Close()
 		return err
@@ -296,4 +295,9 @@ func (tb *Testbed) Remove(name string, grace time.Duration) error {
 		_ = removeTree(d)
 	}
 	return err
+}
+
+// LogPath is where a process's output stream ("stdout" or "stderr") goes: <dir>/<node>.<name>.<stream>.log.
+func LogPath(dir, node, name, stream string) string {
+	return filepath.Join(dir, node+"."+name+"."+stream+".log")
 }

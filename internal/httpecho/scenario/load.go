@@ -1,14 +1,12 @@
 package scenario
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -186,13 +185,9 @@ var headerValueRE = regexp.MustCompile(`^[A-Za-z0-9._:\[\]-]*$`)
 func loadMetrics(out kind.RunOutput) map[string]map[string]float64 {
 	m := map[string]map[string]float64{}
 	for _, in := range out.Instances {
-		b, err := os.ReadFile(filepath.Join(in.OutDir, "stats.json"))
-		if err != nil {
-			continue // the workload never wrote it; the report says what is missing
-		}
-		var st loadgen.Stats
-		if json.Unmarshal(b, &st) != nil {
-			continue
+		var st results.Stats
+		if results.ReadJSON(filepath.Join(in.OutDir, results.StatsFile), &st) != nil {
+			continue // the workload never wrote it (or wrote it badly); the report says so
 		}
 		for series, ss := range st.Series {
 			p := in.Name + "/" + series + "/"

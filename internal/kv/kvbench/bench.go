@@ -17,6 +17,7 @@ import (
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // Config is `continuum bench kv`'s configuration.
@@ -358,7 +359,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 }
 
 // stepOf condenses a run's stats; rate 0 is a closed-loop run (never "sustained").
-func stepOf(st loadgen.Stats, limit time.Duration, rate float64, clients int) Step {
+func stepOf(st results.Stats, limit time.Duration, rate float64, clients int) Step {
 	s := Step{Rate: rate, Clients: clients, Ops: map[string]OpStats{}}
 	for op, ss := range st.Series {
 		s.Ops[op] = OpStats{OK: ss.OK, Errors: ss.Errors, P50: ss.Latency.P50, P99: ss.Latency.P99,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/report"
 	"github.com/continuum-project/continuum/internal/report/chart"
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // The QoS part of the report, shown whenever the data exists: a workload with a QoS latency
@@ -33,7 +34,7 @@ func init() {
 type qosGroup struct {
 	label   string
 	params  []string
-	metrics map[string]map[string]report.Aggregate
+	metrics map[string]map[string]results.Aggregate
 	runs    []*report.Run
 }
 
@@ -47,7 +48,7 @@ func qosGroups(res *report.Results) ([]qosGroup, []string) {
 	for i, g := range res.Summary.Groups {
 		qg := qosGroup{metrics: g.Metrics}
 		for _, p := range swept {
-			qg.params = append(qg.params, report.FormatValue(g.Params[p]))
+			qg.params = append(qg.params, results.Label(g.Params, g.Labels, p))
 		}
 		qg.label = strings.Join(qg.params, ", ")
 		if qg.label == "" {
@@ -68,13 +69,12 @@ func qosGroups(res *report.Results) ([]qosGroup, []string) {
 	}
 	// No groups (summary.json missing): one group per run, from its stats.json.
 	for _, r := range res.Runs {
-		qg := qosGroup{label: "run " + r.ID, metrics: map[string]map[string]report.Aggregate{}, runs: []*report.Run{r}}
+		qg := qosGroup{label: "run " + r.ID, metrics: map[string]map[string]results.Aggregate{}, runs: []*report.Run{r}}
 		for _, w := range r.Workloads {
 			for name, st := range w.Stats {
 				if q := st.QoS; q != nil {
-					one := func(v float64) report.Aggregate { return report.Aggregate{N: 1, Mean: v, CI95: [2]float64{v, v}} }
-					qg.metrics[w.Name+"/"+name+"/qos"] = map[string]report.Aggregate{"latency_ms": one(q.LatencyMS),
-						"within_pct": one(q.WithinPct), "total": one(q.Total), "mean_ms": one(st.LatencyMS["mean"])}
+					qg.metrics[w.Name+"/"+name+"/qos"] = map[string]results.Aggregate{"latency_ms": results.One(q.LatencyMS),
+						"within_pct": results.One(q.WithinPct), "total": results.One(float64(q.Total)), "mean_ms": results.One(st.Latency.Mean)}
 				}
 			}
 		}
@@ -143,7 +143,7 @@ func buildQoS(res *report.Results, palette map[string]string) *report.SectionCon
 }
 
 // seriesOf splits "<workload>/<series>" and finds the run's workload and that series' stats.
-func seriesOf(r *report.Run, name string) (*report.Workload, string, report.SeriesStats, bool) {
+func seriesOf(r *report.Run, name string) (*report.Workload, string, results.SeriesStats, bool) {
 	wname, series, _ := strings.Cut(name, "/")
 	for _, w := range r.Workloads {
 		if w.Name == wname {
@@ -151,7 +151,7 @@ func seriesOf(r *report.Run, name string) (*report.Workload, string, report.Seri
 			return w, series, st, ok
 		}
 	}
-	return nil, "", report.SeriesStats{}, false
+	return nil, "", results.SeriesStats{}, false
 }
 
 // shareBelow is the fraction of successful requests with latency <= x, interpolated linearly
@@ -191,23 +191,23 @@ func percentilesOf(w *report.Workload, series string) []report.PercentilePoint {
 // requirement q (for q = 80 ms: 0-20, 20-50, 50-80, 80-120, >120 ms) plus failed ones, as % of
 // all requests: exact from stats.json's counts, or, for results without them, split at q
 // exactly and interpolated inside each side from the CDF in percentiles.csv.
-func rangeShares(w *report.Workload, series string, st report.SeriesStats) ([]float64, bool) {
+func rangeShares(w *report.Workload, series string, st results.SeriesStats) ([]float64, bool) {
 	q := st.QoS
 	if q == nil || q.Total <= 0 {
 		return nil, false
 	}
 	if b := q.Below; exactRanges(b, q.LatencyMS) {
-		ok := st.OK
-		vals := []float64{b[0].Count, b[1].Count - b[0].Count, b[2].Count - b[1].Count, b[3].Count - b[2].Count,
-			ok - b[3].Count, q.Total - ok}
+		ok, total := float64(st.OK), float64(q.Total)
+		c := func(i int) float64 { return float64(b[i].Count) }
+		vals := []float64{c(0), c(1) - c(0), c(2) - c(1), c(3) - c(2), ok - c(3), total - ok}
 		for i := range vals {
-			vals[i] = 100 * math.Max(vals[i], 0) / q.Total
+			vals[i] = 100 * math.Max(vals[i], 0) / total
 		}
 		return vals, true
 	}
 	pts := percentilesOf(w, series)
-	ok := st.OK
-	within := q.Within
+	ok, total := float64(st.OK), float64(q.Total)
+	within := float64(q.Within)
 	above := math.Max(ok-within, 0)
 	split := func(x, lo, hi float64) float64 { // successes in (lo, x], bounded by the exact totals
 		v := shareBelow(pts, x)
@@ -226,9 +226,9 @@ func rangeShares(w *report.Workload, series string, st report.SeriesStats) ([]fl
 	if !chart.Finite(b4) {
 		b4 = 0
 	}
-	vals := []float64{b1, b2 - b1, within - b2, b4, above - b4, math.Max(q.Total-ok, 0)}
+	vals := []float64{b1, b2 - b1, within - b2, b4, above - b4, math.Max(total-ok, 0)}
 	for i := range vals {
-		vals[i] = 100 * vals[i] / q.Total
+		vals[i] = 100 * vals[i] / total
 	}
 	return vals, true
 }
@@ -242,7 +242,7 @@ var rangeFractions = [...]float64{0.25, 0.625, 1, 1.5}
 
 // exactRanges reports whether stats.json counted the successes at exactly the range bounds of
 // requirement q.
-func exactRanges(below []report.QoSBelow, q float64) bool {
+func exactRanges(below []results.QoSBelow, q float64) bool {
 	if len(below) != len(rangeFractions) {
 		return false
 	}
@@ -382,7 +382,7 @@ func instanceColors(names []string) map[string]string {
 	out := map[string]string{}
 	i := 0
 	for _, n := range names {
-		if n == report.NoInstance {
+		if n == results.NoInstance {
 			out[n] = "#9d9d9d"
 			continue
 		}
@@ -395,13 +395,13 @@ func instanceColors(names []string) map[string]string {
 func orderedInstances(set map[string]bool) []string {
 	var names []string
 	for n := range set {
-		if n != report.NoInstance {
+		if n != results.NoInstance {
 			names = append(names, n)
 		}
 	}
 	sort.Strings(names)
-	if set[report.NoInstance] {
-		names = append(names, report.NoInstance)
+	if set[results.NoInstance] {
+		names = append(names, results.NoInstance)
 	}
 	return names
 }
@@ -446,7 +446,7 @@ func instanceShareByGroupFigure(groups []qosGroup, name string, colors map[strin
 		}
 		c.Stacks = append(c.Stacks, st)
 	}
-	caption := fmt.Sprintf("Share of the requests of %s served by each instance, per configuration (after the warm-up, from the X-Continuum-Instance answers counted in stats.json); %s: requests no instance answered.", name, report.NoInstance)
+	caption := fmt.Sprintf("Share of the requests of %s served by each instance, per configuration (after the warm-up, from the X-Continuum-Instance answers counted in stats.json); %s: requests no instance answered.", name, results.NoInstance)
 	return chart.NewFigure("instance-share-"+slug(name), "instance-share", caption, c.SVG()), true
 }
 

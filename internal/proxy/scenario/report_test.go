@@ -12,6 +12,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/report"
 	"github.com/continuum-project/continuum/internal/report/reporttest"
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 func TestShareBelow(t *testing.T) {
@@ -31,7 +32,7 @@ func TestRangeShares(t *testing.T) {
 	w := &report.Workload{Percentiles: []report.PercentilePoint{
 		{Series: "s", Percentile: 0, LatencyMS: 10}, {Series: "s", Percentile: 50, LatencyMS: 30},
 		{Series: "s", Percentile: 90, LatencyMS: 79}, {Series: "s", Percentile: 100, LatencyMS: 200}}}
-	st := report.SeriesStats{OK: 90, QoS: &report.QoSStats{LatencyMS: 80, Within: 81, Total: 100}}
+	st := results.SeriesStats{OK: 90, QoS: &results.QoSStats{LatencyMS: 80, Within: 81, Total: 100}}
 	vals, ok := rangeShares(w, "s", st)
 	if !ok || len(vals) != 6 {
 		t.Fatalf("rangeShares = %v, %v", vals, ok)
@@ -46,11 +47,11 @@ func TestRangeShares(t *testing.T) {
 	if math.Abs(sum-100) > 1e-9 || math.Abs(vals[0]+vals[1]+vals[2]-81) > 1e-9 || vals[5] != 10 {
 		t.Errorf("ranges %v: want a sum of 100, 81 within, 10 failed", vals)
 	}
-	if _, ok := rangeShares(w, "s", report.SeriesStats{}); ok {
+	if _, ok := rangeShares(w, "s", results.SeriesStats{}); ok {
 		t.Error("ranges without QoS stats")
 	}
 	// With loadgen's exact counts below 20, 50, 80 and 120 ms.
-	var exact report.SeriesStats
+	var exact results.SeriesStats
 	if err := json.Unmarshal([]byte(`{"ok": 90, "qos": {"latency_ms": 80, "within": 81, "total": 100,
 		"below": [{"latency_ms": 20, "count": 30}, {"latency_ms": 50, "count": 60}, {"latency_ms": 80, "count": 81}, {"latency_ms": 120, "count": 85}]}}`), &exact); err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func writeQoSRun(t *testing.T, dir, id, strategy string, withinPct float64) map[
 	reporttest.WriteCSV(t, filepath.Join(rdir, "events.csv"), []string{"t_s", "action", "target", "detail", "status"},
 		[][]string{{"2.000", "kill", "a", "killed a", "ok"}})
 	wdir := filepath.Join(rdir, "workloads", "load")
-	within := 40 * withinPct / 100
+	within := math.Round(40 * withinPct / 100) // counts are whole requests
 	reporttest.WriteJSON(t, filepath.Join(wdir, "stats.json"), map[string]any{"series": map[string]any{"dps": map[string]any{
 		"latency_ms": map[string]any{"count": 39, "mean": 30, "p50": 25, "p90": 60, "p99": 90, "p999": 95, "max": 95},
 		"sent":       40, "ok": 39, "errors": 1, "throughput_rps": 9.75, "errors_by_type": map[string]any{"http_5xx": 1},

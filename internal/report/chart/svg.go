@@ -310,9 +310,18 @@ func (c *Line) SVG() string {
 	for _, t := range xt {
 		x := xs.pos(t.v)
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#888"/>`, x, x, bottom, bottom+4)
-		if t.label != "" {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x, bottom+17, esc(t.label))
+		if t.label == "" {
+			continue
 		}
+		// A category label wider than its band would run into its neighbours: it is cut to
+		// fit, and the whole label is the tooltip.
+		if len(c.XCategories) > 0 {
+			if short, cut := fitText(t.label, (right-left)/float64(len(c.XCategories))-8); cut {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle"><title>%s</title>%s</text>`, x, bottom+17, esc(t.label), esc(short))
+				continue
+			}
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x, bottom+17, esc(t.label))
 	}
 	fmt.Fprintf(&b, `<text class="axis-title" x="%.1f" y="%.1f" text-anchor="middle" font-weight="600">%s</text>`, (left+right)/2, bottom+36, esc(c.XLabel))
 	fmt.Fprintf(&b, `<text class="axis-title" transform="translate(16 %.1f) rotate(-90)" text-anchor="middle" font-weight="600">%s</text></g>`, (top+bottom)/2, esc(c.YLabel))
@@ -401,6 +410,9 @@ func (c *Line) drawSeries(b *strings.Builder, xs, ys scale) {
 				y := ys.pos(p.Y)
 				fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.55"><title>%s</title></rect>`,
 					x, math.Min(y, y0), w, math.Abs(y0-y), s.Color, esc(tipOf(s, p)))
+				if Finite(p.Lo) && Finite(p.Hi) {
+					drawErrBar(b, x+w/2, ys.pos(p.Lo), ys.pos(p.Hi), math.Min(5, w/3), "#333")
+				}
 			}
 			bi++
 		default:
@@ -431,9 +443,7 @@ func (c *Line) drawSeries(b *strings.Builder, xs, ys scale) {
 				}
 				x, y := xs.pos(p.X), ys.pos(p.Y)
 				if Finite(p.Lo) && Finite(p.Hi) {
-					lo, hi := ys.pos(p.Lo), ys.pos(p.Hi)
-					fmt.Fprintf(b, `<path class="errbar" d="M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f" stroke="%s" stroke-width="1.5" fill="none"/>`,
-						x, lo, x, hi, x-5, lo, x+5, lo, x-5, hi, x+5, hi, s.Color)
+					drawErrBar(b, x, ys.pos(p.Lo), ys.pos(p.Hi), 5, s.Color)
 				}
 				if s.ShowPoints || len(s.Points) <= 200 {
 					r := 1.6
@@ -446,6 +456,25 @@ func (c *Line) drawSeries(b *strings.Builder, xs, ys scale) {
 		}
 		b.WriteString(`</g>`)
 	}
+}
+
+// drawErrBar draws a vertical error bar at x from lo to hi (pixels) with caps half wide.
+func drawErrBar(b *strings.Builder, x, lo, hi, half float64, color string) {
+	fmt.Fprintf(b, `<path class="errbar" d="M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f" stroke="%s" stroke-width="1.5" fill="none"/>`,
+		x, lo, x, hi, x-half, lo, x+half, lo, x-half, hi, x+half, hi, color)
+}
+
+// fitText cuts s to at most width pixels (estimated), ending in "…"; cut says whether it did.
+func fitText(s string, width float64) (string, bool) {
+	if textW(s) <= width {
+		return s, false
+	}
+	r := []rune(s)
+	n := max(int(width/charW)-1, 1)
+	if n >= len(r) {
+		return s, false
+	}
+	return string(r[:n]) + "…", true
 }
 
 // drawArea fills each unbroken run of finite points between the line and the points' Lo

@@ -15,6 +15,8 @@ var engines = []string{
 	"internal/experiment",
 	"internal/experiment/kind",
 	"internal/report",
+	"internal/report/chart",
+	"internal/results",
 	"internal/loadgen",
 	"internal/testbed",
 }

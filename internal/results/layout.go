@@ -1,0 +1,54 @@
+package results
+
+import "path/filepath"
+
+// Schema is the version of the layout and documents below; summary.json records it.
+const Schema = 1
+
+// Files and folders of a results directory (docs/results-format.md):
+//
+//	<out>/<scenario>-<stamp>/  ScenarioFile EnvironmentFile SummaryFile RunsDir/
+//	  runs/<id>/              RunFile EventsFile SamplesFile WorkloadsDir/ ComponentsDir/ LogsDir/
+//	    workloads/<name>/     StatsFile TimeseriesFile PercentilesFile LatencyLogFile ErrorsFile InstancesFile
+const (
+	ScenarioFile    = "scenario.yaml"
+	EnvironmentFile = "environment.json"
+	SummaryFile     = "summary.json"
+	RunsDir         = "runs"
+
+	RunFile       = "run.json"
+	EventsFile    = "events.csv"
+	SamplesFile   = "samples.csv"
+	WorkloadsDir  = "workloads"
+	ComponentsDir = "components"
+	LogsDir       = "logs"
+
+	StatsFile       = "stats.json"
+	TimeseriesFile  = "timeseries.csv"
+	PercentilesFile = "percentiles.csv"
+	LatencyLogFile  = "latency.hlog"
+	ErrorsFile      = "errors.csv"
+	// InstancesFile exists only for workloads whose answers name the instance that served them.
+	InstancesFile = "instances.csv"
+)
+
+// CSV headers, in column order. Readers look columns up by name, so a column may be added at the
+// end without breaking them; renaming or removing one is a schema change.
+var (
+	EventsHeader      = []string{"t_s", "action", "target", "detail", "status"}
+	SamplesHeader     = []string{"t_s", "node", "component", "cpu_seconds", "cpu_util", "rss_bytes", "disk_bytes", "rx_bytes", "tx_bytes", "power_w", "energy_j", "idle_energy_j"}
+	TimeseriesHeader  = []string{"t_s", "series", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos"}
+	PercentilesHeader = []string{"series", "percentile", "latency_ms", "count"}
+	ErrorsHeader      = []string{"series", "type", "count"}
+	InstancesHeader   = []string{"t_s", "series", "instance", "requests", "ok", "errors", "mean_ms"}
+)
+
+// RunDir is runs/<id>/ of the results directory dir.
+func RunDir(dir, id string) string { return filepath.Join(dir, RunsDir, id) }
+
+// WorkloadDir is workloads/<name>/ of a run directory.
+func WorkloadDir(runDir, name string) string { return filepath.Join(runDir, WorkloadsDir, name) }
+
+// ComponentDir is components/<name>/ of a run directory: a component's own output (metrics,
+// events files), as opposed to its logs.
+func ComponentDir(runDir, name string) string { return filepath.Join(runDir, ComponentsDir, name) }
