@@ -94,7 +94,10 @@ func writeQoSRun(t *testing.T, dir, id, strategy string, withinPct float64) map[
 	return map[string]any{"load/dps/qos": map[string]any{"latency_ms": 80, "within_pct": withinPct, "within": within, "total": 40, "mean_ms": 30}}
 }
 
-func TestRenderQoS(t *testing.T) {
+// writeQoSResults writes a rendered results directory of a two-strategy proxy experiment (qos
+// and round-robin, one run each) and returns it.
+func writeQoSResults(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	var runs, groups []map[string]any
 	for i, s := range []struct {
@@ -117,14 +120,24 @@ func TestRenderQoS(t *testing.T) {
 	if err := report.Render(dir); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// qosFigures are the figures the QoS section and its workload figures draw for writeQoSResults.
+var qosFigures = []string{"qos-ranges", "qos-cdf", "instance-share", "instance-share-time", "instance-share-phases", "qos-time"}
+
+func TestRenderQoS(t *testing.T) {
+	dir := writeQoSResults(t)
 	html, err := os.ReadFile(report.HTMLPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	page := string(html)
-	for _, want := range []string{`<section id="qos">`, "<td>qos</td>", "<td>round-robin</td>", "<td class=\"n\">99.50</td>",
-		`data-chart="qos-ranges"`, `data-chart="qos-cdf"`, `data-chart="instance-share"`, `data-chart="instance-share-time"`,
-		`data-chart="instance-share-phases"`, `data-chart="qos-time"`, "T1 kill a", "≤ 20 ms", "80–120 ms"} {
+	want := []string{`<section id="qos">`, "<td>qos</td>", "<td>round-robin</td>", "<td class=\"n\">99.50</td>", "T1 kill a", "≤ 20 ms", "80–120 ms"}
+	for _, k := range qosFigures {
+		want = append(want, `data-chart="`+k+`"`)
+	}
+	for _, want := range want {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
