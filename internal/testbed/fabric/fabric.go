@@ -167,6 +167,37 @@ type Fabric struct {
 // New builds the fabric and starts moving packets: one reader goroutine per endpoint and the
 // timer thread. Close stops everything and closes the endpoints.
 func New(cfg Config) (*Fabric, error) {
+	f, err := newFabric(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if f.timer, err = newTimer(); err != nil {
+		return nil, err
+	}
+	f.clock = newClock()
+	var out []delivery
+	go f.timer.run(func(expired bool) {
+		out = f.onTimer(out[:0], expired)
+		if len(out) <= inlineWrites {
+			f.writeNow(out)
+		} else {
+			f.deliver(out)
+		}
+		clear(out) // drop packet references held by the reused slice
+	})
+	for i, n := range f.nodes {
+		f.readers.Add(1)
+		go f.readLoop(i)
+		f.writers.Add(1)
+		go f.writeLoop(n)
+	}
+	return f, nil
+}
+
+// newFabric builds the scheduling state (nodes, links, routes, random source) without the
+// clock, the timer thread or any endpoint I/O: New adds those, and the scheduling tests drive
+// ingress and advance with times of their own.
+func newFabric(cfg Config) (*Fabric, error) {
 	if cfg.MTU == 0 {
 		cfg.MTU = 1500
 	}
@@ -193,28 +224,6 @@ func New(cfg Config) (*Fabric, error) {
 	}
 	f.blocked = make([]bool, len(f.nodes)*len(f.nodes))
 	f.recomputeRoutes()
-	t, err := newTimer()
-	if err != nil {
-		return nil, err
-	}
-	f.timer = t
-	f.clock = newClock()
-	var out []delivery
-	go f.timer.run(func(expired bool) {
-		out = f.onTimer(out[:0], expired)
-		if len(out) <= inlineWrites {
-			f.writeNow(out)
-		} else {
-			f.deliver(out)
-		}
-		clear(out) // drop packet references held by the reused slice
-	})
-	for i, n := range f.nodes {
-		f.readers.Add(1)
-		go f.readLoop(i)
-		f.writers.Add(1)
-		go f.writeLoop(n)
-	}
 	return f, nil
 }
 
@@ -363,7 +372,12 @@ func (f *Fabric) onTimer(out []delivery, expired bool) []delivery {
 	if f.closed {
 		return out
 	}
-	horizon := now + f.timer.lead/2
+	return f.advance(out, now+f.timer.lead/2)
+}
+
+// advance takes every event due by horizon: packets move on to their next hop or are delivered
+// (appended to out), and the timer is armed for the earliest event left. Called with mu held.
+func (f *Fabric) advance(out []delivery, horizon int64) []delivery {
 	for len(f.events) > 0 && f.events[0].t <= horizon {
 		e := heap.Pop(&f.events).(event)
 		if f.blocked[e.src*len(f.nodes)+e.dst] {

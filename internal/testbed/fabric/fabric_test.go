@@ -2,11 +2,14 @@ package fabric
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // chanEndpoint is an in-memory Endpoint: packets the test "sends" come out of Read, packets the
@@ -88,6 +91,10 @@ type testNet struct {
 	ips []netip.Addr
 }
 
+// earliest is how much before its scheduled time the timer thread may deliver a packet: events
+// due within half the timer's lead are taken with a wake-up.
+const earliest = time.Duration(maxLead / 2)
+
 func newTestNet(t *testing.T, n int, links []Link) *testNet {
 	t.Helper()
 	tn := &testNet{}
@@ -120,12 +127,15 @@ func TestDelayIsAppliedPerHopAndSummed(t *testing.T) {
 		{A: 1, B: 2, Props: Props{Delay: 20 * time.Millisecond}},
 	})
 	sent := tn.send(0, 2, 100, 1)
-	got := tn.eps[2].waitFor(t, 1, 2*time.Second)
+	got := tn.eps[2].waitFor(t, 1, 30*time.Second)
 	if len(got) != 1 {
 		t.Fatalf("got %d packets, want 1", len(got))
 	}
-	if d := got[0].at.Sub(sent); d < 30*time.Millisecond || d > 32*time.Millisecond {
-		t.Errorf("two-hop delay = %v, want 30ms (+2ms)", d)
+	// Never early: the timer takes events due within half its lead with a wake-up. How late a
+	// packet may be is the machine's business; `continuum bench testbed` measures it, and
+	// TestScheduledDelayIsPerHopAndSummed checks the scheduled times exactly.
+	if d := got[0].at.Sub(sent); d < 30*time.Millisecond-earliest {
+		t.Errorf("two-hop delay = %v, want at least 30ms", d)
 	}
 	path, delay := tn.f.Path(0, 2)
 	if len(path) != 3 || time.Duration(delay) != 30*time.Millisecond {
@@ -151,7 +161,7 @@ func TestShortestPathByDelayAndReroute(t *testing.T) {
 		t.Fatalf("after cut: path delay %v, want 50ms", time.Duration(d))
 	}
 	sent := tn.send(0, 2, 60, 1)
-	got := tn.eps[2].waitFor(t, 1, 2*time.Second)
+	got := tn.eps[2].waitFor(t, 1, 30*time.Second)
 	if len(got) != 1 || got[0].at.Sub(sent) < 50*time.Millisecond {
 		t.Fatalf("rerouted packet: %d arrivals", len(got))
 	}
@@ -171,7 +181,7 @@ func TestPartitionDropsAndHealRestores(t *testing.T) {
 	}
 	tn.send(0, 2, 60, 1)
 	tn.send(0, 1, 60, 2)
-	if got := tn.eps[1].waitFor(t, 1, 2*time.Second); len(got) != 1 {
+	if got := tn.eps[1].waitFor(t, 1, 30*time.Second); len(got) != 1 {
 		t.Fatalf("same-group packet lost")
 	}
 	if tn.f.Drops()[DropPartition] != 1 || len(tn.eps[2].arrivals()) != 0 {
@@ -181,7 +191,7 @@ func TestPartitionDropsAndHealRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	tn.send(0, 2, 60, 3)
-	if got := tn.eps[2].waitFor(t, 1, 2*time.Second); len(got) != 1 {
+	if got := tn.eps[2].waitFor(t, 1, 30*time.Second); len(got) != 1 {
 		t.Fatalf("packet after heal lost")
 	}
 	// Isolating by cutting links makes the destination unreachable.
@@ -189,13 +199,8 @@ func TestPartitionDropsAndHealRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	tn.send(0, 2, 60, 4)
-	deadline := time.Now().Add(2 * time.Second)
-	for tn.f.Drops()[DropUnreachable] != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("isolated node still reachable: drops=%v", tn.f.Drops())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "the packet to the isolated node dropped as unreachable",
+		func() bool { return tn.f.Drops()[DropUnreachable] == 1 })
 }
 
 func TestLossRate(t *testing.T) {
@@ -204,21 +209,11 @@ func TestLossRate(t *testing.T) {
 	for i := 0; i < n; i++ {
 		tn.send(0, 1, 40, byte(i))
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := len(tn.eps[1].arrivals())
-		lost := tn.f.Drops()[DropLoss]
-		if got+int(lost) == n {
-			rate := float64(lost) / n
-			if rate < 0.08 || rate > 0.12 {
-				t.Fatalf("loss rate %.3f, want 0.10+-0.02", rate)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("accounted %d+%d of %d packets", got, lost, n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	testenv.Eventually(t, 30*time.Second, "every packet delivered or lost", func() bool {
+		return len(tn.eps[1].arrivals())+int(tn.f.Drops()[DropLoss]) == n
+	})
+	if rate := float64(tn.f.Drops()[DropLoss]) / n; rate < 0.08 || rate > 0.12 {
+		t.Fatalf("loss rate %.3f, want 0.10+-0.02", rate)
 	}
 }
 
@@ -233,18 +228,19 @@ func TestBandwidthSerialisesAndQueueLimits(t *testing.T) {
 		}
 	}
 	// Queue 5 MTU-sized (1500 B = 12 ms) packets of backlog: roughly the first 6-7 pass, the rest drop.
-	deadline := time.Now().Add(3 * time.Second)
-	for len(tn.eps[1].arrivals())+int(tn.f.Drops()[DropQueue]) < 20 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, "every packet delivered or dropped", func() bool {
+		return len(tn.eps[1].arrivals())+int(tn.f.Drops()[DropQueue]) >= 20
+	})
 	got := tn.eps[1].arrivals()
-	if len(got) < 5 || len(got) > 8 {
-		t.Fatalf("%d packets passed a 5-packet queue, want 5..8 (drops %v)", len(got), tn.f.Drops())
+	// Sent back to back, 7 pass; a sender the machine slowed down lets more through.
+	if len(got) < 5 || len(got)+int(tn.f.Drops()[DropQueue]) != 20 {
+		t.Fatalf("%d packets passed a 5-packet queue, drops %v; want at least 5 and every packet accounted for", len(got), tn.f.Drops())
 	}
+	// Serialisation is a floor: the k-th packet through cannot arrive before k transmission
+	// times have passed (TestScheduledBandwidthSerialisesAndQueueLimits checks the exact times).
 	last := got[len(got)-1].at.Sub(sent)
-	want := time.Duration(len(got)) * 10 * time.Millisecond
-	if last < want-time.Millisecond || last > want+5*time.Millisecond {
-		t.Errorf("last of %d packets after %v, want ~%v", len(got), last, want)
+	if want := time.Duration(len(got)) * 10 * time.Millisecond; last < want-earliest {
+		t.Errorf("last of %d packets after %v, want at least %v", len(got), last, want)
 	}
 }
 
@@ -256,7 +252,7 @@ func TestJitterKeepsOrderAndBounds(t *testing.T) {
 		sendTimes[i] = tn.send(0, 1, 40, byte(i))
 		time.Sleep(200 * time.Microsecond) // pacing the sender, not waiting for a result
 	}
-	got := tn.eps[1].waitFor(t, n, 3*time.Second)
+	got := tn.eps[1].waitFor(t, n, 30*time.Second)
 	if len(got) != n {
 		t.Fatalf("got %d of %d", len(got), n)
 	}
@@ -267,13 +263,11 @@ func TestJitterKeepsOrderAndBounds(t *testing.T) {
 		}
 		delays = append(delays, a.at.Sub(sendTimes[i]))
 	}
-	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
-	// No packet may leave early (delay - jitter is a hard floor). The ceiling is checked at the
-	// 95th percentile: on a shared machine the scheduler can hold any one packet back for tens
-	// of ms (a CI run saw 34 ms once), which says nothing about the jitter drawn.
-	p95 := delays[n*95/100]
-	if delays[0] < 3*time.Millisecond || p95 > 9*time.Millisecond {
-		t.Errorf("delays span %v..%v (p95 %v), want >= 3ms and p95 within 7ms (+ scheduling)", delays[0], delays[n-1], p95)
+	// No packet may leave early (delay - jitter is a hard floor). A ceiling is not the wall
+	// clock's to check on a shared machine, where any packet can be held back for tens of ms:
+	// TestScheduledJitterKeepsOrderAndBounds checks the scheduled times.
+	if m := slices.Min(delays); m < 3*time.Millisecond-earliest {
+		t.Errorf("a packet crossed in %v, want at least delay - jitter = 3ms", m)
 	}
 }
 
@@ -281,17 +275,12 @@ func TestUnknownDestinationAndNonIPv4Dropped(t *testing.T) {
 	tn := newTestNet(t, 2, []Link{{A: 0, B: 1}})
 	tn.eps[0].in <- ipPacket(netip.MustParseAddr("192.0.2.1"), 40, 0)
 	tn.eps[0].in <- []byte{0x60, 0, 0, 0}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		d := tn.f.Drops()
-		if d[DropUnknownDst] == 1 && d[DropNotIPv4] == 1 {
-			break
+	testenv.EventuallyNoError(t, 30*time.Second, "both packets dropped", func() error {
+		if d := tn.f.Drops(); d[DropUnknownDst] != 1 || d[DropNotIPv4] != 1 {
+			return fmt.Errorf("drops = %v", d)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("drops = %v", d)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	if c := tn.f.NodeCounters(0); c.TxPackets != 2 {
 		t.Errorf("tx counter %d, want 2", c.TxPackets)
 	}

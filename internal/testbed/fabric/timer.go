@@ -42,7 +42,8 @@ var testClockSkew int64
 
 func (c *clock) now() int64 { return c.mono0 + int64(time.Since(c.base)) }
 
-// timer wakes the timer thread at absolute CLOCK_MONOTONIC times. armed (guarded by the fabric's
+// timer wakes the timer thread at absolute CLOCK_MONOTONIC times; with fd -1 it only records
+// what it was armed for (the scheduling tests' injected time). armed (guarded by the fabric's
 // mu, like every call here except run and close) is the event time currently armed for, 0 if
 // none; arm only ever moves it earlier, so the earliest pending event always has a wake-up.
 //
@@ -83,6 +84,9 @@ func (t *timer) arm(at int64) {
 	}
 	t.armed = at
 	t.programmed = max(at-t.lead, 1)
+	if t.fd < 0 {
+		return // a recording timer (scheduling tests advance time themselves)
+	}
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(t.programmed)}
 	_ = unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &spec, nil)
 }

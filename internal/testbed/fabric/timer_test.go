@@ -14,22 +14,34 @@ func TestClockBehindTimerfdDoesNotStall(t *testing.T) {
 	testClockSkew = 0
 	for i := 1; i <= 20; i++ {
 		tn.send(0, 1, 100, byte(i))
-		if got := tn.eps[1].waitFor(t, i, 2*time.Second); len(got) != i {
-			t.Fatalf("packet %d not delivered within 2s (%d arrived): the timer stalled", i, len(got))
+		if got := tn.eps[1].waitFor(t, i, 30*time.Second); len(got) != i {
+			t.Fatalf("packet %d not delivered within 30s (%d arrived): the timer stalled", i, len(got))
 		}
 	}
 }
 
-// newClock pairs the two clocks within a few microseconds.
+// newClock pairs the two clocks within a few microseconds. A reading is only judged when the
+// reference readings around it are close together: a goroutine preempted between them (a busy
+// machine) says nothing about the pairing.
 func TestNewClockPairing(t *testing.T) {
 	c := newClock()
 	var worst time.Duration
-	for range 100 {
-		ref := newClockRef()
-		d := time.Duration(c.now() - ref)
+	judged := 0
+	for range 1000 {
+		before := newClockRef()
+		now := c.now()
+		after := newClockRef()
+		if after-before > int64(20*time.Microsecond) {
+			continue
+		}
+		judged++
+		d := time.Duration(now - (before+after)/2)
 		worst = max(worst, d, -d)
 	}
+	if judged == 0 {
+		t.Fatal("no undisturbed reading in 1000 tries")
+	}
 	if worst > 200*time.Microsecond {
-		t.Errorf("fabric clock off CLOCK_MONOTONIC by up to %v", worst)
+		t.Errorf("fabric clock off CLOCK_MONOTONIC by up to %v (%d readings judged)", worst, judged)
 	}
 }
