@@ -7,6 +7,8 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // Deleted keys' stamps are collected at compaction once every member of a full mesh holds every
@@ -52,14 +54,9 @@ func testDeletionsCollected(t *testing.T, mesh map[string][]string) {
 			}
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for name, m := range ms {
-		for m.store.CollectBefore() <= deleted {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s's collect bound %d never passed the deletions (%d)", name, m.store.CollectBefore(), deleted)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.Eventually(t, 30*time.Second, name+"'s collect bound to pass the deletions",
+			func() bool { return m.store.CollectBefore() > deleted })
 		putKV(t, m.store, "tick-"+name, "x") // a new revision to compact at
 	}
 	waitConverged(t, ms, 10*time.Second)

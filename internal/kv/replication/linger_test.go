@@ -7,6 +7,8 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // startLingeringPair starts a, whose Sync streams linger for linger after each send, and b,
@@ -21,7 +23,7 @@ func startLingeringPair(t *testing.T, linger time.Duration) (a, b *member) {
 	slow := func(c *Config) { c.Linger, c.Heartbeat = linger, 4*linger }
 	startMember(t, a, nil, 2, slow)
 	startMember(t, b, []string{a.url}, 2, slow)
-	waitFor(t, 10*time.Second, "b's stream from a to open", func() bool {
+	testenv.Eventually(t, 10*time.Second, "b's stream from a to open", func() bool {
 		ps := b.repl.Peers()
 		return len(ps) == 1 && ps[0].Connected
 	})
@@ -38,7 +40,7 @@ func TestLingerGathersChanges(t *testing.T) {
 	// After a quiet spell a change goes at once.
 	start := time.Now()
 	putKV(t, a.store, "first", "v")
-	waitFor(t, 10*time.Second, "the first change at b", func() bool { return holdsAll(a, b) })
+	testenv.Eventually(t, 10*time.Second, "the first change at b", func() bool { return holdsAll(a, b) })
 	if d := time.Since(start); d >= linger/2 {
 		t.Errorf("a change after a quiet spell took %v to reach b: it waited for the %v linger", d, linger)
 	}
@@ -48,7 +50,7 @@ func TestLingerGathersChanges(t *testing.T) {
 	for i := range 30 {
 		putKV(t, a.store, fmt.Sprintf("k%d", i), "v")
 	}
-	waitFor(t, 10*time.Second, "the 30 changes at b", func() bool { return holdsAll(a, b) })
+	testenv.Eventually(t, 10*time.Second, "the 30 changes at b", func() bool { return holdsAll(a, b) })
 	if n := b.repl.Peers()[0].Batches - before; n > 2 {
 		t.Errorf("30 changes made within the linger came in %d messages, want 1 (2 if the puts outlasted it)", n)
 	}
@@ -58,7 +60,7 @@ func TestWaitHoldersCutsLinger(t *testing.T) {
 	const linger = 3 * time.Second
 	a, b := startLingeringPair(t, linger)
 	putKV(t, a.store, "first", "v")
-	waitFor(t, 10*time.Second, "the first change at b", func() bool { return holdsAll(a, b) })
+	testenv.Eventually(t, 10*time.Second, "the first change at b", func() bool { return holdsAll(a, b) })
 
 	// a now lingers for 3 s; a client waiting for a second copy must not wait for it.
 	resp, err := a.store.Put(context.Background(), &pb.PutRequest{Key: []byte("second"), Value: []byte("v")})

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // blackhole is a TCP proxy that cuts a link as a partition that drops packets does: during a
@@ -189,14 +190,12 @@ func TestPartitionHealConverges(t *testing.T) {
 	putKV(t, b.store, "both", "b")
 	// Heal once both members have found their streams dead and tried to reconnect through the
 	// cut: the worst case, a dial in flight that the heal does not save.
-	deadline := time.Now().Add(10 * time.Second)
-	for a.repl.Peers()[0].Connected || b.repl.Peers()[0].Connected || toA.dialsDuringCut() == 0 || toB.dialsDuringCut() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("streams not found dead or not redialled: a %+v, b %+v, dials %d %d",
-				a.repl.Peers()[0], b.repl.Peers()[0], toA.dialsDuringCut(), toB.dialsDuringCut())
+	testenv.EventuallyNoError(t, 30*time.Second, "both streams found dead and redialled through the cut", func() error {
+		if a.repl.Peers()[0].Connected || b.repl.Peers()[0].Connected || toA.dialsDuringCut() == 0 || toB.dialsDuringCut() == 0 {
+			return fmt.Errorf("a %+v, b %+v, dials %d %d", a.repl.Peers()[0], b.repl.Peers()[0], toA.dialsDuringCut(), toB.dialsDuringCut())
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	healed := time.Now()
 	toA.Heal()
 	toB.Heal()
@@ -204,27 +203,24 @@ func TestPartitionHealConverges(t *testing.T) {
 	t.Logf("converged %v after the heal (polled every 10 ms)", time.Since(healed).Round(time.Millisecond))
 
 	// Each member reports when it holds what its peer held when the stream came back.
-	deadline = time.Now().Add(5 * time.Second)
-	for {
-		la := logs.Lines(`msg="caught up with peer"`, "member=a", "peer=b", "disconnected_for=")
-		lb := logs.Lines(`msg="caught up with peer"`, "member=b", "peer=a", "disconnected_for=")
-		if len(la) > 0 && len(lb) > 0 {
-			for _, l := range append(la, lb...) {
-				at, err := time.Parse(time.RFC3339Nano, logAttr(l, "caught_up_at"))
-				if err != nil {
-					t.Fatalf("caught_up_at in %q: %v", l, err)
-				}
-				if logAttr(l, "changes") == "0" || at.Before(healed) {
-					t.Errorf("catch-up line after a cut with writes on both sides: %s", l)
-				}
-				t.Logf("%s caught up %v after the heal", logAttr(l, "member"), at.Sub(healed).Round(time.Millisecond))
-			}
-			break
+	var la, lb []string
+	testenv.EventuallyNoError(t, 30*time.Second, "catch-up lines from both members", func() error {
+		la = logs.Lines(`msg="caught up with peer"`, "member=a", "peer=b", "disconnected_for=")
+		lb = logs.Lines(`msg="caught up with peer"`, "member=b", "peer=a", "disconnected_for=")
+		if len(la) == 0 || len(lb) == 0 {
+			return fmt.Errorf("logged so far:\n%s", strings.Join(logs.Lines("member="), "\n"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no catch-up lines for both members:\n%s", strings.Join(logs.Lines("member="), "\n"))
+		return nil
+	})
+	for _, l := range append(la, lb...) {
+		at, err := time.Parse(time.RFC3339Nano, logAttr(l, "caught_up_at"))
+		if err != nil {
+			t.Fatalf("caught_up_at in %q: %v", l, err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		if logAttr(l, "changes") == "0" || at.Before(healed) {
+			t.Errorf("catch-up line after a cut with writes on both sides: %s", l)
+		}
+		t.Logf("%s caught up %v after the heal", logAttr(l, "member"), at.Sub(healed).Round(time.Millisecond))
 	}
 	for _, m := range []*member{a, b} {
 		if len(logs.Lines(`msg="peer stream lost"`, "member="+m.name, "lost_at=")) == 0 ||

@@ -133,6 +133,11 @@ func (r *Replicator) pullOnce(parent context.Context, conn *grpc.ClientConn, pee
 		return false, err
 	}
 	l.requested(req.Have)
+	r.mu.Lock()
+	if ps := r.peers[peer]; ps != nil {
+		ps.Direct = direct
+	}
+	r.mu.Unlock()
 	// The stream is reopened when the set of direct members changes (this peer must then send
 	// changes it was told to leave out, or may leave out more), and when the peer goes silent
 	// for three heartbeats: a partitioned link can keep a TCP connection open for minutes.

@@ -150,6 +150,9 @@ type PeerStatus struct {
 	// this peer was when this member had applied it.
 	Lag     time.Duration
 	LastErr string
+	// Direct are the members whose own changes the current stream asked this peer to leave out,
+	// because this member streams from them directly; a stream is reopened when that set changes.
+	Direct []uint64
 }
 
 // Replicator runs a member's side of replication.

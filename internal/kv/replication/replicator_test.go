@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 type member struct {
@@ -28,6 +29,12 @@ type member struct {
 // for it, on loopback; everything stops at cleanup.
 func startCluster(t *testing.T, mesh map[string][]string) map[string]*member {
 	t.Helper()
+	return startClusterWith(t, mesh, nil)
+}
+
+// startClusterWith is startCluster with tweak applied to every member's configuration.
+func startClusterWith(t *testing.T, mesh map[string][]string, tweak func(*Config)) map[string]*member {
+	t.Helper()
 	ms := map[string]*member{}
 	for name := range mesh {
 		ms[name] = listenMember(t, name)
@@ -37,7 +44,7 @@ func startCluster(t *testing.T, mesh map[string][]string) map[string]*member {
 		for _, p := range peers {
 			urls = append(urls, ms[p].url)
 		}
-		startMember(t, ms[name], urls, len(mesh), nil)
+		startMember(t, ms[name], urls, len(mesh), tweak)
 	}
 	return ms
 }
@@ -51,18 +58,6 @@ func listenMember(t *testing.T, name string) *member {
 		t.Fatal(err)
 	}
 	return &member{name: name, ln: ln, url: "http://" + ln.Addr().String()}
-}
-
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // startMember opens m's store and starts its replicator, serving on m.ln and pulling from peer
@@ -109,11 +104,8 @@ func putKV(t *testing.T, s *mvcc.Store, k, v string) {
 // waitConverged waits until every member holds the same changes and the same data.
 func waitConverged(t *testing.T, ms map[string]*member, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testenv.EventuallyNoError(t, timeout, "the members to converge", func() error {
 		var first *member
-		same := true
-		var detail string
 		for _, m := range ms {
 			if first == nil {
 				first = m
@@ -123,36 +115,33 @@ func waitConverged(t *testing.T, ms map[string]*member, timeout time.Duration) {
 			ha, _, _, _ := first.store.HashKV(0)
 			hb, _, _, _ := m.store.HashKV(0)
 			if !a.Covers(b) || !b.Covers(a) || ha != hb {
-				same = false
-				detail = fmt.Sprintf("%s %v hash %x vs %s %v hash %x", first.name, a, ha, m.name, b, hb)
+				return fmt.Errorf("%s %v hash %x vs %s %v hash %x", first.name, a, ha, m.name, b, hb)
 			}
 		}
-		if same {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not converged after %v: %s", timeout, detail)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestFullMeshConverges(t *testing.T) {
-	ms := startCluster(t, map[string][]string{"a": {"b", "c"}, "b": {"a", "c"}, "c": {"a", "b"}})
+	// The heartbeat only keeps idle streams alive; a long one keeps a stalled CPU (a busy CI
+	// machine, -race) from reopening a stream for silence in the middle of the count below,
+	// which would resend what that stream had in flight.
+	ms := startClusterWith(t, map[string][]string{"a": {"b", "c"}, "b": {"a", "c"}, "c": {"a", "b"}},
+		func(c *Config) { c.Heartbeat = 2 * time.Second })
 	// Once every stream is up, each member tells its peers to leave out the changes it gets
-	// from their origins directly, so each change crosses the network once per member.
-	waitFor(t, 10*time.Second, "all six streams up", func() bool {
-		up := 0
-		for _, m := range ms {
+	// from their origins directly, so each change crosses the network once per member. Wait
+	// until every stream runs with that final set: one reopened later would have been sent
+	// changes twice.
+	testenv.EventuallyNoError(t, 30*time.Second, "all six streams up, each leaving out the third member", func() error {
+		for name, m := range ms {
 			for _, p := range m.repl.Peers() {
-				if p.Connected {
-					up++
+				if !p.Connected || len(p.Direct) != 1 {
+					return fmt.Errorf("%s's stream from %s: connected %v, leaving out %v", name, p.URL, p.Connected, p.Direct)
 				}
 			}
 		}
-		return up == 6
+		return nil
 	})
-	time.Sleep(300 * time.Millisecond) // let the streams reopen with their final direct sets
 	before := map[string]uint64{}
 	for name, m := range ms {
 		for _, p := range m.repl.Peers() {
@@ -217,7 +206,7 @@ func TestPeerRestartCatchesUp(t *testing.T) {
 	go b.grpc.Serve(ln)
 	waitConverged(t, ms, 10*time.Second)
 	// a's own stream from b comes back too (its puller retries with backoff).
-	waitFor(t, 10*time.Second, "a's stream from b back", func() bool {
+	testenv.Eventually(t, 10*time.Second, "a's stream from b back", func() bool {
 		p := ms["a"].repl.Peers()[0]
 		return p.Connected && p.Member.Name == "b"
 	})
@@ -240,18 +229,10 @@ func TestWrongClusterTokenRefused(t *testing.T) {
 	}
 	r.Start()
 	defer r.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if p := r.Peers()[0]; p.LastErr != "" {
-			if want := "cluster token"; !strings.Contains(p.LastErr, want) {
-				t.Fatalf("error %q does not mention the %s", p.LastErr, want)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no error from a peer with another cluster token")
-		}
-		time.Sleep(10 * time.Millisecond)
+	testenv.Eventually(t, 30*time.Second, "an error from a peer with another cluster token",
+		func() bool { return r.Peers()[0].LastErr != "" })
+	if p, want := r.Peers()[0], "cluster token"; !strings.Contains(p.LastErr, want) {
+		t.Fatalf("error %q does not mention the %s", p.LastErr, want)
 	}
 }
 
@@ -265,13 +246,8 @@ func TestLogCollectedOnceEveryMemberHasIt(t *testing.T) {
 		putKV(t, a.store, fmt.Sprintf("k%d", i%5), fmt.Sprint(i))
 	}
 	waitConverged(t, ms, 10*time.Second)
-	deadline := time.Now().Add(10 * time.Second)
-	for !a.repl.Stable().Covers(a.store.VersionVector()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("a's stable vector %v never covered its own %v", a.repl.Stable(), a.store.VersionVector())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, "a's stable vector to cover its own",
+		func() bool { return a.repl.Stable().Covers(a.store.VersionVector()) })
 	a.store.SetStable(a.repl.Stable())
 	rev := a.store.Rev()
 	if err := a.store.Compact(context.Background(), rev, true); err != nil {
