@@ -189,18 +189,6 @@ func (c *cli) proc(name, comp string) (pid int, state, signal string, restarts i
 	return
 }
 
-// waitFor polls cond every 20 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 var rttRE = regexp.MustCompile(`time=([0-9.]+) ms`)
 
 // pingRTTs pings from node a to node b (by name) and returns the sorted RTTs in ms.
@@ -528,20 +516,20 @@ links:
 			t.Fatalf("sleeper: pid %d state %s", pid, state)
 		}
 		// The launcher execs ip, which execs sleep: pause once it is sleep, so the stop hits it.
-		waitFor(t, 10*time.Second, "sleeper to exec sleep", func() bool { st, comm := procStat(pid); return comm == "sleep" && st == 'S' })
+		testenv.Eventually(t, 10*time.Second, "sleeper to exec sleep", func() bool { st, comm := procStat(pid); return comm == "sleep" && st == 'S' })
 		fault("pause", "--node", "c")
-		waitFor(t, 5*time.Second, "state T after pause", func() bool { st, _ := procStat(pid); return st == 'T' })
+		testenv.Eventually(t, 5*time.Second, "state T after pause", func() bool { st, _ := procStat(pid); return st == 'T' })
 		fault("resume", "--node", "c")
-		waitFor(t, 5*time.Second, "state S after resume", func() bool { st, _ := procStat(pid); return st == 'S' })
+		testenv.Eventually(t, 5*time.Second, "state S after resume", func() bool { st, _ := procStat(pid); return st == 'S' })
 		fault("kill", "--node", "c")
-		waitFor(t, 10*time.Second, "sleeper exited after kill", func() bool {
+		testenv.Eventually(t, 10*time.Second, "sleeper exited after kill", func() bool {
 			_, state, _, _ := c.proc(name, "sleeper")
 			return state == "exited"
 		})
 		if _, state, sig, _ := c.proc(name, "sleeper"); state != "exited" || sig != "killed" {
 			t.Errorf("after kill: state %q signal %q, want exited / killed", state, sig)
 		}
-		waitFor(t, 5*time.Second, "sleeper pid gone", func() bool { return processGone(pid) })
+		testenv.Eventually(t, 5*time.Second, "sleeper pid gone", func() bool { return processGone(pid) })
 		c.must("testbed", "stop", "--name", name, "sleeper")
 	})
 
@@ -596,9 +584,9 @@ links:
 		if restarts != 1 || state != "running" || npid == pid {
 			t.Errorf("after restart: restarts %d state %s pid %d (was %d); want 1, running, a new pid", restarts, state, npid, pid)
 		}
-		waitFor(t, 10*time.Second, "old busy pid gone", func() bool { return processGone(pid) })
+		testenv.Eventually(t, 10*time.Second, "old busy pid gone", func() bool { return processGone(pid) })
 		c.must("testbed", "stop", "--name", name, "busy")
-		waitFor(t, 10*time.Second, "busy gone after stop", func() bool { return processGone(npid) })
+		testenv.Eventually(t, 10*time.Second, "busy gone after stop", func() bool { return processGone(npid) })
 		for _, p := range c.status(name).Procs {
 			if p.Name == "busy" {
 				t.Errorf("busy still listed after stop: %+v", p)
@@ -637,7 +625,7 @@ links: [{between: [a, b], delay: 1ms}]
 	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill -9 daemon %d: %v", st.PID, err)
 	}
-	waitFor(t, 10*time.Second, "daemon gone", func() bool { return processGone(st.PID) })
+	testenv.Eventually(t, 10*time.Second, "daemon gone", func() bool { return processGone(st.PID) })
 	// The namespaces and the component outlive the daemon until `down --all`.
 	if processGone(comp) {
 		t.Errorf("component %d died with the daemon; the test no longer checks its cleanup", comp)
@@ -712,7 +700,7 @@ func (c *cli) runTestbed(t *testing.T, procs int, exited <-chan struct{}) (strin
 	t.Helper()
 	var name string
 	var st statusJSON
-	waitFor(t, 60*time.Second, "the run's testbed with its processes", func() bool {
+	testenv.Eventually(t, 60*time.Second, "the run's testbed with its processes", func() bool {
 		select {
 		case <-exited:
 			t.Fatal("continuum run exited before its testbed was up")
@@ -805,7 +793,7 @@ func TestRunCleansUp(t *testing.T) {
 		go func() { werr = cmd.Wait(); close(exited) }()
 		t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 		tbName, st := c.runTestbed(t, 2, exited)
-		waitFor(t, 20*time.Second, `"running" progress on stderr`, func() bool { return strings.Contains(stderr.String(), "running") })
+		testenv.Eventually(t, 20*time.Second, `"running" progress on stderr`, func() bool { return strings.Contains(stderr.String(), "running") })
 		sent := time.Now()
 		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 func freeLoopback(t *testing.T) string {
@@ -61,7 +63,7 @@ func TestProxyCommand(t *testing.T) {
 			t.Error("no exit within 15 s of SIGTERM")
 		}
 	}()
-	waitFor(t, 15*time.Second, "proxy ready", func() bool {
+	testenv.Eventually(t, 15*time.Second, "proxy ready", func() bool {
 		resp, err := http.Get("http://" + admin + "/readyz")
 		if err != nil {
 			return false

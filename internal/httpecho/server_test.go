@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -188,7 +190,7 @@ func TestGracefulShutdown(t *testing.T) {
 		resp.Body.Close()
 		res <- result{resp.StatusCode, nil}
 	}()
-	waitUntil(t, func() bool { return s.active.Load() == 1 })
+	testenv.Eventually(t, 30*time.Second, "one active connection", func() bool { return s.active.Load() == 1 })
 	cancel()
 	r := <-res
 	if r.err != nil || r.code != 200 {
@@ -201,18 +203,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Error("server still accepts after shutdown")
 	}
 	tr.CloseIdleConnections()
-	waitUntil(t, func() bool { return runtime.NumGoroutine() <= before })
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, "the server goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestConfigValidate(t *testing.T) {

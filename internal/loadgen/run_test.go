@@ -172,10 +172,7 @@ func TestInterrupt(t *testing.T) {
 	var res *Result
 	var err error
 	go func() { res, err = Run(ctx, cfg, []Series{{"s", slowSometimes}}); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for n.Load() < 50 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond) // polling with a deadline
-	}
+	testenv.Eventually(t, 30*time.Second, "50 requests", func() bool { return n.Load() >= 50 })
 	cancel()
 	stopped := time.Now()
 	select {

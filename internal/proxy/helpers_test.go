@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // testSource delivers a first snapshot, then whatever the test sends.
@@ -128,7 +129,7 @@ func startProxy(t *testing.T, cfg Config) *testProxy {
 		}
 		checkNoGoroutines(t)
 	})
-	waitFor(t, "readiness", func() bool {
+	testenv.Eventually(t, 30*time.Second, "readiness", func() bool {
 		resp, err := tp.client.Get(tp.admin + "/readyz")
 		if err != nil {
 			return false
@@ -157,18 +158,6 @@ func checkNoGoroutines(t *testing.T) {
 		}
 	}
 	t.Errorf("goroutines left behind:\n%s", stacks)
-}
-
-// waitFor polls cond until it holds or 5 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // do sends a request for service (by header) and returns the response with its body read.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // gateDialer's dials wait until the test hands each one its connection.
@@ -86,13 +88,13 @@ func TestProxySparesRaceAndKeepTheOtherConnection(t *testing.T) {
 	// becomes a spare too (demand just outgrew the connections).
 	replacement := g.next(t)
 	own <- c2
-	waitFor(t, "the losing dial kept as a spare", func() bool { return sp.idleCount(addr) == 1 })
+	testenv.Eventually(t, 30*time.Second, "the losing dial kept as a spare", func() bool { return sp.idleCount(addr) == 1 })
 	if c, err := sp.dialContext(context.Background(), "tcp", addr); err != nil || c != c2 {
 		t.Fatalf("next dial: %v, %v; want the kept connection", c, err)
 	}
 	// A spare taken: another dial (the replacement is already under way, so none more).
 	replacement <- pipeConn(t)
-	waitFor(t, "the replacement spare", func() bool { return sp.idleCount(addr) == 1 })
+	testenv.Eventually(t, 30*time.Second, "the replacement spare", func() bool { return sp.idleCount(addr) == 1 })
 
 	// An instance out of the pool keeps what it has until it expires, but gets no new ones.
 	sp.setWant(addr, 0)
@@ -159,11 +161,11 @@ func TestProxySpareClosedByServerIsNotUsed(t *testing.T) {
 		t.Fatal("an open, silent connection is not usable")
 	}
 	dropped := dialed()
-	waitFor(t, "two accepted", func() bool { mu.Lock(); defer mu.Unlock(); return len(accepted) == 2 })
+	testenv.Eventually(t, 30*time.Second, "two accepted", func() bool { mu.Lock(); defer mu.Unlock(); return len(accepted) == 2 })
 	mu.Lock()
 	accepted[1].Close() // the server drops the second one (an idle timeout)
 	mu.Unlock()
-	waitFor(t, "the server's FIN", func() bool { return !connUsable(dropped) })
+	testenv.Eventually(t, 30*time.Second, "the server's FIN", func() bool { return !connUsable(dropped) })
 	sp.put(addr, dropped)
 	if c := sp.take(addr); c != nil {
 		t.Fatal("took a connection the server closed")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 func TestProxyReadmitsRecoveredInstanceWithoutTraffic(t *testing.T) {
@@ -47,7 +48,7 @@ func TestProxyReadmitsRecoveredInstanceWithoutTraffic(t *testing.T) {
 	back := &http.Server{Handler: flaky.Handler}
 	go back.Serve(ln2)
 	t.Cleanup(func() { back.Close() })
-	waitFor(t, "flaky back in the pool through background probes", func() bool {
+	testenv.Eventually(t, 30*time.Second, "flaky back in the pool through background probes", func() bool {
 		in, _ := tp.pools(t).instance("dps", "flaky")
 		return in.InPool
 	})
@@ -115,7 +116,7 @@ func TestProxyFollowsDiscovery(t *testing.T) {
 		t.Fatalf("served by %q", resp.Header.Get(InstanceHeader))
 	}
 	src.updates <- discovery.Snapshot{Instances: []discovery.Instance{inst("b", "dps", b.URL)}}
-	waitFor(t, "b in the pool", func() bool { in, _ := tp.pools(t).instance("dps", "b"); return in.InPool })
+	testenv.Eventually(t, 30*time.Second, "b in the pool", func() bool { in, _ := tp.pools(t).instance("dps", "b"); return in.InPool })
 	for range 4 {
 		if resp, _ := tp.do(t, http.MethodGet, "dps", ""); resp.Header.Get(InstanceHeader) != "b" {
 			t.Fatalf("after the update, served by %q", resp.Header.Get(InstanceHeader))
@@ -123,7 +124,7 @@ func TestProxyFollowsDiscovery(t *testing.T) {
 	}
 	// A service whose instances all went away is still known: 503, not 404.
 	src.updates <- discovery.Snapshot{}
-	waitFor(t, "empty pool", func() bool { _, ok := tp.pools(t).instance("dps", "b"); return !ok })
+	testenv.Eventually(t, 30*time.Second, "empty pool", func() bool { _, ok := tp.pools(t).instance("dps", "b"); return !ok })
 	if resp, _ := tp.do(t, http.MethodGet, "dps", ""); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503", resp.StatusCode)
 	}

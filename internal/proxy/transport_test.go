@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // directService is a service of one instance at url, probed once by its real probe (dial,
@@ -99,7 +100,7 @@ func TestProxyEvictsSlowInstanceWhileItsRequestIsInFlight(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	waitFor(t, "eviction with the request still in flight", func() bool {
+	testenv.Eventually(t, 30*time.Second, "eviction with the request still in flight", func() bool {
 		in, _ := tp.pools(t).instance("dps", "slow")
 		return in.Reason == reasonHold && in.Outstanding == 1
 	})

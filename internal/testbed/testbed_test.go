@@ -162,19 +162,8 @@ func startListener(t *testing.T, tb *Testbed, node, name string, port int) *Proc
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "listener up", func() bool { return tcpReachable(t, tb, node, node, port) })
+	testenv.Eventually(t, 10*time.Second, "listener up", func() bool { return tcpReachable(t, tb, node, node, port) })
 	return p
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func TestPartitionAndHeal(t *testing.T) {
@@ -256,7 +245,7 @@ func TestKillPauseResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := p.Status().PID
-	waitFor(t, 5*time.Second, "sleep running", func() bool {
+	testenv.Eventually(t, 5*time.Second, "sleep running", func() bool {
 		pids, _ := tb.cg.procs(p.cgroupPath())
 		return len(pids) == 1 && procState(pids[0]) == 'S'
 	})
@@ -264,11 +253,11 @@ func TestKillPauseResume(t *testing.T) {
 	if _, err := tb.Inject(Fault{Action: FaultPause, Node: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "stopped state", func() bool { return procState(pids[0]) == 'T' })
+	testenv.Eventually(t, 5*time.Second, "stopped state", func() bool { return procState(pids[0]) == 'T' })
 	if _, err := tb.Inject(Fault{Action: FaultResume, Node: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "running again", func() bool { return procState(pids[0]) == 'S' })
+	testenv.Eventually(t, 5*time.Second, "running again", func() bool { return procState(pids[0]) == 'S' })
 	if _, err := tb.Inject(Fault{Action: FaultKill, Node: "a"}); err != nil {
 		t.Fatal(err)
 	}

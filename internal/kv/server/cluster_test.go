@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/continuum-project/continuum/internal/kv/replication"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // freePorts reserves n loopback ports for a cluster whose members must know each other's URLs
@@ -77,21 +78,15 @@ func TestClusterReplicatesAndListsMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Watch on m2 sees m0's write (through m1) as an ordinary event.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.EventuallyNoError(t, 30*time.Second, "m2 to see m0's write", func() error {
 		r, err := clis[2].Get(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
+		if err == nil && (len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "from-m0") {
+			err = fmt.Errorf("m2 has %+v", r.Kvs)
 		}
-		if len(r.Kvs) == 1 && string(r.Kvs[0].Value) == "from-m0" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("m2 never saw m0's write")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err
+	})
 	// HashKV converges.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var hashes []uint32
 		for _, s := range servers {

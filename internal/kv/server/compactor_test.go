@@ -6,6 +6,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 func TestNewCompactor(t *testing.T) {
@@ -55,13 +57,7 @@ func TestRevisionAutoCompaction(t *testing.T) {
 	done := make(chan struct{})
 	go func() { c.run(stop, s.store, s.log); close(done) }()
 	defer func() { close(stop); <-done }()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.store.CompactRev() != 16 {
-		if time.Now().After(deadline) {
-			t.Fatalf("compaction revision %d, want 16", s.store.CompactRev())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, "the auto compaction at revision 16", func() bool { return s.store.CompactRev() == 16 })
 	if _, err := cli.Get(context.Background(), "k", clientv3.WithRev(15)); err == nil {
 		t.Fatal("read below the auto compaction succeeded")
 	}

@@ -2,11 +2,14 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 func TestLease(t *testing.T) {
@@ -61,20 +64,13 @@ func TestLease(t *testing.T) {
 	if _, err := cli.Put(ctx, "e", "1", clientv3.WithLease(short.ID)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.EventuallyNoError(t, 30*time.Second, "the key of an expired lease to go", func() error {
 		r, err := cli.Get(ctx, "e")
-		if err != nil {
-			t.Fatal(err)
+		if err == nil && len(r.Kvs) != 0 {
+			err = fmt.Errorf("still there: %+v", r.Kvs)
 		}
-		if len(r.Kvs) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("key of an expired lease still there")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func TestLeasePersists(t *testing.T) {

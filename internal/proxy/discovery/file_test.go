@@ -127,13 +127,7 @@ func TestProxyFileReload(t *testing.T) {
 	}
 	// An invalid edit is logged with file:line and no snapshot replaces the good one.
 	writeAtomic(t, path, "instances:\n  - {id: s4, service: dps, url: nope}\n")
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(logs.String(), "instances.yaml:2:") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no error logged; logs:\n%s", logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, "an error naming instances.yaml:2", func() bool { return strings.Contains(logs.String(), "instances.yaml:2:") })
 	select {
 	case s := <-ch:
 		t.Fatalf("invalid edit delivered a snapshot: %+v", s)
