@@ -286,6 +286,29 @@ func fields(b []byte, fn func(num protowire.Number, typ protowire.Type, v uint64
 	return nil
 }
 
+// appendRepeatedVarint adds one occurrence of a repeated varint field to dst: a single value
+// (unpacked, as this package sends them, so members running older code can read them) or a
+// packed run of values, which proto3 encoders send by default and parsers must accept.
+func appendRepeatedVarint(dst []uint64, typ protowire.Type, v uint64, packed []byte) ([]uint64, error) {
+	switch typ {
+	case protowire.VarintType:
+		return append(dst, v), nil
+	case protowire.BytesType:
+		for len(packed) > 0 {
+			x, n := protowire.ConsumeVarint(packed)
+			if n < 0 {
+				return dst, protowire.ParseError(n)
+			}
+			if len(dst) >= maxWireItems {
+				return dst, errors.New("too many repeated values")
+			}
+			dst = append(dst, x)
+			packed = packed[n:]
+		}
+	}
+	return dst, nil
+}
+
 func decodeMember(b []byte, m *Member) error {
 	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
 		switch {
@@ -382,9 +405,10 @@ func decodeChange(b []byte, c *mvcc.Change) error {
 func (r *SyncRequest) Unmarshal(b []byte) error {
 	*r = SyncRequest{Have: mvcc.VersionVector{}}
 	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
-		if num == 4 && typ == protowire.VarintType {
-			r.Direct = append(r.Direct, v)
-			return nil
+		if num == 4 {
+			var err error
+			r.Direct, err = appendRepeatedVarint(r.Direct, typ, v, bs)
+			return err
 		}
 		if typ != protowire.BytesType {
 			return nil
@@ -404,6 +428,17 @@ func (r *SyncRequest) Unmarshal(b []byte) error {
 // Unmarshal decodes m. It copies what it keeps: gRPC reuses the buffer b afterwards.
 func (m *SyncBatch) Unmarshal(b []byte) error {
 	*m = SyncBatch{Have: mvcc.VersionVector{}}
+	// Fields that only mean something with another are dropped without it, as the encoder
+	// never sends them alone: a frontier is (frontier_seq, frontier_wall), carried when the wall
+	// is set; snapshot_have is the vector of a finished snapshot (snapshot_done).
+	defer func() {
+		if m.FrontierWall == 0 {
+			m.FrontierSeq = 0
+		}
+		if !m.SnapshotDone {
+			m.SnapshotHave = nil
+		}
+	}()
 	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
 		switch {
 		case num == 1 && typ == protowire.BytesType:
@@ -442,8 +477,10 @@ func (m *SyncBatch) Unmarshal(b []byte) error {
 				m.SnapshotHave = mvcc.VersionVector{}
 			}
 			return decodeVVEntry(bs, m.SnapshotHave)
-		case num == 10 && typ == protowire.VarintType:
-			m.Removed = append(m.Removed, v)
+		case num == 10:
+			var err error
+			m.Removed, err = appendRepeatedVarint(m.Removed, typ, v, bs)
+			return err
 		case num == 11 && typ == protowire.VarintType:
 			m.FrontierSeq = v
 		case num == 12 && typ == protowire.VarintType:
