@@ -9,6 +9,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/gcfloor"
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
+	"github.com/continuum-project/continuum/internal/kv/replication"
 	"github.com/continuum-project/continuum/internal/kv/server"
 )
 
@@ -21,6 +22,7 @@ func newKVCmd() *cobra.Command {
 	gcFloor := int64(128 << 20)
 	var listenPeer, advertisePeer, initialCluster, peers string
 	linger := 3 * time.Millisecond
+	maxOffset := replication.DefaultMaxClockOffset
 	cmd := &cobra.Command{
 		Use:   "kv",
 		Short: "Run the kv store: an etcd-v3-API-compatible key-value store, single or replicated local-first",
@@ -59,6 +61,7 @@ to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
 			cfg.AdvertisePeerURLs = server.SplitURLs(advertisePeer)
 			cfg.Peers = server.SplitURLs(peers)
 			cfg.PeerBatchLinger = &linger
+			cfg.MaxClockOffset = &maxOffset
 			mode, err := mvcc.ParseFsyncMode(fsync)
 			if err != nil {
 				return fmt.Errorf("--fsync: %w", err)
@@ -114,6 +117,7 @@ to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
 	f.DurationVar(&cfg.PeerDialTimeout, "peer-dial-timeout", 500*time.Millisecond, "longest attempt to connect to a peer; raise to at least 3 round trips on slow links")
 	f.DurationVar(&cfg.PeerMaxBackoff, "peer-max-backoff", 250*time.Millisecond, "longest wait between attempts to reconnect to a peer (a healed link is found within about this plus --peer-dial-timeout)")
 	f.DurationVar(&linger, "peer-batch-linger", linger, "after sending changes to a peer, gather the next ones this long before sending again (fewer, larger messages under load; adds at most this to replication lag, not to writes that wait for copies; 0: send each change at once)")
+	f.DurationVar(&maxOffset, "max-clock-offset", maxOffset, "report peers whose clock runs further ahead of this member's (counted, logged, exported as continuum_kv_replication_peer_clock_offset_exceeded_total; their changes are still applied); 0: no check")
 	cmd.AddCommand(newKVSnapshotCmd())
 	return cmd
 }

@@ -19,6 +19,10 @@ var (
 		"Messages with changes received from the peer (changes received per message shows its batching).", []string{"peer"}, nil)
 	descReceived = prometheus.NewDesc("continuum_kv_replication_peer_received_changes_total",
 		"Changes received from the peer, duplicates included.", []string{"peer"}, nil)
+	descClockAhead = prometheus.NewDesc("continuum_kv_replication_peer_clock_ahead_seconds",
+		"How far the peer's clock ran ahead of this member's at its last batch (send time minus arrival; negative: behind).", []string{"peer"}, nil)
+	descOffsetExceeded = prometheus.NewDesc("continuum_kv_replication_peer_clock_offset_exceeded_total",
+		"Batches from the peer stamped further ahead of this member's clock than --max-clock-offset (an alarm: they are applied).", []string{"peer"}, nil)
 	descLag = prometheus.NewDesc("continuum_kv_replication_peer_lag_seconds",
 		"Age of the newest change from the peer when it was applied here (HLC wall time; includes clock skew).", []string{"peer"}, nil)
 )
@@ -29,7 +33,7 @@ func (r *Replicator) Collector() prometheus.Collector { return collector{r} }
 type collector struct{ r *Replicator }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnected, descBehind, descLastContact, descApplied, descBatches, descReceived, descLag} {
+	for _, d := range []*prometheus.Desc{descConnected, descBehind, descLastContact, descApplied, descBatches, descReceived, descLag, descClockAhead, descOffsetExceeded} {
 		ch <- d
 	}
 	c.r.applyDelay.Describe(ch)
@@ -57,6 +61,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descBatches, prometheus.CounterValue, float64(p.Batches), name)
 		ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(p.Received), name)
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, p.Lag.Seconds(), name)
+		ch <- prometheus.MustNewConstMetric(descClockAhead, prometheus.GaugeValue, p.ClockAhead.Seconds(), name)
+		ch <- prometheus.MustNewConstMetric(descOffsetExceeded, prometheus.CounterValue, float64(p.OffsetExceeded), name)
 	}
 	c.r.applyDelay.Collect(ch)
 	c.r.catchUp.Collect(ch)

@@ -211,6 +211,7 @@ func (r *Replicator) pullOnce(parent context.Context, conn *grpc.ClientConn, pee
 		}
 		at := time.Now()
 		silence.Reset(3 * r.cfg.Heartbeat)
+		r.checkClock(peer, &batch, r.now())
 		if peerID.Load() == 0 && batch.Sender.ID != 0 {
 			// First contact: from now on this peer's own changes come directly, and the
 			// other streams should leave them out.

@@ -54,6 +54,15 @@ type Config struct {
 	// is visible). It adds at most Linger to replication lag and bounds a stream to about
 	// 1/Linger messages per second.
 	Linger time.Duration
+	// MaxClockOffset is how far ahead of this member's clock a peer's clock may run before it is
+	// reported (0: never). A batch whose send time or change timestamps are further ahead is
+	// counted, logged and exported (continuum_kv_replication_peer_clock_offset_exceeded_total), as
+	// CockroachDB's max-offset check does; the changes are still applied: the hybrid logical
+	// clock keeps order across any skew, but a clock far ahead drags every member's timestamps
+	// with it, which an operator should see.
+	MaxClockOffset time.Duration
+	// Now is the physical clock the offset is measured against (nil: time.Now; tests inject one).
+	Now func() time.Time
 	// Compress gzips the Sync streams this member opens.
 	Compress bool
 	// TLS is the client configuration for https:// peer URLs (its certificate is this member's
@@ -91,7 +100,7 @@ type CatchUp struct {
 // DefaultConfig returns the defaults for a member replicating store.
 func DefaultConfig(store *mvcc.Store) Config {
 	return Config{Store: store, Heartbeat: time.Second, DialTimeout: 500 * time.Millisecond, MaxBackoff: 250 * time.Millisecond,
-		MaxBatchChanges: 512, MaxBatchBytes: 1 << 20, Linger: 3 * time.Millisecond}
+		MaxBatchChanges: 512, MaxBatchBytes: 1 << 20, Linger: 3 * time.Millisecond, MaxClockOffset: DefaultMaxClockOffset}
 }
 
 // Validate reports the first invalid field.
@@ -111,6 +120,8 @@ func (c *Config) Validate() error {
 		return errors.New("replication: Linger must be >= 0 and shorter than Heartbeat")
 	case c.MaxBatchChanges <= 0 || c.MaxBatchBytes <= 0:
 		return errors.New("replication: MaxBatchChanges and MaxBatchBytes must be > 0")
+	case c.MaxClockOffset < 0:
+		return errors.New("replication: MaxClockOffset must be >= 0 (0: no check)")
 	}
 	for _, p := range c.Peers {
 		if _, _, err := peerTarget(p); err != nil {
@@ -150,6 +161,12 @@ type PeerStatus struct {
 	// this peer was when this member had applied it.
 	Lag     time.Duration
 	LastErr string
+	// ClockAhead is how far the peer's clock ran ahead of this member's at its last batch (its
+	// send time minus the arrival time here, so a network delay makes it read low; negative: the
+	// peer's clock is behind). OffsetExceeded counts the batches whose send time or change
+	// timestamps were more than Config.MaxClockOffset ahead.
+	ClockAhead     time.Duration
+	OffsetExceeded uint64
 	// Direct are the members whose own changes the current stream asked this peer to leave out,
 	// because this member streams from them directly; a stream is reopened when that set changes.
 	Direct []uint64
@@ -164,6 +181,8 @@ type Replicator struct {
 	mu      sync.Mutex
 	members map[uint64]Member      // learned from Sync requests and batches, by id
 	peers   map[string]*PeerStatus // by peer URL
+	// offsetLogged is when the clock-offset alarm last logged for a peer (by URL).
+	offsetLogged map[string]time.Time
 	order   []string               // the peer URLs pulled from, in the order added
 	pullers map[string]context.CancelFunc
 	removed map[uint64]bool // members removed (MemberRemove): never learned again
@@ -208,7 +227,7 @@ func New(cfg Config) (*Replicator, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Replicator{cfg: cfg, log: log, store: cfg.Store, members: map[uint64]Member{}, peers: map[string]*PeerStatus{}, ctx: ctx, cancel: cancel,
+	r := &Replicator{cfg: cfg, log: log, store: cfg.Store, members: map[uint64]Member{}, peers: map[string]*PeerStatus{}, offsetLogged: map[string]time.Time{}, ctx: ctx, cancel: cancel,
 		known: map[uint64]mvcc.VersionVector{}, knownAt: map[uint64]time.Time{}, changed: make(chan struct{}), connChanged: make(chan struct{}), hurry: make(chan struct{}),
 		applyDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "continuum_kv_replication_apply_delay_seconds",

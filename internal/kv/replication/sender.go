@@ -55,7 +55,7 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 	}
 	if r.isRemoved(req.Caller.ID) {
 		// Tell it, in the one way it reads: a batch naming it removed.
-		_ = ss.SendMsg(&SyncBatch{Sender: r.Self(), SentNano: time.Now().UnixNano(), Have: r.store.VersionVector(),
+		_ = ss.SendMsg(&SyncBatch{Sender: r.Self(), SentNano: r.now().UnixNano(), Have: r.store.VersionVector(),
 			Removed: []uint64{req.Caller.ID}})
 		return status.Errorf(codes.FailedPrecondition, "member %x was removed from the cluster", req.Caller.ID)
 	}
@@ -143,7 +143,7 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 		if len(batch.Changes) > 0 || time.Since(lastSent) >= r.cfg.Heartbeat {
 			batch.Have = r.store.VersionVector()
 			batch.Sender = r.Self()
-			batch.SentNano = time.Now().UnixNano()
+			batch.SentNano = r.now().UnixNano()
 			if len(batch.Changes) == 0 || lastSent.IsZero() {
 				batch.Members = r.Members()
 				batch.Removed = r.RemovedIDs()
@@ -200,7 +200,7 @@ func (r *Replicator) sendSnapshot(ctx context.Context, ss grpc.ServerStream) (mv
 	size := 0
 	send := func() error {
 		batch.Sender = r.Self()
-		batch.SentNano = time.Now().UnixNano()
+		batch.SentNano = r.now().UnixNano()
 		err := ss.SendMsg(&batch)
 		batch, size = SyncBatch{}, 0
 		return err

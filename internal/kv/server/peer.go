@@ -70,6 +70,9 @@ func (c *Config) validateCluster() error {
 			return fmt.Errorf("--peer-batch-linger %v: want 0 (send every change at once) up to below the %v heartbeat (a few ms is plenty)", *l, hb)
 		}
 	}
+	if o := c.MaxClockOffset; o != nil && *o < 0 {
+		return fmt.Errorf("--max-clock-offset %v: want 0 (no check) or a positive duration (CockroachDB's default is 500ms)", *o)
+	}
 	switch c.InitialClusterState {
 	case "", "new", "existing":
 	default:
@@ -142,6 +145,9 @@ func (s *Server) newReplicator() error {
 	}
 	if s.cfg.PeerBatchLinger != nil {
 		rc.Linger = *s.cfg.PeerBatchLinger
+	}
+	if s.cfg.MaxClockOffset != nil {
+		rc.MaxClockOffset = *s.cfg.MaxClockOffset
 	}
 	rc.Logger = s.log.With("component", "replication")
 	tc, err := s.peerTLS().clientConfig()

@@ -12,21 +12,26 @@ func TestPeerTimingsValidated(t *testing.T) {
 	for name, tc := range map[string]struct {
 		dial, backoff time.Duration
 		linger        *time.Duration
+		offset        *time.Duration
 		want          string // "": valid
 	}{
-		"defaults":         {0, 0, nil, ""},
-		"slow link":        {3 * time.Second, time.Second, nil, ""},
-		"negative dial":    {-time.Second, 0, nil, "--peer-dial-timeout"},
-		"negative backoff": {0, -time.Second, nil, "--peer-max-backoff"},
-		"no linger":        {0, 0, ms(0), ""},
-		"linger":           {0, 0, ms(10), ""},
-		"negative linger":  {0, 0, ms(-1), "--peer-batch-linger"},
-		"linger too long":  {0, 0, ms(1000), "--peer-batch-linger"},
+		"defaults":         {0, 0, nil, nil, ""},
+		"slow link":        {3 * time.Second, time.Second, nil, nil, ""},
+		"negative dial":    {-time.Second, 0, nil, nil, "--peer-dial-timeout"},
+		"negative backoff": {0, -time.Second, nil, nil, "--peer-max-backoff"},
+		"no linger":        {0, 0, ms(0), nil, ""},
+		"linger":           {0, 0, ms(10), nil, ""},
+		"negative linger":  {0, 0, ms(-1), nil, "--peer-batch-linger"},
+		"linger too long":  {0, 0, ms(1000), nil, "--peer-batch-linger"},
+		"no clock check":   {0, 0, nil, ms(0), ""},
+		"clock offset":     {0, 0, nil, ms(250), ""},
+		"negative offset":  {0, 0, nil, ms(-1), "--max-clock-offset"},
 	} {
 		cfg := DefaultConfig()
 		cfg.DataDir = t.TempDir()
 		cfg.Name, cfg.InitialCluster, cfg.ListenPeerURLs = "a", ic, []string{"http://127.0.0.1:0"}
 		cfg.PeerDialTimeout, cfg.PeerMaxBackoff, cfg.PeerBatchLinger = tc.dial, tc.backoff, tc.linger
+		cfg.MaxClockOffset = tc.offset
 		err := cfg.Validate()
 		switch {
 		case tc.want == "" && err != nil:

@@ -104,6 +104,9 @@ type Config struct {
 	// PeerBatchLinger is how long this member's outgoing Sync streams gather changes after a
 	// send (replication.Config.Linger); nil: replication's default, 3 ms; 0: none.
 	PeerBatchLinger *time.Duration
+	// MaxClockOffset is how far ahead of this member's clock a peer's may run before it is
+	// reported (replication.Config.MaxClockOffset); nil: replication's default, 500 ms; 0: never.
+	MaxClockOffset *time.Duration
 	// EventsFile, if set, is a file this member appends its replication events to, one JSON
 	// object per line (see Event), for measuring it from outside without parsing its logs.
 	EventsFile string
