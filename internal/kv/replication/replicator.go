@@ -183,9 +183,9 @@ type Replicator struct {
 	peers   map[string]*PeerStatus // by peer URL
 	// offsetLogged is when the clock-offset alarm last logged for a peer (by URL).
 	offsetLogged map[string]time.Time
-	order   []string               // the peer URLs pulled from, in the order added
-	pullers map[string]context.CancelFunc
-	removed map[uint64]bool // members removed (MemberRemove): never learned again
+	order        []string // the peer URLs pulled from, in the order added
+	pullers      map[string]context.CancelFunc
+	removed      map[uint64]bool // members removed (MemberRemove): never learned again
 	// selfRemoved: a peer reported this member removed; it no longer pulls from anyone.
 	selfRemoved bool
 	// Collecting deletions (mvcc/frontier.go), by member: the latest frontier it reported,
