@@ -204,19 +204,12 @@ links:
 
 func waitServing(t *testing.T, m *member) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.EventuallyNoError(t, 60*time.Second, m.name+" to serve", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
 		_, err := m.cli.Get(ctx, "health")
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not serving: %v", m.name, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // write puts unique and contended keys on m until ctx ends, checking read-your-writes and

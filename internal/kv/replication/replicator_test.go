@@ -153,17 +153,22 @@ func TestFullMeshConverges(t *testing.T) {
 			putKV(t, ms[name].store, fmt.Sprintf("k%d", i%7), fmt.Sprintf("%s-%d", name, i))
 		}
 	}
-	waitConverged(t, ms, 10*time.Second)
+	waitConverged(t, ms, 30*time.Second)
+	// A batch's changes are counted after they are applied, acked and accounted, so the store
+	// can hold them a moment before the counters do: wait for the counts, not just the data.
 	for name, m := range ms {
-		var got uint64
-		for _, p := range m.repl.Peers() {
-			got += p.Received
-		}
-		// 100 changes were made elsewhere; a few more may come twice around a reopen, and a
-		// batch applied just as its stream was reopened is not counted.
-		if d := got - before[name]; d < 90 || d > 110 {
-			t.Errorf("member %s received %d changes for the 100 made by the others", name, d)
-		}
+		testenv.EventuallyNoError(t, 30*time.Second, "member "+name+" to count the others' changes", func() error {
+			var got uint64
+			for _, p := range m.repl.Peers() {
+				got += p.Received
+			}
+			// 100 changes were made elsewhere; a few more may come twice around a reopen, and a
+			// batch applied just as its stream was reopened is not counted.
+			if d := got - before[name]; d < 90 || d > 110 {
+				return fmt.Errorf("received %d changes for the 100 made by the others", d)
+			}
+			return nil
+		})
 	}
 	if n := len(ms["a"].repl.Members()); n != 3 {
 		t.Fatalf("a knows %d members, want 3: %+v", n, ms["a"].repl.Members())

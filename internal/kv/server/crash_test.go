@@ -73,19 +73,13 @@ func startProcess(t *testing.T, dir string) (*exec.Cmd, *clientv3.Client) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.EventuallyNoError(t, 60*time.Second, "kv to serve", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
 		_, err := cli.Get(ctx, "health")
-		cancel()
-		if err == nil {
-			return cmd, cli
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kv did not serve within 20s: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
+	return cmd, cli
 }
 
 // TestKill9KeepsAcknowledgedWrites kills `continuum kv` with SIGKILL in the middle of a
