@@ -138,21 +138,21 @@ func TestClusterMetrics(t *testing.T) {
 	if _, err := clis[1].Put(ctxT(t), "k", "v"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.EventuallyNoError(t, 30*time.Second, "the replication metrics", func() error {
 		rec := httptest.NewRecorder()
 		servers[0].metrics.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 		body := rec.Body.String()
-		if strings.Contains(body, `continuum_kv_replication_peer_connected{peer="m1"} 1`) &&
-			strings.Contains(body, `continuum_kv_replication_peer_applied_changes_total{peer="m1"} 1`) &&
-			strings.Contains(body, "continuum_kv_replication_apply_delay_seconds_count 1") {
-			return
+		for _, want := range []string{`continuum_kv_replication_peer_connected{peer="m1"} 1`,
+			`continuum_kv_replication_peer_applied_changes_total{peer="m1"} 1`,
+			"continuum_kv_replication_apply_delay_seconds_count 1",
+			`continuum_kv_replication_peer_clock_offset_exceeded_total{peer="m1"} 0`,
+			`continuum_kv_replication_peer_clock_ahead_seconds{peer="m1"}`} {
+			if !strings.Contains(body, want) {
+				return fmt.Errorf("no %s in:\n%s", want, grepLines(body, "replication"))
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replication metrics missing:\n%s", grepLines(body, "replication"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func grepLines(s, sub string) string {

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // Members replicate over https peer URLs with mutual TLS (etcd's --peer-* flags); a member whose
@@ -37,19 +40,15 @@ func TestPeerTLS(t *testing.T) {
 	if _, err := c0.Put(ctx, "k", "v"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.EventuallyNoError(t, 30*time.Second, "m1 to get m0's write over TLS", func() error {
 		r, err := c1.Get(ctx, "k")
-		if err == nil && len(r.Kvs) == 1 {
-			break
+		if err == nil && len(r.Kvs) != 1 {
+			err = fmt.Errorf("%d keys", len(r.Kvs))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("m1 never got m0's write over TLS: %+v %v", r, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 	// The intruder's pulls from m0 fail on the certificate, and it has none of the data.
-	requireRefusedPeer(t, sx, cx, "k", deadline)
+	requireRefusedPeer(t, sx, cx, "k")
 
 	for name, change := range map[string]func(*Config){
 		"https peer URL without a certificate": func(c *Config) { c.PeerCertFile, c.PeerKeyFile = "", "" },
@@ -68,18 +67,14 @@ func TestPeerTLS(t *testing.T) {
 
 // requireRefusedPeer waits until s, a member with one peer, reports a certificate error from it,
 // then checks that s's client cli does not see key, which the peer holds.
-func requireRefusedPeer(t *testing.T, s *Server, cli *clientv3.Client, key string, deadline time.Time) {
+func requireRefusedPeer(t *testing.T, s *Server, cli *clientv3.Client, key string) {
 	t.Helper()
-	for {
-		ps := s.repl.Peers()
-		if len(ps) == 1 && strings.Contains(ps[0].LastErr, "certificate") {
-			break
+	testenv.EventuallyNoError(t, 30*time.Second, "a certificate error from the peer", func() error {
+		if ps := s.repl.Peers(); len(ps) != 1 || !strings.Contains(ps[0].LastErr, "certificate") {
+			return fmt.Errorf("a member that cannot verify its peer's certificate reports: %+v", ps)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a member that cannot verify its peer's certificate reports: %+v", ps)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if r, err := cli.Get(ctxT(t), key); err != nil || len(r.Kvs) != 0 {
 		t.Fatalf("a member that cannot verify its peer got its data (%q): %+v %v", key, r, err)
 	}
