@@ -275,7 +275,7 @@ func sweepFigures(s results.Summary) []chart.Figure {
 				if lines[label] == nil {
 					lines[label] = &chart.Series{Name: label, Color: chart.Color(len(order)), ShowPoints: true}
 					if !ax.numeric {
-						lines[label].Style, lines[label].BarWidth = chart.StyleBars, 1
+						lines[label].Style, lines[label].BarWidth = chart.StyleBars, 0.75 // a gap between categories
 					}
 					order = append(order, label)
 				}

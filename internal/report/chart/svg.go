@@ -292,6 +292,9 @@ func (c *Line) SVG() string {
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e3e3e3"/>`, left, right, y, y)
 	}
 	for _, t := range xt {
+		if len(c.XCategories) > 0 {
+			break // categories are named under the axis; a line through each group's bars only clutters
+		}
 		x := xs.pos(t.v)
 		col := "#e3e3e3"
 		if t.minor {
