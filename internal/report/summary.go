@@ -217,6 +217,15 @@ func (ax sweepAxis) x(g results.Group) float64 {
 	return math.NaN()
 }
 
+// min is the smallest position of the groups on a numeric axis.
+func (ax sweepAxis) min(groups []results.Group) float64 {
+	m := math.Inf(1)
+	for _, g := range groups {
+		m = math.Min(m, ax.x(g))
+	}
+	return m
+}
+
 func (ax sweepAxis) title() string {
 	if ax.unit != "" {
 		return ax.param + " (" + ax.unit + ")"
@@ -256,6 +265,9 @@ func sweepFigures(s results.Summary) []chart.Figure {
 	for _, sp := range specs {
 		c := &chart.Line{ID: "sweep-" + sp.field + strings.ReplaceAll(sp.suffix, "/", "-"), XLabel: ax.title(), YLabel: sp.ylabel,
 			XPad: 0.06, XCategories: ax.cats}
+		if ax.numeric && ax.min(s.Groups) >= 0 {
+			c.XMin = chart.Fp(0) // rates, delays, sizes: padding must not invent negative values
+		}
 		lines := map[string]*chart.Series{}
 		var order []string
 		for _, g := range s.Groups {

@@ -52,6 +52,9 @@ func TestSweepFigureShapes(t *testing.T) {
 	if !strings.Contains(svg, ">1000<") && !strings.Contains(svg, ">1,000<") {
 		t.Errorf("1s is not placed at 1000 ms")
 	}
+	if regexp.MustCompile(`>-[0-9]`).MatchString(svg) {
+		t.Error("the axis of a sweep over delays shows negative values")
+	}
 }
 
 // Category labels wider than their band are cut, with the whole label as the tooltip.
