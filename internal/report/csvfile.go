@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,31 +110,4 @@ func csvErr(path string, err error) error {
 		return fmt.Errorf("%s:%d: %v", path, pe.Line, pe.Err)
 	}
 	return fmt.Errorf("%s: %w", path, err)
-}
-
-// readJSON decodes a JSON file into v; syntax and type errors name the file and line.
-func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return fmt.Errorf("%s:%d: %v", path, lineAt(data, se.Offset), err)
-		case errors.As(err, &te):
-			return fmt.Errorf("%s:%d: %v", path, lineAt(data, te.Offset), err)
-		}
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
-
-func lineAt(data []byte, off int64) int {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	return 1 + strings.Count(string(data[:off]), "\n")
 }
