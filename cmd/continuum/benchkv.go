@@ -24,7 +24,8 @@ fsync, Redis with AOF appendfsync everysec unless --redis-appendfsync always, co
 binary), loads --recordcount records, sweeps open-loop rates upward until a rate is not sustained (p99 of
 an operation above --p99-limit, errors, or under 95% of the rate), runs --closed-clients closed-loop
 clients for peak throughput, then grows the store to --footprint-records keys and reads RSS and
-data-directory growth per million keys there. A store that does
+data-directory growth per million keys there; all of it --repeats times, the stores interleaved, with
+rates compared repeat by repeat and other figures by their median. A store that does
 not start is reported as not measured. Writes Markdown with the command, machine, tables, the verdict
 against the goals of issue 3 and the raw JSON.`,
 		Example: `  continuum bench kv --out docs/benchmarks/kv-single-node.md
@@ -52,6 +53,9 @@ against the goals of issue 3 and the raw JSON.`,
 				if !f.Changed("footprint-records") {
 					cfg.FootprintRecords = q.FootprintRecords
 				}
+				if !f.Changed("repeats") {
+					cfg.Repeats = q.Repeats
+				}
 				cfg.Settle = q.Settle
 			}
 			cfg.Log = cmd.ErrOrStderr()
@@ -67,6 +71,7 @@ against the goals of issue 3 and the raw JSON.`,
 	f.StringVarP(&out, "out", "o", "", "write Markdown here, and the raw JSON next to it (default: stdout)")
 	f.BoolVar(&quick, "quick", false, "small key space, two short steps (smoke test)")
 	f.StringSliceVar(&cfg.Stores, "stores", cfg.Stores, "stores to measure, in order: kv, etcd, redis")
+	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "measure every store this many times, each from scratch, the stores interleaved; verdicts hold over all repeats (--quick: 1)")
 	f.StringVar(&cfg.Workload, "workload", cfg.Workload, "YCSB workload preset a..f")
 	f.Int64Var(&cfg.RecordCount, "recordcount", cfg.RecordCount, "records loaded into each store")
 	f.IntVar(&cfg.FieldCount, "fieldcount", cfg.FieldCount, "fields per record")

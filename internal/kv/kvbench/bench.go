@@ -24,6 +24,10 @@ import (
 type Config struct {
 	// Stores to measure, in order: kv, etcd, redis.
 	Stores []string `json:"stores"`
+	// Repeats is how many times each store is measured from scratch (a new server, load, sweep,
+	// closed loop). Repeats interleave the stores (kv, etcd, redis, kv, ...), so a noisy spell on
+	// a shared machine hits them alike; verdicts are taken over every repeat, not one crossing.
+	Repeats int `json:"repeats"`
 	// Workload is the YCSB preset (a..f); RecordCount, FieldCount and FieldLength override it.
 	Workload    string `json:"workload"`
 	RecordCount int64  `json:"recordcount"`
@@ -73,7 +77,7 @@ type Config struct {
 // smoke test of a few seconds per store.
 func DefaultConfig(quick bool) Config {
 	c := Config{
-		Stores: []string{kvtarget.KindKV, kvtarget.KindEtcd, kvtarget.KindRedis}, Workload: "a",
+		Stores: []string{kvtarget.KindKV, kvtarget.KindEtcd, kvtarget.KindRedis}, Repeats: 3, Workload: "a",
 		RecordCount: 100_000, FieldCount: 1, FieldLength: 32,
 		Rates:        []float64{2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000, 12500, 15000, 20000, 25000, 30000, 40000, 50000, 60000, 80000, 100000},
 		SweepAtLeast: 5000,
@@ -86,6 +90,7 @@ func DefaultConfig(quick bool) Config {
 		c.StepDuration, c.Warmup = 2*time.Second, 500*time.Millisecond
 		c.ClosedClients, c.ClosedDuration, c.Settle = 16, 2*time.Second, 200*time.Millisecond
 		c.FootprintRecords = 0
+		c.Repeats = 1
 	}
 	return c
 }
@@ -99,6 +104,9 @@ func (c Config) Validate() error {
 		if s != kvtarget.KindKV && s != kvtarget.KindEtcd && s != kvtarget.KindRedis {
 			return fmt.Errorf("store %q: want kv, etcd or redis", s)
 		}
+	}
+	if c.Repeats < 1 {
+		return fmt.Errorf("repeats %d: want at least 1", c.Repeats)
 	}
 	if _, err := c.workload(); err != nil {
 		return err
@@ -162,7 +170,9 @@ type Step struct {
 
 // StoreResult is everything measured on one store.
 type StoreResult struct {
-	Store   string   `json:"store"`
+	Store string `json:"store"`
+	// Repeat is which measurement of the store this is (1-based; see Config.Repeats).
+	Repeat  int      `json:"repeat"`
 	Version string   `json:"version,omitempty"`
 	Args    []string `json:"args,omitempty"`
 	Error   string   `json:"error,omitempty"`
@@ -220,11 +230,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	w, _ := cfg.workload()
 	res := &Result{Config: cfg, Records: w.RecordCount, Started: time.Now().UTC()}
-	for _, store := range cfg.Stores {
-		sr := runStore(ctx, cfg, w, store)
-		res.Stores = append(res.Stores, sr)
-		if ctx.Err() != nil {
-			return res, ctx.Err()
+	for rep := 1; rep <= cfg.Repeats; rep++ {
+		for _, store := range cfg.Stores {
+			rc := cfg
+			rc.Dir = filepath.Join(cfg.Dir, fmt.Sprintf("r%d", rep))
+			sr := runStore(ctx, rc, w, store)
+			sr.Repeat = rep
+			res.Stores = append(res.Stores, sr)
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
 		}
 	}
 	res.Finished = time.Now().UTC()
@@ -255,7 +270,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 	}
 	sr.LoadAvg[0] = loadAvg()
 	defer func() { sr.LoadAvg[1] = loadAvg() }()
-	cfg.logf("%s: starting", store)
+	cfg.logf("%s: starting (%s)", store, cfg.Dir)
 	srv, err := baselines.Start(ctx, store, bc, cfg.RedisFsync)
 	if err != nil {
 		return fail(err)

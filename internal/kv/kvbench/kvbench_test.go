@@ -36,15 +36,25 @@ func TestQuickBenchEtcdRedis(t *testing.T) {
 	cfg.RecordCount, cfg.Rates, cfg.SweepAtLeast = 500, []float64{500, 1000}, 1000
 	cfg.StepDuration, cfg.Warmup, cfg.ClosedDuration = time.Second, 200*time.Millisecond, time.Second
 	cfg.FootprintRecords = 1500
+	cfg.Repeats = 2
 	cfg.Dir = t.TempDir()
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Stores) != 3 || res.Stores[0].Error == "" {
-		t.Fatalf("kv with a missing binary: %+v", res.Stores[0])
+	// Repeats interleave the stores, each from scratch.
+	if len(res.Stores) != 6 || res.Stores[0].Error == "" || res.Stores[3].Error == "" {
+		t.Fatalf("%d results; kv with a missing binary: %+v", len(res.Stores), res.Stores[0])
 	}
-	for _, sr := range res.Stores[1:] {
+	for i, sr := range res.Stores {
+		if want := cfg.Stores[i%3]; sr.Store != want || sr.Repeat != 1+i/3 {
+			t.Errorf("result %d is %s repeat %d, want %s repeat %d", i, sr.Store, sr.Repeat, want, 1+i/3)
+		}
+	}
+	for _, sr := range res.Stores {
+		if sr.Store == kvtarget.KindKV {
+			continue
+		}
 		if sr.Error != "" {
 			t.Fatalf("%s: %s", sr.Store, sr.Error)
 		}
@@ -64,7 +74,7 @@ func TestQuickBenchEtcdRedis(t *testing.T) {
 		}
 	}
 	md := Markdown(res, "continuum bench kv --quick", "test machine", "abc123")
-	for _, want := range []string{"continuum bench kv --quick", "| etcd | 500 |", "| redis | 1000 |",
+	for _, want := range []string{"continuum bench kv --quick", "| etcd | 1 | 500 |", "| redis | 2 | 1000 |", "## Across repeats",
 		"**kv not measured**", "kv >= 3x etcd's highest rate with p99 <= 10 ms: **not evaluated**", "raw results (JSON)"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
@@ -95,6 +105,46 @@ func TestKVGoalsVerdicts(t *testing.T) {
 	}
 }
 
+// With repeats, rates compare repeat by repeat (every one must reach 3x), the tail goal takes the
+// worst p99 up to each repeat's highest sustained rate, and other figures use medians.
+func TestKVGoalsOverRepeats(t *testing.T) {
+	step := func(rate, p99 float64, ok bool) Step {
+		return Step{Rate: rate, Sustained: ok, MaxP99: p99, Ops: map[string]OpStats{"read": {P50: 0.5, P99: p99}}}
+	}
+	kv := func(rep int, rate, closed, firstP99 float64) StoreResult {
+		return StoreResult{Store: "kv", Repeat: rep, MaxSustained: rate, Closed: &Step{ThroughputRPS: closed},
+			Sweep: []Step{step(2000, firstP99, true), step(5000, 3, true), step(rate, 4, true), step(rate*2, 30, false)}}
+	}
+	etcd := func(rep int, closed float64) StoreResult {
+		return StoreResult{Store: "etcd", Repeat: rep, MaxSustained: 10000, Closed: &Step{ThroughputRPS: closed},
+			Sweep: []Step{step(2000, 2, true), step(5000, 4, true)}}
+	}
+	cfg := DefaultConfig(false)
+	cfg.Stores = []string{"kv", "etcd"}
+	res := &Result{Config: cfg, Stores: []StoreResult{
+		kv(1, 35000, 30000, 2), etcd(1, 10000), kv(2, 32000, 26000, 7.5), etcd(2, 12000), kv(3, 25000, 20000, 2), etcd(3, 8000)}}
+	g := strings.Join(goals(res), "\n")
+	for _, want := range []string{
+		"in every repeat: kv 35000 ops/s, 32000 ops/s, 25000 ops/s, etcd 10000 ops/s, 10000 ops/s, 10000 ops/s; ratio per repeat 3.50x, 3.20x, 2.50x: **not met**",
+		"worst p99 7.50 ms (at 2000 ops/s, repeat 2): **not met**",
+		"closed-loop peak kv >= 2.5x etcd's (medians of 3 repeats): kv 26000 ops/s, etcd 10000 ops/s, ratio 2.60x: **met**",
+	} {
+		if !strings.Contains(g, want) {
+			t.Errorf("goals lack %q:\n%s", want, g)
+		}
+	}
+	res.Stores[4] = kv(3, 31000, 20000, 2)
+	res.Stores[2] = kv(2, 32000, 26000, 2)
+	g = strings.Join(goals(res), "\n")
+	if !strings.Contains(g, "3.50x, 3.20x, 3.10x: **met**") || !strings.Contains(g, "worst p99 4.00 ms") {
+		t.Errorf("every repeat at 3x and within 5 ms:\n%s", g)
+	}
+	md := Markdown(res, "continuum bench kv --repeats 3", "test machine", "")
+	if !strings.Contains(md, "| kv | 35000 ops/s, 32000 ops/s, 31000 ops/s | 32000 ops/s | 30000, 26000, 20000 | 26000 |") {
+		t.Errorf("the across-repeats table is wrong:\n%s", md)
+	}
+}
+
 func TestKVBenchConfigValidate(t *testing.T) {
 	for _, c := range []struct {
 		change func(*Config)
@@ -107,6 +157,7 @@ func TestKVBenchConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Warmup = c.StepDuration }, "warm-up"},
 		{func(c *Config) { c.RedisFsync = "no" }, "appendfsync"},
 		{func(c *Config) { c.FootprintRecords = -1 }, "footprint records"},
+		{func(c *Config) { c.Repeats = 0 }, "repeats"},
 	} {
 		cfg := DefaultConfig(false)
 		c.change(&cfg)

@@ -3,7 +3,9 @@ package kvbench
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -45,18 +47,18 @@ func Markdown(res *Result, command, machine, commit string) string {
 
 	p("## Rate sweep (open loop): p50 / p99 in ms per operation\n\n")
 	ops := opNames(res)
-	p("| store | target ops/s | achieved ops/s |")
+	p("| store | rep | target ops/s | achieved ops/s |")
 	for _, op := range ops {
 		p(" %s p50 | %s p99 |", op, op)
 	}
-	p(" errors | sustained |\n|---|---:|---:|")
+	p(" errors | sustained |\n|---|---:|---:|---:|")
 	for range ops {
 		p("---:|---:|")
 	}
 	p("---:|:---:|\n")
 	for _, sr := range res.Stores {
 		for _, s := range sr.Sweep {
-			p("| %s | %.0f | %.0f |", sr.Store, s.Rate, s.ThroughputRPS)
+			p("| %s | %d | %.0f | %.0f |", sr.Store, sr.Repeat, s.Rate, s.ThroughputRPS)
 			for _, op := range ops {
 				o := s.Ops[op]
 				p(" %.2f | %.2f |", o.P50, o.P99)
@@ -65,12 +67,12 @@ func Markdown(res *Result, command, machine, commit string) string {
 		}
 	}
 	p("\n## Summary per store\n\n")
-	p("| store | version | highest sustained rate (p99 <= %v) | closed loop (%d clients) ops/s | closed-loop p50 / p99 ms | load phase inserts/s | RSS loaded | RSS per 1M keys | disk per 1M keys | host load avg (start / end) |\n",
+	p("| store | rep | version | highest sustained rate (p99 <= %v) | closed loop (%d clients) ops/s | closed-loop p50 / p99 ms | load phase inserts/s | RSS loaded | RSS per 1M keys | disk per 1M keys | host load avg (start / end) |\n",
 		cfg.P99Limit, cfg.ClosedClients)
-	p("|---|---|---:|---:|---|---:|---:|---:|---:|---|\n")
+	p("|---|---:|---|---:|---:|---|---:|---:|---:|---:|---|\n")
 	for _, sr := range res.Stores {
 		if sr.Error != "" {
-			p("| %s | %s | not measured | | | | | | | |\n", sr.Store, sr.Version)
+			p("| %s | %d | %s | not measured | | | | | | | |\n", sr.Store, sr.Repeat, sr.Version)
 			continue
 		}
 		closed, lat := "", ""
@@ -84,7 +86,7 @@ func Markdown(res *Result, command, machine, commit string) string {
 			}
 			lat = strings.Join(parts, "; ")
 		}
-		p("| %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %.2f / %.2f |\n", sr.Store, sr.Version, rateOrNone(sr.MaxSustained), closed, lat,
+		p("| %s | %d | %s | %s | %s | %s | %.0f | %s | %s | %s | %.2f / %.2f |\n", sr.Store, sr.Repeat, sr.Version, rateOrNone(sr.MaxSustained), closed, lat,
 			sr.LoadInsertsPS, mib(float64(sr.RSSLoaded)), mib(sr.RSSPerMillion), mib(sr.DiskPerMillion), sr.LoadAvg[0], sr.LoadAvg[1])
 	}
 	if cfg.FootprintRecords > res.Records {
@@ -96,11 +98,36 @@ func Markdown(res *Result, command, machine, commit string) string {
 	}
 	p(" Redis's figure includes the sorted-set index scans use. The host load average shows what else ran on the machine: with 2 CPUs, a load above ~1.5 beyond the benchmark itself means the server and load generator were competing for CPU, which shows up first in p99.\n\n")
 
+	if cfg.Repeats > 1 {
+		p("## Across repeats\n\n")
+		p("Each store was measured %d times, the stores interleaved (kv, etcd, redis, kv, ...). Rates are compared repeat by repeat; the other verdicts use the median.\n\n", cfg.Repeats)
+		p("| store | highest sustained rate per repeat | median | closed-loop ops/s per repeat | median |\n|---|---|---:|---|---:|\n")
+		for _, store := range cfg.Stores {
+			srs := measured(res, store)
+			if len(srs) == 0 {
+				continue
+			}
+			closed := func(sr *StoreResult) (float64, bool) {
+				if sr.Closed == nil {
+					return 0, false
+				}
+				return sr.Closed.ThroughputRPS, true
+			}
+			var cl []string
+			for _, sr := range srs {
+				if v, ok := closed(sr); ok {
+					cl = append(cl, fmt.Sprintf("%.0f", v))
+				}
+			}
+			p("| %s | %s | %s | %s | %.0f |\n", store, ratesOf(srs), rateOrNone(medianOf(srs, maxSustained)), strings.Join(cl, ", "), medianOf(srs, closed))
+		}
+		p("\n")
+	}
 	if busy := busiest(res); busy > busyLoad {
 		p("**Caution: the machine was busy.** The host's 1-minute load average reached %.2f on %d CPUs during this run. It counts this benchmark's own processes too (a server and the load generator near their limit make about 2, and the insert phase that grows a store to the footprint size lingers in the next store's starting figure), but above %.1f the servers and the load generator were competing for CPU with each other or with other processes; that inflates p99 most, and lowers closed-loop throughput. The ratios between stores are still side by side, but each store met different contention: compare with a run on an idle machine before drawing conclusions.\n\n",
 			busy, runtime.NumCPU(), busyLoad)
 	}
-	p("## Against the goals of issue 3\n\n")
+	p("## Against the goals (issues 3 and 13)\n\n")
 	for _, g := range goals(res) {
 		p("- %s\n", g)
 	}
@@ -109,62 +136,144 @@ func Markdown(res *Result, command, machine, commit string) string {
 	return b.String()
 }
 
-// goals states each goal's verdict from what was measured; unmeasured stores say so.
+// goals states each goal's verdict from what was measured, over every repeat; unmeasured stores
+// say so. Rates compare repeat by repeat (the stores of one repeat ran back to back); other
+// figures compare medians across repeats.
 func goals(res *Result) []string {
-	get := func(name string) *StoreResult {
-		for i := range res.Stores {
-			if res.Stores[i].Store == name && res.Stores[i].Error == "" {
-				return &res.Stores[i]
-			}
-		}
-		return nil
-	}
-	kv, etcd, redis := get(kvtarget.KindKV), get(kvtarget.KindEtcd), get(kvtarget.KindRedis)
+	kv, etcd, redis := measured(res, kvtarget.KindKV), measured(res, kvtarget.KindEtcd), measured(res, kvtarget.KindRedis)
 	var out []string
-	switch {
-	case kv == nil || etcd == nil:
-		out = append(out, "kv >= 3x etcd's highest rate with p99 <= 10 ms: **not evaluated** (kv and etcd must both be measured in the same run)")
-	case etcd.MaxSustained == 0 && kv.MaxSustained == 0:
-		out = append(out, fmt.Sprintf("kv >= 3x etcd's highest rate with p99 <= 10 ms: neither sustains the lowest rate of the sweep (%.0f ops/s): **not met** (add lower --rates to find etcd's)",
-			res.Config.Rates[0]))
-	case etcd.MaxSustained == 0:
-		out = append(out, fmt.Sprintf("kv >= 3x etcd's highest rate with p99 <= 10 ms: kv %s, etcd sustains none of the sweep: **undetermined** (add lower --rates to find etcd's)",
-			rateOrNone(kv.MaxSustained)))
-	default:
-		ratio := kv.MaxSustained / etcd.MaxSustained
-		out = append(out, fmt.Sprintf("kv >= 3x etcd's highest rate with p99 <= 10 ms: kv %s, etcd %s, ratio %.2fx: **%s**",
-			rateOrNone(kv.MaxSustained), rateOrNone(etcd.MaxSustained), ratio, metOrNot(ratio >= 3)))
-	}
-	if kv != nil && etcd != nil {
-		k, e := stepAt(kv, 5000), stepAt(etcd, 5000)
-		if k == nil || e == nil {
+	out = append(out, rateGoal(res, kv, etcd))
+	out = append(out, tailGoal(kv))
+	if len(kv) > 0 && len(etcd) > 0 {
+		out = append(out, closedGoal(kv, etcd))
+		var parts []string
+		ok, evaluated := true, true
+		for _, op := range opNames(res) {
+			k, e := medianOf(kv, func(sr *StoreResult) (float64, bool) { return p50At(sr, 5000, op) }),
+				medianOf(etcd, func(sr *StoreResult) (float64, bool) { return p50At(sr, 5000, op) })
+			if math.IsNaN(k) || math.IsNaN(e) {
+				evaluated = false
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s kv %.2f ms vs etcd %.2f ms", op, k, e))
+			ok = ok && k <= e
+		}
+		if !evaluated || len(parts) == 0 {
 			out = append(out, "kv p50 at 5k/s <= etcd's: **not evaluated** (5000 ops/s not in both sweeps)")
 		} else {
-			ok := true
-			var parts []string
-			for op, eo := range e.Ops {
-				ko := k.Ops[op]
-				parts = append(parts, fmt.Sprintf("%s kv %.2f ms vs etcd %.2f ms", op, ko.P50, eo.P50))
-				ok = ok && ko.P50 <= eo.P50
-			}
-			sort.Strings(parts)
-			out = append(out, fmt.Sprintf("kv p50 at 5k/s <= etcd's: %s: **%s**", strings.Join(parts, "; "), metOrNot(ok)))
+			out = append(out, fmt.Sprintf("kv p50 at 5k/s <= etcd's%s: %s: **%s**", medianNote(kv), strings.Join(parts, "; "), metOrNot(ok)))
 		}
 	} else {
 		out = append(out, "kv p50 at 5k/s <= etcd's: **not evaluated** (kv and etcd must both be measured)")
 	}
-	if kv != nil && redis != nil {
-		out = append(out, fmt.Sprintf("stretch: kv within 1.5x of Redis's rate: kv %s, Redis %s: **%s**",
-			rateOrNone(kv.MaxSustained), rateOrNone(redis.MaxSustained), metOrNot(kv.MaxSustained*1.5 >= redis.MaxSustained)))
+	if len(kv) > 0 && len(redis) > 0 {
+		k, r := medianOf(kv, maxSustained), medianOf(redis, maxSustained)
+		out = append(out, fmt.Sprintf("stretch: kv within 1.5x of Redis's rate%s: kv %s, Redis %s: **%s**",
+			medianNote(kv), rateOrNone(k), rateOrNone(r), metOrNot(k*1.5 >= r)))
 	} else {
 		out = append(out, "stretch: kv within 1.5x of Redis's rate: **not evaluated** (kv and Redis must both be measured)")
 	}
-	if kv != nil && etcd != nil && etcd.RSSPerMillion > 0 && etcd.DiskPerMillion > 0 {
-		out = append(out, fmt.Sprintf("memory per 1M keys: kv %s vs etcd %s (%.2fx); disk per 1M keys: kv %s vs etcd %s (%.2fx)",
-			mib(kv.RSSPerMillion), mib(etcd.RSSPerMillion), kv.RSSPerMillion/etcd.RSSPerMillion,
-			mib(kv.DiskPerMillion), mib(etcd.DiskPerMillion), kv.DiskPerMillion/etcd.DiskPerMillion))
+	if len(kv) > 0 && len(etcd) > 0 {
+		rss := func(sr *StoreResult) (float64, bool) { return sr.RSSPerMillion, sr.RSSPerMillion > 0 }
+		disk := func(sr *StoreResult) (float64, bool) { return sr.DiskPerMillion, sr.DiskPerMillion > 0 }
+		kr, er, kd, ed := medianOf(kv, rss), medianOf(etcd, rss), medianOf(kv, disk), medianOf(etcd, disk)
+		if er > 0 && ed > 0 {
+			out = append(out, fmt.Sprintf("memory per 1M keys%s: kv %s vs etcd %s (%.2fx); disk per 1M keys: kv %s vs etcd %s (%.2fx)",
+				medianNote(kv), mib(kr), mib(er), kr/er, mib(kd), mib(ed), kd/ed))
+		}
 	}
 	return out
+}
+
+// rateGoal: kv's highest sustained rate is at least 3x etcd's, in every repeat.
+func rateGoal(res *Result, kv, etcd []*StoreResult) string {
+	const what = "kv >= 3x etcd's highest rate with p99 <= 10 ms"
+	if len(kv) == 0 || len(etcd) == 0 {
+		return what + ": **not evaluated** (kv and etcd must both be measured in the same run)"
+	}
+	var ratios []string
+	met, undetermined := true, false
+	pairs := 0
+	for _, k := range kv {
+		e := repeatOf(etcd, k.Repeat)
+		if e == nil {
+			continue
+		}
+		pairs++
+		switch {
+		case e.MaxSustained == 0 && k.MaxSustained == 0:
+			ratios = append(ratios, "neither sustains the lowest rate")
+			met = false
+		case e.MaxSustained == 0:
+			ratios = append(ratios, "etcd sustains none")
+			undetermined = true
+		default:
+			r := k.MaxSustained / e.MaxSustained
+			ratios = append(ratios, fmt.Sprintf("%.2fx", r))
+			met = met && r >= 3
+		}
+	}
+	if pairs == 0 {
+		return what + ": **not evaluated** (no repeat measured both)"
+	}
+	verdict := metOrNot(met)
+	if met && undetermined {
+		verdict = "undetermined (add lower --rates to find etcd's)"
+	}
+	if pairs == 1 {
+		k, e := kv[0], repeatOf(etcd, kv[0].Repeat)
+		if e.MaxSustained == 0 {
+			if k.MaxSustained == 0 {
+				return fmt.Sprintf("%s: neither sustains the lowest rate of the sweep (%.0f ops/s): **not met** (add lower --rates to find etcd's)", what, res.Config.Rates[0])
+			}
+			return fmt.Sprintf("%s: kv %s, etcd sustains none of the sweep: **undetermined** (add lower --rates to find etcd's)", what, rateOrNone(k.MaxSustained))
+		}
+		return fmt.Sprintf("%s: kv %s, etcd %s, ratio %s: **%s**", what, rateOrNone(k.MaxSustained), rateOrNone(e.MaxSustained), ratios[0], verdict)
+	}
+	return fmt.Sprintf("%s, in every repeat: kv %s, etcd %s; ratio per repeat %s: **%s**", what,
+		ratesOf(kv), ratesOf(etcd), strings.Join(ratios, ", "), verdict)
+}
+
+// tailP99Goal is issue 13's steady-tail goal: p99 of every operation within 5 ms at every rate
+// from the first step (right after the load) up to the highest sustained one.
+const tailP99Goal = 5.0
+
+func tailGoal(kv []*StoreResult) string {
+	const what = "kv p99 <= 5 ms at every rate up to its highest sustained one, the first step after the load included"
+	if len(kv) == 0 {
+		return what + ": **not evaluated** (kv not measured)"
+	}
+	worst, at, rep := 0.0, 0.0, 0
+	for _, sr := range kv {
+		for _, s := range sr.Sweep {
+			if sr.MaxSustained > 0 && s.Rate > sr.MaxSustained {
+				break
+			}
+			if s.MaxP99 > worst {
+				worst, at, rep = s.MaxP99, s.Rate, sr.Repeat
+			}
+			if sr.MaxSustained == 0 {
+				break // only the first step counts when none is sustained
+			}
+		}
+	}
+	return fmt.Sprintf("%s, in every repeat: worst p99 %.2f ms (at %.0f ops/s, repeat %d): **%s**", what, worst, at, rep, metOrNot(worst <= tailP99Goal))
+}
+
+// closedGoal is issue 13's throughput goal: the closed-loop peak at least 2.5x etcd's.
+func closedGoal(kv, etcd []*StoreResult) string {
+	const what = "closed-loop peak kv >= 2.5x etcd's"
+	closed := func(sr *StoreResult) (float64, bool) {
+		if sr.Closed == nil {
+			return 0, false
+		}
+		return sr.Closed.ThroughputRPS, true
+	}
+	k, e := medianOf(kv, closed), medianOf(etcd, closed)
+	if math.IsNaN(k) || math.IsNaN(e) || e == 0 {
+		return what + ": **not evaluated** (no closed-loop run for both)"
+	}
+	return fmt.Sprintf("%s%s: kv %.0f ops/s, etcd %.0f ops/s, ratio %.2fx: **%s**", what, medianNote(kv), k, e, k/e, metOrNot(k/e >= 2.5))
 }
 
 // busyLoad is the load average above which a run is flagged: the benchmark itself keeps about
@@ -177,6 +286,72 @@ func busiest(res *Result) float64 {
 		m = max(m, sr.LoadAvg[0], sr.LoadAvg[1])
 	}
 	return m
+}
+
+// measured returns the repeats of store that were measured, in repeat order.
+func measured(res *Result, store string) []*StoreResult {
+	var out []*StoreResult
+	for i := range res.Stores {
+		if sr := &res.Stores[i]; sr.Store == store && sr.Error == "" {
+			out = append(out, sr)
+		}
+	}
+	return out
+}
+
+func repeatOf(srs []*StoreResult, rep int) *StoreResult {
+	for _, sr := range srs {
+		if sr.Repeat == rep {
+			return sr
+		}
+	}
+	return nil
+}
+
+func maxSustained(sr *StoreResult) (float64, bool) { return sr.MaxSustained, true }
+
+func p50At(sr *StoreResult, rate float64, op string) (float64, bool) {
+	s := stepAt(sr, rate)
+	if s == nil {
+		return 0, false
+	}
+	o, ok := s.Ops[op]
+	return o.P50, ok
+}
+
+// medianOf is the median of f over the repeats that have the figure (NaN: none has it).
+func medianOf(srs []*StoreResult, f func(*StoreResult) (float64, bool)) float64 {
+	var vs []float64
+	for _, sr := range srs {
+		if v, ok := f(sr); ok {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(vs)
+	n := len(vs)
+	if n%2 == 1 {
+		return vs[n/2]
+	}
+	return (vs[n/2-1] + vs[n/2]) / 2
+}
+
+// medianNote says that a figure is a median, when there was more than one repeat.
+func medianNote(srs []*StoreResult) string {
+	if len(srs) > 1 {
+		return fmt.Sprintf(" (medians of %d repeats)", len(srs))
+	}
+	return ""
+}
+
+func ratesOf(srs []*StoreResult) string {
+	parts := make([]string, len(srs))
+	for i, sr := range srs {
+		parts[i] = rateOrNone(sr.MaxSustained)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func stepAt(sr *StoreResult, rate float64) *Step {
