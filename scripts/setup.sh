@@ -46,19 +46,27 @@ fi
 go mod download
 
 # Baselines: etcd 3.6 (server, etcdctl, etcd's benchmark tool), built from the Go module proxy with
-# the pinned wrapper module in tools/etcd, into .tools/bin. Rebuilt only when missing or when the
-# pinned versions change.
+# the pinned wrapper module in tools/etcd. The binaries are cached outside the clone, keyed by the
+# pinned versions and the Go release, so a fresh clone on a machine that built them once only
+# links them into .tools/bin (the build takes minutes).
 TOOLS=.tools/bin
-stamp="$TOOLS/.etcd-$(sha256sum tools/etcd/go.sum | cut -c1-16)"
-if [ ! -x "$TOOLS/etcd" ] || [ ! -x "$TOOLS/etcdctl" ] || [ ! -x "$TOOLS/etcd-benchmark" ] || [ ! -f "$stamp" ]; then
-  echo "setup: building etcd, etcdctl and the etcd benchmark tool into $TOOLS"
-  mkdir -p "$TOOLS"
+key="$(sha256sum tools/etcd/go.sum | cut -c1-16)-$(go env GOVERSION)"
+CACHE="${CONTINUUM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/continuum}/etcd-$key"
+if [ ! -x "$CACHE/etcd" ] || [ ! -x "$CACHE/etcdctl" ] || [ ! -x "$CACHE/etcd-benchmark" ]; then
+  echo "setup: building etcd, etcdctl and the etcd benchmark tool into $CACHE"
+  tmp="$CACHE.tmp.$$"
+  rm -rf "$tmp" && mkdir -p "$tmp"
   (cd tools/etcd &&
-    go build -o "../../$TOOLS/etcd" go.etcd.io/etcd/server/v3 &&
-    go build -o "../../$TOOLS/etcdctl" go.etcd.io/etcd/etcdctl/v3 &&
-    go build -o "../../$TOOLS/etcd-benchmark" go.etcd.io/etcd/v3/tools/benchmark)
-  rm -f "$TOOLS"/.etcd-* && touch "$stamp"
+    go build -o "$tmp/etcd" go.etcd.io/etcd/server/v3 &&
+    go build -o "$tmp/etcdctl" go.etcd.io/etcd/etcdctl/v3 &&
+    go build -o "$tmp/etcd-benchmark" go.etcd.io/etcd/v3/tools/benchmark)
+  rm -rf "$CACHE" && mv "$tmp" "$CACHE" # whole or not at all: an interrupted build leaves no cache
 fi
+mkdir -p "$TOOLS"
+rm -f "$TOOLS"/.etcd-* # stamps of the in-clone build this replaced
+for b in etcd etcdctl etcd-benchmark; do
+  ln -sfn "$CACHE/$b" "$TOOLS/$b"
+done
 # Debian enables and starts redis-server on install; the project starts its own instances.
 if systemctl is-active --quiet redis-server 2>/dev/null; then systemctl disable --now redis-server >/dev/null 2>&1 || true; fi
 echo "setup: ok ($(go env GOVERSION), $(uname -r))"
