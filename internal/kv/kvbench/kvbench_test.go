@@ -145,6 +145,16 @@ func TestKVGoalsOverRepeats(t *testing.T) {
 	}
 }
 
+// A kv that sustains the top of the sweep has an unknown highest rate: a ratio below 3x then
+// says nothing, and the verdict says to widen the sweep.
+func TestKVGoalsWholeSweepSustained(t *testing.T) {
+	cfg := DefaultConfig(true) // rates 2000, 5000
+	res := &Result{Config: cfg, Stores: []StoreResult{{Store: "kv", Repeat: 1, MaxSustained: 5000}, {Store: "etcd", Repeat: 1, MaxSustained: 5000}}}
+	if g := goals(res)[0]; !strings.Contains(g, "kv sustained the whole sweep") || !strings.Contains(g, "**undetermined (widen --rates") {
+		t.Errorf("rate goal: %s", g)
+	}
+}
+
 func TestKVBenchConfigValidate(t *testing.T) {
 	for _, c := range []struct {
 		change func(*Config)
