@@ -31,6 +31,7 @@ func Markdown(res *Result, command, machine, commit string) string {
 	p("- Open-loop sweep: %s ops/s, %v per step (first %v excluded), latency from the intended send time; a rate is *sustained* when throughput >= 95%% of it, no request fails and every operation's p99 <= %v. The sweep stops at the first rate not sustained.\n",
 		joinRates(cfg.Rates), cfg.StepDuration, cfg.Warmup, cfg.P99Limit)
 	p("- The sweep always reaches %.0f ops/s (the goals compare p50 there), even past an unsustained rate; the highest sustained rate is the highest with every rate up to it sustained.\n", cfg.SweepAtLeast)
+	p("- After the load phase the benchmark waits %v (memory and disk are read then), and the first step starts: there is no other warm-up, and that step counts toward every verdict (a store still compacting its bulk load shows it there).\n", cfg.Settle)
 	p("- Closed loop: %d clients for %v (peak throughput).\n", cfg.ClosedClients, cfg.ClosedDuration)
 	p("- Same machine, same run, one store at a time; the load generator runs in the same process as the benchmark and shares the CPUs with the server.\n")
 	p("- Durability: etcd with its defaults (fsync of WAL before acknowledging); continuum kv with its default (group commit, fsync before acknowledging); Redis with AOF `appendfsync %s`", cfg.RedisFsync)
