@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
 
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 )
@@ -29,6 +35,8 @@ type Server struct {
 	LogFile string
 	// Args is the command line it was started with.
 	Args []string
+	// MetricsURL is where the server serves Prometheus metrics (empty: it does not; Redis).
+	MetricsURL string
 
 	cmd     *exec.Cmd
 	log     *os.File
@@ -224,4 +232,64 @@ func lookBinary(explicit, env, name string) (string, error) {
 		return "", fmt.Errorf("%s not found: set $%s, run `make setup` (builds .tools/bin/%s) or put it in PATH", name, env, name)
 	}
 	return p, nil
+}
+
+// CPUSeconds is the CPU time (user + system) the server process has used so far.
+func (s *Server) CPUSeconds() (float64, error) {
+	p, err := procfs.NewProc(s.PID())
+	if err != nil {
+		return 0, err
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.CPUTime(), nil
+}
+
+// Metrics scrapes the server's Prometheus metrics: the value of every sample by metric name,
+// summed over label sets (counters and gauges; histograms and summaries are skipped).
+func (s *Server) Metrics(ctx context.Context) (map[string]float64, error) {
+	if s.MetricsURL == "" {
+		return nil, fmt.Errorf("%s serves no metrics", s.Kind)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.MetricsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", s.MetricsURL, resp.Status)
+	}
+	return ParseMetrics(resp.Body)
+}
+
+// ParseMetrics reads Prometheus text exposition: the value of every counter, gauge and untyped
+// sample by metric name, summed over label sets.
+func ParseMetrics(r io.Reader) (map[string]float64, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	out := map[string]float64{}
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.Counter != nil:
+				out[name] += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[name] += m.GetGauge().GetValue()
+			case m.Untyped != nil:
+				out[name] += m.GetUntyped().GetValue()
+			}
+		}
+	}
+	return out, nil
 }

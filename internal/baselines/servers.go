@@ -57,9 +57,13 @@ func StartEtcd(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	mp, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	dataDir := filepath.Join(cfg.Dir, "data")
-	args := append(EtcdArgs(bin, dataDir, cp, pp), cfg.ExtraArgs...)
-	return startEtcdProtocol(ctx, "etcd", kvtarget.KindEtcd, cp, dataDir, cfg, args)
+	args := append(EtcdArgs(bin, dataDir, cp, pp), "--listen-metrics-urls", loopbackURL(mp))
+	return startEtcdProtocol(ctx, "etcd", kvtarget.KindEtcd, cp, mp, dataDir, cfg, append(args, cfg.ExtraArgs...))
 }
 
 // KVArgs is `continuum kv`'s command line with etcd's flag names.
@@ -86,21 +90,33 @@ func StartKV(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	mp, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	dataDir := filepath.Join(cfg.Dir, "data")
-	args := append(KVArgs(bin, dataDir, cp), cfg.ExtraArgs...)
-	return startEtcdProtocol(ctx, "kv", kvtarget.KindKV, cp, dataDir, cfg, args)
+	args := append(KVArgs(bin, dataDir, cp), "--listen-metrics-urls", loopbackURL(mp))
+	return startEtcdProtocol(ctx, "kv", kvtarget.KindKV, cp, mp, dataDir, cfg, append(args, cfg.ExtraArgs...))
 }
 
-// startEtcdProtocol starts a server that speaks etcd v3 and waits until Status answers.
-func startEtcdProtocol(ctx context.Context, kind, targetKind string, port int, dataDir string, cfg Config, args []string) (*Server, error) {
+func loopbackURL(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
+
+// startEtcdProtocol starts a server that speaks etcd v3 and serves Prometheus metrics on
+// metricsPort, and waits until Status answers.
+func startEtcdProtocol(ctx context.Context, kind, targetKind string, port, metricsPort int, dataDir string, cfg Config, args []string) (*Server, error) {
 	target := kvtarget.Target{Kind: targetKind, Endpoints: []string{"http://127.0.0.1:" + strconv.Itoa(port)}}
 	cli, err := kvtarget.NewEtcd(target.Endpoints, 1)
 	if err != nil {
 		return nil, err
 	}
 	defer cli.Close()
-	return start(ctx, kind, target, dataDir, filepath.Join(cfg.Dir, "server.log"), args, cfg.ReadyTimeout,
+	srv, err := start(ctx, kind, target, dataDir, filepath.Join(cfg.Dir, "server.log"), args, cfg.ReadyTimeout,
 		func(ctx context.Context) error { _, err := cli.Status(ctx); return err })
+	if err != nil {
+		return nil, err
+	}
+	srv.MetricsURL = loopbackURL(metricsPort) + "/metrics"
+	return srv, nil
 }
 
 // Redis durability (appendfsync): everysec acknowledges before the fsync (up to a second of

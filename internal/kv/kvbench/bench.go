@@ -197,11 +197,37 @@ type StoreResult struct {
 	// (0: none).
 	MaxSustained float64 `json:"max_sustained_rate"`
 	Closed       *Step   `json:"closed,omitempty"`
+	// Cost is what the server spent per request in the closed-loop run.
+	Cost *RequestCost `json:"closed_cost,omitempty"`
+	// Storage is kv's storage-engine writes over the whole store run (load, sweep, closed
+	// loop); nil for the baselines.
+	Storage *StorageIO `json:"storage,omitempty"`
 	// RSSEnd is the RSS after every run (the key space may have grown with inserts).
 	RSSEnd int64 `json:"rss_end_bytes"`
 	// LoadAvg is the host's 1-minute load average when the store started and when it was
 	// done: other processes on the machine compete with the server and the load generator.
 	LoadAvg [2]float64 `json:"loadavg_1m"`
+}
+
+// RequestCost is the server's CPU and memory allocation per request, measured from the
+// server process over the closed-loop run (the load generator's own costs are not in it).
+type RequestCost struct {
+	// CPUMicros is the server's CPU time (user + system) per request, in microseconds.
+	CPUMicros float64 `json:"cpu_us_per_request"`
+	// Allocs and AllocBytes are the Go heap allocations per request (go_memstats_mallocs_total
+	// and go_memstats_alloc_bytes_total; 0 for a server that does not export them: Redis).
+	Allocs     float64 `json:"allocs_per_request,omitempty"`
+	AllocBytes float64 `json:"alloc_bytes_per_request,omitempty"`
+}
+
+// StorageIO is kv's storage-engine write counters (see mvcc.StorageIO), read from its metrics.
+type StorageIO struct {
+	WALBytes       float64 `json:"wal_bytes"`
+	FlushedBytes   float64 `json:"flushed_bytes"`
+	CompactedBytes float64 `json:"compacted_bytes"`
+	Compactions    float64 `json:"compactions"`
+	// WriteAmp is (WAL + flushed + compacted) / WAL.
+	WriteAmp float64 `json:"write_amp"`
 }
 
 // Result is a whole benchmark.
@@ -340,15 +366,21 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 		cc := base
 		cc.Phase, cc.Seed = ycsb.PhaseRun, 1000
 		cc.Run.Clients, cc.Run.Duration, cc.Run.Warmup = cfg.ClosedClients, cfg.ClosedDuration, min(cfg.Warmup, cfg.ClosedDuration/4)
+		before := sample(ctx, srv)
 		rr, err := ycsb.Run(ctx, cc, st)
 		if err != nil {
 			return fail(err)
 		}
+		after := sample(ctx, srv)
 		step := stepOf(rr.Run.Stats, cfg.P99Limit, 0, cfg.ClosedClients)
 		sr.Closed = &step
+		sr.Cost = costOf(before, after, rr.Run.Stats)
 		cfg.logf("%s: closed loop, %d clients: %.0f ops/s, max p99 %.2f ms", store, cfg.ClosedClients, step.ThroughputRPS, step.MaxP99)
 	}
 	sr.RSSEnd, _ = srv.RSS()
+	if store == kvtarget.KindKV {
+		sr.Storage = storageOf(sample(ctx, srv).metrics)
+	}
 
 	// Footprint: grow the store to FootprintRecords keys and read memory and disk there.
 	if n := cfg.FootprintRecords - w.RecordCount; n > 0 {
@@ -419,4 +451,63 @@ func version(store, bin string) string {
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	return line
+}
+
+// serverSample is a server's CPU time and metrics at one moment.
+type serverSample struct {
+	cpu     float64
+	cpuOK   bool
+	metrics map[string]float64
+}
+
+func sample(ctx context.Context, srv *baselines.Server) serverSample {
+	var s serverSample
+	cpu, err := srv.CPUSeconds()
+	s.cpu, s.cpuOK = cpu, err == nil
+	if srv.MetricsURL != "" {
+		s.metrics, _ = srv.Metrics(ctx)
+	}
+	return s
+}
+
+// costOf divides what the server spent between two samples by the requests served in between.
+// The samples bracket the whole run, warm-up included, while st counts only the measured
+// window; the closed loop runs at the same pace in both, so the warm-up's requests are
+// estimated as the measured count scaled by the warm-up's share of the time.
+func costOf(before, after serverSample, st results.Stats) *RequestCost {
+	var n float64
+	for _, ss := range st.Series {
+		n += float64(ss.OK + ss.Errors)
+	}
+	if st.MeasuredS > 0 {
+		n *= (st.MeasuredS + st.WarmupS) / st.MeasuredS
+	}
+	if n == 0 || !before.cpuOK || !after.cpuOK {
+		return nil
+	}
+	c := &RequestCost{CPUMicros: round((after.cpu - before.cpu) / n * 1e6)}
+	delta := func(name string) float64 {
+		a, okA := after.metrics[name]
+		b, okB := before.metrics[name]
+		if !okA || !okB {
+			return 0
+		}
+		return (a - b) / n
+	}
+	c.Allocs = round(delta("go_memstats_mallocs_total"))
+	c.AllocBytes = math.Round(delta("go_memstats_alloc_bytes_total"))
+	return c
+}
+
+func storageOf(m map[string]float64) *StorageIO {
+	wal, ok := m["continuum_kv_storage_wal_bytes_total"]
+	if !ok {
+		return nil
+	}
+	io := &StorageIO{WALBytes: wal, FlushedBytes: m["continuum_kv_storage_flushed_bytes_total"],
+		CompactedBytes: m["continuum_kv_storage_compacted_bytes_total"], Compactions: m["continuum_kv_storage_compactions_total"]}
+	if wal > 0 {
+		io.WriteAmp = round((io.WALBytes + io.FlushedBytes + io.CompactedBytes) / wal)
+	}
+	return io
 }

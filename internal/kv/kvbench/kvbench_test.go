@@ -11,6 +11,7 @@ import (
 	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 func needBinaries(t *testing.T) {
@@ -186,5 +187,50 @@ func TestLoadYCSBTargetDown(t *testing.T) {
 	_, err := LoadYCSB(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "not answering") || time.Since(start) > 5*time.Second {
 		t.Errorf("%v after %v", err, time.Since(start))
+	}
+}
+
+// TestQuickBenchServerCost runs kv and etcd and checks that the closed loop's server cost and
+// kv's storage writes are measured from the real processes and reach the report.
+func TestQuickBenchServerCost(t *testing.T) {
+	needBinaries(t)
+	bin, cleanup, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	cfg := DefaultConfig(true)
+	cfg.Stores = []string{kvtarget.KindKV, kvtarget.KindEtcd}
+	cfg.ContinuumBin = bin
+	cfg.RecordCount, cfg.Rates, cfg.SweepAtLeast = 300, []float64{300}, 300
+	cfg.StepDuration, cfg.Warmup, cfg.ClosedDuration = time.Second, 200*time.Millisecond, time.Second
+	cfg.FootprintRecords, cfg.Repeats = 0, 1
+	cfg.Dir = t.TempDir()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sr := range res.Stores {
+		if sr.Error != "" {
+			t.Fatalf("%s: %s", sr.Store, sr.Error)
+		}
+		// Every request costs the server some CPU and, in Go, some allocations.
+		if c := sr.Cost; c == nil || c.CPUMicros <= 0 || c.Allocs <= 0 || c.AllocBytes <= 0 {
+			t.Errorf("%s: cost %+v", sr.Store, sr.Cost)
+		}
+		if sr.Store == kvtarget.KindEtcd && sr.Storage != nil {
+			t.Errorf("etcd has kv's storage counters: %+v", sr.Storage)
+		}
+	}
+	kv := res.Stores[0].Storage
+	// The load alone logged 300 records of ~1 kB.
+	if kv == nil || kv.WALBytes < 300*1000 || kv.WriteAmp < 1 {
+		t.Fatalf("kv storage: %+v", kv)
+	}
+	md := Markdown(res, "continuum bench kv --quick", "test machine", "abc123")
+	for _, want := range []string{"## Server cost per request (closed loop)", "kv server CPU per request <= 40 µs (closed loop): kv "} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
 	}
 }

@@ -99,6 +99,27 @@ func Markdown(res *Result, command, machine, commit string) string {
 	}
 	p(" Redis's figure includes the sorted-set index scans use. The host load average shows what else ran on the machine: with 2 CPUs, a load above ~1.5 beyond the benchmark itself means the server and load generator were competing for CPU, which shows up first in p99.\n\n")
 
+	if hasCost(res) {
+		p("## Server cost per request (closed loop)\n\n")
+		p("Read from the server process around the closed-loop run: its CPU time (user + system, /proc) and, for the Go servers, its heap allocations (go_memstats_mallocs_total and go_memstats_alloc_bytes_total from its /metrics), divided by the requests it served. The load generator's costs are not in these figures. For kv, the storage engine's writes over the whole store run (load, sweep and closed loop): write amplification is (WAL + flushed + compacted) / WAL, as Pebble defines it.\n\n")
+		p("| store | rep | CPU µs / request | allocations / request | allocated bytes / request | WAL MiB | flushed MiB | compacted MiB | compactions | write amplification |\n")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, sr := range res.Stores {
+			if sr.Cost == nil {
+				continue
+			}
+			allocs, bytes := "", ""
+			if sr.Cost.Allocs > 0 {
+				allocs, bytes = fmt.Sprintf("%.1f", sr.Cost.Allocs), fmt.Sprintf("%.0f", sr.Cost.AllocBytes)
+			}
+			var io [5]string
+			if st := sr.Storage; st != nil {
+				io = [5]string{mibs(st.WALBytes), mibs(st.FlushedBytes), mibs(st.CompactedBytes), fmt.Sprintf("%.0f", st.Compactions), fmt.Sprintf("%.2f", st.WriteAmp)}
+			}
+			p("| %s | %d | %.1f | %s | %s | %s | %s | %s | %s | %s |\n", sr.Store, sr.Repeat, sr.Cost.CPUMicros, allocs, bytes, io[0], io[1], io[2], io[3], io[4])
+		}
+		p("\n")
+	}
 	if cfg.Repeats > 1 {
 		p("## Across repeats\n\n")
 		p("Each store was measured %d times, the stores interleaved (%s, then again). Rates are compared repeat by repeat; the other verdicts use the median.\n\n", cfg.Repeats, strings.Join(cfg.Stores, ", "))
@@ -167,6 +188,7 @@ func goals(res *Result) []string {
 	} else {
 		out = append(out, "kv p50 at 5k/s <= etcd's: **not evaluated** (kv and etcd must both be measured)")
 	}
+	out = append(out, cpuGoal(kv, etcd))
 	if len(kv) > 0 && len(redis) > 0 {
 		k, r := medianOf(kv, maxSustained), medianOf(redis, maxSustained)
 		out = append(out, fmt.Sprintf("stretch: kv within 1.5x of Redis's rate%s: kv %s, Redis %s: **%s**",
@@ -445,4 +467,49 @@ func oneLine(s string) string {
 		s = s[:300] + "..."
 	}
 	return s
+}
+
+func hasCost(res *Result) bool {
+	for _, sr := range res.Stores {
+		if sr.Cost != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func mibs(b float64) string { return fmt.Sprintf("%.1f", b/(1<<20)) }
+
+// cpuGoalMicros is issue 13's server CPU per request in the closed loop.
+const cpuGoalMicros = 40.0
+
+func cpuGoal(kv, etcd []*StoreResult) string {
+	const what = "kv server CPU per request <= 40 µs (closed loop)"
+	cpu := func(sr *StoreResult) (float64, bool) {
+		if sr.Cost == nil {
+			return 0, false
+		}
+		return sr.Cost.CPUMicros, true
+	}
+	k := medianOf(kv, cpu)
+	if math.IsNaN(k) {
+		return what + ": **not evaluated** (no closed-loop cost measured for kv)"
+	}
+	allocs := func(sr *StoreResult) (float64, bool) {
+		if sr.Cost == nil || sr.Cost.Allocs == 0 {
+			return 0, false
+		}
+		return sr.Cost.Allocs, true
+	}
+	detail := fmt.Sprintf("kv %.1f µs", k)
+	if e := medianOf(etcd, cpu); !math.IsNaN(e) {
+		detail += fmt.Sprintf(" vs etcd %.1f µs", e)
+	}
+	if ka := medianOf(kv, allocs); !math.IsNaN(ka) {
+		detail += fmt.Sprintf("; allocations per request kv %.1f", ka)
+		if ea := medianOf(etcd, allocs); !math.IsNaN(ea) {
+			detail += fmt.Sprintf(" vs etcd %.1f", ea)
+		}
+	}
+	return fmt.Sprintf("%s%s: %s: **%s**", what, medianNote(kv), detail, metOrNot(k <= cpuGoalMicros))
 }

@@ -290,6 +290,37 @@ func (s *Store) DBSize() (total, inUse int64) {
 	return total, min(inUse, total)
 }
 
+// StorageIO is what the storage engine has written since the store was opened: the bytes
+// logged (WAL), the bytes of tables flushed from memtables, and the bytes compactions rewrote.
+// Write amplification, as Pebble defines it, is (WAL + Flushed + Compacted) / WAL: a store
+// whose compactions rewrite old data with every new file shows it as a large ratio.
+type StorageIO struct {
+	WALBytes       uint64
+	FlushedBytes   uint64
+	CompactedBytes uint64
+	// Compactions counts the compactions run.
+	Compactions int64
+}
+
+// WriteAmp is (WAL + Flushed + Compacted) / WAL (0 before anything was written).
+func (io StorageIO) WriteAmp() float64 {
+	if io.WALBytes == 0 {
+		return 0
+	}
+	return float64(io.WALBytes+io.FlushedBytes+io.CompactedBytes) / float64(io.WALBytes)
+}
+
+// StorageIO reads the storage engine's write counters.
+func (s *Store) StorageIO() StorageIO {
+	m := s.db.Metrics()
+	io := StorageIO{WALBytes: m.WAL.BytesWritten, Compactions: m.Compact.Count}
+	for i := range m.Levels {
+		io.FlushedBytes += m.Levels[i].TableBytesFlushed + m.Levels[i].BlobBytesFlushed
+		io.CompactedBytes += m.Levels[i].TableBytesCompacted + m.Levels[i].BlobBytesCompacted
+	}
+	return io
+}
+
 // KeyCount is the number of keys in the index (including keys kept only for their history).
 func (s *Store) KeyCount() int { return s.ix.keyCount() }
 
