@@ -169,6 +169,9 @@ func (s *Store) compactLog(b *pebble.Batch, rev int64) int {
 	defer it.Close()
 	n := 0
 	for it.First(); it.Valid(); it.Next() {
+		if !isChangeKey(it.Key()) {
+			continue // a revision record (compactBackend's business)
+		}
 		c, _, err := decodeHeader(it.Value())
 		if err != nil {
 			continue

@@ -79,6 +79,11 @@ func (s *Store) Hash(ctx context.Context) (hash uint32, rev int64, err error) {
 				return 0, 0, err
 			}
 		}
+		if isChangeKey(it.Key()) {
+			// Change headers are the member's log, not its data (their ids, times and
+			// revisions differ between members holding the same data).
+			continue
+		}
 		// Revision keys have a fixed length; the value's length keeps one record's bytes
 		// from running into the next's.
 		h.Write(it.Key())

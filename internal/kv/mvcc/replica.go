@@ -226,39 +226,48 @@ func (s *Store) ReadLog(from, to int64, fn func(c *Change) bool) (int64, error) 
 	if from > to {
 		return last, nil
 	}
+	// A change's header sorts right before its records (keys.go): one pass reads both.
+	// Records of a revision without a header (a merged snapshot's) are not in the log.
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: changeKey(from), UpperBound: changeKey(to + 1)})
 	if err != nil {
 		return last, err
 	}
 	defer it.Close()
-	rit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: revKey(nil, from, 0), UpperBound: revKey(nil, to+1, 0)})
-	if err != nil {
-		return last, err
-	}
-	defer rit.Close()
+	var c *Change
 	for it.First(); it.Valid(); it.Next() {
-		c, nops, err := decodeHeader(it.Value())
-		if err != nil {
-			return last, err
-		}
-		c.Ops = make([]Op, 0, nops)
-		for ok := rit.SeekGE(revKey(nil, c.Revision, 0)); ok; ok = rit.Next() {
-			rev, _, _ := parseRevKey(rit.Key())
-			if rev != c.Revision {
-				break
+		if isChangeKey(it.Key()) {
+			if c != nil {
+				last = c.Revision
+				if !fn(c) {
+					return last, nil
+				}
 			}
-			kind, kv, _, err := decodeRecord(rit.Value())
+			h, nops, err := decodeHeader(it.Value())
 			if err != nil {
 				return last, err
 			}
-			c.Ops = append(c.Ops, Op{Delete: kind != recPut, Key: kv.Key, Value: kv.Value, Lease: kv.Lease})
+			h.Ops = make([]Op, 0, nops)
+			c = &h
+			continue
 		}
-		last = c.Revision
-		if !fn(&c) {
-			return last, nil
+		rev, _, ok := parseRevKey(it.Key())
+		if !ok || c == nil || rev != c.Revision {
+			continue
 		}
+		kind, kv, _, err := decodeRecord(it.Value())
+		if err != nil {
+			return last, err
+		}
+		c.Ops = append(c.Ops, Op{Delete: kind != recPut, Key: kv.Key, Value: kv.Value, Lease: kv.Lease})
 	}
-	return last, it.Error()
+	if err := it.Error(); err != nil {
+		return last, err
+	}
+	if c != nil {
+		last = c.Revision
+		fn(c)
+	}
+	return last, nil
 }
 
 // WaitVisible blocks until revision rev is visible (durable and published) or ctx is done.

@@ -135,9 +135,12 @@ func Open(cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// recover loads the member id, rebuilds the index from the revision records, restores the
+// recover migrates an older key layout, loads the member id, rebuilds the index from the revision records, restores the
 // revision, sequence and clock from the last change, and finishes an interrupted compaction.
 func (s *Store) recover() error {
+	if err := s.migrate(); err != nil {
+		return err
+	}
 	v, closer, err := s.db.Get(metaMember)
 	switch {
 	case err == nil:
@@ -164,6 +167,10 @@ func (s *Store) recover() error {
 	}
 	maxRecordRev := int64(1)
 	for it.First(); it.Valid(); it.Next() {
+		if isChangeKey(it.Key()) {
+			s.logical.Add(int64(len(it.Key()) + len(it.Value())))
+			continue
+		}
 		rev, sub, ok := parseRevKey(it.Key())
 		if !ok {
 			continue
@@ -191,28 +198,15 @@ func (s *Store) recover() error {
 		return err
 	}
 
-	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixChange}, UpperBound: []byte{prefixChange + 1}})
-	if err != nil {
-		return err
-	}
-	for it.First(); it.Valid(); it.Next() {
-		s.logical.Add(int64(len(it.Key()) + len(it.Value())))
-	}
 	// As etcd, an empty store is at revision 1, so the first write gets revision 2.
 	s.lastRev.Store(1)
 	s.visible.Store(1)
-	if it.Last() {
-		c, _, err := decodeHeader(it.Value())
-		if err != nil {
-			it.Close()
-			return err
-		}
+	if c, ok, err := s.lastChange(); err != nil {
+		return err
+	} else if ok {
 		s.lastRev.Store(c.Revision)
 		s.visible.Store(c.Revision)
 		s.clock.Observe(c.Time)
-	}
-	if err := it.Close(); err != nil {
-		return err
 	}
 	// A snapshot's merge takes revisions without change headers (snapshot.go): the latest
 	// revision is the highest of both.
@@ -288,6 +282,24 @@ func (s *Store) DBSize() (total, inUse int64) {
 	total = int64(m.DiskSpaceUsage())
 	inUse = int64(m.WAL.PhysicalSize + m.Table.Local.LiveSize + m.BlobFiles.Local.LiveSize)
 	return total, min(inUse, total)
+}
+
+// lastChange reads the newest change header: the r-space's last 9-byte key, found by stepping
+// back over the revision records of the newest revisions (a snapshot merge writes records
+// without a header).
+func (s *Store) lastChange() (Change, bool, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixRev}, UpperBound: []byte{prefixRev + 1}})
+	if err != nil {
+		return Change{}, false, err
+	}
+	defer it.Close()
+	for ok := it.Last(); ok; ok = it.Prev() {
+		if isChangeKey(it.Key()) {
+			c, _, err := decodeHeader(it.Value())
+			return c, err == nil, err
+		}
+	}
+	return Change{}, false, it.Error()
 }
 
 // StorageIO is what the storage engine has written since the store was opened: the bytes

@@ -164,6 +164,9 @@ func (w *Watcher) fromDisk(from, to int64) ([]mvccpb.Event, error) {
 	defer it.Close()
 	var evs []mvccpb.Event
 	for it.First(); it.Valid(); it.Next() {
+		if isChangeKey(it.Key()) {
+			continue
+		}
 		kind, kv, _, err := decodeRecord(it.Value())
 		if err != nil {
 			return nil, err

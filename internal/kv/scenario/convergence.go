@@ -81,15 +81,25 @@ func convergence(out kind.RunOutput) map[string]map[string]float64 {
 	return m
 }
 
-// catchUps reads the caught_up events of a member's events file. A torn last line (the member
-// was killed mid-write) is skipped; other lines that are not events are errors.
+// catchUps reads the caught_up events of a member's events file.
 func catchUps(path string) ([]server.Event, error) {
+	var out []server.Event
+	err := readEvents(path, func(e server.Event) {
+		if e.Event == server.EventCaughtUp && e.Peer != "" && !e.ReconnectAt.IsZero() && !e.CaughtUpAt.IsZero() {
+			out = append(out, e)
+		}
+	})
+	return out, err
+}
+
+// readEvents calls fn for each event of a member's events file. A torn line (the member was
+// killed mid-write) is skipped.
+func readEvents(path string, fn func(server.Event)) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	var out []server.Event
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -97,9 +107,7 @@ func catchUps(path string) ([]server.Event, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			continue
 		}
-		if e.Event == server.EventCaughtUp && e.Peer != "" && !e.ReconnectAt.IsZero() && !e.CaughtUpAt.IsZero() {
-			out = append(out, e)
-		}
+		fn(e)
 	}
-	return out, sc.Err()
+	return sc.Err()
 }

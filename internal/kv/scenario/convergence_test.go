@@ -78,3 +78,42 @@ func TestConvergenceAfterHeal(t *testing.T) {
 		t.Error("a run without a heal has no convergence figures")
 	}
 }
+
+// Each member's storage line becomes kv/<member>/storage beside the convergence figures; a
+// member that wrote none (killed) is left out.
+func TestStorageMetrics(t *testing.T) {
+	dir := t.TempDir()
+	var out kind.RunOutput
+	for name, lines := range map[string][]server.Event{
+		"m1": {{Event: server.EventCaughtUp, Member: "m1", Peer: "m2"},
+			{Event: server.EventStorage, Member: "m1", Storage: &server.StorageCounters{WALBytes: 4 << 20, FlushedBytes: 2 << 20, CompactedBytes: 6 << 20, Compactions: 3, WriteAmp: 3}}},
+		"m2": {{Event: server.EventCaughtUp, Member: "m2", Peer: "m1"}},
+	} {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var b []byte
+		for _, e := range lines {
+			line, _ := json.Marshal(e)
+			b = append(append(b, line...), '\n')
+		}
+		if err := os.WriteFile(filepath.Join(d, eventsFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out.Instances = append(out.Instances, kind.InstanceOutput{Name: name, OutDir: d})
+	}
+	m := metrics(out)
+	want := map[string]float64{"wal_mib": 4, "flushed_mib": 2, "compacted_mib": 6, "compactions": 3, "write_amp": 3}
+	if got := m["kv/m1/storage"]; len(got) != len(want) {
+		t.Fatalf("kv/m1/storage = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if m["kv/m1/storage"][k] != v {
+			t.Errorf("%s = %v, want %v", k, m["kv/m1/storage"][k], v)
+		}
+	}
+	if _, ok := m["kv/m2/storage"]; ok || len(m) != 1 {
+		t.Errorf("metrics %v: only m1 wrote storage figures, and no heal happened", m)
+	}
+}

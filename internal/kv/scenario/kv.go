@@ -27,7 +27,7 @@ func init() {
 		Validate:  func(cfg any) error { return cfg.(*Config).validate() },
 		Command:   command,
 		Endpoints: func(cfg any) []kind.Endpoint { return cfg.(*Config).endpoints() },
-		Metrics:   convergence,
+		Metrics:   metrics,
 	})
 }
 

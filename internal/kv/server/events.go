@@ -7,12 +7,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/kv/mvcc"
 	"github.com/continuum-project/continuum/internal/kv/replication"
 )
 
 // EventCaughtUp is the "event" of an events-file line written when this member, after its
 // stream to a peer (re)opened, holds everything that peer held at that moment.
 const EventCaughtUp = "caught_up"
+
+// EventStorage is the "event" of the line a member writes as it shuts down: its storage
+// engine's write counters since it started (Event.Storage).
+const EventStorage = "storage"
+
+// StorageCounters is an EventStorage line's figures (mvcc.StorageIO).
+type StorageCounters struct {
+	WALBytes       uint64  `json:"wal_bytes"`
+	FlushedBytes   uint64  `json:"flushed_bytes"`
+	CompactedBytes uint64  `json:"compacted_bytes"`
+	Compactions    int64   `json:"compactions"`
+	WriteAmp       float64 `json:"write_amp"`
+}
 
 // Event is one line of the --events-file: a JSON object per replication event, for tools that
 // measure a member from outside (the testbed's convergence figures) without parsing its logs.
@@ -22,10 +36,11 @@ type Event struct {
 	Peer   string `json:"peer,omitempty"`
 	// ReconnectAt is when the peer's stream opened, CaughtUpAt when this member held what the
 	// peer held then (wall clock, RFC 3339 with nanoseconds).
-	ReconnectAt        time.Time `json:"reconnect_at,omitzero"`
-	CaughtUpAt         time.Time `json:"caught_up_at,omitzero"`
-	DisconnectedForS   float64   `json:"disconnected_for_s,omitempty"`
-	ChangesSinceReopen uint64    `json:"changes,omitempty"`
+	ReconnectAt        time.Time        `json:"reconnect_at,omitzero"`
+	CaughtUpAt         time.Time        `json:"caught_up_at,omitzero"`
+	DisconnectedForS   float64          `json:"disconnected_for_s,omitempty"`
+	ChangesSinceReopen uint64           `json:"changes,omitempty"`
+	Storage            *StorageCounters `json:"storage,omitempty"`
 }
 
 // eventLog appends Events to a file, one write per line so that a killed member leaves only
@@ -48,6 +63,15 @@ func openEventLog(path, member string) (*eventLog, error) {
 func (l *eventLog) caughtUp(c replication.CatchUp) {
 	l.write(Event{Event: EventCaughtUp, Member: l.member, Peer: c.Peer, ReconnectAt: c.ReconnectAt.UTC(),
 		CaughtUpAt: c.CaughtUpAt.UTC(), DisconnectedForS: c.DisconnectedFor.Seconds(), ChangesSinceReopen: c.Changes})
+}
+
+// storage records the storage engine's counters (at shutdown).
+func (l *eventLog) storage(io mvcc.StorageIO) {
+	if l == nil {
+		return
+	}
+	l.write(Event{Event: EventStorage, Member: l.member, Storage: &StorageCounters{WALBytes: io.WALBytes,
+		FlushedBytes: io.FlushedBytes, CompactedBytes: io.CompactedBytes, Compactions: io.Compactions, WriteAmp: io.WriteAmp()}})
 }
 
 func (l *eventLog) write(e Event) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -70,4 +71,40 @@ func firstCatchUp(t *testing.T, path string) (Event, bool) {
 		}
 	}
 	return Event{}, false
+}
+
+// A member stopped cleanly appends its storage engine's write counters, the figures the
+// testbed reports write amplification from.
+func TestEventsFileRecordsStorageAtShutdown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	srv, cli := startKV(t, func(c *Config) { c.EventsFile = path })
+	for i := range 50 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := cli.Put(ctx, fmt.Sprint("k", i), "value")
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *StorageCounters
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if e.Event == EventStorage {
+			got = e.Storage
+		}
+	}
+	// 50 puts of ~10-byte values logged at least their keys and values.
+	if got == nil || got.WALBytes < 50*10 || got.WriteAmp < 1 {
+		t.Fatalf("storage event %+v in:\n%s", got, b)
+	}
 }

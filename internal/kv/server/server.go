@@ -414,6 +414,7 @@ func (s *Server) Close() error {
 			h.Close()
 		}
 		s.wg.Wait()
+		s.events.storage(s.store.StorageIO())
 		s.events.close()
 		err = s.store.Close()
 	})
