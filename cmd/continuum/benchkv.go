@@ -15,6 +15,7 @@ func init() { benchCommands = append(benchCommands, newBenchKVCmd) }
 func newBenchKVCmd() *cobra.Command {
 	var out string
 	var quick bool
+	var fromJSON string
 	cfg := kvbench.DefaultConfig(false)
 	c := &cobra.Command{
 		Use:   "kv [--stores kv,etcd,redis] [--workload a] [--rates 2000,5000,...] [--out FILE.md] [--quick]",
@@ -32,6 +33,13 @@ against the goals of issue 3 and the raw JSON.`,
   continuum bench kv --stores etcd,redis --workload b --rates 2000,5000,10000 --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fromJSON != "" {
+				res, err := kvbench.ReadResult(fromJSON)
+				if err != nil {
+					return err
+				}
+				return writeBenchResult(cmd, out, kvbench.Markdown(res, res.Command, res.Machine, res.Commit), res)
+			}
 			if quick {
 				q := kvbench.DefaultConfig(true)
 				f := cmd.Flags()
@@ -63,13 +71,15 @@ against the goals of issue 3 and the raw JSON.`,
 			if err != nil {
 				return err
 			}
-			md := kvbench.Markdown(res, "continuum "+strings.Join(os.Args[1:], " "), machine(), gitCommit())
+			res.Command, res.Machine, res.Commit = "continuum "+strings.Join(os.Args[1:], " "), machine(), gitCommit()
+			md := kvbench.Markdown(res, res.Command, res.Machine, res.Commit)
 			return writeBenchResult(cmd, out, md, res)
 		},
 	}
 	f := c.Flags()
 	f.StringVarP(&out, "out", "o", "", "write Markdown here, and the raw JSON next to it (default: stdout)")
 	f.BoolVar(&quick, "quick", false, "small key space, two short steps (smoke test)")
+	f.StringVar(&fromJSON, "from-json", "", "measure nothing: render the report again from a result's JSON (the file --out wrote next to the Markdown)")
 	f.StringSliceVar(&cfg.Stores, "stores", cfg.Stores, "stores to measure, in order: kv, etcd, redis")
 	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "measure every store this many times, each from scratch, the stores interleaved; verdicts hold over all repeats (--quick: 1)")
 	f.StringVar(&cfg.Workload, "workload", cfg.Workload, "YCSB workload preset a..f")

@@ -2,6 +2,7 @@ package kvbench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -232,6 +233,11 @@ type StorageIO struct {
 
 // Result is a whole benchmark.
 type Result struct {
+	// Command, Machine and Commit say what produced the result (set by the caller; a report
+	// rendered again from the JSON states them).
+	Command  string        `json:"command,omitempty"`
+	Machine  string        `json:"machine,omitempty"`
+	Commit   string        `json:"commit,omitempty"`
 	Config   Config        `json:"config"`
 	Records  int64         `json:"records"`
 	Started  time.Time     `json:"started"`
@@ -510,4 +516,20 @@ func storageOf(m map[string]float64) *StorageIO {
 		io.WriteAmp = round((io.WALBytes + io.FlushedBytes + io.CompactedBytes) / wal)
 	}
 	return io
+}
+
+// ReadResult reads a result written as JSON (next to the Markdown by `continuum bench kv --out`).
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("%s: not a bench kv result: %w", path, err)
+	}
+	if len(res.Stores) == 0 {
+		return nil, fmt.Errorf("%s: no stores in this result", path)
+	}
+	return &res, nil
 }
