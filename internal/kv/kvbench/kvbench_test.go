@@ -234,3 +234,30 @@ func TestQuickBenchServerCost(t *testing.T) {
 		}
 	}
 }
+
+// With 100 kB records the large-value goal is stated: p50 at most half of etcd's and p99 at most
+// etcd's, for each operation at each rate both stores ran.
+func TestKVLargeValueGoal(t *testing.T) {
+	step := func(rate, p50, p99 float64) Step {
+		o := OpStats{OK: 100, P50: p50, P99: p99}
+		return Step{Rate: rate, Sustained: true, Ops: map[string]OpStats{"read": o, "update": o}}
+	}
+	cfg := DefaultConfig(false)
+	cfg.FieldLength, cfg.Rates = 102400, []float64{100, 200}
+	res := &Result{Config: cfg, Stores: []StoreResult{
+		{Store: "kv", Repeat: 1, Sweep: []Step{step(100, 1, 4), step(200, 1.5, 5)}},
+		{Store: "etcd", Repeat: 1, Sweep: []Step{step(100, 3, 6), step(200, 3, 9)}},
+	}}
+	g := strings.Join(goals(res), "\n")
+	if want := "large values (102 kB records): kv p50 <= half of etcd's and p99 <= etcd's at every rate both ran (kv vs etcd): 100/s read p50 1.00 vs 3.00 ms, p99 4.00 vs 6.00 ms;"; !strings.Contains(g, want) || !strings.Contains(g, "**met**") {
+		t.Fatalf("goals lack %q:\n%s", want, g)
+	}
+	res.Stores[0].Sweep[1] = step(200, 1.6, 5) // 1.6 > 3/2
+	if g := strings.Join(goals(res), "\n"); !strings.Contains(g, "200/s update p50 1.60 vs 3.00 ms, p99 5.00 vs 9.00 ms: **not met**") {
+		t.Fatalf("p50 above half of etcd's:\n%s", g)
+	}
+	res.Config.FieldLength = 32
+	if g := strings.Join(goals(res), "\n"); strings.Contains(g, "large values") {
+		t.Fatalf("small records state the large-value goal:\n%s", g)
+	}
+}

@@ -189,6 +189,9 @@ func goals(res *Result) []string {
 		out = append(out, "kv p50 at 5k/s <= etcd's: **not evaluated** (kv and etcd must both be measured)")
 	}
 	out = append(out, cpuGoal(kv, etcd))
+	if w, _ := res.Config.workload(); w.FieldCount*w.FieldLength >= largeValue {
+		out = append(out, largeGoal(res, kv, etcd, w.FieldCount*w.FieldLength))
+	}
 	if len(kv) > 0 && len(redis) > 0 {
 		k, r := medianOf(kv, maxSustained), medianOf(redis, maxSustained)
 		out = append(out, fmt.Sprintf("stretch: kv within 1.5x of Redis's rate%s: kv %s, Redis %s: **%s**",
@@ -512,4 +515,45 @@ func cpuGoal(kv, etcd []*StoreResult) string {
 		}
 	}
 	return fmt.Sprintf("%s%s: %s: **%s**", what, medianNote(kv), detail, metOrNot(k <= cpuGoalMicros))
+}
+
+// largeValue is the record size from which the large-value goal applies (issue 13: the NPM
+// platform's Burst and Wave classes move 100 kB values).
+const largeValue = 64 << 10
+
+// largeGoal: with large values, kv's p50 is at most half etcd's and its p99 at most etcd's, for
+// every operation at every rate both stores ran (medians over repeats).
+func largeGoal(res *Result, kv, etcd []*StoreResult, size int) string {
+	what := fmt.Sprintf("large values (%d kB records): kv p50 <= half of etcd's and p99 <= etcd's at every rate both ran", size/1000)
+	if len(kv) == 0 || len(etcd) == 0 {
+		return what + ": **not evaluated** (kv and etcd must both be measured)"
+	}
+	var parts []string
+	ok := true
+	for _, rate := range res.Config.Rates {
+		for _, op := range opNames(res) {
+			at := func(pick func(OpStats) float64) func(*StoreResult) (float64, bool) {
+				return func(sr *StoreResult) (float64, bool) {
+					s := stepAt(sr, rate)
+					if s == nil {
+						return 0, false
+					}
+					o, found := s.Ops[op]
+					return pick(o), found && o.OK > 0
+				}
+			}
+			p50 := func(o OpStats) float64 { return o.P50 }
+			p99 := func(o OpStats) float64 { return o.P99 }
+			k50, e50, k99, e99 := medianOf(kv, at(p50)), medianOf(etcd, at(p50)), medianOf(kv, at(p99)), medianOf(etcd, at(p99))
+			if math.IsNaN(k50) || math.IsNaN(e50) {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%.0f/s %s p50 %.2f vs %.2f ms, p99 %.2f vs %.2f ms", rate, op, k50, e50, k99, e99))
+			ok = ok && k50 <= e50/2 && k99 <= e99
+		}
+	}
+	if len(parts) == 0 {
+		return what + ": **not evaluated** (no rate ran on both)"
+	}
+	return fmt.Sprintf("%s%s (kv vs etcd): %s: **%s**", what, medianNote(kv), strings.Join(parts, "; "), metOrNot(ok))
 }
