@@ -290,7 +290,28 @@ func tailGoal(kv []*StoreResult) string {
 			}
 		}
 	}
-	return fmt.Sprintf("%s, in every repeat: worst p99 %.2f ms (at %.0f ops/s, repeat %d): **%s**", what, worst, at, rep, metOrNot(worst <= tailP99Goal))
+	verdict := fmt.Sprintf("%s, in every repeat: worst p99 %.2f ms (at %.0f ops/s, repeat %d)", what, worst, at, rep)
+	if worst > tailP99Goal {
+		// How far the goal holds: the highest rate below which every step of every repeat
+		// kept p99 within 5 ms.
+		within := math.Inf(1)
+		for _, sr := range kv {
+			held := 0.0
+			for _, s := range sr.Sweep {
+				if s.MaxP99 > tailP99Goal || !s.Sustained {
+					break
+				}
+				held = s.Rate
+			}
+			within = min(within, held)
+		}
+		if within > 0 {
+			verdict += fmt.Sprintf("; p99 <= 5 ms held at every step up to %.0f ops/s in every repeat", within)
+		} else {
+			verdict += "; the first step already exceeded 5 ms in some repeat"
+		}
+	}
+	return fmt.Sprintf("%s: **%s**", verdict, metOrNot(worst <= tailP99Goal))
 }
 
 // closedGoal is issue 13's throughput goal: the closed-loop peak at least 2.5x etcd's.
