@@ -79,6 +79,7 @@ against the goals of issue 3 and the raw JSON.`,
 	f := c.Flags()
 	f.StringVarP(&out, "out", "o", "", "write Markdown here, and the raw JSON next to it (default: stdout)")
 	f.BoolVar(&quick, "quick", false, "small key space, two short steps (smoke test)")
+	f.BoolVar(&cfg.Maintenance, "maintenance", false, "compact the history and defragment during every sweep step (kv and etcd), and measure the step with it")
 	f.StringVar(&fromJSON, "from-json", "", "measure nothing: render the report again from a result's JSON (the file --out wrote next to the Markdown)")
 	f.StringSliceVar(&cfg.Stores, "stores", cfg.Stores, "stores to measure, in order: kv, etcd, redis")
 	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "measure every store this many times, each from scratch, the stores interleaved; verdicts hold over all repeats (--quick: 1)")

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
@@ -65,6 +68,11 @@ type Config struct {
 	EtcdBin      string `json:"-"`
 	RedisBin     string `json:"-"`
 	ContinuumBin string `json:"-"`
+	// Maintenance runs what an operator of an etcd-API store schedules, during every sweep step:
+	// a third of the way into the measured part, a compaction of the history up to the current
+	// revision, then a defragmentation (etcd's maintenance API, for kv and etcd; Redis has no
+	// counterpart and runs the step without). The step's latencies then include them.
+	Maintenance bool `json:"maintenance,omitempty"`
 	// KVArgs are extra flags for `continuum kv` (e.g. --fsync=batch).
 	KVArgs []string `json:"kv_args,omitempty"`
 	// Dir holds the servers' data and logs (default: a temporary directory, removed after).
@@ -167,6 +175,18 @@ type Step struct {
 	MaxP99 float64 `json:"max_p99_ms"`
 	// Sustained: throughput >= 95% of the rate, no errors, every p99 within the limit.
 	Sustained bool `json:"sustained"`
+	// Maintenance is what the compaction and defragmentation run during the step took (nil:
+	// none ran; see Config.Maintenance).
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
+}
+
+// Maintenance times one compaction + defragmentation, run during a step.
+type Maintenance struct {
+	// Revision is what the history was compacted to.
+	Revision  int64   `json:"revision"`
+	CompactMs float64 `json:"compact_ms"`
+	DefragMs  float64 `json:"defrag_ms"`
+	Error     string  `json:"error,omitempty"`
 }
 
 // StoreResult is everything measured on one store.
@@ -350,14 +370,22 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 		rc := base
 		rc.Phase, rc.Seed = ycsb.PhaseRun, int64(i+2)
 		rc.Run.Rate, rc.Run.Duration, rc.Run.Warmup = rate, cfg.StepDuration, cfg.Warmup
+		maint := make(chan *Maintenance, 1)
+		if cfg.Maintenance && store != kvtarget.KindRedis {
+			go func() { maint <- maintain(ctx, srv.Target.Endpoints, cfg.Warmup+(cfg.StepDuration-cfg.Warmup)/3) }()
+		} else {
+			maint <- nil
+		}
 		rr, err := ycsb.Run(ctx, rc, st)
+		m := <-maint
 		if err != nil {
 			return fail(err)
 		}
 		step := stepOf(rr.Run.Stats, cfg.P99Limit, rate, 0)
+		step.Maintenance = m
 		sr.Sweep = append(sr.Sweep, step)
-		cfg.logf("%s: %6.0f ops/s -> %8.0f ops/s, max p99 %.2f ms, errors %d, sustained %v",
-			store, rate, step.ThroughputRPS, step.MaxP99, step.Errors, step.Sustained)
+		cfg.logf("%s: %6.0f ops/s -> %8.0f ops/s, max p99 %.2f ms, errors %d, sustained %v%s",
+			store, rate, step.ThroughputRPS, step.MaxP99, step.Errors, step.Sustained, m.String())
 		allSustained = allSustained && step.Sustained
 		if allSustained {
 			sr.MaxSustained = rate
@@ -532,4 +560,55 @@ func ReadResult(path string) (*Result, error) {
 		return nil, fmt.Errorf("%s: no stores in this result", path)
 	}
 	return &res, nil
+}
+
+// maintain waits `after`, then compacts the store's history up to its current revision
+// (physical: the call returns once the versions are gone, as etcdctl compact --physical) and
+// defragments it, timing both, over a connection of its own.
+func maintain(ctx context.Context, endpoints []string, after time.Duration) *Maintenance {
+	m := &Maintenance{}
+	select {
+	case <-time.After(after):
+	case <-ctx.Done():
+		m.Error = ctx.Err().Error()
+		return m
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		m.Error = err.Error()
+		return m
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	st, err := cli.Status(ctx, endpoints[0])
+	if err != nil {
+		m.Error = err.Error()
+		return m
+	}
+	m.Revision = st.Header.Revision
+	t := time.Now()
+	if _, err := cli.Compact(ctx, m.Revision, clientv3.WithCompactPhysical()); err != nil {
+		m.Error = "compact: " + err.Error()
+		return m
+	}
+	m.CompactMs = round(float64(time.Since(t).Microseconds()) / 1000)
+	t = time.Now()
+	if _, err := cli.Defragment(ctx, endpoints[0]); err != nil {
+		m.Error = "defragment: " + err.Error()
+		return m
+	}
+	m.DefragMs = round(float64(time.Since(t).Microseconds()) / 1000)
+	return m
+}
+
+// String is the maintenance's figures for a progress line ("" when none ran).
+func (m *Maintenance) String() string {
+	switch {
+	case m == nil:
+		return ""
+	case m.Error != "":
+		return ", maintenance failed: " + m.Error
+	}
+	return fmt.Sprintf(", compacted to %d in %.1f ms, defragmented in %.1f ms", m.Revision, m.CompactMs, m.DefragMs)
 }

@@ -191,7 +191,8 @@ func TestLoadYCSBTargetDown(t *testing.T) {
 }
 
 // TestQuickBenchServerCost runs kv and etcd and checks that the closed loop's server cost and
-// kv's storage writes are measured from the real processes and reach the report.
+// kv's storage writes are measured from the real processes and reach the report, and that
+// --maintenance compacts and defragments both stores during the sweep step.
 func TestQuickBenchServerCost(t *testing.T) {
 	needBinaries(t)
 	bin, cleanup, err := testenv.Binary()
@@ -204,7 +205,7 @@ func TestQuickBenchServerCost(t *testing.T) {
 	cfg.ContinuumBin = bin
 	cfg.RecordCount, cfg.Rates, cfg.SweepAtLeast = 300, []float64{300}, 300
 	cfg.StepDuration, cfg.Warmup, cfg.ClosedDuration = time.Second, 200*time.Millisecond, time.Second
-	cfg.FootprintRecords, cfg.Repeats = 0, 1
+	cfg.FootprintRecords, cfg.Repeats, cfg.Maintenance = 0, 1, true
 	cfg.Dir = t.TempDir()
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -213,6 +214,10 @@ func TestQuickBenchServerCost(t *testing.T) {
 	for _, sr := range res.Stores {
 		if sr.Error != "" {
 			t.Fatalf("%s: %s", sr.Store, sr.Error)
+		}
+		// The records were loaded (revisions past 300) before the step's compaction.
+		if m := sr.Sweep[0].Maintenance; m == nil || m.Error != "" || m.Revision <= 300 || m.CompactMs <= 0 || m.DefragMs <= 0 {
+			t.Errorf("%s: maintenance %+v", sr.Store, m)
 		}
 		// Every request costs the server some CPU and, in Go, some allocations.
 		if c := sr.Cost; c == nil || c.CPUMicros <= 0 || c.Allocs <= 0 || c.AllocBytes <= 0 {
@@ -228,7 +233,8 @@ func TestQuickBenchServerCost(t *testing.T) {
 		t.Fatalf("kv storage: %+v", kv)
 	}
 	md := Markdown(res, "continuum bench kv --quick", "test machine", "abc123")
-	for _, want := range []string{"## Server cost per request (closed loop)", "kv server CPU per request <= 40 µs (closed loop): kv "} {
+	for _, want := range []string{"## Server cost per request (closed loop)", "kv server CPU per request <= 40 µs (closed loop): kv ",
+		"compact / defrag ms |", "with a compaction and a defragmentation in every step"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
