@@ -34,22 +34,11 @@ func TestConvergenceAfterHeal(t *testing.T) {
 	out.Events = []kind.FiredEvent{{At: 5 * time.Second, Action: "partition"}, {At: 10 * time.Second, Action: "heal"},
 		{At: 20 * time.Second, Action: "partition"}, {At: 30 * time.Second, Action: "heal"}}
 	for name, es := range events {
-		d := filepath.Join(dir, name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		var b []byte
-		for _, e := range es {
-			line, _ := json.Marshal(e)
-			b = append(append(b, line...), '\n')
-		}
+		torn := ""
 		if name == "m2" {
-			b = append(b, `{"event":"caught_up","peer":"m3","reconn`...) // killed mid-write
+			torn = `{"event":"caught_up","peer":"m3","reconn` // killed mid-write
 		}
-		if err := os.WriteFile(filepath.Join(d, eventsFile), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out.Instances = append(out.Instances, kind.InstanceOutput{Name: name, OutDir: d})
+		out.Instances = append(out.Instances, kind.InstanceOutput{Name: name, OutDir: writeEvents(t, dir, name, es, torn)})
 	}
 	out.Instances = append(out.Instances, kind.InstanceOutput{Name: "gone", OutDir: filepath.Join(dir, "missing")})
 
@@ -89,19 +78,7 @@ func TestStorageMetrics(t *testing.T) {
 			{Event: server.EventStorage, Member: "m1", Storage: &server.StorageCounters{WALBytes: 4 << 20, FlushedBytes: 2 << 20, CompactedBytes: 6 << 20, Compactions: 3, WriteAmp: 3}}},
 		"m2": {{Event: server.EventCaughtUp, Member: "m2", Peer: "m1"}},
 	} {
-		d := filepath.Join(dir, name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		var b []byte
-		for _, e := range lines {
-			line, _ := json.Marshal(e)
-			b = append(append(b, line...), '\n')
-		}
-		if err := os.WriteFile(filepath.Join(d, eventsFile), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out.Instances = append(out.Instances, kind.InstanceOutput{Name: name, OutDir: d})
+		out.Instances = append(out.Instances, kind.InstanceOutput{Name: name, OutDir: writeEvents(t, dir, name, lines, "")})
 	}
 	m := metrics(out)
 	want := map[string]float64{"wal_mib": 4, "flushed_mib": 2, "compacted_mib": 6, "compactions": 3, "write_amp": 3}
@@ -116,4 +93,24 @@ func TestStorageMetrics(t *testing.T) {
 	if _, ok := m["kv/m2/storage"]; ok || len(m) != 1 {
 		t.Errorf("metrics %v: only m1 wrote storage figures, and no heal happened", m)
 	}
+}
+
+// writeEvents writes a member's events file under dir/name, one JSON line per event, then tail
+// (e.g. a torn line), and returns the member's output dir.
+func writeEvents(t *testing.T, dir, name string, events []server.Event, tail string) string {
+	t.Helper()
+	d := filepath.Join(dir, name)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	for _, e := range events {
+		line, _ := json.Marshal(e)
+		b = append(append(b, line...), '\n')
+	}
+	b = append(b, tail...)
+	if err := os.WriteFile(filepath.Join(d, eventsFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
