@@ -278,7 +278,7 @@ func (s *Server) tlsConfig() (*tls.Config, error) {
 
 func (s *Server) newGRPC(tc *tls.Config) *grpc.Server {
 	opts := []grpc.ServerOption{
-		grpc.ForceServerCodec(codec{}),
+		grpc.ForceServerCodecV2(clientCodec{}),
 		grpc.MaxRecvMsgSize(int(s.cfg.MaxRequestBytes + grpcOverheadBytes)),
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.MaxConcurrentStreams(math.MaxUint32),
