@@ -135,8 +135,9 @@ func Open(cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// recover migrates an older key layout, loads the member id, rebuilds the index from the revision records, restores the
-// revision, sequence and clock from the last change, and finishes an interrupted compaction.
+// recover migrates an older key layout, loads the member id, rebuilds the index from the revision
+// records, restores the revision, sequence and clock from the last change, and finishes an
+// interrupted compaction.
 func (s *Store) recover() error {
 	if err := s.migrate(); err != nil {
 		return err
