@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/kv/mvcc"
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
@@ -540,9 +541,8 @@ func storageOf(m map[string]float64) *StorageIO {
 	}
 	io := &StorageIO{WALBytes: wal, FlushedBytes: m["continuum_kv_storage_flushed_bytes_total"],
 		CompactedBytes: m["continuum_kv_storage_compacted_bytes_total"], Compactions: m["continuum_kv_storage_compactions_total"]}
-	if wal > 0 {
-		io.WriteAmp = round((io.WALBytes + io.FlushedBytes + io.CompactedBytes) / wal)
-	}
+	io.WriteAmp = round(mvcc.StorageIO{WALBytes: uint64(wal), FlushedBytes: uint64(io.FlushedBytes),
+		CompactedBytes: uint64(io.CompactedBytes)}.WriteAmp())
 	return io
 }
 
