@@ -111,3 +111,60 @@ lat_count 4
 		t.Error("garbage parsed")
 	}
 }
+
+func TestRedisClusterFailsOverWhenAMasterDies(t *testing.T) {
+	need(t, RedisBinary)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := StartRedisCluster(ctx, RedisClusterConfig{Dir: t.TempDir(), NodeTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	roles := c.Roles(ctx)
+	masters := 0
+	for _, r := range roles {
+		if r.Master {
+			masters++
+		} else if !r.LinkUp {
+			t.Errorf("replica %s not linked", r.Addr)
+		}
+	}
+	if len(roles) != 6 || masters != 3 {
+		t.Fatalf("roles %+v: want 6 instances, 3 masters", roles)
+	}
+	// Kill a master: its replica must take over its slots, and the cluster be whole again.
+	var victim int
+	for i, r := range roles {
+		if r.Master {
+			victim = i
+			break
+		}
+	}
+	if err := c.Servers[victim].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	promoted := false
+	for _, r := range c.Roles(ctx) {
+		if r.Master && r.Addr != roles[victim].Addr {
+			for _, old := range roles {
+				if old.Addr == r.Addr && !old.Master && old.MasterAddr == roles[victim].Addr {
+					promoted = true
+				}
+			}
+		}
+	}
+	if !promoted {
+		t.Errorf("no replica of %s became master: %+v", roles[victim].Addr, c.Roles(ctx))
+	}
+}
+
+func TestRedisClusterRejectsTooFewMasters(t *testing.T) {
+	if _, err := StartRedisCluster(context.Background(), RedisClusterConfig{Dir: t.TempDir(), Masters: 2}); err == nil ||
+		!strings.Contains(err.Error(), "at least 3") {
+		t.Errorf("2 masters: %v", err)
+	}
+}
