@@ -38,10 +38,12 @@ type Server struct {
 	// MetricsURL is where the server serves Prometheus metrics (empty: it does not; Redis).
 	MetricsURL string
 
-	cmd     *exec.Cmd
-	log     *os.File
-	done    chan struct{}
-	waitErr error
+	cmd          *exec.Cmd
+	log          *os.File
+	done         chan struct{}
+	waitErr      error
+	ready        func(context.Context) error
+	readyTimeout time.Duration
 }
 
 // DefaultReadyTimeout bounds how long a start function waits for the server to answer.
@@ -54,51 +56,71 @@ func start(ctx context.Context, kind string, target kvtarget.Target, dataDir, lo
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("%s data dir: %w", kind, err)
+	s := &Server{Kind: kind, Target: target, DataDir: dataDir, LogFile: logFile, Args: args, ready: ready, readyTimeout: timeout}
+	if err := s.launch(ctx); err != nil {
+		return nil, err
 	}
-	lf, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return s, nil
+}
+
+// launch starts the process and waits until it is ready.
+func (s *Server) launch(ctx context.Context) error {
+	if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
+		return fmt.Errorf("%s data dir: %w", s.Kind, err)
+	}
+	lf, err := os.OpenFile(s.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("%s log: %w", kind, err)
+		return fmt.Errorf("%s log: %w", s.Kind, err)
 	}
-	cmd := exec.Command(args[0], args[1:]...)
+	cmd := exec.Command(s.Args[0], s.Args[1:]...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	// Own process group (a terminal's Ctrl-C reaches us, and we stop it in order), and
 	// killed if the starting process dies, so no server outlives a crashed benchmark.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		lf.Close()
-		return nil, fmt.Errorf("start %s (%s): %w", kind, args[0], err)
+		return fmt.Errorf("start %s (%s): %w", s.Kind, s.Args[0], err)
 	}
-	s := &Server{Kind: kind, Target: target, DataDir: dataDir, LogFile: logFile, Args: args, cmd: cmd, log: lf, done: make(chan struct{})}
+	s.cmd, s.log, s.done, s.waitErr = cmd, lf, make(chan struct{}), nil
+	done := s.done
 	go func() {
 		s.waitErr = cmd.Wait()
-		close(s.done)
+		close(done)
 	}()
 
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(s.readyTimeout)
 	var last error
 	for {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		last = ready(rctx)
+		last = s.ready(rctx)
 		cancel()
 		if last == nil {
-			return s, nil
+			return nil
 		}
 		select {
-		case <-s.done:
+		case <-done:
 			s.log.Close()
-			return nil, fmt.Errorf("%s exited before it was ready (%v); log %s:\n%s", kind, s.waitErr, logFile, tail(logFile))
+			return fmt.Errorf("%s exited before it was ready (%v); log %s:\n%s", s.Kind, s.waitErr, s.LogFile, tail(s.LogFile))
 		case <-ctx.Done():
 			_ = s.Stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			_ = s.Stop()
-			return nil, fmt.Errorf("%s not ready after %v: %v; log %s:\n%s", kind, timeout, last, logFile, tail(logFile))
+			return fmt.Errorf("%s not ready after %v: %v; log %s:\n%s", s.Kind, s.readyTimeout, last, s.LogFile, tail(s.LogFile))
 		}
 	}
+}
+
+// Restart stops the server (if it runs) and starts it again with the same command line, so
+// on the same ports and data: what a client sees when a server restarts. Not safe to call
+// concurrently with the Server's other methods.
+func (s *Server) Restart(ctx context.Context) error {
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	return s.launch(ctx)
 }
 
 // PID is the server's process id.

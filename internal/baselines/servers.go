@@ -105,13 +105,17 @@ func loopbackURL(port int) string { return "http://127.0.0.1:" + strconv.Itoa(po
 // metricsPort, and waits until Status answers.
 func startEtcdProtocol(ctx context.Context, kind, targetKind string, port, metricsPort int, dataDir string, cfg Config, args []string) (*Server, error) {
 	target := kvtarget.Target{Kind: targetKind, Endpoints: []string{"http://127.0.0.1:" + strconv.Itoa(port)}}
-	cli, err := kvtarget.NewEtcd(target.Endpoints, 1)
-	if err != nil {
-		return nil, err
+	// A client per readiness check, so the check also works for a Restart later.
+	ready := func(ctx context.Context) error {
+		cli, err := kvtarget.NewEtcd(target.Endpoints, 1)
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		_, err = cli.Status(ctx)
+		return err
 	}
-	defer cli.Close()
-	srv, err := start(ctx, kind, target, dataDir, filepath.Join(cfg.Dir, "server.log"), args, cfg.ReadyTimeout,
-		func(ctx context.Context) error { _, err := cli.Status(ctx); return err })
+	srv, err := start(ctx, kind, target, dataDir, filepath.Join(cfg.Dir, "server.log"), args, cfg.ReadyTimeout, ready)
 	if err != nil {
 		return nil, err
 	}
@@ -153,9 +157,12 @@ func StartRedis(ctx context.Context, cfg Config, appendfsync string) (*Server, e
 	dataDir := filepath.Join(cfg.Dir, "data")
 	args := append(RedisArgs(bin, dataDir, port, appendfsync), cfg.ExtraArgs...)
 	target := kvtarget.Target{Kind: kvtarget.KindRedis, Endpoints: []string{"127.0.0.1:" + strconv.Itoa(port)}}
-	cli := kvtarget.NewRedis(target.Endpoints[0], 1)
-	defer cli.Close()
-	return start(ctx, "redis", target, dataDir, filepath.Join(cfg.Dir, "server.log"), args, cfg.ReadyTimeout, cli.Ping)
+	ready := func(ctx context.Context) error {
+		cli := kvtarget.NewRedis(target.Endpoints[0], 1)
+		defer cli.Close()
+		return cli.Ping(ctx)
+	}
+	return start(ctx, "redis", target, dataDir, filepath.Join(cfg.Dir, "server.log"), args, cfg.ReadyTimeout, ready)
 }
 
 // Start starts a server by kind (etcd, redis, kv); opts: Redis's appendfsync.
