@@ -148,3 +148,43 @@ func (s *etcdStore) StateClear(ctx context.Context, consumer string) error {
 	_, err := s.cli.Delete(ctx, etcdStatePrefix(consumer), clientv3.WithPrefix())
 	return err
 }
+
+func checkIndex(consumer string, index int64) error {
+	if err := validNames("consumer", consumer); err != nil {
+		return err
+	}
+	if index < 0 {
+		return fmt.Errorf("state index %d: must be >= 0", index)
+	}
+	return nil
+}
+
+func (s *etcdStore) StatePut(ctx context.Context, consumer string, index int64, value []byte) error {
+	if err := checkIndex(consumer, index); err != nil {
+		return err
+	}
+	_, err := s.cli.Put(ctx, etcdStateEntry(consumer, index), string(value))
+	return err
+}
+
+func (s *etcdStore) StateDelete(ctx context.Context, consumer string, index int64) error {
+	if err := checkIndex(consumer, index); err != nil {
+		return err
+	}
+	_, err := s.cli.Delete(ctx, etcdStateEntry(consumer, index))
+	return err
+}
+
+func (s *etcdStore) StateSetIndices(ctx context.Context, consumer string, head, tail int64) error {
+	if err := checkIndex(consumer, tail); err != nil {
+		return err
+	}
+	if head < tail {
+		return fmt.Errorf("state indices: head %d below tail %d", head, tail)
+	}
+	s.forget(consumer)
+	_, err := s.cli.Txn(ctx).Then(
+		clientv3.OpPut(etcdStateHead(consumer), strconv.FormatInt(head, 10)),
+		clientv3.OpPut(etcdStateTail(consumer), strconv.FormatInt(tail, 10))).Commit()
+	return err
+}

@@ -104,3 +104,27 @@ func byteSlices(res []any) [][]byte {
 	}
 	return out
 }
+
+func (s *redisStore) StatePut(ctx context.Context, consumer string, index int64, value []byte) error {
+	if err := checkIndex(consumer, index); err != nil {
+		return err
+	}
+	return s.rdb.Set(ctx, redisStateEntry(consumer, index), value, 0).Err()
+}
+
+func (s *redisStore) StateDelete(ctx context.Context, consumer string, index int64) error {
+	if err := checkIndex(consumer, index); err != nil {
+		return err
+	}
+	return s.rdb.Del(ctx, redisStateEntry(consumer, index)).Err()
+}
+
+func (s *redisStore) StateSetIndices(ctx context.Context, consumer string, head, tail int64) error {
+	if err := checkIndex(consumer, tail); err != nil {
+		return err
+	}
+	if head < tail {
+		return fmt.Errorf("state indices: head %d below tail %d", head, tail)
+	}
+	return s.rdb.MSet(ctx, redisStateHead(consumer), head, redisStateTail(consumer), tail).Err()
+}

@@ -63,6 +63,14 @@ type Store interface {
 	// StateClear deletes consumer's state queue.
 	StateClear(ctx context.Context, consumer string) error
 
+	// The seed's PACE updates a state queue in separate round trips, none atomic with the
+	// others: read the indices, delete the oldest entry, put the new one, put the indices,
+	// read the queue. These are those steps (with StateIndices and StateRead), for emulating
+	// it and comparing it with StatePush; an application should use StatePush.
+	StatePut(ctx context.Context, consumer string, index int64, value []byte) error
+	StateDelete(ctx context.Context, consumer string, index int64) error
+	StateSetIndices(ctx context.Context, consumer string, head, tail int64) error
+
 	// Close releases the client's connections and ends its subscriptions.
 	Close() error
 }

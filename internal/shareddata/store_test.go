@@ -25,6 +25,7 @@ func TestBackends(t *testing.T) {
 			t.Run("MetricsAndControl", func(t *testing.T) { testMetricsAndControl(t, s) })
 			t.Run("ResumeFromCursor", func(t *testing.T) { testResume(t, s) })
 			t.Run("StateQueue", func(t *testing.T) { testStateQueue(t, s, openT(t, cfg)) })
+			t.Run("StateSteps", func(t *testing.T) { testStateSteps(t, s) })
 			t.Run("BadInput", func(t *testing.T) { testBadInput(t, s) })
 		})
 	}
@@ -299,5 +300,41 @@ func testBadInput(t *testing.T, s Store) {
 	}
 	if _, err := s.SubscribeMetrics(ctx, "g", "not-a-cursor"); err == nil || !strings.Contains(err.Error(), `cursor "not-a-cursor"`) {
 		t.Errorf("bad cursor: %v", err)
+	}
+}
+
+// testStateSteps: the seed's separate steps build the same queue that StatePush reads and
+// continues (they share one layout).
+func testStateSteps(t *testing.T, s Store) {
+	ctx := ctxT(t)
+	const capacity = 2
+	for i := 0; i < 4; i++ {
+		head, tail, err := s.StateIndices(ctx, "steps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if head-tail >= capacity {
+			if err := s.StateDelete(ctx, "steps", tail); err != nil {
+				t.Fatal(err)
+			}
+			tail++
+		}
+		if err := s.StatePut(ctx, "steps", head, fmt.Appendf(nil, "s%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.StateSetIndices(ctx, "steps", head+1, tail); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := s.StateRead(ctx, "steps")
+	if want := [][]byte{[]byte("s2"), []byte("s3")}; err != nil || !reflect.DeepEqual(st, want) {
+		t.Errorf("after the steps %q, %v; want %q", st, err, want)
+	}
+	st, err = s.StatePush(ctx, "steps", capacity, []byte("s4"))
+	if want := [][]byte{[]byte("s3"), []byte("s4")}; err != nil || !reflect.DeepEqual(st, want) {
+		t.Errorf("push after the steps %q, %v; want %q", st, err, want)
+	}
+	if err := s.StateSetIndices(ctx, "steps", 1, 2); err == nil {
+		t.Error("head below tail accepted")
 	}
 }
