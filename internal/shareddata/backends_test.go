@@ -2,43 +2,14 @@ package shareddata
 
 import (
 	"context"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/baselines"
-	"github.com/continuum-project/continuum/internal/testenv"
+	"github.com/continuum-project/continuum/internal/baselines/baselinetest"
 )
 
-// The continuum binary for the kv backend, built once (or $CONTINUUM_BIN).
-var continuum struct {
-	once    sync.Once
-	path    string
-	cleanup func()
-	err     error
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if continuum.cleanup != nil {
-		continuum.cleanup()
-	}
-	os.Exit(code)
-}
-
-// need skips the test when a server binary is missing, or fails it under
-// CONTINUUM_REQUIRE_ROOT=1 (`make test`, where `make setup` has installed them).
-func need(t *testing.T, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-		t.Fatal(err)
-	}
-	t.Skip(err)
-}
+func TestMain(m *testing.M) { baselinetest.Main(m) }
 
 // startBackend starts a real server (or cluster) for backend and returns the config that
 // reaches it; the server stops at cleanup.
@@ -51,48 +22,12 @@ func startBackend(t *testing.T, backend string) Config {
 // startServer is startBackend that also returns the single server (nil for a cluster).
 func startServer(t *testing.T, backend string) (Config, *baselines.Server) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	switch backend {
-	case BackendKV:
-		continuum.once.Do(func() { continuum.path, continuum.cleanup, continuum.err = testenv.Binary() })
-		need(t, continuum.err)
-		s, err := baselines.StartKV(ctx, baselines.Config{Dir: t.TempDir(), Bin: continuum.path})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Stop() })
-		return Config{Backend: backend, Endpoints: s.Target.Endpoints}, s
-	case BackendEtcd:
-		_, err := baselines.EtcdBinary("")
-		need(t, err)
-		s, err := baselines.StartEtcd(ctx, baselines.Config{Dir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Stop() })
-		return Config{Backend: backend, Endpoints: s.Target.Endpoints}, s
-	case BackendRedis:
-		_, err := baselines.RedisBinary("")
-		need(t, err)
-		s, err := baselines.StartRedis(ctx, baselines.Config{Dir: t.TempDir()}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Stop() })
-		return Config{Backend: backend, Endpoints: s.Target.Endpoints}, s
-	case BackendRedisCluster:
-		_, err := baselines.RedisBinary("")
-		need(t, err)
-		c, err := baselines.StartRedisCluster(ctx, baselines.RedisClusterConfig{Dir: t.TempDir(), NodeTimeout: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Stop)
+	if backend == BackendRedisCluster {
+		c := baselinetest.StartRedisCluster(t)
 		return Config{Backend: backend, Endpoints: c.Addrs, ReadReplicas: true}, nil
 	}
-	t.Fatalf("no such backend %q", backend)
-	return Config{}, nil
+	s := baselinetest.Start(t, backend)
+	return Config{Backend: backend, Endpoints: s.Target.Endpoints}, s
 }
 
 // openT opens a client on cfg, closed at cleanup.

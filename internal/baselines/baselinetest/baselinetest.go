@@ -1,0 +1,88 @@
+// Package baselinetest starts the real servers of package baselines for tests of the systems
+// built on them (shareddata, pace): one call per server or cluster, stopped at the test's
+// cleanup, skipped when a binary is missing unless CONTINUUM_REQUIRE_ROOT=1 (`make test`, where
+// `make setup` installed them) makes that a failure.
+package baselinetest
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/testenv"
+)
+
+// The continuum binary for kv servers: $CONTINUUM_BIN, or built once per test process.
+var continuum struct {
+	once    sync.Once
+	path    string
+	cleanup func()
+	err     error
+}
+
+// Main runs the tests and removes what the package built for them; call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if continuum.cleanup != nil {
+		continuum.cleanup()
+	}
+	os.Exit(code)
+}
+
+// need skips or fails the test when err (a missing binary) is set.
+func need(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
+		t.Fatal(err)
+	}
+	t.Skip(err)
+}
+
+// Start starts one server of kind kv, etcd or redis in a temporary directory. kv needs Main
+// in the package's TestMain (it may build the continuum binary).
+func Start(t testing.TB, kind string) *baselines.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := baselines.Config{Dir: t.TempDir()}
+	switch kind {
+	case "kv":
+		continuum.once.Do(func() { continuum.path, continuum.cleanup, continuum.err = testenv.Binary() })
+		need(t, continuum.err)
+		cfg.Bin = continuum.path
+	case "etcd":
+		_, err := baselines.EtcdBinary("")
+		need(t, err)
+	case "redis":
+		_, err := baselines.RedisBinary("")
+		need(t, err)
+	}
+	s, err := baselines.Start(ctx, kind, cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+// StartRedisCluster starts a Redis Cluster of 3 masters with a replica each, whose replicas
+// take over after a 1 s node timeout.
+func StartRedisCluster(t testing.TB) *baselines.RedisCluster {
+	t.Helper()
+	_, err := baselines.RedisBinary("")
+	need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := baselines.StartRedisCluster(ctx, baselines.RedisClusterConfig{Dir: t.TempDir(), NodeTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
