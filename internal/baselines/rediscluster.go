@@ -48,8 +48,12 @@ type RedisCluster struct {
 	Addrs   []string
 }
 
-// RedisClusterArgs adds the cluster options to a Redis instance's command line.
+// RedisClusterArgs adds the cluster options to a Redis instance's command line (nodeTimeout 0:
+// Redis's default).
 func RedisClusterArgs(args []string, nodeTimeout time.Duration) []string {
+	if nodeTimeout <= 0 {
+		nodeTimeout = DefaultRedisNodeTimeout
+	}
 	return append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 		"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10))
 }
@@ -105,11 +109,8 @@ func StartRedisCluster(ctx context.Context, cfg RedisClusterConfig) (*RedisClust
 		c.Servers = append(c.Servers, s)
 		c.Addrs = append(c.Addrs, s.Target.Endpoints[0])
 	}
-	args := append([]string{"--cluster", "create"}, c.Addrs...)
-	args = append(args, "--cluster-replicas", strconv.Itoa(cfg.ReplicasPerMaster), "--cluster-yes")
-	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("redis-cli --cluster create: %w\n%s", err, out)
+	if err := CreateRedisCluster(ctx, cli, c.Addrs, cfg.ReplicasPerMaster); err != nil {
+		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancel()
@@ -118,6 +119,29 @@ func StartRedisCluster(ctx context.Context, cfg RedisClusterConfig) (*RedisClust
 	}
 	ok = true
 	return c, nil
+}
+
+// CreateRedisCluster joins running cluster-mode instances into one cluster with
+// `redis-cli --cluster create`: the first len(addrs)/(1+replicas) become masters and share the
+// slots, the others their replicas (redis-cli puts a replica on another host than its master
+// where it can).
+func CreateRedisCluster(ctx context.Context, cli string, addrs []string, replicas int) error {
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("redis-cli --cluster create: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// RedisCLI finds redis-cli: next to redis-server (RedisBinary(server)), then in PATH.
+func RedisCLI(server string) (string, error) {
+	bin, err := RedisBinary(server)
+	if err != nil {
+		return "", err
+	}
+	return redisCLI(bin)
 }
 
 // redisCLI finds redis-cli next to redis-server, then in PATH.
@@ -155,14 +179,32 @@ type Role struct {
 
 // Roles asks every running instance for its role (INFO replication). An instance that does not
 // answer is left out.
-func (c *RedisCluster) Roles(ctx context.Context) []Role {
-	var roles []Role
+func (c *RedisCluster) Roles(ctx context.Context) []Role { return RedisRoles(ctx, c.running()) }
+
+// running is the addresses of the instances whose process runs.
+func (c *RedisCluster) running() []string {
+	var addrs []string
 	for i, addr := range c.Addrs {
 		select {
 		case <-c.Servers[i].Done():
-			continue
 		default:
+			addrs = append(addrs, addr)
 		}
+	}
+	return addrs
+}
+
+// WaitHealthy waits until every running instance reports cluster_state:ok and every replica's
+// link to its master is up.
+func (c *RedisCluster) WaitHealthy(ctx context.Context) error {
+	return WaitRedisClusterHealthy(ctx, c.running)
+}
+
+// RedisRoles asks each instance for its role (INFO replication); one that does not answer is
+// left out.
+func RedisRoles(ctx context.Context, addrs []string) []Role {
+	var roles []Role
+	for _, addr := range addrs {
 		info, err := infoSection(ctx, addr, "replication")
 		if err != nil {
 			continue
@@ -177,12 +219,12 @@ func (c *RedisCluster) Roles(ctx context.Context) []Role {
 	return roles
 }
 
-// WaitHealthy waits until every running instance reports cluster_state:ok and every replica's
-// link to its master is up.
-func (c *RedisCluster) WaitHealthy(ctx context.Context) error {
+// WaitRedisClusterHealthy waits until every instance addrs() lists reports cluster_state:ok
+// and every replica's link to its master is up.
+func WaitRedisClusterHealthy(ctx context.Context, addrs func() []string) error {
 	var last error
 	for {
-		if last = c.healthy(ctx); last == nil {
+		if last = redisClusterHealthy(ctx, addrs()); last == nil {
 			return nil
 		}
 		select {
@@ -193,13 +235,8 @@ func (c *RedisCluster) WaitHealthy(ctx context.Context) error {
 	}
 }
 
-func (c *RedisCluster) healthy(ctx context.Context) error {
-	for i, addr := range c.Addrs {
-		select {
-		case <-c.Servers[i].Done():
-			continue
-		default:
-		}
+func redisClusterHealthy(ctx context.Context, addrs []string) error {
+	for _, addr := range addrs {
 		info, err := infoSection(ctx, addr, "cluster-info")
 		if err != nil {
 			return err
@@ -208,7 +245,7 @@ func (c *RedisCluster) healthy(ctx context.Context) error {
 			return fmt.Errorf("%s: cluster_state %q", addr, info["cluster_state"])
 		}
 	}
-	for _, r := range c.Roles(ctx) {
+	for _, r := range RedisRoles(ctx, addrs) {
 		if !r.Master && !r.LinkUp {
 			return fmt.Errorf("replica %s: link to master %s is down", r.Addr, r.MasterAddr)
 		}

@@ -2,10 +2,15 @@ package baselines
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // need skips the test when a server binary is missing, or fails it under
@@ -166,5 +171,58 @@ func TestRedisClusterRejectsTooFewMasters(t *testing.T) {
 	if _, err := StartRedisCluster(context.Background(), RedisClusterConfig{Dir: t.TempDir(), Masters: 2}); err == nil ||
 		!strings.Contains(err.Error(), "at least 3") {
 		t.Errorf("2 masters: %v", err)
+	}
+}
+
+// TestRedisClusterJoiner: six cluster-mode instances, joined by the joiner, which then serves
+// their roles; a second joiner on the formed cluster does not create it again.
+func TestRedisClusterJoiner(t *testing.T) {
+	need(t, RedisBinary)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var addrs []string
+	for i := 0; i < 6; i++ {
+		s, err := StartRedis(ctx, Config{Dir: t.TempDir(), ExtraArgs: RedisClusterArgs(nil, time.Second)}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Stop() })
+		addrs = append(addrs, s.Target.Endpoints[0])
+	}
+	for round := 0; round < 2; round++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		jctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- RunRedisClusterJoiner(jctx, RedisJoinConfig{Addrs: addrs, Replicas: 1, Listen: "127.0.0.1:" + strconv.Itoa(port)})
+		}()
+		var roles []Role
+		testenv.EventuallyNoError(t, time.Minute, "GET /roles", func() error {
+			resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/roles")
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			return json.NewDecoder(resp.Body).Decode(&roles)
+		})
+		masters := 0
+		for _, r := range roles {
+			if r.Master {
+				masters++
+			}
+		}
+		if len(roles) != 6 || masters != 3 {
+			t.Errorf("round %d: roles %+v", round, roles)
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: joiner: %v", round, err)
+		}
+	}
+	if err := RunRedisClusterJoiner(ctx, RedisJoinConfig{Addrs: addrs[:4], Replicas: 1}); err == nil || !strings.Contains(err.Error(), "needs at least 6") {
+		t.Errorf("4 instances with replicas: %v", err)
 	}
 }

@@ -203,3 +203,56 @@ func TestYCSBKindCommand(t *testing.T) {
 		t.Errorf("url target: %q %v", cmd.Args, err)
 	}
 }
+
+func TestRedisClusterKinds(t *testing.T) {
+	bin := fakeBin(t, "redis-server")
+	k, member := kindtest.Decode(t, "redis", "bin: "+bin+"\ncluster: c\nport: 6380\ncluster_node_timeout: 2s\nactivedefrag: true\n")
+	if err := k.Validate(member); err != nil {
+		t.Fatal(err)
+	}
+	env := kind.Env{Instance: "r4", Node: "n1", Nodes: map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"},
+		OutDir: "/r/components/r4", Binary: "/bin/continuum"}
+	cmd, err := k.Command(env, member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(cmd.Args, " ")
+	for _, want := range []string{"--port 6380", "--cluster-enabled yes", "--cluster-node-timeout 2000", "--activedefrag yes"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if eps := k.Endpoints(member); len(eps) != 1 || eps[0].Protocol != kind.ProtocolRedisCluster {
+		t.Errorf("cluster member endpoints %+v", eps)
+	}
+	_, standalone := kindtest.Decode(t, "redis", "cluster_node_timeout: 2s\n")
+	if err := k.Validate(standalone); err == nil {
+		t.Error("cluster_node_timeout without cluster accepted")
+	}
+
+	j, cfg := kindtest.Decode(t, "redis-cluster", "cluster: c\n")
+	if err := j.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	env.Instance, env.Components = "rc", map[string]kind.Component{}
+	for i, node := range []string{"n1", "n2", "n3", "n1", "n2", "n3"} {
+		_, m := kindtest.Decode(t, "redis", fmt.Sprintf("cluster: c\nport: %d\n", 6379+i/3))
+		env.Components[fmt.Sprintf("r%d", i+1)] = kindtest.Component(t, node, "redis", m)
+	}
+	_, other := kindtest.Decode(t, "redis", "cluster: other\n")
+	env.Components["x"] = kindtest.Component(t, "n1", "redis", other)
+	cmd, err = j.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/bin/continuum", "redis-cluster", "create", "--replicas", "1", "--listen", ":16999", "--timeout", "1m0s",
+		"--member", "10.0.0.1:6379", "--member", "10.0.0.2:6379", "--member", "10.0.0.3:6379",
+		"--member", "10.0.0.1:6380", "--member", "10.0.0.2:6380", "--member", "10.0.0.3:6380"}
+	if !slices.Equal(cmd.Args, want) || cmd.ReadyAddr != "127.0.0.1:16999" {
+		t.Errorf("joiner args\n%q\nwant\n%q (ready %q)", cmd.Args, want, cmd.ReadyAddr)
+	}
+	delete(env.Components, "r6")
+	if _, err := j.Command(env, cfg); err == nil || !strings.Contains(err.Error(), "5 redis members") {
+		t.Errorf("5 members: %v", err)
+	}
+}

@@ -28,12 +28,16 @@ func init() {
 	kind.Register(&kind.Kind{
 		Name:      "redis",
 		Role:      kind.RoleComponent,
-		Summary:   "Redis 7 (redis-server) with AOF on, appendfsync everysec (or always)",
+		Summary:   "Redis 7 (redis-server) with AOF on, appendfsync everysec (or always); with `cluster`, an instance of a Redis Cluster (joined by a redis-cluster component)",
 		NewConfig: func() any { return &RedisConfig{Port: 6379, AppendFsync: baselines.RedisFsyncEverySec} },
 		Validate:  func(cfg any) error { return cfg.(*RedisConfig).validate() },
 		Command:   redisCommand,
 		Endpoints: func(cfg any) []kind.Endpoint {
-			return []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolRedis, Port: cfg.(*RedisConfig).Port}}
+			c := cfg.(*RedisConfig)
+			if c.Cluster != "" {
+				return []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolRedisCluster, Port: c.Port}}
+			}
+			return []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolRedis, Port: c.Port}}
 		},
 	})
 }
@@ -58,6 +62,14 @@ type RedisConfig struct {
 	AppendFsync string `yaml:"appendfsync"`
 	DataDir     string `yaml:"data_dir"`
 	Bin         string `yaml:"bin"` // default $CONTINUUM_REDIS_BIN, redis-server in PATH
+	// Cluster runs the instance in cluster mode, as a member of the named Redis Cluster (a
+	// redis-cluster component joins the members). Empty: standalone.
+	Cluster string `yaml:"cluster,omitempty"`
+	// ClusterNodeTimeout is cluster-node-timeout: how long a master may be unreachable before
+	// a replica takes over (default Redis's 15s).
+	ClusterNodeTimeout spec.Duration `yaml:"cluster_node_timeout,omitempty"`
+	// ActiveDefrag turns on Redis's active defragmentation (the seed's δ = ON).
+	ActiveDefrag bool `yaml:"activedefrag,omitempty"`
 }
 
 func (c *EtcdConfig) validate() error {
@@ -80,6 +92,12 @@ func (c *RedisConfig) validate() error {
 	}
 	if c.AppendFsync != baselines.RedisFsyncEverySec && c.AppendFsync != baselines.RedisFsyncAlways {
 		return fmt.Errorf("appendfsync %q: want everysec or always", c.AppendFsync)
+	}
+	if c.ClusterNodeTimeout.Duration < 0 || c.ClusterNodeTimeout.Duration > 0 && c.Cluster == "" {
+		return fmt.Errorf("cluster_node_timeout %v: goes with cluster, and must be > 0", c.ClusterNodeTimeout)
+	}
+	if c.Port > 65535-10000 && c.Cluster != "" {
+		return fmt.Errorf("port %d: a cluster member also listens on port+10000 (its cluster bus), so at most %d", c.Port, 65535-10000)
 	}
 	return kind.CheckDataDir(c.DataDir)
 }
@@ -124,6 +142,12 @@ func redisCommand(env kind.Env, cfg any) (kind.Command, error) {
 	}
 	dir := kind.DataDir(env, c.DataDir)
 	args := baselines.RedisArgs(bin, dir, c.Port, c.AppendFsync)
+	if c.Cluster != "" {
+		args = baselines.RedisClusterArgs(args, c.ClusterNodeTimeout.Duration)
+	}
+	if c.ActiveDefrag {
+		args = append(args, "--activedefrag", "yes")
+	}
 	// Inside a node: every interface, not loopback only (protected mode is off in RedisArgs).
 	for i := range args {
 		if args[i] == "--bind" {

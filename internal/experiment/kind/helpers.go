@@ -33,8 +33,8 @@ func DataDir(env Env, configured string) string {
 	return filepath.Join(env.OutDir, "data")
 }
 
-// host is a node's address, else its name (which every node resolves).
-func (env Env) host(node string) string {
+// NodeHost is a node's address, else its name (which every node resolves).
+func (env Env) NodeHost(node string) string {
 	if a := env.Nodes[node]; a != "" {
 		return a
 	}
@@ -43,7 +43,7 @@ func (env Env) host(node string) string {
 
 // AdvertisedURL is the http URL other nodes reach this instance's port at.
 func (env Env) AdvertisedURL(port int) string {
-	return "http://" + net.JoinHostPort(env.host(env.Node), strconv.Itoa(port))
+	return "http://" + net.JoinHostPort(env.NodeHost(env.Node), strconv.Itoa(port))
 }
 
 // MemberURLs maps every component for which member reports a port (the members of the caller's
@@ -55,7 +55,7 @@ func (env Env) MemberURLs(member func(name string, c Component) (port int, ok bo
 		if !ok {
 			continue
 		}
-		out[name] = "http://" + net.JoinHostPort(env.host(c.Node), strconv.Itoa(port))
+		out[name] = "http://" + net.JoinHostPort(env.NodeHost(c.Node), strconv.Itoa(port))
 	}
 	return out
 }

@@ -68,6 +68,8 @@ const (
 	ProtocolHTTP   = "http"
 	ProtocolEtcdV3 = "etcd-v3" // etcd's v3 gRPC API (etcd, continuum kv)
 	ProtocolRedis  = "redis"
+	// ProtocolRedisCluster is Redis in cluster mode: a client must follow MOVED redirections.
+	ProtocolRedisCluster = "redis-cluster"
 	ProtocolKafka  = "kafka"
 )
 

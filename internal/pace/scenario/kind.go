@@ -46,7 +46,8 @@ type Config struct {
 	ID string `yaml:"id,omitempty"`
 	// Components are the store instances it talks to: one etcd, kv or redis component (its
 	// own node's, or the only one), or several members of one etcd or kv cluster (the client
-	// balances over them). Port picks the endpoint when a component serves several.
+	// balances over them). A member of a Redis Cluster leads the client to the whole cluster.
+	// Port picks the endpoint when a component serves several.
 	Components []string `yaml:"components"`
 	Port       int      `yaml:"port,omitempty"`
 	// Backend overrides the backend derived from the components' kind (e.g. redis-cluster).
@@ -117,12 +118,15 @@ func (c *Config) paceConfig(instance string) pace.Config {
 func (c *Config) store(env kind.Env) (shareddata.Config, error) {
 	var sc shareddata.Config
 	for _, name := range c.Components {
-		node, ep, err := env.Endpoint(name, c.Port, kind.ProtocolEtcdV3, kind.ProtocolRedis)
+		node, ep, err := env.Endpoint(name, c.Port, kind.ProtocolEtcdV3, kind.ProtocolRedis, kind.ProtocolRedisCluster)
 		if err != nil {
 			return sc, err
 		}
 		comp, _ := env.Component(name)
 		backend := comp.Kind // etcd, kv, redis
+		if ep.Protocol == kind.ProtocolRedisCluster {
+			backend = shareddata.BackendRedisCluster // any member leads the client to the others
+		}
 		hostPort := net.JoinHostPort(node, strconv.Itoa(ep.Port))
 		if ep.Protocol == kind.ProtocolEtcdV3 {
 			hostPort = "http://" + hostPort
