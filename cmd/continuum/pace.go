@@ -88,4 +88,3 @@ func storeFlags(f *pflag.FlagSet, cfg *shareddata.Config) {
 	f.Int64Var(&cfg.StreamRetention, "stream-retention", shareddata.DefaultStreamRetention, "Redis: publications a stream keeps")
 	f.BoolVar(&cfg.ReadReplicas, "read-replicas", false, "Redis Cluster: serializable reads go to replicas")
 }
-
