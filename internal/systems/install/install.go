@@ -4,9 +4,10 @@
 package install
 
 import (
-	_ "github.com/continuum-project/continuum/internal/baselines/scenario" // etcd, redis, ycsb
-	_ "github.com/continuum-project/continuum/internal/httpecho/scenario"  // http-echo, http-load
-	_ "github.com/continuum-project/continuum/internal/kv/scenario"        // kv, kv-lag
-	_ "github.com/continuum-project/continuum/internal/pace/scenario"      // pace
-	_ "github.com/continuum-project/continuum/internal/proxy/scenario"     // proxy + QoS report sections
+	_ "github.com/continuum-project/continuum/internal/baselines/scenario"  // etcd, redis, ycsb
+	_ "github.com/continuum-project/continuum/internal/httpecho/scenario"   // http-echo, http-load
+	_ "github.com/continuum-project/continuum/internal/kv/scenario"         // kv, kv-lag
+	_ "github.com/continuum-project/continuum/internal/pace/scenario"       // pace
+	_ "github.com/continuum-project/continuum/internal/proxy/scenario"      // proxy + QoS report sections
+	_ "github.com/continuum-project/continuum/internal/shareddata/scenario" // maintenance
 )
