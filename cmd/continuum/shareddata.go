@@ -41,6 +41,7 @@ Writes maintenance.csv (one row per round) and maintenance.json to --out.`,
 	f.DurationVar(&cfg.Period, "period", 0, "maintenance period τ (0: probe only)")
 	f.DurationVar(&cfg.ProbeInterval, "probe-interval", cfg.ProbeInterval, "how often the probe reads")
 	f.DurationVar(&cfg.Duration, "duration", 0, "how long to run")
+	f.DurationVar(&cfg.Warmup, "warmup", 0, "leading part of the run whose probes the whole-run figures leave out")
 	f.StringVar(&cfg.OutDir, "out", "", "directory for maintenance.csv and maintenance.json")
 	_ = cmd.MarkFlagRequired("endpoint")
 	_ = cmd.MarkFlagRequired("duration")

@@ -40,8 +40,11 @@ type Config struct {
 	// Timeout bounds one probe request and one maintenance call (default 60 s for
 	// maintenance, 5 s for a probe).
 	Timeout time.Duration
-	// Duration is how long the loop runs; OutDir receives maintenance.csv and maintenance.json.
+	// Duration is how long the loop runs; probes in its first Warmup are not counted in the
+	// probe's whole-run figures (connections being set up). OutDir receives maintenance.csv
+	// and maintenance.json.
 	Duration time.Duration
+	Warmup   time.Duration
 	OutDir   string
 }
 
@@ -56,6 +59,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("period %v: at least 100ms", c.Period)
 	case c.ProbeInterval < 0 || c.Duration <= 0:
 		return fmt.Errorf("probe interval %v, duration %v: want >= 0 and > 0", c.ProbeInterval, c.Duration)
+	case c.Warmup < 0 || c.Warmup >= c.Duration:
+		return fmt.Errorf("warmup %v: want >= 0 and shorter than duration %v", c.Warmup, c.Duration)
 	}
 	if c.ProbeInterval == 0 {
 		c.ProbeInterval = 10 * time.Millisecond
@@ -113,8 +118,10 @@ type probe struct {
 	mu       sync.Mutex
 	inflight map[int64]time.Time // requests under way, by sequence number
 	done     []sample
-	n, fail  int64
-	max      time.Duration
+	// Whole-run figures, over the requests that started after from.
+	from    time.Time
+	n, fail int64
+	max     time.Duration
 }
 
 type sample struct {
@@ -168,7 +175,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	t0 := time.Now()
-	p := &probe{inflight: map[int64]time.Time{}}
+	p := &probe{inflight: map[int64]time.Time{}, from: t0.Add(cfg.Warmup)}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); p.run(ctx, cli, cfg.ProbeInterval) }()
@@ -270,11 +277,13 @@ func (p *probe) run(ctx context.Context, cli *clientv3.Client, interval time.Dur
 			p.mu.Lock()
 			delete(p.inflight, seq)
 			p.done = append(p.done, sample{start, took})
-			p.n++
-			if err != nil {
-				p.fail++
+			if start.After(p.from) {
+				p.n++
+				if err != nil {
+					p.fail++
+				}
+				p.max = max(p.max, took)
 			}
-			p.max = max(p.max, took)
 			p.mu.Unlock()
 		}(seq)
 	}

@@ -60,7 +60,7 @@ func maintenanceCommand(env kind.Env, cfg any) (kind.Command, error) {
 	return kind.Command{Args: []string{env.Binary, "shareddata", "maintain",
 		"--endpoint", "http://" + net.JoinHostPort(node, strconv.Itoa(ep.Port)),
 		"--period", c.Period.Duration.String(), "--probe-interval", c.ProbeInterval.Duration.String(),
-		"--duration", env.Duration.String(), "--out", env.OutDir}}, nil
+		"--duration", env.Duration.String(), "--warmup", env.Warmup.String(), "--out", env.OutDir}}, nil
 }
 
 // maintenanceMetrics reads each instance's maintenance.json: maintenance/<instance>.

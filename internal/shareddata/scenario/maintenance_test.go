@@ -20,14 +20,14 @@ func TestMaintenanceKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, etcd := kindtest.Decode(t, "etcd", "{}")
-	env := kind.Env{Instance: "maint1", Node: "n1", Binary: "/bin/continuum", OutDir: "/r/w/maint1", Duration: 70e9,
+	env := kind.Env{Instance: "maint1", Node: "n1", Binary: "/bin/continuum", OutDir: "/r/w/maint1", Duration: 70e9, Warmup: 5e9,
 		Components: map[string]kind.Component{"m1": kindtest.Component(t, "n1", "etcd", etcd)}}
 	cmd, err := k.Command(env, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"/bin/continuum", "shareddata", "maintain", "--endpoint", "http://n1:2379", "--period", "5s",
-		"--probe-interval", "10ms", "--duration", "1m10s", "--out", "/r/w/maint1"}
+		"--probe-interval", "10ms", "--duration", "1m10s", "--warmup", "5s", "--out", "/r/w/maint1"}
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("args\n%q\nwant\n%q", cmd.Args, want)
 	}
