@@ -22,10 +22,10 @@ type redisStore struct {
 func openRedis(ctx context.Context, cfg Config) (*redisStore, error) {
 	s := &redisStore{backend: cfg.Backend, retention: cfg.StreamRetention}
 	if cfg.Backend == BackendRedisCluster {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Endpoints, DialTimeout: cfg.DialTimeout})
+		c := NewRedisClusterClient(&redis.ClusterOptions{Addrs: cfg.Endpoints, DialTimeout: cfg.DialTimeout})
 		s.rdb, s.replicas = c, c
 		if cfg.ReadReplicas {
-			s.replicas = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Endpoints, DialTimeout: cfg.DialTimeout,
+			s.replicas = NewRedisClusterClient(&redis.ClusterOptions{Addrs: cfg.Endpoints, DialTimeout: cfg.DialTimeout,
 				ReadOnly: true, RouteRandomly: true})
 		}
 	} else {

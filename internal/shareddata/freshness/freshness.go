@@ -1,0 +1,268 @@
+// Package freshness measures two things seeds/000 §6.2.2 trades off: staleness (a write
+// acknowledged by one instance until it is visible on another: a follower, a replica, another
+// kv member) and failover (how long writes fail after the instance that orders them is lost).
+//
+// A writer writes an increasing counter to one key every Interval through its instance;
+// readers poll the other instances for it. The staleness of write s on a reader is the time
+// from s's acknowledgment until the reader first returns s or a later value (0 when it did so
+// before the acknowledgment arrived). Writes are timed as operations; the longest time between
+// two acknowledged writes after the warm-up is the write outage, whose part beyond Interval is
+// the failover duration when a fault was injected.
+//
+// For etcd, the writer first moves leadership to Leader (so the scenario knows which node
+// holds it); for Redis Cluster it picks a key whose slot's master is at Leader. continuum kv
+// has no leader: every member accepts writes.
+package freshness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/loadgen"
+)
+
+// Config is one freshness probe.
+type Config struct {
+	// Backend is kv, etcd or redis-cluster.
+	Backend string
+	// Write is the endpoint the writer writes through (etcd/kv: client URL; Redis Cluster: a
+	// member's host:port). Read are the endpoints readers poll (etcd/kv: each member's URL;
+	// Redis Cluster: the other members, which the client also learns the cluster from when
+	// Write's member is lost; the key's replica is read).
+	Write string
+	Read  []string
+	// Leader is where the ordering instance should be (see the package doc); empty: wherever
+	// it is.
+	Leader string
+	// Interval between writes (default 100 ms); Poll between a reader's reads (default 2 ms).
+	Interval, Poll time.Duration
+	// Timeout bounds one write (default 1 s).
+	Timeout          time.Duration
+	Duration, Warmup time.Duration
+	OutDir           string
+	Progress         io.Writer
+}
+
+// Backends a probe supports.
+const (
+	BackendKV           = "kv"
+	BackendEtcd         = "etcd"
+	BackendRedisCluster = "redis-cluster"
+)
+
+// Validate checks the config and fills defaults.
+func (c *Config) Validate() error {
+	switch c.Backend {
+	case BackendKV, BackendEtcd:
+		if len(c.Read) == 0 {
+			return fmt.Errorf("freshness on %s: no instances to read from", c.Backend)
+		}
+	case BackendRedisCluster:
+	default:
+		return fmt.Errorf("freshness backend %q: want kv, etcd or redis-cluster", c.Backend)
+	}
+	switch {
+	case c.Write == "":
+		return errors.New("freshness: no endpoint to write through")
+	case c.Interval < 0 || c.Poll < 0 || c.Timeout < 0:
+		return errors.New("freshness: interval, poll and timeout must be >= 0")
+	case c.Duration <= 0 || c.Warmup < 0 || c.Warmup >= c.Duration:
+		return fmt.Errorf("duration %v, warmup %v: want duration > 0 and 0 <= warmup < duration", c.Duration, c.Warmup)
+	}
+	if c.Interval == 0 {
+		c.Interval = 100 * time.Millisecond
+	}
+	if c.Poll == 0 {
+		c.Poll = 2 * time.Millisecond
+	}
+	if c.Timeout == 0 {
+		c.Timeout = time.Second
+	}
+	return nil
+}
+
+// store is what the probe needs of a backend: write the counter through the write instance,
+// and a reader per instance to poll.
+type store interface {
+	write(ctx context.Context, v int64) error
+	readers() []reader
+	close()
+}
+
+type reader struct {
+	name string
+	read func(ctx context.Context) (int64, error) // the counter as this instance has it (0: none yet)
+}
+
+// Report is freshness.json.
+type Report struct {
+	Backend string `json:"backend"`
+	Key     string `json:"key"`
+	// Writes acknowledged and failed after the warm-up.
+	Writes      int64 `json:"writes"`
+	WriteErrors int64 `json:"write_errors"`
+	// LongestGapMS is the longest time between two acknowledged writes after the warm-up,
+	// GapStartS when it began (from the probe's start); OutageMS is LongestGapMS minus the
+	// write interval (the failover duration when a fault was injected), at least 0.
+	LongestGapMS float64 `json:"longest_gap_ms"`
+	GapStartS    float64 `json:"gap_start_s"`
+	OutageMS     float64 `json:"outage_ms"`
+	// Readers are the series names of the staleness measurements (stale_<reader>); PollMS is
+	// their resolution.
+	Readers []string `json:"readers"`
+	PollMS  float64  `json:"poll_ms"`
+	// EndedInOutage is true when the run ended with writes still failing (the longest gap
+	// then runs to the end of the run).
+	EndedInOutage bool `json:"ended_in_outage"`
+}
+
+// ReportFile is the Report's name in OutDir.
+const ReportFile = "freshness.json"
+
+// Run probes for cfg.Duration and writes the outputs.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	st, key, err := open(octx, cfg)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
+	rs := st.readers()
+	ops := []string{"write"}
+	rep := &Report{Backend: cfg.Backend, Key: key, PollMS: ms(cfg.Poll)}
+	for _, r := range rs {
+		ops = append(ops, "stale_"+r.name)
+		rep.Readers = append(rep.Readers, "stale_"+r.name)
+	}
+	sess, err := loadgen.NewSession(loadgen.Config{Duration: cfg.Duration, Warmup: cfg.Warmup, OutDir: cfg.OutDir, Progress: cfg.Progress}, ops)
+	if err != nil {
+		return nil, err
+	}
+	rctx, stop := context.WithDeadline(ctx, sess.T0().Add(cfg.Duration))
+	defer stop()
+
+	// acks[s] is when write s was acknowledged; a reader that sees s reports its staleness.
+	var mu sync.Mutex
+	acks := map[int64]time.Time{}
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Add(1)
+		go func(r reader) {
+			defer wg.Done()
+			poll(rctx, r, cfg.Poll, func(from, to int64, seen time.Time) {
+				mu.Lock()
+				defer mu.Unlock()
+				for s := from; s <= to; s++ {
+					ack, ok := acks[s]
+					stale := time.Duration(0)
+					if ok && seen.After(ack) {
+						stale = seen.Sub(ack)
+					}
+					sess.Observe("stale_"+r.name, stale, nil)
+				}
+			})
+		}(r)
+	}
+
+	warm := sess.T0().Add(cfg.Warmup)
+	var last time.Time
+	tick := time.NewTicker(cfg.Interval)
+	for seq := int64(1); rctx.Err() == nil; {
+		op, ok := sess.Begin("write")
+		if !ok {
+			break
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), cfg.Timeout)
+		err := st.write(wctx, seq)
+		cancel()
+		op.End(err)
+		now := time.Now()
+		if err == nil {
+			mu.Lock()
+			acks[seq] = now
+			delete(acks, seq-1000) // readers report within seconds; keep the map small
+			mu.Unlock()
+			if now.After(warm) {
+				rep.Writes++
+				if !last.IsZero() {
+					if gap := now.Sub(last); ms(gap) > rep.LongestGapMS {
+						rep.LongestGapMS, rep.GapStartS = ms(gap), last.Sub(sess.T0()).Seconds()
+					}
+				}
+			}
+			last = now
+			seq++
+		} else if now.After(warm) {
+			rep.WriteErrors++
+		}
+		select {
+		case <-rctx.Done():
+		case <-tick.C:
+		}
+	}
+	tick.Stop()
+	if end := time.Now(); !last.IsZero() && ms(end.Sub(last)) > rep.LongestGapMS {
+		rep.LongestGapMS, rep.GapStartS, rep.EndedInOutage = ms(end.Sub(last)), last.Sub(sess.T0()).Seconds(), true
+	}
+	stop()
+	wg.Wait()
+	rep.OutageMS = max(0, rep.LongestGapMS-ms(cfg.Interval))
+	if _, err := sess.Close(ctx.Err() != nil); err != nil {
+		return rep, err
+	}
+	if cfg.OutDir != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return rep, err
+		}
+		if err := os.WriteFile(filepath.Join(cfg.OutDir, ReportFile), append(b, '\n'), 0o644); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// poll reads r every interval until ctx ends; when the counter moves from a to b it calls
+// seen(a+1, b, now).
+func poll(ctx context.Context, r reader, interval time.Duration, seen func(from, to int64, at time.Time)) {
+	var have int64 // the key is new to this probe: it starts absent (0)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		// The value was there when the read that returned it began, or sooner: staleness is
+		// measured to the read's start, at a resolution of the poll interval.
+		start := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		v, err := r.read(rctx)
+		cancel()
+		if err == nil && v > have {
+			seen(have+1, v, start)
+			have = v
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func parseCounter(b []byte) (int64, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	return strconv.ParseInt(string(b), 10, 64)
+}

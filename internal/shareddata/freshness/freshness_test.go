@@ -1,0 +1,107 @@
+package freshness
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/baselines/baselinetest"
+	"github.com/continuum-project/continuum/internal/results"
+)
+
+func TestMain(m *testing.M) { baselinetest.Main(m) }
+
+// TestRedisClusterFailover: the master of the probe's key is killed mid-run. Writes to its slot
+// fail until its replica takes over, which Redis does no sooner than cluster-node-timeout (1 s
+// here): the outage must be at least that. Without the kill, there is no such outage.
+func TestRedisClusterFailover(t *testing.T) {
+	c := baselinetest.StartRedisCluster(t)
+	ctx := context.Background()
+	var master string
+	for _, r := range c.Roles(ctx) {
+		if r.Master {
+			master = r.Addr
+			break
+		}
+	}
+	cfg := Config{Backend: BackendRedisCluster, Write: c.Addrs[0], Read: c.Addrs[1:], Leader: master, Interval: 20 * time.Millisecond,
+		Duration: 3 * time.Second, OutDir: t.TempDir()}
+	calm, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("without a fault: %+v", calm)
+	if calm.Writes < 50 || calm.OutageMS >= 1000 || calm.WriteErrors != 0 {
+		t.Errorf("without a fault: %+v", calm)
+	}
+	cfg.Duration, cfg.OutDir = 15*time.Second, t.TempDir()
+	go func() {
+		time.Sleep(2 * time.Second)
+		for i, a := range c.Addrs {
+			if a == master {
+				_ = c.Servers[i].Stop()
+			}
+		}
+	}()
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("master killed: %+v", rep)
+	t.Logf("roles after: %+v", c.Roles(ctx))
+	if rep.OutageMS < 1000 || rep.GapStartS < 1 || rep.GapStartS > 3 || rep.EndedInOutage {
+		t.Errorf("killing the key's master at 2 s: outage %.0f ms from %.1f s; want >= 1000 ms (the node timeout) from ~2 s", rep.OutageMS, rep.GapStartS)
+	}
+	if rep.Writes < 50 {
+		t.Errorf("writes did not resume after the failover: %+v", rep)
+	}
+}
+
+// TestEtcdStaleness: one member read back through itself: every write is visible on it by
+// the time it is acknowledged, so staleness is within the poll interval, and every write is
+// measured.
+func TestEtcdStaleness(t *testing.T) {
+	srv := baselinetest.Start(t, "etcd")
+	ep := srv.Target.Endpoints[0]
+	dir := t.TempDir()
+	rep, err := Run(context.Background(), Config{Backend: BackendEtcd, Write: ep, Read: []string{ep}, Leader: ep,
+		Interval: 20 * time.Millisecond, Duration: 2 * time.Second, OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Writes < 40 || len(rep.Readers) != 1 || !strings.HasPrefix(rep.Readers[0], "stale_") {
+		t.Fatalf("report %+v", rep)
+	}
+	st, err := readStats(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.Series[rep.Readers[0]]
+	if s.OK < rep.Writes-2 || s.Latency.P50 > rep.PollMS+1 {
+		t.Errorf("staleness on the writer's own member: %+v", s)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Backend: "redis", Write: "x", Duration: time.Second}, `backend "redis"`},
+		{Config{Backend: "etcd", Write: "x", Duration: time.Second}, "no instances to read from"},
+		{Config{Backend: "redis-cluster", Duration: time.Second}, "no endpoint to write through"},
+		{Config{Backend: "redis-cluster", Write: "x"}, "duration"},
+	} {
+		if err := c.cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+func readStats(dir string) (results.Stats, error) {
+	var st results.Stats
+	err := results.ReadJSON(filepath.Join(dir, results.StatsFile), &st)
+	return st, err
+}

@@ -1,0 +1,230 @@
+package freshness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/continuum-project/continuum/internal/shareddata"
+)
+
+// open connects to the backend and chooses the key, new to this probe.
+func open(ctx context.Context, cfg Config) (store, string, error) {
+	key := "/freshness/" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if cfg.Backend == BackendRedisCluster {
+		return openRedisCluster(ctx, cfg, key)
+	}
+	return openEtcd(ctx, cfg, key)
+}
+
+type etcdProbe struct {
+	key    string
+	writer *clientv3.Client
+	// members[i] talks to cfg.Read[i] alone, with serializable reads: what that member has.
+	members []*clientv3.Client
+	names   []string
+}
+
+func etcdClient(ep string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+}
+
+func openEtcd(ctx context.Context, cfg Config, key string) (*etcdProbe, string, error) {
+	p := &etcdProbe{key: key}
+	var err error
+	if p.writer, err = etcdClient(cfg.Write); err != nil {
+		return nil, "", err
+	}
+	for _, ep := range cfg.Read {
+		c, err := etcdClient(ep)
+		if err != nil {
+			p.close()
+			return nil, "", err
+		}
+		p.members = append(p.members, c)
+		p.names = append(p.names, hostOf(ep, false))
+	}
+	for i := range p.names {
+		for j := range i {
+			if p.names[i] == p.names[j] { // several members on one host (tests): name them by port too
+				for k, ep := range cfg.Read {
+					p.names[k] = hostOf(ep, true)
+				}
+			}
+		}
+	}
+	if cfg.Leader != "" && cfg.Backend == BackendEtcd {
+		if err := moveLeader(ctx, append([]string{cfg.Write}, cfg.Read...), cfg.Leader); err != nil {
+			p.close()
+			return nil, "", err
+		}
+	}
+	return p, key, nil
+}
+
+// hostOf names a reader by its endpoint's host (and port).
+func hostOf(ep string, port bool) string {
+	h := strings.TrimPrefix(strings.TrimPrefix(ep, "http://"), "https://")
+	if host, _, err := net.SplitHostPort(h); err == nil && !port {
+		h = host
+	}
+	return strings.NewReplacer(":", "_", "/", "_").Replace(h)
+}
+
+// moveLeader makes the member at leader the etcd leader: the current leader hands over.
+func moveLeader(ctx context.Context, endpoints []string, leader string) error {
+	target, err := etcdClient(leader)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	st, err := target.Status(ctx, leader)
+	if err != nil {
+		return fmt.Errorf("status of %s: %w", leader, err)
+	}
+	if st.Leader == st.Header.MemberId {
+		return nil
+	}
+	for _, ep := range endpoints {
+		c, err := etcdClient(ep)
+		if err != nil {
+			return err
+		}
+		s, err := c.Status(ctx, ep)
+		if err == nil && s.Header.MemberId == s.Leader {
+			_, err = c.MoveLeader(ctx, st.Header.MemberId)
+			c.Close()
+			if err != nil {
+				return fmt.Errorf("move etcd leadership to %s: %w", leader, err)
+			}
+			return nil
+		}
+		c.Close()
+	}
+	return fmt.Errorf("move etcd leadership to %s: no endpoint is the leader", leader)
+}
+
+func (p *etcdProbe) write(ctx context.Context, v int64) error {
+	_, err := p.writer.Put(ctx, p.key, strconv.FormatInt(v, 10))
+	return err
+}
+
+func (p *etcdProbe) readers() []reader {
+	var rs []reader
+	for i, c := range p.members {
+		rs = append(rs, reader{name: p.names[i], read: func(ctx context.Context) (int64, error) {
+			resp, err := c.Get(ctx, p.key, clientv3.WithSerializable())
+			if err != nil || len(resp.Kvs) == 0 {
+				return 0, err
+			}
+			return parseCounter(resp.Kvs[0].Value)
+		}})
+	}
+	return rs
+}
+
+func (p *etcdProbe) close() {
+	if p.writer != nil {
+		p.writer.Close()
+	}
+	for _, c := range p.members {
+		c.Close()
+	}
+}
+
+type redisProbe struct {
+	key      string
+	writer   *redis.ClusterClient
+	replicas *redis.ClusterClient // read-only commands go to the key's replicas
+}
+
+func openRedisCluster(ctx context.Context, cfg Config, base string) (*redisProbe, string, error) {
+	seeds := append([]string{cfg.Write}, cfg.Read...)
+	p := &redisProbe{
+		writer:   shareddata.NewRedisClusterClient(&redis.ClusterOptions{Addrs: seeds, DialTimeout: time.Second}),
+		replicas: shareddata.NewRedisClusterClient(&redis.ClusterOptions{Addrs: seeds, DialTimeout: time.Second, ReadOnly: true}),
+	}
+	p.key = base
+	if cfg.Leader != "" {
+		key, err := keyMasteredAt(ctx, p.writer, base, cfg.Leader)
+		if err != nil {
+			p.close()
+			return nil, "", err
+		}
+		p.key = key
+	}
+	return p, p.key, nil
+}
+
+// keyMasteredAt finds a key (base plus a hash tag) whose slot's master is at leader
+// (host:port, the host a name or an address).
+func keyMasteredAt(ctx context.Context, c *redis.ClusterClient, base, leader string) (string, error) {
+	host, port, err := net.SplitHostPort(leader)
+	if err != nil {
+		return "", fmt.Errorf("leader %q: want host:port", leader)
+	}
+	ips, err := net.DefaultResolver.LookupHost(ctx, host)
+	if err != nil {
+		return "", fmt.Errorf("leader %q: %w", leader, err)
+	}
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return "", err
+	}
+	mastered := func(slot int64) bool {
+		for _, s := range slots {
+			if slot >= int64(s.Start) && slot <= int64(s.End) && len(s.Nodes) > 0 {
+				a, p, _ := net.SplitHostPort(s.Nodes[0].Addr)
+				for _, ip := range ips {
+					if a == ip && p == port {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	for i := 0; i < 10000; i++ {
+		key := base + "{" + strconv.Itoa(i) + "}"
+		slot, err := c.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			return "", err
+		}
+		if mastered(slot) {
+			return key, nil
+		}
+	}
+	return "", errors.New("no key found whose slot " + leader + " masters")
+}
+
+// write sets the key; the clients reload the slot map after a failure (see
+// shareddata.NewRedisClusterClient), as the platform's own do.
+func (p *redisProbe) write(ctx context.Context, v int64) error {
+	return p.writer.Set(ctx, p.key, v, 0).Err()
+}
+
+func (p *redisProbe) readers() []reader {
+	return []reader{{name: "replica", read: func(ctx context.Context) (int64, error) {
+		b, err := p.replicas.Get(ctx, p.key).Bytes()
+		if errors.Is(err, redis.Nil) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		return parseCounter(b)
+	}}}
+}
+
+func (p *redisProbe) close() {
+	p.writer.Close()
+	p.replicas.Close()
+}
