@@ -68,9 +68,9 @@ const (
 	ProtocolHTTP   = "http"
 	ProtocolEtcdV3 = "etcd-v3" // etcd's v3 gRPC API (etcd, continuum kv)
 	ProtocolRedis  = "redis"
+	ProtocolKafka  = "kafka"
 	// ProtocolRedisCluster is Redis in cluster mode: a client must follow MOVED redirections.
 	ProtocolRedisCluster = "redis-cluster"
-	ProtocolKafka  = "kafka"
 )
 
 // Endpoint is a port a component serves, named ("client", "peer", "admin") and typed by the
