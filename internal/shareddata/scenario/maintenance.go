@@ -1,6 +1,7 @@
 // Package scenario registers the NPM platform's experiment kinds: the maintenance loop that
 // runs next to an etcd or kv member (seeds/000's compaction + defragmentation every τ, with a
-// probe that measures the defrag downtime a client sees).
+// probe that measures the defrag downtime a client sees), and the freshness probe (staleness
+// and write outage after a fault). PACE's kind lives with PACE (internal/pace/scenario).
 package scenario
 
 import (

@@ -50,3 +50,39 @@ func TestMaintenanceKind(t *testing.T) {
 		t.Errorf("metrics %v", m)
 	}
 }
+
+func TestFreshnessKind(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "freshness", "{write: m2, read: [m1, m3], leader: m1}")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, etcd := kindtest.Decode(t, "etcd", "{cluster: c}")
+	_, member := kindtest.Decode(t, "redis", "{cluster: r}")
+	env := kind.Env{Instance: "fresh", Node: "n2", Binary: "/bin/continuum", OutDir: "/r/w/fresh", Duration: 45e9, Warmup: 5e9,
+		Components: map[string]kind.Component{
+			"m1": kindtest.Component(t, "n1", "etcd", etcd), "m2": kindtest.Component(t, "n2", "etcd", etcd),
+			"m3": kindtest.Component(t, "n3", "etcd", etcd), "r1": kindtest.Component(t, "n1", "redis", member),
+		}}
+	cmd, err := k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/bin/continuum", "shareddata", "freshness", "--backend", "etcd", "--write", "http://n2:2379",
+		"--read", "http://n1:2379,http://n3:2379", "--leader", "http://n1:2379", "--interval", "100ms", "--poll", "2ms",
+		"--duration", "45s", "--warmup", "5s", "--out", "/r/w/fresh"}
+	if !slices.Equal(cmd.Args, want) {
+		t.Errorf("args\n%q\nwant\n%q", cmd.Args, want)
+	}
+	_, mixed := kindtest.Decode(t, "freshness", "{write: m2, read: [r1]}")
+	if _, err := k.Command(env, mixed); err == nil || !strings.Contains(err.Error(), "read component r1 is redis-cluster") {
+		t.Errorf("mixed stores: %v", err)
+	}
+	_, rc := kindtest.Decode(t, "freshness", "{write: r1, leader: r1}")
+	if cmd, err = k.Command(env, rc); err != nil || !slices.Contains(cmd.Args, "redis-cluster") || !slices.Contains(cmd.Args, "n1:6379") {
+		t.Errorf("redis cluster: %q, %v", cmd.Args, err)
+	}
+	_, bad := kindtest.Decode(t, "freshness", "{read: [m1]}")
+	if err := k.Validate(bad); err == nil || !strings.Contains(err.Error(), "write: name the component") {
+		t.Errorf("no write: %v", err)
+	}
+}
