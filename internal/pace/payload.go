@@ -3,7 +3,9 @@ package pace
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,7 +15,10 @@ import (
 //	metrics: "m;<published unix ns>;<seq>;" + filler
 //	control: "c;<published unix ns>;<metrics published unix ns>;<seq>;" + filler
 //
-// seq is the producer's metrics sequence number, which control echoes.
+// seq is the producer's metrics sequence number, which control echoes. The filler is random
+// bytes, a different stretch for every value: metrics are measurements, not repeated text, and
+// a store that compresses what it sends (continuum kv's replication does) must not be credited
+// with squeezing filler to nothing.
 
 // header is a decoded value header.
 type header struct {
@@ -34,11 +39,23 @@ func encode(h header, size int) []byte {
 	}
 	b = strconv.AppendInt(b, h.seq, 10)
 	b = append(b, ';')
-	for len(b) < size {
-		b = append(b, 'x')
+	if n := size - len(b); n > 0 {
+		off := fillerNext.Add(1) * 104729 % uint64(len(filler)-n+1)
+		b = append(b, filler[off:off+uint64(n)]...)
 	}
 	return b
 }
+
+// filler is random bytes that values take their filler from (4 MiB: more than the 1 MiB a
+// value may have), starting at a different offset each time.
+var (
+	filler = func() []byte {
+		b := make([]byte, 4<<20)
+		_, _ = rand.NewChaCha8([32]byte{'p', 'a', 'c', 'e'}).Read(b)
+		return b
+	}()
+	fillerNext atomic.Uint64
+)
 
 func decode(v []byte) (header, error) {
 	var h header

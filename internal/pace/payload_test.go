@@ -1,6 +1,8 @@
 package pace
 
 import (
+	"bytes"
+	"compress/gzip"
 	"testing"
 	"time"
 )
@@ -41,4 +43,21 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%q -> %+v -> %+v, %v", v, h, again, err)
 		}
 	})
+}
+
+// TestFillerDoesNotCompress: values must cost a compressing store what real measurements
+// would: gzip may not shrink a Wave-class value much, nor two values share their filler.
+func TestFillerDoesNotCompress(t *testing.T) {
+	a := encode(header{kind: 'm', published: time.Unix(1, 0)}, 100_000)
+	b := encode(header{kind: 'm', published: time.Unix(1, 0)}, 100_000)
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	_, _ = w.Write(a)
+	_ = w.Close()
+	if buf.Len() < 99_000 {
+		t.Errorf("a 100 kB value gzips to %d bytes", buf.Len())
+	}
+	if bytes.Equal(a[20:], b[20:]) {
+		t.Error("two values share their filler")
+	}
 }

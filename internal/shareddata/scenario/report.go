@@ -1,0 +1,376 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/report/chart"
+	"github.com/continuum-project/continuum/internal/results"
+)
+
+// The NPM platform's part of the report: the figures of seeds/000 §6 as tables per sweep
+// combination (store, architecture, class, τ): PACE's operation durations (Figs. 6, 13, 18),
+// the store instances' CPU, memory, disk, energy per 30 s and network (Figs. 9-12, 14-17,
+// 21-24), maintenance (Figs. 7, 8, 20) and staleness and failover (Fig. 19). Each table is
+// shown when the results have its data.
+
+func init() {
+	report.RegisterSection(report.Section{ID: "npm", Title: "NPM platform", Order: 20, Build: buildNPM})
+}
+
+// npmGroup is one sweep combination with its runs.
+type npmGroup struct {
+	params  []string
+	metrics map[string]map[string]results.Aggregate
+	runs    []*report.Run
+}
+
+func npmGroups(res *report.Results) ([]npmGroup, []string) {
+	byID := map[string]*report.Run{}
+	for _, r := range res.Runs {
+		byID[r.ID] = r
+	}
+	swept := report.SweptParams(res.Summary.Groups)
+	var out []npmGroup
+	for _, g := range res.Summary.Groups {
+		ng := npmGroup{metrics: g.Metrics}
+		for _, p := range swept {
+			ng.params = append(ng.params, results.Label(g.Params, g.Labels, p))
+		}
+		for _, id := range g.Runs {
+			if r := byID[id]; r != nil {
+				ng.runs = append(ng.runs, r)
+			}
+		}
+		out = append(out, ng)
+	}
+	return out, swept
+}
+
+// instancesWith lists the instances X of metrics named prefix+X across groups, sorted.
+func instancesWith(groups []npmGroup, prefix string) []string {
+	seen := map[string]bool{}
+	for _, g := range groups {
+		for name := range g.metrics {
+			if x, ok := strings.CutPrefix(name, prefix); ok {
+				seen[x] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for x := range seen {
+		out = append(out, x)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// paramColumns are the columns naming a group's swept parameters.
+func paramColumns(swept []string) []report.Column {
+	var cols []report.Column
+	for _, p := range swept {
+		cols = append(cols, report.Column{Header: p[strings.LastIndex(p, ".")+1:], Title: p})
+	}
+	return cols
+}
+
+// paceOps is the order operation types are shown in.
+var paceOps = []string{"put", "get_lin", "get_ser", "del", "push", "notify", "process", "ctrl_notify", "loop"}
+
+func buildNPM(res *report.Results) *report.SectionContent {
+	groups, swept := npmGroups(res)
+	c := &report.SectionContent{}
+	if t, ok := paceTable(groups, swept); ok {
+		c.Tables = append(c.Tables, t)
+	}
+	if t, f, ok := resourceTable(groups, swept); ok {
+		c.Tables = append(c.Tables, t)
+		c.Figures = append(c.Figures, f)
+	}
+	if t, ok := maintenanceTable(groups, swept); ok {
+		c.Tables = append(c.Tables, t)
+	}
+	if t, ok := freshnessTable(groups, swept); ok {
+		c.Tables = append(c.Tables, t)
+	}
+	if len(c.Tables) == 0 {
+		return nil
+	}
+	c.Note = "Cells are means over a combination's repeats (± the 95% confidence half-width when there are several). " +
+		"PACE durations are p50 (p99) in ms per operation type. Store instances are the run's components: CPU is the mean " +
+		"utilisation of one core over the run, energy the modelled dynamic energy per 30 s, network the instances' nodes' " +
+		"traffic (it includes PACE's when PACE shares their nodes). Maintenance downtime is the longest a probe request " +
+		"to the member waited during a defragmentation."
+	return c
+}
+
+// paceTable: per combination and PACE instance, every operation type's p50 (p99).
+func paceTable(groups []npmGroup, swept []string) (report.Table, bool) {
+	insts := instancesWith(groups, "pace/")
+	if len(insts) == 0 {
+		return report.Table{}, false
+	}
+	var ops []string
+	for _, op := range paceOps {
+		for _, g := range groups {
+			if hasOp(g, insts, op) {
+				ops = append(ops, op)
+				break
+			}
+		}
+	}
+	t := report.Table{Class: "npm-pace", Columns: append(paramColumns(swept), report.Column{Header: "PACE process"})}
+	for _, op := range ops {
+		t.Columns = append(t.Columns, report.Column{Header: op, Title: op + ": p50 (p99) ms", Numeric: true})
+	}
+	t.Columns = append(t.Columns, report.Column{Header: "processed", Title: "metrics processed (consumer) or published (producer)", Numeric: true})
+	for _, g := range groups {
+		for _, in := range insts {
+			counts, ok := g.metrics["pace/"+in]
+			if !ok {
+				continue
+			}
+			row := append(append([]string{}, g.params...), in)
+			for _, op := range ops {
+				m, ok := g.metrics[in+"/"+op+"/latency_ms"]
+				if !ok || m["p50"].N == 0 {
+					row = append(row, "")
+					continue
+				}
+				row = append(row, fmt.Sprintf("%s (%s)", report.AggCell(m["p50"]), chart.FormatNum(m["p99"].Mean)))
+			}
+			n := counts["processed"]
+			if n.Mean == 0 {
+				n = counts["published"]
+			}
+			row = append(row, report.AggCell(n))
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	return t, len(t.Rows) > 0
+}
+
+func hasOp(g npmGroup, insts []string, op string) bool {
+	for _, in := range insts {
+		if _, ok := g.metrics[in+"/"+op+"/latency_ms"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// usage is one store instance's resources over a run.
+type usage struct {
+	cpuPct, rssMiB, diskMiB, energy30, netMBps float64
+}
+
+// storeUsage computes every component's usage in a run from its samples; workloads are left
+// out. Energy is per 30 s of the run, network the rx+tx rate of the component's node.
+func storeUsage(r *report.Run) map[string]usage {
+	workload := map[string]bool{}
+	for _, w := range r.Workloads {
+		workload[w.Name] = true
+	}
+	type acc struct {
+		node        string
+		utilSum     float64
+		n           int
+		rss, disk   float64
+		first, last report.Sample
+		haveFirst   bool
+	}
+	by := map[string]*acc{}
+	nodes := map[string][2]report.Sample{}
+	for _, s := range r.Samples {
+		if s.Component == "" {
+			e := nodes[s.Node]
+			if e[0].T == 0 && e[0].Node == "" {
+				e[0] = s
+			}
+			e[1] = s
+			nodes[s.Node] = e
+			continue
+		}
+		if workload[s.Component] {
+			continue
+		}
+		a := by[s.Component]
+		if a == nil {
+			a = &acc{node: s.Node}
+			by[s.Component] = a
+		}
+		a.utilSum += s.CPUUtil
+		a.n++
+		a.rss, a.disk = math.Max(a.rss, s.RSSBytes), math.Max(a.disk, s.DiskBytes)
+		if !a.haveFirst {
+			a.first, a.haveFirst = s, true
+		}
+		a.last = s
+	}
+	out := map[string]usage{}
+	const mib = 1 << 20
+	for name, a := range by {
+		u := usage{rssMiB: a.rss / mib, diskMiB: a.disk / mib}
+		if a.n > 0 {
+			u.cpuPct = a.utilSum / float64(a.n) * 100
+		}
+		if dt := a.last.T - a.first.T; dt > 0 {
+			u.energy30 = (a.last.EnergyJ - a.first.EnergyJ) / dt * 30
+		}
+		if e := nodes[a.node]; e[1].T > e[0].T {
+			u.netMBps = (e[1].RxBytes + e[1].TxBytes - e[0].RxBytes - e[0].TxBytes) / (e[1].T - e[0].T) / 1e6
+		}
+		out[name] = u
+	}
+	return out
+}
+
+// resourceTable: per combination, the store instances' totals and per-instance means, and a
+// stacked CPU bar per combination (seeds/000 Figs. 9 and 14).
+func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figure, bool) {
+	t := report.Table{Class: "npm-resources", Columns: append(paramColumns(swept),
+		report.Column{Header: "instances", Numeric: true},
+		report.Column{Header: "CPU total (%)", Numeric: true}, report.Column{Header: "CPU per instance (%)", Numeric: true},
+		report.Column{Header: "RSS total (MiB)", Numeric: true}, report.Column{Header: "disk max (MiB)", Numeric: true},
+		report.Column{Header: "energy / 30 s (J)", Numeric: true}, report.Column{Header: "node network (MB/s)", Numeric: true})}
+	bars := chart.StackedBars{YLabel: "CPU (% of a core)", Unit: "%"}
+	stackIdx := map[string]int{}
+	for gi, g := range groups {
+		if len(g.runs) == 0 {
+			continue
+		}
+		var cpu, rss, disk, energy, net, count float64
+		perInst := map[string]float64{}
+		for _, r := range g.runs {
+			us := storeUsage(r)
+			for name, u := range us {
+				cpu += u.cpuPct
+				rss += u.rssMiB
+				disk = math.Max(disk, u.diskMiB)
+				energy += u.energy30
+				perInst[name] += u.cpuPct / float64(len(g.runs))
+				net += u.netMBps / float64(len(us))
+			}
+			count += float64(len(us))
+		}
+		nr := float64(len(g.runs))
+		if count == 0 {
+			continue
+		}
+		n := count / nr
+		row := append(append([]string{}, g.params...), chart.FormatNum(n),
+			fmtF(cpu/nr), fmtF(cpu/nr/n), fmtF(rss/nr), fmtF(disk), fmtF(energy/nr), fmtF(net/nr))
+		t.Rows = append(t.Rows, row)
+		label := strings.Join(g.params, ", ")
+		if label == "" {
+			label = fmt.Sprintf("group %d", gi+1)
+		}
+		bars.Categories = append(bars.Categories, label)
+		for name, v := range perInst {
+			i, ok := stackIdx[name]
+			if !ok {
+				i = len(bars.Stacks)
+				stackIdx[name] = i
+				bars.Stacks = append(bars.Stacks, chart.Stack{Name: name, Color: chart.Color(i)})
+			}
+			for len(bars.Stacks[i].Values) < len(bars.Categories) {
+				bars.Stacks[i].Values = append(bars.Stacks[i].Values, 0)
+			}
+			bars.Stacks[i].Values[len(bars.Categories)-1] = v
+		}
+	}
+	for i := range bars.Stacks {
+		for len(bars.Stacks[i].Values) < len(bars.Categories) {
+			bars.Stacks[i].Values = append(bars.Stacks[i].Values, 0)
+		}
+	}
+	if len(t.Rows) == 0 {
+		return t, chart.Figure{}, false
+	}
+	f := chart.NewFigure("npm-cpu", "bars", "CPU of the store's instances, stacked per instance, per combination", bars.SVG())
+	return t, f, true
+}
+
+func fmtF(v float64) string { return chart.FormatNum(math.Round(v*100) / 100) }
+
+// maintenanceTable: per combination and maintained member (seeds/000 Figs. 7, 8, 20).
+func maintenanceTable(groups []npmGroup, swept []string) (report.Table, bool) {
+	insts := instancesWith(groups, "maintenance/")
+	if len(insts) == 0 {
+		return report.Table{}, false
+	}
+	fields := []struct{ key, header string }{
+		{"rounds", "rounds"}, {"compact_ms_p50", "compact p50 (ms)"}, {"defrag_ms_p50", "defrag p50 (ms)"},
+		{"defrag_ms_max", "defrag max (ms)"}, {"downtime_ms_p50", "downtime p50 (ms)"}, {"downtime_ms_max", "downtime max (ms)"},
+		{"db_before_mib_max", "db before compaction (MiB)"}, {"db_after_mib_min", "db after defrag (MiB)"},
+		{"probe_max_ms", "probe max, whole run (ms)"},
+	}
+	t := report.Table{Class: "npm-maintenance", Columns: append(paramColumns(swept), report.Column{Header: "maintenance"})}
+	for _, f := range fields {
+		t.Columns = append(t.Columns, report.Column{Header: f.header, Numeric: true})
+	}
+	for _, g := range groups {
+		for _, in := range insts {
+			m, ok := g.metrics["maintenance/"+in]
+			if !ok {
+				continue
+			}
+			row := append(append([]string{}, g.params...), in)
+			for _, f := range fields {
+				row = append(row, report.AggCell(m[f.key]))
+			}
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	return t, len(t.Rows) > 0
+}
+
+// freshnessTable: per combination and probe, the write outage and every reader's staleness
+// (seeds/000 Fig. 19).
+func freshnessTable(groups []npmGroup, swept []string) (report.Table, bool) {
+	insts := instancesWith(groups, "freshness/")
+	if len(insts) == 0 {
+		return report.Table{}, false
+	}
+	t := report.Table{Class: "npm-freshness", Columns: append(paramColumns(swept), report.Column{Header: "probe"},
+		report.Column{Header: "writes", Numeric: true}, report.Column{Header: "write errors", Numeric: true},
+		report.Column{Header: "outage (ms)", Title: "longest time between acknowledged writes, minus the write interval", Numeric: true},
+		report.Column{Header: "outage began (s)", Numeric: true},
+		report.Column{Header: "staleness p50 / p99 (ms) per reader"})}
+	for _, g := range groups {
+		for _, in := range insts {
+			m, ok := g.metrics["freshness/"+in]
+			if !ok {
+				continue
+			}
+			var stale []string
+			for _, name := range sortedMetricNames(g.metrics, in+"/stale_") {
+				l := g.metrics[name]
+				reader := strings.TrimSuffix(strings.TrimPrefix(name, in+"/stale_"), "/latency_ms")
+				stale = append(stale, fmt.Sprintf("%s %s / %s", reader, chart.FormatNum(l["p50"].Mean), chart.FormatNum(l["p99"].Mean)))
+			}
+			outage := report.AggCell(m["outage_ms"])
+			if m["ended_in_outage"].Mean > 0 {
+				outage += " (not over at the end)"
+			}
+			t.Rows = append(t.Rows, append(append([]string{}, g.params...), in, report.AggCell(m["writes"]),
+				report.AggCell(m["write_errors"]), outage, report.AggCell(m["gap_start_s"]), strings.Join(stale, "; ")))
+		}
+	}
+	return t, len(t.Rows) > 0
+}
+
+// sortedMetricNames lists the latency metrics whose name starts with prefix.
+func sortedMetricNames(metrics map[string]map[string]results.Aggregate, prefix string) []string {
+	var out []string
+	for name := range metrics {
+		if strings.HasPrefix(name, prefix) && strings.HasSuffix(name, "/latency_ms") {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
