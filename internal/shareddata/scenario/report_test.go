@@ -1,0 +1,84 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/results"
+)
+
+func agg(v float64) results.Aggregate { return results.Aggregate{N: 1, Mean: v, CI95: [2]float64{v, v}} }
+
+func TestNPMSection(t *testing.T) {
+	run := &report.Run{Run: results.Run{ID: "001"}, Workloads: []*report.Workload{{Name: "c1"}}}
+	// db on n1: 50% of a core throughout, 10 J of dynamic energy over 10 s; c1 is a workload.
+	for _, s := range []report.Sample{
+		{T: 0, Node: "n1", RxBytes: 0, TxBytes: 0},
+		{T: 0, Node: "n1", Component: "db", CPUUtil: 0.5, RSSBytes: 100 << 20, DiskBytes: 10 << 20, EnergyJ: 0},
+		{T: 0, Node: "n3", Component: "c1", CPUUtil: 0.9},
+		{T: 10, Node: "n1", RxBytes: 5e6, TxBytes: 5e6},
+		{T: 10, Node: "n1", Component: "db", CPUUtil: 0.5, RSSBytes: 200 << 20, DiskBytes: 30 << 20, EnergyJ: 10},
+	} {
+		run.Samples = append(run.Samples, s)
+	}
+	res := &report.Results{Runs: []*report.Run{run}, Summary: results.Summary{Groups: []results.Group{{
+		Params: results.Params{"components": "[etcd]"}, Labels: map[string]string{"components": "etcd"}, Runs: []string{"001"},
+		Metrics: map[string]map[string]results.Aggregate{
+			"pace/c1":                   {"processed": agg(42)},
+			"c1/put/latency_ms":         {"p50": agg(1.5), "p99": agg(4)},
+			"c1/get_lin/latency_ms":     {"p50": agg(2), "p99": agg(5)},
+			"maintenance/maint":         {"rounds": agg(6), "downtime_ms_max": agg(180)},
+			"freshness/fresh":           {"outage_ms": agg(1500), "writes": agg(500), "ended_in_outage": agg(0)},
+			"fresh/stale_n1/latency_ms": {"p50": agg(0.7), "p99": agg(2.5)},
+		}}, {
+		Params: results.Params{"components": "[kv]"}, Labels: map[string]string{"components": "kv"},
+		Metrics: map[string]map[string]results.Aggregate{}}}}}
+	// The sweep needs two values for its parameter to count as swept.
+	c := buildNPM(res)
+	if c == nil {
+		t.Fatal("no section")
+	}
+	tables := map[string]report.Table{}
+	for _, tb := range c.Tables {
+		tables[tb.Class] = tb
+	}
+	cell := func(class string, row int, header string) string {
+		tb, ok := tables[class]
+		if !ok || row >= len(tb.Rows) {
+			t.Fatalf("table %s row %d missing (%+v)", class, row, tables)
+		}
+		for i, col := range tb.Columns {
+			if col.Header == header {
+				return tb.Rows[row][i]
+			}
+		}
+		t.Fatalf("table %s has no column %q", class, header)
+		return ""
+	}
+	for _, check := range []struct{ class, header, want string }{
+		{"npm-pace", "components", "etcd"},
+		{"npm-pace", "put", "1.50 (4)"},
+		{"npm-pace", "get_lin", "2 (5)"},
+		{"npm-pace", "processed", "42"},
+		{"npm-resources", "CPU total (%)", "50"},
+		{"npm-resources", "RSS total (MiB)", "200"},
+		{"npm-resources", "energy / 30 s (J)", "30"},
+		{"npm-resources", "node network (MB/s)", "1"},
+		{"npm-maintenance", "downtime max (ms)", "180"},
+		{"npm-freshness", "outage (ms)", "1500"},
+	} {
+		if got := cell(check.class, 0, check.header); got != check.want {
+			t.Errorf("%s %s = %q, want %q", check.class, check.header, got, check.want)
+		}
+	}
+	if got := cell("npm-freshness", 0, "staleness p50 / p99 (ms) per reader"); !strings.Contains(got, "n1 0.7 / 2.50") {
+		t.Errorf("staleness cell %q", got)
+	}
+	if len(c.Figures) != 1 || !strings.Contains(string(c.Figures[0].SVG), "db") {
+		t.Errorf("figures %d", len(c.Figures))
+	}
+	if buildNPM(&report.Results{}) != nil {
+		t.Error("a section for results without NPM data")
+	}
+}
