@@ -90,8 +90,13 @@ func buildNPM(res *report.Results) *report.SectionContent {
 		c.Tables = append(c.Tables, t)
 		c.Figures = append(c.Figures, f)
 	}
+	var advice string
 	if t, ok := maintenanceTable(groups, swept); ok {
 		c.Tables = append(c.Tables, t)
+		if a, note, ok := advisorTable(groups, swept); ok {
+			c.Tables = append(c.Tables, a)
+			advice = " " + note
+		}
 	}
 	if t, ok := freshnessTable(groups, swept); ok {
 		c.Tables = append(c.Tables, t)
@@ -103,7 +108,7 @@ func buildNPM(res *report.Results) *report.SectionContent {
 		"PACE durations are p50 (p99) in ms per operation type. Store instances are the run's components: CPU is the mean " +
 		"utilisation of one core over the run, energy the modelled dynamic energy per 30 s, network the instances' nodes' " +
 		"traffic (it includes PACE's when PACE shares their nodes). Maintenance downtime is the longest a probe request " +
-		"to the member waited during a defragmentation."
+		"to the member waited during a defragmentation." + advice
 	return c
 }
 
@@ -228,6 +233,41 @@ func storeUsage(r *report.Run) map[string]usage {
 	return out
 }
 
+// groupTotals is a combination's store instances together, averaged over its runs: CPU, RSS
+// and energy summed over instances, disk the largest instance's, network the mean instance
+// node's.
+type groupTotals struct {
+	instances                                  float64
+	cpuPct, rssMiB, diskMiB, energy30, netMBps float64
+}
+
+// groupUsage computes a combination's totals and each instance's CPU; ok is false without
+// samples.
+func groupUsage(g npmGroup) (groupTotals, map[string]float64, bool) {
+	var gt groupTotals
+	perInst := map[string]float64{}
+	var count float64
+	for _, r := range g.runs {
+		us := storeUsage(r)
+		for name, u := range us {
+			gt.cpuPct += u.cpuPct
+			gt.rssMiB += u.rssMiB
+			gt.diskMiB = math.Max(gt.diskMiB, u.diskMiB)
+			gt.energy30 += u.energy30
+			gt.netMBps += u.netMBps / float64(len(us))
+			perInst[name] += u.cpuPct / float64(len(g.runs))
+		}
+		count += float64(len(us))
+	}
+	if count == 0 {
+		return gt, nil, false
+	}
+	nr := float64(len(g.runs))
+	gt.instances = count / nr
+	gt.cpuPct, gt.rssMiB, gt.energy30, gt.netMBps = gt.cpuPct/nr, gt.rssMiB/nr, gt.energy30/nr, gt.netMBps/nr
+	return gt, perInst, true
+}
+
 // resourceTable: per combination, the store instances' totals and per-instance means, and a
 // stacked CPU bar per combination (seeds/000 Figs. 9 and 14).
 func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figure, bool) {
@@ -239,30 +279,12 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 	bars := chart.StackedBars{YLabel: "CPU (% of a core)", Unit: "%"}
 	stackIdx := map[string]int{}
 	for gi, g := range groups {
-		if len(g.runs) == 0 {
+		gu, perInst, ok := groupUsage(g)
+		if !ok {
 			continue
 		}
-		var cpu, rss, disk, energy, net, count float64
-		perInst := map[string]float64{}
-		for _, r := range g.runs {
-			us := storeUsage(r)
-			for name, u := range us {
-				cpu += u.cpuPct
-				rss += u.rssMiB
-				disk = math.Max(disk, u.diskMiB)
-				energy += u.energy30
-				perInst[name] += u.cpuPct / float64(len(g.runs))
-				net += u.netMBps / float64(len(us))
-			}
-			count += float64(len(us))
-		}
-		nr := float64(len(g.runs))
-		if count == 0 {
-			continue
-		}
-		n := count / nr
-		row := append(append([]string{}, g.params...), chart.FormatNum(n),
-			fmtF(cpu/nr), fmtF(cpu/nr/n), fmtF(rss/nr), fmtF(disk), fmtF(energy/nr), fmtF(net/nr))
+		row := append(append([]string{}, g.params...), chart.FormatNum(gu.instances),
+			fmtF(gu.cpuPct), fmtF(gu.cpuPct/gu.instances), fmtF(gu.rssMiB), fmtF(gu.diskMiB), fmtF(gu.energy30), fmtF(gu.netMBps))
 		t.Rows = append(t.Rows, row)
 		label := strings.Join(g.params, ", ")
 		if label == "" {

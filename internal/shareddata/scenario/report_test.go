@@ -8,7 +8,9 @@ import (
 	"github.com/continuum-project/continuum/internal/results"
 )
 
-func agg(v float64) results.Aggregate { return results.Aggregate{N: 1, Mean: v, CI95: [2]float64{v, v}} }
+func agg(v float64) results.Aggregate {
+	return results.Aggregate{N: 1, Mean: v, CI95: [2]float64{v, v}}
+}
 
 func TestNPMSection(t *testing.T) {
 	run := &report.Run{Run: results.Run{ID: "001"}, Workloads: []*report.Workload{{Name: "c1"}}}
@@ -80,5 +82,34 @@ func TestNPMSection(t *testing.T) {
 	}
 	if buildNPM(&report.Results{}) != nil {
 		t.Error("a section for results without NPM data")
+	}
+}
+
+func TestMaintenanceAdvice(t *testing.T) {
+	// Two τ for one class: τ=1s costs more CPU than τ=10s; τ=60s lets the downtime exceed the bound.
+	mk := func(id string, cpu float64) *report.Run {
+		return &report.Run{Run: results.Run{ID: id}, Samples: []report.Sample{
+			{T: 0, Node: "n1", Component: "db", CPUUtil: cpu}, {T: 10, Node: "n1", Component: "db", CPUUtil: cpu}}}
+	}
+	group := func(tau string, period, down float64, run string) results.Group {
+		return results.Group{
+			Params: results.Params{"workloads": "[wave]", "workloads.maint.config.period": tau},
+			Labels: map[string]string{"workloads": "Wave", "workloads.maint.config.period": "τ=" + tau},
+			Runs:   []string{run},
+			Metrics: map[string]map[string]results.Aggregate{"maintenance/maint": {
+				"period_s": agg(period), "downtime_ms_max": agg(down), "db_before_mib_max": agg(50)}}}
+	}
+	res := &report.Results{Runs: []*report.Run{mk("1", 0.9), mk("2", 0.2), mk("3", 0.1)}, Summary: results.Summary{Groups: []results.Group{
+		group("1s", 1, 20, "1"), group("10s", 10, 40, "2"), group("60s", 60, 400, "3"),
+		{Params: results.Params{"workloads": "[pulse]", "workloads.maint.config.period": "1s"}, Labels: map[string]string{"workloads": "Pulse"}},
+	}}}
+	groups, swept := npmGroups(res)
+	tb, note, ok := advisorTable(groups, swept)
+	if !ok || !strings.Contains(note, "100 ms") {
+		t.Fatalf("no advice (%v) %q", ok, note)
+	}
+	row := tb.Rows[0]
+	if row[0] != "Wave" || row[1] != "τ=10s" || !strings.Contains(row[5], "excluded τ=60s: downtime 400 ms") {
+		t.Errorf("advice %q", row)
 	}
 }

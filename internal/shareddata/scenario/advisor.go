@@ -1,0 +1,101 @@
+package scenario
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/report/chart"
+)
+
+// The maintenance advisor (issue 14 §4): from a run that swept the maintenance period τ, it
+// recommends per traffic class (per combination of the other swept parameters) the τ that
+// costs the store's instances the least CPU while every defragmentation kept its downtime
+// within a bound and the database before compaction stayed within half of etcd's default
+// 2 GiB quota, and says why.
+const (
+	adviceDowntimeMS = 100
+	adviceDiskMiB    = 1024
+)
+
+// advisorTable returns the advice, or false when no swept parameter is a maintenance period.
+func advisorTable(groups []npmGroup, swept []string) (report.Table, string, bool) {
+	tau := -1
+	for i, p := range swept {
+		if strings.HasSuffix(p, ".config.period") {
+			tau = i
+		}
+	}
+	if tau < 0 || len(instancesWith(groups, "maintenance/")) == 0 {
+		return report.Table{}, "", false
+	}
+	type option struct {
+		label               string
+		period, down, db    float64
+		cpu                 float64
+		hasCPU, maintenance bool
+	}
+	byClass := map[string][]option{}
+	var classes []string
+	for _, g := range groups {
+		var rest []string
+		for i, p := range g.params {
+			if i != tau {
+				rest = append(rest, p)
+			}
+		}
+		key := strings.Join(rest, ", ")
+		if _, ok := byClass[key]; !ok {
+			classes = append(classes, key)
+		}
+		o := option{label: g.params[tau]}
+		for name, m := range g.metrics {
+			if strings.HasPrefix(name, "maintenance/") {
+				o.maintenance = true
+				o.period = max(o.period, m["period_s"].Mean)
+				o.down = max(o.down, m["downtime_ms_max"].Mean)
+				o.db = max(o.db, m["db_before_mib_max"].Mean)
+			}
+		}
+		if gu, _, ok := groupUsage(g); ok {
+			o.cpu, o.hasCPU = gu.cpuPct, true
+		}
+		byClass[key] = append(byClass[key], o)
+	}
+	t := report.Table{Class: "npm-advice", Columns: []report.Column{{Header: "combination"}, {Header: "recommended τ"},
+		{Header: "CPU (%)", Numeric: true}, {Header: "downtime max (ms)", Numeric: true}, {Header: "db before compaction (MiB)", Numeric: true},
+		{Header: "why"}}}
+	for _, class := range classes {
+		opts := byClass[class]
+		var ok []option
+		var reasons []string
+		for _, o := range opts {
+			switch {
+			case !o.maintenance || o.period <= 0 || !o.hasCPU:
+			case o.down > adviceDowntimeMS:
+				reasons = append(reasons, fmt.Sprintf("%s: downtime %s ms", o.label, chart.FormatNum(o.down)))
+			case o.db > adviceDiskMiB:
+				reasons = append(reasons, fmt.Sprintf("%s: %s MiB before compaction", o.label, chart.FormatNum(o.db)))
+			default:
+				ok = append(ok, o)
+			}
+		}
+		if len(ok) == 0 {
+			t.Rows = append(t.Rows, []string{class, "none", "", "", "", "no τ kept downtime ≤ 100 ms and the database ≤ 1 GiB (" + strings.Join(reasons, "; ") + ")"})
+			continue
+		}
+		sort.SliceStable(ok, func(i, j int) bool { return ok[i].cpu < ok[j].cpu })
+		best := ok[0]
+		why := fmt.Sprintf("least CPU of the %d τ within the bounds", len(ok))
+		if len(ok) > 1 {
+			why += fmt.Sprintf(" (next: %s at %s%%)", ok[1].label, fmtF(ok[1].cpu))
+		}
+		if len(reasons) > 0 {
+			why += "; excluded " + strings.Join(reasons, "; ")
+		}
+		t.Rows = append(t.Rows, []string{class, best.label, fmtF(best.cpu), chart.FormatNum(best.down), fmtF(best.db), why})
+	}
+	note := fmt.Sprintf("Maintenance advice: per combination, the τ whose runs used the least CPU in the store's instances among those whose every defragmentation kept the downtime ≤ %d ms and whose database before compaction stayed ≤ %d MiB (half of etcd's default 2 GiB quota). With one repeat, CPU differences of a few %% are within noise.", adviceDowntimeMS, adviceDiskMiB)
+	return t, note, true
+}
