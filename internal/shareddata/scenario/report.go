@@ -233,12 +233,63 @@ func storeUsage(r *report.Run) map[string]usage {
 	return out
 }
 
+// dbTraffic is the traffic between the store's nodes alone, in Mbit/s, when every workload
+// runs on a node without a store instance: each byte between two store nodes is counted twice
+// (sent and received), each byte between a store node and a workload node once on each side,
+// so (store nodes' rx+tx - other nodes' rx+tx) / 2 is what the store exchanged with itself
+// (seeds/000 Figs. 12, 17, 24). ok is false when a workload shares a store node.
+func dbTraffic(r *report.Run) (float64, bool) {
+	workload := map[string]bool{}
+	for _, w := range r.Workloads {
+		workload[w.Name] = true
+	}
+	storeNode, workNode := map[string]bool{}, map[string]bool{}
+	first, last := map[string]report.Sample{}, map[string]report.Sample{}
+	for _, s := range r.Samples {
+		switch {
+		case s.Component == "":
+			if _, ok := first[s.Node]; !ok {
+				first[s.Node] = s
+			}
+			last[s.Node] = s
+		case workload[s.Component]:
+			workNode[s.Node] = true
+		default:
+			storeNode[s.Node] = true
+		}
+	}
+	if len(storeNode) == 0 {
+		return 0, false
+	}
+	var db, other, dt float64
+	for node, l := range last {
+		f := first[node]
+		if storeNode[node] && workNode[node] {
+			return 0, false
+		}
+		bytes := l.RxBytes + l.TxBytes - f.RxBytes - f.TxBytes
+		if storeNode[node] {
+			db += bytes
+		} else {
+			other += bytes
+		}
+		dt = max(dt, l.T-f.T)
+	}
+	if dt <= 0 {
+		return 0, false
+	}
+	return max(0, (db-other)/2) * 8 / dt / 1e6, true
+}
+
 // groupTotals is a combination's store instances together, averaged over its runs: CPU, RSS
 // and energy summed over instances, disk the largest instance's, network the mean instance
 // node's.
 type groupTotals struct {
 	instances                                  float64
 	cpuPct, rssMiB, diskMiB, energy30, netMBps float64
+	// dbMbps is the traffic among the store's nodes (dbTraffic); haveDB says it was computable.
+	dbMbps float64
+	haveDB bool
 }
 
 // groupUsage computes a combination's totals and each instance's CPU; ok is false without
@@ -246,8 +297,12 @@ type groupTotals struct {
 func groupUsage(g npmGroup) (groupTotals, map[string]float64, bool) {
 	var gt groupTotals
 	perInst := map[string]float64{}
-	var count float64
+	var count, dbRuns float64
 	for _, r := range g.runs {
+		if v, ok := dbTraffic(r); ok {
+			gt.dbMbps += v
+			dbRuns++
+		}
 		us := storeUsage(r)
 		for name, u := range us {
 			gt.cpuPct += u.cpuPct
@@ -265,6 +320,9 @@ func groupUsage(g npmGroup) (groupTotals, map[string]float64, bool) {
 	nr := float64(len(g.runs))
 	gt.instances = count / nr
 	gt.cpuPct, gt.rssMiB, gt.energy30, gt.netMBps = gt.cpuPct/nr, gt.rssMiB/nr, gt.energy30/nr, gt.netMBps/nr
+	if dbRuns > 0 {
+		gt.dbMbps, gt.haveDB = gt.dbMbps/dbRuns, true
+	}
 	return gt, perInst, true
 }
 
@@ -275,7 +333,8 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 		report.Column{Header: "instances", Numeric: true},
 		report.Column{Header: "CPU total (%)", Numeric: true}, report.Column{Header: "CPU per instance (%)", Numeric: true},
 		report.Column{Header: "RSS total (MiB)", Numeric: true}, report.Column{Header: "disk max (MiB)", Numeric: true},
-		report.Column{Header: "energy / 30 s (J)", Numeric: true}, report.Column{Header: "node network (MB/s)", Numeric: true})}
+		report.Column{Header: "energy / 30 s (J)", Numeric: true}, report.Column{Header: "node network (MB/s)", Numeric: true},
+		report.Column{Header: "store-only traffic (Mbit/s)", Title: "between the store's nodes alone; shown when no workload shares a store node", Numeric: true})}
 	bars := chart.StackedBars{YLabel: "CPU (% of a core)", Unit: "%"}
 	stackIdx := map[string]int{}
 	for gi, g := range groups {
@@ -283,8 +342,12 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 		if !ok {
 			continue
 		}
+		db := ""
+		if gu.haveDB {
+			db = fmtF(gu.dbMbps)
+		}
 		row := append(append([]string{}, g.params...), chart.FormatNum(gu.instances),
-			fmtF(gu.cpuPct), fmtF(gu.cpuPct/gu.instances), fmtF(gu.rssMiB), fmtF(gu.diskMiB), fmtF(gu.energy30), fmtF(gu.netMBps))
+			fmtF(gu.cpuPct), fmtF(gu.cpuPct/gu.instances), fmtF(gu.rssMiB), fmtF(gu.diskMiB), fmtF(gu.energy30), fmtF(gu.netMBps), db)
 		t.Rows = append(t.Rows, row)
 		label := strings.Join(g.params, ", ")
 		if label == "" {

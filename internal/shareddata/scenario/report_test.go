@@ -67,6 +67,8 @@ func TestNPMSection(t *testing.T) {
 		{"npm-resources", "RSS total (MiB)", "200"},
 		{"npm-resources", "energy / 30 s (J)", "30"},
 		{"npm-resources", "node network (MB/s)", "1"},
+		{"npm-resources", "store-only traffic (Mbit/s)", "4"}, // n1: 10 MB over 10 s, n3 (c1) sampled nothing
+
 		{"npm-maintenance", "downtime max (ms)", "180"},
 		{"npm-freshness", "outage (ms)", "1500"},
 	} {
@@ -111,5 +113,25 @@ func TestMaintenanceAdvice(t *testing.T) {
 	row := tb.Rows[0]
 	if row[0] != "Wave" || row[1] != "τ=10s" || !strings.Contains(row[5], "excluded τ=60s: downtime 400 ms") {
 		t.Errorf("advice %q", row)
+	}
+}
+
+func TestDBTraffic(t *testing.T) {
+	// Store on n1 and n2, the workload on n3. n3 exchanged 2 MB with the store (counted once on
+	// n3, once on the store's side); n1 and n2 exchanged 3 MB (counted on both): 3 MB over 10 s.
+	run := &report.Run{Workloads: []*report.Workload{{Name: "c1"}}, Samples: []report.Sample{
+		{T: 0, Node: "n1"}, {T: 0, Node: "n2"}, {T: 0, Node: "n3"},
+		{T: 0, Node: "n1", Component: "m1"}, {T: 0, Node: "n2", Component: "m2"}, {T: 0, Node: "n3", Component: "c1"},
+		{T: 10, Node: "n1", RxBytes: 3e6, TxBytes: 1e6}, {T: 10, Node: "n2", RxBytes: 1e6, TxBytes: 3e6},
+		{T: 10, Node: "n3", RxBytes: 1e6, TxBytes: 1e6},
+	}}
+	got, ok := dbTraffic(run)
+	if !ok || got < 2.39 || got > 2.41 {
+		t.Errorf("store-only traffic %v Mbit/s (%v), want 2.4 (3 MB in 10 s)", got, ok)
+	}
+	run.Samples = append(run.Samples, report.Sample{T: 0, Node: "n1", Component: "c2"})
+	run.Workloads = append(run.Workloads, &report.Workload{Name: "c2"})
+	if _, ok := dbTraffic(run); ok {
+		t.Error("computed with a workload on a store node")
 	}
 }
