@@ -239,10 +239,7 @@ func (s *etcdStore) RemoveMember(ctx context.Context, ns, group string, members 
 }
 
 func (s *etcdStore) members(ctx context.Context, ns, group string, members []string, op func(string) clientv3.Op) error {
-	if err := validNames("namespace", ns); err != nil {
-		return err
-	}
-	if err := validNames("group", group); err != nil {
+	if err := checkNames("namespace", ns, "group", group); err != nil {
 		return err
 	}
 	if err := validNames("member", members...); err != nil {
@@ -263,20 +260,14 @@ func (s *etcdStore) members(ctx context.Context, ns, group string, members []str
 }
 
 func (s *etcdStore) GetMembers(ctx context.Context, ns, group string) ([]string, error) {
-	if err := validNames("namespace", ns); err != nil {
-		return nil, err
-	}
-	if err := validNames("group", group); err != nil {
+	if err := checkNames("namespace", ns, "group", group); err != nil {
 		return nil, err
 	}
 	return s.keysUnder(ctx, etcdSDLGroup(ns, group))
 }
 
 func (s *etcdStore) PublishMetrics(ctx context.Context, group, producer string, value []byte) error {
-	if err := validNames("group", group); err != nil {
-		return err
-	}
-	if err := validNames("producer", producer); err != nil {
+	if err := checkNames("group", group, "producer", producer); err != nil {
 		return err
 	}
 	_, err := s.cli.Put(ctx, etcdMetricsKey(group, producer), string(value))
@@ -284,13 +275,7 @@ func (s *etcdStore) PublishMetrics(ctx context.Context, group, producer string, 
 }
 
 func (s *etcdStore) PublishControl(ctx context.Context, group, producer, consumer string, value []byte) error {
-	if err := validNames("group", group); err != nil {
-		return err
-	}
-	if err := validNames("producer", producer); err != nil {
-		return err
-	}
-	if err := validNames("consumer", consumer); err != nil {
+	if err := checkNames("group", group, "producer", producer, "consumer", consumer); err != nil {
 		return err
 	}
 	_, err := s.cli.Put(ctx, etcdCtrlKey(group, producer, consumer), string(value))

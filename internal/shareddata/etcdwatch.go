@@ -21,10 +21,7 @@ func (s *etcdStore) SubscribeMetrics(ctx context.Context, group string, from Cur
 }
 
 func (s *etcdStore) SubscribeControl(ctx context.Context, group, producer string, from Cursor) (*Subscription, error) {
-	if err := validNames("group", group); err != nil {
-		return nil, err
-	}
-	if err := validNames("producer", producer); err != nil {
+	if err := checkNames("group", group, "producer", producer); err != nil {
 		return nil, err
 	}
 	prefix := etcdCtrlPrefix(group, producer)

@@ -255,10 +255,7 @@ func globEscape(s string) string {
 }
 
 func (s *redisStore) groupKey(ns, group string, members []string) (string, error) {
-	if err := validNames("namespace", ns); err != nil {
-		return "", err
-	}
-	if err := validNames("group", group); err != nil {
+	if err := checkNames("namespace", ns, "group", group); err != nil {
 		return "", err
 	}
 	return redisSDLGroup(ns, group), validNames("member", members...)
@@ -299,23 +296,14 @@ func (s *redisStore) GetMembers(ctx context.Context, ns, group string) ([]string
 }
 
 func (s *redisStore) PublishMetrics(ctx context.Context, group, producer string, value []byte) error {
-	if err := validNames("group", group); err != nil {
-		return err
-	}
-	if err := validNames("producer", producer); err != nil {
+	if err := checkNames("group", group, "producer", producer); err != nil {
 		return err
 	}
 	return s.publish(ctx, nil, "", []string{redisMetricsStream(group)}, []string{producer}, [][]byte{value})
 }
 
 func (s *redisStore) PublishControl(ctx context.Context, group, producer, consumer string, value []byte) error {
-	if err := validNames("group", group); err != nil {
-		return err
-	}
-	if err := validNames("producer", producer); err != nil {
-		return err
-	}
-	if err := validNames("consumer", consumer); err != nil {
+	if err := checkNames("group", group, "producer", producer, "consumer", consumer); err != nil {
 		return err
 	}
 	return s.publish(ctx, nil, "", []string{redisCtrlStream(group, producer)}, []string{consumer}, [][]byte{value})

@@ -26,10 +26,7 @@ func (s *redisStore) SubscribeMetrics(ctx context.Context, group string, from Cu
 }
 
 func (s *redisStore) SubscribeControl(ctx context.Context, group, producer string, from Cursor) (*Subscription, error) {
-	if err := validNames("group", group); err != nil {
-		return nil, err
-	}
-	if err := validNames("producer", producer); err != nil {
+	if err := checkNames("group", group, "producer", producer); err != nil {
 		return nil, err
 	}
 	return s.stream(ctx, []string{redisCtrlStream(group, producer)}, []string{""}, from)

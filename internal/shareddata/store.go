@@ -217,6 +217,16 @@ func validKey(key string) error {
 	return nil
 }
 
+// checkNames checks (what, name) pairs with ValidName.
+func checkNames(whatName ...string) error {
+	for i := 0; i+1 < len(whatName); i += 2 {
+		if err := ValidName(whatName[i], whatName[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func validNames(what string, names ...string) error {
 	for _, n := range names {
 		if err := ValidName(what, n); err != nil {

@@ -4,15 +4,15 @@
 package scenario
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/results"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/pace"
@@ -166,12 +166,8 @@ func command(env kind.Env, cfg any) (kind.Command, error) {
 func metrics(out kind.RunOutput) map[string]map[string]float64 {
 	m := map[string]map[string]float64{}
 	for _, in := range out.Instances {
-		b, err := os.ReadFile(filepath.Join(in.OutDir, pace.ReportFile))
-		if err != nil {
-			continue
-		}
 		var r pace.Report
-		if json.Unmarshal(b, &r) != nil {
+		if results.ReadJSON(filepath.Join(in.OutDir, pace.ReportFile), &r) != nil {
 			continue
 		}
 		m["pace/"+in.Name] = map[string]float64{

@@ -39,27 +39,14 @@ type qosGroup struct {
 }
 
 func qosGroups(res *report.Results) ([]qosGroup, []string) {
-	byID := map[string]*report.Run{}
-	for _, r := range res.Runs {
-		byID[r.ID] = r
-	}
-	swept := report.SweptParams(res.Summary.Groups)
+	combos, swept := report.Combinations(res)
 	var out []qosGroup
-	for i, g := range res.Summary.Groups {
-		qg := qosGroup{metrics: g.Metrics}
-		for _, p := range swept {
-			qg.params = append(qg.params, results.Label(g.Params, g.Labels, p))
-		}
-		qg.label = strings.Join(qg.params, ", ")
+	for i, c := range combos {
+		qg := qosGroup{params: c.Params, metrics: c.Metrics, runs: c.Runs, label: strings.Join(c.Params, ", ")}
 		if qg.label == "" {
 			qg.label = fmt.Sprintf("group %d", i+1)
-			if len(res.Summary.Groups) == 1 {
+			if len(combos) == 1 {
 				qg.label = "all runs"
-			}
-		}
-		for _, id := range g.Runs {
-			if r := byID[id]; r != nil {
-				qg.runs = append(qg.runs, r)
 			}
 		}
 		out = append(out, qg)

@@ -16,17 +16,16 @@ package freshness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // Config is one freshness probe.
@@ -223,11 +222,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, err
 	}
 	if cfg.OutDir != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return rep, err
-		}
-		if err := os.WriteFile(filepath.Join(cfg.OutDir, ReportFile), append(b, '\n'), 0o644); err != nil {
+		if err := results.WriteJSON(filepath.Join(cfg.OutDir, ReportFile), rep); err != nil {
 			return rep, err
 		}
 	}

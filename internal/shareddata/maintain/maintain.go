@@ -13,7 +13,6 @@ package maintain
 import (
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -23,6 +22,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/results"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -349,9 +350,5 @@ func write(dir string, rounds []Round, sum *Summary) error {
 	if err := errors.Join(w.Error(), f.Close()); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(sum, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, SummaryFile), append(b, '\n'), 0o644)
+	return results.WriteJSON(filepath.Join(dir, SummaryFile), sum)
 }

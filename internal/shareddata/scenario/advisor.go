@@ -40,7 +40,7 @@ func advisorTable(groups []npmGroup, swept []string) (report.Table, string, bool
 	var classes []string
 	for _, g := range groups {
 		var rest []string
-		for i, p := range g.params {
+		for i, p := range g.Params {
 			if i != tau {
 				rest = append(rest, p)
 			}
@@ -49,8 +49,8 @@ func advisorTable(groups []npmGroup, swept []string) (report.Table, string, bool
 		if _, ok := byClass[key]; !ok {
 			classes = append(classes, key)
 		}
-		o := option{label: g.params[tau]}
-		for name, m := range g.metrics {
+		o := option{label: g.Params[tau]}
+		for name, m := range g.Metrics {
 			if strings.HasPrefix(name, "maintenance/") {
 				o.maintenance = true
 				o.period = max(o.period, m["period_s"].Mean)

@@ -1,15 +1,15 @@
 package scenario
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/results"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/shareddata/freshness"
@@ -106,12 +106,8 @@ func freshnessCommand(env kind.Env, cfg any) (kind.Command, error) {
 func freshnessMetrics(out kind.RunOutput) map[string]map[string]float64 {
 	m := map[string]map[string]float64{}
 	for _, in := range out.Instances {
-		b, err := os.ReadFile(filepath.Join(in.OutDir, freshness.ReportFile))
-		if err != nil {
-			continue
-		}
 		var r freshness.Report
-		if json.Unmarshal(b, &r) != nil {
+		if results.ReadJSON(filepath.Join(in.OutDir, freshness.ReportFile), &r) != nil {
 			continue
 		}
 		ended := 0.0

@@ -5,14 +5,14 @@
 package scenario
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/results"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/shareddata/maintain"
@@ -68,12 +68,8 @@ func maintenanceCommand(env kind.Env, cfg any) (kind.Command, error) {
 func maintenanceMetrics(out kind.RunOutput) map[string]map[string]float64 {
 	m := map[string]map[string]float64{}
 	for _, in := range out.Instances {
-		b, err := os.ReadFile(filepath.Join(in.OutDir, maintain.SummaryFile))
-		if err != nil {
-			continue
-		}
 		var s maintain.Summary
-		if json.Unmarshal(b, &s) != nil {
+		if results.ReadJSON(filepath.Join(in.OutDir, maintain.SummaryFile), &s) != nil {
 			continue
 		}
 		const mib = 1 << 20

@@ -22,39 +22,15 @@ func init() {
 }
 
 // npmGroup is one sweep combination with its runs.
-type npmGroup struct {
-	params  []string
-	metrics map[string]map[string]results.Aggregate
-	runs    []*report.Run
-}
+type npmGroup = report.Combination
 
-func npmGroups(res *report.Results) ([]npmGroup, []string) {
-	byID := map[string]*report.Run{}
-	for _, r := range res.Runs {
-		byID[r.ID] = r
-	}
-	swept := report.SweptParams(res.Summary.Groups)
-	var out []npmGroup
-	for _, g := range res.Summary.Groups {
-		ng := npmGroup{metrics: g.Metrics}
-		for _, p := range swept {
-			ng.params = append(ng.params, results.Label(g.Params, g.Labels, p))
-		}
-		for _, id := range g.Runs {
-			if r := byID[id]; r != nil {
-				ng.runs = append(ng.runs, r)
-			}
-		}
-		out = append(out, ng)
-	}
-	return out, swept
-}
+func npmGroups(res *report.Results) ([]npmGroup, []string) { return report.Combinations(res) }
 
 // instancesWith lists the instances X of metrics named prefix+X across groups, sorted.
 func instancesWith(groups []npmGroup, prefix string) []string {
 	seen := map[string]bool{}
 	for _, g := range groups {
-		for name := range g.metrics {
+		for name := range g.Metrics {
 			if x, ok := strings.CutPrefix(name, prefix); ok {
 				seen[x] = true
 			}
@@ -134,13 +110,13 @@ func paceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 	t.Columns = append(t.Columns, report.Column{Header: "processed", Title: "metrics processed (consumer) or published (producer)", Numeric: true})
 	for _, g := range groups {
 		for _, in := range insts {
-			counts, ok := g.metrics["pace/"+in]
+			counts, ok := g.Metrics["pace/"+in]
 			if !ok {
 				continue
 			}
-			row := append(append([]string{}, g.params...), in)
+			row := append(append([]string{}, g.Params...), in)
 			for _, op := range ops {
-				m, ok := g.metrics[in+"/"+op+"/latency_ms"]
+				m, ok := g.Metrics[in+"/"+op+"/latency_ms"]
 				if !ok || m["p50"].N == 0 {
 					row = append(row, "")
 					continue
@@ -160,7 +136,7 @@ func paceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 
 func hasOp(g npmGroup, insts []string, op string) bool {
 	for _, in := range insts {
-		if _, ok := g.metrics[in+"/"+op+"/latency_ms"]; ok {
+		if _, ok := g.Metrics[in+"/"+op+"/latency_ms"]; ok {
 			return true
 		}
 	}
@@ -298,7 +274,7 @@ func groupUsage(g npmGroup) (groupTotals, map[string]float64, bool) {
 	var gt groupTotals
 	perInst := map[string]float64{}
 	var count, dbRuns float64
-	for _, r := range g.runs {
+	for _, r := range g.Runs {
 		if v, ok := dbTraffic(r); ok {
 			gt.dbMbps += v
 			dbRuns++
@@ -310,14 +286,14 @@ func groupUsage(g npmGroup) (groupTotals, map[string]float64, bool) {
 			gt.diskMiB = math.Max(gt.diskMiB, u.diskMiB)
 			gt.energy30 += u.energy30
 			gt.netMBps += u.netMBps / float64(len(us))
-			perInst[name] += u.cpuPct / float64(len(g.runs))
+			perInst[name] += u.cpuPct / float64(len(g.Runs))
 		}
 		count += float64(len(us))
 	}
 	if count == 0 {
 		return gt, nil, false
 	}
-	nr := float64(len(g.runs))
+	nr := float64(len(g.Runs))
 	gt.instances = count / nr
 	gt.cpuPct, gt.rssMiB, gt.energy30, gt.netMBps = gt.cpuPct/nr, gt.rssMiB/nr, gt.energy30/nr, gt.netMBps/nr
 	if dbRuns > 0 {
@@ -346,10 +322,10 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 		if gu.haveDB {
 			db = fmtF(gu.dbMbps)
 		}
-		row := append(append([]string{}, g.params...), chart.FormatNum(gu.instances),
+		row := append(append([]string{}, g.Params...), chart.FormatNum(gu.instances),
 			fmtF(gu.cpuPct), fmtF(gu.cpuPct/gu.instances), fmtF(gu.rssMiB), fmtF(gu.diskMiB), fmtF(gu.energy30), fmtF(gu.netMBps), db)
 		t.Rows = append(t.Rows, row)
-		label := strings.Join(g.params, ", ")
+		label := strings.Join(g.Params, ", ")
 		if label == "" {
 			label = fmt.Sprintf("group %d", gi+1)
 		}
@@ -399,11 +375,11 @@ func maintenanceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 	}
 	for _, g := range groups {
 		for _, in := range insts {
-			m, ok := g.metrics["maintenance/"+in]
+			m, ok := g.Metrics["maintenance/"+in]
 			if !ok {
 				continue
 			}
-			row := append(append([]string{}, g.params...), in)
+			row := append(append([]string{}, g.Params...), in)
 			for _, f := range fields {
 				row = append(row, report.AggCell(m[f.key]))
 			}
@@ -427,13 +403,13 @@ func freshnessTable(groups []npmGroup, swept []string) (report.Table, bool) {
 		report.Column{Header: "staleness p50 / p99 (ms) per reader"})}
 	for _, g := range groups {
 		for _, in := range insts {
-			m, ok := g.metrics["freshness/"+in]
+			m, ok := g.Metrics["freshness/"+in]
 			if !ok {
 				continue
 			}
 			var stale []string
-			for _, name := range sortedMetricNames(g.metrics, in+"/stale_") {
-				l := g.metrics[name]
+			for _, name := range sortedMetricNames(g.Metrics, in+"/stale_") {
+				l := g.Metrics[name]
 				reader := strings.TrimSuffix(strings.TrimPrefix(name, in+"/stale_"), "/latency_ms")
 				stale = append(stale, fmt.Sprintf("%s %s / %s", reader, chart.FormatNum(l["p50"].Mean), chart.FormatNum(l["p99"].Mean)))
 			}
@@ -441,7 +417,7 @@ func freshnessTable(groups []npmGroup, swept []string) (report.Table, bool) {
 			if m["ended_in_outage"].Mean > 0 {
 				outage += " (not over at the end)"
 			}
-			t.Rows = append(t.Rows, append(append([]string{}, g.params...), in, report.AggCell(m["writes"]),
+			t.Rows = append(t.Rows, append(append([]string{}, g.Params...), in, report.AggCell(m["writes"]),
 				report.AggCell(m["write_errors"]), outage, report.AggCell(m["gap_start_s"]), strings.Join(stale, "; ")))
 		}
 	}
