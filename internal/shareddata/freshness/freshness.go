@@ -7,7 +7,9 @@
 // from s's acknowledgment until the reader first returns s or a later value (0 when it did so
 // before the acknowledgment arrived). Writes are timed as operations; the longest time between
 // two acknowledged writes after the warm-up is the write outage, whose part beyond Interval is
-// the failover duration when a fault was injected.
+// the failover duration when a fault was injected. After failed writes, the counter is read
+// back through the write path before the next write: a value below the last acknowledged one
+// counts acknowledged writes the store lost.
 //
 // For etcd, the writer first moves leadership to Leader (so the scenario knows which node
 // holds it); for Redis Cluster it picks a key whose slot's master is at Leader. continuum kv
@@ -92,6 +94,9 @@ func (c *Config) Validate() error {
 // and a reader per instance to poll.
 type store interface {
 	write(ctx context.Context, v int64) error
+	// current reads the counter through the write path (etcd: a linearizable read; Redis:
+	// the key's master).
+	current(ctx context.Context) (int64, error)
 	readers() []reader
 	close()
 }
@@ -121,6 +126,10 @@ type Report struct {
 	// EndedInOutage is true when the run ended with writes still failing (the longest gap
 	// then runs to the end of the run).
 	EndedInOutage bool `json:"ended_in_outage"`
+	// LostAcknowledged counts acknowledged writes that were gone when the store answered again
+	// after failed writes: the counter read through the write path was below the last
+	// acknowledged value (a Redis master lost before it replicated them).
+	LostAcknowledged int64 `json:"lost_acknowledged"`
 }
 
 // ReportFile is the Report's name in OutDir.
@@ -138,6 +147,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer st.close()
+	return probe(ctx, cfg, st, key)
+}
+
+// probe runs the writer and the readers on st (cfg validated).
+func probe(ctx context.Context, cfg Config, st store, key string) (*Report, error) {
 	rs := st.readers()
 	ops := []string{"write"}
 	rep := &Report{Backend: cfg.Backend, Key: key, PollMS: ms(cfg.Poll)}
@@ -178,7 +192,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	warm := sess.T0().Add(cfg.Warmup)
 	var last time.Time
 	tick := time.NewTicker(cfg.Interval)
+	suspect := false // a write failed: check what the store kept before writing again
 	for seq := int64(1); rctx.Err() == nil; {
+		if suspect {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), cfg.Timeout)
+			v, err := st.current(cctx)
+			cancel()
+			if err == nil {
+				rep.LostAcknowledged += max(0, seq-1-v)
+				suspect = false
+			}
+		}
 		op, ok := sess.Begin("write")
 		if !ok {
 			break
@@ -203,8 +227,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			last = now
 			seq++
-		} else if now.After(warm) {
-			rep.WriteErrors++
+		} else {
+			suspect = true
+			if now.After(warm) {
+				rep.WriteErrors++
+			}
 		}
 		select {
 		case <-rctx.Done():

@@ -2,8 +2,10 @@ package freshness
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,4 +106,49 @@ func readStats(dir string) (results.Stats, error) {
 	var st results.Stats
 	err := results.ReadJSON(filepath.Join(dir, results.StatsFile), &st)
 	return st, err
+}
+
+// lossy is a store that, after failing writes, comes back having lost the last acknowledged
+// ones: what a Redis master that died before replicating them leaves.
+type lossy struct {
+	mu              sync.Mutex
+	value, attempts int64
+}
+
+func (l *lossy) write(_ context.Context, v int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.attempts++
+	switch {
+	case l.attempts == 10: // the master dies; the replica had 3 writes fewer
+		l.value -= 3
+		return errors.New("connection refused")
+	case l.attempts > 10 && l.attempts < 15:
+		return errors.New("connection refused")
+	}
+	l.value = v
+	return nil
+}
+
+func (l *lossy) current(context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.attempts > 10 && l.attempts < 15 {
+		return 0, errors.New("connection refused")
+	}
+	return l.value, nil
+}
+
+func (l *lossy) readers() []reader { return nil }
+func (l *lossy) close()            {}
+
+func TestLostAcknowledgedWrites(t *testing.T) {
+	l := &lossy{}
+	rep, err := probe(context.Background(), Config{Backend: BackendRedisCluster, Write: "x", Interval: time.Millisecond, Duration: 200 * time.Millisecond}, l, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LostAcknowledged != 3 || rep.WriteErrors != 5 {
+		t.Errorf("lost %d, write errors %d; want 3 and 5", rep.LostAcknowledged, rep.WriteErrors)
+	}
 }

@@ -117,6 +117,14 @@ func (p *etcdProbe) write(ctx context.Context, v int64) error {
 	return err
 }
 
+func (p *etcdProbe) current(ctx context.Context) (int64, error) {
+	resp, err := p.writer.Get(ctx, p.key)
+	if err != nil || len(resp.Kvs) == 0 {
+		return 0, err
+	}
+	return parseCounter(resp.Kvs[0].Value)
+}
+
 func (p *etcdProbe) readers() []reader {
 	var rs []reader
 	for i, c := range p.members {
@@ -209,6 +217,17 @@ func keyMasteredAt(ctx context.Context, c *redis.ClusterClient, base, leader str
 // shareddata.NewRedisClusterClient), as the platform's own do.
 func (p *redisProbe) write(ctx context.Context, v int64) error {
 	return p.writer.Set(ctx, p.key, v, 0).Err()
+}
+
+func (p *redisProbe) current(ctx context.Context) (int64, error) {
+	b, err := p.writer.Get(ctx, p.key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return parseCounter(b)
 }
 
 func (p *redisProbe) readers() []reader {

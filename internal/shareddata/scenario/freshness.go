@@ -117,6 +117,7 @@ func freshnessMetrics(out kind.RunOutput) map[string]map[string]float64 {
 		m["freshness/"+in.Name] = map[string]float64{
 			"writes": float64(r.Writes), "write_errors": float64(r.WriteErrors), "longest_gap_ms": r.LongestGapMS,
 			"outage_ms": r.OutageMS, "gap_start_s": r.GapStartS, "ended_in_outage": ended, "poll_ms": r.PollMS,
+			"lost_acknowledged": float64(r.LostAcknowledged),
 		}
 	}
 	if len(m) == 0 {

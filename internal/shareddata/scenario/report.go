@@ -400,6 +400,7 @@ func freshnessTable(groups []npmGroup, swept []string) (report.Table, bool) {
 		report.Column{Header: "writes", Numeric: true}, report.Column{Header: "write errors", Numeric: true},
 		report.Column{Header: "outage (ms)", Title: "longest time between acknowledged writes, minus the write interval", Numeric: true},
 		report.Column{Header: "outage began (s)", Numeric: true},
+		report.Column{Header: "acknowledged writes lost", Numeric: true},
 		report.Column{Header: "staleness p50 / p99 (ms) per reader"})}
 	for _, g := range groups {
 		for _, in := range insts {
@@ -418,7 +419,8 @@ func freshnessTable(groups []npmGroup, swept []string) (report.Table, bool) {
 				outage += " (not over at the end)"
 			}
 			t.Rows = append(t.Rows, append(append([]string{}, g.Params...), in, report.AggCell(m["writes"]),
-				report.AggCell(m["write_errors"]), outage, report.AggCell(m["gap_start_s"]), strings.Join(stale, "; ")))
+				report.AggCell(m["write_errors"]), outage, report.AggCell(m["gap_start_s"]), report.AggCell(m["lost_acknowledged"]),
+				strings.Join(stale, "; ")))
 		}
 	}
 	return t, len(t.Rows) > 0
