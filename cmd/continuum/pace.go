@@ -41,7 +41,9 @@ func newPaceRoleCmd(role string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   role,
 		Short: "Run one PACE " + role,
-		Args:  cobra.NoArgs,
+		Example: "  continuum pace " + role + " --backend etcd --endpoints http://127.0.0.1:2379 --group g1 --id " + role[:1] + "1 --class wave --duration 60s --out /tmp/" + role[:1] + "1\n" +
+			"  continuum pace " + role + " --backend redis --endpoints 127.0.0.1:6379 --group g1 --id " + role[:1] + "1 --class pulse --out /tmp/" + role[:1] + "1",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := pace.LookupClass(class)
 			if err != nil {

@@ -12,6 +12,8 @@ func newRedisClusterCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "redis-cluster",
 		Short: "Form a Redis Cluster from running cluster-mode redis-server instances",
+		Example: `  continuum redis-cluster create --member n1:6379 --member n2:6379 --member n3:6379 \
+    --member n1:6380 --member n2:6380 --member n3:6380 --replicas 1`,
 	}
 	var cfg baselines.RedisJoinConfig
 	create := &cobra.Command{
