@@ -57,7 +57,7 @@ func TestDefragDowntimeIsSeenByTheProbe(t *testing.T) {
 	srv := baselinetest.Start(t, "etcd")
 	ep := srv.Target.Endpoints[0]
 	fill(t, ep, 3000, 2000, 20_000) // ~40 MB live
-	off, err := Run(context.Background(), Config{Endpoint: ep, Duration: 2 * time.Second})
+	off, err := Run(context.Background(), Config{Endpoint: ep, Duration: 2500 * time.Millisecond, Warmup: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
