@@ -149,18 +149,17 @@ func (p *etcdProbe) close() {
 }
 
 type redisProbe struct {
-	key      string
-	writer   *redis.ClusterClient
-	replicas *redis.ClusterClient // read-only commands go to the key's replicas
+	key    string
+	writer *redis.ClusterClient
+	// replicas[i] talks to one replica of the key's slot alone (READONLY): what that replica
+	// has. A Cluster client would send reads to the master once a replica stops answering.
+	replicas []*redis.Client
+	names    []string
 }
 
 func openRedisCluster(ctx context.Context, cfg Config, base string) (*redisProbe, string, error) {
 	seeds := append([]string{cfg.Write}, cfg.Read...)
-	p := &redisProbe{
-		writer:   shareddata.NewRedisClusterClient(&redis.ClusterOptions{Addrs: seeds, DialTimeout: time.Second}),
-		replicas: shareddata.NewRedisClusterClient(&redis.ClusterOptions{Addrs: seeds, DialTimeout: time.Second, ReadOnly: true}),
-	}
-	p.key = base
+	p := &redisProbe{writer: shareddata.NewRedisClusterClient(&redis.ClusterOptions{Addrs: seeds, DialTimeout: time.Second}), key: base}
 	if cfg.Leader != "" {
 		key, err := keyMasteredAt(ctx, p.writer, base, cfg.Leader)
 		if err != nil {
@@ -169,7 +168,63 @@ func openRedisCluster(ctx context.Context, cfg Config, base string) (*redisProbe
 		}
 		p.key = key
 	}
+	replicas, err := slotReplicas(ctx, p.writer, p.key)
+	if err != nil {
+		p.close()
+		return nil, "", err
+	}
+	for _, addr := range replicas {
+		p.replicas = append(p.replicas, redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second,
+			OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }}))
+		p.names = append(p.names, "replica_"+hostOf(addr, true))
+	}
 	return p, p.key, nil
+}
+
+// slotReplicas lists the replicas of the master of key's slot, from CLUSTER NODES (CLUSTER
+// SLOTS leaves out replicas a node does not yet consider in sync). It waits up to 10 s for
+// one, as a new cluster's nodes learn of each other's replicas by gossip.
+func slotReplicas(ctx context.Context, c *redis.ClusterClient, key string) ([]string, error) {
+	master, err := c.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	masterAddr := master.Options().Addr
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		text, err := master.ClusterNodes(ctx).Result()
+		if err != nil {
+			return nil, err
+		}
+		// <id> <ip:port@cport> <flags> <master id> ...: the master's own line gives its id.
+		var masterID string
+		lines := strings.Split(strings.TrimSpace(text), "\n")
+		for _, l := range lines {
+			f := strings.Fields(l)
+			if len(f) > 3 && strings.Contains(f[2], "myself") {
+				masterID = f[0]
+			}
+		}
+		var out []string
+		for _, l := range lines {
+			f := strings.Fields(l)
+			if len(f) > 3 && f[3] == masterID && strings.Contains(f[2], "slave") && !strings.Contains(f[2], "fail") {
+				addr, _, _ := strings.Cut(f[1], "@")
+				out = append(out, addr)
+			}
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the master %s of %q has no replica", masterAddr, key)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // keyMasteredAt finds a key (base plus a hash tag) whose slot's master is at leader
@@ -231,19 +286,25 @@ func (p *redisProbe) current(ctx context.Context) (int64, error) {
 }
 
 func (p *redisProbe) readers() []reader {
-	return []reader{{name: "replica", read: func(ctx context.Context) (int64, error) {
-		b, err := p.replicas.Get(ctx, p.key).Bytes()
-		if errors.Is(err, redis.Nil) {
-			return 0, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-		return parseCounter(b)
-	}}}
+	var rs []reader
+	for i, c := range p.replicas {
+		rs = append(rs, reader{name: p.names[i], read: func(ctx context.Context) (int64, error) {
+			b, err := c.Get(ctx, p.key).Bytes()
+			if errors.Is(err, redis.Nil) {
+				return 0, nil
+			}
+			if err != nil {
+				return 0, err
+			}
+			return parseCounter(b)
+		}})
+	}
+	return rs
 }
 
 func (p *redisProbe) close() {
 	p.writer.Close()
-	p.replicas.Close()
+	for _, c := range p.replicas {
+		c.Close()
+	}
 }
