@@ -24,9 +24,14 @@ func TestClockOffsetAlarm(t *testing.T) {
 		c.Now = func() time.Time { return time.Now().Add(-2 * time.Second) } // b's clock is 2 s slow
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
+	// A change from each side, so each measures the other's clock from a timestamp it made:
+	// a learns b's clock only from what b sends it, and b might otherwise have sent nothing
+	// yet when a is asked (1 in ~20 fresh runs).
 	putKV(t, a.store, "k", "v")
+	putKV(t, b.store, "k2", "v2")
 	waitConverged(t, map[string]*member{"a": a, "b": b}, 30*time.Second)
 	testenv.Eventually(t, 30*time.Second, "b to count a's clock as ahead", func() bool { return b.repl.Peers()[0].OffsetExceeded > 0 })
+	testenv.Eventually(t, 30*time.Second, "a to see b's clock behind", func() bool { return a.repl.Peers()[0].ClockAhead < -time.Second })
 	if ahead := b.repl.Peers()[0].ClockAhead; ahead < 1500*time.Millisecond || ahead > 2*time.Second {
 		t.Errorf("b measures a's clock %v ahead, want about 2s (less the network delay)", ahead)
 	}
