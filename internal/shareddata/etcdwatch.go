@@ -29,13 +29,7 @@ func (s *etcdStore) SubscribeControl(ctx context.Context, group, producer string
 }
 
 func (s *etcdStore) Subscribe(ctx context.Context, ns string, from Cursor, channels ...string) (*Subscription, error) {
-	if err := validNames("namespace", ns); err != nil {
-		return nil, err
-	}
-	if len(channels) == 0 {
-		return nil, errors.New("subscribe: no channels")
-	}
-	if err := validNames("channel", channels...); err != nil {
+	if err := validSubscription(ns, channels); err != nil {
 		return nil, err
 	}
 	want := map[string]bool{}

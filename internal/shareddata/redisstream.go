@@ -36,13 +36,7 @@ func (s *redisStore) SubscribeControl(ctx context.Context, group, producer strin
 // reads them all, in one Cluster slot. from applies to every channel; the subscription keeps
 // a cursor per channel from then on.
 func (s *redisStore) Subscribe(ctx context.Context, ns string, from Cursor, channels ...string) (*Subscription, error) {
-	if err := validNames("namespace", ns); err != nil {
-		return nil, err
-	}
-	if len(channels) == 0 {
-		return nil, errors.New("subscribe: no channels")
-	}
-	if err := validNames("channel", channels...); err != nil {
+	if err := validSubscription(ns, channels); err != nil {
 		return nil, err
 	}
 	streams := make([]string, len(channels))

@@ -236,6 +236,17 @@ func validNames(what string, names ...string) error {
 	return nil
 }
 
+// validSubscription checks Subscribe's namespace and channels (at least one).
+func validSubscription(ns string, channels []string) error {
+	if err := ValidName("namespace", ns); err != nil {
+		return err
+	}
+	if len(channels) == 0 {
+		return errors.New("subscribe: no channels")
+	}
+	return validNames("channel", channels...)
+}
+
 func validPairs(pairs []Pair) error {
 	for _, p := range pairs {
 		if err := validKey(p.Key); err != nil {
