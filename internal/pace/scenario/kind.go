@@ -6,7 +6,6 @@ package scenario
 import (
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/pace"
 	"github.com/continuum-project/continuum/internal/shareddata"
+	sdscenario "github.com/continuum-project/continuum/internal/shareddata/scenario"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -118,18 +118,9 @@ func (c *Config) paceConfig(instance string) pace.Config {
 func (c *Config) store(env kind.Env) (shareddata.Config, error) {
 	var sc shareddata.Config
 	for _, name := range c.Components {
-		node, ep, err := env.Endpoint(name, c.Port, kind.ProtocolEtcdV3, kind.ProtocolRedis, kind.ProtocolRedisCluster)
+		hostPort, backend, err := sdscenario.StoreEndpoint(env, name, c.Port)
 		if err != nil {
 			return sc, err
-		}
-		comp, _ := env.Component(name)
-		backend := comp.Kind // etcd, kv, redis
-		if ep.Protocol == kind.ProtocolRedisCluster {
-			backend = shareddata.BackendRedisCluster // any member leads the client to the others
-		}
-		hostPort := net.JoinHostPort(node, strconv.Itoa(ep.Port))
-		if ep.Protocol == kind.ProtocolEtcdV3 {
-			hostPort = "http://" + hostPort
 		}
 		if sc.Backend != "" && sc.Backend != backend {
 			return sc, fmt.Errorf("components mix %s and %s: a PACE process talks to one store", sc.Backend, backend)

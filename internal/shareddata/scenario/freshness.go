@@ -3,15 +3,14 @@ package scenario
 import (
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/results"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/shareddata"
 	"github.com/continuum-project/continuum/internal/shareddata/freshness"
 	"github.com/continuum-project/continuum/internal/spec"
 )
@@ -55,18 +54,14 @@ func (c *FreshnessConfig) validate() error {
 	return nil
 }
 
-// endpoint is a component's client address and the backend it implies.
+// endpoint is StoreEndpoint for the stores the probe supports (a standalone Redis has no
+// replica to be stale or to fail over to).
 func endpoint(env kind.Env, name string) (string, string, error) {
-	node, ep, err := env.Endpoint(name, 0, kind.ProtocolEtcdV3, kind.ProtocolRedisCluster)
-	if err != nil {
-		return "", "", err
+	addr, backend, err := StoreEndpoint(env, name, 0)
+	if err == nil && backend == shareddata.BackendRedis {
+		err = fmt.Errorf("component %s is a standalone Redis: freshness needs etcd, kv or a Redis Cluster member", name)
 	}
-	hostPort := net.JoinHostPort(node, strconv.Itoa(ep.Port))
-	if ep.Protocol == kind.ProtocolRedisCluster {
-		return hostPort, freshness.BackendRedisCluster, nil
-	}
-	comp, _ := env.Component(name)
-	return "http://" + hostPort, comp.Kind, nil
+	return addr, backend, err
 }
 
 func freshnessCommand(env kind.Env, cfg any) (kind.Command, error) {
