@@ -50,17 +50,8 @@ func openEtcd(ctx context.Context, cfg Config, key string) (*etcdProbe, string, 
 			return nil, "", err
 		}
 		p.members = append(p.members, c)
-		p.names = append(p.names, hostOf(ep, false))
 	}
-	for i := range p.names {
-		for j := range i {
-			if p.names[i] == p.names[j] { // several members on one host (tests): name them by port too
-				for k, ep := range cfg.Read {
-					p.names[k] = hostOf(ep, true)
-				}
-			}
-		}
-	}
+	p.names = readerNames(cfg.Read)
 	if cfg.Leader != "" && cfg.Backend == BackendEtcd {
 		if err := moveLeader(ctx, append([]string{cfg.Write}, cfg.Read...), cfg.Leader); err != nil {
 			p.close()
@@ -68,6 +59,24 @@ func openEtcd(ctx context.Context, cfg Config, key string) (*etcdProbe, string, 
 		}
 	}
 	return p, key, nil
+}
+
+// readerNames names readers by their endpoints' hosts, or by host and port when several share
+// a host (members on one machine, as in tests).
+func readerNames(endpoints []string) []string {
+	names := make([]string, len(endpoints))
+	seen := map[string]bool{}
+	for i, ep := range endpoints {
+		names[i] = hostOf(ep, false)
+		if seen[names[i]] {
+			for j, ep := range endpoints {
+				names[j] = hostOf(ep, true)
+			}
+			return names
+		}
+		seen[names[i]] = true
+	}
+	return names
 }
 
 // hostOf names a reader by its endpoint's host (and port).
