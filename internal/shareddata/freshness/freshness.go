@@ -50,6 +50,9 @@ type Config struct {
 	Duration, Warmup time.Duration
 	OutDir           string
 	Progress         io.Writer
+	// OnStart, if set, is called once the probe measures (its connections are set up and
+	// the key chosen), so a caller can time a fault from it.
+	OnStart func()
 }
 
 // Backends a probe supports.
@@ -165,6 +168,9 @@ func probe(ctx context.Context, cfg Config, st store, key string) (*Report, erro
 	}
 	rctx, stop := context.WithDeadline(ctx, sess.T0().Add(cfg.Duration))
 	defer stop()
+	if cfg.OnStart != nil {
+		cfg.OnStart()
+	}
 
 	// acks[s] is when write s was acknowledged; a reader that sees s reports its staleness.
 	var mu sync.Mutex

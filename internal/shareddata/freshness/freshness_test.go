@@ -41,7 +41,12 @@ func TestRedisClusterFailover(t *testing.T) {
 		t.Errorf("without a fault: %+v", calm)
 	}
 	cfg.Duration, cfg.OutDir = 15*time.Second, t.TempDir()
+	// The fault is timed from the probe's start: setting up (finding the key's replica by
+	// gossip) can take seconds on a busy machine.
+	started := make(chan struct{})
+	cfg.OnStart = func() { close(started) }
 	go func() {
+		<-started
 		time.Sleep(2 * time.Second)
 		for i, a := range c.Addrs {
 			if a == master {
@@ -180,14 +185,16 @@ func TestRedisReplicaStaleness(t *testing.T) {
 		t.Fatalf("no linked replica in %+v", roles)
 	}
 	dir := t.TempDir()
+	started := make(chan struct{})
 	go func() {
+		<-started // timed from the probe's start, as in TestRedisClusterFailover
 		time.Sleep(2 * time.Second)
 		_ = syscall.Kill(frozen.PID(), syscall.SIGSTOP)
 		time.Sleep(1500 * time.Millisecond)
 		_ = syscall.Kill(frozen.PID(), syscall.SIGCONT)
 	}()
 	rep, err := Run(ctx, Config{Backend: BackendRedisCluster, Write: c.Addrs[0], Read: c.Addrs[1:], Leader: master,
-		Interval: 20 * time.Millisecond, Duration: 6 * time.Second, OutDir: dir})
+		Interval: 20 * time.Millisecond, Duration: 6 * time.Second, OutDir: dir, OnStart: func() { close(started) }})
 	if err != nil {
 		t.Fatal(err)
 	}
