@@ -165,7 +165,9 @@ func TestLostAcknowledgedWrites(t *testing.T) {
 // replica only once it runs again, so the staleness the probe reports must reach about a
 // second; before the freeze it stays within milliseconds.
 func TestRedisReplicaStaleness(t *testing.T) {
-	c := baselinetest.StartRedisCluster(t)
+	// Redis's default node timeout: with 1 s, a busy machine made the cluster fail over by
+	// itself, and the replica frozen was no longer the one the probe read.
+	c := baselinetest.StartRedisClusterWith(t, 0)
 	ctx := context.Background()
 	roles := c.Roles(ctx)
 	var master, replica string
