@@ -205,7 +205,7 @@ func TestRedisReplicaStaleness(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := st.Series[rep.Readers[0]]
-	t.Logf("writes %d, staleness %+v", rep.Writes, s.Latency)
+	t.Logf("writes %d, staleness %+v, readers %v, frozen %s (master %s), key %s", rep.Writes, s.Latency, rep.Readers, replica, master, rep.Key)
 	if s.Latency.Max < 1000 {
 		t.Errorf("staleness max %.1f ms with the replica frozen for 1.5 s: the probe must see it", s.Latency.Max)
 	}
