@@ -14,11 +14,14 @@ func init() { commands = append(commands, newSharedDataCmd) }
 func newSharedDataCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "shareddata",
-		Short: "The NPM platform's tools: maintenance of etcd/kv members, staleness and failover probes",
-		Example: `  continuum shareddata maintain --endpoint http://127.0.0.1:2379 --period 10s --duration 5m --out /tmp/maint
+		Short: "The NPM platform's tools: its data by hand, maintenance of etcd/kv members, staleness and failover probes",
+		Example: `  continuum shareddata set --backend etcd --endpoints http://127.0.0.1:2379 app1 mode=fast
+  continuum shareddata subscribe --backend redis-cluster --endpoints n1:6379 --metrics g1
+  continuum shareddata maintain --endpoint http://127.0.0.1:2379 --period 10s --duration 5m --out /tmp/maint
   continuum shareddata freshness --backend etcd --write http://n2:2379 --read http://n1:2379 --duration 45s --out /tmp/fresh`,
 	}
 	cmd.AddCommand(newMaintainCmd(), newFreshnessCmd())
+	cmd.AddCommand(sharedDataToolCmds()...)
 	return cmd
 }
 

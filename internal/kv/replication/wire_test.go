@@ -6,8 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/continuum-project/continuum/internal/kv/mvcc"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/continuum-project/continuum/internal/kv/mvcc"
 )
 
 func sampleBatch() *SyncBatch {

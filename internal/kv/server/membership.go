@@ -13,11 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/kv/replication"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/continuum-project/continuum/internal/kv/replication"
 )
 
 // Runtime membership (etcd's MemberAdd and MemberRemove) in a cluster without consensus: each

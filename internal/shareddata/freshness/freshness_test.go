@@ -3,11 +3,14 @@ package freshness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/continuum-project/continuum/internal/baselines/baselinetest"
 	"github.com/continuum-project/continuum/internal/results"
@@ -64,6 +67,80 @@ func TestRedisClusterFailover(t *testing.T) {
 	if rep.Writes < 50 {
 		t.Errorf("writes did not resume after the failover: %+v", rep)
 	}
+}
+
+// TestRedisReplicaStaleness: every replica pauses applying writes for 1.5 s (CLIENT PAUSE
+// WRITE also holds the replication stream from its master, while reads go on being answered
+// with what the replica has). Writes acknowledged by the key's master in that window become
+// visible on its replica up to 1.5 s later: the probe must measure that. Without the pause,
+// staleness stays near the poll interval.
+//
+// (Freezing the replica with SIGSTOP does not make it stale to a reader: the reader's request
+// waits with the replication stream and is answered after it, with the fresh value. Cutting
+// the replication link does not either: a Redis 7 replica reconnects and resyncs at once.)
+func TestRedisReplicaStaleness(t *testing.T) {
+	c := baselinetest.StartRedisCluster(t)
+	ctx := context.Background()
+	var master string
+	var replicas []string
+	for _, r := range c.Roles(ctx) {
+		switch {
+		case !r.Master:
+			replicas = append(replicas, r.Addr)
+		case master == "":
+			master = r.Addr
+		}
+	}
+	cfg := Config{Backend: BackendRedisCluster, Write: master, Read: c.Addrs, Leader: master, Interval: 10 * time.Millisecond,
+		Duration: 2 * time.Second, OutDir: t.TempDir()}
+	calm := staleness(t, cfg)
+	if calm.OK < 100 || calm.Latency.P50 > 20 {
+		t.Errorf("without a pause: staleness %+v; want most of the ~200 writes seen within 20 ms (p50)", calm.Latency)
+	}
+
+	cfg.Duration, cfg.OutDir = 4*time.Second, t.TempDir()
+	paused := make(chan error, 1)
+	cfg.OnStart = func() {
+		go func() {
+			time.Sleep(time.Second)
+			for _, addr := range replicas {
+				rc := redis.NewClient(&redis.Options{Addr: addr})
+				err := rc.Do(ctx, "CLIENT", "PAUSE", "1500", "WRITE").Err()
+				_ = rc.Close()
+				if err != nil {
+					paused <- fmt.Errorf("%s: CLIENT PAUSE: %w", addr, err)
+					return
+				}
+			}
+			paused <- nil
+		}()
+	}
+	held := staleness(t, cfg)
+	if err := <-paused; err != nil {
+		t.Fatal(err)
+	}
+	if held.OK < 200 || held.Latency.Max < 500 {
+		t.Errorf("replicas paused for 1.5 s: staleness %+v (%d writes seen); want a maximum of at least 500 ms", held.Latency, held.OK)
+	}
+}
+
+// staleness runs cfg and returns its one reader's staleness series.
+func staleness(t *testing.T, cfg Config) results.SeriesStats {
+	t.Helper()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Readers) != 1 || rep.WriteErrors != 0 {
+		t.Fatalf("report %+v; want one reader (the key's replica) and no write errors", rep)
+	}
+	st, err := readStats(cfg.OutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.Series[rep.Readers[0]]
+	t.Logf("%s: %d writes, staleness %+v", rep.Readers[0], rep.Writes, s.Latency)
+	return s
 }
 
 // TestEtcdStaleness: one member read back through itself: every write is visible on it by
