@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	_ "google.golang.org/grpc/encoding/gzip" // registers the compressor peers use
 	"google.golang.org/grpc/keepalive"
 )
 

@@ -113,7 +113,7 @@ func (r *Replicator) pullOnce(parent context.Context, conn *grpc.ClientConn, pee
 	defer cancel()
 	var callOpts []grpc.CallOption
 	if r.cfg.Compress {
-		callOpts = append(callOpts, grpc.UseCompressor("gzip"))
+		callOpts = append(callOpts, grpc.UseCompressor(compressorName))
 	}
 	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, syncMethod, callOpts...)
 	if err != nil {

@@ -63,7 +63,7 @@ type Config struct {
 	MaxClockOffset time.Duration
 	// Now is the physical clock the offset is measured against (nil: time.Now; tests inject one).
 	Now func() time.Time
-	// Compress gzips the Sync streams this member opens.
+	// Compress compresses the Sync streams this member opens (with S2: see compressorName).
 	Compress bool
 	// TLS is the client configuration for https:// peer URLs (its certificate is this member's
 	// client certificate, its RootCAs verify the peers); nil: the system's roots, no client
