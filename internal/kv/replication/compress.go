@@ -6,17 +6,24 @@ import (
 
 	"github.com/klauspost/compress/s2"
 	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/encoding/gzip"
 )
 
-// compressorName is the gRPC compressor a puller asks its peer's Sync stream to use (Config.Compress).
+// Compressors a puller can ask its peer's Sync stream to use (Config.Compressor).
 //
-// It is S2 (a Snappy extension), not gzip. A change carries its values whole, every message is
+// S2 (a Snappy extension) is the default, not gzip. A change carries its values whole, every message is
 // compressed once per peer stream, and applications store values that do not compress: random
 // or already-compressed payloads, like PACE's 100 kB metrics (docs/npm.md). gzip spent 2.9 ms of
 // CPU on each such 100 kB value on this project's 2-core machines, for every peer: at a few
 // hundred writes per second that was most of a core. S2 stores incompressible blocks as they are
 // and still shrinks repetitive ones several-fold, at over a GB/s.
-const compressorName = "s2"
+const (
+	CompressorS2   = "s2"
+	CompressorGzip = gzip.Name
+)
+
+// Compressors lists the names Config.Compressor accepts besides "" (none).
+var Compressors = []string{CompressorS2, CompressorGzip}
 
 func init() { encoding.RegisterCompressor(&s2Compressor{}) }
 
@@ -25,7 +32,7 @@ func init() { encoding.RegisterCompressor(&s2Compressor{}) }
 // a time per stream, and a stream's send path should not spawn goroutines.
 type s2Compressor struct{ writers, readers sync.Pool }
 
-func (c *s2Compressor) Name() string { return compressorName }
+func (c *s2Compressor) Name() string { return CompressorS2 }
 
 func (c *s2Compressor) Compress(w io.Writer) (io.WriteCloser, error) {
 	z, _ := c.writers.Get().(*s2Writer)

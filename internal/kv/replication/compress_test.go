@@ -13,9 +13,9 @@ import (
 // writers and readers: incompressible values cost little more than their size, repetitive
 // ones shrink.
 func TestS2Compressor(t *testing.T) {
-	c := encoding.GetCompressor(compressorName)
+	c := encoding.GetCompressor(CompressorS2)
 	if c == nil {
-		t.Fatalf("compressor %q not registered", compressorName)
+		t.Fatalf("compressor %q not registered", CompressorS2)
 	}
 	random := make([]byte, 100<<10)
 	if _, err := rand.Read(random); err != nil {

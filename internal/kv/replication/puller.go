@@ -112,8 +112,8 @@ func (r *Replicator) pullOnce(parent context.Context, conn *grpc.ClientConn, pee
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var callOpts []grpc.CallOption
-	if r.cfg.Compress {
-		callOpts = append(callOpts, grpc.UseCompressor(compressorName))
+	if r.cfg.Compressor != "" {
+		callOpts = append(callOpts, grpc.UseCompressor(r.cfg.Compressor))
 	}
 	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, syncMethod, callOpts...)
 	if err != nil {

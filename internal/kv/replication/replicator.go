@@ -63,8 +63,9 @@ type Config struct {
 	MaxClockOffset time.Duration
 	// Now is the physical clock the offset is measured against (nil: time.Now; tests inject one).
 	Now func() time.Time
-	// Compress compresses the Sync streams this member opens (with S2: see compressorName).
-	Compress bool
+	// Compressor compresses the Sync streams this member opens: CompressorS2, CompressorGzip,
+	// or "" (none). Both ends must have it registered; this package registers both.
+	Compressor string
 	// TLS is the client configuration for https:// peer URLs (its certificate is this member's
 	// client certificate, its RootCAs verify the peers); nil: the system's roots, no client
 	// certificate. http:// peers are dialed in plaintext.

@@ -75,7 +75,7 @@ func startMember(t *testing.T, m *member, peers []string, size int, tweak func(*
 	rc.Name, rc.PeerURLs, rc.ClusterToken = m.name, []string{m.url}, "test"
 	rc.Heartbeat = 100 * time.Millisecond
 	rc.ClusterSize = size
-	rc.Compress = true
+	rc.Compressor = CompressorS2
 	rc.Peers = peers
 	if tweak != nil {
 		tweak(&rc)

@@ -55,3 +55,28 @@ func TestKVLagKind(t *testing.T) {
 		}
 	}
 }
+
+func TestKVKindPeerCompression(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"peer_compression: zstd\ncluster: c\n", `peer_compression "zstd": want s2, gzip or none`},
+		{"peer_compression: gzip\n", "needs cluster"},
+	} {
+		k, cfg := kindtest.Decode(t, "kv", c.yaml)
+		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an error naming %q", c.yaml, err, c.want)
+		}
+	}
+	k, cfg := kindtest.Decode(t, "kv", "peer_compression: none\ncluster: c\n")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	env := kind.Env{Binary: "/bin/continuum", Instance: "m1", Node: "n1", Nodes: map[string]string{"n1": "10.0.0.2"}, OutDir: "/o",
+		Components: map[string]kind.Component{"m1": kindtest.Component(t, "n1", "kv", cfg)}}
+	cmd, err := k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := strings.Join(cmd.Args, " "); !strings.Contains(line, "--peer-compression none") {
+		t.Errorf("command %q lacks --peer-compression none", line)
+	}
+}

@@ -48,6 +48,8 @@ type Config struct {
 	// PeerBatchLinger is `continuum kv --peer-batch-linger` (absent: its default; 0: every
 	// change sent at once), for sweeping the batching of replication.
 	PeerBatchLinger *spec.Duration `yaml:"peer_batch_linger"`
+	// PeerCompression is `continuum kv --peer-compression` (s2, gzip or none; absent: s2).
+	PeerCompression string `yaml:"peer_compression"`
 }
 
 func (c *Config) endpoints() []kind.Endpoint {
@@ -78,6 +80,14 @@ func (c *Config) validate() error {
 		if l.Duration < 0 || l.Duration >= time.Second {
 			return fmt.Errorf("peer_batch_linger %v: want 0 (no linger) up to below 1s (the heartbeat)", l.Duration)
 		}
+	}
+	switch c.PeerCompression {
+	case "", "s2", "gzip", "none":
+		if c.PeerCompression != "" && c.Cluster == "" {
+			return errors.New("peer_compression needs cluster: a single member sends no changes")
+		}
+	default:
+		return fmt.Errorf("peer_compression %q: want s2, gzip or none", c.PeerCompression)
 	}
 	switch c.Fsync {
 	case "", "batch", "always", "never":
@@ -117,6 +127,9 @@ func command(env kind.Env, cfg any) (kind.Command, error) {
 		}
 		if c.PeerBatchLinger != nil {
 			args = append(args, "--peer-batch-linger", c.PeerBatchLinger.String())
+		}
+		if c.PeerCompression != "" {
+			args = append(args, "--peer-compression", c.PeerCompression)
 		}
 	}
 	return kind.Command{Args: args, DataDirs: []string{dir}, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.ClientPort)}, nil

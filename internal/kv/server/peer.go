@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -36,6 +37,9 @@ func ParseInitialCluster(s string) (map[string][]string, error) {
 func (c *Config) clustered() bool { return len(c.InitialCluster) > 1 || len(c.ListenPeerURLs) > 0 }
 
 func (c *Config) validateCluster() error {
+	if p := c.PeerCompression; p != "" && p != "none" && !slices.Contains(replication.Compressors, p) {
+		return fmt.Errorf("--peer-compression %q: want none or one of %s", p, strings.Join(replication.Compressors, ", "))
+	}
 	if !c.clustered() {
 		return nil
 	}
@@ -136,7 +140,14 @@ func (s *Server) newReplicator() error {
 	rc.ClusterToken = s.cfg.InitialClusterToken
 	rc.Peers = s.cfg.pullFrom()
 	rc.ClusterSize = len(s.cfg.InitialCluster)
-	rc.Compress = true
+	rc.Compressor = replication.CompressorS2
+	switch s.cfg.PeerCompression {
+	case "":
+	case "none":
+		rc.Compressor = ""
+	default:
+		rc.Compressor = s.cfg.PeerCompression
+	}
 	if s.cfg.PeerDialTimeout > 0 {
 		rc.DialTimeout = s.cfg.PeerDialTimeout
 	}

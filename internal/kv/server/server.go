@@ -104,6 +104,9 @@ type Config struct {
 	// PeerBatchLinger is how long this member's outgoing Sync streams gather changes after a
 	// send (replication.Config.Linger); nil: replication's default, 3 ms; 0: none.
 	PeerBatchLinger *time.Duration
+	// PeerCompression compresses the Sync streams this member pulls on: s2 (default), gzip or
+	// none (replication.Config.Compressor).
+	PeerCompression string
 	// MaxClockOffset is how far ahead of this member's clock a peer's may run before it is
 	// reported (replication.Config.MaxClockOffset); nil: replication's default, 500 ms; 0: never.
 	MaxClockOffset *time.Duration
