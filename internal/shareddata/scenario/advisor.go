@@ -19,8 +19,20 @@ const (
 	adviceDiskMiB    = 1024
 )
 
-// advisorTable returns the advice, or false when no swept parameter is a maintenance period.
-func advisorTable(groups []npmGroup, swept []string) (report.Table, string, bool) {
+// tauOption is one maintenance period's runs within a combination of the other swept
+// parameters: the longest period, downtime and database size its maintained members reported,
+// and its store instances' total CPU.
+type tauOption struct {
+	label               string
+	period, down, db    float64
+	cpu                 float64
+	hasCPU, maintenance bool
+}
+
+// byTau groups the combinations by everything but the swept maintenance period (the "class"
+// key, in first-seen order) and returns each one's periods; ok is false when no swept
+// parameter is a maintenance period or no member was maintained.
+func byTau(groups []npmGroup, swept []string) (classes []string, opts map[string][]tauOption, ok bool) {
 	tau := -1
 	for i, p := range swept {
 		if strings.HasSuffix(p, ".config.period") {
@@ -28,16 +40,9 @@ func advisorTable(groups []npmGroup, swept []string) (report.Table, string, bool
 		}
 	}
 	if tau < 0 || len(instancesWith(groups, "maintenance/")) == 0 {
-		return report.Table{}, "", false
+		return nil, nil, false
 	}
-	type option struct {
-		label               string
-		period, down, db    float64
-		cpu                 float64
-		hasCPU, maintenance bool
-	}
-	byClass := map[string][]option{}
-	var classes []string
+	opts = map[string][]tauOption{}
 	for _, g := range groups {
 		var rest []string
 		for i, p := range g.Params {
@@ -46,10 +51,10 @@ func advisorTable(groups []npmGroup, swept []string) (report.Table, string, bool
 			}
 		}
 		key := strings.Join(rest, ", ")
-		if _, ok := byClass[key]; !ok {
+		if _, ok := opts[key]; !ok {
 			classes = append(classes, key)
 		}
-		o := option{label: g.Params[tau]}
+		o := tauOption{label: g.Params[tau]}
 		for name, m := range g.Metrics {
 			if strings.HasPrefix(name, "maintenance/") {
 				o.maintenance = true
@@ -61,14 +66,60 @@ func advisorTable(groups []npmGroup, swept []string) (report.Table, string, bool
 		if gu, _, ok := groupUsage(g); ok {
 			o.cpu, o.hasCPU = gu.cpuPct, true
 		}
-		byClass[key] = append(byClass[key], o)
+		opts[key] = append(opts[key], o)
+	}
+	return classes, opts, true
+}
+
+// cpuSplitTable splits the store's CPU per combination into reads/writes and maintenance
+// (seeds/000 Fig. 7): reads and writes are what the same combination used with maintenance off
+// (the probe alone), maintenance is what a period τ added to that. It needs a τ-off run per
+// combination.
+func cpuSplitTable(groups []npmGroup, swept []string) (report.Table, bool) {
+	classes, byClass, ok := byTau(groups, swept)
+	if !ok {
+		return report.Table{}, false
+	}
+	t := report.Table{Class: "npm-cpu-split", Columns: []report.Column{{Header: "combination"}, {Header: "τ"},
+		{Header: "CPU total (%)", Numeric: true}, {Header: "reads/writes (%)", Numeric: true}, {Header: "maintenance (%)", Numeric: true},
+		{Header: "maintenance share (%)", Numeric: true}}}
+	for _, class := range classes {
+		var off *tauOption
+		for i, o := range byClass[class] {
+			if o.maintenance && o.period == 0 && o.hasCPU {
+				off = &byClass[class][i]
+			}
+		}
+		if off == nil {
+			continue
+		}
+		for _, o := range byClass[class] {
+			if !o.hasCPU || o.period == 0 {
+				continue
+			}
+			m := o.cpu - off.cpu
+			share := ""
+			if o.cpu > 0 {
+				share = fmtF(m / o.cpu * 100)
+			}
+			t.Rows = append(t.Rows, []string{class, o.label, fmtF(o.cpu), fmtF(off.cpu), fmtF(m), share})
+		}
+	}
+	return t, len(t.Rows) > 0
+}
+
+// advisorTable returns the advice, or false when no swept parameter is a maintenance period.
+func advisorTable(groups []npmGroup, swept []string) (report.Table, string, bool) {
+	classes, byClass, ok := byTau(groups, swept)
+	if !ok {
+		return report.Table{}, "", false
 	}
 	t := report.Table{Class: "npm-advice", Columns: []report.Column{{Header: "combination"}, {Header: "recommended τ"},
 		{Header: "CPU (%)", Numeric: true}, {Header: "downtime max (ms)", Numeric: true}, {Header: "db before compaction (MiB)", Numeric: true},
 		{Header: "why"}}}
 	for _, class := range classes {
 		opts := byClass[class]
-		var ok []option
+		var ok []tauOption
 		var reasons []string
 		for _, o := range opts {
 			switch {

@@ -69,6 +69,9 @@ func buildNPM(res *report.Results) *report.SectionContent {
 	var advice string
 	if t, ok := maintenanceTable(groups, swept); ok {
 		c.Tables = append(c.Tables, t)
+		if t, ok := cpuSplitTable(groups, swept); ok {
+			c.Tables = append(c.Tables, t)
+		}
 		if a, note, ok := advisorTable(groups, swept); ok {
 			c.Tables = append(c.Tables, a)
 			advice = " " + note
@@ -84,7 +87,8 @@ func buildNPM(res *report.Results) *report.SectionContent {
 		"PACE durations are p50 (p99) in ms per operation type. Store instances are the run's components: CPU is the mean " +
 		"utilisation of one core over the run, energy the modelled dynamic energy per 30 s, network the instances' nodes' " +
 		"traffic (it includes PACE's when PACE shares their nodes). Maintenance downtime is the longest a probe request " +
-		"to the member waited during a defragmentation." + advice
+		"to the member waited during a defragmentation. The CPU split takes a combination's reads and writes to cost what its " +
+		"run with maintenance off (τ off: the probe alone) used, and maintenance what a period τ added to that." + advice
 	return c
 }
 

@@ -116,6 +116,40 @@ func TestMaintenanceAdvice(t *testing.T) {
 	}
 }
 
+func TestCPUSplit(t *testing.T) {
+	// One class with maintenance off (30% CPU), every 1 s (90%) and every 10 s (35%); a second
+	// class has no τ-off run, so nothing to split against.
+	mk := func(id string, cpu float64) *report.Run {
+		return &report.Run{Run: results.Run{ID: id}, Samples: []report.Sample{
+			{T: 0, Node: "n1", Component: "db", CPUUtil: cpu}, {T: 10, Node: "n1", Component: "db", CPUUtil: cpu}}}
+	}
+	group := func(class, tau string, period float64, run string) results.Group {
+		return results.Group{
+			Params: results.Params{"workloads": "[" + class + "]", "workloads.maint.config.period": tau},
+			Labels: map[string]string{"workloads": class, "workloads.maint.config.period": "τ=" + tau},
+			Runs:   []string{run},
+			Metrics: map[string]map[string]results.Aggregate{"maintenance/maint": {
+				"period_s": agg(period), "downtime_ms_max": agg(1), "db_before_mib_max": agg(1)}}}
+	}
+	res := &report.Results{Runs: []*report.Run{mk("1", 0.3), mk("2", 0.9), mk("3", 0.35), mk("4", 0.5)}, Summary: results.Summary{Groups: []results.Group{
+		group("Wave", "0s", 0, "1"), group("Wave", "1s", 1, "2"), group("Wave", "10s", 10, "3"), group("Ping", "1s", 1, "4"),
+	}}}
+	groups, swept := npmGroups(res)
+	tb, ok := cpuSplitTable(groups, swept)
+	if !ok {
+		t.Fatal("no CPU split")
+	}
+	want := [][]string{{"Wave", "τ=1s", "90", "30", "60", "66.67"}, {"Wave", "τ=10s", "35", "30", "5", "14.29"}}
+	if len(tb.Rows) != len(want) {
+		t.Fatalf("rows %q, want %q", tb.Rows, want)
+	}
+	for i, w := range want {
+		if strings.Join(tb.Rows[i], "|") != strings.Join(w, "|") {
+			t.Errorf("row %d: %q, want %q", i, tb.Rows[i], w)
+		}
+	}
+}
+
 func TestDBTraffic(t *testing.T) {
 	// Store on n1 and n2, the workload on n3. n3 exchanged 2 MB with the store (counted once on
 	// n3, once on the store's side); n1 and n2 exchanged 3 MB (counted on both): 3 MB over 10 s.
