@@ -33,13 +33,11 @@ type tauOption struct {
 // key, in first-seen order) and returns each one's periods; ok is false when no swept
 // parameter is a maintenance period or no member was maintained.
 func byTau(groups []npmGroup, swept []string) (classes []string, opts map[string][]tauOption, ok bool) {
-	tau := -1
-	for i, p := range swept {
-		if strings.HasSuffix(p, ".config.period") {
-			tau = i
-		}
+	if len(instancesWith(groups, "maintenance/")) == 0 {
+		return nil, nil, false
 	}
-	if tau < 0 || len(instancesWith(groups, "maintenance/")) == 0 {
+	tau := tauParam(groups, swept)
+	if tau < 0 {
 		return nil, nil, false
 	}
 	opts = map[string][]tauOption{}
@@ -69,6 +67,51 @@ func byTau(groups []npmGroup, swept []string) (classes []string, opts map[string
 		opts[key] = append(opts[key], o)
 	}
 	return classes, opts, true
+}
+
+// tauParam is the index of the swept parameter that sets the maintenance period: one named
+// *.config.period, or else one (such as a whole workloads list) whose values, with every other
+// parameter fixed, each give the maintained members a different period. -1: none.
+func tauParam(groups []npmGroup, swept []string) int {
+	for i, p := range swept {
+		if strings.HasSuffix(p, ".config.period") {
+			return i
+		}
+	}
+	period := func(g npmGroup) (float64, bool) {
+		for name, m := range g.Metrics {
+			if strings.HasPrefix(name, "maintenance/") {
+				return m["period_s"].Mean, true
+			}
+		}
+		return 0, false
+	}
+	for i := range swept {
+		seen := map[string]map[float64]int{} // the other parameters -> period -> combinations
+		ok := true
+		for _, g := range groups {
+			p, has := period(g)
+			if !has {
+				ok = false
+				break
+			}
+			key := strings.Join(append(append([]string{}, g.Params[:i]...), g.Params[i+1:]...), "\x00")
+			if seen[key] == nil {
+				seen[key] = map[float64]int{}
+			}
+			seen[key][p]++
+		}
+		for _, periods := range seen {
+			for _, n := range periods {
+				ok = ok && n == 1
+			}
+			ok = ok && len(periods) > 1
+		}
+		if ok && len(seen) > 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // cpuSplitTable splits the store's CPU per combination into reads/writes and maintenance

@@ -150,6 +150,27 @@ func TestCPUSplit(t *testing.T) {
 	}
 }
 
+// TestTauFromWorkloads: the period is set inside each swept workloads list, not swept by
+// name; the parameter whose values give different periods is the one the advice is about.
+func TestTauFromWorkloads(t *testing.T) {
+	group := func(store, wl string, period float64) results.Group {
+		return results.Group{
+			Params: results.Params{"components": store, "workloads": wl},
+			Labels: map[string]string{"components": store, "workloads": wl},
+			Metrics: map[string]map[string]results.Aggregate{"maintenance/maint1": {"period_s": agg(period)}}}
+	}
+	res := &report.Results{Summary: results.Summary{Groups: []results.Group{
+		group("kv", "off", 0), group("kv", "1s", 1), group("etcd", "off", 0), group("etcd", "1s", 1)}}}
+	groups, swept := npmGroups(res)
+	if i := tauParam(groups, swept); i < 0 || swept[i] != "workloads" {
+		t.Errorf("τ parameter %d of %q, want workloads", i, swept)
+	}
+	res.Summary.Groups[1].Metrics["maintenance/maint1"]["period_s"] = agg(0) // no longer tells them apart
+	if groups, swept := npmGroups(res); tauParam(groups, swept) >= 0 {
+		t.Error("found a τ parameter where none sets the period")
+	}
+}
+
 func TestDBTraffic(t *testing.T) {
 	// Store on n1 and n2, the workload on n3. n3 exchanged 2 MB with the store (counted once on
 	// n3, once on the store's side); n1 and n2 exchanged 3 MB (counted on both): 3 MB over 10 s.
