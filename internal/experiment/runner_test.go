@@ -487,7 +487,19 @@ func TestExecuteCPUAndAfterRequests(t *testing.T) {
 	if link.t > 1.7 {
 		t.Errorf("after_requests 60 at 50 requests/s fired at %.3fs, want about 1.2 s", link.t)
 	}
-	checkSingleRunSummary(t, res, "e2e-cpu", "load/b/latency_ms")
+	checkSingleRunSummary(t, res, "e2e-cpu", "load/b/latency_ms", "resources/busy", "resources")
+	// The echo burns 12 ms of CPU per request at 50 requests/s: it used CPU, and the workload's
+	// own is not counted as a component's.
+	run := readSummary(t, res).Runs[0].Metrics
+	if busy := run["resources/busy"]; busy["cpu_pct"] <= 0 || busy["cpu_seconds"] <= 0 || busy["rss_mib_max"] <= 0 {
+		t.Errorf("resources/busy %v: want CPU and memory used", busy)
+	}
+	if _, ok := run["resources/load"]; ok {
+		t.Error("resources/load: a workload counted as a component")
+	}
+	if total := run["resources"]; total["instances"] != 1 || total["cpu_pct"] != run["resources/busy"]["cpu_pct"] {
+		t.Errorf("resources %v: want the one component's", total)
+	}
 }
 
 func maxOf(v []float64) float64 {

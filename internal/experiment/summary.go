@@ -74,6 +74,42 @@ func runMetrics(rec runRecord) results.Metrics {
 	for metric, fields := range kindMetrics(rec) {
 		m[metric] = fields
 	}
+	for metric, fields := range resourceMetrics(rec) {
+		m[metric] = fields
+	}
+	return m
+}
+
+// resourceMetrics summarises a run's samples.csv: resources/<component> per component
+// instance (results.Usage), and "resources", the components together: CPU, RSS and energy
+// summed, the largest disk, and the traffic among the components' nodes alone when no workload
+// shares them. Workloads are left out: these are the resources of the system under test.
+func resourceMetrics(rec runRecord) map[string]map[string]float64 {
+	samples, err := results.ReadSamples(filepath.Join(rec.dir, results.SamplesFile))
+	if err != nil {
+		return nil // the run never got to sample; the report says so
+	}
+	workloads := map[string]bool{}
+	for _, w := range rec.workloads {
+		workloads[w] = true
+	}
+	us := results.Usages(samples, workloads)
+	if len(us) == 0 {
+		return nil
+	}
+	m := map[string]map[string]float64{}
+	total := map[string]float64{"instances": float64(len(us))}
+	for name, u := range us {
+		m["resources/"+name] = u.Fields()
+		total["cpu_pct"] += u.CPUPct
+		total["rss_mib"] += u.RSSMiB
+		total["energy_j_per_30s"] += u.EnergyJPer30s
+		total["disk_mib_max"] = max(total["disk_mib_max"], u.DiskMiB)
+	}
+	if v, ok := results.ComponentsOnlyTraffic(samples, workloads); ok {
+		total["components_only_mbit_s"] = v
+	}
+	m["resources"] = total
 	return m
 }
 

@@ -49,20 +49,7 @@ func (e Event) Label() string {
 }
 
 // Sample is a row of samples.csv. Component is empty for node rows.
-type Sample struct {
-	T           float64
-	Node        string
-	Component   string
-	CPUSeconds  float64
-	CPUUtil     float64
-	RSSBytes    float64
-	DiskBytes   float64
-	RxBytes     float64
-	TxBytes     float64
-	PowerW      float64
-	EnergyJ     float64
-	IdleEnergyJ float64
-}
+type Sample = results.Sample
 
 // Workload is runs/<id>/workloads/<name>/.
 type Workload struct {

@@ -152,113 +152,30 @@ type usage struct {
 	cpuPct, rssMiB, diskMiB, energy30, netMBps float64
 }
 
-// storeUsage computes every component's usage in a run from its samples; workloads are left
-// out. Energy is per 30 s of the run, network the rx+tx rate of the component's node.
+// workloadNames is the set of a run's workload instances.
+func workloadNames(r *report.Run) map[string]bool {
+	w := map[string]bool{}
+	for _, wl := range r.Workloads {
+		w[wl.Name] = true
+	}
+	return w
+}
+
+// storeUsage computes every component's usage in a run from its samples (results.Usages);
+// workloads are left out. Energy is per 30 s of the run, network the rx+tx rate of the
+// component's node.
 func storeUsage(r *report.Run) map[string]usage {
-	workload := map[string]bool{}
-	for _, w := range r.Workloads {
-		workload[w.Name] = true
-	}
-	type acc struct {
-		node        string
-		utilSum     float64
-		n           int
-		rss, disk   float64
-		first, last report.Sample
-		haveFirst   bool
-	}
-	by := map[string]*acc{}
-	nodes := map[string][2]report.Sample{}
-	for _, s := range r.Samples {
-		if s.Component == "" {
-			e := nodes[s.Node]
-			if e[0].T == 0 && e[0].Node == "" {
-				e[0] = s
-			}
-			e[1] = s
-			nodes[s.Node] = e
-			continue
-		}
-		if workload[s.Component] {
-			continue
-		}
-		a := by[s.Component]
-		if a == nil {
-			a = &acc{node: s.Node}
-			by[s.Component] = a
-		}
-		a.utilSum += s.CPUUtil
-		a.n++
-		a.rss, a.disk = math.Max(a.rss, s.RSSBytes), math.Max(a.disk, s.DiskBytes)
-		if !a.haveFirst {
-			a.first, a.haveFirst = s, true
-		}
-		a.last = s
-	}
 	out := map[string]usage{}
-	const mib = 1 << 20
-	for name, a := range by {
-		u := usage{rssMiB: a.rss / mib, diskMiB: a.disk / mib}
-		if a.n > 0 {
-			u.cpuPct = a.utilSum / float64(a.n) * 100
-		}
-		if dt := a.last.T - a.first.T; dt > 0 {
-			u.energy30 = (a.last.EnergyJ - a.first.EnergyJ) / dt * 30
-		}
-		if e := nodes[a.node]; e[1].T > e[0].T {
-			u.netMBps = (e[1].RxBytes + e[1].TxBytes - e[0].RxBytes - e[0].TxBytes) / (e[1].T - e[0].T) / 1e6
-		}
-		out[name] = u
+	for name, u := range results.Usages(r.Samples, workloadNames(r)) {
+		out[name] = usage{cpuPct: u.CPUPct, rssMiB: u.RSSMiB, diskMiB: u.DiskMiB, energy30: u.EnergyJPer30s, netMBps: u.NodeNetMbps / 8}
 	}
 	return out
 }
 
-// dbTraffic is the traffic between the store's nodes alone, in Mbit/s, when every workload
-// runs on a node without a store instance: each byte between two store nodes is counted twice
-// (sent and received), each byte between a store node and a workload node once on each side,
-// so (store nodes' rx+tx - other nodes' rx+tx) / 2 is what the store exchanged with itself
-// (seeds/000 Figs. 12, 17, 24). ok is false when a workload shares a store node.
+// dbTraffic is the traffic between the store's nodes alone, in Mbit/s
+// (results.ComponentsOnlyTraffic); ok is false when a workload shares a store node.
 func dbTraffic(r *report.Run) (float64, bool) {
-	workload := map[string]bool{}
-	for _, w := range r.Workloads {
-		workload[w.Name] = true
-	}
-	storeNode, workNode := map[string]bool{}, map[string]bool{}
-	first, last := map[string]report.Sample{}, map[string]report.Sample{}
-	for _, s := range r.Samples {
-		switch {
-		case s.Component == "":
-			if _, ok := first[s.Node]; !ok {
-				first[s.Node] = s
-			}
-			last[s.Node] = s
-		case workload[s.Component]:
-			workNode[s.Node] = true
-		default:
-			storeNode[s.Node] = true
-		}
-	}
-	if len(storeNode) == 0 {
-		return 0, false
-	}
-	var db, other, dt float64
-	for node, l := range last {
-		f := first[node]
-		if storeNode[node] && workNode[node] {
-			return 0, false
-		}
-		bytes := l.RxBytes + l.TxBytes - f.RxBytes - f.TxBytes
-		if storeNode[node] {
-			db += bytes
-		} else {
-			other += bytes
-		}
-		dt = max(dt, l.T-f.T)
-	}
-	if dt <= 0 {
-		return 0, false
-	}
-	return max(0, (db-other)/2) * 8 / dt / 1e6, true
+	return results.ComponentsOnlyTraffic(r.Samples, workloadNames(r))
 }
 
 // groupTotals is a combination's store instances together, averaged over its runs: CPU, RSS

@@ -1,0 +1,189 @@
+package results
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+)
+
+// Sample is a row of samples.csv: a node's totals (Component empty) or one instance's, at T
+// seconds from the run's start. Counters (CPUSeconds, RxBytes, TxBytes, EnergyJ, IdleEnergyJ)
+// are cumulative; the rest are the value at T.
+type Sample struct {
+	T           float64
+	Node        string
+	Component   string
+	CPUSeconds  float64
+	CPUUtil     float64
+	RSSBytes    float64
+	DiskBytes   float64
+	RxBytes     float64
+	TxBytes     float64
+	PowerW      float64
+	EnergyJ     float64
+	IdleEnergyJ float64
+}
+
+// ReadSamples reads a samples.csv, looking its columns up by name (SamplesHeader).
+func ReadSamples(path string) ([]Sample, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	header, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		col[h] = i
+	}
+	for _, h := range SamplesHeader {
+		if _, ok := col[h]; !ok {
+			return nil, fmt.Errorf("%s: no %s column", path, h)
+		}
+	}
+	var out []Sample
+	for line := 2; ; line++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		num := func(h string) float64 {
+			v, e := strconv.ParseFloat(rec[col[h]], 64)
+			if e != nil && err == nil {
+				err = fmt.Errorf("%s line %d: %s %q is not a number", path, line, h, rec[col[h]])
+			}
+			return v
+		}
+		s := Sample{T: num("t_s"), Node: rec[col["node"]], Component: rec[col["component"]],
+			CPUSeconds: num("cpu_seconds"), CPUUtil: num("cpu_util"), RSSBytes: num("rss_bytes"), DiskBytes: num("disk_bytes"),
+			RxBytes: num("rx_bytes"), TxBytes: num("tx_bytes"), PowerW: num("power_w"), EnergyJ: num("energy_j"),
+			IdleEnergyJ: num("idle_energy_j")}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+}
+
+// Usage is one instance's resources over a run, from its samples.
+type Usage struct {
+	Node string
+	// CPUPct is its mean utilisation of one core, in percent; CPUSeconds what it used in all.
+	CPUPct, CPUSeconds float64
+	// RSSMiB and DiskMiB are the largest seen.
+	RSSMiB, DiskMiB float64
+	// EnergyJPer30s is its modelled energy per 30 s (seeds/000's window).
+	EnergyJPer30s float64
+	// NodeNetMbps is its node's traffic, received plus sent, in Mbit/s (every instance there).
+	NodeNetMbps float64
+}
+
+// Fields is the usage as summary.json's metric fields.
+func (u Usage) Fields() map[string]float64 {
+	return map[string]float64{"cpu_pct": u.CPUPct, "cpu_seconds": u.CPUSeconds, "rss_mib_max": u.RSSMiB,
+		"disk_mib_max": u.DiskMiB, "energy_j_per_30s": u.EnergyJPer30s, "node_net_mbit_s": u.NodeNetMbps}
+}
+
+// Usages computes every instance's usage from a run's samples, leaving out those in skip.
+func Usages(samples []Sample, skip map[string]bool) map[string]Usage {
+	type acc struct {
+		u           Usage
+		utilSum     float64
+		n           int
+		first, last Sample
+	}
+	by := map[string]*acc{}
+	nodeFirst, nodeLast := map[string]Sample{}, map[string]Sample{}
+	for _, s := range samples {
+		if s.Component == "" {
+			if _, ok := nodeFirst[s.Node]; !ok {
+				nodeFirst[s.Node] = s
+			}
+			nodeLast[s.Node] = s
+			continue
+		}
+		if skip[s.Component] {
+			continue
+		}
+		a := by[s.Component]
+		if a == nil {
+			a = &acc{u: Usage{Node: s.Node}, first: s}
+			by[s.Component] = a
+		}
+		a.utilSum += s.CPUUtil
+		a.n++
+		a.u.RSSMiB, a.u.DiskMiB = math.Max(a.u.RSSMiB, s.RSSBytes/mib), math.Max(a.u.DiskMiB, s.DiskBytes/mib)
+		a.last = s
+	}
+	out := map[string]Usage{}
+	for name, a := range by {
+		u := a.u
+		u.CPUPct = a.utilSum / float64(a.n) * 100
+		u.CPUSeconds = a.last.CPUSeconds - a.first.CPUSeconds
+		if dt := a.last.T - a.first.T; dt > 0 {
+			u.EnergyJPer30s = (a.last.EnergyJ - a.first.EnergyJ) / dt * 30
+		}
+		if f, l := nodeFirst[u.Node], nodeLast[u.Node]; l.T > f.T {
+			u.NodeNetMbps = (l.RxBytes + l.TxBytes - f.RxBytes - f.TxBytes) * 8 / (l.T - f.T) / 1e6
+		}
+		out[name] = u
+	}
+	return out
+}
+
+const mib = 1 << 20
+
+// ComponentsOnlyTraffic is the traffic the components exchanged among themselves, in Mbit/s,
+// when every workload (named in workloads) runs on a node without a component: each byte
+// between two component nodes is counted twice (sent and received), each byte between a
+// component node and a workload node once on each side, so (component nodes' rx+tx - other
+// nodes' rx+tx) / 2 is what the components sent each other (a store's replication: seeds/000
+// Figs. 12, 17, 24). ok is false when a workload shares a component's node, or without samples.
+func ComponentsOnlyTraffic(samples []Sample, workloads map[string]bool) (mbps float64, ok bool) {
+	compNode, workNode := map[string]bool{}, map[string]bool{}
+	first, last := map[string]Sample{}, map[string]Sample{}
+	for _, s := range samples {
+		switch {
+		case s.Component == "":
+			if _, ok := first[s.Node]; !ok {
+				first[s.Node] = s
+			}
+			last[s.Node] = s
+		case workloads[s.Component]:
+			workNode[s.Node] = true
+		default:
+			compNode[s.Node] = true
+		}
+	}
+	if len(compNode) == 0 {
+		return 0, false
+	}
+	var comp, other, dt float64
+	for node, l := range last {
+		f := first[node]
+		if compNode[node] && workNode[node] {
+			return 0, false
+		}
+		bytes := l.RxBytes + l.TxBytes - f.RxBytes - f.TxBytes
+		if compNode[node] {
+			comp += bytes
+		} else {
+			other += bytes
+		}
+		dt = max(dt, l.T-f.T)
+	}
+	if dt <= 0 {
+		return 0, false
+	}
+	return max(0, (comp-other)/2) * 8 / dt / 1e6, true
+}
