@@ -155,8 +155,8 @@ func TestCPUSplit(t *testing.T) {
 func TestTauFromWorkloads(t *testing.T) {
 	group := func(store, wl string, period float64) results.Group {
 		return results.Group{
-			Params: results.Params{"components": store, "workloads": wl},
-			Labels: map[string]string{"components": store, "workloads": wl},
+			Params:  results.Params{"components": store, "workloads": wl},
+			Labels:  map[string]string{"components": store, "workloads": wl},
 			Metrics: map[string]map[string]results.Aggregate{"maintenance/maint1": {"period_s": agg(period)}}}
 	}
 	res := &report.Results{Summary: results.Summary{Groups: []results.Group{
