@@ -78,7 +78,7 @@ func (s *sampleWriter) write(rows []testbed.Sample) {
 		_ = s.w.Write([]string{fmt.Sprintf("%.3f", r.T.Seconds()), r.Node, r.Component,
 			fmt.Sprintf("%.4f", r.CPUSeconds), fmt.Sprintf("%.4f", r.CPUUtil), fmt.Sprint(r.RSS), fmt.Sprint(r.Disk),
 			fmt.Sprint(r.RxBytes), fmt.Sprint(r.TxBytes), fmt.Sprintf("%.3f", r.PowerW), fmt.Sprintf("%.3f", r.EnergyJ),
-			fmt.Sprintf("%.3f", r.IdleJ)})
+			fmt.Sprintf("%.3f", r.IdleJ), fmt.Sprint(r.RxPackets), fmt.Sprint(r.TxPackets)})
 	}
 	s.w.Flush()
 }

@@ -500,6 +500,10 @@ func TestExecuteCPUAndAfterRequests(t *testing.T) {
 	if total := run["resources"]; total["instances"] != 1 || total["cpu_pct"] != run["resources/busy"]["cpu_pct"] {
 		t.Errorf("resources %v: want the one component's", total)
 	}
+	// 50 requests/s cross the fabric between the nodes: at least a request and a response each.
+	if f := run["fabric"]; f["packets_per_s"] < 50 || f["mbit_s"] <= 0 {
+		t.Errorf("fabric %v: want at least 50 packets/s", f)
+	}
 }
 
 func maxOf(v []float64) float64 {

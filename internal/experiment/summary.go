@@ -110,6 +110,9 @@ func resourceMetrics(rec runRecord) map[string]map[string]float64 {
 		total["components_only_mbit_s"] = v
 	}
 	m["resources"] = total
+	if pps, mbps, ok := results.FabricLoad(samples); ok {
+		m["fabric"] = map[string]float64{"packets_per_s": pps, "mbit_s": mbps}
+	}
 	return m
 }
 

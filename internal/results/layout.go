@@ -36,7 +36,7 @@ const (
 // end without breaking them; renaming or removing one is a schema change.
 var (
 	EventsHeader      = []string{"t_s", "action", "target", "detail", "status"}
-	SamplesHeader     = []string{"t_s", "node", "component", "cpu_seconds", "cpu_util", "rss_bytes", "disk_bytes", "rx_bytes", "tx_bytes", "power_w", "energy_j", "idle_energy_j"}
+	SamplesHeader     = []string{"t_s", "node", "component", "cpu_seconds", "cpu_util", "rss_bytes", "disk_bytes", "rx_bytes", "tx_bytes", "power_w", "energy_j", "idle_energy_j", "rx_packets", "tx_packets"}
 	TimeseriesHeader  = []string{"t_s", "series", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos"}
 	PercentilesHeader = []string{"series", "percentile", "latency_ms", "count"}
 	ErrorsHeader      = []string{"series", "type", "count"}

@@ -25,6 +25,9 @@ type Sample struct {
 	PowerW      float64
 	EnergyJ     float64
 	IdleEnergyJ float64
+	// RxPackets and TxPackets are a node row's packets through the testbed's fabric (absent
+	// from results written before they were added: 0).
+	RxPackets, TxPackets float64
 }
 
 // ReadSamples reads a samples.csv, looking its columns up by name (SamplesHeader).
@@ -43,7 +46,7 @@ func ReadSamples(path string) ([]Sample, error) {
 	for i, h := range header {
 		col[h] = i
 	}
-	for _, h := range SamplesHeader {
+	for _, h := range SamplesHeader[:12] { // the packet columns came later: optional
 		if _, ok := col[h]; !ok {
 			return nil, fmt.Errorf("%s: no %s column", path, h)
 		}
@@ -58,7 +61,11 @@ func ReadSamples(path string) ([]Sample, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		num := func(h string) float64 {
-			v, e := strconv.ParseFloat(rec[col[h]], 64)
+			i, ok := col[h]
+			if !ok {
+				return 0
+			}
+			v, e := strconv.ParseFloat(rec[i], 64)
 			if e != nil && err == nil {
 				err = fmt.Errorf("%s line %d: %s %q is not a number", path, line, h, rec[col[h]])
 			}
@@ -67,7 +74,7 @@ func ReadSamples(path string) ([]Sample, error) {
 		s := Sample{T: num("t_s"), Node: rec[col["node"]], Component: rec[col["component"]],
 			CPUSeconds: num("cpu_seconds"), CPUUtil: num("cpu_util"), RSSBytes: num("rss_bytes"), DiskBytes: num("disk_bytes"),
 			RxBytes: num("rx_bytes"), TxBytes: num("tx_bytes"), PowerW: num("power_w"), EnergyJ: num("energy_j"),
-			IdleEnergyJ: num("idle_energy_j")}
+			IdleEnergyJ: num("idle_energy_j"), RxPackets: num("rx_packets"), TxPackets: num("tx_packets")}
 		if err != nil {
 			return nil, err
 		}
@@ -142,6 +149,34 @@ func Usages(samples []Sample, skip map[string]bool) map[string]Usage {
 }
 
 const mib = 1 << 20
+
+// FabricLoad is what the testbed's fabric forwarded over a run: packets and bits per second,
+// summed over the nodes (each packet is counted once, when its node sends it). ok is false
+// without node rows that count packets. docs/testbed.md says up to which packet rate the
+// fabric's own delay stays within a millisecond.
+func FabricLoad(samples []Sample) (pps, mbps float64, ok bool) {
+	first, last := map[string]Sample{}, map[string]Sample{}
+	for _, s := range samples {
+		if s.Component != "" {
+			continue
+		}
+		if _, ok := first[s.Node]; !ok {
+			first[s.Node] = s
+		}
+		last[s.Node] = s
+	}
+	var packets, bytes, dt float64
+	for node, l := range last {
+		f := first[node]
+		packets += l.TxPackets - f.TxPackets
+		bytes += l.TxBytes - f.TxBytes
+		dt = max(dt, l.T-f.T)
+	}
+	if dt <= 0 || packets <= 0 {
+		return 0, 0, false
+	}
+	return packets / dt, bytes * 8 / dt / 1e6, true
+}
 
 // ComponentsOnlyTraffic is the traffic the components exchanged among themselves, in Mbit/s,
 // when every workload (named in workloads) runs on a node without a component: each byte

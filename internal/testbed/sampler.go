@@ -21,6 +21,8 @@ type Sample struct {
 	Disk       int64   // bytes allocated by the declared data dirs
 	RxBytes    uint64  // node rows: bytes delivered to the node
 	TxBytes    uint64  // node rows: bytes the node sent
+	RxPackets  uint64  // node rows: packets delivered to the node
+	TxPackets  uint64  // node rows: packets the node sent (what its fabric forwarded)
 	PowerW     float64 // node: modelled power; component: its share of the dynamic power
 	EnergyJ    float64 // node: total incl. idle; component: dynamic only
 	IdleJ      float64 // node rows: idle part of EnergyJ
@@ -101,7 +103,7 @@ func (s *Sampler) Take() []Sample {
 		}
 		row.RSS, _ = tb.cg.rss(n.cgroup)
 		c := tb.fab.NodeCounters(n.idx)
-		row.RxBytes, row.TxBytes = c.RxBytes, c.TxBytes
+		row.RxBytes, row.TxBytes, row.RxPackets, row.TxPackets = c.RxBytes, c.TxBytes, c.RxPackets, c.TxPackets
 		u := min(row.CPUUtil/cpus, 1)
 		dynamic := (power.MaxW - power.IdleW) * u
 		row.PowerW = power.IdleW + dynamic

@@ -86,7 +86,8 @@ func buildNPM(res *report.Results) *report.SectionContent {
 	c.Note = "Cells are means over a combination's repeats (± the 95% confidence half-width when there are several). " +
 		"PACE durations are p50 (p99) in ms per operation type. Store instances are the run's components: CPU is the mean " +
 		"utilisation of one core over the run, energy the modelled dynamic energy per 30 s, network the instances' nodes' " +
-		"traffic (it includes PACE's when PACE shares their nodes). Maintenance downtime is the longest a probe request " +
+		"traffic (it includes PACE's when PACE shares their nodes); the fabric column is what the testbed's link emulation forwarded, " +
+		"whose own delay stays within 1 ms up to ~20k packets/s. Maintenance downtime is the longest a probe request " +
 		"to the member waited during a defragmentation. The CPU split takes a combination's reads and writes to cost what its " +
 		"run with maintenance off (τ off: the probe alone) used, and maintenance what a period τ added to that." + advice
 	return c
@@ -187,6 +188,9 @@ type groupTotals struct {
 	// dbMbps is the traffic among the store's nodes (dbTraffic); haveDB says it was computable.
 	dbMbps float64
 	haveDB bool
+	// fabricPPS is the packets per second the testbed's fabric forwarded (results.FabricLoad).
+	fabricPPS  float64
+	haveFabric bool
 }
 
 // groupUsage computes a combination's totals and each instance's CPU; ok is false without
@@ -194,11 +198,15 @@ type groupTotals struct {
 func groupUsage(g npmGroup) (groupTotals, map[string]float64, bool) {
 	var gt groupTotals
 	perInst := map[string]float64{}
-	var count, dbRuns float64
+	var count, dbRuns, fabricRuns float64
 	for _, r := range g.Runs {
 		if v, ok := dbTraffic(r); ok {
 			gt.dbMbps += v
 			dbRuns++
+		}
+		if pps, _, ok := results.FabricLoad(r.Samples); ok {
+			gt.fabricPPS += pps
+			fabricRuns++
 		}
 		us := storeUsage(r)
 		for name, u := range us {
@@ -220,6 +228,9 @@ func groupUsage(g npmGroup) (groupTotals, map[string]float64, bool) {
 	if dbRuns > 0 {
 		gt.dbMbps, gt.haveDB = gt.dbMbps/dbRuns, true
 	}
+	if fabricRuns > 0 {
+		gt.fabricPPS, gt.haveFabric = gt.fabricPPS/fabricRuns, true
+	}
 	return gt, perInst, true
 }
 
@@ -231,7 +242,8 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 		report.Column{Header: "CPU total (%)", Numeric: true}, report.Column{Header: "CPU per instance (%)", Numeric: true},
 		report.Column{Header: "RSS total (MiB)", Numeric: true}, report.Column{Header: "disk max (MiB)", Numeric: true},
 		report.Column{Header: "energy / 30 s (J)", Numeric: true}, report.Column{Header: "node network (MB/s)", Numeric: true},
-		report.Column{Header: "store-only traffic (Mbit/s)", Title: "between the store's nodes alone; shown when no workload shares a store node", Numeric: true})}
+		report.Column{Header: "store-only traffic (Mbit/s)", Title: "between the store's nodes alone; shown when no workload shares a store node", Numeric: true},
+		report.Column{Header: "fabric (packets/s)", Title: "what the testbed's fabric forwarded; its own delay stays within 1 ms up to ~20k packets/s (docs/testbed.md)", Numeric: true})}
 	bars := chart.StackedBars{YLabel: "CPU (% of a core)", Unit: "%"}
 	stackIdx := map[string]int{}
 	for gi, g := range groups {
@@ -239,12 +251,15 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 		if !ok {
 			continue
 		}
-		db := ""
+		db, fabric := "", ""
 		if gu.haveDB {
 			db = fmtF(gu.dbMbps)
 		}
+		if gu.haveFabric {
+			fabric = chart.FormatNum(math.Round(gu.fabricPPS))
+		}
 		row := append(append([]string{}, g.Params...), chart.FormatNum(gu.instances),
-			fmtF(gu.cpuPct), fmtF(gu.cpuPct/gu.instances), fmtF(gu.rssMiB), fmtF(gu.diskMiB), fmtF(gu.energy30), fmtF(gu.netMBps), db)
+			fmtF(gu.cpuPct), fmtF(gu.cpuPct/gu.instances), fmtF(gu.rssMiB), fmtF(gu.diskMiB), fmtF(gu.energy30), fmtF(gu.netMBps), db, fabric)
 		t.Rows = append(t.Rows, row)
 		label := strings.Join(g.Params, ", ")
 		if label == "" {
