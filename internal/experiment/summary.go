@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/results"
 )
 
@@ -83,17 +84,23 @@ func runMetrics(rec runRecord) results.Metrics {
 // resourceMetrics summarises a run's samples.csv: resources/<component> per component
 // instance (results.Usage), and "resources", the components together: CPU, RSS and energy
 // summed, the largest disk, and the traffic among the components' nodes alone when no workload
-// shares them. Workloads are left out: these are the resources of the system under test.
+// shares them. Workloads and helper components (kind.Kind.Helper) are left out: these are the
+// resources of the system under test.
 func resourceMetrics(rec runRecord) map[string]map[string]float64 {
 	samples, err := results.ReadSamples(filepath.Join(rec.dir, results.SamplesFile))
 	if err != nil {
 		return nil // the run never got to sample; the report says so
 	}
-	workloads := map[string]bool{}
+	workloads, skip := map[string]bool{}, map[string]bool{}
 	for _, w := range rec.workloads {
-		workloads[w] = true
+		workloads[w], skip[w] = true, true
 	}
-	us := results.Usages(samples, workloads)
+	for _, in := range rec.instances {
+		if k, ok := kind.Lookup(in.Kind); ok && k.Helper {
+			skip[in.Name] = true
+		}
+	}
+	us := results.Usages(samples, skip)
 	if len(us) == 0 {
 		return nil
 	}

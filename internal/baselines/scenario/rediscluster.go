@@ -14,6 +14,7 @@ func init() {
 	kind.Register(&kind.Kind{
 		Name:    "redis-cluster",
 		Role:    kind.RoleComponent,
+		Helper:  true,
 		Summary: "joins redis components of one `cluster` into a Redis Cluster (redis-cli --cluster create); ready once every slot is served and every replica linked",
 		NewConfig: func() any {
 			return &RedisClusterConfig{ReplicasPerMaster: 1, Port: 16999}

@@ -61,6 +61,9 @@ type Kind struct {
 	// -> value like the workloads' stats, for summary.json. Optional; called once per run with
 	// all instances of the kind.
 	Metrics func(out RunOutput) map[string]map[string]float64
+	// Helper marks a component kind that sets the system under test up (a cluster joiner)
+	// rather than being part of it: summary.json's resource metrics leave its instances out.
+	Helper bool
 }
 
 // Well-known endpoint protocols. A kind may use others; a workload asks for the ones it speaks.

@@ -148,88 +148,46 @@ func hasOp(g npmGroup, insts []string, op string) bool {
 	return false
 }
 
-// usage is one store instance's resources over a run.
-type usage struct {
-	cpuPct, rssMiB, diskMiB, energy30, netMBps float64
-}
-
-// workloadNames is the set of a run's workload instances.
-func workloadNames(r *report.Run) map[string]bool {
-	w := map[string]bool{}
-	for _, wl := range r.Workloads {
-		w[wl.Name] = true
-	}
-	return w
-}
-
-// storeUsage computes every component's usage in a run from its samples (results.Usages);
-// workloads are left out. Energy is per 30 s of the run, network the rx+tx rate of the
-// component's node.
-func storeUsage(r *report.Run) map[string]usage {
-	out := map[string]usage{}
-	for name, u := range results.Usages(r.Samples, workloadNames(r)) {
-		out[name] = usage{cpuPct: u.CPUPct, rssMiB: u.RSSMiB, diskMiB: u.DiskMiB, energy30: u.EnergyJPer30s, netMBps: u.NodeNetMbps / 8}
-	}
-	return out
-}
-
-// dbTraffic is the traffic between the store's nodes alone, in Mbit/s
-// (results.ComponentsOnlyTraffic); ok is false when a workload shares a store node.
-func dbTraffic(r *report.Run) (float64, bool) {
-	return results.ComponentsOnlyTraffic(r.Samples, workloadNames(r))
-}
-
-// groupTotals is a combination's store instances together, averaged over its runs: CPU, RSS
-// and energy summed over instances, disk the largest instance's, network the mean instance
-// node's.
+// groupTotals is a combination's store instances together, averaged over its runs, from the
+// runner's resource metrics (summary.json's "resources", "resources/<instance>" and "fabric"):
+// CPU, RSS and energy summed over instances, disk the largest instance's, network the mean
+// instance node's. Helper components (the Redis Cluster joiner) are not among them.
 type groupTotals struct {
 	instances                                  float64
 	cpuPct, rssMiB, diskMiB, energy30, netMBps float64
-	// dbMbps is the traffic among the store's nodes (dbTraffic); haveDB says it was computable.
+	// dbMbps is the traffic among the store's nodes alone; haveDB says some run could tell it
+	// apart (no workload on a store node).
 	dbMbps float64
 	haveDB bool
-	// fabricPPS is the packets per second the testbed's fabric forwarded (results.FabricLoad).
+	// fabricPPS is the packets per second the testbed's fabric forwarded.
 	fabricPPS  float64
 	haveFabric bool
 }
 
-// groupUsage computes a combination's totals and each instance's CPU; ok is false without
-// samples.
+// groupUsage reads a combination's totals and each instance's mean CPU; ok is false without
+// resource metrics.
 func groupUsage(g npmGroup) (groupTotals, map[string]float64, bool) {
-	var gt groupTotals
+	tot, ok := g.Metrics["resources"]
+	if !ok || tot["instances"].Mean == 0 {
+		return groupTotals{}, nil, false
+	}
+	gt := groupTotals{instances: tot["instances"].Mean, cpuPct: tot["cpu_pct"].Mean, rssMiB: tot["rss_mib"].Mean,
+		diskMiB: tot["disk_mib_max"].Mean, energy30: tot["energy_j_per_30s"].Mean}
+	if a, ok := tot["components_only_mbit_s"]; ok {
+		gt.dbMbps, gt.haveDB = a.Mean, true
+	}
+	if f, ok := g.Metrics["fabric"]; ok {
+		gt.fabricPPS, gt.haveFabric = f["packets_per_s"].Mean, true
+	}
 	perInst := map[string]float64{}
-	var count, dbRuns, fabricRuns float64
-	for _, r := range g.Runs {
-		if v, ok := dbTraffic(r); ok {
-			gt.dbMbps += v
-			dbRuns++
+	for name, m := range g.Metrics {
+		if inst, ok := strings.CutPrefix(name, "resources/"); ok {
+			perInst[inst] = m["cpu_pct"].Mean
+			gt.netMBps += m["node_net_mbit_s"].Mean / 8
 		}
-		if pps, _, ok := results.FabricLoad(r.Samples); ok {
-			gt.fabricPPS += pps
-			fabricRuns++
-		}
-		us := storeUsage(r)
-		for name, u := range us {
-			gt.cpuPct += u.cpuPct
-			gt.rssMiB += u.rssMiB
-			gt.diskMiB = math.Max(gt.diskMiB, u.diskMiB)
-			gt.energy30 += u.energy30
-			gt.netMBps += u.netMBps / float64(len(us))
-			perInst[name] += u.cpuPct / float64(len(g.Runs))
-		}
-		count += float64(len(us))
 	}
-	if count == 0 {
-		return gt, nil, false
-	}
-	nr := float64(len(g.Runs))
-	gt.instances = count / nr
-	gt.cpuPct, gt.rssMiB, gt.energy30, gt.netMBps = gt.cpuPct/nr, gt.rssMiB/nr, gt.energy30/nr, gt.netMBps/nr
-	if dbRuns > 0 {
-		gt.dbMbps, gt.haveDB = gt.dbMbps/dbRuns, true
-	}
-	if fabricRuns > 0 {
-		gt.fabricPPS, gt.haveFabric = gt.fabricPPS/fabricRuns, true
+	if len(perInst) > 0 {
+		gt.netMBps /= float64(len(perInst))
 	}
 	return gt, perInst, true
 }

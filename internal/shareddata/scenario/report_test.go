@@ -14,20 +14,15 @@ func agg(v float64) results.Aggregate {
 
 func TestNPMSection(t *testing.T) {
 	run := &report.Run{Run: results.Run{ID: "001"}, Workloads: []*report.Workload{{Name: "c1"}}}
-	// db on n1: 50% of a core throughout, 10 J of dynamic energy over 10 s; c1 is a workload.
-	for _, s := range []report.Sample{
-		{T: 0, Node: "n1", RxBytes: 0, TxBytes: 0},
-		{T: 0, Node: "n1", Component: "db", CPUUtil: 0.5, RSSBytes: 100 << 20, DiskBytes: 10 << 20, EnergyJ: 0},
-		{T: 0, Node: "n3", Component: "c1", CPUUtil: 0.9},
-		{T: 10, Node: "n1", RxBytes: 5e6, TxBytes: 5e6},
-		{T: 10, Node: "n1", Component: "db", CPUUtil: 0.5, RSSBytes: 200 << 20, DiskBytes: 30 << 20, EnergyJ: 10},
-	} {
-		run.Samples = append(run.Samples, s)
-	}
 	res := &report.Results{Runs: []*report.Run{run}, Summary: results.Summary{Groups: []results.Group{{
 		Params: results.Params{"components": "[etcd]"}, Labels: map[string]string{"components": "etcd"}, Runs: []string{"001"},
 		Metrics: map[string]map[string]results.Aggregate{
-			"pace/c1":                   {"processed": agg(42)},
+			"pace/c1": {"processed": agg(42)},
+			// db on n1: half a core, 200 MiB, 30 J per 30 s; its node moved 80 Mbit/s.
+			"resources/db": {"cpu_pct": agg(50), "rss_mib_max": agg(200), "node_net_mbit_s": agg(8)},
+			"resources": {"instances": agg(1), "cpu_pct": agg(50), "rss_mib": agg(200), "disk_mib_max": agg(30),
+				"energy_j_per_30s": agg(30), "components_only_mbit_s": agg(4)},
+			"fabric": {"packets_per_s": agg(1234.4)},
 			"c1/put/latency_ms":         {"p50": agg(1.5), "p99": agg(4)},
 			"c1/get_lin/latency_ms":     {"p50": agg(2), "p99": agg(5)},
 			"maintenance/maint":         {"rounds": agg(6), "downtime_ms_max": agg(180)},
@@ -67,7 +62,8 @@ func TestNPMSection(t *testing.T) {
 		{"npm-resources", "RSS total (MiB)", "200"},
 		{"npm-resources", "energy / 30 s (J)", "30"},
 		{"npm-resources", "node network (MB/s)", "1"},
-		{"npm-resources", "store-only traffic (Mbit/s)", "4"}, // n1: 10 MB over 10 s, n3 (c1) sampled nothing
+		{"npm-resources", "store-only traffic (Mbit/s)", "4"},
+		{"npm-resources", "fabric (packets/s)", "1234"},
 
 		{"npm-maintenance", "downtime max (ms)", "180"},
 		{"npm-freshness", "outage (ms)", "1500"},
@@ -87,22 +83,22 @@ func TestNPMSection(t *testing.T) {
 	}
 }
 
+// dbCPU is the "resources" metric of one store instance using cpu % of a core.
+func dbCPU(cpu float64) map[string]results.Aggregate {
+	return map[string]results.Aggregate{"instances": agg(1), "cpu_pct": agg(cpu)}
+}
+
 func TestMaintenanceAdvice(t *testing.T) {
 	// Two τ for one class: τ=1s costs more CPU than τ=10s; τ=60s lets the downtime exceed the bound.
-	mk := func(id string, cpu float64) *report.Run {
-		return &report.Run{Run: results.Run{ID: id}, Samples: []report.Sample{
-			{T: 0, Node: "n1", Component: "db", CPUUtil: cpu}, {T: 10, Node: "n1", Component: "db", CPUUtil: cpu}}}
-	}
-	group := func(tau string, period, down float64, run string) results.Group {
+	group := func(tau string, period, down, cpu float64) results.Group {
 		return results.Group{
 			Params: results.Params{"workloads": "[wave]", "workloads.maint.config.period": tau},
 			Labels: map[string]string{"workloads": "Wave", "workloads.maint.config.period": "τ=" + tau},
-			Runs:   []string{run},
 			Metrics: map[string]map[string]results.Aggregate{"maintenance/maint": {
-				"period_s": agg(period), "downtime_ms_max": agg(down), "db_before_mib_max": agg(50)}}}
+				"period_s": agg(period), "downtime_ms_max": agg(down), "db_before_mib_max": agg(50)}, "resources": dbCPU(cpu)}}
 	}
-	res := &report.Results{Runs: []*report.Run{mk("1", 0.9), mk("2", 0.2), mk("3", 0.1)}, Summary: results.Summary{Groups: []results.Group{
-		group("1s", 1, 20, "1"), group("10s", 10, 40, "2"), group("60s", 60, 400, "3"),
+	res := &report.Results{Summary: results.Summary{Groups: []results.Group{
+		group("1s", 1, 20, 90), group("10s", 10, 40, 20), group("60s", 60, 400, 10),
 		{Params: results.Params{"workloads": "[pulse]", "workloads.maint.config.period": "1s"}, Labels: map[string]string{"workloads": "Pulse"}},
 	}}}
 	groups, swept := npmGroups(res)
@@ -119,20 +115,15 @@ func TestMaintenanceAdvice(t *testing.T) {
 func TestCPUSplit(t *testing.T) {
 	// One class with maintenance off (30% CPU), every 1 s (90%) and every 10 s (35%); a second
 	// class has no τ-off run, so nothing to split against.
-	mk := func(id string, cpu float64) *report.Run {
-		return &report.Run{Run: results.Run{ID: id}, Samples: []report.Sample{
-			{T: 0, Node: "n1", Component: "db", CPUUtil: cpu}, {T: 10, Node: "n1", Component: "db", CPUUtil: cpu}}}
-	}
-	group := func(class, tau string, period float64, run string) results.Group {
+	group := func(class, tau string, period, cpu float64) results.Group {
 		return results.Group{
 			Params: results.Params{"workloads": "[" + class + "]", "workloads.maint.config.period": tau},
 			Labels: map[string]string{"workloads": class, "workloads.maint.config.period": "τ=" + tau},
-			Runs:   []string{run},
 			Metrics: map[string]map[string]results.Aggregate{"maintenance/maint": {
-				"period_s": agg(period), "downtime_ms_max": agg(1), "db_before_mib_max": agg(1)}}}
+				"period_s": agg(period), "downtime_ms_max": agg(1), "db_before_mib_max": agg(1)}, "resources": dbCPU(cpu)}}
 	}
-	res := &report.Results{Runs: []*report.Run{mk("1", 0.3), mk("2", 0.9), mk("3", 0.35), mk("4", 0.5)}, Summary: results.Summary{Groups: []results.Group{
-		group("Wave", "0s", 0, "1"), group("Wave", "1s", 1, "2"), group("Wave", "10s", 10, "3"), group("Ping", "1s", 1, "4"),
+	res := &report.Results{Summary: results.Summary{Groups: []results.Group{
+		group("Wave", "0s", 0, 30), group("Wave", "1s", 1, 90), group("Wave", "10s", 10, 35), group("Ping", "1s", 1, 50),
 	}}}
 	groups, swept := npmGroups(res)
 	tb, ok := cpuSplitTable(groups, swept)
@@ -171,22 +162,3 @@ func TestTauFromWorkloads(t *testing.T) {
 	}
 }
 
-func TestDBTraffic(t *testing.T) {
-	// Store on n1 and n2, the workload on n3. n3 exchanged 2 MB with the store (counted once on
-	// n3, once on the store's side); n1 and n2 exchanged 3 MB (counted on both): 3 MB over 10 s.
-	run := &report.Run{Workloads: []*report.Workload{{Name: "c1"}}, Samples: []report.Sample{
-		{T: 0, Node: "n1"}, {T: 0, Node: "n2"}, {T: 0, Node: "n3"},
-		{T: 0, Node: "n1", Component: "m1"}, {T: 0, Node: "n2", Component: "m2"}, {T: 0, Node: "n3", Component: "c1"},
-		{T: 10, Node: "n1", RxBytes: 3e6, TxBytes: 1e6}, {T: 10, Node: "n2", RxBytes: 1e6, TxBytes: 3e6},
-		{T: 10, Node: "n3", RxBytes: 1e6, TxBytes: 1e6},
-	}}
-	got, ok := dbTraffic(run)
-	if !ok || got < 2.39 || got > 2.41 {
-		t.Errorf("store-only traffic %v Mbit/s (%v), want 2.4 (3 MB in 10 s)", got, ok)
-	}
-	run.Samples = append(run.Samples, report.Sample{T: 0, Node: "n1", Component: "c2"})
-	run.Workloads = append(run.Workloads, &report.Workload{Name: "c2"})
-	if _, ok := dbTraffic(run); ok {
-		t.Error("computed with a workload on a store node")
-	}
-}
