@@ -14,21 +14,32 @@ var (
 	ErrEmptyWatcherRange = errors.New("mvcc: watcher range is empty")
 )
 
-// ringRevs is how many recent revisions' events the hub keeps in memory; watchers further behind
-// read Pebble.
-const ringRevs = 8192
+// ringRevs is how many recent revisions' events the hub keeps in memory at most, and ringBytes
+// how many bytes of their keys and values: watchers further behind read Pebble. The byte bound
+// matters with large values: 8192 revisions of 100 kB metrics (PACE's Wave class) pinned ~700 MiB
+// per member, where etcd's watchable store keeps no such history.
+const (
+	ringRevs  = 8192
+	ringBytes = 32 << 20
+)
 
 // watchHub keeps the events of recent revisions for watchers. Watchers pull: a watcher knows the
 // next revision it needs and reads events up to the visible revision, from the ring when they are
 // recent and from Pebble's revision records otherwise. Pulling means a slow watcher never blocks
 // writers or other watchers and never needs an unbounded queue; catching up after a start
 // revision in the past is the same code path as following live.
+//
+// Invariant: the ring holds exactly the revisions first..last (slots outside are nil with size
+// 0), bytes is the sum of their sizes, and it exceeds ringBytes only when last is the one
+// revision held (the newest revision is always kept).
 type watchHub struct {
 	s     *Store
 	mu    sync.RWMutex
 	first int64            // oldest revision in the ring (0: empty)
 	last  int64            // newest revision in the ring
 	ring  [][]mvccpb.Event // revision r at ring[r % ringRevs]
+	size  []int            // the bytes of ring[i]'s keys and values
+	bytes int              // the sum of size
 }
 
 func newWatchHub(s *Store) *watchHub { return &watchHub{s: s} }
@@ -38,16 +49,42 @@ func (h *watchHub) notify(rev int64, evs []mvccpb.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ring == nil {
-		h.ring = make([][]mvccpb.Event, ringRevs)
+		h.ring, h.size = make([][]mvccpb.Event, ringRevs), make([]int, ringRevs)
 	}
-	if h.first == 0 || rev != h.last+1 {
+	if h.first != 0 && rev != h.last+1 {
+		for h.first <= h.last { // not contiguous: start over
+			h.evictFirst()
+		}
+		h.first = 0
+	}
+	if h.first == 0 {
 		h.first = rev
+	} else if rev-h.first+1 > ringRevs {
+		h.evictFirst() // its slot is the one rev takes
 	}
-	h.ring[rev%ringRevs] = evs
+	n := 0
+	for i := range evs {
+		if evs[i].Kv != nil {
+			n += len(evs[i].Kv.Key) + len(evs[i].Kv.Value)
+		}
+		if evs[i].PrevKv != nil {
+			n += len(evs[i].PrevKv.Key) + len(evs[i].PrevKv.Value)
+		}
+	}
+	h.ring[rev%ringRevs], h.size[rev%ringRevs] = evs, n
+	h.bytes += n
 	h.last = rev
-	if h.last-h.first+1 > ringRevs {
-		h.first = h.last - ringRevs + 1
+	for h.bytes > ringBytes && h.first < h.last {
+		h.evictFirst()
 	}
+}
+
+// evictFirst drops the oldest revision held (h.mu held for writing).
+func (h *watchHub) evictFirst() {
+	i := h.first % ringRevs
+	h.bytes -= h.size[i]
+	h.ring[i], h.size[i] = nil, 0
+	h.first++
 }
 
 func (h *watchHub) close() {}
