@@ -22,7 +22,7 @@ func TestNPMSection(t *testing.T) {
 			"resources/db": {"cpu_pct": agg(50), "rss_mib_max": agg(200), "node_net_mbit_s": agg(8)},
 			"resources": {"instances": agg(1), "cpu_pct": agg(50), "rss_mib": agg(200), "disk_mib_max": agg(30),
 				"energy_j_per_30s": agg(30), "components_only_mbit_s": agg(4)},
-			"fabric": {"packets_per_s": agg(1234.4)},
+			"fabric":                    {"packets_per_s": agg(1234.4)},
 			"c1/put/latency_ms":         {"p50": agg(1.5), "p99": agg(4)},
 			"c1/get_lin/latency_ms":     {"p50": agg(2), "p99": agg(5)},
 			"maintenance/maint":         {"rounds": agg(6), "downtime_ms_max": agg(180)},
@@ -161,4 +161,3 @@ func TestTauFromWorkloads(t *testing.T) {
 		t.Error("found a τ parameter where none sets the period")
 	}
 }
-
