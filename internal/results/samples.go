@@ -30,6 +30,9 @@ type Sample struct {
 	RxPackets, TxPackets float64
 }
 
+// samplesAddedLater are samples.csv columns that results written before them lack; they read as 0.
+var samplesAddedLater = map[string]bool{"rx_packets": true, "tx_packets": true}
+
 // ReadSamples reads a samples.csv, looking its columns up by name (SamplesHeader).
 func ReadSamples(path string) ([]Sample, error) {
 	f, err := os.Open(path)
@@ -46,8 +49,8 @@ func ReadSamples(path string) ([]Sample, error) {
 	for i, h := range header {
 		col[h] = i
 	}
-	for _, h := range SamplesHeader[:12] { // the packet columns came later: optional
-		if _, ok := col[h]; !ok {
+	for _, h := range SamplesHeader {
+		if _, ok := col[h]; !ok && !samplesAddedLater[h] {
 			return nil, fmt.Errorf("%s: no %s column", path, h)
 		}
 	}
