@@ -115,44 +115,43 @@ given. Absent keys print nothing; the command fails if none of the keys is prese
 	return cmd
 }
 
+// storeCommand completes cmd: it adds the store flags, and its RunE opens the store and runs run.
+func storeCommand(cmd *cobra.Command, run func(cmd *cobra.Command, st shareddata.Store, args []string) error) *cobra.Command {
+	sf := addStoreFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return sf.with(cmd.Context(), func(st shareddata.Store) error { return run(cmd, st, args) })
+	}
+	return cmd
+}
+
 func newSharedDataKeysCmd() *cobra.Command {
-	var sf *storeConn
-	cmd := &cobra.Command{
+	return storeCommand(&cobra.Command{
 		Use:     "keys NAMESPACE [PREFIX]",
 		Short:   "List a namespace's keys (those starting with PREFIX), sorted, one per line",
 		Example: `  continuum shareddata keys --backend kv --endpoints http://127.0.0.1:2379 app1`,
 		Args:    cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			prefix := ""
-			if len(args) == 2 {
-				prefix = args[1]
-			}
-			return sf.with(cmd.Context(), func(st shareddata.Store) error {
-				keys, err := st.ListKeys(cmd.Context(), args[0], prefix)
-				for _, k := range keys {
-					fmt.Fprintln(cmd.OutOrStdout(), k)
-				}
-				return err
-			})
-		},
-	}
-	sf = addStoreFlags(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, st shareddata.Store, args []string) error {
+		prefix := ""
+		if len(args) == 2 {
+			prefix = args[1]
+		}
+		keys, err := st.ListKeys(cmd.Context(), args[0], prefix)
+		for _, k := range keys {
+			fmt.Fprintln(cmd.OutOrStdout(), k)
+		}
+		return err
+	})
 }
 
 func newSharedDataRmCmd() *cobra.Command {
-	var sf *storeConn
-	cmd := &cobra.Command{
+	return storeCommand(&cobra.Command{
 		Use:     "rm NAMESPACE KEY...",
 		Short:   "Delete keys of a namespace (absent keys are not an error)",
 		Example: `  continuum shareddata rm --backend redis --endpoints 127.0.0.1:6379 app1 mode`,
 		Args:    cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return sf.with(cmd.Context(), func(st shareddata.Store) error { return st.Remove(cmd.Context(), args[0], args[1:]...) })
-		},
-	}
-	sf = addStoreFlags(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, st shareddata.Store, args []string) error {
+		return st.Remove(cmd.Context(), args[0], args[1:]...)
+	})
 }
 
 func newSharedDataPublishCmd() *cobra.Command {
