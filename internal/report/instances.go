@@ -1,5 +1,7 @@
 package report
 
+import "github.com/continuum-project/continuum/internal/results"
+
 // InstancePoint is a row of instances.csv.
 type InstancePoint struct {
 	T                    float64
@@ -9,12 +11,12 @@ type InstancePoint struct {
 }
 
 func loadInstances(path string, w *Workload) error {
-	return readCSV(path, []string{"t_s", "series", "instance", "requests"}, func(r csvRow) error {
-		v, err := r.floats("t_s", "requests", "ok", "errors", "mean_ms")
+	return results.ReadCSV(path, []string{"t_s", "series", "instance", "requests"}, func(r results.CSVRow) error {
+		v, err := r.Floats("t_s", "requests", "ok", "errors", "mean_ms")
 		if err != nil {
 			return err
 		}
-		w.Instances = append(w.Instances, InstancePoint{T: v[0], Series: r.str("series"), Instance: r.str("instance"),
+		w.Instances = append(w.Instances, InstancePoint{T: v[0], Series: r.Str("series"), Instance: r.Str("instance"),
 			Requests: v[1], OK: v[2], Errors: v[3], MeanMS: v[4]})
 		return nil
 	})

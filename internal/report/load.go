@@ -184,29 +184,21 @@ func loadRun(dir, id string) (*Run, error) {
 }
 
 func loadEvents(path string, run *Run) error {
-	return readCSV(path, []string{"t_s", "action"}, func(r csvRow) error {
-		t, err := r.float("t_s")
+	return results.ReadCSV(path, []string{"t_s", "action"}, func(r results.CSVRow) error {
+		t, err := r.Float("t_s")
 		if err != nil {
 			return err
 		}
-		run.Events = append(run.Events, Event{T: t, Action: r.str("action"), Target: r.str("target"),
-			Detail: r.str("detail"), Status: r.str("status")})
+		run.Events = append(run.Events, Event{T: t, Action: r.Str("action"), Target: r.Str("target"),
+			Detail: r.Str("detail"), Status: r.Str("status")})
 		return nil
 	})
 }
 
 func loadSamples(path string, run *Run) error {
-	return readCSV(path, []string{"t_s", "node"}, func(r csvRow) error {
-		v, err := r.floats("t_s", "cpu_seconds", "cpu_util", "rss_bytes", "disk_bytes", "rx_bytes", "tx_bytes",
-			"power_w", "energy_j", "idle_energy_j")
-		if err != nil {
-			return err
-		}
-		run.Samples = append(run.Samples, Sample{T: v[0], Node: r.str("node"), Component: r.str("component"),
-			CPUSeconds: v[1], CPUUtil: v[2], RSSBytes: v[3], DiskBytes: v[4], RxBytes: v[5], TxBytes: v[6],
-			PowerW: v[7], EnergyJ: v[8], IdleEnergyJ: v[9]})
-		return nil
-	})
+	samples, err := results.ReadSamples(path)
+	run.Samples = append(run.Samples, samples...)
+	return err
 }
 
 // loadWorkload reads one workload folder; it returns the names of absent files for the run's
@@ -235,12 +227,12 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 	if stats.Series != nil {
 		w.Stats = stats.Series
 	}
-	err := readCSV(filepath.Join(dir, results.TimeseriesFile), []string{"t_s", "series"}, func(r csvRow) error {
-		v, err := r.floats("t_s", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos")
+	err := results.ReadCSV(filepath.Join(dir, results.TimeseriesFile), []string{"t_s", "series"}, func(r results.CSVRow) error {
+		v, err := r.Floats("t_s", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos")
 		if err != nil {
 			return err
 		}
-		s := r.str("series")
+		s := r.Str("series")
 		addSeries(s)
 		w.Timeseries = append(w.Timeseries, TimePoint{T: v[0], Series: s, Sent: v[1], OK: v[2], Errors: v[3],
 			ThroughputRPS: v[4], P50: v[5], P99: v[6], Max: v[7], WithinQoS: v[8]})
@@ -249,12 +241,12 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 	if err := check(results.TimeseriesFile, err); err != nil {
 		return nil, nil, err
 	}
-	err = readCSV(filepath.Join(dir, results.PercentilesFile), []string{"series", "percentile", "latency_ms"}, func(r csvRow) error {
-		v, err := r.floats("percentile", "latency_ms", "count")
+	err = results.ReadCSV(filepath.Join(dir, results.PercentilesFile), []string{"series", "percentile", "latency_ms"}, func(r results.CSVRow) error {
+		v, err := r.Floats("percentile", "latency_ms", "count")
 		if err != nil {
 			return err
 		}
-		s := r.str("series")
+		s := r.Str("series")
 		addSeries(s)
 		w.Percentiles = append(w.Percentiles, PercentilePoint{Series: s, Percentile: v[0], LatencyMS: v[1], Count: v[2]})
 		return nil
@@ -262,12 +254,12 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 	if err := check(results.PercentilesFile, err); err != nil {
 		return nil, nil, err
 	}
-	err = readCSV(filepath.Join(dir, results.ErrorsFile), []string{"series", "type", "count"}, func(r csvRow) error {
-		c, err := r.float("count")
+	err = results.ReadCSV(filepath.Join(dir, results.ErrorsFile), []string{"series", "type", "count"}, func(r results.CSVRow) error {
+		c, err := r.Float("count")
 		if err != nil {
 			return err
 		}
-		w.Errors = append(w.Errors, ErrorCount{Series: r.str("series"), Type: r.str("type"), Count: c})
+		w.Errors = append(w.Errors, ErrorCount{Series: r.Str("series"), Type: r.Str("type"), Count: c})
 		return nil
 	})
 	if err := check(results.ErrorsFile, err); err != nil {

@@ -1,13 +1,6 @@
 package results
 
-import (
-	"encoding/csv"
-	"fmt"
-	"io"
-	"math"
-	"os"
-	"strconv"
-)
+import "math"
 
 // Sample is a row of samples.csv: a node's totals (Component empty) or one instance's, at T
 // seconds from the run's start. Counters (CPUSeconds, RxBytes, TxBytes, EnergyJ, IdleEnergyJ)
@@ -30,59 +23,30 @@ type Sample struct {
 	RxPackets, TxPackets float64
 }
 
-// samplesAddedLater are samples.csv columns that results written before them lack; they read as 0.
-var samplesAddedLater = map[string]bool{"rx_packets": true, "tx_packets": true}
-
-// ReadSamples reads a samples.csv, looking its columns up by name (SamplesHeader).
+// ReadSamples reads a samples.csv (ReadCSV: columns by name, an empty cell is NaN). rx_packets
+// and tx_packets came later: results written before them read as 0 packets.
 func ReadSamples(path string) ([]Sample, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	header, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	col := map[string]int{}
-	for i, h := range header {
-		col[h] = i
-	}
-	for _, h := range SamplesHeader {
-		if _, ok := col[h]; !ok && !samplesAddedLater[h] {
-			return nil, fmt.Errorf("%s: no %s column", path, h)
-		}
-	}
 	var out []Sample
-	for line := 2; ; line++ {
-		rec, err := r.Read()
-		if err == io.EOF {
-			return out, nil
-		}
+	err := ReadCSV(path, []string{"t_s", "node"}, func(r CSVRow) error {
+		v, err := r.Floats("t_s", "cpu_seconds", "cpu_util", "rss_bytes", "disk_bytes", "rx_bytes", "tx_bytes",
+			"power_w", "energy_j", "idle_energy_j")
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return err
 		}
-		num := func(h string) float64 {
-			i, ok := col[h]
-			if !ok {
-				return 0
+		s := Sample{T: v[0], Node: r.Str("node"), Component: r.Str("component"),
+			CPUSeconds: v[1], CPUUtil: v[2], RSSBytes: v[3], DiskBytes: v[4], RxBytes: v[5], TxBytes: v[6],
+			PowerW: v[7], EnergyJ: v[8], IdleEnergyJ: v[9]}
+		if r.Str("rx_packets") != "" || r.Str("tx_packets") != "" {
+			p, err := r.Floats("rx_packets", "tx_packets")
+			if err != nil {
+				return err
 			}
-			v, e := strconv.ParseFloat(rec[i], 64)
-			if e != nil && err == nil {
-				err = fmt.Errorf("%s line %d: %s %q is not a number", path, line, h, rec[col[h]])
-			}
-			return v
-		}
-		s := Sample{T: num("t_s"), Node: rec[col["node"]], Component: rec[col["component"]],
-			CPUSeconds: num("cpu_seconds"), CPUUtil: num("cpu_util"), RSSBytes: num("rss_bytes"), DiskBytes: num("disk_bytes"),
-			RxBytes: num("rx_bytes"), TxBytes: num("tx_bytes"), PowerW: num("power_w"), EnergyJ: num("energy_j"),
-			IdleEnergyJ: num("idle_energy_j"), RxPackets: num("rx_packets"), TxPackets: num("tx_packets")}
-		if err != nil {
-			return nil, err
+			s.RxPackets, s.TxPackets = p[0], p[1]
 		}
 		out = append(out, s)
-	}
+		return nil
+	})
+	return out, err
 }
 
 // Usage is one instance's resources over a run, from its samples.

@@ -82,7 +82,7 @@ func TestReadSamplesWithoutPackets(t *testing.T) {
 func TestReadSamplesErrors(t *testing.T) {
 	dir := t.TempDir()
 	for name, text := range map[string]string{
-		"no column":    "t_s,node\n0,n1\n",
+		"no column":    "t_s,component\n0,db\n",
 		"not a number": strings.Replace(samplesCSV, "0,n1,m1,0,0.2", "0,n1,m1,0,busy", 1),
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "_"))

@@ -1,4 +1,4 @@
-package report
+package results
 
 import (
 	"encoding/csv"
@@ -11,20 +11,22 @@ import (
 	"strings"
 )
 
-// csvRow is one record of a results CSV file, addressed by column name so that files written
+// CSVRow is one record of a results CSV file, addressed by column name so that files written
 // with extra or reordered columns still load; errors name the file and line.
-type csvRow struct {
+type CSVRow struct {
 	path string
 	line int
 	rec  []string
 	cols map[string]int
 }
 
-func (r csvRow) errorf(format string, args ...any) error {
+// Errorf is an error naming the row's file and line.
+func (r CSVRow) Errorf(format string, args ...any) error {
 	return fmt.Errorf("%s:%d: %s", r.path, r.line, fmt.Sprintf(format, args...))
 }
 
-func (r csvRow) str(name string) string {
+// Str is a column's text, trimmed; "" when the row has no such column.
+func (r CSVRow) Str(name string) string {
 	i, ok := r.cols[name]
 	if !ok || i >= len(r.rec) {
 		return ""
@@ -32,25 +34,25 @@ func (r csvRow) str(name string) string {
 	return strings.TrimSpace(r.rec[i])
 }
 
-// float parses a numeric column. An empty cell is NaN: timeseries rows for seconds in which no
+// Float parses a numeric column. An empty cell is NaN: timeseries rows for seconds in which no
 // request succeeded carry no latency, and that gap must stay a gap, not a zero.
-func (r csvRow) float(name string) (float64, error) {
-	s := r.str(name)
+func (r CSVRow) Float(name string) (float64, error) {
+	s := r.Str(name)
 	if s == "" {
 		return math.NaN(), nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return 0, r.errorf("column %q: %q is not a number", name, s)
+		return 0, r.Errorf("column %q: %q is not a number", name, s)
 	}
 	return v, nil
 }
 
-// floats parses several numeric columns at once, stopping at the first error.
-func (r csvRow) floats(names ...string) ([]float64, error) {
+// Floats parses several numeric columns at once, stopping at the first error.
+func (r CSVRow) Floats(names ...string) ([]float64, error) {
 	out := make([]float64, len(names))
 	for i, n := range names {
-		v, err := r.float(n)
+		v, err := r.Float(n)
 		if err != nil {
 			return nil, err
 		}
@@ -59,9 +61,9 @@ func (r csvRow) floats(names ...string) ([]float64, error) {
 	return out, nil
 }
 
-// readCSV reads a CSV file with a header row, checks the required columns exist and calls fn
+// ReadCSV reads a CSV file with a header row, checks the required columns exist and calls fn
 // for every data row. A missing file is reported as an error wrapping os.ErrNotExist.
-func readCSV(path string, required []string, fn func(csvRow) error) error {
+func ReadCSV(path string, required []string, fn func(CSVRow) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -98,7 +100,7 @@ func readCSV(path string, required []string, fn func(csvRow) error) error {
 		if len(rec) != len(header) {
 			return fmt.Errorf("%s:%d: %d fields, the header has %d", path, line, len(rec), len(header))
 		}
-		if err := fn(csvRow{path: path, line: line, rec: rec, cols: cols}); err != nil {
+		if err := fn(CSVRow{path: path, line: line, rec: rec, cols: cols}); err != nil {
 			return err
 		}
 	}
