@@ -42,13 +42,7 @@ func byTau(groups []npmGroup, swept []string) (classes []string, opts map[string
 	}
 	opts = map[string][]tauOption{}
 	for _, g := range groups {
-		var rest []string
-		for i, p := range g.Params {
-			if i != tau {
-				rest = append(rest, p)
-			}
-		}
-		key := strings.Join(rest, ", ")
+		key := strings.Join(paramsWithout(g, tau), ", ")
 		if _, ok := opts[key]; !ok {
 			classes = append(classes, key)
 		}
@@ -67,6 +61,11 @@ func byTau(groups []npmGroup, swept []string) (classes []string, opts map[string
 		opts[key] = append(opts[key], o)
 	}
 	return classes, opts, true
+}
+
+// paramsWithout is g's swept parameter labels, the i-th left out.
+func paramsWithout(g npmGroup, i int) []string {
+	return append(append([]string{}, g.Params[:i]...), g.Params[i+1:]...)
 }
 
 // tauParam is the index of the swept parameter that sets the maintenance period: one named
@@ -95,7 +94,7 @@ func tauParam(groups []npmGroup, swept []string) int {
 				ok = false
 				break
 			}
-			key := strings.Join(append(append([]string{}, g.Params[:i]...), g.Params[i+1:]...), "\x00")
+			key := strings.Join(paramsWithout(g, i), "\x00")
 			if seen[key] == nil {
 				seen[key] = map[float64]int{}
 			}
