@@ -7,9 +7,9 @@
 // from s's acknowledgment until the reader first returns s or a later value (0 when it did so
 // before the acknowledgment arrived). Writes are timed as operations; the longest time between
 // two acknowledged writes after the warm-up is the write outage, whose part beyond Interval is
-// the failover duration when a fault was injected. After failed writes, the counter is read
-// back through the write path before the next write: a value below the last acknowledged one
-// counts acknowledged writes the store lost.
+// the failover duration when a fault was injected. After failed writes, and once more at the
+// end, the counter is read back through the write path: a value below the last acknowledged
+// one counts acknowledged writes the store lost.
 //
 // For etcd, the writer first moves leadership to Leader (so the scenario knows which node
 // holds it); for Redis Cluster it picks a key whose slot's master is at Leader. continuum kv
@@ -133,6 +133,9 @@ type Report struct {
 	// after failed writes: the counter read through the write path was below the last
 	// acknowledged value (a Redis master lost before it replicated them).
 	LostAcknowledged int64 `json:"lost_acknowledged"`
+	// FinalCheck is true when the counter could be read back at the end of the run, so the
+	// loss count covers every acknowledged write (false: it covers those up to the last read).
+	FinalCheck bool `json:"final_check"`
 }
 
 // ReportFile is the Report's name in OutDir.
@@ -199,15 +202,24 @@ func probe(ctx context.Context, cfg Config, st store, key string) (*Report, erro
 	var last time.Time
 	tick := time.NewTicker(cfg.Interval)
 	suspect := false // a write failed: check what the store kept before writing again
-	for seq := int64(1); rctx.Err() == nil; {
-		if suspect {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), cfg.Timeout)
-			v, err := st.current(cctx)
-			cancel()
-			if err == nil {
-				rep.LostAcknowledged += max(0, seq-1-v)
-				suspect = false
-			}
+	// counted: acknowledged writes up to here are accounted for (kept or counted lost), so a
+	// store that answers reads but still refuses writes is not charged twice.
+	var counted int64
+	check := func(seq int64) bool {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), cfg.Timeout)
+		v, err := st.current(cctx)
+		cancel()
+		if err != nil {
+			return false
+		}
+		rep.LostAcknowledged += max(0, seq-1-max(v, counted))
+		counted = seq - 1
+		return true
+	}
+	seq := int64(1)
+	for rctx.Err() == nil {
+		if suspect && check(seq) {
+			suspect = false
 		}
 		op, ok := sess.Begin("write")
 		if !ok {
@@ -248,6 +260,10 @@ func probe(ctx context.Context, cfg Config, st store, key string) (*Report, erro
 	if end := time.Now(); !last.IsZero() && ms(end.Sub(last)) > rep.LongestGapMS {
 		rep.LongestGapMS, rep.GapStartS, rep.EndedInOutage = ms(end.Sub(last)), last.Sub(sess.T0()).Seconds(), true
 	}
+	// Writes acknowledged since the last check may be gone too (an isolated Redis master
+	// acknowledges writes until its node timeout, then its replica takes over without them):
+	// read the counter once more through the write path.
+	rep.FinalCheck = check(seq)
 	stop()
 	wg.Wait()
 	rep.OutageMS = max(0, rep.LongestGapMS-ms(cfg.Interval))

@@ -207,6 +207,8 @@ func (l *lossy) write(_ context.Context, v int64) error {
 		return errors.New("connection refused")
 	case l.attempts > 10 && l.attempts < 15:
 		return errors.New("connection refused")
+	case l.attempts >= 15 && l.attempts < 18: // readable again, still refusing writes
+		return errors.New("CLUSTERDOWN")
 	}
 	l.value = v
 	return nil
@@ -230,7 +232,45 @@ func TestLostAcknowledgedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.LostAcknowledged != 3 || rep.WriteErrors != 5 {
-		t.Errorf("lost %d, write errors %d; want 3 and 5", rep.LostAcknowledged, rep.WriteErrors)
+	if rep.LostAcknowledged != 3 || rep.WriteErrors != 8 || !rep.FinalCheck {
+		t.Errorf("lost %d, write errors %d, final check %v; want 3, 8 and a final check", rep.LostAcknowledged, rep.WriteErrors, rep.FinalCheck)
+	}
+}
+
+// isolated acknowledges every write from the 5th on without keeping it, and never fails: a
+// Redis master cut off from its replicas until its node timeout, whose replica took over.
+type isolated struct {
+	mu              sync.Mutex
+	value, attempts int64
+}
+
+func (s *isolated) write(_ context.Context, v int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.attempts++; s.attempts < 5 {
+		s.value = v
+	}
+	return nil
+}
+
+func (s *isolated) current(context.Context) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.value, nil
+}
+
+func (s *isolated) readers() []reader { return nil }
+func (s *isolated) close()            {}
+
+// TestLossSeenAtTheEnd: writes lost without a single failed write are found by the final
+// read-back.
+func TestLossSeenAtTheEnd(t *testing.T) {
+	s := &isolated{}
+	rep, err := probe(context.Background(), Config{Backend: BackendRedisCluster, Write: "x", Interval: time.Millisecond, Duration: 100 * time.Millisecond}, s, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := s.attempts - 4; rep.LostAcknowledged != want || rep.WriteErrors != 0 || !rep.FinalCheck {
+		t.Errorf("lost %d, write errors %d, final check %v; want %d, 0 and a final check", rep.LostAcknowledged, rep.WriteErrors, rep.FinalCheck, want)
 	}
 }

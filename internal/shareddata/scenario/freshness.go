@@ -105,14 +105,17 @@ func freshnessMetrics(out kind.RunOutput) map[string]map[string]float64 {
 		if results.ReadJSON(filepath.Join(in.OutDir, freshness.ReportFile), &r) != nil {
 			continue
 		}
-		ended := 0.0
+		ended, final := 0.0, 0.0
 		if r.EndedInOutage {
 			ended = 1
+		}
+		if r.FinalCheck {
+			final = 1
 		}
 		m["freshness/"+in.Name] = map[string]float64{
 			"writes": float64(r.Writes), "write_errors": float64(r.WriteErrors), "longest_gap_ms": r.LongestGapMS,
 			"outage_ms": r.OutageMS, "gap_start_s": r.GapStartS, "ended_in_outage": ended, "poll_ms": r.PollMS,
-			"lost_acknowledged": float64(r.LostAcknowledged),
+			"lost_acknowledged": float64(r.LostAcknowledged), "final_check": final,
 		}
 	}
 	if len(m) == 0 {

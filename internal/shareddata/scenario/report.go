@@ -312,8 +312,12 @@ func freshnessTable(groups []npmGroup, swept []string) (report.Table, bool) {
 			if m["ended_in_outage"].Mean > 0 {
 				outage += " (not over at the end)"
 			}
+			lost := report.AggCell(m["lost_acknowledged"])
+			if fc, ok := m["final_check"]; ok && fc.Mean < 1 {
+				lost += " (not read back at the end)"
+			}
 			t.Rows = append(t.Rows, append(append([]string{}, g.Params...), in, report.AggCell(m["writes"]),
-				report.AggCell(m["write_errors"]), outage, report.AggCell(m["gap_start_s"]), report.AggCell(m["lost_acknowledged"]),
+				report.AggCell(m["write_errors"]), outage, report.AggCell(m["gap_start_s"]), lost,
 				strings.Join(stale, "; ")))
 		}
 	}
