@@ -5,7 +5,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup build test test-short soak demo bench-testbed clean
+.PHONY: setup build test test-python test-short soak demo bench-testbed clean
 
 setup:
 	./scripts/setup.sh
@@ -17,9 +17,14 @@ build:
 # Unit and integration tests (network namespaces, delays, faults, cleanup, the Chromium report test).
 # Needs root; tests that need root fail rather than skip when CONTINUUM_REQUIRE_ROOT=1. Packages run
 # one at a time (-p 1): the delay-accuracy tests must not share the 2 CPUs with a Chromium render.
-test: setup build
+test: setup build test-python
 	$(GO) test -race -count=1 -run '^$$' ./...   # compile every package in parallel first
 	CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 $(GO) test -race -count=1 -p 1 -timeout 30m ./...
+
+# The Python function runtimes and handlers (python/), in the venv make setup built.
+PYTHON := .tools/venv/bin/python
+test-python:
+	cd python && ../$(PYTHON) -m ruff check . && ../$(PYTHON) -m ruff format --check . && ../$(PYTHON) -m pytest -q
 
 # The kv replication simulations with SOAK times their seeds (default 20x: thousands of seeds).
 SOAK ?= 20

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl python3 redis-server chromium gcc make libc6-dev)
+APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl python3 python3-venv redis-server chromium gcc make libc6-dev)
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then
@@ -91,6 +91,22 @@ fi
 for b in redis-server redis-cli; do
   ln -sfn "$RCACHE/$b" "$TOOLS/$b"
 done
+# Python (function runtimes and handlers, python/): a venv of Debian's python3 with the pinned
+# packages of python/requirements.txt, cached outside the clone, keyed by that file and the
+# interpreter's version; .tools/venv links to it. The project's own package is not installed in
+# it: it is used from the clone's python/src (pytest's pythonpath, the runtimes' PYTHONPATH), so
+# one venv serves every clone. The .complete stamp is written last: a half-built venv is rebuilt.
+PY=/usr/bin/python3
+pykey="$(sha256sum python/requirements.txt | cut -c1-16)-$($PY -c 'import sys; print("py%d.%d" % sys.version_info[:2])')"
+VCACHE="${CONTINUUM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/continuum}/venv-$pykey"
+if [ ! -f "$VCACHE/.complete" ]; then
+  echo "setup: creating the Python venv in $VCACHE"
+  rm -rf "$VCACHE"
+  "$PY" -m venv "$VCACHE"
+  "$VCACHE/bin/python" -m pip install -q --disable-pip-version-check -r python/requirements.txt
+  touch "$VCACHE/.complete"
+fi
+ln -sfn "$VCACHE" .tools/venv
 # Debian enables and starts redis-server on install; the project starts its own instances.
 if systemctl is-active --quiet redis-server 2>/dev/null; then systemctl disable --now redis-server >/dev/null 2>&1 || true; fi
 echo "setup: ok ($(go env GOVERSION), $(uname -r))"

@@ -1,0 +1,62 @@
+"""One request per process, as OpenFaaS' classic watchdog runs functions.
+
+The watchdog forks and execs this module for each request: the body arrives on stdin, the
+request line and headers in the environment (``Http_Method``, ``Http_Path``, ``Http_Query``,
+``Http_<Header_Name>``, the classic watchdog's names), and the response leaves on stdout.
+With ``CONTINUUM_CGI=1`` (what Continuum's watchdog sets) the response is CGI-framed, a
+``Status:`` line and headers before a blank line, so status codes and headers survive;
+otherwise stdout is the body alone and a handler status >= 400 exits 1, the classic contract.
+
+    echo -n Ada | python -m continuum_functions.classic functions/hello
+"""
+
+import os
+import sys
+
+from continuum_functions.event import Context, Event, call, load_handler, parse_query
+
+
+def event_from_env(body: bytes, env: dict[str, str]) -> Event:
+    headers = {}
+    for k, v in env.items():
+        if k.startswith("Http_") and k not in ("Http_Method", "Http_Path", "Http_Query"):
+            headers[k[5:].replace("_", "-")] = v
+    return Event(
+        body=body,
+        headers=headers,
+        method=env.get("Http_Method", "POST"),
+        query=parse_query(env.get("Http_Query", "")),
+        path=env.get("Http_Path", "/"),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print(
+            "usage: python -m continuum_functions.classic HANDLER (a function folder or its handler.py)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        handle = load_handler(argv[0])
+    except (OSError, ImportError) as e:
+        print(f"continuum_functions.classic: {e}", file=sys.stderr)
+        return 2
+    env = dict(os.environ)
+    resp = call(handle, event_from_env(sys.stdin.buffer.read(), env), Context())
+    out = sys.stdout.buffer
+    if env.get("CONTINUUM_CGI") == "1":
+        head = [f"Status: {resp.status}"] + [f"{k}: {v}" for k, v in resp.headers.items()]
+        out.write(("\r\n".join(head) + "\r\n\r\n").encode("utf-8"))
+        out.write(resp.body)
+        return 0
+    out.write(resp.body)
+    if resp.status >= 400:
+        print(f"handler answered {resp.status}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
