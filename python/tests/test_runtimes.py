@@ -52,6 +52,7 @@ def test_long_lived_runtimes(module, start_server, raising_handler):
     port = start_server(module, FUNCTIONS / "iot-analytics")
     status, headers, body = request(port, "POST", "/", BATCH, {"Content-Type": "application/json"})
     assert status == 200 and headers["content-type"].startswith("application/json")
+    assert 0 < float(headers["x-handler-seconds"]) < 10
     assert json.loads(body)["by_type"]["temperature"]["mean"] == 21.0
     status, _, body = request(port, "POST", "/", b"[1")
     assert status == 400 and "body is not JSON" in json.loads(body)["error"]
@@ -125,6 +126,7 @@ def test_classic(raising_handler, tmp_path):
     r = classic(FUNCTIONS / "iot-analytics", BATCH, cgi=True)
     head, _, body = r.stdout.partition(b"\r\n\r\n")
     assert r.returncode == 0 and head.startswith(b"Status: 200") and b"Content-Type: application/json" in head
+    assert b"X-Handler-Seconds: " in head
     assert json.loads(body)["valid"] == 2
     r = classic(FUNCTIONS / "iot-analytics", b"nope", cgi=True)
     assert r.stdout.startswith(b"Status: 400")

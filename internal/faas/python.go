@@ -1,0 +1,137 @@
+package faas
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Modes a function instance runs in (see the package doc).
+const (
+	ModeMicro   = "micro"
+	ModeClassic = "classic"
+	ModeHTTP    = "http"
+)
+
+// Modes lists them, for error messages.
+var Modes = []string{ModeMicro, ModeClassic, ModeHTTP}
+
+// Servers a long-lived Python instance (micro, or http's upstream) can use.
+const (
+	ServerContinuum = "continuum" // continuum_functions.server: asyncio HTTP/1.1, one request at a time
+	ServerFlask     = "flask"     // continuum_functions.flaskapp: Flask + Waitress, one worker thread
+)
+
+// Python is how to start the Python runtimes: the interpreter and the directory holding the
+// continuum_functions package (put on PYTHONPATH).
+type Python struct {
+	Interpreter string
+	Src         string
+}
+
+// FindPython locates the venv `make setup` builds (.tools/venv) and python/src: from
+// $CONTINUUM_PYTHON / $CONTINUUM_PYTHON_SRC, else in the working directory or a parent (the
+// repository), else above the running executable (bin/continuum in a clone).
+func FindPython() (Python, error) {
+	p := Python{Interpreter: os.Getenv("CONTINUUM_PYTHON"), Src: os.Getenv("CONTINUUM_PYTHON_SRC")}
+	root, rootErr := repoRoot()
+	if p.Interpreter == "" {
+		if rootErr != nil {
+			return p, rootErr
+		}
+		p.Interpreter = filepath.Join(root, ".tools", "venv", "bin", "python")
+	}
+	if p.Src == "" {
+		if rootErr != nil {
+			return p, rootErr
+		}
+		p.Src = filepath.Join(root, "python", "src")
+	}
+	if _, err := os.Stat(p.Interpreter); err != nil {
+		return p, fmt.Errorf("python interpreter %s: %w (run `make setup`, or set $CONTINUUM_PYTHON)", p.Interpreter, err)
+	}
+	if _, err := os.Stat(filepath.Join(p.Src, "continuum_functions")); err != nil {
+		return p, fmt.Errorf("continuum_functions not in %s (set $CONTINUUM_PYTHON_SRC to the clone's python/src)", p.Src)
+	}
+	return p, nil
+}
+
+// repoRoot is the nearest directory, from the working directory or the executable's up, that
+// holds .tools/venv and python/src.
+func repoRoot() (string, error) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, d := range starts {
+		for ; ; d = filepath.Dir(d) {
+			if isDir(filepath.Join(d, ".tools", "venv")) && isDir(filepath.Join(d, "python", "src")) {
+				return d, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	return "", errors.New("no clone with .tools/venv and python/src above the working directory or the executable: run `make setup` in the clone, or set $CONTINUUM_PYTHON and $CONTINUUM_PYTHON_SRC")
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// ResolveHandler makes a function folder (or its handler.py) absolute: as given, else
+// relative to the repository (scenarios name python/functions/...).
+func ResolveHandler(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("handler: name a function folder (e.g. python/functions/hello) or its handler.py")
+	}
+	cands := []string{path}
+	if !filepath.IsAbs(path) {
+		if root, err := repoRoot(); err == nil {
+			cands = append(cands, filepath.Join(root, path))
+		}
+	}
+	for _, c := range cands {
+		fi, err := os.Stat(c)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			if _, err := os.Stat(filepath.Join(c, "handler.py")); err != nil {
+				return "", fmt.Errorf("handler %s: the folder has no handler.py", path)
+			}
+		}
+		return filepath.Abs(c)
+	}
+	return "", fmt.Errorf("handler %s: no such function folder or file", path)
+}
+
+// ServerArgs is the command line of a long-lived Python instance serving handler on
+// host:port.
+func (p Python) ServerArgs(server, handler, host string, port int) ([]string, error) {
+	module := "continuum_functions.server"
+	switch server {
+	case ServerContinuum, "":
+	case ServerFlask:
+		module = "continuum_functions.flaskapp"
+	default:
+		return nil, fmt.Errorf("server %q: want %s or %s", server, ServerContinuum, ServerFlask)
+	}
+	return []string{p.Interpreter, "-m", module, handler, "--host", host, "--port", fmt.Sprint(port)}, nil
+}
+
+// ClassicArgs is the command line the classic watchdog execs per request.
+func (p Python) ClassicArgs(handler string) []string {
+	return []string{p.Interpreter, "-m", "continuum_functions.classic", handler}
+}
+
+// Env is the environment the Python runtimes need on top of the inherited one.
+func (p Python) Env() []string {
+	return []string{"PYTHONPATH=" + p.Src, "PYTHONDONTWRITEBYTECODE=1"}
+}
