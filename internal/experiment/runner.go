@@ -273,7 +273,7 @@ func (ex *execution) start(ctx context.Context, inst Instance, stdout io.Writer)
 		dir = env.OutDir
 	}
 	p, err := ex.tb.Start(testbed.ProcSpec{Name: inst.Name, Node: inst.Node, Args: cmd.Args, Env: cmd.Env, Dir: dir,
-		LogDir: filepath.Join(ex.dir, results.LogsDir), DataDirs: cmd.DataDirs, Stdout: stdout, Service: inst.service()})
+		LogDir: filepath.Join(ex.dir, results.LogsDir), DataDirs: cmd.DataDirs, CPUs: cmd.CPUs, Stdout: stdout, Service: inst.service()})
 	if err != nil {
 		return nil, err
 	}

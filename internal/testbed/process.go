@@ -24,6 +24,9 @@ type ProcSpec struct {
 	LogDir string `json:"log_dir,omitempty"`
 	// DataDirs are reported as the process's disk usage by the samplers.
 	DataDirs []string `json:"data_dirs,omitempty"`
+	// CPUs, if > 0, limits the process (and what it starts) to that many cores, inside its
+	// node's own limit: a function instance limited to one core, as seeds/001 runs them.
+	CPUs float64 `json:"cpus,omitempty"`
 	// Service, if set, declares the process an instance of a service (reported by Status).
 	Service *Service `json:"service,omitempty"`
 	// Stdout, if set, also receives the process's stdout (e.g. to parse progress lines).
@@ -115,6 +118,11 @@ func (p *Proc) start() error {
 	tb := p.tb
 	if err := tb.cg.create(p.cgroupPath()); err != nil {
 		return err
+	}
+	if p.spec.CPUs > 0 {
+		if err := tb.cg.setCPU(p.cgroupPath(), p.spec.CPUs); err != nil {
+			return fmt.Errorf("process %s: cpu limit: %w", p.spec.Name, err)
+		}
 	}
 	logDir := p.spec.LogDir
 	if logDir == "" {

@@ -335,6 +335,22 @@ func TestCPUQuotaAndChange(t *testing.T) {
 	}
 }
 
+// TestProcessCPULimit: a process's own CPU limit holds inside an unlimited node.
+func TestProcessCPULimit(t *testing.T) {
+	tb := startTestbed(t, `nodes: [{name: a}]`)
+	p, err := tb.Start(ProcSpec{Name: "burn", Node: "a", CPUs: 0.25, Args: []string{"sh", "-c", "while :; do :; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(tb.cg.ctrlDir("cpu", p.cgroupPath()) + "/" + map[bool]string{true: "cpu.max", false: "cpu.cfs_quota_us"}[tb.cg.v2]); !strings.HasPrefix(string(got), "25000") {
+		t.Errorf("process quota = %q, want 25000", got)
+	}
+	// The busy loop would take a whole core (upper side only, as above).
+	if u := cpuUsedOver(t, tb, p.cgroupPath(), 1500*time.Millisecond); u > 0.33 {
+		t.Errorf("with cpus 0.25 the process used %.2f cores", u)
+	}
+}
+
 func TestTwoTestbedsCoexistAndNoRootNeededForStatus(t *testing.T) {
 	tb1 := startTestbed(t, `nodes: [{name: a}, {name: b}]
 links: [{between: [a, b], delay: 1ms}]`)

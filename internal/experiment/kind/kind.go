@@ -142,6 +142,9 @@ type Command struct {
 	Dir  string   // working directory (default: the instance's results dir)
 	// DataDirs are directories whose size the samplers report as the instance's disk usage.
 	DataDirs []string
+	// CPUs, if > 0, limits the instance to that many cores (a cgroup of its own inside its
+	// node's).
+	CPUs float64
 	// ReadyAddr, if set, is a host:port inside the node that accepts TCP connections once the
 	// instance is ready; the runner waits for it before starting workloads.
 	ReadyAddr string
