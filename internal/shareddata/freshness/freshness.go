@@ -7,9 +7,11 @@
 // from s's acknowledgment until the reader first returns s or a later value (0 when it did so
 // before the acknowledgment arrived). Writes are timed as operations; the longest time between
 // two acknowledged writes after the warm-up is the write outage, whose part beyond Interval is
-// the failover duration when a fault was injected. After failed writes, and once more at the
-// end, the counter is read back through the write path: a value below the last acknowledged
-// one counts acknowledged writes the store lost.
+// the failover duration when a fault was injected. Each write also appends its number to a log
+// in the same atomic step (an etcd/kv Txn, a Redis MULTI on one slot); at the end the log is
+// read back through the write path, and every acknowledged number missing from it is an
+// acknowledged write the store lost. (A counter alone cannot show it: the next acknowledged
+// write overwrites the evidence.)
 //
 // For etcd, the writer first moves leadership to Leader (so the scenario knows which node
 // holds it); for Redis Cluster it picks a key whose slot's master is at Leader. continuum kv
@@ -97,9 +99,9 @@ func (c *Config) Validate() error {
 // and a reader per instance to poll.
 type store interface {
 	write(ctx context.Context, v int64) error
-	// current reads the counter through the write path (etcd: a linearizable read; Redis:
-	// the key's master).
-	current(ctx context.Context) (int64, error)
+	// logged reads, through the write path (etcd: a linearizable read; Redis: the key's
+	// master), the numbers of the writes the store kept.
+	logged(ctx context.Context) ([]int64, error)
 	readers() []reader
 	close()
 }
@@ -129,13 +131,11 @@ type Report struct {
 	// EndedInOutage is true when the run ended with writes still failing (the longest gap
 	// then runs to the end of the run).
 	EndedInOutage bool `json:"ended_in_outage"`
-	// LostAcknowledged counts acknowledged writes that were gone when the store answered again
-	// after failed writes: the counter read through the write path was below the last
-	// acknowledged value (a Redis master lost before it replicated them).
+	// LostAcknowledged counts acknowledged writes missing from the store's log at the end (a
+	// Redis master cut off or lost before it replicated them); FinalCheck is false when the
+	// log could not be read, and then nothing was counted.
 	LostAcknowledged int64 `json:"lost_acknowledged"`
-	// FinalCheck is true when the counter could be read back at the end of the run, so the
-	// loss count covers every acknowledged write (false: it covers those up to the last read).
-	FinalCheck bool `json:"final_check"`
+	FinalCheck       bool  `json:"final_check"`
 }
 
 // ReportFile is the Report's name in OutDir.
@@ -201,26 +201,9 @@ func probe(ctx context.Context, cfg Config, st store, key string) (*Report, erro
 	warm := sess.T0().Add(cfg.Warmup)
 	var last time.Time
 	tick := time.NewTicker(cfg.Interval)
-	suspect := false // a write failed: check what the store kept before writing again
-	// counted: acknowledged writes up to here are accounted for (kept or counted lost), so a
-	// store that answers reads but still refuses writes is not charged twice.
-	var counted int64
-	check := func(seq int64) bool {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), cfg.Timeout)
-		v, err := st.current(cctx)
-		cancel()
-		if err != nil {
-			return false
-		}
-		rep.LostAcknowledged += max(0, seq-1-max(v, counted))
-		counted = seq - 1
-		return true
-	}
+	var acked []int64 // every acknowledged write's number, in order
 	seq := int64(1)
 	for rctx.Err() == nil {
-		if suspect && check(seq) {
-			suspect = false
-		}
 		op, ok := sess.Begin("write")
 		if !ok {
 			break
@@ -231,6 +214,7 @@ func probe(ctx context.Context, cfg Config, st store, key string) (*Report, erro
 		op.End(err)
 		now := time.Now()
 		if err == nil {
+			acked = append(acked, seq)
 			mu.Lock()
 			acks[seq] = now
 			delete(acks, seq-1000) // readers report within seconds; keep the map small
@@ -246,7 +230,6 @@ func probe(ctx context.Context, cfg Config, st store, key string) (*Report, erro
 			last = now
 			seq++
 		} else {
-			suspect = true
 			if now.After(warm) {
 				rep.WriteErrors++
 			}
@@ -260,10 +243,24 @@ func probe(ctx context.Context, cfg Config, st store, key string) (*Report, erro
 	if end := time.Now(); !last.IsZero() && ms(end.Sub(last)) > rep.LongestGapMS {
 		rep.LongestGapMS, rep.GapStartS, rep.EndedInOutage = ms(end.Sub(last)), last.Sub(sess.T0()).Seconds(), true
 	}
-	// Writes acknowledged since the last check may be gone too (an isolated Redis master
-	// acknowledges writes until its node timeout, then its replica takes over without them):
-	// read the counter once more through the write path.
-	rep.FinalCheck = check(seq)
+	// The log, read once the store answers again (it may still be failing over; up to 30
+	// write timeouts).
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*cfg.Timeout)
+	var kept []int64
+	for lctx.Err() == nil {
+		if kept, err = st.logged(lctx); err == nil {
+			rep.FinalCheck = true
+			break
+		}
+		select {
+		case <-lctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	cancel()
+	if rep.FinalCheck {
+		rep.LostAcknowledged = missing(acked, kept)
+	}
 	stop()
 	wg.Wait()
 	rep.OutageMS = max(0, rep.LongestGapMS-ms(cfg.Interval))
@@ -300,6 +297,21 @@ func poll(ctx context.Context, r reader, interval time.Duration, seen func(from,
 		case <-t.C:
 		}
 	}
+}
+
+// missing counts the numbers of acked not in kept.
+func missing(acked, kept []int64) int64 {
+	have := make(map[int64]bool, len(kept))
+	for _, v := range kept {
+		have[v] = true
+	}
+	var n int64
+	for _, v := range acked {
+		if !have[v] {
+			n++
+		}
+	}
+	return n
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -190,87 +190,84 @@ func readStats(dir string) (results.Stats, error) {
 	return st, err
 }
 
-// lossy is a store that, after failing writes, comes back having lost the last acknowledged
-// ones: what a Redis master that died before replicating them leaves.
-type lossy struct {
-	mu              sync.Mutex
-	value, attempts int64
+// logStore keeps the counter's log as a store does; drop decides, per write attempt (from
+// 1), what happens: fail it, acknowledge it without keeping it, or (lose > 0) fail it and
+// forget that many acknowledged writes, as a master that died before replicating them.
+type logStore struct {
+	mu       sync.Mutex
+	log      []int64
+	attempts int
+	plan     func(attempt int) (fail, keep bool, lose int)
+	readErr  error
 }
 
-func (l *lossy) write(_ context.Context, v int64) error {
+func (l *logStore) write(_ context.Context, v int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.attempts++
-	switch {
-	case l.attempts == 10: // the master dies; the replica had 3 writes fewer
-		l.value -= 3
+	fail, keep, lose := l.plan(l.attempts)
+	l.log = l.log[:max(0, len(l.log)-lose)]
+	if fail {
 		return errors.New("connection refused")
-	case l.attempts > 10 && l.attempts < 15:
-		return errors.New("connection refused")
-	case l.attempts >= 15 && l.attempts < 18: // readable again, still refusing writes
-		return errors.New("CLUSTERDOWN")
 	}
-	l.value = v
+	if keep {
+		l.log = append(l.log, v)
+	}
 	return nil
 }
 
-func (l *lossy) current(context.Context) (int64, error) {
+func (l *logStore) logged(context.Context) ([]int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.attempts > 10 && l.attempts < 15 {
-		return 0, errors.New("connection refused")
-	}
-	return l.value, nil
+	return append([]int64(nil), l.log...), l.readErr
 }
 
-func (l *lossy) readers() []reader { return nil }
-func (l *lossy) close()            {}
+func (l *logStore) readers() []reader { return nil }
+func (l *logStore) close()            {}
 
-func TestLostAcknowledgedWrites(t *testing.T) {
-	l := &lossy{}
-	rep, err := probe(context.Background(), Config{Backend: BackendRedisCluster, Write: "x", Interval: time.Millisecond, Duration: 200 * time.Millisecond}, l, "k")
+func probeFake(t *testing.T, l *logStore) *Report {
+	t.Helper()
+	rep, err := probe(context.Background(), Config{Backend: BackendRedisCluster, Write: "x", Interval: time.Millisecond,
+		Timeout: 10 * time.Millisecond, Duration: 150 * time.Millisecond}, l, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rep
+}
+
+// TestLostAcknowledgedWrites: a master dies having acknowledged 3 writes it did not pass on;
+// writes fail for a while, then succeed again and overwrite the counter. The log still shows
+// the 3 missing.
+func TestLostAcknowledgedWrites(t *testing.T) {
+	l := &logStore{plan: func(a int) (bool, bool, int) {
+		switch {
+		case a == 10:
+			return true, false, 3
+		case a > 10 && a < 18:
+			return true, false, 0
+		}
+		return false, true, 0
+	}}
+	rep := probeFake(t, l)
 	if rep.LostAcknowledged != 3 || rep.WriteErrors != 8 || !rep.FinalCheck {
 		t.Errorf("lost %d, write errors %d, final check %v; want 3, 8 and a final check", rep.LostAcknowledged, rep.WriteErrors, rep.FinalCheck)
 	}
 }
 
-// isolated acknowledges every write from the 5th on without keeping it, and never fails: a
-// Redis master cut off from its replicas until its node timeout, whose replica took over.
-type isolated struct {
-	mu              sync.Mutex
-	value, attempts int64
-}
-
-func (s *isolated) write(_ context.Context, v int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.attempts++; s.attempts < 5 {
-		s.value = v
-	}
-	return nil
-}
-
-func (s *isolated) current(context.Context) (int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.value, nil
-}
-
-func (s *isolated) readers() []reader { return nil }
-func (s *isolated) close()            {}
-
-// TestLossSeenAtTheEnd: writes lost without a single failed write are found by the final
-// read-back.
-func TestLossSeenAtTheEnd(t *testing.T) {
-	s := &isolated{}
-	rep, err := probe(context.Background(), Config{Backend: BackendRedisCluster, Write: "x", Interval: time.Millisecond, Duration: 100 * time.Millisecond}, s, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := s.attempts - 4; rep.LostAcknowledged != want || rep.WriteErrors != 0 || !rep.FinalCheck {
+// TestLossWithoutFailedWrites: an isolated master acknowledges writes from the 5th on that its
+// replica, promoted, never saw; no write fails.
+func TestLossWithoutFailedWrites(t *testing.T) {
+	l := &logStore{plan: func(a int) (bool, bool, int) { return false, a < 5, 0 }}
+	rep := probeFake(t, l)
+	if want := int64(l.attempts - 4); rep.LostAcknowledged != want || rep.WriteErrors != 0 || !rep.FinalCheck {
 		t.Errorf("lost %d, write errors %d, final check %v; want %d, 0 and a final check", rep.LostAcknowledged, rep.WriteErrors, rep.FinalCheck, want)
+	}
+}
+
+// TestLogUnreadable: no count is claimed when the log cannot be read.
+func TestLogUnreadable(t *testing.T) {
+	l := &logStore{plan: func(int) (bool, bool, int) { return false, true, 0 }, readErr: errors.New("CLUSTERDOWN")}
+	if rep := probeFake(t, l); rep.FinalCheck || rep.LostAcknowledged != 0 {
+		t.Errorf("final check %v, lost %d: want no check and no count", rep.FinalCheck, rep.LostAcknowledged)
 	}
 }

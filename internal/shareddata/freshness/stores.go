@@ -121,17 +121,27 @@ func moveLeader(ctx context.Context, endpoints []string, leader string) error {
 	return fmt.Errorf("move etcd leadership to %s: no endpoint is the leader", leader)
 }
 
+// write puts the counter and its log entry in one Txn (one revision).
 func (p *etcdProbe) write(ctx context.Context, v int64) error {
-	_, err := p.writer.Put(ctx, p.key, strconv.FormatInt(v, 10))
+	s := strconv.FormatInt(v, 10)
+	_, err := p.writer.Txn(ctx).Then(clientv3.OpPut(p.key, s), clientv3.OpPut(fmt.Sprintf("%s/log/%020d", p.key, v), s)).Commit()
 	return err
 }
 
-func (p *etcdProbe) current(ctx context.Context) (int64, error) {
-	resp, err := p.writer.Get(ctx, p.key)
-	if err != nil || len(resp.Kvs) == 0 {
-		return 0, err
+func (p *etcdProbe) logged(ctx context.Context) ([]int64, error) {
+	resp, err := p.writer.Get(ctx, p.key+"/log/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
 	}
-	return parseCounter(resp.Kvs[0].Value)
+	out := make([]int64, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		v, err := parseCounter(kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("log entry %s: %w", kv.Key, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func (p *etcdProbe) readers() []reader {
@@ -277,21 +287,39 @@ func keyMasteredAt(ctx context.Context, c *redis.ClusterClient, base, leader str
 	return "", errors.New("no key found whose slot " + leader + " masters")
 }
 
-// write sets the key; the clients reload the slot map after a failure (see
-// shareddata.NewRedisClusterClient), as the platform's own do.
-func (p *redisProbe) write(ctx context.Context, v int64) error {
-	return p.writer.Set(ctx, p.key, v, 0).Err()
+// logKey is the list of written numbers, in the key's slot (so one MULTI writes both).
+func (p *redisProbe) logKey() string {
+	if strings.Contains(p.key, "{") {
+		return p.key + ":log" // the key's hash tag comes first and decides the slot
+	}
+	return "{" + p.key + "}:log" // hashes as the key itself
 }
 
-func (p *redisProbe) current(ctx context.Context) (int64, error) {
-	b, err := p.writer.Get(ctx, p.key).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
+// write sets the key and appends to the log in one MULTI; the clients reload the slot map
+// after a failure (see shareddata.NewRedisClusterClient), as the platform's own do.
+func (p *redisProbe) write(ctx context.Context, v int64) error {
+	_, err := p.writer.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, p.key, v, 0)
+		pipe.RPush(ctx, p.logKey(), v)
+		return nil
+	})
+	return err
+}
+
+func (p *redisProbe) logged(ctx context.Context) ([]int64, error) {
+	vals, err := p.writer.LRange(ctx, p.logKey(), 0, -1).Result()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return parseCounter(b)
+	out := make([]int64, 0, len(vals))
+	for _, s := range vals {
+		v, err := parseCounter([]byte(s))
+		if err != nil {
+			return nil, fmt.Errorf("log entry %q: %w", s, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func (p *redisProbe) readers() []reader {
