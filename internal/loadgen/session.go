@@ -91,12 +91,30 @@ func (s *Session) Begin(op string) (o Op, ok bool) {
 	return Op{r: r, intended: intended, start: time.Now()}, ok
 }
 
-// End records the operation: its latency from Begin, or its error type.
+// BeginAt starts timing an operation of type op that was due at `at` (an open-loop request
+// the caller scheduled itself): its latency runs from `at`, not from now, so a late start
+// counts against it. ok is false as for Begin.
+func (s *Session) BeginAt(op string, at time.Time) (o Op, ok bool) {
+	r := s.recorder(op)
+	intended, ok := r.begin(s.cfg.Duration)
+	return Op{r: r, intended: intended, start: at}, ok
+}
+
+// End records the operation: its latency from Begin (or BeginAt's due time), or its error type.
 func (o Op) End(err error) {
 	if o.r == nil {
 		return
 	}
 	o.r.record(o.intended, time.Since(o.start), ClassifyError(err), "")
+}
+
+// EndWith records the operation with a latency measured elsewhere (e.g. the time a server
+// reports it spent), attributed to when the operation began.
+func (o Op) EndWith(latency time.Duration) {
+	if o.r == nil {
+		return
+	}
+	o.r.record(o.intended, latency, "", "")
 }
 
 // Observe records a latency measured elsewhere (e.g. from a publication's timestamp to its

@@ -1,0 +1,322 @@
+// Package iot is the IoT ecosystem emulator of seeds/001 (§4.1): software devices attached to
+// gateways, each device producing sensor messages at a rate, and an adaptor per gateway that
+// batches them and POSTs each batch as a JSON array to the edge processing's ingress (a
+// function, a microservice, or the function gateway) over keep-alive HTTP.
+//
+// It is open loop, as devices are: a batch is due when its messages have been produced, and is
+// sent then whether or not earlier batches were answered. A batch's request-reply time t_rr
+// runs from when it was due (a slow ingress cannot slow the devices down and hide its own
+// delay); the execution time t_ex is what the function reports in X-Handler-Seconds.
+package iot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/loadgen/httptarget"
+	"github.com/continuum-project/continuum/internal/results"
+)
+
+// Config is one emulator process: Gateways gateways sharing Devices devices evenly.
+type Config struct {
+	// Target is the URL batches are POSTed to.
+	Target string
+	// Gateways (g) and Devices (d, in total); Rate (r_m) is messages per second per device;
+	// Batch (b_s) messages per POST.
+	Gateways, Devices int
+	Rate              float64
+	Batch             int
+	// Invalid is the share of messages made invalid (a reading out of its type's range), to
+	// exercise the function's validation; the seed's are all valid (0).
+	Invalid float64
+	// Timeout bounds a batch from when it was due (default 60 s); past it the batch counts as
+	// a timeout.
+	Timeout time.Duration
+	// MaxInflight bounds the batches one gateway has outstanding (default 1000); a due batch
+	// beyond it is dropped and counted.
+	MaxInflight      int
+	Duration, Warmup time.Duration
+	Seed             int64
+	OutDir           string
+	Progress         io.Writer
+}
+
+// Validate checks the config and fills defaults.
+func (c *Config) Validate() error {
+	u, err := url.Parse(c.Target)
+	switch {
+	case c.Target == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf("target %q: want an http:// URL to POST batches to", c.Target)
+	case c.Gateways < 1:
+		return fmt.Errorf("gateways %d: want >= 1", c.Gateways)
+	case c.Devices < c.Gateways:
+		return fmt.Errorf("devices %d: want at least one per gateway (%d)", c.Devices, c.Gateways)
+	case c.Rate <= 0:
+		return fmt.Errorf("rate %g: want messages per second per device > 0", c.Rate)
+	case c.Batch < 1:
+		return fmt.Errorf("batch %d: want >= 1 message", c.Batch)
+	case c.Invalid < 0 || c.Invalid > 1:
+		return fmt.Errorf("invalid %g: want a share between 0 and 1", c.Invalid)
+	case c.Timeout < 0 || c.MaxInflight < 0:
+		return errors.New("timeout and max in-flight must be >= 0")
+	case c.Duration <= 0 || c.Warmup < 0 || c.Warmup >= c.Duration:
+		return fmt.Errorf("duration %v, warmup %v: want duration > 0 and 0 <= warmup < duration", c.Duration, c.Warmup)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = time.Minute
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = 1000
+	}
+	return nil
+}
+
+// Interval is how often one gateway's batch is due: b_s / (its devices x r_m).
+func (c *Config) Interval() time.Duration {
+	perGateway := float64(c.Devices) / float64(c.Gateways)
+	return time.Duration(float64(c.Batch) / (perGateway * c.Rate) * float64(time.Second))
+}
+
+// Report is iot.json: what was generated and sent, beside the t_rr and t_ex series.
+type Report struct {
+	Gateways       int     `json:"gateways"`
+	Devices        int     `json:"devices"`
+	Rate           float64 `json:"rate"`
+	Batch          int     `json:"batch"`
+	IntervalMS     float64 `json:"interval_ms"` // between one gateway's batches
+	BatchesDue     int64   `json:"batches_due"`
+	BatchesSent    int64   `json:"batches_sent"`
+	BatchesOK      int64   `json:"batches_ok"`
+	BatchesDropped int64   `json:"batches_dropped"` // over MaxInflight: not sent
+	MessagesSent   int64   `json:"messages_sent"`
+	BytesSent      int64   `json:"bytes_sent"`
+	// BadReplies are 200s whose body did not account for the whole batch ("received").
+	BadReplies int64 `json:"bad_replies"`
+	// MessagesPerS is the offered load actually sent; CPUCores what generating and sending it
+	// took this process (CPU seconds per second of the run).
+	MessagesPerS float64 `json:"messages_per_s"`
+	CPUCores     float64 `json:"cpu_cores"`
+}
+
+// ReportFile is the Report's name in OutDir.
+const ReportFile = "iot.json"
+
+// Series the emulator records.
+const (
+	SeriesRR = "t_rr" // request-reply time from when the batch was due
+	SeriesEx = "t_ex" // the function's execution time (X-Handler-Seconds)
+)
+
+// HandlerSecondsHeader is where a function reports its execution time.
+const HandlerSecondsHeader = "X-Handler-Seconds"
+
+type emulator struct {
+	cfg    Config
+	client *http.Client
+	sess   *loadgen.Session
+	rep    Report
+	// counters updated by senders
+	sent, ok, dropped, msgs, bytes, bad atomic.Int64
+}
+
+// Run emulates for cfg.Duration and writes the outputs.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &emulator{cfg: cfg, client: &http.Client{Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: cfg.MaxInflight * cfg.Gateways, IdleConnTimeout: 90 * time.Second, DisableCompression: true,
+	}}}
+	defer e.client.CloseIdleConnections()
+	var err error
+	e.sess, err = loadgen.NewSession(loadgen.Config{Duration: cfg.Duration, Warmup: cfg.Warmup, OutDir: cfg.OutDir,
+		Progress: cfg.Progress}, []string{SeriesRR, SeriesEx})
+	if err != nil {
+		return nil, err
+	}
+	cpu0 := cpuSeconds()
+	t0 := e.sess.T0()
+	interval := cfg.Interval()
+	perGateway := cfg.Devices / cfg.Gateways
+	var senders sync.WaitGroup
+	var gws sync.WaitGroup
+	var due atomic.Int64
+	for g := 0; g < cfg.Gateways; g++ {
+		n := perGateway
+		if g < cfg.Devices%cfg.Gateways {
+			n++
+		}
+		gw := newGateway(g, n, cfg.Seed, cfg.Invalid)
+		// Gateways are staggered over one interval, as independent devices would be.
+		offset := time.Duration(float64(interval) * float64(g) / float64(cfg.Gateways))
+		gws.Add(1)
+		go func() {
+			defer gws.Done()
+			var inflight atomic.Int64
+			body := gw.batch(cfg.Batch, nil)
+			for k := 0; ; k++ {
+				at := t0.Add(offset + time.Duration(k)*interval)
+				if at.Sub(t0) >= cfg.Duration {
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Until(at)):
+				}
+				due.Add(1)
+				if inflight.Load() >= int64(cfg.MaxInflight) {
+					e.dropped.Add(1)
+					e.sess.Observe(SeriesRR, 0, errDropped)
+				} else {
+					inflight.Add(1)
+					senders.Add(1)
+					go func(b []byte) {
+						defer senders.Done()
+						defer inflight.Add(-1)
+						e.send(ctx, at, b)
+					}(body)
+				}
+				// The next batch fills while this one is under way.
+				body = gw.batch(cfg.Batch, make([]byte, 0, len(body)+len(body)/8))
+			}
+		}()
+	}
+	gws.Wait()
+	senders.Wait()
+	elapsed := time.Since(t0)
+	e.rep = Report{Gateways: cfg.Gateways, Devices: cfg.Devices, Rate: cfg.Rate, Batch: cfg.Batch,
+		IntervalMS: float64(interval.Microseconds()) / 1000, BatchesDue: due.Load(), BatchesSent: e.sent.Load(),
+		BatchesOK: e.ok.Load(), BatchesDropped: e.dropped.Load(), MessagesSent: e.msgs.Load(), BytesSent: e.bytes.Load(),
+		BadReplies: e.bad.Load(), MessagesPerS: float64(e.msgs.Load()) / elapsed.Seconds(),
+		CPUCores: (cpuSeconds() - cpu0) / elapsed.Seconds()}
+	if _, err := e.sess.Close(ctx.Err() != nil); err != nil {
+		return &e.rep, err
+	}
+	if cfg.OutDir != "" {
+		if err := results.WriteJSON(filepath.Join(cfg.OutDir, ReportFile), &e.rep); err != nil {
+			return &e.rep, err
+		}
+	}
+	return &e.rep, nil
+}
+
+var (
+	errDropped    = errors.New("batch dropped: too many batches in flight")
+	errNoExecTime = errors.New("answer without " + HandlerSecondsHeader)
+)
+
+// send POSTs one batch due at `at` and records its t_rr (and t_ex).
+func (e *emulator) send(ctx context.Context, at time.Time, body []byte) {
+	// Both series begin at dispatch, so a batch answered after the run's end still counts.
+	op, ok := e.sess.BeginAt(SeriesRR, at)
+	if !ok {
+		return
+	}
+	opEx, _ := e.sess.Begin(SeriesEx)
+	rctx, cancel := context.WithDeadline(ctx, at.Add(e.cfg.Timeout))
+	defer cancel()
+	e.sent.Add(1)
+	e.msgs.Add(int64(e.cfg.Batch))
+	e.bytes.Add(int64(len(body)))
+	tex, err := e.post(rctx, body)
+	op.End(err)
+	switch {
+	case err != nil:
+		opEx.End(err) // never executed, as far as the emulator knows
+	case tex > 0:
+		e.ok.Add(1)
+		opEx.EndWith(tex)
+	default:
+		e.ok.Add(1)
+		opEx.End(errNoExecTime)
+	}
+}
+
+func (e *emulator) post(ctx context.Context, body []byte) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.Target, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	reply, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode >= 400 {
+		return 0, &httptarget.StatusError{Code: resp.StatusCode}
+	}
+	var out struct {
+		Received *int `json:"received"`
+	}
+	if json.Unmarshal(reply, &out) != nil || out.Received == nil || *out.Received != e.cfg.Batch {
+		e.bad.Add(1)
+	}
+	var tex time.Duration
+	if s, err := strconv.ParseFloat(resp.Header.Get(HandlerSecondsHeader), 64); err == nil && s > 0 {
+		tex = time.Duration(s * float64(time.Second))
+	}
+	return tex, nil
+}
+
+// gateway is one software IoT gateway with its devices, interleaving their messages in the
+// order they arrive (round robin: every device produces at the same rate).
+type gateway struct {
+	devices []device
+	next    int
+	rng     *rand.Rand
+	invalid float64
+}
+
+func newGateway(index, devices int, seed int64, invalid float64) *gateway {
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(index)+1))
+	g := &gateway{rng: rng, invalid: invalid}
+	for i := 0; i < devices; i++ {
+		g.devices = append(g.devices, newDevice(index, i, rng))
+	}
+	return g
+}
+
+// batch appends the next n messages as a JSON array to b.
+func (g *gateway) batch(n int, b []byte) []byte {
+	b = append(b, '[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		d := &g.devices[g.next]
+		g.next = (g.next + 1) % len(g.devices)
+		b = appendMessage(b, d, d.next(g.rng), g.invalid > 0 && g.rng.Float64() < g.invalid)
+	}
+	return append(b, ']')
+}
+
+// cpuSeconds is this process's CPU time so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
