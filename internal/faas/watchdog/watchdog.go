@@ -237,3 +237,12 @@ func (w *Watchdog) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 
 // Close stops the function without serving (for a Watchdog used through Handler).
 func (w *Watchdog) Close() { w.inv.close() }
+
+// Run serves until ctx ends: New, then Serve.
+func Run(ctx context.Context, cfg Config, ready func(addr net.Addr)) error {
+	w, err := New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return w.Serve(ctx, ready)
+}
