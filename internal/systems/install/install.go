@@ -5,7 +5,9 @@ package install
 
 import (
 	_ "github.com/continuum-project/continuum/internal/baselines/scenario"  // etcd, redis, ycsb
+	_ "github.com/continuum-project/continuum/internal/faas/scenario"       // function, microservice
 	_ "github.com/continuum-project/continuum/internal/httpecho/scenario"   // http-echo, http-load
+	_ "github.com/continuum-project/continuum/internal/iot/scenario"        // iot
 	_ "github.com/continuum-project/continuum/internal/kv/scenario"         // kv, kv-lag
 	_ "github.com/continuum-project/continuum/internal/pace/scenario"       // pace
 	_ "github.com/continuum-project/continuum/internal/proxy/scenario"      // proxy + QoS report sections
