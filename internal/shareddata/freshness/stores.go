@@ -88,40 +88,58 @@ func hostOf(ep string, port bool) string {
 	return strings.NewReplacer(":", "_", "/", "_").Replace(h)
 }
 
-// moveLeader makes the member at leader the etcd leader: the current leader hands over.
+// moveLeader makes the member at leader the etcd leader: the current leader hands over. An
+// election or another probe's hand-over may be under way (no leader, or a move refused): it
+// tries again until ctx ends.
 func moveLeader(ctx context.Context, endpoints []string, leader string) error {
 	target, err := etcdClient(leader)
 	if err != nil {
 		return err
 	}
 	defer target.Close()
+	var last error
+	for {
+		done, err := moveLeaderOnce(ctx, target, endpoints, leader)
+		if done {
+			return err
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("move etcd leadership to %s: %w", leader, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// moveLeaderOnce makes one attempt; done is false when it is worth trying again.
+func moveLeaderOnce(ctx context.Context, target *clientv3.Client, endpoints []string, leader string) (done bool, err error) {
 	st, err := target.Status(ctx, leader)
 	if err != nil {
-		return fmt.Errorf("status of %s: %w", leader, err)
+		return false, fmt.Errorf("status of %s: %w", leader, err)
 	}
 	if st.Leader == st.Header.MemberId {
-		return nil
+		return true, nil
 	}
 	for _, ep := range endpoints {
 		c, err := etcdClient(ep)
 		if err != nil {
-			return err
+			return true, err
 		}
 		s, err := c.Status(ctx, ep)
 		if err == nil && s.Header.MemberId == s.Leader {
 			_, err = c.MoveLeader(ctx, st.Header.MemberId)
 			c.Close()
 			if err != nil {
-				return fmt.Errorf("move etcd leadership to %s: %w", leader, err)
+				return false, err
 			}
-			return nil
+			return true, nil
 		}
 		c.Close()
 	}
-	return fmt.Errorf("move etcd leadership to %s: no endpoint is the leader", leader)
+	return false, errors.New("no endpoint is the leader")
 }
 
-// write puts the counter and its log entry in one Txn (one revision).
 func (p *etcdProbe) write(ctx context.Context, v int64) error {
 	s := strconv.FormatInt(v, 10)
 	_, err := p.writer.Txn(ctx).Then(clientv3.OpPut(p.key, s), clientv3.OpPut(fmt.Sprintf("%s/log/%020d", p.key, v), s)).Commit()
