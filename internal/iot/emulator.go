@@ -171,7 +171,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			var inflight atomic.Int64
 			body := gw.batch(cfg.Batch, nil)
 			for k := 0; ; k++ {
-				at := t0.Add(offset + time.Duration(k)*interval)
+				// A batch is due once its b_s messages have been produced: the first one
+				// interval after the start.
+				at := t0.Add(offset + time.Duration(k+1)*interval)
 				if at.Sub(t0) >= cfg.Duration {
 					return
 				}

@@ -139,14 +139,19 @@ func (r *recorder) advance(next time.Duration) {
 // The intended time is read under mu so that a second the closer saw as passed can never
 // receive a new request.
 func (r *recorder) begin(limit time.Duration) (time.Duration, bool) {
+	return r.beginAt(limit, time.Since(r.t0))
+}
+
+// beginAt is begin for an operation intended at `at` (from t0): it counts if it was due
+// before the limit, however late it starts.
+func (r *recorder) beginAt(limit, at time.Duration) (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := time.Since(r.t0)
-	if r.final || now >= limit {
+	if r.final || at >= limit {
 		return 0, false
 	}
-	r.countSentLocked(now)
-	return now, true
+	r.countSentLocked(at)
+	return at, true
 }
 
 // record stores the outcome of a request dispatched at intended: latency for a success

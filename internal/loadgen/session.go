@@ -93,10 +93,15 @@ func (s *Session) Begin(op string) (o Op, ok bool) {
 
 // BeginAt starts timing an operation of type op that was due at `at` (an open-loop request
 // the caller scheduled itself): its latency runs from `at`, not from now, so a late start
-// counts against it. ok is false as for Begin.
+// counts against it, and it is attributed to `at`. ok is false after Close, or when it was
+// due after the session's duration (or before its start).
 func (s *Session) BeginAt(op string, at time.Time) (o Op, ok bool) {
 	r := s.recorder(op)
-	intended, ok := r.begin(s.cfg.Duration)
+	d := at.Sub(s.t0)
+	if d < 0 {
+		return Op{}, false
+	}
+	intended, ok := r.beginAt(s.cfg.Duration, d)
 	return Op{r: r, intended: intended, start: at}, ok
 }
 
