@@ -1,0 +1,503 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// InstanceHeader names the instance that answered (the header Continuum's load generator
+// counts requests per instance by).
+const InstanceHeader = "X-Continuum-Instance"
+
+// Config is one gateway.
+type Config struct {
+	Functions []*Function
+	Provider  Provider
+	// Tick is how often autoscalers decide (default 1 s).
+	Tick   time.Duration
+	Logger *slog.Logger
+	// OnScale, if set, is called for every change of a function's wanted replicas (for a
+	// scaling log).
+	OnScale func(ScaleEvent)
+}
+
+// ScaleEvent is a change of a function's wanted instances.
+type ScaleEvent struct {
+	At       time.Time `json:"at"`
+	Function string    `json:"function"`
+	From, To int       `json:"-"`
+	Reason   string    `json:"reason"`
+}
+
+// Gateway routes and scales.
+type Gateway struct {
+	cfg   Config
+	fns   map[string]*fnState
+	reg   *prometheus.Registry
+	m     metrics
+	stop  context.CancelFunc
+	done  sync.WaitGroup
+	clock func() time.Time
+}
+
+type metrics struct {
+	invocations *prometheus.CounterVec
+	seconds     *prometheus.HistogramVec
+	replicas    *prometheus.GaugeVec
+	inflight    *prometheus.GaugeVec
+	coldStart   *prometheus.HistogramVec
+}
+
+// New validates the functions and starts each one's initial instances.
+func New(ctx context.Context, cfg Config) (*Gateway, error) {
+	if cfg.Provider == nil {
+		return nil, errors.New("gateway: no provider to start instances with")
+	}
+	if cfg.Tick == 0 {
+		cfg.Tick = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	g := &Gateway{cfg: cfg, fns: map[string]*fnState{}, reg: prometheus.NewRegistry(), clock: time.Now}
+	g.m = metrics{
+		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_function_invocation_total",
+			Help: "Invocations answered, by function and status code."}, []string{"function_name", "code"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gateway_functions_seconds",
+			Help: "Time from a request's arrival at the gateway to its answer.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)},
+			[]string{"function_name"}),
+		replicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gateway_service_count",
+			Help: "Instances ready to serve, by function."}, []string{"function_name"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gateway_function_inflight",
+			Help: "Requests under way, by function."}, []string{"function_name"}),
+		coldStart: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gateway_cold_start_seconds",
+			Help: "Time from a request finding no instance until one was ready.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)},
+			[]string{"function_name"}),
+	}
+	g.reg.MustRegister(g.m.invocations, g.m.seconds, g.m.replicas, g.m.inflight, g.m.coldStart)
+	for _, f := range cfg.Functions {
+		if err := f.Validate(); err != nil {
+			return nil, err
+		}
+		if g.fns[f.Name] != nil {
+			return nil, fmt.Errorf("function %s: defined twice", f.Name)
+		}
+		g.fns[f.Name] = newFnState(g, f)
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	g.stop = stop
+	for _, fs := range g.fns {
+		fs.setWanted(fs.fn.Replicas, "initial")
+		g.done.Add(1)
+		go func() {
+			defer g.done.Done()
+			fs.reconcile(rctx)
+		}()
+	}
+	// The initial instances are ready before the gateway serves.
+	for _, fs := range g.fns {
+		if err := fs.waitReady(ctx, fs.fn.Replicas); err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
+	g.done.Add(1)
+	go func() {
+		defer g.done.Done()
+		g.autoscale(rctx)
+	}()
+	return g, nil
+}
+
+// Close stops scaling and every instance (draining their requests).
+func (g *Gateway) Close() {
+	g.stop()
+	g.done.Wait()
+	var wg sync.WaitGroup
+	for _, fs := range g.fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fs.stopAll()
+		}()
+	}
+	wg.Wait()
+}
+
+// Handler serves /function/NAME/..., the system API and /metrics.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/function/", g.invoke)
+	mux.HandleFunc("GET /system/functions", g.listFunctions)
+	mux.HandleFunc("POST /system/scale-function/{name}", g.scaleFunction)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("OK\n")) })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, "/function/")
+	name, sub, _ := strings.Cut(rest, "/")
+	fs := g.fns[name]
+	if fs == nil {
+		http.Error(w, fmt.Sprintf("no function %q (GET /system/functions lists them)", name), http.StatusNotFound)
+		return
+	}
+	fs.serve(w, r, "/"+sub)
+}
+
+// FunctionStatus is one row of GET /system/functions.
+type FunctionStatus struct {
+	Name              string `json:"name"`
+	Replicas          int    `json:"replicas"`           // wanted
+	AvailableReplicas int    `json:"availableReplicas"`  // ready
+	InvocationCount   int64  `json:"invocationCount"`    // answered
+	Inflight          int64  `json:"inflight"`           // under way
+	Scaler            string `json:"scaler"`             // autoscaler
+	MinReplicas       int    `json:"minReplicas"`        // bounds
+	MaxReplicas       int    `json:"maxReplicas"`        //
+	ColdStarts        int64  `json:"coldStarts"`         // requests that waited for a first instance
+	ScaleEvents       int64  `json:"scaleEvents"`        // changes of the wanted replicas
+	Draining          int    `json:"drainingReplicas"`   // being removed
+	Starting          int    `json:"startingReplicas"`   // being started
+	LastRequestAgoS   float64 `json:"lastRequestAgoS"`   // seconds since the last request (-1: none yet)
+}
+
+// Status lists the functions, by name.
+func (g *Gateway) Status() []FunctionStatus {
+	var out []FunctionStatus
+	for _, fs := range g.fns {
+		out = append(out, fs.status())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (g *Gateway) listFunctions(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(g.Status())
+}
+
+// Scale sets a function's wanted replicas (clamped to its bounds).
+func (g *Gateway) Scale(name string, replicas int, reason string) error {
+	fs := g.fns[name]
+	if fs == nil {
+		return fmt.Errorf("no function %q", name)
+	}
+	if replicas < 0 {
+		return fmt.Errorf("replicas %d: want >= 0", replicas)
+	}
+	fs.setWanted(replicas, reason)
+	return nil
+}
+
+func (g *Gateway) scaleFunction(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Replicas *int `json:"replicas"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil || req.Replicas == nil {
+		http.Error(w, `body: want {"replicas": N}`, http.StatusBadRequest)
+		return
+	}
+	if err := g.Scale(r.PathValue("name"), *req.Replicas, "api"); err != nil {
+		code := http.StatusBadRequest
+		if strings.HasPrefix(err.Error(), "no function") {
+			code = http.StatusNotFound
+		}
+		http.Error(w, err.Error(), code)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// fnState is a function's instances and counters.
+type fnState struct {
+	g  *Gateway
+	fn *Function
+
+	mu        sync.Mutex
+	wanted    int
+	ready     []*instance
+	draining  int
+	starting  int
+	nextID    int
+	changed   chan struct{} // closed and replaced whenever ready or wanted change
+	lastReq   time.Time
+	perSecond map[int64]int64 // requests begun, by unix second (the last minute)
+
+	inflight    atomic.Int64
+	answered    atomic.Int64
+	coldStarts  atomic.Int64
+	scaleEvents atomic.Int64
+	rr          atomic.Uint64
+}
+
+type instance struct {
+	Instance
+	proxy    *httputil.ReverseProxy
+	inflight atomic.Int64
+}
+
+func newFnState(g *Gateway, f *Function) *fnState {
+	return &fnState{g: g, fn: f, changed: make(chan struct{}), perSecond: map[int64]int64{}}
+}
+
+// notifyLocked wakes whoever waits for a change.
+func (fs *fnState) notifyLocked() {
+	close(fs.changed)
+	fs.changed = make(chan struct{})
+}
+
+func (fs *fnState) setWanted(n int, reason string) {
+	n = min(max(n, fs.fn.MinReplicas), fs.fn.MaxReplicas)
+	fs.mu.Lock()
+	from := fs.wanted
+	if from == n && reason != "initial" {
+		fs.mu.Unlock()
+		return
+	}
+	fs.wanted = n
+	fs.notifyLocked()
+	fs.mu.Unlock()
+	if reason == "initial" {
+		return
+	}
+	fs.scaleEvents.Add(1)
+	fs.g.cfg.Logger.Info("scale", "function", fs.fn.Name, "from", from, "to", n, "reason", reason)
+	if fs.g.cfg.OnScale != nil {
+		fs.g.cfg.OnScale(ScaleEvent{At: fs.g.clock(), Function: fs.fn.Name, From: from, To: n, Reason: reason})
+	}
+}
+
+// reconcile starts and stops instances until ready+starting matches wanted, until ctx ends.
+func (fs *fnState) reconcile(ctx context.Context) {
+	for {
+		fs.mu.Lock()
+		have := len(fs.ready) + fs.starting
+		want := fs.wanted
+		ch := fs.changed
+		switch {
+		case have < want:
+			for i := have; i < want; i++ {
+				fs.nextID++
+				id := fs.fn.Name + "-" + strconv.Itoa(fs.nextID)
+				fs.starting++
+				go fs.start(ctx, id)
+			}
+		case len(fs.ready) > want:
+			// Remove the least busy: they drain soonest.
+			sort.Slice(fs.ready, func(i, j int) bool { return fs.ready[i].inflight.Load() > fs.ready[j].inflight.Load() })
+			gone := fs.ready[want:]
+			fs.ready = append([]*instance(nil), fs.ready[:want]...)
+			fs.draining += len(gone)
+			fs.g.m.replicas.WithLabelValues(fs.fn.Name).Set(float64(len(fs.ready)))
+			for _, in := range gone {
+				go fs.drain(in)
+			}
+		}
+		fs.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+	}
+}
+
+func (fs *fnState) start(ctx context.Context, id string) {
+	inst, err := fs.g.cfg.Provider.Start(ctx, fs.fn, id)
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.starting--
+	if err != nil {
+		fs.g.cfg.Logger.Warn("instance did not start", "function", fs.fn.Name, "id", id, "err", err)
+		if ctx.Err() == nil {
+			// Try again on the next change or tick rather than spinning.
+			go func() {
+				time.Sleep(time.Second)
+				fs.mu.Lock()
+				fs.notifyLocked()
+				fs.mu.Unlock()
+			}()
+		}
+		return
+	}
+	u, _ := url.Parse(inst.URL)
+	in := &instance{Instance: inst}
+	in.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.Out.Host = pr.In.Host
+		},
+		Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second},
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Header.Set(InstanceHeader, inst.ID)
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+				http.Error(w, fmt.Sprintf("function %s exceeded its exec timeout of %v", fs.fn.Name, fs.fn.ExecTimeout), http.StatusGatewayTimeout)
+				return
+			}
+			http.Error(w, fmt.Sprintf("function %s instance %s: %v", fs.fn.Name, inst.ID, err), http.StatusBadGateway)
+		},
+	}
+	fs.ready = append(fs.ready, in)
+	fs.g.m.replicas.WithLabelValues(fs.fn.Name).Set(float64(len(fs.ready)))
+	fs.notifyLocked()
+}
+
+// drain stops an instance once the requests it was given are answered.
+func (fs *fnState) drain(in *instance) {
+	for in.inflight.Load() > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := fs.g.cfg.Provider.Stop(context.Background(), in.Instance); err != nil {
+		fs.g.cfg.Logger.Warn("instance did not stop", "function", fs.fn.Name, "id", in.ID, "err", err)
+	}
+	fs.mu.Lock()
+	fs.draining--
+	fs.notifyLocked()
+	fs.mu.Unlock()
+}
+
+func (fs *fnState) stopAll() {
+	fs.mu.Lock()
+	gone := fs.ready
+	fs.ready = nil
+	fs.draining += len(gone)
+	fs.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, in := range gone {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fs.drain(in)
+		}()
+	}
+	wg.Wait()
+}
+
+// waitReady waits until n instances are ready.
+func (fs *fnState) waitReady(ctx context.Context, n int) error {
+	for {
+		fs.mu.Lock()
+		ok, ch := len(fs.ready) >= n, fs.changed
+		fs.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("function %s: %d instance(s) not ready: %w", fs.fn.Name, n, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// pick takes the ready instance with the fewest requests under way (ties in turn), counting
+// the request on it; with none ready it asks for one and waits, up to the exec timeout.
+func (fs *fnState) pick(ctx context.Context) (*instance, error) {
+	var waitedSince time.Time
+	for {
+		fs.mu.Lock()
+		if n := len(fs.ready); n > 0 {
+			start := int(fs.rr.Add(1) % uint64(n))
+			best := fs.ready[start]
+			for i := 1; i < n; i++ {
+				if c := fs.ready[(start+i)%n]; c.inflight.Load() < best.inflight.Load() {
+					best = c
+				}
+			}
+			best.inflight.Add(1)
+			fs.mu.Unlock()
+			if !waitedSince.IsZero() {
+				fs.coldStarts.Add(1)
+				fs.g.m.coldStart.WithLabelValues(fs.fn.Name).Observe(time.Since(waitedSince).Seconds())
+			}
+			return best, nil
+		}
+		if waitedSince.IsZero() {
+			waitedSince = time.Now()
+		}
+		scaleFromZero := fs.wanted == 0
+		ch := fs.changed
+		fs.mu.Unlock()
+		if scaleFromZero {
+			fs.setWanted(1, "request while scaled to zero")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errNoInstance
+		case <-ch:
+		}
+	}
+}
+
+func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path string) {
+	start := time.Now()
+	fs.inflight.Add(1)
+	fs.g.m.inflight.WithLabelValues(fs.fn.Name).Inc()
+	fs.mu.Lock()
+	fs.lastReq = start
+	fs.perSecond[start.Unix()]++
+	fs.mu.Unlock()
+	sw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
+	defer func() {
+		fs.inflight.Add(-1)
+		fs.answered.Add(1)
+		fs.g.m.inflight.WithLabelValues(fs.fn.Name).Dec()
+		fs.g.m.invocations.WithLabelValues(fs.fn.Name, strconv.Itoa(sw.code)).Inc()
+		fs.g.m.seconds.WithLabelValues(fs.fn.Name).Observe(time.Since(start).Seconds())
+	}()
+	ctx, cancel := context.WithTimeout(r.Context(), fs.fn.ExecTimeout)
+	defer cancel()
+	in, err := fs.pick(ctx)
+	if err != nil {
+		http.Error(sw, fmt.Sprintf("function %s: %v (within %v)", fs.fn.Name, err, fs.fn.ExecTimeout), http.StatusServiceUnavailable)
+		return
+	}
+	defer in.inflight.Add(-1)
+	r2 := r.Clone(ctx)
+	r2.URL.Path, r2.URL.RawPath = path, ""
+	in.proxy.ServeHTTP(sw, r2)
+}
+
+type codeWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (c *codeWriter) WriteHeader(code int) {
+	c.code = code
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (fs *fnState) status() FunctionStatus {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	ago := -1.0
+	if !fs.lastReq.IsZero() {
+		ago = math.Round(time.Since(fs.lastReq).Seconds()*1000) / 1000
+	}
+	return FunctionStatus{Name: fs.fn.Name, Replicas: fs.wanted, AvailableReplicas: len(fs.ready),
+		InvocationCount: fs.answered.Load(), Inflight: fs.inflight.Load(), Scaler: fs.fn.Scaler,
+		MinReplicas: fs.fn.MinReplicas, MaxReplicas: fs.fn.MaxReplicas, ColdStarts: fs.coldStarts.Load(),
+		ScaleEvents: fs.scaleEvents.Load(), Draining: fs.draining, Starting: fs.starting, LastRequestAgoS: ago}
+}
