@@ -164,18 +164,18 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 
 // FunctionStatus is one row of GET /system/functions.
 type FunctionStatus struct {
-	Name              string `json:"name"`
-	Replicas          int    `json:"replicas"`           // wanted
-	AvailableReplicas int    `json:"availableReplicas"`  // ready
-	InvocationCount   int64  `json:"invocationCount"`    // answered
-	Inflight          int64  `json:"inflight"`           // under way
-	Scaler            string `json:"scaler"`             // autoscaler
-	MinReplicas       int    `json:"minReplicas"`        // bounds
-	MaxReplicas       int    `json:"maxReplicas"`        //
-	ColdStarts        int64  `json:"coldStarts"`         // requests that waited for a first instance
-	ScaleEvents       int64  `json:"scaleEvents"`        // changes of the wanted replicas
-	Draining          int    `json:"drainingReplicas"`   // being removed
-	Starting          int    `json:"startingReplicas"`   // being started
+	Name              string  `json:"name"`
+	Replicas          int     `json:"replicas"`          // wanted
+	AvailableReplicas int     `json:"availableReplicas"` // ready
+	InvocationCount   int64   `json:"invocationCount"`   // answered
+	Inflight          int64   `json:"inflight"`          // under way
+	Scaler            string  `json:"scaler"`            // autoscaler
+	MinReplicas       int     `json:"minReplicas"`       // bounds
+	MaxReplicas       int     `json:"maxReplicas"`       //
+	ColdStarts        int64   `json:"coldStarts"`        // requests that waited for a first instance
+	ScaleEvents       int64   `json:"scaleEvents"`       // changes of the wanted replicas
+	Draining          int     `json:"drainingReplicas"`  // being removed
+	Starting          int     `json:"startingReplicas"`  // being started
 	LastRequestAgoS   float64 `json:"lastRequestAgoS"`   // seconds since the last request (-1: none yet)
 }
 
