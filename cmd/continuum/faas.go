@@ -3,12 +3,15 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/continuum-project/continuum/internal/faas"
+	"github.com/continuum-project/continuum/internal/faas/gateway"
 	"github.com/continuum-project/continuum/internal/faas/watchdog"
+	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 func init() { commands = append(commands, newFaaSCmd) }
@@ -20,7 +23,82 @@ func newFaaSCmd() *cobra.Command {
 		Example: `  continuum faas watchdog --mode http --handler python/functions/iot-analytics --listen :8080
   continuum faas watchdog --mode classic --handler python/functions/hello --listen :8081`,
 	}
-	cmd.AddCommand(newWatchdogCmd())
+	cmd.AddCommand(newWatchdogCmd(), newFaaSGatewayCmd())
+	return cmd
+}
+
+func newFaaSGatewayCmd() *cobra.Command {
+	var (
+		cfg                gateway.RunConfig
+		functions          []string
+		tb, stateDir, node string
+		logDir             string
+		instanceCPUs       float64
+		instancePort       int
+	)
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Route /function/NAME to function instances and scale them (OpenFaaS-style gateway)",
+		Long: `Serves the functions given with --function (comma-separated key=value: name, handler, mode
+classic|http, server, replicas, min, max, scaler none|rps, rps_threshold, rps_window, idle_timeout,
+exec_timeout, max_inflight). Requests to /function/NAME/... go to the instance with the fewest
+requests under way; GET /system/functions lists the functions, POST /system/scale-function/NAME
+{"replicas": N} scales one, /metrics is Prometheus (gateway_function_invocation_total,
+gateway_functions_seconds, gateway_service_count, gateway_cold_start_seconds).
+
+scaler=rps is OpenFaaS CE's autoscaler (above rps_threshold, default 5, for rps_window, default
+5s: +20% of max per window; back to min when it stops). idle_timeout scales a function with min=0
+to zero; a request then waits for a new instance (a cold start) instead of failing.
+
+Instances run as watchdogs served by this process, or with --testbed as processes of that testbed
+on --node, each limited to --instance-cpus cores. With --out, replicas.csv, scaling.csv and
+gateway.json record the instances over time.`,
+		Example: `  continuum faas gateway --listen :8080 --function name=analytics,handler=python/functions/iot-analytics,mode=http,scaler=rps,max=20
+  continuum faas gateway --function name=hello,handler=python/functions/hello,min=0,idle_timeout=30s
+  curl -d Ada localhost:8080/function/hello`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(functions) == 0 {
+				return fmt.Errorf("no function: give --function name=...,handler=...")
+			}
+			for _, s := range functions {
+				f, err := gateway.ParseFunction(s)
+				if err != nil {
+					return err
+				}
+				cfg.Gateway.Functions = append(cfg.Gateway.Functions, f)
+			}
+			if tb != "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				prefix := node + "-gw"
+				cfg.Gateway.Provider = &gateway.TestbedProvider{Client: testbed.NewClient(stateDir, tb), Node: node,
+					Binary: exe, LogDir: logDir, Prefix: prefix, CPUs: instanceCPUs, BasePort: instancePort}
+			} else {
+				py, err := faas.FindPython()
+				if err != nil {
+					return err
+				}
+				cfg.Gateway.Provider = &gateway.LocalProvider{Python: py}
+			}
+			return gateway.Run(cmd.Context(), cfg, func(a net.Addr) {
+				fmt.Fprintf(cmd.OutOrStdout(), "gateway listening on %s\n", a)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Listen, "listen", ":8080", "address the gateway serves on")
+	f.StringArrayVar(&functions, "function", nil, "a function: name=...,handler=...[,mode=...,scaler=...,...] (repeatable)")
+	f.StringVar(&cfg.OutDir, "out", "", "directory for replicas.csv, scaling.csv and gateway.json")
+	f.DurationVar(&cfg.Gateway.Tick, "tick", time.Second, "how often autoscalers decide")
+	f.StringVar(&tb, "testbed", "", "start instances as processes of this testbed (default: in this process)")
+	f.StringVar(&stateDir, "state-dir", "", "the testbed's state directory (default $CONTINUUM_STATE_DIR or /run/continuum)")
+	f.StringVar(&node, "node", "", "with --testbed: the node instances run on (the gateway's)")
+	f.StringVar(&logDir, "log-dir", "", "with --testbed: where instances' logs go")
+	f.Float64Var(&instanceCPUs, "instance-cpus", 1, "with --testbed: cores each instance may use (0: unlimited)")
+	f.IntVar(&instancePort, "instance-port", 18080, "with --testbed: the first loopback port instances listen on")
 	return cmd
 }
 

@@ -68,3 +68,33 @@ func TestConfigErrors(t *testing.T) {
 		t.Errorf("missing handler: %v", err)
 	}
 }
+
+func TestGatewayCommand(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "faas-gateway", `{port: 8080, functions: [{name: analytics, handler: python/functions/iot-analytics,
+  mode: http, server: flask, scaler: rps, max: 20}]}`)
+	e := env()
+	e.Testbed, e.StateDir = "run-001", "/run/continuum"
+	cmd, err := k.Command(e, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(cmd.Args, " ")
+	for _, want := range []string{"/bin/continuum faas gateway --listen :8080 --testbed run-001 --state-dir /run/continuum --node edge",
+		"--instance-cpus 1 --instance-port 18080 --out /r/components/fn --function name=analytics,handler=/",
+		"/python/functions/iot-analytics,mode=http,server=flask,replicas=1,min=0,max=20,scaler=rps,rps_threshold=5,rps_window=5s,exec_timeout=1m0s"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	for _, c := range []struct{ cfg, want string }{
+		{"{}", "functions: list the functions"},
+		{"{functions: [{name: a, handler: x}, {name: a, handler: y}]}", "a named twice"},
+		{"{functions: [{name: A, handler: x}]}", "functions[0]: function name"},
+		{"{functions: [{name: a, handler: x, scaler: kpa}]}", `scaler "kpa"`},
+	} {
+		k, cfg := kindtest.Decode(t, "faas-gateway", c.cfg)
+		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}

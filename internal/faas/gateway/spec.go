@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/faas"
+)
+
+// ParseFunction reads a function from the --function form: comma-separated key=value pairs,
+//
+//	name=analytics,handler=python/functions/iot-analytics,mode=http,scaler=rps,max=20
+//
+// with keys name, handler, mode, server, replicas, min, max, scaler, rps_threshold,
+// rps_window, idle_timeout, exec_timeout, max_inflight. The handler is resolved to an absolute
+// path.
+func ParseFunction(s string) (*Function, error) {
+	f := &Function{Mode: faas.ModeHTTP, Server: faas.ServerContinuum}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return nil, fmt.Errorf("function %q: %q is not key=value", s, kv)
+		}
+		var err error
+		switch k {
+		case "name":
+			f.Name = v
+		case "handler":
+			f.Handler, err = faas.ResolveHandler(v)
+		case "mode":
+			f.Mode = v
+		case "server":
+			f.Server = v
+		case "replicas":
+			f.Replicas, err = strconv.Atoi(v)
+		case "min":
+			f.MinReplicas, err = strconv.Atoi(v)
+		case "max":
+			f.MaxReplicas, err = strconv.Atoi(v)
+		case "scaler":
+			f.Scaler = v
+		case "rps_threshold":
+			f.RPSThreshold, err = strconv.ParseFloat(v, 64)
+		case "rps_window":
+			f.RPSWindow, err = time.ParseDuration(v)
+		case "idle_timeout":
+			f.IdleTimeout, err = time.ParseDuration(v)
+		case "exec_timeout":
+			f.ExecTimeout, err = time.ParseDuration(v)
+		case "max_inflight":
+			f.MaxInflight, err = strconv.Atoi(v)
+		default:
+			return nil, fmt.Errorf("function %q: unknown key %q (want name, handler, mode, server, replicas, min, max, scaler, rps_threshold, rps_window, idle_timeout, exec_timeout, max_inflight)", s, k)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("function %q: %s: %w", s, k, err)
+		}
+	}
+	return f, f.Validate()
+}
+
+// Format is the --function form of f (ParseFunction's inverse).
+func (f *Function) Format() string {
+	parts := []string{"name=" + f.Name, "handler=" + f.Handler, "mode=" + f.Mode, "server=" + f.Server,
+		"replicas=" + strconv.Itoa(f.Replicas), "min=" + strconv.Itoa(f.MinReplicas), "max=" + strconv.Itoa(f.MaxReplicas),
+		"scaler=" + f.Scaler}
+	if f.RPSThreshold > 0 {
+		parts = append(parts, "rps_threshold="+strconv.FormatFloat(f.RPSThreshold, 'g', -1, 64))
+	}
+	for _, d := range []struct {
+		key string
+		d   time.Duration
+	}{{"rps_window", f.RPSWindow}, {"idle_timeout", f.IdleTimeout}, {"exec_timeout", f.ExecTimeout}} {
+		if d.d > 0 {
+			parts = append(parts, d.key+"="+d.d.String())
+		}
+	}
+	if f.MaxInflight > 0 {
+		parts = append(parts, "max_inflight="+strconv.Itoa(f.MaxInflight))
+	}
+	return strings.Join(parts, ",")
+}

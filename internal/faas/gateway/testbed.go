@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/testbed"
+)
+
+// TestbedProvider starts instances as processes of the testbed the gateway runs in: each a
+// `continuum faas watchdog` on the gateway's node, in a cgroup of its own with the function's
+// CPU limit, so the testbed samples every instance's CPU and memory like any component's.
+type TestbedProvider struct {
+	Client *testbed.Client
+	Node   string // the gateway's node, where instances run
+	Binary string // the continuum binary
+	LogDir string // where instances' logs go (the run's logs)
+	// Prefix makes process names unique in the testbed (the gateway's instance name).
+	Prefix string
+	// BasePort is the first port instances listen on (default 18080).
+	BasePort int
+	// CPUs per instance (0 = unlimited).
+	CPUs float64
+
+	mu    sync.Mutex
+	ports map[string]int
+}
+
+// Start runs the instance's watchdog and waits until it answers its health check.
+func (p *TestbedProvider) Start(ctx context.Context, fn *Function, id string) (Instance, error) {
+	port := p.takePort(id)
+	args := []string{p.Binary, "faas", "watchdog", "--mode", fn.Mode, "--handler", fn.Handler, "--server", fn.Server,
+		"--listen", "127.0.0.1:" + strconv.Itoa(port), "--exec-timeout", fn.ExecTimeout.String(),
+		"--max-inflight", strconv.Itoa(fn.MaxInflight)}
+	name := p.Prefix + "-" + id
+	if _, err := p.Client.Start(testbed.ProcSpec{Name: name, Node: p.Node, Args: args, LogDir: p.LogDir, CPUs: p.CPUs}); err != nil {
+		p.releasePort(id)
+		return Instance{}, fmt.Errorf("start %s on %s: %w", name, p.Node, err)
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	if err := waitHealthy(ctx, url); err != nil {
+		_ = p.Client.Stop(name)
+		p.releasePort(id)
+		return Instance{}, fmt.Errorf("instance %s: %w", name, err)
+	}
+	return Instance{ID: id, URL: url}, nil
+}
+
+// Stop stops the instance's process (its watchdog drains what it has first).
+func (p *TestbedProvider) Stop(_ context.Context, inst Instance) error {
+	defer p.releasePort(inst.ID)
+	return p.Client.Stop(p.Prefix + "-" + inst.ID)
+}
+
+func (p *TestbedProvider) takePort(id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ports == nil {
+		p.ports = map[string]int{}
+	}
+	base := p.BasePort
+	if base == 0 {
+		base = 18080
+	}
+	used := map[int]bool{}
+	for _, port := range p.ports {
+		used[port] = true
+	}
+	port := base
+	for used[port] {
+		port++
+	}
+	p.ports[id] = port
+	return port
+}
+
+func (p *TestbedProvider) releasePort(id string) {
+	p.mu.Lock()
+	delete(p.ports, id)
+	p.mu.Unlock()
+}
+
+// waitHealthy polls url's /_/health until it answers 200 or ctx ends.
+func waitHealthy(ctx context.Context, url string) error {
+	c := &http.Client{Timeout: time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/_/health", nil)
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy: %w", url, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
