@@ -74,7 +74,11 @@ gateway.json record the instances over time.`,
 					return err
 				}
 				prefix := node + "-gw"
-				cfg.Gateway.Provider = &gateway.TestbedProvider{Client: testbed.NewClient(stateDir, tb), Node: node,
+				py, err := faas.FindPython()
+				if err != nil {
+					return err
+				}
+				cfg.Gateway.Provider = &gateway.TestbedProvider{Client: testbed.NewClient(stateDir, tb), Node: node, Python: py,
 					Binary: exe, LogDir: logDir, Prefix: prefix, CPUs: instanceCPUs, BasePort: instancePort}
 			} else {
 				py, err := faas.FindPython()
@@ -107,6 +111,7 @@ func newWatchdogCmd() *cobra.Command {
 		cfg                   watchdog.Config
 		mode, handler, server string
 		upstreamPort          int
+		zygoteSock            string
 	)
 	cmd := &cobra.Command{
 		Use:   "watchdog",
@@ -134,7 +139,7 @@ $CONTINUUM_PYTHON with $CONTINUUM_PYTHON_SRC.`,
 			if err != nil {
 				return err
 			}
-			wc, err := faas.WatchdogFor(py, mode, h, server, upstreamPort)
+			wc, err := faas.WatchdogFor(py, mode, h, server, upstreamPort, zygoteSock)
 			if err != nil {
 				return err
 			}
@@ -149,6 +154,7 @@ $CONTINUUM_PYTHON with $CONTINUUM_PYTHON_SRC.`,
 	f.StringVar(&handler, "handler", "", "function folder (with handler.py) or its handler.py")
 	f.StringVar(&server, "server", faas.ServerContinuum, "http mode's upstream server: continuum or flask")
 	f.IntVar(&upstreamPort, "upstream-port", 0, "http mode: loopback port of the upstream process (0: a free one)")
+	f.StringVar(&zygoteSock, "zygote", "", "http mode: fork the upstream from the zygote on this unix socket (python -m continuum_functions.zygote)")
 	f.StringVar(&cfg.Listen, "listen", ":8080", "address the watchdog serves on")
 	f.DurationVar(&cfg.ExecTimeout, "exec-timeout", time.Minute, "longest a request may run in the function (then 504)")
 	f.DurationVar(&cfg.WriteTimeout, "write-timeout", 0, "longest to write a response (default exec timeout + 5s)")

@@ -9,8 +9,9 @@ import (
 )
 
 // WatchdogFor is the watchdog config of a python3-http handler in mode classic or http (server
-// is http's upstream server; upstreamPort 0 picks a free one).
-func WatchdogFor(py Python, mode, handler, server string, upstreamPort int) (watchdog.Config, error) {
+// is http's upstream server; upstreamPort 0 picks a free one; zygote, if set, is the socket of
+// a zygote to fork http's upstream from).
+func WatchdogFor(py Python, mode, handler, server string, upstreamPort int, zygote string) (watchdog.Config, error) {
 	cfg := watchdog.Config{Mode: mode, Env: py.Env(), CGI: true}
 	switch mode {
 	case ModeClassic:
@@ -28,6 +29,7 @@ func WatchdogFor(py Python, mode, handler, server string, upstreamPort int) (wat
 			return cfg, err
 		}
 		cfg.Process, cfg.UpstreamAddr = args, net.JoinHostPort("127.0.0.1", strconv.Itoa(upstreamPort))
+		cfg.Zygote = zygote
 	default:
 		return cfg, fmt.Errorf("watchdog mode %q: want %s or %s (%s runs without one)", mode, ModeClassic, ModeHTTP, ModeMicro)
 	}

@@ -38,6 +38,9 @@ type Function struct {
 	// IdleTimeout, if > 0 and MinReplicas is 0, scales the function to zero after that long
 	// without a request.
 	IdleTimeout time.Duration
+	// Zygote (http mode) forks new instances' upstreams from a process that has imported the
+	// handler once, instead of starting an interpreter per instance: fast cold starts.
+	Zygote bool
 }
 
 var functionName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -52,6 +55,9 @@ func (f *Function) Validate() error {
 	}
 	if f.Mode != faas.ModeClassic && f.Mode != faas.ModeHTTP {
 		return fmt.Errorf("function %s: mode %q: want %s or %s", f.Name, f.Mode, faas.ModeClassic, faas.ModeHTTP)
+	}
+	if f.Zygote && f.Mode != faas.ModeHTTP {
+		return fmt.Errorf("function %s: zygote serves the http mode, not %s", f.Name, f.Mode)
 	}
 	if f.Scaler == "" {
 		f.Scaler = ScalerNone

@@ -100,6 +100,16 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		}
 		g.fns[f.Name] = newFnState(g, f)
 	}
+	// Zygotes start with the gateway, so even the first cold start forks a warm process.
+	if p, ok := cfg.Provider.(interface {
+		Prepare(context.Context, *Function) error
+	}); ok {
+		for _, f := range cfg.Functions {
+			if err := p.Prepare(ctx, f); err != nil {
+				return nil, err
+			}
+		}
+	}
 	rctx, stop := context.WithCancel(context.Background())
 	g.stop = stop
 	for _, fs := range g.fns {
@@ -138,6 +148,9 @@ func (g *Gateway) Close() {
 		}()
 	}
 	wg.Wait()
+	if c, ok := g.cfg.Provider.(interface{ Close() }); ok {
+		c.Close()
+	}
 }
 
 // Handler serves /function/NAME/..., the system API and /metrics.

@@ -173,14 +173,23 @@ func TestScalingDropsNothing(t *testing.T) {
 // TestScaleToZeroAndBack: idle, the function goes to zero instances; the next request waits
 // for a new one (a cold start) and is answered.
 func TestScaleToZeroAndBack(t *testing.T) {
-	g, url := start(t, &gateway.Function{Name: "hello", Handler: handlerDir(t, sleepy), Mode: faas.ModeHTTP, IdleTimeout: 500 * time.Millisecond})
+	for _, zygote := range []bool{false, true} {
+		t.Run(fmt.Sprintf("zygote=%v", zygote), func(t *testing.T) { scaleToZeroAndBack(t, zygote) })
+	}
+}
+
+func scaleToZeroAndBack(t *testing.T, zygote bool) {
+	g, url := start(t, &gateway.Function{Name: "hello", Handler: handlerDir(t, sleepy), Mode: faas.ModeHTTP,
+		IdleTimeout: 500 * time.Millisecond, Zygote: zygote})
 	if s := status(t, g, "hello"); s.AvailableReplicas != 0 || s.Replicas != 0 {
 		t.Fatalf("with an idle timeout the function starts at zero: %+v", s)
 	}
 	for round := 0; round < 2; round++ {
+		begin := time.Now()
 		if a := call(t, url+"/function/hello", ""); a.code != 200 || a.body != "slept 0" {
 			t.Fatalf("round %d: request to a function at zero: %+v", round, a)
 		}
+		t.Logf("cold start %d: %v", round, time.Since(begin))
 		testenv.Eventually(t, 30*time.Second, "the idle function scaled to zero", func() bool {
 			s := status(t, g, "hello")
 			return s.AvailableReplicas == 0 && s.Draining == 0

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/continuum-project/continuum/internal/faas"
@@ -28,13 +30,38 @@ type Provider interface {
 type LocalProvider struct {
 	Python faas.Python
 
-	mu   sync.Mutex
-	runs map[string]func()
+	mu      sync.Mutex
+	runs    map[string]func()
+	zygotes zygotes
+}
+
+// Prepare starts fn's zygote, if it has one.
+func (p *LocalProvider) Prepare(ctx context.Context, fn *Function) error {
+	_, err := p.zygote(ctx, fn)
+	return err
+}
+
+// zygote is the socket of fn's zygote ("" without one), started if need be.
+func (p *LocalProvider) zygote(ctx context.Context, fn *Function) (string, error) {
+	if !fn.Zygote {
+		return "", nil
+	}
+	return p.zygotes.get(ctx, fn, func(ctx context.Context, socket string) (func(), error) {
+		z, err := faas.StartZygote(ctx, p.Python, fn.Handler, socket)
+		if err != nil {
+			return nil, err
+		}
+		return z.Stop, nil
+	})
 }
 
 // Start serves a new watchdog for fn on a free loopback port.
 func (p *LocalProvider) Start(ctx context.Context, fn *Function, id string) (Instance, error) {
-	cfg, err := faas.WatchdogFor(p.Python, fn.Mode, fn.Handler, fn.Server, 0)
+	zsock, err := p.zygote(ctx, fn)
+	if err != nil {
+		return Instance{}, err
+	}
+	cfg, err := faas.WatchdogFor(p.Python, fn.Mode, fn.Handler, fn.Server, 0, zsock)
 	if err != nil {
 		return Instance{}, err
 	}
@@ -73,4 +100,72 @@ func (p *LocalProvider) Stop(_ context.Context, inst Instance) error {
 	}
 	stop()
 	return nil
+}
+
+// Close stops the zygotes.
+func (p *LocalProvider) Close() { p.zygotes.close() }
+
+// zygotes runs one zygote per function, started when its first instance is.
+type zygotes struct {
+	mu   sync.Mutex
+	dir  string
+	byFn map[string]*zygote
+}
+
+type zygote struct {
+	ready  chan struct{}
+	socket string
+	stop   func()
+	err    error
+}
+
+// get returns the socket of fn's zygote, starting it with start if it is not running.
+func (zs *zygotes) get(ctx context.Context, fn *Function, start func(context.Context, string) (func(), error)) (string, error) {
+	zs.mu.Lock()
+	if zs.byFn == nil {
+		zs.byFn = map[string]*zygote{}
+	}
+	if zs.dir == "" {
+		d, err := os.MkdirTemp("", "continuum-zygotes-")
+		if err != nil {
+			zs.mu.Unlock()
+			return "", err
+		}
+		zs.dir = d
+	}
+	z := zs.byFn[fn.Name]
+	if z == nil || z.err != nil {
+		z = &zygote{ready: make(chan struct{}), socket: filepath.Join(zs.dir, fn.Name+".sock")}
+		zs.byFn[fn.Name] = z
+		go func() {
+			z.stop, z.err = start(context.WithoutCancel(ctx), z.socket)
+			close(z.ready)
+		}()
+	}
+	zs.mu.Unlock()
+	select {
+	case <-z.ready:
+		if z.err != nil {
+			return "", fmt.Errorf("function %s: zygote: %w", fn.Name, z.err)
+		}
+		return z.socket, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (zs *zygotes) close() {
+	zs.mu.Lock()
+	defer zs.mu.Unlock()
+	for _, z := range zs.byFn {
+		<-z.ready
+		if z.stop != nil {
+			z.stop()
+		}
+	}
+	zs.byFn = nil
+	if zs.dir != "" {
+		_ = os.RemoveAll(zs.dir)
+		zs.dir = ""
+	}
 }

@@ -14,7 +14,7 @@ import (
 //	name=analytics,handler=python/functions/iot-analytics,mode=http,scaler=rps,max=20
 //
 // with keys name, handler, mode, server, replicas, min, max, scaler, rps_threshold,
-// rps_window, idle_timeout, exec_timeout, max_inflight. The handler is resolved to an absolute
+// rps_window, idle_timeout, exec_timeout, max_inflight, zygote. The handler is resolved to an absolute
 // path.
 func ParseFunction(s string) (*Function, error) {
 	f := &Function{Mode: faas.ModeHTTP, Server: faas.ServerContinuum}
@@ -51,8 +51,10 @@ func ParseFunction(s string) (*Function, error) {
 			f.ExecTimeout, err = time.ParseDuration(v)
 		case "max_inflight":
 			f.MaxInflight, err = strconv.Atoi(v)
+		case "zygote":
+			f.Zygote, err = strconv.ParseBool(v)
 		default:
-			return nil, fmt.Errorf("function %q: unknown key %q (want name, handler, mode, server, replicas, min, max, scaler, rps_threshold, rps_window, idle_timeout, exec_timeout, max_inflight)", s, k)
+			return nil, fmt.Errorf("function %q: unknown key %q (want name, handler, mode, server, replicas, min, max, scaler, rps_threshold, rps_window, idle_timeout, exec_timeout, max_inflight, zygote)", s, k)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("function %q: %s: %w", s, k, err)
@@ -79,6 +81,9 @@ func (f *Function) Format() string {
 	}
 	if f.MaxInflight > 0 {
 		parts = append(parts, "max_inflight="+strconv.Itoa(f.MaxInflight))
+	}
+	if f.Zygote {
+		parts = append(parts, "zygote=true")
 	}
 	return strings.Join(parts, ",")
 }

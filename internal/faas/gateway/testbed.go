@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/faas"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
 
@@ -25,9 +26,12 @@ type TestbedProvider struct {
 	BasePort int
 	// CPUs per instance (0 = unlimited).
 	CPUs float64
+	// Python runs the functions' zygotes.
+	Python faas.Python
 
-	mu    sync.Mutex
-	ports map[string]int
+	mu      sync.Mutex
+	ports   map[string]int
+	zygotes zygotes
 }
 
 // Start runs the instance's watchdog and waits until it answers its health check.
@@ -36,6 +40,14 @@ func (p *TestbedProvider) Start(ctx context.Context, fn *Function, id string) (I
 	args := []string{p.Binary, "faas", "watchdog", "--mode", fn.Mode, "--handler", fn.Handler, "--server", fn.Server,
 		"--listen", "127.0.0.1:" + strconv.Itoa(port), "--exec-timeout", fn.ExecTimeout.String(),
 		"--max-inflight", strconv.Itoa(fn.MaxInflight)}
+	if fn.Zygote {
+		sock, err := p.zygote(ctx, fn)
+		if err != nil {
+			p.releasePort(id)
+			return Instance{}, err
+		}
+		args = append(args, "--zygote", sock)
+	}
 	name := p.Prefix + "-" + id
 	if _, err := p.Client.Start(testbed.ProcSpec{Name: name, Node: p.Node, Args: args, LogDir: p.LogDir, CPUs: p.CPUs}); err != nil {
 		p.releasePort(id)
@@ -83,6 +95,35 @@ func (p *TestbedProvider) releasePort(id string) {
 	delete(p.ports, id)
 	p.mu.Unlock()
 }
+
+// Prepare starts fn's zygote, if it has one.
+func (p *TestbedProvider) Prepare(ctx context.Context, fn *Function) error {
+	if !fn.Zygote {
+		return nil
+	}
+	_, err := p.zygote(ctx, fn)
+	return err
+}
+
+// zygote is the socket of fn's zygote, which runs on the node like the instances, as a
+// process of the testbed.
+func (p *TestbedProvider) zygote(ctx context.Context, fn *Function) (string, error) {
+	return p.zygotes.get(ctx, fn, func(ctx context.Context, socket string) (func(), error) {
+		name := p.Prefix + "-zygote-" + fn.Name
+		zargs := p.Python.ZygoteArgs(fn.Handler, socket)
+		if _, err := p.Client.Start(testbed.ProcSpec{Name: name, Node: p.Node, Args: zargs, Env: p.Python.Env(), LogDir: p.LogDir}); err != nil {
+			return nil, err
+		}
+		if err := faas.WaitZygote(ctx, socket, nil); err != nil {
+			_ = p.Client.Stop(name)
+			return nil, err
+		}
+		return func() { _ = p.Client.Stop(name) }, nil
+	})
+}
+
+// Close stops the zygotes.
+func (p *TestbedProvider) Close() { p.zygotes.close() }
 
 // waitHealthy polls url's /_/health until it answers 200 or ctx ends.
 func waitHealthy(ctx context.Context, url string) error {

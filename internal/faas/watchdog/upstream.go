@@ -25,9 +25,25 @@ type upstream struct {
 	up    atomic.Bool
 
 	mu      sync.Mutex
-	cmd     *exec.Cmd
+	proc    *process
 	closing bool
 	done    chan struct{} // closed when the supervisor has stopped
+}
+
+// process is a running upstream: exec'd by the watchdog (its own process group) or forked by
+// a zygote (not our child: its end is found by polling).
+type process struct {
+	pid    int
+	group  bool       // signal the whole process group
+	exited chan error // receives once when it has exited
+}
+
+func (p *process) signal(sig syscall.Signal) {
+	if p.group {
+		_ = syscall.Kill(-p.pid, sig)
+	} else {
+		_ = syscall.Kill(p.pid, sig)
+	}
 }
 
 func startUpstream(ctx context.Context, cfg *Config) (*upstream, error) {
@@ -53,82 +69,93 @@ func startUpstream(ctx context.Context, cfg *Config) (*upstream, error) {
 			}
 		},
 	}
-	cmd, exited, err := u.start(ctx)
+	p, err := u.start(ctx)
 	if err != nil {
 		return nil, err
 	}
-	go u.supervise(cmd, exited)
+	go u.supervise(p)
 	return u, nil
 }
 
-// start runs the process and waits until it accepts connections on the upstream address.
-func (u *upstream) start(ctx context.Context) (*exec.Cmd, chan error, error) {
+// launch starts the process: exec'd, or forked by the zygote.
+func (u *upstream) launch() (*process, error) {
+	if u.cfg.Zygote != "" {
+		return spawnFromZygote(u.cfg.Zygote, u.cfg.UpstreamAddr)
+	}
 	cmd := exec.Command(u.cfg.Process[0], u.cfg.Process[1:]...)
 	cmd.Env = append(os.Environ(), u.cfg.Env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start function process %s: %w", u.cfg.Process[0], err)
+		return nil, fmt.Errorf("start function process %s: %w", u.cfg.Process[0], err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	p := &process{pid: cmd.Process.Pid, group: true, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	return p, nil
+}
+
+// start launches the process and waits until it accepts connections on the upstream address.
+func (u *upstream) start(ctx context.Context) (*process, error) {
+	p, err := u.launch()
+	if err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(u.cfg.ReadyTimeout)
 	for {
 		c, err := net.DialTimeout("tcp", u.cfg.UpstreamAddr, time.Second)
 		if err == nil {
 			c.Close()
 			u.mu.Lock()
-			u.cmd = cmd
+			u.proc = p
 			u.mu.Unlock()
 			u.up.Store(true)
-			return cmd, exited, nil
+			return p, nil
 		}
 		select {
-		case err := <-exited:
-			return nil, nil, fmt.Errorf("function process exited before listening on %s: %v", u.cfg.UpstreamAddr, err)
+		case err := <-p.exited:
+			return nil, fmt.Errorf("function process exited before listening on %s: %v", u.cfg.UpstreamAddr, err)
 		case <-ctx.Done():
-			kill(cmd)
-			<-exited
-			return nil, nil, ctx.Err()
+			p.signal(syscall.SIGKILL)
+			<-p.exited
+			return nil, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			kill(cmd)
-			<-exited
-			return nil, nil, fmt.Errorf("function process not listening on %s after %v", u.cfg.UpstreamAddr, u.cfg.ReadyTimeout)
+			p.signal(syscall.SIGKILL)
+			<-p.exited
+			return nil, fmt.Errorf("function process not listening on %s after %v", u.cfg.UpstreamAddr, u.cfg.ReadyTimeout)
 		}
 	}
 }
 
 // supervise restarts the process whenever it exits, until close.
-func (u *upstream) supervise(cmd *exec.Cmd, exited chan error) {
+func (u *upstream) supervise(p *process) {
 	defer close(u.done)
 	for {
-		err := <-exited
+		err := <-p.exited
 		u.up.Store(false)
-		u.mu.Lock()
-		closing := u.closing
-		u.mu.Unlock()
-		if closing {
+		if u.isClosing() {
 			return
 		}
-		u.cfg.Logger.Warn("function process exited; restarting", "pid", cmd.Process.Pid, "err", err)
+		u.cfg.Logger.Warn("function process exited; restarting", "pid", p.pid, "err", err)
 		for {
 			time.Sleep(time.Second)
-			u.mu.Lock()
-			closing := u.closing
-			u.mu.Unlock()
-			if closing {
+			if u.isClosing() {
 				return
 			}
 			var serr error
-			cmd, exited, serr = u.start(context.Background())
-			if serr == nil {
+			if p, serr = u.start(context.Background()); serr == nil {
 				break
 			}
 			u.cfg.Logger.Warn("function process restart failed", "err", serr)
 		}
 	}
+}
+
+func (u *upstream) isClosing() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.closing
 }
 
 func (u *upstream) healthy() bool { return u.up.Load() }
@@ -143,17 +170,16 @@ func (u *upstream) invoke(w http.ResponseWriter, r *http.Request) {
 func (u *upstream) close() {
 	u.mu.Lock()
 	u.closing = true
-	cmd := u.cmd
+	p := u.proc
 	u.mu.Unlock()
-	if cmd != nil && cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-u.done:
-		case <-time.After(5 * time.Second):
-			kill(cmd)
-			<-u.done
-		}
+	if p == nil {
+		return
+	}
+	p.signal(syscall.SIGTERM)
+	select {
+	case <-u.done:
+	case <-time.After(5 * time.Second):
+		p.signal(syscall.SIGKILL)
+		<-u.done
 	}
 }
-
-func kill(cmd *exec.Cmd) { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

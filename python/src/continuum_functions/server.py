@@ -12,6 +12,7 @@ for the same core. Connections are kept alive; bodies come with Content-Length o
 import argparse
 import asyncio
 import contextlib
+import socket
 import sys
 from http import HTTPStatus
 
@@ -150,15 +151,18 @@ class Server:
         return keep_alive
 
 
-async def serve(
-    handle: Handler, host: str, port: int, max_body: int, ready: asyncio.Future[int] | None = None
-) -> None:
+async def serve(handle: Handler, host: str, port: int, max_body: int) -> None:
     srv = Server(handle, max_body)
     server = await asyncio.start_server(srv.serve_conn, host, port, limit=MAX_HEADER, reuse_address=True)
-    bound = server.sockets[0].getsockname()[1]
-    if ready is not None:
-        ready.set_result(bound)
-    print(f"listening on {host}:{bound}", flush=True)
+    print(f"listening on {host}:{server.sockets[0].getsockname()[1]}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+async def serve_socket(handle: Handler, sock: socket.socket, max_body: int) -> None:
+    """Serves on an already listening socket (a zygote's instance)."""
+    srv = Server(handle, max_body)
+    server = await asyncio.start_server(srv.serve_conn, sock=sock, limit=MAX_HEADER)
     async with server:
         await server.serve_forever()
 
