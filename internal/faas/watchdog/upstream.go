@@ -145,6 +145,11 @@ func (u *upstream) supervise(p *process) {
 			}
 			var serr error
 			if p, serr = u.start(context.Background()); serr == nil {
+				if u.isClosing() { // close came while it started: it may not have seen p
+					p.signal(syscall.SIGKILL)
+					<-p.exited
+					return
+				}
 				break
 			}
 			u.cfg.Logger.Warn("function process restart failed", "err", serr)
@@ -166,20 +171,28 @@ func (u *upstream) invoke(w http.ResponseWriter, r *http.Request) {
 	u.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// close stops the process (SIGTERM, then SIGKILL after 5 s) and its supervisor.
+// close stops the process (SIGTERM, then SIGKILL after 5 s) and its supervisor. It signals
+// whichever process is current until the supervisor is done, as a restart may be under way.
 func (u *upstream) close() {
 	u.mu.Lock()
 	u.closing = true
-	p := u.proc
 	u.mu.Unlock()
-	if p == nil {
-		return
-	}
-	p.signal(syscall.SIGTERM)
-	select {
-	case <-u.done:
-	case <-time.After(5 * time.Second):
-		p.signal(syscall.SIGKILL)
-		<-u.done
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		u.mu.Lock()
+		p := u.proc
+		u.mu.Unlock()
+		if p != nil {
+			sig := syscall.SIGTERM
+			if time.Now().After(deadline) {
+				sig = syscall.SIGKILL
+			}
+			p.signal(sig)
+		}
+		select {
+		case <-u.done:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
