@@ -44,6 +44,8 @@ type ProcStatus struct {
 	Restarts int       `json:"restarts"`
 	Started  time.Time `json:"started"`
 	Service  *Service  `json:"service,omitempty"`
+	// CPUSeconds is the CPU time its cgroup has used so far (running processes only).
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 }
 
 // Proc is a supervised process; Restart starts the same spec again under the same name.
@@ -203,6 +205,10 @@ func (p *Proc) Status() ProcStatus {
 	case <-p.done:
 		st.State = "exited"
 	default:
+		// CPU of everything in its cgroup (what it started too), as a container's CPU is.
+		if d, err := p.tb.cg.cpuUsage(p.cgroupPath()); err == nil {
+			st.CPUSeconds = d.Seconds()
+		}
 	}
 	return st
 }

@@ -349,6 +349,10 @@ func TestProcessCPULimit(t *testing.T) {
 	if u := cpuUsedOver(t, tb, p.cgroupPath(), 1500*time.Millisecond); u > 0.33 {
 		t.Errorf("with cpus 0.25 the process used %.2f cores", u)
 	}
+	// Its status reports the CPU it used (the loop ran for 1.5 s at up to a quarter core).
+	if st := p.Status(); st.CPUSeconds <= 0 || st.CPUSeconds > 1 {
+		t.Errorf("status cpu_seconds %g: want >0 and at most ~0.4", st.CPUSeconds)
+	}
 }
 
 func TestTwoTestbedsCoexistAndNoRootNeededForStatus(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/faas"
@@ -17,7 +18,18 @@ const (
 	// second over RPSWindow, add 20% of MaxReplicas every RPSWindow; once it stays below, go
 	// back to MinReplicas.
 	ScalerRPS = "rps"
+	// ScalerCPU is seeds/001's Micro_s: while the instances' mean CPU stays above
+	// CPUThreshold (of their limit) for CPUWindow, add CPUStep instances; once it stays below
+	// half the threshold for a window, shrink to what would run at the threshold.
+	ScalerCPU = "cpu"
+	// ScalerConcurrency is Knative's KPA: wanted = requests under way (mean over
+	// StableWindow) / (TargetConcurrency x 0.7); when the mean over PanicWindow asks for twice
+	// the ready instances, scale up at once and do not scale down until the panic passes.
+	ScalerConcurrency = "concurrency"
 )
+
+// Scalers lists them, for error messages.
+var Scalers = []string{ScalerNone, ScalerRPS, ScalerCPU, ScalerConcurrency}
 
 // Function is what the gateway serves under /function/NAME.
 type Function struct {
@@ -38,6 +50,16 @@ type Function struct {
 	// IdleTimeout, if > 0 and MinReplicas is 0, scales the function to zero after that long
 	// without a request.
 	IdleTimeout time.Duration
+	// cpu scaler: threshold as a share of an instance's CPU limit (default 0.85), window
+	// (default 60 s), step (default 4), and the limit in cores (default 1).
+	CPUThreshold float64
+	CPUWindow    time.Duration
+	CPUStep      int
+	CPULimit     float64
+	// concurrency scaler: target requests under way per instance (default 1: Python
+	// instances serve one at a time), stable and panic windows (default 60 s and 6 s).
+	TargetConcurrency         float64
+	StableWindow, PanicWindow time.Duration
 	// Zygote (http mode) forks new instances' upstreams from a process that has imported the
 	// handler once, instead of starting an interpreter per instance: fast cold starts.
 	Zygote bool
@@ -62,8 +84,12 @@ func (f *Function) Validate() error {
 	if f.Scaler == "" {
 		f.Scaler = ScalerNone
 	}
-	if !slices.Contains([]string{ScalerNone, ScalerRPS}, f.Scaler) {
-		return fmt.Errorf("function %s: scaler %q: want %s or %s", f.Name, f.Scaler, ScalerNone, ScalerRPS)
+	if !slices.Contains(Scalers, f.Scaler) {
+		return fmt.Errorf("function %s: scaler %q: want one of %s", f.Name, f.Scaler, strings.Join(Scalers, ", "))
+	}
+	if f.CPUThreshold < 0 || f.CPUThreshold > 1 || f.CPUWindow < 0 || f.CPUStep < 0 || f.CPULimit < 0 ||
+		f.TargetConcurrency < 0 || f.StableWindow < 0 || f.PanicWindow < 0 {
+		return fmt.Errorf("function %s: cpu_threshold must be in 0..1; windows, steps and targets >= 0", f.Name)
 	}
 	if f.MaxReplicas == 0 {
 		f.MaxReplicas = 20
@@ -92,6 +118,27 @@ func (f *Function) Validate() error {
 	}
 	if f.RPSWindow == 0 {
 		f.RPSWindow = 5 * time.Second
+	}
+	defaults := []struct {
+		v *float64
+		d float64
+	}{{&f.CPUThreshold, 0.85}, {&f.CPULimit, 1}, {&f.TargetConcurrency, 1}}
+	for _, d := range defaults {
+		if *d.v == 0 {
+			*d.v = d.d
+		}
+	}
+	if f.CPUWindow == 0 {
+		f.CPUWindow = time.Minute
+	}
+	if f.CPUStep == 0 {
+		f.CPUStep = 4
+	}
+	if f.StableWindow == 0 {
+		f.StableWindow = time.Minute
+	}
+	if f.PanicWindow == 0 {
+		f.PanicWindow = f.StableWindow / 10
 	}
 	return nil
 }

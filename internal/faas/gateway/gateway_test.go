@@ -252,3 +252,83 @@ func TestFunctionErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecRoundTrip: the --function form a kind renders parses back to the same function.
+func TestSpecRoundTrip(t *testing.T) {
+	dir := handlerDir(t, sleepy)
+	f, err := gateway.ParseFunction("name=f,handler=" + dir + ",mode=classic,scaler=concurrency,max=7,target_concurrency=2,stable_window=30s,zygote=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.ParseFunction(f.Format())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *f != *g || f.PanicWindow != 3*time.Second || f.TargetConcurrency != 2 || f.MaxReplicas != 7 {
+		t.Errorf("parsed %+v\nround trip %+v", f, g)
+	}
+	for _, bad := range []string{"name=f", "name=f,handler=" + dir + ",colour=red", "name=f,handler=" + dir + ",max=x"} {
+		if _, err := gateway.ParseFunction(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// load keeps clients requests under way to url until the returned stop is called; every
+// answer must be a 200.
+func load(t *testing.T, url string, clients int, body string) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if a := call(t, url, body); a.code != 200 {
+					t.Errorf("answer %+v while scaling", a)
+				}
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
+}
+
+// TestCPUAutoscaler: instances busy above the threshold for a window get a step more; idle,
+// they come back down.
+func TestCPUAutoscaler(t *testing.T) {
+	burn := handlerDir(t, "import time\n\ndef handle(event, context):\n"+
+		"    end = time.process_time() + 0.05\n    while time.process_time() < end:\n        pass\n    return {'body': 'ok'}\n")
+	// A 50% threshold: one core of a shared 2-core machine reaches it even when busy.
+	g, url := start(t, &gateway.Function{Name: "burn", Handler: burn, Mode: faas.ModeHTTP, Scaler: gateway.ScalerCPU,
+		MinReplicas: 1, MaxReplicas: 3, CPUThreshold: 0.5, CPUWindow: time.Second, CPUStep: 1})
+	stop := load(t, url+"/function/burn", 3, "")
+	testenv.Eventually(t, 60*time.Second, "a second instance for the busy one", func() bool { return status(t, g, "burn").AvailableReplicas >= 2 })
+	stop()
+	testenv.Eventually(t, 60*time.Second, "back to one instance when idle", func() bool {
+		s := status(t, g, "burn")
+		return s.Replicas == 1 && s.AvailableReplicas == 1 && s.Draining == 0
+	})
+}
+
+// TestConcurrencyAutoscaler: six requests always under way against a target of one per
+// instance send the KPA into panic mode, straight to the maximum; without load it scales back
+// to one.
+func TestConcurrencyAutoscaler(t *testing.T) {
+	g, url := start(t, &gateway.Function{Name: "sleepy", Handler: handlerDir(t, sleepy), Mode: faas.ModeHTTP,
+		Scaler: gateway.ScalerConcurrency, MinReplicas: 1, MaxReplicas: 4, StableWindow: 2 * time.Second, PanicWindow: 500 * time.Millisecond})
+	stop := load(t, url+"/function/sleepy", 6, "100")
+	testenv.Eventually(t, 60*time.Second, "4 instances", func() bool { return status(t, g, "sleepy").AvailableReplicas == 4 })
+	stop()
+	testenv.Eventually(t, 60*time.Second, "back to one instance", func() bool {
+		s := status(t, g, "sleepy")
+		return s.Replicas == 1 && s.AvailableReplicas == 1 && s.Draining == 0
+	})
+	if s := status(t, g, "sleepy"); s.ScaleEvents < 2 {
+		t.Errorf("status %+v: want a scale-up and a scale-down", s)
+	}
+}

@@ -32,7 +32,19 @@ type LocalProvider struct {
 
 	mu      sync.Mutex
 	runs    map[string]func()
+	wds     map[string]*watchdog.Watchdog
 	zygotes zygotes
+}
+
+// CPUSeconds is the CPU time of the instance's function processes.
+func (p *LocalProvider) CPUSeconds(_ context.Context, inst Instance) (float64, error) {
+	p.mu.Lock()
+	w := p.wds[inst.ID]
+	p.mu.Unlock()
+	if w == nil {
+		return 0, fmt.Errorf("instance %s: not running", inst.ID)
+	}
+	return w.CPUSeconds(), nil
 }
 
 // Prepare starts fn's zygote, if it has one.
@@ -78,9 +90,10 @@ func (p *LocalProvider) Start(ctx context.Context, fn *Function, id string) (Ins
 	case a := <-addr:
 		p.mu.Lock()
 		if p.runs == nil {
-			p.runs = map[string]func(){}
+			p.runs, p.wds = map[string]func(){}, map[string]*watchdog.Watchdog{}
 		}
 		p.runs[id] = func() { stop(); <-done }
+		p.wds[id] = w
 		p.mu.Unlock()
 		return Instance{ID: id, URL: "http://" + a.String()}, nil
 	case err := <-done:
@@ -94,6 +107,7 @@ func (p *LocalProvider) Stop(_ context.Context, inst Instance) error {
 	p.mu.Lock()
 	stop := p.runs[inst.ID]
 	delete(p.runs, inst.ID)
+	delete(p.wds, inst.ID)
 	p.mu.Unlock()
 	if stop == nil {
 		return fmt.Errorf("instance %s: not running", inst.ID)

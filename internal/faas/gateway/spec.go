@@ -14,7 +14,8 @@ import (
 //	name=analytics,handler=python/functions/iot-analytics,mode=http,scaler=rps,max=20
 //
 // with keys name, handler, mode, server, replicas, min, max, scaler, rps_threshold,
-// rps_window, idle_timeout, exec_timeout, max_inflight, zygote. The handler is resolved to an absolute
+// rps_window, idle_timeout, exec_timeout, max_inflight, zygote, cpu_threshold, cpu_window,
+// cpu_step, cpu_limit, target_concurrency, stable_window, panic_window. The handler is resolved to an absolute
 // path.
 func ParseFunction(s string) (*Function, error) {
 	f := &Function{Mode: faas.ModeHTTP, Server: faas.ServerContinuum}
@@ -53,8 +54,22 @@ func ParseFunction(s string) (*Function, error) {
 			f.MaxInflight, err = strconv.Atoi(v)
 		case "zygote":
 			f.Zygote, err = strconv.ParseBool(v)
+		case "cpu_threshold":
+			f.CPUThreshold, err = strconv.ParseFloat(v, 64)
+		case "cpu_window":
+			f.CPUWindow, err = time.ParseDuration(v)
+		case "cpu_step":
+			f.CPUStep, err = strconv.Atoi(v)
+		case "cpu_limit":
+			f.CPULimit, err = strconv.ParseFloat(v, 64)
+		case "target_concurrency":
+			f.TargetConcurrency, err = strconv.ParseFloat(v, 64)
+		case "stable_window":
+			f.StableWindow, err = time.ParseDuration(v)
+		case "panic_window":
+			f.PanicWindow, err = time.ParseDuration(v)
 		default:
-			return nil, fmt.Errorf("function %q: unknown key %q (want name, handler, mode, server, replicas, min, max, scaler, rps_threshold, rps_window, idle_timeout, exec_timeout, max_inflight, zygote)", s, k)
+			return nil, fmt.Errorf("function %q: unknown key %q (want name, handler, mode, server, replicas, min, max, scaler, rps_threshold, rps_window, idle_timeout, exec_timeout, max_inflight, zygote, cpu_threshold, cpu_window, cpu_step, cpu_limit, target_concurrency, stable_window, panic_window)", s, k)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("function %q: %s: %w", s, k, err)
@@ -68,13 +83,23 @@ func (f *Function) Format() string {
 	parts := []string{"name=" + f.Name, "handler=" + f.Handler, "mode=" + f.Mode, "server=" + f.Server,
 		"replicas=" + strconv.Itoa(f.Replicas), "min=" + strconv.Itoa(f.MinReplicas), "max=" + strconv.Itoa(f.MaxReplicas),
 		"scaler=" + f.Scaler}
-	if f.RPSThreshold > 0 {
-		parts = append(parts, "rps_threshold="+strconv.FormatFloat(f.RPSThreshold, 'g', -1, 64))
+	for _, x := range []struct {
+		key string
+		v   float64
+	}{{"rps_threshold", f.RPSThreshold}, {"cpu_threshold", f.CPUThreshold}, {"cpu_limit", f.CPULimit},
+		{"target_concurrency", f.TargetConcurrency}} {
+		if x.v > 0 {
+			parts = append(parts, x.key+"="+strconv.FormatFloat(x.v, 'g', -1, 64))
+		}
+	}
+	if f.CPUStep > 0 {
+		parts = append(parts, "cpu_step="+strconv.Itoa(f.CPUStep))
 	}
 	for _, d := range []struct {
 		key string
 		d   time.Duration
-	}{{"rps_window", f.RPSWindow}, {"idle_timeout", f.IdleTimeout}, {"exec_timeout", f.ExecTimeout}} {
+	}{{"rps_window", f.RPSWindow}, {"idle_timeout", f.IdleTimeout}, {"exec_timeout", f.ExecTimeout},
+		{"cpu_window", f.CPUWindow}, {"stable_window", f.StableWindow}, {"panic_window", f.PanicWindow}} {
 		if d.d > 0 {
 			parts = append(parts, d.key+"="+d.d.String())
 		}

@@ -125,6 +125,22 @@ func (p *TestbedProvider) zygote(ctx context.Context, fn *Function) (string, err
 // Close stops the zygotes.
 func (p *TestbedProvider) Close() { p.zygotes.close() }
 
+// CPUSeconds is the CPU time of the instance's process and what it started (its cgroup), as
+// the testbed reports it.
+func (p *TestbedProvider) CPUSeconds(_ context.Context, inst Instance) (float64, error) {
+	st, err := p.Client.Status()
+	if err != nil {
+		return 0, err
+	}
+	name := p.Prefix + "-" + inst.ID
+	for _, ps := range st.Procs {
+		if ps.Name == name {
+			return ps.CPUSeconds, nil
+		}
+	}
+	return 0, fmt.Errorf("instance %s: no process %s in the testbed", inst.ID, name)
+}
+
 // waitHealthy polls url's /_/health until it answers 200 or ctx ends.
 func waitHealthy(ctx context.Context, url string) error {
 	c := &http.Client{Timeout: time.Second}

@@ -53,12 +53,22 @@ type GatewayFunction struct {
 	IdleTimeout  spec.Duration `yaml:"idle_timeout"`
 	ExecTimeout  spec.Duration `yaml:"exec_timeout"`
 	MaxInflight  int           `yaml:"max_inflight"`
+	Zygote       bool          `yaml:"zygote"`
+	// cpu scaler (seeds/001's Micro_s: 0.85, 60s, +4) and concurrency scaler (Knative KPA).
+	CPUThreshold      float64       `yaml:"cpu_threshold"`
+	CPUWindow         spec.Duration `yaml:"cpu_window"`
+	CPUStep           int           `yaml:"cpu_step"`
+	TargetConcurrency float64       `yaml:"target_concurrency"`
+	StableWindow      spec.Duration `yaml:"stable_window"`
+	PanicWindow       spec.Duration `yaml:"panic_window"`
 }
 
 func (f GatewayFunction) function() *gateway.Function {
 	fn := &gateway.Function{Name: f.Name, Handler: f.Handler, Mode: f.Mode, Server: f.Server, Replicas: f.Replicas,
 		MinReplicas: f.Min, MaxReplicas: f.Max, Scaler: f.Scaler, RPSThreshold: f.RPSThreshold, RPSWindow: f.RPSWindow.Duration,
-		IdleTimeout: f.IdleTimeout.Duration, ExecTimeout: f.ExecTimeout.Duration, MaxInflight: f.MaxInflight}
+		IdleTimeout: f.IdleTimeout.Duration, ExecTimeout: f.ExecTimeout.Duration, MaxInflight: f.MaxInflight,
+		Zygote: f.Zygote, CPUThreshold: f.CPUThreshold, CPUWindow: f.CPUWindow.Duration, CPUStep: f.CPUStep,
+		TargetConcurrency: f.TargetConcurrency, StableWindow: f.StableWindow.Duration, PanicWindow: f.PanicWindow.Duration}
 	if fn.Mode == "" {
 		fn.Mode = faas.ModeHTTP
 	}
@@ -108,6 +118,9 @@ func gatewayCommand(env kind.Env, cfg any) (kind.Command, error) {
 			return kind.Command{}, fmt.Errorf("faas-gateway %s: function %s: %w", env.Instance, fn.Name, err)
 		}
 		fn.Handler = h
+		if c.InstanceCPUs > 0 {
+			fn.CPULimit = c.InstanceCPUs // the cpu scaler's 100%
+		}
 		if err := fn.Validate(); err != nil {
 			return kind.Command{}, err
 		}

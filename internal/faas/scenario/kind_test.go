@@ -81,7 +81,8 @@ func TestGatewayCommand(t *testing.T) {
 	args := strings.Join(cmd.Args, " ")
 	for _, want := range []string{"/bin/continuum faas gateway --listen :8080 --testbed run-001 --state-dir /run/continuum --node edge",
 		"--instance-cpus 1 --instance-port 18080 --out /r/components/fn --function name=analytics,handler=/",
-		"/python/functions/iot-analytics,mode=http,server=flask,replicas=1,min=0,max=20,scaler=rps,rps_threshold=5,rps_window=5s,exec_timeout=1m0s"} {
+		"/python/functions/iot-analytics,mode=http,server=flask,replicas=1,min=0,max=20,scaler=rps,rps_threshold=5,",
+		",rps_window=5s,exec_timeout=1m0s,"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
@@ -90,7 +91,7 @@ func TestGatewayCommand(t *testing.T) {
 		{"{}", "functions: list the functions"},
 		{"{functions: [{name: a, handler: x}, {name: a, handler: y}]}", "a named twice"},
 		{"{functions: [{name: A, handler: x}]}", "functions[0]: function name"},
-		{"{functions: [{name: a, handler: x, scaler: kpa}]}", `scaler "kpa"`},
+		{"{functions: [{name: a, handler: x, scaler: kpa}]}", `scaler "kpa": want one of none, rps, cpu, concurrency`},
 	} {
 		k, cfg := kindtest.Decode(t, "faas-gateway", c.cfg)
 		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -20,10 +21,15 @@ import (
 // classic forks and execs the process for every request: the body on its stdin, the request
 // line and headers in its environment (Http_Method, Http_Path, Http_Query, Http_<Header>, the
 // classic watchdog's names), the response from its stdout.
-type classic struct{ cfg *Config }
+type classic struct {
+	cfg   *Config
+	cpuNS atomic.Int64 // CPU of the processes that ended
+}
 
 func (c *classic) healthy() bool { return true }
 func (c *classic) close()        {}
+
+func (c *classic) cpuSeconds() float64 { return time.Duration(c.cpuNS.Load()).Seconds() }
 
 func (c *classic) invoke(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
@@ -56,6 +62,9 @@ func (c *classic) invoke(w http.ResponseWriter, r *http.Request) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	err = cmd.Run()
+	if ps := cmd.ProcessState; ps != nil {
+		c.cpuNS.Add(int64(ps.UserTime() + ps.SystemTime()))
+	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		http.Error(w, fmt.Sprintf("function exceeded its exec timeout of %v", c.cfg.ExecTimeout), http.StatusGatewayTimeout)

@@ -165,6 +165,16 @@ func (u *upstream) isClosing() bool {
 
 func (u *upstream) healthy() bool { return u.up.Load() }
 
+func (u *upstream) cpuSeconds() float64 {
+	u.mu.Lock()
+	p := u.proc
+	u.mu.Unlock()
+	if p == nil {
+		return 0
+	}
+	return procCPUSeconds(p.pid)
+}
+
 func (u *upstream) invoke(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), u.cfg.ExecTimeout)
 	defer cancel()

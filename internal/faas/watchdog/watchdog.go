@@ -115,6 +115,9 @@ type invoker interface {
 	invoke(w http.ResponseWriter, r *http.Request)
 	healthy() bool
 	close()
+	// cpuSeconds is the CPU the function's processes have used (classic: those that ended;
+	// http: the current upstream), not the watchdog's own.
+	cpuSeconds() float64
 }
 
 // Watchdog serves one function instance.
@@ -138,7 +141,9 @@ func New(ctx context.Context, cfg Config) (*Watchdog, error) {
 	w.duration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "watchdog_request_duration_seconds",
 		Help: "Time from a request's arrival to its answer.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18)})
 	w.reg.MustRegister(w.requests, w.duration, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "watchdog_inflight",
-		Help: "Requests being handled."}, func() float64 { return float64(w.inflight.Load()) }))
+		Help: "Requests being handled."}, func() float64 { return float64(w.inflight.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "watchdog_function_cpu_seconds_total",
+			Help: "CPU time of the function's processes."}, func() float64 { return w.inv.cpuSeconds() }))
 	switch cfg.Mode {
 	case ModeClassic:
 		w.inv = &classic{cfg: &w.cfg}
@@ -241,6 +246,10 @@ func (w *Watchdog) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	defer cancel()
 	return srv.Shutdown(sctx)
 }
+
+// CPUSeconds is the CPU time the function's processes have used (classic: the per-request
+// processes that ended; http: the current upstream process).
+func (w *Watchdog) CPUSeconds() float64 { return w.inv.cpuSeconds() }
 
 // Close stops the function without serving (for a Watchdog used through Handler).
 func (w *Watchdog) Close() { w.inv.close() }

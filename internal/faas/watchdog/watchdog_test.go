@@ -63,6 +63,12 @@ func freeAddr(t *testing.T) string {
 // start runs a watchdog for the handler in mode behind an httptest server.
 func start(t *testing.T, mode, handlerDir string, tune func(*watchdog.Config)) *httptest.Server {
 	t.Helper()
+	_, srv := startWatchdog(t, mode, handlerDir, tune)
+	return srv
+}
+
+func startWatchdog(t *testing.T, mode, handlerDir string, tune func(*watchdog.Config)) (*watchdog.Watchdog, *httptest.Server) {
+	t.Helper()
 	p := python(t)
 	cfg := watchdog.Config{Mode: mode, Env: p.Env(), CGI: true, ExecTimeout: 20 * time.Second}
 	switch mode {
@@ -86,7 +92,7 @@ func start(t *testing.T, mode, handlerDir string, tune func(*watchdog.Config)) *
 	}
 	srv := httptest.NewServer(w.Handler())
 	t.Cleanup(func() { srv.Close(); w.Close() })
-	return srv
+	return w, srv
 }
 
 func post(t *testing.T, url, body string) (int, http.Header, string) {
@@ -235,5 +241,36 @@ func TestConfigErrors(t *testing.T) {
 		Process: []string{p.Interpreter, "-m", "continuum_functions.server", "/nonexistent"}, ReadyTimeout: 20 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "exited before listening") {
 		t.Errorf("bad upstream: %v", err)
+	}
+}
+
+// TestCPUSeconds: the function's CPU is counted (classic: the ended processes; http: the
+// upstream). Each request burns 0.2 s of CPU time (not wall time), so the count is at least
+// that however busy the machine is.
+func TestCPUSeconds(t *testing.T) {
+	burn := writeHandler(t, "import time\n\ndef handle(event, context):\n"+
+		"    end = time.process_time() + 0.2\n    while time.process_time() < end:\n        pass\n    return {'body': 'ok'}\n")
+	for _, mode := range []string{watchdog.ModeClassic, watchdog.ModeHTTP} {
+		t.Run(mode, func(t *testing.T) {
+			w, srv := startWatchdog(t, mode, burn, nil)
+			before := w.CPUSeconds()
+			for i := 0; i < 3; i++ {
+				if code, _, body := post(t, srv.URL+"/", ""); code != 200 {
+					t.Fatalf("%d %s", code, body)
+				}
+			}
+			if got := w.CPUSeconds() - before; got < 0.58 {
+				t.Errorf("CPU seconds grew by %.3f over 3 requests burning 0.2 s each", got)
+			}
+			resp, err := http.Get(srv.URL + "/_/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(m), "watchdog_function_cpu_seconds_total") {
+				t.Error("metrics lack watchdog_function_cpu_seconds_total")
+			}
+		})
 	}
 }
