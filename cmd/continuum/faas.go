@@ -35,6 +35,7 @@ func newFaaSGatewayCmd() *cobra.Command {
 		logDir             string
 		instanceCPUs       float64
 		instancePort       int
+		name               string
 	)
 	cmd := &cobra.Command{
 		Use:   "gateway",
@@ -73,7 +74,7 @@ gateway.json record the instances over time.`,
 				if err != nil {
 					return err
 				}
-				prefix := node + "-gw"
+				prefix := name
 				py, err := faas.FindPython()
 				if err != nil {
 					return err
@@ -100,6 +101,7 @@ gateway.json record the instances over time.`,
 	f.StringVar(&tb, "testbed", "", "start instances as processes of this testbed (default: in this process)")
 	f.StringVar(&stateDir, "state-dir", "", "the testbed's state directory (default $CONTINUUM_STATE_DIR or /run/continuum)")
 	f.StringVar(&node, "node", "", "with --testbed: the node instances run on (the gateway's)")
+	f.StringVar(&name, "name", "gateway", "with --testbed: prefix of the instances' process names (<name>-<function>-<n>), unique in the testbed")
 	f.StringVar(&logDir, "log-dir", "", "with --testbed: where instances' logs go")
 	f.Float64Var(&instanceCPUs, "instance-cpus", 1, "with --testbed: cores each instance may use (0: unlimited)")
 	f.IntVar(&instancePort, "instance-port", 18080, "with --testbed: the first loopback port instances listen on")

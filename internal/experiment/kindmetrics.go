@@ -36,7 +36,8 @@ func kindMetrics(rec runRecord) map[string]map[string]float64 {
 	m := map[string]map[string]float64{}
 	for _, name := range order {
 		k, _ := kind.Lookup(name)
-		for metric, fields := range k.Metrics(kind.RunOutput{T0: rec.T0, Events: events, Instances: byKind[name]}) {
+		for metric, fields := range k.Metrics(kind.RunOutput{T0: rec.T0, Events: events, Instances: byKind[name],
+			Samples: filepath.Join(rec.dir, results.SamplesFile)}) {
 			m[metric] = fields
 		}
 	}

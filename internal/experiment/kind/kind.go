@@ -89,6 +89,9 @@ type RunOutput struct {
 	T0        time.Time    // wall time the run's clock (events' At) started
 	Events    []FiredEvent // the events that fired without error, in order
 	Instances []InstanceOutput
+	// Samples is the run's samples.csv (results.ReadSamples): every testbed process's
+	// resources over time, including processes an instance started through the testbed.
+	Samples string
 }
 
 // InstanceOutput is one instance's output of a run.

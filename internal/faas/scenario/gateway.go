@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/faas"
@@ -108,7 +109,7 @@ func (c *GatewayConfig) validate() error {
 func gatewayCommand(env kind.Env, cfg any) (kind.Command, error) {
 	c := cfg.(*GatewayConfig)
 	args := []string{env.Binary, "faas", "gateway", "--listen", ":" + strconv.Itoa(c.Port),
-		"--testbed", env.Testbed, "--state-dir", env.StateDir, "--node", env.Node,
+		"--testbed", env.Testbed, "--state-dir", env.StateDir, "--node", env.Node, "--name", env.Instance,
 		"--log-dir", filepath.Join(env.OutDir, "instances"), "--instance-cpus", strconv.FormatFloat(c.InstanceCPUs, 'g', -1, 64),
 		"--instance-port", strconv.Itoa(c.InstancePort), "--out", env.OutDir}
 	for _, f := range c.Functions {
@@ -132,20 +133,70 @@ func gatewayCommand(env kind.Env, cfg any) (kind.Command, error) {
 // gatewayMetrics reads each gateway's gateway.json: faas/<gateway>/<function>.
 func gatewayMetrics(out kind.RunOutput) map[string]map[string]float64 {
 	m := map[string]map[string]float64{}
+	samples, _ := results.ReadSamples(out.Samples)
 	for _, in := range out.Instances {
 		var r map[string]gateway.FunctionReport
 		if results.ReadJSON(filepath.Join(in.OutDir, gateway.ReportFile), &r) != nil {
 			continue
 		}
 		for fn, f := range r {
-			m["faas/"+in.Name+"/"+fn] = map[string]float64{
+			fields := map[string]float64{
 				"invocations": float64(f.Invocations), "cold_starts": float64(f.ColdStarts),
 				"scale_events": float64(f.ScaleEvents), "max_ready": float64(f.MaxReady), "mean_ready": f.MeanReady,
 			}
+			for k, v := range instanceResources(samples, in.Name, fn) {
+				fields[k] = v
+			}
+			m["faas/"+in.Name+"/"+fn] = fields
 		}
 	}
 	if len(m) == 0 {
 		return nil
 	}
 	return m
+}
+
+// instanceResources sums, per sample time, the CPU and memory of a gateway's instances of fn
+// (processes <gateway>-<fn>-<n>) and of its zygote (<gateway>-zygote-<fn>): the function's
+// cost summed over its instances, as seeds/001 reports it. cpu_pct is the mean over the run
+// (% of one core), rss_mib the mean and rss_mib_max the largest sum.
+func instanceResources(samples []results.Sample, gw, fn string) map[string]float64 {
+	inst, zyg := gw+"-"+fn+"-", gw+"-zygote-"+fn
+	type sum struct{ cpu, rss float64 }
+	byT := map[float64]*sum{}
+	for _, s := range samples {
+		if s.Component != zyg && !(strings.HasPrefix(s.Component, inst) && isDigits(s.Component[len(inst):])) {
+			continue
+		}
+		x := byT[s.T]
+		if x == nil {
+			x = &sum{}
+			byT[s.T] = x
+		}
+		x.cpu += s.CPUUtil
+		x.rss += s.RSSBytes
+	}
+	if len(byT) == 0 {
+		return nil
+	}
+	var cpu, rss, rssMax float64
+	for _, x := range byT {
+		cpu += x.cpu
+		rss += x.rss
+		rssMax = max(rssMax, x.rss)
+	}
+	n := float64(len(byT))
+	return map[string]float64{"cpu_pct": 100 * cpu / n, "rss_mib": rss / n / (1 << 20), "rss_mib_max": rssMax / (1 << 20)}
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
