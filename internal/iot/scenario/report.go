@@ -1,0 +1,252 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/report/chart"
+	"github.com/continuum-project/continuum/internal/results"
+)
+
+// The IoT part of the report: seeds/001's figures per sweep combination (implementation, b_s,
+// ...). The processing table has t_ex (Fig. 3), t_rr (Figs. 4-5), the implementation's CPU and
+// memory summed over its instances (Figs. 6-7) and the emulator's own load; the scaling table
+// has the gateway's CPU and memory (Fig. 8) and its instances; the figures are t_rr CDFs with
+// one line per implementation (Figs. 4-5).
+
+func init() {
+	report.RegisterSection(report.Section{ID: "iot", Title: "IoT processing", Order: 25, Build: build})
+}
+
+func build(res *report.Results) *report.SectionContent {
+	groups, swept := report.Combinations(res)
+	emulators := withPrefix(groups, "iot/")
+	if len(emulators) == 0 {
+		return nil
+	}
+	c := &report.SectionContent{Note: "seeds/001 on our testbed. t_ex is the time inside handle() (X-Handler-Seconds), t_rr a batch's request-reply time from when it was due, both in ms after the warm-up. " +
+		"CPU is % of one core, summed over the implementation's instances (function, microservice and gateway-started instances with their zygote); a gateway's own CPU and memory are in the scaling table. Cells are means over repeats."}
+	c.Tables = append(c.Tables, processingTable(groups, swept, emulators))
+	if t, ok := scalingTable(groups, swept); ok {
+		c.Tables = append(c.Tables, t)
+	}
+	c.Figures = append(c.Figures, cdfFigures(groups, swept, emulators)...)
+	return c
+}
+
+// withPrefix lists X of the metrics named prefix+X (no further '/'), sorted.
+func withPrefix(groups []report.Combination, prefix string) []string {
+	seen := map[string]bool{}
+	for _, g := range groups {
+		for name := range g.Metrics {
+			if x, ok := strings.CutPrefix(name, prefix); ok && !strings.Contains(x, "/") {
+				seen[x] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for x := range seen {
+		out = append(out, x)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func paramColumns(swept []string) []report.Column {
+	var cols []report.Column
+	for _, p := range swept {
+		cols = append(cols, report.Column{Header: p[strings.LastIndex(p, ".")+1:], Title: p})
+	}
+	return cols
+}
+
+func num(h, title string) report.Column { return report.Column{Header: h, Title: title, Numeric: true} }
+
+// gateways are the components whose function metrics (faas/<gw>/<fn>) the group has.
+func gateways(g report.Combination) map[string]bool {
+	out := map[string]bool{}
+	for name := range g.Metrics {
+		if rest, ok := strings.CutPrefix(name, "faas/"); ok {
+			if gw, _, ok := strings.Cut(rest, "/"); ok {
+				out[gw] = true
+			}
+		}
+	}
+	return out
+}
+
+// implementationResources sums CPU and RSS over the group's processing components (every
+// component but the gateways) and the gateways' function instances.
+func implementationResources(g report.Combination) (cpu, rss float64, ok bool) {
+	gws := gateways(g)
+	for name, m := range g.Metrics {
+		switch {
+		case strings.HasPrefix(name, "resources/"):
+			if gws[strings.TrimPrefix(name, "resources/")] {
+				continue
+			}
+			cpu += m["cpu_pct"].Mean
+			rss += m["rss_mib_max"].Mean
+			ok = true
+		case strings.HasPrefix(name, "faas/"):
+			if _, has := m["cpu_pct"]; has {
+				cpu += m["cpu_pct"].Mean
+				rss += m["rss_mib"].Mean
+				ok = true
+			}
+		}
+	}
+	return cpu, rss, ok
+}
+
+func cell(m map[string]results.Aggregate, field string) string {
+	a, ok := m[field]
+	if !ok {
+		return "—"
+	}
+	return report.AggCell(a)
+}
+
+func processingTable(groups []report.Combination, swept, emulators []string) report.Table {
+	t := report.Table{Class: "iot-processing", Columns: append(paramColumns(swept), report.Column{Header: "emulator"},
+		num("batches due", "batches the gateways' adaptors had ready"), num("answered", "batches answered 200"),
+		num("errors", "batches that timed out or failed, by the t_rr series"),
+		num("t_ex mean", ""), num("t_ex p50", ""), num("t_rr p50", ""), num("t_rr p90", ""), num("t_rr p99", ""),
+		num("CPU %", "the implementation's CPU, % of one core, summed over its instances"),
+		num("memory MiB", "the implementation's memory (RSS), summed over its instances"),
+		num("msgs/s sent", ""), num("emulator CPU (cores)", "the emulator process's own CPU"))}
+	for _, g := range groups {
+		cpu, rss, ok := implementationResources(g)
+		cpuCell, rssCell := "—", "—"
+		if ok {
+			cpuCell, rssCell = chart.FormatNum(cpu), chart.FormatNum(rss)
+		}
+		for _, e := range emulators {
+			m, have := g.Metrics["iot/"+e]
+			if !have {
+				continue
+			}
+			ex, rr := g.Metrics[e+"/t_ex/latency_ms"], g.Metrics[e+"/t_rr/latency_ms"]
+			errs := g.Metrics[e+"/t_rr/errors"]
+			t.Rows = append(t.Rows, append(append([]string{}, g.Params...), e, cell(m, "batches_due"), cell(m, "batches_ok"),
+				cell(errs, "value"), cell(ex, "mean"), cell(ex, "p50"), cell(rr, "p50"), cell(rr, "p90"), cell(rr, "p99"),
+				cpuCell, rssCell, cell(m, "messages_per_s"), cell(m, "cpu_cores")))
+		}
+	}
+	return t
+}
+
+func scalingTable(groups []report.Combination, swept []string) (report.Table, bool) {
+	t := report.Table{Class: "iot-scaling", Columns: append(paramColumns(swept), report.Column{Header: "function"},
+		num("gateway CPU %", "the gateway process (seeds/001 Fig. 8)"), num("gateway MiB", ""),
+		num("instances mean", "ready instances, mean over the run"), num("instances max", ""),
+		num("scale events", "changes of the wanted instances"), num("cold starts", "requests that waited for a first instance"),
+		num("invocations", ""))}
+	for _, g := range groups {
+		var names []string
+		for name := range g.Metrics {
+			if strings.HasPrefix(name, "faas/") {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			gw, fn, _ := strings.Cut(strings.TrimPrefix(name, "faas/"), "/")
+			m, res := g.Metrics[name], g.Metrics["resources/"+gw]
+			t.Rows = append(t.Rows, append(append([]string{}, g.Params...), gw+"/"+fn, cell(res, "cpu_pct"), cell(res, "rss_mib_max"),
+				cell(m, "mean_ready"), cell(m, "max_ready"), cell(m, "scale_events"), cell(m, "cold_starts"), cell(m, "invocations")))
+		}
+	}
+	return t, len(t.Rows) > 0
+}
+
+// cdfFigures draws, per combination of the swept parameters other than the components (the
+// implementation), the t_rr CDF of each implementation, from each combination's first run.
+func cdfFigures(groups []report.Combination, swept, emulators []string) []chart.Figure {
+	impl := -1
+	for i, p := range swept {
+		if p == "components" {
+			impl = i
+		}
+	}
+	type panel struct {
+		key   string
+		lines []report.Combination
+	}
+	var panels []*panel
+	byKey := map[string]*panel{}
+	for _, g := range groups {
+		var key []string
+		for i, p := range g.Params {
+			if i != impl {
+				key = append(key, swept[i]+"="+p)
+			}
+		}
+		k := strings.Join(key, ", ")
+		if byKey[k] == nil {
+			byKey[k] = &panel{key: k}
+			panels = append(panels, byKey[k])
+		}
+		byKey[k].lines = append(byKey[k].lines, g)
+	}
+	var figs []chart.Figure
+	for pi, p := range panels {
+		c := &chart.Line{ID: fmt.Sprintf("iot-trr-cdf-%d", pi), XLabel: "t_rr (ms)", YLabel: "batches answered within (%)", YMax: chart.Fp(100)}
+		lo, hi := math.Inf(1), 0.0
+		for li, g := range p.lines {
+			if len(g.Runs) == 0 {
+				continue
+			}
+			name := strings.Join(g.Params, ", ")
+			if impl >= 0 {
+				name = g.Params[impl]
+			}
+			for _, w := range g.Runs[0].Workloads {
+				if !contains(emulators, w.Name) {
+					continue
+				}
+				sr := chart.Series{Name: name, Color: chart.Color(li)}
+				if len(emulators) > 1 {
+					sr.Name += " (" + w.Name + ")"
+				}
+				for _, pt := range w.Percentiles {
+					if pt.Series == "t_rr" {
+						q := chart.Pt(pt.LatencyMS, pt.Percentile)
+						q.Tip = fmt.Sprintf("%s: p%s = %s ms", sr.Name, chart.FormatNum(pt.Percentile), chart.FormatNum(pt.LatencyMS))
+						sr.Points = append(sr.Points, q)
+						if pt.LatencyMS > 0 {
+							lo, hi = math.Min(lo, pt.LatencyMS), math.Max(hi, pt.LatencyMS)
+						}
+					}
+				}
+				if len(sr.Points) > 0 {
+					c.Series = append(c.Series, sr)
+				}
+			}
+		}
+		if len(c.Series) == 0 {
+			continue
+		}
+		if hi/lo > 100 {
+			c.XLog = true
+		}
+		caption := "t_rr CDF per implementation (seeds/001 Figs. 4-5), first run of each combination"
+		if p.key != "" {
+			caption += ": " + p.key
+		}
+		figs = append(figs, chart.NewFigure(c.ID, "latency-cdf", caption+".", c.SVG()))
+	}
+	return figs
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
