@@ -1,0 +1,263 @@
+// Package faasbench is `continuum bench faas`: what the function platform adds to a request and
+// what one instance sustains, measured side by side in one run on loopback.
+//
+//   - Overhead: the same Python upstream (the hello handler in Continuum's server) called
+//     directly, through its watchdog (http mode) and through the gateway and the watchdog, open
+//     loop at each rate, the three paths alternating, several repeats; the added latency is the
+//     median over repeats of (path p50/p99 - direct p50/p99).
+//   - Throughput: closed loop with several clients against one instance of the handler in
+//     Continuum's server and in Flask + Waitress (one thread, OpenFaaS' python3-http template),
+//     directly and through the watchdog.
+package faasbench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/faas"
+	"github.com/continuum-project/continuum/internal/faas/gateway"
+	"github.com/continuum-project/continuum/internal/faas/watchdog"
+	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/loadgen/httptarget"
+)
+
+// Config is one benchmark.
+type Config struct {
+	Python  faas.Python
+	Handler string // function folder (absolute)
+	Rates   []float64
+	Step    time.Duration // per path, rate and repeat
+	Warmup  time.Duration
+	Repeats int
+	// Clients and ThroughputStep drive the closed-loop throughput runs.
+	Clients        int
+	ThroughputStep time.Duration
+}
+
+// DefaultConfig is 100 and 1000 requests/s, 10 s steps, 3 repeats, 8 clients.
+func DefaultConfig() Config {
+	return Config{Rates: []float64{100, 1000}, Step: 10 * time.Second, Warmup: 2 * time.Second, Repeats: 3,
+		Clients: 8, ThroughputStep: 10 * time.Second}
+}
+
+// Latency is one measured step.
+type Latency struct {
+	P50, P99, Max float64 // ms
+	RPS           float64
+	Errors        int64
+}
+
+// Overhead is the summary of one rate.
+type Overhead struct {
+	Rate                   float64
+	Direct, Watchdog, Gate Latency // medians over repeats
+	// Added latency over direct, medians over repeats of the per-repeat differences.
+	WatchdogAddedP50, WatchdogAddedP99 float64
+	GatewayAddedP50, GatewayAddedP99   float64
+	Errors                             int64
+}
+
+// Throughput is one closed-loop run: requests/s one instance sustained.
+type Throughput struct {
+	Server, Path string // continuum or flask; direct or watchdog
+	RPS          float64
+	P50, P99     float64
+	Errors       int64
+}
+
+// Result is the whole benchmark.
+type Result struct {
+	Overhead   []Overhead
+	Throughput []Throughput
+}
+
+// Run measures.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	res := &Result{}
+	// One watchdog (http mode) with its upstream, and a gateway whose one instance it is.
+	wc, err := faas.WatchdogFor(cfg.Python, faas.ModeHTTP, cfg.Handler, faas.ServerContinuum, 0, "")
+	if err != nil {
+		return nil, err
+	}
+	wc.Listen = "127.0.0.1:0"
+	wdURL, stopWD, err := serveWatchdog(ctx, wc)
+	if err != nil {
+		return nil, err
+	}
+	defer stopWD()
+	gw, err := gateway.New(ctx, gateway.Config{Provider: static{url: wdURL},
+		Functions: []*gateway.Function{{Name: "f", Handler: cfg.Handler, Mode: faas.ModeHTTP, Replicas: 1}}})
+	if err != nil {
+		return nil, err
+	}
+	defer gw.Close()
+	gwURL, stopGW, err := serve(gw.Handler())
+	if err != nil {
+		return nil, err
+	}
+	defer stopGW()
+	paths := []string{"http://" + wc.UpstreamAddr + "/", wdURL + "/", gwURL + "/function/f"}
+	for _, rate := range cfg.Rates {
+		var runs [3][]Latency
+		for rep := 0; rep < cfg.Repeats; rep++ {
+			for k := 0; k < 3; k++ {
+				i := (rep + k) % 3 // each path goes first in turn
+				l, err := openLoop(ctx, paths[i], rate, cfg)
+				if err != nil {
+					return nil, err
+				}
+				runs[i] = append(runs[i], l)
+			}
+		}
+		res.Overhead = append(res.Overhead, summarize(rate, runs))
+	}
+	// Throughput of one instance, Continuum's server vs Flask + Waitress, direct and behind the
+	// watchdog.
+	for _, server := range []string{faas.ServerContinuum, faas.ServerFlask} {
+		wc, err := faas.WatchdogFor(cfg.Python, faas.ModeHTTP, cfg.Handler, server, 0, "")
+		if err != nil {
+			return nil, err
+		}
+		wc.Listen = "127.0.0.1:0"
+		url, stop, err := serveWatchdog(ctx, wc)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range []struct{ name, url string }{{"direct", "http://" + wc.UpstreamAddr + "/"}, {"watchdog", url + "/"}} {
+			l, err := closedLoop(ctx, p.url, cfg)
+			if err != nil {
+				stop()
+				return nil, err
+			}
+			res.Throughput = append(res.Throughput, Throughput{Server: server, Path: p.name, RPS: l.RPS, P50: l.P50, P99: l.P99, Errors: l.Errors})
+		}
+		stop()
+	}
+	return res, nil
+}
+
+// static is a gateway provider whose one instance already runs at url.
+type static struct{ url string }
+
+func (s static) Start(context.Context, *gateway.Function, string) (gateway.Instance, error) {
+	return gateway.Instance{ID: "static", URL: s.url}, nil
+}
+func (static) Stop(context.Context, gateway.Instance) error { return nil }
+
+func serveWatchdog(ctx context.Context, cfg watchdog.Config) (string, func(), error) {
+	w, err := watchdog.New(ctx, cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	url, stop, err := serve(w.Handler())
+	if err != nil {
+		w.Close()
+		return "", nil, err
+	}
+	return url, func() { stop(); w.Close() }, nil
+}
+
+func serve(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+func target(url string) (*httptarget.Target, error) {
+	return httptarget.NewTarget(http.MethodPost, url, []byte("bench"), 5*time.Second, 64)
+}
+
+func openLoop(ctx context.Context, url string, rate float64, cfg Config) (Latency, error) {
+	t, err := target(url)
+	if err != nil {
+		return Latency{}, err
+	}
+	lc := loadgen.DefaultConfig()
+	lc.Rate, lc.Duration, lc.Warmup, lc.Timeout = rate, cfg.Step, cfg.Warmup, 5*time.Second
+	return measure(ctx, lc, t)
+}
+
+func closedLoop(ctx context.Context, url string, cfg Config) (Latency, error) {
+	t, err := target(url)
+	if err != nil {
+		return Latency{}, err
+	}
+	lc := loadgen.DefaultConfig()
+	lc.Rate, lc.Clients, lc.Duration, lc.Warmup, lc.Timeout = 0, cfg.Clients, cfg.ThroughputStep, cfg.Warmup, 5*time.Second
+	return measure(ctx, lc, t)
+}
+
+func measure(ctx context.Context, lc loadgen.Config, t loadgen.Target) (Latency, error) {
+	r, err := loadgen.Run(ctx, lc, []loadgen.Series{{Name: "req", Target: t}})
+	if err != nil {
+		return Latency{}, err
+	}
+	if ctx.Err() != nil {
+		return Latency{}, ctx.Err()
+	}
+	s := r.Stats.Series["req"]
+	return Latency{P50: s.Latency.P50, P99: s.Latency.P99, Max: s.Latency.Max, RPS: s.ThroughputRPS, Errors: s.Errors}, nil
+}
+
+func summarize(rate float64, runs [3][]Latency) Overhead {
+	o := Overhead{Rate: rate}
+	pick := func(ls []Latency, f func(Latency) float64) float64 {
+		var v []float64
+		for _, l := range ls {
+			v = append(v, f(l))
+		}
+		return median(v)
+	}
+	med := func(ls []Latency) Latency {
+		return Latency{P50: pick(ls, func(l Latency) float64 { return l.P50 }), P99: pick(ls, func(l Latency) float64 { return l.P99 }),
+			Max: pick(ls, func(l Latency) float64 { return l.Max }), RPS: pick(ls, func(l Latency) float64 { return l.RPS })}
+	}
+	o.Direct, o.Watchdog, o.Gate = med(runs[0]), med(runs[1]), med(runs[2])
+	var w50, w99, g50, g99 []float64
+	for i := range runs[0] {
+		w50, w99 = append(w50, runs[1][i].P50-runs[0][i].P50), append(w99, runs[1][i].P99-runs[0][i].P99)
+		g50, g99 = append(g50, runs[2][i].P50-runs[0][i].P50), append(g99, runs[2][i].P99-runs[0][i].P99)
+		o.Errors += runs[0][i].Errors + runs[1][i].Errors + runs[2][i].Errors
+	}
+	o.WatchdogAddedP50, o.WatchdogAddedP99 = median(w50), median(w99)
+	o.GatewayAddedP50, o.GatewayAddedP99 = median(g50), median(g99)
+	return o
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// Markdown renders the result.
+func Markdown(r *Result, cfg Config, header string) string {
+	s := header
+	s += fmt.Sprintf("\n## Latency added (open loop, %v per step, %d repeats, paths alternating)\n\n", cfg.Step, cfg.Repeats)
+	s += "| rate (req/s) | direct p50 / p99 | watchdog p50 / p99 | gateway + watchdog p50 / p99 | added by the watchdog p50 / p99 | added by gateway + watchdog p50 / p99 | errors |\n|---:|---|---|---|---|---|---:|\n"
+	for _, o := range r.Overhead {
+		s += fmt.Sprintf("| %g | %.3f / %.3f | %.3f / %.3f | %.3f / %.3f | %+.3f / %+.3f | %+.3f / %+.3f | %d |\n", o.Rate,
+			o.Direct.P50, o.Direct.P99, o.Watchdog.P50, o.Watchdog.P99, o.Gate.P50, o.Gate.P99,
+			o.WatchdogAddedP50, o.WatchdogAddedP99, o.GatewayAddedP50, o.GatewayAddedP99, o.Errors)
+	}
+	s += fmt.Sprintf("\n## One instance's throughput (closed loop, %d clients, %v)\n\n", cfg.Clients, cfg.ThroughputStep)
+	s += "| upstream server | path | req/s | p50 (ms) | p99 (ms) | errors |\n|---|---|---:|---:|---:|---:|\n"
+	for _, t := range r.Throughput {
+		s += fmt.Sprintf("| %s | %s | %.0f | %.3f | %.3f | %d |\n", t.Server, t.Path, t.RPS, t.P50, t.P99, t.Errors)
+	}
+	return s
+}

@@ -1,0 +1,45 @@
+package faasbench
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/faas"
+)
+
+// TestRunShort runs the benchmark in miniature: every path answers, nothing fails, and the
+// Markdown has its rows. (The figures themselves are the benchmark's, not the test's.)
+func TestRunShort(t *testing.T) {
+	py, err := faas.FindPython()
+	if err != nil {
+		t.Fatalf("%v (make setup builds the venv)", err)
+	}
+	h, err := faas.ResolveHandler(filepath.Join("python", "functions", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Python: py, Handler: h, Rates: []float64{50}, Step: 600 * time.Millisecond, Warmup: 100 * time.Millisecond,
+		Repeats: 1, Clients: 2, ThroughputStep: 600 * time.Millisecond}
+	r, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Overhead) != 1 || r.Overhead[0].Errors != 0 || r.Overhead[0].Gate.P50 <= 0 || r.Overhead[0].Direct.P50 <= 0 {
+		t.Errorf("overhead %+v", r.Overhead)
+	}
+	if len(r.Throughput) != 4 {
+		t.Fatalf("throughput %+v: want continuum and flask, direct and watchdog", r.Throughput)
+	}
+	for _, tp := range r.Throughput {
+		if tp.RPS <= 0 || tp.Errors != 0 {
+			t.Errorf("throughput %+v", tp)
+		}
+	}
+	md := Markdown(r, cfg, "# x\n")
+	if !strings.Contains(md, "| 50 |") || !strings.Contains(md, "| flask | watchdog |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+}
