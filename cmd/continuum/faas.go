@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,6 +115,7 @@ func newWatchdogCmd() *cobra.Command {
 		mode, handler, server string
 		upstreamPort          int
 		zygoteSock            string
+		startZygote           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "watchdog",
@@ -141,6 +143,14 @@ $CONTINUUM_PYTHON with $CONTINUUM_PYTHON_SRC.`,
 			if err != nil {
 				return err
 			}
+			if startZygote {
+				z, err := faas.StartZygote(cmd.Context(), py, h, filepath.Join(os.TempDir(), fmt.Sprintf("continuum-zygote-%d.sock", os.Getpid())))
+				if err != nil {
+					return err
+				}
+				defer z.Stop()
+				zygoteSock = z.Socket
+			}
 			wc, err := faas.WatchdogFor(py, mode, h, server, upstreamPort, zygoteSock)
 			if err != nil {
 				return err
@@ -156,7 +166,8 @@ $CONTINUUM_PYTHON with $CONTINUUM_PYTHON_SRC.`,
 	f.StringVar(&handler, "handler", "", "function folder (with handler.py) or its handler.py")
 	f.StringVar(&server, "server", faas.ServerContinuum, "http mode's upstream server: continuum or flask")
 	f.IntVar(&upstreamPort, "upstream-port", 0, "http mode: loopback port of the upstream process (0: a free one)")
-	f.StringVar(&zygoteSock, "zygote", "", "http mode: fork the upstream from the zygote on this unix socket (python -m continuum_functions.zygote)")
+	f.StringVar(&zygoteSock, "zygote", "", "fork the http upstream, or each classic request's process, from the zygote on this unix socket (python -m continuum_functions.zygote)")
+	f.BoolVar(&startZygote, "start-zygote", false, "start a zygote for the handler and use it (see --zygote)")
 	f.StringVar(&cfg.Listen, "listen", ":8080", "address the watchdog serves on")
 	f.DurationVar(&cfg.ExecTimeout, "exec-timeout", time.Minute, "longest a request may run in the function (then 504)")
 	f.DurationVar(&cfg.WriteTimeout, "write-timeout", 0, "longest to write a response (default exec timeout + 5s)")

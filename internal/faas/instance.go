@@ -10,12 +10,12 @@ import (
 
 // WatchdogFor is the watchdog config of a python3-http handler in mode classic or http (server
 // is http's upstream server; upstreamPort 0 picks a free one; zygote, if set, is the socket of
-// a zygote to fork http's upstream from).
+// a zygote to fork http's upstream, or each classic request's process, from).
 func WatchdogFor(py Python, mode, handler, server string, upstreamPort int, zygote string) (watchdog.Config, error) {
 	cfg := watchdog.Config{Mode: mode, Env: py.Env(), CGI: true}
 	switch mode {
 	case ModeClassic:
-		cfg.Process = py.ClassicArgs(handler)
+		cfg.Process, cfg.Zygote = py.ClassicArgs(handler), zygote
 	case ModeHTTP:
 		if upstreamPort == 0 {
 			p, err := freePort()

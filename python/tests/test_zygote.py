@@ -65,6 +65,20 @@ def test_zygote_forks_instances(tmp_path):
         assert "pid" in answer and z.poll() is None
         pids.append(answer["pid"])
         assert "error" in ask(sock, {"nope": 1})
+        # Classic on the zygote: one request in a forked child, CGI-framed.
+        for body, want in ((BATCH, b"Status: 200"), (b"[1", b"Status: 400")):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(sock)
+                env = {"Http_Method": "POST", "Http_Path": "/", "Http_Content_Type": "application/json"}
+                s.sendall(
+                    json.dumps({"classic": {"env": env, "body_len": len(body)}}).encode() + b"\n" + body
+                )
+                out = b""
+                while chunk := s.recv(65536):
+                    out += chunk
+            first, _, rest = out.partition(b"\n")
+            assert "pid" in json.loads(first) and rest.startswith(want), out[:200]
+        assert z.poll() is None
     finally:
         for pid in pids:
             os.kill(pid, signal.SIGKILL)

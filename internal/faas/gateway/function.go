@@ -60,8 +60,9 @@ type Function struct {
 	// instances serve one at a time), stable and panic windows (default 60 s and 6 s).
 	TargetConcurrency         float64
 	StableWindow, PanicWindow time.Duration
-	// Zygote (http mode) forks new instances' upstreams from a process that has imported the
-	// handler once, instead of starting an interpreter per instance: fast cold starts.
+	// Zygote forks new instances' upstreams (http) or each request's process (classic) from a
+	// process that has imported the handler once, instead of starting an interpreter: fast
+	// cold starts, and a classic mode without the exec.
 	Zygote bool
 }
 
@@ -77,9 +78,6 @@ func (f *Function) Validate() error {
 	}
 	if f.Mode != faas.ModeClassic && f.Mode != faas.ModeHTTP {
 		return fmt.Errorf("function %s: mode %q: want %s or %s", f.Name, f.Mode, faas.ModeClassic, faas.ModeHTTP)
-	}
-	if f.Zygote && f.Mode != faas.ModeHTTP {
-		return fmt.Errorf("function %s: zygote serves the http mode, not %s", f.Name, f.Mode)
 	}
 	if f.Scaler == "" {
 		f.Scaler = ScalerNone

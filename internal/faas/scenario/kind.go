@@ -55,6 +55,9 @@ type FunctionConfig struct {
 	CPUs        float64       `yaml:"cpus"`
 	ExecTimeout spec.Duration `yaml:"exec_timeout"` // default 60s
 	MaxInflight int           `yaml:"max_inflight"` // 0 = no limit
+	// Zygote forks the http upstream, or each classic request's process, from a process that
+	// imported the handler once (no interpreter start, no imports per process).
+	Zygote bool `yaml:"zygote"`
 }
 
 func (c *FunctionConfig) validate() error {
@@ -99,7 +102,8 @@ func functionCommand(env kind.Env, cfg any) (kind.Command, error) {
 	port := strconv.Itoa(c.Port)
 	return kind.Command{
 		Args: []string{env.Binary, "faas", "watchdog", "--mode", c.Mode, "--handler", h, "--server", c.Server,
-			"--listen", ":" + port, "--exec-timeout", c.ExecTimeout.String(), "--max-inflight", strconv.Itoa(c.MaxInflight)},
+			"--listen", ":" + port, "--exec-timeout", c.ExecTimeout.String(), "--max-inflight", strconv.Itoa(c.MaxInflight),
+			"--start-zygote=" + strconv.FormatBool(c.Zygote)},
 		CPUs:      c.CPUs,
 		ReadyAddr: "127.0.0.1:" + port,
 	}, nil

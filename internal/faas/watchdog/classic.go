@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/textproto"
 	"os"
@@ -44,11 +46,14 @@ func (c *classic) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.ExecTimeout)
 	defer cancel()
+	if c.cfg.Zygote != "" {
+		c.invokeZygote(ctx, w, r, body)
+		return
+	}
 	cmd := exec.CommandContext(ctx, c.cfg.Process[0], c.cfg.Process[1:]...)
 	cmd.Env = append(os.Environ(), c.cfg.Env...)
-	cmd.Env = append(cmd.Env, "Http_Method="+r.Method, "Http_Path="+r.URL.Path, "Http_Query="+r.URL.RawQuery)
-	for k, vs := range r.Header {
-		cmd.Env = append(cmd.Env, "Http_"+strings.ReplaceAll(k, "-", "_")+"="+strings.Join(vs, ", "))
+	for k, v := range requestEnv(r) {
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	if c.cfg.CGI {
 		cmd.Env = append(cmd.Env, "CONTINUUM_CGI=1")
@@ -131,3 +136,60 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return strings.TrimSpace(string(t.b)) }
+
+// requestEnv is the request line and headers as the classic watchdog passes them.
+func requestEnv(r *http.Request) map[string]string {
+	env := map[string]string{"Http_Method": r.Method, "Http_Path": r.URL.Path, "Http_Query": r.URL.RawQuery}
+	for k, vs := range r.Header {
+		env["Http_"+strings.ReplaceAll(k, "-", "_")] = strings.Join(vs, ", ")
+	}
+	return env
+}
+
+// invokeZygote runs the request in a child the zygote forks (no exec, no imports): the request
+// goes over the zygote's socket, the child answers its pid, then the CGI response.
+func (c *classic) invokeZygote(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.cfg.Zygote)
+	if err != nil {
+		http.Error(w, "function zygote: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	hdr, _ := json.Marshal(map[string]any{"classic": map[string]any{"env": requestEnv(r), "body_len": len(body), "cgroups": ownCgroupProcs()}})
+	if _, err := conn.Write(append(append(hdr, '\n'), body...)); err != nil {
+		http.Error(w, "function zygote: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	rd := bufio.NewReader(conn)
+	var pid struct {
+		PID int `json:"pid"`
+	}
+	line, err := rd.ReadBytes('\n')
+	if err == nil {
+		err = json.Unmarshal(line, &pid)
+	}
+	var out []byte
+	if err == nil {
+		out, err = io.ReadAll(rd)
+	}
+	switch {
+	// The connection's deadline is the context's: either may be seen first.
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
+		if pid.PID > 0 {
+			_ = syscall.Kill(pid.PID, syscall.SIGKILL)
+		}
+		http.Error(w, fmt.Sprintf("function exceeded its exec timeout of %v", c.cfg.ExecTimeout), http.StatusGatewayTimeout)
+	case r.Context().Err() != nil:
+		if pid.PID > 0 {
+			_ = syscall.Kill(pid.PID, syscall.SIGKILL)
+		}
+	case err != nil || len(out) == 0:
+		http.Error(w, fmt.Sprintf("function process failed: %v", err), http.StatusInternalServerError)
+	default:
+		writeCGI(w, out)
+	}
+}

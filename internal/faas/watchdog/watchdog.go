@@ -46,9 +46,9 @@ type Config struct {
 	Listen string
 	// UpstreamAddr is where the http mode's process listens (host:port).
 	UpstreamAddr string
-	// Zygote, if set (http mode), is the unix socket of a zygote that has the function
-	// imported: the upstream is forked from it instead of exec'ing Process (a cold start
-	// without the interpreter's start and the imports).
+	// Zygote, if set, is the unix socket of a zygote that has the function imported: the
+	// http mode's upstream, or each classic request's process, is forked from it instead of
+	// exec'ing Process (no interpreter start, no imports).
 	Zygote string
 	// ExecTimeout bounds one request in the function (default 60 s): past it the client gets
 	// 504, and a classic process is killed. WriteTimeout and ReadTimeout bound the HTTP
@@ -79,9 +79,6 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Process) == 0 && c.Zygote == "" {
 		return errors.New("watchdog: no function process to run")
-	}
-	if c.Zygote != "" && c.Mode != ModeHTTP {
-		return errors.New("watchdog: a zygote serves the http mode only")
 	}
 	if c.ExecTimeout < 0 || c.WriteTimeout < 0 || c.ReadTimeout < 0 || c.MaxInflight < 0 || c.MaxBody < 0 {
 		return errors.New("watchdog: timeouts, max in-flight and max body must be >= 0")

@@ -72,6 +72,14 @@ func startWatchdog(t *testing.T, mode, handlerDir string, tune func(*watchdog.Co
 	p := python(t)
 	cfg := watchdog.Config{Mode: mode, Env: p.Env(), CGI: true, ExecTimeout: 20 * time.Second}
 	switch mode {
+	case modeClassicZygote:
+		cfg.Mode = watchdog.ModeClassic
+		z, err := faas.StartZygote(context.Background(), p, handlerDir, filepath.Join(t.TempDir(), "z.sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(z.Stop)
+		cfg.Process, cfg.Zygote = p.ClassicArgs(handlerDir), z.Socket
 	case watchdog.ModeClassic:
 		cfg.Process = p.ClassicArgs(handlerDir)
 	case watchdog.ModeHTTP:
@@ -106,12 +114,15 @@ func post(t *testing.T, url, body string) (int, http.Header, string) {
 	return resp.StatusCode, resp.Header, string(b)
 }
 
+// modeClassicZygote is the classic mode with each request's process forked from a zygote.
+const modeClassicZygote = "classic-zygote"
+
 const batch = `[{"sensor_id":"t1","name":"t","type":"temperature","unit":"°C","value":20},
 {"sensor_id":"t2","name":"t","type":"temperature","unit":"°C","value":22}]`
 
 func TestModes(t *testing.T) {
 	raises := writeHandler(t, "def handle(event, context):\n    raise ValueError('no calibration for t9')\n")
-	for _, mode := range []string{watchdog.ModeClassic, watchdog.ModeHTTP} {
+	for _, mode := range []string{watchdog.ModeClassic, modeClassicZygote, watchdog.ModeHTTP} {
 		t.Run(mode, func(t *testing.T) {
 			srv := start(t, mode, handler(t, "iot-analytics"), nil)
 			code, hdr, body := post(t, srv.URL+"/", batch)
@@ -156,7 +167,7 @@ func TestModes(t *testing.T) {
 func TestExecTimeout(t *testing.T) {
 	slow := writeHandler(t, "import time\n\ndef handle(event, context):\n"+
 		"    if event.body == b'slow':\n        time.sleep(3)\n    return {'body': 'done'}\n")
-	for _, mode := range []string{watchdog.ModeClassic, watchdog.ModeHTTP} {
+	for _, mode := range []string{watchdog.ModeClassic, modeClassicZygote, watchdog.ModeHTTP} {
 		t.Run(mode, func(t *testing.T) {
 			srv := start(t, mode, slow, func(c *watchdog.Config) { c.ExecTimeout = 500 * time.Millisecond })
 			code, _, body := post(t, srv.URL+"/", "slow")

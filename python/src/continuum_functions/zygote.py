@@ -9,6 +9,9 @@ limited and accounted as the caller's, binds host:port, and serves the handler
 there (as ``continuum_functions.server`` does). The answer, once the child listens, is
 ``{"pid": N}`` or ``{"error": "..."}``.
 
+``{"classic": {...}}`` instead runs one request in a forked child, the classic watchdog's
+process per request without the exec and the imports (see :func:`classic`).
+
     python -m continuum_functions.zygote python/functions/iot-analytics --socket /tmp/z.sock
 """
 
@@ -20,8 +23,10 @@ import os
 import signal
 import socket
 import sys
+from typing import BinaryIO
 
-from continuum_functions.event import Handler, load_handler
+from continuum_functions.classic import event_from_env
+from continuum_functions.event import Context, Handler, call, load_handler
 from continuum_functions.server import serve_socket
 
 
@@ -60,6 +65,33 @@ def spawn(handle: Handler, req: dict, max_body: int) -> int:
     return pid
 
 
+def classic(handle: Handler, req: dict, f: BinaryIO) -> None:
+    """One request in a forked child, as the classic watchdog runs one per process, but without
+    exec'ing an interpreter or importing anything: ``req`` has ``env`` (the classic
+    watchdog's Http_* variables), ``body_len`` and ``cgroups``; the body follows on the
+    connection. The child answers a line ``{"pid": N}``, then the CGI-framed response, and
+    exits; the zygote goes on at once."""
+    if os.fork() != 0:
+        return  # the zygote: the child owns the connection now
+    code = 0
+    try:
+        for path in req.get("cgroups") or []:
+            with open(path, "w") as cg:
+                cg.write(str(os.getpid()))
+        f.write(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+        f.flush()
+        body = f.read(int(req.get("body_len", 0)))
+        env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
+        resp = call(handle, event_from_env(body, env), Context())
+        head = [f"Status: {resp.status}"] + [f"{k}: {v}" for k, v in resp.headers.items()]
+        f.write(("\r\n".join(head) + "\r\n\r\n").encode("utf-8") + resp.body)
+        f.flush()
+    except BaseException:  # the child must never return into the zygote's loop
+        code = 1
+    finally:
+        os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="continuum_functions.zygote", description=__doc__.split("\n")[0])
     ap.add_argument("handler", help="function folder or its handler.py")
@@ -83,7 +115,12 @@ def main(argv: list[str] | None = None) -> None:
         with conn, conn.makefile("rwb") as f:
             for line in f:
                 try:
-                    answer = {"pid": spawn(handle, json.loads(line), args.max_body)}
+                    req = json.loads(line)
+                    if isinstance(req, dict) and "classic" in req:
+                        # The rest of this connection is the request: a child takes it over.
+                        classic(handle, req["classic"], f)
+                        break
+                    answer = {"pid": spawn(handle, req, args.max_body)}
                 except (OSError, ValueError, KeyError, TypeError) as e:
                     answer = {"error": str(e)}
                 f.write(json.dumps(answer).encode() + b"\n")
