@@ -24,9 +24,11 @@ func newBenchFaaSCmd() *cobra.Command {
 Continuum's server) and a gateway whose one instance it is. Each rate is run open loop directly
 against the upstream, through the watchdog and through gateway + watchdog, the three alternating,
 --repeats times; the added latency is the median over repeats of the per-repeat differences of p50
-and p99 (the issue's goal: <= 1 ms added p99 at 1000 req/s). Then one instance's closed-loop
-throughput with Continuum's server and with Flask + Waitress (one thread), directly and through the
-watchdog.`,
+and p99 (the issue's goal: <= 1 ms added p99 at 1000 req/s). Then, --repeats times, a load step
+from idle to --clients clients on a gateway function with the concurrency autoscaler at Knative's
+defaults: the time to the scale-out decision (goal: within 2 s) and to the new instance. Last, one
+instance's closed-loop throughput with Continuum's server and with Flask + Waitress (one thread),
+directly and through the watchdog.`,
 		Example: `  continuum bench faas --out docs/benchmarks/faas-overhead.md
   continuum bench faas --rates 100 --step 5s --repeats 1`,
 		Args: cobra.NoArgs,

@@ -8,6 +8,8 @@
 //   - Throughput: closed loop with several clients against one instance of the handler in
 //     Continuum's server and in Flask + Waitress (one thread, OpenFaaS' python3-http template),
 //     directly and through the watchdog.
+//   - Scale step: how soon the concurrency autoscaler asks for, and gets, a second instance
+//     after load arrives at once.
 package faasbench
 
 import (
@@ -16,6 +18,9 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/faas"
@@ -69,10 +74,19 @@ type Throughput struct {
 	Errors       int64
 }
 
+// ScaleStep is how fast the concurrency autoscaler (Knative KPA defaults: 60 s stable, 6 s
+// panic window) reacts to a load step from idle to Clients requests always under way: the
+// time until it asks for more instances, and until the first new one answers, per repeat.
+type ScaleStep struct {
+	DecisionS, ReadyS []float64
+	Errors            int64
+}
+
 // Result is the whole benchmark.
 type Result struct {
 	Overhead   []Overhead
 	Throughput []Throughput
+	Scale      ScaleStep
 }
 
 // Run measures.
@@ -115,6 +129,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.Overhead = append(res.Overhead, summarize(rate, runs))
 	}
+	for rep := 0; rep < cfg.Repeats; rep++ {
+		d, r, errs, err := scaleStep(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		res.Scale.DecisionS, res.Scale.ReadyS = append(res.Scale.DecisionS, d), append(res.Scale.ReadyS, r)
+		res.Scale.Errors += errs
+	}
 	// Throughput of one instance, Continuum's server vs Flask + Waitress, direct and behind the
 	// watchdog.
 	for _, server := range []string{faas.ServerContinuum, faas.ServerFlask} {
@@ -138,6 +160,55 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		stop()
 	}
 	return res, nil
+}
+
+// scaleStep starts a gateway (one instance, concurrency scaler at its defaults), puts
+// cfg.Clients closed-loop clients on it at once and times the scale-out.
+func scaleStep(ctx context.Context, cfg Config) (decision, ready float64, errs int64, err error) {
+	g, err := gateway.New(ctx, gateway.Config{Provider: &gateway.LocalProvider{Python: cfg.Python},
+		Functions: []*gateway.Function{{Name: "f", Handler: cfg.Handler, Mode: faas.ModeHTTP, Server: faas.ServerContinuum,
+			Scaler: gateway.ScalerConcurrency, MinReplicas: 1, MaxReplicas: 4}}})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer g.Close()
+	url, stop, err := serve(g.Handler())
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer stop()
+	t, err := target(url + "/function/f")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := 0; c < cfg.Clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for lctx.Err() == nil {
+				if err := t.Do(lctx); err != nil && lctx.Err() == nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	defer func() { cancel(); wg.Wait(); errs = failed.Load() }()
+	deadline := start.Add(time.Minute)
+	for time.Now().Before(deadline) {
+		s := g.Status()[0]
+		if decision == 0 && s.Replicas > 1 {
+			decision = time.Since(start).Seconds()
+		}
+		if s.AvailableReplicas > 1 {
+			return decision, time.Since(start).Seconds(), 0, nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0, 0, 0, fmt.Errorf("no scale-out within a minute of the load step")
 }
 
 // static is a gateway provider whose one instance already runs at url.
@@ -232,6 +303,14 @@ func summarize(rate float64, runs [3][]Latency) Overhead {
 	return o
 }
 
+func joinS(v []float64) string {
+	var parts []string
+	for _, x := range v {
+		parts = append(parts, fmt.Sprintf("%.2f", x))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
@@ -254,6 +333,9 @@ func Markdown(r *Result, cfg Config, header string) string {
 			o.Direct.P50, o.Direct.P99, o.Watchdog.P50, o.Watchdog.P99, o.Gate.P50, o.Gate.P99,
 			o.WatchdogAddedP50, o.WatchdogAddedP99, o.GatewayAddedP50, o.GatewayAddedP99, o.Errors)
 	}
+	s += fmt.Sprintf("\n## Scale-out after a load step (concurrency autoscaler, Knative defaults: 60 s stable, 6 s panic window; %d repeats)\n\n", cfg.Repeats)
+	s += fmt.Sprintf("From idle to %d clients always waiting on one instance of the handler: the time until the gateway asks for more instances (the decision; the issue's goal: within 2 s) and until the first new instance answers. Median (all runs): decision %.2f s (%s), first new instance ready %.2f s (%s); %d failed requests.\n",
+		cfg.Clients, median(r.Scale.DecisionS), joinS(r.Scale.DecisionS), median(r.Scale.ReadyS), joinS(r.Scale.ReadyS), r.Scale.Errors)
 	s += fmt.Sprintf("\n## One instance's throughput (closed loop, %d clients, %v)\n\n", cfg.Clients, cfg.ThroughputStep)
 	s += "| upstream server | path | req/s | p50 (ms) | p99 (ms) | errors |\n|---|---|---:|---:|---:|---:|\n"
 	for _, t := range r.Throughput {

@@ -38,6 +38,9 @@ func TestRunShort(t *testing.T) {
 			t.Errorf("throughput %+v", tp)
 		}
 	}
+	if len(r.Scale.DecisionS) != 1 || r.Scale.DecisionS[0] <= 0 || r.Scale.ReadyS[0] < r.Scale.DecisionS[0] || r.Scale.Errors != 0 {
+		t.Errorf("scale step %+v: want a decision, then a ready instance, no failed request", r.Scale)
+	}
 	md := Markdown(r, cfg, "# x\n")
 	if !strings.Contains(md, "| 50 |") || !strings.Contains(md, "| flask | watchdog |") {
 		t.Errorf("markdown:\n%s", md)
