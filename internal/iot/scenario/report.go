@@ -23,7 +23,7 @@ func init() {
 
 func build(res *report.Results) *report.SectionContent {
 	groups, swept := report.Combinations(res)
-	emulators := withPrefix(groups, "iot/")
+	emulators := report.MetricSuffixes(groups, "iot/")
 	if len(emulators) == 0 {
 		return nil
 	}
@@ -35,32 +35,6 @@ func build(res *report.Results) *report.SectionContent {
 	}
 	c.Figures = append(c.Figures, cdfFigures(groups, swept, emulators)...)
 	return c
-}
-
-// withPrefix lists X of the metrics named prefix+X (no further '/'), sorted.
-func withPrefix(groups []report.Combination, prefix string) []string {
-	seen := map[string]bool{}
-	for _, g := range groups {
-		for name := range g.Metrics {
-			if x, ok := strings.CutPrefix(name, prefix); ok && !strings.Contains(x, "/") {
-				seen[x] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for x := range seen {
-		out = append(out, x)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func paramColumns(swept []string) []report.Column {
-	var cols []report.Column
-	for _, p := range swept {
-		cols = append(cols, report.Column{Header: p[strings.LastIndex(p, ".")+1:], Title: p})
-	}
-	return cols
 }
 
 func num(h, title string) report.Column { return report.Column{Header: h, Title: title, Numeric: true} }
@@ -111,7 +85,7 @@ func cell(m map[string]results.Aggregate, field string) string {
 }
 
 func processingTable(groups []report.Combination, swept, emulators []string) report.Table {
-	t := report.Table{Class: "iot-processing", Columns: append(paramColumns(swept), report.Column{Header: "emulator"},
+	t := report.Table{Class: "iot-processing", Columns: append(report.ParamColumns(swept), report.Column{Header: "emulator"},
 		num("batches due", "batches the gateways' adaptors had ready"), num("answered", "batches answered 200"),
 		num("errors", "batches that timed out or failed, by the t_rr series"),
 		num("t_ex mean", ""), num("t_ex p50", ""), num("t_rr p50", ""), num("t_rr p90", ""), num("t_rr p99", ""),
@@ -140,7 +114,7 @@ func processingTable(groups []report.Combination, swept, emulators []string) rep
 }
 
 func scalingTable(groups []report.Combination, swept []string) (report.Table, bool) {
-	t := report.Table{Class: "iot-scaling", Columns: append(paramColumns(swept), report.Column{Header: "function"},
+	t := report.Table{Class: "iot-scaling", Columns: append(report.ParamColumns(swept), report.Column{Header: "function"},
 		num("gateway CPU %", "the gateway process (seeds/001 Fig. 8)"), num("gateway MiB", ""),
 		num("instances mean", "ready instances, mean over the run"), num("instances max", ""),
 		num("scale events", "changes of the wanted instances"), num("cold starts", "requests that waited for a first instance"),

@@ -33,7 +33,7 @@ type tauOption struct {
 // key, in first-seen order) and returns each one's periods; ok is false when no swept
 // parameter is a maintenance period or no member was maintained.
 func byTau(groups []npmGroup, swept []string) (classes []string, opts map[string][]tauOption, ok bool) {
-	if len(instancesWith(groups, "maintenance/")) == 0 {
+	if len(report.MetricSuffixes(groups, "maintenance/")) == 0 {
 		return nil, nil, false
 	}
 	tau := tauParam(groups, swept)

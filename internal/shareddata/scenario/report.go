@@ -26,33 +26,6 @@ type npmGroup = report.Combination
 
 func npmGroups(res *report.Results) ([]npmGroup, []string) { return report.Combinations(res) }
 
-// instancesWith lists the instances X of metrics named prefix+X across groups, sorted.
-func instancesWith(groups []npmGroup, prefix string) []string {
-	seen := map[string]bool{}
-	for _, g := range groups {
-		for name := range g.Metrics {
-			if x, ok := strings.CutPrefix(name, prefix); ok {
-				seen[x] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for x := range seen {
-		out = append(out, x)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// paramColumns are the columns naming a group's swept parameters.
-func paramColumns(swept []string) []report.Column {
-	var cols []report.Column
-	for _, p := range swept {
-		cols = append(cols, report.Column{Header: p[strings.LastIndex(p, ".")+1:], Title: p})
-	}
-	return cols
-}
-
 // paceOps is the order operation types are shown in.
 var paceOps = []string{"put", "get_lin", "get_ser", "del", "push", "notify", "process", "ctrl_notify", "loop"}
 
@@ -95,7 +68,7 @@ func buildNPM(res *report.Results) *report.SectionContent {
 
 // paceTable: per combination and PACE instance, every operation type's p50 (p99).
 func paceTable(groups []npmGroup, swept []string) (report.Table, bool) {
-	insts := instancesWith(groups, "pace/")
+	insts := report.MetricSuffixes(groups, "pace/")
 	if len(insts) == 0 {
 		return report.Table{}, false
 	}
@@ -108,7 +81,7 @@ func paceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 			}
 		}
 	}
-	t := report.Table{Class: "npm-pace", Columns: append(paramColumns(swept), report.Column{Header: "PACE process"})}
+	t := report.Table{Class: "npm-pace", Columns: append(report.ParamColumns(swept), report.Column{Header: "PACE process"})}
 	for _, op := range ops {
 		t.Columns = append(t.Columns, report.Column{Header: op, Title: op + ": p50 (p99) ms", Numeric: true})
 	}
@@ -195,7 +168,7 @@ func groupUsage(g npmGroup) (groupTotals, map[string]float64, bool) {
 // resourceTable: per combination, the store instances' totals and per-instance means, and a
 // stacked CPU bar per combination (seeds/000 Figs. 9 and 14).
 func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figure, bool) {
-	t := report.Table{Class: "npm-resources", Columns: append(paramColumns(swept),
+	t := report.Table{Class: "npm-resources", Columns: append(report.ParamColumns(swept),
 		report.Column{Header: "instances", Numeric: true},
 		report.Column{Header: "CPU total (%)", Numeric: true}, report.Column{Header: "CPU per instance (%)", Numeric: true},
 		report.Column{Header: "RSS total (MiB)", Numeric: true}, report.Column{Header: "disk max (MiB)", Numeric: true},
@@ -253,7 +226,7 @@ func fmtF(v float64) string { return chart.FormatNum(math.Round(v*100) / 100) }
 
 // maintenanceTable: per combination and maintained member (seeds/000 Figs. 7, 8, 20).
 func maintenanceTable(groups []npmGroup, swept []string) (report.Table, bool) {
-	insts := instancesWith(groups, "maintenance/")
+	insts := report.MetricSuffixes(groups, "maintenance/")
 	if len(insts) == 0 {
 		return report.Table{}, false
 	}
@@ -263,7 +236,7 @@ func maintenanceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 		{"db_before_mib_max", "db before compaction (MiB)"}, {"db_after_mib_min", "db after defrag (MiB)"},
 		{"probe_max_ms", "probe max, whole run (ms)"},
 	}
-	t := report.Table{Class: "npm-maintenance", Columns: append(paramColumns(swept), report.Column{Header: "maintenance"})}
+	t := report.Table{Class: "npm-maintenance", Columns: append(report.ParamColumns(swept), report.Column{Header: "maintenance"})}
 	for _, f := range fields {
 		t.Columns = append(t.Columns, report.Column{Header: f.header, Numeric: true})
 	}
@@ -286,11 +259,11 @@ func maintenanceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 // freshnessTable: per combination and probe, the write outage and every reader's staleness
 // (seeds/000 Fig. 19).
 func freshnessTable(groups []npmGroup, swept []string) (report.Table, bool) {
-	insts := instancesWith(groups, "freshness/")
+	insts := report.MetricSuffixes(groups, "freshness/")
 	if len(insts) == 0 {
 		return report.Table{}, false
 	}
-	t := report.Table{Class: "npm-freshness", Columns: append(paramColumns(swept), report.Column{Header: "probe"},
+	t := report.Table{Class: "npm-freshness", Columns: append(report.ParamColumns(swept), report.Column{Header: "probe"},
 		report.Column{Header: "writes", Numeric: true}, report.Column{Header: "write errors", Numeric: true},
 		report.Column{Header: "outage (ms)", Title: "longest time between acknowledged writes, minus the write interval", Numeric: true},
 		report.Column{Header: "outage began (s)", Numeric: true},
