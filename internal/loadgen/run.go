@@ -123,3 +123,16 @@ func waitFor(wg interface{ Wait() }, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// RunOne runs a single series against t and returns its statistics: what a benchmark that
+// compares paths one step at a time wants. A canceled ctx is an error.
+func RunOne(ctx context.Context, cfg Config, t Target) (results.SeriesStats, error) {
+	r, err := Run(ctx, cfg, []Series{{Name: "req", Target: t}})
+	if err != nil {
+		return results.SeriesStats{}, err
+	}
+	if ctx.Err() != nil {
+		return results.SeriesStats{}, ctx.Err()
+	}
+	return r.Stats.Series["req"], nil
+}

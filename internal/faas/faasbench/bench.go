@@ -267,14 +267,10 @@ func closedLoop(ctx context.Context, url string, cfg Config) (Latency, error) {
 }
 
 func measure(ctx context.Context, lc loadgen.Config, t loadgen.Target) (Latency, error) {
-	r, err := loadgen.Run(ctx, lc, []loadgen.Series{{Name: "req", Target: t}})
+	s, err := loadgen.RunOne(ctx, lc, t)
 	if err != nil {
 		return Latency{}, err
 	}
-	if ctx.Err() != nil {
-		return Latency{}, ctx.Err()
-	}
-	s := r.Stats.Series["req"]
 	return Latency{P50: s.Latency.P50, P99: s.Latency.P99, Max: s.Latency.Max, RPS: s.ThroughputRPS, Errors: s.Errors}, nil
 }
 

@@ -50,16 +50,6 @@ func writeHandler(t *testing.T, src string) string {
 	return d
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // start runs a watchdog for the handler in mode behind an httptest server.
 func start(t *testing.T, mode, handlerDir string, tune func(*watchdog.Config)) *httptest.Server {
 	t.Helper()
@@ -83,7 +73,7 @@ func startWatchdog(t *testing.T, mode, handlerDir string, tune func(*watchdog.Co
 	case watchdog.ModeClassic:
 		cfg.Process = p.ClassicArgs(handlerDir)
 	case watchdog.ModeHTTP:
-		cfg.UpstreamAddr = freeAddr(t)
+		cfg.UpstreamAddr = testenv.FreeAddr(t)
 		_, port, _ := net.SplitHostPort(cfg.UpstreamAddr)
 		n, _ := strconv.Atoi(port)
 		var err error
@@ -248,7 +238,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 	// An http upstream that cannot start is an error from New, not a hang.
 	p := python(t)
-	_, err := watchdog.New(context.Background(), watchdog.Config{Mode: "http", Env: p.Env(), UpstreamAddr: freeAddr(t),
+	_, err := watchdog.New(context.Background(), watchdog.Config{Mode: "http", Env: p.Env(), UpstreamAddr: testenv.FreeAddr(t),
 		Process: []string{p.Interpreter, "-m", "continuum_functions.server", "/nonexistent"}, ReadyTimeout: 20 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "exited before listening") {
 		t.Errorf("bad upstream: %v", err)

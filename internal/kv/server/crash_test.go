@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,20 +39,10 @@ func continuumBin(t *testing.T) string {
 	return binPath
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // startProcess starts `continuum kv` on dir and returns the process and a connected client.
 func startProcess(t *testing.T, dir string) (*exec.Cmd, *clientv3.Client) {
 	t.Helper()
-	addr := freePort(t)
+	addr := testenv.FreeAddr(t)
 	log, err := os.OpenFile(filepath.Join(dir, "..", "kv.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // writeCert writes a certificate (signed by parent, or self-signed CA when parent is nil) and its
@@ -62,7 +64,7 @@ func TestTLSClientCertAuthAndMetrics(t *testing.T) {
 	caFile, _, ca, caKey := writeCert(t, dir, "ca", nil, nil)
 	srvCert, srvKey, _, _ := writeCert(t, dir, "server", ca, caKey)
 	cliCert, cliKey, _, _ := writeCert(t, dir, "client", ca, caKey)
-	metricsAddr := freePort(t)
+	metricsAddr := testenv.FreeAddr(t)
 	s, _ := startKV(t, func(c *Config) {
 		c.ListenClientURLs = []string{"https://127.0.0.1:0"}
 		c.ListenMetricsURLs = []string{"http://" + metricsAddr}

@@ -340,14 +340,10 @@ func measureProxied(ctx context.Context, cfg Config, rate float64, t *target, pi
 func runLoad(ctx context.Context, cfg Config, rate float64, t *target) (Latency, error) {
 	lc := loadgen.DefaultConfig()
 	lc.Rate, lc.Duration, lc.Warmup, lc.Timeout = rate, cfg.Step, cfg.Warmup, cfg.Timeout
-	r, err := loadgen.Run(ctx, lc, []loadgen.Series{{Name: "req", Target: t}})
+	s, err := loadgen.RunOne(ctx, lc, t)
 	if err != nil {
 		return Latency{}, err
 	}
-	if ctx.Err() != nil {
-		return Latency{}, ctx.Err()
-	}
-	s := r.Stats.Series["req"]
 	return Latency{P50: s.Latency.P50, P90: s.Latency.P90, P99: s.Latency.P99, P999: s.Latency.P999, Max: s.Latency.Max,
 		ThroughputRPS: s.ThroughputRPS, Errors: s.Errors, ErrorsByType: s.ErrorsByType}, nil
 }
