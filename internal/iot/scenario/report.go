@@ -3,9 +3,11 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/continuum-project/continuum/internal/faas/gateway"
 	"github.com/continuum-project/continuum/internal/report"
 	"github.com/continuum-project/continuum/internal/report/chart"
 	"github.com/continuum-project/continuum/internal/results"
@@ -34,7 +36,61 @@ func build(res *report.Results) *report.SectionContent {
 		c.Tables = append(c.Tables, t)
 	}
 	c.Figures = append(c.Figures, cdfFigures(groups, swept, emulators)...)
+	c.Figures = append(c.Figures, instanceFigures(res, groups)...)
 	return c
+}
+
+// instanceFigures draws, for the first run of each combination that had a function gateway,
+// its functions' ready instances over time with the scaling decisions marked (replicas.csv and
+// scaling.csv in the gateway's output directory).
+func instanceFigures(res *report.Results, groups []report.Combination) []chart.Figure {
+	var figs []chart.Figure
+	for _, g := range groups {
+		if len(g.Runs) == 0 || len(gateways(g)) == 0 {
+			continue
+		}
+		run := g.Runs[0]
+		var gws []string
+		for gw := range gateways(g) {
+			gws = append(gws, gw)
+		}
+		sort.Strings(gws)
+		for _, gw := range gws {
+			dir := filepath.Join(res.Dir, results.RunsDir, run.ID, results.ComponentsDir, gw)
+			c := &chart.Line{ID: "iot-instances-" + run.ID + "-" + gw, XLabel: "time since the gateway started (s)", YLabel: "ready instances"}
+			byFn := map[string]*chart.Series{}
+			var order []string
+			err := results.ReadCSV(filepath.Join(dir, gateway.ReplicasFile), []string{"t_s", "function", "ready"}, func(r results.CSVRow) error {
+				v, err := r.Floats("t_s", "ready")
+				if err != nil {
+					return err
+				}
+				fn := r.Str("function")
+				if byFn[fn] == nil {
+					byFn[fn] = &chart.Series{Name: fn, Color: chart.Color(len(order))}
+					order = append(order, fn)
+				}
+				byFn[fn].Points = append(byFn[fn].Points, chart.Pt(v[0], v[1]))
+				return nil
+			})
+			if err != nil || len(order) == 0 {
+				continue
+			}
+			for _, fn := range order {
+				c.Series = append(c.Series, *byFn[fn])
+			}
+			_ = results.ReadCSV(filepath.Join(dir, gateway.ScalingFile), []string{"t_s", "function", "to", "reason"}, func(r results.CSVRow) error {
+				v, err := r.Floats("t_s")
+				if err == nil {
+					c.Markers = append(c.Markers, chart.Marker{X: v[0], Label: r.Str("function") + " → " + r.Str("to") + " (" + r.Str("reason") + ")"})
+				}
+				return nil
+			})
+			caption := fmt.Sprintf("Ready instances of gateway %s's functions over time, run %s (%s), scaling decisions marked.", gw, run.ID, strings.Join(g.Params, ", "))
+			figs = append(figs, chart.NewFigure(c.ID, "instances", caption, c.SVG()))
+		}
+	}
+	return figs
 }
 
 func num(h, title string) report.Column { return report.Column{Header: h, Title: title, Numeric: true} }
