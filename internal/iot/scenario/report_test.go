@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,9 +39,26 @@ func TestIoTSection(t *testing.T) {
 			"resources/gw":      {"cpu_pct": agg(7), "rss_mib_max": agg(30)},
 			"faas/gw/analytics": {"cpu_pct": agg(180), "rss_mib": agg(400), "mean_ready": agg(3.5), "max_ready": agg(5), "scale_events": agg(2)},
 		}}}}}
+	// The gateway's record of its instances, as `continuum faas gateway --out` writes it.
+	res.Dir = t.TempDir()
+	gwDir := filepath.Join(res.Dir, results.RunsDir, "002", results.ComponentsDir, "gw")
+	if err := os.MkdirAll(gwDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"replicas.csv": "t_s,function,wanted,ready,inflight\n1.0,analytics,1,1,0\n2.0,analytics,2,1,3\n3.0,analytics,2,2,3\n",
+		"scaling.csv":  "t_s,function,from,to,reason\n1.5,analytics,1,2,rps above threshold\n",
+	} {
+		if err := os.WriteFile(filepath.Join(gwDir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c := build(res)
-	if c == nil || len(c.Tables) != 2 || len(c.Figures) != 1 {
-		t.Fatalf("section %+v: want 2 tables and 1 CDF figure", c)
+	if c == nil || len(c.Tables) != 2 || len(c.Figures) != 2 {
+		t.Fatalf("section %+v: want 2 tables, a CDF figure and an instances figure", c)
+	}
+	if inst := string(c.Figures[1].SVG); !strings.Contains(inst, "rps above threshold") || !strings.Contains(inst, "analytics") {
+		t.Error("the instances figure lacks the function or its scaling decision")
 	}
 	row := func(tb report.Table, i int) map[string]string {
 		m := map[string]string{}
