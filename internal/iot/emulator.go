@@ -107,8 +107,9 @@ type Report struct {
 	BytesSent      int64   `json:"bytes_sent"`
 	// BadReplies are 200s whose body did not account for the whole batch ("received").
 	BadReplies int64 `json:"bad_replies"`
-	// MessagesPerS is the offered load actually sent; CPUCores what generating and sending it
-	// took this process (CPU seconds per second of the run).
+	// MessagesPerS is the offered load actually sent, over the run's duration (not the wait
+	// for the last answers after it); CPUCores what generating and sending it took this process
+	// (CPU seconds per second, the wait included).
 	MessagesPerS float64 `json:"messages_per_s"`
 	CPUCores     float64 `json:"cpu_cores"`
 }
@@ -206,7 +207,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	e.rep = Report{Gateways: cfg.Gateways, Devices: cfg.Devices, Rate: cfg.Rate, Batch: cfg.Batch,
 		IntervalMS: float64(interval.Microseconds()) / 1000, BatchesDue: due.Load(), BatchesSent: e.sent.Load(),
 		BatchesOK: e.ok.Load(), BatchesDropped: e.dropped.Load(), MessagesSent: e.msgs.Load(), BytesSent: e.bytes.Load(),
-		BadReplies: e.bad.Load(), MessagesPerS: float64(e.msgs.Load()) / elapsed.Seconds(),
+		BadReplies: e.bad.Load(), MessagesPerS: float64(e.msgs.Load()) / min(elapsed, cfg.Duration).Seconds(),
 		CPUCores: (cpuSeconds() - cpu0) / elapsed.Seconds()}
 	if _, err := e.sess.Close(ctx.Err() != nil); err != nil {
 		return &e.rep, err
