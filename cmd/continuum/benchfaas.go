@@ -26,9 +26,11 @@ against the upstream, through the watchdog and through gateway + watchdog, the t
 --repeats times; the added latency is the median over repeats of the per-repeat differences of p50
 and p99 (the issue's goal: <= 1 ms added p99 at 1000 req/s). Then, --repeats times, a load step
 from idle to --clients clients on a gateway function with the concurrency autoscaler at Knative's
-defaults: the time to the scale-out decision (goal: within 2 s) and to the new instance. Last, one
-instance's closed-loop throughput with Continuum's server and with Flask + Waitress (one thread),
-directly and through the watchdog.`,
+defaults: the time to the scale-out decision (goal: within 2 s) and to the new instance. Then this
+binary's gateway as its own process on one core (GOMAXPROCS=1) in front of a trivial Go upstream,
+closed loop with --gateway-clients (goal: >= 20 000 req/s). Last, one instance's closed-loop
+throughput with Continuum's server and with Flask + Waitress (one thread), directly and through the
+watchdog.`,
 		Example: `  continuum bench faas --out docs/benchmarks/faas-overhead.md
   continuum bench faas --rates 100 --step 5s --repeats 1`,
 		Args: cobra.NoArgs,
@@ -41,6 +43,9 @@ directly and through the watchdog.`,
 				return err
 			}
 			cfg.Python = py
+			if cfg.Binary, err = os.Executable(); err != nil {
+				return err
+			}
 			started := time.Now()
 			r, err := faasbench.Run(cmd.Context(), cfg)
 			if err != nil {
@@ -63,6 +68,7 @@ directly and through the watchdog.`,
 	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "repeats of every rate and path")
 	f.IntVar(&cfg.Clients, "clients", cfg.Clients, "closed-loop clients for the throughput runs")
 	f.DurationVar(&cfg.ThroughputStep, "throughput-step", cfg.ThroughputStep, "length of each throughput run")
+	f.IntVar(&cfg.GatewayClients, "gateway-clients", cfg.GatewayClients, "closed-loop clients for the gateway's one-core throughput")
 	f.StringVar(&out, "out", "", "write Markdown here")
 	return c
 }

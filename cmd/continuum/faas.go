@@ -41,7 +41,7 @@ func newFaaSGatewayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Route /function/NAME to function instances and scale them (OpenFaaS-style gateway)",
-		Long: `Serves the functions given with --function (comma-separated key=value: name, handler, mode
+		Long: `Serves the functions given with --function (comma-separated key=value: name, handler or url, mode
 classic|http, server, replicas, min, max, scaler none|rps, rps_threshold, rps_window, idle_timeout,
 exec_timeout, max_inflight). Requests to /function/NAME/... go to the instance with the fewest
 requests under way; GET /system/functions lists the functions, POST /system/scale-function/NAME
@@ -84,7 +84,7 @@ gateway.json record the instances over time.`,
 					Binary: exe, LogDir: logDir, Prefix: prefix, CPUs: instanceCPUs, BasePort: instancePort}
 			} else {
 				py, err := faas.FindPython()
-				if err != nil {
+				if err != nil && needsPython(cfg.Gateway.Functions) {
 					return err
 				}
 				cfg.Gateway.Provider = &gateway.LocalProvider{Python: py}
@@ -174,4 +174,14 @@ $CONTINUUM_PYTHON with $CONTINUUM_PYTHON_SRC.`,
 	f.DurationVar(&cfg.ReadTimeout, "read-timeout", time.Minute, "longest to read a request")
 	f.IntVar(&cfg.MaxInflight, "max-inflight", 0, "requests at once before 429 (0: no limit)")
 	return cmd
+}
+
+// needsPython is whether any function runs a handler (not only urls of running servers).
+func needsPython(fns []*gateway.Function) bool {
+	for _, f := range fns {
+		if f.URL == "" {
+			return true
+		}
+	}
+	return false
 }

@@ -41,12 +41,17 @@ type Config struct {
 	// Clients and ThroughputStep drive the closed-loop throughput runs.
 	Clients        int
 	ThroughputStep time.Duration
+	// Binary, if set, is the continuum binary: the gateway's own throughput is measured with
+	// it running as a separate process on one core (GOMAXPROCS=1) in front of a trivial Go
+	// upstream, GatewayClients closed-loop clients.
+	Binary         string
+	GatewayClients int
 }
 
 // DefaultConfig is 100 and 1000 requests/s, 10 s steps, 3 repeats, 8 clients.
 func DefaultConfig() Config {
 	return Config{Rates: []float64{100, 1000}, Step: 10 * time.Second, Warmup: 2 * time.Second, Repeats: 3,
-		Clients: 8, ThroughputStep: 10 * time.Second}
+		Clients: 8, ThroughputStep: 10 * time.Second, GatewayClients: 64}
 }
 
 // Latency is one measured step.
@@ -82,11 +87,20 @@ type ScaleStep struct {
 	Errors            int64
 }
 
+// GatewayCore is the gateway process's throughput on one core to a trivial upstream, per
+// repeat, and the CPU it used (cores).
+type GatewayCore struct {
+	RPS, Cores []float64
+	P50, P99   []float64
+	Errors     int64
+}
+
 // Result is the whole benchmark.
 type Result struct {
 	Overhead   []Overhead
 	Throughput []Throughput
 	Scale      ScaleStep
+	Gateway    *GatewayCore
 }
 
 // Run measures.
@@ -136,6 +150,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.Scale.DecisionS, res.Scale.ReadyS = append(res.Scale.DecisionS, d), append(res.Scale.ReadyS, r)
 		res.Scale.Errors += errs
+	}
+	if cfg.Binary != "" {
+		gc, err := gatewayCore(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		res.Gateway = gc
 	}
 	// Throughput of one instance, Continuum's server vs Flask + Waitress, direct and behind the
 	// watchdog.
@@ -299,10 +320,12 @@ func summarize(rate float64, runs [3][]Latency) Overhead {
 	return o
 }
 
-func joinS(v []float64) string {
+func joinS(v []float64) string { return joinF(v, "%.2f") }
+
+func joinF(v []float64, format string) string {
 	var parts []string
 	for _, x := range v {
-		parts = append(parts, fmt.Sprintf("%.2f", x))
+		parts = append(parts, fmt.Sprintf(format, x))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -332,6 +355,11 @@ func Markdown(r *Result, cfg Config, header string) string {
 	s += fmt.Sprintf("\n## Scale-out after a load step (concurrency autoscaler, Knative defaults: 60 s stable, 6 s panic window; %d repeats)\n\n", cfg.Repeats)
 	s += fmt.Sprintf("From idle to %d clients always waiting on one instance of the handler: the time until the gateway asks for more instances (the decision; the issue's goal: within 2 s) and until the first new instance answers. Median (all runs): decision %.2f s (%s), first new instance ready %.2f s (%s); %d failed requests.\n",
 		cfg.Clients, median(r.Scale.DecisionS), joinS(r.Scale.DecisionS), median(r.Scale.ReadyS), joinS(r.Scale.ReadyS), r.Scale.Errors)
+	if g := r.Gateway; g != nil {
+		s += fmt.Sprintf("\n## The gateway on one core (GOMAXPROCS=1), to a trivial Go upstream (closed loop, %d clients, %v, %d repeats)\n\n", cfg.GatewayClients, cfg.ThroughputStep, cfg.Repeats)
+		s += fmt.Sprintf("Median %.0f req/s (%s) using %.2f cores (%s); p50 %.3f ms, p99 %.3f ms; %d errors. The issue's goal: >= 20 000 req/s on one core.\n",
+			median(g.RPS), joinF(g.RPS, "%.0f"), median(g.Cores), joinF(g.Cores, "%.2f"), median(g.P50), median(g.P99), g.Errors)
+	}
 	s += fmt.Sprintf("\n## One instance's throughput (closed loop, %d clients, %v)\n\n", cfg.Clients, cfg.ThroughputStep)
 	s += "| upstream server | path | req/s | p50 (ms) | p99 (ms) | errors |\n|---|---|---:|---:|---:|---:|\n"
 	for _, t := range r.Throughput {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/faas"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // TestRunShort runs the benchmark in miniature: every path answers, nothing fails, and the
@@ -21,8 +22,13 @@ func TestRunShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bin, cleanup, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
 	cfg := Config{Python: py, Handler: h, Rates: []float64{50}, Step: 600 * time.Millisecond, Warmup: 100 * time.Millisecond,
-		Repeats: 1, Clients: 2, ThroughputStep: 600 * time.Millisecond}
+		Repeats: 1, Clients: 2, ThroughputStep: 600 * time.Millisecond, Binary: bin, GatewayClients: 4}
 	r, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +46,9 @@ func TestRunShort(t *testing.T) {
 	}
 	if len(r.Scale.DecisionS) != 1 || r.Scale.DecisionS[0] <= 0 || r.Scale.ReadyS[0] < r.Scale.DecisionS[0] || r.Scale.Errors != 0 {
 		t.Errorf("scale step %+v: want a decision, then a ready instance, no failed request", r.Scale)
+	}
+	if g := r.Gateway; g == nil || len(g.RPS) != 1 || g.RPS[0] <= 0 || g.Errors != 0 || g.Cores[0] <= 0 {
+		t.Errorf("gateway core %+v: want one measured repeat without errors", g)
 	}
 	md := Markdown(r, cfg, "# x\n")
 	if !strings.Contains(md, "| 50 |") || !strings.Contains(md, "| flask | watchdog |") {

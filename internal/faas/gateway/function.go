@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -35,8 +36,12 @@ var Scalers = []string{ScalerNone, ScalerRPS, ScalerCPU, ScalerConcurrency}
 type Function struct {
 	Name    string
 	Handler string // function folder (absolute)
-	Mode    string // classic or http
-	Server  string // http mode's upstream server
+	// URL, instead of a handler, routes the function to a server that runs already (one
+	// instance the gateway neither starts nor scales: a service in front of which the gateway
+	// only counts and routes).
+	URL    string
+	Mode   string // classic or http
+	Server string // http mode's upstream server
 	// ExecTimeout bounds a request in an instance; it also bounds how long a request waits
 	// for an instance when there is none (scale from zero).
 	ExecTimeout time.Duration
@@ -73,10 +78,18 @@ func (f *Function) Validate() error {
 	if !functionName.MatchString(f.Name) {
 		return fmt.Errorf("function name %q: want lower-case letters, digits and '-', up to 63 (a DNS label, as OpenFaaS)", f.Name)
 	}
-	if f.Handler == "" {
-		return fmt.Errorf("function %s: no handler", f.Name)
+	if f.URL != "" {
+		if f.Handler != "" || f.Scaler != "" && f.Scaler != ScalerNone || f.IdleTimeout > 0 {
+			return fmt.Errorf("function %s: url is a running server: no handler, scaler or idle_timeout with it", f.Name)
+		}
+		if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("function %s: url %q: want http://host:port", f.Name, f.URL)
+		}
+		f.Scaler, f.MinReplicas, f.MaxReplicas, f.Replicas = ScalerNone, 1, 1, 1
+	} else if f.Handler == "" {
+		return fmt.Errorf("function %s: no handler (or url)", f.Name)
 	}
-	if f.Mode != faas.ModeClassic && f.Mode != faas.ModeHTTP {
+	if f.URL == "" && f.Mode != faas.ModeClassic && f.Mode != faas.ModeHTTP {
 		return fmt.Errorf("function %s: mode %q: want %s or %s", f.Name, f.Mode, faas.ModeClassic, faas.ModeHTTP)
 	}
 	if f.Scaler == "" {

@@ -334,7 +334,13 @@ func (fs *fnState) reconcile(ctx context.Context) {
 }
 
 func (fs *fnState) start(ctx context.Context, id string) {
-	inst, err := fs.g.cfg.Provider.Start(ctx, fs.fn, id)
+	var inst Instance
+	var err error
+	if fs.fn.URL != "" {
+		inst = Instance{ID: id, URL: fs.fn.URL} // runs already
+	} else {
+		inst, err = fs.g.cfg.Provider.Start(ctx, fs.fn, id)
+	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.starting--
@@ -381,7 +387,9 @@ func (fs *fnState) drain(in *instance) {
 	for in.inflight.Load() > 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := fs.g.cfg.Provider.Stop(context.Background(), in.Instance); err != nil {
+	if fs.fn.URL != "" {
+		// not ours to stop
+	} else if err := fs.g.cfg.Provider.Stop(context.Background(), in.Instance); err != nil {
 		fs.g.cfg.Logger.Warn("instance did not stop", "function", fs.fn.Name, "id", in.ID, "err", err)
 	}
 	fs.mu.Lock()

@@ -13,7 +13,7 @@ import (
 //
 //	name=analytics,handler=python/functions/iot-analytics,mode=http,scaler=rps,max=20
 //
-// with keys name, handler, mode, server, replicas, min, max, scaler, rps_threshold,
+// with keys name, handler (or url, a server that runs already), mode, server, replicas, min, max, scaler, rps_threshold,
 // rps_window, idle_timeout, exec_timeout, max_inflight, zygote, cpu_threshold, cpu_window,
 // cpu_step, cpu_limit, target_concurrency, stable_window, panic_window. The handler is resolved to an absolute
 // path.
@@ -30,6 +30,8 @@ func ParseFunction(s string) (*Function, error) {
 			f.Name = v
 		case "handler":
 			f.Handler, err = faas.ResolveHandler(v)
+		case "url":
+			f.URL = v
 		case "mode":
 			f.Mode = v
 		case "server":
@@ -69,7 +71,7 @@ func ParseFunction(s string) (*Function, error) {
 		case "panic_window":
 			f.PanicWindow, err = time.ParseDuration(v)
 		default:
-			return nil, fmt.Errorf("function %q: unknown key %q (want name, handler, mode, server, replicas, min, max, scaler, rps_threshold, rps_window, idle_timeout, exec_timeout, max_inflight, zygote, cpu_threshold, cpu_window, cpu_step, cpu_limit, target_concurrency, stable_window, panic_window)", s, k)
+			return nil, fmt.Errorf("function %q: unknown key %q (want name, handler, url, mode, server, replicas, min, max, scaler, rps_threshold, rps_window, idle_timeout, exec_timeout, max_inflight, zygote, cpu_threshold, cpu_window, cpu_step, cpu_limit, target_concurrency, stable_window, panic_window)", s, k)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("function %q: %s: %w", s, k, err)
@@ -80,6 +82,9 @@ func ParseFunction(s string) (*Function, error) {
 
 // Format is the --function form of f (ParseFunction's inverse).
 func (f *Function) Format() string {
+	if f.URL != "" {
+		return "name=" + f.Name + ",url=" + f.URL
+	}
 	parts := []string{"name=" + f.Name, "handler=" + f.Handler, "mode=" + f.Mode, "server=" + f.Server,
 		"replicas=" + strconv.Itoa(f.Replicas), "min=" + strconv.Itoa(f.MinReplicas), "max=" + strconv.Itoa(f.MaxReplicas),
 		"scaler=" + f.Scaler}
