@@ -47,13 +47,15 @@ type ScaleEvent struct {
 
 // Gateway routes and scales.
 type Gateway struct {
-	cfg   Config
-	fns   map[string]*fnState
-	reg   *prometheus.Registry
-	m     metrics
-	stop  context.CancelFunc
-	done  sync.WaitGroup
-	clock func() time.Time
+	cfg  Config
+	fns  map[string]*fnState
+	reg  *prometheus.Registry
+	m    metrics
+	stop context.CancelFunc
+	done sync.WaitGroup
+	// starts are instances being started: Close waits for them so none is left running.
+	starts sync.WaitGroup
+	clock  func() time.Time
 }
 
 type metrics struct {
@@ -139,6 +141,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 func (g *Gateway) Close() {
 	g.stop()
 	g.done.Wait()
+	g.starts.Wait()
 	var wg sync.WaitGroup
 	for _, fs := range g.fns {
 		wg.Add(1)
@@ -311,7 +314,11 @@ func (fs *fnState) reconcile(ctx context.Context) {
 				fs.nextID++
 				id := fs.fn.Name + "-" + strconv.Itoa(fs.nextID)
 				fs.starting++
-				go fs.start(ctx, id)
+				fs.g.starts.Add(1)
+				go func() {
+					defer fs.g.starts.Done()
+					fs.start(ctx, id)
+				}()
 			}
 		case len(fs.ready) > want:
 			// Remove the least busy: they drain soonest.
