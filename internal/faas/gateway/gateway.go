@@ -266,8 +266,9 @@ type fnState struct {
 
 type instance struct {
 	Instance
-	proxy    *httputil.ReverseProxy
-	inflight atomic.Int64
+	proxy     *httputil.ReverseProxy
+	transport *http.Transport
+	inflight  atomic.Int64
 }
 
 func newFnState(g *Gateway, f *Function) *fnState {
@@ -365,13 +366,13 @@ func (fs *fnState) start(ctx context.Context, id string) {
 		return
 	}
 	u, _ := url.Parse(inst.URL)
-	in := &instance{Instance: inst}
+	in := &instance{Instance: inst, transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second}}
 	in.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.Out.Host = pr.In.Host
 		},
-		Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second},
+		Transport: in.transport,
 		ModifyResponse: func(resp *http.Response) error {
 			resp.Header.Set(InstanceHeader, inst.ID)
 			return nil
@@ -399,6 +400,7 @@ func (fs *fnState) drain(in *instance) {
 	} else if err := fs.g.cfg.Provider.Stop(context.Background(), in.Instance); err != nil {
 		fs.g.cfg.Logger.Warn("instance did not stop", "function", fs.fn.Name, "id", in.ID, "err", err)
 	}
+	in.transport.CloseIdleConnections()
 	fs.mu.Lock()
 	fs.draining--
 	fs.notifyLocked()
