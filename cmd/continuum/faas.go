@@ -151,11 +151,12 @@ $CONTINUUM_PYTHON with $CONTINUUM_PYTHON_SRC.`,
 				defer z.Stop()
 				zygoteSock = z.Socket
 			}
-			wc, err := faas.WatchdogFor(py, mode, h, server, upstreamPort, zygoteSock)
+			wc, err := faas.WatchdogFor(py, faas.Instance{Mode: mode, Handler: h, Server: server, UpstreamPort: upstreamPort,
+				Zygote: zygoteSock, ExecTimeout: cfg.ExecTimeout})
 			if err != nil {
 				return err
 			}
-			wc.Listen, wc.ExecTimeout, wc.WriteTimeout, wc.ReadTimeout, wc.MaxInflight = cfg.Listen, cfg.ExecTimeout, cfg.WriteTimeout, cfg.ReadTimeout, cfg.MaxInflight
+			wc.Listen, wc.WriteTimeout, wc.ReadTimeout, wc.MaxInflight = cfg.Listen, cfg.WriteTimeout, cfg.ReadTimeout, cfg.MaxInflight
 			return watchdog.Run(cmd.Context(), wc, func(a net.Addr) {
 				fmt.Fprintf(cmd.OutOrStdout(), "watchdog (%s) for %s listening on %s\n", mode, h, a)
 			})

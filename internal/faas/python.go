@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 )
 
 // Modes a function instance runs in (see the package doc).
@@ -113,8 +115,9 @@ func ResolveHandler(path string) (string, error) {
 }
 
 // ServerArgs is the command line of a long-lived Python instance serving handler on
-// host:port.
-func (p Python) ServerArgs(server, handler, host string, port int) ([]string, error) {
+// host:port. Continuum's server stops a handler past execTimeout (> 0) with a 504; Flask +
+// Waitress has no such limit.
+func (p Python) ServerArgs(server, handler, host string, port int, execTimeout time.Duration) ([]string, error) {
 	module := "continuum_functions.server"
 	switch server {
 	case ServerContinuum, "":
@@ -123,7 +126,11 @@ func (p Python) ServerArgs(server, handler, host string, port int) ([]string, er
 	default:
 		return nil, fmt.Errorf("server %q: want %s or %s", server, ServerContinuum, ServerFlask)
 	}
-	return []string{p.Interpreter, "-m", module, handler, "--host", host, "--port", fmt.Sprint(port)}, nil
+	args := []string{p.Interpreter, "-m", module, handler, "--host", host, "--port", fmt.Sprint(port)}
+	if server != ServerFlask && execTimeout > 0 {
+		args = append(args, "--exec-timeout", strconv.FormatFloat(execTimeout.Seconds(), 'f', -1, 64))
+	}
+	return args, nil
 }
 
 // ClassicArgs is the command line the classic watchdog execs per request.

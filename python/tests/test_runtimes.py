@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import FUNCTIONS, SRC
+from conftest import FUNCTIONS, SRC, free_port, wait_listening
 
 BATCH = json.dumps(
     [
@@ -146,3 +146,39 @@ def test_classic(raising_handler, tmp_path):
     assert json.loads(r.stdout) == {"ct": "application/json", "q": {"a": "1"}, "path": "/function/x"}
     r = classic(tmp_path / "missing", b"", cgi=False)
     assert r.returncode == 2 and b"no such file" in r.stderr
+
+
+def test_server_exec_timeout(tmp_path):
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "handler.py").write_text(
+        "import time\n\ndef handle(event, context):\n"
+        "    if event.body == b'slow':\n"
+        "        try:\n            time.sleep(30)\n        except Exception:\n            pass\n"
+        "    return {'body': 'done'}\n"
+    )
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "continuum_functions.server",
+            str(slow),
+            "--port",
+            str(port),
+            "--exec-timeout",
+            "0.3",
+        ],
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_listening(port, proc)
+        status, _, body = request(port, "POST", "/", b"slow")
+        # The handler's own `except Exception` does not swallow the timeout.
+        assert status == 504 and b"exec timeout of 0.3s" in body
+        assert request(port, "POST", "/", b"fast")[::2] == (200, b"done")
+    finally:
+        proc.kill()
+        proc.wait()

@@ -107,7 +107,7 @@ type Result struct {
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{}
 	// One watchdog (http mode) with its upstream, and a gateway whose one instance it is.
-	wc, err := faas.WatchdogFor(cfg.Python, faas.ModeHTTP, cfg.Handler, faas.ServerContinuum, 0, "")
+	wc, err := faas.WatchdogFor(cfg.Python, faas.Instance{Mode: faas.ModeHTTP, Handler: cfg.Handler, Server: faas.ServerContinuum})
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Throughput of one instance, Continuum's server vs Flask + Waitress, direct and behind the
 	// watchdog.
 	for _, server := range []string{faas.ServerContinuum, faas.ServerFlask} {
-		wc, err := faas.WatchdogFor(cfg.Python, faas.ModeHTTP, cfg.Handler, server, 0, "")
+		wc, err := faas.WatchdogFor(cfg.Python, faas.Instance{Mode: faas.ModeHTTP, Handler: cfg.Handler, Server: server})
 		if err != nil {
 			return nil, err
 		}

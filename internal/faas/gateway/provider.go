@@ -73,7 +73,8 @@ func (p *LocalProvider) Start(ctx context.Context, fn *Function, id string) (Ins
 	if err != nil {
 		return Instance{}, err
 	}
-	cfg, err := faas.WatchdogFor(p.Python, fn.Mode, fn.Handler, fn.Server, 0, zsock)
+	cfg, err := faas.WatchdogFor(p.Python, faas.Instance{Mode: fn.Mode, Handler: fn.Handler, Server: fn.Server, Zygote: zsock,
+		ExecTimeout: fn.ExecTimeout})
 	if err != nil {
 		return Instance{}, err
 	}

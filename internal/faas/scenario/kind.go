@@ -115,11 +115,17 @@ type MicroConfig struct {
 	Server  string  `yaml:"server"` // flask (default: Flask + Waitress, one thread) or continuum
 	Port    int     `yaml:"port"`   // default 8080
 	CPUs    float64 `yaml:"cpus"`   // default 1, 0 = unlimited
+	// ExecTimeout, with server continuum, answers 504 to a handler running longer (Flask +
+	// Waitress, the seed's microservice, has no such limit). 0: none.
+	ExecTimeout spec.Duration `yaml:"exec_timeout"`
 }
 
 func (c *MicroConfig) validate() error {
 	if err := checkServer(c.Server); err != nil {
 		return err
+	}
+	if c.ExecTimeout.Duration < 0 || c.ExecTimeout.Duration > 0 && c.Server == faas.ServerFlask {
+		return fmt.Errorf("exec_timeout %v: Flask + Waitress cannot stop a handler; use server: continuum for a limit", c.ExecTimeout)
 	}
 	return checkCommon(c.Handler, c.Port, c.CPUs)
 }
@@ -134,7 +140,7 @@ func microCommand(env kind.Env, cfg any) (kind.Command, error) {
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("microservice %s: %w", env.Instance, err)
 	}
-	args, err := py.ServerArgs(c.Server, h, "0.0.0.0", c.Port)
+	args, err := py.ServerArgs(c.Server, h, "0.0.0.0", c.Port, c.ExecTimeout.Duration)
 	if err != nil {
 		return kind.Command{}, err
 	}

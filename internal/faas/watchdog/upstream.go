@@ -80,7 +80,7 @@ func startUpstream(ctx context.Context, cfg *Config) (*upstream, error) {
 // launch starts the process: exec'd, or forked by the zygote.
 func (u *upstream) launch() (*process, error) {
 	if u.cfg.Zygote != "" {
-		return spawnFromZygote(u.cfg.Zygote, u.cfg.UpstreamAddr)
+		return spawnFromZygote(u.cfg.Zygote, u.cfg.UpstreamAddr, u.cfg.ExecTimeout)
 	}
 	cmd := exec.Command(u.cfg.Process[0], u.cfg.Process[1:]...)
 	cmd.Env = append(os.Environ(), u.cfg.Env...)

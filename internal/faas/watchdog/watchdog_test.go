@@ -77,7 +77,7 @@ func startWatchdog(t *testing.T, mode, handlerDir string, tune func(*watchdog.Co
 		_, port, _ := net.SplitHostPort(cfg.UpstreamAddr)
 		n, _ := strconv.Atoi(port)
 		var err error
-		if cfg.Process, err = p.ServerArgs(faas.ServerContinuum, handlerDir, "127.0.0.1", n); err != nil {
+		if cfg.Process, err = p.ServerArgs(faas.ServerContinuum, handlerDir, "127.0.0.1", n, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

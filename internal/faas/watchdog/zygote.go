@@ -17,7 +17,7 @@ import (
 // spawnFromZygote asks the zygote listening on socket for an instance serving on addr
 // (host:port), in this process's cgroups so the instance is limited and accounted as this
 // watchdog's (continuum_functions.zygote).
-func spawnFromZygote(socket, addr string) (*process, error) {
+func spawnFromZygote(socket, addr string, execTimeout time.Duration) (*process, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func spawnFromZygote(socket, addr string) (*process, error) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	req := map[string]any{"host": host, "port": n, "cgroups": ownCgroupProcs()}
+	req := map[string]any{"host": host, "port": n, "cgroups": ownCgroupProcs(), "exec_timeout": execTimeout.Seconds()}
 	if err := json.NewEncoder(c).Encode(req); err != nil {
 		return nil, fmt.Errorf("zygote %s: %w", socket, err)
 	}

@@ -9,6 +9,7 @@ return is the body of a 200.
 import importlib.util
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -76,12 +77,34 @@ def error_response(status: int, message: str) -> Response:
 HANDLER_SECONDS = "X-Handler-Seconds"
 
 
-def call(handle: Handler, event: Event, context: Context) -> Response:
-    """Calls the handler; an exception becomes a 500 whose body names it. The response carries
-    the handler's own time in HANDLER_SECONDS."""
+class ExecTimeout(BaseException):
+    """Raised into a handler past its exec timeout (BaseException: a handler's own
+    ``except Exception`` does not swallow it)."""
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise ExecTimeout
+
+
+def call(handle: Handler, event: Event, context: Context, exec_timeout: float = 0) -> Response:
+    """Calls the handler; an exception becomes a 500 whose body names it. With exec_timeout
+    (seconds, > 0; main thread only) a handler still running after it is interrupted and
+    answered 504; Python code stops at once, C code (a pandas call) when it returns. The
+    response carries the handler's own time in HANDLER_SECONDS."""
     start = time.perf_counter()
+    old = None
+    if exec_timeout > 0:
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, exec_timeout)
     try:
-        res = handle(event, context)
+        try:
+            res = handle(event, context)
+        finally:
+            if old is not None:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, old)
+    except ExecTimeout:
+        resp = error_response(504, f"handler exceeded its exec timeout of {exec_timeout:g}s")
     except Exception as e:  # the handler's failure is the caller's answer, not the server's end
         resp = error_response(500, f"handler raised {type(e).__name__}: {e}")
     else:

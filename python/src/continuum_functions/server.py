@@ -88,9 +88,10 @@ async def read_body(reader: asyncio.StreamReader, headers: dict[str, str], max_b
 
 
 class Server:
-    def __init__(self, handle: Handler, max_body: int = 64 << 20) -> None:
+    def __init__(self, handle: Handler, max_body: int = 64 << 20, exec_timeout: float = 0) -> None:
         self.handle = handle
         self.max_body = max_body
+        self.exec_timeout = exec_timeout
         self.context = Context()
 
     async def serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -145,23 +146,23 @@ class Server:
                 query=parse_query(query),
                 path=path,
             )
-            resp = call(self.handle, event, self.context)
+            resp = call(self.handle, event, self.context, self.exec_timeout)
         writer.write(encode(resp, keep_alive))
         await writer.drain()
         return keep_alive
 
 
-async def serve(handle: Handler, host: str, port: int, max_body: int) -> None:
-    srv = Server(handle, max_body)
+async def serve(handle: Handler, host: str, port: int, max_body: int, exec_timeout: float = 0) -> None:
+    srv = Server(handle, max_body, exec_timeout)
     server = await asyncio.start_server(srv.serve_conn, host, port, limit=MAX_HEADER, reuse_address=True)
     print(f"listening on {host}:{server.sockets[0].getsockname()[1]}", flush=True)
     async with server:
         await server.serve_forever()
 
 
-async def serve_socket(handle: Handler, sock: socket.socket, max_body: int) -> None:
+async def serve_socket(handle: Handler, sock: socket.socket, max_body: int, exec_timeout: float = 0) -> None:
     """Serves on an already listening socket (a zygote's instance)."""
-    srv = Server(handle, max_body)
+    srv = Server(handle, max_body, exec_timeout)
     server = await asyncio.start_server(srv.serve_conn, sock=sock, limit=MAX_HEADER)
     async with server:
         await server.serve_forever()
@@ -173,6 +174,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8080, help="0: any free port (printed)")
     ap.add_argument("--max-body", type=int, default=64 << 20, help="largest request body in bytes")
+    ap.add_argument(
+        "--exec-timeout", type=float, default=0, help="seconds a handler may run (then 504); 0: no limit"
+    )
     args = ap.parse_args(argv)
     try:
         handle = load_handler(args.handler)
@@ -180,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"continuum_functions.server: {e}", file=sys.stderr)
         sys.exit(2)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(handle, args.host, args.port, args.max_body))
+        asyncio.run(serve(handle, args.host, args.port, args.max_body, args.exec_timeout))
 
 
 if __name__ == "__main__":

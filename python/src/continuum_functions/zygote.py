@@ -3,7 +3,7 @@ forks ready instances of it on request, so a new instance skips the interpreter'
 every import (SOCK-style pre-imported Python zygotes; seeds/001's cold-start problem).
 
 It listens on a unix socket. Each request is one JSON line,
-``{"port": P, "host": "127.0.0.1", "cgroups": ["/sys/fs/cgroup/.../cgroup.procs", ...]}``; the
+``{"port": P, "host": "127.0.0.1", "cgroups": ["/sys/fs/cgroup/.../cgroup.procs", ...], "exec_timeout": S}``; the
 zygote forks a child that moves itself into those cgroups (the caller's), so the instance is
 limited and accounted as the caller's, binds host:port, and serves the handler
 there (as ``continuum_functions.server`` does). The answer, once the child listens, is
@@ -33,6 +33,7 @@ from continuum_functions.server import serve_socket
 def spawn(handle: Handler, req: dict, max_body: int) -> int:
     """Forks an instance serving on req's port; returns its pid once it listens."""
     host, port = str(req.get("host", "127.0.0.1")), int(req["port"])
+    exec_timeout = float(req.get("exec_timeout") or 0)
     cgroups = req.get("cgroups") or []
     # The child listens before it answers, so the caller can send requests at once.
     r, w = os.pipe()
@@ -54,7 +55,7 @@ def spawn(handle: Handler, req: dict, max_body: int) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         try:
-            asyncio.run(serve_socket(handle, sock, max_body))
+            asyncio.run(serve_socket(handle, sock, max_body, exec_timeout))
         finally:
             os._exit(0)
     os.close(w)
