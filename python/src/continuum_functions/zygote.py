@@ -3,7 +3,7 @@ forks ready instances of it on request, so a new instance skips the interpreter'
 every import (SOCK-style pre-imported Python zygotes; seeds/001's cold-start problem).
 
 It listens on a unix socket. Each request is one JSON line,
-``{"port": P, "host": "127.0.0.1", "cgroups": ["/sys/fs/cgroup/.../cgroup.procs", ...], "exec_timeout": S}``; the
+``{"port": P, "host": "127.0.0.1", "cgroups": [".../cgroup.procs", ...], "exec_timeout": S}``; the
 zygote forks a child that moves itself into those cgroups (the caller's), so the instance is
 limited and accounted as the caller's, binds host:port, and serves the handler
 there (as ``continuum_functions.server`` does). The answer, once the child listens, is
