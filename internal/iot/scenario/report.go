@@ -115,8 +115,9 @@ func implementationResources(g report.Combination) (cpu, rss float64, ok bool) {
 	for name, m := range g.Metrics {
 		switch {
 		case strings.HasPrefix(name, "resources/"):
-			if gws[strings.TrimPrefix(name, "resources/")] {
-				continue
+			comp := strings.TrimPrefix(name, "resources/")
+			if gws[comp] || startedBy(comp, gws) {
+				continue // the gateway itself, or its instances and zygotes: counted by faas/
 			}
 			cpu += m["cpu_pct"].Mean
 			rss += m["rss_mib_max"].Mean
@@ -130,6 +131,16 @@ func implementationResources(g report.Combination) (cpu, rss float64, ok bool) {
 		}
 	}
 	return cpu, rss, ok
+}
+
+// startedBy reports whether a component is a process a gateway started (<gateway>-...).
+func startedBy(comp string, gws map[string]bool) bool {
+	for gw := range gws {
+		if strings.HasPrefix(comp, gw+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 func cell(m map[string]results.Aggregate, field string) string {
