@@ -262,6 +262,11 @@ type fnState struct {
 	coldStarts  atomic.Int64
 	scaleEvents atomic.Int64
 	rr          atomic.Uint64
+
+	// The function's metric children, looked up once instead of per request.
+	mInflight prometheus.Gauge
+	mSeconds  prometheus.Observer
+	mCodes    sync.Map // status code -> prometheus.Counter
 }
 
 type instance struct {
@@ -272,7 +277,17 @@ type instance struct {
 }
 
 func newFnState(g *Gateway, f *Function) *fnState {
-	return &fnState{g: g, fn: f, changed: make(chan struct{}), perSecond: map[int64]int64{}}
+	return &fnState{g: g, fn: f, changed: make(chan struct{}), perSecond: map[int64]int64{},
+		mInflight: g.m.inflight.WithLabelValues(f.Name), mSeconds: g.m.seconds.WithLabelValues(f.Name)}
+}
+
+// invocations is the counter of answers with a status code.
+func (fs *fnState) invocations(code int) prometheus.Counter {
+	if c, ok := fs.mCodes.Load(code); ok {
+		return c.(prometheus.Counter)
+	}
+	c, _ := fs.mCodes.LoadOrStore(code, fs.g.m.invocations.WithLabelValues(fs.fn.Name, strconv.Itoa(code)))
+	return c.(prometheus.Counter)
 }
 
 // notifyLocked wakes whoever waits for a change.
@@ -483,7 +498,7 @@ func (fs *fnState) pick(ctx context.Context) (*instance, error) {
 func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path string) {
 	start := time.Now()
 	fs.inflight.Add(1)
-	fs.g.m.inflight.WithLabelValues(fs.fn.Name).Inc()
+	fs.mInflight.Inc()
 	fs.mu.Lock()
 	fs.lastReq = start
 	fs.perSecond[start.Unix()]++
@@ -492,9 +507,9 @@ func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path string) {
 	defer func() {
 		fs.inflight.Add(-1)
 		fs.answered.Add(1)
-		fs.g.m.inflight.WithLabelValues(fs.fn.Name).Dec()
-		fs.g.m.invocations.WithLabelValues(fs.fn.Name, strconv.Itoa(sw.code)).Inc()
-		fs.g.m.seconds.WithLabelValues(fs.fn.Name).Observe(time.Since(start).Seconds())
+		fs.mInflight.Dec()
+		fs.invocations(sw.code).Inc()
+		fs.mSeconds.Observe(time.Since(start).Seconds())
 	}()
 	ctx, cancel := context.WithTimeout(r.Context(), fs.fn.ExecTimeout)
 	defer cancel()
@@ -504,8 +519,11 @@ func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	defer in.inflight.Add(-1)
-	r2 := r.Clone(ctx)
-	r2.URL.Path, r2.URL.RawPath = path, ""
+	// A shallow copy: the proxy copies the headers it sends anyway.
+	r2 := r.WithContext(ctx)
+	u := *r.URL
+	u.Path, u.RawPath = path, ""
+	r2.URL = &u
 	in.proxy.ServeHTTP(sw, r2)
 }
 
