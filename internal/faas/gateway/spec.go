@@ -9,14 +9,53 @@ import (
 	"github.com/continuum-project/continuum/internal/faas"
 )
 
+// specKey is one key of the --function form and the Function field it sets (a *string,
+// *int, *float64, *bool or *time.Duration).
+type specKey struct {
+	key   string
+	field func(f *Function) any
+}
+
+// specKeys are the --function form's keys, in the order Format writes them.
+var specKeys = []specKey{
+	{"name", func(f *Function) any { return &f.Name }},
+	{"handler", func(f *Function) any { return &f.Handler }},
+	{"url", func(f *Function) any { return &f.URL }},
+	{"mode", func(f *Function) any { return &f.Mode }},
+	{"server", func(f *Function) any { return &f.Server }},
+	{"replicas", func(f *Function) any { return &f.Replicas }},
+	{"min", func(f *Function) any { return &f.MinReplicas }},
+	{"max", func(f *Function) any { return &f.MaxReplicas }},
+	{"scaler", func(f *Function) any { return &f.Scaler }},
+	{"rps_threshold", func(f *Function) any { return &f.RPSThreshold }},
+	{"rps_window", func(f *Function) any { return &f.RPSWindow }},
+	{"idle_timeout", func(f *Function) any { return &f.IdleTimeout }},
+	{"exec_timeout", func(f *Function) any { return &f.ExecTimeout }},
+	{"max_inflight", func(f *Function) any { return &f.MaxInflight }},
+	{"zygote", func(f *Function) any { return &f.Zygote }},
+	{"cpu_threshold", func(f *Function) any { return &f.CPUThreshold }},
+	{"cpu_window", func(f *Function) any { return &f.CPUWindow }},
+	{"cpu_step", func(f *Function) any { return &f.CPUStep }},
+	{"cpu_limit", func(f *Function) any { return &f.CPULimit }},
+	{"target_concurrency", func(f *Function) any { return &f.TargetConcurrency }},
+	{"stable_window", func(f *Function) any { return &f.StableWindow }},
+	{"panic_window", func(f *Function) any { return &f.PanicWindow }},
+}
+
+func keyNames() string {
+	names := make([]string, len(specKeys))
+	for i, k := range specKeys {
+		names[i] = k.key
+	}
+	return strings.Join(names, ", ")
+}
+
 // ParseFunction reads a function from the --function form: comma-separated key=value pairs,
 //
 //	name=analytics,handler=python/functions/iot-analytics,mode=http,scaler=rps,max=20
 //
-// with keys name, handler (or url, a server that runs already), mode, server, replicas, min, max, scaler, rps_threshold,
-// rps_window, idle_timeout, exec_timeout, max_inflight, zygote, cpu_threshold, cpu_window,
-// cpu_step, cpu_limit, target_concurrency, stable_window, panic_window. The handler is resolved to an absolute
-// path.
+// with the keys of specKeys (url instead of handler for a server that runs already). The
+// handler is resolved to an absolute path; the function is validated.
 func ParseFunction(s string) (*Function, error) {
 	f := &Function{Mode: faas.ModeHTTP, Server: faas.ServerContinuum}
 	for _, kv := range strings.Split(s, ",") {
@@ -24,96 +63,85 @@ func ParseFunction(s string) (*Function, error) {
 		if !ok {
 			return nil, fmt.Errorf("function %q: %q is not key=value", s, kv)
 		}
-		var err error
-		switch k {
-		case "name":
-			f.Name = v
-		case "handler":
-			f.Handler, err = faas.ResolveHandler(v)
-		case "url":
-			f.URL = v
-		case "mode":
-			f.Mode = v
-		case "server":
-			f.Server = v
-		case "replicas":
-			f.Replicas, err = strconv.Atoi(v)
-		case "min":
-			f.MinReplicas, err = strconv.Atoi(v)
-		case "max":
-			f.MaxReplicas, err = strconv.Atoi(v)
-		case "scaler":
-			f.Scaler = v
-		case "rps_threshold":
-			f.RPSThreshold, err = strconv.ParseFloat(v, 64)
-		case "rps_window":
-			f.RPSWindow, err = time.ParseDuration(v)
-		case "idle_timeout":
-			f.IdleTimeout, err = time.ParseDuration(v)
-		case "exec_timeout":
-			f.ExecTimeout, err = time.ParseDuration(v)
-		case "max_inflight":
-			f.MaxInflight, err = strconv.Atoi(v)
-		case "zygote":
-			f.Zygote, err = strconv.ParseBool(v)
-		case "cpu_threshold":
-			f.CPUThreshold, err = strconv.ParseFloat(v, 64)
-		case "cpu_window":
-			f.CPUWindow, err = time.ParseDuration(v)
-		case "cpu_step":
-			f.CPUStep, err = strconv.Atoi(v)
-		case "cpu_limit":
-			f.CPULimit, err = strconv.ParseFloat(v, 64)
-		case "target_concurrency":
-			f.TargetConcurrency, err = strconv.ParseFloat(v, 64)
-		case "stable_window":
-			f.StableWindow, err = time.ParseDuration(v)
-		case "panic_window":
-			f.PanicWindow, err = time.ParseDuration(v)
-		default:
-			return nil, fmt.Errorf("function %q: unknown key %q (want name, handler, url, mode, server, replicas, min, max, scaler, rps_threshold, rps_window, idle_timeout, exec_timeout, max_inflight, zygote, cpu_threshold, cpu_window, cpu_step, cpu_limit, target_concurrency, stable_window, panic_window)", s, k)
+		var field any
+		for _, sk := range specKeys {
+			if sk.key == k {
+				field = sk.field(f)
+			}
 		}
-		if err != nil {
+		if field == nil {
+			return nil, fmt.Errorf("function %q: unknown key %q (want %s)", s, k, keyNames())
+		}
+		if err := setField(field, v); err != nil {
 			return nil, fmt.Errorf("function %q: %s: %w", s, k, err)
 		}
+	}
+	if f.Handler != "" {
+		h, err := faas.ResolveHandler(f.Handler)
+		if err != nil {
+			return nil, err
+		}
+		f.Handler = h
 	}
 	return f, f.Validate()
 }
 
-// Format is the --function form of f (ParseFunction's inverse).
+func setField(field any, v string) error {
+	var err error
+	switch p := field.(type) {
+	case *string:
+		*p = v
+	case *int:
+		*p, err = strconv.Atoi(v)
+	case *float64:
+		*p, err = strconv.ParseFloat(v, 64)
+	case *bool:
+		*p, err = strconv.ParseBool(v)
+	case *time.Duration:
+		*p, err = time.ParseDuration(v)
+	}
+	return err
+}
+
+// fieldString is a field's value in the --function form; "" for a zero number, duration or
+// false (left out).
+func fieldString(field any) string {
+	switch p := field.(type) {
+	case *string:
+		return *p
+	case *int:
+		if *p != 0 {
+			return strconv.Itoa(*p)
+		}
+	case *float64:
+		if *p != 0 {
+			return strconv.FormatFloat(*p, 'g', -1, 64)
+		}
+	case *bool:
+		if *p {
+			return "true"
+		}
+	case *time.Duration:
+		if *p != 0 {
+			return p.String()
+		}
+	}
+	return ""
+}
+
+// Format is the --function form of f (ParseFunction's inverse for a validated function).
 func (f *Function) Format() string {
 	if f.URL != "" {
 		return "name=" + f.Name + ",url=" + f.URL
 	}
-	parts := []string{"name=" + f.Name, "handler=" + f.Handler, "mode=" + f.Mode, "server=" + f.Server,
-		"replicas=" + strconv.Itoa(f.Replicas), "min=" + strconv.Itoa(f.MinReplicas), "max=" + strconv.Itoa(f.MaxReplicas),
-		"scaler=" + f.Scaler}
-	for _, x := range []struct {
-		key string
-		v   float64
-	}{{"rps_threshold", f.RPSThreshold}, {"cpu_threshold", f.CPUThreshold}, {"cpu_limit", f.CPULimit},
-		{"target_concurrency", f.TargetConcurrency}} {
-		if x.v > 0 {
-			parts = append(parts, x.key+"="+strconv.FormatFloat(x.v, 'g', -1, 64))
+	var parts []string
+	for _, sk := range specKeys {
+		if v := fieldString(sk.field(f)); v != "" || sk.key == "min" || sk.key == "replicas" {
+			if v == "" {
+				v = "0"
+			}
+			parts = append(parts, sk.key+"="+v)
 		}
-	}
-	if f.CPUStep > 0 {
-		parts = append(parts, "cpu_step="+strconv.Itoa(f.CPUStep))
-	}
-	for _, d := range []struct {
-		key string
-		d   time.Duration
-	}{{"rps_window", f.RPSWindow}, {"idle_timeout", f.IdleTimeout}, {"exec_timeout", f.ExecTimeout},
-		{"cpu_window", f.CPUWindow}, {"stable_window", f.StableWindow}, {"panic_window", f.PanicWindow}} {
-		if d.d > 0 {
-			parts = append(parts, d.key+"="+d.d.String())
-		}
-	}
-	if f.MaxInflight > 0 {
-		parts = append(parts, "max_inflight="+strconv.Itoa(f.MaxInflight))
-	}
-	if f.Zygote {
-		parts = append(parts, "zygote=true")
 	}
 	return strings.Join(parts, ",")
 }
