@@ -68,9 +68,6 @@ type metrics struct {
 
 // New validates the functions and starts each one's initial instances.
 func New(ctx context.Context, cfg Config) (*Gateway, error) {
-	if cfg.Provider == nil {
-		return nil, errors.New("gateway: no provider to start instances with")
-	}
 	if cfg.Tick == 0 {
 		cfg.Tick = time.Second
 	}
@@ -99,6 +96,9 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		}
 		if g.fns[f.Name] != nil {
 			return nil, fmt.Errorf("function %s: defined twice", f.Name)
+		}
+		if f.URL == "" && cfg.Provider == nil {
+			return nil, fmt.Errorf("function %s: no provider to start its instances with", f.Name)
 		}
 		g.fns[f.Name] = newFnState(g, f)
 	}
