@@ -19,6 +19,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/continuum-project/continuum/internal/faas/copybuf"
 )
 
 // InstanceHeader names the instance that answered (the header Continuum's load generator
@@ -388,7 +390,7 @@ func (fs *fnState) start(ctx context.Context, id string) {
 			pr.Out.Host = pr.In.Host
 		},
 		Transport:  in.transport,
-		BufferPool: copyBuffers,
+		BufferPool: copybuf.Shared,
 		ModifyResponse: func(resp *http.Response) error {
 			resp.Header.Set(InstanceHeader, inst.ID)
 			return nil
@@ -527,21 +529,6 @@ func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path string) {
 	r2.URL = &u
 	in.proxy.ServeHTTP(sw, r2)
 }
-
-// copyBuffers lends the proxies their 32 KiB copy buffers (without it every proxied request
-// allocates one, and the garbage collector's work grows with the request rate).
-var copyBuffers = &bufferPool{}
-
-type bufferPool struct{ p sync.Pool }
-
-func (b *bufferPool) Get() []byte {
-	if v, ok := b.p.Get().(*[]byte); ok {
-		return *v
-	}
-	return make([]byte, 32<<10)
-}
-
-func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 type codeWriter struct {
 	http.ResponseWriter

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/faas/copybuf"
 )
 
 // upstream is the http mode: one process serving HTTP on cfg.UpstreamAddr, started once and
@@ -59,6 +61,7 @@ func startUpstream(ctx context.Context, cfg *Config) (*upstream, error) {
 		Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second,
 			DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext},
 		FlushInterval: -1,
+		BufferPool:    copybuf.Shared,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			switch {
 			case errors.Is(r.Context().Err(), context.DeadlineExceeded):
