@@ -8,9 +8,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/procstat"
 )
 
 // gatewayCore runs `continuum faas gateway` as its own process limited to one core of Go
@@ -62,31 +63,20 @@ func gatewayCore(ctx context.Context, cfg Config) (*GatewayCore, error) {
 	c := cfg
 	c.Clients = cfg.GatewayClients
 	for rep := 0; rep < cfg.Repeats; rep++ {
-		cpu0, t0 := procCPU(cmd.Process.Pid), time.Now()
+		cpu0, t0 := cpuOf(cmd.Process.Pid), time.Now()
 		l, err := closedLoop(ctx, url, c)
 		if err != nil {
 			return nil, err
 		}
 		gc.RPS = append(gc.RPS, l.RPS)
-		gc.Cores = append(gc.Cores, (procCPU(cmd.Process.Pid)-cpu0)/time.Since(t0).Seconds())
+		gc.Cores = append(gc.Cores, (cpuOf(cmd.Process.Pid)-cpu0)/time.Since(t0).Seconds())
 		gc.P50, gc.P99 = append(gc.P50, l.P50), append(gc.P99, l.P99)
 		gc.Errors += l.Errors
 	}
 	return gc, nil
 }
 
-// procCPU is a process's CPU seconds (/proc/PID/stat utime + stime, USER_HZ 100).
-func procCPU(pid int) float64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseFloat(f[11], 64)
-	k, _ := strconv.ParseFloat(f[12], 64)
-	return (u + k) / 100
+func cpuOf(pid int) float64 {
+	cpu, _ := procstat.CPUSeconds(pid, false) // 0 when it cannot be read
+	return cpu
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/faas/copybuf"
+	"github.com/continuum-project/continuum/internal/procstat"
 )
 
 // upstream is the http mode: one process serving HTTP on cfg.UpstreamAddr, started once and
@@ -175,7 +176,8 @@ func (u *upstream) cpuSeconds() float64 {
 	if p == nil {
 		return 0
 	}
-	return procCPUSeconds(p.pid)
+	cpu, _ := procstat.CPUSeconds(p.pid, true) // 0 when it cannot be read
+	return cpu
 }
 
 func (u *upstream) invoke(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/procstat"
 )
 
 // Config is `continuum bench proxy`'s configuration.
@@ -301,7 +302,7 @@ func fileSize(path string) int64 {
 
 // measureProxied runs the load through the proxy while sampling its CPU time and memory.
 func measureProxied(ctx context.Context, cfg Config, rate float64, t *target, pid int) (Latency, float64, memory, error) {
-	cpu0, err := cpuSeconds(pid)
+	cpu0, err := procstat.CPUSeconds(pid, false)
 	if err != nil {
 		return Latency{}, 0, memory{}, fmt.Errorf("proxy process: %w", err)
 	}
@@ -330,7 +331,7 @@ func measureProxied(ctx context.Context, cfg Config, rate float64, t *target, pi
 	if err != nil {
 		return lat, 0, mem, err
 	}
-	cpu1, err := cpuSeconds(pid)
+	cpu1, err := procstat.CPUSeconds(pid, false)
 	if err != nil {
 		return lat, 0, mem, fmt.Errorf("proxy process: %w", err)
 	}

@@ -19,15 +19,6 @@ func TestProxyBenchParseProc(t *testing.T) {
 	if _, err := parseStatus([]byte("VmRSS:\t1 kB\n")); err == nil {
 		t.Error("missing fields accepted")
 	}
-	// The command name may contain spaces and parentheses; utime=250, stime=50 ticks.
-	stat := "1234 (odd (name) x) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 8 0 100 1000 200"
-	cpu, err := parseStatCPU([]byte(stat))
-	if err != nil || cpu != 3 {
-		t.Fatalf("parseStatCPU: %v, %v (want 3 s)", cpu, err)
-	}
-	if _, err := parseStatCPU([]byte("1234 (x) S 1")); err == nil {
-		t.Error("short stat accepted")
-	}
 	self, err := readMemory(os.Getpid())
 	if err != nil || self.VmRSS <= 0 {
 		t.Errorf("own memory: %+v, %v", self, err)

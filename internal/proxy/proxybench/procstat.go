@@ -62,35 +62,3 @@ func parseStatus(b []byte) (memory, error) {
 	}
 	return m, nil
 }
-
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's times; 100 on every Linux platform Go
-// runs on (it is fixed by the kernel ABI, not by CONFIG_HZ).
-const clockTicks = 100
-
-// cpuSeconds is the CPU time (user + system) a process used so far, from /proc/PID/stat.
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(b)
-}
-
-func parseStatCPU(b []byte) (float64, error) {
-	// The command name (field 2) is in parentheses and may contain spaces: fields are
-	// counted after its closing parenthesis. utime and stime are fields 14 and 15.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("stat: no command name")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("stat: %d fields after the command name", len(f))
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("stat: utime %q stime %q", f[11], f[12])
-	}
-	return float64(ut+st) / clockTicks, nil
-}

@@ -1,0 +1,52 @@
+// Package procstat reads a process's CPU time from /proc/PID/stat, for the benchmarks and the
+// watchdog that account for processes they started.
+package procstat
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times; 100 on every Linux platform Go
+// runs on (it is fixed by the kernel ABI, not by CONFIG_HZ).
+const clockTicks = 100
+
+// CPUSeconds is the CPU time (user + system) process pid used so far; with children, also
+// that of the children it has waited for (cutime + cstime).
+func CPUSeconds(pid int, children bool) (float64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return Parse(b, children)
+}
+
+// Parse reads the CPU seconds from the text of /proc/PID/stat.
+func Parse(b []byte, children bool) (float64, error) {
+	// The command name (field 2) is in parentheses and may contain spaces: fields are
+	// counted after its closing parenthesis. utime, stime, cutime, cstime are fields 14-17.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("stat: no command name")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	n := 2
+	if children {
+		n = 4
+	}
+	if len(f) < 11+n {
+		return 0, fmt.Errorf("stat: %d fields after the command name", len(f))
+	}
+	var ticks int64
+	for _, x := range f[11 : 11+n] {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("stat: time field %q", x)
+		}
+		ticks += v
+	}
+	return float64(ticks) / clockTicks, nil
+}
