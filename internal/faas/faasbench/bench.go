@@ -90,6 +90,9 @@ type ScaleStep struct {
 // GatewayCore is the gateway process's throughput on one core to a trivial upstream, per
 // repeat, and the CPU it used (cores).
 type GatewayCore struct {
+	// PinnedCPU is the CPU the gateway ran on (the load generator and upstream on another);
+	// -1 when not pinned (one CPU, or no taskset).
+	PinnedCPU  int
 	RPS, Cores []float64
 	P50, P99   []float64
 	Errors     int64
@@ -357,6 +360,11 @@ func Markdown(r *Result, cfg Config, header string) string {
 		cfg.Clients, median(r.Scale.DecisionS), joinS(r.Scale.DecisionS), median(r.Scale.ReadyS), joinS(r.Scale.ReadyS), r.Scale.Errors)
 	if g := r.Gateway; g != nil {
 		s += fmt.Sprintf("\n## The gateway on one core (GOMAXPROCS=1), to a trivial Go upstream (closed loop, %d clients, %v, %d repeats)\n\n", cfg.GatewayClients, cfg.ThroughputStep, cfg.Repeats)
+		if g.PinnedCPU >= 0 {
+			s += fmt.Sprintf("The gateway pinned to CPU %d, the load generator and the upstream to another.\n\n", g.PinnedCPU)
+		} else {
+			s += "Not pinned (fewer than two CPUs, or no taskset): the gateway shared the CPUs with the load generator and the upstream.\n\n"
+		}
 		s += fmt.Sprintf("Median %.0f req/s (%s) using %.2f cores (%s); p50 %.3f ms, p99 %.3f ms; %d errors. The issue's goal: >= 20 000 req/s on one core.\n",
 			median(g.RPS), joinF(g.RPS, "%.0f"), median(g.Cores), joinF(g.Cores, "%.2f"), median(g.P50), median(g.P99), g.Errors)
 	}

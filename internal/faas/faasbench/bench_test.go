@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/continuum-project/continuum/internal/faas"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
@@ -29,6 +31,10 @@ func TestRunShort(t *testing.T) {
 	defer cleanup()
 	cfg := Config{Python: py, Handler: h, Rates: []float64{50}, Step: 600 * time.Millisecond, Warmup: 100 * time.Millisecond,
 		Repeats: 1, Clients: 2, ThroughputStep: 600 * time.Millisecond, Binary: bin, GatewayClients: 4}
+	var before unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &before); err != nil {
+		t.Fatal(err)
+	}
 	r, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +52,14 @@ func TestRunShort(t *testing.T) {
 	}
 	if len(r.Scale.DecisionS) != 1 || r.Scale.DecisionS[0] <= 0 || r.Scale.ReadyS[0] < r.Scale.DecisionS[0] || r.Scale.Errors != 0 {
 		t.Errorf("scale step %+v: want a decision, then a ready instance, no failed request", r.Scale)
+	}
+	// The measurement pinned this process to one CPU: it must have given the others back.
+	var after unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &after); err != nil || after.Count() != before.Count() {
+		t.Errorf("CPU affinity after the run: %d CPUs (%v), want the %d before", after.Count(), err, before.Count())
+	}
+	if before.Count() >= 2 && (r.Gateway == nil || r.Gateway.PinnedCPU < 0) {
+		t.Errorf("gateway core %+v: with %d CPUs the gateway should run pinned to one", r.Gateway, before.Count())
 	}
 	if g := r.Gateway; g == nil || len(g.RPS) != 1 || g.RPS[0] <= 0 || g.Errors != 0 || g.Cores[0] <= 0 {
 		t.Errorf("gateway core %+v: want one measured repeat without errors", g)
