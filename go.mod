@@ -7,6 +7,7 @@ require (
 	github.com/bufbuild/protocompile v0.14.1
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/coreos/go-semver v0.3.1
+	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/google/btree v1.1.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
@@ -29,6 +30,8 @@ require (
 	k8s.io/client-go v0.37.2
 	k8s.io/metrics v0.37.2
 )
+
+require github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect

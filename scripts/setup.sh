@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl python3 python3-venv redis-server chromium gcc make libc6-dev)
+APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl python3 python3-venv redis-server mosquitto chromium gcc make libc6-dev)
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then

@@ -23,11 +23,20 @@ keep-alive HTTP, open loop: a batch is sent when it is due, answered or not.
 t_rr (the batch's request-reply time, from when it was due) and t_ex (the function's execution time,
 from X-Handler-Seconds) are recorded per batch; timeouts and errors by type. Writes stats.json,
 timeseries.csv, percentiles.csv, latency.hlog, errors.csv and iot.json (batches, messages, bytes,
-replies that miscount the batch, and this process's own CPU) to --out.`,
+replies that miscount the batch, and this process's own CPU) to --out.
+
+With --broker, the ingress is MQTT instead: every device publishes each reading to the broker
+(topic <--topic>/<gateway>/<sensor_id>, QoS --qos) over --connections connections, and each
+gateway's adaptor subscribes to its devices' topics, cuts the readings into batches of --batch as
+they arrive and POSTs them to --target. t_in (from when a batch was due until its adaptor had all
+its readings) is recorded too, and iot.json counts readings published, received, lost and left in
+a last batch that never filled.`,
 		Example: `  # seeds/001 scenario A: 1 gateway, 1000 devices, 4 msg/s each, batches of 4000
   continuum iot --target http://127.0.0.1:8080/ --gateways 1 --devices 1000 --rate 4 --batch 4000 --duration 60s --out /tmp/iot
   # scenario B at 25 msg/s: 250 000 messages/s
-  continuum iot --target http://10.0.0.2:8080/function/analytics --gateways 10 --devices 10000 --rate 25 --batch 16000 --out /tmp/iot`,
+  continuum iot --target http://10.0.0.2:8080/function/analytics --gateways 10 --devices 10000 --rate 25 --batch 16000 --out /tmp/iot
+  # devices publishing to an MQTT broker, adaptors subscribed
+  continuum iot --broker tcp://127.0.0.1:1883 --qos 1 --target http://127.0.0.1:8080/ --devices 1000 --rate 4 --batch 4000 --out /tmp/iot`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Progress = cmd.OutOrStdout()
@@ -44,6 +53,10 @@ replies that miscount the batch, and this process's own CPU) to --out.`,
 	f.Float64Var(&cfg.Invalid, "invalid", 0, "share of messages made invalid (out of their type's range)")
 	f.DurationVar(&cfg.Timeout, "timeout", time.Minute, "longest a batch may take from when it was due")
 	f.IntVar(&cfg.MaxInflight, "max-inflight", 0, "batches one gateway may have outstanding (0: 1000)")
+	f.StringVar(&cfg.Broker, "broker", "", "MQTT broker (tcp://host:port) the devices publish to and the adaptors subscribe to; empty: the adaptors get the readings directly")
+	f.IntVar(&cfg.QoS, "qos", 0, "MQTT quality of service of the readings: 0 or 1 (with --broker)")
+	f.IntVar(&cfg.Connections, "connections", 0, "MQTT connections the devices publish over (with --broker; 0: one per device, at most 1000)")
+	f.StringVar(&cfg.Topic, "topic", "", "MQTT topic prefix (with --broker; default "+iot.DefaultTopic+")")
 	f.DurationVar(&cfg.Duration, "duration", time.Minute, "how long to emulate, warm-up included")
 	f.DurationVar(&cfg.Warmup, "warmup", 0, "leading part left out of the statistics")
 	f.Int64Var(&cfg.Seed, "seed", 1, "seeds the readings, so runs are reproducible")

@@ -1,8 +1,8 @@
-// Package baselines starts the key-value servers Continuum's benchmarks compare, as real
+// Package baselines starts the servers Continuum's benchmarks compare or need, as real
 // processes on this machine: etcd 3.6 (the binary `make setup` builds into .tools/bin, or
-// $CONTINUUM_ETCD_BIN), Redis 7 (redis-server with AOF, appendfsync everysec by default) and
-// continuum kv (`continuum kv` with etcd's flag names). Each gets its own data directory and
-// free loopback ports, is ready when its start function returns (checked through its client
+// $CONTINUUM_ETCD_BIN), Redis 7 (redis-server with AOF, appendfsync everysec by default),
+// continuum kv (`continuum kv` with etcd's flag names), and the MQTT broker mosquitto (Debian's
+// package) that IoT devices publish to. Each gets its own data directory and free loopback ports, is ready when its start function returns (checked through its client
 // protocol, with a deadline), reports its RSS and data-directory size, and stops with SIGTERM,
 // then SIGKILL after a grace period. Servers also die with the process that started them.
 //

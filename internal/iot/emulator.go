@@ -49,7 +49,19 @@ type Config struct {
 	Timeout time.Duration
 	// MaxInflight bounds the batches one gateway has outstanding (default 1000); a due batch
 	// beyond it is dropped and counted.
-	MaxInflight      int
+	MaxInflight int
+	// Broker, if set (tcp://host:port), makes the ingress MQTT: every device publishes each
+	// reading to the broker on Topic/<gateway>/<sensor_id> over Connections connections, and
+	// each gateway's adaptor subscribes to its devices' topics, batches b_s readings as they
+	// arrive and POSTs the batch to Target.
+	Broker string
+	// QoS is the MQTT quality of service of the readings, both ways: 0 (default) or 1.
+	QoS int
+	// Connections the devices publish over (default one per device, at most 1000), spread
+	// over the gateways as their devices are.
+	Connections int
+	// Topic is the readings' topic prefix (default "continuum/iot").
+	Topic            string
 	Duration, Warmup time.Duration
 	Seed             int64
 	OutDir           string
@@ -76,6 +88,9 @@ func (c *Config) Validate() error {
 		return errors.New("timeout and max in-flight must be >= 0")
 	case c.Duration <= 0 || c.Warmup < 0 || c.Warmup >= c.Duration:
 		return fmt.Errorf("duration %v, warmup %v: want duration > 0 and 0 <= warmup < duration", c.Duration, c.Warmup)
+	}
+	if err := c.validateMQTT(); err != nil {
+		return err
 	}
 	if c.Timeout == 0 {
 		c.Timeout = time.Minute
@@ -112,6 +127,8 @@ type Report struct {
 	// (CPU seconds per second, the wait included).
 	MessagesPerS float64 `json:"messages_per_s"`
 	CPUCores     float64 `json:"cpu_cores"`
+	// MQTT is the MQTT ingress's counts (absent with the HTTP ingress).
+	MQTT *MQTTReport `json:"mqtt,omitempty"`
 }
 
 // ReportFile is the Report's name in OutDir.
@@ -121,6 +138,9 @@ const ReportFile = "iot.json"
 const (
 	SeriesRR = "t_rr" // request-reply time from when the batch was due
 	SeriesEx = "t_ex" // the function's execution time (X-Handler-Seconds)
+	// SeriesIn is the MQTT ingress's delay: from when a batch was due (its readings
+	// published) until its adaptor had received them all.
+	SeriesIn = "t_in"
 )
 
 // HandlerSecondsHeader is where a function reports its execution time.
@@ -133,6 +153,8 @@ type emulator struct {
 	rep    Report
 	// counters updated by senders
 	sent, ok, dropped, msgs, bytes, bad atomic.Int64
+	// the MQTT ingress's readings
+	mqttPublished, mqttFailed, mqttReceived atomic.Int64
 }
 
 // Run emulates for cfg.Duration and writes the outputs.
@@ -146,69 +168,54 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}}}
 	defer e.client.CloseIdleConnections()
 	var err error
+	series := []string{SeriesRR, SeriesEx}
+	if cfg.Broker != "" {
+		series = append(series, SeriesIn)
+	}
 	e.sess, err = loadgen.NewSession(loadgen.Config{Duration: cfg.Duration, Warmup: cfg.Warmup, OutDir: cfg.OutDir,
-		Progress: cfg.Progress}, []string{SeriesRR, SeriesEx})
+		Progress: cfg.Progress}, series)
 	if err != nil {
 		return nil, err
 	}
 	cpu0 := cpuSeconds()
 	t0 := e.sess.T0()
 	interval := cfg.Interval()
-	perGateway := cfg.Devices / cfg.Gateways
 	var senders sync.WaitGroup
-	var gws sync.WaitGroup
 	var due atomic.Int64
-	for g := 0; g < cfg.Gateways; g++ {
-		n := perGateway
-		if g < cfg.Devices%cfg.Gateways {
-			n++
+	// dispatch sends a gateway's batch that was due at `at`, unless the gateway has too many
+	// outstanding.
+	dispatch := func(inflight *atomic.Int64, at time.Time, body []byte) {
+		due.Add(1)
+		if inflight.Load() >= int64(cfg.MaxInflight) {
+			e.dropped.Add(1)
+			e.sess.Observe(SeriesRR, 0, errDropped)
+			return
 		}
-		gw := newGateway(g, n, cfg.Seed, cfg.Invalid)
-		// Gateways are staggered over one interval, as independent devices would be.
-		offset := time.Duration(float64(interval) * float64(g) / float64(cfg.Gateways))
-		gws.Add(1)
+		inflight.Add(1)
+		senders.Add(1)
 		go func() {
-			defer gws.Done()
-			var inflight atomic.Int64
-			body := gw.batch(cfg.Batch, nil)
-			for k := 0; ; k++ {
-				// A batch is due once its b_s messages have been produced: the first one
-				// interval after the start.
-				at := t0.Add(offset + time.Duration(k+1)*interval)
-				if at.Sub(t0) >= cfg.Duration {
-					return
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(time.Until(at)):
-				}
-				due.Add(1)
-				if inflight.Load() >= int64(cfg.MaxInflight) {
-					e.dropped.Add(1)
-					e.sess.Observe(SeriesRR, 0, errDropped)
-				} else {
-					inflight.Add(1)
-					senders.Add(1)
-					go func(b []byte) {
-						defer senders.Done()
-						defer inflight.Add(-1)
-						e.send(ctx, at, b)
-					}(body)
-				}
-				// The next batch fills while this one is under way.
-				body = gw.batch(cfg.Batch, make([]byte, 0, len(body)+len(body)/8))
-			}
+			defer senders.Done()
+			defer inflight.Add(-1)
+			e.send(ctx, at, body)
 		}()
 	}
-	gws.Wait()
+	var mq *MQTTReport
+	if cfg.Broker != "" {
+		mq, err = e.runMQTT(ctx, t0, dispatch)
+	} else {
+		e.runHTTP(ctx, t0, dispatch)
+	}
 	senders.Wait()
 	elapsed := time.Since(t0)
 	e.rep = Report{Gateways: cfg.Gateways, Devices: cfg.Devices, Rate: cfg.Rate, Batch: cfg.Batch,
 		IntervalMS: float64(interval.Microseconds()) / 1000, BatchesDue: due.Load(), BatchesSent: e.sent.Load(),
 		BatchesOK: e.ok.Load(), BatchesDropped: e.dropped.Load(), MessagesSent: e.msgs.Load(), BytesSent: e.bytes.Load(),
 		BadReplies: e.bad.Load(), MessagesPerS: float64(e.msgs.Load()) / min(elapsed, cfg.Duration).Seconds(),
-		CPUCores: (cpuSeconds() - cpu0) / elapsed.Seconds()}
+		CPUCores: (cpuSeconds() - cpu0) / elapsed.Seconds(), MQTT: mq}
+	if err != nil {
+		_, _ = e.sess.Close(true)
+		return &e.rep, err
+	}
 	if _, err := e.sess.Close(ctx.Err() != nil); err != nil {
 		return &e.rep, err
 	}
@@ -218,6 +225,56 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	return &e.rep, nil
+}
+
+// runHTTP is the seed's ingress: each gateway's adaptor holds its devices' readings and POSTs
+// a batch whenever b_s of them have been produced (the devices are simulated in place: a
+// batch's readings are generated when it is due).
+func (e *emulator) runHTTP(ctx context.Context, t0 time.Time, dispatch func(*atomic.Int64, time.Time, []byte)) {
+	cfg := e.cfg
+	interval := cfg.Interval()
+	var gws sync.WaitGroup
+	for g := 0; g < cfg.Gateways; g++ {
+		gw := newGateway(g, cfg.devicesOf(g), cfg.Seed, cfg.Invalid)
+		start := t0.Add(cfg.offset(g))
+		gws.Add(1)
+		go func() {
+			defer gws.Done()
+			var inflight atomic.Int64
+			body := gw.batch(cfg.Batch, nil)
+			for k := 0; ; k++ {
+				// A batch is due once its b_s messages have been produced: the first one
+				// interval after the gateway's start.
+				at := start.Add(time.Duration(k+1) * interval)
+				if at.Sub(t0) >= cfg.Duration {
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Until(at)):
+				}
+				dispatch(&inflight, at, body)
+				// The next batch fills while this one is under way.
+				body = gw.batch(cfg.Batch, make([]byte, 0, len(body)+len(body)/8))
+			}
+		}()
+	}
+	gws.Wait()
+}
+
+// devicesOf is how many devices gateway g has (the devices spread evenly).
+func (c *Config) devicesOf(g int) int {
+	n := c.Devices / c.Gateways
+	if g < c.Devices%c.Gateways {
+		n++
+	}
+	return n
+}
+
+// offset staggers the gateways' batches over one interval, as independent devices would be.
+func (c *Config) offset(g int) time.Duration {
+	return time.Duration(float64(c.Interval()) * float64(g) / float64(c.Gateways))
 }
 
 var (

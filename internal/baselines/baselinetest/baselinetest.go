@@ -1,5 +1,5 @@
 // Package baselinetest starts the real servers of package baselines for tests of the systems
-// built on them (shareddata, pace): one call per server or cluster, stopped at the test's
+// built on them (shareddata, pace, iot): one call per server or cluster, stopped at the test's
 // cleanup, skipped when a binary is missing unless CONTINUUM_REQUIRE_ROOT=1 (`make test`, where
 // `make setup` installed them) makes that a failure.
 package baselinetest
@@ -64,6 +64,21 @@ func Start(t testing.TB, kind string) *baselines.Server {
 		need(t, err)
 	}
 	s, err := baselines.Start(ctx, kind, cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+// StartMosquitto starts the MQTT broker; its address (host:port) is Target.Endpoints[0].
+func StartMosquitto(t testing.TB) *baselines.Server {
+	t.Helper()
+	_, err := baselines.MosquittoBinary("")
+	need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := baselines.StartMosquitto(ctx, baselines.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

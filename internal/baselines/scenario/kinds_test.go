@@ -256,3 +256,35 @@ func TestRedisClusterKinds(t *testing.T) {
 		t.Errorf("5 members: %v", err)
 	}
 }
+
+func TestMosquittoKindCommand(t *testing.T) {
+	bin := fakeBin(t, "mosquitto")
+	k, cfg := kindtest.Decode(t, "mosquitto", "bin: "+bin+"\nport: 1884\n")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	env := kind.Env{Instance: "mq", Node: "gw", OutDir: "/r/components/mq"}
+	cmd, err := k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmd.Args) != 5 || cmd.Args[0] != "/bin/sh" || cmd.Args[3] != "/r/components/mq/mosquitto.conf" || cmd.Args[4] != bin {
+		t.Errorf("args %q: want a shell writing /r/components/mq/mosquitto.conf, then exec %s", cmd.Args, bin)
+	}
+	conf := strings.Join(cmd.Env, "\n")
+	for _, want := range []string{"listener 1884 0.0.0.0", "allow_anonymous true", "max_queued_messages 100000"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("config %q: want %q", conf, want)
+		}
+	}
+	if cmd.ReadyAddr != "127.0.0.1:1884" {
+		t.Errorf("ready %q", cmd.ReadyAddr)
+	}
+	if eps := k.Endpoints(cfg); len(eps) != 1 || eps[0].Protocol != kind.ProtocolMQTT || eps[0].Port != 1884 {
+		t.Errorf("endpoints %+v", eps)
+	}
+	_, bad := kindtest.Decode(t, "mosquitto", "max_queued_messages: -1\n")
+	if err := k.Validate(bad); err == nil {
+		t.Error("max_queued_messages -1 accepted")
+	}
+}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 
 	"github.com/continuum-project/continuum/internal/baselines"
@@ -40,6 +41,51 @@ func init() {
 			return []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolRedis, Port: c.Port}}
 		},
 	})
+	kind.Register(&kind.Kind{
+		Name:      "mosquitto",
+		Role:      kind.RoleComponent,
+		Summary:   "MQTT broker (Debian's mosquitto 2.0), anonymous, no persistence: the broker IoT devices publish to (iot workload's broker)",
+		NewConfig: func() any { return &MosquittoConfig{Port: 1883} },
+		Validate:  func(cfg any) error { return cfg.(*MosquittoConfig).validate() },
+		Command:   mosquittoCommand,
+		Endpoints: func(cfg any) []kind.Endpoint {
+			return []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolMQTT, Port: cfg.(*MosquittoConfig).Port}}
+		},
+	})
+}
+
+// MosquittoConfig is the `config:` of a mosquitto component.
+type MosquittoConfig struct {
+	Port int    `yaml:"port"` // default 1883
+	Bin  string `yaml:"bin"`  // default $CONTINUUM_MOSQUITTO_BIN, PATH, /usr/sbin/mosquitto
+	// MaxQueuedMessages is how many QoS 1 messages the broker holds per subscriber that lags
+	// (default 100000; mosquitto's own default is 1000).
+	MaxQueuedMessages int `yaml:"max_queued_messages"`
+}
+
+func (c *MosquittoConfig) validate() error {
+	if c.MaxQueuedMessages < 0 {
+		return fmt.Errorf("max_queued_messages %d: must be >= 0", c.MaxQueuedMessages)
+	}
+	return kind.CheckPort("port", c.Port)
+}
+
+func mosquittoCommand(env kind.Env, cfg any) (kind.Command, error) {
+	c := cfg.(*MosquittoConfig)
+	bin, err := baselines.MosquittoBinary(c.Bin)
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("mosquitto %s: %w", env.Instance, err)
+	}
+	// mosquitto reads its listeners from a file only: a shell writes it into the instance's
+	// directory, lifts the open-files limit (a connection per device), and execs the broker, so
+	// the process the testbed watches is mosquitto itself.
+	conf := filepath.Join(env.OutDir, "mosquitto.conf")
+	return kind.Command{
+		Args: []string{"/bin/sh", "-c", `printf '%s' "$MOSQUITTO_CONF" > "$0" && ulimit -n 65536 && exec "$1" -c "$0"`, conf, bin},
+		Env:  []string{"MOSQUITTO_CONF=" + baselines.MosquittoConf("0.0.0.0", c.Port, c.MaxQueuedMessages)},
+		// Ready once it listens.
+		ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port),
+	}, nil
 }
 
 // EtcdConfig is the `config:` of an etcd component.

@@ -72,6 +72,7 @@ const (
 	ProtocolEtcdV3 = "etcd-v3" // etcd's v3 gRPC API (etcd, continuum kv)
 	ProtocolRedis  = "redis"
 	ProtocolKafka  = "kafka"
+	ProtocolMQTT   = "mqtt"
 	// ProtocolRedisCluster is Redis in cluster mode: a client must follow MOVED redirections.
 	ProtocolRedisCluster = "redis-cluster"
 )

@@ -1,6 +1,7 @@
 // Package scenario registers the IoT emulator (package iot) as the workload `iot`: gateways
 // whose adaptors POST batches of device messages to a component's http endpoint (a function,
-// a microservice, a gateway) or to a URL, measuring t_rr and t_ex per batch.
+// a microservice, a gateway) or to a URL, measuring t_rr and t_ex per batch; with `broker`, the
+// devices publish through an MQTT broker component (kind mosquitto) the adaptors subscribe to.
 package scenario
 
 import (
@@ -22,7 +23,7 @@ func init() {
 	kind.Register(&kind.Kind{
 		Name:    "iot",
 		Role:    kind.RoleWorkload,
-		Summary: "IoT devices, gateways and batching adaptors (seeds/001) POSTing JSON batches to a component; series t_rr and t_ex",
+		Summary: "IoT devices, gateways and batching adaptors (seeds/001) POSTing JSON batches to a component, the readings directly or through an MQTT broker; series t_rr, t_ex (and t_in)",
 		NewConfig: func() any {
 			return &Config{Path: "/", Gateways: 1, Devices: 1000, Rate: 4, Batch: 4000, Timeout: spec.Duration{Duration: time.Minute}}
 		},
@@ -48,6 +49,15 @@ type Config struct {
 	Invalid     float64       `yaml:"invalid"`
 	Timeout     spec.Duration `yaml:"timeout"` // per batch from when it was due; default 60s
 	MaxInflight int           `yaml:"max_inflight"`
+	// Broker, if set, makes the ingress MQTT: the component (a mosquitto) the devices publish
+	// their readings to and the adaptors subscribe to; BrokerURL (tcp://host:port) instead
+	// names one outside the scenario. QoS (0 or 1), Connections (the devices', default one
+	// per device up to 1000) and Topic (default continuum/iot) go with either.
+	Broker      string `yaml:"broker,omitempty"`
+	BrokerURL   string `yaml:"broker_url,omitempty"`
+	QoS         int    `yaml:"qos,omitempty"`
+	Connections int    `yaml:"connections,omitempty"`
+	Topic       string `yaml:"topic,omitempty"`
 }
 
 func (c *Config) validate() error {
@@ -57,17 +67,25 @@ func (c *Config) validate() error {
 	if !strings.HasPrefix(c.Path, "/") {
 		return fmt.Errorf("path %q: must start with /", c.Path)
 	}
+	if c.Broker != "" && c.BrokerURL != "" {
+		return errors.New("name at most one of broker (a component) and broker_url")
+	}
 	url := c.URL
 	if url == "" {
 		url = "http://target" + c.Path // the component's address is known when the run starts
 	}
-	cfg := c.emulator(url, time.Minute)
+	broker := c.BrokerURL
+	if c.Broker != "" {
+		broker = "tcp://broker:1883" // likewise
+	}
+	cfg := c.emulator(url, broker, time.Minute)
 	return cfg.Validate()
 }
 
-func (c *Config) emulator(url string, d time.Duration) iot.Config {
+func (c *Config) emulator(url, broker string, d time.Duration) iot.Config {
 	return iot.Config{Target: url, Gateways: c.Gateways, Devices: c.Devices, Rate: c.Rate, Batch: c.Batch,
-		Invalid: c.Invalid, Timeout: c.Timeout.Duration, MaxInflight: c.MaxInflight, Duration: d}
+		Invalid: c.Invalid, Timeout: c.Timeout.Duration, MaxInflight: c.MaxInflight, Duration: d,
+		Broker: broker, QoS: c.QoS, Connections: c.Connections, Topic: c.Topic}
 }
 
 func command(env kind.Env, cfg any) (kind.Command, error) {
@@ -80,12 +98,27 @@ func command(env kind.Env, cfg any) (kind.Command, error) {
 		}
 		url = "http://" + net.JoinHostPort(env.NodeHost(node), strconv.Itoa(ep.Port)) + c.Path
 	}
-	return kind.Command{Args: []string{env.Binary, "iot", "--target", url,
+	args := []string{env.Binary, "iot", "--target", url,
 		"--gateways", strconv.Itoa(c.Gateways), "--devices", strconv.Itoa(c.Devices),
 		"--rate", strconv.FormatFloat(c.Rate, 'g', -1, 64), "--batch", strconv.Itoa(c.Batch),
 		"--invalid", strconv.FormatFloat(c.Invalid, 'g', -1, 64), "--timeout", c.Timeout.String(),
 		"--max-inflight", strconv.Itoa(c.MaxInflight), "--seed", strconv.FormatInt(env.Seed, 10),
-		"--duration", env.Duration.String(), "--warmup", env.Warmup.String(), "--out", env.OutDir}}, nil
+		"--duration", env.Duration.String(), "--warmup", env.Warmup.String(), "--out", env.OutDir}
+	broker := c.BrokerURL
+	if c.Broker != "" {
+		node, ep, err := env.Endpoint(c.Broker, 0, kind.ProtocolMQTT)
+		if err != nil {
+			return kind.Command{}, fmt.Errorf("iot %s: broker: %w", env.Instance, err)
+		}
+		broker = "tcp://" + net.JoinHostPort(env.NodeHost(node), strconv.Itoa(ep.Port))
+	}
+	if broker != "" {
+		args = append(args, "--broker", broker, "--qos", strconv.Itoa(c.QoS), "--connections", strconv.Itoa(c.Connections))
+		if c.Topic != "" {
+			args = append(args, "--topic", c.Topic)
+		}
+	}
+	return kind.Command{Args: args}, nil
 }
 
 // metrics reads every instance's iot.json: iot/<instance>.
@@ -101,6 +134,12 @@ func metrics(out kind.RunOutput) map[string]map[string]float64 {
 			"batches_dropped": float64(r.BatchesDropped), "messages_sent": float64(r.MessagesSent),
 			"bytes_sent": float64(r.BytesSent), "bad_replies": float64(r.BadReplies),
 			"messages_per_s": r.MessagesPerS, "cpu_cores": r.CPUCores, "interval_ms": r.IntervalMS,
+		}
+		if q := r.MQTT; q != nil {
+			for k, v := range map[string]int64{"mqtt_published": q.Published, "mqtt_publish_failed": q.PublishFailed,
+				"mqtt_received": q.Received, "mqtt_lost": q.Lost, "mqtt_unbatched": q.Unbatched} {
+				m["iot/"+in.Name][k] = float64(v)
+			}
 		}
 	}
 	if len(m) == 0 {

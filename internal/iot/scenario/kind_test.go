@@ -26,6 +26,31 @@ func TestCommand(t *testing.T) {
 	}
 }
 
+func TestCommandMQTT(t *testing.T) {
+	_, fnCfg := kindtest.Decode(t, "microservice", "{handler: python/functions/hello, port: 9000}")
+	_, brCfg := kindtest.Decode(t, "mosquitto", "{port: 1884}")
+	env := kind.Env{Instance: "adaptor", Node: "iot", Binary: "/bin/continuum", OutDir: "/r/w/adaptor", Seed: 7,
+		Duration: 60e9, Warmup: 10e9, Nodes: map[string]string{"edge": "10.0.0.2", "gw": "10.0.0.3"},
+		Components: map[string]kind.Component{"fn": kindtest.Component(t, "edge", "microservice", fnCfg),
+			"mq": kindtest.Component(t, "gw", "mosquitto", brCfg)}}
+	k, cfg := kindtest.Decode(t, "iot", "{target: fn, broker: mq, qos: 1, connections: 50}")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cmd.Args, " "); !strings.HasSuffix(got, " --broker tcp://10.0.0.3:1884 --qos 1 --connections 50") {
+		t.Errorf("args %s: want the broker component's address, qos and connections", got)
+	}
+	// A component that does not speak MQTT is no broker.
+	k, cfg = kindtest.Decode(t, "iot", "{target: fn, broker: fn}")
+	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), "broker") {
+		t.Errorf("a microservice as broker: %v", err)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, c := range []struct{ cfg, want string }{
 		{"{}", "name exactly one of target"},
@@ -34,6 +59,10 @@ func TestConfigErrors(t *testing.T) {
 		{"{target: fn, devices: 0}", "devices 0: want at least one per gateway"},
 		{"{target: fn, rate: -1}", "rate -1"},
 		{"{url: 'ftp://x'}", "want an http:// URL"},
+		{"{target: fn, broker: mq, broker_url: 'tcp://x:1883'}", "at most one of broker"},
+		{"{target: fn, broker_url: 'x:1883'}", "want tcp://host:port"},
+		{"{target: fn, broker: mq, qos: 2}", "qos 2"},
+		{"{target: fn, qos: 1}", "go with broker"},
 	} {
 		k, cfg := kindtest.Decode(t, "iot", c.cfg)
 		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
