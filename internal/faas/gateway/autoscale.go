@@ -58,26 +58,22 @@ func (g *Gateway) autoscale(ctx context.Context) {
 }
 
 // rate is the requests per second begun over the whole seconds of the last window, and the
-// idle time; it also forgets seconds older than a minute.
+// idle time.
 func (fs *fnState) rate(now time.Time, window time.Duration) (rps float64, wanted int, idle time.Duration, busy bool) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
 	secs := int64(math.Max(1, math.Round(window.Seconds())))
 	cur := now.Unix()
 	var n int64
 	for s := cur - secs; s < cur; s++ {
-		n += fs.perSecond[s]
-	}
-	for s := range fs.perSecond {
-		if s < cur-60 {
-			delete(fs.perSecond, s)
-		}
+		n += fs.perSecond.count(s)
 	}
 	idle = -1
-	if !fs.lastReq.IsZero() {
-		idle = now.Sub(fs.lastReq)
+	if last := fs.lastReq.Load(); last != 0 {
+		idle = now.Sub(time.Unix(0, last))
 	}
-	return float64(n) / float64(secs), fs.wanted, idle, fs.inflight.Load() > 0
+	fs.mu.Lock()
+	wanted = fs.wanted
+	fs.mu.Unlock()
+	return float64(n) / float64(secs), wanted, idle, fs.inflight.Load() > 0
 }
 
 func (fs *fnState) tick(now time.Time, st *scalerState) {

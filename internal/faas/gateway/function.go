@@ -110,6 +110,8 @@ func (f *Function) Validate() error {
 		return fmt.Errorf("function %s: replicas min %d, max %d: want 0 <= min <= max, max >= 1", f.Name, f.MinReplicas, f.MaxReplicas)
 	case f.IdleTimeout < 0 || f.ExecTimeout < 0 || f.RPSThreshold < 0 || f.RPSWindow < 0 || f.MaxInflight < 0:
 		return fmt.Errorf("function %s: timeouts, thresholds and limits must be >= 0", f.Name)
+	case f.RPSWindow > maxCountedWindow:
+		return fmt.Errorf("function %s: rps_window %v: at most %v (the gateway counts requests over the last minute)", f.Name, f.RPSWindow, maxCountedWindow)
 	case f.IdleTimeout > 0 && f.MinReplicas > 0:
 		return fmt.Errorf("function %s: idle_timeout scales to zero: it needs min replicas 0, not %d", f.Name, f.MinReplicas)
 	case f.Replicas < 0 || f.Replicas > f.MaxReplicas:

@@ -249,16 +249,18 @@ type fnState struct {
 	g  *Gateway
 	fn *Function
 
-	mu        sync.Mutex
-	wanted    int
-	ready     []*instance
-	draining  int
-	starting  int
-	nextID    int
-	changed   chan struct{} // closed and replaced whenever ready or wanted change
-	lastReq   time.Time
-	perSecond map[int64]int64 // requests begun, by unix second (the last minute)
+	mu       sync.Mutex
+	wanted   int
+	ready    []*instance
+	draining int
+	starting int
+	nextID   int
+	changed  chan struct{} // closed and replaced whenever ready or wanted change
 
+	// Per request, without the lock: when the last one began (Unix ns, 0: none yet) and how
+	// many began in each recent second.
+	lastReq     atomic.Int64
+	perSecond   secondCounts
 	inflight    atomic.Int64
 	answered    atomic.Int64
 	coldStarts  atomic.Int64
@@ -279,7 +281,7 @@ type instance struct {
 }
 
 func newFnState(g *Gateway, f *Function) *fnState {
-	return &fnState{g: g, fn: f, changed: make(chan struct{}), perSecond: map[int64]int64{},
+	return &fnState{g: g, fn: f, changed: make(chan struct{}),
 		mInflight: g.m.inflight.WithLabelValues(f.Name), mSeconds: g.m.seconds.WithLabelValues(f.Name)}
 }
 
@@ -502,10 +504,8 @@ func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path string) {
 	start := time.Now()
 	fs.inflight.Add(1)
 	fs.mInflight.Inc()
-	fs.mu.Lock()
-	fs.lastReq = start
-	fs.perSecond[start.Unix()]++
-	fs.mu.Unlock()
+	fs.lastReq.Store(start.UnixNano())
+	fs.perSecond.add(start.Unix())
 	sw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
 	defer func() {
 		fs.inflight.Add(-1)
@@ -530,6 +530,37 @@ func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path string) {
 	in.proxy.ServeHTTP(sw, r2)
 }
 
+// secondCounts counts events by Unix second over the last len(secondCounts) seconds, without a
+// lock: a slot holds its second (the low 32 bits of it) in its upper half and that second's count
+// in its lower half, so one compare-and-swap both moves a slot on to a new second and counts.
+type secondCounts [64]atomic.Uint64
+
+// maxCountedWindow is the longest window secondCounts can sum.
+const maxCountedWindow = time.Duration(len(secondCounts{})-1) * time.Second
+
+func (c *secondCounts) add(sec int64) {
+	slot, tag := &c[uint64(sec)%uint64(len(c))], uint64(uint32(sec))<<32
+	for {
+		v := slot.Load()
+		next := tag | 1
+		if v&^0xffffffff == tag {
+			next = v + 1
+		}
+		if slot.CompareAndSwap(v, next) {
+			return
+		}
+	}
+}
+
+// count is how many events were counted in second sec (0 once its slot has moved on).
+func (c *secondCounts) count(sec int64) int64 {
+	v := c[uint64(sec)%uint64(len(c))].Load()
+	if v>>32 != uint64(uint32(sec)) {
+		return 0
+	}
+	return int64(v & 0xffffffff)
+}
+
 type codeWriter struct {
 	http.ResponseWriter
 	code int
@@ -544,8 +575,8 @@ func (fs *fnState) status() FunctionStatus {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	ago := -1.0
-	if !fs.lastReq.IsZero() {
-		ago = math.Round(time.Since(fs.lastReq).Seconds()*1000) / 1000
+	if last := fs.lastReq.Load(); last != 0 {
+		ago = math.Round(time.Since(time.Unix(0, last)).Seconds()*1000) / 1000
 	}
 	return FunctionStatus{Name: fs.fn.Name, Replicas: fs.wanted, AvailableReplicas: len(fs.ready),
 		InvocationCount: fs.answered.Load(), Inflight: fs.inflight.Load(), Scaler: fs.fn.Scaler,

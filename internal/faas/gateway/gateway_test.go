@@ -247,6 +247,7 @@ func TestFunctionErrors(t *testing.T) {
 		{gateway.Function{Name: "f", Handler: "x", Mode: "http", Scaler: "cpu2"}, `scaler "cpu2"`},
 		{gateway.Function{Name: "f", Handler: "x", Mode: "http", MinReplicas: 3, MaxReplicas: 2}, "want 0 <= min <= max"},
 		{gateway.Function{Name: "f", Handler: "x", Mode: "http", MinReplicas: 1, IdleTimeout: time.Second}, "needs min replicas 0"},
+		{gateway.Function{Name: "f", Handler: "x", Mode: "http", Scaler: "rps", RPSWindow: 2 * time.Minute}, "rps_window 2m0s: at most 1m3s"},
 	} {
 		if err := c.f.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: got %v, want %q", c.f, err, c.want)
