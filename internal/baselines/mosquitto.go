@@ -51,11 +51,11 @@ func StartMosquitto(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	ports, err := freePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	dataDir := filepath.Join(cfg.Dir, "data")
+	port, dataDir := ports[0], filepath.Join(cfg.Dir, "data")
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}

@@ -49,18 +49,11 @@ func StartEtcd(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp, err := freePort()
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	pp, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	mp, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	cp, pp, mp := ports[0], ports[1], ports[2]
 	dataDir := filepath.Join(cfg.Dir, "data")
 	args := append(EtcdArgs(bin, dataDir, cp, pp), "--listen-metrics-urls", loopbackURL(mp))
 	return startEtcdProtocol(ctx, "etcd", kvtarget.KindEtcd, cp, mp, dataDir, cfg, append(args, cfg.ExtraArgs...))
@@ -86,14 +79,11 @@ func StartKV(ctx context.Context, cfg Config) (*Server, error) {
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("continuum binary: %w", err)
 	}
-	cp, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	mp, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	cp, mp := ports[0], ports[1]
 	dataDir := filepath.Join(cfg.Dir, "data")
 	args := append(KVArgs(bin, dataDir, cp), "--listen-metrics-urls", loopbackURL(mp))
 	return startEtcdProtocol(ctx, "kv", kvtarget.KindKV, cp, mp, dataDir, cfg, append(args, cfg.ExtraArgs...))
@@ -150,11 +140,11 @@ func StartRedis(ctx context.Context, cfg Config, appendfsync string) (*Server, e
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	ports, err := freePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	dataDir := filepath.Join(cfg.Dir, "data")
+	port, dataDir := ports[0], filepath.Join(cfg.Dir, "data")
 	args := append(RedisArgs(bin, dataDir, port, appendfsync), cfg.ExtraArgs...)
 	target := kvtarget.Target{Kind: kvtarget.KindRedis, Endpoints: []string{"127.0.0.1:" + strconv.Itoa(port)}}
 	ready := func(ctx context.Context) error {

@@ -202,10 +202,11 @@ func TestRedisClusterJoiner(t *testing.T) {
 		addrs = append(addrs, s.Target.Endpoints[0])
 	}
 	for round := 0; round < 2; round++ {
-		port, err := freePort()
+		ports, err := freePorts(1)
 		if err != nil {
 			t.Fatal(err)
 		}
+		port := ports[0]
 		jctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
