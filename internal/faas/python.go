@@ -139,6 +139,12 @@ func (p Python) ClassicArgs(handler string) []string {
 }
 
 // Env is the environment the Python runtimes need on top of the inherited one.
+// LocateEnv lets another continuum process (a watchdog, a gateway) find this Python wherever
+// its binary and working directory are (FindPython reads these first).
+func (p Python) LocateEnv() []string {
+	return []string{"CONTINUUM_PYTHON=" + p.Interpreter, "CONTINUUM_PYTHON_SRC=" + p.Src}
+}
+
 func (p Python) Env() []string {
 	return []string{"PYTHONPATH=" + p.Src, "PYTHONDONTWRITEBYTECODE=1"}
 }

@@ -77,11 +77,12 @@ func mosquittoCommand(env kind.Env, cfg any) (kind.Command, error) {
 		return kind.Command{}, fmt.Errorf("mosquitto %s: %w", env.Instance, err)
 	}
 	// mosquitto reads its listeners from a file only: a shell writes it into the instance's
-	// directory, lifts the open-files limit (a connection per device), and execs the broker, so
+	// directory, lifts the open-files limit to its hard limit (a connection per device; only
+	// that far, as the node's processes may not raise the hard one), and execs the broker, so
 	// the process the testbed watches is mosquitto itself.
 	conf := filepath.Join(env.OutDir, "mosquitto.conf")
 	return kind.Command{
-		Args: []string{"/bin/sh", "-c", `printf '%s' "$MOSQUITTO_CONF" > "$0" && ulimit -n 65536 && exec "$1" -c "$0"`, conf, bin},
+		Args: []string{"/bin/sh", "-c", `printf '%s' "$MOSQUITTO_CONF" > "$0" && ulimit -n "$(ulimit -Hn)" && exec "$1" -c "$0"`, conf, bin},
 		Env:  []string{"MOSQUITTO_CONF=" + baselines.MosquittoConf("0.0.0.0", c.Port, c.MaxQueuedMessages)},
 		// Ready once it listens.
 		ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port),

@@ -49,7 +49,9 @@ func (p *TestbedProvider) Start(ctx context.Context, fn *Function, id string) (I
 		args = append(args, "--zygote", sock)
 	}
 	name := p.Prefix + "-" + id
-	if _, err := p.Client.Start(testbed.ProcSpec{Name: name, Node: p.Node, Args: args, LogDir: p.LogDir, CPUs: p.CPUs}); err != nil {
+	// The watchdog finds Python through the environment, wherever the binary is.
+	spec := testbed.ProcSpec{Name: name, Node: p.Node, Args: args, Env: p.Python.LocateEnv(), LogDir: p.LogDir, CPUs: p.CPUs}
+	if _, err := p.Client.Start(spec); err != nil {
 		p.releasePort(id)
 		return Instance{}, fmt.Errorf("start %s on %s: %w", name, p.Node, err)
 	}

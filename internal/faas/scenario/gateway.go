@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -127,7 +128,16 @@ func gatewayCommand(env kind.Env, cfg any) (kind.Command, error) {
 		}
 		args = append(args, "--function", fn.Format())
 	}
-	return kind.Command{Args: args, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port)}, nil
+	cmd := kind.Command{Args: args, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port)}
+	if slices.ContainsFunc(c.Functions, func(f GatewayFunction) bool { return f.Handler != "" }) {
+		// The instances it starts find Python through it (see functionCommand).
+		py, err := faas.FindPython()
+		if err != nil {
+			return kind.Command{}, fmt.Errorf("faas-gateway %s: %w", env.Instance, err)
+		}
+		cmd.Env = py.LocateEnv()
+	}
+	return cmd, nil
 }
 
 // gatewayMetrics reads each gateway's gateway.json: faas/<gateway>/<function>.

@@ -99,8 +99,15 @@ func functionCommand(env kind.Env, cfg any) (kind.Command, error) {
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("function %s: %w", env.Instance, err)
 	}
+	// Found here, in the runner's clone, and handed on: the watchdog runs in the instance's
+	// results directory, perhaps from a binary outside the clone.
+	py, err := faas.FindPython()
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("function %s: %w", env.Instance, err)
+	}
 	port := strconv.Itoa(c.Port)
 	return kind.Command{
+		Env: py.LocateEnv(),
 		Args: []string{env.Binary, "faas", "watchdog", "--mode", c.Mode, "--handler", h, "--server", c.Server,
 			"--listen", ":" + port, "--exec-timeout", c.ExecTimeout.String(), "--max-inflight", strconv.Itoa(c.MaxInflight),
 			"--start-zygote=" + strconv.FormatBool(c.Zygote)},

@@ -30,6 +30,11 @@ func TestFunctionCommand(t *testing.T) {
 	if cmd.CPUs != 1 || cmd.ReadyAddr != "127.0.0.1:9000" {
 		t.Errorf("cpus %g, ready %q: want the default one core and the port", cmd.CPUs, cmd.ReadyAddr)
 	}
+	// The watchdog runs in its results directory, perhaps from a binary outside the clone: it
+	// is told where Python is.
+	if env := strings.Join(cmd.Env, " "); !strings.Contains(env, "CONTINUUM_PYTHON=/") || !strings.Contains(env, "CONTINUUM_PYTHON_SRC=/") {
+		t.Errorf("env %q: want CONTINUUM_PYTHON and CONTINUUM_PYTHON_SRC", env)
+	}
 	if eps := k.Endpoints(cfg); len(eps) != 1 || eps[0].Port != 9000 || eps[0].Protocol != kind.ProtocolHTTP {
 		t.Errorf("endpoints %+v", eps)
 	}
@@ -86,6 +91,9 @@ func TestGatewayCommand(t *testing.T) {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
+	}
+	if env := strings.Join(cmd.Env, " "); !strings.Contains(env, "CONTINUUM_PYTHON=/") {
+		t.Errorf("env %q: the gateway's instances need CONTINUUM_PYTHON", env)
 	}
 	for _, c := range []struct{ cfg, want string }{
 		{"{}", "functions: list the functions"},
