@@ -29,7 +29,7 @@ With --broker, the ingress is MQTT instead: every device publishes each reading 
 (topic <--topic>/<gateway>/<sensor_id>, QoS --qos) over --connections connections, and each
 gateway's adaptor subscribes to its devices' topics, cuts the readings into batches of --batch as
 they arrive and POSTs them to --target. t_in (from when a batch was due until its adaptor had all
-its readings) is recorded too, and iot.json counts readings published, received, lost and left in
+its readings) is recorded too, and iot.json counts readings published, received, not received by the end and left in
 a last batch that never filled.`,
 		Example: `  # seeds/001 scenario A: 1 gateway, 1000 devices, 4 msg/s each, batches of 4000
   continuum iot --target http://127.0.0.1:8080/ --gateways 1 --devices 1000 --rate 4 --batch 4000 --duration 60s --out /tmp/iot

@@ -25,12 +25,13 @@ type MQTTReport struct {
 	// publish returned an error (QoS 1: not acknowledged in time).
 	Published     int64 `json:"published"`
 	PublishFailed int64 `json:"publish_failed"`
-	// Received by the adaptors; Lost = Published - Received once the adaptors had waited for
-	// the last ones (QoS 0 may lose readings; QoS 1 should not); Unbatched readings were
-	// received into a last batch that never filled, so were not sent.
-	Received  int64 `json:"received"`
-	Lost      int64 `json:"lost"`
-	Unbatched int64 `json:"unbatched"`
+	// Received by the adaptors; NotReceived = Published - Received once the adaptors had
+	// waited up to 5 s after the devices stopped: lost (QoS 0 may lose readings) or, with QoS
+	// 1, still queued at the broker behind a lagging adaptor. Unbatched readings were received
+	// into a last batch that never filled, so were not sent.
+	Received    int64 `json:"received"`
+	NotReceived int64 `json:"not_received"`
+	Unbatched   int64 `json:"unbatched"`
 }
 
 // Defaults of the MQTT ingress.
@@ -194,7 +195,7 @@ func (e *emulator) runMQTT(ctx context.Context, t0 time.Time, dispatch func(*ato
 	}
 	rep.Published, rep.PublishFailed = e.mqttPublished.Load(), e.mqttFailed.Load()
 	rep.Received = e.mqttReceived.Load()
-	rep.Lost = max(rep.Published-rep.Received, 0)
+	rep.NotReceived = max(rep.Published-rep.Received, 0)
 	return rep, nil
 }
 

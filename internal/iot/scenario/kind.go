@@ -137,7 +137,7 @@ func metrics(out kind.RunOutput) map[string]map[string]float64 {
 		}
 		if q := r.MQTT; q != nil {
 			for k, v := range map[string]int64{"mqtt_published": q.Published, "mqtt_publish_failed": q.PublishFailed,
-				"mqtt_received": q.Received, "mqtt_lost": q.Lost, "mqtt_unbatched": q.Unbatched} {
+				"mqtt_received": q.Received, "mqtt_not_received": q.NotReceived, "mqtt_unbatched": q.Unbatched} {
 				m["iot/"+in.Name][k] = float64(v)
 			}
 		}

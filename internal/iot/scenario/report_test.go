@@ -87,13 +87,13 @@ func TestIoTSection(t *testing.T) {
 	// With the MQTT ingress, a third table has the readings and t_in.
 	res.Summary.Groups[0].Metrics["iot/adaptor"]["mqtt_published"] = agg(4000)
 	res.Summary.Groups[0].Metrics["iot/adaptor"]["mqtt_received"] = agg(3990)
-	res.Summary.Groups[0].Metrics["iot/adaptor"]["mqtt_lost"] = agg(10)
+	res.Summary.Groups[0].Metrics["iot/adaptor"]["mqtt_not_received"] = agg(10)
 	res.Summary.Groups[0].Metrics["adaptor/t_in/latency_ms"] = map[string]results.Aggregate{"p50": agg(3), "p99": agg(9)}
 	c = build(res)
 	if len(c.Tables) != 3 || len(c.Tables[2].Rows) != 1 {
 		t.Fatalf("tables %+v: want an MQTT table with the one MQTT run", c.Tables)
 	}
-	if m := row(c.Tables[2], 0); m["lost"] != "10" || m["received"] != "3990" || m["t_in p99"] != "9" || m["publish failed"] != "—" {
+	if m := row(c.Tables[2], 0); m["not received"] != "10" || m["received"] != "3990" || m["t_in p99"] != "9" || m["publish failed"] != "—" {
 		t.Errorf("mqtt row %v", m)
 	}
 	if build(&report.Results{}) != nil {
