@@ -169,7 +169,7 @@ func (e *emulator) runMQTT(ctx context.Context, t0 time.Time, dispatch func(*ato
 			}
 			clients = append(clients, c)
 			rng := rand.New(rand.NewPCG(uint64(e.cfg.Seed), uint64(g)<<20|uint64(ci)+1))
-			p := &publisher{e: e, client: c, rng: rng, start: adaptors[g].start, t0: t0}
+			p := &publisher{e: e, client: c, rng: rng, start: adaptors[g].start, t0: t0, phase: float64(ci+1) / float64(nc)}
 			for _, d := range devs {
 				p.devices = append(p.devices, newDevice(g, d, rng))
 				p.topics = append(p.topics, cfg.Topic+"/"+strconv.Itoa(g)+"/g"+strconv.Itoa(g)+"-d"+strconv.Itoa(d))
@@ -223,9 +223,14 @@ type publisher struct {
 	client    mqtt.Client
 	rng       *rand.Rand
 	start, t0 time.Time
-	devices   []device
-	topics    []string
-	pending   []mqtt.Token
+	// phase, in (0, 1], is where in its message period this connection publishes: message n
+	// (from 1) is due at start + (n - 1 + phase) / rate. Spread over the gateway's connections,
+	// its readings are due evenly, one every 1/(devices x r_m), and the b_s-th exactly when the
+	// batch is due; devices in step would publish in bursts no real fleet makes.
+	phase   float64
+	devices []device
+	topics  []string
+	pending []mqtt.Token
 }
 
 func (p *publisher) run(ctx context.Context) {
@@ -246,7 +251,11 @@ func (p *publisher) run(ctx context.Context) {
 		if !now.Before(end) {
 			break
 		}
-		for due := int(now.Sub(p.start).Seconds() * rate); sent < due; sent++ {
+		due := 0
+		if x := now.Sub(p.start).Seconds()*rate - p.phase; x >= 0 {
+			due = int(x) + 1
+		}
+		for ; sent < due; sent++ {
 			d := &p.devices[next]
 			invalid := cfg.Invalid > 0 && p.rng.Float64() < cfg.Invalid
 			// The client keeps the payload until it is written: a fresh one each time.
