@@ -47,15 +47,10 @@ func MosquittoConf(host string, port, maxQueued int) string {
 // StartMosquitto starts the MQTT broker on a free loopback port; Target.Endpoints[0] is its
 // host:port. Ready once it accepts TCP connections.
 func StartMosquitto(ctx context.Context, cfg Config) (*Server, error) {
-	bin, err := MosquittoBinary(cfg.Bin)
+	bin, port, dataDir, err := prepare(cfg, MosquittoBinary)
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
-	if err != nil {
-		return nil, err
-	}
-	port, dataDir := ports[0], filepath.Join(cfg.Dir, "data")
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}

@@ -136,15 +136,10 @@ func StartRedis(ctx context.Context, cfg Config, appendfsync string) (*Server, e
 	if appendfsync != RedisFsyncEverySec && appendfsync != RedisFsyncAlways {
 		return nil, fmt.Errorf("redis appendfsync %q: want everysec or always", appendfsync)
 	}
-	bin, err := RedisBinary(cfg.Bin)
+	bin, port, dataDir, err := prepare(cfg, RedisBinary)
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
-	if err != nil {
-		return nil, err
-	}
-	port, dataDir := ports[0], filepath.Join(cfg.Dir, "data")
 	args := append(RedisArgs(bin, dataDir, port, appendfsync), cfg.ExtraArgs...)
 	target := kvtarget.Target{Kind: kvtarget.KindRedis, Endpoints: []string{"127.0.0.1:" + strconv.Itoa(port)}}
 	ready := func(ctx context.Context) error {
@@ -153,6 +148,18 @@ func StartRedis(ctx context.Context, cfg Config, appendfsync string) (*Server, e
 		return cli.Ping(ctx)
 	}
 	return start(ctx, "redis", target, dataDir, filepath.Join(cfg.Dir, "server.log"), args, cfg.ReadyTimeout, ready)
+}
+
+// prepare finds a one-port server's binary and picks its port and data directory.
+func prepare(cfg Config, find func(bin string) (string, error)) (bin string, port int, dataDir string, err error) {
+	if bin, err = find(cfg.Bin); err != nil {
+		return "", 0, "", err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return "", 0, "", err
+	}
+	return bin, ports[0], filepath.Join(cfg.Dir, "data"), nil
 }
 
 // Start starts a server by kind (etcd, redis, kv); opts: Redis's appendfsync.

@@ -116,11 +116,13 @@ func (a *adaptor) onMessage(_ mqtt.Client, m mqtt.Message) {
 	a.buf, a.n = nil, 0
 	// Its readings were all due by then: the same schedule as the HTTP ingress's batches.
 	at := a.start.Add(time.Duration(a.k) * e.cfg.Interval())
-	a.mu.Unlock()
 	if op, ok := e.sess.BeginAt(SeriesIn, at); ok {
 		op.End(nil)
 	}
+	// Still under the lock: once runMQTT has marked the adaptor done, no batch is dispatched
+	// any more (Run waits for the senders after it).
 	a.dispatch(&a.inflight, at, body)
+	a.mu.Unlock()
 }
 
 // runMQTT is the MQTT ingress: adaptors subscribe, then the devices publish their readings
