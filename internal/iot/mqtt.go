@@ -173,8 +173,9 @@ func (e *emulator) runMQTT(ctx context.Context, t0 time.Time, dispatch func(*ato
 			rng := rand.New(rand.NewPCG(uint64(e.cfg.Seed), uint64(g)<<20|uint64(ci)+1))
 			p := &publisher{e: e, client: c, rng: rng, start: adaptors[g].start, t0: t0, phase: float64(ci+1) / float64(nc)}
 			for _, d := range devs {
-				p.devices = append(p.devices, newDevice(g, d, rng))
-				p.topics = append(p.topics, cfg.Topic+"/"+strconv.Itoa(g)+"/g"+strconv.Itoa(g)+"-d"+strconv.Itoa(d))
+				dev := newDevice(g, d, rng)
+				p.devices = append(p.devices, dev)
+				p.topics = append(p.topics, cfg.Topic+"/"+strconv.Itoa(g)+"/"+dev.id) // <topic>/<gateway>/<sensor_id>
 			}
 			pubs.Add(1)
 			go func() {
