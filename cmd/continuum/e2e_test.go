@@ -669,6 +669,10 @@ type runJSON struct {
 	Status  string            `json:"status"`
 	Error   string            `json:"error"`
 	Testbed string            `json:"testbed"`
+	// Instances name the run's kinds, which decide the report's system sections.
+	Instances []struct {
+		Name, Kind, Node string
+	} `json:"instances"`
 }
 
 // resultsDir returns the only results directory under out.
@@ -759,6 +763,24 @@ func TestRunCleansUp(t *testing.T) {
 		r := readRun(t, dir, "001")
 		if r.Status != "ok" || r.Testbed == "" {
 			t.Errorf("run.json: %+v, want status ok and the testbed name", r)
+		}
+		if len(r.Instances) != 2 || r.Instances[0].Kind != "http-echo" || r.Instances[1].Kind != "http-load" {
+			t.Errorf("run.json instances %+v, want echo (http-echo) and load (http-load)", r.Instances)
+		}
+		// Only the sections of systems that ran: an HTTP echo and load has none of the NPM
+		// platform's, IoT's or the proxy's (its QoS table needs a QoS latency), while the
+		// report's own sections are there.
+		page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"npm", "iot", "qos"} {
+			if strings.Contains(string(page), `<section id="`+id+`"`) {
+				t.Errorf("report.html has the %q section of a system that did not run", id)
+			}
+		}
+		if !strings.Contains(string(page), `id="run-001"`) {
+			t.Error("report.html has no section for run 001")
 		}
 		var sum struct {
 			Runs []struct {

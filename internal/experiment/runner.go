@@ -159,6 +159,9 @@ func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr 
 		rec.workloads = append(rec.workloads, w.Name)
 	}
 	rec.instances = append(append([]Instance{}, sc.Components...), sc.Workloads...)
+	for _, inst := range rec.instances {
+		rec.Instances = append(rec.Instances, results.Instance{Name: inst.Name, Kind: inst.Kind, Node: inst.Node})
+	}
 	err := func() (err error) {
 		if err := os.MkdirAll(filepath.Join(rdir, results.LogsDir), 0o755); err != nil {
 			return err

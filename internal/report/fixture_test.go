@@ -92,7 +92,9 @@ type request struct {
 func writeRun(t *testing.T, dir string, r fixtureRun) map[string]any {
 	rng := rand.New(rand.NewPCG(r.seed, 7))
 	writeJSON(t, filepath.Join(dir, "run.json"), map[string]any{"id": r.id, "params": r.params, "repeat": r.repeat,
-		"started": "2026-11-22T10:15:01Z", "duration_s": r.duration, "warmup_s": r.warmup, "status": r.status, "error": r.errMessage})
+		"started": "2026-11-22T10:15:01Z", "duration_s": r.duration, "warmup_s": r.warmup, "status": r.status, "error": r.errMessage,
+		"instances": []map[string]string{{"name": "echo-edge", "kind": "http-echo", "node": "edge"},
+			{"name": "echo-cloud", "kind": "http-echo", "node": "cloud"}, {"name": "load", "kind": "http-load", "node": "device"}}})
 	writeCSV(t, filepath.Join(dir, "events.csv"), []string{"t_s", "action", "target", "detail", "status"}, [][]string{
 		{f3(r.partition[0]), "partition", "cloud", "cloud from device,edge", "ok"},
 		{f3(r.partition[1]), "heal", "", "", "ok"},

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -17,6 +18,11 @@ type Section struct {
 	Title string
 	// Order places the section among the registered ones (lower first; ties by ID).
 	Order int
+	// Kinds are the kinds of the section's system. The section is built only from results
+	// in which at least one run had an instance of one of them, so a report shows the sections
+	// of the systems that ran and no others. (Results written before run.json named its
+	// instances give Build the decision.) Required.
+	Kinds []string
 	// Build returns the section's content, or nil when the results have nothing for it (the
 	// section is then left out).
 	Build func(res *Results) *SectionContent
@@ -57,7 +63,7 @@ var (
 // RegisterSection adds a section to every report; it panics on a duplicate or incomplete
 // section (a programming error).
 func RegisterSection(s Section) {
-	if s.ID == "" || s.Title == "" || s.Build == nil && s.WorkloadFigures == nil {
+	if s.ID == "" || s.Title == "" || len(s.Kinds) == 0 || s.Build == nil && s.WorkloadFigures == nil {
 		panic(fmt.Sprintf("report.RegisterSection: incomplete section %q", s.ID))
 	}
 	sectionsMu.Lock()
@@ -91,7 +97,7 @@ type sectionView struct {
 func buildSections(res *Results) []sectionView {
 	var out []sectionView
 	for _, s := range registeredSections() {
-		if s.Build == nil {
+		if s.Build == nil || !res.Ran(s.Kinds...) {
 			continue
 		}
 		if c := s.Build(res); c != nil {
@@ -104,9 +110,43 @@ func buildSections(res *Results) []sectionView {
 func workloadFigures(res *Results, run *Run, w *Workload) []chart.Figure {
 	var out []chart.Figure
 	for _, s := range registeredSections() {
-		if s.WorkloadFigures != nil {
+		if s.WorkloadFigures != nil && ranIn(run, s.Kinds) != notRan {
 			out = append(out, s.WorkloadFigures(res, run, w)...)
 		}
 	}
 	return out
+}
+
+// Ran says whether an instance of one of kinds ran in any of the results' runs. Results whose
+// run.json files name no instances (written before they did) count as having run every kind.
+func (res *Results) Ran(kinds ...string) bool {
+	if len(res.Runs) == 0 {
+		return true
+	}
+	for _, r := range res.Runs {
+		if ranIn(r, kinds) != notRan {
+			return true
+		}
+	}
+	return false
+}
+
+type ran int
+
+const (
+	notRan ran = iota
+	didRun
+	unknown // run.json names no instances
+)
+
+func ranIn(r *Run, kinds []string) ran {
+	if len(r.Instances) == 0 {
+		return unknown
+	}
+	for _, inst := range r.Instances {
+		if slices.Contains(kinds, inst.Kind) {
+			return didRun
+		}
+	}
+	return notRan
 }

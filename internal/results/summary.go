@@ -25,6 +25,17 @@ type Run struct {
 	Testbed   string            `json:"testbed,omitempty"`
 	// T0 is the wall time the run's clock started (events.csv's t_s counts from it).
 	T0 time.Time `json:"t0,omitzero"`
+	// Instances are the run's components and workloads with their kinds, so the report shows
+	// a system's section only for runs where that system ran. Absent in results written before
+	// it was recorded.
+	Instances []Instance `json:"instances,omitempty"`
+}
+
+// Instance is a component or workload of a run, as run.json names it.
+type Instance struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	Node string `json:"node"`
 }
 
 // Summary is summary.json: every run's metrics, and the sweep combinations aggregated across

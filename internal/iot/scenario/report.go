@@ -21,7 +21,8 @@ import (
 // one line per implementation (Figs. 4-5).
 
 func init() {
-	report.RegisterSection(report.Section{ID: "iot", Title: "IoT processing", Order: 25, Build: build})
+	report.RegisterSection(report.Section{ID: "iot", Title: "IoT processing", Order: 25,
+		Kinds: []string{"iot", "function", "microservice", "faas-gateway"}, Build: build})
 }
 
 func build(res *report.Results) *report.SectionContent {

@@ -23,6 +23,8 @@ func init() {
 		ID:    "qos",
 		Title: "QoS",
 		Order: 10,
+		// http-load's QoS latencies and instance shares, which the proxy's experiments measure.
+		Kinds: []string{"proxy", "http-load"},
 		Build: func(res *report.Results) *report.SectionContent { return buildQoS(res, instancePalette(res)) },
 		WorkloadFigures: func(res *report.Results, run *report.Run, w *report.Workload) []chart.Figure {
 			return instanceFigures(run, w, instancePalette(res))

@@ -18,7 +18,8 @@ import (
 // shown when the results have its data.
 
 func init() {
-	report.RegisterSection(report.Section{ID: "npm", Title: "NPM platform", Order: 20, Build: buildNPM})
+	report.RegisterSection(report.Section{ID: "npm", Title: "NPM platform", Order: 20,
+		Kinds: []string{"pace", "maintenance", "freshness"}, Build: buildNPM})
 }
 
 // npmGroup is one sweep combination with its runs.
