@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Profiles continuum kv under PACE (seeds/000's NPM platform workload) without the testbed: three
 # members on loopback with pprof on, 4 producers x 3 consumers of one traffic class, each process
-# using "its" member as in scenarios/npm/distributed-4x.yaml. After a warm-up it takes a 20 s CPU
+# using "its" member as in scenarios/shareddata/distributed-4x.yaml. After a warm-up it takes a 20 s CPU
 # profile and a heap profile of member m1 and prints the members' RSS and CPU.
 #   scripts/profile-kv-pace.sh [CLASS] [DURATION]      (default: wave 50s; run `make build` first)
 #   go tool pprof -top /tmp/kv-pace-profile/cpu.pprof

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/continuum-project/continuum/internal/pace"
+	"github.com/continuum-project/continuum/internal/shareddata/pace"
 	"github.com/continuum-project/continuum/internal/shareddata"
 )
 

@@ -11,5 +11,5 @@
 //
 // This package holds what the modes share: the modes' names and how a Python handler is found
 // and started (the venv `make setup` builds, the runtimes in python/src). The watchdog is in
-// faas/watchdog; the experiment kinds in faas/scenario.
+// faas/watchdog; the experiment kinds in faas/kinds.
 package faas

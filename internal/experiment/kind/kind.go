@@ -1,7 +1,7 @@
 // Package kind is what a system implements to take part in experiments: a Kind (a component
 // deployed on a node, or a workload that drives components), the Env its instance runs in, the
 // Command the testbed starts, the Endpoints a component serves, and the registry kinds add
-// themselves to from their system's scenario package (see internal/systems/install).
+// themselves to from their system's kinds package (see internal/systems/install).
 //
 // It is a leaf: it imports neither the runner nor the report nor any system, so a system's
 // adapter depends on it and the runner depends on it, never on each other.

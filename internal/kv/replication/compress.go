@@ -13,7 +13,7 @@ import (
 //
 // S2 (a Snappy extension) is the default, not gzip. A change carries its values whole, every
 // message is compressed once per peer stream, and applications store values that do not
-// compress: random or already-compressed payloads, like PACE's 100 kB metrics (docs/npm.md). gzip spent 2.9 ms of
+// compress: random or already-compressed payloads, like PACE's 100 kB metrics (docs/shareddata.md). gzip spent 2.9 ms of
 // CPU on each such 100 kB value on this project's 2-core machines, for every peer: at a few
 // hundred writes per second that was most of a core. S2 stores incompressible blocks as they are
 // and still shrinks repetitive ones several-fold, at over a GB/s.

@@ -4,12 +4,12 @@
 package install
 
 import (
-	_ "github.com/continuum-project/continuum/internal/baselines/scenario"  // etcd, redis, ycsb
-	_ "github.com/continuum-project/continuum/internal/faas/scenario"       // function, microservice
-	_ "github.com/continuum-project/continuum/internal/httpecho/scenario"   // http-echo, http-load
-	_ "github.com/continuum-project/continuum/internal/iot/scenario"        // iot
-	_ "github.com/continuum-project/continuum/internal/kv/scenario"         // kv, kv-lag
-	_ "github.com/continuum-project/continuum/internal/pace/scenario"       // pace
-	_ "github.com/continuum-project/continuum/internal/proxy/scenario"      // proxy + QoS report sections
-	_ "github.com/continuum-project/continuum/internal/shareddata/scenario" // maintenance
+	_ "github.com/continuum-project/continuum/internal/baselines/kinds"  // etcd, redis, ycsb
+	_ "github.com/continuum-project/continuum/internal/faas/kinds"       // function, microservice
+	_ "github.com/continuum-project/continuum/internal/httpecho/kinds"   // http-echo, http-load
+	_ "github.com/continuum-project/continuum/internal/iot/kinds"        // iot
+	_ "github.com/continuum-project/continuum/internal/kv/kinds"         // kv, kv-lag
+	_ "github.com/continuum-project/continuum/internal/shareddata/kinds"       // pace
+	_ "github.com/continuum-project/continuum/internal/proxy/kinds"      // proxy + QoS report sections
+	_ "github.com/continuum-project/continuum/internal/shareddata/kinds" // maintenance
 )

@@ -1,0 +1,179 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
+	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
+	"github.com/continuum-project/continuum/internal/spec"
+)
+
+func init() {
+	kind.Register(&kind.Kind{
+		Name:    "ycsb",
+		Role:    kind.RoleWorkload,
+		Summary: "YCSB core workload A-F (load then run phase) against etcd, kv or redis; one series per operation type",
+		NewConfig: func() any {
+			return &YCSBConfig{Workload: "a", RecordCount: 1000, Phase: ycsb.PhaseBoth, Timeout: spec.Duration{Duration: time.Second}}
+		},
+		Validate: func(cfg any) error { return cfg.(*YCSBConfig).validate() },
+		Command:  ycsbCommand,
+		Overrun:  func(cfg any) time.Duration { return cfg.(*YCSBConfig).overrun() },
+	})
+}
+
+// YCSBConfig is the `config:` of a ycsb workload: one target (a URL or a component) and the
+// workload. The load phase runs first, before the run phase's duration starts; the runner
+// allows it load_time beyond the scenario's duration.
+type YCSBConfig struct {
+	// Target is etcd=http://HOST:PORT, kv=http://HOST:PORT or redis=HOST:PORT; or Component
+	// names an etcd, kv or redis instance (reached at its node on its port, or Port).
+	Target    string `yaml:"target,omitempty"`
+	Component string `yaml:"component,omitempty"`
+	Port      int    `yaml:"port,omitempty"`
+
+	Workload            string        `yaml:"workload"`    // a..f (default a)
+	RecordCount         int64         `yaml:"recordcount"` // default 1000
+	OperationCount      int64         `yaml:"operationcount"`
+	FieldCount          int           `yaml:"fieldcount"`          // 0: the preset's (10)
+	FieldLength         int           `yaml:"fieldlength"`         // 0: the preset's (100)
+	RequestDistribution string        `yaml:"requestdistribution"` // empty: the preset's
+	Phase               string        `yaml:"phase"`               // load, run or both (default)
+	Rate                float64       `yaml:"rate"`                // open loop: operations/s
+	Clients             int           `yaml:"clients"`             // closed loop
+	Timeout             spec.Duration `yaml:"timeout"`             // default 1s
+	MaxInflight         int           `yaml:"max_inflight"`
+	LoadClients         int           `yaml:"load_clients"` // default 32
+	Conns               int           `yaml:"conns"`        // client connections (default per store)
+	// LoadTime is the time the load phase may take (default 20s plus 1ms per record): the
+	// runner waits that much longer than the scenario's duration before it stops the workload.
+	LoadTime spec.Duration `yaml:"load_time,omitempty"`
+}
+
+// overrun is the time past the run's duration the workload may need: its load phase, the last
+// requests' timeout, writing its outputs.
+func (c *YCSBConfig) overrun() time.Duration {
+	d := c.Timeout.Duration + 15*time.Second
+	if c.Phase != ycsb.PhaseRun {
+		d += c.loadTime()
+	}
+	return d
+}
+
+func (c *YCSBConfig) loadTime() time.Duration {
+	if c.LoadTime.Duration > 0 {
+		return c.LoadTime.Duration
+	}
+	return 20*time.Second + time.Duration(c.RecordCount)*time.Millisecond
+}
+
+func (c *YCSBConfig) validate() error {
+	switch {
+	case (c.Target == "") == (c.Component == ""):
+		return errors.New("give exactly one of target (etcd=http://HOST:PORT, kv=..., redis=HOST:PORT) and component")
+	case c.Target != "" && c.Port != 0:
+		return errors.New("port goes with component, not target")
+	case c.Port < 0 || c.Port > 65535:
+		return fmt.Errorf("port %d: must be between 1 and 65535", c.Port)
+	case c.Rate < 0 || c.Clients < 0:
+		return errors.New("rate and clients must be >= 0")
+	case (c.Rate > 0) == (c.Clients > 0):
+		return errors.New("exactly one of rate (open loop, operations/s) and clients (closed loop) must be > 0")
+	case c.Timeout.Duration <= 0 || c.Timeout.Duration > time.Minute:
+		return fmt.Errorf("timeout %v: must be > 0 and <= 1m", c.Timeout)
+	case c.MaxInflight < 0 || c.LoadClients < 0 || c.Conns < 0:
+		return errors.New("max_inflight, load_clients and conns must be >= 0")
+	case c.LoadTime.Duration < 0:
+		return fmt.Errorf("load_time %v: must be > 0 (or absent: 20s plus 1ms per record)", c.LoadTime)
+	}
+	if c.Target != "" {
+		if _, err := kvtarget.ParseTarget(c.Target); err != nil {
+			return err
+		}
+	}
+	w, err := ycsb.Preset(c.Workload)
+	if err != nil {
+		return err
+	}
+	w.RecordCount, w.OperationCount = c.RecordCount, c.OperationCount
+	if c.FieldCount != 0 {
+		w.FieldCount = c.FieldCount
+	}
+	if c.FieldLength != 0 {
+		w.FieldLength = c.FieldLength
+	}
+	if c.RequestDistribution != "" {
+		w.RequestDistribution = c.RequestDistribution
+	}
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	switch c.Phase {
+	case ycsb.PhaseLoad, ycsb.PhaseRun, ycsb.PhaseBoth:
+	default:
+		return fmt.Errorf("phase %q: want load, run or both", c.Phase)
+	}
+	return nil
+}
+
+// target resolves the workload's target; a component becomes etcd=http://<its node>:<port> or
+// redis=<its node>:<port>, from the endpoint it serves the etcd v3 API or Redis on.
+func (c *YCSBConfig) target(env kind.Env) (string, error) {
+	if c.Target != "" {
+		return c.Target, nil
+	}
+	node, ep, err := env.Endpoint(c.Component, c.Port, kind.ProtocolEtcdV3, kind.ProtocolRedis)
+	if err != nil {
+		return "", err
+	}
+	hostPort := net.JoinHostPort(node, strconv.Itoa(ep.Port))
+	if ep.Protocol == kind.ProtocolRedis {
+		return kvtarget.KindRedis + "=" + hostPort, nil
+	}
+	return kvtarget.KindEtcd + "=http://" + hostPort, nil
+}
+
+func ycsbCommand(env kind.Env, cfg any) (kind.Command, error) {
+	c := cfg.(*YCSBConfig)
+	target, err := c.target(env)
+	if err != nil {
+		return kind.Command{}, err
+	}
+	args := []string{env.Binary, "load", "ycsb", "--target", target, "--workload", c.Workload,
+		"--phase", c.Phase, "--recordcount", strconv.FormatInt(c.RecordCount, 10)}
+	if c.OperationCount > 0 {
+		args = append(args, "--operationcount", strconv.FormatInt(c.OperationCount, 10))
+	}
+	if c.FieldCount > 0 {
+		args = append(args, "--fieldcount", strconv.Itoa(c.FieldCount))
+	}
+	if c.FieldLength > 0 {
+		args = append(args, "--fieldlength", strconv.Itoa(c.FieldLength))
+	}
+	if c.RequestDistribution != "" {
+		args = append(args, "--requestdistribution", c.RequestDistribution)
+	}
+	if c.Clients > 0 {
+		args = append(args, "--clients", strconv.Itoa(c.Clients))
+	} else {
+		args = append(args, "--rate", strconv.FormatFloat(c.Rate, 'f', -1, 64))
+	}
+	args = append(args, "--timeout", c.Timeout.String())
+	if c.MaxInflight > 0 {
+		args = append(args, "--max-inflight", strconv.Itoa(c.MaxInflight))
+	}
+	if c.LoadClients > 0 {
+		args = append(args, "--load-clients", strconv.Itoa(c.LoadClients))
+	}
+	if c.Conns > 0 {
+		args = append(args, "--conns", strconv.Itoa(c.Conns))
+	}
+	args = append(args, "--duration", env.Duration.String(), "--warmup", env.Warmup.String(),
+		"--out", env.OutDir, "--seed", strconv.FormatInt(env.Seed, 10))
+	return kind.Command{Args: args}, nil
+}

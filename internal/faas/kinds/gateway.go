@@ -1,0 +1,212 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/faas"
+	"github.com/continuum-project/continuum/internal/faas/gateway"
+	"github.com/continuum-project/continuum/internal/results"
+	"github.com/continuum-project/continuum/internal/spec"
+)
+
+func init() {
+	kind.Register(&kind.Kind{
+		Name:    "faas-gateway",
+		Role:    kind.RoleComponent,
+		Summary: "function gateway: /function/NAME routed to instances it starts on its node (one core each), scaled by hand, by rps or to zero",
+		NewConfig: func() any {
+			return &GatewayConfig{Port: 8080, InstancePort: 18080, InstanceCPUs: 1}
+		},
+		Validate:  func(cfg any) error { return cfg.(*GatewayConfig).validate() },
+		Command:   gatewayCommand,
+		Endpoints: func(cfg any) []kind.Endpoint { return httpEndpoint(cfg.(*GatewayConfig).Port) },
+		Metrics:   gatewayMetrics,
+	})
+}
+
+// GatewayConfig is the `config:` of a faas-gateway.
+type GatewayConfig struct {
+	Port int `yaml:"port"` // default 8080
+	// InstancePort is the first loopback port instances listen on (default 18080).
+	InstancePort int `yaml:"instance_port"`
+	// InstanceCPUs limits each instance (default 1 core; 0 = unlimited).
+	InstanceCPUs float64           `yaml:"instance_cpus"`
+	Functions    []GatewayFunction `yaml:"functions"`
+}
+
+// GatewayFunction is one function the gateway serves (see gateway.Function).
+type GatewayFunction struct {
+	Name         string        `yaml:"name"`
+	Handler      string        `yaml:"handler"`
+	Mode         string        `yaml:"mode"`   // classic or http (default)
+	Server       string        `yaml:"server"` // http mode's upstream: continuum (default) or flask
+	Replicas     int           `yaml:"replicas"`
+	Min          int           `yaml:"min"`
+	Max          int           `yaml:"max"` // default 20
+	Scaler       string        `yaml:"scaler"`
+	RPSThreshold float64       `yaml:"rps_threshold"`
+	RPSWindow    spec.Duration `yaml:"rps_window"`
+	IdleTimeout  spec.Duration `yaml:"idle_timeout"`
+	ExecTimeout  spec.Duration `yaml:"exec_timeout"`
+	MaxInflight  int           `yaml:"max_inflight"`
+	Zygote       bool          `yaml:"zygote"`
+	// cpu scaler (seeds/001's Micro_s: 0.85, 60s, +4) and concurrency scaler (Knative KPA).
+	CPUThreshold      float64       `yaml:"cpu_threshold"`
+	CPUWindow         spec.Duration `yaml:"cpu_window"`
+	CPUStep           int           `yaml:"cpu_step"`
+	TargetConcurrency float64       `yaml:"target_concurrency"`
+	StableWindow      spec.Duration `yaml:"stable_window"`
+	PanicWindow       spec.Duration `yaml:"panic_window"`
+}
+
+func (f GatewayFunction) function() *gateway.Function {
+	fn := &gateway.Function{Name: f.Name, Handler: f.Handler, Mode: f.Mode, Server: f.Server, Replicas: f.Replicas,
+		MinReplicas: f.Min, MaxReplicas: f.Max, Scaler: f.Scaler, RPSThreshold: f.RPSThreshold, RPSWindow: f.RPSWindow.Duration,
+		IdleTimeout: f.IdleTimeout.Duration, ExecTimeout: f.ExecTimeout.Duration, MaxInflight: f.MaxInflight,
+		Zygote: f.Zygote, CPUThreshold: f.CPUThreshold, CPUWindow: f.CPUWindow.Duration, CPUStep: f.CPUStep,
+		TargetConcurrency: f.TargetConcurrency, StableWindow: f.StableWindow.Duration, PanicWindow: f.PanicWindow.Duration}
+	if fn.Mode == "" {
+		fn.Mode = faas.ModeHTTP
+	}
+	if fn.Server == "" {
+		fn.Server = faas.ServerContinuum
+	}
+	return fn
+}
+
+func (c *GatewayConfig) validate() error {
+	if len(c.Functions) == 0 {
+		return errors.New("functions: list the functions the gateway serves (name, handler, ...)")
+	}
+	if c.InstanceCPUs < 0 {
+		return fmt.Errorf("instance_cpus %g: want >= 0 (0 = unlimited)", c.InstanceCPUs)
+	}
+	if err := kind.CheckPort("instance_port", c.InstancePort); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for i, f := range c.Functions {
+		fn := f.function()
+		if err := fn.Validate(); err != nil {
+			return fmt.Errorf("functions[%d]: %w", i, err)
+		}
+		if err := checkServer(fn.Server); err != nil {
+			return fmt.Errorf("functions[%d]: %w", i, err)
+		}
+		if seen[fn.Name] {
+			return fmt.Errorf("functions[%d]: %s named twice", i, fn.Name)
+		}
+		seen[fn.Name] = true
+	}
+	return kind.CheckPort("port", c.Port)
+}
+
+func gatewayCommand(env kind.Env, cfg any) (kind.Command, error) {
+	c := cfg.(*GatewayConfig)
+	args := []string{env.Binary, "faas", "gateway", "--listen", ":" + strconv.Itoa(c.Port),
+		"--testbed", env.Testbed, "--state-dir", env.StateDir, "--node", env.Node, "--name", env.Instance,
+		"--log-dir", filepath.Join(env.OutDir, "instances"), "--instance-cpus", strconv.FormatFloat(c.InstanceCPUs, 'g', -1, 64),
+		"--instance-port", strconv.Itoa(c.InstancePort), "--out", env.OutDir}
+	for _, f := range c.Functions {
+		fn := f.function()
+		h, err := faas.ResolveHandler(fn.Handler)
+		if err != nil {
+			return kind.Command{}, fmt.Errorf("faas-gateway %s: function %s: %w", env.Instance, fn.Name, err)
+		}
+		fn.Handler = h
+		if c.InstanceCPUs > 0 {
+			fn.CPULimit = c.InstanceCPUs // the cpu scaler's 100%
+		}
+		if err := fn.Validate(); err != nil {
+			return kind.Command{}, err
+		}
+		args = append(args, "--function", fn.Format())
+	}
+	cmd := kind.Command{Args: args, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port)}
+	if slices.ContainsFunc(c.Functions, func(f GatewayFunction) bool { return f.Handler != "" }) {
+		// The instances it starts find Python through it (see functionCommand).
+		py, err := faas.FindPython()
+		if err != nil {
+			return kind.Command{}, fmt.Errorf("faas-gateway %s: %w", env.Instance, err)
+		}
+		cmd.Env = py.LocateEnv()
+	}
+	return cmd, nil
+}
+
+// gatewayMetrics reads each gateway's gateway.json: faas/<gateway>/<function>.
+func gatewayMetrics(out kind.RunOutput) map[string]map[string]float64 {
+	m := map[string]map[string]float64{}
+	samples, _ := results.ReadSamples(out.Samples)
+	for _, in := range out.Instances {
+		var r map[string]gateway.FunctionReport
+		if results.ReadJSON(filepath.Join(in.OutDir, gateway.ReportFile), &r) != nil {
+			continue
+		}
+		for fn, f := range r {
+			fields := map[string]float64{
+				"invocations": float64(f.Invocations), "cold_starts": float64(f.ColdStarts),
+				"scale_events": float64(f.ScaleEvents), "max_ready": float64(f.MaxReady), "mean_ready": f.MeanReady,
+			}
+			for k, v := range instanceResources(samples, in.Name, fn) {
+				fields[k] = v
+			}
+			m["faas/"+in.Name+"/"+fn] = fields
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// instanceResources sums, per sample time, the CPU and memory of a gateway's instances of fn
+// (processes <gateway>-<fn>-<n>) and of its zygote (<gateway>-zygote-<fn>): the function's
+// cost summed over its instances, as seeds/001 reports it. cpu_pct is the mean over the run
+// (% of one core), rss_mib the mean and rss_mib_max the largest sum.
+func instanceResources(samples []results.Sample, gw, fn string) map[string]float64 {
+	inst, zyg := gw+"-"+fn+"-", gw+"-zygote-"+fn
+	type sum struct{ cpu, rss float64 }
+	byT := map[float64]*sum{}
+	for _, s := range samples {
+		if s.Component != zyg && !(strings.HasPrefix(s.Component, inst) && isDigits(s.Component[len(inst):])) {
+			continue
+		}
+		x := byT[s.T]
+		if x == nil {
+			x = &sum{}
+			byT[s.T] = x
+		}
+		x.cpu += s.CPUUtil
+		x.rss += s.RSSBytes
+	}
+	if len(byT) == 0 {
+		return nil
+	}
+	var cpu, rss, rssMax float64
+	for _, x := range byT {
+		cpu += x.cpu
+		rss += x.rss
+		rssMax = max(rssMax, x.rss)
+	}
+	n := float64(len(byT))
+	return map[string]float64{"cpu_pct": 100 * cpu / n, "rss_mib": rss / n / (1 << 20), "rss_mib_max": rssMax / (1 << 20)}
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,155 @@
+// Package kinds registers the function platform's components for experiments: `function`
+// (one instance of a python3-http handler behind Continuum's watchdog, classic or http mode)
+// and `microservice` (the same handler in a long-lived server exposed directly, the seed's
+// Flask + Waitress by default), each limited to one core by default as seeds/001 runs them.
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/faas"
+	"github.com/continuum-project/continuum/internal/spec"
+)
+
+func init() {
+	kind.Register(&kind.Kind{
+		Name:    "function",
+		Role:    kind.RoleComponent,
+		Summary: "one instance of a python3-http handler behind Continuum's watchdog: mode classic (a process per request) or http (one reused upstream process)",
+		NewConfig: func() any {
+			return &FunctionConfig{Mode: faas.ModeHTTP, Server: faas.ServerContinuum, Port: 8080, CPUs: 1,
+				ExecTimeout: spec.Duration{Duration: 60e9}}
+		},
+		Validate:  func(cfg any) error { return cfg.(*FunctionConfig).validate() },
+		Command:   functionCommand,
+		Endpoints: func(cfg any) []kind.Endpoint { return httpEndpoint(cfg.(*FunctionConfig).Port) },
+	})
+	kind.Register(&kind.Kind{
+		Name:      "microservice",
+		Role:      kind.RoleComponent,
+		Summary:   "a python3-http handler in a long-lived server exposed directly (seeds/001's microservice: Flask + Waitress, one thread)",
+		NewConfig: func() any { return &MicroConfig{Server: faas.ServerFlask, Port: 8080, CPUs: 1} },
+		Validate:  func(cfg any) error { return cfg.(*MicroConfig).validate() },
+		Command:   microCommand,
+		Endpoints: func(cfg any) []kind.Endpoint { return httpEndpoint(cfg.(*MicroConfig).Port) },
+	})
+}
+
+func httpEndpoint(port int) []kind.Endpoint {
+	return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: port}}
+}
+
+// FunctionConfig is the `config:` of a function instance.
+type FunctionConfig struct {
+	// Handler is the function folder (with handler.py), relative to the clone or absolute.
+	Handler string `yaml:"handler"`
+	Mode    string `yaml:"mode"`   // classic or http (default)
+	Server  string `yaml:"server"` // http mode's upstream: continuum (default) or flask
+	Port    int    `yaml:"port"`   // default 8080
+	// CPUs limits the instance (watchdog and function processes) to that many cores; default
+	// 1, 0 = unlimited.
+	CPUs        float64       `yaml:"cpus"`
+	ExecTimeout spec.Duration `yaml:"exec_timeout"` // default 60s
+	MaxInflight int           `yaml:"max_inflight"` // 0 = no limit
+	// Zygote forks the http upstream, or each classic request's process, from a process that
+	// imported the handler once (no interpreter start, no imports per process).
+	Zygote bool `yaml:"zygote"`
+}
+
+func (c *FunctionConfig) validate() error {
+	if !slices.Contains([]string{faas.ModeClassic, faas.ModeHTTP}, c.Mode) {
+		return fmt.Errorf("mode %q: want %s or %s (the microservice kind runs %s)", c.Mode, faas.ModeClassic, faas.ModeHTTP, faas.ModeMicro)
+	}
+	if err := checkServer(c.Server); err != nil {
+		return err
+	}
+	if err := checkCommon(c.Handler, c.Port, c.CPUs); err != nil {
+		return err
+	}
+	if c.ExecTimeout.Duration <= 0 || c.MaxInflight < 0 {
+		return fmt.Errorf("exec_timeout %v, max_inflight %d: want a timeout > 0 and max_inflight >= 0", c.ExecTimeout, c.MaxInflight)
+	}
+	return nil
+}
+
+func checkServer(s string) error {
+	if s != faas.ServerContinuum && s != faas.ServerFlask {
+		return fmt.Errorf("server %q: want %s or %s", s, faas.ServerContinuum, faas.ServerFlask)
+	}
+	return nil
+}
+
+func checkCommon(handler string, port int, cpus float64) error {
+	if handler == "" {
+		return errors.New("handler: name the function folder, e.g. python/functions/iot-analytics")
+	}
+	if cpus < 0 {
+		return fmt.Errorf("cpus %g: want >= 0 (0 = unlimited)", cpus)
+	}
+	return kind.CheckPort("port", port)
+}
+
+func functionCommand(env kind.Env, cfg any) (kind.Command, error) {
+	c := cfg.(*FunctionConfig)
+	h, err := faas.ResolveHandler(c.Handler)
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("function %s: %w", env.Instance, err)
+	}
+	// Found here, in the runner's clone, and handed on: the watchdog runs in the instance's
+	// results directory, perhaps from a binary outside the clone.
+	py, err := faas.FindPython()
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("function %s: %w", env.Instance, err)
+	}
+	port := strconv.Itoa(c.Port)
+	return kind.Command{
+		Env: py.LocateEnv(),
+		Args: []string{env.Binary, "faas", "watchdog", "--mode", c.Mode, "--handler", h, "--server", c.Server,
+			"--listen", ":" + port, "--exec-timeout", c.ExecTimeout.String(), "--max-inflight", strconv.Itoa(c.MaxInflight),
+			"--start-zygote=" + strconv.FormatBool(c.Zygote)},
+		CPUs:      c.CPUs,
+		ReadyAddr: "127.0.0.1:" + port,
+	}, nil
+}
+
+// MicroConfig is the `config:` of a microservice instance.
+type MicroConfig struct {
+	Handler string  `yaml:"handler"`
+	Server  string  `yaml:"server"` // flask (default: Flask + Waitress, one thread) or continuum
+	Port    int     `yaml:"port"`   // default 8080
+	CPUs    float64 `yaml:"cpus"`   // default 1, 0 = unlimited
+	// ExecTimeout, with server continuum, answers 504 to a handler running longer (Flask +
+	// Waitress, the seed's microservice, has no such limit). 0: none.
+	ExecTimeout spec.Duration `yaml:"exec_timeout"`
+}
+
+func (c *MicroConfig) validate() error {
+	if err := checkServer(c.Server); err != nil {
+		return err
+	}
+	if c.ExecTimeout.Duration < 0 || c.ExecTimeout.Duration > 0 && c.Server == faas.ServerFlask {
+		return fmt.Errorf("exec_timeout %v: Flask + Waitress cannot stop a handler; use server: continuum for a limit", c.ExecTimeout)
+	}
+	return checkCommon(c.Handler, c.Port, c.CPUs)
+}
+
+func microCommand(env kind.Env, cfg any) (kind.Command, error) {
+	c := cfg.(*MicroConfig)
+	h, err := faas.ResolveHandler(c.Handler)
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("microservice %s: %w", env.Instance, err)
+	}
+	py, err := faas.FindPython()
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("microservice %s: %w", env.Instance, err)
+	}
+	args, err := py.ServerArgs(c.Server, h, "0.0.0.0", c.Port, c.ExecTimeout.Duration)
+	if err != nil {
+		return kind.Command{}, err
+	}
+	return kind.Command{Args: args, Env: py.Env(), CPUs: c.CPUs, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port)}, nil
+}

@@ -1,0 +1,109 @@
+package kinds_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
+	_ "github.com/continuum-project/continuum/internal/systems/install"
+)
+
+func env() kind.Env {
+	return kind.Env{Instance: "fn", Node: "edge", Binary: "/bin/continuum", OutDir: "/r/components/fn"}
+}
+
+func TestFunctionCommand(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "function", "{handler: python/functions/hello, mode: classic, port: 9000, exec_timeout: 5s}")
+	cmd, err := k.Command(env(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(cmd.Args, " ")
+	for _, want := range []string{"/bin/continuum faas watchdog --mode classic --handler /", "/python/functions/hello --server continuum",
+		"--listen :9000 --exec-timeout 5s --max-inflight 0"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if cmd.CPUs != 1 || cmd.ReadyAddr != "127.0.0.1:9000" {
+		t.Errorf("cpus %g, ready %q: want the default one core and the port", cmd.CPUs, cmd.ReadyAddr)
+	}
+	// The watchdog runs in its results directory, perhaps from a binary outside the clone: it
+	// is told where Python is.
+	if env := strings.Join(cmd.Env, " "); !strings.Contains(env, "CONTINUUM_PYTHON=/") || !strings.Contains(env, "CONTINUUM_PYTHON_SRC=/") {
+		t.Errorf("env %q: want CONTINUUM_PYTHON and CONTINUUM_PYTHON_SRC", env)
+	}
+	if eps := k.Endpoints(cfg); len(eps) != 1 || eps[0].Port != 9000 || eps[0].Protocol != kind.ProtocolHTTP {
+		t.Errorf("endpoints %+v", eps)
+	}
+}
+
+func TestMicroserviceCommand(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "microservice", "{handler: python/functions/iot-analytics, cpus: 0}")
+	cmd, err := k.Command(env(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmd.Args) < 4 || !strings.HasSuffix(cmd.Args[0], "/python") || cmd.Args[2] != "continuum_functions.flaskapp" ||
+		!slices.Contains(cmd.Args, "0.0.0.0") || cmd.CPUs != 0 {
+		t.Errorf("args %q cpus %g: want Flask + Waitress on every address, unlimited", cmd.Args, cmd.CPUs)
+	}
+	if !slices.ContainsFunc(cmd.Env, func(e string) bool { return strings.HasPrefix(e, "PYTHONPATH=") && strings.HasSuffix(e, "/python/src") }) {
+		t.Errorf("env %q lacks PYTHONPATH to python/src", cmd.Env)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []struct{ kind, cfg, want string }{
+		{"function", "{handler: python/functions/hello, mode: micro}", `mode "micro": want classic or http (the microservice kind runs micro)`},
+		{"function", "{mode: http}", "handler: name the function folder"},
+		{"function", "{handler: x, server: gunicorn}", `server "gunicorn": want continuum or flask`},
+		{"function", "{handler: x, cpus: -1}", "cpus -1"},
+		{"microservice", "{handler: x, port: 0}", "port 0"},
+	} {
+		k, cfg := kindtest.Decode(t, c.kind, c.cfg)
+		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: got %v, want %q", c.kind, c.cfg, err, c.want)
+		}
+	}
+	k, cfg := kindtest.Decode(t, "function", "{handler: python/functions/nope}")
+	if _, err := k.Command(env(), cfg); err == nil || !strings.Contains(err.Error(), "no such function folder") {
+		t.Errorf("missing handler: %v", err)
+	}
+}
+
+func TestGatewayCommand(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "faas-gateway", `{port: 8080, functions: [{name: analytics, handler: python/functions/iot-analytics,
+  mode: http, server: flask, scaler: rps, max: 20}]}`)
+	e := env()
+	e.Testbed, e.StateDir = "run-001", "/run/continuum"
+	cmd, err := k.Command(e, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(cmd.Args, " ")
+	for _, want := range []string{"/bin/continuum faas gateway --listen :8080 --testbed run-001 --state-dir /run/continuum --node edge",
+		"--instance-cpus 1 --instance-port 18080 --out /r/components/fn --function name=analytics,handler=/",
+		"/python/functions/iot-analytics,mode=http,server=flask,replicas=1,min=0,max=20,scaler=rps,rps_threshold=5,",
+		",rps_window=5s,exec_timeout=1m0s,"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if env := strings.Join(cmd.Env, " "); !strings.Contains(env, "CONTINUUM_PYTHON=/") {
+		t.Errorf("env %q: the gateway's instances need CONTINUUM_PYTHON", env)
+	}
+	for _, c := range []struct{ cfg, want string }{
+		{"{}", "functions: list the functions"},
+		{"{functions: [{name: a, handler: x}, {name: a, handler: y}]}", "a named twice"},
+		{"{functions: [{name: A, handler: x}]}", "functions[0]: function name"},
+		{"{functions: [{name: a, handler: x, scaler: kpa}]}", `scaler "kpa": want one of none, rps, cpu, concurrency`},
+	} {
+		k, cfg := kindtest.Decode(t, "faas-gateway", c.cfg)
+		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}

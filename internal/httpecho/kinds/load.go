@@ -1,0 +1,208 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/results"
+	"github.com/continuum-project/continuum/internal/spec"
+)
+
+func init() {
+	kind.Register(&kind.Kind{
+		Name:    "http-load",
+		Role:    kind.RoleWorkload,
+		Summary: "HTTP load generator: open loop at a fixed rate or closed loop with N clients per target",
+		NewConfig: func() any {
+			return &LoadConfig{Timeout: spec.Duration{Duration: time.Second}, Method: http.MethodGet}
+		},
+		Validate: func(cfg any) error { return cfg.(*LoadConfig).validate() },
+		Command:  loadCommand,
+		Overrun:  func(cfg any) time.Duration { return cfg.(*LoadConfig).Timeout.Duration + 15*time.Second },
+		Metrics:  loadMetrics,
+	})
+}
+
+// LoadConfig is the `config:` of an http-load workload.
+type LoadConfig struct {
+	Targets     []LoadTarget  `yaml:"targets"`
+	Rate        float64       `yaml:"rate"`    // open loop: requests/s per target
+	Clients     int           `yaml:"clients"` // closed loop: clients per target
+	Timeout     spec.Duration `yaml:"timeout"` // default 1s
+	Method      string        `yaml:"method"`  // default GET
+	BodySize    spec.Bytes    `yaml:"body_size"`
+	MaxInflight int           `yaml:"max_inflight"` // 0: loadgen's default
+	// QoSLatency is a response-time requirement: stats and summary report per series the share
+	// of requests that succeeded within it ("qos" metric). 0: none.
+	QoSLatency spec.Duration `yaml:"qos_latency,omitempty"`
+	// LatencyBounds, with QoSLatency, are response-time bounds (ascending) under which stats
+	// counts each series' successes, e.g. QEdgeProxy's ranges for 80 ms: [20ms, 50ms, 80ms, 120ms].
+	LatencyBounds []spec.Duration `yaml:"latency_bounds,omitempty"`
+}
+
+// LoadTarget is one series: a URL, or a component reached at http://<its node>:<port><path>.
+type LoadTarget struct {
+	Name      string `yaml:"name"`
+	URL       string `yaml:"url,omitempty"`
+	Component string `yaml:"component,omitempty"`
+	Port      int    `yaml:"port,omitempty"` // default: the component's http endpoint
+	Path      string `yaml:"path,omitempty"` // default "/"
+	// Service and Host address a service behind a proxy component (kind proxy): the
+	// X-Continuum-Service header and the Host header. Answers naming their instance
+	// (X-Continuum-Instance) are counted per instance.
+	Service string `yaml:"service,omitempty"`
+	Host    string `yaml:"host,omitempty"`
+}
+
+func (c *LoadConfig) validate() error {
+	switch {
+	case c.Rate < 0 || c.Clients < 0:
+		return errors.New("rate and clients must be >= 0")
+	case (c.Rate > 0) == (c.Clients > 0):
+		return errors.New("exactly one of rate (open loop, requests/s per target) and clients (closed loop) must be > 0")
+	case c.Timeout.Duration <= 0 || c.Timeout.Duration > time.Minute:
+		return fmt.Errorf("timeout %v: must be > 0 and <= 1m", c.Timeout)
+	case c.MaxInflight < 0:
+		return fmt.Errorf("max_inflight %d: must be >= 0", c.MaxInflight)
+	case c.BodySize < 0 || c.BodySize > 64<<20:
+		return fmt.Errorf("body_size %d: must be between 0 and 64Mi bytes", c.BodySize)
+	case c.QoSLatency.Duration < 0 || c.QoSLatency.Duration > time.Minute:
+		return fmt.Errorf("qos_latency %v: must be between 0s (none) and 1m", c.QoSLatency)
+	case c.Method == "" || strings.ToUpper(c.Method) != c.Method || strings.ContainsAny(c.Method, " \t/"):
+		return fmt.Errorf("method %q: want an upper-case HTTP method such as GET, POST or PUT", c.Method)
+	case len(c.LatencyBounds) > 0 && c.QoSLatency.Duration == 0:
+		return errors.New("latency_bounds needs qos_latency")
+	case len(c.Targets) == 0:
+		return errors.New("targets: at least one target ({name, url} or {name, component}) is required")
+	}
+	for i, b := range c.LatencyBounds {
+		if b.Duration <= 0 || b.Duration > time.Minute || i > 0 && b.Duration <= c.LatencyBounds[i-1].Duration {
+			return fmt.Errorf("latency_bounds[%d] %v: want ascending durations > 0 and <= 1m", i, b)
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Targets {
+		where := fmt.Sprintf("targets[%d]", i)
+		if err := loadgen.CheckSeriesName(t.Name); err != nil {
+			return fmt.Errorf("%s.name: %w", where, err)
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("%s.name %q: used twice", where, t.Name)
+		}
+		seen[t.Name] = true
+		switch {
+		case (t.URL == "") == (t.Component == ""):
+			return fmt.Errorf("%s (%s): give exactly one of url and component", where, t.Name)
+		case t.URL != "" && (t.Port != 0 || t.Path != ""):
+			return fmt.Errorf("%s (%s): port and path go with component, not url", where, t.Name)
+		case t.Port < 0 || t.Port > 65535:
+			return fmt.Errorf("%s.port %d: must be between 1 and 65535", where, t.Port)
+		case !headerValueRE.MatchString(t.Service) || !headerValueRE.MatchString(t.Host):
+			return fmt.Errorf("%s (%s): service and host must be names without spaces, '/' or control characters", where, t.Name)
+		}
+		if t.URL != "" {
+			u, err := url.Parse(t.URL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("%s.url %q: want http://host[:port]/path", where, t.URL)
+			}
+		}
+	}
+	return nil
+}
+
+// url returns the target's URL; a component target resolves to its http endpoint (or the one on
+// Port) at its node's name, which every node resolves.
+func (t LoadTarget) url(env kind.Env) (string, error) {
+	if t.URL != "" {
+		return t.URL, nil
+	}
+	node, ep, err := env.Endpoint(t.Component, t.Port, kind.ProtocolHTTP)
+	if err != nil {
+		return "", fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	path := t.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	return "http://" + net.JoinHostPort(node, strconv.Itoa(ep.Port)) + path, nil
+}
+
+func loadCommand(env kind.Env, cfg any) (kind.Command, error) {
+	c := cfg.(*LoadConfig)
+	args := []string{env.Binary, "load", "http"}
+	for _, t := range c.Targets {
+		u, err := t.url(env)
+		if err != nil {
+			return kind.Command{}, err
+		}
+		args = append(args, "--target", t.Name+"="+u)
+		if t.Service != "" {
+			args = append(args, "--service", t.Name+"="+t.Service)
+		}
+		if t.Host != "" {
+			args = append(args, "--host", t.Name+"="+t.Host)
+		}
+	}
+	if c.QoSLatency.Duration > 0 {
+		args = append(args, "--qos-latency", c.QoSLatency.String())
+		for _, b := range c.LatencyBounds {
+			args = append(args, "--latency-bound", b.String())
+		}
+	}
+	if c.Clients > 0 {
+		args = append(args, "--clients", strconv.Itoa(c.Clients))
+	} else {
+		args = append(args, "--rate", strconv.FormatFloat(c.Rate, 'f', -1, 64))
+	}
+	args = append(args, "--timeout", c.Timeout.String(), "--method", c.Method,
+		"--body-size", strconv.FormatInt(int64(c.BodySize), 10))
+	if c.MaxInflight > 0 {
+		args = append(args, "--max-inflight", strconv.Itoa(c.MaxInflight))
+	}
+	args = append(args, "--duration", env.Duration.String(), "--warmup", env.Warmup.String(),
+		"--out", env.OutDir, "--seed", strconv.FormatInt(env.Seed, 10))
+	return kind.Command{Args: args}, nil
+}
+
+// headerValueRE matches what http-load may send as a Host or service header ("" = unset).
+var headerValueRE = regexp.MustCompile(`^[A-Za-z0-9._:\[\]-]*$`)
+
+// loadMetrics adds, per series of every http-load instance, what the runner's generic summary
+// does not know: the QoS figures (average response time of the successful requests and the
+// share of all requests answered successfully within the requirement) and the share of requests
+// each serving instance answered (behind a proxy), from the instance's stats.json.
+func loadMetrics(out kind.RunOutput) map[string]map[string]float64 {
+	m := map[string]map[string]float64{}
+	for _, in := range out.Instances {
+		var st results.Stats
+		if results.ReadJSON(filepath.Join(in.OutDir, results.StatsFile), &st) != nil {
+			continue // the workload never wrote it (or wrote it badly); the report says so
+		}
+		for series, ss := range st.Series {
+			p := in.Name + "/" + series + "/"
+			if q := ss.QoS; q != nil {
+				m[p+"qos"] = map[string]float64{"latency_ms": q.LatencyMS, "within_pct": q.WithinPct,
+					"within": float64(q.Within), "total": float64(q.Total), "mean_ms": ss.Latency.Mean}
+			}
+			if len(ss.Instances) > 0 {
+				share := map[string]float64{}
+				for name, is := range ss.Instances {
+					share[name] = math.Round(is.Share*1e6) / 1e4
+				}
+				m[p+"instance_share_pct"] = share
+			}
+		}
+	}
+	return m
+}

@@ -1,0 +1,102 @@
+package kinds
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/results"
+)
+
+func agg(v float64) results.Aggregate {
+	return results.Aggregate{N: 1, Mean: v, CI95: [2]float64{v, v}}
+}
+
+func TestIoTSection(t *testing.T) {
+	pct := func(p, ms float64) report.PercentilePoint {
+		return report.PercentilePoint{Series: "t_rr", Percentile: p, LatencyMS: ms, Count: 1}
+	}
+	micro := &report.Run{Run: results.Run{ID: "001"}, Workloads: []*report.Workload{{Name: "adaptor",
+		Percentiles: []report.PercentilePoint{pct(50, 20), pct(99, 40)}}}}
+	gw := &report.Run{Run: results.Run{ID: "002"}, Workloads: []*report.Workload{{Name: "adaptor",
+		Percentiles: []report.PercentilePoint{pct(50, 150), pct(99, 1500)}}}}
+	res := &report.Results{Runs: []*report.Run{micro, gw}, Summary: results.Summary{Groups: []results.Group{{
+		Params: results.Params{"components": "[micro]"}, Labels: map[string]string{"components": "Micro"}, Runs: []string{"001"},
+		Metrics: map[string]map[string]results.Aggregate{
+			"iot/adaptor":             {"batches_due": agg(100), "batches_ok": agg(98), "messages_per_s": agg(4000), "cpu_cores": agg(0.01)},
+			"adaptor/t_rr/latency_ms": {"p50": agg(20), "p90": agg(30), "p99": agg(40)},
+			"adaptor/t_ex/latency_ms": {"mean": agg(14), "p50": agg(13)},
+			"adaptor/t_rr/errors":     {"value": agg(2)},
+			"resources/fn":            {"cpu_pct": agg(25), "rss_mib_max": agg(60)},
+		}}, {
+		Params: results.Params{"components": "[gw]"}, Labels: map[string]string{"components": "Flask scaled"}, Runs: []string{"002"},
+		Metrics: map[string]map[string]results.Aggregate{
+			"iot/adaptor":             {"batches_due": agg(100), "batches_ok": agg(100)},
+			"adaptor/t_rr/latency_ms": {"p50": agg(150)},
+			// The gateway's own resources are not the implementation's; its instances' are.
+			"resources/gw": {"cpu_pct": agg(7), "rss_mib_max": agg(30)},
+			// The runner reports the processes the gateway started too; faas/ has their sum.
+			"resources/gw-analytics-1": {"cpu_pct": agg(90), "rss_mib_max": agg(100)},
+			"faas/gw/analytics":        {"cpu_pct": agg(180), "rss_mib": agg(400), "mean_ready": agg(3.5), "max_ready": agg(5), "scale_events": agg(2)},
+		}}}}}
+	// The gateway's record of its instances, as `continuum faas gateway --out` writes it.
+	res.Dir = t.TempDir()
+	gwDir := filepath.Join(res.Dir, results.RunsDir, "002", results.ComponentsDir, "gw")
+	if err := os.MkdirAll(gwDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"replicas.csv": "t_s,function,wanted,ready,inflight\n1.0,analytics,1,1,0\n2.0,analytics,2,1,3\n3.0,analytics,2,2,3\n",
+		"scaling.csv":  "t_s,function,from,to,reason\n1.5,analytics,1,2,rps above threshold\n",
+	} {
+		if err := os.WriteFile(filepath.Join(gwDir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := build(res)
+	if c == nil || len(c.Tables) != 2 || len(c.Figures) != 2 {
+		t.Fatalf("section %+v: want 2 tables, a CDF figure and an instances figure", c)
+	}
+	if inst := string(c.Figures[1].SVG); !strings.Contains(inst, "rps above threshold") || !strings.Contains(inst, "analytics") {
+		t.Error("the instances figure lacks the function or its scaling decision")
+	}
+	row := func(tb report.Table, i int) map[string]string {
+		m := map[string]string{}
+		for j, col := range tb.Columns {
+			m[col.Header] = tb.Rows[i][j]
+		}
+		return m
+	}
+	p0, p1 := row(c.Tables[0], 0), row(c.Tables[0], 1)
+	if p0["components"] != "Micro" || p0["t_rr p99"] != "40" || p0["errors"] != "2" || p0["CPU %"] != "25" || p0["t_ex mean"] != "14" {
+		t.Errorf("micro row %v", p0)
+	}
+	if p1["CPU %"] != "180" || p1["memory MiB"] != "400" || p1["t_ex p50"] != "—" {
+		t.Errorf("gateway row %v: want the instances' CPU and memory, not the gateway's", p1)
+	}
+	s := row(c.Tables[1], 0)
+	if s["function"] != "gw/analytics" || s["gateway CPU %"] != "7" || s["instances max"] != "5" {
+		t.Errorf("scaling row %v", s)
+	}
+	svg := string(c.Figures[0].SVG)
+	if !strings.Contains(svg, "Micro") || !strings.Contains(svg, "Flask scaled") {
+		t.Error("the CDF lacks a line per implementation")
+	}
+	// With the MQTT ingress, a third table has the readings and t_in.
+	res.Summary.Groups[0].Metrics["iot/adaptor"]["mqtt_published"] = agg(4000)
+	res.Summary.Groups[0].Metrics["iot/adaptor"]["mqtt_received"] = agg(3990)
+	res.Summary.Groups[0].Metrics["iot/adaptor"]["mqtt_not_received"] = agg(10)
+	res.Summary.Groups[0].Metrics["adaptor/t_in/latency_ms"] = map[string]results.Aggregate{"p50": agg(3), "p99": agg(9)}
+	c = build(res)
+	if len(c.Tables) != 3 || len(c.Tables[2].Rows) != 1 {
+		t.Fatalf("tables %+v: want an MQTT table with the one MQTT run", c.Tables)
+	}
+	if m := row(c.Tables[2], 0); m["not received"] != "10" || m["received"] != "3990" || m["t_in p99"] != "9" || m["publish failed"] != "—" {
+		t.Errorf("mqtt row %v", m)
+	}
+	if build(&report.Results{}) != nil {
+		t.Error("a section without IoT results")
+	}
+}

@@ -1,0 +1,82 @@
+package kinds_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
+	_ "github.com/continuum-project/continuum/internal/systems/install"
+)
+
+func TestKVKindCommand(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "kv", "client_port: 12379\nfsync: always\n")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := k.Command(kind.Env{Binary: "/bin/continuum", Instance: "kv1", Node: "edge", Nodes: map[string]string{"edge": "10.0.0.2"}, OutDir: "/o"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/bin/continuum", "kv", "--name", "kv1", "--data-dir", "/o/data",
+		"--listen-client-urls", "http://0.0.0.0:12379", "--advertise-client-urls", "http://10.0.0.2:12379",
+		"--events-file", "/o/events.jsonl", "--fsync", "always"}
+	if !slices.Equal(cmd.Args, want) || cmd.ReadyAddr != "127.0.0.1:12379" {
+		t.Errorf("args %q ready %q", cmd.Args, cmd.ReadyAddr)
+	}
+}
+
+func TestKVLagKind(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "kv-lag", "writer: m1\nreader: m2\nrate: 50\n")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, m := kindtest.Decode(t, "kv", "client_port: 2379\n")
+	env := kind.Env{Binary: "/bin/continuum", OutDir: "/o", Duration: 20 * time.Second,
+		Components: map[string]kind.Component{"m1": kindtest.Component(t, "n1", "kv", m), "m2": kindtest.Component(t, "n2", "kv", m)}}
+	cmd, err := k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Join(cmd.Args, " ")
+	if want := "load kv-lag --writer http://n1:2379 --reader http://n2:2379 --rate 50 --timeout 30s"; !strings.Contains(line, want) {
+		t.Errorf("command %q lacks %q", line, want)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"writer: a\nreader: a\n", "both"},
+		{"writer: a\n", "required"},
+		{"writer: a\nreader: b\nrate: 0\n", "rate"},
+	} {
+		k, cfg := kindtest.Decode(t, "kv-lag", c.yaml)
+		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an error about %s", c.yaml, err, c.want)
+		}
+	}
+}
+
+func TestKVKindPeerCompression(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"peer_compression: zstd\ncluster: c\n", `peer_compression "zstd": want s2, gzip or none`},
+		{"peer_compression: gzip\n", "needs cluster"},
+	} {
+		k, cfg := kindtest.Decode(t, "kv", c.yaml)
+		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an error naming %q", c.yaml, err, c.want)
+		}
+	}
+	k, cfg := kindtest.Decode(t, "kv", "peer_compression: none\ncluster: c\n")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	env := kind.Env{Binary: "/bin/continuum", Instance: "m1", Node: "n1", Nodes: map[string]string{"n1": "10.0.0.2"}, OutDir: "/o",
+		Components: map[string]kind.Component{"m1": kindtest.Component(t, "n1", "kv", cfg)}}
+	cmd, err := k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := strings.Join(cmd.Args, " "); !strings.Contains(line, "--peer-compression none") {
+		t.Errorf("command %q lacks --peer-compression none", line)
+	}
+}

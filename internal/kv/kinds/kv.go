@@ -1,0 +1,136 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/spec"
+)
+
+// KindName is the component kind of a continuum kv member.
+const KindName = "kv"
+
+// eventsFile is where a member writes its replication events, in its output directory.
+const eventsFile = "events.jsonl"
+
+func init() {
+	kind.Register(&kind.Kind{
+		Name:      KindName,
+		Role:      kind.RoleComponent,
+		Summary:   "continuum kv: the etcd-v3-compatible store (`continuum kv`); members with the same `cluster` replicate",
+		NewConfig: func() any { return &Config{ClientPort: 2379, PeerPort: 2380} },
+		Validate:  func(cfg any) error { return cfg.(*Config).validate() },
+		Command:   command,
+		Endpoints: func(cfg any) []kind.Endpoint { return cfg.(*Config).endpoints() },
+		Metrics:   metrics,
+	})
+}
+
+// Config is the `config:` of a kv component.
+type Config struct {
+	ClientPort int    `yaml:"client_port"` // default 2379
+	DataDir    string `yaml:"data_dir"`
+	// Fsync is `continuum kv --fsync`: batch (its default), always or never; empty: the default.
+	Fsync string `yaml:"fsync"`
+	// PeerPort is the replication port of a cluster member (default 2380).
+	PeerPort int `yaml:"peer_port"`
+	// Cluster names the cluster this member belongs to: every kv component with the same
+	// cluster is in its --initial-cluster. Empty: a single member.
+	Cluster string `yaml:"cluster"`
+	// Peers names the members this one pulls changes from (default: all others), for partial
+	// meshes; they must be in the same cluster.
+	Peers []string `yaml:"peers"`
+	// PeerBatchLinger is `continuum kv --peer-batch-linger` (absent: its default; 0: every
+	// change sent at once), for sweeping the batching of replication.
+	PeerBatchLinger *spec.Duration `yaml:"peer_batch_linger"`
+	// PeerCompression is `continuum kv --peer-compression` (s2, gzip or none; absent: s2).
+	PeerCompression string `yaml:"peer_compression"`
+}
+
+func (c *Config) endpoints() []kind.Endpoint {
+	eps := []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolEtcdV3, Port: c.ClientPort}}
+	if c.Cluster != "" {
+		eps = append(eps, kind.Endpoint{Name: "peer", Protocol: "kv-peer", Port: c.PeerPort})
+	}
+	return eps
+}
+
+func (c *Config) validate() error {
+	if err := kind.CheckPort("client_port", c.ClientPort); err != nil {
+		return err
+	}
+	if err := kind.CheckPort("peer_port", c.PeerPort); err != nil {
+		return err
+	}
+	if c.PeerPort == c.ClientPort {
+		return fmt.Errorf("client_port and peer_port are both %d", c.ClientPort)
+	}
+	if len(c.Peers) > 0 && c.Cluster == "" {
+		return errors.New("peers needs cluster: only members of one cluster pull from each other")
+	}
+	if l := c.PeerBatchLinger; l != nil {
+		if c.Cluster == "" {
+			return errors.New("peer_batch_linger needs cluster: a single member sends no changes")
+		}
+		if l.Duration < 0 || l.Duration >= time.Second {
+			return fmt.Errorf("peer_batch_linger %v: want 0 (no linger) up to below 1s (the heartbeat)", l.Duration)
+		}
+	}
+	switch c.PeerCompression {
+	case "", "s2", "gzip", "none":
+		if c.PeerCompression != "" && c.Cluster == "" {
+			return errors.New("peer_compression needs cluster: a single member sends no changes")
+		}
+	default:
+		return fmt.Errorf("peer_compression %q: want s2, gzip or none", c.PeerCompression)
+	}
+	switch c.Fsync {
+	case "", "batch", "always", "never":
+	default:
+		return fmt.Errorf("fsync %q: want batch, always or never", c.Fsync)
+	}
+	return kind.CheckDataDir(c.DataDir)
+}
+
+func command(env kind.Env, cfg any) (kind.Command, error) {
+	c := cfg.(*Config)
+	dir := kind.DataDir(env, c.DataDir)
+	args := []string{env.Binary, "kv", "--name", env.Instance, "--data-dir", dir,
+		"--listen-client-urls", "http://0.0.0.0:" + strconv.Itoa(c.ClientPort),
+		"--advertise-client-urls", env.AdvertisedURL(c.ClientPort),
+		"--events-file", filepath.Join(env.OutDir, eventsFile)}
+	if c.Fsync != "" {
+		args = append(args, "--fsync", c.Fsync)
+	}
+	if c.Cluster != "" {
+		members := env.MemberURLs(func(_ string, m kind.Component) (int, bool) {
+			if mc, ok := m.Config.(*Config); ok && m.Kind == KindName && mc.Cluster == c.Cluster {
+				return mc.PeerPort, true
+			}
+			return 0, false
+		})
+		for _, p := range c.Peers {
+			if _, ok := members[p]; !ok || p == env.Instance {
+				return kind.Command{}, fmt.Errorf("kv %s: peers names %q, which is not another member of cluster %q", env.Instance, p, c.Cluster)
+			}
+		}
+		args = append(args, "--listen-peer-urls", "http://0.0.0.0:"+strconv.Itoa(c.PeerPort),
+			"--initial-advertise-peer-urls", env.AdvertisedURL(c.PeerPort),
+			"--initial-cluster", kind.InitialCluster(members), "--initial-cluster-token", c.Cluster)
+		if len(c.Peers) > 0 {
+			args = append(args, "--peers", strings.Join(c.Peers, ","))
+		}
+		if c.PeerBatchLinger != nil {
+			args = append(args, "--peer-batch-linger", c.PeerBatchLinger.String())
+		}
+		if c.PeerCompression != "" {
+			args = append(args, "--peer-compression", c.PeerCompression)
+		}
+	}
+	return kind.Command{Args: args, DataDirs: []string{dir}, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.ClientPort)}, nil
+}

@@ -1,0 +1,76 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/spec"
+)
+
+// The "kv-lag" workload runs `continuum load kv-lag`: replication-lag probes that write on one
+// member of an etcd-API cluster (any component with an etcd-v3 endpoint: kv or etcd) and wait
+// until another member shows the write (package loadgen/kvtarget, LagProbe).
+func init() {
+	kind.Register(&kind.Kind{
+		Name:      "kv-lag",
+		Role:      kind.RoleWorkload,
+		Summary:   "replication lag: write on one kv/etcd member, time until a watch on another sees it",
+		NewConfig: func() any { return &LagConfig{Rate: 100, Timeout: spec.Duration{Duration: 30 * time.Second}} },
+		Validate:  func(cfg any) error { return cfg.(*LagConfig).validate() },
+		Command:   lagCommand,
+		// A probe written just before the end may wait its whole timeout.
+		Overrun: func(cfg any) time.Duration { return cfg.(*LagConfig).Timeout.Duration + 15*time.Second },
+	})
+}
+
+// LagConfig is the `config:` of a kv-lag workload.
+type LagConfig struct {
+	Writer string  `yaml:"writer"` // component written to
+	Reader string  `yaml:"reader"` // component watched
+	Rate   float64 `yaml:"rate"`   // probes/s (default 100)
+	// Timeout is how long a write may take to become visible (default 30s: longer than the
+	// partitions of the shipped scenarios, so writes made during one complete after the heal).
+	Timeout spec.Duration `yaml:"timeout"`
+}
+
+func (c *LagConfig) validate() error {
+	switch {
+	case c.Writer == "" || c.Reader == "":
+		return errors.New("writer and reader are required: the kv or etcd components to write to and to watch")
+	case c.Writer == c.Reader:
+		return fmt.Errorf("writer and reader are both %q: lag is measured between two members", c.Writer)
+	case c.Rate <= 0 || c.Rate > 100000:
+		return fmt.Errorf("rate %g: must be in (0, 100000] probes/s", c.Rate)
+	case c.Timeout.Duration <= 0:
+		return fmt.Errorf("timeout %v: must be > 0", c.Timeout)
+	}
+	return nil
+}
+
+// memberURL is the client URL of a component that speaks the etcd v3 API, at its node.
+func memberURL(env kind.Env, component string) (string, error) {
+	node, ep, err := env.Endpoint(component, 0, kind.ProtocolEtcdV3)
+	if err != nil {
+		return "", err
+	}
+	return "http://" + net.JoinHostPort(node, strconv.Itoa(ep.Port)), nil
+}
+
+func lagCommand(env kind.Env, cfg any) (kind.Command, error) {
+	c := cfg.(*LagConfig)
+	w, err := memberURL(env, c.Writer)
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("writer: %w", err)
+	}
+	r, err := memberURL(env, c.Reader)
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("reader: %w", err)
+	}
+	return kind.Command{Args: []string{env.Binary, "load", "kv-lag", "--writer", w, "--reader", r,
+		"--rate", strconv.FormatFloat(c.Rate, 'f', -1, 64), "--timeout", c.Timeout.String(),
+		"--duration", env.Duration.String(), "--warmup", env.Warmup.String(), "--out", env.OutDir}}, nil
+}

@@ -1,0 +1,247 @@
+package kinds
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/proxy"
+	"github.com/continuum-project/continuum/internal/spec"
+)
+
+// The "proxy" kind runs `continuum proxy` (package proxy) on its node with the run's testbed as
+// its discovery source, so every component declaring a `service:` is an instance it can route
+// to. The config is the proxy's own `defaults:` and `services:` sections (docs/proxy.md),
+// passed through, plus ports and a strategy shortcut for sweeps:
+//
+//	components:
+//	  - name: proxy
+//	    kind: proxy
+//	    node: worker3
+//	    config:
+//	      services:
+//	        dps: {qos: {latency: 80ms, percentile: 95}}
+//	sweep:
+//	  components.proxy.config.strategy: [qos, round-robin, "proximity:1.0", "proximity:0.8", random]
+func init() {
+	kind.Register(&kind.Kind{
+		Name:      "proxy",
+		Role:      kind.RoleComponent,
+		Summary:   "continuum proxy: QoS-aware routing to the run's service instances (qos, round-robin, random, proximity)",
+		NewConfig: func() any { return &ProxyConfig{Port: 8080, AdminPort: 9090} },
+		Validate:  func(cfg any) error { return cfg.(*ProxyConfig).validate() },
+		Command:   proxyCommand,
+		Endpoints: func(cfg any) []kind.Endpoint {
+			c := cfg.(*ProxyConfig)
+			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: c.Port},
+				{Name: "admin", Protocol: kind.ProtocolHTTP, Port: c.AdminPort}}
+		},
+	})
+}
+
+// Proxy strategies, as the proxy's configuration names them.
+var proxyStrategies = []string{proxy.StrategyQoS, proxy.StrategyRoundRobin, proxy.StrategyRandom, proxy.StrategyProximity}
+
+// ProxyConfig is the `config:` of a proxy component.
+type ProxyConfig struct {
+	Port      int `yaml:"port"`       // client requests (default 8080)
+	AdminPort int `yaml:"admin_port"` // /metrics, /debug/pools (default 9090)
+	// Strategy, when set, is used by every service, overriding what Defaults and Services say:
+	// qos, round-robin, random, proximity, or proximity:ALPHA (proximity with that alpha), so
+	// that one sweep path compares all of them.
+	Strategy string `yaml:"strategy,omitempty"`
+	// Alpha is proximity's alpha for every service, with Strategy (0..1).
+	Alpha *float64 `yaml:"alpha,omitempty"`
+	// Defaults and Services are the proxy configuration's sections of the same names, passed
+	// through (the proxy checks them when it starts).
+	Defaults yaml.Node            `yaml:"defaults,omitempty"`
+	Services map[string]yaml.Node `yaml:"services,omitempty"`
+}
+
+// strategy resolves the shortcut: "proximity:0.8" is proximity with alpha 0.8.
+func (c *ProxyConfig) strategy() (name string, alpha *float64, err error) {
+	if c.Strategy == "" {
+		if c.Alpha != nil {
+			return "", nil, errors.New("alpha goes with strategy (proximity)")
+		}
+		return "", nil, nil
+	}
+	name, a, hasAlpha := strings.Cut(c.Strategy, ":")
+	if !slices.Contains(proxyStrategies, name) {
+		return "", nil, fmt.Errorf("strategy %q: want one of %s, or proximity:ALPHA", c.Strategy, strings.Join(proxyStrategies, ", "))
+	}
+	alpha = c.Alpha
+	if hasAlpha {
+		v, perr := strconv.ParseFloat(a, 64)
+		switch {
+		case name != proxy.StrategyProximity:
+			return "", nil, fmt.Errorf("strategy %q: only proximity takes an alpha", c.Strategy)
+		case perr != nil:
+			return "", nil, fmt.Errorf("strategy %q: alpha %q is not a number", c.Strategy, a)
+		case c.Alpha != nil && *c.Alpha != v:
+			return "", nil, fmt.Errorf("strategy %q and alpha %v disagree", c.Strategy, *c.Alpha)
+		}
+		alpha = &v
+	}
+	if alpha != nil && (*alpha < 0 || *alpha > 1) {
+		return "", nil, fmt.Errorf("alpha %v: must be between 0 and 1", *alpha)
+	}
+	if alpha != nil && name != proxy.StrategyProximity {
+		return "", nil, fmt.Errorf("alpha applies to strategy proximity, not %s", name)
+	}
+	return name, alpha, nil
+}
+
+func (c *ProxyConfig) validate() error {
+	if err := kind.CheckPort("port", c.Port); err != nil {
+		return err
+	}
+	if err := kind.CheckPort("admin_port", c.AdminPort); err != nil {
+		return err
+	}
+	if c.Port == c.AdminPort {
+		return fmt.Errorf("port and admin_port are both %d", c.Port)
+	}
+	if _, _, err := c.strategy(); err != nil {
+		return err
+	}
+	if c.Defaults.Kind != yaml.MappingNode && !spec.IsNull(&c.Defaults) {
+		return errors.New("defaults: want a mapping of service settings (strategy, qos, ...)")
+	}
+	for _, name := range sortedNames(c.Services) {
+		n := c.Services[name]
+		if !serviceNameRE.MatchString(name) {
+			return fmt.Errorf("services.%s: invalid service name; want letters, digits, '-', '_' or '.'", name)
+		}
+		if n.Kind != yaml.MappingNode && !spec.IsNull(&n) {
+			return fmt.Errorf("services.%s: want a mapping of service settings (strategy, qos, ...)", name)
+		}
+	}
+	// Each section is checked as the proxy will read it, so a typo fails the scenario at load
+	// time rather than the proxy in the middle of a run.
+	for _, sec := range c.sections() {
+		if spec.IsNull(sec.node) {
+			continue
+		}
+		sc := proxy.DefaultServiceConfig()
+		if err := spec.DecodeAt("", sec.path, sec.node, &sc); err != nil {
+			return errors.New(spec.Messages(err))
+		}
+		if err := sc.Validate(); err != nil {
+			return fmt.Errorf("%s: %s", sec.path, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+	}
+	return nil
+}
+
+// serviceNameRE is what a service may be named here: letters, digits, '-' and '_' (the proxy also
+// allows '.', but a name ends up in --set paths, where a dot separates elements).
+var serviceNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+
+type proxySection struct {
+	path string
+	node *yaml.Node
+}
+
+func (c *ProxyConfig) sections() []proxySection {
+	var out []proxySection
+	if c.Defaults.Kind != 0 {
+		out = append(out, proxySection{"defaults", &c.Defaults})
+	}
+	for _, name := range sortedNames(c.Services) {
+		n := c.Services[name]
+		out = append(out, proxySection{"services." + name, &n})
+	}
+	return out
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// proxyFile is the configuration file the kind writes for `continuum proxy --config`.
+type proxyFile struct {
+	Node      string               `yaml:"node"`
+	Discovery []map[string]any     `yaml:"discovery"`
+	Defaults  *yaml.Node           `yaml:"defaults,omitempty"`
+	Services  map[string]yaml.Node `yaml:"services,omitempty"`
+}
+
+// proxyConfigFile renders the proxy's configuration for env: discovery from the run's testbed,
+// and the strategy shortcut applied to the defaults and every service.
+func proxyConfigFile(env kind.Env, c *ProxyConfig) ([]byte, error) {
+	strategy, alpha, err := c.strategy()
+	if err != nil {
+		return nil, err
+	}
+	f := proxyFile{Node: env.Node,
+		Discovery: []map[string]any{{"testbed": map[string]string{"name": env.Testbed, "state_dir": env.StateDir}}}}
+	override := func(n *yaml.Node) *yaml.Node {
+		out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		if n != nil && n.Kind == yaml.MappingNode {
+			out = spec.CopyNode(n)
+		}
+		if strategy != "" {
+			spec.SetKey(out, "strategy", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: strategy})
+		}
+		if alpha != nil {
+			spec.SetKey(out, "alpha", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: strconv.FormatFloat(*alpha, 'f', -1, 64)})
+		}
+		return out
+	}
+	if c.Defaults.Kind != 0 || strategy != "" {
+		f.Defaults = override(&c.Defaults)
+	}
+	if len(c.Services) > 0 {
+		f.Services = map[string]yaml.Node{}
+		for name, n := range c.Services {
+			f.Services[name] = *override(&n)
+		}
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func proxyCommand(env kind.Env, cfg any) (kind.Command, error) {
+	c := cfg.(*ProxyConfig)
+	if env.Testbed == "" {
+		return kind.Command{}, fmt.Errorf("proxy %s: no testbed to discover instances from", env.Instance)
+	}
+	data, err := proxyConfigFile(env, c)
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("proxy %s: %w", env.Instance, err)
+	}
+	path := filepath.Join(env.OutDir, "proxy.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return kind.Command{}, fmt.Errorf("proxy %s: %w", env.Instance, err)
+	}
+	port := strconv.Itoa(c.Port)
+	return kind.Command{
+		Args: []string{env.Binary, "proxy", "--config", path, "--listen", ":" + port,
+			"--admin-listen", ":" + strconv.Itoa(c.AdminPort), "--node", env.Node},
+		ReadyAddr: "127.0.0.1:" + port,
+	}, nil
+}

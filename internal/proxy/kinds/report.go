@@ -1,0 +1,609 @@
+package kinds
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/report/chart"
+	"github.com/continuum-project/continuum/internal/results"
+)
+
+// The QoS part of the report, shown whenever the data exists: a workload with a QoS latency
+// (stats.json "qos", the within_qos column) gets the QoS table, the response-time ranges and
+// CDFs per sweep combination; a workload whose answers named their instance (instances.csv,
+// behind `continuum proxy`) gets the share of requests per instance, over time with the events
+// marked and per phase between events. These are the figures of QEdgeProxy's evaluation
+// (seeds/004 §4.3), computed for whatever the scenario swept (typically the routing strategy).
+
+func init() {
+	report.RegisterSection(report.Section{
+		ID:    "qos",
+		Title: "QoS",
+		Order: 10,
+		// http-load's QoS latencies and instance shares, which the proxy's experiments measure.
+		Kinds: []string{"proxy", "http-load"},
+		Build: func(res *report.Results) *report.SectionContent { return buildQoS(res, instancePalette(res)) },
+		WorkloadFigures: func(res *report.Results, run *report.Run, w *report.Workload) []chart.Figure {
+			return instanceFigures(run, w, instancePalette(res))
+		},
+	})
+}
+
+// qosGroup is one sweep combination (or run, without groups) with its runs.
+type qosGroup struct {
+	label   string
+	params  []string
+	metrics map[string]map[string]results.Aggregate
+	runs    []*report.Run
+}
+
+func qosGroups(res *report.Results) ([]qosGroup, []string) {
+	combos, swept := report.Combinations(res)
+	var out []qosGroup
+	for i, c := range combos {
+		qg := qosGroup{params: c.Params, metrics: c.Metrics, runs: c.Runs, label: strings.Join(c.Params, ", ")}
+		if qg.label == "" {
+			qg.label = fmt.Sprintf("group %d", i+1)
+			if len(combos) == 1 {
+				qg.label = "all runs"
+			}
+		}
+		out = append(out, qg)
+	}
+	if len(out) > 0 {
+		return out, swept
+	}
+	// No groups (summary.json missing): one group per run, from its stats.json.
+	for _, r := range res.Runs {
+		qg := qosGroup{label: "run " + r.ID, metrics: map[string]map[string]results.Aggregate{}, runs: []*report.Run{r}}
+		for _, w := range r.Workloads {
+			for name, st := range w.Stats {
+				if q := st.QoS; q != nil {
+					qg.metrics[w.Name+"/"+name+"/qos"] = map[string]results.Aggregate{"latency_ms": results.One(q.LatencyMS),
+						"within_pct": results.One(q.WithinPct), "total": results.One(float64(q.Total)), "mean_ms": results.One(st.Latency.Mean)}
+				}
+			}
+		}
+		out = append(out, qg)
+	}
+	return out, nil
+}
+
+// qosSeries lists the "<workload>/<series>" names that have a QoS metric in any group.
+func qosSeries(groups []qosGroup) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, g := range groups {
+		for _, name := range sortedKeys(g.metrics) {
+			if s, ok := strings.CutSuffix(name, "/qos"); ok && !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// buildQoS returns the QoS section, or nil when no workload had a QoS latency.
+func buildQoS(res *report.Results, palette map[string]string) *report.SectionContent {
+	groups, swept := qosGroups(res)
+	names := qosSeries(groups)
+	if len(names) == 0 {
+		return nil
+	}
+	t := report.Table{Class: "qos"}
+	for _, p := range swept {
+		t.Columns = append(t.Columns, report.Column{Header: p[strings.LastIndex(p, ".")+1:], Title: p})
+	}
+	t.Columns = append(t.Columns, report.Column{Header: "workload/series"}, report.Column{Header: "QoS (ms)", Numeric: true},
+		report.Column{Header: "avg response (ms)", Numeric: true}, report.Column{Header: "within QoS (%)", Numeric: true},
+		report.Column{Header: "requests", Numeric: true}, report.Column{Header: "runs"})
+	for _, g := range groups {
+		for _, s := range names {
+			m, ok := g.metrics[s+"/qos"]
+			if !ok {
+				continue
+			}
+			var ids []string
+			for _, r := range g.runs {
+				ids = append(ids, r.ID)
+			}
+			row := append(append([]string{}, g.params...), s, chart.FormatNum(m["latency_ms"].Mean),
+				report.AggCell(m["mean_ms"]), report.AggCell(m["within_pct"]), report.AggCell(m["total"]), strings.Join(ids, ", "))
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	c := &report.SectionContent{Tables: []report.Table{t}}
+	for _, s := range names {
+		c.Figures = append(c.Figures, rangesFigure(groups, s), qosCDFFigure(groups, s))
+		if f, ok := instanceShareByGroupFigure(groups, s, palette); ok {
+			c.Figures = append(c.Figures, f)
+		}
+	}
+	c.Note = "Average response time is over the successful requests; % within QoS counts every request sent after the warm-up, so errors and timeouts are misses."
+	c.MarkdownNote = c.Note
+	for _, p := range swept {
+		c.MarkdownNote += fmt.Sprintf(" %s: %s.", p[strings.LastIndex(p, ".")+1:], p)
+	}
+	return c
+}
+
+// seriesOf splits "<workload>/<series>" and finds the run's workload and that series' stats.
+func seriesOf(r *report.Run, name string) (*report.Workload, string, results.SeriesStats, bool) {
+	wname, series, _ := strings.Cut(name, "/")
+	for _, w := range r.Workloads {
+		if w.Name == wname {
+			st, ok := w.Stats[series]
+			return w, series, st, ok
+		}
+	}
+	return nil, "", results.SeriesStats{}, false
+}
+
+// shareBelow is the fraction of successful requests with latency <= x, interpolated linearly
+// in percentiles.csv's CDF of the series; NaN without points.
+func shareBelow(pts []report.PercentilePoint, x float64) float64 {
+	if len(pts) == 0 {
+		return math.NaN()
+	}
+	if x < pts[0].LatencyMS {
+		return 0
+	}
+	for i := 1; i < len(pts); i++ {
+		a, b := pts[i-1], pts[i]
+		if x < b.LatencyMS {
+			if b.LatencyMS == a.LatencyMS {
+				return a.Percentile / 100
+			}
+			f := (x - a.LatencyMS) / (b.LatencyMS - a.LatencyMS)
+			return (a.Percentile + f*(b.Percentile-a.Percentile)) / 100
+		}
+	}
+	return 1
+}
+
+func percentilesOf(w *report.Workload, series string) []report.PercentilePoint {
+	var pts []report.PercentilePoint
+	for _, p := range w.Percentiles {
+		if p.Series == series {
+			pts = append(pts, p)
+		}
+	}
+	sort.SliceStable(pts, func(i, j int) bool { return pts[i].LatencyMS < pts[j].LatencyMS })
+	return pts
+}
+
+// rangeShares splits a run's requests into the seed's response-time ranges, scaled to the
+// requirement q (for q = 80 ms: 0-20, 20-50, 50-80, 80-120, >120 ms) plus failed ones, as % of
+// all requests: exact from stats.json's counts, or, for results without them, split at q
+// exactly and interpolated inside each side from the CDF in percentiles.csv.
+func rangeShares(w *report.Workload, series string, st results.SeriesStats) ([]float64, bool) {
+	q := st.QoS
+	if q == nil || q.Total <= 0 {
+		return nil, false
+	}
+	if b := q.Below; exactRanges(b, q.LatencyMS) {
+		ok, total := float64(st.OK), float64(q.Total)
+		c := func(i int) float64 { return float64(b[i].Count) }
+		vals := []float64{c(0), c(1) - c(0), c(2) - c(1), c(3) - c(2), ok - c(3), total - ok}
+		for i := range vals {
+			vals[i] = 100 * math.Max(vals[i], 0) / total
+		}
+		return vals, true
+	}
+	pts := percentilesOf(w, series)
+	ok, total := float64(st.OK), float64(q.Total)
+	within := float64(q.Within)
+	above := math.Max(ok-within, 0)
+	split := func(x, lo, hi float64) float64 { // successes in (lo, x], bounded by the exact totals
+		v := shareBelow(pts, x)
+		if !chart.Finite(v) {
+			return math.NaN()
+		}
+		return math.Min(math.Max(v*ok-lo, 0), hi)
+	}
+	b1 := split(q.LatencyMS/4, 0, within)
+	b2 := split(q.LatencyMS*5/8, 0, within)
+	if !chart.Finite(b1) || !chart.Finite(b2) { // no CDF: all of it in the last range below the limit
+		b1, b2 = 0, 0
+	}
+	b2 = math.Max(b2, b1)
+	b4 := split(q.LatencyMS*1.5, within, above)
+	if !chart.Finite(b4) {
+		b4 = 0
+	}
+	vals := []float64{b1, b2 - b1, within - b2, b4, above - b4, math.Max(total-ok, 0)}
+	for i := range vals {
+		vals[i] = 100 * vals[i] / total
+	}
+	return vals, true
+}
+
+var rangeColors = []string{"#1a9850", "#66bd63", "#a6d96a", "#fdae61", "#f46d43", "#a50026"}
+
+// rangeFractions are the upper bounds of the seed's response-time ranges as fractions of the
+// requirement (for 80 ms: 20, 50, 80 and 120 ms). A scenario gets exact ranges by giving http-load
+// these as latency_bounds.
+var rangeFractions = [...]float64{0.25, 0.625, 1, 1.5}
+
+// exactRanges reports whether stats.json counted the successes at exactly the range bounds of
+// requirement q.
+func exactRanges(below []results.QoSBelow, q float64) bool {
+	if len(below) != len(rangeFractions) {
+		return false
+	}
+	for i, f := range rangeFractions {
+		if math.Abs(below[i].LatencyMS-f*q) > 1e-6*q {
+			return false
+		}
+	}
+	return true
+}
+
+func rangeNames(q float64) []string {
+	f := chart.FormatNum
+	return []string{
+		fmt.Sprintf("≤ %s ms", f(q/4)), fmt.Sprintf("%s–%s ms", f(q/4), f(q*5/8)), fmt.Sprintf("%s–%s ms", f(q*5/8), f(q)),
+		fmt.Sprintf("%s–%s ms", f(q), f(q*1.5)), fmt.Sprintf("> %s ms", f(q*1.5)), "failed",
+	}
+}
+
+// rangesFigure is the seed's response-time distribution: one bar per sweep combination, split
+// into ranges around the requirement (the mean over the combination's runs).
+func rangesFigure(groups []qosGroup, name string) chart.Figure {
+	var q float64
+	var cats []string
+	var per [][]float64
+	for _, g := range groups {
+		sum := make([]float64, len(rangeColors))
+		n := 0
+		for _, r := range g.runs {
+			w, sname, st, ok := seriesOf(r, name)
+			if !ok {
+				continue
+			}
+			vals, ok := rangeShares(w, sname, st)
+			if !ok {
+				continue
+			}
+			q = st.QoS.LatencyMS
+			for i, v := range vals {
+				sum[i] += v
+			}
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		for i := range sum {
+			sum[i] /= float64(n)
+		}
+		cats = append(cats, g.label)
+		per = append(per, sum)
+	}
+	c := &chart.StackedBars{XLabel: "configuration", YLabel: "requests (%)", Categories: cats, Unit: "%", Percent: true}
+	for i, rn := range rangeNames(q) {
+		st := chart.Stack{Name: rn, Color: rangeColors[i]}
+		for _, p := range per {
+			st.Values = append(st.Values, p[i])
+		}
+		c.Stacks = append(c.Stacks, st)
+	}
+	caption := fmt.Sprintf("Response-time distribution of %s per configuration: share of all requests after the warm-up in each range around the %s ms requirement (green: within it); failed requests on top. From stats.json's counts (results without them: interpolated from percentiles.csv); with repeats, the mean over runs.", name, chart.FormatNum(q))
+	return chart.NewFigure("qos-ranges-"+slug(name), "qos-ranges", caption, c.SVG())
+}
+
+// qosCDFFigure overlays the latency CDFs of the configurations, the requirement marked.
+func qosCDFFigure(groups []qosGroup, name string) chart.Figure {
+	c := &chart.Line{ID: "qos-cdf-" + slug(name), XLabel: "response time (ms)", YLabel: "percentile of successful requests (%)", YMax: chart.Fp(100)}
+	var q float64
+	lo, hi := math.Inf(1), 0.0
+	i := 0
+	for _, g := range groups {
+		for k, r := range g.runs {
+			w, sname, st, ok := seriesOf(r, name)
+			if !ok || w == nil {
+				continue
+			}
+			if st.QoS != nil {
+				q = st.QoS.LatencyMS
+			}
+			label := g.label
+			if len(g.runs) > 1 {
+				label += fmt.Sprintf(" (run %s)", r.ID)
+			}
+			sr := chart.Series{Name: label, Color: chart.Color(i)}
+			if k > 0 {
+				sr.Dash = true
+			}
+			for _, p := range percentilesOf(w, sname) {
+				pp := chart.Pt(p.LatencyMS, p.Percentile)
+				pp.Tip = fmt.Sprintf("p%s = %s ms", chart.FormatNum(p.Percentile), chart.FormatNum(p.LatencyMS))
+				sr.Points = append(sr.Points, pp)
+				if p.LatencyMS > 0 {
+					lo, hi = math.Min(lo, p.LatencyMS), math.Max(hi, p.LatencyMS)
+				}
+			}
+			if len(sr.Points) > 0 {
+				c.Series = append(c.Series, sr)
+			}
+		}
+		i++
+	}
+	if q > 0 {
+		c.Markers = []chart.Marker{{X: q, Label: "QoS " + chart.FormatNum(q) + " ms"}}
+	}
+	if hi/lo > 100 {
+		c.XLog = true
+	}
+	caption := fmt.Sprintf("Response-time CDF of %s per configuration, from percentiles.csv (successful requests after the warm-up); the dashed vertical is the requirement. Read: y%% of the successful requests took at most x ms.", name)
+	return chart.NewFigure(c.ID, "qos-cdf", caption, c.SVG())
+}
+
+// instancePalette gives every instance seen in the results one colour for the whole page
+// (sorted names; requests no instance answered in grey), so s3 is s3 in every chart.
+func instancePalette(res *report.Results) map[string]string {
+	set := map[string]bool{}
+	for _, r := range res.Runs {
+		for _, w := range r.Workloads {
+			for _, p := range w.Instances {
+				set[p.Instance] = true
+			}
+			for _, st := range w.Stats {
+				for name := range st.Instances {
+					set[name] = true
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	return instanceColors(names)
+}
+
+func instanceColors(names []string) map[string]string {
+	sort.Strings(names)
+	out := map[string]string{}
+	i := 0
+	for _, n := range names {
+		if n == results.NoInstance {
+			out[n] = "#9d9d9d"
+			continue
+		}
+		out[n] = chart.Color(i)
+		i++
+	}
+	return out
+}
+
+func orderedInstances(set map[string]bool) []string {
+	var names []string
+	for n := range set {
+		if n != results.NoInstance {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	if set[results.NoInstance] {
+		names = append(names, results.NoInstance)
+	}
+	return names
+}
+
+// instanceShareByGroupFigure is the seed's "processing instance distribution": per
+// configuration, the share of requests each instance served (stats.json, after the warm-up).
+func instanceShareByGroupFigure(groups []qosGroup, name string, colors map[string]string) (chart.Figure, bool) {
+	set := map[string]bool{}
+	var cats []string
+	var per []map[string]float64
+	for _, g := range groups {
+		sum, n := map[string]float64{}, 0
+		for _, r := range g.runs {
+			_, _, st, ok := seriesOf(r, name)
+			if !ok || len(st.Instances) == 0 {
+				continue
+			}
+			for inst, is := range st.Instances {
+				sum[inst] += 100 * is.Share
+				set[inst] = true
+			}
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		for k := range sum {
+			sum[k] /= float64(n)
+		}
+		cats = append(cats, g.label)
+		per = append(per, sum)
+	}
+	if len(set) == 0 {
+		return chart.Figure{}, false
+	}
+	names := orderedInstances(set)
+	c := &chart.StackedBars{XLabel: "configuration", YLabel: "requests (%)", Categories: cats, Unit: "%", Percent: true}
+	for _, inst := range names {
+		st := chart.Stack{Name: inst, Color: colors[inst]}
+		for _, p := range per {
+			st.Values = append(st.Values, p[inst])
+		}
+		c.Stacks = append(c.Stacks, st)
+	}
+	caption := fmt.Sprintf("Share of the requests of %s served by each instance, per configuration (after the warm-up, from the X-Continuum-Instance answers counted in stats.json); %s: requests no instance answered.", name, results.NoInstance)
+	return chart.NewFigure("instance-share-"+slug(name), "instance-share", caption, c.SVG()), true
+}
+
+// instanceFigures are a run's per-instance charts of one workload: the share of requests per
+// instance over time (stacked, events marked) and per phase between events, for every series
+// with instances; plus the % of requests within QoS per second when the workload had a QoS latency.
+func instanceFigures(run *report.Run, w *report.Workload, palette map[string]string) []chart.Figure {
+	var figs []chart.Figure
+	bySeries := map[string][]report.InstancePoint{}
+	var order []string
+	for _, p := range w.Instances {
+		if _, ok := bySeries[p.Series]; !ok {
+			order = append(order, p.Series)
+		}
+		bySeries[p.Series] = append(bySeries[p.Series], p)
+	}
+	for _, s := range order {
+		figs = append(figs, shareTimeFigure(run, w, s, bySeries[s], palette))
+		if len(run.Events) > 0 { // without events the run is one phase: the share chart says it all
+			figs = append(figs, sharePhaseFigure(run, w, s, bySeries[s], palette))
+		}
+	}
+	if f, ok := qosTimeFigure(run, w); ok {
+		figs = append(figs, f)
+	}
+	return figs
+}
+
+// binWidth keeps a time chart at about 60 bins or fewer.
+func binWidth(run *report.Run, pts []report.InstancePoint) float64 {
+	end := run.DurationS
+	for _, p := range pts {
+		end = math.Max(end, p.T+1)
+	}
+	return math.Max(1, math.Ceil(end/60))
+}
+
+func shareTimeFigure(run *report.Run, w *report.Workload, s string, pts []report.InstancePoint, colors map[string]string) chart.Figure {
+	bw := binWidth(run, pts)
+	set := map[string]bool{}
+	bins := map[int]map[string]float64{}
+	maxBin := 0
+	for _, p := range pts {
+		b := int(p.T / bw)
+		if bins[b] == nil {
+			bins[b] = map[string]float64{}
+		}
+		bins[b][p.Instance] += p.Requests
+		set[p.Instance] = true
+		maxBin = max(maxBin, b)
+	}
+	names := orderedInstances(set)
+	c := &chart.Line{ID: "share-" + run.ID + "-" + w.Name + "-" + slug(s), XLabel: "time since start (s)", YLabel: "share of requests (%)",
+		YMax: chart.Fp(100), Markers: report.RunMarkers(run), Bands: report.RunBands(run)}
+	report.TimeDomain(c, run)
+	// Layers are cumulative from the bottom (first instance) up, each filled from the layer
+	// below it (Lo) to its own top.
+	layers := make([]chart.Series, len(names))
+	for i, n := range names {
+		layers[i] = chart.Series{Name: n, Color: colors[n], Style: chart.StyleArea}
+	}
+	for b := 0; b <= maxBin; b++ {
+		total := 0.0
+		for _, v := range bins[b] {
+			total += v
+		}
+		acc := 0.0
+		for i, n := range names {
+			y, lo := math.NaN(), acc
+			if total > 0 {
+				acc += 100 * bins[b][n] / total
+				y = acc
+			}
+			// A bin is drawn as a flat step over its width, so shares do not seem to drift
+			// between bins.
+			for _, x := range []float64{float64(b) * bw, float64(b+1) * bw} {
+				p := chart.Pt(x, y)
+				p.Lo = lo
+				p.Tip = fmt.Sprintf("t=%s–%ss %s: %s%%", chart.FormatNum(float64(b)*bw), chart.FormatNum(float64(b+1)*bw), n, chart.FormatNum(100*bins[b][n]/math.Max(total, 1)))
+				layers[i].Points = append(layers[i].Points, p)
+			}
+		}
+	}
+	c.Series = layers
+	caption := fmt.Sprintf("Share of the requests of %s/%s served by each instance over time (run %s), stacked, in %s s bins by intended send time, from instances.csv; dashed verticals are events.", w.Name, s, run.ID, chart.FormatNum(bw))
+	return chart.NewFigure(c.ID, "instance-share-time", caption, c.SVG())
+}
+
+// sharePhaseFigure splits the run at its events (T0 = start, Ti = the i-th event) and shows the
+// share per instance in each phase: the seed's distribution per time range.
+func sharePhaseFigure(run *report.Run, w *report.Workload, s string, pts []report.InstancePoint, colors map[string]string) chart.Figure {
+	bounds := []float64{0}
+	cats := []string{"T0 start"}
+	for i, e := range run.Events {
+		bounds = append(bounds, e.T)
+		cats = append(cats, fmt.Sprintf("T%d %s", i+1, e.Label()))
+	}
+	set := map[string]bool{}
+	counts := make([]map[string]float64, len(bounds))
+	totals := make([]float64, len(bounds))
+	for i := range counts {
+		counts[i] = map[string]float64{}
+	}
+	for _, p := range pts {
+		ph := sort.SearchFloat64s(bounds, p.T+0.5) - 1 // the second's middle decides its phase
+		ph = max(ph, 0)
+		counts[ph][p.Instance] += p.Requests
+		totals[ph] += p.Requests
+		set[p.Instance] = true
+	}
+	names := orderedInstances(set)
+	c := &chart.StackedBars{XLabel: "phase (from the event that starts it)", YLabel: "share of requests (%)", Categories: cats, Unit: "%", Percent: true}
+	for _, n := range names {
+		st := chart.Stack{Name: n, Color: colors[n]}
+		for ph := range bounds {
+			v := 0.0
+			if totals[ph] > 0 {
+				v = 100 * counts[ph][n] / totals[ph]
+			}
+			st.Values = append(st.Values, v)
+		}
+		c.Stacks = append(c.Stacks, st)
+	}
+	caption := fmt.Sprintf("Share of the requests of %s/%s per instance in each phase of run %s: T0 is the start, Ti begins at the i-th event (warm-up included), from instances.csv.", w.Name, s, run.ID)
+	return chart.NewFigure("phases-"+run.ID+"-"+w.Name+"-"+slug(s), "instance-share-phases", caption, c.SVG())
+}
+
+// qosTimeFigure is the % of requests within the QoS latency per second, events marked.
+func qosTimeFigure(run *report.Run, w *report.Workload) (chart.Figure, bool) {
+	c := &chart.Line{ID: "qos-time-" + run.ID + "-" + w.Name, XLabel: "time since start (s)", YLabel: "requests within QoS (%)",
+		YMax: chart.Fp(100), Markers: report.RunMarkers(run), Bands: report.RunBands(run)}
+	report.TimeDomain(c, run)
+	for i, s := range w.Series {
+		sr := chart.Series{Name: s, Color: chart.Color(i)}
+		for _, t := range w.Timeseries {
+			if t.Series != s || !chart.Finite(t.WithinQoS) || t.Sent <= 0 {
+				continue
+			}
+			p := chart.Pt(t.T+0.5, 100*t.WithinQoS/t.Sent)
+			p.Tip = fmt.Sprintf("t=%ss %s of %s within QoS", chart.FormatNum(t.T), chart.FormatNum(t.WithinQoS), chart.FormatNum(t.Sent))
+			sr.Points = append(sr.Points, p)
+		}
+		if len(sr.Points) > 0 {
+			c.Series = append(c.Series, sr)
+		}
+	}
+	if len(c.Series) == 0 {
+		return chart.Figure{}, false
+	}
+	caption := fmt.Sprintf("Requests within the QoS latency per second (run %s, workload %s): successes within the requirement over the requests intended in that second, from timeseries.csv; dashed verticals are events.", run.ID, w.Name)
+	return chart.NewFigure(c.ID, "qos-time", caption, c.SVG()), true
+}
+
+// slug makes a name usable in element ids.
+func slug(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,89 @@
+// Package kinds registers the shared data platform's experiment kinds and its report section:
+// the PACE producer/consumer workload (pace), the maintenance loop that runs next to an etcd or
+// kv member (seeds/000's compaction + defragmentation every τ, with a probe that measures the
+// defrag downtime a client sees), and the freshness probe (staleness and write outage after a
+// fault).
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/results"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/shareddata/maintain"
+	"github.com/continuum-project/continuum/internal/spec"
+)
+
+func init() {
+	kind.Register(&kind.Kind{
+		Name:    "maintenance",
+		Role:    kind.RoleWorkload,
+		Summary: "compaction + defragmentation of one etcd or kv member every period (0: probe only), timing both and the defrag downtime a client sees",
+		NewConfig: func() any {
+			return &MaintenanceConfig{ProbeInterval: spec.Duration{Duration: 10 * time.Millisecond}}
+		},
+		Validate: func(cfg any) error { return cfg.(*MaintenanceConfig).validate() },
+		Command:  maintenanceCommand,
+		Overrun:  func(any) time.Duration { return time.Minute },
+		Metrics:  maintenanceMetrics,
+	})
+}
+
+// MaintenanceConfig is the `config:` of a maintenance workload; place it on its member's node.
+type MaintenanceConfig struct {
+	// Component is the etcd or kv member it maintains and probes.
+	Component string `yaml:"component"`
+	Port      int    `yaml:"port,omitempty"`
+	// Period is τ (0: no maintenance, only the probe: the baseline downtime).
+	Period        spec.Duration `yaml:"period"`
+	ProbeInterval spec.Duration `yaml:"probe_interval"` // default 10ms
+}
+
+func (c *MaintenanceConfig) validate() error {
+	if c.Component == "" {
+		return errors.New("component: name the etcd or kv member to maintain")
+	}
+	cfg := maintain.Config{Endpoint: "x", Period: c.Period.Duration, ProbeInterval: c.ProbeInterval.Duration, Duration: time.Second}
+	return cfg.Validate()
+}
+
+func maintenanceCommand(env kind.Env, cfg any) (kind.Command, error) {
+	c := cfg.(*MaintenanceConfig)
+	node, ep, err := env.Endpoint(c.Component, c.Port, kind.ProtocolEtcdV3)
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("maintenance %s: %w", env.Instance, err)
+	}
+	return kind.Command{Args: []string{env.Binary, "shareddata", "maintain",
+		"--endpoint", "http://" + net.JoinHostPort(node, strconv.Itoa(ep.Port)),
+		"--period", c.Period.Duration.String(), "--probe-interval", c.ProbeInterval.Duration.String(),
+		"--duration", env.Duration.String(), "--warmup", env.Warmup.String(), "--out", env.OutDir}}, nil
+}
+
+// maintenanceMetrics reads each instance's maintenance.json: maintenance/<instance>.
+func maintenanceMetrics(out kind.RunOutput) map[string]map[string]float64 {
+	m := map[string]map[string]float64{}
+	for _, in := range out.Instances {
+		var s maintain.Summary
+		if results.ReadJSON(filepath.Join(in.OutDir, maintain.SummaryFile), &s) != nil {
+			continue
+		}
+		const mib = 1 << 20
+		m["maintenance/"+in.Name] = map[string]float64{
+			"period_s": s.PeriodS, "rounds": float64(s.Rounds), "failed": float64(s.Failed),
+			"compact_ms_p50": s.CompactMSP50, "defrag_ms_p50": s.DefragMSP50, "defrag_ms_max": s.DefragMSMax,
+			"downtime_ms_p50": s.DowntimeMSP50, "downtime_ms_max": s.DowntimeMSMax,
+			"db_before_mib_max": float64(s.DBBeforeMax) / mib, "db_after_mib_min": float64(s.DBAfterMin) / mib,
+			"probes": float64(s.Probes), "probe_failures": float64(s.ProbeFailures), "probe_max_ms": s.ProbeMaxMS,
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
