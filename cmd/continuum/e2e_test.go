@@ -774,7 +774,7 @@ func TestRunCleansUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, id := range []string{"npm", "iot", "qos"} {
+		for _, id := range []string{"shareddata", "iot", "faas", "proxy"} {
 			if strings.Contains(string(page), `<section id="`+id+`"`) {
 				t.Errorf("report.html has the %q section of a system that did not run", id)
 			}

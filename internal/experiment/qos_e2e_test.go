@@ -58,7 +58,7 @@ func TestExecuteQoSRouting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`<section id="qos">`, `data-chart="instance-share-time"`, `data-chart="qos-ranges"`} {
+	for _, want := range []string{`<section id="proxy">`, `data-chart="instance-share-time"`, `data-chart="qos-ranges"`} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("report lacks %s", want)
 		}

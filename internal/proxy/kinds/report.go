@@ -20,8 +20,8 @@ import (
 
 func init() {
 	report.RegisterSection(report.Section{
-		ID:    "qos",
-		Title: "QoS",
+		ID:    "proxy",
+		Title: "QoS routing (proxy)",
 		Order: 10,
 		// http-load's QoS latencies and instance shares, which the proxy's experiments measure.
 		Kinds: []string{"proxy", "http-load"},

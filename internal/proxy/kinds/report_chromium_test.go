@@ -27,7 +27,7 @@ func TestQoSReportDOMChromium(t *testing.T) {
 			t.Errorf("no drawn figure with data-chart=%q in the rendered DOM (found %v)", k, drawn)
 		}
 	}
-	for _, want := range []string{`<section id="qos">`, "<td>round-robin</td>", "kill a"} {
+	for _, want := range []string{`<section id="proxy">`, "<td>round-robin</td>", "kill a"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered DOM lacks %q", want)
 		}

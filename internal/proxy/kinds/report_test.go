@@ -133,7 +133,7 @@ func TestRenderQoS(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(html)
-	want := []string{`<section id="qos">`, "<td>qos</td>", "<td>round-robin</td>", "<td class=\"n\">99.50</td>", "T1 kill a", "≤ 20 ms", "80–120 ms"}
+	want := []string{`<section id="proxy">`, "<td>qos</td>", "<td>round-robin</td>", "<td class=\"n\">99.50</td>", "T1 kill a", "≤ 20 ms", "80–120 ms"}
 	for _, k := range qosFigures {
 		want = append(want, `data-chart="`+k+`"`)
 	}

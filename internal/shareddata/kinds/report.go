@@ -18,7 +18,7 @@ import (
 // shown when the results have its data.
 
 func init() {
-	report.RegisterSection(report.Section{ID: "npm", Title: "NPM platform", Order: 20,
+	report.RegisterSection(report.Section{ID: "shareddata", Title: "Shared data (NPM platform)", Order: 20,
 		Kinds: []string{"pace", "maintenance", "freshness"}, Build: buildNPM})
 }
 
