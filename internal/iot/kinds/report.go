@@ -3,11 +3,8 @@ package kinds
 import (
 	"fmt"
 	"math"
-	"path/filepath"
-	"sort"
 	"strings"
 
-	"github.com/continuum-project/continuum/internal/faas/gateway"
 	"github.com/continuum-project/continuum/internal/report"
 	"github.com/continuum-project/continuum/internal/report/chart"
 	"github.com/continuum-project/continuum/internal/results"
@@ -16,13 +13,13 @@ import (
 // The IoT part of the report: seeds/001's figures per sweep combination (implementation, b_s,
 // ...). The processing table has t_ex (Fig. 3), t_rr (Figs. 4-5), the implementation's CPU and
 // memory summed over its instances (Figs. 6-7) and the emulator's own load; the scaling table
-// has the gateway's CPU and memory (Fig. 8) and its instances; with the MQTT ingress, a table of
+// (the gateway's CPU and memory, Fig. 8, and its instances) is the Functions section's (faas/kinds); with the MQTT ingress, a table of
 // readings published, received and not received by the end and of the ingress delay t_in; the figures are t_rr CDFs with
 // one line per implementation (Figs. 4-5).
 
 func init() {
 	report.RegisterSection(report.Section{ID: "iot", Title: "IoT processing", Order: 25,
-		Kinds: []string{"iot", "function", "microservice", "faas-gateway"}, Build: build})
+		Kinds: []string{"iot"}, Build: build})
 }
 
 func build(res *report.Results) *report.SectionContent {
@@ -32,91 +29,29 @@ func build(res *report.Results) *report.SectionContent {
 		return nil
 	}
 	c := &report.SectionContent{Note: "seeds/001 on our testbed. t_ex is the time inside handle() (X-Handler-Seconds), t_rr a batch's request-reply time from when it was due, both in ms after the warm-up. " +
-		"CPU is % of one core, summed over the implementation's instances (function, microservice and gateway-started instances with their zygote); a gateway's own CPU and memory are in the scaling table. Cells are means over repeats."}
+		"CPU is % of one core, summed over the implementation's instances (function, microservice and gateway-started instances with their zygote); a gateway's own CPU and memory, its instances and scaling are in the Functions section. Cells are means over repeats."}
 	c.Tables = append(c.Tables, processingTable(groups, swept, emulators))
-	if t, ok := scalingTable(groups, swept); ok {
-		c.Tables = append(c.Tables, t)
-	}
 	if t, ok := mqttTable(groups, swept, emulators); ok {
 		c.Tables = append(c.Tables, t)
 	}
 	c.Figures = append(c.Figures, cdfFigures(groups, swept, emulators)...)
-	c.Figures = append(c.Figures, instanceFigures(res, groups)...)
 	return c
-}
-
-// instanceFigures draws, for the first run of each combination that had a function gateway,
-// its functions' ready instances over time with the scaling decisions marked (replicas.csv and
-// scaling.csv in the gateway's output directory).
-func instanceFigures(res *report.Results, groups []report.Combination) []chart.Figure {
-	var figs []chart.Figure
-	for _, g := range groups {
-		if len(g.Runs) == 0 || len(gateways(g)) == 0 {
-			continue
-		}
-		run := g.Runs[0]
-		var gws []string
-		for gw := range gateways(g) {
-			gws = append(gws, gw)
-		}
-		sort.Strings(gws)
-		for _, gw := range gws {
-			dir := filepath.Join(res.Dir, results.RunsDir, run.ID, results.ComponentsDir, gw)
-			c := &chart.Line{ID: "iot-instances-" + run.ID + "-" + gw, XLabel: "time since the gateway started (s)", YLabel: "ready instances"}
-			byFn := map[string]*chart.Series{}
-			var order []string
-			err := results.ReadCSV(filepath.Join(dir, gateway.ReplicasFile), []string{"t_s", "function", "ready"}, func(r results.CSVRow) error {
-				v, err := r.Floats("t_s", "ready")
-				if err != nil {
-					return err
-				}
-				fn := r.Str("function")
-				if byFn[fn] == nil {
-					byFn[fn] = &chart.Series{Name: fn, Color: chart.Color(len(order))}
-					order = append(order, fn)
-				}
-				byFn[fn].Points = append(byFn[fn].Points, chart.Pt(v[0], v[1]))
-				return nil
-			})
-			if err != nil || len(order) == 0 {
-				continue
-			}
-			for _, fn := range order {
-				c.Series = append(c.Series, *byFn[fn])
-			}
-			_ = results.ReadCSV(filepath.Join(dir, gateway.ScalingFile), []string{"t_s", "function", "to", "reason"}, func(r results.CSVRow) error {
-				v, err := r.Floats("t_s")
-				if err == nil {
-					c.Markers = append(c.Markers, chart.Marker{X: v[0], Label: r.Str("function") + " → " + r.Str("to") + " (" + r.Str("reason") + ")"})
-				}
-				return nil
-			})
-			caption := fmt.Sprintf("Ready instances of gateway %s's functions over time, run %s (%s), scaling decisions marked.", gw, run.ID, strings.Join(g.Params, ", "))
-			figs = append(figs, chart.NewFigure(c.ID, "instances", caption, c.SVG()))
-		}
-	}
-	return figs
 }
 
 func num(h, title string) report.Column { return report.Column{Header: h, Title: title, Numeric: true} }
 
-// gateways are the components whose function metrics (faas/<gw>/<fn>) the group has.
-func gateways(g report.Combination) map[string]bool {
-	out := map[string]bool{}
-	for name := range g.Metrics {
-		if rest, ok := strings.CutPrefix(name, "faas/"); ok {
-			if gw, _, ok := strings.Cut(rest, "/"); ok {
-				out[gw] = true
-			}
-		}
-	}
-	return out
-}
-
 // implementationResources sums CPU and RSS over the group's processing components (every
 // component but the gateways) and the gateways' function instances.
 func implementationResources(g report.Combination) (cpu, rss float64, ok bool) {
-	gws := gateways(g)
+	// The gateways are the components with function metrics (faas/<gateway>/<function> in
+	// summary.json, written by the faas kinds).
+	gws := map[string]bool{}
+	for name := range g.Metrics {
+		if rest, found := strings.CutPrefix(name, "faas/"); found {
+			gw, _, _ := strings.Cut(rest, "/")
+			gws[gw] = true
+		}
+	}
 	for name, m := range g.Metrics {
 		switch {
 		case strings.HasPrefix(name, "resources/"):
@@ -202,30 +137,6 @@ func mqttTable(groups []report.Combination, swept, emulators []string) (report.T
 			in := g.Metrics[e+"/t_in/latency_ms"]
 			t.Rows = append(t.Rows, append(append([]string{}, g.Params...), e, cell(m, "mqtt_published"), cell(m, "mqtt_publish_failed"),
 				cell(m, "mqtt_received"), cell(m, "mqtt_not_received"), cell(m, "mqtt_unbatched"), cell(in, "p50"), cell(in, "p99")))
-		}
-	}
-	return t, len(t.Rows) > 0
-}
-
-func scalingTable(groups []report.Combination, swept []string) (report.Table, bool) {
-	t := report.Table{Class: "iot-scaling", Columns: append(report.ParamColumns(swept), report.Column{Header: "function"},
-		num("gateway CPU %", "the gateway process (seeds/001 Fig. 8)"), num("gateway MiB", ""),
-		num("instances mean", "ready instances, mean over the run"), num("instances max", ""),
-		num("scale events", "changes of the wanted instances"), num("cold starts", "requests that waited for a first instance"),
-		num("invocations", ""))}
-	for _, g := range groups {
-		var names []string
-		for name := range g.Metrics {
-			if strings.HasPrefix(name, "faas/") {
-				names = append(names, name)
-			}
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			gw, fn, _ := strings.Cut(strings.TrimPrefix(name, "faas/"), "/")
-			m, res := g.Metrics[name], g.Metrics["resources/"+gw]
-			t.Rows = append(t.Rows, append(append([]string{}, g.Params...), gw+"/"+fn, cell(res, "cpu_pct"), cell(res, "rss_mib_max"),
-				cell(m, "mean_ready"), cell(m, "max_ready"), cell(m, "scale_events"), cell(m, "cold_starts"), cell(m, "invocations")))
 		}
 	}
 	return t, len(t.Rows) > 0

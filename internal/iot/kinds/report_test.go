@@ -1,8 +1,6 @@
 package kinds
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,26 +39,9 @@ func TestIoTSection(t *testing.T) {
 			"resources/gw-analytics-1": {"cpu_pct": agg(90), "rss_mib_max": agg(100)},
 			"faas/gw/analytics":        {"cpu_pct": agg(180), "rss_mib": agg(400), "mean_ready": agg(3.5), "max_ready": agg(5), "scale_events": agg(2)},
 		}}}}}
-	// The gateway's record of its instances, as `continuum faas gateway --out` writes it.
-	res.Dir = t.TempDir()
-	gwDir := filepath.Join(res.Dir, results.RunsDir, "002", results.ComponentsDir, "gw")
-	if err := os.MkdirAll(gwDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range map[string]string{
-		"replicas.csv": "t_s,function,wanted,ready,inflight\n1.0,analytics,1,1,0\n2.0,analytics,2,1,3\n3.0,analytics,2,2,3\n",
-		"scaling.csv":  "t_s,function,from,to,reason\n1.5,analytics,1,2,rps above threshold\n",
-	} {
-		if err := os.WriteFile(filepath.Join(gwDir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	c := build(res)
-	if c == nil || len(c.Tables) != 2 || len(c.Figures) != 2 {
-		t.Fatalf("section %+v: want 2 tables, a CDF figure and an instances figure", c)
-	}
-	if inst := string(c.Figures[1].SVG); !strings.Contains(inst, "rps above threshold") || !strings.Contains(inst, "analytics") {
-		t.Error("the instances figure lacks the function or its scaling decision")
+	if c == nil || len(c.Tables) != 1 || len(c.Figures) != 1 {
+		t.Fatalf("section %+v: want the processing table and a CDF figure (scaling is the Functions section's)", c)
 	}
 	row := func(tb report.Table, i int) map[string]string {
 		m := map[string]string{}
@@ -76,24 +57,20 @@ func TestIoTSection(t *testing.T) {
 	if p1["CPU %"] != "180" || p1["memory MiB"] != "400" || p1["t_ex p50"] != "—" {
 		t.Errorf("gateway row %v: want the instances' CPU and memory, not the gateway's", p1)
 	}
-	s := row(c.Tables[1], 0)
-	if s["function"] != "gw/analytics" || s["gateway CPU %"] != "7" || s["instances max"] != "5" {
-		t.Errorf("scaling row %v", s)
-	}
 	svg := string(c.Figures[0].SVG)
 	if !strings.Contains(svg, "Micro") || !strings.Contains(svg, "Flask scaled") {
 		t.Error("the CDF lacks a line per implementation")
 	}
-	// With the MQTT ingress, a third table has the readings and t_in.
+	// With the MQTT ingress, a second table has the readings and t_in.
 	res.Summary.Groups[0].Metrics["iot/adaptor"]["mqtt_published"] = agg(4000)
 	res.Summary.Groups[0].Metrics["iot/adaptor"]["mqtt_received"] = agg(3990)
 	res.Summary.Groups[0].Metrics["iot/adaptor"]["mqtt_not_received"] = agg(10)
 	res.Summary.Groups[0].Metrics["adaptor/t_in/latency_ms"] = map[string]results.Aggregate{"p50": agg(3), "p99": agg(9)}
 	c = build(res)
-	if len(c.Tables) != 3 || len(c.Tables[2].Rows) != 1 {
+	if len(c.Tables) != 2 || len(c.Tables[1].Rows) != 1 {
 		t.Fatalf("tables %+v: want an MQTT table with the one MQTT run", c.Tables)
 	}
-	if m := row(c.Tables[2], 0); m["not received"] != "10" || m["received"] != "3990" || m["t_in p99"] != "9" || m["publish failed"] != "—" {
+	if m := row(c.Tables[1], 0); m["not received"] != "10" || m["received"] != "3990" || m["t_in p99"] != "9" || m["publish failed"] != "—" {
 		t.Errorf("mqtt row %v", m)
 	}
 	if build(&report.Results{}) != nil {
