@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/netbench"
 )
 
@@ -27,6 +28,7 @@ func newBenchCmd() *cobra.Command {
 	for _, sub := range benchCommands {
 		c.AddCommand(sub())
 	}
+	c.AddCommand(cli.Commands("bench")...) // systems' benchmarks
 	c.PersistentPreRun = tuneGeneratorGC
 	return c
 }

@@ -50,17 +50,17 @@ func requireRoot(t *testing.T) {
 	testenv.RequireRoot(t)
 }
 
-// cli runs the binary with a private state dir; Cleanup removes every testbed recorded there.
-type cli struct {
+// binRunner runs the binary with a private state dir; Cleanup removes every testbed recorded there.
+type binRunner struct {
 	t     *testing.T
 	state string
 	dir   string // scratch dir for files and results
 }
 
-func newCLI(t *testing.T) *cli {
+func newCLI(t *testing.T) *binRunner {
 	t.Helper()
 	// TempDirs are removed after this Cleanup (cleanups run last-in first-out).
-	c := &cli{t: t, state: t.TempDir(), dir: t.TempDir()}
+	c := &binRunner{t: t, state: t.TempDir(), dir: t.TempDir()}
 	if n := len(filepath.Join(c.state, "e12345-xxxx99", "control.sock")); n > 100 {
 		t.Fatalf("state dir %s too long for a unix socket path", c.state)
 	}
@@ -72,7 +72,7 @@ func newCLI(t *testing.T) *cli {
 	return c
 }
 
-func (c *cli) command(args ...string) *exec.Cmd {
+func (c *binRunner) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "CONTINUUM_STATE_DIR="+c.state)
 	cmd.Dir = c.dir
@@ -80,7 +80,7 @@ func (c *cli) command(args ...string) *exec.Cmd {
 }
 
 // run runs the binary to completion and returns stdout, stderr and the exit error.
-func (c *cli) run(args ...string) (string, string, error) {
+func (c *binRunner) run(args ...string) (string, string, error) {
 	cmd := c.command(args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -89,7 +89,7 @@ func (c *cli) run(args ...string) (string, string, error) {
 }
 
 // must runs the binary and fails the test unless it exits 0; it returns stdout.
-func (c *cli) must(args ...string) string {
+func (c *binRunner) must(args ...string) string {
 	c.t.Helper()
 	out, errOut, err := c.run(args...)
 	if err != nil {
@@ -111,7 +111,7 @@ func exitStatus(err error) int {
 }
 
 // writeFile writes a file into the scratch dir and returns its path.
-func (c *cli) writeFile(name, text string) string {
+func (c *binRunner) writeFile(name, text string) string {
 	c.t.Helper()
 	p := filepath.Join(c.dir, name)
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
@@ -130,7 +130,7 @@ func uniqueName(tag string) string {
 }
 
 // up starts a testbed from topology text and returns its name.
-func (c *cli) up(tag, topo string) string {
+func (c *binRunner) up(tag, topo string) string {
 	c.t.Helper()
 	name := uniqueName(tag)
 	f := c.writeFile(name+".yaml", topo)
@@ -167,7 +167,7 @@ type statusJSON struct {
 	} `json:"processes"`
 }
 
-func (c *cli) status(name string) statusJSON {
+func (c *binRunner) status(name string) statusJSON {
 	c.t.Helper()
 	out := c.must("testbed", "status", "--name", name, "--json")
 	var st statusJSON
@@ -178,7 +178,7 @@ func (c *cli) status(name string) statusJSON {
 }
 
 // proc returns the status of component comp (fails if absent).
-func (c *cli) proc(name, comp string) (pid int, state, signal string, restarts int) {
+func (c *binRunner) proc(name, comp string) (pid int, state, signal string, restarts int) {
 	c.t.Helper()
 	for _, p := range c.status(name).Procs {
 		if p.Name == comp {
@@ -192,7 +192,7 @@ func (c *cli) proc(name, comp string) (pid int, state, signal string, restarts i
 var rttRE = regexp.MustCompile(`time=([0-9.]+) ms`)
 
 // pingRTTs pings from node a to node b (by name) and returns the sorted RTTs in ms.
-func (c *cli) pingRTTs(name, a, b string, count int) []float64 {
+func (c *binRunner) pingRTTs(name, a, b string, count int) []float64 {
 	c.t.Helper()
 	out, errOut, err := c.run("testbed", "exec", "--name", name, a, "--", "ping", "-n", "-c", strconv.Itoa(count), "-i", "0.05", "-W", "2", b)
 	if err != nil {
@@ -215,7 +215,7 @@ func median(v []float64) float64 { return v[len(v)/2] }
 // checkMedianRTT pings a -> b and checks the median RTT is want +- tol ms. The fabric runs in
 // userspace on a host shared with concurrent tests, where CPU contention only ever adds delay:
 // a round trip shorter than configured fails at once, a slow median is measured again (3 tries).
-func (c *cli) checkMedianRTT(name, a, b string, want, tol float64) {
+func (c *binRunner) checkMedianRTT(name, a, b string, want, tol float64) {
 	c.t.Helper()
 	var tries [][]float64
 	for range 3 {
@@ -233,7 +233,7 @@ func (c *cli) checkMedianRTT(name, a, b string, want, tol float64) {
 }
 
 // reachable reports whether a quick ping from a to b gets an answer (exit status 0).
-func (c *cli) reachable(name, a, b string) bool {
+func (c *binRunner) reachable(name, a, b string) bool {
 	c.t.Helper()
 	_, _, err := c.run("testbed", "exec", "--name", name, a, "--", "ping", "-n", "-c", "2", "-i", "0.05", "-W", "1", b)
 	if err != nil && exitStatus(err) <= 0 {
@@ -290,7 +290,7 @@ func tunName(testbed, node string) string {
 
 // assertNothingLeft checks that nothing of testbed name (with those nodes) remains on the host:
 // namespaces, /etc/netns entries, TUN devices, cgroups, the state dir entry and the given pids.
-func (c *cli) assertNothingLeft(name string, nodes []string, pids ...int) {
+func (c *binRunner) assertNothingLeft(name string, nodes []string, pids ...int) {
 	c.t.Helper()
 	out, err := exec.Command("ip", "netns", "list").CombinedOutput()
 	if err != nil {
@@ -700,7 +700,7 @@ func readRun(t *testing.T, dir, id string) runJSON {
 
 // runTestbed waits for the testbed a `continuum run` creates in the state dir and returns its
 // name and status once its components and workloads are up.
-func (c *cli) runTestbed(t *testing.T, procs int, exited <-chan struct{}) (string, statusJSON) {
+func (c *binRunner) runTestbed(t *testing.T, procs int, exited <-chan struct{}) (string, statusJSON) {
 	t.Helper()
 	var name string
 	var st statusJSON

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/gcfloor"
 	"github.com/continuum-project/continuum/internal/kv/kvbench"
 	"github.com/continuum-project/continuum/internal/loadgen"
@@ -22,7 +23,8 @@ func newLoadCmd() *cobra.Command {
 		Example: `  continuum load http --target edge=http://10.0.0.2:8080/ --rate 100 --duration 30s --out results/load
   continuum load ycsb --target etcd=http://127.0.0.1:2379 --workload a --recordcount 10000 --rate 2000 --out results/ycsb`,
 	}
-	cmd.AddCommand(newLoadHTTPCmd(), newLoadYCSBCmd(), newLoadKVLagCmd())
+	cmd.AddCommand(newLoadHTTPCmd(), newLoadYCSBCmd())
+	cmd.AddCommand(cli.Commands("load")...) // systems' load commands (kv-lag)
 	cmd.PersistentPreRun = tuneGeneratorGC
 	return cmd
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/continuum-project/continuum/internal/cli"
 
 	// Every system's experiment kinds and report sections, for `run` and `report`.
 	_ "github.com/continuum-project/continuum/internal/systems/install"
@@ -41,38 +42,13 @@ func main() {
 	}
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
-		var code exitCode
+		var code cli.ExitCode
 		if errors.As(err, &code) {
 			os.Exit(int(code))
 		}
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
-}
-
-// exitCode makes the process exit with that status and no message (e.g. `testbed exec`
-// passing on the command's own status).
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
-// quietLogger logs warnings and errors only unless CONTINUUM_LOG=debug, for commands that draw
-// their own progress.
-func quietLogger() *slog.Logger {
-	level := slog.LevelWarn
-	if os.Getenv("CONTINUUM_LOG") == "debug" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-}
-
-// logger is the structured logger for long-running commands; CONTINUUM_LOG=debug makes it chatty.
-func logger() *slog.Logger {
-	level := slog.LevelInfo
-	if os.Getenv("CONTINUUM_LOG") == "debug" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
 func newRootCmd() *cobra.Command {
@@ -89,11 +65,12 @@ func newRootCmd() *cobra.Command {
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
+	root.AddCommand(cli.Commands(cli.Top)...) // the systems' commands (kv, proxy, faas, ...)
 	return root
 }
 
-// commands holds the constructors of the top-level commands; each command group's file adds
-// its own in init(), so adding a command group touches only its file.
+// commands holds the constructors of the engine's top-level commands (each file adds its own in
+// init()); the systems' commands come from the cli registry.
 var commands = []func() *cobra.Command{newVersionCmd}
 
 func newVersionCmd() *cobra.Command {

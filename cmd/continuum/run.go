@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/continuum-project/continuum/internal/cli"
 	"golang.org/x/sys/unix"
 
 	"github.com/continuum-project/continuum/internal/experiment"
@@ -35,7 +37,7 @@ func newRunCmd() *cobra.Command {
 			}
 			opts.Progress = cmd.ErrOrStderr()
 			opts.Interactive = isTerminal(os.Stderr)
-			opts.Logger = quietLogger()
+			opts.Logger = cli.QuietLogger()
 			res, err := experiment.Execute(cmd.Context(), args[0], opts)
 			if res != nil && res.Report != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "results: %s\nreport:  %s\n", res.Dir, res.Report)

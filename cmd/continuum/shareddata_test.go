@@ -118,3 +118,11 @@ func TestSharedDataTools(t *testing.T) {
 		t.Errorf("unknown backend: exit %d, stderr %q", exitStatus(err), errOut)
 	}
 }
+
+// messageLine is the JSON object `continuum shareddata subscribe` prints per message: the
+// output's contract with its users, as they decode it.
+type messageLine struct {
+	Channel string `json:"channel"`
+	Value   string `json:"value"`
+	Cursor  string `json:"cursor"`
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
@@ -79,7 +80,7 @@ func newTestbedUpCmd() *cobra.Command {
 // serveTestbed hosts the testbed until Ctrl-C/SIGTERM or a `down` through the control socket.
 // Everything is removed on the way out, including after a panic.
 func serveTestbed(cmd *cobra.Command, topo *testbed.Topology, name string, seed int64) (err error) {
-	tb, err := testbed.Up(topo, testbed.Options{Name: name, StateDir: stateDir(cmd), Seed: seed, Logger: logger()})
+	tb, err := testbed.Up(topo, testbed.Options{Name: name, StateDir: stateDir(cmd), Seed: seed, Logger: cli.Logger()})
 	if err != nil {
 		return err
 	}
@@ -300,7 +301,7 @@ func newTestbedExecCmd() *cobra.Command {
 			if err := c.Run(); err != nil {
 				var ee *exec.ExitError
 				if errors.As(err, &ee) {
-					return exitCode(ee.ExitCode())
+					return cli.ExitCode(ee.ExitCode())
 				}
 				return err
 			}

@@ -15,8 +15,8 @@ import (
 	"github.com/continuum-project/continuum/internal/results"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
-	"github.com/continuum-project/continuum/internal/shareddata/pace"
 	"github.com/continuum-project/continuum/internal/shareddata"
+	"github.com/continuum-project/continuum/internal/shareddata/pace"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 

@@ -9,7 +9,7 @@ import (
 	_ "github.com/continuum-project/continuum/internal/httpecho/kinds"   // http-echo, http-load
 	_ "github.com/continuum-project/continuum/internal/iot/kinds"        // iot
 	_ "github.com/continuum-project/continuum/internal/kv/kinds"         // kv, kv-lag
-	_ "github.com/continuum-project/continuum/internal/shareddata/kinds"       // pace
 	_ "github.com/continuum-project/continuum/internal/proxy/kinds"      // proxy + QoS report sections
 	_ "github.com/continuum-project/continuum/internal/shareddata/kinds" // maintenance
+	_ "github.com/continuum-project/continuum/internal/shareddata/kinds" // pace, maintenance, freshness
 )

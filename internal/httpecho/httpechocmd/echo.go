@@ -1,12 +1,13 @@
-package main
+package httpechocmd
 
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/httpecho"
 )
 
-func init() { commands = append(commands, newEchoCmd) }
+func init() { cli.Register(cli.Top, newEchoCmd) }
 
 func newEchoCmd() *cobra.Command {
 	cfg := httpecho.DefaultConfig()
@@ -21,7 +22,7 @@ SIGTERM/Ctrl-C stops accepting and drains requests in flight.`,
   curl -X PUT -d '{"delay":"50ms"}' http://127.0.0.1:8080/admin/config`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Logger = logger()
+			cfg.Logger = cli.Logger()
 			return httpecho.Run(cmd.Context(), cfg)
 		},
 	}

@@ -1,16 +1,18 @@
-package main
+package shareddatacmd
 
 import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/spf13/pflag"
 
-	"github.com/continuum-project/continuum/internal/shareddata/pace"
 	"github.com/continuum-project/continuum/internal/shareddata"
+	"github.com/continuum-project/continuum/internal/shareddata/pace"
 )
 
-func init() { commands = append(commands, newPaceCmd) }
+func init() { cli.Register(cli.Top, newPaceCmd) }
 
 func newPaceCmd() *cobra.Command {
 	cmd := &cobra.Command{

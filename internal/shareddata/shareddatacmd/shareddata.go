@@ -1,15 +1,16 @@
-package main
+package shareddatacmd
 
 import (
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/shareddata/freshness"
 	"github.com/continuum-project/continuum/internal/shareddata/maintain"
 )
 
-func init() { commands = append(commands, newSharedDataCmd) }
+func init() { cli.Register(cli.Top, newSharedDataCmd) }
 
 func newSharedDataCmd() *cobra.Command {
 	cmd := &cobra.Command{

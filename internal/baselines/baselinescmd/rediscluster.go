@@ -1,12 +1,13 @@
-package main
+package baselinescmd
 
 import (
 	"github.com/spf13/cobra"
 
 	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/cli"
 )
 
-func init() { commands = append(commands, newRedisClusterCmd) }
+func init() { cli.Register(cli.Top, newRedisClusterCmd) }
 
 func newRedisClusterCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -1,14 +1,15 @@
-package main
+package iotcmd
 
 import (
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/iot"
 )
 
-func init() { commands = append(commands, newIoTCmd) }
+func init() { cli.Register(cli.Top, newIoTCmd) }
 
 func newIoTCmd() *cobra.Command {
 	var cfg iot.Config

@@ -1,4 +1,4 @@
-package main
+package faascmd
 
 import (
 	"fmt"
@@ -9,13 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/faas"
 	"github.com/continuum-project/continuum/internal/faas/gateway"
 	"github.com/continuum-project/continuum/internal/faas/watchdog"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
 
-func init() { commands = append(commands, newFaaSCmd) }
+func init() { cli.Register(cli.Top, newFaaSCmd) }
 
 func newFaaSCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -1,8 +1,9 @@
-package main
+package proxycmd
 
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/proxy"
 	// Discovery sources register their YAML keys; the file and testbed sources live in package
 	// discovery itself.
@@ -10,7 +11,7 @@ import (
 	_ "github.com/continuum-project/continuum/internal/proxy/discovery/kvprefix"
 )
 
-func init() { commands = append(commands, newProxyCmd) }
+func init() { cli.Register(cli.Top, newProxyCmd) }
 
 func newProxyCmd() *cobra.Command {
 	var path, listen, admin, node string
@@ -53,7 +54,7 @@ Flags override the configuration file's listen, admin_listen and node.`,
 			if f.Changed("node") || cfg.Node == "" {
 				cfg.Node = node
 			}
-			cfg.Logger = logger()
+			cfg.Logger = cli.Logger()
 			return proxy.Run(cmd.Context(), cfg)
 		},
 	}

@@ -1,11 +1,14 @@
-package main
+package kvcmd
 
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 )
+
+func init() { cli.Register("load", newLoadKVLagCmd) }
 
 func newLoadKVLagCmd() *cobra.Command {
 	def := loadgen.DefaultConfig()

@@ -1,4 +1,4 @@
-package main
+package kvcmd
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/gcfloor"
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
 	"github.com/continuum-project/continuum/internal/kv/replication"
 	"github.com/continuum-project/continuum/internal/kv/server"
 )
 
-func init() { commands = append(commands, newKVCmd) }
+func init() { cli.Register(cli.Top, newKVCmd) }
 
 func newKVCmd() *cobra.Command {
 	cfg := server.DefaultConfig()
@@ -72,7 +73,7 @@ to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
 			cfg.ListenClientURLs = server.SplitURLs(listenClient)
 			cfg.AdvertiseClientURLs = server.SplitURLs(advertiseClient)
 			cfg.ListenMetricsURLs = server.SplitURLs(listenMetrics)
-			cfg.Logger = logger()
+			cfg.Logger = cli.Logger()
 			if gcFloor < 0 {
 				return fmt.Errorf("--gc-heap-floor %d: must be 0 (off) or a number of bytes", gcFloor)
 			}
