@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/kv/kvcmd"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -100,12 +102,13 @@ func (c *Config) validate() error {
 func command(env kind.Env, cfg any) (kind.Command, error) {
 	c := cfg.(*Config)
 	dir := kind.DataDir(env, c.DataDir)
-	args := []string{env.Binary, "kv", "--name", env.Instance, "--data-dir", dir,
-		"--listen-client-urls", "http://0.0.0.0:" + strconv.Itoa(c.ClientPort),
-		"--advertise-client-urls", env.AdvertisedURL(c.ClientPort),
-		"--events-file", filepath.Join(env.OutDir, eventsFile)}
+	f := kvcmd.DefaultFlags()
+	f.Server.Name, f.Server.DataDir = env.Instance, dir
+	f.ListenClientURLs = "http://0.0.0.0:" + strconv.Itoa(c.ClientPort)
+	f.AdvertiseClientURLs = env.AdvertisedURL(c.ClientPort)
+	f.Server.EventsFile = filepath.Join(env.OutDir, eventsFile)
 	if c.Fsync != "" {
-		args = append(args, "--fsync", c.Fsync)
+		f.Fsync = c.Fsync
 	}
 	if c.Cluster != "" {
 		members := env.MemberURLs(func(_ string, m kind.Component) (int, bool) {
@@ -119,18 +122,18 @@ func command(env kind.Env, cfg any) (kind.Command, error) {
 				return kind.Command{}, fmt.Errorf("kv %s: peers names %q, which is not another member of cluster %q", env.Instance, p, c.Cluster)
 			}
 		}
-		args = append(args, "--listen-peer-urls", "http://0.0.0.0:"+strconv.Itoa(c.PeerPort),
-			"--initial-advertise-peer-urls", env.AdvertisedURL(c.PeerPort),
-			"--initial-cluster", kind.InitialCluster(members), "--initial-cluster-token", c.Cluster)
-		if len(c.Peers) > 0 {
-			args = append(args, "--peers", strings.Join(c.Peers, ","))
-		}
+		f.ListenPeerURLs = "http://0.0.0.0:" + strconv.Itoa(c.PeerPort)
+		f.InitialAdvertisePeerURLs = env.AdvertisedURL(c.PeerPort)
+		f.InitialCluster = kind.InitialCluster(members)
+		f.Server.InitialClusterToken = c.Cluster
+		f.Peers = strings.Join(c.Peers, ",")
 		if c.PeerBatchLinger != nil {
-			args = append(args, "--peer-batch-linger", c.PeerBatchLinger.String())
+			f.PeerBatchLinger = c.PeerBatchLinger.Duration
 		}
 		if c.PeerCompression != "" {
-			args = append(args, "--peer-compression", c.PeerCompression)
+			f.PeerCompression = c.PeerCompression
 		}
 	}
+	args := append([]string{env.Binary, "kv"}, cli.Args(kvcmd.DefaultFlags(), f)...)
 	return kind.Command{Args: args, DataDirs: []string{dir}, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.ClientPort)}, nil
 }

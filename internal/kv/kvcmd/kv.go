@@ -3,9 +3,11 @@ package kvcmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/gcfloor"
@@ -16,15 +18,119 @@ import (
 
 func init() { cli.Register(cli.Top, newKVCmd) }
 
-func newKVCmd() *cobra.Command {
+// Flags are `continuum kv`'s flags. The kv kind renders its members' command lines from the
+// same struct (cli.Args), so each flag's name and default is written once, in Bind and
+// DefaultFlags.
+type Flags struct {
+	// Server holds the flags that map one to one onto the server's Config.
+	Server server.Config
+	// The URL lists, comma-separated as etcd takes them.
+	ListenClientURLs, AdvertiseClientURLs, ListenMetricsURLs        string
+	ListenPeerURLs, InitialAdvertisePeerURLs, InitialCluster, Peers string
+	Fsync                                                           string
+	// GCHeapFloor is the smallest Go heap goal in bytes (0: Go's default).
+	GCHeapFloor     int64
+	PeerBatchLinger time.Duration
+	PeerCompression string
+	MaxClockOffset  time.Duration
+}
+
+// DefaultFlags are the defaults of `continuum kv`'s flags: the server's and the replicator's
+// defaults, and etcd's where a flag is etcd's.
+func DefaultFlags() Flags {
 	cfg := server.DefaultConfig()
-	var listenClient, advertiseClient, listenMetrics, fsync string
-	// A 128 MiB heap-goal floor: see --gc-heap-floor in docs/kv.md for what it costs and buys.
-	gcFloor := int64(128 << 20)
-	var listenPeer, advertisePeer, initialCluster, peers string
-	linger := 3 * time.Millisecond
-	compression := replication.CompressorS2
-	maxOffset := replication.DefaultMaxClockOffset
+	cfg.AutoCompactionRetention = "0"
+	cfg.ProgressNotifyInterval = 10 * time.Minute
+	cfg.InitialClusterState = "new"
+	cfg.InitialClusterToken = "continuum-kv-cluster"
+	cfg.PeerDialTimeout = replication.DefaultDialTimeout
+	cfg.PeerMaxBackoff = replication.DefaultMaxBackoff
+	return Flags{
+		Server:           cfg,
+		ListenClientURLs: strings.Join(cfg.ListenClientURLs, ","),
+		Fsync:            "batch",
+		// A 128 MiB heap-goal floor: see --gc-heap-floor in docs/kv.md for what it costs and buys.
+		GCHeapFloor:     128 << 20,
+		PeerBatchLinger: replication.DefaultLinger,
+		PeerCompression: replication.CompressorS2,
+		MaxClockOffset:  replication.DefaultMaxClockOffset,
+	}
+}
+
+// Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
+func (f *Flags) Bind(fs *pflag.FlagSet) {
+	cfg := &f.Server
+	fs.StringVar(&cfg.Name, "name", cfg.Name, "human-readable name for this member")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "path to the data directory")
+	fs.StringVar(&f.ListenClientURLs, "listen-client-urls", f.ListenClientURLs, "comma-separated URLs to serve clients on (http or https)")
+	fs.StringVar(&f.AdvertiseClientURLs, "advertise-client-urls", f.AdvertiseClientURLs, "comma-separated client URLs to advertise in member list (default: the listen URLs)")
+	fs.StringVar(&f.ListenMetricsURLs, "listen-metrics-urls", f.ListenMetricsURLs, "comma-separated URLs to serve /metrics and /health on")
+	fs.Int64Var(&f.GCHeapFloor, "gc-heap-floor", f.GCHeapFloor, "smallest Go heap goal in bytes: fewer GC cycles (and GC-induced latency) while the data set is small, at the cost of up to that much memory (0: Go's default goal, twice the live heap; ignored when GOGC or GOMEMLIMIT is set)")
+	fs.StringVar(&cfg.EventsFile, "events-file", cfg.EventsFile, "append replication events (catch-ups with peers) to this file, one JSON object per line")
+	fs.BoolVar(&cfg.EnablePprof, "enable-pprof", cfg.EnablePprof, "serve Go's /debug/pprof/ on the --listen-metrics-urls")
+	fs.Int64Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", cfg.QuotaBackendBytes, "raise the NOSPACE alarm when the database exceeds this size")
+	fs.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "maximum size of a write request in bytes")
+	fs.StringVar(&f.Fsync, "fsync", f.Fsync, "when writes are fsynced: batch (group commit, fsync before ack), always (one fsync per write), never")
+	fs.StringVar(&cfg.AutoCompactionMode, "auto-compaction-mode", cfg.AutoCompactionMode, "periodic or revision")
+	fs.StringVar(&cfg.AutoCompactionRetention, "auto-compaction-retention", cfg.AutoCompactionRetention, "periodic: a duration (1h) or hours to keep; revision: revisions to keep; 0 disables")
+	fs.DurationVar(&cfg.ProgressNotifyInterval, "watch-progress-notify-interval", cfg.ProgressNotifyInterval, "how often idle watches with progress_notify get a progress notification")
+	fs.StringVar(&cfg.CertFile, "cert-file", cfg.CertFile, "TLS certificate for https client URLs")
+	fs.StringVar(&cfg.KeyFile, "key-file", cfg.KeyFile, "TLS key for https client URLs")
+	fs.StringVar(&cfg.TrustedCAFile, "trusted-ca-file", cfg.TrustedCAFile, "CA that signs client certificates")
+	fs.BoolVar(&cfg.ClientCertAuth, "client-cert-auth", cfg.ClientCertAuth, "require client certificates signed by --trusted-ca-file")
+	fs.BoolVar(&cfg.AutoTLS, "auto-tls", cfg.AutoTLS, "without --cert-file/--key-file, serve https client URLs with a generated self-signed certificate (<data-dir>/fixtures/client): encrypts, authenticates nothing")
+	fs.StringVar(&cfg.PeerCertFile, "peer-cert-file", cfg.PeerCertFile, "TLS certificate for https peer URLs, also this member's client certificate towards https peers")
+	fs.StringVar(&cfg.PeerKeyFile, "peer-key-file", cfg.PeerKeyFile, "TLS key of --peer-cert-file")
+	fs.StringVar(&cfg.PeerTrustedCAFile, "peer-trusted-ca-file", cfg.PeerTrustedCAFile, "CA that signs the peers' certificates (verifies https peers, and calling peers' client certificates)")
+	fs.BoolVar(&cfg.PeerClientCertAuth, "peer-client-cert-auth", cfg.PeerClientCertAuth, "require calling peers to present a certificate signed by --peer-trusted-ca-file")
+	fs.BoolVar(&cfg.PeerAutoTLS, "peer-auto-tls", cfg.PeerAutoTLS, "without --peer-cert-file/--peer-key-file, use a generated self-signed peer certificate (<data-dir>/fixtures/peer) and dial https peers without verifying them unless --peer-trusted-ca-file is set: encrypts, authenticates nothing")
+	fs.UintVar(&cfg.SelfSignedCertValidity, "self-signed-cert-validity", cfg.SelfSignedCertValidity, "validity in years of the certificates --auto-tls and --peer-auto-tls generate")
+	fs.StringVar(&f.ListenPeerURLs, "listen-peer-urls", f.ListenPeerURLs, "comma-separated URLs to serve replication to peers on (http://host:port)")
+	fs.StringVar(&f.InitialAdvertisePeerURLs, "initial-advertise-peer-urls", f.InitialAdvertisePeerURLs, "this member's peer URLs as peers reach them (default: its --initial-cluster entry)")
+	fs.StringVar(&f.InitialCluster, "initial-cluster", f.InitialCluster, "the cluster's members: name=peerURL,... (this member included)")
+	fs.StringVar(&cfg.InitialClusterState, "initial-cluster-state", cfg.InitialClusterState, "new or existing (a member joining a running cluster catches up from its peers)")
+	fs.StringVar(&cfg.InitialClusterToken, "initial-cluster-token", cfg.InitialClusterToken, "equal on all members; peers with another token are refused")
+	fs.StringVar(&f.Peers, "peers", f.Peers, "names of the members to pull changes from (default: all others; a subset makes a partial mesh)")
+	fs.DurationVar(&cfg.PeerDialTimeout, "peer-dial-timeout", cfg.PeerDialTimeout, "longest attempt to connect to a peer; raise to at least 3 round trips on slow links")
+	fs.DurationVar(&cfg.PeerMaxBackoff, "peer-max-backoff", cfg.PeerMaxBackoff, "longest wait between attempts to reconnect to a peer (a healed link is found within about this plus --peer-dial-timeout)")
+	fs.DurationVar(&f.PeerBatchLinger, "peer-batch-linger", f.PeerBatchLinger, "after sending changes to a peer, gather the next ones this long before sending again (fewer, larger messages under load; adds at most this to replication lag, not to writes that wait for copies; 0: send each change at once)")
+	fs.StringVar(&f.PeerCompression, "peer-compression", f.PeerCompression, "compression of the changes this member pulls from its peers: s2 (cheap, stores what does not compress), gzip (smaller on slow links, ~3 ms of CPU per 100 kB on each end) or none")
+	fs.DurationVar(&f.MaxClockOffset, "max-clock-offset", f.MaxClockOffset, "report peers whose clock runs further ahead of this member's (counted, logged, exported as continuum_kv_replication_peer_clock_offset_exceeded_total; their changes are still applied); 0: no check")
+}
+
+// Config turns the flags into the server's Config.
+func (f *Flags) Config() (server.Config, error) {
+	cfg := f.Server
+	if f.InitialCluster != "" {
+		ic, err := server.ParseInitialCluster(f.InitialCluster)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.InitialCluster = ic
+	}
+	cfg.ListenPeerURLs = server.SplitURLs(f.ListenPeerURLs)
+	cfg.AdvertisePeerURLs = server.SplitURLs(f.InitialAdvertisePeerURLs)
+	cfg.Peers = server.SplitURLs(f.Peers)
+	linger, offset := f.PeerBatchLinger, f.MaxClockOffset
+	cfg.PeerBatchLinger = &linger
+	cfg.PeerCompression = f.PeerCompression
+	cfg.MaxClockOffset = &offset
+	mode, err := mvcc.ParseFsyncMode(f.Fsync)
+	if err != nil {
+		return cfg, fmt.Errorf("--fsync: %w", err)
+	}
+	cfg.Fsync = mode
+	cfg.ListenClientURLs = server.SplitURLs(f.ListenClientURLs)
+	cfg.AdvertiseClientURLs = server.SplitURLs(f.AdvertiseClientURLs)
+	cfg.ListenMetricsURLs = server.SplitURLs(f.ListenMetricsURLs)
+	if f.GCHeapFloor < 0 {
+		return cfg, fmt.Errorf("--gc-heap-floor %d: must be 0 (off) or a number of bytes", f.GCHeapFloor)
+	}
+	return cfg, nil
+}
+
+func newKVCmd() *cobra.Command {
+	flags := DefaultFlags()
 	cmd := &cobra.Command{
 		Use:   "kv",
 		Short: "Run the kv store: an etcd-v3-API-compatible key-value store, single or replicated local-first",
@@ -52,76 +158,20 @@ to a key resolve by last writer wins (hybrid logical clock). See docs/kv.md.`,
   etcdctl --endpoints https://10.0.0.1:2379 --insecure-skip-tls-verify put foo bar`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if initialCluster != "" {
-				ic, err := server.ParseInitialCluster(initialCluster)
-				if err != nil {
-					return err
-				}
-				cfg.InitialCluster = ic
-			}
-			cfg.ListenPeerURLs = server.SplitURLs(listenPeer)
-			cfg.AdvertisePeerURLs = server.SplitURLs(advertisePeer)
-			cfg.Peers = server.SplitURLs(peers)
-			cfg.PeerBatchLinger = &linger
-			cfg.PeerCompression = compression
-			cfg.MaxClockOffset = &maxOffset
-			mode, err := mvcc.ParseFsyncMode(fsync)
+			cfg, err := flags.Config()
 			if err != nil {
-				return fmt.Errorf("--fsync: %w", err)
+				return err
 			}
-			cfg.Fsync = mode
-			cfg.ListenClientURLs = server.SplitURLs(listenClient)
-			cfg.AdvertiseClientURLs = server.SplitURLs(advertiseClient)
-			cfg.ListenMetricsURLs = server.SplitURLs(listenMetrics)
 			cfg.Logger = cli.Logger()
-			if gcFloor < 0 {
-				return fmt.Errorf("--gc-heap-floor %d: must be 0 (off) or a number of bytes", gcFloor)
-			}
-			if gcFloor > 0 && !gcfloor.UserTuned() {
+			if flags.GCHeapFloor > 0 && !gcfloor.UserTuned() {
 				ctx, cancel := context.WithCancel(cmd.Context())
 				defer cancel()
-				go gcfloor.Run(ctx, uint64(gcFloor), time.Second)
+				go gcfloor.Run(ctx, uint64(flags.GCHeapFloor), time.Second)
 			}
 			return server.Run(cmd.Context(), cfg)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.Name, "name", cfg.Name, "human-readable name for this member")
-	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "path to the data directory")
-	f.StringVar(&listenClient, "listen-client-urls", "http://localhost:2379", "comma-separated URLs to serve clients on (http or https)")
-	f.StringVar(&advertiseClient, "advertise-client-urls", "", "comma-separated client URLs to advertise in member list (default: the listen URLs)")
-	f.StringVar(&listenMetrics, "listen-metrics-urls", "", "comma-separated URLs to serve /metrics and /health on")
-	f.Int64Var(&gcFloor, "gc-heap-floor", gcFloor, "smallest Go heap goal in bytes: fewer GC cycles (and GC-induced latency) while the data set is small, at the cost of up to that much memory (0: Go's default goal, twice the live heap; ignored when GOGC or GOMEMLIMIT is set)")
-	f.StringVar(&cfg.EventsFile, "events-file", "", "append replication events (catch-ups with peers) to this file, one JSON object per line")
-	f.BoolVar(&cfg.EnablePprof, "enable-pprof", false, "serve Go's /debug/pprof/ on the --listen-metrics-urls")
-	f.Int64Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", cfg.QuotaBackendBytes, "raise the NOSPACE alarm when the database exceeds this size")
-	f.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "maximum size of a write request in bytes")
-	f.StringVar(&fsync, "fsync", "batch", "when writes are fsynced: batch (group commit, fsync before ack), always (one fsync per write), never")
-	f.StringVar(&cfg.AutoCompactionMode, "auto-compaction-mode", cfg.AutoCompactionMode, "periodic or revision")
-	f.StringVar(&cfg.AutoCompactionRetention, "auto-compaction-retention", "0", "periodic: a duration (1h) or hours to keep; revision: revisions to keep; 0 disables")
-	f.DurationVar(&cfg.ProgressNotifyInterval, "watch-progress-notify-interval", 10*time.Minute, "how often idle watches with progress_notify get a progress notification")
-	f.StringVar(&cfg.CertFile, "cert-file", "", "TLS certificate for https client URLs")
-	f.StringVar(&cfg.KeyFile, "key-file", "", "TLS key for https client URLs")
-	f.StringVar(&cfg.TrustedCAFile, "trusted-ca-file", "", "CA that signs client certificates")
-	f.BoolVar(&cfg.ClientCertAuth, "client-cert-auth", false, "require client certificates signed by --trusted-ca-file")
-	f.BoolVar(&cfg.AutoTLS, "auto-tls", false, "without --cert-file/--key-file, serve https client URLs with a generated self-signed certificate (<data-dir>/fixtures/client): encrypts, authenticates nothing")
-	f.StringVar(&cfg.PeerCertFile, "peer-cert-file", "", "TLS certificate for https peer URLs, also this member's client certificate towards https peers")
-	f.StringVar(&cfg.PeerKeyFile, "peer-key-file", "", "TLS key of --peer-cert-file")
-	f.StringVar(&cfg.PeerTrustedCAFile, "peer-trusted-ca-file", "", "CA that signs the peers' certificates (verifies https peers, and calling peers' client certificates)")
-	f.BoolVar(&cfg.PeerClientCertAuth, "peer-client-cert-auth", false, "require calling peers to present a certificate signed by --peer-trusted-ca-file")
-	f.BoolVar(&cfg.PeerAutoTLS, "peer-auto-tls", false, "without --peer-cert-file/--peer-key-file, use a generated self-signed peer certificate (<data-dir>/fixtures/peer) and dial https peers without verifying them unless --peer-trusted-ca-file is set: encrypts, authenticates nothing")
-	f.UintVar(&cfg.SelfSignedCertValidity, "self-signed-cert-validity", cfg.SelfSignedCertValidity, "validity in years of the certificates --auto-tls and --peer-auto-tls generate")
-	f.StringVar(&listenPeer, "listen-peer-urls", "", "comma-separated URLs to serve replication to peers on (http://host:port)")
-	f.StringVar(&advertisePeer, "initial-advertise-peer-urls", "", "this member's peer URLs as peers reach them (default: its --initial-cluster entry)")
-	f.StringVar(&initialCluster, "initial-cluster", "", "the cluster's members: name=peerURL,... (this member included)")
-	f.StringVar(&cfg.InitialClusterState, "initial-cluster-state", "new", "new or existing (a member joining a running cluster catches up from its peers)")
-	f.StringVar(&cfg.InitialClusterToken, "initial-cluster-token", "continuum-kv-cluster", "equal on all members; peers with another token are refused")
-	f.StringVar(&peers, "peers", "", "names of the members to pull changes from (default: all others; a subset makes a partial mesh)")
-	f.DurationVar(&cfg.PeerDialTimeout, "peer-dial-timeout", 500*time.Millisecond, "longest attempt to connect to a peer; raise to at least 3 round trips on slow links")
-	f.DurationVar(&cfg.PeerMaxBackoff, "peer-max-backoff", 250*time.Millisecond, "longest wait between attempts to reconnect to a peer (a healed link is found within about this plus --peer-dial-timeout)")
-	f.DurationVar(&linger, "peer-batch-linger", linger, "after sending changes to a peer, gather the next ones this long before sending again (fewer, larger messages under load; adds at most this to replication lag, not to writes that wait for copies; 0: send each change at once)")
-	f.StringVar(&compression, "peer-compression", compression, "compression of the changes this member pulls from its peers: s2 (cheap, stores what does not compress), gzip (smaller on slow links, ~3 ms of CPU per 100 kB on each end) or none")
-	f.DurationVar(&maxOffset, "max-clock-offset", maxOffset, "report peers whose clock runs further ahead of this member's (counted, logged, exported as continuum_kv_replication_peer_clock_offset_exceeded_total; their changes are still applied); 0: no check")
+	flags.Bind(cmd.Flags())
 	cmd.AddCommand(newKVSnapshotCmd())
 	return cmd
 }
