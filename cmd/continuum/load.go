@@ -8,7 +8,6 @@ import (
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/gcfloor"
 	"github.com/continuum-project/continuum/internal/kv/kvbench"
-	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/loadgen/httptarget"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
@@ -44,9 +43,7 @@ func tuneGeneratorGC(cmd *cobra.Command, _ []string) {
 }
 
 func newLoadHTTPCmd() *cobra.Command {
-	def := loadgen.DefaultConfig()
-	cfg := httptarget.Config{Load: def}
-	var targets, services, hosts []string
+	flags := httptarget.DefaultFlags()
 	cmd := &cobra.Command{
 		Use:   "http",
 		Short: "Load HTTP endpoints; each --target is a series in the results",
@@ -71,47 +68,19 @@ a response-time requirement ("qos" in stats.json, within_qos in timeseries.csv).
   continuum load http --target e=http://127.0.0.1:8080/ --clients 16 --method POST --body-size 1024 --out /tmp/load`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, t := range targets {
-				name, url, err := httptarget.ParseTarget(t)
-				if err != nil {
-					return err
-				}
-				cfg.Endpoints = append(cfg.Endpoints, httptarget.Endpoint{Name: name, URL: url})
-			}
-			if err := httptarget.ApplyPerTarget(cfg.Endpoints, "--service", services,
-				func(e *httptarget.Endpoint, v string) { e.Service = v }); err != nil {
-				return err
-			}
-			if err := httptarget.ApplyPerTarget(cfg.Endpoints, "--host", hosts,
-				func(e *httptarget.Endpoint, v string) { e.Host = v }); err != nil {
+			cfg, err := flags.Resolve()
+			if err != nil {
 				return err
 			}
 			if cmd.Flags().Changed("clients") && !cmd.Flags().Changed("rate") {
 				cfg.Load.Rate = 0 // --clients alone selects the closed loop
 			}
 			cfg.Load.Progress = cmd.OutOrStdout()
-			_, err := httptarget.Run(cmd.Context(), cfg)
+			_, err = httptarget.Run(cmd.Context(), cfg)
 			return err
 		},
 	}
-	f := cmd.Flags()
-	f.StringArrayVar(&targets, "target", nil, "NAME=URL of a series (repeatable)")
-	f.Float64Var(&cfg.Load.Rate, "rate", def.Rate, "open loop: requests/s per target")
-	f.IntVar(&cfg.Load.Clients, "clients", 0, "closed loop: clients per target (instead of --rate)")
-	f.DurationVar(&cfg.Load.ThinkTime, "think-time", 0, "closed loop: pause between a response and the next request")
-	f.DurationVar(&cfg.Load.Duration, "duration", def.Duration, "run duration, warm-up included")
-	f.DurationVar(&cfg.Load.Warmup, "warmup", 0, "leading part of the run excluded from stats.json")
-	f.DurationVar(&cfg.Load.Timeout, "timeout", def.Timeout, "per-request timeout, from the intended send time")
-	f.StringVar(&cfg.Method, "method", "GET", "HTTP method")
-	f.IntVar(&cfg.BodySize, "body-size", 0, "request body size in bytes")
-	f.IntVar(&cfg.Load.MaxInflight, "max-inflight", def.MaxInflight, "open loop: cap on outstanding requests per target")
-	f.StringVar(&cfg.Load.OutDir, "out", "", "directory for the results files (none written if empty)")
-	f.Int64Var(&cfg.Seed, "seed", 1, "seed for the request body content")
-	f.StringArrayVar(&services, "service", nil, "[TARGET=]SERVICE: send X-Continuum-Service: SERVICE (to every target, or to TARGET; repeatable)")
-	f.StringArrayVar(&hosts, "host", nil, "[TARGET=]HOST: send Host: HOST (to every target, or to TARGET; repeatable)")
-	f.StringVar(&cfg.InstanceHeader, "instance-header", httptarget.InstanceHeader, "response header that names the serving instance")
-	f.DurationVar(&cfg.Load.QoSLatency, "qos-latency", 0, "response-time requirement: report the share of requests that succeed within it (0 = none)")
-	f.DurationSliceVar(&cfg.Load.LatencyBounds, "latency-bound", nil, "with --qos-latency: also count the successes within this bound (repeatable, ascending; e.g. the ranges a report draws)")
+	flags.Bind(cmd.Flags())
 	_ = cmd.MarkFlagRequired("target")
 	return cmd
 }

@@ -2,6 +2,7 @@ package httpechocmd
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/httpecho"
@@ -9,8 +10,28 @@ import (
 
 func init() { cli.Register(cli.Top, newEchoCmd) }
 
+// Flags are `continuum echo`'s flags; the http-echo kind renders its command line from the
+// same struct.
+type Flags struct {
+	Config httpecho.Config
+}
+
+// DefaultFlags are `continuum echo`'s defaults: the server's.
+func DefaultFlags() Flags { return Flags{Config: httpecho.DefaultConfig()} }
+
+// Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
+func (f *Flags) Bind(fs *pflag.FlagSet) {
+	cfg := &f.Config
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "host:port to listen on")
+	fs.StringVar(&cfg.Name, "name", cfg.Name, "name in response bodies (default: the hostname)")
+	fs.DurationVar(&cfg.Settings.Delay, "delay", cfg.Settings.Delay, "processing delay per request (timer, no CPU)")
+	fs.DurationVar(&cfg.Settings.CPUWork, "cpu-work", cfg.Settings.CPUWork, "CPU time burnt per request")
+	fs.IntVar(&cfg.Settings.ResponseSize, "response-size", cfg.Settings.ResponseSize, "exact response body size in bytes (0: a short message)")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long to drain requests in flight on shutdown")
+}
+
 func newEchoCmd() *cobra.Command {
-	cfg := httpecho.DefaultConfig()
+	flags := DefaultFlags()
 	cmd := &cobra.Command{
 		Use:   "echo",
 		Short: "Run the HTTP echo server component (delay, CPU work and response size adjustable at run time)",
@@ -22,16 +43,11 @@ SIGTERM/Ctrl-C stops accepting and drains requests in flight.`,
   curl -X PUT -d '{"delay":"50ms"}' http://127.0.0.1:8080/admin/config`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := flags.Config
 			cfg.Logger = cli.Logger()
 			return httpecho.Run(cmd.Context(), cfg)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.Listen, "listen", cfg.Listen, "host:port to listen on")
-	f.StringVar(&cfg.Name, "name", "", "name in response bodies (default: the hostname)")
-	f.DurationVar(&cfg.Settings.Delay, "delay", 0, "processing delay per request (timer, no CPU)")
-	f.DurationVar(&cfg.Settings.CPUWork, "cpu-work", 0, "CPU time burnt per request")
-	f.IntVar(&cfg.Settings.ResponseSize, "response-size", 0, "exact response body size in bytes (0: a short message)")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long to drain requests in flight on shutdown")
+	flags.Bind(cmd.Flags())
 	return cmd
 }

@@ -14,7 +14,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/httpecho/httpechocmd"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -65,13 +67,10 @@ func (c *EchoConfig) validate() error {
 func echoCommand(env kind.Env, cfg any) (kind.Command, error) {
 	c := cfg.(*EchoConfig)
 	port := strconv.Itoa(c.Port)
-	return kind.Command{
-		Args: []string{env.Binary, "echo", "--listen", ":" + port,
-			"--delay", c.Delay.String(), "--cpu-work", c.CPUWork.String(),
-			"--response-size", strconv.FormatInt(int64(c.ResponseSize), 10),
-			"--name", env.Instance},
-		ReadyAddr: "127.0.0.1:" + port,
-	}, nil
+	f := httpechocmd.DefaultFlags()
+	f.Config.Listen, f.Config.Name = ":"+port, env.Instance
+	f.Config.Settings.Delay, f.Config.Settings.CPUWork, f.Config.Settings.ResponseSize = c.Delay.Duration, c.CPUWork.Duration, int(c.ResponseSize)
+	return kind.Command{Args: append([]string{env.Binary, "echo"}, cli.Args(httpechocmd.DefaultFlags(), f)...), ReadyAddr: "127.0.0.1:" + port}, nil
 }
 
 // echoChange is what a "set" event may change; pointers tell absent fields from zeros.

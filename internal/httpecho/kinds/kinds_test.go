@@ -28,8 +28,8 @@ func TestHTTPEchoCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/bin/continuum", "echo", "--listen", ":8080", "--delay", "20ms", "--cpu-work", "0s",
-		"--response-size", "1024", "--name", "echo-edge"}
+	// --listen :8080 and --cpu-work 0s are the command's defaults: left out.
+	want := []string{"/bin/continuum", "echo", "--name", "echo-edge", "--delay", "20ms", "--response-size", "1024"}
 	if !slices.Equal(cmd.Args, want) || cmd.ReadyAddr != "127.0.0.1:8080" {
 		t.Errorf("args %q ready %q, want %q", cmd.Args, cmd.ReadyAddr, want)
 	}
@@ -138,10 +138,10 @@ body_size: 1Ki
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Flags at their defaults (--timeout 1s, --method GET, --duration 30s) are left out.
 	want := []string{"/bin/continuum", "load", "http",
 		"--target", "edge=http://edge1:8080/", "--target", "cloud=http://cloud1:9000/api", "--target", "ext=http://10.9.9.9:80/x",
-		"--rate", "150", "--timeout", "1s", "--method", "GET", "--body-size", "1024", "--max-inflight", "50",
-		"--duration", "30s", "--warmup", "5s", "--out", "/r/w", "--seed", "7"}
+		"--rate", "150", "--warmup", "5s", "--body-size", "1024", "--max-inflight", "50", "--out", "/r/w", "--seed", "7"}
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("args\n%q\nwant\n%q", cmd.Args, want)
 	}

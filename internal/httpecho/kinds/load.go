@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/loadgen/httptarget"
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/spec"
@@ -140,39 +142,38 @@ func (t LoadTarget) url(env kind.Env) (string, error) {
 
 func loadCommand(env kind.Env, cfg any) (kind.Command, error) {
 	c := cfg.(*LoadConfig)
-	args := []string{env.Binary, "load", "http"}
+	f := httptarget.DefaultFlags()
 	for _, t := range c.Targets {
 		u, err := t.url(env)
 		if err != nil {
 			return kind.Command{}, err
 		}
-		args = append(args, "--target", t.Name+"="+u)
+		f.Targets = append(f.Targets, t.Name+"="+u)
 		if t.Service != "" {
-			args = append(args, "--service", t.Name+"="+t.Service)
+			f.Services = append(f.Services, t.Name+"="+t.Service)
 		}
 		if t.Host != "" {
-			args = append(args, "--host", t.Name+"="+t.Host)
+			f.Hosts = append(f.Hosts, t.Name+"="+t.Host)
 		}
 	}
+	load := &f.Config.Load
 	if c.QoSLatency.Duration > 0 {
-		args = append(args, "--qos-latency", c.QoSLatency.String())
+		load.QoSLatency = c.QoSLatency.Duration
 		for _, b := range c.LatencyBounds {
-			args = append(args, "--latency-bound", b.String())
+			load.LatencyBounds = append(load.LatencyBounds, b.Duration)
 		}
 	}
 	if c.Clients > 0 {
-		args = append(args, "--clients", strconv.Itoa(c.Clients))
+		load.Clients = c.Clients // without --rate: the closed loop
 	} else {
-		args = append(args, "--rate", strconv.FormatFloat(c.Rate, 'f', -1, 64))
+		load.Rate = c.Rate
 	}
-	args = append(args, "--timeout", c.Timeout.String(), "--method", c.Method,
-		"--body-size", strconv.FormatInt(int64(c.BodySize), 10))
+	load.Timeout, f.Config.Method, f.Config.BodySize = c.Timeout.Duration, c.Method, int(c.BodySize)
 	if c.MaxInflight > 0 {
-		args = append(args, "--max-inflight", strconv.Itoa(c.MaxInflight))
+		load.MaxInflight = c.MaxInflight
 	}
-	args = append(args, "--duration", env.Duration.String(), "--warmup", env.Warmup.String(),
-		"--out", env.OutDir, "--seed", strconv.FormatInt(env.Seed, 10))
-	return kind.Command{Args: args}, nil
+	load.Duration, load.Warmup, load.OutDir, f.Config.Seed = env.Duration, env.Warmup, env.OutDir, env.Seed
+	return kind.Command{Args: append([]string{env.Binary, "load", "http"}, cli.Args(httptarget.DefaultFlags(), f)...)}, nil
 }
 
 // headerValueRE matches what http-load may send as a Host or service header ("" = unset).

@@ -3,11 +3,11 @@ package kinds
 import (
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/kv/kvcmd"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -51,26 +51,19 @@ func (c *LagConfig) validate() error {
 	return nil
 }
 
-// memberURL is the client URL of a component that speaks the etcd v3 API, at its node.
-func memberURL(env kind.Env, component string) (string, error) {
-	node, ep, err := env.Endpoint(component, 0, kind.ProtocolEtcdV3)
-	if err != nil {
-		return "", err
-	}
-	return "http://" + net.JoinHostPort(node, strconv.Itoa(ep.Port)), nil
-}
-
 func lagCommand(env kind.Env, cfg any) (kind.Command, error) {
 	c := cfg.(*LagConfig)
-	w, err := memberURL(env, c.Writer)
+	w, err := env.Store(c.Writer, 0, kind.ProtocolEtcdV3)
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("writer: %w", err)
 	}
-	r, err := memberURL(env, c.Reader)
+	r, err := env.Store(c.Reader, 0, kind.ProtocolEtcdV3)
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("reader: %w", err)
 	}
-	return kind.Command{Args: []string{env.Binary, "load", "kv-lag", "--writer", w, "--reader", r,
-		"--rate", strconv.FormatFloat(c.Rate, 'f', -1, 64), "--timeout", c.Timeout.String(),
-		"--duration", env.Duration.String(), "--warmup", env.Warmup.String(), "--out", env.OutDir}}, nil
+	f := kvcmd.DefaultLagFlags()
+	f.Config.Writer, f.Config.Reader = w.Addr, r.Addr
+	f.Config.Load.Rate, f.Config.Load.Timeout = c.Rate, c.Timeout.Duration
+	f.Config.Load.Duration, f.Config.Load.Warmup, f.Config.Load.OutDir = env.Duration, env.Warmup, env.OutDir
+	return kind.Command{Args: append([]string{env.Binary, "load", "kv-lag"}, cli.Args(kvcmd.DefaultLagFlags(), f)...)}, nil
 }
