@@ -79,7 +79,7 @@ func TestProxyScenarioLoads(t *testing.T) {
 		t.Errorf("strategies %v, want %v", strategies, want)
 	}
 	// The load targets the proxy's port, with the service header.
-	env := instanceEnv(sc, sc.Workloads[0], nil, "/out", "/bin/continuum")
+	env := instanceEnv(sc, sc.Workloads[0], nil, "/out", "/bin/continuum", "testbed:check@/run/continuum")
 	k, _ := kind.Lookup("http-load")
 	cmd, err := k.Command(env, sc.Workloads[0].DecodedConfig)
 	if err != nil {
