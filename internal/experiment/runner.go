@@ -52,8 +52,8 @@ type Result struct {
 var ErrInterrupted = errors.New("experiment interrupted")
 
 // Execute loads and validates the scenario (nothing starts if it is invalid or asks for what
-// opts.Platform cannot do), runs every sweep combination x repeat on a fresh platform, and writes the results directory with summary.json,
-// report.html and summary.md.
+// opts.Platform cannot do), runs every sweep combination x repeat on a fresh platform, and
+// writes the results directory with summary.json, report.html and summary.md.
 func Execute(ctx context.Context, path string, opts Options) (*Result, error) {
 	sc, runs, err := loadRuns(path, opts)
 	if err != nil {
