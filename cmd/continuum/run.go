@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/continuum-project/continuum/internal/experiment"
+	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 func init() { commands = append(commands, newRunCmd) }
@@ -18,6 +19,7 @@ func init() { commands = append(commands, newRunCmd) }
 func newRunCmd() *cobra.Command {
 	var opts experiment.Options
 	var check bool
+	var tb testbed.Provider // the platform runs run on
 	c := &cobra.Command{
 		Use:   "run SCENARIO.yaml [--set path=value]... [--out DIR] [--repeats N] [--check]",
 		Short: "Run an experiment: testbed + components + workloads + events -> results dir + report",
@@ -27,6 +29,7 @@ func newRunCmd() *cobra.Command {
   continuum run --check scenarios/kv/partition.yaml   # validate every sweep combination, start nothing`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Platform = tb
 			if check {
 				res, err := experiment.Check(args[0], opts)
 				if err != nil {
@@ -52,7 +55,7 @@ func newRunCmd() *cobra.Command {
 	c.Flags().StringVar(&opts.Out, "out", "results", "parent directory for the results directory")
 	c.Flags().StringArrayVar(&opts.Sets, "set", nil, "override a scenario value: path=value (repeatable)")
 	c.Flags().IntVar(&opts.Repeats, "repeats", 0, "override the scenario's repeats")
-	c.Flags().StringVar(&opts.StateDir, "state-dir", "", "testbed state dir (default $CONTINUUM_STATE_DIR or /run/continuum)")
+	c.Flags().StringVar(&tb.StateDir, "state-dir", "", "testbed state dir (default $CONTINUUM_STATE_DIR or /run/continuum)")
 	c.Flags().DurationVar(&opts.SampleInterval, "sample-interval", 0, "resource sampling interval (default 1s)")
 	return c
 }

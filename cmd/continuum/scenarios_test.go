@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/continuum-project/continuum/internal/experiment"
+	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 // shippedScenarios lists every scenario file under scenarios/ (topology files, which scenarios
@@ -38,7 +39,7 @@ func shippedScenarios(t *testing.T) []string {
 // instance's command line builds.
 func TestShippedScenariosCheck(t *testing.T) {
 	for _, f := range shippedScenarios(t) {
-		if _, err := experiment.Check(f, experiment.Options{Binary: "/usr/local/bin/continuum"}); err != nil {
+		if _, err := experiment.Check(f, experiment.Options{Binary: "/usr/local/bin/continuum", Platform: testbed.Provider{}}); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
@@ -51,7 +52,7 @@ func TestKindCommandLinesParse(t *testing.T) {
 	const bin = "/usr/local/bin/continuum"
 	checked := 0
 	for _, f := range shippedScenarios(t) {
-		cmds, err := experiment.DryCommands(f, t.TempDir(), bin)
+		cmds, err := experiment.DryCommands(f, t.TempDir(), experiment.Options{Binary: bin, Platform: testbed.Provider{}})
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}

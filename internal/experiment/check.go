@@ -19,7 +19,8 @@ type CheckResult struct {
 }
 
 // Check validates a scenario the way Execute would, without starting anything: it loads it
-// with the --set overrides, expands every sweep combination, and builds the command line of
+// with the --set overrides, expands every sweep combination, has opts.Platform check what every
+// run asks of it, and builds the command line of
 // every instance of every run (which is where kinds check what involves other instances, such
 // as cluster members or the component a workload drives). opts.Repeats overrides the
 // scenario's repeats as in Execute; opts.Binary defaults to this executable.
@@ -44,7 +45,7 @@ func Check(path string, opts Options) (*CheckResult, error) {
 	seen := map[string]bool{}
 	for _, r := range runs {
 		for _, inst := range append(append([]Instance{}, r.Scenario.Components...), r.Scenario.Workloads...) {
-			if _, err := dryCommand(r.Scenario, inst, filepath.Join(tmp, r.ID), opts.Binary); err != nil {
+			if _, err := dryCommand(r.Scenario, inst, filepath.Join(tmp, r.ID), opts); err != nil {
 				msg := fmt.Sprintf("%s: %v", inst.Name, err)
 				if len(r.Params) > 0 {
 					msg = fmt.Sprintf("run %s (%s): %s", r.ID, paramText(sortedParams(r.Params), r.Params, r.Labels), msg)
@@ -67,15 +68,14 @@ func Check(path string, opts Options) (*CheckResult, error) {
 }
 
 // dryCommand is the command inst would run in a run of sc, built against node names instead of
-// the testbed's addresses (every node resolves the names, so the command is the same but for
-// the addresses it advertises).
-func dryCommand(sc *Scenario, inst Instance, runDir, binary string) (kind.Command, error) {
+// the platform's addresses (every node resolves the names, so the command is the same but for
+// the addresses it advertises) and against the endpoint of a platform named "check".
+func dryCommand(sc *Scenario, inst Instance, runDir string, opts Options) (kind.Command, error) {
 	k, ok := kind.Lookup(inst.Kind)
 	if !ok {
 		return kind.Command{}, fmt.Errorf("unknown kind %q", inst.Kind)
 	}
-	env := instanceEnv(sc, inst, nil, runDir, binary)
-	env.Testbed, env.StateDir = "check", filepath.Join(runDir, "state")
+	env := instanceEnv(sc, inst, nil, runDir, opts.Binary, opts.Platform.Endpoint("check"))
 	if err := os.MkdirAll(env.OutDir, 0o755); err != nil {
 		return kind.Command{}, err
 	}
@@ -84,16 +84,17 @@ func dryCommand(sc *Scenario, inst Instance, runDir, binary string) (kind.Comman
 
 // DryCommands returns, for every run of the scenario at path and every instance in it, the
 // command line a run would start (see Check), keyed "<run id>/<instance>". For tests that hold
-// kinds to what the binary accepts. Files kinds write go under dir.
-func DryCommands(path, dir, binary string) (map[string][]string, error) {
-	_, runs, err := loadRuns(path, Options{})
+// kinds to what the binary accepts. Files kinds write go under dir; opts gives the platform and
+// the binary.
+func DryCommands(path, dir string, opts Options) (map[string][]string, error) {
+	_, runs, err := loadRuns(path, opts)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]string{}
 	for _, r := range runs {
 		for _, inst := range append(append([]Instance{}, r.Scenario.Components...), r.Scenario.Workloads...) {
-			cmd, err := dryCommand(r.Scenario, inst, filepath.Join(dir, r.ID), binary)
+			cmd, err := dryCommand(r.Scenario, inst, filepath.Join(dir, r.ID), opts)
 			if err != nil {
 				return nil, fmt.Errorf("run %s: %s: %w", r.ID, inst.Name, err)
 			}

@@ -239,7 +239,7 @@ func (s *scheduler) fire(ctx context.Context, ev Event) {
 	default:
 		f := ev.Fault
 		f.Action = ev.Action
-		detail, err = s.ex.tb.Inject(f)
+		detail, err = s.ex.pf.Apply(ctx, f)
 	}
 	status := "ok"
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/results"
-	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 // kindMetrics collects the metrics the run's kinds report (Kind.Metrics), components and
@@ -30,7 +30,7 @@ func kindMetrics(rec runRecord) map[string]map[string]float64 {
 			order = append(order, inst.Kind)
 		}
 		byKind[inst.Kind] = append(byKind[inst.Kind], kind.InstanceOutput{Name: inst.Name, Node: inst.Node, Config: inst.DecodedConfig,
-			Log:    testbed.LogPath(filepath.Join(rec.dir, results.LogsDir), inst.Node, inst.Name, "stderr"),
+			Log:    platform.LogPath(filepath.Join(rec.dir, results.LogsDir), inst.Node, inst.Name, "stderr"),
 			OutDir: instanceDir(rec.dir, inst)})
 	}
 	m := map[string]map[string]float64{}

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/results"
-	"github.com/continuum-project/continuum/internal/testbed"
 	"github.com/continuum-project/continuum/internal/version"
 )
 
@@ -71,7 +71,7 @@ func newSampleWriter(path string) (*sampleWriter, error) {
 	return &sampleWriter{f: f, w: w}, nil
 }
 
-func (s *sampleWriter) write(rows []testbed.Sample) {
+func (s *sampleWriter) write(rows []platform.Sample) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range rows {

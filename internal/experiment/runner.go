@@ -14,17 +14,20 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/report"
 	"github.com/continuum-project/continuum/internal/results"
-	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 // Options configure Execute.
 type Options struct {
-	Out      string   // parent directory of the results directory (default "results")
-	Sets     []string // --set path=value overrides
-	Repeats  int      // overrides the scenario's repeats when > 0
-	StateDir string   // testbed state dir ("" = default)
+	Out     string   // parent directory of the results directory (default "results")
+	Sets    []string // --set path=value overrides
+	Repeats int      // overrides the scenario's repeats when > 0
+	// Platform is where runs run: it brings one platform up per run (required; the wiring in
+	// cmd/continuum gives the testbed). Check and DryCommands only ask it to check the scenario
+	// and name its endpoint.
+	Platform platform.Provider
 	// Binary is the continuum binary components and workloads run (default: this executable).
 	Binary string
 	// Progress receives the live progress display (nil = none).
@@ -48,9 +51,9 @@ type Result struct {
 // results so far are kept and reported.
 var ErrInterrupted = errors.New("experiment interrupted")
 
-// Execute loads and validates the scenario (nothing starts if it is invalid), runs every sweep
-// combination x repeat on a fresh testbed, and writes the results directory with summary.json,
-// report.html and summary.md.
+// Execute loads and validates the scenario (nothing starts if it is invalid or asks for what
+// opts.Platform cannot do), runs every sweep combination x repeat on a fresh platform, and
+// writes the results directory with summary.json, report.html and summary.md.
 func Execute(ctx context.Context, path string, opts Options) (*Result, error) {
 	sc, runs, err := loadRuns(path, opts)
 	if err != nil {
@@ -120,9 +123,12 @@ func Execute(ctx context.Context, path string, opts Options) (*Result, error) {
 	return res, runErr
 }
 
-// loadRuns loads the scenario at path with opts' --set overrides and repeats, and expands it
-// into its runs.
+// loadRuns loads the scenario at path with opts' --set overrides and repeats, expands it into
+// its runs, and has opts.Platform check every run's topology and faults.
 func loadRuns(path string, opts Options) (*Scenario, []Run, error) {
+	if opts.Platform == nil {
+		return nil, nil, errors.New("experiment: no platform to run on (Options.Platform)")
+	}
 	sc, err := LoadScenario(path, opts.Sets)
 	if err != nil {
 		return nil, nil, err
@@ -134,7 +140,29 @@ func loadRuns(path string, opts Options) (*Scenario, []Run, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, r := range runs {
+		if err := opts.Platform.Check(r.Scenario.Topology, r.Scenario.faults()); err != nil {
+			if len(r.Params) > 0 {
+				return nil, nil, fmt.Errorf("%s: run %s (%s): %w", sc.File, r.ID, paramText(sortedParams(r.Params), r.Params, r.Labels), err)
+			}
+			return nil, nil, fmt.Errorf("%s: %w", sc.File, err)
+		}
+	}
 	return sc, runs, nil
+}
+
+// faults are the scenario's fault events (every event but set and start), Action set.
+func (sc *Scenario) faults() []platform.Fault {
+	var out []platform.Fault
+	for _, ev := range sc.Events {
+		if ev.Action == ActionSet || ev.Action == ActionStart {
+			continue
+		}
+		f := ev.Fault
+		f.Action = ev.Action
+		out = append(out, f)
+	}
+	return out
 }
 
 // runRecord is a run's run.json plus what the runner keeps about it in memory.
@@ -145,7 +173,7 @@ type runRecord struct {
 	instances []Instance // components, then workloads
 }
 
-// runOne executes one run on its own testbed and always leaves the testbed removed.
+// runOne executes one run on a platform of its own and always takes the platform down.
 func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr *progress) runRecord {
 	sc := r.Scenario
 	rdir := results.RunDir(dir, r.ID)
@@ -166,23 +194,23 @@ func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr 
 		if err := os.MkdirAll(filepath.Join(rdir, results.LogsDir), 0o755); err != nil {
 			return err
 		}
-		pr.phase(index, r.ID, "starting testbed")
-		tb, err := testbed.Up(sc.Topology, testbed.Options{Name: rec.Testbed, StateDir: opts.StateDir,
-			Seed: sc.Seed, Launcher: opts.Binary, Logger: opts.Logger})
+		pr.phase(index, r.ID, "starting platform")
+		pf, err := opts.Platform.Up(ctx, platform.Config{Name: rec.Testbed, Topology: sc.Topology,
+			Seed: sc.Seed, Binary: opts.Binary, Logger: opts.Logger})
 		if err != nil {
 			return err
 		}
 		defer func() {
 			if p := recover(); p != nil {
-				_ = tb.Down()
+				_ = pf.Down()
 				panic(p)
 			}
 			pr.phase(index, r.ID, "tearing down")
-			if derr := tb.Down(); derr != nil && err == nil {
-				err = fmt.Errorf("testbed down: %w", derr)
+			if derr := pf.Down(); derr != nil && err == nil {
+				err = fmt.Errorf("platform down: %w", derr)
 			}
 		}()
-		ex := &execution{sc: sc, tb: tb, dir: rdir, opts: opts, pr: pr, index: index, id: r.ID}
+		ex := &execution{sc: sc, pf: pf, endpoint: opts.Platform.Endpoint(rec.Testbed), dir: rdir, opts: opts, pr: pr, index: index, id: r.ID}
 		defer func() { rec.T0 = ex.t0.UTC() }()
 		return ex.run(ctx)
 	}()
@@ -203,50 +231,41 @@ func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr 
 
 // execution is the state of one run while it executes.
 type execution struct {
-	sc    *Scenario
-	tb    *testbed.Testbed
-	dir   string
-	opts  Options
-	pr    *progress
-	index int
-	id    string
-	t0    time.Time // set when the workloads start
+	sc       *Scenario
+	pf       platform.Platform
+	endpoint string // pf's endpoint, for kinds (kind.Env.Platform)
+	dir      string
+	opts     Options
+	pr       *progress
+	index    int
+	id       string
+	t0       time.Time // set when the workloads start
 
 	envs  map[string]kind.Env
-	procs map[string]*testbed.Proc
+	procs map[string]platform.Instance
 	kinds map[string]*kind.Kind
 	cfgs  map[string]any
 }
 
 func (ex *execution) env(inst Instance) kind.Env {
-	nodes := map[string]string{}
-	for _, n := range ex.tb.NodeNames() {
-		a, _ := ex.tb.NodeAddr(n)
-		nodes[n] = a.String()
-	}
-	stateDir := ex.opts.StateDir
-	if stateDir == "" {
-		stateDir = testbed.DefaultStateDir()
-	}
-	env := instanceEnv(ex.sc, inst, nodes, ex.dir, ex.opts.Binary)
-	env.Testbed, env.StateDir = ex.tb.Name, stateDir
+	env := instanceEnv(ex.sc, inst, ex.pf.NodeAddrs(), ex.dir, ex.opts.Binary, ex.endpoint)
 	node := inst.Node
 	env.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return ex.tb.Dial(ctx, node, network, addr)
+		return ex.pf.Dial(ctx, node, network, addr)
 	}
 	return env
 }
 
-// instanceEnv is the Env of inst in a run of sc whose nodes have the given addresses, with
-// everything that does not need the testbed itself (Dial, Testbed and StateDir stay empty).
-func instanceEnv(sc *Scenario, inst Instance, nodes map[string]string, runDir, binary string) kind.Env {
+// instanceEnv is the Env of inst in a run of sc on the platform at endpoint whose nodes have
+// the given addresses, with everything that does not need the running platform (Dial stays nil).
+func instanceEnv(sc *Scenario, inst Instance, nodes map[string]string, runDir, binary, endpoint string) kind.Env {
 	comps := map[string]kind.Component{}
 	for _, c := range sc.Components {
 		k, _ := kind.Lookup(c.Kind)
 		comps[c.Name] = kind.Component{Node: c.Node, Kind: c.Kind, Config: c.DecodedConfig, Endpoints: k.EndpointsOf(c.DecodedConfig)}
 	}
 	return kind.Env{Instance: inst.Name, Node: inst.Node, Nodes: nodes, Components: comps,
-		OutDir: instanceDir(runDir, inst), Binary: binary,
+		OutDir: instanceDir(runDir, inst), Binary: binary, Platform: endpoint,
 		Seed: sc.Seed, Duration: sc.Duration.Duration, Warmup: sc.Warmup.Duration}
 }
 
@@ -258,7 +277,7 @@ func instanceDir(runDir string, inst Instance) string {
 	return results.ComponentDir(runDir, inst.Name)
 }
 
-func (ex *execution) start(ctx context.Context, inst Instance, stdout io.Writer) (*testbed.Proc, error) {
+func (ex *execution) start(ctx context.Context, inst Instance, stdout io.Writer) (platform.Instance, error) {
 	k, ok := kind.Lookup(inst.Kind)
 	if !ok {
 		return nil, fmt.Errorf("%s: unknown kind %q", inst.Name, inst.Kind)
@@ -275,7 +294,7 @@ func (ex *execution) start(ctx context.Context, inst Instance, stdout io.Writer)
 	if dir == "" {
 		dir = env.OutDir
 	}
-	p, err := ex.tb.Start(testbed.ProcSpec{Name: inst.Name, Node: inst.Node, Args: cmd.Args, Env: cmd.Env, Dir: dir,
+	p, err := ex.pf.Start(ctx, platform.InstanceSpec{Name: inst.Name, Node: inst.Node, Args: cmd.Args, Env: cmd.Env, Dir: dir,
 		LogDir: filepath.Join(ex.dir, results.LogsDir), DataDirs: cmd.DataDirs, CPUs: cmd.CPUs, Stdout: stdout, Service: inst.service()})
 	if err != nil {
 		return nil, err
@@ -291,11 +310,11 @@ func (ex *execution) start(ctx context.Context, inst Instance, stdout io.Writer)
 
 // waitReady polls the instance's ready address from inside its node until it accepts a
 // connection, the process exits, 60 s pass, or ctx ends (Ctrl-C).
-func (ex *execution) waitReady(ctx context.Context, inst Instance, p *testbed.Proc, addr string) error {
+func (ex *execution) waitReady(ctx context.Context, inst Instance, p platform.Instance, addr string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		dctx, cancel := context.WithTimeout(ctx, time.Second)
-		c, err := ex.tb.Dial(dctx, inst.Node, "tcp", addr)
+		c, err := ex.pf.Dial(dctx, inst.Node, "tcp", addr)
 		cancel()
 		if err == nil {
 			c.Close()
@@ -305,9 +324,9 @@ func (ex *execution) waitReady(ctx context.Context, inst Instance, p *testbed.Pr
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-p.Done():
-			st := p.Status()
-			return fmt.Errorf("%s exited (code %d %s) before it was ready on %s; see %s", inst.Name, st.ExitCode, st.Signal,
-				addr, testbed.LogPath(filepath.Join(ex.dir, results.LogsDir), inst.Node, inst.Name, "stderr"))
+			st := p.Exit()
+			return fmt.Errorf("%s exited (code %d %s) before it was ready on %s; see %s", inst.Name, st.Code, st.Signal,
+				addr, platform.LogPath(filepath.Join(ex.dir, results.LogsDir), inst.Node, inst.Name, "stderr"))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -317,7 +336,7 @@ func (ex *execution) waitReady(ctx context.Context, inst Instance, p *testbed.Pr
 }
 
 func (ex *execution) run(ctx context.Context) error {
-	ex.envs, ex.procs, ex.kinds, ex.cfgs = map[string]kind.Env{}, map[string]*testbed.Proc{}, map[string]*kind.Kind{}, map[string]any{}
+	ex.envs, ex.procs, ex.kinds, ex.cfgs = map[string]kind.Env{}, map[string]platform.Instance{}, map[string]*kind.Kind{}, map[string]any{}
 	for _, c := range ex.sc.Components {
 		if c.Deferred {
 			continue // a start event starts it
@@ -347,12 +366,15 @@ func (ex *execution) run(ctx context.Context) error {
 	sctx, stopSampler := context.WithCancel(context.Background())
 	var swg sync.WaitGroup
 	swg.Add(1)
-	sampler := ex.tb.NewSampler(ex.opts.SampleInterval)
-	go func() { defer swg.Done(); sampler.Run(sctx, samples.write) }()
+	interval := ex.opts.SampleInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	go func() { defer swg.Done(); ex.pf.Sample(sctx, interval, samples.write) }()
 	defer func() { stopSampler(); swg.Wait() }()
 
 	counter := newRequestCounter()
-	var workloads []*testbed.Proc
+	var workloads []platform.Instance
 	for _, w := range ex.sc.Workloads {
 		ex.pr.phase(ex.index, ex.id, "starting "+w.Name)
 		p, err := ex.start(ctx, w, counter.writer(w.Name))
@@ -390,10 +412,10 @@ func (ex *execution) run(ctx context.Context) error {
 		}
 	}
 	var errs []error
-	for _, p := range workloads {
-		if st := p.Status(); st.ExitCode != 0 {
-			errs = append(errs, fmt.Errorf("workload %s exited with %d%s; see %s", st.Name, st.ExitCode, st.Signal,
-				testbed.LogPath(filepath.Join(ex.dir, results.LogsDir), st.Node, st.Name, "stderr")))
+	for i, p := range workloads {
+		if st, w := p.Exit(), ex.sc.Workloads[i]; st.Code != 0 {
+			errs = append(errs, fmt.Errorf("workload %s exited with %d%s; see %s", w.Name, st.Code, st.Signal,
+				platform.LogPath(filepath.Join(ex.dir, results.LogsDir), w.Node, w.Name, "stderr")))
 		}
 	}
 	return errors.Join(errs...)

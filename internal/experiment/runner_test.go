@@ -64,14 +64,15 @@ func executeE2E(t *testing.T, file string, opts Options) *Result {
 	if testing.Short() {
 		t.Skip("runs a real experiment")
 	}
-	opts.StateDir = t.TempDir()
+	stateDir := t.TempDir()
+	opts.Platform = testbed.Provider{StateDir: stateDir}
 	opts.Out = t.TempDir()
 	opts.Binary = continuumBin
 	if opts.SampleInterval == 0 {
 		opts.SampleInterval = 500 * time.Millisecond
 	}
 	t.Cleanup(func() {
-		if names, err := testbed.DestroyAll(opts.StateDir); err != nil || len(names) > 0 {
+		if names, err := testbed.DestroyAll(stateDir); err != nil || len(names) > 0 {
 			t.Errorf("testbeds left after Execute: %v (%v)", names, err)
 		}
 		prefix := fmt.Sprintf("ctm-run%d-", os.Getpid()%100000)

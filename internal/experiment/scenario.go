@@ -12,8 +12,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/spec"
-	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 // ActionSet is the event action that changes a component's config at run time (see Kind.Set).
@@ -93,7 +93,7 @@ func (d *doc) resolve() (*Scenario, error) {
 	case !hasTopo && !hasFile:
 		c.errorf(d.root, "a topology is required: set topology (inline) or topology_file")
 	case d.topo != nil:
-		var t testbed.Topology
+		var t platform.Topology
 		if err := spec.Decode(d.topoFile, d.topo, &t); err != nil {
 			return nil, err
 		}
@@ -249,7 +249,7 @@ func (c *checker) checkEvent(i int, ev *Event) {
 		c.checkSet(where, i, ev)
 	case ev.Action == ActionStart:
 		c.checkStart(where, i, ev)
-	case !slices.Contains(testbed.FaultActions, ev.Action):
+	case !slices.Contains(platform.FaultActions, ev.Action):
 		c.errorf(c.at("events", i, "action"), "%s: unknown action %q; allowed: %s", where, ev.Action, eventActions())
 	case ev.Config.Kind != 0:
 		c.errorf(c.at("events", i, "config"), "%s: config applies only to action set", where)
@@ -267,7 +267,7 @@ func (c *checker) checkEvent(i int, ev *Event) {
 func (c *checker) checkSet(where string, i int, ev *Event) {
 	rest := ev.Fault
 	rest.Action, rest.Component = "", ""
-	if !reflect.DeepEqual(rest, testbed.Fault{}) {
+	if !reflect.DeepEqual(rest, platform.Fault{}) {
 		c.errorf(c.at("events", i), "%s: action set takes only component and config", where)
 		return
 	}

@@ -3,8 +3,8 @@ package experiment
 import (
 	"go.yaml.in/yaml/v3"
 
+	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/spec"
-	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 // SchemaVersion is the scenario schema this binary reads (`version:` in the file).
@@ -23,11 +23,11 @@ type Scenario struct {
 	Warmup  spec.Duration `yaml:"warmup,omitempty"`
 	Repeats int           `yaml:"repeats,omitempty"` // default 1
 	// Topology is inline, or loaded from TopologyFile (relative to the scenario file).
-	Topology     *testbed.Topology `yaml:"topology,omitempty"`
-	TopologyFile string            `yaml:"topology_file,omitempty"`
-	Components   []Instance        `yaml:"components,omitempty"`
-	Workloads    []Instance        `yaml:"workloads,omitempty"`
-	Events       []Event           `yaml:"events,omitempty"`
+	Topology     *platform.Topology `yaml:"topology,omitempty"`
+	TopologyFile string             `yaml:"topology_file,omitempty"`
+	Components   []Instance         `yaml:"components,omitempty"`
+	Workloads    []Instance         `yaml:"workloads,omitempty"`
+	Events       []Event            `yaml:"events,omitempty"`
 	// Sweep maps a parameter path (same syntax as --set, e.g. "workloads.load.config.rate") to the
 	// values it takes; the runner runs every combination (cartesian product) Repeats times.
 	Sweep map[string][]yaml.Node `yaml:"sweep,omitempty"`
@@ -59,12 +59,12 @@ type Instance struct {
 type Event struct {
 	At            *spec.Duration `yaml:"at,omitempty"`
 	AfterRequests int64          `yaml:"after_requests,omitempty"`
-	// Action is one of the testbed faults (partition, heal, link, kill, pause, resume, cpu, restart),
+	// Action is one of the platform's faults (partition, heal, link, kill, pause, resume, cpu, restart),
 	// "set" (change a component's config at run time, if its kind supports it) or "start" (start
 	// a deferred component).
 	Action string `yaml:"action"`
 	// Fault fields shared with `continuum testbed fault` (target node/component, link, groups, ...).
-	testbed.Fault `yaml:",inline"`
+	platform.Fault `yaml:",inline"`
 	// Config holds the changes of a "set" action; decoded by the component's kind.
 	Config yaml.Node `yaml:"config,omitempty"`
 

@@ -7,16 +7,16 @@ import (
 	"strings"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
-	"github.com/continuum-project/continuum/internal/testbed"
+	"github.com/continuum-project/continuum/internal/platform"
 )
 
 // ActionStart is the event action that starts a component declared `deferred: true`: the
 // instance joins the run at that moment (a service instance scaled out, a late node agent).
 const ActionStart = "start"
 
-// ServiceDecl declares a component an instance of a named service: the testbed reports it
-// (testbed.Status) and discovery sources such as `continuum proxy`'s testbed source route
-// requests for the service to it.
+// ServiceDecl declares a component an instance of a named service: the platform records it
+// (platform.InstanceSpec.Service) and discovery sources such as `continuum proxy`'s testbed
+// source route requests for the service to it.
 //
 //	components:
 //	  - name: s1
@@ -51,10 +51,10 @@ func (c *checker) checkService(list string, i int, inst *Instance, role kind.Rol
 	}
 }
 
-// service is the testbed's form of the instance's service declaration (nil without one), the
+// service is the platform's form of the instance's service declaration (nil without one), the
 // port defaulting to the component's own. It is computed when needed, not stored, so that a
 // sweep or --set of the component's port moves the service with it.
-func (inst *Instance) service() *testbed.Service {
+func (inst *Instance) service() *platform.Service {
 	s := inst.Service
 	if s == nil {
 		return nil
@@ -66,14 +66,14 @@ func (inst *Instance) service() *testbed.Service {
 			port = eps[0].Port
 		}
 	}
-	return &testbed.Service{Name: s.Name, Port: port, Attributes: s.Attributes}
+	return &platform.Service{Name: s.Name, Port: port, Attributes: s.Attributes}
 }
 
 // checkStart validates a start event: it takes only a component, one declared deferred.
 func (c *checker) checkStart(where string, i int, ev *Event) {
 	rest := ev.Fault
 	rest.Action, rest.Component = "", ""
-	if !reflect.DeepEqual(rest, testbed.Fault{}) || ev.Config.Kind != 0 {
+	if !reflect.DeepEqual(rest, platform.Fault{}) || ev.Config.Kind != 0 {
 		c.errorf(c.at("events", i), "%s: action start takes only component", where)
 		return
 	}
@@ -152,5 +152,5 @@ func (c *checker) checkPorts() {
 
 // eventActions lists every action a scenario event may take, for messages.
 func eventActions() string {
-	return strings.Join(append(append([]string{}, testbed.FaultActions...), ActionSet, ActionStart), ", ")
+	return strings.Join(append(append([]string{}, platform.FaultActions...), ActionSet, ActionStart), ", ")
 }

@@ -9,8 +9,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/spec"
-	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 // doc is a scenario before decoding: the scenario file's YAML tree and, when the topology comes from
@@ -56,7 +56,7 @@ func (d *doc) applySet(arg string) error {
 
 var (
 	scenarioType = reflect.TypeOf(Scenario{})
-	topologyType = reflect.TypeOf(testbed.Topology{})
+	topologyType = reflect.TypeOf(platform.Topology{})
 	instanceType = reflect.TypeOf(Instance{})
 	nodeType     = reflect.TypeOf(yaml.Node{})
 )

@@ -6,5 +6,6 @@
 // removes everything it created on exit or, after a crash, from its state file.
 //
 // It does not know what the processes are (package experiment decides) and it does not parse
-// scenarios; its inputs are a Topology and Fault values.
+// scenarios; its inputs are a Topology and Fault values (package platform's schema). Provider
+// and Platform (platform.go) make it the experiment runner's first platform.
 package testbed

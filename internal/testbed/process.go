@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/platform"
 )
 
 // ProcSpec describes a process to run inside a node.
@@ -213,6 +215,13 @@ func (p *Proc) Status() ProcStatus {
 	return st
 }
 
+// Exit is how the current run of the process exited (platform.Instance); final once Done is closed.
+func (p *Proc) Exit() platform.Exit {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return platform.Exit{Code: p.exitCode, Signal: p.signal}
+}
+
 // Spec returns the spec the process was started with.
 func (p *Proc) Spec() ProcSpec { return p.spec }
 
@@ -311,7 +320,6 @@ func (tb *Testbed) Remove(name string, grace time.Duration) error {
 	return err
 }
 
-// LogPath is where a process's output stream ("stdout" or "stderr") goes: <dir>/<node>.<name>.<stream>.log.
-func LogPath(dir, node, name, stream string) string {
-	return filepath.Join(dir, node+"."+name+"."+stream+".log")
-}
+// LogPath is where a process's output stream ("stdout" or "stderr") goes: <dir>/<node>.<name>.<stream>.log
+// (platform.LogPath, every platform's convention).
+func LogPath(dir, node, name, stream string) string { return platform.LogPath(dir, node, name, stream) }

@@ -1,6 +1,6 @@
 // Package kind is what a system implements to take part in experiments: a Kind (a component
 // deployed on a node, or a workload that drives components), the Env its instance runs in, the
-// Command the testbed starts, the Endpoints a component serves, and the registry kinds add
+// Command the platform starts, the Endpoints a component serves, and the registry kinds add
 // themselves to from their system's kinds package (see internal/systems/install).
 //
 // It is a leaf: it imports neither the runner nor the report nor any system, so a system's
@@ -90,8 +90,8 @@ type RunOutput struct {
 	T0        time.Time    // wall time the run's clock (events' At) started
 	Events    []FiredEvent // the events that fired without error, in order
 	Instances []InstanceOutput
-	// Samples is the run's samples.csv (results.ReadSamples): every testbed process's
-	// resources over time, including processes an instance started through the testbed.
+	// Samples is the run's samples.csv (results.ReadSamples): every instance's resources over
+	// time, including instances a component started through the platform (function instances).
 	Samples string
 }
 
@@ -131,12 +131,15 @@ type Env struct {
 	Seed       int64
 	Duration   time.Duration // run duration, warm-up included
 	Warmup     time.Duration
-	// Dial opens a connection from inside the instance's node (for Set and readiness checks).
+	// Dial opens a connection from inside the instance's node, through the platform (for Set:
+	// the runner's host may not reach a node's address directly). Nil in `run --check`.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Testbed is the name of the run's testbed and StateDir the directory of its state and
-	// control socket, for components that talk to the testbed (the proxy's discovery).
-	Testbed  string
-	StateDir string
+	// Platform is the endpoint of the platform the run runs on, "<platform>:<address>" (see
+	// package platform, Endpoint), for components that talk to the place they run: a kind
+	// passes it on to its component (the faas gateway starts function instances there, the
+	// proxy discovers service instances there), whose own provider for that platform resolves
+	// it. A kind never parses it.
+	Platform string
 }
 
 // Command is a process to start inside a node.

@@ -34,6 +34,7 @@ func newFaaSGatewayCmd() *cobra.Command {
 		cfg                gateway.RunConfig
 		functions          []string
 		tb, stateDir, node string
+		platformEndpoint   string
 		logDir             string
 		instanceCPUs       float64
 		instancePort       int
@@ -53,7 +54,7 @@ scaler=rps is OpenFaaS CE's autoscaler (above rps_threshold, default 5, for rps_
 5s: +20% of max per window; back to min when it stops). idle_timeout scales a function with min=0
 to zero; a request then waits for a new instance (a cold start) instead of failing.
 
-Instances run as watchdogs served by this process, or with --testbed as processes of that testbed
+Instances run as watchdogs served by this process, or with --testbed (or --platform) as processes of that testbed
 on --node, each limited to --instance-cpus cores. With --out, replicas.csv, scaling.csv and
 gateway.json record the instances over time.`,
 		Example: `  continuum faas gateway --listen :8080 --function name=analytics,handler=python/functions/iot-analytics,mode=http,scaler=rps,max=20
@@ -71,7 +72,7 @@ gateway.json record the instances over time.`,
 				}
 				cfg.Gateway.Functions = append(cfg.Gateway.Functions, f)
 			}
-			if tb != "" {
+			if tb != "" || platformEndpoint != "" {
 				exe, err := os.Executable()
 				if err != nil {
 					return err
@@ -81,7 +82,13 @@ gateway.json record the instances over time.`,
 				if err != nil {
 					return err
 				}
-				cfg.Gateway.Provider = &gateway.TestbedProvider{Client: testbed.NewClient(stateDir, tb), Node: node, Python: py,
+				client := testbed.NewClient(stateDir, tb)
+				if platformEndpoint != "" {
+					if client, err = gateway.PlatformClient(platformEndpoint); err != nil {
+						return err
+					}
+				}
+				cfg.Gateway.Provider = &gateway.TestbedProvider{Client: client, Node: node, Python: py,
 					Binary: exe, LogDir: logDir, Prefix: prefix, CPUs: instanceCPUs, BasePort: instancePort}
 			} else {
 				py, err := faas.FindPython()
@@ -101,6 +108,7 @@ gateway.json record the instances over time.`,
 	f.StringVar(&cfg.OutDir, "out", "", "directory for replicas.csv, scaling.csv and gateway.json")
 	f.DurationVar(&cfg.Gateway.Tick, "tick", time.Second, "how often autoscalers decide")
 	f.StringVar(&tb, "testbed", "", "start instances as processes of this testbed (default: in this process)")
+	f.StringVar(&platformEndpoint, "platform", "", "start instances on the platform at this endpoint, as a scenario's run passes it (testbed:NAME@STATE_DIR); instead of --testbed and --state-dir")
 	f.StringVar(&stateDir, "state-dir", "", "the testbed's state directory (default $CONTINUUM_STATE_DIR or /run/continuum)")
 	f.StringVar(&node, "node", "", "with --testbed: the node instances run on (the gateway's)")
 	f.StringVar(&name, "name", "gateway", "with --testbed: prefix of the instances' process names (<name>-<function>-<n>), unique in the testbed")

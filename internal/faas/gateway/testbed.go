@@ -9,8 +9,25 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/faas"
+	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
+
+// PlatformClient is the client through which a gateway started on the platform at endpoint
+// (package platform, Endpoint; a scenario's faas-gateway is given its run's) starts its
+// instances there. The testbed is the only platform the gateway can start instances on so far;
+// another platform's endpoint is an error naming it. It does not connect: a faas-gateway kind
+// calls it to check a scenario.
+func PlatformClient(endpoint string) (*testbed.Client, error) {
+	ep, err := platform.ParseEndpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if ep.Platform != testbed.PlatformName {
+		return nil, fmt.Errorf("the faas gateway cannot start instances on platform %s (it can on: %s)", ep.Platform, testbed.PlatformName)
+	}
+	return testbed.ClientFor(endpoint)
+}
 
 // TestbedProvider starts instances as processes of the testbed the gateway runs in: each a
 // `continuum faas watchdog` on the gateway's node, in a cgroup of its own with the function's

@@ -109,8 +109,11 @@ func (c *GatewayConfig) validate() error {
 
 func gatewayCommand(env kind.Env, cfg any) (kind.Command, error) {
 	c := cfg.(*GatewayConfig)
+	if _, err := gateway.PlatformClient(env.Platform); err != nil {
+		return kind.Command{}, fmt.Errorf("faas-gateway %s: %w", env.Instance, err)
+	}
 	args := []string{env.Binary, "faas", "gateway", "--listen", ":" + strconv.Itoa(c.Port),
-		"--testbed", env.Testbed, "--state-dir", env.StateDir, "--node", env.Node, "--name", env.Instance,
+		"--platform", env.Platform, "--node", env.Node, "--name", env.Instance,
 		"--log-dir", filepath.Join(env.OutDir, "instances"), "--instance-cpus", strconv.FormatFloat(c.InstanceCPUs, 'g', -1, 64),
 		"--instance-port", strconv.Itoa(c.InstancePort), "--out", env.OutDir}
 	for _, f := range c.Functions {

@@ -78,13 +78,13 @@ func TestGatewayCommand(t *testing.T) {
 	k, cfg := kindtest.Decode(t, "faas-gateway", `{port: 8080, functions: [{name: analytics, handler: python/functions/iot-analytics,
   mode: http, server: flask, scaler: rps, max: 20}]}`)
 	e := env()
-	e.Testbed, e.StateDir = "run-001", "/run/continuum"
+	e.Platform = "testbed:run-001@/run/continuum"
 	cmd, err := k.Command(e, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := strings.Join(cmd.Args, " ")
-	for _, want := range []string{"/bin/continuum faas gateway --listen :8080 --testbed run-001 --state-dir /run/continuum --node edge",
+	for _, want := range []string{"/bin/continuum faas gateway --listen :8080 --platform testbed:run-001@/run/continuum --node edge",
 		"--instance-cpus 1 --instance-port 18080 --out /r/components/fn --function name=analytics,handler=/",
 		"/python/functions/iot-analytics,mode=http,server=flask,replicas=1,min=0,max=20,scaler=rps,rps_threshold=5,",
 		",rps_window=5s,exec_timeout=1m0s,"} {

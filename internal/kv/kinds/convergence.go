@@ -10,7 +10,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/kv/server"
-	"github.com/continuum-project/continuum/internal/testbed"
+	"github.com/continuum-project/continuum/internal/platform"
 )
 
 // convergence reports, for every heal event of a run, how long after it each continuum kv
@@ -28,10 +28,10 @@ func convergence(out kind.RunOutput) map[string]map[string]float64 {
 	var bounds []time.Time // the next partition after each heal (zero: none)
 	for _, ev := range out.Events {
 		switch ev.Action {
-		case testbed.FaultHeal:
+		case platform.FaultHeal:
 			heals = append(heals, out.T0.Add(ev.At))
 			bounds = append(bounds, time.Time{})
-		case testbed.FaultPartition:
+		case platform.FaultPartition:
 			if n := len(bounds); n > 0 && bounds[n-1].IsZero() {
 				bounds[n-1] = out.T0.Add(ev.At)
 			}

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -32,10 +33,12 @@ func init() { RegisterSource(TestbedKey, ParseTestbedSource) }
 // Continuum testbed (the scenario registry): every supervised process started with a service
 // declaration (testbed.ProcSpec.Service; in a scenario, a component's `service:`) is an instance.
 //
-// In the proxy's YAML it is either the testbed's name or a mapping:
+// In the proxy's YAML it is either the testbed's name, optionally followed by @ and its state
+// dir (the address of the testbed's platform endpoint, see PlatformKey), or a mapping:
 //
 //	discovery:
 //	  - testbed: run123-001
+//	  - testbed: run123-001@/run/continuum
 //	  - testbed: {name: lab, state_dir: /run/continuum, interval: 250ms}
 type TestbedConfig struct {
 	// Name of the testbed (as in `continuum testbed status --name`).
@@ -169,15 +172,15 @@ func (s *TestbedSource) status(ctx context.Context) (testbedStatus, error) {
 	return st, nil
 }
 
-// ParseTestbedSource builds the source from its YAML value: a testbed name, or a mapping with
-// the fields of TestbedConfig.
+// ParseTestbedSource builds the source from its YAML value: a testbed name (NAME or
+// NAME@STATE_DIR), or a mapping with the fields of TestbedConfig.
 func ParseTestbedSource(n *yaml.Node) (Source, error) {
 	var cfg TestbedConfig
 	switch {
 	case n == nil || n.Kind == yaml.ScalarNode && n.Tag == "!!null":
 		return nil, errors.New("testbed: want a testbed name or {name: NAME, state_dir: DIR, interval: DURATION}")
 	case n.Kind == yaml.ScalarNode:
-		cfg.Name = n.Value
+		cfg.Name, cfg.StateDir, _ = strings.Cut(n.Value, "@")
 	case n.Kind == yaml.MappingNode:
 		if err := spec.DecodeAt("", TestbedKey, n, &cfg); err != nil {
 			return nil, err

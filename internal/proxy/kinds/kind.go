@@ -16,6 +16,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/proxy"
+	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -182,15 +183,15 @@ type proxyFile struct {
 	Services  map[string]yaml.Node `yaml:"services,omitempty"`
 }
 
-// proxyConfigFile renders the proxy's configuration for env: discovery from the run's testbed,
-// and the strategy shortcut applied to the defaults and every service.
+// proxyConfigFile renders the proxy's configuration for env: discovery from the platform the run
+// runs on, and the strategy shortcut applied to the defaults and every service.
 func proxyConfigFile(env kind.Env, c *ProxyConfig) ([]byte, error) {
 	strategy, alpha, err := c.strategy()
 	if err != nil {
 		return nil, err
 	}
 	f := proxyFile{Node: env.Node,
-		Discovery: []map[string]any{{"testbed": map[string]string{"name": env.Testbed, "state_dir": env.StateDir}}}}
+		Discovery: []map[string]any{{discovery.PlatformKey: env.Platform}}}
 	override := func(n *yaml.Node) *yaml.Node {
 		out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		if n != nil && n.Kind == yaml.MappingNode {
@@ -227,8 +228,11 @@ func proxyConfigFile(env kind.Env, c *ProxyConfig) ([]byte, error) {
 
 func proxyCommand(env kind.Env, cfg any) (kind.Command, error) {
 	c := cfg.(*ProxyConfig)
-	if env.Testbed == "" {
-		return kind.Command{}, fmt.Errorf("proxy %s: no testbed to discover instances from", env.Instance)
+	if env.Platform == "" {
+		return kind.Command{}, fmt.Errorf("proxy %s: no platform to discover instances from", env.Instance)
+	}
+	if err := discovery.CheckPlatform(env.Platform); err != nil {
+		return kind.Command{}, fmt.Errorf("proxy %s: %w", env.Instance, err)
 	}
 	data, err := proxyConfigFile(env, c)
 	if err != nil {

@@ -31,7 +31,7 @@ func TestProxyCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			env := kind.Env{Binary: "/bin/continuum", Instance: "proxy", Node: "worker3", OutDir: t.TempDir(),
-				Testbed: "run1-001", StateDir: "/run/continuum"}
+				Platform: "testbed:run1-001@/run/continuum"}
 			cmd, err := k.Command(env, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -47,15 +47,14 @@ func TestProxyCommand(t *testing.T) {
 			}
 			var f struct {
 				Node      string
-				Discovery []map[string]map[string]string
+				Discovery []map[string]string
 				Defaults  map[string]any
 				Services  map[string]map[string]any
 			}
 			if err := yaml.Unmarshal(b, &f); err != nil {
 				t.Fatalf("%v\n%s", err, b)
 			}
-			if f.Node != "worker3" || len(f.Discovery) != 1 || f.Discovery[0]["testbed"]["name"] != "run1-001" ||
-				f.Discovery[0]["testbed"]["state_dir"] != "/run/continuum" {
+			if f.Node != "worker3" || len(f.Discovery) != 1 || f.Discovery[0]["platform"] != "testbed:run1-001@/run/continuum" {
 				t.Errorf("node/discovery wrong:\n%s", b)
 			}
 			dps := f.Services["dps"]
