@@ -1,6 +1,28 @@
 package install
 
+// The layering rules of docs/architecture.md, all of them, checked on the real import graph.
+//
+// A system is a folder internal/<system>/ whose kinds package (internal/<system>/kinds) this
+// package imports. Its adapters are that kinds package and its command packages
+// (internal/<system>/<name>cmd); every other package in the folder is a product package: what a
+// user deploys, which knows nothing of experiments. Everything outside the systems' folders is
+// engine (runner, platforms, report, load engine, results, the cli registry, shared libraries),
+// except the wiring: cmd/... and this package. The rules:
+//
+//  1. An engine package imports no system package, directly or not.
+//  2. A product package imports neither the runner (internal/experiment/..., which holds the kind
+//     SDK) nor the report (internal/report/...), directly or not.
+//  3. A system imports no other system's adapters, directly or not.
+//
+// Test imports count: a package's tests are held to the rules of the package, except the named
+// end-to-end tests in testAllowed, which drive real systems where they belong, and a system's
+// kinds package's tests, which may import this package to load whole scenarios (whose other
+// components are other systems' kinds).
+
 import (
+	"encoding/json"
+	"fmt"
+	"io"
 	"os/exec"
 	"sort"
 	"strings"
@@ -9,75 +31,246 @@ import (
 
 const module = "github.com/continuum-project/continuum/"
 
-// engines are the packages every system builds on; they must not depend on any system, so that
-// adding a system never means editing them (docs/architecture.md).
-var engines = []string{
-	"internal/experiment",
-	"internal/experiment/kind",
-	"internal/report",
-	"internal/report/chart",
-	"internal/results",
-	"internal/loadgen",
-	"internal/testbed",
+// testAllowed names the test imports that break a rule on purpose, and why.
+var testAllowed = map[string]map[string]string{
+	"internal/experiment": {
+		"internal/systems/install": "the runner's end-to-end tests run real scenarios, whose kinds are the systems'",
+	},
+	"internal/loadgen/kvtarget": {
+		"internal/kv/server": "the etcd-API client target is tested against a real continuum kv server",
+		"internal/baselines": "... and against real etcd and Redis servers, started by the baselines",
+	},
 }
 
-// TestEnginesImportNoSystem: the systems are the folders whose scenario adapters this package
-// imports; no engine package may import one of their packages, directly or not.
-func TestEnginesImportNoSystem(t *testing.T) {
-	imports := goList(t, "-f", `{{join .Imports "\n"}}`, ".")
-	var systems []string
-	for _, p := range imports {
-		if root, ok := strings.CutSuffix(p, "/scenario"); ok && strings.HasPrefix(p, module) {
-			systems = append(systems, root)
-		}
-	}
-	if len(systems) < 4 {
-		t.Fatalf("found %d systems in this package's imports (%v); want every system's scenario adapter", len(systems), imports)
-	}
-	for _, e := range engines {
-		deps := goList(t, "-deps", "-f", "{{.ImportPath}}", module+e)
-		if len(deps) < 2 {
-			t.Fatalf("go list -deps %s: %v", e, deps)
-		}
-		if bad := systemDeps(deps, systems); len(bad) > 0 {
-			t.Errorf("%s depends on system packages %s: an engine must not know a system (move the code into the system's scenario adapter)", e, strings.Join(bad, ", "))
-		}
-	}
+// pkg is a package of the module as go list describes it.
+type pkg struct {
+	ImportPath   string
+	Deps         []string
+	TestImports  []string
+	XTestImports []string
 }
 
-// TestSystemDepsFindsAnImport is the check above against a made-up dependency list: it names
-// the offending package.
-func TestSystemDepsFindsAnImport(t *testing.T) {
-	systems := []string{module + "internal/kv", module + "internal/proxy"}
-	deps := []string{"fmt", module + "internal/spec", module + "internal/kvtarget", module + "internal/kv/mvcc", module + "internal/proxy"}
-	got := systemDeps(deps, systems)
-	if strings.Join(got, ",") != module+"internal/kv/mvcc,"+module+"internal/proxy" {
-		t.Fatalf("systemDeps = %v", got)
+// graph is the module's packages by path relative to the module ("internal/kv/mvcc").
+type graph map[string]*pkg
+
+func loadGraph(t *testing.T) graph {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps,TestImports,XTestImports", module+"...")
+	cmd.Dir = "../../.."
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
 	}
+	g := graph{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if rel, ok := strings.CutPrefix(p.ImportPath, module); ok {
+			p.ImportPath = rel
+			g[rel] = &p
+		}
+	}
+	return g
 }
 
-func systemDeps(deps, systems []string) []string {
-	var bad []string
-	for _, d := range deps {
-		for _, s := range systems {
-			if d == s || strings.HasPrefix(d, s+"/") {
-				bad = append(bad, d)
-				break
+// rel keeps the module's own packages of paths, relative to the module.
+func rel(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if r, ok := strings.CutPrefix(p, module); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// layout says which system a package belongs to and what it is there.
+type layout struct{ systems []string } // "internal/kv", ...
+
+func (l layout) system(p string) string {
+	for _, s := range l.systems {
+		if p == s || strings.HasPrefix(p, s+"/") {
+			return s
+		}
+	}
+	return ""
+}
+
+func (l layout) isAdapter(p string) bool {
+	s := l.system(p)
+	if s == "" {
+		return false
+	}
+	last := p[strings.LastIndex(p, "/")+1:]
+	return p == s+"/kinds" || strings.HasPrefix(p, s+"/") && strings.HasSuffix(last, "cmd") && !strings.Contains(strings.TrimPrefix(p, s+"/"), "/")
+}
+
+func isWiring(p string) bool { return p == "internal/systems/install" || strings.HasPrefix(p, "cmd/") }
+
+func isRunnerOrReport(p string) bool {
+	return p == "internal/experiment" || strings.HasPrefix(p, "internal/experiment/") ||
+		p == "internal/report" || strings.HasPrefix(p, "internal/report/")
+}
+
+// violations checks every rule on g and returns one line per broken one.
+func violations(g graph, l layout) []string {
+	var out []string
+	check := func(from string, deps []string, how string) {
+		sys := l.system(from)
+		for _, d := range deps {
+			dsys := l.system(d)
+			switch {
+			case sys == "" && dsys != "":
+				out = append(out, fmt.Sprintf("rule 1: engine package %s imports system package %s%s", from, d, how))
+			case sys != "" && !l.isAdapter(from) && isRunnerOrReport(d):
+				out = append(out, fmt.Sprintf("rule 2: product package %s imports %s%s (only its system's kinds package may)", from, d, how))
+			case sys != "" && dsys != "" && dsys != sys && l.isAdapter(d):
+				out = append(out, fmt.Sprintf("rule 3: %s imports %s, an adapter of system %s%s", from, d, dsys, how))
 			}
 		}
 	}
-	sort.Strings(bad)
-	return bad
+	paths := make([]string, 0, len(g))
+	for p := range g {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if isWiring(p) {
+			continue
+		}
+		check(p, rel(g[p].Deps), "")
+		// Its tests: what they import directly and everything that imports.
+		for _, ti := range rel(append(append([]string{}, g[p].TestImports...), g[p].XTestImports...)) {
+			if ti == p || strings.HasPrefix(ti, p+"_test") {
+				continue
+			}
+			if _, ok := testAllowed[p][ti]; ok {
+				continue
+			}
+			if ti == "internal/systems/install" && l.system(p) != "" && p == l.system(p)+"/kinds" {
+				continue // scenario tests of a system's kinds
+			}
+			deps := []string{ti}
+			if tp, ok := g[ti]; ok {
+				deps = append(deps, rel(tp.Deps)...)
+			}
+			check(p, deps, " (in its tests, through "+ti+")")
+		}
+	}
+	sort.Strings(out)
+	return compact(out)
 }
 
-func goList(t *testing.T, args ...string) []string {
-	t.Helper()
-	out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			t.Fatalf("go list %v: %v\n%s", args, err, ee.Stderr)
+func compact(s []string) []string {
+	var out []string
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
 		}
-		t.Fatalf("go list %v: %v", args, err)
 	}
-	return strings.Fields(string(out))
+	return out
+}
+
+// systemsOf are the systems this package installs: the folders of the kinds packages it imports.
+func systemsOf(t *testing.T, g graph) layout {
+	cmd := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, ".")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l layout
+	for _, p := range rel(strings.Fields(string(out))) {
+		root, ok := strings.CutSuffix(p, "/kinds")
+		if !ok {
+			t.Errorf("install imports %s: want only systems' kinds packages (internal/<system>/kinds)", p)
+			continue
+		}
+		l.systems = append(l.systems, root)
+	}
+	if len(l.systems) < 7 {
+		t.Fatalf("found %d systems in this package's imports (%v); want every system's kinds package", len(l.systems), l.systems)
+	}
+	return l
+}
+
+func TestLayering(t *testing.T) {
+	g := loadGraph(t)
+	l := systemsOf(t, g)
+	if len(g) < 50 {
+		t.Fatalf("go list found %d packages", len(g))
+	}
+	for _, v := range violations(g, l) {
+		t.Error(v)
+	}
+	// Every folder under internal/ that holds a kinds package is installed.
+	for p := range g {
+		if root, ok := strings.CutSuffix(p, "/kinds"); ok && l.system(p) == "" {
+			t.Errorf("%s has a kinds package that internal/systems/install does not import", root)
+		}
+	}
+	// The allow-list names imports that exist: a stale entry would hide nothing but mislead.
+	for from, tos := range testAllowed {
+		p, ok := g[from]
+		if !ok {
+			t.Errorf("testAllowed: no package %s", from)
+			continue
+		}
+		for to := range tos {
+			found := false
+			for _, ti := range rel(append(append([]string{}, p.TestImports...), p.XTestImports...)) {
+				found = found || ti == to
+			}
+			if !found {
+				t.Errorf("testAllowed: the tests of %s do not import %s", from, to)
+			}
+		}
+	}
+}
+
+// TestLayeringRules runs the checker on a made-up graph that breaks each rule once (and keeps
+// one of each allowed arrow), so each rule is shown to fail.
+func TestLayeringRules(t *testing.T) {
+	l := layout{systems: []string{"internal/kv", "internal/proxy"}}
+	g := graph{
+		// allowed: adapter -> runner, adapter -> own product, product -> engine, system -> other's product
+		"internal/kv/kinds":        {Deps: []string{module + "internal/experiment/kind", module + "internal/kv/mvcc", module + "internal/report"}},
+		"internal/kv/kvcmd":        {Deps: []string{module + "internal/cli", module + "internal/kv/server"}},
+		"internal/kv/server":       {Deps: []string{module + "internal/kv/mvcc", module + "internal/spec", module + "internal/proxy"}},
+		"internal/kv/mvcc":         {},
+		"internal/proxy":           {},
+		"internal/proxy/kinds":     {Deps: []string{module + "internal/experiment/kind"}, XTestImports: []string{module + "internal/systems/install"}},
+		"cmd/continuum":            {Deps: []string{module + "internal/kv/kinds"}},
+		"internal/systems/install": {Deps: []string{module + "internal/kv/kinds", module + "internal/proxy/kinds"}},
+		// rule 1: an engine package reaches a system through another engine package
+		"internal/loadgen/kvtarget": {Deps: []string{module + "internal/kv/mvcc"}},
+		// rule 1 in tests only
+		"internal/report": {XTestImports: []string{module + "internal/proxy/kinds"}},
+		// rule 2: a product package imports the kind SDK and the report
+		"internal/proxy/pool": {Deps: []string{module + "internal/experiment/kind", module + "internal/report/chart"}},
+		// rule 3: one system's adapter imports another's
+		"internal/proxy/proxycmd": {Deps: []string{module + "internal/kv/kvcmd"}},
+	}
+	got := strings.Join(violations(g, l), "\n")
+	for _, want := range []string{
+		"rule 1: engine package internal/loadgen/kvtarget imports system package internal/kv/mvcc",
+		"rule 1: engine package internal/report imports system package internal/proxy/kinds (in its tests, through internal/proxy/kinds)",
+		"rule 2: product package internal/proxy/pool imports internal/experiment/kind",
+		"rule 2: product package internal/proxy/pool imports internal/report/chart",
+		"rule 3: internal/proxy/proxycmd imports internal/kv/kvcmd, an adapter of system internal/kv",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("violations lack %q; got:\n%s", want, got)
+		}
+	}
+	if n := len(violations(g, l)); n != 5 {
+		t.Errorf("%d violations, want exactly the 5 planted:\n%s", n, got)
+	}
 }
