@@ -12,12 +12,14 @@ const module = "github.com/continuum-project/continuum/"
 // engines are the packages every system builds on; they must not depend on any system, so that
 // adding a system never means editing them (docs/architecture.md).
 var engines = []string{
+	"internal/benchkit",
 	"internal/experiment",
 	"internal/experiment/kind",
 	"internal/report",
 	"internal/report/chart",
 	"internal/results",
 	"internal/loadgen",
+	"internal/procstat",
 	"internal/testbed",
 }
 
