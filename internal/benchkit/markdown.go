@@ -82,14 +82,14 @@ func (d *Doc) Goals(title string, goals []Goal) {
 	d.List(lines...)
 }
 
-// RawJSON writes v as JSON in a folded block, so that the Markdown carries its own data.
-func (d *Doc) RawJSON(v any) error {
+// RawJSON writes v as JSON in a folded block, so that the Markdown carries its own data (or
+// says why it cannot: a result holding a NaN).
+func (d *Doc) RawJSON(v any) {
 	raw, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("raw results: %w", err)
+		raw = []byte(fmt.Sprintf("%q", "not encodable: "+err.Error()))
 	}
 	d.P("<details><summary>raw results (JSON)</summary>\n\n```json\n%s\n```\n</details>\n", raw)
-	return nil
 }
 
 // String is the document so far.

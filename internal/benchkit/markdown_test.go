@@ -56,9 +56,7 @@ func TestDocBlocks(t *testing.T) {
 	tb.Row("redis")
 	d.Table(tb)
 	d.Goals("Against the goals", []Goal{Check("g1", true, "1 ms"), Skip("g2", "no data")})
-	if err := d.RawJSON(map[string]int{"n": 1}); err != nil {
-		t.Fatal(err)
-	}
+	d.RawJSON(map[string]int{"n": 1})
 	want := "# T\n\n## Sweep\n\n| store | ops/s | sustained |\n|---|---:|:---:|\n| kv | 5000 | yes |\n| etcd | 1234 | no |\n| redis | | |\n\n" +
 		"## Against the goals\n\n- g1: 1 ms: **met**\n- g2: **not evaluated** (no data)\n\n" +
 		"<details><summary>raw results (JSON)</summary>\n\n```json\n{\n  \"n\": 1\n}\n```\n</details>\n"

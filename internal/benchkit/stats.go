@@ -55,14 +55,16 @@ func Summarize(v []float64) Spread {
 // IQR is the interquartile range, Q3 - Q1.
 func (s Spread) IQR() float64 { return s.Q3 - s.Q1 }
 
-// Format renders the median with format, followed by the range in parentheses when there was
-// more than one value: "1.20 (1.10–1.40)".
-func (s Spread) Format(format string) string {
-	m := fmt.Sprintf(format, s.Median)
+// Format renders the median with format, followed by Range: "1.20 (1.10–1.40)".
+func (s Spread) Format(format string) string { return fmt.Sprintf(format, s.Median) + s.Range(format) }
+
+// Range is " (min–max)" with format, or "" when there were fewer than two values (no spread to
+// show), for a cell that states the median its own way.
+func (s Spread) Range(format string) string {
 	if s.N < 2 {
-		return m
+		return ""
 	}
-	return fmt.Sprintf("%s (%s–%s)", m, fmt.Sprintf(format, s.Min), fmt.Sprintf(format, s.Max))
+	return fmt.Sprintf(" (%s–%s)", fmt.Sprintf(format, s.Min), fmt.Sprintf(format, s.Max))
 }
 
 // Values collects f over items, skipping those for which f reports no figure.
