@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -390,9 +391,9 @@ func Goals(r *Result) []benchkit.Goal {
 func Markdown(r *Result) string {
 	cfg := r.Config
 	d := benchkit.NewDoc("Function platform overhead", r.Header)
-	d.List("Handler: " + cfg.Handler)
+	d.List("Handler: " + filepath.Base(cfg.Handler) + " (a function folder of python/functions)")
 	d.Section(fmt.Sprintf("Latency added (open loop, %v per step, %d repeats, paths alternating)", cfg.Step, cfg.Repeats))
-	t := benchkit.NewTable("rllllllr", "rate (req/s)", "direct p50 / p99", "watchdog p50 / p99", "gateway + watchdog p50 / p99",
+	t := benchkit.NewTable("rlllllr", "rate (req/s)", "direct p50 / p99", "watchdog p50 / p99", "gateway + watchdog p50 / p99",
 		"added by the watchdog p50 / p99", "added by gateway + watchdog p50 / p99", "errors")
 	for _, o := range r.Overhead {
 		t.Rowf("%g | %.3f / %.3f | %.3f / %.3f | %.3f / %.3f | %+.3f / %+.3f | %+.3f / %+.3f | %d", o.Rate,

@@ -230,8 +230,9 @@ func TestQuickBenchServerCost(t *testing.T) {
 		}
 	}
 	kv := res.Stores[0].Storage
-	// The load alone logged 300 records of ~1 kB.
-	if kv == nil || kv.WALBytes < 300*1000 || kv.WriteAmp < 1 {
+	// The load alone logged 300 records of a 32-byte field each (the sweep and the closed loop
+	// add more, as many as a busy machine lets them run: no floor for those).
+	if kv == nil || kv.WALBytes < 300*32 || kv.WriteAmp < 1 {
 		t.Fatalf("kv storage: %+v", kv)
 	}
 	md := Markdown(res)
