@@ -11,7 +11,6 @@ require (
 	github.com/google/btree v1.1.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
-	github.com/prometheus/procfs v0.22.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
 	github.com/vishvananda/netlink v1.3.1
@@ -31,7 +30,10 @@ require (
 	k8s.io/metrics v0.37.2
 )
 
-require github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
+require (
+	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+)
 
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"runtime"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/netbench"
 )
@@ -49,46 +47,17 @@ func newBenchTestbedCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := netbench.Run(cmd.Context(), netbench.Cases(quick), netbench.Options{Binary: exe, Quick: quick, Log: cmd.ErrOrStderr()})
+			res, err := netbench.Run(cmd.Context(), netbench.Cases(quick),
+				netbench.Options{Binary: exe, Quick: quick, Log: cmd.ErrOrStderr(), Command: benchCommandLine()})
 			if err != nil {
 				return err
 			}
-			command := "continuum bench testbed"
-			if out != "" {
-				command += " --out " + out
-			}
-			md := netbench.Markdown(res, command, machine())
-			if out == "" {
-				fmt.Fprint(cmd.OutOrStdout(), md)
-				return nil
-			}
-			raw, _ := json.MarshalIndent(res, "", "  ")
-			md += "\n<details><summary>raw results (JSON)</summary>\n\n```json\n" + string(raw) + "\n```\n</details>\n"
-			if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
-			return nil
+			return benchkit.Write(cmd.OutOrStdout(), out, netbench.Markdown(res), nil)
 		},
 	}
 	c.Flags().StringVarP(&out, "out", "o", "", "write Markdown here (default: stdout)")
 	c.Flags().BoolVar(&quick, "quick", false, "short cases (smoke test)")
 	return c
-}
-
-// machine describes the host for benchmark records.
-func machine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	return fmt.Sprintf("%s, %d CPUs, kernel %s, %s", model, runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version())
 }
 
 func newBenchReflectCmd() *cobra.Command {
@@ -132,19 +101,7 @@ func newBenchProbeCmd() *cobra.Command {
 	return c
 }
 
-// writeBenchResult prints md, or writes it to out with res as JSON next to it (out with .json
-// for .md), as every `bench` command does.
-func writeBenchResult(cmd *cobra.Command, out, md string, res any) error {
-	if out == "" {
-		fmt.Fprint(cmd.OutOrStdout(), md)
-		return nil
-	}
-	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
-		return err
-	}
-	if raw, err := json.MarshalIndent(res, "", "  "); err == nil {
-		_ = os.WriteFile(strings.TrimSuffix(out, ".md")+".json", append(raw, '\n'), 0o644)
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
-	return nil
+// benchCommandLine is this process's command line as a shell takes it, for a result's header.
+func benchCommandLine() string {
+	return benchkit.CommandLine(append([]string{"continuum"}, os.Args[1:]...))
 }

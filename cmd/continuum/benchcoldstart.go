@@ -1,17 +1,13 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/faas"
-	"github.com/continuum-project/continuum/internal/faas/gateway"
-	"github.com/continuum-project/continuum/internal/version"
+	"github.com/continuum-project/continuum/internal/faas/faasbench"
 )
 
 func init() { benchCommands = append(benchCommands, newBenchColdStartCmd) }
@@ -43,7 +39,7 @@ handler gets a two-message batch.`,
 			if err != nil {
 				return err
 			}
-			cfg := gateway.ColdStartConfig{Python: py, Runs: runs, Bodies: map[string][]byte{}}
+			cfg := faasbench.ColdStartConfig{Python: py, Runs: runs, Bodies: map[string][]byte{}, Command: benchCommandLine()}
 			for _, h := range handlers {
 				abs, err := faas.ResolveHandler(h)
 				if err != nil {
@@ -54,41 +50,15 @@ handler gets a two-message batch.`,
 					cfg.Bodies[abs] = []byte(coldStartBatch)
 				}
 			}
-			started := time.Now()
-			res, err := gateway.ColdStart(cmd.Context(), cfg)
+			rep, err := faasbench.ColdStart(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			md := coldStartMarkdown(res, runs, started)
-			fmt.Fprint(cmd.OutOrStdout(), md)
-			if out == "" {
-				return nil
-			}
-			if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
-				return err
-			}
-			b, _ := json.MarshalIndent(res, "", "  ")
-			return os.WriteFile(strings.TrimSuffix(out, ".md")+".json", append(b, '\n'), 0o644)
+			return benchkit.Write(cmd.OutOrStdout(), out, faasbench.ColdStartMarkdown(rep), rep)
 		},
 	}
 	c.Flags().StringArrayVar(&handlers, "handler", []string{"python/functions/hello", "python/functions/iot-analytics"}, "function folder (repeatable)")
 	c.Flags().IntVar(&runs, "runs", 20, "cold starts per handler and variant")
 	c.Flags().StringVar(&out, "out", "", "write Markdown here and the raw JSON next to it")
 	return c
-}
-
-func coldStartMarkdown(res []gateway.ColdStartResult, runs int, started time.Time) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Function cold start: fresh interpreter vs zygote\n\n")
-	fmt.Fprintf(&b, "`continuum bench coldstart --runs %d` (commit %s, %s, %s). A run scales the function to zero, then times its first request (the gateway starts an instance: watchdog + upstream, which forks from the zygote or starts a new interpreter that imports the handler) and the next one (warm). Times are request to answer, in ms, %d runs per row, variants alternating.\n\n",
-		runs, version.Commit, started.UTC().Format("2006-01-02 15:04 UTC"), machine(), runs)
-	fmt.Fprintf(&b, "| handler | variant | cold p50 | cold p90 | cold max | warm p50 | goal (cold p50) |\n|---|---|---:|---:|---:|---:|---|\n")
-	for _, r := range res {
-		goal := "≤ 50 ms"
-		if strings.Contains(r.Handler, "analytics") {
-			goal = "≤ 100 ms"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.1f | %.2f | %s |\n", r.Handler, r.Variant, r.P50, r.P90, r.Max, r.WarmP50, goal)
-	}
-	return b.String()
 }

@@ -1,15 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/faas"
 	"github.com/continuum-project/continuum/internal/faas/faasbench"
-	"github.com/continuum-project/continuum/internal/version"
 )
 
 func init() { benchCommands = append(benchCommands, newBenchFaaSCmd) }
@@ -46,19 +44,12 @@ watchdog.`,
 			if cfg.Binary, err = os.Executable(); err != nil {
 				return err
 			}
-			started := time.Now()
+			cfg.Command = benchCommandLine()
 			r, err := faasbench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			header := fmt.Sprintf("# Function platform overhead\n\n`continuum bench faas` (commit %s, %s, %s), handler %s.\n",
-				version.Commit, started.UTC().Format("2006-01-02 15:04 UTC"), machine(), handler)
-			md := faasbench.Markdown(r, cfg, header)
-			fmt.Fprint(cmd.OutOrStdout(), md)
-			if out != "" {
-				return os.WriteFile(out, []byte(md), 0o644)
-			}
-			return nil
+			return benchkit.Write(cmd.OutOrStdout(), out, faasbench.Markdown(r), nil)
 		},
 	}
 	f := c.Flags()

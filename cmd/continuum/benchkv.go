@@ -1,12 +1,9 @@
 package main
 
 import (
-	"os"
-	"os/exec"
-	"strings"
-
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/kv/kvbench"
 )
 
@@ -38,7 +35,7 @@ against the goals of issue 3 and the raw JSON.`,
 				if err != nil {
 					return err
 				}
-				return writeBenchResult(cmd, out, kvbench.Markdown(res, res.Command, res.Machine, res.Commit), res)
+				return benchkit.Write(cmd.OutOrStdout(), out, kvbench.Markdown(res), res)
 			}
 			if quick {
 				q := kvbench.DefaultConfig(true)
@@ -66,14 +63,12 @@ against the goals of issue 3 and the raw JSON.`,
 				}
 				cfg.Settle = q.Settle
 			}
-			cfg.Log = cmd.ErrOrStderr()
+			cfg.Log, cfg.Command = cmd.ErrOrStderr(), benchCommandLine()
 			res, err := kvbench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			res.Command, res.Machine, res.Commit = "continuum "+strings.Join(os.Args[1:], " "), machine(), gitCommit()
-			md := kvbench.Markdown(res, res.Command, res.Machine, res.Commit)
-			return writeBenchResult(cmd, out, md, res)
+			return benchkit.Write(cmd.OutOrStdout(), out, kvbench.Markdown(res), res)
 		},
 	}
 	f := c.Flags()
@@ -99,13 +94,4 @@ against the goals of issue 3 and the raw JSON.`,
 	f.StringVar(&cfg.ContinuumBin, "kv-bin", "", "continuum binary whose `kv` command is measured (default: this one)")
 	f.StringArrayVar(&cfg.KVArgs, "kv-arg", nil, "extra flag for `continuum kv` (repeatable), e.g. --kv-arg=--fsync=batch")
 	return c
-}
-
-// gitCommit is the working tree's commit, when run from a repository.
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/proxy/proxybench"
 )
 
@@ -60,13 +61,12 @@ per 1000 req/s and its VmRSS/RssAnon/RssFile (from /proc/PID/status), against th
 				}
 				cfg.Variants = append(cfg.Variants, proxybench.Variant{Name: name, Bin: bin})
 			}
-			cfg.Log = cmd.ErrOrStderr()
+			cfg.Log, cfg.Command = cmd.ErrOrStderr(), benchCommandLine()
 			res, err := proxybench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			md := proxybench.Markdown(res, shellCommand(append([]string{"continuum"}, os.Args[1:]...)), machine(), gitCommit())
-			return writeBenchResult(cmd, out, md, res)
+			return benchkit.Write(cmd.OutOrStdout(), out, proxybench.Markdown(res), res)
 		},
 	}
 	f := c.Flags()
@@ -80,18 +80,6 @@ per 1000 req/s and its VmRSS/RssAnon/RssFile (from /proc/PID/status), against th
 	f.Float64Var(&cfg.MemoryRate, "memory-rate", cfg.MemoryRate, "rate whose runs give the memory figure")
 	f.StringArrayVar(&variants, "variant", nil, "another build NAME=PATH whose memory and CPU are measured at --memory-rate (repeatable)")
 	return c
-}
-
-// shellCommand joins args as a shell would need them typed (variant names have spaces).
-func shellCommand(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`!*?;&|<>()[]{}#~") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
 }
 
 // findProxyBin looks for continuum-proxy next to this executable (make build puts both in

@@ -12,16 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/procfs"
 
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
+	"github.com/continuum-project/continuum/internal/procstat"
 )
 
 // Server is a started key-value server.
@@ -169,19 +167,7 @@ func (s *Server) Stop() error {
 }
 
 // RSS is the server's resident set size in bytes (VmRSS).
-func (s *Server) RSS() (int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.PID()) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, errors.New("no VmRSS in /proc status")
-}
+func (s *Server) RSS() (int64, error) { return procstat.RSS(s.PID()) }
 
 // DiskBytes is the space the data directory occupies (allocated blocks, as du counts them:
 // preallocated WAL segments count in full).
@@ -277,17 +263,7 @@ func lookBinary(explicit, env, name string) (string, error) {
 }
 
 // CPUSeconds is the CPU time (user + system) the server process has used so far.
-func (s *Server) CPUSeconds() (float64, error) {
-	p, err := procfs.NewProc(s.PID())
-	if err != nil {
-		return 0, err
-	}
-	st, err := p.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return st.CPUTime(), nil
-}
+func (s *Server) CPUSeconds() (float64, error) { return procstat.CPUSeconds(s.PID(), false) }
 
 // Metrics scrapes the server's Prometheus metrics: the value of every sample by metric name,
 // summed over label sets (counters and gauges; histograms and summaries are skipped).

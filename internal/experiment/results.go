@@ -1,18 +1,17 @@
 package experiment
 
 import (
-	"bufio"
 	"encoding/csv"
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/continuum-project/continuum/internal/platform"
+	"github.com/continuum-project/continuum/internal/procstat"
 	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/version"
 )
@@ -37,16 +36,7 @@ func environment(started time.Time) environmentInfo {
 		env.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
 	env.Hostname, _ = os.Hostname()
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				env.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
+	env.CPUModel = procstat.CPUModel()
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) == nil {
 		env.MemoryBytes = uint64(si.Totalram) * uint64(si.Unit)

@@ -9,9 +9,10 @@ import (
 	"math"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/benchkit"
+	"github.com/continuum-project/continuum/internal/procstat"
 	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
@@ -42,6 +43,14 @@ type Options struct {
 	StateDir string    // testbed state dir
 	Quick    bool      // shorter cases (for tests)
 	Log      io.Writer // progress lines (nil = none)
+	Command  string    // the command line that regenerates the result, for its header
+}
+
+// Result is the whole benchmark: what produced it, every case, the verdicts.
+type Result struct {
+	benchkit.Header
+	Cases []CaseResult    `json:"cases"`
+	Goals []benchkit.Goal `json:"goals"`
 }
 
 // Cases returns the benchmark's cases (see docs/benchmarks/testbed.md for why these).
@@ -85,23 +94,26 @@ func Cases(quick bool) []Case {
 }
 
 // Run measures every case on a fresh testbed hosted by this process.
-func Run(ctx context.Context, cases []Case, opts Options) ([]CaseResult, error) {
-	var out []CaseResult
+func Run(ctx context.Context, cases []Case, opts Options) (*Result, error) {
+	res := &Result{Header: benchkit.Start(opts.Command)}
 	for i, c := range cases {
 		if ctx.Err() != nil {
-			return out, ctx.Err()
+			return res, ctx.Err()
 		}
 		r, err := runCase(ctx, i, c, opts)
 		if err != nil {
-			return out, fmt.Errorf("case %d (%s, delay %v, %d pps, %d B): %w", i, c.Group, c.Delay, c.Rate, c.Size, err)
+			return res, fmt.Errorf("case %d (%s, delay %v, %d pps, %d B): %w", i, c.Group, c.Delay, c.Rate, c.Size, err)
 		}
 		if opts.Log != nil {
 			fmt.Fprintf(opts.Log, "%-10s delay %-5v loss %3.0f%% %6d pps %4d B: %s, fabric %.2f cores\n",
 				c.Group, c.Delay, c.Loss*100, c.Rate, c.Size, r.Probe.String(), r.FabricCores)
 		}
-		out = append(out, *r)
+		res.Cases = append(res.Cases, *r)
+		res.SampleLoad()
 	}
-	return out, nil
+	res.Finish()
+	res.Goals = Goals(res.Cases)
+	return res, nil
 }
 
 func runCase(ctx context.Context, i int, c Case, opts Options) (*CaseResult, error) {
@@ -137,13 +149,13 @@ func runCase(ctx context.Context, i int, c Case, opts Options) (*CaseResult, err
 		}
 	}
 	before := tb.DropCounts()
-	cpu0 := selfCPU()
+	cpu0 := procstat.SelfCPU()
 	t0 := time.Now()
 	r, err := runProbe(ctx, tb, opts.Binary, "probe", ProbeConfig{Target: target, Rate: c.Rate, Duration: c.Duration, Size: c.Size})
 	if err != nil {
 		return nil, err
 	}
-	cores := (selfCPU() - cpu0).Seconds() / time.Since(t0).Seconds()
+	cores := (procstat.SelfCPU() - cpu0).Seconds() / time.Since(t0).Seconds()
 	drops := map[string]uint64{}
 	for k, v := range tb.DropCounts() {
 		if d := v - before[k]; d > 0 {
@@ -181,12 +193,6 @@ func runProbe(ctx context.Context, tb *testbed.Testbed, bin, name string, cfg Pr
 	return &r, nil
 }
 
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // Verdicts against the issue's goals.
 func accuracyOK(r CaseResult) (medianOK, tailOK bool) {
 	want := 2 * float64(r.Delay.Microseconds())
@@ -195,29 +201,39 @@ func accuracyOK(r CaseResult) (medianOK, tailOK bool) {
 	return
 }
 
-// Markdown renders the results as the body of docs/benchmarks/testbed.md.
-func Markdown(results []CaseResult, command string, env string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Testbed link emulation benchmark\n\nCommand: `%s`  \nMachine: %s  \nDate: %s\n\n",
-		command, env, time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	b.WriteString("Each case is a fresh 2-node testbed; a UDP probe in node a sends paced packets to a reflector in node b " +
+// Markdown renders the result as docs/benchmarks/testbed.md: the kit's header, the verdicts,
+// a table per goal and the raw JSON.
+func Markdown(res *Result) string {
+	results := res.Cases
+	d := benchkit.NewDoc("Testbed link emulation benchmark", res.Header)
+	d.Para("Each case is a fresh 2-node testbed; a UDP probe in node a sends paced packets to a reflector in node b " +
 		"(both batch with sendmmsg/recvmmsg). RTTs are measured by the probe; \"fabric cores\" is the CPU used by the process " +
-		"hosting the userspace fabric while the probe ran.\n\n")
-	b.WriteString(verdicts(results))
-	b.WriteString("## Delay accuracy\n\nGoal: RTT median within ±5% (+0.2 ms) of 2x the one-way delay; p99 within +1 ms of the median.\n\n")
-	b.WriteString("| one-way delay | rate (pps) | expected RTT (ms) | p50 (ms) | p90 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | loss | median ok | p99-p50 ok |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+		"hosting the userspace fabric while the probe ran.")
+	gs := res.Goals
+	if gs == nil {
+		gs = Goals(results)
+	}
+	d.Goals("Result against the goals", gs)
+
+	d.Section("Delay accuracy")
+	d.Para("Goal: RTT median within ±5%% (+0.2 ms) of 2x the one-way delay; p99 within +1 ms of the median.")
+	t := benchkit.NewTable("lrrrrrrrrll", "one-way delay", "rate (pps)", "expected RTT (ms)", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", "max (ms)", "loss", "median ok", "p99-p50 ok")
 	for _, r := range results {
 		if r.Group != "accuracy" {
 			continue
 		}
 		mok, tok := accuracyOK(r)
-		fmt.Fprintf(&b, "| %v | %d | %.2f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f%% | %s | %s |\n", r.Delay, r.Rate,
+		t.Rowf("%v | %d | %.2f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f%% | %s | %s", r.Delay, r.Rate,
 			2*float64(r.Delay.Microseconds())/1000, r.Probe.P50us/1000, r.Probe.P90us/1000, r.Probe.P99us/1000,
-			r.Probe.P999us/1000, r.Probe.MaxUs/1000, r.Probe.Loss*100, yes(mok), yes(tok))
+			r.Probe.P999us/1000, r.Probe.MaxUs/1000, r.Probe.Loss*100, benchkit.YesNo(mok), benchkit.YesNo(tok))
 	}
-	b.WriteString("\n## Throughput of the emulated link path\n\nGoal: ≥50k packets/s with ≤1 ms added error (1 ms one-way link, so the ideal RTT is 2 ms). " +
-		"Rate is offered load per direction; every packet crosses the fabric twice (request and reply).\n\n")
-	b.WriteString("| payload (B) | offered (pps) | achieved (pps) | Mbit/s each way | loss | p50 (ms) | p99 (ms) | baseline p50 / p99 (ms) | added p50 / p99 (ms) | fabric cores | within 1 ms |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	d.Table(t)
+
+	d.Section("Throughput of the emulated link path")
+	d.Para("Goal: ≥50k packets/s with ≤1 ms added error (1 ms one-way link, so the ideal RTT is 2 ms). " +
+		"Rate is offered load per direction; every packet crosses the fabric twice (request and reply).")
+	t = benchkit.NewTable("rrrrrrrrrrl", "payload (B)", "offered (pps)", "achieved (pps)", "Mbit/s each way", "loss", "p50 (ms)", "p99 (ms)",
+		"baseline p50 / p99 (ms)", "added p50 / p99 (ms)", "fabric cores", "within 1 ms")
 	for _, r := range results {
 		if r.Group != "throughput" && !(r.Group == "accuracy" && r.Delay == time.Millisecond) {
 			continue
@@ -225,34 +241,34 @@ func Markdown(results []CaseResult, command string, env string) string {
 		base := baselineFor(results, r)
 		add50, add99, ok := addedError(r, base)
 		mbit := r.Probe.RateAchv * float64(r.Size+28) * 8 / 1e6
-		fmt.Fprintf(&b, "| %d | %d | %.0f | %.1f | %.2f%% | %.3f | %.3f | %.3f / %.3f | %.3f / %.3f | %.2f | %s |\n", r.Size, r.Rate, r.Probe.RateAchv, mbit,
-			r.Probe.Loss*100, r.Probe.P50us/1000, r.Probe.P99us/1000, base.P50us/1000, base.P99us/1000, add50, add99, r.FabricCores, yes(ok))
+		t.Rowf("%d | %d | %.0f | %.1f | %.2f%% | %.3f | %.3f | %.3f / %.3f | %.3f / %.3f | %.2f | %s", r.Size, r.Rate, r.Probe.RateAchv, mbit,
+			r.Probe.Loss*100, r.Probe.P50us/1000, r.Probe.P99us/1000, base.P50us/1000, base.P99us/1000, add50, add99, r.FabricCores, benchkit.YesNo(ok))
 	}
-	b.WriteString("\n## Loss accuracy\n\nGoal: 10% configured -> 10±2% measured over 10k packets. Loss applies per direction, so a round trip " +
-		"survives with probability 0.9² = 81%; the one-way figure is derived as 1-sqrt(1-round-trip loss) and also read from the fabric's drop counter.\n\n")
-	b.WriteString("| configured (one way) | packets | round-trip loss | one-way loss (derived) | fabric loss drops | within 10±2% |\n|---:|---:|---:|---:|---:|---|\n")
+	d.Table(t)
+
+	d.Section("Loss accuracy")
+	d.Para("Goal: 10%% configured -> 10±2%% measured over 10k packets. Loss applies per direction, so a round trip " +
+		"survives with probability 0.9² = 81%%; the one-way figure is derived as 1-sqrt(1-round-trip loss) and also read from the fabric's drop counter.")
+	t = benchkit.NewTable("rrrrrl", "configured (one way)", "packets", "round-trip loss", "one-way loss (derived)", "fabric loss drops", "within 10±2%")
 	for _, r := range results {
 		if r.Group != "loss" {
 			continue
 		}
-		oneWay := 1 - math.Sqrt(1-r.Probe.Loss)
-		fmt.Fprintf(&b, "| %.0f%% | %d | %.2f%% | %.2f%% | %d | %s |\n", r.Loss*100, r.Probe.Sent, r.Probe.Loss*100, oneWay*100,
-			r.Drops["loss"], yes(math.Abs(oneWay-r.Loss) <= 0.02))
+		oneWay := oneWayLoss(r)
+		t.Rowf("%.0f%% | %d | %.2f%% | %.2f%% | %d | %s", r.Loss*100, r.Probe.Sent, r.Probe.Loss*100, oneWay*100,
+			r.Drops["loss"], benchkit.YesNo(math.Abs(oneWay-r.Loss) <= 0.02))
 	}
-	return b.String()
+	d.Table(t)
+	d.RawJSON(res)
+	return d.String()
 }
 
-func yes(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "**no**"
-}
+// oneWayLoss derives the loss of one direction from the round trip's: a packet survives the
+// round trip with probability (1 - one way)².
+func oneWayLoss(r CaseResult) float64 { return 1 - math.Sqrt(1-r.Probe.Loss) }
 
-// verdicts summarises, per goal, which cases meet it, so a regenerated file states its own result.
-func verdicts(results []CaseResult) string {
-	var b strings.Builder
-	b.WriteString("## Result against the goals\n\n")
+// Goals judges the cases against the issue's goals, so a regenerated file states its own result.
+func Goals(results []CaseResult) []benchkit.Goal {
 	var accOK, accAll []string
 	best := 0.0
 	for _, r := range results {
@@ -269,21 +285,44 @@ func verdicts(results []CaseResult) string {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "- Delay accuracy (median and p99): met in %d of %d cases (%s).\n", len(accOK), len(accAll), strings.Join(accOK, ", "))
-	if best > 0 {
-		fmt.Fprintf(&b, "- Highest rate whose p99 the fabric raises by at most 1 ms over the loopback baseline, with <0.1%% loss: %.0f packets/s each way "+
-			"(%.0f packets/s through the fabric counting replies); goal ≥50k packets/s: %s.\n", best, 2*best, yes(2*best >= 50000))
+	var gs []benchkit.Goal
+	const accuracy = "Delay accuracy (median and p99)"
+	if len(accAll) == 0 {
+		gs = append(gs, benchkit.Skip(accuracy, "no accuracy case"))
 	} else {
-		b.WriteString("- No throughput case kept p99 within 1 ms of the ideal: goal ≥50k packets/s **not met**.\n")
+		measured := fmt.Sprintf("met in %d of %d cases", len(accOK), len(accAll))
+		if len(accOK) > 0 {
+			measured += " (" + strings.Join(accOK, ", ") + ")"
+		}
+		gs = append(gs, benchkit.Check(accuracy, len(accOK) == len(accAll), measured))
+	}
+	const rate = "≥50k packets/s through the fabric with p99 raised by at most 1 ms over the loopback baseline and <0.1% loss"
+	switch {
+	case best > 0:
+		gs = append(gs, benchkit.Check(rate, 2*best >= 50000,
+			fmt.Sprintf("highest rate %.0f packets/s each way (%.0f packets/s through the fabric counting replies)", best, 2*best)))
+	case !hasGroup(results, "throughput"):
+		gs = append(gs, benchkit.Skip(rate, "no throughput case"))
+	default:
+		gs = append(gs, benchkit.Check(rate, false, "no throughput case kept p99 within 1 ms of the ideal"))
 	}
 	for _, r := range results {
 		if r.Group == "loss" {
-			oneWay := 1 - math.Sqrt(1-r.Probe.Loss)
-			fmt.Fprintf(&b, "- Loss: %.0f%% configured, %.2f%% measured one way: %s.\n", r.Loss*100, oneWay*100, yes(math.Abs(oneWay-r.Loss) <= 0.02))
+			oneWay := oneWayLoss(r)
+			gs = append(gs, benchkit.Check(fmt.Sprintf("Loss: %.0f%% configured -> within ±2%% one way", r.Loss*100),
+				math.Abs(oneWay-r.Loss) <= 0.02, fmt.Sprintf("%.2f%% measured one way", oneWay*100)))
 		}
 	}
-	b.WriteString("\n")
-	return b.String()
+	return gs
+}
+
+func hasGroup(results []CaseResult, group string) bool {
+	for _, r := range results {
+		if r.Group == group {
+			return true
+		}
+	}
+	return false
 }
 
 // baselineFor is the loopback measurement at r's rate and size (zero if not measured).

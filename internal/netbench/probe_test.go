@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/benchkit"
 )
 
 func TestProbeAgainstReflectorOnLoopback(t *testing.T) {
@@ -47,15 +49,52 @@ func TestProbeAgainstReflectorOnLoopback(t *testing.T) {
 }
 
 func TestMarkdownVerdicts(t *testing.T) {
-	res := []CaseResult{
+	cases := []CaseResult{
 		{Case: Case{Group: "accuracy", Delay: 10 * time.Millisecond, Rate: 1000}, Probe: ProbeResult{P50us: 20150, P99us: 20900}},
 		{Case: Case{Group: "accuracy", Delay: time.Millisecond, Rate: 20000}, Probe: ProbeResult{P50us: 2600, P99us: 4000}},
 		{Case: Case{Group: "loss", Delay: time.Millisecond, Loss: 0.1, Rate: 1000}, Probe: ProbeResult{Sent: 10000, Loss: 0.19}},
 	}
-	md := Markdown(res, "continuum bench testbed", "test machine")
-	for _, want := range []string{"| 10ms | 1000 | 20.00 | 20.150 |", "| yes | yes |", "| **no** | **no** |", "| 10% | 10000 | 19.00% | 10.00% |"} {
+	res := &Result{Header: benchkit.Header{Command: "continuum bench testbed", Machine: "test machine"}, Cases: cases}
+	md := Markdown(res)
+	for _, want := range []string{"Regenerate with:\n\n```\ncontinuum bench testbed\n```", "- Machine: test machine",
+		"## Result against the goals\n\n- Delay accuracy (median and p99): met in 1 of 2 cases (10ms@1000pps): **not met**\n",
+		"- ≥50k packets/s through the fabric with p99 raised by at most 1 ms over the loopback baseline and <0.1% loss: **not evaluated** (no throughput case)",
+		"- Loss: 10% configured -> within ±2% one way: 10.00% measured one way: **met**",
+		"## Delay accuracy", "| 10ms | 1000 | 20.00 | 20.150 |", "| yes | yes |", "| **no** | **no** |",
+		"## Throughput of the emulated link path", "## Loss accuracy", "| 10% | 10000 | 19.00% | 10.00% |", "raw results (JSON)"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// The throughput goal takes the highest achieved rate whose p99 the fabric raised by at most
+// 1 ms over the loopback baseline at the same rate, without loss.
+func TestThroughputGoal(t *testing.T) {
+	tp := func(rate int, achieved, p99us, loss float64) CaseResult {
+		return CaseResult{Case: Case{Group: "throughput", Delay: time.Millisecond, Rate: rate, Size: 64},
+			Probe: ProbeResult{RateAchv: achieved, P50us: 2100, P99us: p99us, Loss: loss}}
+	}
+	base := func(rate int) CaseResult {
+		return CaseResult{Case: Case{Group: "baseline", Rate: rate, Size: 64}, Probe: ProbeResult{P50us: 50, P99us: 200}}
+	}
+	for _, c := range []struct {
+		name  string
+		cases []CaseResult
+		want  string
+	}{
+		{"met", []CaseResult{tp(10000, 10000, 2500, 0), tp(30000, 29900, 3100, 0), base(10000), base(30000)},
+			"highest rate 29900 packets/s each way (59800 packets/s through the fabric counting replies): **met**"},
+		{"p99 too high at the top", []CaseResult{tp(10000, 10000, 2500, 0), tp(30000, 29900, 3300, 0), base(10000), base(30000)},
+			"highest rate 10000 packets/s each way (20000 packets/s through the fabric counting replies): **not met**"},
+		{"lossy", []CaseResult{tp(30000, 29900, 2500, 0.01), base(30000)}, "no throughput case kept p99 within 1 ms of the ideal: **not met**"},
+	} {
+		var lines []string
+		for _, g := range Goals(c.cases) {
+			lines = append(lines, g.Line())
+		}
+		if got := strings.Join(lines, "\n"); !strings.Contains(got, c.want) {
+			t.Errorf("%s: goals lack %q:\n%s", c.name, c.want, got)
 		}
 	}
 }

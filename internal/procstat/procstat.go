@@ -1,5 +1,8 @@
-// Package procstat reads a process's CPU time from /proc/PID/stat, for the benchmarks and the
-// watchdog that account for processes they started.
+// Package procstat reads what Linux's /proc says about a process (its CPU time, its resident
+// memory) and about the host (the load average, the CPU model, the kernel), for the benchmarks,
+// the baselines' servers and the watchdog, which account for processes they started. It is
+// the one place that parses these files; it does not judge what it reads (that is
+// internal/benchkit's job for the benchmarks).
 package procstat
 
 import (
@@ -8,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's times; 100 on every Linux platform Go
@@ -49,4 +54,12 @@ func Parse(b []byte, children bool) (float64, error) {
 		ticks += v
 	}
 	return float64(ticks) / clockTicks, nil
+}
+
+// SelfCPU is the CPU time (user + system) this process used so far, from getrusage: finer
+// than /proc/self/stat's 10 ms ticks, for measuring short spells of the process's own work.
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -10,6 +10,9 @@
 //     directly and through the watchdog.
 //   - Scale step: how soon the concurrency autoscaler asks for, and gets, a second instance
 //     after load arrives at once.
+//
+// It also holds `continuum bench coldstart` (coldstart.go): a function's first request at zero
+// instances, with a fresh interpreter and with a zygote. Both render through internal/benchkit.
 package faasbench
 
 import (
@@ -17,12 +20,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sort"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/faas"
 	"github.com/continuum-project/continuum/internal/faas/gateway"
 	"github.com/continuum-project/continuum/internal/faas/watchdog"
@@ -46,6 +50,8 @@ type Config struct {
 	// upstream, GatewayClients closed-loop clients.
 	Binary         string
 	GatewayClients int
+	// Command is the command line that regenerates the result, for its header.
+	Command string
 }
 
 // DefaultConfig is 100 and 1000 requests/s, 10 s steps, 3 repeats, 8 clients.
@@ -68,7 +74,9 @@ type Overhead struct {
 	// Added latency over direct, medians over repeats of the per-repeat differences.
 	WatchdogAddedP50, WatchdogAddedP99 float64
 	GatewayAddedP50, GatewayAddedP99   float64
-	Errors                             int64
+	// GatewayAddedP99Spread is the spread of the per-repeat differences the goal is judged on.
+	GatewayAddedP99Spread benchkit.Spread
+	Errors                int64
 }
 
 // Throughput is one closed-loop run: requests/s one instance sustained.
@@ -100,15 +108,18 @@ type GatewayCore struct {
 
 // Result is the whole benchmark.
 type Result struct {
+	benchkit.Header
+	Config     Config
 	Overhead   []Overhead
 	Throughput []Throughput
 	Scale      ScaleStep
 	Gateway    *GatewayCore
+	Goals      []benchkit.Goal
 }
 
 // Run measures.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	res := &Result{}
+	res := &Result{Header: benchkit.Start(cfg.Command), Config: cfg}
 	// One watchdog (http mode) with its upstream, and a gateway whose one instance it is.
 	wc, err := faas.WatchdogFor(cfg.Python, faas.Instance{Mode: faas.ModeHTTP, Handler: cfg.Handler, Server: faas.ServerContinuum})
 	if err != nil {
@@ -135,8 +146,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for _, rate := range cfg.Rates {
 		var runs [3][]Latency
 		for rep := 0; rep < cfg.Repeats; rep++ {
-			for k := 0; k < 3; k++ {
-				i := (rep + k) % 3 // each path goes first in turn
+			for _, i := range benchkit.Order(rep, 3) { // each path goes first in turn
 				l, err := openLoop(ctx, paths[i], rate, cfg)
 				if err != nil {
 					return nil, err
@@ -183,6 +193,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		stop()
 	}
+	res.Finish()
+	res.Goals = Goals(res)
 	return res, nil
 }
 
@@ -305,7 +317,7 @@ func summarize(rate float64, runs [3][]Latency) Overhead {
 		for _, l := range ls {
 			v = append(v, f(l))
 		}
-		return median(v)
+		return benchkit.Median(v)
 	}
 	med := func(ls []Latency) Latency {
 		return Latency{P50: pick(ls, func(l Latency) float64 { return l.P50 }), P99: pick(ls, func(l Latency) float64 { return l.P99 }),
@@ -318,8 +330,9 @@ func summarize(rate float64, runs [3][]Latency) Overhead {
 		g50, g99 = append(g50, runs[2][i].P50-runs[0][i].P50), append(g99, runs[2][i].P99-runs[0][i].P99)
 		o.Errors += runs[0][i].Errors + runs[1][i].Errors + runs[2][i].Errors
 	}
-	o.WatchdogAddedP50, o.WatchdogAddedP99 = median(w50), median(w99)
-	o.GatewayAddedP50, o.GatewayAddedP99 = median(g50), median(g99)
+	o.WatchdogAddedP50, o.WatchdogAddedP99 = benchkit.Median(w50), benchkit.Median(w99)
+	o.GatewayAddedP50, o.GatewayAddedP99 = benchkit.Median(g50), benchkit.Median(g99)
+	o.GatewayAddedP99Spread = benchkit.Summarize(g99)
 	return o
 }
 
@@ -333,45 +346,84 @@ func joinF(v []float64, format string) string {
 	return strings.Join(parts, ", ")
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
+// The issue's goals.
+const (
+	goalAddedP99Ms    = 1.0   // added p99 through gateway + watchdog at goalRate
+	goalRate          = 1000  // req/s
+	goalDecisionS     = 2.0   // scale-out decision after a load step
+	goalGatewayOneCPU = 20000 // req/s through the gateway on one core
+)
+
+// Goals judges the result against the issue's goals: the p99 gateway + watchdog add at 1000
+// req/s, the scale-out decision's delay, the gateway's throughput on one core.
+func Goals(r *Result) []benchkit.Goal {
+	var gs []benchkit.Goal
+	added := fmt.Sprintf("p99 added by gateway + watchdog <= %.0f ms at %d req/s", goalAddedP99Ms, goalRate)
+	var at *Overhead
+	for i := range r.Overhead {
+		if r.Overhead[i].Rate == goalRate {
+			at = &r.Overhead[i]
+		}
 	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
+	if at == nil {
+		gs = append(gs, benchkit.Skip(added, fmt.Sprintf("%d req/s not measured", goalRate)))
+	} else {
+		gs = append(gs, benchkit.Check(added, at.GatewayAddedP99 <= goalAddedP99Ms,
+			fmt.Sprintf("%+.3f ms (median of %d per-repeat differences%s)", at.GatewayAddedP99, at.GatewayAddedP99Spread.N, at.GatewayAddedP99Spread.Range("%+.3f"))))
 	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	decision := fmt.Sprintf("scale-out decision within %.0f s of a load step", goalDecisionS)
+	if d := benchkit.Summarize(r.Scale.DecisionS); d.N == 0 {
+		gs = append(gs, benchkit.Skip(decision, "no scale step measured"))
+	} else {
+		gs = append(gs, benchkit.Check(decision, d.Median <= goalDecisionS, d.Format("%.2f")+" s (median of the repeats)"))
+	}
+	core := fmt.Sprintf("gateway >= %d req/s on one core", goalGatewayOneCPU)
+	if r.Gateway == nil || len(r.Gateway.RPS) == 0 {
+		gs = append(gs, benchkit.Skip(core, "not measured (no continuum binary)"))
+	} else {
+		rps := benchkit.Summarize(r.Gateway.RPS)
+		gs = append(gs, benchkit.Check(core, rps.Median >= goalGatewayOneCPU, rps.Format("%.0f")+" req/s (median of the repeats)"))
+	}
+	return gs
 }
 
-// Markdown renders the result.
-func Markdown(r *Result, cfg Config, header string) string {
-	s := header
-	s += fmt.Sprintf("\n## Latency added (open loop, %v per step, %d repeats, paths alternating)\n\n", cfg.Step, cfg.Repeats)
-	s += "| rate (req/s) | direct p50 / p99 | watchdog p50 / p99 | gateway + watchdog p50 / p99 | added by the watchdog p50 / p99 | added by gateway + watchdog p50 / p99 | errors |\n|---:|---|---|---|---|---|---:|\n"
+// Markdown renders the result for docs/benchmarks/faas-overhead.md.
+func Markdown(r *Result) string {
+	cfg := r.Config
+	d := benchkit.NewDoc("Function platform overhead", r.Header)
+	d.List("Handler: " + filepath.Base(cfg.Handler) + " (a function folder of python/functions)")
+	d.Section(fmt.Sprintf("Latency added (open loop, %v per step, %d repeats, paths alternating)", cfg.Step, cfg.Repeats))
+	t := benchkit.NewTable("rlllllr", "rate (req/s)", "direct p50 / p99", "watchdog p50 / p99", "gateway + watchdog p50 / p99",
+		"added by the watchdog p50 / p99", "added by gateway + watchdog p50 / p99", "errors")
 	for _, o := range r.Overhead {
-		s += fmt.Sprintf("| %g | %.3f / %.3f | %.3f / %.3f | %.3f / %.3f | %+.3f / %+.3f | %+.3f / %+.3f | %d |\n", o.Rate,
+		t.Rowf("%g | %.3f / %.3f | %.3f / %.3f | %.3f / %.3f | %+.3f / %+.3f | %+.3f / %+.3f | %d", o.Rate,
 			o.Direct.P50, o.Direct.P99, o.Watchdog.P50, o.Watchdog.P99, o.Gate.P50, o.Gate.P99,
 			o.WatchdogAddedP50, o.WatchdogAddedP99, o.GatewayAddedP50, o.GatewayAddedP99, o.Errors)
 	}
-	s += fmt.Sprintf("\n## Scale-out after a load step (concurrency autoscaler, Knative defaults: 60 s stable, 6 s panic window; %d repeats)\n\n", cfg.Repeats)
-	s += fmt.Sprintf("From idle to %d clients always waiting on one instance of the handler: the time until the gateway asks for more instances (the decision; the issue's goal: within 2 s) and until the first new instance answers. Median (all runs): decision %.2f s (%s), first new instance ready %.2f s (%s); %d failed requests.\n",
-		cfg.Clients, median(r.Scale.DecisionS), joinS(r.Scale.DecisionS), median(r.Scale.ReadyS), joinS(r.Scale.ReadyS), r.Scale.Errors)
+	d.Table(t)
+	d.Section(fmt.Sprintf("Scale-out after a load step (concurrency autoscaler, Knative defaults: 60 s stable, 6 s panic window; %d repeats)", cfg.Repeats))
+	d.Para("From idle to %d clients always waiting on one instance of the handler: the time until the gateway asks for more instances (the decision; the issue's goal: within 2 s) and until the first new instance answers. Median (all runs): decision %.2f s (%s), first new instance ready %.2f s (%s); %d failed requests.",
+		cfg.Clients, benchkit.Median(r.Scale.DecisionS), joinS(r.Scale.DecisionS), benchkit.Median(r.Scale.ReadyS), joinS(r.Scale.ReadyS), r.Scale.Errors)
 	if g := r.Gateway; g != nil {
-		s += fmt.Sprintf("\n## The gateway on one core (GOMAXPROCS=1), to a trivial Go upstream (closed loop, %d clients, %v, %d repeats)\n\n", cfg.GatewayClients, cfg.ThroughputStep, cfg.Repeats)
+		d.Section(fmt.Sprintf("The gateway on one core (GOMAXPROCS=1), to a trivial Go upstream (closed loop, %d clients, %v, %d repeats)", cfg.GatewayClients, cfg.ThroughputStep, cfg.Repeats))
 		if g.PinnedCPU >= 0 {
-			s += fmt.Sprintf("The gateway pinned to CPU %d, the load generator and the upstream to another.\n\n", g.PinnedCPU)
+			d.Para("The gateway pinned to CPU %d, the load generator and the upstream to another.", g.PinnedCPU)
 		} else {
-			s += "Not pinned (fewer than two CPUs, or no taskset): the gateway shared the CPUs with the load generator and the upstream.\n\n"
+			d.Para("Not pinned (fewer than two CPUs, or no taskset): the gateway shared the CPUs with the load generator and the upstream.")
 		}
-		s += fmt.Sprintf("Median %.0f req/s (%s) using %.2f cores (%s); p50 %.3f ms, p99 %.3f ms; %d errors. The issue's goal: >= 20 000 req/s on one core.\n",
-			median(g.RPS), joinF(g.RPS, "%.0f"), median(g.Cores), joinF(g.Cores, "%.2f"), median(g.P50), median(g.P99), g.Errors)
+		d.Para("Median %.0f req/s (%s) using %.2f cores (%s); p50 %.3f ms, p99 %.3f ms; %d errors. The issue's goal: >= 20 000 req/s on one core.",
+			benchkit.Median(g.RPS), joinF(g.RPS, "%.0f"), benchkit.Median(g.Cores), joinF(g.Cores, "%.2f"), benchkit.Median(g.P50), benchkit.Median(g.P99), g.Errors)
 	}
-	s += fmt.Sprintf("\n## One instance's throughput (closed loop, %d clients, %v)\n\n", cfg.Clients, cfg.ThroughputStep)
-	s += "| upstream server | path | req/s | p50 (ms) | p99 (ms) | errors |\n|---|---|---:|---:|---:|---:|\n"
-	for _, t := range r.Throughput {
-		s += fmt.Sprintf("| %s | %s | %.0f | %.3f | %.3f | %d |\n", t.Server, t.Path, t.RPS, t.P50, t.P99, t.Errors)
+	d.Section(fmt.Sprintf("One instance's throughput (closed loop, %d clients, %v)", cfg.Clients, cfg.ThroughputStep))
+	t = benchkit.NewTable("llrrrr", "upstream server", "path", "req/s", "p50 (ms)", "p99 (ms)", "errors")
+	for _, tp := range r.Throughput {
+		t.Rowf("%s | %s | %.0f | %.3f | %.3f | %d", tp.Server, tp.Path, tp.RPS, tp.P50, tp.P99, tp.Errors)
 	}
-	return s
+	d.Table(t)
+	gs := r.Goals
+	if gs == nil {
+		gs = Goals(r)
+	}
+	d.Goals("Against the goals", gs)
+	return d.String()
 }

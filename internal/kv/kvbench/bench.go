@@ -2,7 +2,6 @@ package kvbench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,10 +16,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
+	"github.com/continuum-project/continuum/internal/procstat"
 	"github.com/continuum-project/continuum/internal/results"
 )
 
@@ -76,6 +76,8 @@ type Config struct {
 	Maintenance bool `json:"maintenance,omitempty"`
 	// KVArgs are extra flags for `continuum kv` (e.g. --fsync=batch).
 	KVArgs []string `json:"kv_args,omitempty"`
+	// Command is the command line that regenerates the result, for its header.
+	Command string `json:"-"`
 	// Dir holds the servers' data and logs (default: a temporary directory, removed after).
 	Dir string `json:"-"`
 	// Log receives progress lines (nil: none).
@@ -174,7 +176,8 @@ type Step struct {
 	Errors        int64              `json:"errors"`
 	// MaxP99 is the highest p99 over the operation types (ms).
 	MaxP99 float64 `json:"max_p99_ms"`
-	// Sustained: throughput >= 95% of the rate, no errors, every p99 within the limit.
+	// Sustained: throughput >= 95% of the rate, no errors, every p99 within the limit
+	// (benchkit.SustainRule).
 	Sustained bool `json:"sustained"`
 	// Maintenance is what the compaction and defragmentation run during the step took (nil:
 	// none ran; see Config.Maintenance).
@@ -254,16 +257,15 @@ type StorageIO struct {
 
 // Result is a whole benchmark.
 type Result struct {
-	// Command, Machine and Commit say what produced the result (set by the caller; a report
-	// rendered again from the JSON states them).
-	Command  string        `json:"command,omitempty"`
-	Machine  string        `json:"machine,omitempty"`
-	Commit   string        `json:"commit,omitempty"`
-	Config   Config        `json:"config"`
-	Records  int64         `json:"records"`
-	Started  time.Time     `json:"started"`
-	Finished time.Time     `json:"finished"`
-	Stores   []StoreResult `json:"stores"`
+	// Header says what produced the result (command, machine, commit, when, the host's load);
+	// a report rendered again from the JSON states it.
+	benchkit.Header
+	Config  Config        `json:"config"`
+	Records int64         `json:"records"`
+	Stores  []StoreResult `json:"stores"`
+	// Goals are the verdicts against the goals of issues 3 and 13 (recomputed from the
+	// figures when a report is rendered again).
+	Goals []benchkit.Goal `json:"goals,omitempty"`
 }
 
 // Run measures every store in turn. A store that cannot start (e.g. `continuum kv` missing) is
@@ -282,7 +284,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Dir = dir
 	}
 	w, _ := cfg.workload()
-	res := &Result{Config: cfg, Records: w.RecordCount, Started: time.Now().UTC()}
+	res := &Result{Header: benchkit.Start(cfg.Command), Config: cfg, Records: w.RecordCount}
 	for rep := 1; rep <= cfg.Repeats; rep++ {
 		for _, store := range cfg.Stores {
 			rc := cfg
@@ -290,12 +292,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			sr := runStore(ctx, rc, w, store)
 			sr.Repeat = rep
 			res.Stores = append(res.Stores, sr)
+			res.Observe(max(sr.LoadAvg[0], sr.LoadAvg[1]))
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
 		}
 	}
-	res.Finished = time.Now().UTC()
+	res.Finish()
+	res.Goals = goals(res)
 	return res, nil
 }
 
@@ -321,8 +325,8 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 	case kvtarget.KindKV:
 		bc.Bin, bc.ExtraArgs = cfg.ContinuumBin, cfg.KVArgs
 	}
-	sr.LoadAvg[0] = loadAvg()
-	defer func() { sr.LoadAvg[1] = loadAvg() }()
+	sr.LoadAvg[0], _ = procstat.LoadAvg1()
+	defer func() { sr.LoadAvg[1], _ = procstat.LoadAvg1() }()
 	cfg.logf("%s: starting (%s)", store, cfg.Dir)
 	srv, err := baselines.Start(ctx, store, bc, cfg.RedisFsync)
 	if err != nil {
@@ -366,8 +370,9 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 	sr.DiskPerMillion = math.Round(float64(sr.DiskLoaded-sr.DiskEmpty) * scale)
 
 	// Open-loop sweep.
-	allSustained := true
-	for i, rate := range cfg.Rates {
+	rule := benchkit.SustainRule(cfg.P99Limit)
+	sweep := benchkit.Sweep{Rates: cfg.Rates, AtLeast: cfg.SweepAtLeast, Rule: rule}
+	sr.MaxSustained, err = sweep.Run(ctx, func(ctx context.Context, i int, rate float64) (benchkit.Outcome, error) {
 		rc := base
 		rc.Phase, rc.Seed = ycsb.PhaseRun, int64(i+2)
 		rc.Run.Rate, rc.Run.Duration, rc.Run.Warmup = rate, cfg.StepDuration, cfg.Warmup
@@ -380,20 +385,17 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 		rr, err := ycsb.Run(ctx, rc, st)
 		m := <-maint
 		if err != nil {
-			return fail(err)
+			return benchkit.Outcome{}, err
 		}
-		step := stepOf(rr.Run.Stats, cfg.P99Limit, rate, 0)
+		step := stepOf(rr.Run.Stats, rule, rate, 0)
 		step.Maintenance = m
 		sr.Sweep = append(sr.Sweep, step)
 		cfg.logf("%s: %6.0f ops/s -> %8.0f ops/s, max p99 %.2f ms, errors %d, sustained %v%s",
 			store, rate, step.ThroughputRPS, step.MaxP99, step.Errors, step.Sustained, m.String())
-		allSustained = allSustained && step.Sustained
-		if allSustained {
-			sr.MaxSustained = rate
-		}
-		if !step.Sustained && rate >= cfg.SweepAtLeast {
-			break
-		}
+		return step.outcome(), nil
+	})
+	if err != nil {
+		return fail(err)
 	}
 
 	// Closed-loop peak.
@@ -407,7 +409,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 			return fail(err)
 		}
 		after := sample(ctx, srv)
-		step := stepOf(rr.Run.Stats, cfg.P99Limit, 0, cfg.ClosedClients)
+		step := stepOf(rr.Run.Stats, benchkit.SustainRule(cfg.P99Limit), 0, cfg.ClosedClients)
 		sr.Closed = &step
 		sr.Cost = costOf(before, after, rr.Run.Stats)
 		cfg.logf("%s: closed loop, %d clients: %.0f ops/s, max p99 %.2f ms", store, cfg.ClosedClients, step.ThroughputRPS, step.MaxP99)
@@ -441,7 +443,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 }
 
 // stepOf condenses a run's stats; rate 0 is a closed-loop run (never "sustained").
-func stepOf(st results.Stats, limit time.Duration, rate float64, clients int) Step {
+func stepOf(st results.Stats, rule benchkit.Rule, rate float64, clients int) Step {
 	s := Step{Rate: rate, Clients: clients, Ops: map[string]OpStats{}}
 	for op, ss := range st.Series {
 		s.Ops[op] = OpStats{OK: ss.OK, Errors: ss.Errors, P50: ss.Latency.P50, P99: ss.Latency.P99,
@@ -451,26 +453,16 @@ func stepOf(st results.Stats, limit time.Duration, rate float64, clients int) St
 		s.MaxP99 = max(s.MaxP99, ss.Latency.P99)
 	}
 	s.ThroughputRPS = round(s.ThroughputRPS)
-	limitMs := float64(limit) / float64(time.Millisecond)
-	s.Sustained = rate > 0 && s.Errors == 0 && s.MaxP99 <= limitMs && s.ThroughputRPS >= 0.95*rate
+	s.Sustained = rule.Sustained(s.outcome())
 	return s
 }
 
-func round(v float64) float64 { return math.Round(v*10) / 10 }
-
-// loadAvg reads the 1-minute load average (0 if unavailable).
-func loadAvg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
+// outcome is what the sweep's sustain rule judges.
+func (s Step) outcome() benchkit.Outcome {
+	return benchkit.Outcome{Rate: s.Rate, Achieved: s.ThroughputRPS, Errors: s.Errors, P99Ms: s.MaxP99}
 }
+
+func round(v float64) float64 { return benchkit.Round(v, 1) }
 
 // version asks a server binary for its version (first line); kv reports the continuum version.
 func version(store, bin string) string {
@@ -548,13 +540,9 @@ func storageOf(m map[string]float64) *StorageIO {
 
 // ReadResult reads a result written as JSON (next to the Markdown by `continuum bench kv --out`).
 func ReadResult(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var res Result
-	if err := json.Unmarshal(b, &res); err != nil {
-		return nil, fmt.Errorf("%s: not a bench kv result: %w", path, err)
+	if err := benchkit.ReadJSON(path, &res); err != nil {
+		return nil, fmt.Errorf("not a bench kv result: %w", err)
 	}
 	if len(res.Stores) == 0 {
 		return nil, fmt.Errorf("%s: no stores in this result", path)

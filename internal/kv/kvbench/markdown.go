@@ -1,101 +1,93 @@
 package kvbench
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"runtime"
-	"slices"
 	"sort"
 	"strings"
-	"time"
 
+	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 )
 
-// Markdown renders a benchmark for docs/benchmarks/: command, machine, date, configuration,
-// tables, the result against issue 3's goals, and the raw JSON.
-func Markdown(res *Result, command, machine, commit string) string {
-	var b strings.Builder
+// Markdown renders a benchmark for docs/benchmarks/: the kit's header (command, machine,
+// commit, date, load), the configuration, tables, the result against issues 3 and 13's goals,
+// and the raw JSON.
+func Markdown(res *Result) string {
 	cfg := res.Config
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("# continuum kv vs etcd vs Redis on one node (YCSB)\n\n")
-	p("Regenerate with:\n\n```\n%s\n```\n\n", command)
-	p("- Machine: %s\n", machine)
-	p("- Date: %s (%.0f s)\n", res.Started.Format(time.RFC3339), res.Finished.Sub(res.Started).Seconds())
-	if commit != "" {
-		p("- Commit: %s\n", commit)
+	var loads []float64
+	for _, sr := range res.Stores {
+		loads = append(loads, sr.LoadAvg[0], sr.LoadAvg[1])
 	}
-	p("- Workload: YCSB %s, %d records of %d field(s) x %d B, request distribution as in YCSB's workload file; load phase with %d closed-loop clients\n",
-		strings.ToUpper(cfg.Workload), res.Records, cfg.FieldCount, cfg.FieldLength, cfg.LoadClients)
-	p("- Open-loop sweep: %s ops/s, %v per step (first %v excluded), latency from the intended send time; a rate is *sustained* when throughput >= 95%% of it, no request fails and every operation's p99 <= %v. The sweep stops at the first rate not sustained.\n",
-		joinRates(cfg.Rates), cfg.StepDuration, cfg.Warmup, cfg.P99Limit)
-	p("- The sweep always reaches %.0f ops/s (the goals compare p50 there), even past an unsustained rate; the highest sustained rate is the highest with every rate up to it sustained.\n", cfg.SweepAtLeast)
-	p("- After the load phase the benchmark waits %v (memory and disk are read then), and the first step starts: there is no other warm-up, and that step counts toward every verdict (a store still compacting its bulk load shows it there).\n", cfg.Settle)
+	d := benchkit.NewDoc("continuum kv vs etcd vs Redis on one node (YCSB)", res.Header, loads...)
+	p := d.P
+	items := []string{
+		fmt.Sprintf("Workload: YCSB %s, %d records of %d field(s) x %d B, request distribution as in YCSB's workload file; load phase with %d closed-loop clients",
+			strings.ToUpper(cfg.Workload), res.Records, cfg.FieldCount, cfg.FieldLength, cfg.LoadClients),
+		fmt.Sprintf("Open-loop sweep: %s ops/s, %v per step (first %v excluded), latency from the intended send time; a rate is *sustained* when throughput >= 95%% of it, no request fails and every operation's p99 <= %v. The sweep stops at the first rate not sustained.",
+			joinRates(cfg.Rates), cfg.StepDuration, cfg.Warmup, cfg.P99Limit),
+		fmt.Sprintf("The sweep always reaches %.0f ops/s (the goals compare p50 there), even past an unsustained rate; the highest sustained rate is the highest with every rate up to it sustained.", cfg.SweepAtLeast),
+		fmt.Sprintf("After the load phase the benchmark waits %v (memory and disk are read then), and the first step starts: there is no other warm-up, and that step counts toward every verdict (a store still compacting its bulk load shows it there).", cfg.Settle),
+	}
 	if cfg.Maintenance {
-		p("- **Maintenance during every step**: a third of the way into the measured part of each step, the benchmark compacts the store's history up to its current revision (physical) and then defragments it, through etcd's maintenance API, as an operator's schedule would (kv and etcd; Redis runs its steps without). The step's latencies include both; the sweep table gives their durations.\n")
+		items = append(items, "**Maintenance during every step**: a third of the way into the measured part of each step, the benchmark compacts the store's history up to its current revision (physical) and then defragments it, through etcd's maintenance API, as an operator's schedule would (kv and etcd; Redis runs its steps without). The step's latencies include both; the sweep table gives their durations.")
 	}
-	p("- Closed loop: %d clients for %v (peak throughput).\n", cfg.ClosedClients, cfg.ClosedDuration)
-	p("- Same machine, same run, one store at a time; the load generator runs in the same process as the benchmark and shares the CPUs with the server.\n")
-	p("- Durability: etcd with its defaults (fsync of WAL before acknowledging); continuum kv with its default (group commit, fsync before acknowledging); Redis with AOF `appendfsync %s`", cfg.RedisFsync)
+	durability := fmt.Sprintf("Durability: etcd with its defaults (fsync of WAL before acknowledging); continuum kv with its default (group commit, fsync before acknowledging); Redis with AOF `appendfsync %s`", cfg.RedisFsync)
 	if cfg.RedisFsync == "everysec" {
-		p(" — **the weaker baseline**: it acknowledges before the fsync and can lose up to ~1 s of acknowledged writes")
+		durability += " — **the weaker baseline**: it acknowledges before the fsync and can lose up to ~1 s of acknowledged writes"
 	}
-	p(".\n\n")
+	items = append(items,
+		fmt.Sprintf("Closed loop: %d clients for %v (peak throughput).", cfg.ClosedClients, cfg.ClosedDuration),
+		"Same machine, same run, one store at a time; the load generator runs in the same process as the benchmark and shares the CPUs with the server.",
+		durability+".")
+	d.List(items...)
 
 	for _, sr := range res.Stores {
 		if sr.Error != "" {
-			p("**%s not measured**: %s\n\n", sr.Store, oneLine(sr.Error))
+			d.Para("**%s not measured**: %s", sr.Store, benchkit.OneLine(sr.Error, 300))
 		}
 	}
 
-	p("## Rate sweep (open loop): p50 / p99 in ms per operation\n\n")
+	d.Section("Rate sweep (open loop): p50 / p99 in ms per operation")
 	ops := opNames(res)
-	p("| store | rep | target ops/s | achieved ops/s |")
+	cols, align := []string{"store", "rep", "target ops/s", "achieved ops/s"}, "lrrr"
 	for _, op := range ops {
-		p(" %s p50 | %s p99 |", op, op)
+		cols, align = append(cols, op+" p50", op+" p99"), align+"rr"
 	}
-	p(" errors | sustained |")
+	cols, align = append(cols, "errors", "sustained"), align+"rc"
 	if cfg.Maintenance {
-		p(" compact / defrag ms |")
+		cols, align = append(cols, "compact / defrag ms"), align+"l"
 	}
-	p("\n|---|---:|---:|---:|")
-	for range ops {
-		p("---:|---:|")
-	}
-	p("---:|:---:|")
-	if cfg.Maintenance {
-		p("---|")
-	}
-	p("\n")
+	t := benchkit.NewTable(align, cols...)
 	for _, sr := range res.Stores {
 		for _, s := range sr.Sweep {
-			p("| %s | %d | %.0f | %.0f |", sr.Store, sr.Repeat, s.Rate, s.ThroughputRPS)
+			row := []string{sr.Store, fmt.Sprint(sr.Repeat), fmt.Sprintf("%.0f", s.Rate), fmt.Sprintf("%.0f", s.ThroughputRPS)}
 			for _, op := range ops {
 				o := s.Ops[op]
-				p(" %.2f | %.2f |", o.P50, o.P99)
+				row = append(row, fmt.Sprintf("%.2f", o.P50), fmt.Sprintf("%.2f", o.P99))
 			}
-			p(" %d%s | %s |", s.Errors, errTypes(s), yesNo(s.Sustained))
+			row = append(row, fmt.Sprintf("%d%s", s.Errors, errTypes(s)), benchkit.YesNo(s.Sustained))
 			if cfg.Maintenance {
 				switch m := s.Maintenance; {
 				case m == nil:
-					p(" |")
+					row = append(row, "")
 				case m.Error != "":
-					p(" failed: %s |", oneLine(m.Error))
+					row = append(row, "failed: "+benchkit.OneLine(m.Error, 300))
 				default:
-					p(" %.1f / %.1f |", m.CompactMs, m.DefragMs)
+					row = append(row, fmt.Sprintf("%.1f / %.1f", m.CompactMs, m.DefragMs))
 				}
 			}
-			p("\n")
+			t.Row(row...)
 		}
 	}
-	p("\n## Summary per store\n\n")
-	p("| store | rep | version | highest sustained rate (p99 <= %v) | closed loop (%d clients) ops/s | closed-loop p50 / p99 ms | load phase inserts/s | RSS loaded | RSS per 1M keys | disk per 1M keys | host load avg (start / end) |\n",
-		cfg.P99Limit, cfg.ClosedClients)
-	p("|---|---:|---|---:|---:|---|---:|---:|---:|---:|---|\n")
+	d.Table(t)
+	d.Section("Summary per store")
+	t = benchkit.NewTable("lrlrrlrrrrl", "store", "rep", "version", fmt.Sprintf("highest sustained rate (p99 <= %v)", cfg.P99Limit),
+		fmt.Sprintf("closed loop (%d clients) ops/s", cfg.ClosedClients), "closed-loop p50 / p99 ms", "load phase inserts/s", "RSS loaded",
+		"RSS per 1M keys", "disk per 1M keys", "host load avg (start / end)")
 	for _, sr := range res.Stores {
 		if sr.Error != "" {
-			p("| %s | %d | %s | not measured | | | | | | | |\n", sr.Store, sr.Repeat, sr.Version)
+			t.Row(sr.Store, fmt.Sprint(sr.Repeat), sr.Version, "not measured")
 			continue
 		}
 		closed, lat := "", ""
@@ -109,23 +101,24 @@ func Markdown(res *Result, command, machine, commit string) string {
 			}
 			lat = strings.Join(parts, "; ")
 		}
-		p("| %s | %d | %s | %s | %s | %s | %.0f | %s | %s | %s | %.2f / %.2f |\n", sr.Store, sr.Repeat, sr.Version, rateOrNone(sr.MaxSustained), closed, lat,
-			sr.LoadInsertsPS, mib(float64(sr.RSSLoaded)), mib(sr.RSSPerMillion), mib(sr.DiskPerMillion), sr.LoadAvg[0], sr.LoadAvg[1])
+		t.Row(sr.Store, fmt.Sprint(sr.Repeat), sr.Version, rateOrNone(sr.MaxSustained), closed, lat, fmt.Sprintf("%.0f", sr.LoadInsertsPS),
+			benchkit.MiB(sr.RSSLoaded), benchkit.MiB(sr.RSSPerMillion), benchkit.MiB(sr.DiskPerMillion), fmt.Sprintf("%.2f / %.2f", sr.LoadAvg[0], sr.LoadAvg[1]))
 	}
+	d.Table(t)
 	if cfg.FootprintRecords > res.Records {
-		p("\nRSS and disk per 1M keys are the growth from the empty server to one holding %d keys: after the runs above, the benchmark inserts records (same key and value shape) until the store holds that many, waits %v, and reads RSS and the data directory's allocated blocks; the figure is scaled to 10^6 keys. Measuring at that size, not extrapolating from the %d loaded records, keeps fixed costs (a Go heap-goal floor, preallocated log segments) from being multiplied as if they grew with the keys. \"RSS loaded\" is the RSS with the %d records, during the runs. etcd preallocates 64 MiB WAL segments, which the empty baseline already holds.",
+		p("RSS and disk per 1M keys are the growth from the empty server to one holding %d keys: after the runs above, the benchmark inserts records (same key and value shape) until the store holds that many, waits %v, and reads RSS and the data directory's allocated blocks; the figure is scaled to 10^6 keys. Measuring at that size, not extrapolating from the %d loaded records, keeps fixed costs (a Go heap-goal floor, preallocated log segments) from being multiplied as if they grew with the keys. \"RSS loaded\" is the RSS with the %d records, during the runs. etcd preallocates 64 MiB WAL segments, which the empty baseline already holds.",
 			cfg.FootprintRecords, cfg.Settle, res.Records, res.Records)
 	} else {
-		p("\nRSS and disk per 1M keys are the growth from the empty server to the loaded one (after a %v settle), scaled from %d records to 10^6; disk is allocated blocks of the data directory (etcd preallocates 64 MiB WAL segments, which the empty baseline already holds).",
+		p("RSS and disk per 1M keys are the growth from the empty server to the loaded one (after a %v settle), scaled from %d records to 10^6; disk is allocated blocks of the data directory (etcd preallocates 64 MiB WAL segments, which the empty baseline already holds).",
 			cfg.Settle, res.Records)
 	}
 	p(" Redis's figure includes the sorted-set index scans use. The host load average shows what else ran on the machine: with 2 CPUs, a load above ~1.5 beyond the benchmark itself means the server and load generator were competing for CPU, which shows up first in p99.\n\n")
 
 	if hasCost(res) {
-		p("## Server cost per request (closed loop)\n\n")
-		p("Read from the server process around the closed-loop run: its CPU time (user + system, /proc) and, for the Go servers, its heap allocations (go_memstats_mallocs_total and go_memstats_alloc_bytes_total from its /metrics), divided by the requests it served. The load generator's costs are not in these figures. For kv, the storage engine's writes over the whole store run (load, sweep and closed loop): write amplification is (WAL + flushed + compacted) / WAL, as Pebble defines it.\n\n")
-		p("| store | rep | CPU µs / request | allocations / request | allocated bytes / request | WAL MiB | flushed MiB | compacted MiB | compactions | write amplification |\n")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		d.Section("Server cost per request (closed loop)")
+		d.Para("Read from the server process around the closed-loop run: its CPU time (user + system, /proc) and, for the Go servers, its heap allocations (go_memstats_mallocs_total and go_memstats_alloc_bytes_total from its /metrics), divided by the requests it served. The load generator's costs are not in these figures. For kv, the storage engine's writes over the whole store run (load, sweep and closed loop): write amplification is (WAL + flushed + compacted) / WAL, as Pebble defines it.")
+		t := benchkit.NewTable("lrrrrrrrrr", "store", "rep", "CPU µs / request", "allocations / request", "allocated bytes / request",
+			"WAL MiB", "flushed MiB", "compacted MiB", "compactions", "write amplification")
 		for _, sr := range res.Stores {
 			if sr.Cost == nil {
 				continue
@@ -138,56 +131,55 @@ func Markdown(res *Result, command, machine, commit string) string {
 			if st := sr.Storage; st != nil {
 				io = [5]string{mibs(st.WALBytes), mibs(st.FlushedBytes), mibs(st.CompactedBytes), fmt.Sprintf("%.0f", st.Compactions), fmt.Sprintf("%.2f", st.WriteAmp)}
 			}
-			p("| %s | %d | %.1f | %s | %s | %s | %s | %s | %s | %s |\n", sr.Store, sr.Repeat, sr.Cost.CPUMicros, allocs, bytes, io[0], io[1], io[2], io[3], io[4])
+			t.Row(sr.Store, fmt.Sprint(sr.Repeat), fmt.Sprintf("%.1f", sr.Cost.CPUMicros), allocs, bytes, io[0], io[1], io[2], io[3], io[4])
 		}
-		p("\n")
+		d.Table(t)
 	}
 	if cfg.Repeats > 1 {
-		p("## Across repeats\n\n")
-		p("Each store was measured %d times, the stores interleaved (%s, then again). Rates are compared repeat by repeat; the other verdicts use the median.\n\n", cfg.Repeats, strings.Join(cfg.Stores, ", "))
-		p("| store | highest sustained rate per repeat | median | closed-loop ops/s per repeat | median |\n|---|---|---:|---|---:|\n")
+		d.Section("Across repeats")
+		d.Para("Each store was measured %d times, the stores interleaved (%s, then again). Rates are compared repeat by repeat; the other verdicts use the median (the range over the repeats in parentheses).", cfg.Repeats, strings.Join(cfg.Stores, ", "))
+		t := benchkit.NewTable("llrlr", "store", "highest sustained rate per repeat", "median", "closed-loop ops/s per repeat", "median")
 		for _, store := range cfg.Stores {
 			srs := measured(res, store)
 			if len(srs) == 0 {
 				continue
 			}
-			closed := func(sr *StoreResult) (float64, bool) {
-				if sr.Closed == nil {
-					return 0, false
-				}
-				return sr.Closed.ThroughputRPS, true
-			}
+			closed := benchkit.Summarize(benchkit.Values(srs, closedRate))
 			var cl []string
 			for _, sr := range srs {
-				if v, ok := closed(sr); ok {
+				if v, ok := closedRate(sr); ok {
 					cl = append(cl, fmt.Sprintf("%.0f", v))
 				}
 			}
-			p("| %s | %s | %s | %s | %.0f |\n", store, ratesOf(srs), rateOrNone(medianOf(srs, maxSustained)), strings.Join(cl, ", "), medianOf(srs, closed))
+			t.Row(store, ratesOf(srs), rateOrNone(medianOf(srs, maxSustained)), strings.Join(cl, ", "), closed.Format("%.0f"))
 		}
-		p("\n")
+		d.Table(t)
 	}
-	if busy := busiest(res); busy > busyLoad {
-		p("**Caution: the machine was busy.** The host's 1-minute load average reached %.2f on %d CPUs during this run. It counts this benchmark's own processes too (a server and the load generator near their limit make about 2, and the insert phase that grows a store to the footprint size lingers in the next store's starting figure), but above %.1f the servers and the load generator were competing for CPU with each other or with other processes; that inflates p99 most, and lowers closed-loop throughput. The ratios between stores are still side by side, but each store met different contention: compare with a run on an idle machine before drawing conclusions.\n\n",
-			busy, runtime.NumCPU(), busyLoad)
+	gs := res.Goals
+	if gs == nil {
+		gs = goals(res)
 	}
-	p("## Against the goals (issues 3 and 13)\n\n")
-	for _, g := range goals(res) {
-		p("- %s\n", g)
+	d.Goals("Against the goals (issues 3 and 13)", gs)
+	d.RawJSON(res)
+	return d.String()
+}
+
+func closedRate(sr *StoreResult) (float64, bool) {
+	if sr.Closed == nil {
+		return 0, false
 	}
-	raw, _ := json.MarshalIndent(res, "", "  ")
-	p("\n<details><summary>raw results (JSON)</summary>\n\n```json\n%s\n```\n</details>\n", raw)
-	return b.String()
+	return sr.Closed.ThroughputRPS, true
 }
 
 // goals states each goal's verdict from what was measured, over every repeat; unmeasured stores
 // say so. Rates compare repeat by repeat (the stores of one repeat ran back to back); other
 // figures compare medians across repeats.
-func goals(res *Result) []string {
+func goals(res *Result) []benchkit.Goal {
 	kv, etcd, redis := measured(res, kvtarget.KindKV), measured(res, kvtarget.KindEtcd), measured(res, kvtarget.KindRedis)
-	var out []string
+	var out []benchkit.Goal
 	out = append(out, rateGoal(res, kv, etcd))
 	out = append(out, tailGoal(kv, res.Config.Maintenance))
+	const p50What = "kv p50 at 5k/s <= etcd's"
 	if len(kv) > 0 && len(etcd) > 0 {
 		out = append(out, closedGoal(kv, etcd))
 		var parts []string
@@ -203,50 +195,50 @@ func goals(res *Result) []string {
 			ok = ok && k <= e
 		}
 		if !evaluated || len(parts) == 0 {
-			out = append(out, "kv p50 at 5k/s <= etcd's: **not evaluated** (5000 ops/s not in both sweeps)")
+			out = append(out, benchkit.Skip(p50What, "5000 ops/s not in both sweeps"))
 		} else {
-			out = append(out, fmt.Sprintf("kv p50 at 5k/s <= etcd's%s: %s: **%s**", medianNote(kv), strings.Join(parts, "; "), metOrNot(ok)))
+			out = append(out, benchkit.Check(p50What+medianNote(kv), ok, strings.Join(parts, "; ")))
 		}
 	} else {
-		out = append(out, "kv p50 at 5k/s <= etcd's: **not evaluated** (kv and etcd must both be measured)")
+		out = append(out, benchkit.Skip(p50What, "kv and etcd must both be measured"))
 	}
 	out = append(out, cpuGoal(kv, etcd))
 	if w, _ := res.Config.workload(); w.FieldCount*w.FieldLength >= largeValue {
 		out = append(out, largeGoal(res, kv, etcd, w.FieldCount*w.FieldLength))
 	}
+	const stretch = "stretch: kv within 1.5x of Redis's rate"
 	if len(kv) > 0 && len(redis) > 0 {
 		k, r := medianOf(kv, maxSustained), medianOf(redis, maxSustained)
-		out = append(out, fmt.Sprintf("stretch: kv within 1.5x of Redis's rate%s: kv %s, Redis %s: **%s**",
-			medianNote(kv), rateOrNone(k), rateOrNone(r), metOrNot(k*1.5 >= r)))
+		out = append(out, benchkit.Check(stretch+medianNote(kv), k*1.5 >= r, fmt.Sprintf("kv %s, Redis %s", rateOrNone(k), rateOrNone(r))))
 	} else {
-		out = append(out, "stretch: kv within 1.5x of Redis's rate: **not evaluated** (kv and Redis must both be measured)")
+		out = append(out, benchkit.Skip(stretch, "kv and Redis must both be measured"))
 	}
 	if len(kv) > 0 && len(etcd) > 0 {
 		rss := func(sr *StoreResult) (float64, bool) { return sr.RSSPerMillion, sr.RSSPerMillion > 0 }
 		disk := func(sr *StoreResult) (float64, bool) { return sr.DiskPerMillion, sr.DiskPerMillion > 0 }
 		kr, er, kd, ed := medianOf(kv, rss), medianOf(etcd, rss), medianOf(kv, disk), medianOf(etcd, disk)
 		switch {
-		case er <= 0 || ed <= 0:
+		case math.IsNaN(er) || math.IsNaN(ed) || er <= 0 || ed <= 0:
 		case res.Config.FootprintRecords <= res.Records:
 			// Without a footprint phase the per-million figures are scaled from the loaded
 			// records, fixed costs (a heap-goal floor, preallocated logs) multiplied with
 			// them: state what the loaded records took instead.
 			f := float64(res.Records) / 1e6
-			out = append(out, fmt.Sprintf("memory for the %d loaded records%s: kv %s vs etcd %s (%.2fx); disk: kv %s vs etcd %s (%.2fx)",
-				res.Records, medianNote(kv), mib(kr*f), mib(er*f), kr/er, mib(kd*f), mib(ed*f), kd/ed))
+			out = append(out, benchkit.Report(fmt.Sprintf("memory for the %d loaded records%s", res.Records, medianNote(kv)),
+				fmt.Sprintf("kv %s vs etcd %s (%.2fx); disk: kv %s vs etcd %s (%.2fx)", benchkit.MiB(kr*f), benchkit.MiB(er*f), kr/er, benchkit.MiB(kd*f), benchkit.MiB(ed*f), kd/ed)))
 		default:
-			out = append(out, fmt.Sprintf("memory per 1M keys%s: kv %s vs etcd %s (%.2fx); disk per 1M keys: kv %s vs etcd %s (%.2fx)",
-				medianNote(kv), mib(kr), mib(er), kr/er, mib(kd), mib(ed), kd/ed))
+			out = append(out, benchkit.Report("memory per 1M keys"+medianNote(kv),
+				fmt.Sprintf("kv %s vs etcd %s (%.2fx); disk per 1M keys: kv %s vs etcd %s (%.2fx)", benchkit.MiB(kr), benchkit.MiB(er), kr/er, benchkit.MiB(kd), benchkit.MiB(ed), kd/ed)))
 		}
 	}
 	return out
 }
 
 // rateGoal: kv's highest sustained rate is at least 3x etcd's, in every repeat.
-func rateGoal(res *Result, kv, etcd []*StoreResult) string {
+func rateGoal(res *Result, kv, etcd []*StoreResult) benchkit.Goal {
 	const what = "kv >= 3x etcd's highest rate with p99 <= 10 ms"
 	if len(kv) == 0 || len(etcd) == 0 {
-		return what + ": **not evaluated** (kv and etcd must both be measured in the same run)"
+		return benchkit.Skip(what, "kv and etcd must both be measured in the same run")
 	}
 	var ratios []string
 	met, undetermined := true, false
@@ -278,37 +270,42 @@ func rateGoal(res *Result, kv, etcd []*StoreResult) string {
 		}
 	}
 	if pairs == 0 {
-		return what + ": **not evaluated** (no repeat measured both)"
+		return benchkit.Skip(what, "no repeat measured both")
 	}
-	verdict := metOrNot(met)
+	verdict := benchkit.Check(what, met, "")
 	if met && undetermined {
-		verdict = "undetermined (widen --rates: below etcd's highest or above kv's)"
+		verdict.Verdict, verdict.Note = benchkit.Undetermined, "widen --rates: below etcd's highest or above kv's"
 	}
 	if pairs == 1 {
 		k, e := kv[0], repeatOf(etcd, kv[0].Repeat)
 		if e.MaxSustained == 0 {
+			const lower = "add lower --rates to find etcd's"
 			if k.MaxSustained == 0 {
-				return fmt.Sprintf("%s: neither sustains the lowest rate of the sweep (%.0f ops/s): **not met** (add lower --rates to find etcd's)", what, res.Config.Rates[0])
+				return benchkit.Goal{Goal: what, Measured: fmt.Sprintf("neither sustains the lowest rate of the sweep (%.0f ops/s)", res.Config.Rates[0]),
+					Verdict: benchkit.NotMet, Note: lower}
 			}
-			return fmt.Sprintf("%s: kv %s, etcd sustains none of the sweep: **undetermined** (add lower --rates to find etcd's)", what, rateOrNone(k.MaxSustained))
+			return benchkit.Goal{Goal: what, Measured: fmt.Sprintf("kv %s, etcd sustains none of the sweep", rateOrNone(k.MaxSustained)),
+				Verdict: benchkit.Undetermined, Note: lower}
 		}
-		return fmt.Sprintf("%s: kv %s, etcd %s, ratio %s: **%s**", what, rateOrNone(k.MaxSustained), rateOrNone(e.MaxSustained), ratios[0], verdict)
+		verdict.Measured = fmt.Sprintf("kv %s, etcd %s, ratio %s", rateOrNone(k.MaxSustained), rateOrNone(e.MaxSustained), ratios[0])
+		return verdict
 	}
-	return fmt.Sprintf("%s, in every repeat: kv %s, etcd %s; ratio per repeat %s: **%s**", what,
-		ratesOf(kv), ratesOf(etcd), strings.Join(ratios, ", "), verdict)
+	verdict.Goal += ", in every repeat"
+	verdict.Measured = fmt.Sprintf("kv %s, etcd %s; ratio per repeat %s", ratesOf(kv), ratesOf(etcd), strings.Join(ratios, ", "))
+	return verdict
 }
 
 // tailP99Goal is issue 13's steady-tail goal: p99 of every operation within 5 ms at every rate
 // from the first step (right after the load) up to the highest sustained one.
 const tailP99Goal = 5.0
 
-func tailGoal(kv []*StoreResult, maintenance bool) string {
+func tailGoal(kv []*StoreResult, maintenance bool) benchkit.Goal {
 	what := "kv p99 <= 5 ms at every rate up to its highest sustained one, the first step after the load included"
 	if maintenance {
 		what += ", with a compaction and a defragmentation in every step"
 	}
 	if len(kv) == 0 {
-		return what + ": **not evaluated** (kv not measured)"
+		return benchkit.Skip(what, "kv not measured")
 	}
 	worst, at, rep := 0.0, 0.0, 0
 	for _, sr := range kv {
@@ -324,7 +321,7 @@ func tailGoal(kv []*StoreResult, maintenance bool) string {
 			}
 		}
 	}
-	verdict := fmt.Sprintf("%s, in every repeat: worst p99 %.2f ms (at %.0f ops/s, repeat %d)", what, worst, at, rep)
+	measured := fmt.Sprintf("worst p99 %.2f ms (at %.0f ops/s, repeat %d)", worst, at, rep)
 	if worst > tailP99Goal {
 		// How far the goal holds: the highest rate below which every step of every repeat
 		// kept p99 within 5 ms.
@@ -340,40 +337,22 @@ func tailGoal(kv []*StoreResult, maintenance bool) string {
 			within = min(within, held)
 		}
 		if within > 0 {
-			verdict += fmt.Sprintf("; p99 <= 5 ms held at every step up to %.0f ops/s in every repeat", within)
+			measured += fmt.Sprintf("; p99 <= 5 ms held at every step up to %.0f ops/s in every repeat", within)
 		} else {
-			verdict += "; the first step already exceeded 5 ms in some repeat"
+			measured += "; the first step already exceeded 5 ms in some repeat"
 		}
 	}
-	return fmt.Sprintf("%s: **%s**", verdict, metOrNot(worst <= tailP99Goal))
+	return benchkit.Check(what+", in every repeat", worst <= tailP99Goal, measured)
 }
 
 // closedGoal is issue 13's throughput goal: the closed-loop peak at least 2.5x etcd's.
-func closedGoal(kv, etcd []*StoreResult) string {
+func closedGoal(kv, etcd []*StoreResult) benchkit.Goal {
 	const what = "closed-loop peak kv >= 2.5x etcd's"
-	closed := func(sr *StoreResult) (float64, bool) {
-		if sr.Closed == nil {
-			return 0, false
-		}
-		return sr.Closed.ThroughputRPS, true
-	}
-	k, e := medianOf(kv, closed), medianOf(etcd, closed)
+	k, e := medianOf(kv, closedRate), medianOf(etcd, closedRate)
 	if math.IsNaN(k) || math.IsNaN(e) || e == 0 {
-		return what + ": **not evaluated** (no closed-loop run for both)"
+		return benchkit.Skip(what, "no closed-loop run for both")
 	}
-	return fmt.Sprintf("%s%s: kv %.0f ops/s, etcd %.0f ops/s, ratio %.2fx: **%s**", what, medianNote(kv), k, e, k/e, metOrNot(k/e >= 2.5))
-}
-
-// busyLoad is the load average above which a run is flagged: the benchmark itself keeps about
-// one or two runnable threads on a 2-CPU machine.
-const busyLoad = 2.5
-
-func busiest(res *Result) float64 {
-	m := 0.0
-	for _, sr := range res.Stores {
-		m = max(m, sr.LoadAvg[0], sr.LoadAvg[1])
-	}
-	return m
+	return benchkit.Check(what+medianNote(kv), k/e >= 2.5, fmt.Sprintf("kv %.0f ops/s, etcd %.0f ops/s, ratio %.2fx", k, e, k/e))
 }
 
 // measured returns the repeats of store that were measured, in repeat order.
@@ -407,23 +386,14 @@ func p50At(sr *StoreResult, rate float64, op string) (float64, bool) {
 	return o.P50, ok
 }
 
-// medianOf is the median of f over the repeats that have the figure (NaN: none has it).
+// medianOf is the median of f over the repeats that have the figure (NaN: none has it, so a
+// goal can tell "not measured" from 0).
 func medianOf(srs []*StoreResult, f func(*StoreResult) (float64, bool)) float64 {
-	var vs []float64
-	for _, sr := range srs {
-		if v, ok := f(sr); ok {
-			vs = append(vs, v)
-		}
-	}
+	vs := benchkit.Values(srs, f)
 	if len(vs) == 0 {
 		return math.NaN()
 	}
-	slices.Sort(vs)
-	n := len(vs)
-	if n%2 == 1 {
-		return vs[n/2]
-	}
-	return (vs[n/2-1] + vs[n/2]) / 2
+	return benchkit.Median(vs)
 }
 
 // medianNote says that a figure is a median, when there was more than one repeat.
@@ -503,30 +473,6 @@ func rateOrNone(r float64) string {
 	return fmt.Sprintf("%.0f ops/s", r)
 }
 
-func mib(v float64) string { return fmt.Sprintf("%.1f MiB", v/(1<<20)) }
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-func metOrNot(b bool) string {
-	if b {
-		return "met"
-	}
-	return "not met"
-}
-
-func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 300 {
-		s = s[:300] + "..."
-	}
-	return s
-}
-
 func hasCost(res *Result) bool {
 	for _, sr := range res.Stores {
 		if sr.Cost != nil {
@@ -541,7 +487,7 @@ func mibs(b float64) string { return fmt.Sprintf("%.1f", b/(1<<20)) }
 // cpuGoalMicros is issue 13's server CPU per request in the closed loop.
 const cpuGoalMicros = 40.0
 
-func cpuGoal(kv, etcd []*StoreResult) string {
+func cpuGoal(kv, etcd []*StoreResult) benchkit.Goal {
 	const what = "kv server CPU per request <= 40 µs (closed loop)"
 	cpu := func(sr *StoreResult) (float64, bool) {
 		if sr.Cost == nil {
@@ -551,7 +497,7 @@ func cpuGoal(kv, etcd []*StoreResult) string {
 	}
 	k := medianOf(kv, cpu)
 	if math.IsNaN(k) {
-		return what + ": **not evaluated** (no closed-loop cost measured for kv)"
+		return benchkit.Skip(what, "no closed-loop cost measured for kv")
 	}
 	allocs := func(sr *StoreResult) (float64, bool) {
 		if sr.Cost == nil || sr.Cost.Allocs == 0 {
@@ -569,7 +515,7 @@ func cpuGoal(kv, etcd []*StoreResult) string {
 			detail += fmt.Sprintf(" vs etcd %.1f", ea)
 		}
 	}
-	return fmt.Sprintf("%s%s: %s: **%s**", what, medianNote(kv), detail, metOrNot(k <= cpuGoalMicros))
+	return benchkit.Check(what+medianNote(kv), k <= cpuGoalMicros, detail)
 }
 
 // largeValue is the record size from which the large-value goal applies (issue 13: the NPM
@@ -578,10 +524,10 @@ const largeValue = 64 << 10
 
 // largeGoal: with large values, kv's p50 is at most half etcd's and its p99 at most etcd's, for
 // every operation at every rate both stores ran (medians over repeats).
-func largeGoal(res *Result, kv, etcd []*StoreResult, size int) string {
+func largeGoal(res *Result, kv, etcd []*StoreResult, size int) benchkit.Goal {
 	what := fmt.Sprintf("large values (%d kB records): kv p50 <= half of etcd's and p99 <= etcd's at every rate both ran", size/1000)
 	if len(kv) == 0 || len(etcd) == 0 {
-		return what + ": **not evaluated** (kv and etcd must both be measured)"
+		return benchkit.Skip(what, "kv and etcd must both be measured")
 	}
 	var parts []string
 	ok := true
@@ -608,7 +554,7 @@ func largeGoal(res *Result, kv, etcd []*StoreResult, size int) string {
 		}
 	}
 	if len(parts) == 0 {
-		return what + ": **not evaluated** (no rate ran on both)"
+		return benchkit.Skip(what, "no rate ran on both")
 	}
-	return fmt.Sprintf("%s%s (kv vs etcd): %s: **%s**", what, medianNote(kv), strings.Join(parts, "; "), metOrNot(ok))
+	return benchkit.Check(what+medianNote(kv)+" (kv vs etcd)", ok, strings.Join(parts, "; "))
 }

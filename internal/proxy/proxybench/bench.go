@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/procstat"
 )
@@ -33,6 +33,8 @@ type Config struct {
 	// Variants are other builds of the proxy (e.g. without the Kubernetes source) whose memory
 	// and CPU are measured at MemoryRate for one Step each, for the "by build" table.
 	Variants []Variant `json:"variants,omitempty"`
+	// Command is the command line that regenerates the result, for its header.
+	Command string `json:"-"`
 	// Dir holds the proxy's configuration and log (default: a temporary directory, removed).
 	Dir string `json:"-"`
 	// Log receives progress lines (nil: none).
@@ -78,13 +80,13 @@ type VariantResult struct {
 	Name string `json:"name"`
 	Bin  string `json:"bin"`
 	// Size is the executable's size on disk.
-	Size int64  `json:"size_bytes"`
-	Idle memory `json:"idle"`
+	Size int64           `json:"size_bytes"`
+	Idle procstat.Memory `json:"idle"`
 	// Loaded is the highest memory sampled during a MemoryRate run; CPU the cores used.
-	Loaded memory  `json:"loaded"`
-	CPU    float64 `json:"cpu_cores"`
-	P99    float64 `json:"p99_ms"`
-	Error  string  `json:"error,omitempty"`
+	Loaded procstat.Memory `json:"loaded"`
+	CPU    float64         `json:"cpu_cores"`
+	P99    float64         `json:"p99_ms"`
+	Error  string          `json:"error,omitempty"`
 }
 
 // Latency is one run's client-side statistics in milliseconds.
@@ -108,7 +110,7 @@ type Pair struct {
 	// ProxyCPU is the proxy process's CPU use during the proxied run, in cores.
 	ProxyCPU float64 `json:"proxy_cpu_cores"`
 	// ProxyMem is the highest resident memory sampled during the proxied run.
-	ProxyMem memory `json:"proxy_memory"`
+	ProxyMem procstat.Memory `json:"proxy_memory"`
 }
 
 // Summary is one rate's medians over the repeats.
@@ -120,34 +122,36 @@ type Summary struct {
 	ProxiedP99 float64 `json:"proxied_p99_ms"`
 	AddedP50   float64 `json:"added_p50_ms"` // median over repeats of proxied - direct
 	AddedP99   float64 `json:"added_p99_ms"`
+	// AddedP50Spread and AddedP99Spread are the per-repeat differences' spread.
+	AddedP50Spread benchkit.Spread `json:"added_p50_spread_ms"`
+	AddedP99Spread benchkit.Spread `json:"added_p99_spread_ms"`
 	// MedianDiffP50/P99 are the differences of the medians (proxied - direct): with few
 	// repeats on a busy machine the two estimates of the added latency can disagree, and the
 	// goal is judged on the larger.
-	MedianDiffP50 float64 `json:"median_diff_p50_ms"`
-	MedianDiffP99 float64 `json:"median_diff_p99_ms"`
-	RatioP50      float64 `json:"ratio_p50"` // median proxied / median direct
-	RatioP99      float64 `json:"ratio_p99"`
-	CPUPer1000RPS float64 `json:"proxy_cpu_cores_per_1000_rps"`
-	ProxyMem      memory  `json:"proxy_memory_median"`
-	Errors        int64   `json:"errors"`
+	MedianDiffP50 float64         `json:"median_diff_p50_ms"`
+	MedianDiffP99 float64         `json:"median_diff_p99_ms"`
+	RatioP50      float64         `json:"ratio_p50"` // median proxied / median direct
+	RatioP99      float64         `json:"ratio_p99"`
+	CPUPer1000RPS float64         `json:"proxy_cpu_cores_per_1000_rps"`
+	ProxyMem      procstat.Memory `json:"proxy_memory_median"`
+	Errors        int64           `json:"errors"`
 }
 
 // Result is a whole benchmark.
 type Result struct {
-	Config   Config    `json:"config"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
-	Version  string    `json:"proxy_version"`
+	// Header says what produced the result, where and when, and how busy the host was.
+	benchkit.Header
+	Config  Config `json:"config"`
+	Version string `json:"proxy_version"`
 	// IdleMem is the proxy's memory after start-up and one request, before any load.
-	IdleMem memory    `json:"proxy_idle_memory"`
-	Pairs   []Pair    `json:"pairs"`
-	Summary []Summary `json:"summary"`
+	IdleMem procstat.Memory `json:"proxy_idle_memory"`
+	Pairs   []Pair          `json:"pairs"`
+	Summary []Summary       `json:"summary"`
 	// Builds holds ProxyBin's figures at MemoryRate (first) and each variant's, each measured
 	// on a fresh process.
 	Builds []VariantResult `json:"builds"`
-	// LoadAvg is the host's 1-minute load average at the start and at the end: other work on
-	// the machine competes with the proxy, the upstream and the load generator.
-	LoadAvg [2]float64 `json:"loadavg_1m"`
+	// Goals are the verdicts against issue 5's goals.
+	Goals []benchkit.Goal `json:"goals"`
 }
 
 func (c Config) logf(format string, args ...any) {
@@ -170,8 +174,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer os.RemoveAll(dir)
 		cfg.Dir = dir
 	}
-	res := &Result{Config: cfg, Started: time.Now().UTC()}
-	res.LoadAvg[0] = loadAvg()
+	res := &Result{Header: benchkit.Start(cfg.Command), Config: cfg}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -206,11 +209,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return res, ctx.Err()
 		}
 		cfg.logf("build %s: idle VmRSS %s (anon %s); at %.0f req/s VmRSS %s (anon %s), CPU %.3f cores %s",
-			v.Name, mib(vr.Idle.VmRSS), mib(vr.Idle.RssAnon), cfg.MemoryRate, mib(vr.Loaded.VmRSS), mib(vr.Loaded.RssAnon), vr.CPU, vr.Error)
+			v.Name, benchkit.MiB(vr.Idle.VmRSS), benchkit.MiB(vr.Idle.RssAnon), cfg.MemoryRate, benchkit.MiB(vr.Loaded.VmRSS), benchkit.MiB(vr.Loaded.RssAnon), vr.CPU, vr.Error)
 		res.Builds = append(res.Builds, vr)
 	}
-	res.LoadAvg[1] = loadAvg()
-	res.Finished = time.Now().UTC()
+	res.Finish()
+	res.Goals = Goals(res)
 	return res, nil
 }
 
@@ -229,19 +232,17 @@ func runRepeat(ctx context.Context, cfg Config, res *Result, rep int, upstream s
 		return nil, fmt.Errorf("first request through the proxy: %w (proxy log: %s)", err, px.logTail())
 	}
 	if rep == 0 {
-		if res.IdleMem, err = readMemory(px.pid()); err != nil {
+		if res.IdleMem, err = procstat.ReadMemory(px.pid()); err != nil {
 			return nil, err
 		}
-		cfg.logf("proxy %s pid %d idle: VmRSS %s, anon %s", px.version, px.pid(), mib(res.IdleMem.VmRSS), mib(res.IdleMem.RssAnon))
+		cfg.logf("proxy %s pid %d idle: VmRSS %s, anon %s", px.version, px.pid(), benchkit.MiB(res.IdleMem.VmRSS), benchkit.MiB(res.IdleMem.RssAnon))
 	}
 	var pairs []Pair
 	for _, rate := range cfg.Rates {
 		p := Pair{Rate: rate, Repeat: rep + 1}
-		order := []bool{false, true} // proxied?
-		if rep%2 == 1 {
-			order = []bool{true, false}
-		}
-		for _, viaProxy := range order {
+		order := benchkit.Order(rep, 2) // 0 direct, 1 through the proxy
+		for _, i := range order {
+			viaProxy := i == 1
 			if viaProxy {
 				lat, cpu, mem, err := measureProxied(ctx, cfg, rate, proxied, px.pid())
 				if err != nil {
@@ -258,7 +259,7 @@ func runRepeat(ctx context.Context, cfg Config, res *Result, rep int, upstream s
 		}
 		cfg.logf("repeat %d, %5.0f req/s: direct p50 %.3f p99 %.3f ms | proxy p50 %.3f p99 %.3f ms | proxy CPU %.3f cores, VmRSS %s (anon %s) | errors %d/%d",
 			p.Repeat, rate, p.Direct.P50, p.Direct.P99, p.Proxied.P50, p.Proxied.P99, p.ProxyCPU,
-			mib(p.ProxyMem.VmRSS), mib(p.ProxyMem.RssAnon), p.Direct.Errors, p.Proxied.Errors)
+			benchkit.MiB(p.ProxyMem.VmRSS), benchkit.MiB(p.ProxyMem.RssAnon), p.Direct.Errors, p.Proxied.Errors)
 		pairs = append(pairs, p)
 	}
 	return pairs, nil
@@ -279,7 +280,7 @@ func measureVariant(ctx context.Context, cfg Config, v Variant, upstream string)
 		vr.Error = err.Error()
 		return vr
 	}
-	if vr.Idle, err = readMemory(px.pid()); err != nil {
+	if vr.Idle, err = procstat.ReadMemory(px.pid()); err != nil {
 		vr.Error = err.Error()
 		return vr
 	}
@@ -301,20 +302,20 @@ func fileSize(path string) int64 {
 }
 
 // measureProxied runs the load through the proxy while sampling its CPU time and memory.
-func measureProxied(ctx context.Context, cfg Config, rate float64, t *target, pid int) (Latency, float64, memory, error) {
+func measureProxied(ctx context.Context, cfg Config, rate float64, t *target, pid int) (Latency, float64, procstat.Memory, error) {
 	cpu0, err := procstat.CPUSeconds(pid, false)
 	if err != nil {
-		return Latency{}, 0, memory{}, fmt.Errorf("proxy process: %w", err)
+		return Latency{}, 0, procstat.Memory{}, fmt.Errorf("proxy process: %w", err)
 	}
 	t0 := time.Now()
 	stop := make(chan struct{})
-	memc := make(chan memory, 1)
+	memc := make(chan procstat.Memory, 1)
 	go func() {
-		var peak memory
+		var peak procstat.Memory
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if m, err := readMemory(pid); err == nil && m.VmRSS > peak.VmRSS {
+			if m, err := procstat.ReadMemory(pid); err == nil && m.VmRSS > peak.VmRSS {
 				peak = m
 			}
 			select {
@@ -352,41 +353,33 @@ func runLoad(ctx context.Context, cfg Config, rate float64, t *target) (Latency,
 func summarize(cfg Config, pairs []Pair) []Summary {
 	var out []Summary
 	for _, rate := range cfg.Rates {
-		var dp50, dp99, pp50, pp99, a50, a99, cpu, rss, anon, file []float64
-		s := Summary{Rate: rate}
+		var at []Pair
 		for _, p := range pairs {
-			if p.Rate != rate {
-				continue
+			if p.Rate == rate {
+				at = append(at, p)
 			}
-			dp50, dp99 = append(dp50, p.Direct.P50), append(dp99, p.Direct.P99)
-			pp50, pp99 = append(pp50, p.Proxied.P50), append(pp99, p.Proxied.P99)
-			a50, a99 = append(a50, p.Proxied.P50-p.Direct.P50), append(a99, p.Proxied.P99-p.Direct.P99)
-			cpu = append(cpu, p.ProxyCPU/(rate/1000))
-			rss, anon, file = append(rss, float64(p.ProxyMem.VmRSS)), append(anon, float64(p.ProxyMem.RssAnon)), append(file, float64(p.ProxyMem.RssFile))
+		}
+		med := func(f func(Pair) float64) float64 {
+			return benchkit.Median(benchkit.Values(at, func(p Pair) (float64, bool) { return f(p), true }))
+		}
+		added50 := benchkit.Summarize(benchkit.Values(at, func(p Pair) (float64, bool) { return p.Proxied.P50 - p.Direct.P50, true }))
+		added99 := benchkit.Summarize(benchkit.Values(at, func(p Pair) (float64, bool) { return p.Proxied.P99 - p.Direct.P99, true }))
+		s := Summary{Rate: rate, AddedP50Spread: added50, AddedP99Spread: added99}
+		for _, p := range at {
 			s.Errors += p.Direct.Errors + p.Proxied.Errors
 		}
-		s.DirectP50, s.DirectP99 = median(dp50), median(dp99)
-		s.ProxiedP50, s.ProxiedP99 = median(pp50), median(pp99)
-		s.AddedP50, s.AddedP99 = round3(median(a50)), round3(median(a99))
+		s.DirectP50, s.DirectP99 = med(func(p Pair) float64 { return p.Direct.P50 }), med(func(p Pair) float64 { return p.Direct.P99 })
+		s.ProxiedP50, s.ProxiedP99 = med(func(p Pair) float64 { return p.Proxied.P50 }), med(func(p Pair) float64 { return p.Proxied.P99 })
+		s.AddedP50, s.AddedP99 = round3(added50.Median), round3(added99.Median)
 		s.MedianDiffP50, s.MedianDiffP99 = round3(s.ProxiedP50-s.DirectP50), round3(s.ProxiedP99-s.DirectP99)
 		s.RatioP50, s.RatioP99 = round3(ratio(s.ProxiedP50, s.DirectP50)), round3(ratio(s.ProxiedP99, s.DirectP99))
-		s.CPUPer1000RPS = round3(median(cpu))
-		s.ProxyMem = memory{VmRSS: int64(median(rss)), RssAnon: int64(median(anon)), RssFile: int64(median(file))}
+		s.CPUPer1000RPS = round3(med(func(p Pair) float64 { return p.ProxyCPU / (rate / 1000) }))
+		s.ProxyMem = procstat.Memory{VmRSS: int64(med(func(p Pair) float64 { return float64(p.ProxyMem.VmRSS) })),
+			RssAnon: int64(med(func(p Pair) float64 { return float64(p.ProxyMem.RssAnon) })),
+			RssFile: int64(med(func(p Pair) float64 { return float64(p.ProxyMem.RssFile) }))}
 		out = append(out, s)
 	}
 	return out
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func ratio(a, b float64) float64 {
@@ -396,16 +389,4 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
-func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-
-func loadAvg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	var v float64
-	fmt.Sscanf(string(b), "%f", &v)
-	return v
-}
+func round3(v float64) float64 { return benchkit.Round(v, 3) }

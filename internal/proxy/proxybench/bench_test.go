@@ -8,28 +8,16 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func TestProxyBenchParseProc(t *testing.T) {
-	status := "Name:\tcontinuum-proxy\nVmPeak:\t  1 kB\nVmRSS:\t   14704 kB\nRssAnon:\t    4288 kB\nRssFile:\t   10416 kB\nRssShmem:\t       0 kB\n"
-	m, err := parseStatus([]byte(status))
-	if err != nil || m != (memory{VmRSS: 14704 << 10, RssAnon: 4288 << 10, RssFile: 10416 << 10}) {
-		t.Fatalf("parseStatus: %+v, %v", m, err)
-	}
-	if _, err := parseStatus([]byte("VmRSS:\t1 kB\n")); err == nil {
-		t.Error("missing fields accepted")
-	}
-	self, err := readMemory(os.Getpid())
-	if err != nil || self.VmRSS <= 0 {
-		t.Errorf("own memory: %+v, %v", self, err)
-	}
-}
+	"github.com/continuum-project/continuum/internal/benchkit"
+	"github.com/continuum-project/continuum/internal/procstat"
+)
 
 func TestProxyBenchSummary(t *testing.T) {
 	pairs := []Pair{
-		{Rate: 1000, Repeat: 1, Direct: Latency{P50: 1, P99: 2}, Proxied: Latency{P50: 1.2, P99: 2.4}, ProxyCPU: 0.2, ProxyMem: memory{VmRSS: 3}},
-		{Rate: 1000, Repeat: 2, Direct: Latency{P50: 1, P99: 2}, Proxied: Latency{P50: 1.4, P99: 3}, ProxyCPU: 0.3, ProxyMem: memory{VmRSS: 5}},
-		{Rate: 1000, Repeat: 3, Direct: Latency{P50: 2, P99: 4}, Proxied: Latency{P50: 2.1, P99: 4.2}, ProxyCPU: 0.1, ProxyMem: memory{VmRSS: 4}},
+		{Rate: 1000, Repeat: 1, Direct: Latency{P50: 1, P99: 2}, Proxied: Latency{P50: 1.2, P99: 2.4}, ProxyCPU: 0.2, ProxyMem: procstat.Memory{VmRSS: 3}},
+		{Rate: 1000, Repeat: 2, Direct: Latency{P50: 1, P99: 2}, Proxied: Latency{P50: 1.4, P99: 3}, ProxyCPU: 0.3, ProxyMem: procstat.Memory{VmRSS: 5}},
+		{Rate: 1000, Repeat: 3, Direct: Latency{P50: 2, P99: 4}, Proxied: Latency{P50: 2.1, P99: 4.2}, ProxyCPU: 0.1, ProxyMem: procstat.Memory{VmRSS: 4}},
 	}
 	s := summarize(Config{Rates: []float64{1000}}, pairs)
 	if len(s) != 1 {
@@ -39,11 +27,14 @@ func TestProxyBenchSummary(t *testing.T) {
 	if got.DirectP50 != 1 || got.ProxiedP50 != 1.4 || got.AddedP50 != 0.2 || got.AddedP99 != 0.4 || got.MedianDiffP99 != 1 || got.CPUPer1000RPS != 0.2 || got.ProxyMem.VmRSS != 4 || got.RatioP50 != 1.4 {
 		t.Fatalf("summary: %+v", got)
 	}
-	res := &Result{Config: Config{Rates: []float64{1000}, Repeats: 3, MemoryRate: 1000, ProxyBin: "bin/continuum-proxy"}, Pairs: pairs, Summary: s,
-		Builds: []VariantResult{{Name: "this build", Bin: "bin/continuum-proxy", Loaded: memory{VmRSS: 12 << 20}}, {Name: "broken", Bin: "x", Error: "exit 1"}}}
-	md := Markdown(res, "continuum bench proxy", "test machine", "abc123")
-	for _, want := range []string{"continuum bench proxy", "test machine", "abc123", "| 1000 |", "+0.400 ms", "p99 added <= 0.5 ms at 1000 req/s | +0.400 ms (median of 3 per-repeat differences), +1.000 ms (difference of the medians) | **not met** |",
-		"VmRSS <= 10.0 MiB at 1000 req/s (this build) | 12.0 MiB", "**not met**", "broken (`x`)", "not measured: exit 1", "raw results"} {
+	res := &Result{Header: benchkit.Header{Command: "continuum bench proxy", Machine: "test machine", Commit: "abc123"}, Config: Config{Rates: []float64{1000}, Repeats: 3, MemoryRate: 1000, ProxyBin: "bin/continuum-proxy"}, Pairs: pairs, Summary: s,
+		Builds: []VariantResult{{Name: "this build", Bin: "bin/continuum-proxy", Loaded: procstat.Memory{VmRSS: 12 << 20}}, {Name: "broken", Bin: "x", Error: "exit 1"}}}
+	md := Markdown(res)
+	for _, want := range []string{"Regenerate with:\n\n```\ncontinuum bench proxy\n```", "- Machine: test machine", "- Commit: abc123",
+		"## Added latency", "| 1000 | 1.000 ms | 1.400 ms | +0.200 ms (+0.100–+0.400) | +0.400 ms | 1.40 |", "+0.400 ms (+0.200–+1.000) |",
+		"## Proxy process: CPU and memory", "## Memory by build (at 1000 req/s)", "## Every run",
+		"## Against the goals\n\n- p99 added <= 0.5 ms at 1000 req/s: +0.400 ms (median of 3 per-repeat differences, from +0.200 to +1.000), +1.000 ms (difference of the medians): **not met**",
+		"- VmRSS <= 10.0 MiB at 1000 req/s (this build): 12.0 MiB (anon 0.0 MiB, file 0.0 MiB): **not met**", "| broken (`x`) | 0.0 MiB | not measured: exit 1 |", "raw results"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}

@@ -1,4 +1,4 @@
-package proxybench
+package procstat
 
 import (
 	"bufio"
@@ -9,25 +9,34 @@ import (
 	"strings"
 )
 
-// memory is a process's resident memory from /proc/PID/status, in bytes: VmRSS is what the
-// goal is stated in; RssAnon is the process's own memory, RssFile the mapped binary (shared
-// page cache, mostly the executable's code and tables).
-type memory struct {
+// Memory is a process's resident memory from /proc/PID/status, in bytes: VmRSS is the whole
+// resident set (what memory goals are stated in); RssAnon is the process's own memory, RssFile
+// its mapped files (shared page cache, mostly the executable's code and tables).
+type Memory struct {
 	VmRSS   int64 `json:"vm_rss_bytes"`
 	RssAnon int64 `json:"rss_anon_bytes"`
 	RssFile int64 `json:"rss_file_bytes"`
 }
 
-func readMemory(pid int) (memory, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// ReadMemory reads process pid's resident memory.
+func ReadMemory(pid int) (Memory, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return memory{}, err
+		return Memory{}, err
 	}
-	return parseStatus(b)
+	return ParseStatus(b)
 }
 
-func parseStatus(b []byte) (memory, error) {
-	var m memory
+// RSS is process pid's resident set size (VmRSS) in bytes.
+func RSS(pid int) (int64, error) {
+	m, err := ReadMemory(pid)
+	return m.VmRSS, err
+}
+
+// ParseStatus reads VmRSS, RssAnon and RssFile from the text of /proc/PID/status (Linux 4.5
+// and later have all three; a file without them is an error, not zeros).
+func ParseStatus(b []byte) (Memory, error) {
+	var m Memory
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	found := 0
 	for sc.Scan() {

@@ -1,0 +1,22 @@
+package benchkit
+
+import "testing"
+
+func TestFormatting(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{CommandLine([]string{"continuum", "bench", "proxy", "--variant", "min build=bin/x", "--out", "a.md"}), "continuum bench proxy --variant 'min build=bin/x' --out a.md"},
+		{CommandLine([]string{"continuum", "it's", ""}), `continuum 'it'\''s' ''`},
+		{MiB(int64(12 << 20)), "12.0 MiB"},
+		{MiB(1.5 * (1 << 20)), "1.5 MiB"},
+		{YesNo(true), "yes"},
+		{YesNo(false), "**no**"},
+		{OneLine("a\nb", 10), "a b"},
+		{OneLine("abcdef", 3), "abc..."},
+		{Summarize([]float64{0.4, -0.1, 0.2}).Range("%+.1f"), " (-0.1–+0.4)"},
+		{Summarize([]float64{0.4}).Range("%+.1f"), ""},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
