@@ -24,7 +24,9 @@ test: setup build test-python proto-check
 # Go code generated from .proto files by the generators pinned in tools/protogen (protoc-gen-go and
 # protoc-gen-go-vtproto run in process on protocompile's parse: no protoc). `make proto` rewrites
 # it; proto-check (part of `make test`) regenerates into a temporary directory and fails on drift.
-PROTOGEN := $(GO) -C tools/protogen run . -I ../../internal/kv/replication -module github.com/continuum-project/continuum
+# vtproto: size-first marshal, and unmarshal into pooled messages aliasing the input (wire.go).
+PROTOGEN := $(GO) -C tools/protogen run . -I ../../internal/kv/replication -module github.com/continuum-project/continuum \
+	-vtproto marshal+unmarshal_unsafe+size+pool -vtpool 'github.com/continuum-project/continuum/internal/kv/replication/replicationpb.*'
 PROTO_GO := internal/kv/replication/replicationpb
 proto:
 	$(PROTOGEN) -out $(CURDIR) replication.proto

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/types/pluginpb"
 
 	_ "github.com/planetscale/vtprotobuf/features/marshal"
+	_ "github.com/planetscale/vtprotobuf/features/pool"
 	_ "github.com/planetscale/vtprotobuf/features/size"
 	_ "github.com/planetscale/vtprotobuf/features/unmarshal"
 )
@@ -39,18 +40,23 @@ func main() {
 	out := flag.String("out", ".", "directory the generated files are written under (protoc's --go_out)")
 	module := flag.String("module", "", "Go module path stripped from output paths (protoc-gen-go's module=)")
 	vtFeatures := flag.String("vtproto", "marshal+unmarshal+size", "protoc-gen-go-vtproto features, '+'-separated")
+	var pool []string
+	flag.Func("vtpool", "with -vtproto pool: messages to pool, as Go import path.Name patterns (repeatable)", func(s string) error {
+		pool = append(pool, s)
+		return nil
+	})
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: protogen [flags] file.proto...")
 		os.Exit(2)
 	}
-	if err := run(*importPath, *out, *module, *vtFeatures, flag.Args()); err != nil {
+	if err := run(*importPath, *out, *module, *vtFeatures, pool, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "protogen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(importPath, out, module, vtFeatures string, files []string) error {
+func run(importPath, out, module, vtFeatures string, pool, files []string) error {
 	c := protocompile.Compiler{
 		Resolver:       protocompile.WithStandardImports(&protocompile.SourceResolver{ImportPaths: []string{importPath}}),
 		SourceInfoMode: protocompile.SourceInfoStandard, // comments reach the generated code
@@ -90,6 +96,11 @@ func run(importPath, out, module, vtFeatures string, files []string) error {
 	flags.StringVar(&features, "features", "", "")
 	if err := generate(vtReq, out, func(gen *protogen.Plugin) error {
 		cfg := generator.Config{Poolable: generator.NewObjectSet(), PoolableExclude: generator.NewObjectSet()}
+		for _, p := range pool {
+			if err := cfg.Poolable.Set(p); err != nil {
+				return fmt.Errorf("-vtpool %q: %w", p, err)
+			}
+		}
 		g, err := generator.NewGenerator(gen, strings.Split(features, "+"), &cfg)
 		if err != nil {
 			return err

@@ -9,6 +9,8 @@ import (
 	protohelpers "github.com/planetscale/vtprotobuf/protohelpers"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	io "io"
+	sync "sync"
+	unsafe "unsafe"
 )
 
 const (
@@ -930,6 +932,382 @@ func (m *HoldersResponse) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+var vtprotoPool_SyncMessage = sync.Pool{
+	New: func() interface{} {
+		return &SyncMessage{}
+	},
+}
+
+func (m *SyncMessage) ResetVT() {
+	if m != nil {
+		m.Request.ReturnToVTPool()
+		m.Ack.ReturnToVTPool()
+		m.Reset()
+	}
+}
+func (m *SyncMessage) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_SyncMessage.Put(m)
+	}
+}
+func SyncMessageFromVTPool() *SyncMessage {
+	return vtprotoPool_SyncMessage.Get().(*SyncMessage)
+}
+
+var vtprotoPool_Ack = sync.Pool{
+	New: func() interface{} {
+		return &Ack{}
+	},
+}
+
+func (m *Ack) ResetVT() {
+	if m != nil {
+		for _, mm := range m.Have {
+			mm.ResetVT()
+		}
+		f0 := m.Have[:0]
+		m.Reset()
+		m.Have = f0
+	}
+}
+func (m *Ack) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_Ack.Put(m)
+	}
+}
+func AckFromVTPool() *Ack {
+	return vtprotoPool_Ack.Get().(*Ack)
+}
+
+var vtprotoPool_MemberHave = sync.Pool{
+	New: func() interface{} {
+		return &MemberHave{}
+	},
+}
+
+func (m *MemberHave) ResetVT() {
+	if m != nil {
+		for _, mm := range m.Have {
+			mm.ResetVT()
+		}
+		f0 := m.Have[:0]
+		m.Reset()
+		m.Have = f0
+	}
+}
+func (m *MemberHave) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_MemberHave.Put(m)
+	}
+}
+func MemberHaveFromVTPool() *MemberHave {
+	return vtprotoPool_MemberHave.Get().(*MemberHave)
+}
+
+var vtprotoPool_Member = sync.Pool{
+	New: func() interface{} {
+		return &Member{}
+	},
+}
+
+func (m *Member) ResetVT() {
+	if m != nil {
+		f0 := m.PeerUrls[:0]
+		f1 := m.ClientUrls[:0]
+		m.Reset()
+		m.PeerUrls = f0
+		m.ClientUrls = f1
+	}
+}
+func (m *Member) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_Member.Put(m)
+	}
+}
+func MemberFromVTPool() *Member {
+	return vtprotoPool_Member.Get().(*Member)
+}
+
+var vtprotoPool_VersionVectorEntry = sync.Pool{
+	New: func() interface{} {
+		return &VersionVectorEntry{}
+	},
+}
+
+func (m *VersionVectorEntry) ResetVT() {
+	if m != nil {
+		m.Reset()
+	}
+}
+func (m *VersionVectorEntry) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_VersionVectorEntry.Put(m)
+	}
+}
+func VersionVectorEntryFromVTPool() *VersionVectorEntry {
+	return vtprotoPool_VersionVectorEntry.Get().(*VersionVectorEntry)
+}
+
+var vtprotoPool_SyncRequest = sync.Pool{
+	New: func() interface{} {
+		return &SyncRequest{}
+	},
+}
+
+func (m *SyncRequest) ResetVT() {
+	if m != nil {
+		m.Caller.ReturnToVTPool()
+		for _, mm := range m.Have {
+			mm.ResetVT()
+		}
+		f0 := m.Have[:0]
+		f1 := m.Direct[:0]
+		m.Reset()
+		m.Have = f0
+		m.Direct = f1
+	}
+}
+func (m *SyncRequest) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_SyncRequest.Put(m)
+	}
+}
+func SyncRequestFromVTPool() *SyncRequest {
+	return vtprotoPool_SyncRequest.Get().(*SyncRequest)
+}
+
+var vtprotoPool_Op = sync.Pool{
+	New: func() interface{} {
+		return &Op{}
+	},
+}
+
+func (m *Op) ResetVT() {
+	if m != nil {
+		f0 := m.Key[:0]
+		f1 := m.Value[:0]
+		m.Reset()
+		m.Key = f0
+		m.Value = f1
+	}
+}
+func (m *Op) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_Op.Put(m)
+	}
+}
+func OpFromVTPool() *Op {
+	return vtprotoPool_Op.Get().(*Op)
+}
+
+var vtprotoPool_Change = sync.Pool{
+	New: func() interface{} {
+		return &Change{}
+	},
+}
+
+func (m *Change) ResetVT() {
+	if m != nil {
+		f0 := m.Hash[:0]
+		for _, mm := range m.Ops {
+			mm.ResetVT()
+		}
+		f1 := m.Ops[:0]
+		m.Reset()
+		m.Hash = f0
+		m.Ops = f1
+	}
+}
+func (m *Change) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_Change.Put(m)
+	}
+}
+func ChangeFromVTPool() *Change {
+	return vtprotoPool_Change.Get().(*Change)
+}
+
+var vtprotoPool_SyncBatch = sync.Pool{
+	New: func() interface{} {
+		return &SyncBatch{}
+	},
+}
+
+func (m *SyncBatch) ResetVT() {
+	if m != nil {
+		for _, mm := range m.Changes {
+			mm.ResetVT()
+		}
+		f0 := m.Changes[:0]
+		for _, mm := range m.Have {
+			mm.ResetVT()
+		}
+		f1 := m.Have[:0]
+		m.Sender.ReturnToVTPool()
+		for _, mm := range m.Members {
+			mm.ResetVT()
+		}
+		f2 := m.Members[:0]
+		for _, mm := range m.Known {
+			mm.ResetVT()
+		}
+		f3 := m.Known[:0]
+		for _, mm := range m.Snapshot {
+			mm.ResetVT()
+		}
+		f4 := m.Snapshot[:0]
+		for _, mm := range m.SnapshotHave {
+			mm.ResetVT()
+		}
+		f5 := m.SnapshotHave[:0]
+		f6 := m.Removed[:0]
+		for _, mm := range m.Bounds {
+			mm.ResetVT()
+		}
+		f7 := m.Bounds[:0]
+		m.Reset()
+		m.Changes = f0
+		m.Have = f1
+		m.Members = f2
+		m.Known = f3
+		m.Snapshot = f4
+		m.SnapshotHave = f5
+		m.Removed = f6
+		m.Bounds = f7
+	}
+}
+func (m *SyncBatch) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_SyncBatch.Put(m)
+	}
+}
+func SyncBatchFromVTPool() *SyncBatch {
+	return vtprotoPool_SyncBatch.Get().(*SyncBatch)
+}
+
+var vtprotoPool_MemberBound = sync.Pool{
+	New: func() interface{} {
+		return &MemberBound{}
+	},
+}
+
+func (m *MemberBound) ResetVT() {
+	if m != nil {
+		m.Reset()
+	}
+}
+func (m *MemberBound) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_MemberBound.Put(m)
+	}
+}
+func MemberBoundFromVTPool() *MemberBound {
+	return vtprotoPool_MemberBound.Get().(*MemberBound)
+}
+
+var vtprotoPool_SnapshotEntry = sync.Pool{
+	New: func() interface{} {
+		return &SnapshotEntry{}
+	},
+}
+
+func (m *SnapshotEntry) ResetVT() {
+	if m != nil {
+		f0 := m.Key[:0]
+		f1 := m.Value[:0]
+		m.Reset()
+		m.Key = f0
+		m.Value = f1
+	}
+}
+func (m *SnapshotEntry) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_SnapshotEntry.Put(m)
+	}
+}
+func SnapshotEntryFromVTPool() *SnapshotEntry {
+	return vtprotoPool_SnapshotEntry.Get().(*SnapshotEntry)
+}
+
+var vtprotoPool_HoldersRequest = sync.Pool{
+	New: func() interface{} {
+		return &HoldersRequest{}
+	},
+}
+
+func (m *HoldersRequest) ResetVT() {
+	if m != nil {
+		m.Reset()
+	}
+}
+func (m *HoldersRequest) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_HoldersRequest.Put(m)
+	}
+}
+func HoldersRequestFromVTPool() *HoldersRequest {
+	return vtprotoPool_HoldersRequest.Get().(*HoldersRequest)
+}
+
+var vtprotoPool_Holder = sync.Pool{
+	New: func() interface{} {
+		return &Holder{}
+	},
+}
+
+func (m *Holder) ResetVT() {
+	if m != nil {
+		m.Member.ReturnToVTPool()
+		m.Reset()
+	}
+}
+func (m *Holder) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_Holder.Put(m)
+	}
+}
+func HolderFromVTPool() *Holder {
+	return vtprotoPool_Holder.Get().(*Holder)
+}
+
+var vtprotoPool_HoldersResponse = sync.Pool{
+	New: func() interface{} {
+		return &HoldersResponse{}
+	},
+}
+
+func (m *HoldersResponse) ResetVT() {
+	if m != nil {
+		for _, mm := range m.Holders {
+			mm.ResetVT()
+		}
+		f0 := m.Holders[:0]
+		m.Reset()
+		m.Holders = f0
+	}
+}
+func (m *HoldersResponse) ReturnToVTPool() {
+	if m != nil {
+		m.ResetVT()
+		vtprotoPool_HoldersResponse.Put(m)
+	}
+}
+func HoldersResponseFromVTPool() *HoldersResponse {
+	return vtprotoPool_HoldersResponse.Get().(*HoldersResponse)
+}
 func (m *SyncMessage) SizeVT() (n int) {
 	if m == nil {
 		return 0
@@ -1305,7 +1683,7 @@ func (m *HoldersResponse) SizeVT() (n int) {
 	return n
 }
 
-func (m *SyncMessage) UnmarshalVT(dAtA []byte) error {
+func (m *SyncMessage) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -1364,9 +1742,9 @@ func (m *SyncMessage) UnmarshalVT(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if m.Request == nil {
-				m.Request = &SyncRequest{}
+				m.Request = SyncRequestFromVTPool()
 			}
-			if err := m.Request.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if err := m.Request.UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -1400,9 +1778,9 @@ func (m *SyncMessage) UnmarshalVT(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if m.Ack == nil {
-				m.Ack = &Ack{}
+				m.Ack = AckFromVTPool()
 			}
-			if err := m.Ack.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if err := m.Ack.UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -1428,7 +1806,7 @@ func (m *SyncMessage) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *Ack) UnmarshalVT(dAtA []byte) error {
+func (m *Ack) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -1486,8 +1864,15 @@ func (m *Ack) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Have = append(m.Have, &VersionVectorEntry{})
-			if err := m.Have[len(m.Have)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.Have) == cap(m.Have) {
+				m.Have = append(m.Have, &VersionVectorEntry{})
+			} else {
+				m.Have = m.Have[:len(m.Have)+1]
+				if m.Have[len(m.Have)-1] == nil {
+					m.Have[len(m.Have)-1] = &VersionVectorEntry{}
+				}
+			}
+			if err := m.Have[len(m.Have)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -1513,7 +1898,7 @@ func (m *Ack) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *MemberHave) UnmarshalVT(dAtA []byte) error {
+func (m *MemberHave) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -1590,8 +1975,15 @@ func (m *MemberHave) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Have = append(m.Have, &VersionVectorEntry{})
-			if err := m.Have[len(m.Have)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.Have) == cap(m.Have) {
+				m.Have = append(m.Have, &VersionVectorEntry{})
+			} else {
+				m.Have = m.Have[:len(m.Have)+1]
+				if m.Have[len(m.Have)-1] == nil {
+					m.Have[len(m.Have)-1] = &VersionVectorEntry{}
+				}
+			}
+			if err := m.Have[len(m.Have)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -1617,7 +2009,7 @@ func (m *MemberHave) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *Member) UnmarshalVT(dAtA []byte) error {
+func (m *Member) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -1695,7 +2087,11 @@ func (m *Member) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Name = string(dAtA[iNdEx:postIndex])
+			var stringValue string
+			if intStringLen > 0 {
+				stringValue = unsafe.String(&dAtA[iNdEx], intStringLen)
+			}
+			m.Name = stringValue
 			iNdEx = postIndex
 		case 3:
 			if wireType != 2 {
@@ -1727,7 +2123,11 @@ func (m *Member) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.PeerUrls = append(m.PeerUrls, string(dAtA[iNdEx:postIndex]))
+			var stringValue string
+			if intStringLen > 0 {
+				stringValue = unsafe.String(&dAtA[iNdEx], intStringLen)
+			}
+			m.PeerUrls = append(m.PeerUrls, stringValue)
 			iNdEx = postIndex
 		case 4:
 			if wireType != 2 {
@@ -1759,7 +2159,11 @@ func (m *Member) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.ClientUrls = append(m.ClientUrls, string(dAtA[iNdEx:postIndex]))
+			var stringValue string
+			if intStringLen > 0 {
+				stringValue = unsafe.String(&dAtA[iNdEx], intStringLen)
+			}
+			m.ClientUrls = append(m.ClientUrls, stringValue)
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
@@ -1783,7 +2187,7 @@ func (m *Member) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *VersionVectorEntry) UnmarshalVT(dAtA []byte) error {
+func (m *VersionVectorEntry) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -1872,7 +2276,7 @@ func (m *VersionVectorEntry) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *SyncRequest) UnmarshalVT(dAtA []byte) error {
+func (m *SyncRequest) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -1931,9 +2335,9 @@ func (m *SyncRequest) UnmarshalVT(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if m.Caller == nil {
-				m.Caller = &Member{}
+				m.Caller = MemberFromVTPool()
 			}
-			if err := m.Caller.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if err := m.Caller.UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -1966,8 +2370,15 @@ func (m *SyncRequest) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Have = append(m.Have, &VersionVectorEntry{})
-			if err := m.Have[len(m.Have)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.Have) == cap(m.Have) {
+				m.Have = append(m.Have, &VersionVectorEntry{})
+			} else {
+				m.Have = m.Have[:len(m.Have)+1]
+				if m.Have[len(m.Have)-1] == nil {
+					m.Have[len(m.Have)-1] = &VersionVectorEntry{}
+				}
+			}
+			if err := m.Have[len(m.Have)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -2001,7 +2412,11 @@ func (m *SyncRequest) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.ClusterToken = string(dAtA[iNdEx:postIndex])
+			var stringValue string
+			if intStringLen > 0 {
+				stringValue = unsafe.String(&dAtA[iNdEx], intStringLen)
+			}
+			m.ClusterToken = stringValue
 			iNdEx = postIndex
 		case 4:
 			if wireType == 0 {
@@ -2055,7 +2470,7 @@ func (m *SyncRequest) UnmarshalVT(dAtA []byte) error {
 					}
 				}
 				elementCount = count
-				if elementCount != 0 && len(m.Direct) == 0 {
+				if elementCount != 0 && len(m.Direct) == 0 && cap(m.Direct) < elementCount {
 					m.Direct = make([]uint64, 0, elementCount)
 				}
 				for iNdEx < postIndex {
@@ -2101,7 +2516,7 @@ func (m *SyncRequest) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *Op) UnmarshalVT(dAtA []byte) error {
+func (m *Op) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -2179,10 +2594,7 @@ func (m *Op) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Key = append(m.Key[:0], dAtA[iNdEx:postIndex]...)
-			if m.Key == nil {
-				m.Key = []byte{}
-			}
+			m.Key = dAtA[iNdEx:postIndex]
 			iNdEx = postIndex
 		case 3:
 			if wireType != 2 {
@@ -2213,10 +2625,7 @@ func (m *Op) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Value = append(m.Value[:0], dAtA[iNdEx:postIndex]...)
-			if m.Value == nil {
-				m.Value = []byte{}
-			}
+			m.Value = dAtA[iNdEx:postIndex]
 			iNdEx = postIndex
 		case 4:
 			if wireType != 0 {
@@ -2259,7 +2668,7 @@ func (m *Op) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *Change) UnmarshalVT(dAtA []byte) error {
+func (m *Change) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -2393,10 +2802,7 @@ func (m *Change) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Hash = append(m.Hash[:0], dAtA[iNdEx:postIndex]...)
-			if m.Hash == nil {
-				m.Hash = []byte{}
-			}
+			m.Hash = dAtA[iNdEx:postIndex]
 			iNdEx = postIndex
 		case 6:
 			if wireType != 2 {
@@ -2427,8 +2833,15 @@ func (m *Change) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Ops = append(m.Ops, &Op{})
-			if err := m.Ops[len(m.Ops)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.Ops) == cap(m.Ops) {
+				m.Ops = append(m.Ops, &Op{})
+			} else {
+				m.Ops = m.Ops[:len(m.Ops)+1]
+				if m.Ops[len(m.Ops)-1] == nil {
+					m.Ops[len(m.Ops)-1] = &Op{}
+				}
+			}
+			if err := m.Ops[len(m.Ops)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -2454,7 +2867,7 @@ func (m *Change) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *SyncBatch) UnmarshalVT(dAtA []byte) error {
+func (m *SyncBatch) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -2512,8 +2925,15 @@ func (m *SyncBatch) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Changes = append(m.Changes, &Change{})
-			if err := m.Changes[len(m.Changes)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.Changes) == cap(m.Changes) {
+				m.Changes = append(m.Changes, &Change{})
+			} else {
+				m.Changes = m.Changes[:len(m.Changes)+1]
+				if m.Changes[len(m.Changes)-1] == nil {
+					m.Changes[len(m.Changes)-1] = &Change{}
+				}
+			}
+			if err := m.Changes[len(m.Changes)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -2546,8 +2966,15 @@ func (m *SyncBatch) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Have = append(m.Have, &VersionVectorEntry{})
-			if err := m.Have[len(m.Have)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.Have) == cap(m.Have) {
+				m.Have = append(m.Have, &VersionVectorEntry{})
+			} else {
+				m.Have = m.Have[:len(m.Have)+1]
+				if m.Have[len(m.Have)-1] == nil {
+					m.Have[len(m.Have)-1] = &VersionVectorEntry{}
+				}
+			}
+			if err := m.Have[len(m.Have)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -2581,9 +3008,9 @@ func (m *SyncBatch) UnmarshalVT(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if m.Sender == nil {
-				m.Sender = &Member{}
+				m.Sender = MemberFromVTPool()
 			}
-			if err := m.Sender.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if err := m.Sender.UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -2635,8 +3062,15 @@ func (m *SyncBatch) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Members = append(m.Members, &Member{})
-			if err := m.Members[len(m.Members)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.Members) == cap(m.Members) {
+				m.Members = append(m.Members, &Member{})
+			} else {
+				m.Members = m.Members[:len(m.Members)+1]
+				if m.Members[len(m.Members)-1] == nil {
+					m.Members[len(m.Members)-1] = &Member{}
+				}
+			}
+			if err := m.Members[len(m.Members)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -2669,8 +3103,15 @@ func (m *SyncBatch) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Known = append(m.Known, &MemberHave{})
-			if err := m.Known[len(m.Known)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.Known) == cap(m.Known) {
+				m.Known = append(m.Known, &MemberHave{})
+			} else {
+				m.Known = m.Known[:len(m.Known)+1]
+				if m.Known[len(m.Known)-1] == nil {
+					m.Known[len(m.Known)-1] = &MemberHave{}
+				}
+			}
+			if err := m.Known[len(m.Known)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -2703,8 +3144,15 @@ func (m *SyncBatch) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Snapshot = append(m.Snapshot, &SnapshotEntry{})
-			if err := m.Snapshot[len(m.Snapshot)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.Snapshot) == cap(m.Snapshot) {
+				m.Snapshot = append(m.Snapshot, &SnapshotEntry{})
+			} else {
+				m.Snapshot = m.Snapshot[:len(m.Snapshot)+1]
+				if m.Snapshot[len(m.Snapshot)-1] == nil {
+					m.Snapshot[len(m.Snapshot)-1] = &SnapshotEntry{}
+				}
+			}
+			if err := m.Snapshot[len(m.Snapshot)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -2757,8 +3205,15 @@ func (m *SyncBatch) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.SnapshotHave = append(m.SnapshotHave, &VersionVectorEntry{})
-			if err := m.SnapshotHave[len(m.SnapshotHave)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.SnapshotHave) == cap(m.SnapshotHave) {
+				m.SnapshotHave = append(m.SnapshotHave, &VersionVectorEntry{})
+			} else {
+				m.SnapshotHave = m.SnapshotHave[:len(m.SnapshotHave)+1]
+				if m.SnapshotHave[len(m.SnapshotHave)-1] == nil {
+					m.SnapshotHave[len(m.SnapshotHave)-1] = &VersionVectorEntry{}
+				}
+			}
+			if err := m.SnapshotHave[len(m.SnapshotHave)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -2814,7 +3269,7 @@ func (m *SyncBatch) UnmarshalVT(dAtA []byte) error {
 					}
 				}
 				elementCount = count
-				if elementCount != 0 && len(m.Removed) == 0 {
+				if elementCount != 0 && len(m.Removed) == 0 && cap(m.Removed) < elementCount {
 					m.Removed = make([]uint64, 0, elementCount)
 				}
 				for iNdEx < postIndex {
@@ -2924,8 +3379,15 @@ func (m *SyncBatch) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Bounds = append(m.Bounds, &MemberBound{})
-			if err := m.Bounds[len(m.Bounds)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.Bounds) == cap(m.Bounds) {
+				m.Bounds = append(m.Bounds, &MemberBound{})
+			} else {
+				m.Bounds = m.Bounds[:len(m.Bounds)+1]
+				if m.Bounds[len(m.Bounds)-1] == nil {
+					m.Bounds[len(m.Bounds)-1] = &MemberBound{}
+				}
+			}
+			if err := m.Bounds[len(m.Bounds)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -2951,7 +3413,7 @@ func (m *SyncBatch) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *MemberBound) UnmarshalVT(dAtA []byte) error {
+func (m *MemberBound) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -3078,7 +3540,7 @@ func (m *MemberBound) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *SnapshotEntry) UnmarshalVT(dAtA []byte) error {
+func (m *SnapshotEntry) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -3136,10 +3598,7 @@ func (m *SnapshotEntry) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Key = append(m.Key[:0], dAtA[iNdEx:postIndex]...)
-			if m.Key == nil {
-				m.Key = []byte{}
-			}
+			m.Key = dAtA[iNdEx:postIndex]
 			iNdEx = postIndex
 		case 2:
 			if wireType != 2 {
@@ -3170,10 +3629,7 @@ func (m *SnapshotEntry) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Value = append(m.Value[:0], dAtA[iNdEx:postIndex]...)
-			if m.Value == nil {
-				m.Value = []byte{}
-			}
+			m.Value = dAtA[iNdEx:postIndex]
 			iNdEx = postIndex
 		case 3:
 			if wireType != 0 {
@@ -3293,7 +3749,7 @@ func (m *SnapshotEntry) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *HoldersRequest) UnmarshalVT(dAtA []byte) error {
+func (m *HoldersRequest) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -3401,7 +3857,7 @@ func (m *HoldersRequest) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *Holder) UnmarshalVT(dAtA []byte) error {
+func (m *Holder) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -3460,9 +3916,9 @@ func (m *Holder) UnmarshalVT(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if m.Member == nil {
-				m.Member = &Member{}
+				m.Member = MemberFromVTPool()
 			}
-			if err := m.Member.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if err := m.Member.UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
@@ -3527,7 +3983,7 @@ func (m *Holder) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *HoldersResponse) UnmarshalVT(dAtA []byte) error {
+func (m *HoldersResponse) UnmarshalVTUnsafe(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	for iNdEx < l {
@@ -3623,8 +4079,15 @@ func (m *HoldersResponse) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Holders = append(m.Holders, &Holder{})
-			if err := m.Holders[len(m.Holders)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if len(m.Holders) == cap(m.Holders) {
+				m.Holders = append(m.Holders, &Holder{})
+			} else {
+				m.Holders = m.Holders[:len(m.Holders)+1]
+				if m.Holders[len(m.Holders)-1] == nil {
+					m.Holders[len(m.Holders)-1] = &Holder{}
+				}
+			}
+			if err := m.Holders[len(m.Holders)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex
