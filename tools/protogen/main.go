@@ -4,10 +4,7 @@
 // libraries on the request protoc would have sent them. `make proto` runs it; `make test` runs it
 // (proto-check) into a temporary directory and fails if the committed files differ.
 //
-// Usage (from the repository root):
-//
-//	go -C tools/protogen run . -I internal/kv/replication -out . \
-//	    -module github.com/continuum-project/continuum -vtproto marshal+unmarshal+size replication.proto
+// Usage: see the Makefile's PROTOGEN, which holds the flags the committed code was generated with.
 package main
 
 import (
