@@ -5,7 +5,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup build test test-python test-short soak demo bench-testbed clean
+.PHONY: setup build test test-python test-short soak demo bench-testbed clean proto proto-check
 
 setup:
 	./scripts/setup.sh
@@ -17,9 +17,27 @@ build:
 # Unit and integration tests (network namespaces, delays, faults, cleanup, the Chromium report test).
 # Needs root; tests that need root fail rather than skip when CONTINUUM_REQUIRE_ROOT=1. Packages run
 # one at a time (-p 1): the delay-accuracy tests must not share the 2 CPUs with a Chromium render.
-test: setup build test-python
+test: setup build test-python proto-check
 	$(GO) test -race -count=1 -run '^$$' ./...   # compile every package in parallel first
 	CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 $(GO) test -race -count=1 -p 1 -timeout 30m ./...
+
+# Go code generated from .proto files by the generators pinned in tools/protogen (protoc-gen-go and
+# protoc-gen-go-vtproto run in process on protocompile's parse: no protoc). `make proto` rewrites
+# it; proto-check (part of `make test`) regenerates into a temporary directory and fails on drift.
+# vtproto: size-first marshal, and unmarshal into pooled messages aliasing the input (wire.go).
+PROTOGEN := $(GO) -C tools/protogen run . -I ../../internal/kv/replication -module github.com/continuum-project/continuum \
+	-vtproto marshal+unmarshal_unsafe+size+pool -vtpool 'github.com/continuum-project/continuum/internal/kv/replication/replicationpb.*'
+PROTO_GO := internal/kv/replication/replicationpb
+proto:
+	$(PROTOGEN) -out $(CURDIR) replication.proto
+
+proto-check:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(PROTOGEN) -out "$$tmp" replication.proto && \
+	if ! diff -ru "$$tmp/$(PROTO_GO)" $(PROTO_GO); then \
+		echo "proto-check: $(PROTO_GO) differs from what its .proto generates: run 'make proto' and commit the result" >&2; \
+		exit 1; \
+	fi
 
 # The Python function runtimes and handlers (python/), in the venv make setup built.
 PYTHON := .tools/venv/bin/python

@@ -9,6 +9,7 @@ require (
 	github.com/coreos/go-semver v0.3.1
 	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/google/btree v1.1.3
+	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
 	github.com/redis/go-redis/v9 v9.23.0

@@ -12,12 +12,13 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 )
 
-// The hand-written codec (wire.go) is held to replication.proto, the definition other
-// implementations use: the .proto is compiled here (protocompile, the parser buf is built on),
-// random messages of each type are built from its descriptors with dynamicpb, encoded by the
-// protobuf runtime, decoded and re-encoded by wire.go, and decoded again by the runtime: the
-// result must equal the original, with no field left unknown. A field the .proto declares that
-// wire.go skips, reads as another type or number, or drops on the way back fails this test.
+// The codec (wire.go: the generated code and pbconvert.go's conversion, which checks and drops
+// fields) is held to replication.proto, the definition other implementations use: the .proto is
+// compiled here (protocompile, the parser buf is built on), random messages of each type are built
+// from its descriptors with dynamicpb, encoded by the protobuf runtime, decoded and re-encoded by
+// wire.go, and decoded again by the runtime: the result must equal the original, with no field
+// left unknown. A field the .proto declares that the conversion skips or drops on the way back
+// fails this test.
 
 func compileProto(t *testing.T) protoreflect.FileDescriptor {
 	t.Helper()

@@ -1,19 +1,16 @@
 package replication
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"maps"
-	"slices"
-
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
+	pb "github.com/continuum-project/continuum/internal/kv/replication/replicationpb"
 )
 
-// The messages of replication.proto, encoded with protowire. They implement Marshal and
-// Unmarshal, which the kv server's gRPC codec uses for messages that are not generated code.
+// The messages of replication.proto as the replication code works with them, on mvcc's types.
+// They implement Marshal and Unmarshal, which the gRPC codecs (dial.go's, the kv server's) use:
+// the code generated from the .proto (replicationpb, `make proto`) encodes and decodes them, by
+// way of pbconvert.go. The generated code was chosen over the hand-written protowire code that
+// preceded it because it was faster on the replication path, conversion included
+// (docs/benchmarks/kv-replication-wire.md); the wire format is unchanged.
 
 // Member describes a cluster member as peers learn it.
 type Member struct {
@@ -92,623 +89,75 @@ type HoldersResponse struct {
 	Holders []Holder
 }
 
-// maxWireItems bounds repeated fields on decode, so a corrupt or hostile message cannot make a
-// member allocate without limit.
-const maxWireItems = 1 << 20
-
-func appendMember(b []byte, num protowire.Number, m *Member) []byte {
-	var mb []byte
-	mb = protowire.AppendTag(mb, 1, protowire.VarintType)
-	mb = protowire.AppendVarint(mb, m.ID)
-	mb = appendString(mb, 2, m.Name)
-	for _, u := range m.PeerURLs {
-		mb = appendString(mb, 3, u)
-	}
-	for _, u := range m.ClientURLs {
-		mb = appendString(mb, 4, u)
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, mb)
-}
-
-func appendString(b []byte, num protowire.Number, s string) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
-}
-
-func appendVV(b []byte, num protowire.Number, vv mvcc.VersionVector) []byte {
-	for _, o := range slices.Sorted(maps.Keys(vv)) {
-		var eb []byte
-		eb = protowire.AppendTag(eb, 1, protowire.VarintType)
-		eb = protowire.AppendVarint(eb, o)
-		eb = protowire.AppendTag(eb, 2, protowire.VarintType)
-		eb = protowire.AppendVarint(eb, vv[o])
-		b = protowire.AppendTag(b, num, protowire.BytesType)
-		b = protowire.AppendBytes(b, eb)
-	}
-	return b
-}
-
-func appendChange(b []byte, num protowire.Number, c *mvcc.Change) []byte {
-	var cb []byte
-	cb = protowire.AppendTag(cb, 1, protowire.VarintType)
-	cb = protowire.AppendVarint(cb, c.ID.Origin)
-	cb = protowire.AppendTag(cb, 2, protowire.VarintType)
-	cb = protowire.AppendVarint(cb, c.ID.Seq)
-	cb = protowire.AppendTag(cb, 3, protowire.VarintType)
-	cb = protowire.AppendVarint(cb, uint64(c.Time.Wall))
-	cb = protowire.AppendTag(cb, 4, protowire.VarintType)
-	cb = protowire.AppendVarint(cb, uint64(c.Time.Logical))
-	cb = protowire.AppendTag(cb, 5, protowire.BytesType)
-	cb = protowire.AppendBytes(cb, c.Hash[:])
-	for _, op := range c.Ops {
-		var ob []byte
-		if op.Delete {
-			ob = protowire.AppendTag(ob, 1, protowire.VarintType)
-			ob = protowire.AppendVarint(ob, 1)
-		}
-		ob = protowire.AppendTag(ob, 2, protowire.BytesType)
-		ob = protowire.AppendBytes(ob, op.Key)
-		if len(op.Value) > 0 {
-			ob = protowire.AppendTag(ob, 3, protowire.BytesType)
-			ob = protowire.AppendBytes(ob, op.Value)
-		}
-		if op.Lease != 0 {
-			ob = protowire.AppendTag(ob, 4, protowire.VarintType)
-			ob = protowire.AppendVarint(ob, uint64(op.Lease))
-		}
-		cb = protowire.AppendTag(cb, 6, protowire.BytesType)
-		cb = protowire.AppendBytes(cb, ob)
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, cb)
-}
+// Decoding takes a generated message from its pool, decodes into it without copying (the
+// "unsafe" unmarshal: bytes and strings alias b) and converts, copying whatever the result
+// keeps; the generated message goes back to the pool. gRPC reuses b after Unmarshal returns, and
+// the pool reuses the generated message, so nothing of either may outlive the call: fromPB with
+// owned false copies it all.
 
 // Marshal encodes r.
-func (r *SyncRequest) Marshal() ([]byte, error) {
-	b := appendMember(nil, 1, &r.Caller)
-	b = appendVV(b, 2, r.Have)
-	if r.ClusterToken != "" {
-		b = appendString(b, 3, r.ClusterToken)
-	}
-	for _, id := range r.Direct {
-		b = protowire.AppendTag(b, 4, protowire.VarintType)
-		b = protowire.AppendVarint(b, id)
-	}
-	return b, nil
-}
+func (r *SyncRequest) Marshal() ([]byte, error) { return r.toPB().MarshalVT() }
 
-// Marshal encodes m.
-func (m *SyncBatch) Marshal() ([]byte, error) {
-	var b []byte
-	for i := range m.Changes {
-		b = appendChange(b, 1, &m.Changes[i])
-	}
-	b = appendVV(b, 2, m.Have)
-	b = appendMember(b, 3, &m.Sender)
-	b = protowire.AppendTag(b, 4, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(m.SentNano))
-	for i := range m.Members {
-		b = appendMember(b, 5, &m.Members[i])
-	}
-	b = appendKnown(b, 6, m.Known)
-	for i := range m.Snapshot {
-		b = appendSnapshotEntry(b, 7, &m.Snapshot[i])
-	}
-	if m.SnapshotDone {
-		b = protowire.AppendTag(b, 8, protowire.VarintType)
-		b = protowire.AppendVarint(b, 1)
-		b = appendVV(b, 9, m.SnapshotHave)
-	}
-	for _, id := range m.Removed {
-		b = protowire.AppendTag(b, 10, protowire.VarintType)
-		b = protowire.AppendVarint(b, id)
-	}
-	if m.FrontierWall != 0 {
-		b = protowire.AppendTag(b, 11, protowire.VarintType)
-		b = protowire.AppendVarint(b, m.FrontierSeq)
-		b = protowire.AppendTag(b, 12, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(m.FrontierWall))
-	}
-	if m.CollectBefore != 0 {
-		b = protowire.AppendTag(b, 13, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(m.CollectBefore))
-	}
-	for _, mb := range m.Bounds {
-		var eb []byte
-		for i, v := range []uint64{mb.ID, mb.FrontierSeq, uint64(mb.FrontierWall), uint64(mb.CollectBefore)} {
-			if v != 0 {
-				eb = protowire.AppendTag(eb, protowire.Number(i+1), protowire.VarintType)
-				eb = protowire.AppendVarint(eb, v)
-			}
-		}
-		b = protowire.AppendTag(b, 14, protowire.BytesType)
-		b = protowire.AppendBytes(b, eb)
-	}
-	return b, nil
-}
-
-func decodeMemberBound(b []byte) (MemberBound, error) {
-	var mb MemberBound
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v uint64, _ []byte) error {
-		if typ != protowire.VarintType {
-			return nil
-		}
-		switch num {
-		case 1:
-			mb.ID = v
-		case 2:
-			mb.FrontierSeq = v
-		case 3:
-			mb.FrontierWall = int64(v)
-		case 4:
-			mb.CollectBefore = int64(v)
-		}
-		return nil
-	})
-	if err == nil && mb.ID == 0 {
-		err = errors.New("member bound without id")
-	}
-	return mb, err
-}
-
-// fields walks the fields of a message, calling fn with each field's number, type, varint value
-// (for varints) and bytes (for length-delimited fields).
-func fields(b []byte, fn func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error) error {
-	items := 0
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		var v uint64
-		var bs []byte
-		switch typ {
-		case protowire.VarintType:
-			v, n = protowire.ConsumeVarint(b)
-		case protowire.BytesType:
-			bs, n = protowire.ConsumeBytes(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b) // unknown types are skipped
-		}
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if items++; items > maxWireItems {
-			return errors.New("too many fields")
-		}
-		if err := fn(num, typ, v, bs); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// appendRepeatedVarint adds one occurrence of a repeated varint field to dst: a single value
-// (unpacked, as this package sends them, so members running older code can read them) or a
-// packed run of values, which proto3 encoders send by default and parsers must accept.
-func appendRepeatedVarint(dst []uint64, typ protowire.Type, v uint64, packed []byte) ([]uint64, error) {
-	switch typ {
-	case protowire.VarintType:
-		return append(dst, v), nil
-	case protowire.BytesType:
-		for len(packed) > 0 {
-			x, n := protowire.ConsumeVarint(packed)
-			if n < 0 {
-				return dst, protowire.ParseError(n)
-			}
-			if len(dst) >= maxWireItems {
-				return dst, errors.New("too many repeated values")
-			}
-			dst = append(dst, x)
-			packed = packed[n:]
-		}
-	}
-	return dst, nil
-}
-
-func decodeMember(b []byte, m *Member) error {
-	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			m.ID = v
-		case num == 2 && typ == protowire.BytesType:
-			m.Name = string(bs)
-		case num == 3 && typ == protowire.BytesType:
-			m.PeerURLs = append(m.PeerURLs, string(bs))
-		case num == 4 && typ == protowire.BytesType:
-			m.ClientURLs = append(m.ClientURLs, string(bs))
-		}
-		return nil
-	})
-}
-
-func decodeVVEntry(b []byte, vv mvcc.VersionVector) error {
-	var origin, seq uint64
-	if err := fields(b, func(num protowire.Number, typ protowire.Type, v uint64, _ []byte) error {
-		if typ == protowire.VarintType {
-			switch num {
-			case 1:
-				origin = v
-			case 2:
-				seq = v
-			}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if origin == 0 {
-		return errors.New("version vector entry without origin")
-	}
-	vv[origin] = seq
-	return nil
-}
-
-func decodeChange(b []byte, c *mvcc.Change) error {
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			c.ID.Origin = v
-		case num == 2 && typ == protowire.VarintType:
-			c.ID.Seq = v
-		case num == 3 && typ == protowire.VarintType:
-			c.Time.Wall = int64(v)
-		case num == 4 && typ == protowire.VarintType:
-			if v > 1<<32-1 {
-				return fmt.Errorf("logical time %d out of range", v)
-			}
-			c.Time.Logical = uint32(v)
-		case num == 5 && typ == protowire.BytesType:
-			if len(bs) != len(c.Hash) {
-				return fmt.Errorf("hash of %d bytes, want %d", len(bs), len(c.Hash))
-			}
-			copy(c.Hash[:], bs)
-		case num == 6 && typ == protowire.BytesType:
-			var op mvcc.Op
-			if err := fields(bs, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
-				switch {
-				case num == 1 && typ == protowire.VarintType:
-					op.Delete = v != 0
-				case num == 2 && typ == protowire.BytesType:
-					op.Key = bytes.Clone(bs)
-				case num == 3 && typ == protowire.BytesType:
-					if len(bs) > 0 {
-						op.Value = bytes.Clone(bs) // empty stays nil, as Marshal omits it
-					}
-				case num == 4 && typ == protowire.VarintType:
-					op.Lease = int64(v)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			if len(op.Key) == 0 {
-				return errors.New("op without key")
-			}
-			c.Ops = append(c.Ops, op)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if c.ID.Origin == 0 || c.ID.Seq == 0 {
-		return fmt.Errorf("change id %v: origin and sequence must be non-zero", c.ID)
-	}
-	return nil
-}
-
-// Unmarshal decodes r. It copies what it keeps: gRPC reuses the buffer b afterwards.
+// Unmarshal decodes r.
 func (r *SyncRequest) Unmarshal(b []byte) error {
-	*r = SyncRequest{Have: mvcc.VersionVector{}}
-	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
-		if num == 4 {
-			var err error
-			r.Direct, err = appendRepeatedVarint(r.Direct, typ, v, bs)
-			return err
-		}
-		if typ != protowire.BytesType {
-			return nil
-		}
-		switch num {
-		case 1:
-			return decodeMember(bs, &r.Caller)
-		case 2:
-			return decodeVVEntry(bs, r.Have)
-		case 3:
-			r.ClusterToken = string(bs)
-		}
-		return nil
-	})
-}
-
-// Unmarshal decodes m. It copies what it keeps: gRPC reuses the buffer b afterwards.
-func (m *SyncBatch) Unmarshal(b []byte) error {
-	*m = SyncBatch{Have: mvcc.VersionVector{}}
-	// Fields that only mean something with another are dropped without it, as the encoder
-	// never sends them alone: a frontier is (frontier_seq, frontier_wall), carried when the wall
-	// is set; snapshot_have is the vector of a finished snapshot (snapshot_done).
-	defer func() {
-		if m.FrontierWall == 0 {
-			m.FrontierSeq = 0
-		}
-		if !m.SnapshotDone {
-			m.SnapshotHave = nil
-		}
-	}()
-	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
-		switch {
-		case num == 1 && typ == protowire.BytesType:
-			var c mvcc.Change
-			if err := decodeChange(bs, &c); err != nil {
-				return fmt.Errorf("change %d: %w", len(m.Changes), err)
-			}
-			m.Changes = append(m.Changes, c)
-		case num == 2 && typ == protowire.BytesType:
-			return decodeVVEntry(bs, m.Have)
-		case num == 3 && typ == protowire.BytesType:
-			return decodeMember(bs, &m.Sender)
-		case num == 4 && typ == protowire.VarintType:
-			m.SentNano = int64(v)
-		case num == 5 && typ == protowire.BytesType:
-			var mem Member
-			if err := decodeMember(bs, &mem); err != nil {
-				return err
-			}
-			m.Members = append(m.Members, mem)
-		case num == 6 && typ == protowire.BytesType:
-			if m.Known == nil {
-				m.Known = map[uint64]mvcc.VersionVector{}
-			}
-			return decodeMemberHave(bs, m.Known)
-		case num == 7 && typ == protowire.BytesType:
-			var e mvcc.SnapshotEntry
-			if err := decodeSnapshotEntry(bs, &e); err != nil {
-				return fmt.Errorf("snapshot entry %d: %w", len(m.Snapshot), err)
-			}
-			m.Snapshot = append(m.Snapshot, e)
-		case num == 8 && typ == protowire.VarintType:
-			m.SnapshotDone = v != 0
-		case num == 9 && typ == protowire.BytesType:
-			if m.SnapshotHave == nil {
-				m.SnapshotHave = mvcc.VersionVector{}
-			}
-			return decodeVVEntry(bs, m.SnapshotHave)
-		case num == 10:
-			var err error
-			m.Removed, err = appendRepeatedVarint(m.Removed, typ, v, bs)
-			return err
-		case num == 11 && typ == protowire.VarintType:
-			m.FrontierSeq = v
-		case num == 12 && typ == protowire.VarintType:
-			m.FrontierWall = int64(v)
-		case num == 13 && typ == protowire.VarintType:
-			m.CollectBefore = int64(v)
-		case num == 14 && typ == protowire.BytesType:
-			mb, err := decodeMemberBound(bs)
-			if err != nil {
-				return fmt.Errorf("member bound %d: %w", len(m.Bounds), err)
-			}
-			m.Bounds = append(m.Bounds, mb)
-		}
-		return nil
-	})
-}
-
-func appendSnapshotEntry(b []byte, num protowire.Number, e *mvcc.SnapshotEntry) []byte {
-	var eb []byte
-	eb = protowire.AppendTag(eb, 1, protowire.BytesType)
-	eb = protowire.AppendBytes(eb, e.Key)
-	if len(e.Value) > 0 {
-		eb = protowire.AppendTag(eb, 2, protowire.BytesType)
-		eb = protowire.AppendBytes(eb, e.Value)
-	}
-	if e.Lease != 0 {
-		eb = protowire.AppendTag(eb, 3, protowire.VarintType)
-		eb = protowire.AppendVarint(eb, uint64(e.Lease))
-	}
-	if e.Deleted {
-		eb = protowire.AppendTag(eb, 4, protowire.VarintType)
-		eb = protowire.AppendVarint(eb, 1)
-	}
-	eb = protowire.AppendTag(eb, 5, protowire.VarintType)
-	eb = protowire.AppendVarint(eb, uint64(e.Stamp.Time.Wall))
-	eb = protowire.AppendTag(eb, 6, protowire.VarintType)
-	eb = protowire.AppendVarint(eb, uint64(e.Stamp.Time.Logical))
-	eb = protowire.AppendTag(eb, 7, protowire.VarintType)
-	eb = protowire.AppendVarint(eb, e.Stamp.Origin)
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, eb)
-}
-
-func decodeSnapshotEntry(b []byte, e *mvcc.SnapshotEntry) error {
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
-		switch {
-		case num == 1 && typ == protowire.BytesType:
-			e.Key = bytes.Clone(bs)
-		case num == 2 && typ == protowire.BytesType:
-			if len(bs) > 0 {
-				e.Value = bytes.Clone(bs)
-			}
-		case num == 3 && typ == protowire.VarintType:
-			e.Lease = int64(v)
-		case num == 4 && typ == protowire.VarintType:
-			e.Deleted = v != 0
-		case num == 5 && typ == protowire.VarintType:
-			e.Stamp.Time.Wall = int64(v)
-		case num == 6 && typ == protowire.VarintType:
-			if v > 1<<32-1 {
-				return fmt.Errorf("logical time %d out of range", v)
-			}
-			e.Stamp.Time.Logical = uint32(v)
-		case num == 7 && typ == protowire.VarintType:
-			e.Stamp.Origin = v
-		}
-		return nil
-	})
-	if err != nil {
+	p := pb.SyncRequestFromVTPool()
+	defer p.ReturnToVTPool()
+	if err := p.UnmarshalVTUnsafe(b); err != nil {
 		return err
 	}
-	if len(e.Key) == 0 || e.Stamp.Origin == 0 {
-		return errors.New("a snapshot entry needs a key and a stamp with an origin")
-	}
-	return nil
-}
-
-func appendKnown(b []byte, num protowire.Number, known map[uint64]mvcc.VersionVector) []byte {
-	for _, id := range slices.Sorted(maps.Keys(known)) {
-		var mb []byte
-		mb = protowire.AppendTag(mb, 1, protowire.VarintType)
-		mb = protowire.AppendVarint(mb, id)
-		mb = appendVV(mb, 2, known[id])
-		b = protowire.AppendTag(b, num, protowire.BytesType)
-		b = protowire.AppendBytes(b, mb)
-	}
-	return b
-}
-
-func decodeMemberHave(b []byte, known map[uint64]mvcc.VersionVector) error {
-	var id uint64
-	vv := mvcc.VersionVector{}
-	if err := fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			id = v
-		case num == 2 && typ == protowire.BytesType:
-			return decodeVVEntry(bs, vv)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if id == 0 {
-		return errors.New("member entry without id")
-	}
-	known[id] = vv
-	return nil
+	return r.fromPB(p, false)
 }
 
 // Marshal encodes m.
-func (m *SyncMessage) Marshal() ([]byte, error) {
-	var b []byte
-	if m.Request != nil {
-		rb, _ := m.Request.Marshal()
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendBytes(b, rb)
+func (m *SyncBatch) Marshal() ([]byte, error) { return m.toPB().MarshalVT() }
+
+// Unmarshal decodes m.
+func (m *SyncBatch) Unmarshal(b []byte) error {
+	p := pb.SyncBatchFromVTPool()
+	defer p.ReturnToVTPool()
+	if err := p.UnmarshalVTUnsafe(b); err != nil {
+		return err
 	}
-	if m.Ack != nil {
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendBytes(b, appendVV(nil, 1, m.Ack))
-	}
-	return b, nil
+	return m.fromPB(p, false)
 }
+
+// Marshal encodes m.
+func (m *SyncMessage) Marshal() ([]byte, error) { return m.toPB().MarshalVT() }
 
 // Unmarshal decodes m.
 func (m *SyncMessage) Unmarshal(b []byte) error {
-	*m = SyncMessage{}
-	return fields(b, func(num protowire.Number, typ protowire.Type, _ uint64, bs []byte) error {
-		if typ != protowire.BytesType {
-			return nil
-		}
-		switch num {
-		case 1:
-			m.Request = new(SyncRequest)
-			return m.Request.Unmarshal(bs)
-		case 2:
-			m.Ack = mvcc.VersionVector{}
-			return fields(bs, func(num protowire.Number, typ protowire.Type, _ uint64, eb []byte) error {
-				if num == 1 && typ == protowire.BytesType {
-					return decodeVVEntry(eb, m.Ack)
-				}
-				return nil
-			})
-		}
-		return nil
-	})
+	p := pb.SyncMessageFromVTPool()
+	defer p.ReturnToVTPool()
+	if err := p.UnmarshalVTUnsafe(b); err != nil {
+		return err
+	}
+	return m.fromPB(p, false)
 }
 
 // Marshal encodes r.
-func (r *HoldersRequest) Marshal() ([]byte, error) {
-	var b []byte
-	b = protowire.AppendTag(b, 1, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(r.Revision))
-	b = protowire.AppendTag(b, 2, protowire.VarintType)
-	b = protowire.AppendVarint(b, r.ID.Origin)
-	b = protowire.AppendTag(b, 3, protowire.VarintType)
-	return protowire.AppendVarint(b, r.ID.Seq), nil
-}
+func (r *HoldersRequest) Marshal() ([]byte, error) { return r.toPB().MarshalVT() }
 
 // Unmarshal decodes r.
 func (r *HoldersRequest) Unmarshal(b []byte) error {
-	*r = HoldersRequest{}
-	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, _ []byte) error {
-		if typ == protowire.VarintType {
-			switch num {
-			case 1:
-				r.Revision = int64(v)
-			case 2:
-				r.ID.Origin = v
-			case 3:
-				r.ID.Seq = v
-			}
-		}
-		return nil
-	})
+	p := pb.HoldersRequestFromVTPool()
+	defer p.ReturnToVTPool()
+	if err := p.UnmarshalVTUnsafe(b); err != nil {
+		return err
+	}
+	r.fromPB(p)
+	return nil
 }
 
 // Marshal encodes r.
-func (r *HoldersResponse) Marshal() ([]byte, error) {
-	var b []byte
-	b = protowire.AppendTag(b, 1, protowire.VarintType)
-	b = protowire.AppendVarint(b, r.ID.Origin)
-	b = protowire.AppendTag(b, 2, protowire.VarintType)
-	b = protowire.AppendVarint(b, r.ID.Seq)
-	for i := range r.Holders {
-		h := &r.Holders[i]
-		hb := appendMember(nil, 1, &h.Member)
-		if h.Has {
-			hb = protowire.AppendTag(hb, 2, protowire.VarintType)
-			hb = protowire.AppendVarint(hb, 1)
-		}
-		if h.LastContact != 0 {
-			hb = protowire.AppendTag(hb, 3, protowire.VarintType)
-			hb = protowire.AppendVarint(hb, uint64(h.LastContact))
-		}
-		b = protowire.AppendTag(b, 3, protowire.BytesType)
-		b = protowire.AppendBytes(b, hb)
-	}
-	return b, nil
-}
+func (r *HoldersResponse) Marshal() ([]byte, error) { return r.toPB().MarshalVT() }
 
 // Unmarshal decodes r.
 func (r *HoldersResponse) Unmarshal(b []byte) error {
-	*r = HoldersResponse{}
-	return fields(b, func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error {
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			r.ID.Origin = v
-		case num == 2 && typ == protowire.VarintType:
-			r.ID.Seq = v
-		case num == 3 && typ == protowire.BytesType:
-			var h Holder
-			if err := fields(bs, func(num protowire.Number, typ protowire.Type, v uint64, mb []byte) error {
-				switch {
-				case num == 1 && typ == protowire.BytesType:
-					return decodeMember(mb, &h.Member)
-				case num == 2 && typ == protowire.VarintType:
-					h.Has = v != 0
-				case num == 3 && typ == protowire.VarintType:
-					h.LastContact = int64(v)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			r.Holders = append(r.Holders, h)
-		}
-		return nil
-	})
+	p := pb.HoldersResponseFromVTPool()
+	defer p.ReturnToVTPool()
+	if err := p.UnmarshalVTUnsafe(b); err != nil {
+		return err
+	}
+	r.fromPB(p, false)
+	return nil
 }
