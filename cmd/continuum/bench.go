@@ -31,7 +31,7 @@ func newBenchCmd() *cobra.Command {
 	return c
 }
 
-// benchCommands are the `continuum bench` subcommands; other files add theirs in init().
+// benchCommands are the engine's `continuum bench` subcommands (the testbed's); systems register theirs with the cli registry under "bench".
 var benchCommands = []func() *cobra.Command{newBenchTestbedCmd, newBenchReflectCmd, newBenchProbeCmd}
 
 func newBenchTestbedCmd() *cobra.Command {
@@ -48,7 +48,7 @@ func newBenchTestbedCmd() *cobra.Command {
 				return err
 			}
 			res, err := netbench.Run(cmd.Context(), netbench.Cases(quick),
-				netbench.Options{Binary: exe, Quick: quick, Log: cmd.ErrOrStderr(), Command: benchCommandLine()})
+				netbench.Options{Binary: exe, Quick: quick, Log: cmd.ErrOrStderr(), Command: benchkit.Invocation()})
 			if err != nil {
 				return err
 			}
@@ -99,9 +99,4 @@ func newBenchProbeCmd() *cobra.Command {
 	c.Flags().DurationVar(&cfg.Linger, "linger", time.Second, "wait this long for late replies")
 	_ = c.MarkFlagRequired("target")
 	return c
-}
-
-// benchCommandLine is this process's command line as a shell takes it, for a result's header.
-func benchCommandLine() string {
-	return benchkit.CommandLine(append([]string{"continuum"}, os.Args[1:]...))
 }

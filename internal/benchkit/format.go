@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -36,4 +37,10 @@ func OneLine(s string, n int) string {
 		s = s[:n] + "..."
 	}
 	return s
+}
+
+// Invocation is this process's command line as `continuum ...` typed in a shell, for a result's
+// "Regenerate with" line.
+func Invocation() string {
+	return CommandLine(append([]string{"continuum"}, os.Args[1:]...))
 }

@@ -1,13 +1,15 @@
-package main
+package kvcmd
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/continuum-project/continuum/internal/cli"
 
 	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/kv/kvbench"
 )
 
-func init() { benchCommands = append(benchCommands, newBenchKVCmd) }
+func init() { cli.Register("bench", newBenchKVCmd) }
 
 func newBenchKVCmd() *cobra.Command {
 	var out string
@@ -63,7 +65,7 @@ against the goals of issue 3 and the raw JSON.`,
 				}
 				cfg.Settle = q.Settle
 			}
-			cfg.Log, cfg.Command = cmd.ErrOrStderr(), benchCommandLine()
+			cfg.Log, cfg.Command = cmd.ErrOrStderr(), benchkit.Invocation()
 			res, err := kvbench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err

@@ -1,16 +1,18 @@
-package main
+package faascmd
 
 import (
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
+
 	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/faas"
 	"github.com/continuum-project/continuum/internal/faas/faasbench"
 )
 
-func init() { benchCommands = append(benchCommands, newBenchFaaSCmd) }
+func init() { cli.Register("bench", newBenchFaaSCmd) }
 
 func newBenchFaaSCmd() *cobra.Command {
 	cfg := faasbench.DefaultConfig()
@@ -44,7 +46,7 @@ watchdog.`,
 			if cfg.Binary, err = os.Executable(); err != nil {
 				return err
 			}
-			cfg.Command = benchCommandLine()
+			cfg.Command = benchkit.Invocation()
 			r, err := faasbench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err

@@ -1,16 +1,18 @@
-package main
+package faascmd
 
 import (
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
+
 	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/faas"
 	"github.com/continuum-project/continuum/internal/faas/faasbench"
 )
 
-func init() { benchCommands = append(benchCommands, newBenchColdStartCmd) }
+func init() { cli.Register("bench", newBenchColdStartCmd) }
 
 // coldStartBatch is what the analytics handler is sent: a small valid batch.
 const coldStartBatch = `[{"sensor_id":"g0-d0","name":"temperature-0","type":"temperature","unit":"°C","value":21.5},` +
@@ -39,7 +41,7 @@ handler gets a two-message batch.`,
 			if err != nil {
 				return err
 			}
-			cfg := faasbench.ColdStartConfig{Python: py, Runs: runs, Bodies: map[string][]byte{}, Command: benchCommandLine()}
+			cfg := faasbench.ColdStartConfig{Python: py, Runs: runs, Bodies: map[string][]byte{}, Command: benchkit.Invocation()}
 			for _, h := range handlers {
 				abs, err := faas.ResolveHandler(h)
 				if err != nil {

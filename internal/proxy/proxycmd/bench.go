@@ -1,4 +1,4 @@
-package main
+package proxycmd
 
 import (
 	"fmt"
@@ -9,11 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/continuum-project/continuum/internal/cli"
+
 	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/proxy/proxybench"
 )
 
-func init() { benchCommands = append(benchCommands, newBenchProxyCmd) }
+func init() { cli.Register("bench", newBenchProxyCmd) }
 
 func newBenchProxyCmd() *cobra.Command {
 	var out string
@@ -61,7 +63,7 @@ per 1000 req/s and its VmRSS/RssAnon/RssFile (from /proc/PID/status), against th
 				}
 				cfg.Variants = append(cfg.Variants, proxybench.Variant{Name: name, Bin: bin})
 			}
-			cfg.Log, cfg.Command = cmd.ErrOrStderr(), benchCommandLine()
+			cfg.Log, cfg.Command = cmd.ErrOrStderr(), benchkit.Invocation()
 			res, err := proxybench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
