@@ -7,10 +7,8 @@ import (
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/gcfloor"
-	"github.com/continuum-project/continuum/internal/kv/kvbench"
 	"github.com/continuum-project/continuum/internal/loadgen/httptarget"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
-	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
 )
 
 func init() { commands = append(commands, newLoadCmd) }
@@ -86,10 +84,7 @@ a response-time requirement ("qos" in stats.json, within_qos in timeseries.csv).
 }
 
 func newLoadYCSBCmd() *cobra.Command {
-	def := ycsb.DefaultConfig()
-	cfg := kvbench.LoadConfig{YCSB: def}
-	var target, workload string
-	w := &cfg.YCSB.Workload
+	flags := kvtarget.DefaultYCSBFlags()
 	cmd := &cobra.Command{
 		Use:   "ycsb",
 		Short: "Run a YCSB core workload (A-F) against etcd, continuum kv or Redis; one series per operation type",
@@ -109,78 +104,17 @@ reply prefix (redis_LOADING ...); a read of a missing key is "not_found". Progre
     --operationcount 100000 --clients 64 --out /tmp/ycsb-b`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, err := kvtarget.ParseTarget(target)
+			cfg, err := flags.Resolve(cmd.Flags().Changed)
 			if err != nil {
 				return err
-			}
-			cfg.Target = t
-			preset, err := ycsb.Preset(workload)
-			if err != nil {
-				return err
-			}
-			// The preset first, then every workload flag the user gave on top of it.
-			given := *w
-			*w = preset
-			f := cmd.Flags()
-			for name, apply := range map[string]func(){
-				"recordcount":         func() { w.RecordCount = given.RecordCount },
-				"operationcount":      func() { w.OperationCount = given.OperationCount },
-				"readproportion":      func() { w.ReadProportion = given.ReadProportion },
-				"updateproportion":    func() { w.UpdateProportion = given.UpdateProportion },
-				"insertproportion":    func() { w.InsertProportion = given.InsertProportion },
-				"scanproportion":      func() { w.ScanProportion = given.ScanProportion },
-				"rmwproportion":       func() { w.RMWProportion = given.RMWProportion },
-				"requestdistribution": func() { w.RequestDistribution = given.RequestDistribution },
-				"fieldcount":          func() { w.FieldCount = given.FieldCount },
-				"fieldlength":         func() { w.FieldLength = given.FieldLength },
-				"maxscanlength":       func() { w.MaxScanLength = given.MaxScanLength },
-				"insertorder":         func() { w.InsertOrder = given.InsertOrder },
-			} {
-				if f.Changed(name) {
-					apply()
-				}
-			}
-			if !f.Changed("operationcount") {
-				w.OperationCount = 0
-			}
-			if f.Changed("clients") && !f.Changed("rate") {
-				cfg.YCSB.Run.Rate = 0 // --clients alone selects the closed loop
-			}
-			if f.Changed("operationcount") && !f.Changed("duration") {
-				cfg.YCSB.Run.Duration = 0 // until the operations are done
 			}
 			cfg.YCSB.Run.Progress = cmd.OutOrStdout()
 			cfg.YCSB.Log = cmd.ErrOrStderr()
-			_, err = kvbench.LoadYCSB(cmd.Context(), cfg)
+			_, err = kvtarget.RunYCSB(cmd.Context(), cfg)
 			return err
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&target, "target", "", "etcd=http://HOST:PORT[,...], kv=http://HOST:PORT or redis=HOST:PORT (required)")
-	f.StringVar(&workload, "workload", "a", "YCSB core workload preset: a, b, c, d, e or f")
-	f.StringVar(&cfg.YCSB.Phase, "phase", ycsb.PhaseBoth, "load, run or both")
-	f.Int64Var(&w.RecordCount, "recordcount", 1000, "records the load phase inserts (and the run phase's key space)")
-	f.Int64Var(&w.OperationCount, "operationcount", 0, "run-phase operations (default: until --duration ends)")
-	f.Float64Var(&w.ReadProportion, "readproportion", 0, "override the preset's read proportion")
-	f.Float64Var(&w.UpdateProportion, "updateproportion", 0, "override the preset's update proportion")
-	f.Float64Var(&w.InsertProportion, "insertproportion", 0, "override the preset's insert proportion")
-	f.Float64Var(&w.ScanProportion, "scanproportion", 0, "override the preset's scan proportion")
-	f.Float64Var(&w.RMWProportion, "rmwproportion", 0, "override the preset's read-modify-write proportion")
-	f.StringVar(&w.RequestDistribution, "requestdistribution", "", "override the preset's distribution: uniform, zipfian or latest")
-	f.IntVar(&w.FieldCount, "fieldcount", 10, "fields per record (the record is one value of fieldcount*fieldlength bytes)")
-	f.IntVar(&w.FieldLength, "fieldlength", 100, "bytes per field")
-	f.IntVar(&w.MaxScanLength, "maxscanlength", 0, "override the preset's longest scan")
-	f.StringVar(&w.InsertOrder, "insertorder", ycsb.OrderHashed, "hashed or ordered key names")
-	f.Float64Var(&cfg.YCSB.Run.Rate, "rate", def.Run.Rate, "open loop: operations/s")
-	f.IntVar(&cfg.YCSB.Run.Clients, "clients", 0, "closed loop: clients (instead of --rate)")
-	f.DurationVar(&cfg.YCSB.Run.Duration, "duration", def.Run.Duration, "run-phase duration, warm-up included")
-	f.DurationVar(&cfg.YCSB.Run.Warmup, "warmup", 0, "leading part of the run phase excluded from stats.json")
-	f.DurationVar(&cfg.YCSB.Run.Timeout, "timeout", def.Run.Timeout, "per-request timeout, from the intended send time")
-	f.IntVar(&cfg.YCSB.Run.MaxInflight, "max-inflight", def.Run.MaxInflight, "open loop: cap on outstanding requests")
-	f.IntVar(&cfg.YCSB.LoadClients, "load-clients", def.LoadClients, "closed-loop clients of the load phase")
-	f.IntVar(&cfg.Conns, "conns", 0, "client connections (default: 8 gRPC connections for etcd/kv, max(64, clients) for Redis)")
-	f.StringVar(&cfg.YCSB.Run.OutDir, "out", "", "directory for the results files (none written if empty)")
-	f.Int64Var(&cfg.YCSB.Seed, "seed", 1, "seed of the operation, key and value sequence")
+	flags.Bind(cmd.Flags())
 	_ = cmd.MarkFlagRequired("target")
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
@@ -144,36 +145,34 @@ func ycsbCommand(env kind.Env, cfg any) (kind.Command, error) {
 	if err != nil {
 		return kind.Command{}, err
 	}
-	args := []string{env.Binary, "load", "ycsb", "--target", target, "--workload", c.Workload,
-		"--phase", c.Phase, "--recordcount", strconv.FormatInt(c.RecordCount, 10)}
+	f := kvtarget.DefaultYCSBFlags()
+	f.Target, f.Workload, f.Config.YCSB.Phase = target, c.Workload, c.Phase
+	w, run := &f.Config.YCSB.Workload, &f.Config.YCSB.Run
+	w.RecordCount = c.RecordCount
 	if c.OperationCount > 0 {
-		args = append(args, "--operationcount", strconv.FormatInt(c.OperationCount, 10))
+		w.OperationCount = c.OperationCount
 	}
 	if c.FieldCount > 0 {
-		args = append(args, "--fieldcount", strconv.Itoa(c.FieldCount))
+		w.FieldCount = c.FieldCount
 	}
 	if c.FieldLength > 0 {
-		args = append(args, "--fieldlength", strconv.Itoa(c.FieldLength))
+		w.FieldLength = c.FieldLength
 	}
-	if c.RequestDistribution != "" {
-		args = append(args, "--requestdistribution", c.RequestDistribution)
-	}
+	w.RequestDistribution = c.RequestDistribution
 	if c.Clients > 0 {
-		args = append(args, "--clients", strconv.Itoa(c.Clients))
+		run.Clients = c.Clients // without --rate: the closed loop
 	} else {
-		args = append(args, "--rate", strconv.FormatFloat(c.Rate, 'f', -1, 64))
+		run.Rate = c.Rate
 	}
-	args = append(args, "--timeout", c.Timeout.String())
+	run.Timeout = c.Timeout.Duration
 	if c.MaxInflight > 0 {
-		args = append(args, "--max-inflight", strconv.Itoa(c.MaxInflight))
+		run.MaxInflight = c.MaxInflight
 	}
 	if c.LoadClients > 0 {
-		args = append(args, "--load-clients", strconv.Itoa(c.LoadClients))
+		f.Config.YCSB.LoadClients = c.LoadClients
 	}
-	if c.Conns > 0 {
-		args = append(args, "--conns", strconv.Itoa(c.Conns))
-	}
-	args = append(args, "--duration", env.Duration.String(), "--warmup", env.Warmup.String(),
-		"--out", env.OutDir, "--seed", strconv.FormatInt(env.Seed, 10))
+	f.Config.Conns = c.Conns
+	f.Duration, run.Warmup, run.OutDir, f.Config.YCSB.Seed = env.Duration, env.Warmup, env.OutDir, env.Seed
+	args := append([]string{env.Binary, "load", "ycsb"}, cli.Args(kvtarget.DefaultYCSBFlags(), f)...)
 	return kind.Command{Args: args}, nil
 }

@@ -2,6 +2,7 @@ package kvbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -338,7 +339,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 	sr.DiskEmpty, _ = srv.DiskBytes()
 
 	maxClients := max(cfg.ClosedClients, cfg.LoadClients)
-	st, err := kvtarget.Open(srv.Target, kvtarget.Options{Conns: conns(srv.Target.Kind, 0, maxClients)})
+	st, err := kvtarget.Open(srv.Target, kvtarget.Options{Conns: kvtarget.DefaultConns(srv.Target.Kind, 0, maxClients)})
 	if err != nil {
 		return fail(err)
 	}
@@ -600,3 +601,5 @@ func (m *Maintenance) String() string {
 	}
 	return fmt.Sprintf(", compacted to %d in %.1f ms, defragmented in %.1f ms", m.Revision, m.CompactMs, m.DefragMs)
 }
+
+var errNoStores = errors.New("stores: name at least one of kv, etcd, redis")

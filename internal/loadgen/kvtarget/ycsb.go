@@ -1,20 +1,18 @@
-package kvbench
+package kvtarget
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/loadgen"
-	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
 )
 
-// LoadConfig is `continuum load ycsb`'s configuration.
-type LoadConfig struct {
-	Target kvtarget.Target
-	// Conns is the client's connections (kvtarget.Options); 0 picks a default for the kind
+// YCSBConfig is `continuum load ycsb`'s configuration: YCSB against one running store.
+type YCSBConfig struct {
+	Target Target
+	// Conns is the client's connections (Options); 0 picks a default for the kind
 	// and the concurrency.
 	Conns int
 	YCSB  ycsb.Config
@@ -23,40 +21,41 @@ type LoadConfig struct {
 	ReadyTimeout time.Duration
 }
 
-// LoadYCSB connects to the target, waits until it answers, and runs the YCSB phases.
-func LoadYCSB(ctx context.Context, cfg LoadConfig) (*ycsb.Result, error) {
+// RunYCSB connects to the target, waits until it answers, and runs the YCSB phases.
+func RunYCSB(ctx context.Context, cfg YCSBConfig) (*ycsb.Result, error) {
 	if err := cfg.Target.Validate(); err != nil {
 		return nil, err
 	}
 	if err := cfg.YCSB.Validate(); err != nil {
 		return nil, err
 	}
-	st, err := kvtarget.Open(cfg.Target, kvtarget.Options{Conns: conns(cfg.Target.Kind, cfg.Conns, cfg.YCSB.Run.Clients)})
+	st, err := Open(cfg.Target, Options{Conns: DefaultConns(cfg.Target.Kind, cfg.Conns, cfg.YCSB.Run.Clients)})
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	if err := waitReady(ctx, st, cfg.ReadyTimeout); err != nil {
+	if err := WaitReady(ctx, st, cfg.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("target %s: %w", cfg.Target, err)
 	}
 	return ycsb.Run(ctx, cfg.YCSB, st)
 }
 
-// conns picks the client's connection count: etcd multiplexes requests over a few gRPC
+// DefaultConns picks the client's connection count: etcd multiplexes requests over a few gRPC
 // connections; Redis needs a connection per request in flight, so its pool covers the
 // closed-loop clients.
-func conns(kind string, explicit, clients int) int {
+func DefaultConns(kind string, explicit, clients int) int {
 	if explicit > 0 {
 		return explicit
 	}
-	if kind == kvtarget.KindRedis {
+	if kind == KindRedis {
 		return max(64, clients)
 	}
 	return 8
 }
 
-// waitReady reads a key until the store answers (a miss is an answer).
-func waitReady(ctx context.Context, st kvtarget.Store, timeout time.Duration) error {
+// WaitReady reads a key until the store answers (a miss is an answer), for at most timeout
+// (default 30 s): a server that accepts connections may not serve yet.
+func WaitReady(ctx context.Context, st Store, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
@@ -65,7 +64,7 @@ func waitReady(ctx context.Context, st kvtarget.Store, timeout time.Duration) er
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		err := st.Read(rctx, "ycsb-ready-probe")
 		cancel()
-		if err == nil || loadgen.ClassifyError(err) == kvtarget.ErrNotFoundType {
+		if err == nil || loadgen.ClassifyError(err) == ErrNotFoundType {
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -81,5 +80,3 @@ func waitReady(ctx context.Context, st kvtarget.Store, timeout time.Duration) er
 		}
 	}
 }
-
-var errNoStores = errors.New("stores: name at least one of kv, etcd, redis")
