@@ -44,8 +44,8 @@ type Config struct {
 	// Invalid is the share of messages made invalid (a reading out of its type's range), to
 	// exercise the function's validation; the seed's are all valid (0).
 	Invalid float64
-	// Timeout bounds a batch from when it was due (default 60 s); past it the batch counts as
-	// a timeout.
+	// Timeout bounds a batch from when it was due (default DefaultTimeout); past it the batch
+	// counts as a timeout.
 	Timeout time.Duration
 	// MaxInflight bounds the batches one gateway has outstanding (default 1000); a due batch
 	// beyond it is dropped and counted.
@@ -67,6 +67,10 @@ type Config struct {
 	OutDir           string
 	Progress         io.Writer
 }
+
+// DefaultTimeout is Config.Timeout's default: a batch answered more than a minute after it was
+// due is a timeout.
+const DefaultTimeout = time.Minute
 
 // Validate checks the config and fills defaults.
 func (c *Config) Validate() error {
@@ -93,7 +97,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.Timeout == 0 {
-		c.Timeout = time.Minute
+		c.Timeout = DefaultTimeout
 	}
 	if c.MaxInflight == 0 {
 		c.MaxInflight = 1000

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/faas"
@@ -29,17 +30,46 @@ func newFaaSCmd() *cobra.Command {
 	return cmd
 }
 
+// GatewayFlags are `continuum faas gateway`'s flags. The faas-gateway kind renders its command
+// line from the same struct (cli.Args), so each flag's name and default is written once, in Bind
+// and DefaultGatewayFlags.
+type GatewayFlags struct {
+	Listen string
+	// Functions are the --function values: name=...,handler=...[,...] (gateway.ParseFunction).
+	Functions []string
+	OutDir    string
+	Tick      time.Duration
+	// Testbed, StateDir (or Platform, a platform endpoint), Node, Name, LogDir, InstanceCPUs and
+	// InstancePort place the instances as processes of a testbed.
+	Testbed, Platform, StateDir, Node, Name, LogDir string
+	InstanceCPUs                          float64
+	InstancePort                          int
+}
+
+// DefaultGatewayFlags are the defaults of `continuum faas gateway`'s flags.
+func DefaultGatewayFlags() GatewayFlags {
+	return GatewayFlags{Listen: ":8080", Tick: gateway.DefaultTick, Name: "gateway", InstanceCPUs: 1,
+		InstancePort: gateway.DefaultBasePort}
+}
+
+// Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
+func (f *GatewayFlags) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Listen, "listen", f.Listen, "address the gateway serves on")
+	fs.StringArrayVar(&f.Functions, "function", f.Functions, "a function: name=...,handler=...[,mode=...,scaler=...,...] (repeatable)")
+	fs.StringVar(&f.OutDir, "out", f.OutDir, "directory for replicas.csv, scaling.csv and gateway.json")
+	fs.DurationVar(&f.Tick, "tick", f.Tick, "how often autoscalers decide")
+	fs.StringVar(&f.Testbed, "testbed", f.Testbed, "start instances as processes of this testbed (default: in this process)")
+	fs.StringVar(&f.Platform, "platform", f.Platform, "start instances on the platform at this endpoint, as a scenario's run passes it (testbed:NAME@STATE_DIR); instead of --testbed and --state-dir")
+	fs.StringVar(&f.StateDir, "state-dir", f.StateDir, "the testbed's state directory (default $CONTINUUM_STATE_DIR or /run/continuum)")
+	fs.StringVar(&f.Node, "node", f.Node, "with --testbed: the node instances run on (the gateway's)")
+	fs.StringVar(&f.Name, "name", f.Name, "with --testbed: prefix of the instances' process names (<name>-<function>-<n>), unique in the testbed")
+	fs.StringVar(&f.LogDir, "log-dir", f.LogDir, "with --testbed: where instances' logs go")
+	fs.Float64Var(&f.InstanceCPUs, "instance-cpus", f.InstanceCPUs, "with --testbed: cores each instance may use (0: unlimited)")
+	fs.IntVar(&f.InstancePort, "instance-port", f.InstancePort, "with --testbed: the first loopback port instances listen on")
+}
+
 func newFaaSGatewayCmd() *cobra.Command {
-	var (
-		cfg                gateway.RunConfig
-		functions          []string
-		tb, stateDir, node string
-		platformEndpoint   string
-		logDir             string
-		instanceCPUs       float64
-		instancePort       int
-		name               string
-	)
+	flags := DefaultGatewayFlags()
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Route /function/NAME to function instances and scale them (OpenFaaS-style gateway)",
@@ -62,34 +92,35 @@ gateway.json record the instances over time.`,
   curl -d Ada localhost:8080/function/hello`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(functions) == 0 {
+			if len(flags.Functions) == 0 {
 				return fmt.Errorf("no function: give --function name=...,handler=...")
 			}
-			for _, s := range functions {
+			cfg := gateway.RunConfig{Listen: flags.Listen, OutDir: flags.OutDir, Gateway: gateway.Config{Tick: flags.Tick}}
+			for _, s := range flags.Functions {
 				f, err := gateway.ParseFunction(s)
 				if err != nil {
 					return err
 				}
 				cfg.Gateway.Functions = append(cfg.Gateway.Functions, f)
 			}
-			if tb != "" || platformEndpoint != "" {
+			if flags.Testbed != "" || flags.Platform != "" {
 				exe, err := os.Executable()
 				if err != nil {
 					return err
 				}
-				prefix := name
 				py, err := faas.FindPython()
 				if err != nil {
 					return err
 				}
-				client := testbed.NewClient(stateDir, tb)
-				if platformEndpoint != "" {
-					if client, err = gateway.PlatformClient(platformEndpoint); err != nil {
+				client := testbed.NewClient(flags.StateDir, flags.Testbed)
+				if flags.Platform != "" {
+					if client, err = gateway.PlatformClient(flags.Platform); err != nil {
 						return err
 					}
 				}
-				cfg.Gateway.Provider = &gateway.TestbedProvider{Client: client, Node: node, Python: py,
-					Binary: exe, LogDir: logDir, Prefix: prefix, CPUs: instanceCPUs, BasePort: instancePort}
+				cfg.Gateway.Provider = &gateway.TestbedProvider{Client: client,
+					Node: flags.Node, Python: py, Binary: exe, LogDir: flags.LogDir, Prefix: flags.Name,
+					CPUs: flags.InstanceCPUs, BasePort: flags.InstancePort, WatchdogArgs: InstanceArgs}
 			} else {
 				py, err := faas.FindPython()
 				if err != nil && needsPython(cfg.Gateway.Functions) {
@@ -102,30 +133,58 @@ gateway.json record the instances over time.`,
 			})
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.Listen, "listen", ":8080", "address the gateway serves on")
-	f.StringArrayVar(&functions, "function", nil, "a function: name=...,handler=...[,mode=...,scaler=...,...] (repeatable)")
-	f.StringVar(&cfg.OutDir, "out", "", "directory for replicas.csv, scaling.csv and gateway.json")
-	f.DurationVar(&cfg.Gateway.Tick, "tick", time.Second, "how often autoscalers decide")
-	f.StringVar(&tb, "testbed", "", "start instances as processes of this testbed (default: in this process)")
-	f.StringVar(&platformEndpoint, "platform", "", "start instances on the platform at this endpoint, as a scenario's run passes it (testbed:NAME@STATE_DIR); instead of --testbed and --state-dir")
-	f.StringVar(&stateDir, "state-dir", "", "the testbed's state directory (default $CONTINUUM_STATE_DIR or /run/continuum)")
-	f.StringVar(&node, "node", "", "with --testbed: the node instances run on (the gateway's)")
-	f.StringVar(&name, "name", "gateway", "with --testbed: prefix of the instances' process names (<name>-<function>-<n>), unique in the testbed")
-	f.StringVar(&logDir, "log-dir", "", "with --testbed: where instances' logs go")
-	f.Float64Var(&instanceCPUs, "instance-cpus", 1, "with --testbed: cores each instance may use (0: unlimited)")
-	f.IntVar(&instancePort, "instance-port", 18080, "with --testbed: the first loopback port instances listen on")
+	flags.Bind(cmd.Flags())
 	return cmd
 }
 
+// WatchdogFlags are `continuum faas watchdog`'s flags. The function kind and the gateway's
+// testbed instances (InstanceArgs) render their command lines from the same struct (cli.Args),
+// so each flag's name and default is written once, in Bind and DefaultWatchdogFlags.
+type WatchdogFlags struct {
+	Mode, Handler, Server string
+	UpstreamPort          int
+	Zygote                string
+	StartZygote           bool
+	Listen                string
+	ExecTimeout           time.Duration
+	WriteTimeout          time.Duration
+	ReadTimeout           time.Duration
+	MaxInflight           int
+}
+
+// DefaultWatchdogFlags are the defaults of `continuum faas watchdog`'s flags: the watchdog's.
+func DefaultWatchdogFlags() WatchdogFlags {
+	return WatchdogFlags{Mode: faas.ModeHTTP, Server: faas.ServerContinuum, Listen: watchdog.DefaultListen,
+		ExecTimeout: watchdog.DefaultExecTimeout, ReadTimeout: watchdog.DefaultReadTimeout}
+}
+
+// Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
+func (f *WatchdogFlags) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Mode, "mode", f.Mode, "classic (a process per request) or http (one reused upstream process)")
+	fs.StringVar(&f.Handler, "handler", f.Handler, "function folder (with handler.py) or its handler.py")
+	fs.StringVar(&f.Server, "server", f.Server, "http mode's upstream server: continuum or flask")
+	fs.IntVar(&f.UpstreamPort, "upstream-port", f.UpstreamPort, "http mode: loopback port of the upstream process (0: a free one)")
+	fs.StringVar(&f.Zygote, "zygote", f.Zygote, "fork the http upstream, or each classic request's process, from the zygote on this unix socket (python -m continuum_functions.zygote)")
+	fs.BoolVar(&f.StartZygote, "start-zygote", f.StartZygote, "start a zygote for the handler and use it (see --zygote)")
+	fs.StringVar(&f.Listen, "listen", f.Listen, "address the watchdog serves on")
+	fs.DurationVar(&f.ExecTimeout, "exec-timeout", f.ExecTimeout, "longest a request may run in the function (then 504)")
+	fs.DurationVar(&f.WriteTimeout, "write-timeout", f.WriteTimeout, "longest to write a response (default exec timeout + 5s)")
+	fs.DurationVar(&f.ReadTimeout, "read-timeout", f.ReadTimeout, "longest to read a request")
+	fs.IntVar(&f.MaxInflight, "max-inflight", f.MaxInflight, "requests at once before 429 (0: no limit)")
+}
+
+// InstanceArgs is the command line, after the binary, of a gateway's instance of fn run as a
+// process (gateway.TestbedProvider.WatchdogArgs): `faas watchdog` serving fn on listen, forked
+// from the zygote on the unix socket zygote unless that is empty.
+func InstanceArgs(fn *gateway.Function, listen, zygote string) []string {
+	f := DefaultWatchdogFlags()
+	f.Mode, f.Handler, f.Server, f.Listen = fn.Mode, fn.Handler, fn.Server, listen
+	f.ExecTimeout, f.MaxInflight, f.Zygote = fn.ExecTimeout, fn.MaxInflight, zygote
+	return append([]string{"faas", "watchdog"}, cli.Args(DefaultWatchdogFlags(), f)...)
+}
+
 func newWatchdogCmd() *cobra.Command {
-	var (
-		cfg                   watchdog.Config
-		mode, handler, server string
-		upstreamPort          int
-		zygoteSock            string
-		startZygote           bool
-	)
+	flags := DefaultWatchdogFlags()
 	cmd := &cobra.Command{
 		Use:   "watchdog",
 		Short: "Serve one function instance: classic (a process per request) or http (one reused upstream process)",
@@ -144,7 +203,7 @@ $CONTINUUM_PYTHON with $CONTINUUM_PYTHON_SRC.`,
   curl -d Ada localhost:8080/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := faas.ResolveHandler(handler)
+			h, err := faas.ResolveHandler(flags.Handler)
 			if err != nil {
 				return err
 			}
@@ -152,7 +211,8 @@ $CONTINUUM_PYTHON with $CONTINUUM_PYTHON_SRC.`,
 			if err != nil {
 				return err
 			}
-			if startZygote {
+			zygoteSock := flags.Zygote
+			if flags.StartZygote {
 				z, err := faas.StartZygote(cmd.Context(), py, h, filepath.Join(os.TempDir(), fmt.Sprintf("continuum-zygote-%d.sock", os.Getpid())))
 				if err != nil {
 					return err
@@ -160,29 +220,18 @@ $CONTINUUM_PYTHON with $CONTINUUM_PYTHON_SRC.`,
 				defer z.Stop()
 				zygoteSock = z.Socket
 			}
-			wc, err := faas.WatchdogFor(py, faas.Instance{Mode: mode, Handler: h, Server: server, UpstreamPort: upstreamPort,
-				Zygote: zygoteSock, ExecTimeout: cfg.ExecTimeout})
+			wc, err := faas.WatchdogFor(py, faas.Instance{Mode: flags.Mode, Handler: h, Server: flags.Server,
+				UpstreamPort: flags.UpstreamPort, Zygote: zygoteSock, ExecTimeout: flags.ExecTimeout})
 			if err != nil {
 				return err
 			}
-			wc.Listen, wc.WriteTimeout, wc.ReadTimeout, wc.MaxInflight = cfg.Listen, cfg.WriteTimeout, cfg.ReadTimeout, cfg.MaxInflight
+			wc.Listen, wc.WriteTimeout, wc.ReadTimeout, wc.MaxInflight = flags.Listen, flags.WriteTimeout, flags.ReadTimeout, flags.MaxInflight
 			return watchdog.Run(cmd.Context(), wc, func(a net.Addr) {
-				fmt.Fprintf(cmd.OutOrStdout(), "watchdog (%s) for %s listening on %s\n", mode, h, a)
+				fmt.Fprintf(cmd.OutOrStdout(), "watchdog (%s) for %s listening on %s\n", flags.Mode, h, a)
 			})
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&mode, "mode", faas.ModeHTTP, "classic (a process per request) or http (one reused upstream process)")
-	f.StringVar(&handler, "handler", "", "function folder (with handler.py) or its handler.py")
-	f.StringVar(&server, "server", faas.ServerContinuum, "http mode's upstream server: continuum or flask")
-	f.IntVar(&upstreamPort, "upstream-port", 0, "http mode: loopback port of the upstream process (0: a free one)")
-	f.StringVar(&zygoteSock, "zygote", "", "fork the http upstream, or each classic request's process, from the zygote on this unix socket (python -m continuum_functions.zygote)")
-	f.BoolVar(&startZygote, "start-zygote", false, "start a zygote for the handler and use it (see --zygote)")
-	f.StringVar(&cfg.Listen, "listen", ":8080", "address the watchdog serves on")
-	f.DurationVar(&cfg.ExecTimeout, "exec-timeout", time.Minute, "longest a request may run in the function (then 504)")
-	f.DurationVar(&cfg.WriteTimeout, "write-timeout", 0, "longest to write a response (default exec timeout + 5s)")
-	f.DurationVar(&cfg.ReadTimeout, "read-timeout", time.Minute, "longest to read a request")
-	f.IntVar(&cfg.MaxInflight, "max-inflight", 0, "requests at once before 429 (0: no limit)")
+	flags.Bind(cmd.Flags())
 	return cmd
 }
 

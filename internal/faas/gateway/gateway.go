@@ -31,13 +31,16 @@ const InstanceHeader = "X-Continuum-Instance"
 type Config struct {
 	Functions []*Function
 	Provider  Provider
-	// Tick is how often autoscalers decide (default 1 s).
+	// Tick is how often autoscalers decide (default DefaultTick).
 	Tick   time.Duration
 	Logger *slog.Logger
 	// OnScale, if set, is called for every change of a function's wanted replicas (for a
 	// scaling log).
 	OnScale func(ScaleEvent)
 }
+
+// DefaultTick is Config.Tick's default: autoscalers decide every second.
+const DefaultTick = time.Second
 
 // ScaleEvent is a change of a function's wanted instances.
 type ScaleEvent struct {
@@ -71,7 +74,7 @@ type metrics struct {
 // New validates the functions and starts each one's initial instances.
 func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if cfg.Tick == 0 {
-		cfg.Tick = time.Second
+		cfg.Tick = DefaultTick
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -28,6 +29,8 @@ func PlatformClient(endpoint string) (*testbed.Client, error) {
 	}
 	return testbed.ClientFor(endpoint)
 }
+// DefaultBasePort is TestbedProvider.BasePort's default.
+const DefaultBasePort = 18080
 
 // TestbedProvider starts instances as processes of the testbed the gateway runs in: each a
 // `continuum faas watchdog` on the gateway's node, in a cgroup of its own with the function's
@@ -39,12 +42,16 @@ type TestbedProvider struct {
 	LogDir string // where instances' logs go (the run's logs)
 	// Prefix makes process names unique in the testbed (the gateway's instance name).
 	Prefix string
-	// BasePort is the first port instances listen on (default 18080).
+	// BasePort is the first port instances listen on (default DefaultBasePort).
 	BasePort int
 	// CPUs per instance (0 = unlimited).
 	CPUs float64
 	// Python runs the functions' zygotes.
 	Python faas.Python
+	// WatchdogArgs renders an instance's command line after the binary: `faas watchdog` and
+	// its flags serving fn on listen, forked from the zygote on the unix socket zygote if that
+	// is not empty. It is faascmd's, which renders them from the flags the command parses.
+	WatchdogArgs func(fn *Function, listen, zygote string) []string
 
 	mu      sync.Mutex
 	ports   map[string]int
@@ -53,18 +60,19 @@ type TestbedProvider struct {
 
 // Start runs the instance's watchdog and waits until it answers its health check.
 func (p *TestbedProvider) Start(ctx context.Context, fn *Function, id string) (Instance, error) {
+	if p.WatchdogArgs == nil {
+		return Instance{}, errors.New("testbed provider: no WatchdogArgs to render instances' command lines")
+	}
 	port := p.takePort(id)
-	args := []string{p.Binary, "faas", "watchdog", "--mode", fn.Mode, "--handler", fn.Handler, "--server", fn.Server,
-		"--listen", "127.0.0.1:" + strconv.Itoa(port), "--exec-timeout", fn.ExecTimeout.String(),
-		"--max-inflight", strconv.Itoa(fn.MaxInflight)}
+	var sock string
 	if fn.Zygote {
-		sock, err := p.zygote(ctx, fn)
-		if err != nil {
+		var err error
+		if sock, err = p.zygote(ctx, fn); err != nil {
 			p.releasePort(id)
 			return Instance{}, err
 		}
-		args = append(args, "--zygote", sock)
 	}
+	args := append([]string{p.Binary}, p.WatchdogArgs(fn, "127.0.0.1:"+strconv.Itoa(port), sock)...)
 	name := p.Prefix + "-" + id
 	// The watchdog finds Python through the environment, wherever the binary is.
 	spec := testbed.ProcSpec{Name: name, Node: p.Node, Args: args, Env: p.Python.LocateEnv(), LogDir: p.LogDir, CPUs: p.CPUs}
@@ -95,7 +103,7 @@ func (p *TestbedProvider) takePort(id string) int {
 	}
 	base := p.BasePort
 	if base == 0 {
-		base = 18080
+		base = DefaultBasePort
 	}
 	used := map[int]bool{}
 	for _, port := range p.ports {

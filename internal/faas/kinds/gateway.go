@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/faas"
+	"github.com/continuum-project/continuum/internal/faas/faascmd"
 	"github.com/continuum-project/continuum/internal/faas/gateway"
 	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/spec"
@@ -21,7 +23,7 @@ func init() {
 		Role:    kind.RoleComponent,
 		Summary: "function gateway: /function/NAME routed to instances it starts on its node (one core each), scaled by hand, by rps or to zero",
 		NewConfig: func() any {
-			return &GatewayConfig{Port: 8080, InstancePort: 18080, InstanceCPUs: 1}
+			return &GatewayConfig{Port: 8080, InstancePort: gateway.DefaultBasePort, InstanceCPUs: 1}
 		},
 		Validate:  func(cfg any) error { return cfg.(*GatewayConfig).validate() },
 		Command:   gatewayCommand,
@@ -112,10 +114,11 @@ func gatewayCommand(env kind.Env, cfg any) (kind.Command, error) {
 	if _, err := gateway.PlatformClient(env.Platform); err != nil {
 		return kind.Command{}, fmt.Errorf("faas-gateway %s: %w", env.Instance, err)
 	}
-	args := []string{env.Binary, "faas", "gateway", "--listen", ":" + strconv.Itoa(c.Port),
-		"--platform", env.Platform, "--node", env.Node, "--name", env.Instance,
-		"--log-dir", filepath.Join(env.OutDir, "instances"), "--instance-cpus", strconv.FormatFloat(c.InstanceCPUs, 'g', -1, 64),
-		"--instance-port", strconv.Itoa(c.InstancePort), "--out", env.OutDir}
+	flags := faascmd.DefaultGatewayFlags()
+	flags.Listen = ":" + strconv.Itoa(c.Port)
+	flags.Platform, flags.Node, flags.Name = env.Platform, env.Node, env.Instance
+	flags.LogDir, flags.OutDir = filepath.Join(env.OutDir, "instances"), env.OutDir
+	flags.InstanceCPUs, flags.InstancePort = c.InstanceCPUs, c.InstancePort
 	for _, f := range c.Functions {
 		fn := f.function()
 		h, err := faas.ResolveHandler(fn.Handler)
@@ -129,8 +132,9 @@ func gatewayCommand(env kind.Env, cfg any) (kind.Command, error) {
 		if err := fn.Validate(); err != nil {
 			return kind.Command{}, err
 		}
-		args = append(args, "--function", fn.Format())
+		flags.Functions = append(flags.Functions, fn.Format())
 	}
+	args := append([]string{env.Binary, "faas", "gateway"}, cli.Args(faascmd.DefaultGatewayFlags(), flags)...)
 	cmd := kind.Command{Args: args, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port)}
 	if slices.ContainsFunc(c.Functions, func(f GatewayFunction) bool { return f.Handler != "" }) {
 		// The instances it starts find Python through it (see functionCommand).

@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/faas"
+	"github.com/continuum-project/continuum/internal/faas/faascmd"
+	"github.com/continuum-project/continuum/internal/faas/watchdog"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -22,7 +25,7 @@ func init() {
 		Summary: "one instance of a python3-http handler behind Continuum's watchdog: mode classic (a process per request) or http (one reused upstream process)",
 		NewConfig: func() any {
 			return &FunctionConfig{Mode: faas.ModeHTTP, Server: faas.ServerContinuum, Port: 8080, CPUs: 1,
-				ExecTimeout: spec.Duration{Duration: 60e9}}
+				ExecTimeout: spec.Duration{Duration: watchdog.DefaultExecTimeout}}
 		},
 		Validate:  func(cfg any) error { return cfg.(*FunctionConfig).validate() },
 		Command:   functionCommand,
@@ -106,11 +109,12 @@ func functionCommand(env kind.Env, cfg any) (kind.Command, error) {
 		return kind.Command{}, fmt.Errorf("function %s: %w", env.Instance, err)
 	}
 	port := strconv.Itoa(c.Port)
+	f := faascmd.DefaultWatchdogFlags()
+	f.Mode, f.Handler, f.Server, f.Listen = c.Mode, h, c.Server, ":"+port
+	f.ExecTimeout, f.MaxInflight, f.StartZygote = c.ExecTimeout.Duration, c.MaxInflight, c.Zygote
 	return kind.Command{
-		Env: py.LocateEnv(),
-		Args: []string{env.Binary, "faas", "watchdog", "--mode", c.Mode, "--handler", h, "--server", c.Server,
-			"--listen", ":" + port, "--exec-timeout", c.ExecTimeout.String(), "--max-inflight", strconv.Itoa(c.MaxInflight),
-			"--start-zygote=" + strconv.FormatBool(c.Zygote)},
+		Env:       py.LocateEnv(),
+		Args:      append([]string{env.Binary, "faas", "watchdog"}, cli.Args(faascmd.DefaultWatchdogFlags(), f)...),
 		CPUs:      c.CPUs,
 		ReadyAddr: "127.0.0.1:" + port,
 	}, nil

@@ -21,10 +21,15 @@ func TestFunctionCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := strings.Join(cmd.Args, " ")
-	for _, want := range []string{"/bin/continuum faas watchdog --mode classic --handler /", "/python/functions/hello --server continuum",
-		"--listen :9000 --exec-timeout 5s --max-inflight 0"} {
+	for _, want := range []string{"/bin/continuum faas watchdog --mode classic --handler /", "/python/functions/hello --listen :9000 --exec-timeout 5s"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	// Flags equal to the watchdog's defaults are left out.
+	for _, not := range []string{"--server", "--max-inflight", "--start-zygote"} {
+		if strings.Contains(args, not) {
+			t.Errorf("args %q have %s, which is at its default", args, not)
 		}
 	}
 	if cmd.CPUs != 1 || cmd.ReadyAddr != "127.0.0.1:9000" {
@@ -84,12 +89,19 @@ func TestGatewayCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := strings.Join(cmd.Args, " ")
-	for _, want := range []string{"/bin/continuum faas gateway --listen :8080 --platform testbed:run-001@/run/continuum --node edge",
-		"--instance-cpus 1 --instance-port 18080 --out /r/components/fn --function name=analytics,handler=/",
+	for _, want := range []string{"/bin/continuum faas gateway --function name=analytics,handler=/",
 		"/python/functions/iot-analytics,mode=http,server=flask,replicas=1,min=0,max=20,scaler=rps,rps_threshold=5,",
-		",rps_window=5s,exec_timeout=1m0s,"} {
+		",rps_window=5s,exec_timeout=1m0s,",
+		" --out /r/components/fn --platform testbed:run-001@/run/continuum --node edge --name fn --log-dir /r/components/fn/instances"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	// Flags equal to the gateway's defaults (listen :8080, one core and port 18080 per
+	// instance) are left out.
+	for _, not := range []string{"--listen", "--instance-cpus", "--instance-port"} {
+		if strings.Contains(args, not) {
+			t.Errorf("args %q have %s, which is at its default", args, not)
 		}
 	}
 	if env := strings.Join(cmd.Env, " "); !strings.Contains(env, "CONTINUUM_PYTHON=/") {

@@ -29,6 +29,14 @@ const (
 	ModeHTTP    = "http"
 )
 
+// Defaults of the Config fields that `continuum faas watchdog` exposes as flags (declared once,
+// here).
+const (
+	DefaultListen      = ":8080"
+	DefaultExecTimeout = time.Minute
+	DefaultReadTimeout = time.Minute
+)
+
 // Config is one watchdog.
 type Config struct {
 	// Mode is classic or http.
@@ -84,16 +92,16 @@ func (c *Config) Validate() error {
 		return errors.New("watchdog: timeouts, max in-flight and max body must be >= 0")
 	}
 	if c.Listen == "" {
-		c.Listen = ":8080"
+		c.Listen = DefaultListen
 	}
 	if c.ExecTimeout == 0 {
-		c.ExecTimeout = time.Minute
+		c.ExecTimeout = DefaultExecTimeout
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = c.ExecTimeout + 5*time.Second
 	}
 	if c.ReadTimeout == 0 {
-		c.ReadTimeout = time.Minute
+		c.ReadTimeout = DefaultReadTimeout
 	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = time.Minute

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/iot"
@@ -11,8 +12,43 @@ import (
 
 func init() { cli.Register(cli.Top, newIoTCmd) }
 
+// Flags are `continuum iot`'s flags: the emulator's Config. The iot kind renders its command
+// line from the same struct (cli.Args), so each flag's name and default is written once, in Bind
+// and DefaultFlags.
+type Flags struct {
+	iot.Config
+}
+
+// DefaultFlags are the defaults of `continuum iot`'s flags: seeds/001's scenario A (one gateway,
+// 1000 devices at 4 messages/s, batches of 4000) for a minute.
+func DefaultFlags() Flags {
+	return Flags{iot.Config{Gateways: 1, Devices: 1000, Rate: 4, Batch: 4000, Timeout: iot.DefaultTimeout,
+		Duration: time.Minute, Seed: 1}}
+}
+
+// Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
+func (f *Flags) Bind(fs *pflag.FlagSet) {
+	cfg := &f.Config
+	fs.StringVar(&cfg.Target, "target", cfg.Target, "URL the batches are POSTed to")
+	fs.IntVar(&cfg.Gateways, "gateways", cfg.Gateways, "gateways (g)")
+	fs.IntVar(&cfg.Devices, "devices", cfg.Devices, "devices in total (d), spread evenly over the gateways")
+	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "messages per second per device (r_m)")
+	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "messages per batch (b_s)")
+	fs.Float64Var(&cfg.Invalid, "invalid", cfg.Invalid, "share of messages made invalid (out of their type's range)")
+	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a batch may take from when it was due")
+	fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "batches one gateway may have outstanding (0: 1000)")
+	fs.StringVar(&cfg.Broker, "broker", cfg.Broker, "MQTT broker (tcp://host:port) the devices publish to and the adaptors subscribe to; empty: the adaptors get the readings directly")
+	fs.IntVar(&cfg.QoS, "qos", cfg.QoS, "MQTT quality of service of the readings: 0 or 1 (with --broker)")
+	fs.IntVar(&cfg.Connections, "connections", cfg.Connections, "MQTT connections the devices publish over (with --broker; 0: one per device, at most 1000)")
+	fs.StringVar(&cfg.Topic, "topic", cfg.Topic, "MQTT topic prefix (with --broker; default "+iot.DefaultTopic+")")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to emulate, warm-up included")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "leading part left out of the statistics")
+	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seeds the readings, so runs are reproducible")
+	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "results directory")
+}
+
 func newIoTCmd() *cobra.Command {
-	var cfg iot.Config
+	flags := DefaultFlags()
 	cmd := &cobra.Command{
 		Use:   "iot",
 		Short: "Emulate IoT devices and gateways (seeds/001) POSTing batches of sensor messages to a URL",
@@ -40,27 +76,12 @@ a last batch that never filled.`,
   continuum iot --broker tcp://127.0.0.1:1883 --qos 1 --target http://127.0.0.1:8080/ --devices 1000 --rate 4 --batch 4000 --out /tmp/iot`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := flags.Config
 			cfg.Progress = cmd.OutOrStdout()
 			_, err := iot.Run(cmd.Context(), cfg)
 			return err
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.Target, "target", "", "URL the batches are POSTed to")
-	f.IntVar(&cfg.Gateways, "gateways", 1, "gateways (g)")
-	f.IntVar(&cfg.Devices, "devices", 1000, "devices in total (d), spread evenly over the gateways")
-	f.Float64Var(&cfg.Rate, "rate", 4, "messages per second per device (r_m)")
-	f.IntVar(&cfg.Batch, "batch", 4000, "messages per batch (b_s)")
-	f.Float64Var(&cfg.Invalid, "invalid", 0, "share of messages made invalid (out of their type's range)")
-	f.DurationVar(&cfg.Timeout, "timeout", time.Minute, "longest a batch may take from when it was due")
-	f.IntVar(&cfg.MaxInflight, "max-inflight", 0, "batches one gateway may have outstanding (0: 1000)")
-	f.StringVar(&cfg.Broker, "broker", "", "MQTT broker (tcp://host:port) the devices publish to and the adaptors subscribe to; empty: the adaptors get the readings directly")
-	f.IntVar(&cfg.QoS, "qos", 0, "MQTT quality of service of the readings: 0 or 1 (with --broker)")
-	f.IntVar(&cfg.Connections, "connections", 0, "MQTT connections the devices publish over (with --broker; 0: one per device, at most 1000)")
-	f.StringVar(&cfg.Topic, "topic", "", "MQTT topic prefix (with --broker; default "+iot.DefaultTopic+")")
-	f.DurationVar(&cfg.Duration, "duration", time.Minute, "how long to emulate, warm-up included")
-	f.DurationVar(&cfg.Warmup, "warmup", 0, "leading part left out of the statistics")
-	f.Int64Var(&cfg.Seed, "seed", 1, "seeds the readings, so runs are reproducible")
-	f.StringVar(&cfg.OutDir, "out", "", "results directory")
+	flags.Bind(cmd.Flags())
 	return cmd
 }

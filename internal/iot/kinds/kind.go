@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/iot"
+	"github.com/continuum-project/continuum/internal/iot/iotcmd"
 	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/spec"
 )
@@ -25,7 +27,9 @@ func init() {
 		Role:    kind.RoleWorkload,
 		Summary: "IoT devices, gateways and batching adaptors (seeds/001) POSTing JSON batches to a component, the readings directly or through an MQTT broker; series t_rr, t_ex (and t_in)",
 		NewConfig: func() any {
-			return &Config{Path: "/", Gateways: 1, Devices: 1000, Rate: 4, Batch: 4000, Timeout: spec.Duration{Duration: time.Minute}}
+			d := iotcmd.DefaultFlags()
+			return &Config{Path: "/", Gateways: d.Gateways, Devices: d.Devices, Rate: d.Rate, Batch: d.Batch,
+				Timeout: spec.Duration{Duration: d.Timeout}}
 		},
 		Validate: func(cfg any) error { return cfg.(*Config).validate() },
 		Command:  command,
@@ -98,12 +102,6 @@ func command(env kind.Env, cfg any) (kind.Command, error) {
 		}
 		url = "http://" + net.JoinHostPort(env.NodeHost(node), strconv.Itoa(ep.Port)) + c.Path
 	}
-	args := []string{env.Binary, "iot", "--target", url,
-		"--gateways", strconv.Itoa(c.Gateways), "--devices", strconv.Itoa(c.Devices),
-		"--rate", strconv.FormatFloat(c.Rate, 'g', -1, 64), "--batch", strconv.Itoa(c.Batch),
-		"--invalid", strconv.FormatFloat(c.Invalid, 'g', -1, 64), "--timeout", c.Timeout.String(),
-		"--max-inflight", strconv.Itoa(c.MaxInflight), "--seed", strconv.FormatInt(env.Seed, 10),
-		"--duration", env.Duration.String(), "--warmup", env.Warmup.String(), "--out", env.OutDir}
 	broker := c.BrokerURL
 	if c.Broker != "" {
 		node, ep, err := env.Endpoint(c.Broker, 0, kind.ProtocolMQTT)
@@ -112,12 +110,10 @@ func command(env kind.Env, cfg any) (kind.Command, error) {
 		}
 		broker = "tcp://" + net.JoinHostPort(env.NodeHost(node), strconv.Itoa(ep.Port))
 	}
-	if broker != "" {
-		args = append(args, "--broker", broker, "--qos", strconv.Itoa(c.QoS), "--connections", strconv.Itoa(c.Connections))
-		if c.Topic != "" {
-			args = append(args, "--topic", c.Topic)
-		}
-	}
+	f := iotcmd.DefaultFlags()
+	f.Config = c.emulator(url, broker, env.Duration)
+	f.Seed, f.Warmup, f.OutDir = env.Seed, env.Warmup, env.OutDir
+	args := append([]string{env.Binary, "iot"}, cli.Args(iotcmd.DefaultFlags(), f)...)
 	return kind.Command{Args: args}, nil
 }
 

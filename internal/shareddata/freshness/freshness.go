@@ -45,9 +45,10 @@ type Config struct {
 	// Leader is where the ordering instance should be (see the package doc); empty: wherever
 	// it is.
 	Leader string
-	// Interval between writes (default 100 ms); Poll between a reader's reads (default 2 ms).
+	// Interval between writes (default DefaultInterval); Poll between a reader's reads (default
+	// DefaultPoll).
 	Interval, Poll time.Duration
-	// Timeout bounds one write (default 1 s).
+	// Timeout bounds one write (default DefaultTimeout).
 	Timeout          time.Duration
 	Duration, Warmup time.Duration
 	OutDir           string
@@ -62,6 +63,14 @@ const (
 	BackendKV           = "kv"
 	BackendEtcd         = "etcd"
 	BackendRedisCluster = "redis-cluster"
+)
+
+// Defaults of Config: a write every 100 ms, each reader polling every 2 ms (the staleness
+// resolution), a second per write.
+const (
+	DefaultInterval = 100 * time.Millisecond
+	DefaultPoll     = 2 * time.Millisecond
+	DefaultTimeout  = time.Second
 )
 
 // Validate checks the config and fills defaults.
@@ -84,13 +93,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("duration %v, warmup %v: want duration > 0 and 0 <= warmup < duration", c.Duration, c.Warmup)
 	}
 	if c.Interval == 0 {
-		c.Interval = 100 * time.Millisecond
+		c.Interval = DefaultInterval
 	}
 	if c.Poll == 0 {
-		c.Poll = 2 * time.Millisecond
+		c.Poll = DefaultPoll
 	}
 	if c.Timeout == 0 {
-		c.Timeout = time.Second
+		c.Timeout = DefaultTimeout
 	}
 	return nil
 }

@@ -4,14 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/results"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/shareddata"
 	"github.com/continuum-project/continuum/internal/shareddata/freshness"
+	"github.com/continuum-project/continuum/internal/shareddata/shareddatacmd"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -21,7 +22,7 @@ func init() {
 		Role:    kind.RoleWorkload,
 		Summary: "staleness (write acknowledged on one instance until visible on the others) and write outage (failover) of etcd, kv or Redis Cluster",
 		NewConfig: func() any {
-			return &FreshnessConfig{Interval: spec.Duration{Duration: 100 * time.Millisecond}, Poll: spec.Duration{Duration: 2 * time.Millisecond}}
+			return &FreshnessConfig{Interval: spec.Duration{Duration: freshness.DefaultInterval}, Poll: spec.Duration{Duration: freshness.DefaultPoll}}
 		},
 		Validate: func(cfg any) error { return cfg.(*FreshnessConfig).validate() },
 		Command:  freshnessCommand,
@@ -70,8 +71,8 @@ func freshnessCommand(env kind.Env, cfg any) (kind.Command, error) {
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("freshness %s: %w", env.Instance, err)
 	}
-	args := []string{env.Binary, "shareddata", "freshness", "--backend", backend, "--write", write}
-	var reads []string
+	f := shareddatacmd.DefaultFreshnessFlags()
+	f.Backend, f.Write = backend, write
 	for _, r := range c.Read {
 		ep, b, err := endpoint(env, r)
 		if err != nil {
@@ -80,21 +81,19 @@ func freshnessCommand(env kind.Env, cfg any) (kind.Command, error) {
 		if b != backend {
 			return kind.Command{}, fmt.Errorf("freshness %s: read component %s is %s, write component %s is %s", env.Instance, r, b, c.Write, backend)
 		}
-		reads = append(reads, ep)
-	}
-	if len(reads) > 0 {
-		args = append(args, "--read", strings.Join(reads, ","))
+		f.Read = append(f.Read, ep)
 	}
 	if c.Leader != "" {
 		ep, _, err := endpoint(env, c.Leader)
 		if err != nil {
 			return kind.Command{}, fmt.Errorf("freshness %s: %w", env.Instance, err)
 		}
-		args = append(args, "--leader", ep)
+		f.Leader = ep
 	}
-	args = append(args, "--interval", c.Interval.Duration.String(), "--poll", c.Poll.Duration.String(),
-		"--duration", env.Duration.String(), "--warmup", env.Warmup.String(), "--out", env.OutDir)
-	return kind.Command{Args: args}, nil
+	f.Interval, f.Poll = c.Interval.Duration, c.Poll.Duration
+	f.Duration, f.Warmup, f.OutDir = env.Duration, env.Warmup, env.OutDir
+	return kind.Command{Args: append([]string{env.Binary, "shareddata", "freshness"},
+		cli.Args(shareddatacmd.DefaultFreshnessFlags(), f)...)}, nil
 }
 
 // freshnessMetrics reads each instance's freshness.json: freshness/<instance>.

@@ -15,8 +15,10 @@ import (
 
 	"github.com/continuum-project/continuum/internal/results"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/shareddata/maintain"
+	"github.com/continuum-project/continuum/internal/shareddata/shareddatacmd"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -26,7 +28,7 @@ func init() {
 		Role:    kind.RoleWorkload,
 		Summary: "compaction + defragmentation of one etcd or kv member every period (0: probe only), timing both and the defrag downtime a client sees",
 		NewConfig: func() any {
-			return &MaintenanceConfig{ProbeInterval: spec.Duration{Duration: 10 * time.Millisecond}}
+			return &MaintenanceConfig{ProbeInterval: spec.Duration{Duration: maintain.DefaultProbeInterval}}
 		},
 		Validate: func(cfg any) error { return cfg.(*MaintenanceConfig).validate() },
 		Command:  maintenanceCommand,
@@ -59,10 +61,12 @@ func maintenanceCommand(env kind.Env, cfg any) (kind.Command, error) {
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("maintenance %s: %w", env.Instance, err)
 	}
-	return kind.Command{Args: []string{env.Binary, "shareddata", "maintain",
-		"--endpoint", "http://" + net.JoinHostPort(node, strconv.Itoa(ep.Port)),
-		"--period", c.Period.Duration.String(), "--probe-interval", c.ProbeInterval.Duration.String(),
-		"--duration", env.Duration.String(), "--warmup", env.Warmup.String(), "--out", env.OutDir}}, nil
+	f := shareddatacmd.DefaultMaintainFlags()
+	f.Endpoint = "http://" + net.JoinHostPort(node, strconv.Itoa(ep.Port))
+	f.Period, f.ProbeInterval = c.Period.Duration, c.ProbeInterval.Duration
+	f.Duration, f.Warmup, f.OutDir = env.Duration, env.Warmup, env.OutDir
+	return kind.Command{Args: append([]string{env.Binary, "shareddata", "maintain"},
+		cli.Args(shareddatacmd.DefaultMaintainFlags(), f)...)}, nil
 }
 
 // maintenanceMetrics reads each instance's maintenance.json: maintenance/<instance>.

@@ -26,8 +26,9 @@ func TestMaintenanceKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// --probe-interval is at its default (10ms), so left out.
 	want := []string{"/bin/continuum", "shareddata", "maintain", "--endpoint", "http://n1:2379", "--period", "5s",
-		"--probe-interval", "10ms", "--duration", "1m10s", "--warmup", "5s", "--out", "/r/w/maint1"}
+		"--duration", "1m10s", "--warmup", "5s", "--out", "/r/w/maint1"}
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("args\n%q\nwant\n%q", cmd.Args, want)
 	}
@@ -68,7 +69,7 @@ func TestFreshnessKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"/bin/continuum", "shareddata", "freshness", "--backend", "etcd", "--write", "http://n2:2379",
-		"--read", "http://n1:2379,http://n3:2379", "--leader", "http://n1:2379", "--interval", "100ms", "--poll", "2ms",
+		"--read", "http://n1:2379,http://n3:2379", "--leader", "http://n1:2379", // --interval 100ms, --poll 2ms: defaults
 		"--duration", "45s", "--warmup", "5s", "--out", "/r/w/fresh"}
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("args\n%q\nwant\n%q", cmd.Args, want)

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/results"
@@ -17,6 +15,7 @@ import (
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/shareddata"
 	"github.com/continuum-project/continuum/internal/shareddata/pace"
+	"github.com/continuum-project/continuum/internal/shareddata/shareddatacmd"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -27,7 +26,7 @@ func init() {
 		Summary: "PACE producer or consumer (seeds/000) over etcd, kv or redis components; one series per operation type",
 		NewConfig: func() any {
 			d := pace.DefaultConfig()
-			return &Config{Class: "pulse", StateSize: spec.Bytes(d.StateSize), ControlSize: spec.Bytes(d.ControlSize),
+			return &Config{Class: pace.DefaultClass, StateSize: spec.Bytes(d.StateSize), ControlSize: spec.Bytes(d.ControlSize),
 				Inference: spec.Duration{Duration: d.Inference}, Mode: d.Mode, Consistency: d.Consistency,
 				Timeout: spec.Duration{Duration: d.Timeout}}
 		},
@@ -141,16 +140,16 @@ func command(env kind.Env, cfg any) (kind.Command, error) {
 		return kind.Command{}, fmt.Errorf("pace %s: %w", env.Instance, err)
 	}
 	p := c.paceConfig(env.Instance)
-	args := []string{env.Binary, "pace", p.Role, "--backend", sc.Backend, "--endpoints", strings.Join(sc.Endpoints, ","),
-		"--group", p.Group, "--id", p.ID, "--class", c.Class,
-		"--metrics-size", strconv.Itoa(p.MetricsSize), "--period", p.Period.String(),
-		"--duration", env.Duration.String(), "--warmup", env.Warmup.String(), "--timeout", p.Timeout.String(),
-		"--out", env.OutDir}
-	if p.Role == pace.RoleConsumer {
-		args = append(args, "--state-size", strconv.Itoa(p.StateSize), "--control-size", strconv.Itoa(p.ControlSize),
-			"--inference", p.Inference.String(), "--mode", p.Mode, "--consistency", p.Consistency)
+	f := shareddatacmd.DefaultPaceFlags(p.Role)
+	store := f.Store // the store's flags the kind does not set keep their defaults
+	store.Backend, store.Endpoints = sc.Backend, sc.Endpoints
+	f.Config, f.Class = p, c.Class
+	f.Store, f.Duration, f.Warmup, f.OutDir = store, env.Duration, env.Warmup, env.OutDir
+	flags, err := f.Args()
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("pace %s: %w", env.Instance, err)
 	}
-	return kind.Command{Args: args}, nil
+	return kind.Command{Args: append([]string{env.Binary, "pace", p.Role}, flags...)}, nil
 }
 
 // metrics reads every instance's pace.json: pace/<instance> with what it counted.

@@ -38,10 +38,11 @@ func TestPaceKindCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Flags at their defaults (duration 30s, timeout 5s, the state, control and inference) are
+	// left out.
 	want := []string{"/bin/continuum", "pace", "consumer", "--backend", "etcd", "--endpoints", "http://n1:2379,http://n2:2379",
 		"--group", "g1", "--id", "c1", "--class", "wave", "--metrics-size", "100000", "--period", "100ms",
-		"--duration", "30s", "--warmup", "5s", "--timeout", "5s", "--out", "/r/workloads/c1",
-		"--state-size", "1000000", "--control-size", "1000", "--inference", "50ms", "--mode", "atomic", "--consistency", "both"}
+		"--mode", "atomic", "--consistency", "both", "--warmup", "5s", "--out", "/r/workloads/c1"}
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("args\n%q\nwant\n%q", cmd.Args, want)
 	}
@@ -50,9 +51,28 @@ func TestPaceKindCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = []string{"/bin/continuum", "pace", "producer", "--backend", "redis", "--endpoints", "n1:6379",
-		"--group", "g1", "--id", "p7", "--class", "pulse", "--metrics-size", "2000", "--period", "250ms"}
+		"--group", "g1", "--id", "p7", "--metrics-size", "2000", "--period", "250ms"}
 	if !slices.Equal(cmd.Args[:len(want)], want) {
 		t.Errorf("args\n%q\nwant prefix\n%q", cmd.Args, want)
+	}
+	// A metrics size and period equal to their flags' defaults (pulse's) but not to the class's
+	// are given all the same: the command takes the class's for a flag left out.
+	_, cfg = kindtest.Decode(t, "pace", "{role: producer, group: g1, class: wave, components: [r1], metrics_size: 1kB, period: 1s}")
+	if cmd, err = k.Command(env(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--class wave", "--metrics-size 1000", "--period 1s"} {
+		if !strings.Contains(strings.Join(cmd.Args, " "), want) {
+			t.Errorf("args %q lack %s", cmd.Args, want)
+		}
+	}
+	// ... and left out where the class's are the defaults' (ping's metrics size is pulse's).
+	_, cfg = kindtest.Decode(t, "pace", "{role: producer, group: g1, class: ping, components: [r1]}")
+	if cmd, err = k.Command(env(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if args := strings.Join(cmd.Args, " "); strings.Contains(args, "--metrics-size") || !strings.Contains(args, "--class ping --period 100ms") {
+		t.Errorf("args %q: want --class ping --period 100ms and no --metrics-size", args)
 	}
 }
 

@@ -36,7 +36,7 @@ type Config struct {
 	Endpoint string
 	// Period is τ: a compaction and a defragmentation every Period (0: probe only).
 	Period time.Duration
-	// ProbeInterval is how often the probe reads (default 10 ms).
+	// ProbeInterval is how often the probe reads (default DefaultProbeInterval).
 	ProbeInterval time.Duration
 	// Timeout bounds one probe request and one maintenance call (default 60 s for
 	// maintenance, 5 s for a probe).
@@ -48,6 +48,9 @@ type Config struct {
 	Warmup   time.Duration
 	OutDir   string
 }
+
+// DefaultProbeInterval is Config.ProbeInterval's default: the probe reads every 10 ms.
+const DefaultProbeInterval = 10 * time.Millisecond
 
 // Validate checks the config and fills defaults.
 func (c *Config) Validate() error {
@@ -64,7 +67,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("warmup %v: want >= 0 and shorter than duration %v", c.Warmup, c.Duration)
 	}
 	if c.ProbeInterval == 0 {
-		c.ProbeInterval = 10 * time.Millisecond
+		c.ProbeInterval = DefaultProbeInterval
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 60 * time.Second

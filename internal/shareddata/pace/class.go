@@ -36,6 +36,9 @@ var Classes = map[string]Class{
 	"wave":  {Name: "wave", MetricsSize: 100_000, Period: 100 * time.Millisecond},
 }
 
+// DefaultClass is the class a producer or consumer has unless told otherwise.
+const DefaultClass = "pulse"
+
 // LookupClass finds a class by name (case-insensitive).
 func LookupClass(name string) (Class, error) {
 	c, ok := Classes[strings.ToLower(name)]

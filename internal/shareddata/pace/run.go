@@ -57,7 +57,7 @@ type Config struct {
 
 // DefaultConfig is a Pulse-class linearizable consumer or producer in PACE mode.
 func DefaultConfig() Config {
-	c := Classes["pulse"]
+	c := Classes[DefaultClass]
 	return Config{MetricsSize: c.MetricsSize, Period: c.Period, StateSize: DefaultStateSize,
 		ControlSize: DefaultControlSize, Inference: DefaultInference, Mode: ModePACE,
 		Consistency: ReadLinearizable, Duration: 30 * time.Second, Timeout: 5 * time.Second}

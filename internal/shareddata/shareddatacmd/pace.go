@@ -1,12 +1,13 @@
 package shareddatacmd
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/continuum-project/continuum/internal/cli"
-	"github.com/spf13/pflag"
 
 	"github.com/continuum-project/continuum/internal/shareddata"
 	"github.com/continuum-project/continuum/internal/shareddata/pace"
@@ -36,10 +37,84 @@ and one JSON progress line per second on stdout.`,
 	return cmd
 }
 
-func newPaceRoleCmd(role string) *cobra.Command {
+// PaceFlags are `continuum pace producer|consumer`'s flags: the process's pace.Config (its Role
+// is the subcommand, not a flag) and its traffic class. The pace kind renders its command lines
+// from the same struct (Args), so each flag's name and default is written once, in Bind and
+// DefaultPaceFlags.
+type PaceFlags struct {
+	pace.Config
+	Class string
+}
+
+// DefaultPaceFlags are the defaults of `continuum pace <role>`'s flags: pace's defaults and the
+// default store's.
+func DefaultPaceFlags(role string) PaceFlags {
 	cfg := pace.DefaultConfig()
-	cfg.Role = role
-	var class string
+	cfg.Role, cfg.Store = role, defaultStore()
+	return PaceFlags{Config: cfg, Class: pace.DefaultClass}
+}
+
+// Bind declares the flags of f.Role's command on fs (a consumer's include the state, control,
+// inference, mode and consistency), bound to f's fields, with f's values as their defaults.
+func (f *PaceFlags) Bind(fs *pflag.FlagSet) {
+	cfg, role := &f.Config, f.Role
+	storeFlags(fs, &cfg.Store)
+	fs.StringVar(&cfg.Group, "group", cfg.Group, "the group of producers and consumers")
+	fs.StringVar(&cfg.ID, "id", cfg.ID, "this "+role+"'s name")
+	fs.StringVar(&f.Class, "class", f.Class, "traffic class: pulse (1 kB, 1 s), ping (1 kB, 100 ms), burst (100 kB, 1 s), wave (100 kB, 100 ms)")
+	fs.IntVar(&cfg.MetricsSize, "metrics-size", cfg.MetricsSize, "metrics size in bytes (default: the class's)")
+	fs.DurationVar(&cfg.Period, "period", cfg.Period, "producer: metrics period (default: the class's)")
+	if role == pace.RoleConsumer {
+		fs.IntVar(&cfg.StateSize, "state-size", cfg.StateSize, "state size in bytes")
+		fs.IntVar(&cfg.ControlSize, "control-size", cfg.ControlSize, "control size in bytes")
+		fs.DurationVar(&cfg.Inference, "inference", cfg.Inference, "emulated inference time")
+		fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "pace (the seed's separate round trips) or atomic (one atomic state push)")
+		fs.StringVar(&cfg.Consistency, "consistency", cfg.Consistency, "reads: linearizable, serializable, or both (alternating per event)")
+	}
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "run duration, warm-up included")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "leading part of the run excluded from stats.json")
+	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "per-operation timeout")
+	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "directory for the results files (none written if empty)")
+}
+
+// Args renders f as the flags of `continuum pace <f.Role>`: those that differ from
+// DefaultPaceFlags (cli.Args), and --metrics-size and --period also when they equal their
+// defaults but not f.Class's, since the command gives a flag left out the class's value.
+func (f PaceFlags) Args() ([]string, error) {
+	class, err := pace.LookupClass(f.Class)
+	if err != nil {
+		return nil, err
+	}
+	d := DefaultPaceFlags(f.Role)
+	args := cli.Args(d, f)
+	if f.MetricsSize == d.MetricsSize && f.MetricsSize != class.MetricsSize {
+		args = append(args, "--metrics-size", strconv.Itoa(f.MetricsSize))
+	}
+	if f.Period == d.Period && f.Period != class.Period {
+		args = append(args, "--period", f.Period.String())
+	}
+	return args, nil
+}
+
+// config is the process's pace.Config: --metrics-size and --period, unless given (changed),
+// are f.Class's.
+func (f *PaceFlags) config(changed func(flag string) bool) (pace.Config, error) {
+	class, err := pace.LookupClass(f.Class)
+	if err != nil {
+		return pace.Config{}, err
+	}
+	cfg := f.Config
+	if !changed("metrics-size") {
+		cfg.MetricsSize = class.MetricsSize
+	}
+	if !changed("period") {
+		cfg.Period = class.Period
+	}
+	return cfg, nil
+}
+
+func newPaceRoleCmd(role string) *cobra.Command {
+	flags := DefaultPaceFlags(role)
 	cmd := &cobra.Command{
 		Use:   role,
 		Short: "Run one PACE " + role,
@@ -47,48 +122,31 @@ func newPaceRoleCmd(role string) *cobra.Command {
 			"  continuum pace " + role + " --backend redis --endpoints 127.0.0.1:6379 --group g1 --id " + role[:1] + "1 --class pulse --out /tmp/" + role[:1] + "1",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := pace.LookupClass(class)
+			cfg, err := flags.config(cmd.Flags().Changed)
 			if err != nil {
 				return err
-			}
-			if !cmd.Flags().Changed("metrics-size") {
-				cfg.MetricsSize = c.MetricsSize
-			}
-			if !cmd.Flags().Changed("period") {
-				cfg.Period = c.Period
 			}
 			cfg.Progress = cmd.OutOrStdout()
 			_, err = pace.Run(cmd.Context(), cfg)
 			return err
 		},
 	}
-	f := cmd.Flags()
-	storeFlags(f, &cfg.Store)
-	f.StringVar(&cfg.Group, "group", "", "the group of producers and consumers")
-	f.StringVar(&cfg.ID, "id", "", "this "+role+"'s name")
-	f.StringVar(&class, "class", "pulse", "traffic class: pulse (1 kB, 1 s), ping (1 kB, 100 ms), burst (100 kB, 1 s), wave (100 kB, 100 ms)")
-	f.IntVar(&cfg.MetricsSize, "metrics-size", cfg.MetricsSize, "metrics size in bytes (default: the class's)")
-	f.DurationVar(&cfg.Period, "period", cfg.Period, "producer: metrics period (default: the class's)")
-	if role == pace.RoleConsumer {
-		f.IntVar(&cfg.StateSize, "state-size", cfg.StateSize, "state size in bytes")
-		f.IntVar(&cfg.ControlSize, "control-size", cfg.ControlSize, "control size in bytes")
-		f.DurationVar(&cfg.Inference, "inference", cfg.Inference, "emulated inference time")
-		f.StringVar(&cfg.Mode, "mode", cfg.Mode, "pace (the seed's separate round trips) or atomic (one atomic state push)")
-		f.StringVar(&cfg.Consistency, "consistency", cfg.Consistency, "reads: linearizable, serializable, or both (alternating per event)")
-	}
-	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "run duration, warm-up included")
-	f.DurationVar(&cfg.Warmup, "warmup", 0, "leading part of the run excluded from stats.json")
-	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "per-operation timeout")
-	f.StringVar(&cfg.OutDir, "out", "", "directory for the results files (none written if empty)")
+	flags.Bind(cmd.Flags())
 	_ = cmd.MarkFlagRequired("group")
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 
-// storeFlags are the flags that say which shared data backend to use and where it is.
+// defaultStore is the defaults of the flags storeFlags declares.
+func defaultStore() shareddata.Config {
+	return shareddata.Config{Backend: shareddata.BackendKV, StreamRetention: shareddata.DefaultStreamRetention}
+}
+
+// storeFlags are the flags that say which shared data backend to use and where it is, bound to
+// cfg's fields with their values as the defaults (defaultStore's for a command's own).
 func storeFlags(f *pflag.FlagSet, cfg *shareddata.Config) {
-	f.StringVar(&cfg.Backend, "backend", shareddata.BackendKV, "the store: "+strings.Join(shareddata.Backends, ", "))
-	f.StringSliceVar(&cfg.Endpoints, "endpoints", nil, "etcd/kv client URLs (http://HOST:PORT) or Redis HOST:PORT addresses, comma-separated")
-	f.Int64Var(&cfg.StreamRetention, "stream-retention", shareddata.DefaultStreamRetention, "Redis: publications a stream keeps")
-	f.BoolVar(&cfg.ReadReplicas, "read-replicas", false, "Redis Cluster: serializable reads go to replicas")
+	f.StringVar(&cfg.Backend, "backend", cfg.Backend, "the store: "+strings.Join(shareddata.Backends, ", "))
+	f.StringSliceVar(&cfg.Endpoints, "endpoints", cfg.Endpoints, "etcd/kv client URLs (http://HOST:PORT) or Redis HOST:PORT addresses, comma-separated")
+	f.Int64Var(&cfg.StreamRetention, "stream-retention", cfg.StreamRetention, "Redis: publications a stream keeps")
+	f.BoolVar(&cfg.ReadReplicas, "read-replicas", cfg.ReadReplicas, "Redis Cluster: serializable reads go to replicas")
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/shareddata/freshness"
@@ -26,8 +27,31 @@ func newSharedDataCmd() *cobra.Command {
 	return cmd
 }
 
+// MaintainFlags are `continuum shareddata maintain`'s flags: the loop's maintain.Config. The
+// maintenance kind renders its command line from the same struct (cli.Args), so each flag's
+// name and default is written once, in Bind and DefaultMaintainFlags.
+type MaintainFlags struct {
+	maintain.Config
+}
+
+// DefaultMaintainFlags are the defaults of `continuum shareddata maintain`'s flags.
+func DefaultMaintainFlags() MaintainFlags {
+	return MaintainFlags{maintain.Config{ProbeInterval: maintain.DefaultProbeInterval}}
+}
+
+// Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
+func (f *MaintainFlags) Bind(fs *pflag.FlagSet) {
+	cfg := &f.Config
+	fs.StringVar(&cfg.Endpoint, "endpoint", cfg.Endpoint, "the member's client URL")
+	fs.DurationVar(&cfg.Period, "period", cfg.Period, "maintenance period τ (0: probe only)")
+	fs.DurationVar(&cfg.ProbeInterval, "probe-interval", cfg.ProbeInterval, "how often the probe reads")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "leading part of the run whose probes the whole-run figures leave out")
+	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "directory for maintenance.csv and maintenance.json")
+}
+
 func newMaintainCmd() *cobra.Command {
-	cfg := maintain.Config{ProbeInterval: 10 * time.Millisecond}
+	flags := DefaultMaintainFlags()
 	cmd := &cobra.Command{
 		Use:   "maintain",
 		Short: "Compact and defragment one etcd or kv member every --period, measuring the defrag downtime a client sees",
@@ -39,24 +63,47 @@ Writes maintenance.csv (one row per round) and maintenance.json to --out.`,
 		Example: `  continuum shareddata maintain --endpoint http://127.0.0.1:2379 --period 10s --duration 5m --out /tmp/maint`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := maintain.Run(cmd.Context(), cfg)
+			_, err := maintain.Run(cmd.Context(), flags.Config)
 			return err
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.Endpoint, "endpoint", "", "the member's client URL")
-	f.DurationVar(&cfg.Period, "period", 0, "maintenance period τ (0: probe only)")
-	f.DurationVar(&cfg.ProbeInterval, "probe-interval", cfg.ProbeInterval, "how often the probe reads")
-	f.DurationVar(&cfg.Duration, "duration", 0, "how long to run")
-	f.DurationVar(&cfg.Warmup, "warmup", 0, "leading part of the run whose probes the whole-run figures leave out")
-	f.StringVar(&cfg.OutDir, "out", "", "directory for maintenance.csv and maintenance.json")
+	flags.Bind(cmd.Flags())
 	_ = cmd.MarkFlagRequired("endpoint")
 	_ = cmd.MarkFlagRequired("duration")
 	return cmd
 }
 
+// FreshnessFlags are `continuum shareddata freshness`'s flags: the probe's freshness.Config.
+// The freshness kind renders its command line from the same struct (cli.Args), so each flag's
+// name and default is written once, in Bind and DefaultFreshnessFlags.
+type FreshnessFlags struct {
+	freshness.Config
+}
+
+// DefaultFreshnessFlags are the defaults of `continuum shareddata freshness`'s flags: the
+// probe's, for 30 seconds.
+func DefaultFreshnessFlags() FreshnessFlags {
+	return FreshnessFlags{freshness.Config{Interval: freshness.DefaultInterval, Poll: freshness.DefaultPoll,
+		Timeout: freshness.DefaultTimeout, Duration: 30 * time.Second}}
+}
+
+// Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
+func (f *FreshnessFlags) Bind(fs *pflag.FlagSet) {
+	cfg := &f.Config
+	fs.StringVar(&cfg.Backend, "backend", cfg.Backend, "kv, etcd or redis-cluster")
+	fs.StringVar(&cfg.Write, "write", cfg.Write, "the instance to write through")
+	fs.StringSliceVar(&cfg.Read, "read", cfg.Read, "the instances to poll (comma-separated)")
+	fs.StringVar(&cfg.Leader, "leader", cfg.Leader, "the instance that should order the writes")
+	fs.DurationVar(&cfg.Interval, "interval", cfg.Interval, "between writes")
+	fs.DurationVar(&cfg.Poll, "poll", cfg.Poll, "between a reader's reads (the staleness resolution)")
+	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "per write")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "run duration, warm-up included")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "leading part of the run excluded from the figures")
+	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "directory for the results files")
+}
+
 func newFreshnessCmd() *cobra.Command {
-	var cfg freshness.Config
+	flags := DefaultFreshnessFlags()
 	cmd := &cobra.Command{
 		Use:   "freshness",
 		Short: "Measure staleness and write outages: write a counter through one instance, poll the others",
@@ -71,22 +118,13 @@ failover duration when an instance was killed or cut off. For etcd, leadership i
   continuum shareddata freshness --backend redis-cluster --write n2:6379 --read n1:6379,n3:6379 --leader n1:6379 --duration 45s --out /tmp/fresh`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := flags.Config
 			cfg.Progress = cmd.OutOrStdout()
 			_, err := freshness.Run(cmd.Context(), cfg)
 			return err
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.Backend, "backend", "", "kv, etcd or redis-cluster")
-	f.StringVar(&cfg.Write, "write", "", "the instance to write through")
-	f.StringSliceVar(&cfg.Read, "read", nil, "the instances to poll (comma-separated)")
-	f.StringVar(&cfg.Leader, "leader", "", "the instance that should order the writes")
-	f.DurationVar(&cfg.Interval, "interval", 100*time.Millisecond, "between writes")
-	f.DurationVar(&cfg.Poll, "poll", 2*time.Millisecond, "between a reader's reads (the staleness resolution)")
-	f.DurationVar(&cfg.Timeout, "timeout", time.Second, "per write")
-	f.DurationVar(&cfg.Duration, "duration", 30*time.Second, "run duration, warm-up included")
-	f.DurationVar(&cfg.Warmup, "warmup", 0, "leading part of the run excluded from the figures")
-	f.StringVar(&cfg.OutDir, "out", "", "directory for the results files")
+	flags.Bind(cmd.Flags())
 	_ = cmd.MarkFlagRequired("backend")
 	_ = cmd.MarkFlagRequired("write")
 	return cmd

@@ -21,7 +21,7 @@ import (
 type storeConn struct{ cfg shareddata.Config }
 
 func addStoreFlags(cmd *cobra.Command) *storeConn {
-	s := &storeConn{}
+	s := &storeConn{cfg: defaultStore()}
 	storeFlags(cmd.Flags(), &s.cfg)
 	_ = cmd.MarkFlagRequired("endpoints")
 	return s
