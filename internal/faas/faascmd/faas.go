@@ -42,8 +42,8 @@ type GatewayFlags struct {
 	// Testbed, StateDir (or Platform, a platform endpoint), Node, Name, LogDir, InstanceCPUs and
 	// InstancePort place the instances as processes of a testbed.
 	Testbed, Platform, StateDir, Node, Name, LogDir string
-	InstanceCPUs                          float64
-	InstancePort                          int
+	InstanceCPUs                                    float64
+	InstancePort                                    int
 }
 
 // DefaultGatewayFlags are the defaults of `continuum faas gateway`'s flags.

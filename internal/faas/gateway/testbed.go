@@ -29,6 +29,7 @@ func PlatformClient(endpoint string) (*testbed.Client, error) {
 	}
 	return testbed.ClientFor(endpoint)
 }
+
 // DefaultBasePort is TestbedProvider.BasePort's default.
 const DefaultBasePort = 18080
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
-	"github.com/continuum-project/continuum/internal/loadgen/httptarget"
 	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/loadgen/httptarget"
 	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/spec"
 )
