@@ -5,8 +5,9 @@ import (
 	"net"
 	"sort"
 	"strconv"
-	"time"
 
+	"github.com/continuum-project/continuum/internal/baselines/baselinescmd"
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 )
 
@@ -70,10 +71,8 @@ func redisClusterCommand(env kind.Env, cfg any) (kind.Command, error) {
 		return kind.Command{}, fmt.Errorf("redis-cluster %s: %d redis members in cluster %q, need at least %d (3 masters, %d replicas each)",
 			env.Instance, len(addrs), c.Cluster, need, c.ReplicasPerMaster)
 	}
-	args := []string{env.Binary, "redis-cluster", "create", "--replicas", strconv.Itoa(c.ReplicasPerMaster),
-		"--listen", ":" + strconv.Itoa(c.Port), "--timeout", (60 * time.Second).String()}
-	for _, a := range addrs {
-		args = append(args, "--member", a)
-	}
+	f := baselinescmd.DefaultCreateFlags()
+	f.Config.Addrs, f.Config.Replicas, f.Config.Listen = addrs, c.ReplicasPerMaster, ":"+strconv.Itoa(c.Port)
+	args := append([]string{env.Binary, "redis-cluster", "create"}, cli.Args(baselinescmd.DefaultCreateFlags(), f)...)
 	return kind.Command{Args: args, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port)}, nil
 }

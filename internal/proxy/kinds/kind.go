@@ -14,9 +14,11 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/proxy"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/proxycmd"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -243,9 +245,6 @@ func proxyCommand(env kind.Env, cfg any) (kind.Command, error) {
 		return kind.Command{}, fmt.Errorf("proxy %s: %w", env.Instance, err)
 	}
 	port := strconv.Itoa(c.Port)
-	return kind.Command{
-		Args: []string{env.Binary, "proxy", "--config", path, "--listen", ":" + port,
-			"--admin-listen", ":" + strconv.Itoa(c.AdminPort), "--node", env.Node},
-		ReadyAddr: "127.0.0.1:" + port,
-	}, nil
+	f := proxycmd.Flags{Config: path, Listen: ":" + port, AdminListen: ":" + strconv.Itoa(c.AdminPort), Node: env.Node}
+	return kind.Command{Args: append([]string{env.Binary, "proxy"}, cli.Args(proxycmd.Flags{}, f)...), ReadyAddr: "127.0.0.1:" + port}, nil
 }

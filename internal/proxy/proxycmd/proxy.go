@@ -2,6 +2,7 @@ package proxycmd
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/proxy"
@@ -13,8 +14,23 @@ import (
 
 func init() { cli.Register(cli.Top, newProxyCmd) }
 
+// Flags are `continuum proxy`'s flags; the proxy kind renders its command line from the same
+// struct. Listen, AdminListen and Node override the configuration file's when given; empty
+// (their default) leaves the file's.
+type Flags struct {
+	Config, Listen, AdminListen, Node string
+}
+
+// Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
+func (f *Flags) Bind(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.Config, "config", "c", f.Config, "proxy configuration file (YAML; required)")
+	fs.StringVar(&f.Listen, "listen", f.Listen, "host:port clients send requests to (default: the configuration's, else :8080)")
+	fs.StringVar(&f.AdminListen, "admin-listen", f.AdminListen, "host:port of /metrics, /healthz, /readyz and /debug/pools; - disables (default: the configuration's, else :9090)")
+	fs.StringVar(&f.Node, "node", f.Node, "this proxy's node (default: the configuration's node, else the hostname)")
+}
+
 func newProxyCmd() *cobra.Command {
-	var path, listen, admin, node string
+	var flags Flags
 	cmd := &cobra.Command{
 		Use:   "proxy --config FILE [--listen :8080] [--admin-listen :9090] [--node NAME]",
 		Short: "Run the per-node QoS-aware HTTP proxy (QoS pools; round-robin, random and proximity baselines)",
@@ -40,29 +56,24 @@ Flags override the configuration file's listen, admin_listen and node.`,
   curl http://127.0.0.1:9090/debug/pools`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := proxy.LoadConfig(path)
+			cfg, err := proxy.LoadConfig(flags.Config)
 			if err != nil {
 				return err
 			}
-			f := cmd.Flags()
-			if f.Changed("listen") {
-				cfg.Listen = listen
+			if flags.Listen != "" {
+				cfg.Listen = flags.Listen
 			}
-			if f.Changed("admin-listen") {
-				cfg.AdminListen = admin
+			if flags.AdminListen != "" {
+				cfg.AdminListen = flags.AdminListen
 			}
-			if f.Changed("node") || cfg.Node == "" {
-				cfg.Node = node
+			if flags.Node != "" || cfg.Node == "" {
+				cfg.Node = flags.Node
 			}
 			cfg.Logger = cli.Logger()
 			return proxy.Run(cmd.Context(), cfg)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVarP(&path, "config", "c", "", "proxy configuration file (YAML; required)")
-	f.StringVar(&listen, "listen", ":8080", "host:port clients send requests to")
-	f.StringVar(&admin, "admin-listen", ":9090", "host:port of /metrics, /healthz, /readyz and /debug/pools (- disables)")
-	f.StringVar(&node, "node", "", "this proxy's node (default: the configuration's node, else the hostname)")
+	flags.Bind(cmd.Flags())
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
