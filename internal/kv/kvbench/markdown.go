@@ -295,7 +295,7 @@ func rateGoal(res *Result, kv, etcd []*StoreResult) benchkit.Goal {
 	return verdict
 }
 
-// tailP99Goal is issue 13's steady-tail goal: p99 of every operation within 5 ms at every rate
+// tailP99Goal is the steady-tail goal (docs/kv.md): p99 of every operation within 5 ms at every rate
 // from the first step (right after the load) up to the highest sustained one.
 const tailP99Goal = 5.0
 
@@ -345,7 +345,7 @@ func tailGoal(kv []*StoreResult, maintenance bool) benchkit.Goal {
 	return benchkit.Check(what+", in every repeat", worst <= tailP99Goal, measured)
 }
 
-// closedGoal is issue 13's throughput goal: the closed-loop peak at least 2.5x etcd's.
+// closedGoal is the throughput goal (docs/kv.md): the closed-loop peak at least 2.5x etcd's.
 func closedGoal(kv, etcd []*StoreResult) benchkit.Goal {
 	const what = "closed-loop peak kv >= 2.5x etcd's"
 	k, e := medianOf(kv, closedRate), medianOf(etcd, closedRate)
@@ -484,7 +484,7 @@ func hasCost(res *Result) bool {
 
 func mibs(b float64) string { return fmt.Sprintf("%.1f", b/(1<<20)) }
 
-// cpuGoalMicros is issue 13's server CPU per request in the closed loop.
+// cpuGoalMicros is the goal for the server CPU per request in the closed loop.
 const cpuGoalMicros = 40.0
 
 func cpuGoal(kv, etcd []*StoreResult) benchkit.Goal {
@@ -518,7 +518,7 @@ func cpuGoal(kv, etcd []*StoreResult) benchkit.Goal {
 	return benchkit.Check(what+medianNote(kv), k <= cpuGoalMicros, detail)
 }
 
-// largeValue is the record size from which the large-value goal applies (issue 13: the NPM
+// largeValue is the record size from which the large-value goal applies (the NPM
 // platform's Burst and Wave classes move 100 kB values).
 const largeValue = 64 << 10
 

@@ -27,7 +27,7 @@ clients for peak throughput, then grows the store to --footprint-records keys an
 data-directory growth per million keys there; all of it --repeats times, the stores interleaved, with
 rates compared repeat by repeat and other figures by their median. A store that does
 not start is reported as not measured. Writes Markdown with the command, machine, tables, the verdict
-against the goals of issue 3 and the raw JSON.`,
+against the store's goals (docs/kv.md) and the raw JSON.`,
 		Example: `  continuum bench kv --out docs/benchmarks/kv-single-node.md
   continuum bench kv --stores etcd,redis --workload b --rates 2000,5000,10000 --quick`,
 		Args: cobra.NoArgs,

@@ -150,7 +150,7 @@ type Result struct {
 	// Builds holds ProxyBin's figures at MemoryRate (first) and each variant's, each measured
 	// on a fresh process.
 	Builds []VariantResult `json:"builds"`
-	// Goals are the verdicts against issue 5's goals.
+	// Goals are the verdicts against the proxy's goals (docs/proxy.md).
 	Goals []benchkit.Goal `json:"goals"`
 }
 

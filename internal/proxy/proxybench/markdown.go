@@ -6,14 +6,14 @@ import (
 	"github.com/continuum-project/continuum/internal/benchkit"
 )
 
-// Goals of issue 5 §3.
+// The proxy's goals (docs/proxy.md).
 const (
 	GoalAddedP99Ms = 0.5      // p99 added latency at 1000 req/s
 	GoalRSSBytes   = 10 << 20 // resident memory at 1000 req/s (10 MiB)
 	GoalRate       = 1000
 )
 
-// Goals judges the result against issue 5's goals: the p99 the proxy adds at GoalRate (on the
+// Goals judges the result against the proxy's goals: the p99 the proxy adds at GoalRate (on the
 // larger of the two estimates), and each build's resident memory at MemoryRate.
 func Goals(res *Result) []benchkit.Goal {
 	cfg := res.Config

@@ -28,7 +28,7 @@ func newBenchProxyCmd() *cobra.Command {
 		Long: `Starts an echo upstream in this process and the slim continuum-proxy binary as a child process, then
 runs each rate open loop directly against the upstream and through the proxy, alternating which goes first,
 --repeats times. Reports medians of p50/p99 and of the added latency, the proxy's CPU (from /proc/PID/stat)
-per 1000 req/s and its VmRSS/RssAnon/RssFile (from /proc/PID/status), against the goals of issue 5
+per 1000 req/s and its VmRSS/RssAnon/RssFile (from /proc/PID/status), against the proxy's goals (docs/proxy.md)
 (p99 added <= 0.5 ms at 1000 req/s, VmRSS <= 10 MiB). Writes Markdown and the raw JSON next to it.`,
 		Example: `  make build && continuum bench proxy --out docs/benchmarks/proxy.md
   CGO_ENABLED=0 go build -tags nokubernetes,nokv -o bin/continuum-proxy-min ./cmd/continuum-proxy

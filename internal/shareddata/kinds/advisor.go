@@ -9,7 +9,7 @@ import (
 	"github.com/continuum-project/continuum/internal/report/chart"
 )
 
-// The maintenance advisor (issue 14 §4): from a run that swept the maintenance period τ, it
+// The maintenance advisor: from a run that swept the maintenance period τ, it
 // recommends per traffic class (per combination of the other swept parameters) the τ that
 // costs the store's instances the least CPU while every defragmentation kept its downtime
 // within a bound and the database before compaction stayed within half of etcd's default
