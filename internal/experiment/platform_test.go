@@ -31,7 +31,7 @@ type fakeServerConfig struct {
 }
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.RegisterUntyped(&kind.Kind{
 		Name: "fake-server", Role: kind.RoleComponent,
 		NewConfig: func() any { return &fakeServerConfig{Port: 8000} },
 		Command: func(env kind.Env, cfg any) (kind.Command, error) {
@@ -50,7 +50,7 @@ func init() {
 			return c.Close()
 		},
 	})
-	kind.Register(&kind.Kind{
+	kind.RegisterUntyped(&kind.Kind{
 		Name: "fake-load", Role: kind.RoleWorkload,
 		NewConfig: func() any { return &struct{}{} },
 		Command: func(kind.Env, any) (kind.Command, error) {

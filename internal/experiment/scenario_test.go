@@ -29,7 +29,7 @@ type testLoadConfig struct {
 
 func init() {
 	cmd := func(kind.Env, any) (kind.Command, error) { return kind.Command{Args: []string{"true"}}, nil }
-	kind.Register(&kind.Kind{
+	kind.RegisterUntyped(&kind.Kind{
 		Name: "test-server", Role: kind.RoleComponent, Command: cmd,
 		NewConfig: func() any { return &testServerConfig{Port: 8000} },
 		Validate: func(cfg any) error {
@@ -43,11 +43,11 @@ func init() {
 			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: cfg.(*testServerConfig).Port}}
 		},
 	})
-	kind.Register(&kind.Kind{
+	kind.RegisterUntyped(&kind.Kind{
 		Name: "test-plain", Role: kind.RoleComponent, Command: cmd,
 		NewConfig: func() any { return &struct{}{} },
 	})
-	kind.Register(&kind.Kind{
+	kind.RegisterUntyped(&kind.Kind{
 		Name: "test-load", Role: kind.RoleWorkload, Command: cmd,
 		NewConfig: func() any { return &testLoadConfig{Rate: 10} },
 	})

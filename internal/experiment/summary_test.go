@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{Name: "test-joiner", Role: kind.RoleComponent, Helper: true,
+	kind.RegisterUntyped(&kind.Kind{Name: "test-joiner", Role: kind.RoleComponent, Helper: true,
 		NewConfig: func() any { return &struct{}{} },
 		Command:   func(kind.Env, any) (kind.Command, error) { return kind.Command{Args: []string{"true"}}, nil }})
 }
