@@ -33,8 +33,8 @@ const (
 const DefaultOverrun = 30 * time.Second
 
 // Kind is a component or workload type a scenario can name, as the runner, the scenario loader
-// and the report see it: its config is untyped (any). Systems do not fill one in: they declare a
-// Def of their own config type and Register it in init(), which builds the Kind. The runner only
+// and the report see it: its config is untyped (any). Nobody fills one in: a system declares a
+// Def of its own config type and Registers it in init(), which builds the Kind. The runner only
 // talks to this struct, so adding a kind never touches it.
 type Kind struct {
 	Name    string
@@ -238,10 +238,7 @@ var (
 	registry   = map[string]*Kind{}
 )
 
-// RegisterUntyped adds a kind built by hand, its functions taking the config as any. Systems
-// use Register; this is for tests that register ad-hoc kinds. It panics like Register.
-func RegisterUntyped(k *Kind) { register(k) }
-
+// register checks k (Register builds it) and adds it to the registry.
 func register(k *Kind) {
 	if k.Name == "" || k.NewConfig == nil || k.Command == nil || (k.Role != RoleComponent && k.Role != RoleWorkload) {
 		panic(fmt.Sprintf("kind.Register: incomplete kind %q", k.Name))
