@@ -31,32 +31,32 @@ type fakeServerConfig struct {
 }
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[fakeServerConfig]{
 		Name: "fake-server", Role: kind.RoleComponent,
-		NewConfig: func() any { return &fakeServerConfig{Port: 8000} },
-		Command: func(env kind.Env, cfg any) (kind.Command, error) {
-			port := strconv.Itoa(cfg.(*fakeServerConfig).Port)
+		Defaults: func() *fakeServerConfig { return &fakeServerConfig{Port: 8000} },
+		Command: func(env kind.Env, cfg *fakeServerConfig) (kind.Command, error) {
+			port := strconv.Itoa(cfg.Port)
 			return kind.Command{Args: []string{"serve", "--platform", env.Platform}, ReadyAddr: "127.0.0.1:" + port, CPUs: 1}, nil
 		},
-		Endpoints: func(cfg any) []kind.Endpoint {
-			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: cfg.(*fakeServerConfig).Port}}
+		Endpoints: func(cfg *fakeServerConfig) []kind.Endpoint {
+			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: cfg.Port}}
 		},
 		// A run-time change reaches the instance through the platform's Dial.
-		Set: func(ctx context.Context, env kind.Env, cfg any, _ *yaml.Node) error {
-			c, err := env.Dial(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(cfg.(*fakeServerConfig).Port))
+		Set: func(ctx context.Context, env kind.Env, cfg *fakeServerConfig, _ *yaml.Node) error {
+			c, err := env.Dial(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(cfg.Port))
 			if err != nil {
 				return err
 			}
 			return c.Close()
 		},
 	})
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[struct{}]{
 		Name: "fake-load", Role: kind.RoleWorkload,
-		NewConfig: func() any { return &struct{}{} },
-		Command: func(kind.Env, any) (kind.Command, error) {
+		Defaults: func() *struct{} { return &struct{}{} },
+		Command: func(kind.Env, *struct{}) (kind.Command, error) {
 			return kind.Command{Args: []string{"run-until-fault"}}, nil
 		},
-		Overrun: func(any) time.Duration { return 20 * time.Second },
+		Overrun: func(*struct{}) time.Duration { return 20 * time.Second },
 	})
 }
 

@@ -28,29 +28,33 @@ type testLoadConfig struct {
 }
 
 func init() {
-	cmd := func(kind.Env, any) (kind.Command, error) { return kind.Command{Args: []string{"true"}}, nil }
-	kind.Register(&kind.Kind{
-		Name: "test-server", Role: kind.RoleComponent, Command: cmd,
-		NewConfig: func() any { return &testServerConfig{Port: 8000} },
-		Validate: func(cfg any) error {
-			if p := cfg.(*testServerConfig).Port; p < 1 || p > 65535 {
+	kind.Register(kind.Def[testServerConfig]{
+		Name: "test-server", Role: kind.RoleComponent, Command: trueCommand[testServerConfig],
+		Defaults: func() *testServerConfig { return &testServerConfig{Port: 8000} },
+		Validate: func(c *testServerConfig) error {
+			if p := c.Port; p < 1 || p > 65535 {
 				return errors.New("port must be between 1 and 65535")
 			}
 			return nil
 		},
-		Set: func(context.Context, kind.Env, any, *yaml.Node) error { return nil },
-		Endpoints: func(cfg any) []kind.Endpoint {
-			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: cfg.(*testServerConfig).Port}}
+		Set: func(context.Context, kind.Env, *testServerConfig, *yaml.Node) error { return nil },
+		Endpoints: func(c *testServerConfig) []kind.Endpoint {
+			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: c.Port}}
 		},
 	})
-	kind.Register(&kind.Kind{
-		Name: "test-plain", Role: kind.RoleComponent, Command: cmd,
-		NewConfig: func() any { return &struct{}{} },
+	kind.Register(kind.Def[struct{}]{
+		Name: "test-plain", Role: kind.RoleComponent, Command: trueCommand[struct{}],
+		Defaults: func() *struct{} { return &struct{}{} },
 	})
-	kind.Register(&kind.Kind{
-		Name: "test-load", Role: kind.RoleWorkload, Command: cmd,
-		NewConfig: func() any { return &testLoadConfig{Rate: 10} },
+	kind.Register(kind.Def[testLoadConfig]{
+		Name: "test-load", Role: kind.RoleWorkload, Command: trueCommand[testLoadConfig],
+		Defaults: func() *testLoadConfig { return &testLoadConfig{Rate: 10} },
 	})
+}
+
+// trueCommand is a test kind's Command: a process that does nothing.
+func trueCommand[C any](kind.Env, *C) (kind.Command, error) {
+	return kind.Command{Args: []string{"true"}}, nil
 }
 
 const scenDir = "testdata/scenarios"

@@ -10,9 +10,8 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{Name: "test-joiner", Role: kind.RoleComponent, Helper: true,
-		NewConfig: func() any { return &struct{}{} },
-		Command:   func(kind.Env, any) (kind.Command, error) { return kind.Command{Args: []string{"true"}}, nil }})
+	kind.Register(kind.Def[struct{}]{Name: "test-joiner", Role: kind.RoleComponent, Helper: true,
+		Defaults: func() *struct{} { return &struct{}{} }, Command: trueCommand[struct{}]})
 }
 
 // TestResourceMetricsLeaveHelpersOut: a store member, a helper component (a cluster joiner)

@@ -12,18 +12,18 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[RedisClusterConfig]{
 		Name:    "redis-cluster",
 		Role:    kind.RoleComponent,
 		Helper:  true,
 		Summary: "joins redis components of one `cluster` into a Redis Cluster (redis-cli --cluster create); ready once every slot is served and every replica linked",
-		NewConfig: func() any {
+		Defaults: func() *RedisClusterConfig {
 			return &RedisClusterConfig{ReplicasPerMaster: 1, Port: 16999}
 		},
-		Validate: func(cfg any) error { return cfg.(*RedisClusterConfig).validate() },
+		Validate: (*RedisClusterConfig).validate,
 		Command:  redisClusterCommand,
-		Endpoints: func(cfg any) []kind.Endpoint {
-			return []kind.Endpoint{{Name: "roles", Protocol: kind.ProtocolHTTP, Port: cfg.(*RedisClusterConfig).Port}}
+		Endpoints: func(c *RedisClusterConfig) []kind.Endpoint {
+			return []kind.Endpoint{{Name: "roles", Protocol: kind.ProtocolHTTP, Port: c.Port}}
 		},
 	})
 }
@@ -51,8 +51,7 @@ func (c *RedisClusterConfig) validate() error {
 	return kind.CheckPort("port", c.Port)
 }
 
-func redisClusterCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*RedisClusterConfig)
+func redisClusterCommand(env kind.Env, c *RedisClusterConfig) (kind.Command, error) {
 	names := make([]string, 0, len(env.Components))
 	for name := range env.Components {
 		names = append(names, name)

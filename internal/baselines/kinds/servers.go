@@ -13,43 +13,41 @@ import (
 // Each component keeps its data in data_dir (default <instance results dir>/data), which the
 // samplers report as disk usage.
 func init() {
-	kind.Register(&kind.Kind{
-		Name:      "etcd",
-		Role:      kind.RoleComponent,
-		Summary:   "etcd 3.6 member (.tools/bin/etcd or $CONTINUUM_ETCD_BIN), etcd's default fsync; members with the same `cluster` form one cluster",
-		NewConfig: func() any { return &EtcdConfig{ClientPort: 2379, PeerPort: 2380} },
-		Validate:  func(cfg any) error { return cfg.(*EtcdConfig).validate() },
-		Command:   etcdCommand,
-		Endpoints: func(cfg any) []kind.Endpoint {
-			c := cfg.(*EtcdConfig)
+	kind.Register(kind.Def[EtcdConfig]{
+		Name:     "etcd",
+		Role:     kind.RoleComponent,
+		Summary:  "etcd 3.6 member (.tools/bin/etcd or $CONTINUUM_ETCD_BIN), etcd's default fsync; members with the same `cluster` form one cluster",
+		Defaults: func() *EtcdConfig { return &EtcdConfig{ClientPort: 2379, PeerPort: 2380} },
+		Validate: (*EtcdConfig).validate,
+		Command:  etcdCommand,
+		Endpoints: func(c *EtcdConfig) []kind.Endpoint {
 			return []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolEtcdV3, Port: c.ClientPort},
 				{Name: "peer", Protocol: "etcd-raft", Port: c.PeerPort}}
 		},
 	})
-	kind.Register(&kind.Kind{
-		Name:      "redis",
-		Role:      kind.RoleComponent,
-		Summary:   "Redis 7 (redis-server) with AOF on, appendfsync everysec (or always); with `cluster`, an instance of a Redis Cluster (joined by a redis-cluster component)",
-		NewConfig: func() any { return &RedisConfig{Port: 6379, AppendFsync: baselines.RedisFsyncEverySec} },
-		Validate:  func(cfg any) error { return cfg.(*RedisConfig).validate() },
-		Command:   redisCommand,
-		Endpoints: func(cfg any) []kind.Endpoint {
-			c := cfg.(*RedisConfig)
+	kind.Register(kind.Def[RedisConfig]{
+		Name:     "redis",
+		Role:     kind.RoleComponent,
+		Summary:  "Redis 7 (redis-server) with AOF on, appendfsync everysec (or always); with `cluster`, an instance of a Redis Cluster (joined by a redis-cluster component)",
+		Defaults: func() *RedisConfig { return &RedisConfig{Port: 6379, AppendFsync: baselines.RedisFsyncEverySec} },
+		Validate: (*RedisConfig).validate,
+		Command:  redisCommand,
+		Endpoints: func(c *RedisConfig) []kind.Endpoint {
 			if c.Cluster != "" {
 				return []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolRedisCluster, Port: c.Port}}
 			}
 			return []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolRedis, Port: c.Port}}
 		},
 	})
-	kind.Register(&kind.Kind{
-		Name:      "mosquitto",
-		Role:      kind.RoleComponent,
-		Summary:   "MQTT broker (Debian's mosquitto 2.0), anonymous, no persistence: the broker IoT devices publish to (iot workload's broker)",
-		NewConfig: func() any { return &MosquittoConfig{Port: 1883} },
-		Validate:  func(cfg any) error { return cfg.(*MosquittoConfig).validate() },
-		Command:   mosquittoCommand,
-		Endpoints: func(cfg any) []kind.Endpoint {
-			return []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolMQTT, Port: cfg.(*MosquittoConfig).Port}}
+	kind.Register(kind.Def[MosquittoConfig]{
+		Name:     "mosquitto",
+		Role:     kind.RoleComponent,
+		Summary:  "MQTT broker (Debian's mosquitto 2.0), anonymous, no persistence: the broker IoT devices publish to (iot workload's broker)",
+		Defaults: func() *MosquittoConfig { return &MosquittoConfig{Port: 1883} },
+		Validate: (*MosquittoConfig).validate,
+		Command:  mosquittoCommand,
+		Endpoints: func(c *MosquittoConfig) []kind.Endpoint {
+			return []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolMQTT, Port: c.Port}}
 		},
 	})
 }
@@ -70,8 +68,7 @@ func (c *MosquittoConfig) validate() error {
 	return kind.CheckPort("port", c.Port)
 }
 
-func mosquittoCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*MosquittoConfig)
+func mosquittoCommand(env kind.Env, c *MosquittoConfig) (kind.Command, error) {
 	bin, err := baselines.MosquittoBinary(c.Bin)
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("mosquitto %s: %w", env.Instance, err)
@@ -149,8 +146,7 @@ func (c *RedisConfig) validate() error {
 	return kind.CheckDataDir(c.DataDir)
 }
 
-func etcdCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*EtcdConfig)
+func etcdCommand(env kind.Env, c *EtcdConfig) (kind.Command, error) {
 	bin, err := baselines.EtcdBinary(c.Bin)
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("etcd %s: %w", env.Instance, err)
@@ -181,8 +177,7 @@ func etcdCommand(env kind.Env, cfg any) (kind.Command, error) {
 	return kind.Command{Args: args, DataDirs: []string{dir}, ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.ClientPort)}, nil
 }
 
-func redisCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*RedisConfig)
+func redisCommand(env kind.Env, c *RedisConfig) (kind.Command, error) {
 	bin, err := baselines.RedisBinary(c.Bin)
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("redis %s: %w", env.Instance, err)

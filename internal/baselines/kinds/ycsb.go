@@ -15,16 +15,16 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[YCSBConfig]{
 		Name:    "ycsb",
 		Role:    kind.RoleWorkload,
 		Summary: "YCSB core workload A-F (load then run phase) against etcd, kv or redis; one series per operation type",
-		NewConfig: func() any {
+		Defaults: func() *YCSBConfig {
 			return &YCSBConfig{Workload: "a", RecordCount: 1000, Phase: ycsb.PhaseBoth, Timeout: spec.Duration{Duration: time.Second}}
 		},
-		Validate: func(cfg any) error { return cfg.(*YCSBConfig).validate() },
+		Validate: (*YCSBConfig).validate,
 		Command:  ycsbCommand,
-		Overrun:  func(cfg any) time.Duration { return cfg.(*YCSBConfig).overrun() },
+		Overrun:  func(c *YCSBConfig) time.Duration { return c.overrun() },
 	})
 }
 
@@ -139,8 +139,7 @@ func (c *YCSBConfig) target(env kind.Env) (string, error) {
 	return kvtarget.KindEtcd + "=http://" + hostPort, nil
 }
 
-func ycsbCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*YCSBConfig)
+func ycsbCommand(env kind.Env, c *YCSBConfig) (kind.Command, error) {
 	target, err := c.target(env)
 	if err != nil {
 		return kind.Command{}, err

@@ -32,8 +32,10 @@ const (
 // say (Kind.Overrun): its request timeout and the time to write its outputs.
 const DefaultOverrun = 30 * time.Second
 
-// Kind is a component or workload type a scenario can name. Kinds register themselves in init()
-// with Register; the runner only talks to this interface, so adding a kind never touches it.
+// Kind is a component or workload type a scenario can name, as the runner, the scenario loader
+// and the report see it: its config is untyped (any). Nobody fills one in: a system declares a
+// Def of its own config type and Registers it in init(), which builds the Kind. The runner only
+// talks to this struct, so adding a kind never touches it.
 type Kind struct {
 	Name    string
 	Role    Role
@@ -157,13 +159,87 @@ type Command struct {
 	ReadyAddr string
 }
 
+// Def declares a kind whose config is a C (the kind's config struct; its functions receive a *C).
+// Register turns it into the registry's untyped Kind. The fields mean what Kind's do.
+type Def[C any] struct {
+	Name    string
+	Role    Role
+	Summary string
+	// Defaults returns a new config pre-filled with defaults. The scenario's `config:` mapping is
+	// decoded into it strictly (unknown fields are errors). Required.
+	Defaults func() *C
+	// Validate checks a decoded config beyond types (ranges, required fields). Optional.
+	Validate func(cfg *C) error
+	// Command builds the process the testbed starts on the instance's node. It must not start
+	// anything itself: `continuum run --check` calls it to validate a scenario. Required.
+	Command func(env Env, cfg *C) (Command, error)
+	// Endpoints lists what a component serves. Optional; components only.
+	Endpoints func(cfg *C) []Endpoint
+	// Set applies a run-time change (a "set" event) to a running instance. Optional.
+	Set func(ctx context.Context, env Env, cfg *C, change *yaml.Node) error
+	// Overrun is how long a workload may need past the run's duration. Optional: DefaultOverrun.
+	Overrun func(cfg *C) time.Duration
+	// Metrics reads the kind's instances' outputs of a finished run (InstanceOutput.Config is
+	// untyped there: a run's outputs are not one kind's). Optional.
+	Metrics func(out RunOutput) map[string]map[string]float64
+	// Helper marks a component kind that sets the system under test up rather than being part
+	// of it.
+	Helper bool
+}
+
+// Register adds the kind d declares; it panics on a duplicate name or a missing field (a
+// programming error).
+//
+// The Kind it registers wraps d's functions in closures that assert the config they get to *C.
+// The assertion cannot fail in a run: every config the runner, the scenario loader and
+// `run --check` pass to a kind's functions was made by that kind's NewConfig (d.Defaults) and
+// decoded in place. A caller that breaks the invariant (passes another kind's config, or a C
+// instead of a *C) gets a panic naming the kind and both types: a programming error, like a
+// nil function, not something to report to a scenario's author.
+func Register[C any](d Def[C]) {
+	if d.Defaults == nil || d.Command == nil {
+		panic(fmt.Sprintf("kind.Register: incomplete kind %q", d.Name))
+	}
+	cfgOf := func(cfg any) *C {
+		c, ok := cfg.(*C)
+		if !ok {
+			panic(fmt.Sprintf("kind %q: config is %T, want %T (a config not made by the kind's NewConfig)", d.Name, cfg, c))
+		}
+		return c
+	}
+	k := &Kind{
+		Name:      d.Name,
+		Role:      d.Role,
+		Summary:   d.Summary,
+		NewConfig: func() any { return d.Defaults() },
+		Command:   func(env Env, cfg any) (Command, error) { return d.Command(env, cfgOf(cfg)) },
+		Metrics:   d.Metrics,
+		Helper:    d.Helper,
+	}
+	if d.Validate != nil {
+		k.Validate = func(cfg any) error { return d.Validate(cfgOf(cfg)) }
+	}
+	if d.Endpoints != nil {
+		k.Endpoints = func(cfg any) []Endpoint { return d.Endpoints(cfgOf(cfg)) }
+	}
+	if d.Set != nil {
+		k.Set = func(ctx context.Context, env Env, cfg any, change *yaml.Node) error {
+			return d.Set(ctx, env, cfgOf(cfg), change)
+		}
+	}
+	if d.Overrun != nil {
+		k.Overrun = func(cfg any) time.Duration { return d.Overrun(cfgOf(cfg)) }
+	}
+	register(k)
+}
+
 var (
 	registryMu sync.RWMutex
 	registry   = map[string]*Kind{}
 )
 
-// Register adds a kind; it panics on a duplicate name or a missing field (a programming error).
-func Register(k *Kind) {
+// register checks k (Register builds it) and adds it to the registry.
+func register(k *Kind) {
 	if k.Name == "" || k.NewConfig == nil || k.Command == nil || (k.Role != RoleComponent && k.Role != RoleWorkload) {
 		panic(fmt.Sprintf("kind.Register: incomplete kind %q", k.Name))
 	}

@@ -18,16 +18,16 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[GatewayConfig]{
 		Name:    "faas-gateway",
 		Role:    kind.RoleComponent,
 		Summary: "function gateway: /function/NAME routed to instances it starts on its node (one core each), scaled by hand, by rps or to zero",
-		NewConfig: func() any {
+		Defaults: func() *GatewayConfig {
 			return &GatewayConfig{Port: 8080, InstancePort: gateway.DefaultBasePort, InstanceCPUs: 1}
 		},
-		Validate:  func(cfg any) error { return cfg.(*GatewayConfig).validate() },
+		Validate:  (*GatewayConfig).validate,
 		Command:   gatewayCommand,
-		Endpoints: func(cfg any) []kind.Endpoint { return httpEndpoint(cfg.(*GatewayConfig).Port) },
+		Endpoints: func(c *GatewayConfig) []kind.Endpoint { return httpEndpoint(c.Port) },
 		Metrics:   gatewayMetrics,
 	})
 }
@@ -109,8 +109,7 @@ func (c *GatewayConfig) validate() error {
 	return kind.CheckPort("port", c.Port)
 }
 
-func gatewayCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*GatewayConfig)
+func gatewayCommand(env kind.Env, c *GatewayConfig) (kind.Command, error) {
 	if _, err := gateway.PlatformClient(env.Platform); err != nil {
 		return kind.Command{}, fmt.Errorf("faas-gateway %s: %w", env.Instance, err)
 	}

@@ -19,26 +19,26 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[FunctionConfig]{
 		Name:    "function",
 		Role:    kind.RoleComponent,
 		Summary: "one instance of a python3-http handler behind Continuum's watchdog: mode classic (a process per request) or http (one reused upstream process)",
-		NewConfig: func() any {
+		Defaults: func() *FunctionConfig {
 			return &FunctionConfig{Mode: faas.ModeHTTP, Server: faas.ServerContinuum, Port: 8080, CPUs: 1,
 				ExecTimeout: spec.Duration{Duration: watchdog.DefaultExecTimeout}}
 		},
-		Validate:  func(cfg any) error { return cfg.(*FunctionConfig).validate() },
+		Validate:  (*FunctionConfig).validate,
 		Command:   functionCommand,
-		Endpoints: func(cfg any) []kind.Endpoint { return httpEndpoint(cfg.(*FunctionConfig).Port) },
+		Endpoints: func(c *FunctionConfig) []kind.Endpoint { return httpEndpoint(c.Port) },
 	})
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[MicroConfig]{
 		Name:      "microservice",
 		Role:      kind.RoleComponent,
 		Summary:   "a python3-http handler in a long-lived server exposed directly (seeds/001's microservice: Flask + Waitress, one thread)",
-		NewConfig: func() any { return &MicroConfig{Server: faas.ServerFlask, Port: 8080, CPUs: 1} },
-		Validate:  func(cfg any) error { return cfg.(*MicroConfig).validate() },
+		Defaults:  func() *MicroConfig { return &MicroConfig{Server: faas.ServerFlask, Port: 8080, CPUs: 1} },
+		Validate:  (*MicroConfig).validate,
 		Command:   microCommand,
-		Endpoints: func(cfg any) []kind.Endpoint { return httpEndpoint(cfg.(*MicroConfig).Port) },
+		Endpoints: func(c *MicroConfig) []kind.Endpoint { return httpEndpoint(c.Port) },
 	})
 }
 
@@ -96,8 +96,7 @@ func checkCommon(handler string, port int, cpus float64) error {
 	return kind.CheckPort("port", port)
 }
 
-func functionCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*FunctionConfig)
+func functionCommand(env kind.Env, c *FunctionConfig) (kind.Command, error) {
 	h, err := faas.ResolveHandler(c.Handler)
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("function %s: %w", env.Instance, err)
@@ -141,8 +140,7 @@ func (c *MicroConfig) validate() error {
 	return checkCommon(c.Handler, c.Port, c.CPUs)
 }
 
-func microCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*MicroConfig)
+func microCommand(env kind.Env, c *MicroConfig) (kind.Command, error) {
 	h, err := faas.ResolveHandler(c.Handler)
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("microservice %s: %w", env.Instance, err)

@@ -21,15 +21,15 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{
-		Name:      "http-echo",
-		Role:      kind.RoleComponent,
-		Summary:   "HTTP echo server with a processing delay, CPU work and response size changeable at run time",
-		NewConfig: func() any { return &EchoConfig{Port: 8080} },
-		Validate:  func(cfg any) error { return cfg.(*EchoConfig).validate() },
-		Command:   echoCommand,
-		Endpoints: func(cfg any) []kind.Endpoint {
-			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: cfg.(*EchoConfig).Port}}
+	kind.Register(kind.Def[EchoConfig]{
+		Name:     "http-echo",
+		Role:     kind.RoleComponent,
+		Summary:  "HTTP echo server with a processing delay, CPU work and response size changeable at run time",
+		Defaults: func() *EchoConfig { return &EchoConfig{Port: 8080} },
+		Validate: (*EchoConfig).validate,
+		Command:  echoCommand,
+		Endpoints: func(c *EchoConfig) []kind.Endpoint {
+			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: c.Port}}
 		},
 		Set: echoSet,
 	})
@@ -64,8 +64,7 @@ func (c *EchoConfig) validate() error {
 	return nil
 }
 
-func echoCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*EchoConfig)
+func echoCommand(env kind.Env, c *EchoConfig) (kind.Command, error) {
 	port := strconv.Itoa(c.Port)
 	f := httpechocmd.DefaultFlags()
 	f.Config.Listen, f.Config.Name = ":"+port, env.Instance
@@ -81,8 +80,7 @@ type echoChange struct {
 }
 
 // echoSet sends the change to the instance's PUT /admin/config, from inside its node.
-func echoSet(ctx context.Context, env kind.Env, cfg any, change *yaml.Node) error {
-	c := cfg.(*EchoConfig)
+func echoSet(ctx context.Context, env kind.Env, c *EchoConfig, change *yaml.Node) error {
 	var ch echoChange
 	if err := spec.DecodeAt("", "config", change, &ch); err != nil {
 		return fmt.Errorf("http-echo %s: %w", env.Instance, err)

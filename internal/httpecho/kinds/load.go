@@ -22,16 +22,16 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[LoadConfig]{
 		Name:    "http-load",
 		Role:    kind.RoleWorkload,
 		Summary: "HTTP load generator: open loop at a fixed rate or closed loop with N clients per target",
-		NewConfig: func() any {
+		Defaults: func() *LoadConfig {
 			return &LoadConfig{Timeout: spec.Duration{Duration: time.Second}, Method: http.MethodGet}
 		},
-		Validate: func(cfg any) error { return cfg.(*LoadConfig).validate() },
+		Validate: (*LoadConfig).validate,
 		Command:  loadCommand,
-		Overrun:  func(cfg any) time.Duration { return cfg.(*LoadConfig).Timeout.Duration + 15*time.Second },
+		Overrun:  func(c *LoadConfig) time.Duration { return c.Timeout.Duration + 15*time.Second },
 		Metrics:  loadMetrics,
 	})
 }
@@ -140,8 +140,7 @@ func (t LoadTarget) url(env kind.Env) (string, error) {
 	return "http://" + net.JoinHostPort(node, strconv.Itoa(ep.Port)) + path, nil
 }
 
-func loadCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*LoadConfig)
+func loadCommand(env kind.Env, c *LoadConfig) (kind.Command, error) {
 	f := httptarget.DefaultFlags()
 	for _, t := range c.Targets {
 		u, err := t.url(env)

@@ -22,18 +22,18 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[Config]{
 		Name:    "iot",
 		Role:    kind.RoleWorkload,
 		Summary: "IoT devices, gateways and batching adaptors (seeds/001) POSTing JSON batches to a component, the readings directly or through an MQTT broker; series t_rr, t_ex (and t_in)",
-		NewConfig: func() any {
+		Defaults: func() *Config {
 			d := iotcmd.DefaultFlags()
 			return &Config{Path: "/", Gateways: d.Gateways, Devices: d.Devices, Rate: d.Rate, Batch: d.Batch,
 				Timeout: spec.Duration{Duration: d.Timeout}}
 		},
-		Validate: func(cfg any) error { return cfg.(*Config).validate() },
+		Validate: (*Config).validate,
 		Command:  command,
-		Overrun:  func(cfg any) time.Duration { return cfg.(*Config).Timeout.Duration + 30*time.Second },
+		Overrun:  func(c *Config) time.Duration { return c.Timeout.Duration + 30*time.Second },
 		Metrics:  metrics,
 	})
 }
@@ -92,8 +92,7 @@ func (c *Config) emulator(url, broker string, d time.Duration) iot.Config {
 		Broker: broker, QoS: c.QoS, Connections: c.Connections, Topic: c.Topic}
 }
 
-func command(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*Config)
+func command(env kind.Env, c *Config) (kind.Command, error) {
 	url := c.URL
 	if url == "" {
 		node, ep, err := env.Endpoint(c.Target, 0, kind.ProtocolHTTP)

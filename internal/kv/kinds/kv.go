@@ -21,14 +21,14 @@ const KindName = "kv"
 const eventsFile = "events.jsonl"
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[Config]{
 		Name:      KindName,
 		Role:      kind.RoleComponent,
 		Summary:   "continuum kv: the etcd-v3-compatible store (`continuum kv`); members with the same `cluster` replicate",
-		NewConfig: func() any { return &Config{ClientPort: 2379, PeerPort: 2380} },
-		Validate:  func(cfg any) error { return cfg.(*Config).validate() },
+		Defaults:  func() *Config { return &Config{ClientPort: 2379, PeerPort: 2380} },
+		Validate:  (*Config).validate,
 		Command:   command,
-		Endpoints: func(cfg any) []kind.Endpoint { return cfg.(*Config).endpoints() },
+		Endpoints: func(c *Config) []kind.Endpoint { return c.endpoints() },
 		Metrics:   metrics,
 	})
 }
@@ -99,8 +99,7 @@ func (c *Config) validate() error {
 	return kind.CheckDataDir(c.DataDir)
 }
 
-func command(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*Config)
+func command(env kind.Env, c *Config) (kind.Command, error) {
 	dir := kind.DataDir(env, c.DataDir)
 	f := kvcmd.DefaultFlags()
 	f.Server.Name, f.Server.DataDir = env.Instance, dir

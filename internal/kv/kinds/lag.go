@@ -15,15 +15,15 @@ import (
 // member of an etcd-API cluster (any component with an etcd-v3 endpoint: kv or etcd) and wait
 // until another member shows the write (package loadgen/kvtarget, LagProbe).
 func init() {
-	kind.Register(&kind.Kind{
-		Name:      "kv-lag",
-		Role:      kind.RoleWorkload,
-		Summary:   "replication lag: write on one kv/etcd member, time until a watch on another sees it",
-		NewConfig: func() any { return &LagConfig{Rate: 100, Timeout: spec.Duration{Duration: 30 * time.Second}} },
-		Validate:  func(cfg any) error { return cfg.(*LagConfig).validate() },
-		Command:   lagCommand,
+	kind.Register(kind.Def[LagConfig]{
+		Name:     "kv-lag",
+		Role:     kind.RoleWorkload,
+		Summary:  "replication lag: write on one kv/etcd member, time until a watch on another sees it",
+		Defaults: func() *LagConfig { return &LagConfig{Rate: 100, Timeout: spec.Duration{Duration: 30 * time.Second}} },
+		Validate: (*LagConfig).validate,
+		Command:  lagCommand,
 		// A probe written just before the end may wait its whole timeout.
-		Overrun: func(cfg any) time.Duration { return cfg.(*LagConfig).Timeout.Duration + 15*time.Second },
+		Overrun: func(c *LagConfig) time.Duration { return c.Timeout.Duration + 15*time.Second },
 	})
 }
 
@@ -51,8 +51,7 @@ func (c *LagConfig) validate() error {
 	return nil
 }
 
-func lagCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*LagConfig)
+func lagCommand(env kind.Env, c *LagConfig) (kind.Command, error) {
 	w, err := env.Store(c.Writer, 0, kind.ProtocolEtcdV3)
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("writer: %w", err)

@@ -37,15 +37,14 @@ import (
 //	sweep:
 //	  components.proxy.config.strategy: [qos, round-robin, "proximity:1.0", "proximity:0.8", random]
 func init() {
-	kind.Register(&kind.Kind{
-		Name:      "proxy",
-		Role:      kind.RoleComponent,
-		Summary:   "continuum proxy: QoS-aware routing to the run's service instances (qos, round-robin, random, proximity)",
-		NewConfig: func() any { return &ProxyConfig{Port: 8080, AdminPort: 9090} },
-		Validate:  func(cfg any) error { return cfg.(*ProxyConfig).validate() },
-		Command:   proxyCommand,
-		Endpoints: func(cfg any) []kind.Endpoint {
-			c := cfg.(*ProxyConfig)
+	kind.Register(kind.Def[ProxyConfig]{
+		Name:     "proxy",
+		Role:     kind.RoleComponent,
+		Summary:  "continuum proxy: QoS-aware routing to the run's service instances (qos, round-robin, random, proximity)",
+		Defaults: func() *ProxyConfig { return &ProxyConfig{Port: 8080, AdminPort: 9090} },
+		Validate: (*ProxyConfig).validate,
+		Command:  proxyCommand,
+		Endpoints: func(c *ProxyConfig) []kind.Endpoint {
 			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: c.Port},
 				{Name: "admin", Protocol: kind.ProtocolHTTP, Port: c.AdminPort}}
 		},
@@ -228,8 +227,7 @@ func proxyConfigFile(env kind.Env, c *ProxyConfig) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func proxyCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*ProxyConfig)
+func proxyCommand(env kind.Env, c *ProxyConfig) (kind.Command, error) {
 	if env.Platform == "" {
 		return kind.Command{}, fmt.Errorf("proxy %s: no platform to discover instances from", env.Instance)
 	}

@@ -17,16 +17,16 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[FreshnessConfig]{
 		Name:    "freshness",
 		Role:    kind.RoleWorkload,
 		Summary: "staleness (write acknowledged on one instance until visible on the others) and write outage (failover) of etcd, kv or Redis Cluster",
-		NewConfig: func() any {
+		Defaults: func() *FreshnessConfig {
 			return &FreshnessConfig{Interval: spec.Duration{Duration: freshness.DefaultInterval}, Poll: spec.Duration{Duration: freshness.DefaultPoll}}
 		},
-		Validate: func(cfg any) error { return cfg.(*FreshnessConfig).validate() },
+		Validate: (*FreshnessConfig).validate,
 		Command:  freshnessCommand,
-		Overrun:  func(any) time.Duration { return time.Minute },
+		Overrun:  func(*FreshnessConfig) time.Duration { return time.Minute },
 		Metrics:  freshnessMetrics,
 	})
 }
@@ -65,8 +65,7 @@ func endpoint(env kind.Env, name string) (string, string, error) {
 	return addr, backend, err
 }
 
-func freshnessCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*FreshnessConfig)
+func freshnessCommand(env kind.Env, c *FreshnessConfig) (kind.Command, error) {
 	write, backend, err := endpoint(env, c.Write)
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("freshness %s: %w", env.Instance, err)

@@ -23,16 +23,16 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[MaintenanceConfig]{
 		Name:    "maintenance",
 		Role:    kind.RoleWorkload,
 		Summary: "compaction + defragmentation of one etcd or kv member every period (0: probe only), timing both and the defrag downtime a client sees",
-		NewConfig: func() any {
+		Defaults: func() *MaintenanceConfig {
 			return &MaintenanceConfig{ProbeInterval: spec.Duration{Duration: maintain.DefaultProbeInterval}}
 		},
-		Validate: func(cfg any) error { return cfg.(*MaintenanceConfig).validate() },
+		Validate: (*MaintenanceConfig).validate,
 		Command:  maintenanceCommand,
-		Overrun:  func(any) time.Duration { return time.Minute },
+		Overrun:  func(*MaintenanceConfig) time.Duration { return time.Minute },
 		Metrics:  maintenanceMetrics,
 	})
 }
@@ -55,8 +55,7 @@ func (c *MaintenanceConfig) validate() error {
 	return cfg.Validate()
 }
 
-func maintenanceCommand(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*MaintenanceConfig)
+func maintenanceCommand(env kind.Env, c *MaintenanceConfig) (kind.Command, error) {
 	node, ep, err := env.Endpoint(c.Component, c.Port, kind.ProtocolEtcdV3)
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("maintenance %s: %w", env.Instance, err)

@@ -20,19 +20,19 @@ import (
 )
 
 func init() {
-	kind.Register(&kind.Kind{
+	kind.Register(kind.Def[Config]{
 		Name:    "pace",
 		Role:    kind.RoleWorkload,
 		Summary: "PACE producer or consumer (seeds/000) over etcd, kv or redis components; one series per operation type",
-		NewConfig: func() any {
+		Defaults: func() *Config {
 			d := pace.DefaultConfig()
 			return &Config{Class: pace.DefaultClass, StateSize: spec.Bytes(d.StateSize), ControlSize: spec.Bytes(d.ControlSize),
 				Inference: spec.Duration{Duration: d.Inference}, Mode: d.Mode, Consistency: d.Consistency,
 				Timeout: spec.Duration{Duration: d.Timeout}}
 		},
-		Validate: func(cfg any) error { return cfg.(*Config).validate() },
+		Validate: (*Config).validate,
 		Command:  command,
-		Overrun:  func(cfg any) time.Duration { return cfg.(*Config).Timeout.Duration + time.Minute },
+		Overrun:  func(c *Config) time.Duration { return c.Timeout.Duration + time.Minute },
 		Metrics:  metrics,
 	})
 }
@@ -133,8 +133,7 @@ func (c *Config) store(env kind.Env) (shareddata.Config, error) {
 	return sc, sc.Validate()
 }
 
-func command(env kind.Env, cfg any) (kind.Command, error) {
-	c := cfg.(*Config)
+func command(env kind.Env, c *Config) (kind.Command, error) {
 	sc, err := c.store(env)
 	if err != nil {
 		return kind.Command{}, fmt.Errorf("pace %s: %w", env.Instance, err)

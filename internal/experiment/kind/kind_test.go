@@ -1,0 +1,178 @@
+package kind_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+)
+
+type typedConfig struct {
+	Port    int
+	Timeout time.Duration
+}
+
+type otherConfig struct{ Port int }
+
+// TestRegisterTyped: the registered Kind's untyped functions hand the typed ones the very *C
+// its NewConfig made.
+func TestRegisterTyped(t *testing.T) {
+	var got []string
+	seen := func(fn string, c *typedConfig, want *typedConfig) {
+		if c != want {
+			t.Errorf("%s got %p, want the config NewConfig made (%p)", fn, c, want)
+		}
+		got = append(got, fn)
+	}
+	var cfg *typedConfig // set once NewConfig ran
+	kind.Register(kind.Def[typedConfig]{
+		Name: "test-typed", Role: kind.RoleComponent, Summary: "typed test kind",
+		Defaults: func() *typedConfig { return &typedConfig{Port: 7, Timeout: time.Second} },
+		Validate: func(c *typedConfig) error {
+			seen("Validate", c, cfg)
+			if c.Port < 1 {
+				return errors.New("port")
+			}
+			return nil
+		},
+		Command: func(env kind.Env, c *typedConfig) (kind.Command, error) {
+			seen("Command", c, cfg)
+			return kind.Command{Args: []string{"serve", fmt.Sprint(c.Port)}}, nil
+		},
+		Endpoints: func(c *typedConfig) []kind.Endpoint {
+			seen("Endpoints", c, cfg)
+			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: c.Port}}
+		},
+		Set: func(_ context.Context, _ kind.Env, c *typedConfig, change *yaml.Node) error {
+			seen("Set", c, cfg)
+			return nil
+		},
+		Overrun: func(c *typedConfig) time.Duration { seen("Overrun", c, cfg); return 2 * c.Timeout },
+		Helper:  true,
+	})
+	k, ok := kind.Lookup("test-typed")
+	if !ok {
+		t.Fatal("test-typed not registered")
+	}
+	if k.Role != kind.RoleComponent || k.Summary != "typed test kind" || !k.Helper || k.Metrics != nil {
+		t.Errorf("kind %+v", k)
+	}
+	anyCfg := k.NewConfig()
+	cfg, ok = anyCfg.(*typedConfig)
+	if !ok || cfg.Port != 7 {
+		t.Fatalf("NewConfig = %#v, want *typedConfig with the defaults", anyCfg)
+	}
+	if k.NewConfig() == anyCfg {
+		t.Error("NewConfig returned the same config twice")
+	}
+	cfg.Port = 9 // as the scenario's config: would decode into it
+	if err := k.Validate(anyCfg); err != nil {
+		t.Error(err)
+	}
+	if cmd, err := k.Command(kind.Env{}, anyCfg); err != nil || strings.Join(cmd.Args, " ") != "serve 9" {
+		t.Errorf("Command = %v, %v", cmd.Args, err)
+	}
+	if eps := k.EndpointsOf(anyCfg); len(eps) != 1 || eps[0].Port != 9 {
+		t.Errorf("endpoints %v", eps)
+	}
+	if err := k.Set(context.Background(), kind.Env{}, anyCfg, nil); err != nil {
+		t.Error(err)
+	}
+	if d := k.OverrunOf(anyCfg); d != 2*time.Second {
+		t.Errorf("overrun %v", d)
+	}
+	if want := "Validate Command Endpoints Set Overrun"; strings.Join(got, " ") != want {
+		t.Errorf("called %v, want %s", got, want)
+	}
+}
+
+// TestRegisterTypedOptional: a Def's nil optional functions stay nil in the Kind, so the
+// runner's defaults apply (no endpoints, DefaultOverrun, not settable).
+func TestRegisterTypedOptional(t *testing.T) {
+	kind.Register(kind.Def[typedConfig]{
+		Name: "test-typed-minimal", Role: kind.RoleWorkload,
+		Defaults: func() *typedConfig { return &typedConfig{} },
+		Command:  func(kind.Env, *typedConfig) (kind.Command, error) { return kind.Command{}, nil },
+	})
+	k, _ := kind.Lookup("test-typed-minimal")
+	if k.Validate != nil || k.Endpoints != nil || k.Set != nil || k.Overrun != nil || k.Metrics != nil {
+		t.Errorf("optional functions set: %+v", k)
+	}
+	if d := k.OverrunOf(k.NewConfig()); d != kind.DefaultOverrun {
+		t.Errorf("overrun %v, want %v", d, kind.DefaultOverrun)
+	}
+}
+
+// TestRegisterTypedWrongConfig: the untyped view given a config its NewConfig did not make (the
+// runner never does) panics, naming the kind and both types, rather than returning an error
+// a caller might take for a scenario's mistake.
+func TestRegisterTypedWrongConfig(t *testing.T) {
+	kind.Register(kind.Def[typedConfig]{
+		Name: "test-typed-strict", Role: kind.RoleComponent,
+		Defaults:  func() *typedConfig { return &typedConfig{Port: 1} },
+		Validate:  func(*typedConfig) error { return nil },
+		Command:   func(kind.Env, *typedConfig) (kind.Command, error) { return kind.Command{}, nil },
+		Endpoints: func(*typedConfig) []kind.Endpoint { return nil },
+		Set:       func(context.Context, kind.Env, *typedConfig, *yaml.Node) error { return nil },
+		Overrun:   func(*typedConfig) time.Duration { return 0 },
+	})
+	k, _ := kind.Lookup("test-typed-strict")
+	calls := map[string]func(cfg any){
+		"Validate":  func(cfg any) { _ = k.Validate(cfg) },
+		"Command":   func(cfg any) { _, _ = k.Command(kind.Env{}, cfg) },
+		"Endpoints": func(cfg any) { k.Endpoints(cfg) },
+		"Set":       func(cfg any) { _ = k.Set(context.Background(), kind.Env{}, cfg, nil) },
+		"Overrun":   func(cfg any) { k.Overrun(cfg) },
+	}
+	for fn, call := range calls {
+		for _, wrong := range []any{&otherConfig{}, typedConfig{}, nil} {
+			t.Run(fmt.Sprintf("%s/%T", fn, wrong), func(t *testing.T) {
+				want := fmt.Sprintf(`kind "test-typed-strict": config is %T, want *kind_test.typedConfig`, wrong)
+				defer func() {
+					r := recover()
+					if msg, _ := r.(string); !strings.HasPrefix(msg, want) {
+						t.Errorf("recovered %v, want a panic starting %q", r, want)
+					}
+				}()
+				call(wrong)
+			})
+		}
+	}
+}
+
+func TestRegisterIncomplete(t *testing.T) {
+	mustPanic := func(name, want string, register func()) {
+		t.Helper()
+		defer func() {
+			if msg, _ := recover().(string); !strings.Contains(msg, want) {
+				t.Errorf("%s: recovered %q, want %q", name, msg, want)
+			}
+		}()
+		register()
+	}
+	defaults := func() *typedConfig { return &typedConfig{} }
+	command := func(kind.Env, *typedConfig) (kind.Command, error) { return kind.Command{}, nil }
+	mustPanic("no Defaults", `incomplete kind "test-no-defaults"`, func() {
+		kind.Register(kind.Def[typedConfig]{Name: "test-no-defaults", Role: kind.RoleWorkload, Command: command})
+	})
+	mustPanic("no Command", `incomplete kind "test-no-command"`, func() {
+		kind.Register(kind.Def[typedConfig]{Name: "test-no-command", Role: kind.RoleWorkload, Defaults: defaults})
+	})
+	mustPanic("no Role", `incomplete kind "test-no-role"`, func() {
+		kind.Register(kind.Def[typedConfig]{Name: "test-no-role", Defaults: defaults, Command: command})
+	})
+	mustPanic("workload endpoints", `workload "test-workload-endpoints" declares endpoints`, func() {
+		kind.Register(kind.Def[typedConfig]{Name: "test-workload-endpoints", Role: kind.RoleWorkload,
+			Defaults: defaults, Command: command, Endpoints: func(*typedConfig) []kind.Endpoint { return nil }})
+	})
+	kind.Register(kind.Def[typedConfig]{Name: "test-dup", Role: kind.RoleWorkload, Defaults: defaults, Command: command})
+	mustPanic("duplicate", `duplicate kind "test-dup"`, func() {
+		kind.Register(kind.Def[typedConfig]{Name: "test-dup", Role: kind.RoleWorkload, Defaults: defaults, Command: command})
+	})
+}
