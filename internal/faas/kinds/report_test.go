@@ -7,12 +7,11 @@ import (
 	"testing"
 
 	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/report/reporttest"
 	"github.com/continuum-project/continuum/internal/results"
 )
 
-func agg(v float64) results.Aggregate {
-	return results.Aggregate{N: 1, Mean: v, CI95: [2]float64{v, v}}
-}
+var agg = reporttest.Agg
 
 // The Functions section: one row per gateway and function with the gateway's own resources and
 // the function's instances, and the ready instances over time with the scaling decisions.

@@ -5,12 +5,11 @@ import (
 	"testing"
 
 	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/report/reporttest"
 	"github.com/continuum-project/continuum/internal/results"
 )
 
-func agg(v float64) results.Aggregate {
-	return results.Aggregate{N: 1, Mean: v, CI95: [2]float64{v, v}}
-}
+var agg = reporttest.Agg
 
 func TestIoTSection(t *testing.T) {
 	pct := func(p, ms float64) report.PercentilePoint {

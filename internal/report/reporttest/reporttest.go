@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // WriteJSON writes v as indented JSON to path, creating its directory.
@@ -42,4 +44,9 @@ func WriteCSV(t testing.TB, path string, header []string, rows [][]string) {
 	if err := w.Error(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Agg is the aggregate of one run's value v, as summary.json's groups hold it.
+func Agg(v float64) results.Aggregate {
+	return results.Aggregate{N: 1, Mean: v, CI95: [2]float64{v, v}}
 }

@@ -5,12 +5,11 @@ import (
 	"testing"
 
 	"github.com/continuum-project/continuum/internal/report"
+	"github.com/continuum-project/continuum/internal/report/reporttest"
 	"github.com/continuum-project/continuum/internal/results"
 )
 
-func agg(v float64) results.Aggregate {
-	return results.Aggregate{N: 1, Mean: v, CI95: [2]float64{v, v}}
-}
+var agg = reporttest.Agg
 
 func TestNPMSection(t *testing.T) {
 	run := &report.Run{Run: results.Run{ID: "001"}, Workloads: []*report.Workload{{Name: "c1"}}}
