@@ -1,6 +1,8 @@
-// Package install registers every system's experiment kinds and report sections by importing
-// their scenario adapters, as Prometheus' discovery/install does for its service discoveries.
-// A binary or test that runs scenarios imports it once; adding a system adds one line here.
+// Package install registers every system's experiment kinds, report sections and commands by
+// importing each system's kinds package (which imports its command package), as Prometheus'
+// discovery/install does for its service discoveries. A binary or test that runs scenarios
+// imports it once; adding a system adds one line here. Its layering test holds every system to
+// the rules of docs/architecture.md.
 package install
 
 import (
