@@ -222,11 +222,18 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		if err != nil {
 			return err
 		}
+		qu, err := parseQuery(q)
+		if err != nil {
+			return badRequest("%s", err.Error())
+		}
 		if q.Get("shallow") == "true" {
-			if print == "pretty" {
-				return badRequest("shallow cannot be combined with print=pretty")
+			if print == "pretty" || qu != nil {
+				return badRequest("shallow cannot be combined with print=pretty or orderBy")
 			}
 			t = shallow(t)
+		}
+		if qu != nil {
+			t = qu.apply(t)
 		}
 		if strings.EqualFold(r.Header.Get("X-Firebase-ETag"), "true") {
 			w.Header().Set("ETag", etag(t))

@@ -66,14 +66,16 @@ func do(t *testing.T, method, url, body string, hdr ...string) reply {
 	}
 	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
-		t.Fatal(err)
+		t.Errorf("%s %s: %v", method, url, err)
+		return reply{code: -1}
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil { // Errorf, not Fatal: do runs in the tests' goroutines too
+		t.Errorf("%s %s: %v", method, url, err)
+		return reply{code: -1}
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

@@ -38,7 +38,8 @@ func newRealtimeDBCmd() *cobra.Command {
 		Use:   "realtime-db",
 		Short: "Run the Firebase-compatible realtime database (REST) on continuum kv",
 		Long: `Serves the Firebase Realtime Database REST protocol (as its emulator does: GET, PUT, PATCH, POST,
-DELETE on /<path>.json?ns=<database>; print=silent|pretty, shallow=true; X-Firebase-ETag and
+DELETE on /<path>.json?ns=<database>; print=silent|pretty, shallow=true; orderBy with limitToFirst,
+limitToLast, startAt, endAt, equalTo; X-Firebase-ETag and
 if-match; {".sv":"timestamp"} and {".sv":{"increment":n}}), storing each leaf of the JSON tree as one
 key of continuum kv (or etcd) under --prefix. Point the Admin SDKs at it with
 FIREBASE_DATABASE_EMULATOR_HOST=host:port. See docs/stream.md.`,
