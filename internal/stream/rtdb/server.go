@@ -250,8 +250,8 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		if err != nil {
 			return err
 		}
-		if ifMatch != nil {
-			w.Header().Set("ETag", etag(res[0]))
+		if ifMatch != nil || strings.EqualFold(r.Header.Get("X-Firebase-ETag"), "true") {
+			w.Header().Set("ETag", etag(res[0])) // the ETag of the value now there
 		}
 		return s.reply(w, print, res[0])
 	case http.MethodPost:

@@ -212,6 +212,11 @@ func TestETagIfMatch(t *testing.T) {
 	if r := do(t, "PUT", base+"/counter.json", `0`, "if-match", tag); r.code != 412 {
 		t.Fatalf("if-match after a deletion: %d %s", r.code, r.body)
 	}
+	// A write asked for an ETag answers the one a GET would give now.
+	w := do(t, "PUT", base+"/counter.json", `{"n":7}`, "X-Firebase-ETag", "true")
+	if g := do(t, "GET", base+"/counter.json", "", "X-Firebase-ETag", "true"); w.hdr.Get("ETag") == "" || w.hdr.Get("ETag") != g.hdr.Get("ETag") {
+		t.Fatalf("PUT answered ETag %q, GET %q", w.hdr.Get("ETag"), g.hdr.Get("ETag"))
+	}
 	// The ETag of null: a transaction creating a node.
 	tag = do(t, "GET", base+"/fresh.json", "", "X-Firebase-ETag", "true").hdr.Get("ETag")
 	if r := do(t, "PUT", base+"/fresh.json", `true`, "if-match", tag); r.code != 200 {
