@@ -14,4 +14,5 @@ import (
 	_ "github.com/continuum-project/continuum/internal/proxy/kinds"      // proxy + QoS report sections
 	_ "github.com/continuum-project/continuum/internal/shareddata/kinds" // maintenance
 	_ "github.com/continuum-project/continuum/internal/shareddata/kinds" // pace, maintenance, freshness
+	_ "github.com/continuum-project/continuum/internal/stream/kinds"     // realtime-db
 )

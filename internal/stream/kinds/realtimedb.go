@@ -1,0 +1,61 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/continuum-project/continuum/internal/cli"
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/spec"
+	"github.com/continuum-project/continuum/internal/stream/streamcmd"
+)
+
+func init() {
+	kind.Register(kind.Def[RealtimeDBConfig]{
+		Name:     "realtime-db",
+		Role:     kind.RoleComponent,
+		Summary:  "Firebase-compatible realtime database (REST) storing its JSON tree in a kv or etcd component",
+		Defaults: func() *RealtimeDBConfig { return &RealtimeDBConfig{Port: 9000} },
+		Validate: (*RealtimeDBConfig).validate,
+		Command:  realtimeDBCommand,
+		Endpoints: func(c *RealtimeDBConfig) []kind.Endpoint {
+			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: c.Port}}
+		},
+	})
+}
+
+// RealtimeDBConfig is the `config:` of a realtime-db component.
+type RealtimeDBConfig struct {
+	Port  int    `yaml:"port"`  // default 9000
+	Store string `yaml:"store"` // the kv or etcd component holding the data (required)
+	// MaxBodyBytes bounds a write's body (default: the server's, 16 MiB).
+	MaxBodyBytes spec.Bytes `yaml:"max_body_bytes"`
+}
+
+func (c *RealtimeDBConfig) validate() error {
+	switch {
+	case c.Port < 1 || c.Port > 65535:
+		return fmt.Errorf("port %d: must be between 1 and 65535", c.Port)
+	case c.Store == "":
+		return errors.New("store is required: the kv or etcd component holding the data")
+	case c.MaxBodyBytes < 0:
+		return fmt.Errorf("max_body_bytes %d: must be >= 0 (0: the default)", c.MaxBodyBytes)
+	}
+	return nil
+}
+
+func realtimeDBCommand(env kind.Env, c *RealtimeDBConfig) (kind.Command, error) {
+	st, err := env.Store(c.Store, 0, kind.ProtocolEtcdV3)
+	if err != nil {
+		return kind.Command{}, fmt.Errorf("store: %w", err)
+	}
+	port := strconv.Itoa(c.Port)
+	f := streamcmd.DefaultFlags()
+	f.Config.ListenAddr = ":" + port
+	f.Config.KVEndpoints = []string{st.Addr}
+	if c.MaxBodyBytes > 0 {
+		f.Config.MaxBodyBytes = int64(c.MaxBodyBytes)
+	}
+	return kind.Command{Args: append([]string{env.Binary, "realtime-db"}, cli.Args(streamcmd.DefaultFlags(), f)...), ReadyAddr: "127.0.0.1:" + port}, nil
+}

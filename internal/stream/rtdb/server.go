@@ -1,0 +1,388 @@
+package rtdb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Config is the server's start-up configuration.
+type Config struct {
+	ListenAddr  string   // host:port, default ":9000" (the emulator's port)
+	KVEndpoints []string // continuum kv or etcd client URLs, default http://127.0.0.1:2379
+	// Prefix is the kv prefix every database lives under (default "/rtdb").
+	Prefix string
+	// DefaultNamespace is the database of requests without ?ns= (default "default").
+	DefaultNamespace string
+	// MaxBodyBytes bounds a write's body (default 16 MiB; Firebase allows 256 MB per REST write).
+	MaxBodyBytes int64
+	// RequestTimeout bounds one request's kv work (default 30 s).
+	RequestTimeout  time.Duration
+	DialTimeout     time.Duration // to the kv endpoints (default 5 s)
+	ShutdownTimeout time.Duration // drain on shutdown (default 10 s)
+	Logger          *slog.Logger  // default slog.Default()
+	Now             func() time.Time
+}
+
+// DefaultConfig is the emulator's port, a local kv and a 16 MiB body limit.
+func DefaultConfig() Config {
+	return Config{
+		ListenAddr: ":9000", KVEndpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/rtdb",
+		DefaultNamespace: "default", MaxBodyBytes: 16 << 20, RequestTimeout: 30 * time.Second,
+		DialTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second,
+	}
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
+		errs = append(errs, fmt.Errorf("listen %q: want host:port, e.g. :9000", c.ListenAddr))
+	}
+	if len(c.KVEndpoints) == 0 {
+		errs = append(errs, errors.New("endpoints: at least one kv/etcd client URL is required"))
+	}
+	for _, e := range c.KVEndpoints {
+		if e == "" {
+			errs = append(errs, errors.New("endpoints: empty URL"))
+		}
+	}
+	if !strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/") {
+		errs = append(errs, fmt.Errorf("prefix %q: must start with / and not end with one", c.Prefix))
+	}
+	if !validNamespace(c.DefaultNamespace) {
+		errs = append(errs, fmt.Errorf("default namespace %q: lowercase letters, digits and '-' only", c.DefaultNamespace))
+	}
+	if c.MaxBodyBytes < 1 {
+		errs = append(errs, fmt.Errorf("max body bytes %d: must be > 0", c.MaxBodyBytes))
+	}
+	if c.RequestTimeout <= 0 || c.DialTimeout <= 0 || c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("request and dial timeouts must be > 0, the shutdown timeout >= 0"))
+	}
+	return errors.Join(errs...)
+}
+
+// Server serves the Firebase Realtime Database REST protocol; it is an http.Handler safe for
+// concurrent use.
+type Server struct {
+	cfg  Config
+	kv   *clientv3.Client
+	st   *store
+	push *PushIDs
+	log  *slog.Logger
+}
+
+// New connects to the kv endpoints (lazily: the first request fails if none answers).
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	kv, err := clientv3.New(clientv3.Config{Endpoints: cfg.KVEndpoints, DialTimeout: cfg.DialTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("kv client: %w", err)
+	}
+	return &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now},
+		push: NewPushIDs(cfg.Now), log: cfg.Logger}, nil
+}
+
+// Close closes the kv client.
+func (s *Server) Close() error { return s.kv.Close() }
+
+// Run serves cfg.ListenAddr until ctx ends, then drains requests in flight.
+func Run(ctx context.Context, cfg Config) error {
+	s, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.log.Info("realtime database listening", "addr", ln.Addr().String(), "kv", strings.Join(cfg.KVEndpoints, ","))
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
+
+// httpError is an answer other than 200.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, a ...any) error {
+	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, a...)}
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(code)
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	w.Write(b)
+}
+
+// ServeHTTP answers GET, PUT, PATCH, POST and DELETE on /<path>.json.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/healthz" {
+		io.WriteString(w, "ok\n")
+		return
+	}
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	method := r.Method
+	if o := r.Header.Get("X-HTTP-Method-Override"); o != "" && method == http.MethodPost {
+		method = strings.ToUpper(o)
+	}
+	if o := r.URL.Query().Get("x-http-method-override"); o != "" && method == http.MethodPost {
+		method = strings.ToUpper(o)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.serve(ctx, w, r, method); err != nil {
+		var he *httpError
+		var pf preconditionFailed
+		switch {
+		case errors.As(err, &he):
+			writeError(w, he.code, he.msg)
+		case errors.As(err, &pf):
+			w.Header().Set("ETag", etag(pf.current))
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.WriteHeader(http.StatusPreconditionFailed)
+			w.Write(encode(pf.current, false))
+		case errors.Is(err, errTooLarge):
+			writeError(w, http.StatusBadRequest, err.Error())
+		case errors.Is(err, errBusy):
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+		default:
+			s.log.Warn("request failed", "method", method, "path", r.URL.Path, "err", err)
+			writeError(w, http.StatusInternalServerError, "Internal error: "+err.Error())
+		}
+	}
+}
+
+func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Request, method string) error {
+	q := r.URL.Query()
+	ns := q.Get("ns")
+	if ns == "" {
+		ns = s.cfg.DefaultNamespace
+	}
+	if !validNamespace(ns) {
+		return badRequest("Invalid namespace %q: lowercase letters, digits and '-' only", ns)
+	}
+	path, err := ParseURLPath(r.URL.EscapedPath())
+	if err != nil {
+		return badRequest("%s", err.Error())
+	}
+	print := q.Get("print")
+	switch print {
+	case "", "pretty", "silent":
+	default:
+		return badRequest("Invalid print argument %q: want pretty or silent", print)
+	}
+	if f := q.Get("format"); f != "" && f != "export" {
+		return badRequest("Invalid format argument %q: want export", f)
+	}
+	var ifMatch *string
+	if v := r.Header.Get("if-match"); v != "" {
+		ifMatch = &v
+	}
+	switch method {
+	case http.MethodGet:
+		if ifMatch != nil {
+			return badRequest("if-match is only supported on PUT and DELETE")
+		}
+		t, err := s.st.get(ctx, ns, path)
+		if err != nil {
+			return err
+		}
+		qu, err := parseQuery(q)
+		if err != nil {
+			return badRequest("%s", err.Error())
+		}
+		if q.Get("shallow") == "true" {
+			if print == "pretty" || qu != nil {
+				return badRequest("shallow cannot be combined with print=pretty or orderBy")
+			}
+			t = shallow(t)
+		}
+		if qu != nil {
+			t = qu.apply(t)
+		}
+		if strings.EqualFold(r.Header.Get("X-Firebase-ETag"), "true") {
+			w.Header().Set("ETag", etag(t))
+		}
+		return s.reply(w, print, t)
+	case http.MethodPut, http.MethodDelete:
+		var val any
+		if method == http.MethodPut {
+			if val, err = s.body(w, r, len(path)); err != nil {
+				return err
+			}
+		}
+		res, err := s.st.write(ctx, ns, []update{{path, val}}, ifMatch)
+		if err != nil {
+			return err
+		}
+		if ifMatch != nil || strings.EqualFold(r.Header.Get("X-Firebase-ETag"), "true") {
+			w.Header().Set("ETag", etag(res[0])) // the ETag of the value now there
+		}
+		return s.reply(w, print, res[0])
+	case http.MethodPost:
+		if ifMatch != nil {
+			return badRequest("if-match is only supported on PUT and DELETE")
+		}
+		val, err := s.body(w, r, len(path)+1)
+		if err != nil {
+			return err
+		}
+		id := s.push.Next()
+		if _, err := s.st.write(ctx, ns, []update{{append(path[:len(path):len(path)], id), val}}, nil); err != nil {
+			return err
+		}
+		return s.reply(w, print, map[string]any{"name": leaf(`"` + id + `"`)})
+	case http.MethodPatch:
+		if ifMatch != nil {
+			return badRequest("if-match is only supported on PUT and DELETE")
+		}
+		ups, keys, err := s.patchBody(w, r, path)
+		if err != nil {
+			return err
+		}
+		if len(ups) == 0 {
+			return s.reply(w, print, nil)
+		}
+		res, err := s.st.write(ctx, ns, ups, nil)
+		if err != nil {
+			return err
+		}
+		out := map[string]any{}
+		for i, k := range keys {
+			if res[i] != nil {
+				out[k] = res[i]
+			}
+		}
+		return s.reply(w, print, out)
+	}
+	w.Header().Set("Allow", "GET, PUT, PATCH, POST, DELETE")
+	return &httpError{http.StatusMethodNotAllowed, "Method not allowed: " + method}
+}
+
+func (s *Server) reply(w http.ResponseWriter, print string, t any) error {
+	if print == "silent" {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Write(encode(t, print == "pretty"))
+	return nil
+}
+
+// readBody reads the request body within MaxBodyBytes and parses it as JSON.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (any, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, badRequest("Data too large: the body exceeds %d bytes", s.cfg.MaxBodyBytes)
+		}
+		return nil, badRequest("Reading the body: %v", err)
+	}
+	v, err := parseJSON(body)
+	if err != nil {
+		return nil, badRequest("%s", err.Error())
+	}
+	return v, nil
+}
+
+// body reads and normalizes a value to be written at the given depth.
+func (s *Server) body(w http.ResponseWriter, r *http.Request, depth int) (any, error) {
+	v, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	t, err := normalize(v, depth)
+	if err != nil {
+		return nil, badRequest("%s", err.Error())
+	}
+	return t, nil
+}
+
+// patchBody turns a PATCH body into updates: each key a child path (multi-path "a/b" allowed),
+// none an ancestor of another.
+func (s *Server) patchBody(w http.ResponseWriter, r *http.Request, base []string) ([]update, []string, error) {
+	v, err := s.readBody(w, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, badRequest("Invalid data; couldn't parse JSON object. PATCH needs an object of children to update.")
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var ups []update
+	var outKeys []string
+	joined := map[string]bool{}
+	for _, k := range keys {
+		rel, err := ParsePath(k)
+		if err != nil {
+			return nil, nil, badRequest("%s", err.Error())
+		}
+		if len(rel) == 0 {
+			return nil, nil, badRequest("Invalid PATCH key %q: empty path", k)
+		}
+		p := append(append([]string(nil), base...), rel...)
+		if len(p) > MaxDepth {
+			return nil, nil, badRequest("Path is too deep: more than %d segments", MaxDepth)
+		}
+		t, err := normalize(obj[k], len(p))
+		if err != nil {
+			return nil, nil, badRequest("%s", err.Error())
+		}
+		j := strings.Join(rel, "/")
+		if joined[j] {
+			return nil, nil, badRequest("Invalid PATCH: path %q given twice", j)
+		}
+		joined[j] = true
+		ups = append(ups, update{p, t})
+		outKeys = append(outKeys, k)
+	}
+	for a := range joined { // sorted order would do, but the map is small
+		for b := range joined {
+			if a != b && strings.HasPrefix(b, a+"/") {
+				return nil, nil, badRequest("Invalid PATCH: path %q is an ancestor of %q", a, b)
+			}
+		}
+	}
+	return ups, outKeys, nil
+}

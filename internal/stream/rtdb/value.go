@@ -1,0 +1,316 @@
+package rtdb
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// A tree is a parsed value: nil (null), leaf (a JSON scalar's canonical text), map[string]any
+// (children; never empty) or serverValue (only in values to be written).
+type leaf string
+
+// serverValue is {".sv": "timestamp"} or {".sv": {"increment": n}}.
+type serverValue struct {
+	timestamp bool
+	inc       float64
+	incInt    int64
+	isInt     bool
+}
+
+var errBadJSON = errors.New("Invalid data; couldn't parse JSON object, array, or value.")
+
+// parseJSON decodes one JSON value (and nothing after it) with numbers kept exact.
+func parseJSON(body []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, errBadJSON
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errBadJSON
+	}
+	return v, nil
+}
+
+// normalize turns a decoded JSON value into a tree: arrays become objects keyed "0", "1", ...,
+// nulls and empty objects vanish, ".value" unwraps, ".priority" is dropped, keys are validated,
+// depth counts from the write's path depth.
+func normalize(v any, depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, fmt.Errorf("Data is too deep: more than %d levels of nesting", MaxDepth)
+	}
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case bool:
+		if x {
+			return leaf("true"), nil
+		}
+		return leaf("false"), nil
+	case string:
+		b, _ := json.Marshal(x)
+		return leaf(b), nil
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("Invalid number %s", x)
+		}
+		return numberLeaf(f, string(x)), nil
+	case []any:
+		m := make(map[string]any, len(x))
+		for i, e := range x {
+			n, err := normalize(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if n != nil {
+				m[strconv.Itoa(i)] = n
+			}
+		}
+		if len(m) == 0 {
+			return nil, nil
+		}
+		return m, nil
+	case map[string]any:
+		if sv, ok := x[".sv"]; ok {
+			if len(x) != 1 {
+				return nil, errors.New("Invalid data: .sv must be the only key of its object")
+			}
+			return parseServerValue(sv)
+		}
+		if val, ok := x[".value"]; ok {
+			for k := range x {
+				if k != ".value" && k != ".priority" {
+					return nil, errors.New("Invalid data: .value may only be beside .priority")
+				}
+			}
+			return normalize(val, depth)
+		}
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			if k == ".priority" {
+				continue // priorities are not stored
+			}
+			if err := ValidateKey(k); err != nil {
+				return nil, err
+			}
+			n, err := normalize(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if n != nil {
+				m[k] = n
+			}
+		}
+		if len(m) == 0 {
+			return nil, nil
+		}
+		return m, nil
+	}
+	return nil, errBadJSON
+}
+
+// numberLeaf renders a number canonically: integers within ±2^53 without a fraction or exponent.
+func numberLeaf(f float64, orig string) leaf {
+	if f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
+		return leaf(strconv.FormatInt(int64(f), 10))
+	}
+	_ = orig
+	return leaf(strconv.FormatFloat(f, 'g', -1, 64))
+}
+
+func parseServerValue(sv any) (any, error) {
+	switch x := sv.(type) {
+	case string:
+		if x == "timestamp" {
+			return serverValue{timestamp: true}, nil
+		}
+	case map[string]any:
+		if n, ok := x["increment"].(json.Number); ok && len(x) == 1 {
+			s := serverValue{}
+			if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+				s.incInt, s.isInt, s.inc = i, true, float64(i)
+				return s, nil
+			}
+			f, err := strconv.ParseFloat(string(n), 64)
+			if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				break
+			}
+			s.inc = f
+			return s, nil
+		}
+	}
+	return nil, errors.New("Invalid data: unsupported server value (.sv): want \"timestamp\" or {\"increment\": number}")
+}
+
+// resolve replaces the server values of v (written at a path whose old value is old) by their
+// values; consumed reports whether an old value was read (an increment).
+func resolve(v, old any, nowMs int64) (out any, consumed bool) {
+	switch x := v.(type) {
+	case serverValue:
+		if x.timestamp {
+			return leaf(strconv.FormatInt(nowMs, 10)), false
+		}
+		if l, ok := old.(leaf); ok {
+			if x.isInt {
+				if i, err := strconv.ParseInt(string(l), 10, 64); err == nil {
+					if s := i + x.incInt; (s > i) == (x.incInt > 0) || x.incInt == 0 {
+						return numberLeaf(float64(s), ""), true
+					}
+				}
+			}
+			if f, err := strconv.ParseFloat(string(l), 64); err == nil {
+				return numberLeaf(f+x.inc, ""), true
+			}
+		}
+		if x.isInt {
+			return leaf(strconv.FormatInt(x.incInt, 10)), true
+		}
+		return numberLeaf(x.inc, ""), true
+	case map[string]any:
+		om, _ := old.(map[string]any)
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			r, c := resolve(e, om[k], nowMs)
+			consumed = consumed || c
+			m[k] = r
+		}
+		return m, consumed
+	}
+	return v, false
+}
+
+// flatten lists the leaves of t under key.
+func flatten(key string, t any, out map[string]string) {
+	switch x := t.(type) {
+	case leaf:
+		out[key] = string(x)
+	case map[string]any:
+		for k, e := range x {
+			flatten(key+"/"+k, e, out)
+		}
+	}
+}
+
+// insert sets the leaf at rel (segments below the tree's root) in *root.
+func insert(root *any, rel []string, val leaf) {
+	if len(rel) == 0 {
+		*root = val
+		return
+	}
+	m, ok := (*root).(map[string]any)
+	if !ok {
+		m = map[string]any{}
+		*root = m
+	}
+	child := m[rel[0]]
+	insert(&child, rel[1:], val)
+	m[rel[0]] = child
+}
+
+// output converts a tree into what encoding/json writes as Firebase does: leaves as their JSON,
+// objects whose keys are all array indexes (and at least half of the slots filled) as arrays.
+func output(t any) any {
+	switch x := t.(type) {
+	case nil:
+		return nil
+	case leaf:
+		return json.RawMessage(x)
+	case map[string]any:
+		maxIdx, isArr := -1, true
+		for k := range x {
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || strconv.Itoa(i) != k {
+				isArr = false
+				break
+			}
+			maxIdx = max(maxIdx, i)
+		}
+		if isArr && len(x) > 0 && maxIdx < 2*len(x) {
+			arr := make([]any, maxIdx+1)
+			for k, e := range x {
+				i, _ := strconv.Atoi(k)
+				arr[i] = output(e)
+			}
+			return arr
+		}
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = output(e)
+		}
+		return m
+	}
+	return nil
+}
+
+// shallow truncates the children of an object to true.
+func shallow(t any) any {
+	if m, ok := t.(map[string]any); ok {
+		s := make(map[string]any, len(m))
+		for k := range m {
+			s[k] = leaf("true")
+		}
+		return s
+	}
+	return t
+}
+
+// encode writes t as JSON (keys sorted); pretty indents it.
+func encode(t any, pretty bool) []byte {
+	var b []byte
+	if pretty {
+		b, _ = json.MarshalIndent(output(t), "", "  ")
+	} else {
+		b, _ = json.Marshal(output(t))
+	}
+	return b
+}
+
+// ETag is the standard base64 of the SHA-1 of a tree's canonical JSON.
+func etag(t any) string {
+	sum := sha1.Sum(canonical(t))
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// canonical is the tree's JSON with keys sorted and no array conversion.
+func canonical(t any) []byte {
+	var b strings.Builder
+	var walk func(any)
+	walk = func(t any) {
+		switch x := t.(type) {
+		case nil:
+			b.WriteString("null")
+		case leaf:
+			b.WriteString(string(x))
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			b.WriteByte('{')
+			for i, k := range keys {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				kb, _ := json.Marshal(k)
+				b.Write(kb)
+				b.WriteByte(':')
+				walk(x[k])
+			}
+			b.WriteByte('}')
+		}
+	}
+	walk(t)
+	return []byte(b.String())
+}
