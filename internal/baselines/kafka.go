@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -313,4 +314,110 @@ func startKafkaNode(ctx context.Context, cfg Config, java, home string, node Kaf
 	ready := func(ctx context.Context) error { return KafkaReady(ctx, []string{addr}, 1) }
 	return start(ctx, "kafka", kvtarget.Target{Kind: "kafka", Endpoints: []string{addr}}, dataDir,
 		filepath.Join(cfg.Dir, "server.log"), args, cfg.ReadyTimeout, ready)
+}
+
+// KafkaClusterConfig is StartKafkaCluster's configuration.
+type KafkaClusterConfig struct {
+	// Dir receives a directory per broker (Dir/b1, ...: server.properties, server.log, data).
+	Dir string
+	// Brokers is the number of brokers, every one a voter of the quorum: odd (default 3).
+	Brokers int
+	Java    string // default JavaBinary("")
+	Home    string // default KafkaHome("")
+	Topics  []KafkaTopic
+	// ReadyTimeout bounds each broker's start (default DefaultReadyTimeout).
+	ReadyTimeout time.Duration
+}
+
+// KafkaCluster is a started KRaft cluster of brokers in combined mode.
+type KafkaCluster struct {
+	Nodes []*Server // node id i+1
+	// Bootstrap is every broker's client address.
+	Bootstrap []string
+}
+
+// Stop stops every broker (at once).
+func (c *KafkaCluster) Stop() { c.stopStarted() }
+
+// StartKafkaCluster starts cfg.Brokers brokers on free loopback ports as one static KRaft
+// quorum (controller.quorum.voters), all at once (none is ready before a majority runs), waits
+// until a client sees every broker, then creates cfg.Topics.
+func StartKafkaCluster(ctx context.Context, cfg KafkaClusterConfig) (*KafkaCluster, error) {
+	if cfg.Brokers == 0 {
+		cfg.Brokers = 3
+	}
+	if cfg.Brokers < 1 || cfg.Brokers%2 == 0 {
+		return nil, fmt.Errorf("kafka cluster of %d brokers: KRaft needs an odd quorum (1, 3, 5)", cfg.Brokers)
+	}
+	java, err := JavaBinary(cfg.Java)
+	if err != nil {
+		return nil, err
+	}
+	home, err := KafkaHome(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range cfg.Topics {
+		if err := t.Check(cfg.Brokers); err != nil {
+			return nil, err
+		}
+	}
+	ports, err := freePorts(2 * cfg.Brokers)
+	if err != nil {
+		return nil, err
+	}
+	quorum := make([]KafkaNode, cfg.Brokers)
+	c := &KafkaCluster{Nodes: make([]*Server, cfg.Brokers)}
+	for i := range quorum {
+		quorum[i] = KafkaNode{ID: i + 1, Host: "127.0.0.1", Port: ports[2*i], ControllerPort: ports[2*i+1]}
+		c.Bootstrap = append(c.Bootstrap, "127.0.0.1:"+strconv.Itoa(quorum[i].Port))
+	}
+	id := KafkaClusterID()
+	errs := make([]error, cfg.Brokers)
+	done := make(chan struct{})
+	for i := range quorum {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			bc := Config{Dir: filepath.Join(cfg.Dir, "b"+strconv.Itoa(i+1)), ReadyTimeout: cfg.ReadyTimeout}
+			c.Nodes[i], errs[i] = startKafkaNode(ctx, bc, java, home, quorum[i], quorum, id)
+		}()
+	}
+	for range quorum {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		c.stopStarted()
+		return nil, err
+	}
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := KafkaReady(rctx, c.Bootstrap, cfg.Brokers)
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			c.Stop()
+			return nil, fmt.Errorf("kafka cluster: %v: %w", err, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err := CreateKafkaTopics(ctx, c.Bootstrap, cfg.Topics); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// stopStarted stops the brokers that started, all at once: one by one, the last ones would
+// wait out StopGrace for a controlled shutdown the lost quorum can no longer grant.
+func (c *KafkaCluster) stopStarted() {
+	var wg sync.WaitGroup
+	for _, s := range c.Nodes {
+		if s != nil {
+			wg.Go(func() { _ = s.Stop() })
+		}
+	}
+	wg.Wait()
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -148,4 +149,78 @@ func TestKafkaProduceConsume(t *testing.T) {
 	default:
 		t.Error("not stopped")
 	}
+}
+
+// TestKafkaCluster starts 3 brokers as one KRaft quorum with a topic replicated 3 times,
+// produces (acks=all), stops the partition's leader, produces again and reads everything
+// back from the two brokers left.
+func TestKafkaCluster(t *testing.T) {
+	needKafka(t)
+	if testing.Short() {
+		t.Skip("starts 3 JVMs (~1 GiB)")
+	}
+	if _, err := StartKafkaCluster(context.Background(), KafkaClusterConfig{Dir: t.TempDir(), Brokers: 2}); err == nil ||
+		!strings.Contains(err.Error(), "odd quorum") {
+		t.Errorf("2 brokers: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	c, err := StartKafkaCluster(ctx, KafkaClusterConfig{Dir: t.TempDir(), Topics: []KafkaTopic{{"rep", 1, 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	t0 := time.Now()
+	t.Logf("cluster up in %v", time.Since(start))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic("rep"), kgo.ConsumeTopics("rep"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+				t.Fatalf("produce %d: %v", i, err)
+			}
+		}
+	}
+	produce(0, 100)
+	md, err := kadm.NewClient(cl).Metadata(ctx, "rep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := md.Topics["rep"].Partitions[0]
+	if len(p.Replicas) != 3 || len(p.ISR) != 3 {
+		t.Fatalf("partition 0: replicas %v isr %v", p.Replicas, p.ISR)
+	}
+	leader := p.Leader
+	if err := c.Nodes[leader-1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("leader %d stopped after %v", leader, time.Since(t0))
+	produce(100, 200)
+	t.Logf("produced after %v", time.Since(t0))
+	for want := 0; want < 200; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of 200 before the deadline", want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Value) != strconv.Itoa(want) {
+				t.Fatalf("record %d is %s", want, r.Value)
+			}
+			want++
+		})
+	}
+	md, err = kadm.NewClient(cl).Metadata(ctx, "rep")
+	if err == nil && md.Topics["rep"].Partitions[0].Leader == leader {
+		t.Errorf("leader still %d after it stopped", leader)
+	}
+	t0 = time.Now()
+	c.Stop()
+	t.Logf("stopped in %v", time.Since(t0))
 }
