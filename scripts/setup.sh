@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl python3 python3-venv redis-server mosquitto chromium gcc make libc6-dev)
+APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl python3 python3-venv redis-server mosquitto chromium gcc make libc6-dev openjdk-17-jre-headless maven)
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then
@@ -91,6 +91,22 @@ fi
 for b in redis-server redis-cli; do
   ln -sfn "$RCACHE/$b" "$TOOLS/$b"
 done
+# Apache Kafka 4.4.0 (the kafka baseline, KRaft mode): the jars of tools/kafka/pom.xml and their
+# dependencies, resolved by coordinates with Maven (its local repository under the cache dir),
+# cached keyed by the pom's hash like etcd and Redis; .tools/kafka links to it and the broker
+# runs as `java -cp '.tools/kafka/libs/*' kafka.Kafka server.properties` (internal/baselines).
+KAFKA_VERSION=4.4.0
+CROOT="${CONTINUUM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/continuum}"
+KCACHE="$CROOT/kafka-$KAFKA_VERSION-$(sha256sum tools/kafka/pom.xml | cut -c1-16)"
+if [ ! -f "$KCACHE/libs/kafka_2.13-$KAFKA_VERSION.jar" ]; then
+  echo "setup: resolving Apache Kafka $KAFKA_VERSION with Maven into $KCACHE"
+  tmp="$KCACHE.tmp.$$"
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  (cd tools/kafka && mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$CROOT/m2" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$tmp/libs")
+  rm -rf "$KCACHE" && mv "$tmp" "$KCACHE"
+fi
+mkdir -p .tools && ln -sfn "$KCACHE" .tools/kafka
 # Python (function runtimes and handlers, python/): a venv of Debian's python3 with the pinned
 # packages of python/requirements.txt, cached outside the clone, keyed by that file and the
 # interpreter's version; .tools/venv links to it. The project's own package is not installed in

@@ -1,7 +1,8 @@
 // Package baselinetest starts the real servers of package baselines for tests of the systems
-// built on them (shareddata, pace, iot): one call per server or cluster, stopped at the test's
-// cleanup, skipped when a binary is missing unless CONTINUUM_REQUIRE_ROOT=1 (`make test`, where
-// `make setup` installed them) makes that a failure.
+// built on them (shareddata, pace, iot; Kafka for what is compared with it): one call per
+// server or cluster, stopped at the test's cleanup, skipped when a binary is missing unless
+// CONTINUUM_REQUIRE_ROOT=1 (`make test`, where `make setup` installed them) makes that a
+// failure.
 package baselinetest
 
 import (
@@ -107,4 +108,23 @@ func StartRedisClusterWith(t testing.TB, nodeTimeout time.Duration) *baselines.R
 	}
 	t.Cleanup(c.Stop)
 	return c
+}
+
+// StartKafka starts one Kafka broker (KRaft, a standalone quorum) with topics; its bootstrap
+// address is Target.Endpoints[0]. A broker costs seconds and ~340 MiB: share one across a
+// package's tests where they allow it.
+func StartKafka(t testing.TB, topics ...baselines.KafkaTopic) *baselines.Server {
+	t.Helper()
+	_, err := baselines.JavaBinary("")
+	need(t, err)
+	_, err = baselines.KafkaHome("")
+	need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := baselines.StartKafka(ctx, baselines.KafkaConfig{Config: baselines.Config{Dir: t.TempDir()}, Topics: topics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
 }
