@@ -44,12 +44,20 @@ and waits until every partition has a leader.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
+			// A broker takes seconds to start, so this waits; but it says within seconds what
+			// it is waiting for, and why, rather than only at the end of --timeout.
+			start, told := time.Now(), time.Duration(0)
 			for {
 				rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 				err := baselines.KafkaReady(rctx, bootstrap, brokers)
 				rcancel()
 				if err == nil {
 					break
+				}
+				if waited := time.Since(start); waited-told >= 5*time.Second {
+					told = waited
+					fmt.Fprintf(cmd.ErrOrStderr(), "kafka-topics: waiting for kafka at %v (%v of --timeout %v): %v\n",
+						bootstrap, waited.Round(time.Second), timeout, err)
 				}
 				select {
 				case <-ctx.Done():

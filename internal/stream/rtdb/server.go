@@ -105,13 +105,37 @@ func New(cfg Config) (*Server, error) {
 // Close closes the kv client.
 func (s *Server) Close() error { return s.kv.Close() }
 
-// Run serves cfg.ListenAddr until ctx ends, then drains requests in flight.
+// waitKV waits up to DialTimeout for the kv store to answer a read, so that a server pointed at
+// an address where nothing listens says so and exits instead of serving only errors.
+func (s *Server) waitKV(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	defer cancel()
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, time.Second)
+		_, err := s.kv.Get(rctx, s.cfg.Prefix+"/", clientv3.WithCountOnly())
+		rcancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kv at %s not answering within %v (--dial-timeout): %w", strings.Join(s.cfg.KVEndpoints, ","), s.cfg.DialTimeout, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Run checks that the kv store answers (within DialTimeout), serves cfg.ListenAddr until ctx
+// ends, then drains requests in flight.
 func Run(ctx context.Context, cfg Config) error {
 	s, err := New(cfg)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	if err := s.waitKV(ctx); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
 		return err

@@ -389,3 +389,20 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// Run against an address where no kv listens says so within DialTimeout and returns an error
+// naming the address, instead of serving only errors.
+func TestRunWithoutKV(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ListenAddr, cfg.KVEndpoints, cfg.DialTimeout = "127.0.0.1:0", []string{"http://127.0.0.1:1"}, time.Second
+	done := make(chan error, 1)
+	go func() { done <- Run(t.Context(), cfg) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "http://127.0.0.1:1") || !strings.Contains(err.Error(), "not answering") {
+			t.Fatalf("Run: %v, want an error naming the kv address", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run still waiting 30 s after a 1 s dial timeout")
+	}
+}
