@@ -6,13 +6,12 @@
 package install
 
 import (
-	_ "github.com/continuum-project/continuum/internal/baselines/kinds"  // etcd, redis, ycsb
-	_ "github.com/continuum-project/continuum/internal/faas/kinds"       // function, microservice
+	_ "github.com/continuum-project/continuum/internal/baselines/kinds"  // etcd, redis, redis-cluster, mosquitto, kafka, ycsb
+	_ "github.com/continuum-project/continuum/internal/faas/kinds"       // function, microservice, faas-gateway + Functions section
 	_ "github.com/continuum-project/continuum/internal/httpecho/kinds"   // http-echo, http-load
-	_ "github.com/continuum-project/continuum/internal/iot/kinds"        // iot
+	_ "github.com/continuum-project/continuum/internal/iot/kinds"        // iot + IoT section
 	_ "github.com/continuum-project/continuum/internal/kv/kinds"         // kv, kv-lag
-	_ "github.com/continuum-project/continuum/internal/proxy/kinds"      // proxy + QoS report sections
-	_ "github.com/continuum-project/continuum/internal/shareddata/kinds" // maintenance
-	_ "github.com/continuum-project/continuum/internal/shareddata/kinds" // pace, maintenance, freshness
+	_ "github.com/continuum-project/continuum/internal/proxy/kinds"      // proxy + QoS routing section
+	_ "github.com/continuum-project/continuum/internal/shareddata/kinds" // pace, maintenance, freshness + Shared data section
 	_ "github.com/continuum-project/continuum/internal/stream/kinds"     // realtime-db
 )
