@@ -20,11 +20,12 @@ import (
 // return before it.
 type recProvider struct {
 	srv            *httptest.Server
+	hold           chan struct{} // requests to /hold wait until it is closed
 	firstStopDelay time.Duration
 	prepareErr     map[string]error
 
 	mu             sync.Mutex
-	stops          int
+	starts, stops  int
 	running        map[string]bool
 	zygotes        map[string]bool
 	closed         bool
@@ -32,14 +33,21 @@ type recProvider struct {
 }
 
 func newRecProvider(t *testing.T) *recProvider {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
-	t.Cleanup(srv.Close)
-	return &recProvider{srv: srv, running: map[string]bool{}, zygotes: map[string]bool{}}
+	p := &recProvider{hold: make(chan struct{}), running: map[string]bool{}, zygotes: map[string]bool{}}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			<-p.hold
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
 }
 
 func (p *recProvider) Start(_ context.Context, _ *gateway.Function, id string) (gateway.Instance, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.starts++
 	p.running[id] = true
 	return gateway.Instance{ID: id, URL: p.srv.URL}, nil
 }
@@ -154,3 +162,83 @@ func TestNewClosesProviderWhenPrepareFails(t *testing.T) {
 		t.Errorf("after a failed New: provider closed %v, zygotes %v, instances %v; want closed, none, none", closed, zygotes, running)
 	}
 }
+
+// TestIdleScaleToZeroHoldsUntilTraffic: once idle_timeout scaled a function to zero, the
+// concurrency autoscaler must not bring an instance back from the busy samples still in its stable
+// window; only a new request does (issue 30, defect 2: a cold start every two ticks).
+func TestIdleScaleToZeroHoldsUntilTraffic(t *testing.T) {
+	p := newRecProvider(t)
+	events := make(chan gateway.ScaleEvent, 1000)
+	fn := recFunction("fn", 1)
+	fn.Scaler, fn.MinReplicas, fn.IdleTimeout = gateway.ScalerConcurrency, 0, 300*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := gateway.New(ctx, gateway.Config{Functions: []*gateway.Function{fn}, Provider: p, Tick: fnTick,
+		OnScale: func(e gateway.ScaleEvent) { events <- e }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	defer srv.Close()
+	defer g.Close()
+	waitEvent := func(what string, ok func(gateway.ScaleEvent) bool) {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case e := <-events:
+				if ok(e) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no scale event %s within 30 s", what)
+			}
+		}
+	}
+	// Two requests held in flight on one instance: the panic window scales up.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Get(srv.URL + "/function/fn/hold")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+		}()
+	}
+	waitEvent("scaling up under load", func(e gateway.ScaleEvent) bool { return e.To > 1 })
+	close(p.hold)
+	wg.Wait()
+	waitEvent("to zero when idle", func(e gateway.ScaleEvent) bool { return e.To == 0 && e.Reason == "idle" })
+	p.mu.Lock()
+	starts := p.starts
+	p.mu.Unlock()
+	// No traffic for 50 ticks: nothing may scale the function up again (the busy samples stay in
+	// the 60 s stable window all along).
+	quiet := time.After(50 * fnTick)
+	for {
+		select {
+		case e := <-events:
+			if e.To > 0 {
+				t.Fatalf("scaled %d -> %d (%s) with no traffic after idle scaled it to zero", e.From, e.To, e.Reason)
+			}
+		case <-quiet:
+			p.mu.Lock()
+			started := p.starts - starts
+			p.mu.Unlock()
+			if started != 0 {
+				t.Fatalf("%d instances started with no traffic after idle scaled to zero", started)
+			}
+			// A request still wakes it.
+			if a := call(t, srv.URL+"/function/fn/", ""); a.code != http.StatusOK {
+				t.Fatalf("request after scale to zero: %d %s", a.code, a.body)
+			}
+			return
+		}
+	}
+}
+
+const fnTick = 20 * time.Millisecond
