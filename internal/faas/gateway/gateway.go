@@ -592,6 +592,10 @@ func (c *codeWriter) WriteHeader(code int) {
 	c.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController (which the reverse proxy flushes streamed responses
+// with) reach the connection's writer: without it a streamed response is held back until it ends.
+func (c *codeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
 func (fs *fnState) status() FunctionStatus {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/faas"
 	"github.com/continuum-project/continuum/internal/faas/gateway"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // recProvider is a Provider that records what runs: instances (served by one HTTP server) and
@@ -242,3 +243,34 @@ func TestIdleScaleToZeroHoldsUntilTraffic(t *testing.T) {
 }
 
 const fnTick = 20 * time.Millisecond
+
+// TestStreamingThroughGateway: a function's streamed response (server-sent events) reaches the
+// client event by event through the gateway (issue 30, defect 4: the gateway's status-recording
+// writer hid the connection's Flush, so the first event came with the last).
+func TestStreamingThroughGateway(t *testing.T) {
+	release := make(chan struct{})
+	fnSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: first\n\n"))
+		_ = http.NewResponseController(w).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		_, _ = w.Write([]byte("data: second\n\n"))
+	}))
+	defer fnSrv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := gateway.New(ctx, gateway.Config{Functions: []*gateway.Function{{Name: "events", URL: fnSrv.URL}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	srv := httptest.NewServer(g.Handler())
+	defer srv.Close()
+	defer close(release) // first of the defers: the function's handler returns
+	if line := testenv.FirstLineWithin(t, srv.URL+"/function/events/", "data:", 20*time.Second); line != "data: first" {
+		t.Fatalf("first line %q", line)
+	}
+}
