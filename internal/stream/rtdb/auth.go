@@ -119,6 +119,9 @@ func newAuthenticator(cfg Config) (*authenticator, error) {
 		}
 	}
 	if sec.JWTKeysFile != "" {
+		if sec.ProjectID == "" {
+			return nil, errors.New("--jwt-keys needs --project-id: the audience (aud) ID tokens must carry")
+		}
 		b, err := os.ReadFile(sec.JWTKeysFile)
 		if err != nil {
 			return nil, fmt.Errorf("jwt keys: %w", err)

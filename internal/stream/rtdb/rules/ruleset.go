@@ -211,7 +211,11 @@ func (b *builder) rule(name string, v *jval, dollars map[string]bool) (*rule, er
 			if raw := b.src[v.pos:]; !strings.Contains(raw[:min(len(raw), len(v.str)+2)], `\`) {
 				pos += 1 + se.Pos
 			}
-			return nil, b.fail(pos, name+": "+se.Msg)
+			err := b.fail(pos, name+": "+se.Msg)
+			if pe, ok := err.(*ParseError); ok {
+				pe.Text = v.str // the whole expression, the column pointing into it
+			}
+			return nil, err
 		}
 		return nil, b.fail(v.pos, name+": "+err.Error())
 	}
