@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -22,7 +23,7 @@ import (
 )
 
 // Auth is who a request comes from. A nil *Auth is an unauthenticated caller (`auth == null` in
-// rules).
+// rules). It is shared between the requests carrying the same token: read-only.
 type Auth struct {
 	// Admin callers (a database secret; "owner" in emulator mode) bypass the rules.
 	Admin    bool
@@ -75,7 +76,15 @@ type authenticator struct {
 	issuer    string
 	keys      JWTKeys
 	now       func() time.Time
+
+	// verified caches ID tokens already verified (a client sends the same token with every
+	// request for an hour): token -> its Auth, valid until the token's exp. Bounded by
+	// maxVerified, emptied when full.
+	mu       sync.Mutex
+	verified map[string]*Auth // guarded by mu
 }
+
+const maxVerified = 4096
 
 // Security is the server's rules and authentication configuration (Config.Security).
 type Security struct {
@@ -173,7 +182,29 @@ func (a *authenticator) verify(tok string) (*Auth, error) {
 		}
 		return nil, nil
 	}
-	return a.idToken(tok)
+	a.mu.Lock()
+	au, ok := a.verified[tok]
+	a.mu.Unlock()
+	if ok {
+		if a.now().Before(au.Expires) {
+			return au, nil
+		}
+		return nil, &AuthError{msgExpired}
+	}
+	au, err := a.idToken(tok)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if len(a.verified) >= maxVerified {
+		a.verified = nil
+	}
+	if a.verified == nil {
+		a.verified = make(map[string]*Auth)
+	}
+	a.verified[tok] = au
+	a.mu.Unlock()
+	return au, nil
 }
 
 // idToken verifies a Firebase ID token as Firebase documents it: RS256 with a known key id,

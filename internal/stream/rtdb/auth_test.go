@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net/http/httptest"
 	"os"
@@ -39,7 +40,7 @@ var (
 )
 
 // testKeys are generated once per test binary (RSA generation is slow under -race).
-func testKeys(t *testing.T) (*rsa.PrivateKey, *rsa.PrivateKey) {
+func testKeys(t testing.TB) (*rsa.PrivateKey, *rsa.PrivateKey) {
 	t.Helper()
 	keyOnce.Do(func() {
 		var err error
@@ -66,7 +67,7 @@ func claimsFor(uid string, now time.Time, edit func(jwt.MapClaims)) jwt.MapClaim
 	return c
 }
 
-func (s signer) token(t *testing.T, c jwt.MapClaims) string {
+func (s signer) token(t testing.TB, c jwt.MapClaims) string {
 	t.Helper()
 	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, c)
 	tok.Header["kid"] = s.kid
@@ -77,7 +78,7 @@ func (s signer) token(t *testing.T, c jwt.MapClaims) string {
 	return out
 }
 
-func unsigned(t *testing.T, c jwt.MapClaims) string {
+func unsigned(t testing.TB, c jwt.MapClaims) string {
 	t.Helper()
 	out, err := jwt.NewWithClaims(jwt.SigningMethodNone, c).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	if err != nil {
@@ -87,7 +88,7 @@ func unsigned(t *testing.T, c jwt.MapClaims) string {
 }
 
 // jwks writes the public key of k as a JWKS file.
-func jwks(t *testing.T, k *rsa.PrivateKey, kid string) string {
+func jwks(t testing.TB, k *rsa.PrivateKey, kid string) string {
 	t.Helper()
 	enc := base64.RawURLEncoding
 	b, _ := json.Marshal(map[string]any{"keys": []map[string]string{{"kty": "RSA", "kid": kid, "alg": "RS256", "use": "sig",
@@ -100,7 +101,7 @@ func jwks(t *testing.T, k *rsa.PrivateKey, kid string) string {
 }
 
 // certMap writes the public key of k as a JSON object of key id to a PEM certificate.
-func certMap(t *testing.T, k *rsa.PrivateKey, kid string) string {
+func certMap(t testing.TB, k *rsa.PrivateKey, kid string) string {
 	t.Helper()
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
@@ -116,7 +117,7 @@ func certMap(t *testing.T, k *rsa.PrivateKey, kid string) string {
 	return p
 }
 
-func writeFile(t *testing.T, name, content string) string {
+func writeFile(t testing.TB, name, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
@@ -283,15 +284,26 @@ func TestVerifyTokenExpiry(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.KVEndpoints = []string{"http://127.0.0.1:1"}
 	cfg.Security = Security{ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	cfg.Now = func() time.Time { return time.Unix(0, clock.Load()) }
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	exp := time.Now().Add(30 * time.Minute).Truncate(time.Second)
-	a, err := s.VerifyToken(signer{ka, "k1"}.token(t, claimsFor("ada", time.Now(), func(c jwt.MapClaims) { c["exp"] = exp.Unix() })))
-	if err != nil || a.UID != "ada" || a.Provider != "password" || !a.Expires.Equal(exp) || a.Claims["email_verified"] != true {
-		t.Fatalf("VerifyToken: %+v, %v", a, err)
+	exp := cfg.Now().Add(30 * time.Minute).Truncate(time.Second)
+	tok := signer{ka, "k1"}.token(t, claimsFor("ada", cfg.Now(), func(c jwt.MapClaims) { c["exp"] = exp.Unix() }))
+	for range 2 { // verified, then from the cache
+		a, err := s.VerifyToken(tok)
+		if err != nil || a.UID != "ada" || a.Provider != "password" || !a.Expires.Equal(exp) || a.Claims["email_verified"] != true {
+			t.Fatalf("VerifyToken: %+v, %v", a, err)
+		}
+	}
+	clock.Store(exp.Add(time.Second).UnixNano()) // a cached token expires too
+	var ae *AuthError
+	if _, err := s.VerifyToken(tok); !errors.As(err, &ae) || ae.Msg != "Auth token is expired" {
+		t.Fatalf("after exp: %v", err)
 	}
 }
 
@@ -321,7 +333,7 @@ func TestBadSecurityConfig(t *testing.T) {
 }
 
 // startRTDBOn starts a realtime database on the given kv.
-func startRTDBOn(t *testing.T, kvURL string, edit func(*Config)) string {
+func startRTDBOn(t testing.TB, kvURL string, edit func(*Config)) string {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.KVEndpoints = []string{kvURL}
