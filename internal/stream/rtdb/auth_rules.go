@@ -226,9 +226,18 @@ func (r *ruleStore) checkWrite(ctx context.Context, st *store, ns string, snap *
 }
 
 // MayRead reports whether the caller in ctx (WithAuth) may read path in ns now: nil, or
-// ErrPermissionDenied, or the kv error. A listener (SSE, WebSocket) checks it when it starts;
-// a query is allowed exactly when a read of its location is.
+// ErrPermissionDenied, or the kv error. A query is allowed exactly when a read of its location is.
 func (s *Server) MayRead(ctx context.Context, ns string, path []string) error {
 	_, err := s.st.get(ctx, ns, path)
 	return err
+}
+
+// readAllowed checks the caller in ctx against the rules for a read of path that store.read
+// returned as snap (its first path): what a listener that reads through store.read directly
+// (to know the revision to follow from) calls before sending anything.
+func (s *store) readAllowed(ctx context.Context, ns string, path []string, snap *snapshot) error {
+	if s.rules == nil {
+		return nil
+	}
+	return s.rules.checkRead(ctx, s, ns, path, snap)
 }
