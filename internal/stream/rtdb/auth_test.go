@@ -257,9 +257,13 @@ func TestTokens(t *testing.T) {
 		{"garbage", strict, "/ada.json", "not-a-token", 401, parse("")},
 		{"unsigned, no emulator", strict, "/ada.json", unsigned(t, claimsFor("ada", now, nil)), 401, parse("")},
 		{"unsigned, emulator", emu, "/ada.json", unsigned(t, claimsFor("ada", now, nil)), 200, is("null")},
-		{"unsigned expired, emulator", emu, "/ada.json", unsigned(t, claimsFor("ada", now, func(c jwt.MapClaims) {
-			c["exp"] = now.Add(-time.Minute).Unix()
-		})), 401, is("{\n  \"error\" : \"Auth token is expired\"\n}\n")},
+		// The JS SDK's mockUserToken: iat 0, exp 3600, another project; the emulator takes it.
+		{"unsigned mock token, emulator", emu, "/ada.json", unsigned(t, claimsFor("ada", now, func(c jwt.MapClaims) {
+			c["iat"], c["exp"], c["auth_time"], c["aud"] = 0, 3600, 0, "demo-other"
+		})), 200, is("null")},
+		{"unsigned without sub, emulator", emu, "/ada.json", unsigned(t, claimsFor("", now, func(c jwt.MapClaims) {
+			delete(c, "user_id")
+		})), 401, parse("")},
 		{"signed, emulator", emu, "/ada.json", good.token(t, claimsFor("ada", now, nil)), 200, is("null")},
 		{"secret", strict, "/ada.json", "s2", 200, is("null")},
 		{"owner, no emulator: no credential", strict, "/ada.json", "owner", 401, is(denied)},
