@@ -30,19 +30,23 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's kv work")
 	fs.DurationVar(&c.DialTimeout, "dial-timeout", c.DialTimeout, "timeout of connecting to the kv endpoints")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long to drain requests in flight on shutdown")
+	fs.StringVar(&c.FirebaseSDKDir, "firebase-sdk-dir", c.FirebaseSDKDir, "the npm firebase package whose browser modules /.dashboard/ loads (default "+rtdb.DefaultFirebaseSDKDir+", from make setup)")
 }
 
 func newRealtimeDBCmd() *cobra.Command {
 	flags := DefaultFlags()
 	cmd := &cobra.Command{
 		Use:   "realtime-db",
-		Short: "Run the Firebase-compatible realtime database (REST) on continuum kv",
+		Short: "Run the Firebase-compatible realtime database (REST, WebSocket) on continuum kv",
 		Long: `Serves the Firebase Realtime Database REST protocol (as its emulator does: GET, PUT, PATCH, POST,
 DELETE on /<path>.json?ns=<database>; print=silent|pretty, shallow=true; orderBy with limitToFirst,
 limitToLast, startAt, endAt, equalTo; X-Firebase-ETag and
 if-match; {".sv":"timestamp"} and {".sv":{"increment":n}}), storing each leaf of the JSON tree as one
 key of continuum kv (or etcd) under --prefix. Point the Admin SDKs at it with
-FIREBASE_DATABASE_EMULATOR_HOST=host:port. See docs/stream.md.`,
+FIREBASE_DATABASE_EMULATOR_HOST=host:port. The WebSocket protocol of the Firebase JS SDK is served at
+/.ws: connectDatabaseEmulator(db, host, port) works with listeners, writes, transactions and
+onDisconnect. /.dashboard/?ns=<database>&path=<path> is a live page of the records under a path,
+on the JS SDK. See docs/stream.md.`,
 		Example: `  continuum kv --data-dir /tmp/kv &
   continuum realtime-db --listen :9000 --endpoints http://127.0.0.1:2379
   curl -X PUT -d '{"name":"Ada"}' 'http://127.0.0.1:9000/users/ada.json?ns=demo'`,
