@@ -32,10 +32,11 @@ type Config struct {
 	DialTimeout     time.Duration // to the kv endpoints (default 5 s)
 	ShutdownTimeout time.Duration // drain on shutdown (default 10 s)
 	Logger          *slog.Logger  // default slog.Default()
+	Now             func() time.Time
+
 	// FirebaseSDKDir is the npm firebase package whose browser modules the dashboard loads
 	// (default DefaultFirebaseSDKDir, the one make setup links into the clone).
 	FirebaseSDKDir string
-	Now            func() time.Time
 }
 
 // DefaultConfig is the emulator's port, a local kv and a 16 MiB body limit.

@@ -403,11 +403,19 @@ func (c *wsConn) write(ctx context.Context, req *wsRequest) error {
 // (and rechecked: a value changed and changed back still has hash h).
 func (c *wsConn) compareAndSet(ctx context.Context, u update, h string) (int64, error) {
 	for attempt := 0; ; attempt++ {
-		cur, err := c.s.st.get(ctx, c.ns, u.path)
+		snap, err := c.s.st.read(ctx, c.ns, [][]string{u.path})
 		if err != nil {
 			return 0, err
 		}
+		cur := snap.trees[0]
 		if sdkHash(cur) != h {
+			// The SDK reruns the transaction as soon as it reads "datastale", on the value its
+			// listen has: send that listen the current value first, or the rerun is stale too.
+			if w := c.s.ws.watchers.peek(c.ns); w != nil {
+				if err := w.waitRead(ctx, snap.rev); err != nil {
+					return 0, err
+				}
+			}
 			return 0, &wsFail{"datastale", "the value changed since the transaction read it"}
 		}
 		tag := etag(cur)

@@ -40,6 +40,8 @@ type wsSubscriber interface {
 type wsWatcher struct {
 	ns   string
 	base string // the kv key of the namespace's root
+	kv   *clientv3.Client
+	sctx context.Context // names the watch's gRPC stream, for RequestProgress
 
 	mu   sync.Mutex
 	subs map[wsSubscriber]struct{} // guarded by mu
@@ -79,7 +81,7 @@ func (w *wsWatchers) get(ctx context.Context, ns string) (*wsWatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &wsWatcher{ns: ns, base: base, subs: map[wsSubscriber]struct{}{}, done: resp.Header.Revision, wake: make(chan struct{})}
+	x := &wsWatcher{ns: ns, base: base, kv: w.st.kv, sctx: clientv3.WithRequireLeader(context.Background()), subs: map[wsSubscriber]struct{}{}, done: resp.Header.Revision, wake: make(chan struct{})}
 	if w.byName == nil {
 		w.byName = map[string]*wsWatcher{}
 	}
@@ -87,7 +89,7 @@ func (w *wsWatchers) get(ctx context.Context, ns string) (*wsWatcher, error) {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		x.run(w.ctx, w.st.kv)
+		x.run(w.ctx)
 	}()
 	return x, nil
 }
@@ -137,14 +139,16 @@ func (x *wsWatcher) waitRev(ctx context.Context, rev int64) error {
 
 // run watches the namespace's keys from done+1 until ctx ends, restarting the watch where it
 // stopped when the kv connection drops.
-func (x *wsWatcher) run(ctx context.Context, kv *clientv3.Client) {
+func (x *wsWatcher) run(ctx context.Context) {
 	defer x.end(errors.New("server closing"))
 	for ctx.Err() == nil {
 		x.mu.Lock()
 		from := x.done + 1
 		x.mu.Unlock()
+		// The watch's context carries the same metadata as sctx (so RequestProgress on sctx
+		// reaches its stream) and ends with ctx.
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		for resp := range kv.Watch(wctx, x.base, clientv3.WithPrefix(), clientv3.WithRev(from)) {
+		for resp := range x.kv.Watch(wctx, x.base, clientv3.WithPrefix(), clientv3.WithRev(from)) {
 			if err := resp.Err(); err != nil {
 				if errors.Is(err, rpctypes.ErrCompacted) {
 					cancel()
@@ -154,6 +158,9 @@ func (x *wsWatcher) run(ctx context.Context, kv *clientv3.Client) {
 				break
 			}
 			x.dispatch(resp.Events)
+			if resp.IsProgressNotify() {
+				x.advance(resp.Header.Revision)
+			}
 		}
 		cancel()
 	}
@@ -190,16 +197,43 @@ func (x *wsWatcher) dispatch(evs []*clientv3.Event) {
 		}
 		last = rev
 	}
-	if last == 0 {
-		return
-	}
+	x.advance(last)
+}
+
+// advance records that every change up to rev was handed out.
+func (x *wsWatcher) advance(rev int64) {
 	x.mu.Lock()
-	if last > x.done {
-		x.done = last
+	if rev > x.done {
+		x.done = rev
 		close(x.wake)
 		x.wake = make(chan struct{})
 	}
 	x.mu.Unlock()
+}
+
+// waitRead returns once every subscriber was handed the changes up to rev, a revision a read
+// was made at: unlike a write's, it may hold no change of this namespace, so the kv store is
+// asked for a progress notification, which says the watch has seen everything up to it.
+func (x *wsWatcher) waitRead(ctx context.Context, rev int64) error {
+	for {
+		x.mu.Lock()
+		done, wake, err := x.done, x.wake, x.err
+		x.mu.Unlock()
+		if done >= rev {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := x.kv.RequestProgress(x.sctx); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		}
+	}
 }
 
 // path is the tree path of a kv key of this namespace (false for "<base>x/..." keys of
