@@ -1,6 +1,7 @@
 package rtdb
 
 import (
+	"cmp"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 )
 
 // sdkHash is the hash the Firebase JS SDK computes over a node (LeafNode.hash and
@@ -22,8 +24,8 @@ import (
 //     IEEE-754 bits as 16 lowercase hex digits computed the way the SDK computes them
 //     (sdkDoubleHex);
 //   - an object: base64(SHA-1(concatenation of ":" + key + ":" + hash(child))) over the
-//     children whose hash is not empty, in Firebase's key order (32-bit integer keys first,
-//     numerically, then the others as strings); "" when that concatenation is empty.
+//     children whose hash is not empty, in the SDK's key order (sdkNameCompare); "" when that
+//     concatenation is empty.
 //
 // Arrays are objects keyed "0", "1", ... in both the SDK and the store, so they need no case.
 func sdkHash(t any) string {
@@ -35,7 +37,7 @@ func sdkHash(t any) string {
 		for k := range x {
 			keys = append(keys, k)
 		}
-		slices.SortFunc(keys, compareKeys)
+		slices.SortFunc(keys, sdkNameCompare)
 		var b strings.Builder
 		for _, k := range keys {
 			if h := sdkHash(x[k]); h != "" {
@@ -100,16 +102,11 @@ func sdkDoubleHex(v float64) string {
 			f = jsRound(v / math.Pow(2, 1-bias-fbits))
 		}
 	}
-	// The SDK emits the low 52 bits of f and the low 11 bits of e one by one (f % 2, then
-	// floor(f / 2)); for non-negative integral doubles below 2^53 that is the binary form of
-	// their integer value, kept to its field's width.
-	var bits uint64
-	fi := uint64(math.Mod(f, math.Pow(2, fbits)))
-	if f < 0 { // a one-off logarithm can make f negative: JS's f % 2 is then -1 or -0
-		fi = jsLowBits(f, fbits)
-	}
-	ei := uint64(math.Mod(e, math.Pow(2, ebits)))
-	bits = fi | ei<<fbits
+	// The SDK emits the fields bit by bit: bit = (x % 2 is truthy), x = floor(x / 2). With the
+	// logarithm one off, or for small numbers where 2^(52-ln) overflows to Infinity, f is not
+	// a 52-bit integer (Infinity % 2 is NaN, a 0 bit): the loop is repeated as it is, not replaced
+	// by a cast, which would differ exactly there.
+	bits := jsLowBits(f, fbits) | jsLowBits(e, ebits)<<fbits
 	if s {
 		bits |= 1 << 63
 	}
@@ -125,14 +122,84 @@ func sdkDoubleHex(v float64) string {
 // jsRound is JavaScript's Math.round: halves round up (towards +Inf).
 func jsRound(x float64) float64 { return math.Floor(x + 0.5) }
 
-// jsLowBits repeats the SDK's loop for a negative f: bit = (f % 2 != 0), f = floor(f / 2).
-func jsLowBits(f float64, n int) uint64 {
+// jsLowBits repeats the SDK's loop: n times, bit = (x % 2 is truthy: neither 0 nor NaN),
+// x = floor(x / 2); the first bit is the lowest. JavaScript's % on numbers is fmod, as math.Mod.
+func jsLowBits(x float64, n int) uint64 {
 	var out uint64
 	for i := 0; i < n; i++ {
-		if math.Mod(f, 2) != 0 {
+		if r := math.Mod(x, 2); r != 0 && !math.IsNaN(r) {
 			out |= 1 << i
 		}
-		f = math.Floor(f / 2)
+		x = math.Floor(x / 2)
 	}
 	return out
+}
+
+// sdkNameCompare is the SDK's nameCompare: keys that tryParseInt reads as 32-bit integers
+// (/^-?(0*)\d{1,10}$/ within range: leading zeros allowed, unlike the REST order's compareKeys)
+// first, numerically, equal values by length; then the rest as JavaScript compares strings
+// (by UTF-16 code units).
+func sdkNameCompare(a, b string) int {
+	if a == b {
+		return 0
+	}
+	ai, aok := sdkTryParseInt(a)
+	bi, bok := sdkTryParseInt(b)
+	switch {
+	case aok && bok:
+		if ai != bi {
+			return cmp.Compare(ai, bi)
+		}
+		return cmp.Compare(len(a), len(b))
+	case aok:
+		return -1
+	case bok:
+		return 1
+	}
+	return compareUTF16(a, b)
+}
+
+func sdkTryParseInt(s string) (int64, bool) {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || len(strings.TrimLeft(digits, "0")) > 10 {
+		return 0, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimLeft(digits, "0")+"0", 10, 64) // x10: keeps "000" parseable
+	if err != nil {
+		return 0, false
+	}
+	n /= 10
+	if len(digits) != len(s) {
+		n = -n
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return 0, false
+	}
+	return n, true
+}
+
+// compareUTF16 orders strings as JavaScript's < does: by UTF-16 code units. It differs from
+// Go's byte order only when a character above U+FFFF meets one in U+E000..U+FFFF.
+func compareUTF16(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	for i := 0; i < len(ra) && i < len(rb); i++ {
+		if ra[i] == rb[i] {
+			continue
+		}
+		return cmp.Compare(utf16First(ra[i]), utf16First(rb[i]))
+	}
+	return cmp.Compare(len(utf16.Encode(ra)), len(utf16.Encode(rb)))
+}
+
+func utf16First(r rune) uint16 {
+	if r >= 0x10000 {
+		hi, _ := utf16.EncodeRune(r)
+		return uint16(hi)
+	}
+	return uint16(r)
 }
