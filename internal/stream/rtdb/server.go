@@ -34,6 +34,10 @@ type Config struct {
 	Logger          *slog.Logger  // default slog.Default()
 	Now             func() time.Time
 	Security        Security // rules and authentication (auth.go)
+
+	// FirebaseSDKDir is the npm firebase package whose browser modules the dashboard loads
+	// (default DefaultFirebaseSDKDir, the one make setup links into the clone).
+	FirebaseSDKDir string
 }
 
 // DefaultConfig is the emulator's port, a local kv and a 16 MiB body limit.
@@ -83,6 +87,7 @@ type Server struct {
 	push *PushIDs
 	log  *slog.Logger
 	auth *authenticator
+	ws   wsState // the WebSocket protocol's connections and watchers (ws.go)
 }
 
 // New connects to the kv endpoints (lazily: the first request fails if none answers).
@@ -113,8 +118,11 @@ func New(cfg Config) (*Server, error) {
 		push: NewPushIDs(cfg.Now), log: cfg.Logger, auth: auth}, nil
 }
 
-// Close closes the kv client.
-func (s *Server) Close() error { return s.kv.Close() }
+// Close ends the WebSocket connections, then closes the kv client.
+func (s *Server) Close() error {
+	s.closeWS()
+	return s.kv.Close()
+}
 
 // waitKV waits up to DialTimeout for the kv store to answer a read, so that a server pointed at
 // an address where nothing listens says so and exits instead of serving only errors.
@@ -186,8 +194,15 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 
 // ServeHTTP answers GET, PUT, PATCH, POST and DELETE on /<path>.json.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/healthz" {
+	switch {
+	case r.URL.Path == "/healthz":
 		io.WriteString(w, "ok\n")
+		return
+	case r.URL.Path == "/.ws":
+		s.serveWS(w, r) // the SDKs' WebSocket protocol (ws.go)
+		return
+	case strings.HasPrefix(r.URL.Path, dashboardPath):
+		s.serveDashboard(w, r) // the live page on the JS SDK (ws_dashboard.go)
 		return
 	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")
@@ -389,6 +404,11 @@ func (s *Server) patchBody(w http.ResponseWriter, r *http.Request, base []string
 	if err != nil {
 		return nil, nil, err
 	}
+	return patchUpdates(base, v)
+}
+
+// patchUpdates turns a PATCH body (or a WebSocket merge's data) into updates of base's children.
+func patchUpdates(base []string, v any) ([]update, []string, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, nil, badRequest("Invalid data; couldn't parse JSON object. PATCH needs an object of children to update.")

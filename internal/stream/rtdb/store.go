@@ -127,6 +127,14 @@ func (preconditionFailed) Error() string { return "precondition failed" }
 // concurrent write changed what it read. With ifMatch (one update only) it writes only while the
 // value's ETag is ifMatch, else returns preconditionFailed. It returns the resolved values.
 func (s *store) write(ctx context.Context, ns string, ups []update, ifMatch *string) ([]any, error) {
+	res, _, err := s.writeRev(ctx, ns, ups, ifMatch)
+	return res, err
+}
+
+// writeRev is write that also returns the kv revision of its Txn when the Txn changed a key (0
+// when it changed none: then no watcher sees an event for it), so that a WebSocket write can
+// be acknowledged only after its listeners were sent the change (ws.go).
+func (s *store) writeRev(ctx context.Context, ns string, ups []update, ifMatch *string) ([]any, int64, error) {
 	paths := make([][]string, len(ups))
 	for i, u := range ups {
 		paths[i] = u.path
@@ -134,7 +142,7 @@ func (s *store) write(ctx context.Context, ns string, ups []update, ifMatch *str
 	for attempt := 0; ; attempt++ {
 		snap, err := s.read(ctx, ns, paths)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		nowMs := s.now().UnixMilli()
 		resolved := make([]any, len(ups))
@@ -145,11 +153,11 @@ func (s *store) write(ctx context.Context, ns string, ups []update, ifMatch *str
 		var cmps []clientv3.Cmp
 		if s.rules != nil { // judged on the snapshot this attempt read (before if-match: no value leaks)
 			if cmps, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		if ifMatch != nil && etag(snap.trees[0]) != *ifMatch {
-			return nil, preconditionFailed{snap.trees[0]}
+			return nil, 0, preconditionFailed{snap.trees[0]}
 		}
 		var ops []clientv3.Op
 		puts := map[string]string{}
@@ -183,29 +191,43 @@ func (s *store) write(ctx context.Context, ns string, ups []update, ifMatch *str
 			ops = append(ops, clientv3.OpDelete(k))
 		}
 		if len(ops) > maxTxnOps || len(cmps) > maxTxnOps {
-			return nil, fmt.Errorf("%w: it sets or deletes %d keys and compares %d (at most %d each per write: one kv key per leaf, one Txn per write)",
+			return nil, 0, fmt.Errorf("%w: it sets or deletes %d keys and compares %d (at most %d each per write: one kv key per leaf, one Txn per write)",
 				errTooLarge, len(ops), len(cmps), maxTxnOps)
 		}
 		resp, err := s.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrTooManyOps) ||
 			status.Code(err) == codes.ResourceExhausted {
-			return nil, fmt.Errorf("%w: the kv store refused it: %v", errTooLarge, err)
+			return nil, 0, fmt.Errorf("%w: the kv store refused it: %v", errTooLarge, err)
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if resp.Succeeded {
-			return resolved, nil
+			return resolved, changedRev(resp, len(puts)), nil
 		}
 		if attempt >= maxRetries {
-			return nil, errBusy
+			return nil, 0, errBusy
 		}
 		// Back off a little, more as attempts fail, so contending writers spread out.
 		d := time.Duration(rand.Int64N(int64(time.Millisecond) * int64(min(attempt+1, 20))))
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		case <-time.After(d):
 		}
 	}
+}
+
+// changedRev is the revision of a committed write Txn if it put a key or deleted one that existed.
+func changedRev(resp *clientv3.TxnResponse, puts int) int64 {
+	changed := puts > 0
+	for _, r := range resp.Responses {
+		if d := r.GetResponseDeleteRange(); d != nil && d.Deleted > 0 {
+			changed = true
+		}
+	}
+	if !changed {
+		return 0
+	}
+	return resp.Header.Revision
 }

@@ -38,23 +38,26 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&sec.ProjectID, "project-id", sec.ProjectID, "Firebase project id: the aud of accepted ID tokens")
 	fs.StringVar(&sec.JWTIssuer, "jwt-issuer", sec.JWTIssuer, "exact iss of accepted ID tokens (default: any ending in /<project-id>)")
 	fs.StringVar(&sec.JWTKeysFile, "jwt-keys", sec.JWTKeysFile, "public keys ID tokens are signed with: a JWKS, a JSON object of key id to PEM certificate, or PEM blocks")
+	fs.StringVar(&c.FirebaseSDKDir, "firebase-sdk-dir", c.FirebaseSDKDir, "the npm firebase package whose browser modules /.dashboard/ loads (default "+rtdb.DefaultFirebaseSDKDir+", from make setup)")
 }
 
 func newRealtimeDBCmd() *cobra.Command {
 	flags := DefaultFlags()
 	cmd := &cobra.Command{
 		Use:   "realtime-db",
-		Short: "Run the Firebase-compatible realtime database (REST) on continuum kv",
+		Short: "Run the Firebase-compatible realtime database (REST, WebSocket) on continuum kv",
 		Long: `Serves the Firebase Realtime Database REST protocol (as its emulator does: GET, PUT, PATCH, POST,
 DELETE on /<path>.json?ns=<database>; print=silent|pretty, shallow=true; orderBy with limitToFirst,
 limitToLast, startAt, endAt, equalTo; X-Firebase-ETag and
 if-match; {".sv":"timestamp"} and {".sv":{"increment":n}}), storing each leaf of the JSON tree as one
 key of continuum kv (or etcd) under --prefix. Point the Admin SDKs at it with
 FIREBASE_DATABASE_EMULATOR_HOST=host:port (with --emulator, their "owner" credential is an admin).
-Security rules (--rules, or PUT /.settings/rules.json?ns=<db> as an admin) are enforced on every
-read and write; callers are identified by auth=/access_token= or Authorization: Bearer carrying a
-database secret (--auth-secret) or a Firebase ID token (RS256, --jwt-keys, --project-id).
-See docs/stream.md.`,
+The WebSocket protocol of the Firebase JS SDK is served at /.ws: connectDatabaseEmulator(db, host,
+port) works with listeners, writes, transactions and onDisconnect. /.dashboard/?ns=<database>&path=<path>
+is a live page of the records under a path, on the JS SDK. Security rules (--rules, or
+PUT /.settings/rules.json?ns=<db> as an admin) are enforced on every read and write; callers are
+identified by auth=/access_token= or Authorization: Bearer carrying a database secret
+(--auth-secret) or a Firebase ID token (RS256, --jwt-keys, --project-id). See docs/stream.md.`,
 		Example: `  continuum kv --data-dir /tmp/kv &
   continuum realtime-db --listen :9000 --endpoints http://127.0.0.1:2379
   curl -X PUT -d '{"name":"Ada"}' 'http://127.0.0.1:9000/users/ada.json?ns=demo'
