@@ -152,6 +152,8 @@ type wsConn struct {
 	// Owned by the reading goroutine.
 	listens map[string]*wsListen
 	onDisc  []wsRequest
+
+	authn wsAuth // the caller the rules see (auth_ws.go)
 }
 
 // wsRequest is a request's envelope and body.
@@ -164,6 +166,8 @@ type wsRequest struct {
 		H *string         `json:"h"`
 		Q json.RawMessage `json:"q"`
 		T json.RawMessage `json:"t"`
+		// Cred is an "auth"/"gauth" request's credential (auth_ws.go).
+		Cred string `json:"cred"`
 	} `json:"b"`
 }
 
@@ -187,6 +191,7 @@ func (c *wsConn) serve(host string) {
 		}
 	}
 	c.close()
+	c.stopAuth()
 	for _, l := range c.listens {
 		l.w.unwatch(l)
 	}
@@ -283,6 +288,7 @@ func invalid(format string, a ...any) error {
 func (c *wsConn) handle(req *wsRequest) (string, any) {
 	ctx, cancel := context.WithTimeout(c.s.ws.ctx, c.s.cfg.RequestTimeout)
 	defer cancel()
+	ctx = c.withAuth(ctx)
 	var data any = ""
 	var err error
 	switch req.A {
@@ -301,9 +307,10 @@ func (c *wsConn) handle(req *wsRequest) (string, any) {
 	case "g":
 		data, err = c.get(ctx, req)
 	case "auth", "gauth":
-		// No rules yet: every credential is accepted and grants nothing beyond the default.
-		data = map[string]any{"auth": nil, "expires": 0}
-	case "unauth", "appcheck", "unappeck", "s":
+		data, err = c.authenticate(req.B.Cred)
+	case "unauth":
+		c.setAuth(nil)
+	case "appcheck", "unappeck", "s":
 	default:
 		err = &wsFail{"invalid_action", fmt.Sprintf("unknown action %q: want q, n, p, m, o, om, oc, g, auth, gauth, unauth or s", req.A)}
 	}
@@ -326,6 +333,8 @@ func wsStatus(err error, log *slog.Logger) (string, any) {
 		return "too_big", err.Error()
 	case errors.Is(err, errBusy):
 		return "unavailable", err.Error()
+	case errors.Is(err, ErrPermissionDenied):
+		return "permission_denied", "Permission denied"
 	}
 	log.Warn("websocket request failed", "err", err)
 	return "internal_error", err.Error()
@@ -470,6 +479,7 @@ func (c *wsConn) runOnDisconnect() {
 		req := &c.onDisc[i]
 		req.A = map[string]string{"o": "p", "om": "m"}[req.A]
 		ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.RequestTimeout)
+		ctx = c.withAuth(ctx) // judged as the caller was when the connection ended
 		ups, err := c.updates(req)
 		if err == nil && len(ups) > 0 {
 			_, err = c.s.st.write(ctx, c.ns, ups, nil)

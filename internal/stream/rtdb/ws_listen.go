@@ -89,6 +89,9 @@ func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 		return nil, err
 	}
 	snap, err := c.s.st.read(ctx, c.ns, [][]string{path})
+	if err == nil {
+		err = c.s.st.readAllowed(ctx, c.ns, path, snap) // the rules, at the revision read
+	}
 	if err != nil {
 		w.unwatch(l)
 		return nil, err
