@@ -261,6 +261,9 @@ func TestTokens(t *testing.T) {
 		{"unsigned mock token, emulator", emu, "/ada.json", unsigned(t, claimsFor("ada", now, func(c jwt.MapClaims) {
 			c["iat"], c["exp"], c["auth_time"], c["aud"] = 0, 3600, 0, "demo-other"
 		})), 200, is("null")},
+		{"the same mock token again (cached)", emu, "/ada.json", unsigned(t, claimsFor("ada", now, func(c jwt.MapClaims) {
+			c["iat"], c["exp"], c["auth_time"], c["aud"] = 0, 3600, 0, "demo-other"
+		})), 200, is("null")},
 		{"unsigned without sub, emulator", emu, "/ada.json", unsigned(t, claimsFor("", now, func(c jwt.MapClaims) {
 			delete(c, "user_id")
 		})), 401, parse("")},
