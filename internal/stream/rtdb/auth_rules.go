@@ -176,6 +176,12 @@ func toRulesValue(t any) any {
 
 // checkRead is called by store.get with what it read: nil when auth (from ctx) may read path.
 func (r *ruleStore) checkRead(ctx context.Context, st *store, ns string, path []string, snap *snapshot) error {
+	return r.checkReadPaths(ctx, st, ns, path, snap, [][]string{path})
+}
+
+// checkReadPaths is checkRead where snap holds the trees of paths (none: everything the rules
+// ask for is read at snap.rev).
+func (r *ruleStore) checkReadPaths(ctx context.Context, st *store, ns string, path []string, snap *snapshot, paths [][]string) error {
 	a := AuthFrom(ctx)
 	if a != nil && a.Admin {
 		return nil
@@ -184,7 +190,7 @@ func (r *ruleStore) checkRead(ctx context.Context, st *store, ns string, path []
 	if err != nil || rs == nil {
 		return err
 	}
-	d := &kvData{ctx: ctx, st: st, ns: ns, snap: snap, paths: [][]string{path}}
+	d := &kvData{ctx: ctx, st: st, ns: ns, snap: snap, paths: paths}
 	ok, err := rs.CanRead(a.forRules(), path, d, r.now())
 	if err != nil {
 		return err

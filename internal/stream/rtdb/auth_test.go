@@ -459,3 +459,42 @@ func TestWriteRulesSeeTheWritesSnapshot(t *testing.T) {
 		t.Errorf("doc: %d %s, want 1", r.code, r.body)
 	}
 }
+
+// TestStreamReadAuth is the check SSE listeners call before subscribing: allowed or not, the
+// token's expiry, and a bad credential as an *AuthError.
+func TestStreamReadAuth(t *testing.T) {
+	ka, _ := testKeys(t)
+	cfg := DefaultConfig()
+	cfg.KVEndpoints = []string{startKV(t)}
+	cfg.Security = Security{RulesFile: writeFile(t, "rules.json", docRules), AuthSecrets: []string{"s3cret"},
+		ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	ada := signer{ka, "k1"}.token(t, claimsFor("ada", time.Now(), func(c jwt.MapClaims) { c["exp"] = exp.Unix() }))
+	for _, c := range []struct {
+		name, query, path string
+		allowed           bool
+		expires           time.Time
+		authErr           bool
+	}{
+		{"own", "auth=" + ada, "users/ada", true, exp, false},
+		{"below own", "auth=" + ada, "users/ada/name", true, exp, false},
+		{"another's", "auth=" + ada, "users/bob", false, time.Time{}, false},
+		{"above", "auth=" + ada, "users", false, time.Time{}, false},
+		{"anonymous", "", "users/ada", false, time.Time{}, false},
+		{"public", "", "posts", true, time.Time{}, false},
+		{"secret", "auth=s3cret", "admins", true, time.Time{}, false},
+		{"bad token", "auth=x.y.z", "posts", false, time.Time{}, true},
+	} {
+		r := httptest.NewRequest("GET", "/"+c.path+".json?"+c.query, nil)
+		ok, e, err := s.StreamReadAuth(r, "default", strings.Split(c.path, "/"))
+		var ae *AuthError
+		if ok != c.allowed || !e.Equal(c.expires) || errors.As(err, &ae) != c.authErr || (err != nil && !c.authErr) {
+			t.Errorf("%s: %v %v %v", c.name, ok, e, err)
+		}
+	}
+}
