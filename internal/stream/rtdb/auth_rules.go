@@ -234,8 +234,7 @@ func (r *ruleStore) checkWrite(ctx context.Context, st *store, ns string, snap *
 // MayRead reports whether the caller in ctx (WithAuth) may read path in ns now: nil, or
 // ErrPermissionDenied, or the kv error. A query is allowed exactly when a read of its location is.
 func (s *Server) MayRead(ctx context.Context, ns string, path []string) error {
-	_, err := s.st.get(ctx, ns, path)
-	return err
+	return s.st.readAllowedLazy(ctx, ns, path)
 }
 
 // readAllowed checks the caller in ctx against the rules for a read of path that store.read
