@@ -17,13 +17,13 @@ import (
 // wsClient speaks the protocol by hand, to test what the SDK never sends (bad input) and the
 // exact order of messages.
 type wsClient struct {
-	t    *testing.T
+	t    testing.TB
 	c    *websocket.Conn
 	next int
 	msgs chan map[string]any
 }
 
-func dialWS(t *testing.T, base, ns string) *wsClient {
+func dialWS(t testing.TB, base, ns string) *wsClient {
 	t.Helper()
 	u := "ws" + strings.TrimPrefix(base, "http") + "/.ws?v=5&ns=" + ns
 	c, _, err := websocket.DefaultDialer.Dial(u, nil)

@@ -1,0 +1,83 @@
+package rtdb
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// BenchmarkWSNotify measures one write's trip to a listener: a put by one WebSocket client
+// until the change reaches another client listening on the path (what the SDK's onValue
+// waits for), beside the same trip through kv alone (a Put until a Watch on the key sees it),
+// the baseline in the same run. Each op is one write awaited end to end; p50-us and p99-us are
+// the op's latency percentiles.
+//
+//	go test -run '^$' -bench BenchmarkWSNotify -benchtime 2000x -count 5 ./internal/stream/rtdb/
+func BenchmarkWSNotify(b *testing.B) {
+	b.Run("kv-watch", func(b *testing.B) {
+		url := startKV(b)
+		kv, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, Logger: zap.NewNop()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer kv.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		wch := kv.Watch(ctx, "/bench/k")
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			if _, err := kv.Put(ctx, "/bench/k", fmt.Sprint(i)); err != nil {
+				b.Fatal(err)
+			}
+			<-wch
+			lat = append(lat, time.Since(start))
+		}
+		report(b, lat)
+	})
+	b.Run("ws", func(b *testing.B) {
+		cfg := DefaultConfig()
+		cfg.KVEndpoints = []string{startKV(b)}
+		s, err := New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hs := httptest.NewServer(s)
+		defer func() { hs.Close(); s.Close() }()
+		writer, listener := dialWS(b, hs.URL, "bench"), dialWS(b, hs.URL, "bench")
+		listener.call("q", map[string]any{"p": "/bench", "h": ""}) // the first value comes before the ok
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			r := writer.req("p", map[string]any{"p": "/bench/k", "d": i})
+			for {
+				if a, body := push(listener.recv()); a == "d" && body["p"] == "bench/k" {
+					break
+				}
+			}
+			lat = append(lat, time.Since(start))
+			if s, _, _ := writer.reply(r); s != "ok" {
+				b.Fatal(s)
+			}
+		}
+		b.StopTimer()
+		report(b, lat)
+	})
+}
+
+func report(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return
+	}
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+}
