@@ -33,6 +33,8 @@ type Config struct {
 	ShutdownTimeout time.Duration // drain on shutdown (default 10 s)
 	Logger          *slog.Logger  // default slog.Default()
 	Now             func() time.Time
+	// Stream configures listeners (SSE and the subscription hub); zero fields take defaults.
+	Stream StreamConfig
 
 	// FirebaseSDKDir is the npm firebase package whose browser modules the dashboard loads
 	// (default DefaultFirebaseSDKDir, the one make setup links into the clone).
@@ -44,7 +46,7 @@ func DefaultConfig() Config {
 	return Config{
 		ListenAddr: ":9000", KVEndpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/rtdb",
 		DefaultNamespace: "default", MaxBodyBytes: 16 << 20, RequestTimeout: 30 * time.Second,
-		DialTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second,
+		DialTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second, Stream: DefaultStreamConfig(),
 	}
 }
 
@@ -74,6 +76,9 @@ func (c Config) Validate() error {
 	if c.RequestTimeout <= 0 || c.DialTimeout <= 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("request and dial timeouts must be > 0, the shutdown timeout >= 0"))
 	}
+	if err := c.Stream.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -85,7 +90,10 @@ type Server struct {
 	st   *store
 	push *PushIDs
 	log  *slog.Logger
-	ws   wsState // the WebSocket protocol's connections and watchers (ws.go)
+	// hub serves every listener (SSE here, the WebSocket protocol too) from one kv watch.
+	hub    *Hub
+	stream StreamConfig
+	ws     wsState // the WebSocket protocol's connections and watchers (ws.go)
 }
 
 // New connects to the kv endpoints (lazily: the first request fails if none answers).
@@ -103,13 +111,19 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kv client: %w", err)
 	}
+	stream := cfg.Stream.withDefaults()
+	hub := NewHub(kv, HubConfig{Prefix: cfg.Prefix, ListenerBufferBytes: stream.ListenerBufferBytes, Logger: cfg.Logger})
 	return &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now},
-		push: NewPushIDs(cfg.Now), log: cfg.Logger}, nil
+		push: NewPushIDs(cfg.Now), log: cfg.Logger, hub: hub, stream: stream}, nil
 }
 
-// Close ends the WebSocket connections, then closes the kv client.
+// Hub is the server's subscription hub, for protocols served beside REST (the WebSocket one).
+func (s *Server) Hub() *Hub { return s.hub }
+
+// Close ends the WebSocket connections and the listeners, then closes the kv client.
 func (s *Server) Close() error {
 	s.closeWS()
+	s.hub.Close()
 	return s.kv.Close()
 }
 
@@ -149,6 +163,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(s.hub.Close) // streams end, so Shutdown need not wait for them
 	s.log.Info("realtime database listening", "addr", ln.Addr().String(), "kv", strings.Join(cfg.KVEndpoints, ","))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -192,6 +207,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case strings.HasPrefix(r.URL.Path, dashboardPath):
 		s.serveDashboard(w, r) // the live page on the JS SDK (ws_dashboard.go)
+		return
+	}
+	if wantsEventStream(r) {
+		s.serveSSE(w, r) // a stream: not bounded by RequestTimeout
 		return
 	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")

@@ -37,14 +37,14 @@ type wsListen struct {
 
 type wsRevEvs struct {
 	rev int64
-	chs []change
+	chs []wsChange
 }
 
 func (l *wsListen) prefix() []string { return l.path }
 
 func (l *wsListen) fail(error) { l.c.close() } // the SDK reconnects and listens again
 
-func (l *wsListen) deliver(rev int64, chs []change) {
+func (l *wsListen) deliver(rev int64, chs []wsChange) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ready {
@@ -150,7 +150,7 @@ func (l *wsListen) sendQueryLocked() {
 }
 
 // applyLocked sends one revision's changes (those newer than the first value).
-func (l *wsListen) applyLocked(rev int64, chs []change) {
+func (l *wsListen) applyLocked(rev int64, chs []wsChange) {
 	if rev <= l.from {
 		return
 	}
@@ -199,16 +199,16 @@ func (l *wsListen) applyLocked(rev int64, chs []change) {
 //     put alone says so (the SDK turns a leaf into an object when a child is set);
 //   - any entry under another entry is implied by it (a put leaf replaces its subtree, a
 //     deletion clears it) and is dropped.
-func mergeEntries(base []string, chs []change) []change {
-	var ents []change
+func mergeEntries(base []string, chs []wsChange) []wsChange {
+	var ents []wsChange
 	for _, ch := range chs {
 		if len(ch.path) < len(base) {
 			if ch.val != nil {
-				ents = append(ents, change{[]string{}, nil})
+				ents = append(ents, wsChange{[]string{}, nil})
 			}
 			continue
 		}
-		ents = append(ents, change{ch.path[len(base):], ch.val})
+		ents = append(ents, wsChange{ch.path[len(base):], ch.val})
 	}
 	keep := ents[:0:0]
 	for i, e := range ents {
@@ -225,7 +225,7 @@ func mergeEntries(base []string, chs []change) []change {
 			keep = append(keep, e)
 		}
 	}
-	var out []change
+	var out []wsChange
 	for i, e := range keep {
 		implied := false
 		for j, o := range keep {

@@ -331,15 +331,15 @@ func TestMergeEntries(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		base string
-		chs  []change
+		chs  []wsChange
 		want map[string]any
 	}{
-		{"one leaf", "a", []change{{p("a/x"), l("1")}}, map[string]any{"x": l("1")}},
-		{"leaf replaced by object", "a", []change{{p("a/x"), nil}, {p("a/x/y"), l("1")}}, map[string]any{"x/y": l("1")}},
-		{"object replaced by leaf", "a", []change{{p("a/x"), l("1")}, {p("a/x/y"), nil}, {p("a/x/z"), nil}}, map[string]any{"x": l("1")}},
-		{"leaf above the listen", "a/b", []change{{p("a"), l("1")}, {p("a/b/c"), nil}}, map[string]any{"": nil}},
-		{"deletion above the listen", "a/b", []change{{p("a"), nil}}, map[string]any{}},
-		{"siblings", "", []change{{p("x"), l("1")}, {p("y"), nil}}, map[string]any{"x": l("1"), "y": nil}},
+		{"one leaf", "a", []wsChange{{p("a/x"), l("1")}}, map[string]any{"x": l("1")}},
+		{"leaf replaced by object", "a", []wsChange{{p("a/x"), nil}, {p("a/x/y"), l("1")}}, map[string]any{"x/y": l("1")}},
+		{"object replaced by leaf", "a", []wsChange{{p("a/x"), l("1")}, {p("a/x/y"), nil}, {p("a/x/z"), nil}}, map[string]any{"x": l("1")}},
+		{"leaf above the listen", "a/b", []wsChange{{p("a"), l("1")}, {p("a/b/c"), nil}}, map[string]any{"": nil}},
+		{"deletion above the listen", "a/b", []wsChange{{p("a"), nil}}, map[string]any{}},
+		{"siblings", "", []wsChange{{p("x"), l("1")}, {p("y"), nil}}, map[string]any{"x": l("1"), "y": nil}},
 	} {
 		got := map[string]any{}
 		for _, e := range mergeEntries(p(tc.base), tc.chs) {
