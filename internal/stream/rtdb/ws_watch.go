@@ -23,7 +23,9 @@ type wsChange struct {
 type wsSubscriber interface {
 	// prefix is the path whose subtree the subscriber wants.
 	prefix() []string
-	deliver(rev int64, chs []wsChange)
+	// memo holds the messages encoded for this revision so far, by listen: subscribers that
+	// would send the same bytes (plain listens of one path) encode them once.
+	deliver(rev int64, chs []wsChange, memo map[string][]byte)
 	// fail ends the subscriber when its changes cannot be delivered (the watch was compacted).
 	fail(err error)
 }
@@ -190,9 +192,10 @@ func (x *wsWatcher) dispatch(evs []*clientv3.Event) {
 			}
 			chs = append(chs, wsChange{path, val})
 		}
+		memo := map[string][]byte{}
 		for _, s := range subs {
 			if sel := under(chs, s.prefix()); len(sel) > 0 {
-				s.deliver(rev, sel)
+				s.deliver(rev, sel, memo)
 			}
 		}
 		last = rev
