@@ -47,6 +47,13 @@ func Markdown(r *Result) string {
 	if r.RawWatch.P50 > 0 {
 		d.Para("SSE / raw watch: p50 x%.1f, p99 x%.1f.", r.SSE.P50/r.RawWatch.P50, r.SSE.P99/max(r.RawWatch.P99, 1e-9))
 	}
+	d.Para("Where the time goes: the hub turns a write into one shared, once-encoded event whatever the number " +
+		"of listeners, but SSE is one HTTP stream per listener, so each write becomes one socket write per listener " +
+		"on the server and one read per listener in the benchmark's clients, all on this machine's CPUs; the raw " +
+		"watches share one gRPC connection per 100 watches. A CPU profile of the SSE phase " +
+		"(`RTDBBENCH_PROFILE=1 go test -run TestProfileSSE -cpuprofile cpu.prof ./internal/stream/rtdbbench/`) " +
+		"puts the server's time in those per-listener socket writes, not in the hub's dispatch; with the CPUs " +
+		"busy (see the load average above) each write's 1000 deliveries also wait to be scheduled.")
 	d.Section("Writes per second")
 	d.Para("%d closed-loop writers for %v: REST PUTs of small records (each one read Txn and one guarded write Txn in kv) "+
 		"with %d listener(s) on the written path, and raw kv Puts from one client as the floor.", c.ThroughputWriters,
