@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/kv/server"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -474,4 +475,35 @@ func TestHubSlowListener(t *testing.T) {
 func sseData(e *Event) []byte {
 	b, _ := json.Marshal(map[string]any{"path": e.Path, "data": e.Data})
 	return b
+}
+
+// TestSSEKVRestart: the kv store restarts with its data under a listening server; the hub's watch
+// resumes after the last revision it saw, and the listener hears the writes made afterwards.
+func TestSSEKVRestart(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Name, cfg.DataDir = "test", t.TempDir()
+	cfg.ListenClientURLs = []string{"http://" + testenv.FreeAddr(t)}
+	ks, err := server.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvURL := ks.ClientURLs()[0]
+	base := startRTDB(t, func(c *Config) { c.KVEndpoints = []string{kvURL} })
+	l := listen(t, base+"/k.json")
+	l.expect(t, "put", "/", `null`)
+	do(t, "PUT", base+"/k/a.json", `1`)
+	l.expect(t, "put", "/", `{"a":1}`)
+	ks.Close()
+	testenv.EventuallyNoError(t, 20*time.Second, "restart kv on its address", func() (err error) {
+		ks, err = server.Start(cfg)
+		return err
+	})
+	t.Cleanup(func() { ks.Close() })
+	testenv.EventuallyNoError(t, 20*time.Second, "write after the kv restart", func() error {
+		if r := do(t, "PUT", base+"/k/b.json", `2`); r.code != 200 {
+			return fmt.Errorf("status %d: %s", r.code, r.body)
+		}
+		return nil
+	})
+	l.expect(t, "put", "/b", `2`)
 }
