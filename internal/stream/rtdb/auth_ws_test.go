@@ -11,29 +11,29 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// wsClient speaks the SDK's framing to a server: requests {"t":"d","d":{"r":n,"a":..,"b":..}}.
-type wsClient struct {
+// authWSClient speaks the SDK's framing to a server: requests {"t":"d","d":{"r":n,"a":..,"b":..}}.
+type authWSClient struct {
 	t    *testing.T
 	c    *websocket.Conn
 	r    int
 	push []map[string]any // server pushes ("d" actions) read while waiting for a response
 }
 
-func dialWS(t *testing.T, base, ns string) *wsClient {
+func dialAuthWS(t *testing.T, base, ns string) *authWSClient {
 	t.Helper()
 	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/.ws?v=5&ns="+ns, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	w := &wsClient{t: t, c: c}
+	w := &authWSClient{t: t, c: c}
 	if m := w.next(); m["t"] != "c" { // the handshake
 		t.Fatalf("first message %v, want the handshake", m)
 	}
 	return w
 }
 
-func (w *wsClient) next() map[string]any {
+func (w *authWSClient) next() map[string]any {
 	w.t.Helper()
 	w.c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	_, b, err := w.c.ReadMessage()
@@ -48,7 +48,7 @@ func (w *wsClient) next() map[string]any {
 }
 
 // do sends a request and returns its response's status and data.
-func (w *wsClient) do(action string, body map[string]any) (string, any) {
+func (w *authWSClient) do(action string, body map[string]any) (string, any) {
 	w.t.Helper()
 	w.r++
 	msg, _ := json.Marshal(map[string]any{"t": "d", "d": map[string]any{"r": w.r, "a": action, "b": body}})
@@ -67,7 +67,7 @@ func (w *wsClient) do(action string, body map[string]any) (string, any) {
 }
 
 // waitPush waits for a pushed action a.
-func (w *wsClient) waitPush(a string) map[string]any {
+func (w *authWSClient) waitPush(a string) map[string]any {
 	w.t.Helper()
 	for i := 0; ; i++ {
 		if i < len(w.push) {
@@ -90,7 +90,7 @@ func TestWebSocketRules(t *testing.T) {
 			ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
 		c.Now = func() time.Time { return time.Unix(0, clock.Load()) }
 	})
-	w := dialWS(t, base, "default")
+	w := dialAuthWS(t, base, "default")
 	put := func(p string, v any) string { s, _ := w.do("p", map[string]any{"p": p, "d": v}); return s }
 
 	// Unauthenticated: denied.

@@ -34,6 +34,8 @@ type Config struct {
 	Logger          *slog.Logger  // default slog.Default()
 	Now             func() time.Time
 	Security        Security // rules and authentication (auth.go)
+	// Stream configures listeners (SSE and the subscription hub); zero fields take defaults.
+	Stream StreamConfig
 
 	// FirebaseSDKDir is the npm firebase package whose browser modules the dashboard loads
 	// (default DefaultFirebaseSDKDir, the one make setup links into the clone).
@@ -45,7 +47,7 @@ func DefaultConfig() Config {
 	return Config{
 		ListenAddr: ":9000", KVEndpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/rtdb",
 		DefaultNamespace: "default", MaxBodyBytes: 16 << 20, RequestTimeout: 30 * time.Second,
-		DialTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second,
+		DialTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second, Stream: DefaultStreamConfig(),
 	}
 }
 
@@ -75,6 +77,9 @@ func (c Config) Validate() error {
 	if c.RequestTimeout <= 0 || c.DialTimeout <= 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("request and dial timeouts must be > 0, the shutdown timeout >= 0"))
 	}
+	if err := c.Stream.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -87,7 +92,10 @@ type Server struct {
 	push *PushIDs
 	log  *slog.Logger
 	auth *authenticator
-	ws   wsState // the WebSocket protocol's connections and watchers (ws.go)
+	// hub serves every listener (SSE here, the WebSocket protocol too) from one kv watch.
+	hub    *Hub
+	stream StreamConfig
+	ws     wsState // the WebSocket protocol's connections and watchers (ws.go)
 }
 
 // New connects to the kv endpoints (lazily: the first request fails if none answers).
@@ -114,13 +122,26 @@ func New(cfg Config) (*Server, error) {
 		kv.Close()
 		return nil, err
 	}
-	return &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now, rules: rs},
-		push: NewPushIDs(cfg.Now), log: cfg.Logger, auth: auth}, nil
+	stream := cfg.Stream.withDefaults()
+	hub := NewHub(kv, HubConfig{Prefix: cfg.Prefix, ListenerBufferBytes: stream.ListenerBufferBytes, Logger: cfg.Logger})
+	s := &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now, rules: rs},
+		push: NewPushIDs(cfg.Now), log: cfg.Logger, auth: auth, hub: hub, stream: stream}
+	if s.stream.ReadAuth == nil { // the rules on SSE listeners (auth_sse.go)
+		s.stream.ReadAuth = func(r *http.Request, ns string, path []string) (ReadGrant, error) {
+			ok, exp, err := s.StreamReadAuth(r, ns, path)
+			return ReadGrant{Allowed: ok, Expires: exp}, err
+		}
+	}
+	return s, nil
 }
 
-// Close ends the WebSocket connections, then closes the kv client.
+// Hub is the server's subscription hub, for protocols served beside REST (the WebSocket one).
+func (s *Server) Hub() *Hub { return s.hub }
+
+// Close ends the WebSocket connections and the listeners, then closes the kv client.
 func (s *Server) Close() error {
 	s.closeWS()
+	s.hub.Close()
 	return s.kv.Close()
 }
 
@@ -160,6 +181,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(s.hub.Close) // streams end, so Shutdown need not wait for them
 	s.log.Info("realtime database listening", "addr", ln.Addr().String(), "kv", strings.Join(cfg.KVEndpoints, ","))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -203,6 +225,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case strings.HasPrefix(r.URL.Path, dashboardPath):
 		s.serveDashboard(w, r) // the live page on the JS SDK (ws_dashboard.go)
+		return
+	}
+	if wantsEventStream(r) {
+		s.serveSSE(w, r) // a stream: not bounded by RequestTimeout
 		return
 	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")

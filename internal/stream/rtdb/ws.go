@@ -492,12 +492,26 @@ func (c *wsConn) runOnDisconnect() {
 	c.onDisc = nil
 }
 
-// send queues one message; a client that lets wsMaxQueued bytes pile up is disconnected (it
-// reconnects and listens afresh) rather than growing the server's memory without bound.
-func (c *wsConn) send(v any) {
+// send queues one message.
+func (c *wsConn) send(v any) { c.sendBytes(encodeMsg(v)) }
+
+// encodeMsg is v's JSON, nil when it cannot be encoded: only a kv value under the prefix that
+// is not JSON (written there by something else than this server) can cause that; the message
+// is then dropped and logged rather than sent broken.
+func encodeMsg(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		c.log.Error("websocket message not encodable", "err", err)
+		slog.Error("websocket message not encodable: a kv value under the prefix is not JSON", "err", err)
+		return nil
+	}
+	return b
+}
+
+// sendBytes queues an encoded message (shared, never modified); a client that lets
+// wsMaxQueued bytes pile up is disconnected (it reconnects and listens afresh) rather than
+// growing the server's memory without bound.
+func (c *wsConn) sendBytes(b []byte) {
+	if b == nil {
 		return
 	}
 	c.qmu.Lock()

@@ -37,21 +37,21 @@ type wsListen struct {
 
 type wsRevEvs struct {
 	rev int64
-	chs []change
+	chs []wsChange
 }
 
 func (l *wsListen) prefix() []string { return l.path }
 
 func (l *wsListen) fail(error) { l.c.close() } // the SDK reconnects and listens again
 
-func (l *wsListen) deliver(rev int64, chs []change) {
+func (l *wsListen) deliver(rev int64, chs []wsChange, memo map[string][]byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ready {
 		l.pending = append(l.pending, wsRevEvs{rev, chs})
 		return
 	}
-	l.applyLocked(rev, chs)
+	l.applyLocked(rev, chs, memo)
 }
 
 // listenKey names a listen as the SDK does for unlisten: its path and its query's tag.
@@ -108,7 +108,7 @@ func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 		l.sendLocked(path, t, false)
 	}
 	for _, p := range l.pending {
-		l.applyLocked(p.rev, p.chs)
+		l.applyLocked(p.rev, p.chs, nil)
 	}
 	l.pending, l.ready = nil, true
 	return map[string]any{}, nil
@@ -128,6 +128,12 @@ func (c *wsConn) unlisten(req *wsRequest) {
 
 // sendLocked queues a put ("d") or merge ("m") at path.
 func (l *wsListen) sendLocked(path []string, data any, merge bool) {
+	l.c.sendBytes(l.encodeLocked(path, data, merge))
+}
+
+// encodeLocked is the message of a put ("d") or merge ("m") at path (data already output()
+// for a merge).
+func (l *wsListen) encodeLocked(path []string, data any, merge bool) []byte {
 	b := map[string]any{"p": strings.Join(path, "/"), "d": data}
 	if !merge {
 		b["d"] = output(data)
@@ -139,7 +145,7 @@ func (l *wsListen) sendLocked(path []string, data any, merge bool) {
 	if merge {
 		a = "m"
 	}
-	l.c.send(map[string]any{"t": "d", "d": map[string]any{"a": a, "b": b}})
+	return encodeMsg(map[string]any{"t": "d", "d": map[string]any{"a": a, "b": b}})
 }
 
 func (l *wsListen) sendQueryLocked() {
@@ -152,11 +158,14 @@ func (l *wsListen) sendQueryLocked() {
 	l.sendLocked(l.path, res, false)
 }
 
-// applyLocked sends one revision's changes (those newer than the first value).
-func (l *wsListen) applyLocked(rev int64, chs []change) {
+// applyLocked sends one revision's changes (those newer than the first value). A plain
+// listen's message depends only on its path and the changes, so one revision's message for a
+// path is encoded once (memo, when given) and shared by its listens on every connection.
+func (l *wsListen) applyLocked(rev int64, chs []wsChange, memo map[string][]byte) {
 	if rev <= l.from {
 		return
 	}
+
 	if l.qu != nil {
 		// Deletions first: in one revision a leaf may be deleted and a child of it put
 		// (a leaf replaced by an object), and the put must survive.
@@ -182,16 +191,28 @@ func (l *wsListen) applyLocked(rev int64, chs []change) {
 		l.sendQueryLocked()
 		return
 	}
+	key := strings.Join(l.path, "/")
+	b, ok := memo[key]
+	if !ok {
+		b = l.encodeChanges(chs)
+		if memo != nil {
+			memo[key] = b
+		}
+	}
+	l.c.sendBytes(b)
+}
+
+// encodeChanges is a plain listen's message for one revision's changes.
+func (l *wsListen) encodeChanges(chs []wsChange) []byte {
 	ents := mergeEntries(l.path, chs)
 	if len(ents) == 1 {
-		l.sendLocked(append(slices.Clip(l.path), ents[0].path...), ents[0].val, false)
-		return
+		return l.encodeLocked(append(slices.Clip(l.path), ents[0].path...), ents[0].val, false)
 	}
 	m := make(map[string]any, len(ents))
 	for _, e := range ents {
 		m[strings.Join(e.path, "/")] = output(e.val)
 	}
-	l.sendLocked(l.path, m, true)
+	return l.encodeLocked(l.path, m, true)
 }
 
 // mergeEntries turns one revision's leaf changes into non-overlapping (relative path, value)
@@ -202,16 +223,16 @@ func (l *wsListen) applyLocked(rev int64, chs []change) {
 //     put alone says so (the SDK turns a leaf into an object when a child is set);
 //   - any entry under another entry is implied by it (a put leaf replaces its subtree, a
 //     deletion clears it) and is dropped.
-func mergeEntries(base []string, chs []change) []change {
-	var ents []change
+func mergeEntries(base []string, chs []wsChange) []wsChange {
+	var ents []wsChange
 	for _, ch := range chs {
 		if len(ch.path) < len(base) {
 			if ch.val != nil {
-				ents = append(ents, change{[]string{}, nil})
+				ents = append(ents, wsChange{[]string{}, nil})
 			}
 			continue
 		}
-		ents = append(ents, change{ch.path[len(base):], ch.val})
+		ents = append(ents, wsChange{ch.path[len(base):], ch.val})
 	}
 	keep := ents[:0:0]
 	for i, e := range ents {
@@ -228,7 +249,7 @@ func mergeEntries(base []string, chs []change) []change {
 			keep = append(keep, e)
 		}
 	}
-	var out []change
+	var out []wsChange
 	for i, e := range keep {
 		implied := false
 		for j, o := range keep {

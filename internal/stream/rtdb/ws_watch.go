@@ -11,9 +11,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// change is one leaf of a revision: its path from the namespace's root and its new value (a
+// wsChange is one leaf of a revision: its path from the namespace's root and its new value (a
 // leaf, or nil when it was deleted).
-type change struct {
+type wsChange struct {
 	path []string
 	val  any
 }
@@ -23,7 +23,9 @@ type change struct {
 type wsSubscriber interface {
 	// prefix is the path whose subtree the subscriber wants.
 	prefix() []string
-	deliver(rev int64, chs []change)
+	// memo holds the messages encoded for this revision so far, by listen: subscribers that
+	// would send the same bytes (plain listens of one path) encode them once.
+	deliver(rev int64, chs []wsChange, memo map[string][]byte)
 	// fail ends the subscriber when its changes cannot be delivered (the watch was compacted).
 	fail(err error)
 }
@@ -177,7 +179,7 @@ func (x *wsWatcher) dispatch(evs []*clientv3.Event) {
 	last := int64(0)
 	for i := 0; i < len(evs); {
 		rev := evs[i].Kv.ModRevision
-		var chs []change
+		var chs []wsChange
 		for ; i < len(evs) && evs[i].Kv.ModRevision == rev; i++ {
 			ev := evs[i]
 			path, ok := x.path(string(ev.Kv.Key))
@@ -188,11 +190,12 @@ func (x *wsWatcher) dispatch(evs []*clientv3.Event) {
 			if ev.Type == mvccpb.PUT {
 				val = leaf(ev.Kv.Value)
 			}
-			chs = append(chs, change{path, val})
+			chs = append(chs, wsChange{path, val})
 		}
+		memo := map[string][]byte{}
 		for _, s := range subs {
 			if sel := under(chs, s.prefix()); len(sel) > 0 {
-				s.deliver(rev, sel)
+				s.deliver(rev, sel, memo)
 			}
 		}
 		last = rev
@@ -269,8 +272,8 @@ func (x *wsWatcher) end(err error) {
 
 // under selects the changes at or below prefix, or at one of its ancestors (a leaf written or
 // deleted above the prefix replaces the prefix's value).
-func under(chs []change, prefix []string) []change {
-	var out []change
+func under(chs []wsChange, prefix []string) []wsChange {
+	var out []wsChange
 	for _, c := range chs {
 		if isPrefix(prefix, c.path) || isPrefix(c.path, prefix) {
 			out = append(out, c)
