@@ -123,6 +123,9 @@ if [ ! -f "$VCACHE/.complete" ]; then
   touch "$VCACHE/.complete"
 fi
 ln -sfn "$VCACHE" .tools/venv
+# The Firebase JS SDK (npm firebase, pinned in tools/npm-firebase) for the realtime-db WebSocket
+# tests and dashboard, cached like the above; .tools/npm-firebase links to it.
+./tools/npm-firebase/install.sh
 # Debian enables and starts redis-server on install; the project starts its own instances.
 if systemctl is-active --quiet redis-server 2>/dev/null; then systemctl disable --now redis-server >/dev/null 2>&1 || true; fi
 echo "setup: ok ($(go env GOVERSION), $(uname -r))"

@@ -44,3 +44,26 @@ func TestRealtimeDBKindErrors(t *testing.T) {
 		t.Errorf("a store that speaks no etcd-v3: %v", err)
 	}
 }
+
+func TestRealtimeDBKindSecurity(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "realtime-db", "store: db\nrules: /etc/rtdb/rules.json\nauth_secrets: [s1, s2]\nemulator: true\nproject_id: demo\njwt_keys: /etc/rtdb/keys.json\n")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, kv := kindtest.Decode(t, "kv", "client_port: 2379\n")
+	env := kind.Env{Binary: "/bin/continuum", Components: map[string]kind.Component{"db": kindtest.Component(t, "n1", "kv", kv)}}
+	cmd, err := k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/bin/continuum", "realtime-db", "--endpoints", "http://n1:2379",
+		"--rules", "/etc/rtdb/rules.json", "--auth-secret", "s1", "--auth-secret", "s2", "--emulator=true",
+		"--project-id", "demo", "--jwt-keys", "/etc/rtdb/keys.json"}
+	if !slices.Equal(cmd.Args, want) {
+		t.Errorf("args %q, want %q", cmd.Args, want)
+	}
+	k, cfg = kindtest.Decode(t, "realtime-db", "store: db\njwt_keys: /k.json\n")
+	if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), "project_id") {
+		t.Errorf("jwt_keys without project_id: %v", err)
+	}
+}

@@ -33,6 +33,13 @@ type Config struct {
 	ShutdownTimeout time.Duration // drain on shutdown (default 10 s)
 	Logger          *slog.Logger  // default slog.Default()
 	Now             func() time.Time
+	Security        Security // rules and authentication (auth.go)
+	// Stream configures listeners (SSE and the subscription hub); zero fields take defaults.
+	Stream StreamConfig
+
+	// FirebaseSDKDir is the npm firebase package whose browser modules the dashboard loads
+	// (default DefaultFirebaseSDKDir, the one make setup links into the clone).
+	FirebaseSDKDir string
 }
 
 // DefaultConfig is the emulator's port, a local kv and a 16 MiB body limit.
@@ -40,7 +47,7 @@ func DefaultConfig() Config {
 	return Config{
 		ListenAddr: ":9000", KVEndpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/rtdb",
 		DefaultNamespace: "default", MaxBodyBytes: 16 << 20, RequestTimeout: 30 * time.Second,
-		DialTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second,
+		DialTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second, Stream: DefaultStreamConfig(),
 	}
 }
 
@@ -70,6 +77,9 @@ func (c Config) Validate() error {
 	if c.RequestTimeout <= 0 || c.DialTimeout <= 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("request and dial timeouts must be > 0, the shutdown timeout >= 0"))
 	}
+	if err := c.Stream.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -81,6 +91,11 @@ type Server struct {
 	st   *store
 	push *PushIDs
 	log  *slog.Logger
+	auth *authenticator
+	// hub serves every listener (SSE here, the WebSocket protocol too) from one kv watch.
+	hub    *Hub
+	stream StreamConfig
+	ws     wsState // the WebSocket protocol's connections and watchers (ws.go)
 }
 
 // New connects to the kv endpoints (lazily: the first request fails if none answers).
@@ -94,16 +109,41 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	auth, err := newAuthenticator(cfg)
+	if err != nil {
+		return nil, err
+	}
 	kv, err := clientv3.New(clientv3.Config{Endpoints: cfg.KVEndpoints, DialTimeout: cfg.DialTimeout, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, fmt.Errorf("kv client: %w", err)
 	}
-	return &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now},
-		push: NewPushIDs(cfg.Now), log: cfg.Logger}, nil
+	rs, err := newRuleStore(kv, cfg)
+	if err != nil {
+		kv.Close()
+		return nil, err
+	}
+	stream := cfg.Stream.withDefaults()
+	hub := NewHub(kv, HubConfig{Prefix: cfg.Prefix, ListenerBufferBytes: stream.ListenerBufferBytes, Logger: cfg.Logger})
+	s := &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now, rules: rs},
+		push: NewPushIDs(cfg.Now), log: cfg.Logger, auth: auth, hub: hub, stream: stream}
+	if s.stream.ReadAuth == nil { // the rules on SSE listeners (auth_sse.go)
+		s.stream.ReadAuth = func(r *http.Request, ns string, path []string) (ReadGrant, error) {
+			ok, exp, err := s.StreamReadAuth(r, ns, path)
+			return ReadGrant{Allowed: ok, Expires: exp}, err
+		}
+	}
+	return s, nil
 }
 
-// Close closes the kv client.
-func (s *Server) Close() error { return s.kv.Close() }
+// Hub is the server's subscription hub, for protocols served beside REST (the WebSocket one).
+func (s *Server) Hub() *Hub { return s.hub }
+
+// Close ends the WebSocket connections and the listeners, then closes the kv client.
+func (s *Server) Close() error {
+	s.closeWS()
+	s.hub.Close()
+	return s.kv.Close()
+}
 
 // waitKV waits up to DialTimeout for the kv store to answer a read, so that a server pointed at
 // an address where nothing listens says so and exits instead of serving only errors.
@@ -141,6 +181,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(s.hub.Close) // streams end, so Shutdown need not wait for them
 	s.log.Info("realtime database listening", "addr", ln.Addr().String(), "kv", strings.Join(cfg.KVEndpoints, ","))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -175,8 +216,19 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 
 // ServeHTTP answers GET, PUT, PATCH, POST and DELETE on /<path>.json.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/healthz" {
+	switch {
+	case r.URL.Path == "/healthz":
 		io.WriteString(w, "ok\n")
+		return
+	case r.URL.Path == "/.ws":
+		s.serveWS(w, r) // the SDKs' WebSocket protocol (ws.go)
+		return
+	case strings.HasPrefix(r.URL.Path, dashboardPath):
+		s.serveDashboard(w, r) // the live page on the JS SDK (ws_dashboard.go)
+		return
+	}
+	if wantsEventStream(r) {
+		s.serveSSE(w, r) // a stream: not bounded by RequestTimeout
 		return
 	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")
@@ -189,7 +241,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	if err := s.serve(ctx, w, r, method); err != nil {
+	a, err := s.Authenticate(r)
+	if err != nil {
+		writeAuthError(w, err)
+		return
+	}
+	ctx = WithAuth(ctx, a)
+	if r.URL.Path == settingsPath {
+		err = s.serveSettings(ctx, w, r, method)
+	} else {
+		err = s.serve(ctx, w, r, method)
+	}
+	if err != nil {
 		var he *httpError
 		var pf preconditionFailed
 		switch {
@@ -202,6 +265,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Write(encode(pf.current, false))
 		case errors.Is(err, errTooLarge):
 			writeError(w, http.StatusBadRequest, err.Error())
+		case errors.Is(err, ErrPermissionDenied):
+			writeAuthError(w, err)
 		case errors.Is(err, errBusy):
 			writeError(w, http.StatusServiceUnavailable, err.Error())
 		default:
@@ -365,6 +430,11 @@ func (s *Server) patchBody(w http.ResponseWriter, r *http.Request, base []string
 	if err != nil {
 		return nil, nil, err
 	}
+	return patchUpdates(base, v)
+}
+
+// patchUpdates turns a PATCH body (or a WebSocket merge's data) into updates of base's children.
+func patchUpdates(base []string, v any) ([]update, []string, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, nil, badRequest("Invalid data; couldn't parse JSON object. PATCH needs an object of children to update.")

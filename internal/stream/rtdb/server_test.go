@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 }
 
 // startKV starts continuum kv in this process and returns its client URL.
-func startKV(t *testing.T) string {
+func startKV(t testing.TB) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Name = "test"

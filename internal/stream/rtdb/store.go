@@ -32,6 +32,7 @@ type store struct {
 	kv     *clientv3.Client
 	prefix string
 	now    func() time.Time
+	rules  *ruleStore // checks reads and writes against the security rules (auth_rules.go)
 }
 
 // key is the kv key of the node at path in ns.
@@ -52,6 +53,8 @@ type snapshot struct {
 	rev   int64
 	trees []any
 	keys  []map[string]int64
+	// rulesRev is the mod revision of the database's rules key at rev (0: none stored).
+	rulesRev int64
 }
 
 // read reads the subtrees at paths in one Txn (one revision).
@@ -61,11 +64,19 @@ func (s *store) read(ctx context.Context, ns string, paths [][]string) (*snapsho
 		k := s.key(ns, p)
 		ops = append(ops, clientv3.OpGet(k), clientv3.OpGet(k+"/", clientv3.WithPrefix()))
 	}
+	if s.rules != nil { // the rules in force at this revision (keys only: just the mod revision)
+		ops = append(ops, clientv3.OpGet(s.rules.settingsKey(ns), clientv3.WithKeysOnly()))
+	}
 	resp, err := s.kv.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return nil, err
 	}
 	snap := &snapshot{rev: resp.Header.Revision}
+	if s.rules != nil {
+		if kvs := resp.Responses[len(resp.Responses)-1].GetResponseRange().Kvs; len(kvs) > 0 {
+			snap.rulesRev = kvs[0].ModRevision
+		}
+	}
 	for i, p := range paths {
 		base := s.key(ns, p)
 		var t any
@@ -93,6 +104,11 @@ func (s *store) get(ctx context.Context, ns string, path []string) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	if s.rules != nil {
+		if err := s.rules.checkRead(ctx, s, ns, path, snap); err != nil {
+			return nil, err
+		}
+	}
 	return snap.trees[0], nil
 }
 
@@ -111,6 +127,14 @@ func (preconditionFailed) Error() string { return "precondition failed" }
 // concurrent write changed what it read. With ifMatch (one update only) it writes only while the
 // value's ETag is ifMatch, else returns preconditionFailed. It returns the resolved values.
 func (s *store) write(ctx context.Context, ns string, ups []update, ifMatch *string) ([]any, error) {
+	res, _, err := s.writeRev(ctx, ns, ups, ifMatch)
+	return res, err
+}
+
+// writeRev is write that also returns the kv revision of its Txn when the Txn changed a key (0
+// when it changed none: then no watcher sees an event for it), so that a WebSocket write can
+// be acknowledged only after its listeners were sent the change (ws.go).
+func (s *store) writeRev(ctx context.Context, ns string, ups []update, ifMatch *string) ([]any, int64, error) {
 	paths := make([][]string, len(ups))
 	for i, u := range ups {
 		paths[i] = u.path
@@ -118,25 +142,33 @@ func (s *store) write(ctx context.Context, ns string, ups []update, ifMatch *str
 	for attempt := 0; ; attempt++ {
 		snap, err := s.read(ctx, ns, paths)
 		if err != nil {
-			return nil, err
-		}
-		if ifMatch != nil && etag(snap.trees[0]) != *ifMatch {
-			return nil, preconditionFailed{snap.trees[0]}
+			return nil, 0, err
 		}
 		nowMs := s.now().UnixMilli()
+		resolved := make([]any, len(ups))
+		consumed := make([]bool, len(ups))
+		for i, u := range ups {
+			resolved[i], consumed[i] = resolve(u.val, snap.trees[i], nowMs)
+		}
 		var cmps []clientv3.Cmp
+		if s.rules != nil { // judged on the snapshot this attempt read (before if-match: no value leaks)
+			if cmps, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved); err != nil {
+				return nil, 0, err
+			}
+		}
+		if ifMatch != nil && etag(snap.trees[0]) != *ifMatch {
+			return nil, 0, preconditionFailed{snap.trees[0]}
+		}
 		var ops []clientv3.Op
 		puts := map[string]string{}
 		dels := map[string]bool{}
-		resolved := make([]any, len(ups))
 		for i, u := range ups {
 			k := s.key(ns, u.path)
-			val, consumed := resolve(u.val, snap.trees[i], nowMs)
-			resolved[i] = val
+			val := resolved[i]
 			cmps = append(cmps,
 				clientv3.Compare(clientv3.ModRevision(k), "<", snap.rev+1),
 				clientv3.Compare(clientv3.ModRevision(k+"/"), "<", snap.rev+1).WithPrefix())
-			if consumed || ifMatch != nil {
+			if consumed[i] || ifMatch != nil {
 				for old, mr := range snap.keys[i] {
 					cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(old), "=", mr))
 				}
@@ -159,29 +191,43 @@ func (s *store) write(ctx context.Context, ns string, ups []update, ifMatch *str
 			ops = append(ops, clientv3.OpDelete(k))
 		}
 		if len(ops) > maxTxnOps || len(cmps) > maxTxnOps {
-			return nil, fmt.Errorf("%w: it sets or deletes %d keys and compares %d (at most %d each per write: one kv key per leaf, one Txn per write)",
+			return nil, 0, fmt.Errorf("%w: it sets or deletes %d keys and compares %d (at most %d each per write: one kv key per leaf, one Txn per write)",
 				errTooLarge, len(ops), len(cmps), maxTxnOps)
 		}
 		resp, err := s.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrTooManyOps) ||
 			status.Code(err) == codes.ResourceExhausted {
-			return nil, fmt.Errorf("%w: the kv store refused it: %v", errTooLarge, err)
+			return nil, 0, fmt.Errorf("%w: the kv store refused it: %v", errTooLarge, err)
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if resp.Succeeded {
-			return resolved, nil
+			return resolved, changedRev(resp, len(puts)), nil
 		}
 		if attempt >= maxRetries {
-			return nil, errBusy
+			return nil, 0, errBusy
 		}
 		// Back off a little, more as attempts fail, so contending writers spread out.
 		d := time.Duration(rand.Int64N(int64(time.Millisecond) * int64(min(attempt+1, 20))))
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		case <-time.After(d):
 		}
 	}
+}
+
+// changedRev is the revision of a committed write Txn if it put a key or deleted one that existed.
+func changedRev(resp *clientv3.TxnResponse, puts int) int64 {
+	changed := puts > 0
+	for _, r := range resp.Responses {
+		if d := r.GetResponseDeleteRange(); d != nil && d.Deleted > 0 {
+			changed = true
+		}
+	}
+	if !changed {
+		return 0
+	}
+	return resp.Header.Revision
 }

@@ -1,0 +1,78 @@
+package rtdb
+
+import (
+	_ "embed"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// The dashboard is a page served by the realtime database itself at /.dashboard/ that lists
+// the records under a path live, through the official Firebase JS SDK in the browser
+// (connectDatabaseEmulator to the server that served it, onChildAdded/Changed/Removed and
+// onValue).
+//
+// The SDK comes from the npm `firebase` package `make setup` installs (pinned in
+// tools/npm-firebase), served from its directory: the package ships the SDK's browser ES
+// modules (firebase-app.js, firebase-database.js, ...) as Firebase publishes them for pages to
+// import. Serving those files, rather than a bundle built at setup, keeps the page on exactly
+// the code the Node tests run, needs no bundler, and works with no network: the only change is
+// that the modules' imports of one another, which name Firebase's hosting by absolute URL, are
+// rewritten to the sibling file served here.
+
+// dashboardPath is where the dashboard and the SDK's modules are served.
+const dashboardPath = "/.dashboard"
+
+// DefaultFirebaseSDKDir is the npm firebase package of a clone after `make setup`, used when
+// Config.FirebaseSDKDir is empty and the server runs in the clone.
+const DefaultFirebaseSDKDir = ".tools/npm-firebase/node_modules/firebase"
+
+//go:embed web/dashboard.html
+var dashboardHTML []byte
+
+// sdkModule names the SDK's browser modules the dashboard may load.
+var sdkModule = regexp.MustCompile(`^firebase-[a-z-]+\.js$`)
+
+// sdkImport matches an absolute import of a sibling SDK module ("https://<host>/.../firebase-app.js").
+var sdkImport = regexp.MustCompile(`"https://[^"\s]+/(firebase-[a-z-]+\.js)"`)
+
+func (s *Server) serveDashboard(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, dashboardPath)
+	switch {
+	case rest == "":
+		http.Redirect(w, r, dashboardPath+"/", http.StatusMovedPermanently)
+	case rest == "/" || rest == "/index.html":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write(dashboardHTML)
+	case strings.HasPrefix(rest, "/sdk/"):
+		name := strings.TrimPrefix(rest, "/sdk/")
+		if !sdkModule.MatchString(name) {
+			writeError(w, http.StatusNotFound, "Not found: the dashboard serves /.dashboard/sdk/firebase-<module>.js only")
+			return
+		}
+		dir := s.cfg.FirebaseSDKDir
+		if dir == "" {
+			dir = DefaultFirebaseSDKDir
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			writeError(w, http.StatusNotFound, "Firebase JS SDK module "+name+" not found in "+dir+
+				": run make setup and start realtime-db with --firebase-sdk-dir <clone>/"+DefaultFirebaseSDKDir)
+			return
+		}
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		w.Write(sdkImport.ReplaceAll(b, []byte(`"./$1"`)))
+	default:
+		writeError(w, http.StatusNotFound, "Not found: the dashboard is at "+dashboardPath+"/")
+	}
+}
