@@ -392,9 +392,20 @@ func TestOfflineConflictLoserObservable(t *testing.T) {
 	// finds the winner from the converged value rather than assuming one.
 	ok(t, "PUT", p.edge.url+"/sensors/s1.json", `{"temp":20,"by":"edge","edge_only":true}`)
 	ok(t, "PUT", p.cloud.url+"/sensors/s1.json", `{"temp":25,"by":"cloud"}`)
-	ok(t, "PUT", p.edge.url+"/other/e.json", `1`)
+	// A leaf on one side, children under it on the other: two different keys, no conflict.
+	ok(t, "PUT", p.edge.url+"/shape.json", `5`)
+	ok(t, "PUT", p.cloud.url+"/shape/x.json", `1`)
 	p.heal()
 	got := p.waitSame(t, "/sensors/s1", 30*time.Second).(map[string]any)
+	// Both keys stay; reads show the children on both sides (the leaf is hidden until the next
+	// write at or above it removes it), as docs/stream.md says.
+	if shape := p.waitSame(t, "/shape", 10*time.Second); fmt.Sprint(shape) != "map[x:1]" {
+		t.Errorf("/shape after the heal = %v, want the children {x:1}", shape)
+	}
+	ok(t, "PUT", p.edge.url+"/shape.json", `7`)
+	if shape := p.waitSame(t, "/shape", 10*time.Second); shape != float64(7) {
+		t.Errorf("/shape after a new write = %v, want 7", shape)
+	}
 
 	winner, loser := p.cloud, p.edge
 	lostTemp, lostBy := float64(20), "edge"
