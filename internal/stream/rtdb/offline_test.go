@@ -1,6 +1,7 @@
 package rtdb
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -510,4 +511,200 @@ func TestConflictsEndpointWithoutCluster(t *testing.T) {
 	if r := do(t, "GET", u+"/.conflicts.json?print=loud", ""); r.code != http.StatusBadRequest {
 		t.Errorf("print=loud: %d %s", r.code, r.body)
 	}
+}
+
+// offlineListener is a Firebase REST streaming client (SSE), as the Admin SDKs' listen() is:
+// it keeps the tree at its path up to date from put and patch events and notes, per child of
+// that path, how many events named it.
+type offlineListener struct {
+	mu    sync.Mutex
+	tree  any            // guarded by mu
+	named map[string]int // guarded by mu: events per first path segment (a child of the path)
+	first bool           // guarded by mu: the initial put arrived
+	err   error          // guarded by mu: why the stream ended
+}
+
+// listenSSE opens a stream on url (a /path.json URL) until the test ends; it skips the test
+// when the server does not stream yet (answers something other than text/event-stream).
+func listenSSE(t *testing.T, url string) *offlineListener {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		resp.Body.Close()
+		t.Skipf("the realtime database does not stream yet (GET with Accept: text/event-stream answered %d %s)", resp.StatusCode, ct)
+	}
+	l := &offlineListener{named: map[string]int{}}
+	done := make(chan struct{})
+	t.Cleanup(func() { resp.Body.Close(); <-done })
+	go func() {
+		defer close(done)
+		var event string
+		rd := bufio.NewReaderSize(resp.Body, 64<<10)
+		for {
+			line, err := rd.ReadString('\n')
+			line = strings.TrimRight(line, "\r\n")
+			if err != nil {
+				l.mu.Lock()
+				l.err = err
+				l.mu.Unlock()
+				return
+			}
+			switch {
+			case strings.HasPrefix(line, "event:"):
+				event = strings.TrimSpace(line[len("event:"):])
+			case strings.HasPrefix(line, "data:"):
+				l.apply(event, strings.TrimSpace(line[len("data:"):]))
+			}
+		}
+	}()
+	return l
+}
+
+func (l *offlineListener) apply(event, data string) {
+	if event != "put" && event != "patch" {
+		return
+	}
+	var ev struct {
+		Path string
+		Data any
+	}
+	if err := json.Unmarshal([]byte(data), &ev); err != nil {
+		l.mu.Lock()
+		l.err = fmt.Errorf("%s event data %q: %v", event, data, err)
+		l.mu.Unlock()
+		return
+	}
+	var segs []string
+	if p := strings.Trim(ev.Path, "/"); p != "" {
+		segs = strings.Split(p, "/")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if event == "put" {
+		l.first = true
+		setAt(&l.tree, segs, ev.Data)
+		if len(segs) > 0 {
+			l.named[segs[0]]++
+		} else if m, ok := ev.Data.(map[string]any); ok {
+			for k := range m {
+				l.named[k]++
+			}
+		}
+		return
+	}
+	m, _ := ev.Data.(map[string]any)
+	for k, v := range m {
+		rel := append(append([]string(nil), segs...), strings.Split(k, "/")...)
+		setAt(&l.tree, rel, v)
+		l.named[rel[0]]++
+	}
+}
+
+// setAt sets the value at rel in *root (nil deletes), as a listener's local copy does.
+func setAt(root *any, rel []string, v any) {
+	if len(rel) == 0 {
+		*root = v
+		return
+	}
+	m, ok := (*root).(map[string]any)
+	if !ok {
+		if v == nil {
+			return
+		}
+		m = map[string]any{}
+		*root = m
+	}
+	child := m[rel[0]]
+	setAt(&child, rel[1:], v)
+	if child == nil {
+		delete(m, rel[0])
+	} else {
+		m[rel[0]] = child
+	}
+	if len(m) == 0 {
+		*root = nil
+	}
+}
+
+// state returns a copy of what the listener holds (through JSON) and how often each child was
+// named.
+func (l *offlineListener) state() (tree any, named map[string]int, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, _ := json.Marshal(l.tree)
+	_ = json.Unmarshal(b, &tree)
+	named = map[string]int{}
+	for k, n := range l.named {
+		named[k] = n
+	}
+	return tree, named, l.err
+}
+
+// TestOfflineListenersSeeEveryUpdate: a listener on the edge sees the edge's writes during the
+// cut; a listener on the cloud sees none of them then, and after the heal it holds the same
+// tree as the edge, having been told of every record the edge wrote (each was written once, so
+// none can be coalesced away). A node written several times during the cut may reach the cloud
+// listener only with its last value: Firebase promises listeners the latest state, not every
+// intermediate one, and so does this server.
+func TestOfflineListenersSeeEveryUpdate(t *testing.T) {
+	p := startPair(t)
+	ok(t, "PUT", p.cloud.url+"/records/before.json", record("before", 0, 0))
+	p.waitSame(t, "/records", 10*time.Second)
+	atEdge := listenSSE(t, p.edge.url+"/records.json")
+	atCloud := listenSSE(t, p.cloud.url+"/records.json")
+	for _, l := range []*offlineListener{atEdge, atCloud} {
+		testenv.EventuallyNoError(t, 10*time.Second, "the initial put", func() error {
+			tree, _, err := l.state()
+			if err != nil || tree == nil {
+				return fmt.Errorf("tree %v, err %v", tree, err)
+			}
+			return nil
+		})
+	}
+
+	p.cut()
+	const n = 30
+	for i := 0; i < n; i++ {
+		ok(t, "PUT", fmt.Sprintf("%s/records/e%d.json", p.edge.url, i), record(fmt.Sprintf("e%d", i), 1, i))
+	}
+	for i := 0; i < 3; i++ {
+		ok(t, "PUT", p.edge.url+"/records/hot.json", record("hot", 1, i))
+	}
+	testenv.EventuallyNoError(t, 10*time.Second, "the edge listener told of every record during the cut", func() error {
+		_, named, err := atEdge.state()
+		for i := 0; i < n; i++ {
+			if named[fmt.Sprintf("e%d", i)] == 0 {
+				return fmt.Errorf("e%d not seen (err %v)", i, err)
+			}
+		}
+		return nil
+	})
+	if _, named, _ := atCloud.state(); len(named) != 1 {
+		t.Errorf("the cloud listener was told of %v during the cut, want only the record from before", named)
+	}
+
+	p.heal()
+	want := p.waitSame(t, "/records", 30*time.Second)
+	testenv.EventuallyNoError(t, 30*time.Second, "the cloud listener holds the converged tree", func() error {
+		tree, named, err := atCloud.state()
+		if !reflect.DeepEqual(tree, want) {
+			return fmt.Errorf("listener %v (err %v)\nwant %v", tree, err, want)
+		}
+		for i := 0; i < n; i++ {
+			if named[fmt.Sprintf("e%d", i)] == 0 {
+				return fmt.Errorf("no event named e%d", i)
+			}
+		}
+		return nil
+	})
+	_, named, _ := atCloud.state()
+	t.Logf("the cloud listener got %d event(s) naming hot, written 3 times at the edge during the cut", named["hot"])
 }
