@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -28,6 +31,17 @@ type Conflicts struct {
 	// including those its bounded log (1024 by default) no longer holds.
 	Total     uint64     `json:"total"`
 	Conflicts []Conflict `json:"conflicts"`
+	// Hidden are leaves stored with children under them: one side wrote the leaf while the
+	// other, cut off from it, wrote under it. Both keys survive (they are different keys, so no
+	// stamp decides between them), reads show the children, and the next write at or above the
+	// leaf removes it. Read from the namespace as it is now, on every member alike.
+	Hidden []HiddenLeaf `json:"hidden"`
+}
+
+// HiddenLeaf is a leaf that reads do not show because children exist under it.
+type HiddenLeaf struct {
+	Path  string          `json:"path"`
+	Value json.RawMessage `json:"value"`
 }
 
 // Conflict is one leaf write that lost. Writes are stored one kv key per leaf, so a subtree
@@ -82,13 +96,12 @@ func (s *Server) serveConflicts(ctx context.Context, w http.ResponseWriter, meth
 			cf.Origin = fmt.Sprintf("%x", c.Lost.Origin)
 		}
 		if !c.LostDeleted {
-			cf.Lost = json.RawMessage(c.LostValue)
-			if !json.Valid(c.LostValue) { // not written by a realtime database: show its bytes
-				b, _ := json.Marshal(string(c.LostValue))
-				cf.Lost = b
-			}
+			cf.Lost = jsonOrString(c.LostValue) // not JSON: not written by a realtime database
 		}
 		out.Conflicts = append(out.Conflicts, cf)
+	}
+	if out.Hidden, err = s.hiddenLeaves(ctx, base); err != nil {
+		return fmt.Errorf("hidden leaves: %w", err)
 	}
 	if print == "silent" {
 		w.WriteHeader(http.StatusNoContent)
@@ -121,4 +134,64 @@ func leafPath(base, k string) (string, bool) {
 
 func stampText(st mvcc.Stamp) string {
 	return fmt.Sprintf("%d.%d@%x", st.Time.Wall, st.Time.Logical, st.Origin)
+}
+
+// hiddenLeaves finds the leaves under base that have children: it lists the namespace's keys
+// (keys only, one Range), then reads the values of those whose path is an ancestor of another
+// key. It reads the whole namespace's key list, which is why it is only on this admin path.
+func (s *Server) hiddenLeaves(ctx context.Context, base string) ([]HiddenLeaf, error) {
+	resp, err := s.kv.Txn(ctx).Then(clientv3.OpGet(base), clientv3.OpGet(base+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for _, r := range resp.Responses {
+		for _, kv := range r.GetResponseRange().Kvs {
+			keys[string(kv.Key)] = true
+		}
+	}
+	hidden := map[string]bool{}
+	for k := range keys {
+		for a := k; len(a) > len(base); {
+			a = a[:strings.LastIndexByte(a, '/')]
+			if keys[a] {
+				hidden[a] = true
+			}
+		}
+	}
+	out := []HiddenLeaf{}
+	if len(hidden) == 0 {
+		return out, nil
+	}
+	var ops []clientv3.Op
+	for k := range hidden {
+		ops = append(ops, clientv3.OpGet(k))
+	}
+	// A Txn holds at most 128 ops (kv's and etcd's default): read in slices of 100, each at
+	// its own revision (a value written meanwhile shows as it is then; a leaf gone is skipped).
+	for len(ops) > 0 {
+		n := min(len(ops), 100)
+		r, err := s.kv.Txn(ctx).Then(ops[:n]...).Commit()
+		if err != nil {
+			return nil, err
+		}
+		ops = ops[n:]
+		for _, rr := range r.Responses {
+			for _, kv := range rr.GetResponseRange().Kvs {
+				path, _ := leafPath(base, string(kv.Key))
+				out = append(out, HiddenLeaf{Path: path, Value: jsonOrString(kv.Value)})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// jsonOrString is b when it is JSON (a leaf the database wrote), else b as a JSON string.
+func jsonOrString(b []byte) json.RawMessage {
+	if json.Valid(b) {
+		return append(json.RawMessage(nil), b...)
+	}
+	q, _ := json.Marshal(string(b))
+	return q
 }

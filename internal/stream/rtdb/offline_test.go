@@ -403,9 +403,19 @@ func TestOfflineConflictLoserObservable(t *testing.T) {
 	if shape := p.waitSame(t, "/shape", 10*time.Second); fmt.Sprint(shape) != "map[x:1]" {
 		t.Errorf("/shape after the heal = %v, want the children {x:1}", shape)
 	}
+	for _, s := range []*site{p.edge, p.cloud} {
+		var cs Conflicts
+		r := ok(t, "GET", s.url+"/.conflicts.json", "")
+		if err := json.Unmarshal([]byte(r.body), &cs); err != nil || len(cs.Hidden) != 1 || cs.Hidden[0].Path != "/shape" || string(cs.Hidden[0].Value) != "5" {
+			t.Errorf("%s: /.conflicts.json hidden = %+v (%v), want /shape's 5", s.name, cs.Hidden, err)
+		}
+	}
 	ok(t, "PUT", p.edge.url+"/shape.json", `7`)
 	if shape := p.waitSame(t, "/shape", 10*time.Second); shape != float64(7) {
 		t.Errorf("/shape after a new write = %v, want 7", shape)
+	}
+	if r := ok(t, "GET", p.cloud.url+"/.conflicts.json", ""); !strings.Contains(r.body, `"hidden":[]`) {
+		t.Errorf("a hidden leaf is still listed after the write that removed it: %s", r.body)
 	}
 
 	winner, loser := p.cloud, p.edge
