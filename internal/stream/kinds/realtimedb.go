@@ -8,6 +8,7 @@ import (
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/spec"
+	"github.com/continuum-project/continuum/internal/stream/rtdb"
 	"github.com/continuum-project/continuum/internal/stream/streamcmd"
 )
 
@@ -31,6 +32,15 @@ type RealtimeDBConfig struct {
 	Store string `yaml:"store"` // the kv or etcd component holding the data (required)
 	// MaxBodyBytes bounds a write's body (default: the server's, 16 MiB).
 	MaxBodyBytes spec.Bytes `yaml:"max_body_bytes"`
+	// Rules is a security rules file (on the node) for every database; none: everything allowed.
+	Rules string `yaml:"rules"`
+	// AuthSecrets are database secrets (admin credentials that bypass the rules).
+	AuthSecrets []string `yaml:"auth_secrets"`
+	// Emulator makes "owner" an admin and accepts unsigned ID tokens, as the Firebase emulator.
+	Emulator bool `yaml:"emulator"`
+	// ProjectID and JWTKeys (a file on the node) let Firebase ID tokens in.
+	ProjectID string `yaml:"project_id"`
+	JWTKeys   string `yaml:"jwt_keys"`
 }
 
 func (c *RealtimeDBConfig) validate() error {
@@ -41,6 +51,8 @@ func (c *RealtimeDBConfig) validate() error {
 		return errors.New("store is required: the kv or etcd component holding the data")
 	case c.MaxBodyBytes < 0:
 		return fmt.Errorf("max_body_bytes %d: must be >= 0 (0: the default)", c.MaxBodyBytes)
+	case c.JWTKeys != "" && c.ProjectID == "":
+		return errors.New("jwt_keys needs project_id: the audience ID tokens must carry")
 	}
 	return nil
 }
@@ -57,5 +69,7 @@ func realtimeDBCommand(env kind.Env, c *RealtimeDBConfig) (kind.Command, error) 
 	if c.MaxBodyBytes > 0 {
 		f.Config.MaxBodyBytes = int64(c.MaxBodyBytes)
 	}
+	f.Config.Security = rtdb.Security{RulesFile: c.Rules, AuthSecrets: c.AuthSecrets, Emulator: c.Emulator,
+		ProjectID: c.ProjectID, JWTKeysFile: c.JWTKeys}
 	return kind.Command{Args: append([]string{env.Binary, "realtime-db"}, cli.Args(streamcmd.DefaultFlags(), f)...), ReadyAddr: "127.0.0.1:" + port}, nil
 }

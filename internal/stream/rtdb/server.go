@@ -33,6 +33,7 @@ type Config struct {
 	ShutdownTimeout time.Duration // drain on shutdown (default 10 s)
 	Logger          *slog.Logger  // default slog.Default()
 	Now             func() time.Time
+	Security        Security // rules and authentication (auth.go)
 }
 
 // DefaultConfig is the emulator's port, a local kv and a 16 MiB body limit.
@@ -81,6 +82,7 @@ type Server struct {
 	st   *store
 	push *PushIDs
 	log  *slog.Logger
+	auth *authenticator
 }
 
 // New connects to the kv endpoints (lazily: the first request fails if none answers).
@@ -94,12 +96,21 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	auth, err := newAuthenticator(cfg)
+	if err != nil {
+		return nil, err
+	}
 	kv, err := clientv3.New(clientv3.Config{Endpoints: cfg.KVEndpoints, DialTimeout: cfg.DialTimeout, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, fmt.Errorf("kv client: %w", err)
 	}
-	return &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now},
-		push: NewPushIDs(cfg.Now), log: cfg.Logger}, nil
+	rs, err := newRuleStore(kv, cfg)
+	if err != nil {
+		kv.Close()
+		return nil, err
+	}
+	return &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now, rules: rs},
+		push: NewPushIDs(cfg.Now), log: cfg.Logger, auth: auth}, nil
 }
 
 // Close closes the kv client.
@@ -189,7 +200,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	if err := s.serve(ctx, w, r, method); err != nil {
+	a, err := s.Authenticate(r)
+	if err != nil {
+		writeAuthError(w, err)
+		return
+	}
+	ctx = WithAuth(ctx, a)
+	if r.URL.Path == settingsPath {
+		err = s.serveSettings(ctx, w, r, method)
+	} else {
+		err = s.serve(ctx, w, r, method)
+	}
+	if err != nil {
 		var he *httpError
 		var pf preconditionFailed
 		switch {
@@ -202,6 +224,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Write(encode(pf.current, false))
 		case errors.Is(err, errTooLarge):
 			writeError(w, http.StatusBadRequest, err.Error())
+		case errors.Is(err, ErrPermissionDenied):
+			writeAuthError(w, err)
 		case errors.Is(err, errBusy):
 			writeError(w, http.StatusServiceUnavailable, err.Error())
 		default:

@@ -32,6 +32,7 @@ type store struct {
 	kv     *clientv3.Client
 	prefix string
 	now    func() time.Time
+	rules  *ruleStore // checks reads and writes against the security rules (auth_rules.go)
 }
 
 // key is the kv key of the node at path in ns.
@@ -52,6 +53,8 @@ type snapshot struct {
 	rev   int64
 	trees []any
 	keys  []map[string]int64
+	// rulesRev is the mod revision of the database's rules key at rev (0: none stored).
+	rulesRev int64
 }
 
 // read reads the subtrees at paths in one Txn (one revision).
@@ -61,11 +64,19 @@ func (s *store) read(ctx context.Context, ns string, paths [][]string) (*snapsho
 		k := s.key(ns, p)
 		ops = append(ops, clientv3.OpGet(k), clientv3.OpGet(k+"/", clientv3.WithPrefix()))
 	}
+	if s.rules != nil { // the rules in force at this revision (keys only: just the mod revision)
+		ops = append(ops, clientv3.OpGet(s.rules.settingsKey(ns), clientv3.WithKeysOnly()))
+	}
 	resp, err := s.kv.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return nil, err
 	}
 	snap := &snapshot{rev: resp.Header.Revision}
+	if s.rules != nil {
+		if kvs := resp.Responses[len(resp.Responses)-1].GetResponseRange().Kvs; len(kvs) > 0 {
+			snap.rulesRev = kvs[0].ModRevision
+		}
+	}
 	for i, p := range paths {
 		base := s.key(ns, p)
 		var t any
@@ -92,6 +103,11 @@ func (s *store) get(ctx context.Context, ns string, path []string) (any, error) 
 	snap, err := s.read(ctx, ns, [][]string{path})
 	if err != nil {
 		return nil, err
+	}
+	if s.rules != nil {
+		if err := s.rules.checkRead(ctx, s, ns, path, snap); err != nil {
+			return nil, err
+		}
 	}
 	return snap.trees[0], nil
 }
@@ -120,23 +136,31 @@ func (s *store) write(ctx context.Context, ns string, ups []update, ifMatch *str
 		if err != nil {
 			return nil, err
 		}
+		nowMs := s.now().UnixMilli()
+		resolved := make([]any, len(ups))
+		consumed := make([]bool, len(ups))
+		for i, u := range ups {
+			resolved[i], consumed[i] = resolve(u.val, snap.trees[i], nowMs)
+		}
+		var cmps []clientv3.Cmp
+		if s.rules != nil { // judged on the snapshot this attempt read (before if-match: no value leaks)
+			if cmps, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved); err != nil {
+				return nil, err
+			}
+		}
 		if ifMatch != nil && etag(snap.trees[0]) != *ifMatch {
 			return nil, preconditionFailed{snap.trees[0]}
 		}
-		nowMs := s.now().UnixMilli()
-		var cmps []clientv3.Cmp
 		var ops []clientv3.Op
 		puts := map[string]string{}
 		dels := map[string]bool{}
-		resolved := make([]any, len(ups))
 		for i, u := range ups {
 			k := s.key(ns, u.path)
-			val, consumed := resolve(u.val, snap.trees[i], nowMs)
-			resolved[i] = val
+			val := resolved[i]
 			cmps = append(cmps,
 				clientv3.Compare(clientv3.ModRevision(k), "<", snap.rev+1),
 				clientv3.Compare(clientv3.ModRevision(k+"/"), "<", snap.rev+1).WithPrefix())
-			if consumed || ifMatch != nil {
+			if consumed[i] || ifMatch != nil {
 				for old, mr := range snap.keys[i] {
 					cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(old), "=", mr))
 				}

@@ -30,6 +30,14 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's kv work")
 	fs.DurationVar(&c.DialTimeout, "dial-timeout", c.DialTimeout, "timeout of connecting to the kv endpoints")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long to drain requests in flight on shutdown")
+	sec := &c.Security
+	fs.StringVar(&sec.RulesFile, "rules", sec.RulesFile, "security rules file (database.rules.json) for every database without rules of its own (PUT /.settings/rules.json); none: everything allowed")
+	fs.StringArrayVar(&sec.AuthSecrets, "auth-secret", sec.AuthSecrets, "database secret: a request with auth=<secret> is an admin, rules bypassed (repeatable)")
+	fs.StringVar(&sec.AuthSecretFile, "auth-secret-file", sec.AuthSecretFile, "file of database secrets, one a line")
+	fs.BoolVar(&sec.Emulator, "emulator", sec.Emulator, `emulator mode: "Bearer owner" is an admin and unsigned (alg none) ID tokens are accepted, as the Firebase emulator does`)
+	fs.StringVar(&sec.ProjectID, "project-id", sec.ProjectID, "Firebase project id: the aud of accepted ID tokens")
+	fs.StringVar(&sec.JWTIssuer, "jwt-issuer", sec.JWTIssuer, "exact iss of accepted ID tokens (default: any ending in /<project-id>)")
+	fs.StringVar(&sec.JWTKeysFile, "jwt-keys", sec.JWTKeysFile, "public keys ID tokens are signed with: a JWKS, a JSON object of key id to PEM certificate, or PEM blocks")
 }
 
 func newRealtimeDBCmd() *cobra.Command {
@@ -42,10 +50,17 @@ DELETE on /<path>.json?ns=<database>; print=silent|pretty, shallow=true; orderBy
 limitToLast, startAt, endAt, equalTo; X-Firebase-ETag and
 if-match; {".sv":"timestamp"} and {".sv":{"increment":n}}), storing each leaf of the JSON tree as one
 key of continuum kv (or etcd) under --prefix. Point the Admin SDKs at it with
-FIREBASE_DATABASE_EMULATOR_HOST=host:port. See docs/stream.md.`,
+FIREBASE_DATABASE_EMULATOR_HOST=host:port (with --emulator, their "owner" credential is an admin).
+Security rules (--rules, or PUT /.settings/rules.json?ns=<db> as an admin) are enforced on every
+read and write; callers are identified by auth=/access_token= or Authorization: Bearer carrying a
+database secret (--auth-secret) or a Firebase ID token (RS256, --jwt-keys, --project-id).
+See docs/stream.md.`,
 		Example: `  continuum kv --data-dir /tmp/kv &
   continuum realtime-db --listen :9000 --endpoints http://127.0.0.1:2379
-  curl -X PUT -d '{"name":"Ada"}' 'http://127.0.0.1:9000/users/ada.json?ns=demo'`,
+  curl -X PUT -d '{"name":"Ada"}' 'http://127.0.0.1:9000/users/ada.json?ns=demo'
+  continuum realtime-db --rules database.rules.json --auth-secret s3cret \
+      --project-id my-project --jwt-keys keys.json
+  curl -X PUT --data-binary @other.rules.json 'http://127.0.0.1:9000/.settings/rules.json?ns=demo&auth=s3cret'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := flags.Config

@@ -1,0 +1,364 @@
+package rtdb
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/subtle"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb/rules"
+)
+
+// Auth is who a request comes from. A nil *Auth is an unauthenticated caller (`auth == null` in
+// rules). It is shared between the requests carrying the same token: read-only.
+type Auth struct {
+	// Admin callers (a database secret; "owner" in emulator mode) bypass the rules.
+	Admin    bool
+	UID      string         // the ID token's sub
+	Provider string         // firebase.sign_in_provider without ".com" ("password", "anonymous", "custom", ...)
+	Claims   map[string]any // every claim of the ID token: auth.token in rules
+	// Expires is when the ID token expires (zero for secrets and owner): a stream must then
+	// tell its client (SSE auth_revoked, WebSocket "ac") and stop serving it.
+	Expires time.Time
+}
+
+func (a *Auth) forRules() *rules.Auth {
+	if a == nil {
+		return nil
+	}
+	return &rules.Auth{UID: a.UID, Provider: a.Provider, Token: a.Claims}
+}
+
+type authKey struct{}
+
+// WithAuth returns ctx carrying the caller; reads and writes made with it are checked against
+// the rules as that caller. A context without one is an unauthenticated caller, never an admin.
+func WithAuth(ctx context.Context, a *Auth) context.Context {
+	return context.WithValue(ctx, authKey{}, a)
+}
+
+// AuthFrom is the caller WithAuth put in ctx (nil: unauthenticated).
+func AuthFrom(ctx context.Context) *Auth {
+	a, _ := ctx.Value(authKey{}).(*Auth)
+	return a
+}
+
+// AuthError is a credential that was given but is not valid: 401 with Firebase's message.
+type AuthError struct{ Msg string }
+
+func (e *AuthError) Error() string { return e.Msg }
+
+// The messages Firebase answers with a 401 for a bad credential.
+const (
+	msgCannotParse = "Could not parse auth token."
+	msgExpired     = "Auth token is expired"
+)
+
+// authenticator checks credentials: database secrets, the emulator's "owner" and Firebase ID
+// tokens (RS256 JWTs signed by one of keys; unsigned ones only in emulator mode).
+type authenticator struct {
+	secrets   [][]byte
+	emulator  bool
+	projectID string
+	issuer    string
+	keys      JWTKeys
+	now       func() time.Time
+
+	// verified caches ID tokens already verified (a client sends the same token with every
+	// request for an hour): token -> its Auth, valid until the token's exp. Bounded by
+	// maxVerified, emptied when full.
+	mu       sync.Mutex
+	verified map[string]*Auth // guarded by mu
+}
+
+const maxVerified = 4096
+
+// Security is the server's rules and authentication configuration (Config.Security).
+type Security struct {
+	// RulesFile is a database.rules.json applied to every database that has no rules of its own
+	// (set with PUT /.settings/rules.json). Empty: no rules, everything allowed (the emulator's
+	// default).
+	RulesFile string
+	// AuthSecrets are legacy database secrets: a request carrying one is an admin (rules bypassed).
+	AuthSecrets []string
+	// AuthSecretFile holds more secrets, one a line ('#' comments).
+	AuthSecretFile string
+	// Emulator makes "owner" an admin credential and accepts unsigned (alg none) ID tokens, as
+	// the Firebase emulator does. Off, "owner" counts as no credential.
+	Emulator bool
+	// ProjectID is the aud ID tokens must carry (and the suffix of their iss).
+	ProjectID string
+	// JWTIssuer, when set, is the exact iss ID tokens must carry (Firebase's is its secure token
+	// service's URL followed by the project id); empty: any issuer ending in "/<ProjectID>".
+	JWTIssuer string
+	// JWTKeysFile holds the public keys ID tokens are verified with (see ParseJWTKeys).
+	JWTKeysFile string
+}
+
+func newAuthenticator(cfg Config) (*authenticator, error) {
+	sec := cfg.Security
+	a := &authenticator{emulator: sec.Emulator, projectID: sec.ProjectID, issuer: sec.JWTIssuer, now: cfg.Now}
+	for _, s := range sec.AuthSecrets {
+		if s != "" {
+			a.secrets = append(a.secrets, []byte(s))
+		}
+	}
+	if sec.AuthSecretFile != "" {
+		b, err := os.ReadFile(sec.AuthSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("auth secret file: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				a.secrets = append(a.secrets, []byte(line))
+			}
+		}
+	}
+	if sec.JWTKeysFile != "" {
+		if sec.ProjectID == "" {
+			return nil, errors.New("--jwt-keys needs --project-id: the audience (aud) ID tokens must carry")
+		}
+		b, err := os.ReadFile(sec.JWTKeysFile)
+		if err != nil {
+			return nil, fmt.Errorf("jwt keys: %w", err)
+		}
+		if a.keys, err = ParseJWTKeys(b); err != nil {
+			return nil, fmt.Errorf("jwt keys %s: %w", sec.JWTKeysFile, err)
+		}
+	}
+	return a, nil
+}
+
+// credential is the token a request carries: ?auth=, ?access_token= or Authorization: Bearer.
+func credential(r *http.Request) string {
+	q := r.URL.Query()
+	if t := q.Get("auth"); t != "" {
+		return t
+	}
+	if t := q.Get("access_token"); t != "" {
+		return t
+	}
+	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "Bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// Authenticate identifies the caller of r: nil for none, an *AuthError for a bad credential.
+func (s *Server) Authenticate(r *http.Request) (*Auth, error) {
+	return s.VerifyToken(credential(r))
+}
+
+// VerifyToken identifies the caller presenting tok (what a WebSocket "auth" request carries):
+// a database secret, "owner" (admin in emulator mode; outside it, no credential at all, so that
+// the Admin SDKs' emulator mode keeps working as an unauthenticated client) or an ID token.
+func (s *Server) VerifyToken(tok string) (*Auth, error) { return s.auth.verify(tok) }
+
+func (a *authenticator) verify(tok string) (*Auth, error) {
+	if tok == "" {
+		return nil, nil
+	}
+	for _, s := range a.secrets {
+		if subtle.ConstantTimeCompare(s, []byte(tok)) == 1 {
+			return &Auth{Admin: true}, nil
+		}
+	}
+	if tok == "owner" {
+		if a.emulator {
+			return &Auth{Admin: true}, nil
+		}
+		return nil, nil
+	}
+	a.mu.Lock()
+	au, ok := a.verified[tok]
+	a.mu.Unlock()
+	if ok {
+		if a.now().Before(au.Expires) {
+			return au, nil
+		}
+		return nil, &AuthError{msgExpired}
+	}
+	au, err := a.idToken(tok)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if len(a.verified) >= maxVerified {
+		a.verified = nil
+	}
+	if a.verified == nil {
+		a.verified = make(map[string]*Auth)
+	}
+	a.verified[tok] = au
+	a.mu.Unlock()
+	return au, nil
+}
+
+// idToken verifies a Firebase ID token as Firebase documents it: RS256 with a known key id,
+// exp in the future, iat in the past, aud the project id, iss the project's issuer, sub a
+// non-empty string of at most 128 characters, auth_time in the past.
+func (a *authenticator) idToken(tok string) (*Auth, error) {
+	methods := []string{"RS256"}
+	if a.emulator {
+		methods = append(methods, "none") // the Auth emulator's tokens are unsigned
+	}
+	opts := []jwt.ParserOption{jwt.WithValidMethods(methods), jwt.WithTimeFunc(a.now),
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt()}
+	if a.projectID != "" {
+		opts = append(opts, jwt.WithAudience(a.projectID))
+	} else if !a.emulator {
+		return nil, &AuthError{msgCannotParse + " (ID tokens need --project-id)"}
+	}
+	if a.issuer != "" {
+		opts = append(opts, jwt.WithIssuer(a.issuer))
+	}
+	claims := jwt.MapClaims{}
+	_, err := jwt.NewParser(opts...).ParseWithClaims(tok, claims, func(t *jwt.Token) (any, error) {
+		if t.Method == jwt.SigningMethodNone {
+			return jwt.UnsafeAllowNoneSignatureType, nil
+		}
+		if len(a.keys.ByID) == 0 && len(a.keys.Unnamed) == 0 {
+			return nil, errors.New("no --jwt-keys configured")
+		}
+		kid, _ := t.Header["kid"].(string)
+		if k, ok := a.keys.ByID[kid]; ok {
+			return k, nil
+		}
+		if len(a.keys.Unnamed) == 0 {
+			return nil, fmt.Errorf("unknown key id %q", kid)
+		}
+		var set jwt.VerificationKeySet // keys given without an id: any may have signed it
+		for _, k := range a.keys.Unnamed {
+			set.Keys = append(set.Keys, k)
+		}
+		return set, nil
+	})
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return nil, &AuthError{msgExpired}
+	case err != nil:
+		return nil, &AuthError{fmt.Sprintf("%s (%v)", msgCannotParse, err)}
+	}
+	iss, _ := claims["iss"].(string)
+	if a.issuer == "" && a.projectID != "" && !strings.HasSuffix(iss, "/"+a.projectID) {
+		return nil, &AuthError{fmt.Sprintf("%s (issuer %q is not the project %q's)", msgCannotParse, iss, a.projectID)}
+	}
+	sub, _ := claims["sub"].(string)
+	if sub == "" || len(sub) > 128 {
+		return nil, &AuthError{msgCannotParse + " (sub must be a non-empty string of at most 128 characters)"}
+	}
+	if at, ok := claims["auth_time"].(float64); ok && time.Unix(int64(at), 0).After(a.now()) {
+		return nil, &AuthError{msgCannotParse + " (auth_time is in the future)"}
+	}
+	exp, _ := claims.GetExpirationTime()
+	au := &Auth{UID: sub, Claims: map[string]any(claims), Expires: exp.Time}
+	if fb, ok := claims["firebase"].(map[string]any); ok {
+		if p, ok := fb["sign_in_provider"].(string); ok {
+			au.Provider = strings.TrimSuffix(p, ".com")
+		}
+	}
+	return au, nil
+}
+
+// ParseJWTKeys reads the public keys ID tokens are checked with, in any of the forms they are
+// published in: a JWKS (`{"keys": [{"kty": "RSA", "kid", "n", "e"}]}`), a JSON object of key id
+// to PEM certificate, or PEM blocks (CERTIFICATE, PUBLIC KEY, RSA PUBLIC KEY) without key ids.
+func ParseJWTKeys(b []byte) (JWTKeys, error) {
+	keys := JWTKeys{ByID: map[string]*rsa.PublicKey{}}
+	fail := func(err error) (JWTKeys, error) { return JWTKeys{}, err }
+	trimmed := strings.TrimSpace(string(b))
+	if strings.HasPrefix(trimmed, "{") {
+		var jwks struct {
+			Keys []struct{ Kty, Kid, N, E string } `json:"keys"`
+		}
+		if err := json.Unmarshal(b, &jwks); err == nil && jwks.Keys != nil {
+			for i, k := range jwks.Keys {
+				if k.Kty != "RSA" {
+					return fail(fmt.Errorf("key %d (%q): kty %q: only RSA keys are used (RS256)", i, k.Kid, k.Kty))
+				}
+				n, err1 := base64.RawURLEncoding.DecodeString(k.N)
+				e, err2 := base64.RawURLEncoding.DecodeString(k.E)
+				if err1 != nil || err2 != nil || len(n) == 0 || len(e) == 0 || len(e) > 4 {
+					return fail(fmt.Errorf("key %d (%q): n and e must be base64url big-endian integers", i, k.Kid))
+				}
+				keys.ByID[k.Kid] = &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
+			}
+			return keys, nil
+		}
+		var certs map[string]string
+		if err := json.Unmarshal(b, &certs); err != nil {
+			return fail(errors.New(`want a JWKS {"keys": [...]}, a JSON object of key id to PEM certificate, or PEM blocks`))
+		}
+		for kid, p := range certs {
+			k, err := pemKeys([]byte(p))
+			if err != nil || len(k) != 1 {
+				return fail(fmt.Errorf("key %q: want one PEM certificate or public key (%v)", kid, err))
+			}
+			keys.ByID[kid] = k[0]
+		}
+		return keys, nil
+	}
+	ks, err := pemKeys(b)
+	if err != nil {
+		return fail(err)
+	}
+	keys.Unnamed = ks
+	return keys, nil
+}
+
+// JWTKeys are the RSA public keys ID tokens may be signed with.
+type JWTKeys struct {
+	ByID    map[string]*rsa.PublicKey // by the kid a token's header names
+	Unnamed []*rsa.PublicKey          // given without a key id: any of them may verify a token
+}
+
+func pemKeys(b []byte) ([]*rsa.PublicKey, error) {
+	var out []*rsa.PublicKey
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			break
+		}
+		var pub any
+		var err error
+		switch blk.Type {
+		case "CERTIFICATE":
+			var c *x509.Certificate
+			if c, err = x509.ParseCertificate(blk.Bytes); err == nil {
+				pub = c.PublicKey
+			}
+		case "PUBLIC KEY":
+			pub, err = x509.ParsePKIXPublicKey(blk.Bytes)
+		case "RSA PUBLIC KEY":
+			pub, err = x509.ParsePKCS1PublicKey(blk.Bytes)
+		default:
+			return nil, fmt.Errorf("PEM block %q: want CERTIFICATE, PUBLIC KEY or RSA PUBLIC KEY", blk.Type)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("PEM block %q: %w", blk.Type, err)
+		}
+		k, ok := pub.(*rsa.PublicKey)
+		if !ok {
+			return nil, fmt.Errorf("PEM block %q: not an RSA key (ID tokens are RS256)", blk.Type)
+		}
+		out = append(out, k)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no PEM block found")
+	}
+	return out, nil
+}
