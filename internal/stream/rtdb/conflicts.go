@@ -65,7 +65,12 @@ type Conflict struct {
 
 // serveConflicts answers GET /.conflicts.json?ns=: the kv member's conflict log under the
 // namespace, read through the Status service of continuum kv on the server's kv connection.
+// Admins only (a database secret; "owner" in emulator mode), as /.settings/rules.json: the lost
+// values come from anywhere in the tree, and no rule grants a caller what someone else lost.
 func (s *Server) serveConflicts(ctx context.Context, w http.ResponseWriter, method, ns, print string) error {
+	if a := AuthFrom(ctx); a == nil || !a.Admin {
+		return ErrPermissionDenied
+	}
 	if method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		return &httpError{http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: only GET is allowed", method, ConflictsPath)}

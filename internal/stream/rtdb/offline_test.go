@@ -213,6 +213,7 @@ func startPair(t *testing.T) *pair {
 		s.kv = kv
 		rcfg := DefaultConfig()
 		rcfg.KVEndpoints = kv.ClientURLs()
+		rcfg.Security.AuthSecrets = []string{offlineSecret}
 		db, err := New(rcfg)
 		if err != nil {
 			t.Fatal(err)
@@ -228,6 +229,9 @@ func startPair(t *testing.T) *pair {
 	}
 	return p
 }
+
+// offlineSecret is the database secret of the pair's servers: /.conflicts.json is for admins.
+const offlineSecret = "offline-test-secret"
 
 // ok is do that fails the test on an answer other than 2xx.
 func ok(t *testing.T, method, url, body string, hdr ...string) reply {
@@ -372,7 +376,7 @@ func TestOfflineEdgeServesAndConverges(t *testing.T) {
 	// Nothing here was written twice, so neither member recorded a conflict.
 	for _, s := range []*site{p.edge, p.cloud} {
 		var cs Conflicts
-		if r := ok(t, "GET", s.url+"/.conflicts.json", ""); json.Unmarshal([]byte(r.body), &cs) != nil || len(cs.Conflicts) != 0 || cs.Member != s.name {
+		if r := ok(t, "GET", s.url+"/.conflicts.json?auth="+offlineSecret, ""); json.Unmarshal([]byte(r.body), &cs) != nil || len(cs.Conflicts) != 0 || cs.Member != s.name {
 			t.Errorf("%s: /.conflicts.json = %s, want no conflict from member %s", s.name, r.body, s.name)
 		}
 	}
@@ -405,7 +409,7 @@ func TestOfflineConflictLoserObservable(t *testing.T) {
 	}
 	for _, s := range []*site{p.edge, p.cloud} {
 		var cs Conflicts
-		r := ok(t, "GET", s.url+"/.conflicts.json", "")
+		r := ok(t, "GET", s.url+"/.conflicts.json?auth="+offlineSecret, "")
 		if err := json.Unmarshal([]byte(r.body), &cs); err != nil || len(cs.Hidden) != 1 || cs.Hidden[0].Path != "/shape" || string(cs.Hidden[0].Value) != "5" {
 			t.Errorf("%s: /.conflicts.json hidden = %+v (%v), want /shape's 5", s.name, cs.Hidden, err)
 		}
@@ -414,7 +418,7 @@ func TestOfflineConflictLoserObservable(t *testing.T) {
 	if shape := p.waitSame(t, "/shape", 10*time.Second); shape != float64(7) {
 		t.Errorf("/shape after a new write = %v, want 7", shape)
 	}
-	if r := ok(t, "GET", p.cloud.url+"/.conflicts.json", ""); !strings.Contains(r.body, `"hidden":[]`) {
+	if r := ok(t, "GET", p.cloud.url+"/.conflicts.json?auth="+offlineSecret, ""); !strings.Contains(r.body, `"hidden":[]`) {
 		t.Errorf("a hidden leaf is still listed after the write that removed it: %s", r.body)
 	}
 
@@ -432,7 +436,7 @@ func TestOfflineConflictLoserObservable(t *testing.T) {
 
 	var cs Conflicts
 	testenv.EventuallyNoError(t, 10*time.Second, "the losing leaves in the winner's conflict log", func() error {
-		r := do(t, "GET", winner.url+"/.conflicts.json?print=pretty", "")
+		r := do(t, "GET", winner.url+"/.conflicts.json?print=pretty&auth="+offlineSecret, "")
 		if r.code != 200 {
 			return fmt.Errorf("%d %s", r.code, r.body)
 		}
@@ -460,7 +464,7 @@ func TestOfflineConflictLoserObservable(t *testing.T) {
 		t.Errorf("%s lists %+v (total %d), want exactly the two leaves both sides wrote", winner.name, cs.Conflicts, cs.Total)
 	}
 	// Another namespace holds none of them.
-	if r := ok(t, "GET", winner.url+"/.conflicts.json?ns=other", ""); !strings.Contains(r.body, `"conflicts":[]`) {
+	if r := ok(t, "GET", winner.url+"/.conflicts.json?ns=other&auth="+offlineSecret, ""); !strings.Contains(r.body, `"conflicts":[]`) {
 		t.Errorf("ns=other: %s", r.body)
 	}
 
@@ -508,17 +512,22 @@ func metric(t *testing.T, base, name string) string {
 	return ""
 }
 
-// TestConflictsEndpointWithoutCluster: a database on a single kv member (no cluster, so no
-// conflicts can arise) says so with 501; other methods get 405, a bad print 400.
+// TestConflictsEndpointWithoutCluster: /.conflicts.json is for admins (401 otherwise, even
+// without rules); a database on a single kv member (no cluster, so no conflicts can arise) says
+// so with 501; other methods get 405, a bad print 400.
 func TestConflictsEndpointWithoutCluster(t *testing.T) {
-	u := startRTDB(t, nil)
-	if r := do(t, "GET", u+"/.conflicts.json", ""); r.code != http.StatusNotImplemented || !strings.Contains(r.body, "not a member of a continuum kv cluster") {
+	u := startRTDB(t, func(c *Config) { c.Security.AuthSecrets = []string{offlineSecret} })
+	if r := do(t, "GET", u+"/.conflicts.json", ""); r.code != http.StatusUnauthorized {
+		t.Errorf("GET without credential: %d %s", r.code, r.body)
+	}
+	a := "auth=" + offlineSecret
+	if r := do(t, "GET", u+"/.conflicts.json?"+a, ""); r.code != http.StatusNotImplemented || !strings.Contains(r.body, "not a member of a continuum kv cluster") {
 		t.Errorf("GET: %d %s", r.code, r.body)
 	}
-	if r := do(t, "PUT", u+"/.conflicts.json", "1"); r.code != http.StatusMethodNotAllowed {
+	if r := do(t, "PUT", u+"/.conflicts.json?"+a, "1"); r.code != http.StatusMethodNotAllowed {
 		t.Errorf("PUT: %d %s", r.code, r.body)
 	}
-	if r := do(t, "GET", u+"/.conflicts.json?print=loud", ""); r.code != http.StatusBadRequest {
+	if r := do(t, "GET", u+"/.conflicts.json?print=loud&"+a, ""); r.code != http.StatusBadRequest {
 		t.Errorf("print=loud: %d %s", r.code, r.body)
 	}
 }
