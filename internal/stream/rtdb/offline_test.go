@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,127 +25,6 @@ import (
 // dropped, no reset), and one realtime database on each member. What they check is what a
 // developer of an edge site sees: the edge keeps answering while the cloud is unreachable, and
 // after the heal both sides hold the same tree, with every conflicting edit accounted for.
-
-// cutLink is a TCP proxy standing for the network between two members. Cut drops everything
-// both ways without closing or resetting a connection (as a partition that drops packets), and
-// connections opened during a cut get no byte through; after Heal, new connections work and
-// those that lived across the cut stay mute (a real one may, for many seconds, once its
-// retransmission timer has backed off), so the members must notice and redial.
-type cutLink struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	cut   bool          // guarded by mu
-	conns []*linkedConn // guarded by mu
-	wg    sync.WaitGroup
-}
-
-type linkedConn struct {
-	dead     atomic.Bool
-	down, up net.Conn // up is nil for a connection accepted during a cut
-}
-
-func newCutLink(t *testing.T, target string) *cutLink {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &cutLink{ln: ln, target: target}
-	l.wg.Add(1)
-	go l.accept()
-	t.Cleanup(l.close)
-	return l
-}
-
-func (l *cutLink) url() string { return "http://" + l.ln.Addr().String() }
-
-func (l *cutLink) accept() {
-	defer l.wg.Done()
-	for {
-		c, err := l.ln.Accept()
-		if err != nil {
-			return
-		}
-		lc := &linkedConn{down: c}
-		l.mu.Lock()
-		cut := l.cut
-		lc.dead.Store(cut)
-		l.conns = append(l.conns, lc)
-		l.mu.Unlock()
-		if cut {
-			continue // held open, silent, until close
-		}
-		up, err := net.Dial("tcp", l.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		l.mu.Lock()
-		lc.up = up
-		if l.cut {
-			lc.dead.Store(true)
-		}
-		l.mu.Unlock()
-		l.wg.Add(2)
-		go l.pipe(lc, up, c)
-		go l.pipe(lc, c, up)
-	}
-}
-
-// pipe copies src to dst until the connection dies (then it stops reading, so the sender's
-// buffers fill as over a dead link) or an end closes.
-func (l *cutLink) pipe(lc *linkedConn, dst, src net.Conn) {
-	defer l.wg.Done()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if lc.dead.Load() {
-			return
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				err = werr
-			}
-		}
-		if err != nil {
-			if !lc.dead.Load() {
-				dst.Close()
-				src.Close()
-			}
-			return
-		}
-	}
-}
-
-func (l *cutLink) Cut() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.cut = true
-	for _, c := range l.conns {
-		c.dead.Store(true)
-	}
-}
-
-func (l *cutLink) Heal() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.cut = false
-}
-
-func (l *cutLink) close() {
-	l.ln.Close()
-	l.mu.Lock()
-	for _, c := range l.conns {
-		c.down.Close()
-		if c.up != nil {
-			c.up.Close()
-		}
-	}
-	l.mu.Unlock()
-	l.wg.Wait()
-}
 
 // site is one member of the pair: its kv member and the realtime database on it.
 type site struct {
@@ -162,7 +39,7 @@ type site struct {
 // pair is an edge and a cloud member whose link the test cuts and heals.
 type pair struct {
 	edge, cloud *site
-	links       []*cutLink
+	links       []*testenv.CutLink
 }
 
 func (p *pair) cut() {
@@ -184,14 +61,14 @@ func startPair(t *testing.T) *pair {
 	t.Helper()
 	names := []string{"edge", "cloud"}
 	listen := map[string]string{}
-	links := map[string]*cutLink{}
+	links := map[string]*testenv.CutLink{}
 	cluster := map[string][]string{}
 	for _, n := range names {
 		listen[n] = testenv.FreeAddr(t)
-		links[n] = newCutLink(t, listen[n])
-		cluster[n] = []string{links[n].url()}
+		links[n] = testenv.NewCutLink(t, listen[n])
+		cluster[n] = []string{links[n].URL()}
 	}
-	p := &pair{links: []*cutLink{links["edge"], links["cloud"]}}
+	p := &pair{links: []*testenv.CutLink{links["edge"], links["cloud"]}}
 	dir := t.TempDir()
 	for _, n := range names {
 		s := &site{name: n, events: filepath.Join(dir, n+".events"), metrics: "http://" + testenv.FreeAddr(t), logs: &testenv.SyncBuffer{}}
