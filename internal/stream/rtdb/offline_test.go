@@ -604,3 +604,43 @@ func TestOfflineListenersSeeEveryUpdate(t *testing.T) {
 	_, named, _ := atCloud.state()
 	t.Logf("the cloud listener got %d event(s) naming hot, written 3 times at the edge during the cut", named["hot"])
 }
+
+// TestOfflineTransactionsPerMember: conditional writes are checked against the member a server
+// uses. During a cut, a transaction on each side (read the ETag, write with if-match) commits on
+// both, each consistent with its own side; after the heal one value remains on both, and the
+// other side's is listed as lost on the winner's member. A transaction is therefore no lock
+// across a cut: it is what docs/stream.md says, last writer wins, with the loser on record.
+func TestOfflineTransactionsPerMember(t *testing.T) {
+	p := startPair(t)
+	ok(t, "PUT", p.edge.url+"/stock.json", "10")
+	p.waitSame(t, "/stock", 10*time.Second)
+	p.cut()
+	for _, s := range []*site{p.edge, p.cloud} {
+		r := ok(t, "GET", s.url+"/stock.json", "", "X-Firebase-ETag", "true")
+		if r.body != "10" {
+			t.Fatalf("%s reads %s", s.name, r.body)
+		}
+		take := map[string]string{"edge": "9", "cloud": "7"}[s.name]
+		ok(t, "PUT", s.url+"/stock.json", take, "if-match", r.hdr.Get("ETag"))
+		if r := do(t, "PUT", s.url+"/stock.json", "0", "if-match", r.hdr.Get("ETag")); r.code != http.StatusPreconditionFailed || r.body != take {
+			t.Errorf("%s: a second write with the first ETag: %d %s, want 412 and %s", s.name, r.code, r.body, take)
+		}
+	}
+	p.heal()
+	kept := p.waitSame(t, "/stock", 30*time.Second)
+	lost, winner := "9", p.cloud
+	if kept == float64(9) {
+		lost, winner = "7", p.edge
+	}
+	testenv.EventuallyNoError(t, 10*time.Second, "the other transaction's value listed as lost", func() error {
+		var cs Conflicts
+		r := do(t, "GET", winner.url+"/.conflicts.json?auth="+offlineSecret, "")
+		if err := json.Unmarshal([]byte(r.body), &cs); err != nil {
+			return fmt.Errorf("%d %s", r.code, r.body)
+		}
+		if len(cs.Conflicts) != 1 || cs.Conflicts[0].Path != "/stock" || string(cs.Conflicts[0].Lost) != lost {
+			return fmt.Errorf("%s", r.body)
+		}
+		return nil
+	})
+}
