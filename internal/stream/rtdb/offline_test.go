@@ -486,7 +486,7 @@ func (l *offlineListener) apply(event, data string) {
 	defer l.mu.Unlock()
 	if event == "put" {
 		l.first = true
-		setAt(&l.tree, segs, ev.Data)
+		offlineSetAt(&l.tree, segs, ev.Data)
 		if len(segs) > 0 {
 			l.named[segs[0]]++
 		} else if m, ok := ev.Data.(map[string]any); ok {
@@ -499,13 +499,13 @@ func (l *offlineListener) apply(event, data string) {
 	m, _ := ev.Data.(map[string]any)
 	for k, v := range m {
 		rel := append(append([]string(nil), segs...), strings.Split(k, "/")...)
-		setAt(&l.tree, rel, v)
+		offlineSetAt(&l.tree, rel, v)
 		l.named[rel[0]]++
 	}
 }
 
-// setAt sets the value at rel in *root (nil deletes), as a listener's local copy does.
-func setAt(root *any, rel []string, v any) {
+// offlineSetAt sets the value at rel in *root (nil deletes), as a listener's local copy does.
+func offlineSetAt(root *any, rel []string, v any) {
 	if len(rel) == 0 {
 		*root = v
 		return
@@ -519,7 +519,7 @@ func setAt(root *any, rel []string, v any) {
 		*root = m
 	}
 	child := m[rel[0]]
-	setAt(&child, rel[1:], v)
+	offlineSetAt(&child, rel[1:], v)
 	if child == nil {
 		delete(m, rel[0])
 	} else {
