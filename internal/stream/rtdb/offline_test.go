@@ -420,8 +420,7 @@ type offlineListener struct {
 	err   error          // guarded by mu: why the stream ended
 }
 
-// listenSSE opens a stream on url (a /path.json URL) until the test ends; it skips the test
-// when the server does not stream yet (answers something other than text/event-stream).
+// listenSSE opens a stream on url (a /path.json URL) until the test ends.
 func listenSSE(t *testing.T, url string) *offlineListener {
 	t.Helper()
 	req, err := http.NewRequest("GET", url, nil)
@@ -435,7 +434,7 @@ func listenSSE(t *testing.T, url string) *offlineListener {
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		resp.Body.Close()
-		t.Skipf("the realtime database does not stream yet (GET with Accept: text/event-stream answered %d %s)", resp.StatusCode, ct)
+		t.Fatalf("GET with Accept: text/event-stream answered %d %s", resp.StatusCode, ct)
 	}
 	l := &offlineListener{named: map[string]int{}}
 	done := make(chan struct{})
@@ -602,7 +601,7 @@ func TestOfflineListenersSeeEveryUpdate(t *testing.T) {
 		return nil
 	})
 	_, named, _ := atCloud.state()
-	t.Logf("the cloud listener got %d event(s) naming hot, written 3 times at the edge during the cut", named["hot"])
+	t.Logf("the cloud listener got %d event(s) naming hot, written 3 times at the edge during the cut (any number >= 1 is right)", named["hot"])
 }
 
 // TestOfflineTransactionsPerMember: conditional writes are checked against the member a server
