@@ -111,6 +111,13 @@ func (c *Config) Interval() time.Duration {
 	return time.Duration(float64(c.Batch) / (perGateway * c.Rate) * float64(time.Second))
 }
 
+// intervalOf is the time gateway g's own devices take to produce a batch. It differs from
+// Interval, the mean, when the devices are not a multiple of the gateways: each gateway's
+// batches fall due on its own schedule.
+func (c *Config) intervalOf(g int) time.Duration {
+	return time.Duration(float64(c.Batch) / (float64(c.devicesOf(g)) * c.Rate) * float64(time.Second))
+}
+
 // Report is iot.json: what was generated and sent, beside the t_rr and t_ex series.
 type Report struct {
 	Gateways       int     `json:"gateways"`
@@ -236,11 +243,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // batch's readings are generated when it is due).
 func (e *emulator) runHTTP(ctx context.Context, t0 time.Time, dispatch func(*atomic.Int64, time.Time, []byte)) {
 	cfg := e.cfg
-	interval := cfg.Interval()
 	var gws sync.WaitGroup
 	for g := 0; g < cfg.Gateways; g++ {
 		gw := newGateway(g, cfg.devicesOf(g), cfg.Seed, cfg.Invalid)
 		start := t0.Add(cfg.offset(g))
+		interval := cfg.intervalOf(g)
 		gws.Add(1)
 		go func() {
 			defer gws.Done()

@@ -82,7 +82,8 @@ func (c *Config) connectionsOf(g int) int {
 // batches of b_s.
 type adaptor struct {
 	e        *emulator
-	start    time.Time // when its devices began publishing
+	start    time.Time     // when its devices began publishing
+	interval time.Duration // between its batches: its own devices' (Config.intervalOf)
 	inflight atomic.Int64
 	dispatch func(*atomic.Int64, time.Time, []byte)
 
@@ -115,7 +116,7 @@ func (a *adaptor) onMessage(_ mqtt.Client, m mqtt.Message) {
 	a.k++
 	a.buf, a.n = nil, 0
 	// Its readings were all due by then: the same schedule as the HTTP ingress's batches.
-	at := a.start.Add(time.Duration(a.k) * e.cfg.Interval())
+	at := a.start.Add(time.Duration(a.k) * a.interval)
 	if op, ok := e.sess.BeginAt(SeriesIn, at); ok {
 		op.End(nil)
 	}
@@ -140,7 +141,7 @@ func (e *emulator) runMQTT(ctx context.Context, t0 time.Time, dispatch func(*ato
 		}
 	}()
 	for g := range adaptors {
-		a := &adaptor{e: e, start: t0.Add(cfg.offset(g)), dispatch: dispatch}
+		a := &adaptor{e: e, start: t0.Add(cfg.offset(g)), interval: cfg.intervalOf(g), dispatch: dispatch}
 		adaptors[g] = a
 		topic := cfg.Topic + "/" + strconv.Itoa(g) + "/+"
 		opts := e.mqttOptions(id + "-adaptor-" + strconv.Itoa(g))

@@ -6,11 +6,14 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/baselines/baselinetest"
+	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/results"
 )
 
@@ -93,5 +96,62 @@ func TestMQTTConfigErrors(t *testing.T) {
 	cfg := ok
 	if err := cfg.Validate(); err != nil || cfg.Connections != 10 || cfg.Topic != DefaultTopic {
 		t.Errorf("defaults: %v, connections %d, topic %q: want one per device, %q", err, cfg.Connections, cfg.Topic, DefaultTopic)
+	}
+}
+
+// TestMQTTScheduleFromOwnDevices: with devices not a multiple of gateways, each gateway's
+// batches fall due on the schedule of its own devices (issue 30, defect 6: the average
+// interval made a gateway with fewer devices fall further behind every batch, and one with
+// more cut batches before they were due).
+func TestMQTTScheduleFromOwnDevices(t *testing.T) {
+	broker := baselinetest.StartMosquitto(t)
+	// 3 devices on 2 gateways at 10 msg/s, batches of 2: gateway 0 has 2 devices (a batch
+	// every 100 ms), gateway 1 has one (every 200 ms); the average would be 133 ms.
+	cfg := Config{Broker: "tcp://" + broker.Target.Endpoints[0], QoS: 1, Gateways: 2, Devices: 3,
+		Rate: 10, Batch: 2, Duration: 2500 * time.Millisecond, Seed: 1, Target: "http://127.0.0.1:1", OutDir: t.TempDir()}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := &emulator{cfg: cfg}
+	var err error
+	e.sess, err = loadgen.NewSession(loadgen.Config{Duration: cfg.Duration, OutDir: cfg.OutDir}, []string{SeriesRR, SeriesEx, SeriesIn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.sess.Close(true)
+	type batch struct{ due, cut time.Time }
+	var mu sync.Mutex
+	byGateway := map[*atomic.Int64][]batch{}
+	_, err = e.runMQTT(context.Background(), e.sess.T0(), func(g *atomic.Int64, at time.Time, _ []byte) {
+		mu.Lock()
+		byGateway[g] = append(byGateway[g], batch{at, time.Now()})
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byGateway) != 2 {
+		t.Fatalf("batches from %d gateways, want 2", len(byGateway))
+	}
+	spacings := map[time.Duration]int{}
+	for _, bs := range byGateway {
+		if len(bs) < 5 {
+			t.Fatalf("%d batches from a gateway in 2.5 s: want at least 5", len(bs))
+		}
+		step := bs[1].due.Sub(bs[0].due)
+		spacings[step]++
+		for i, b := range bs {
+			if i > 0 && b.due.Sub(bs[i-1].due) != step {
+				t.Errorf("batch %d due %v after the one before, batch 1 %v: want one interval", i, b.due.Sub(bs[i-1].due), step)
+			}
+			// Its readings were published when due, and the last of them is due with the
+			// batch: a batch cut before it is due is one the schedule got wrong.
+			if b.cut.Before(b.due) {
+				t.Errorf("batch %d cut %v before it was due", i, b.due.Sub(b.cut))
+			}
+		}
+	}
+	if spacings[100*time.Millisecond] != 1 || spacings[200*time.Millisecond] != 1 {
+		t.Errorf("intervals between batches %v: want 100 ms (2 devices) and 200 ms (1 device)", spacings)
 	}
 }

@@ -38,3 +38,52 @@ func FuzzValidName(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRedisSubscriptionCursor: a multi-channel cursor is either refused, naming what is wrong,
+// or parsed into positions that format back to the same positions.
+func FuzzRedisSubscriptionCursor(f *testing.F) {
+	for _, s := range []string{"a=1-0.1,b=2-0.3", "a=1-0", "a=1-0,a=2-0", "b=1-0.1", "a=", "=1-0", "a=1-0;b=2-0"} {
+		f.Add(s)
+	}
+	channels := []string{"a", "b"}
+	f.Fuzz(func(t *testing.T, s string) {
+		pos, err := startPositions(Cursor(s), channels)
+		if err != nil {
+			if !strings.Contains(err.Error(), "cursor") {
+				t.Fatalf("%q: error %v does not name the cursor", s, err)
+			}
+			return
+		}
+		pos2, err := startPositions(multiCursor(channels, pos), channels)
+		if err != nil || len(pos2) != len(pos) {
+			t.Fatalf("%q -> %v -> %v, %v", s, pos, pos2, err)
+		}
+		for i := range pos {
+			if pos[i] != pos2[i] {
+				t.Fatalf("%q -> %v -> %v", s, pos, pos2)
+			}
+		}
+	})
+}
+
+// FuzzEtcdCursor: an etcd cursor is refused or formats back to itself.
+func FuzzEtcdCursor(f *testing.F) {
+	for _, s := range []string{"5", "5.0", "5.-1", "-5", "5.", "x.1", "12.3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := parseEtcdCursor(Cursor(s), "etcd")
+		if err != nil {
+			if !strings.Contains(err.Error(), "not a position in etcd") {
+				t.Fatalf("%q: error %v does not say what is wrong", s, err)
+			}
+			return
+		}
+		if c.idx >= 0 {
+			c2, err := parseEtcdCursor(Cursor(c.String()), "etcd")
+			if err != nil || c2 != c {
+				t.Fatalf("%q -> %v -> %v, %v", s, c, c2, err)
+			}
+		}
+	})
+}

@@ -30,7 +30,9 @@ import (
 //	state:{<consumer>}:<index>            its entries
 //	{<ns>},<key>                          SDL data
 //	{<ns>}#g,<group>                      SDL group (a Redis set)
-//	{<ns>}#e,<channel>                    SDL events (a stream, entries n=<channel> v=<data> s=<number>)
+//	{<ns>}#e,<channel>                    SDL events (a stream, entries n=<channel> v=<data> s=<number>
+//	                                      p=<publication> i=<index in it>)
+//	{<ns>}#p                              the namespace's publication counter (p of the newest)
 
 const stateIndexDigits = 20
 
@@ -58,6 +60,7 @@ func redisStateTail(consumer string) string         { return redisStatePrefix(co
 func redisSDLData(ns string) string                 { return "{" + ns + "}," }
 func redisSDLGroup(ns, group string) string         { return "{" + ns + "}#g," + group }
 func redisSDLEvents(ns, channel string) string      { return "{" + ns + "}#e," + channel }
+func redisSDLPublications(ns string) string         { return "{" + ns + "}#p" }
 func redisStateEntry(consumer string, i int64) string {
 	return redisStatePrefix(consumer) + strconv.FormatInt(i, 10)
 }

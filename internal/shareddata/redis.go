@@ -77,27 +77,42 @@ func (s *redisStore) Set(ctx context.Context, ns string, pairs ...Pair) error {
 
 // publishScript writes data keys and appends events to streams, atomically. Every entry gets
 // a field s, the stream's publication number from a counter beside it (<stream>#seq), so a
-// subscriber sees exactly when trimming (MAXLEN) dropped entries it had not read.
+// subscriber sees exactly when trimming (MAXLEN) dropped entries it had not read. With a
+// publication counter (an SDL namespace's, {<ns>}#p), every entry also gets p, the number of
+// the publication across the namespace's streams, and i, its index in the publication: stream
+// IDs are per stream (one script gives entries on two streams the same ID, and two scripts in one
+// millisecond give one stream's entry the ID another stream's got in the first), so (p, i) is what
+// orders a multi-channel subscription's messages.
 //
-// KEYS: the np data keys, then per event its stream and its counter. ARGV: retention, np, the
-// np values, then per event its name and value.
+// KEYS: the np data keys, then per event its stream and its counter, then the publication
+// counter if any. ARGV: retention, np, the number of events, the np values, then per event its
+// name and value.
 var publishScript = redis.NewScript(`
 local np = tonumber(ARGV[2])
-for i = 1, np do redis.call('SET', KEYS[i], ARGV[2 + i]) end
-for j = 0, (#KEYS - np) / 2 - 1 do
+local ne = tonumber(ARGV[3])
+for i = 1, np do redis.call('SET', KEYS[i], ARGV[3 + i]) end
+local p = false
+if #KEYS > np + 2 * ne then p = redis.call('INCR', KEYS[#KEYS]) end
+for j = 0, ne - 1 do
   local seq = redis.call('INCR', KEYS[np + 2 + 2 * j])
-  redis.call('XADD', KEYS[np + 1 + 2 * j], 'MAXLEN', '~', ARGV[1], '*',
-    'n', ARGV[3 + np + 2 * j], 'v', ARGV[4 + np + 2 * j], 's', seq)
+  if p then
+    redis.call('XADD', KEYS[np + 1 + 2 * j], 'MAXLEN', '~', ARGV[1], '*',
+      'n', ARGV[4 + np + 2 * j], 'v', ARGV[5 + np + 2 * j], 's', seq, 'p', p, 'i', j)
+  else
+    redis.call('XADD', KEYS[np + 1 + 2 * j], 'MAXLEN', '~', ARGV[1], '*',
+      'n', ARGV[4 + np + 2 * j], 'v', ARGV[5 + np + 2 * j], 's', seq)
+  end
 end
 return 1`)
 
 func seqKey(stream string) string { return stream + "#seq" }
 
-// publish runs publishScript. All keys share one hash tag (one Cluster slot).
-func (s *redisStore) publish(ctx context.Context, pairs []Pair, prefix string, streams, names []string, values [][]byte) error {
-	keys := make([]string, 0, len(pairs)+2*len(streams))
-	args := make([]any, 0, 2+len(pairs)+2*len(streams))
-	args = append(args, s.retention, len(pairs))
+// publish runs publishScript. All keys share one hash tag (one Cluster slot). pubKey is the
+// publication counter ("" for none).
+func (s *redisStore) publish(ctx context.Context, pairs []Pair, prefix string, streams, names []string, values [][]byte, pubKey string) error {
+	keys := make([]string, 0, len(pairs)+2*len(streams)+1)
+	args := make([]any, 0, 3+len(pairs)+2*len(streams))
+	args = append(args, s.retention, len(pairs), len(streams))
 	for _, p := range pairs {
 		keys = append(keys, prefix+p.Key)
 		args = append(args, p.Value)
@@ -105,6 +120,9 @@ func (s *redisStore) publish(ctx context.Context, pairs []Pair, prefix string, s
 	for i, st := range streams {
 		keys = append(keys, st, seqKey(st))
 		args = append(args, names[i], values[i])
+	}
+	if pubKey != "" && len(streams) > 0 {
+		keys = append(keys, pubKey)
 	}
 	return publishScript.Run(ctx, s.rdb, keys, args...).Err()
 }
@@ -130,7 +148,7 @@ func (s *redisStore) SetAndPublish(ctx context.Context, ns string, events []Even
 	if len(pairs) == 0 && len(events) == 0 {
 		return nil
 	}
-	return s.publish(ctx, pairs, redisSDLData(ns), streams, names, values)
+	return s.publish(ctx, pairs, redisSDLData(ns), streams, names, values, redisSDLPublications(ns))
 }
 
 func (s *redisStore) Get(ctx context.Context, ns string, keys []string, opts ...ReadOption) (map[string][]byte, error) {
@@ -299,12 +317,12 @@ func (s *redisStore) PublishMetrics(ctx context.Context, group, producer string,
 	if err := checkNames("group", group, "producer", producer); err != nil {
 		return err
 	}
-	return s.publish(ctx, nil, "", []string{redisMetricsStream(group)}, []string{producer}, [][]byte{value})
+	return s.publish(ctx, nil, "", []string{redisMetricsStream(group)}, []string{producer}, [][]byte{value}, "")
 }
 
 func (s *redisStore) PublishControl(ctx context.Context, group, producer, consumer string, value []byte) error {
 	if err := checkNames("group", group, "producer", producer, "consumer", consumer); err != nil {
 		return err
 	}
-	return s.publish(ctx, nil, "", []string{redisCtrlStream(group, producer)}, []string{consumer}, [][]byte{value})
+	return s.publish(ctx, nil, "", []string{redisCtrlStream(group, producer)}, []string{consumer}, [][]byte{value}, "")
 }

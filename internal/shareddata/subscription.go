@@ -6,9 +6,12 @@ import (
 	"time"
 )
 
-// Cursor is a position in a channel's history, taken from Message.Cursor. The empty cursor
-// means "from now". etcd and kv cursors are revisions of the member the client talks to;
-// Redis cursors are stream entry IDs.
+// Cursor is a position in a subscription's history, taken from Message.Cursor: it names one
+// message, and subscribing from it to the same channels delivers exactly what came after it.
+// The empty cursor means "from now". etcd and kv cursors are "<revision>.<index>" (a revision
+// of the member the client talks to, and the event's index in it: one SetAndPublish on
+// several channels is one revision); Redis cursors are "<stream ID>.<publication number>",
+// one per channel ("<channel>=<id>.<n>,...") for a subscription to several.
 type Cursor string
 
 // Message is one delivered publication.
@@ -18,7 +21,8 @@ type Message struct {
 	// Name is the producer (metrics) or the consumer (control) that published it.
 	Name  string
 	Value []byte
-	// Cursor is this message's position: subscribing from it delivers what came after it.
+	// Cursor is this message's position: subscribing from it (to the same channels)
+	// delivers exactly what came after it.
 	Cursor Cursor
 	// Gap marks a message without a value: publications between the previous message and
 	// the next one are no longer held by the backend (etcd compacted them, a Redis stream
@@ -31,7 +35,7 @@ type Message struct {
 // Subscription delivers messages on C until Close, the Store's Close, or the context given
 // to Subscribe ends; then C is closed. It survives connection loss: it reconnects with
 // backoff and resumes after the last message it delivered, so delivery is at least once and
-// in order per channel, with Gap messages where history was lost.
+// in publication order, with Gap messages where history was lost.
 type Subscription struct {
 	// C delivers messages; it is closed when the subscription ends.
 	C <-chan Message

@@ -22,6 +22,13 @@ type scalerState struct {
 	// concurrency: requests under way per tick, and when the panic mode ends.
 	inflight   []sample
 	panicUntil time.Time
+
+	// asleep: the idle timeout scaled the function to zero when the last request had begun at
+	// asleepReq (Unix ns). Until a request begins after it, no scaler may scale up: their
+	// windows still hold the busy spell before the idle one, and acting on it would bring an
+	// instance back every other tick only for idle to remove it again.
+	asleep    bool
+	asleepReq int64
 }
 
 type cpuReading struct {
@@ -85,6 +92,12 @@ func (fs *fnState) tick(now time.Time, st *scalerState) {
 	if idle < 0 {
 		idle = now.Sub(st.first)
 	}
+	if st.asleep {
+		if wanted == 0 && !busy && fs.lastReq.Load() == st.asleepReq {
+			return // scaled to zero and no traffic since: nothing to decide
+		}
+		st.asleep = false
+	}
 	if f.Scaler == ScalerRPS {
 		switch {
 		case rps > f.RPSThreshold:
@@ -117,6 +130,11 @@ func (fs *fnState) tick(now time.Time, st *scalerState) {
 	// Scale to zero: no request under way and none begun for the idle timeout.
 	if f.IdleTimeout > 0 && wanted > 0 && !busy && idle >= f.IdleTimeout {
 		fs.setWanted(0, "idle")
+		st.asleep, st.asleepReq = true, fs.lastReq.Load()
+		// The windows' samples belong to the spell before the idle one.
+		st.inflight = nil
+		st.aboveSince, st.firing = time.Time{}, false
+		st.cpuAbove, st.cpuBelow = time.Time{}, time.Time{}
 	}
 }
 

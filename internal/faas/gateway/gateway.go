@@ -58,8 +58,10 @@ type Gateway struct {
 	m    metrics
 	stop context.CancelFunc
 	done sync.WaitGroup
-	// starts are instances being started: Close waits for them so none is left running.
+	// starts are instances being started and drains instances being stopped after a
+	// scale-down: Close waits for both, so none is left running when it closes the provider.
 	starts sync.WaitGroup
+	drains sync.WaitGroup
 	clock  func() time.Time
 }
 
@@ -113,6 +115,10 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	}); ok {
 		for _, f := range cfg.Functions {
 			if err := p.Prepare(ctx, f); err != nil {
+				// The zygotes of the functions prepared before this one run already.
+				if c, ok := cfg.Provider.(interface{ Close() }); ok {
+					c.Close()
+				}
 				return nil, err
 			}
 		}
@@ -147,6 +153,7 @@ func (g *Gateway) Close() {
 	g.stop()
 	g.done.Wait()
 	g.starts.Wait()
+	g.drains.Wait()
 	var wg sync.WaitGroup
 	for _, fs := range g.fns {
 		wg.Add(1)
@@ -351,7 +358,11 @@ func (fs *fnState) reconcile(ctx context.Context) {
 			fs.draining += len(gone)
 			fs.g.m.replicas.WithLabelValues(fs.fn.Name).Set(float64(len(fs.ready)))
 			for _, in := range gone {
-				go fs.drain(in)
+				fs.g.drains.Add(1)
+				go func() {
+					defer fs.g.drains.Done()
+					fs.drain(in)
+				}()
 			}
 		}
 		fs.mu.Unlock()
@@ -377,9 +388,16 @@ func (fs *fnState) start(ctx context.Context, id string) {
 	if err != nil {
 		fs.g.cfg.Logger.Warn("instance did not start", "function", fs.fn.Name, "id", id, "err", err)
 		if ctx.Err() == nil {
-			// Try again on the next change or tick rather than spinning.
+			// Try again on the next change or tick rather than spinning; Close waits for
+			// this goroutine as for the start itself, and cancelling ctx ends it.
+			fs.g.starts.Add(1)
 			go func() {
-				time.Sleep(time.Second)
+				defer fs.g.starts.Done()
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Second):
+				}
 				fs.mu.Lock()
 				fs.notifyLocked()
 				fs.mu.Unlock()
@@ -573,6 +591,10 @@ func (c *codeWriter) WriteHeader(code int) {
 	c.code = code
 	c.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController (which the reverse proxy flushes streamed responses
+// with) reach the connection's writer: without it a streamed response is held back until it ends.
+func (c *codeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 func (fs *fnState) status() FunctionStatus {
 	fs.mu.Lock()

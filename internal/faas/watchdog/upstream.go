@@ -64,7 +64,13 @@ func startUpstream(ctx context.Context, cfg *Config) (*upstream, error) {
 		FlushInterval: -1,
 		BufferPool:    copybuf.Shared,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			var tooLarge *http.MaxBytesError
 			switch {
+			case errors.As(err, &tooLarge):
+				// A chunked body went over the limit while it streamed. The upstream got a
+				// body cut before its last chunk, which no HTTP server takes for complete;
+				// the client gets the classic mode's answer.
+				http.Error(w, fmt.Sprintf("body larger than the limit of %d bytes", tooLarge.Limit), http.StatusRequestEntityTooLarge)
 			case errors.Is(r.Context().Err(), context.DeadlineExceeded):
 				http.Error(w, fmt.Sprintf("function exceeded its exec timeout of %v", cfg.ExecTimeout), http.StatusGatewayTimeout)
 			case r.Context().Err() != nil: // the client left

@@ -220,6 +220,10 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController (which the reverse proxy flushes streamed responses
+// with) reach the connection's writer: without it a streamed response is held back until it ends.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 func (s *statusWriter) code() int {
 	if s.status == 0 {
 		return http.StatusOK
