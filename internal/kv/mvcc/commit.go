@@ -28,6 +28,8 @@ type commitGroup struct {
 	batch   *pebble.Batch
 	revs    []int64 // revisions made, ascending
 	events  [][]mvccpb.Event
+	// conflicts: the ops of peers' changes in the group that lost (conflict.go).
+	conflicts []Conflict
 	// own counts this member's own changes in the group; ownSeq and ownWall are the last one's
 	// sequence and the highest stamp wall time among them (for Frontier).
 	own     int
@@ -178,6 +180,7 @@ func (s *Store) evaluate(g *commitGroup) {
 		s.logical.Add(9 + changeHeaderLen + 17 + 8)
 		s.vv[c.ID.Origin] = c.ID.Seq
 		g.changes = append(g.changes, c.ID)
+		g.conflicts = append(g.conflicts, w.conflicts...)
 		s.lastRev.Store(w.rev)
 		r.rev = w.rev
 		g.revs = append(g.revs, w.rev)
@@ -219,7 +222,7 @@ func (s *Store) evaluate(g *commitGroup) {
 		}
 		g.batch.Close()
 		g.batch = nil
-		g.revs, g.events, g.changes = nil, nil, nil
+		g.revs, g.events, g.changes, g.conflicts = nil, nil, nil, nil
 	}
 	if s.cfg.Fsync != FsyncBatch && g.batch != nil {
 		g.batch.Close()
@@ -242,10 +245,11 @@ func (s *Store) runSyncer() {
 				for _, r := range g.reqs {
 					r.err = err
 				}
-				g.revs, g.changes = nil, nil
+				g.revs, g.changes, g.conflicts = nil, nil, nil
 			}
 		}
 		s.advanceDurable(g.changes)
+		s.publishConflicts(g.conflicts)
 		for i, rev := range g.revs {
 			s.publish(rev, g.events[i])
 		}

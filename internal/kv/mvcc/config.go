@@ -66,6 +66,12 @@ type Config struct {
 	// keeps the stamps of deleted keys, so that a peer's older put that arrives late still loses
 	// to the deletion.
 	Replicated bool
+	// ConflictLogSize bounds the log of peers' ops that lost to concurrent writes (Conflicts;
+	// 0: DefaultConflictLogSize).
+	ConflictLogSize int
+	// OnConflict, if set, is called with each conflict once its change is durable, from the
+	// store's commit goroutine: it must return quickly and must not call into the store.
+	OnConflict func(Conflict)
 	// Logger receives the store's logs (nil: discard).
 	Logger *slog.Logger
 	// Now is the physical clock for the HLC and leases (nil: time.Now).
@@ -91,6 +97,8 @@ func (c *Config) Validate() error {
 		return errors.New("mvcc: Dir is required")
 	case c.QuotaBytes < 0:
 		return errors.New("mvcc: QuotaBytes must be >= 0")
+	case c.ConflictLogSize < 0:
+		return errors.New("mvcc: ConflictLogSize must be >= 0")
 	case c.CompactionBatch <= 0:
 		return errors.New("mvcc: CompactionBatch must be > 0")
 	case c.Fsync < FsyncBatch || c.Fsync > FsyncNever:

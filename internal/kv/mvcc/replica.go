@@ -152,8 +152,13 @@ func (s *Store) applyFn(c *Change, applied *bool) func(w *writeTxn) error {
 		w.remote = c
 		*applied = true
 		for _, op := range c.Ops {
-			if !s.ix.stamp(op.Key).Less(w.stamp) {
-				continue // the key holds a newer write (or this very change, re-sent)
+			if cur := s.ix.stamp(op.Key); !cur.Less(w.stamp) {
+				// The key holds a newer write (or this very change, re-sent): the op loses,
+				// which is recorded (conflict.go) unless it is this change itself.
+				if w.stamp.Less(cur) {
+					w.loseOp(op, cur)
+				}
+				continue
 			}
 			if !op.Delete {
 				w.put(op.Key, op.Value, op.Lease)

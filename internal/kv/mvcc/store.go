@@ -65,10 +65,11 @@ type Store struct {
 	compactMu   sync.Mutex // serialises compactions
 	compactDone chan struct{}
 
-	watch   *watchHub
-	leases  *lessor
-	alarm   atomic.Bool  // NOSPACE raised
-	logical atomic.Int64 // bytes of revision records and change headers: what the quota limits
+	watch     *watchHub
+	leases    *lessor
+	conflicts *conflictLog // peers' ops that lost here (conflict.go)
+	alarm     atomic.Bool  // NOSPACE raised
+	logical   atomic.Int64 // bytes of revision records and change headers: what the quota limits
 
 	writeCh chan *writeReq
 	syncCh  chan *commitGroup
@@ -115,6 +116,7 @@ func Open(cfg Config) (*Store, error) {
 		vv:        VersionVector{},
 		durableVV: VersionVector{},
 		clock:     NewClock(func() int64 { return now().UnixNano() }),
+		conflicts: newConflictLog(cfg.ConflictLogSize),
 		ready:     map[int64][]mvccpb.Event{},
 		visibleCh: make(chan struct{}),
 		closing:   make(chan struct{}),

@@ -23,8 +23,10 @@ type writeTxn struct {
 	pending  map[revision]*mvccpb.KeyValue
 	ops      []Op
 	events   []mvccpb.Event
-	side     bool // the batch holds writes outside the revision records (leases)
-	keyBuf   [17]byte
+	// conflicts: the peer's ops that lost here (remote only), published once durable.
+	conflicts []Conflict
+	side      bool // the batch holds writes outside the revision records (leases)
+	keyBuf    [17]byte
 }
 
 // sideWrite adds a write that is not a key version (a lease record) to the request's batch.

@@ -131,6 +131,7 @@ const holdersMethod = "/continuum.kv.replication.v1.Status/Holders"
 
 type statusServer interface {
 	holders(ctx context.Context, req *HoldersRequest) (*HoldersResponse, error)
+	conflicts(ctx context.Context, req *ConflictsRequest) (*ConflictsResponse, error)
 }
 
 var statusDesc = grpc.ServiceDesc{
@@ -144,6 +145,15 @@ var statusDesc = grpc.ServiceDesc{
 				return nil, err
 			}
 			return srv.(statusServer).holders(ctx, req)
+		},
+	}, {
+		MethodName: "Conflicts",
+		Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			req := new(ConflictsRequest)
+			if err := dec(req); err != nil {
+				return nil, err
+			}
+			return srv.(statusServer).conflicts(ctx, req)
 		},
 	}},
 	Metadata: "replication.proto",

@@ -28,6 +28,23 @@ type StorageCounters struct {
 	WriteAmp       float64 `json:"write_amp"`
 }
 
+// EventConflict is the "event" of the line written when a peer's write lost, on this member, to
+// a concurrent write of the same key (mvcc.Conflict): Event.Conflict holds it.
+const EventConflict = "conflict"
+
+// ConflictRecord is an EventConflict line's figures. Key and LostValue are base64 in JSON (as
+// etcd's JSON output writes keys and values); stamps are "<HLC wall ns>.<logical>@<origin hex>".
+type ConflictRecord struct {
+	Key         []byte `json:"key"`
+	Kept        string `json:"kept_stamp"`
+	KeptDeleted bool   `json:"kept_deleted,omitempty"`
+	Lost        string `json:"lost_stamp"`
+	LostValue   []byte `json:"lost_value,omitempty"`
+	LostDeleted bool   `json:"lost_deleted,omitempty"`
+	Origin      string `json:"origin"` // the name of the member whose write lost (its id in hex if unknown)
+	Revision    int64  `json:"revision"`
+}
+
 // Event is one line of the --events-file: a JSON object per replication event, for tools that
 // measure a member from outside (the testbed's convergence figures) without parsing its logs.
 type Event struct {
@@ -41,6 +58,7 @@ type Event struct {
 	DisconnectedForS   float64          `json:"disconnected_for_s,omitempty"`
 	ChangesSinceReopen uint64           `json:"changes,omitempty"`
 	Storage            *StorageCounters `json:"storage,omitempty"`
+	Conflict           *ConflictRecord  `json:"conflict,omitempty"`
 }
 
 // eventLog appends Events to a file, one write per line so that a killed member leaves only
@@ -72,6 +90,14 @@ func (l *eventLog) storage(io mvcc.StorageIO) {
 	}
 	l.write(Event{Event: EventStorage, Member: l.member, Storage: &StorageCounters{WALBytes: io.WALBytes,
 		FlushedBytes: io.FlushedBytes, CompactedBytes: io.CompactedBytes, Compactions: io.Compactions, WriteAmp: io.WriteAmp()}})
+}
+
+// conflict records a peer's write that lost here.
+func (l *eventLog) conflict(c *ConflictRecord) {
+	if l == nil {
+		return
+	}
+	l.write(Event{Event: EventConflict, Member: l.member, Conflict: c})
 }
 
 func (l *eventLog) write(e Event) {

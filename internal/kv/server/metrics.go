@@ -66,6 +66,9 @@ func newMetrics(s *Server) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_debugging_mvcc_keys_total", Help: "Keys in the index."},
 			func() float64 { return float64(s.store.KeyCount()) }),
 		storageCollector{s.store},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "continuum_kv_conflicts_total",
+			Help: "Peers' writes that lost here to a concurrent write of the same key (last writer wins), since the member started."},
+			func() float64 { return float64(s.store.ConflictsTotal()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_server_has_leader", Help: "1: the member serves (always: every member serves its own writes)."},
 			func() float64 { return 1 }),
 	)

@@ -227,11 +227,14 @@ func Start(cfg Config) (*Server, error) {
 	scfg.QuotaBytes = cfg.QuotaBackendBytes
 	scfg.Logger = log
 	scfg.Replicated = cfg.clustered()
+	var s *Server
+	// Conflicts come only from peers' changes, applied once replication runs, after s is set.
+	scfg.OnConflict = func(c mvcc.Conflict) { s.conflict(c) }
 	store, err := mvcc.Open(scfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, store: store, memberID: store.MemberID(), peerSelfSigned: peerSelfSigned, stop: make(chan struct{})}
+	s = &Server{cfg: cfg, log: log, store: store, memberID: store.MemberID(), peerSelfSigned: peerSelfSigned, stop: make(chan struct{})}
 	if cfg.clustered() {
 		s.clusterID = clusterIDFor(cfg.InitialClusterToken, cfg.InitialCluster)
 	} else {

@@ -285,6 +285,9 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if !validNamespace(ns) {
 		return badRequest("Invalid namespace %q: lowercase letters, digits and '-' only", ns)
 	}
+	if r.URL.Path == ConflictsPath {
+		return s.serveConflicts(ctx, w, method, ns, q.Get("print"))
+	}
 	path, err := ParseURLPath(r.URL.EscapedPath())
 	if err != nil {
 		return badRequest("%s", err.Error())

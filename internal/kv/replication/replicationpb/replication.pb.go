@@ -1023,6 +1023,250 @@ func (x *HoldersResponse) GetHolders() []*Holder {
 	return nil
 }
 
+type ConflictsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Prefix        []byte                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"` // only keys starting with it (empty: all)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConflictsRequest) Reset() {
+	*x = ConflictsRequest{}
+	mi := &file_replication_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConflictsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConflictsRequest) ProtoMessage() {}
+
+func (x *ConflictsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replication_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConflictsRequest.ProtoReflect.Descriptor instead.
+func (*ConflictsRequest) Descriptor() ([]byte, []int) {
+	return file_replication_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ConflictsRequest) GetPrefix() []byte {
+	if x != nil {
+		return x.Prefix
+	}
+	return nil
+}
+
+type Conflict struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	KeptOrigin    uint64                 `protobuf:"varint,2,opt,name=kept_origin,json=keptOrigin,proto3" json:"kept_origin,omitempty"` // the stamp of what the key keeps: HLC time and origin member
+	KeptWall      int64                  `protobuf:"varint,3,opt,name=kept_wall,json=keptWall,proto3" json:"kept_wall,omitempty"`
+	KeptLogical   uint32                 `protobuf:"varint,4,opt,name=kept_logical,json=keptLogical,proto3" json:"kept_logical,omitempty"`
+	KeptDeleted   bool                   `protobuf:"varint,5,opt,name=kept_deleted,json=keptDeleted,proto3" json:"kept_deleted,omitempty"` // the key keeps a deletion
+	LostOrigin    uint64                 `protobuf:"varint,6,opt,name=lost_origin,json=lostOrigin,proto3" json:"lost_origin,omitempty"`    // the stamp of the op that lost (lost_origin made change lost_seq)
+	LostWall      int64                  `protobuf:"varint,7,opt,name=lost_wall,json=lostWall,proto3" json:"lost_wall,omitempty"`
+	LostLogical   uint32                 `protobuf:"varint,8,opt,name=lost_logical,json=lostLogical,proto3" json:"lost_logical,omitempty"`
+	LostSeq       uint64                 `protobuf:"varint,9,opt,name=lost_seq,json=lostSeq,proto3" json:"lost_seq,omitempty"`
+	LostValue     []byte                 `protobuf:"bytes,10,opt,name=lost_value,json=lostValue,proto3" json:"lost_value,omitempty"`
+	LostDeleted   bool                   `protobuf:"varint,11,opt,name=lost_deleted,json=lostDeleted,proto3" json:"lost_deleted,omitempty"` // the op that lost was a deletion
+	Revision      int64                  `protobuf:"varint,12,opt,name=revision,proto3" json:"revision,omitempty"`                          // the revision, on the member asked, that applied the losing change
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Conflict) Reset() {
+	*x = Conflict{}
+	mi := &file_replication_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Conflict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Conflict) ProtoMessage() {}
+
+func (x *Conflict) ProtoReflect() protoreflect.Message {
+	mi := &file_replication_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
+func (*Conflict) Descriptor() ([]byte, []int) {
+	return file_replication_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Conflict) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *Conflict) GetKeptOrigin() uint64 {
+	if x != nil {
+		return x.KeptOrigin
+	}
+	return 0
+}
+
+func (x *Conflict) GetKeptWall() int64 {
+	if x != nil {
+		return x.KeptWall
+	}
+	return 0
+}
+
+func (x *Conflict) GetKeptLogical() uint32 {
+	if x != nil {
+		return x.KeptLogical
+	}
+	return 0
+}
+
+func (x *Conflict) GetKeptDeleted() bool {
+	if x != nil {
+		return x.KeptDeleted
+	}
+	return false
+}
+
+func (x *Conflict) GetLostOrigin() uint64 {
+	if x != nil {
+		return x.LostOrigin
+	}
+	return 0
+}
+
+func (x *Conflict) GetLostWall() int64 {
+	if x != nil {
+		return x.LostWall
+	}
+	return 0
+}
+
+func (x *Conflict) GetLostLogical() uint32 {
+	if x != nil {
+		return x.LostLogical
+	}
+	return 0
+}
+
+func (x *Conflict) GetLostSeq() uint64 {
+	if x != nil {
+		return x.LostSeq
+	}
+	return 0
+}
+
+func (x *Conflict) GetLostValue() []byte {
+	if x != nil {
+		return x.LostValue
+	}
+	return nil
+}
+
+func (x *Conflict) GetLostDeleted() bool {
+	if x != nil {
+		return x.LostDeleted
+	}
+	return false
+}
+
+func (x *Conflict) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+type ConflictsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MemberId      uint64                 `protobuf:"varint,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"` // the member asked
+	Total         uint64                 `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`                       // conflicts recorded since it started, the log's dropped ones included
+	Conflicts     []*Conflict            `protobuf:"bytes,3,rep,name=conflicts,proto3" json:"conflicts,omitempty"`
+	Members       []*Member              `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"` // the members it knows, to name origins
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConflictsResponse) Reset() {
+	*x = ConflictsResponse{}
+	mi := &file_replication_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConflictsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConflictsResponse) ProtoMessage() {}
+
+func (x *ConflictsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replication_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConflictsResponse.ProtoReflect.Descriptor instead.
+func (*ConflictsResponse) Descriptor() ([]byte, []int) {
+	return file_replication_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ConflictsResponse) GetMemberId() uint64 {
+	if x != nil {
+		return x.MemberId
+	}
+	return 0
+}
+
+func (x *ConflictsResponse) GetTotal() uint64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *ConflictsResponse) GetConflicts() []*Conflict {
+	if x != nil {
+		return x.Conflicts
+	}
+	return nil
+}
+
+func (x *ConflictsResponse) GetMembers() []*Member {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
 var File_replication_proto protoreflect.FileDescriptor
 
 const file_replication_proto_rawDesc = "" +
@@ -1103,11 +1347,36 @@ const file_replication_proto_rawDesc = "" +
 	"\x0fHoldersResponse\x12\x16\n" +
 	"\x06origin\x18\x01 \x01(\x04R\x06origin\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12=\n" +
-	"\aholders\x18\x03 \x03(\v2#.continuum.kv.replication.v1.HolderR\aholders2k\n" +
+	"\aholders\x18\x03 \x03(\v2#.continuum.kv.replication.v1.HolderR\aholders\"*\n" +
+	"\x10ConflictsRequest\x12\x16\n" +
+	"\x06prefix\x18\x01 \x01(\fR\x06prefix\"\xfa\x02\n" +
+	"\bConflict\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1f\n" +
+	"\vkept_origin\x18\x02 \x01(\x04R\n" +
+	"keptOrigin\x12\x1b\n" +
+	"\tkept_wall\x18\x03 \x01(\x03R\bkeptWall\x12!\n" +
+	"\fkept_logical\x18\x04 \x01(\rR\vkeptLogical\x12!\n" +
+	"\fkept_deleted\x18\x05 \x01(\bR\vkeptDeleted\x12\x1f\n" +
+	"\vlost_origin\x18\x06 \x01(\x04R\n" +
+	"lostOrigin\x12\x1b\n" +
+	"\tlost_wall\x18\a \x01(\x03R\blostWall\x12!\n" +
+	"\flost_logical\x18\b \x01(\rR\vlostLogical\x12\x19\n" +
+	"\blost_seq\x18\t \x01(\x04R\alostSeq\x12\x1d\n" +
+	"\n" +
+	"lost_value\x18\n" +
+	" \x01(\fR\tlostValue\x12!\n" +
+	"\flost_deleted\x18\v \x01(\bR\vlostDeleted\x12\x1a\n" +
+	"\brevision\x18\f \x01(\x03R\brevision\"\xca\x01\n" +
+	"\x11ConflictsResponse\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\x04R\bmemberId\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x04R\x05total\x12C\n" +
+	"\tconflicts\x18\x03 \x03(\v2%.continuum.kv.replication.v1.ConflictR\tconflicts\x12=\n" +
+	"\amembers\x18\x04 \x03(\v2#.continuum.kv.replication.v1.MemberR\amembers2k\n" +
 	"\vReplication\x12\\\n" +
-	"\x04Sync\x12(.continuum.kv.replication.v1.SyncMessage\x1a&.continuum.kv.replication.v1.SyncBatch(\x010\x012n\n" +
+	"\x04Sync\x12(.continuum.kv.replication.v1.SyncMessage\x1a&.continuum.kv.replication.v1.SyncBatch(\x010\x012\xda\x01\n" +
 	"\x06Status\x12d\n" +
-	"\aHolders\x12+.continuum.kv.replication.v1.HoldersRequest\x1a,.continuum.kv.replication.v1.HoldersResponseBNZLgithub.com/continuum-project/continuum/internal/kv/replication/replicationpbb\x06proto3"
+	"\aHolders\x12+.continuum.kv.replication.v1.HoldersRequest\x1a,.continuum.kv.replication.v1.HoldersResponse\x12j\n" +
+	"\tConflicts\x12-.continuum.kv.replication.v1.ConflictsRequest\x1a..continuum.kv.replication.v1.ConflictsResponseBNZLgithub.com/continuum-project/continuum/internal/kv/replication/replicationpbb\x06proto3"
 
 var (
 	file_replication_proto_rawDescOnce sync.Once
@@ -1121,7 +1390,7 @@ func file_replication_proto_rawDescGZIP() []byte {
 	return file_replication_proto_rawDescData
 }
 
-var file_replication_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_replication_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_replication_proto_goTypes = []any{
 	(*SyncMessage)(nil),        // 0: continuum.kv.replication.v1.SyncMessage
 	(*Ack)(nil),                // 1: continuum.kv.replication.v1.Ack
@@ -1137,6 +1406,9 @@ var file_replication_proto_goTypes = []any{
 	(*HoldersRequest)(nil),     // 11: continuum.kv.replication.v1.HoldersRequest
 	(*Holder)(nil),             // 12: continuum.kv.replication.v1.Holder
 	(*HoldersResponse)(nil),    // 13: continuum.kv.replication.v1.HoldersResponse
+	(*ConflictsRequest)(nil),   // 14: continuum.kv.replication.v1.ConflictsRequest
+	(*Conflict)(nil),           // 15: continuum.kv.replication.v1.Conflict
+	(*ConflictsResponse)(nil),  // 16: continuum.kv.replication.v1.ConflictsResponse
 }
 var file_replication_proto_depIdxs = []int32{
 	5,  // 0: continuum.kv.replication.v1.SyncMessage.request:type_name -> continuum.kv.replication.v1.SyncRequest
@@ -1156,15 +1428,19 @@ var file_replication_proto_depIdxs = []int32{
 	9,  // 14: continuum.kv.replication.v1.SyncBatch.bounds:type_name -> continuum.kv.replication.v1.MemberBound
 	3,  // 15: continuum.kv.replication.v1.Holder.member:type_name -> continuum.kv.replication.v1.Member
 	12, // 16: continuum.kv.replication.v1.HoldersResponse.holders:type_name -> continuum.kv.replication.v1.Holder
-	0,  // 17: continuum.kv.replication.v1.Replication.Sync:input_type -> continuum.kv.replication.v1.SyncMessage
-	11, // 18: continuum.kv.replication.v1.Status.Holders:input_type -> continuum.kv.replication.v1.HoldersRequest
-	8,  // 19: continuum.kv.replication.v1.Replication.Sync:output_type -> continuum.kv.replication.v1.SyncBatch
-	13, // 20: continuum.kv.replication.v1.Status.Holders:output_type -> continuum.kv.replication.v1.HoldersResponse
-	19, // [19:21] is the sub-list for method output_type
-	17, // [17:19] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	15, // 17: continuum.kv.replication.v1.ConflictsResponse.conflicts:type_name -> continuum.kv.replication.v1.Conflict
+	3,  // 18: continuum.kv.replication.v1.ConflictsResponse.members:type_name -> continuum.kv.replication.v1.Member
+	0,  // 19: continuum.kv.replication.v1.Replication.Sync:input_type -> continuum.kv.replication.v1.SyncMessage
+	11, // 20: continuum.kv.replication.v1.Status.Holders:input_type -> continuum.kv.replication.v1.HoldersRequest
+	14, // 21: continuum.kv.replication.v1.Status.Conflicts:input_type -> continuum.kv.replication.v1.ConflictsRequest
+	8,  // 22: continuum.kv.replication.v1.Replication.Sync:output_type -> continuum.kv.replication.v1.SyncBatch
+	13, // 23: continuum.kv.replication.v1.Status.Holders:output_type -> continuum.kv.replication.v1.HoldersResponse
+	16, // 24: continuum.kv.replication.v1.Status.Conflicts:output_type -> continuum.kv.replication.v1.ConflictsResponse
+	22, // [22:25] is the sub-list for method output_type
+	19, // [19:22] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_replication_proto_init() }
@@ -1178,7 +1454,7 @@ func file_replication_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replication_proto_rawDesc), len(file_replication_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
