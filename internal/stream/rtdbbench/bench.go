@@ -31,6 +31,8 @@ type Config struct {
 	Rate      float64       // writes/s of the latency phases
 	Duration  time.Duration // of each latency phase (after Warmup)
 	Warmup    time.Duration
+	// Repeats of the two latency phases, alternating which goes first (the host's load moves).
+	Repeats int
 	// ThroughputWriters closed-loop writers for ThroughputDuration, with ThroughputListeners
 	// listening to the written path.
 	ThroughputWriters   int
@@ -45,7 +47,7 @@ type Config struct {
 
 // DefaultConfig is the issue's setting: 1000 listeners.
 func DefaultConfig() Config {
-	return Config{Listeners: 1000, Rate: 100, Duration: 10 * time.Second, Warmup: 2 * time.Second,
+	return Config{Listeners: 1000, Rate: 100, Duration: 10 * time.Second, Warmup: 2 * time.Second, Repeats: 3,
 		ThroughputWriters: 64, ThroughputDuration: 5 * time.Second, ThroughputListeners: 1,
 		ReconnectBackoff: time.Second}
 }
@@ -61,6 +63,9 @@ func (c Config) Validate() error {
 	}
 	if c.Duration <= 0 || c.Warmup < 0 || c.ThroughputDuration <= 0 {
 		errs = append(errs, errors.New("duration and throughput duration must be > 0, warmup >= 0"))
+	}
+	if c.Repeats < 1 {
+		errs = append(errs, fmt.Errorf("repeats %d: want >= 1", c.Repeats))
 	}
 	if c.ThroughputWriters < 1 || c.ThroughputListeners < 0 {
 		errs = append(errs, errors.New("throughput writers must be >= 1, throughput listeners >= 0"))
@@ -93,8 +98,8 @@ type Throughput struct {
 type Result struct {
 	benchkit.Header
 	Config        Config     `json:"config"`
-	SSE           Latency    `json:"sse"`
-	RawWatch      Latency    `json:"raw_kv_watch"`
+	SSE           []Latency  `json:"sse"`          // one per repeat
+	RawWatch      []Latency  `json:"raw_kv_watch"` // one per repeat
 	SSEWrites     Throughput `json:"rest_writes"`
 	RawPuts       Throughput `json:"raw_kv_puts"`
 	ReconnectSecs float64    `json:"reconnect_s"`
@@ -130,18 +135,28 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 
-	logf("raw kv watch: %d watches, %g writes/s for %v", cfg.Listeners, cfg.Rate, cfg.Warmup+cfg.Duration)
-	if res.RawWatch, err = rawWatchLatency(ctx, cfg, kvURL); err != nil {
-		return nil, fmt.Errorf("raw watch phase: %w", err)
+	for r := 0; r < cfg.Repeats; r++ {
+		for _, alt := range benchkit.Order(r, 2) {
+			if alt == 0 {
+				logf("repeat %d: raw kv watch: %d watches, %g writes/s for %v", r+1, cfg.Listeners, cfg.Rate, cfg.Warmup+cfg.Duration)
+				l, err := rawWatchLatency(ctx, cfg, kvURL, r)
+				if err != nil {
+					return nil, fmt.Errorf("raw watch phase: %w", err)
+				}
+				res.RawWatch = append(res.RawWatch, l)
+				logf("  p50 %.2f ms p99 %.2f ms, %d/%d delivered", l.P50, l.P99, l.Delivered, l.Expected)
+			} else {
+				logf("repeat %d: SSE: %d listeners, %g writes/s for %v", r+1, cfg.Listeners, cfg.Rate, cfg.Warmup+cfg.Duration)
+				l, err := sseLatency(ctx, cfg, hc, base, r)
+				if err != nil {
+					return nil, fmt.Errorf("SSE phase: %w", err)
+				}
+				res.SSE = append(res.SSE, l)
+				logf("  p50 %.2f ms p99 %.2f ms, %d/%d delivered", l.P50, l.P99, l.Delivered, l.Expected)
+			}
+			res.SampleLoad()
+		}
 	}
-	res.SampleLoad()
-	logf("  p50 %.2f ms p99 %.2f ms", res.RawWatch.P50, res.RawWatch.P99)
-	logf("SSE: %d listeners, %g writes/s for %v", cfg.Listeners, cfg.Rate, cfg.Warmup+cfg.Duration)
-	if res.SSE, err = sseLatency(ctx, cfg, hc, base); err != nil {
-		return nil, fmt.Errorf("SSE phase: %w", err)
-	}
-	res.SampleLoad()
-	logf("  p50 %.2f ms p99 %.2f ms, %d/%d delivered", res.SSE.P50, res.SSE.P99, res.SSE.Delivered, res.SSE.Expected)
 
 	logf("throughput: %d closed-loop writers for %v", cfg.ThroughputWriters, cfg.ThroughputDuration)
 	if res.RawPuts, err = rawPutThroughput(ctx, cfg, kvURL); err != nil {
@@ -262,10 +277,11 @@ func seqOf(b []byte) (int, bool) {
 	return n, err == nil
 }
 
-func sseLatency(ctx context.Context, cfg Config, hc *http.Client, base string) (Latency, error) {
+func sseLatency(ctx context.Context, cfg Config, hc *http.Client, base string, repeat int) (Latency, error) {
 	n := int(cfg.Rate * (cfg.Warmup + cfg.Duration).Seconds())
 	warm := int(cfg.Rate * cfg.Warmup.Seconds())
-	url := base + "/lat.json?ns=bench"
+	dir := fmt.Sprintf("/lat%d", repeat)
+	url := base + dir + ".json?ns=bench"
 	var intended atomic.Pointer[[]time.Time] // published before the first write
 	rec := &recorder{}
 	lctx, cancel := context.WithCancel(ctx)
@@ -318,7 +334,7 @@ func sseLatency(ctx context.Context, cfg Config, hc *http.Client, base string) (
 	}
 	_, errs := scheduleWith(ctx, cfg.Rate, n, &intended, func(seq int) error {
 		body := fmt.Sprintf(`{"seq":%d,"sent_us":%d}`, seq, time.Now().UnixMicro())
-		return put(ctx, hc, fmt.Sprintf("%s/lat/s%d.json?ns=bench&print=silent", base, seq), body)
+		return put(ctx, hc, fmt.Sprintf("%s%s/s%d.json?ns=bench&print=silent", base, dir, seq), body)
 	})
 	waitOrTimeout(&wg, 30*time.Second)
 	cancel()
@@ -409,7 +425,7 @@ func kvClient(kvURL string) (*clientv3.Client, error) {
 
 // rawWatchLatency: the same write rate as kv Puts of one key, cfg.Listeners watches on it (100
 // per client connection, as a listener-serving process would multiplex them).
-func rawWatchLatency(ctx context.Context, cfg Config, kvURL string) (Latency, error) {
+func rawWatchLatency(ctx context.Context, cfg Config, kvURL string, repeat int) (Latency, error) {
 	n := int(cfg.Rate * (cfg.Warmup + cfg.Duration).Seconds())
 	warm := int(cfg.Rate * cfg.Warmup.Seconds())
 	var clients []*clientv3.Client
@@ -425,7 +441,7 @@ func rawWatchLatency(ctx context.Context, cfg Config, kvURL string) (Latency, er
 		}
 		clients = append(clients, c)
 	}
-	const key = "/bench-raw/k"
+	key := fmt.Sprintf("/bench-raw/k%d", repeat)
 	var intended atomic.Pointer[[]time.Time]
 	rec := &recorder{}
 	wctx, cancel := context.WithCancel(ctx)
@@ -561,11 +577,11 @@ func restThroughput(ctx context.Context, cfg Config, hc *http.Client, base strin
 	return t, nil
 }
 
-// reconnect: cfg.Listeners listeners on /lat; the realtime database stops and starts again on
+// reconnect: cfg.Listeners listeners on /lat0; the realtime database stops and starts again on
 // the same address; each client, seeing its stream end, retries with jittered exponential
 // backoff. The figure is the time from the stop until every client has its full put again.
 func reconnect(ctx context.Context, cfg Config, hc *http.Client, rs *rtdbServer, kvURL string) (float64, int, error) {
-	url := "http://" + rs.addr + "/lat.json?ns=bench"
+	url := "http://" + rs.addr + "/lat0.json?ns=bench"
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var back sync.WaitGroup
