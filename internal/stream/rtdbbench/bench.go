@@ -84,6 +84,10 @@ type Latency struct {
 	P999      float64 `json:"p999_ms"`
 	Max       float64 `json:"max_ms"`
 	Errors    int64   `json:"write_errors"`
+	// WriteP50 and WriteP99: from a write's intended send time to its answer (the writer's
+	// view; part of the listeners' latency).
+	WriteP50 float64 `json:"write_p50_ms"`
+	WriteP99 float64 `json:"write_p99_ms"`
 }
 
 // Throughput is one closed-loop phase's result.
@@ -249,8 +253,13 @@ func (r *recorder) add(local []float64) {
 	r.mu.Unlock()
 }
 
-func summarize(rec *recorder, writes, listeners int, errs int64) Latency {
+func summarize(rec *recorder, writes, listeners int, errs int64, answered []float64, warm int) Latency {
 	l := Latency{Writes: writes, Expected: int64(writes) * int64(listeners), Delivered: rec.delivered.Load(), Errors: errs}
+	if w := answered[min(warm, len(answered)):]; len(w) > 0 {
+		w = slices.Clone(w)
+		slices.Sort(w)
+		l.WriteP50, l.WriteP99 = benchkit.NearestRank(w, 0.5), benchkit.NearestRank(w, 0.99)
+	}
 	// Latencies are of the writes after the warmup; deliveries count every write.
 	v := rec.lat
 	slices.Sort(v) // once: NearestRank's own sort of sorted values is then linear
@@ -332,27 +341,28 @@ func sseLatency(ctx context.Context, cfg Config, hc *http.Client, base string, r
 			return Latency{}, err
 		}
 	}
-	_, errs := scheduleWith(ctx, cfg.Rate, n, &intended, func(seq int) error {
+	answered, errs := scheduleWith(ctx, cfg.Rate, n, &intended, func(seq int) error {
 		body := fmt.Sprintf(`{"seq":%d,"sent_us":%d}`, seq, time.Now().UnixMicro())
 		return put(ctx, hc, fmt.Sprintf("%s%s/s%d.json?ns=bench&print=silent", base, dir, seq), body)
 	})
 	waitOrTimeout(&wg, 30*time.Second)
 	cancel()
 	wg.Wait()
-	return summarize(rec, n, cfg.Listeners, errs), nil
+	return summarize(rec, n, cfg.Listeners, errs, answered, warm), nil
 }
 
 // scheduleWith is the open-loop writer: write(seq) for seq 0..n-1 at their intended times, from
 // a pool of goroutines so a slow write does not delay the next one's start. It publishes the
 // intended times in p before the first write (latency is measured from them) and returns once
 // every write returned.
-func scheduleWith(ctx context.Context, rate float64, n int, p *atomic.Pointer[[]time.Time], write func(int) error) ([]time.Time, int64) {
+func scheduleWith(ctx context.Context, rate float64, n int, p *atomic.Pointer[[]time.Time], write func(int) error) ([]float64, int64) {
 	intended := make([]time.Time, n)
 	start := time.Now().Add(50 * time.Millisecond)
 	for i := range intended {
 		intended[i] = start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
 	}
 	p.Store(&intended)
+	answered := make([]float64, n) // ms; each index written by the one goroutine doing that write
 	var errs atomic.Int64
 	jobs := make(chan int, 1024)
 	var wg sync.WaitGroup
@@ -364,6 +374,7 @@ func scheduleWith(ctx context.Context, rate float64, n int, p *atomic.Pointer[[]
 				if write(seq) != nil {
 					errs.Add(1)
 				}
+				answered[seq] = float64(time.Since(intended[seq])) / 1e6
 			}
 		}()
 	}
@@ -373,7 +384,7 @@ func scheduleWith(ctx context.Context, rate float64, n int, p *atomic.Pointer[[]
 	}
 	close(jobs)
 	wg.Wait()
-	return intended, errs.Load()
+	return answered, errs.Load()
 }
 
 func waitOrTimeout(wg *sync.WaitGroup, d time.Duration) {
@@ -482,14 +493,14 @@ func rawWatchLatency(ctx context.Context, cfg Config, kvURL string, repeat int) 
 		}()
 	}
 	started.Wait()
-	_, errs := scheduleWith(ctx, cfg.Rate, n, &intended, func(seq int) error {
+	answered, errs := scheduleWith(ctx, cfg.Rate, n, &intended, func(seq int) error {
 		_, err := clients[seq%len(clients)].Put(ctx, key, strconv.Itoa(seq))
 		return err
 	})
 	waitOrTimeout(&wg, 30*time.Second)
 	cancel()
 	wg.Wait()
-	return summarize(rec, n, cfg.Listeners, errs), nil
+	return summarize(rec, n, cfg.Listeners, errs, answered, warm), nil
 }
 
 // closedLoop runs cfg.ThroughputWriters writers calling write until the duration ends.
