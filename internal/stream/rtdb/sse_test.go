@@ -171,12 +171,17 @@ func TestSSEEventShapes(t *testing.T) {
 	// A multi-path PATCH is one event: a patch naming every child it wrote.
 	do(t, "PATCH", base+"/records.json", `{"b":{"x":2},"c/x":3}`)
 	parent.expect(t, "patch", "/", `{"b":{"x":2},"c":{"x":3}}`)
-	child.expect(t, "put", "/", `{"x":2}`)
+	child.expect(t, "put", "/x", `2`)
 	// A write elsewhere is not seen; a write below is, at its relative path.
 	do(t, "PUT", base+"/other.json", `1`)
 	do(t, "PUT", base+"/records/b/x.json", `22`)
 	parent.expect(t, "put", "/b/x", `22`)
 	child.expect(t, "put", "/x", `22`)
+	// A one-field record appears and vanishes whole.
+	do(t, "PUT", base+"/records/d.json", `{"only":1}`)
+	parent.expect(t, "put", "/d", `{"only":1}`)
+	do(t, "DELETE", base+"/records/d/only.json", ``)
+	parent.expect(t, "put", "/d", `null`)
 	// Updating two fields of one record: a patch of that record.
 	do(t, "PATCH", base+"/records/a.json", `{"x":10,"y":"ten"}`)
 	parent.expect(t, "patch", "/a", `{"x":10,"y":"ten"}`)
@@ -190,7 +195,7 @@ func TestSSEEventShapes(t *testing.T) {
 	child.expect(t, "put", "/", `null`)
 	do(t, "PUT", base+"/records/b.json", `{"z":[1,2]}`)
 	parent.expect(t, "put", "/", `{"b":{"z":[1,2]}}`)
-	child.expect(t, "put", "/", `{"z":[1,2]}`)
+	child.expect(t, "put", "/z", `[1,2]`)
 }
 
 func TestSSEEveryWriteInOrder(t *testing.T) {
@@ -201,8 +206,7 @@ func TestSSEEveryWriteInOrder(t *testing.T) {
 	for i := 0; i < n; i++ {
 		do(t, "PUT", base+"/c/n.json", fmt.Sprint(i))
 	}
-	l.expect(t, "put", "/", `{"n":0}`) // the node appears whole
-	for i := 1; i < n; i++ {
+	for i := 0; i < n; i++ {
 		l.expect(t, "put", "/n", fmt.Sprint(i))
 	}
 }
@@ -291,8 +295,7 @@ func TestSSEManyListeners(t *testing.T) {
 		do(t, "PUT", base+"/many/v.json", fmt.Sprint(i))
 	}
 	for _, l := range ls {
-		l.expect(t, "put", "/", `{"v":0}`)
-		for i := 1; i < writes; i++ {
+		for i := 0; i < writes; i++ {
 			l.expect(t, "put", "/v", fmt.Sprint(i))
 		}
 	}
@@ -357,7 +360,7 @@ func TestSSEReconnectAfterServerRestart(t *testing.T) {
 	l := listen(t, base+"/r.json")
 	l.expect(t, "put", "/", `null`)
 	do(t, "PUT", base+"/r/a.json", `1`)
-	l.expect(t, "put", "/", `{"a":1}`)
+	l.expect(t, "put", "/a", `1`)
 	stop()
 	if _, ok := l.next(t); ok {
 		t.Fatal("stream still open after the server stopped")
@@ -492,7 +495,7 @@ func TestSSEKVRestart(t *testing.T) {
 	l := listen(t, base+"/k.json")
 	l.expect(t, "put", "/", `null`)
 	do(t, "PUT", base+"/k/a.json", `1`)
-	l.expect(t, "put", "/", `{"a":1}`)
+	l.expect(t, "put", "/a", `1`)
 	ks.Close()
 	testenv.EventuallyNoError(t, 20*time.Second, "restart kv on its address", func() (err error) {
 		ks, err = server.Start(cfg)
