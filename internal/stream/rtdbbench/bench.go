@@ -88,6 +88,10 @@ type Latency struct {
 	// view; part of the listeners' latency).
 	WriteP50 float64 `json:"write_p50_ms"`
 	WriteP99 float64 `json:"write_p99_ms"`
+	// AfterAnswerP50 and AfterAnswerP99: each delivery's latency less its write's answer time,
+	// the notification path alone (negative when a listener heard before the writer's answer).
+	AfterAnswerP50 float64 `json:"after_answer_p50_ms"`
+	AfterAnswerP99 float64 `json:"after_answer_p99_ms"`
 }
 
 // Throughput is one closed-loop phase's result.
@@ -244,12 +248,14 @@ func (r rtdbServer) stop() {
 type recorder struct {
 	mu        sync.Mutex
 	lat       []float64
+	seqs      []int32 // the write of each latency in lat
 	delivered atomic.Int64
 }
 
-func (r *recorder) add(local []float64) {
+func (r *recorder) add(local []float64, seqs []int32) {
 	r.mu.Lock()
 	r.lat = append(r.lat, local...)
+	r.seqs = append(r.seqs, seqs...)
 	r.mu.Unlock()
 }
 
@@ -261,6 +267,15 @@ func summarize(rec *recorder, writes, listeners int, errs int64, answered []floa
 		l.WriteP50, l.WriteP99 = benchkit.NearestRank(w, 0.5), benchkit.NearestRank(w, 0.99)
 	}
 	// Latencies are of the writes after the warmup; deliveries count every write.
+	// What the listeners waited after the write was answered: the notification path alone.
+	after := make([]float64, len(rec.lat))
+	for i, lat := range rec.lat {
+		after[i] = lat - answered[rec.seqs[i]]
+	}
+	slices.Sort(after)
+	if len(after) > 0 {
+		l.AfterAnswerP50, l.AfterAnswerP99 = benchkit.NearestRank(after, 0.5), benchkit.NearestRank(after, 0.99)
+	}
 	v := rec.lat
 	slices.Sort(v) // once: NearestRank's own sort of sorted values is then linear
 	if len(v) > 0 {
@@ -314,7 +329,8 @@ func sseLatency(ctx context.Context, cfg Config, hc *http.Client, base string, r
 			}
 			ready <- nil
 			var local []float64
-			defer func() { rec.add(local) }()
+			var seqs []int32
+			defer func() { rec.add(local, seqs) }()
 			got := 0
 			for got < n {
 				ev, err := rd.Next()
@@ -330,6 +346,7 @@ func sseLatency(ctx context.Context, cfg Config, hc *http.Client, base string, r
 				rec.delivered.Add(1)
 				if it := intended.Load(); it != nil && seq >= warm {
 					local = append(local, float64(now.Sub((*it)[seq]))/1e6)
+					seqs = append(seqs, int32(seq))
 				}
 			}
 		}()
@@ -466,7 +483,8 @@ func rawWatchLatency(ctx context.Context, cfg Config, kvURL string, repeat int) 
 		go func() {
 			defer wg.Done()
 			var local []float64
-			defer func() { rec.add(local) }()
+			var seqs []int32
+			defer func() { rec.add(local, seqs) }()
 			first := true
 			got := 0
 			for resp := range wch {
@@ -484,6 +502,7 @@ func rawWatchLatency(ctx context.Context, cfg Config, kvURL string, repeat int) 
 					rec.delivered.Add(1)
 					if it := intended.Load(); it != nil && seq >= warm {
 						local = append(local, float64(now.Sub((*it)[seq]))/1e6)
+						seqs = append(seqs, int32(seq))
 					}
 				}
 				if got >= n {

@@ -68,12 +68,13 @@ func Markdown(r *Result) string {
 		"no emulated delay); %d SSE listeners (`Accept: text/event-stream`) listen to one path, and a writer PUTs a "+
 		"record under it at %g writes/s, open loop, for %v after a %v warmup, %d times, alternating with the baseline. Latency is from each write's intended "+
 		"send time to its receipt by each listener (so a late write counts), over every (write, listener) pair; "+
-		"\"write answered\" is from the same intended time to the write's own answer (REST PUT: two kv Txns). "+
+		"\"write answered\" is from the same intended time to the write's own answer (REST PUT: two kv Txns), "+
+		"\"after answer\" each delivery's latency less its write's answer time (the notification path alone). "+
 		"The baseline, in the same run: %d raw kv watches (etcd API, 100 per client connection) on one key, "+
 		"the same rate of kv Puts. The listeners, the writer, the kv store and the realtime database share the "+
 		"machine's CPUs.", c.Listeners, c.Rate, c.Duration, c.Warmup, c.Repeats, c.Listeners)
-	t := benchkit.NewTable("lrrrrrrrrrrr", "path", "repeat", "writes", "deliveries", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms",
-		"write answered p50 ms", "p99 ms", "write errors")
+	t := benchkit.NewTable("lrrrrrrrrrrrrr", "path", "repeat", "writes", "deliveries", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms",
+		"write answered p50 ms", "p99 ms", "after answer p50 ms", "p99 ms", "write errors")
 	for i := range r.SSE {
 		for _, row := range []struct {
 			name string
@@ -83,8 +84,8 @@ func Markdown(r *Result) string {
 				continue
 			}
 			l := row.ls[i]
-			t.Rowf("%s | %d | %d | %d/%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %d", row.name, i+1, l.Writes, l.Delivered, l.Expected,
-				l.P50, l.P90, l.P99, l.P999, l.Max, l.WriteP50, l.WriteP99, l.Errors)
+			t.Rowf("%s | %d | %d | %d/%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %d", row.name, i+1, l.Writes, l.Delivered,
+				l.Expected, l.P50, l.P90, l.P99, l.P999, l.Max, l.WriteP50, l.WriteP99, l.AfterAnswerP50, l.AfterAnswerP99, l.Errors)
 		}
 	}
 	d.Table(t)
