@@ -322,7 +322,7 @@ func (h *Hub) watch(rev int64) {
 	defer h.wg.Done()
 	for h.ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(h.ctx)
-		wch := h.kv.Watch(clientv3.WithRequireLeader(wctx), h.cfg.Prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(rev))
+		wch := h.kv.Watch(wctx, h.cfg.Prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(rev))
 		var failure error
 		for resp := range wch {
 			if err := resp.Err(); err != nil {

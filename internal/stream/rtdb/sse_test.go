@@ -510,3 +510,48 @@ func TestSSEKVRestart(t *testing.T) {
 	})
 	l.expect(t, "put", "/b", `2`)
 }
+
+// TestHubResync: what the hub does when its watch fails (a compacted revision): every listened
+// path is read again and each listener's queue becomes a full put; later writes follow it.
+func TestHubResync(t *testing.T) {
+	kvURL := startKV(t)
+	base := startRTDB(t, func(c *Config) { c.KVEndpoints = []string{kvURL} })
+	cfg := DefaultConfig()
+	cfg.KVEndpoints = []string{kvURL}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	sub, err := s.Hub().Subscribe(ctx, "default", []string{"rs"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	next := func() *Event {
+		t.Helper()
+		nctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		evs, err := sub.Next(nctx)
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("want one event, got %d: %v", len(evs), err)
+		}
+		return evs[0]
+	}
+	if e := next(); e.Type != "put" || e.Path != "/" || string(e.Data) != "null" {
+		t.Fatalf("first event %s %s %s", e.Type, e.Path, e.Data)
+	}
+	do(t, "PUT", base+"/rs/a.json", `1`)
+	if e := next(); e.Path != "/a" {
+		t.Fatalf("got %s %s %s", e.Type, e.Path, e.Data)
+	}
+	s.Hub().resync()
+	if e := next(); e.Type != "put" || e.Path != "/" || string(e.Data) != `{"a":1}` {
+		t.Fatalf("after resync: %s %s %s, want a full put", e.Type, e.Path, e.Data)
+	}
+	do(t, "PUT", base+"/rs/b.json", `2`)
+	if e := next(); e.Path != "/b" || string(e.Data) != "2" {
+		t.Fatalf("after resync, a write: %s %s %s", e.Type, e.Path, e.Data)
+	}
+}
