@@ -449,3 +449,17 @@ func TestSSEKVRestart(t *testing.T) {
 	})
 	l.expect(t, "put", "/b", `2`)
 }
+
+// TestSSERootListener: a listener on the database's root, which may itself be a leaf.
+func TestSSERootListener(t *testing.T) {
+	base := startRTDB(t, nil)
+	l := listen(t, base+"/.json?ns=rootdb")
+	l.expect(t, "put", "/", `null`)
+	do(t, "PUT", base+"/.json?ns=rootdb", `5`)
+	l.expect(t, "put", "/", `5`)
+	do(t, "PUT", base+"/a/b.json?ns=rootdb", `1`)
+	l.expect(t, "put", "/", `{"a":{"b":1}}`)
+	do(t, "PUT", base+"/a/b.json", `2`) // another database
+	do(t, "PATCH", base+"/.json?ns=rootdb", `{"a/c":3,"d":4}`)
+	l.expect(t, "patch", "/", `{"a":{"b":1,"c":3},"d":4}`)
+}
