@@ -28,7 +28,7 @@ func TestProfileSSE(t *testing.T) {
 	defer rs.stop()
 	tr := &http.Transport{MaxIdleConnsPerHost: 4 * cfg.Listeners}
 	defer tr.CloseIdleConnections()
-	l, err := sseLatency(context.Background(), cfg, &http.Client{Transport: tr}, "http://"+rs.addr)
+	l, err := sseLatency(context.Background(), cfg, &http.Client{Transport: tr}, "http://"+rs.addr, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ JSON next to it.`,
 				if !f.Changed("warmup") {
 					cfg.Warmup = 1e9
 				}
+				if !f.Changed("repeats") {
+					cfg.Repeats = 1
+				}
 				if !f.Changed("throughput-duration") {
 					cfg.ThroughputDuration = 2e9
 				}
@@ -62,6 +65,7 @@ JSON next to it.`,
 	f.IntVar(&cfg.Listeners, "listeners", cfg.Listeners, "SSE listeners on the written path (and raw kv watches in the baseline)")
 	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "writes/s of the latency phases (open loop)")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each latency phase after the warmup")
+	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "repeats of the two latency phases, alternating which goes first")
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "writes before this are not counted")
 	f.IntVar(&cfg.ThroughputWriters, "throughput-writers", cfg.ThroughputWriters, "closed-loop writers of the writes/s phase")
 	f.DurationVar(&cfg.ThroughputDuration, "throughput-duration", cfg.ThroughputDuration, "length of the writes/s phase")
