@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
@@ -34,14 +33,14 @@ type BridgeConfig struct {
 	// Brokers names the kafka components to bootstrap from (one is enough; required).
 	Brokers       []string      `yaml:"brokers"`
 	KeyField      string        `yaml:"key_field"`
-	Linger        time.Duration `yaml:"linger"`
+	Linger        spec.Duration `yaml:"linger"`
 	BatchMaxBytes spec.Bytes    `yaml:"batch_max_bytes"`
 	Compression   string        `yaml:"compression"`
 	Acks          string        `yaml:"acks"`
 	// Idempotent turns the idempotent producer off when false (default true).
 	Idempotent   *bool         `yaml:"idempotent"`
 	MaxBodyBytes spec.Bytes    `yaml:"max_body_bytes"`
-	AckTimeout   time.Duration `yaml:"ack_timeout"`
+	AckTimeout   spec.Duration `yaml:"ack_timeout"`
 }
 
 // bridgeConfig is the bridge configuration c renders, brokers left out.
@@ -52,8 +51,8 @@ func (c *BridgeConfig) bridgeConfig() bridge.Config {
 	if c.KeyField != "" {
 		b.KeyField = c.KeyField
 	}
-	if c.Linger > 0 {
-		b.Linger = c.Linger
+	if c.Linger.Duration > 0 {
+		b.Linger = c.Linger.Duration
 	}
 	if c.BatchMaxBytes > 0 {
 		b.BatchMaxBytes = int32(min(c.BatchMaxBytes, 1<<30))
@@ -70,8 +69,8 @@ func (c *BridgeConfig) bridgeConfig() bridge.Config {
 	if c.MaxBodyBytes > 0 {
 		b.MaxBodyBytes = int64(c.MaxBodyBytes)
 	}
-	if c.AckTimeout > 0 {
-		b.AckTimeout = c.AckTimeout
+	if c.AckTimeout.Duration > 0 {
+		b.AckTimeout = c.AckTimeout.Duration
 	}
 	return b
 }
@@ -83,7 +82,7 @@ func (c *BridgeConfig) validate() error {
 	if len(c.Brokers) == 0 {
 		return errors.New("brokers is required: the kafka component(s) to produce to")
 	}
-	if c.Linger < 0 || c.BatchMaxBytes < 0 || c.MaxBodyBytes < 0 || c.AckTimeout < 0 {
+	if c.Linger.Duration < 0 || c.BatchMaxBytes < 0 || c.MaxBodyBytes < 0 || c.AckTimeout.Duration < 0 {
 		return errors.New("linger, batch_max_bytes, max_body_bytes and ack_timeout must be >= 0 (0: the default)")
 	}
 	return c.bridgeConfig().Validate()
