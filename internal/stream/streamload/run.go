@@ -28,7 +28,7 @@ import (
 // Output files, beside the load engine's stats.json, timeseries.csv, percentiles.csv (the
 // end-to-end latency CDF) and latency.hlog.
 const (
-	ReportFile   = "streamload.json"    // Report
+	ReportFile   = "streamload.json"     // Report
 	TimelineFile = "stream-timeline.csv" // per second of sending: sent, acked, received, lost, last receipt
 	RecordsFile  = "records.csv.gz"      // per record: its latency and receipts
 )
@@ -90,10 +90,10 @@ type Report struct {
 
 // Verify is what the database held after the grace period.
 type Verify struct {
-	Records    int64 `json:"records"`    // records under the path
-	Missing    int64 `json:"missing"`    // acknowledged, absent
-	Mismatched int64 `json:"mismatched"` // present with other content
-	Unexpected int64 `json:"unexpected"` // present, never sent by this run (or unparseable)
+	Records    int64  `json:"records"`    // records under the path
+	Missing    int64  `json:"missing"`    // acknowledged, absent
+	Mismatched int64  `json:"mismatched"` // present with other content
+	Unexpected int64  `json:"unexpected"` // present, never sent by this run (or unparseable)
 	Error      string `json:"error,omitempty"`
 }
 
@@ -159,6 +159,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		stopSub()
 		subDone.Wait()
 		return nil, fmt.Errorf("subscriber (%s) not ready within %v", cfg.Subscribe, cfg.Timeout)
+	}
+	if cfg.Send == SendBridge {
+		if err := waitHealthy(ctx, strings.TrimSuffix(cfg.SendURL, "/")+"/healthz", cfg.Timeout); err != nil {
+			stopSub()
+			close(sessReady)
+			subDone.Wait()
+			return nil, err
+		}
 	}
 	cpu0 := cpuSeconds()
 	sess, err := loadgen.NewSession(loadgen.Config{Duration: cfg.Duration, Warmup: cfg.Warmup, OutDir: cfg.OutDir,
@@ -236,6 +244,35 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	return rep, ctx.Err()
+}
+
+// waitHealthy waits until url answers 200: a stream bridge accepts posts once it reached
+// Kafka, which may be after it started listening (when the runner saw it ready).
+func waitHealthy(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy within %v: %v", url, timeout, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
