@@ -71,7 +71,7 @@ func keyOf(obj []byte, keyField string) ([]byte, error) {
 		s.space()
 		start := s.i
 		s.value()
-		if string(name) == keyField || (bytes.IndexByte(name, '\\') >= 0 && unquote(name) == keyField) {
+		if string(name[1:len(name)-1]) == keyField || (bytes.IndexByte(name, '\\') >= 0 && unquote(name) == keyField) {
 			raw := obj[start:s.i]
 			switch raw[0] {
 			case '"':
