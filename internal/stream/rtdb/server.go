@@ -33,6 +33,8 @@ type Config struct {
 	ShutdownTimeout time.Duration // drain on shutdown (default 10 s)
 	Logger          *slog.Logger  // default slog.Default()
 	Now             func() time.Time
+	// Stream configures listeners (SSE and the subscription hub); zero fields take defaults.
+	Stream StreamConfig
 }
 
 // DefaultConfig is the emulator's port, a local kv and a 16 MiB body limit.
@@ -40,7 +42,7 @@ func DefaultConfig() Config {
 	return Config{
 		ListenAddr: ":9000", KVEndpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/rtdb",
 		DefaultNamespace: "default", MaxBodyBytes: 16 << 20, RequestTimeout: 30 * time.Second,
-		DialTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second,
+		DialTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second, Stream: DefaultStreamConfig(),
 	}
 }
 
@@ -70,6 +72,9 @@ func (c Config) Validate() error {
 	if c.RequestTimeout <= 0 || c.DialTimeout <= 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("request and dial timeouts must be > 0, the shutdown timeout >= 0"))
 	}
+	if err := c.Stream.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -81,6 +86,9 @@ type Server struct {
 	st   *store
 	push *PushIDs
 	log  *slog.Logger
+	// hub serves every listener (SSE here, the WebSocket protocol too) from one kv watch.
+	hub    *Hub
+	stream StreamConfig
 }
 
 // New connects to the kv endpoints (lazily: the first request fails if none answers).
@@ -98,12 +106,20 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kv client: %w", err)
 	}
+	stream := cfg.Stream.withDefaults()
+	hub := NewHub(kv, HubConfig{Prefix: cfg.Prefix, ListenerBufferBytes: stream.ListenerBufferBytes, Logger: cfg.Logger})
 	return &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now},
-		push: NewPushIDs(cfg.Now), log: cfg.Logger}, nil
+		push: NewPushIDs(cfg.Now), log: cfg.Logger, hub: hub, stream: stream}, nil
 }
 
-// Close closes the kv client.
-func (s *Server) Close() error { return s.kv.Close() }
+// Hub is the server's subscription hub, for protocols served beside REST (the WebSocket one).
+func (s *Server) Hub() *Hub { return s.hub }
+
+// Close ends the listeners and closes the kv client.
+func (s *Server) Close() error {
+	s.hub.Close()
+	return s.kv.Close()
+}
 
 // waitKV waits up to DialTimeout for the kv store to answer a read, so that a server pointed at
 // an address where nothing listens says so and exits instead of serving only errors.
@@ -141,6 +157,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(s.hub.Close) // streams end, so Shutdown need not wait for them
 	s.log.Info("realtime database listening", "addr", ln.Addr().String(), "kv", strings.Join(cfg.KVEndpoints, ","))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -177,6 +194,10 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/healthz" {
 		io.WriteString(w, "ok\n")
+		return
+	}
+	if wantsEventStream(r) {
+		s.serveSSE(w, r) // a stream: not bounded by RequestTimeout
 		return
 	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")

@@ -1,0 +1,205 @@
+package rtdb
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// StreamConfig configures listeners: REST streaming (SSE) and the hub under it.
+type StreamConfig struct {
+	// KeepAlive is the interval of "keep-alive" events on an idle stream (default 30 s, as
+	// Firebase sends them).
+	KeepAlive time.Duration
+	// WriteTimeout closes a stream whose client does not take one burst of events within it
+	// (default 30 s), so a dead client cannot pin its goroutine.
+	WriteTimeout time.Duration
+	// ListenerBufferBytes bounds the events queued for one listener (default 4 MiB); past it the
+	// queue becomes one full put of the current value.
+	ListenerBufferBytes int
+	// ReadAuth, when set, decides whether a stream's caller may read its path (nil: everyone
+	// may, as there are no rules). The security rules fill it.
+	ReadAuth ReadAuthorizer
+}
+
+// ReadAuthorizer says whether the caller of r may read path in database ns. An error answers
+// 401 with the error's text, as a denied grant does with "Permission denied".
+type ReadAuthorizer func(r *http.Request, ns string, path []string) (ReadGrant, error)
+
+// ReadGrant is a read permission for one stream.
+type ReadGrant struct {
+	Allowed bool
+	// Expires is when the caller's credential expires (zero: never); the stream then sends
+	// "auth_revoked" and ends, and the client re-authenticates and listens again.
+	Expires time.Time
+	// Revoked, when not nil, is closed when the read is no longer allowed (the rules or the data
+	// they depend on changed); the stream then sends "cancel" and ends.
+	Revoked <-chan struct{}
+}
+
+// DefaultStreamConfig is Firebase's keep-alive interval and a 4 MiB listener buffer.
+func DefaultStreamConfig() StreamConfig {
+	return StreamConfig{KeepAlive: 30 * time.Second, WriteTimeout: 30 * time.Second, ListenerBufferBytes: 4 << 20}
+}
+
+func (c StreamConfig) validate() error {
+	if c.KeepAlive < 0 || c.WriteTimeout < 0 || c.ListenerBufferBytes < 0 {
+		return errors.New("stream keep-alive, write timeout and listener buffer must be >= 0 (0: the default)")
+	}
+	return nil
+}
+
+// withDefaults fills zero fields.
+func (c StreamConfig) withDefaults() StreamConfig {
+	d := DefaultStreamConfig()
+	if c.KeepAlive == 0 {
+		c.KeepAlive = d.KeepAlive
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = d.WriteTimeout
+	}
+	if c.ListenerBufferBytes == 0 {
+		c.ListenerBufferBytes = d.ListenerBufferBytes
+	}
+	return c
+}
+
+// wantsEventStream: a GET asking for text/event-stream is a listener (Firebase's REST streaming).
+func wantsEventStream(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// serveSSE streams the value at the request's path: a put of the whole value at "/", then a
+// put or patch per change, keep-alive when idle, and cancel or auth_revoked when the read
+// permission ends. It returns when the client goes, the server shuts down or a write times out.
+func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ns := q.Get("ns")
+	if ns == "" {
+		ns = s.cfg.DefaultNamespace
+	}
+	if !validNamespace(ns) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("Invalid namespace %q: lowercase letters, digits and '-' only", ns))
+		return
+	}
+	path, err := ParseURLPath(r.URL.EscapedPath())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	qu, err := ParseQuery(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if q.Get("shallow") == "true" {
+		writeError(w, http.StatusBadRequest, "shallow is not supported when streaming (Accept: text/event-stream)")
+		return
+	}
+	grant := ReadGrant{Allowed: true}
+	if s.stream.ReadAuth != nil {
+		if grant, err = s.stream.ReadAuth(r, ns, path); err != nil {
+			writeError(w, http.StatusUnauthorized, err.Error())
+			return
+		}
+		if !grant.Allowed {
+			writeError(w, http.StatusUnauthorized, "Permission denied")
+			return
+		}
+	}
+	sub, err := s.hub.Subscribe(r.Context(), ns, path, qu)
+	if err != nil {
+		if errors.Is(err, ErrHubClosed) {
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+		} else {
+			writeError(w, http.StatusInternalServerError, "Internal error: "+err.Error())
+		}
+		return
+	}
+	defer sub.Close()
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Access-Control-Allow-Origin", "*")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	flush := func() bool {
+		rc.SetWriteDeadline(time.Now().Add(s.stream.WriteTimeout))
+		if bw.Flush() != nil || rc.Flush() != nil {
+			return false
+		}
+		return true
+	}
+	if !flush() {
+		return
+	}
+
+	// The reader of the subscription runs here; events come through evc so this loop can also
+	// send keep-alives, and stop at expiry or revocation.
+	type batch struct {
+		evs []*Event
+		err error
+	}
+	evc := make(chan batch)
+	ctx := r.Context()
+	stop := make(chan struct{})
+	readerDone := make(chan struct{})
+	defer func() { close(stop); sub.Close(); <-readerDone }()
+	go func() {
+		defer close(readerDone)
+		for {
+			evs, err := sub.Next(ctx)
+			select {
+			case evc <- batch{evs, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	keepAlive := time.NewTicker(s.stream.KeepAlive)
+	defer keepAlive.Stop()
+	var expiry <-chan time.Time
+	if !grant.Expires.IsZero() {
+		t := time.NewTimer(time.Until(grant.Expires))
+		defer t.Stop()
+		expiry = t.C
+	}
+	for {
+		select {
+		case b := <-evc:
+			if b.err != nil {
+				return // the client went, or the server is shutting down: the client reconnects
+			}
+			for _, ev := range b.evs {
+				bw.Write(ev.SSE())
+			}
+			if !flush() {
+				return
+			}
+			keepAlive.Reset(s.stream.KeepAlive)
+		case <-keepAlive.C:
+			bw.WriteString("event: keep-alive\ndata: null\n\n")
+			if !flush() {
+				return
+			}
+		case <-expiry:
+			bw.WriteString("event: auth_revoked\ndata: \"credential is no longer valid\"\n\n")
+			flush()
+			return
+		case <-grant.Revoked:
+			bw.WriteString("event: cancel\ndata: null\n\n")
+			flush()
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
