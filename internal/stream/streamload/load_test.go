@@ -218,3 +218,29 @@ func mustStats(t *testing.T, dir string) results.Stats {
 	}
 	return st
 }
+
+// TestUsersCloudOnly is the cloud-only path end to end against a real realtime-db on kv: users
+// PUT, a Firebase SSE listener on the same database receives; every record arrives once with
+// its content, and the database holds exactly the records sent.
+func TestUsersCloudOnly(t *testing.T) {
+	url := startRTDB(t)
+	out := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.SendURL, cfg.SubscribeURL, cfg.Verify, cfg.Run = url, url, true, "c1"
+	cfg.Users, cfg.Requests, cfg.Interval, cfg.IntervalSD, cfg.Payload = 20, 10, 40*time.Millisecond, 10*time.Millisecond, 1024
+	cfg.Duration, cfg.Grace, cfg.OutDir = time.Minute, 20*time.Second, out
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := mustStats(t, out); st.Series[SeriesAck].Errors > 0 {
+		t.Fatalf("sends failed: %v", st.Series[SeriesAck].ErrorsByType)
+	}
+	if rep.Sent != 200 || rep.Acked != 200 || rep.Received != 200 || rep.Lost != 0 || rep.Duplicated != 0 ||
+		rep.Mismatched != 0 || rep.Foreign != 0 || rep.Partial != 0 {
+		t.Errorf("report %+v: want 200 sent, acked and received once as sent", rep)
+	}
+	if rep.Verify == nil || *rep.Verify != (Verify{Records: 200}) {
+		t.Errorf("verify %+v: want the 200 records as sent", rep.Verify)
+	}
+}
