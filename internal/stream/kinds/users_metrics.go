@@ -35,7 +35,7 @@ func usersMetrics(out kind.RunOutput) map[string]map[string]float64 {
 			"planned": float64(r.Planned), "sent": float64(r.Sent), "acked": float64(r.Acked), "unacked": float64(r.Unacked),
 			"received": float64(r.Received), "received_unacked": float64(r.ReceivedUnacked), "lost": float64(r.Lost),
 			"duplicated": float64(r.Duplicated), "mismatched": float64(r.Mismatched), "foreign": float64(r.Foreign),
-			"partial": float64(r.Partial), "reconnects": float64(r.Reconnects), "max_latency_ms": r.MaxLatencyMS,
+			"partial": float64(r.Partial), "reconnects": float64(r.Reconnects), "resyncs": float64(r.Resyncs), "max_latency_ms": r.MaxLatencyMS,
 			"records_per_s": r.RecordsPerS, "cpu_cores": r.CPUCores}
 		if v := r.Verify; v != nil {
 			f["db_records"], f["db_missing"], f["db_mismatched"], f["db_unexpected"] =

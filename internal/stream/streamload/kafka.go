@@ -23,6 +23,8 @@ type kafkaSub struct {
 
 func (k *kafkaSub) reconnects() int64 { return k.recon.Load() }
 
+func (k *kafkaSub) resyncCount() int64 { return 0 }
+
 func (k *kafkaSub) run(ctx context.Context, ready chan<- struct{}, deliver func(string, []byte, bool)) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.brokers...), kgo.ConsumeTopics(k.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),

@@ -68,16 +68,18 @@ type Report struct {
 	ReceivedUnacked int64 `json:"received_unacked"`
 	// Lost were acknowledged and never received within the grace period.
 	Lost int64 `json:"lost"`
-	// Duplicated counts receipts after the first (by id); a realtime-db listener's initial
-	// snapshot after a reconnect does not count (Firebase resends the whole value then).
+	// Duplicated counts receipts after the first (by id); records in a realtime-db put of the
+	// whole value (a connection's first event, a server's resync) do not count.
 	Duplicated int64 `json:"duplicated"`
 	// Mismatched arrived with content other than what was sent; Foreign are events for ids
 	// this run did not send; Partial are events below a record (a field of it).
 	Mismatched int64 `json:"mismatched"`
 	Foreign    int64 `json:"foreign"`
 	Partial    int64 `json:"partial"`
-	// SnapshotRecords came in a listener's initial snapshot.
+	// SnapshotRecords came in puts of the whole value; Resyncs are such puts after a
+	// connection's first event (the server re-sent everything to a listener that fell behind).
 	SnapshotRecords int64 `json:"snapshot_records"`
+	Resyncs         int64 `json:"resyncs"`
 	Reconnects      int64 `json:"reconnects"`
 	// MaxLatencyMS is the largest end-to-end latency, unclamped (the HDR series clamp at 60 s).
 	MaxLatencyMS float64 `json:"max_latency_ms"`
@@ -115,6 +117,8 @@ func (e *httpStatusError) ErrorType() string { return "http_" + strconv.Itoa(e.c
 type subscriber interface {
 	run(ctx context.Context, ready chan<- struct{}, deliver func(id string, raw []byte, snapshot bool))
 	reconnects() int64
+	// resyncCount is how many times the server re-sent the whole value mid-stream.
+	resyncCount() int64
 }
 
 // Run drives the users and the subscriber for cfg.Duration, waits up to cfg.Grace for records
@@ -223,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Planned: int64(cfg.Users) * int64(cfg.Requests), Sent: c.Sent, Acked: c.Acked, Unacked: c.Unacked,
 		Received: c.Received, ReceivedUnacked: c.ReceivedUnacked, Lost: c.Lost,
 		Duplicated: t.duplicated.Load(), Mismatched: t.mismatched.Load(), Foreign: t.foreign.Load(),
-		Partial: t.partial.Load(), SnapshotRecords: t.snapshot.Load(), Reconnects: sub.reconnects(),
+		Partial: t.partial.Load(), SnapshotRecords: t.snapshot.Load(), Reconnects: sub.reconnects(), Resyncs: sub.resyncCount(),
 		MaxLatencyMS: c.MaxLatencyMS, CPUCores: (cpuSeconds() - cpu0) / elapsed.Seconds()}
 	rows := t.timeline(t0)
 	for _, r := range rows {

@@ -22,19 +22,24 @@ import (
 //	data: {"path":"/rel/path","data":<JSON>}
 //
 // plus keep-alive (data null), cancel and auth_revoked. The first event of a connection is a
-// put of the whole value at "/". Records written at <path>/<id> arrive as put at "/<id>" or as
+// put of the whole value at "/" (and a server may resync a listener that fell behind with
+// another one). Records written at <path>/<id> arrive as put at "/<id>" or as
 // a patch at "/" naming several ids. On any error it reconnects with a growing back-off; the
-// first event of the new connection is the whole value again, whose records are not counted as
-// duplicates (see deliverSnapshot).
+// first event of the new connection is the whole value again. Records in a put at "/" are not
+// counted as duplicates.
 type sseSub struct {
 	url   string
 	log   *slog.Logger
 	recon atomic.Int64
+	// resyncs counts puts at "/" after a connection's first event.
+	resyncs atomic.Int64
 	// client is the HTTP client (default: one without a timeout: the stream is long-lived).
 	client *http.Client
 }
 
 func (s *sseSub) reconnects() int64 { return s.recon.Load() }
+
+func (s *sseSub) resyncCount() int64 { return s.resyncs.Load() }
 
 func (s *sseSub) run(ctx context.Context, ready chan<- struct{}, deliver func(string, []byte, bool)) {
 	client := s.client
@@ -100,7 +105,13 @@ func (s *sseSub) stream(ctx context.Context, client *http.Client, markReady func
 			if err := json.Unmarshal(data, &ev); err != nil {
 				return fmt.Errorf("%s event: %w", event, err)
 			}
-			snapshot := first && event == "put" && ev.Path == "/"
+			// A put at "/" replaces the whole value: the first event of a connection, and, mid-
+			// stream, a server's resync (a listener whose queue overflowed gets one full put
+			// instead). Its records are not new deliveries, so they are not duplicates.
+			snapshot := event == "put" && ev.Path == "/"
+			if snapshot && !first {
+				s.resyncs.Add(1)
+			}
 			first = false
 			markReady() // before delivering: deliver waits for the users' session, which waits for this
 			dispatchEvent(event, ev.Path, ev.Data, snapshot, deliver)
