@@ -240,6 +240,9 @@ func TestUsersCloudOnly(t *testing.T) {
 		rep.Mismatched != 0 || rep.Foreign != 0 || rep.Partial != 0 {
 		t.Errorf("report %+v: want 200 sent, acked and received once as sent", rep)
 	}
+	if rep.Resyncs != 0 || rep.Reconnects != 0 {
+		t.Errorf("resyncs %d, reconnects %d: want none (the first record's put of the whole path is not one)", rep.Resyncs, rep.Reconnects)
+	}
 	if rep.Verify == nil || *rep.Verify != (Verify{Records: 200}) {
 		t.Errorf("verify %+v: want the 200 records as sent", rep.Verify)
 	}

@@ -93,7 +93,7 @@ func (s *sseSub) stream(ctx context.Context, client *http.Client, markReady func
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		return false, fmt.Errorf("content type %q: the server does not stream (want text/event-stream)", ct)
 	}
-	first := true
+	first, seen := true, false
 	err = readEvents(resp.Body, func(event string, data []byte) error {
 		got = true
 		switch event {
@@ -108,11 +108,14 @@ func (s *sseSub) stream(ctx context.Context, client *http.Client, markReady func
 			// A put at "/" replaces the whole value: the first event of a connection, and, mid-
 			// stream, a server's resync (a listener whose queue overflowed gets one full put
 			// instead). Its records are not new deliveries, so they are not duplicates.
+			// (A put at "/" also comes when the location goes from absent to present: the
+			// first record under an empty path. Only one after records arrived is a resync.)
 			snapshot := event == "put" && ev.Path == "/"
-			if snapshot && !first {
+			if snapshot && !first && seen {
 				s.resyncs.Add(1)
 			}
 			first = false
+			seen = seen || !bytes.Equal(bytes.TrimSpace(ev.Data), []byte("null"))
 			markReady() // before delivering: deliver waits for the users' session, which waits for this
 			dispatchEvent(event, ev.Path, ev.Data, snapshot, deliver)
 		case "keep-alive":
