@@ -45,4 +45,39 @@
 // {".sv": "timestamp"} is the server's time in ms; {".sv": {"increment": n}} adds n to the number
 // there (or writes n when there is none), read and written in the write's guarded Txn, so
 // concurrent increments never lose one.
+//
+// # Listeners (hub.go: the API the SSE and WebSocket protocols share)
+//
+// Hub.Subscribe(ctx, ns, path, query) returns a Subscription whose Next yields Events: first a
+// put of the whole value at "/", then one event per kv revision that changed what the listener
+// sees, oldest first. An Event is Firebase's: a "put" of Data at Path (relative to the listened
+// path) or a "patch" of several children of Path (null deletes one). One REST write is one kv Txn,
+// so one revision, so one event: a multi-path PATCH arrives as one patch. Events are shared by
+// every listener of the same path and query (Event.SSE is encoded once for all of them).
+//
+// One kv watch per server covers every database (prefix "<prefix>/"), started at the first
+// Subscribe; a trie of listened paths routes each revision's keys to the paths at, above and
+// (for a leaf written above them) below those keys. Listeners of one path and query share a
+// topic: the subtree cached at the topic's revision, kept current by the watch. A new topic reads
+// its subtree once (revision R) while the watch keeps the revisions it delivers meanwhile; those
+// after R are applied to the read, those up to R dropped: no gap, no duplicate (the watch began
+// before the read, at a revision the read cannot precede). A listener joining an existing topic
+// gets its put from the cache without reading kv (a reconnect storm costs no kv reads).
+//
+// A query (orderBy, limits, bounds) is re-evaluated on the topic's cached subtree at every
+// revision that touched it; the children that entered, left or changed in the result are sent.
+//
+// When the watch fails (its revision was compacted, or it was cancelled), the hub restarts it at
+// the current revision and re-reads every topic as above; each listener's queue is replaced by a
+// full put, so clients end in the right state. A kv member restarting with its data is resumed by
+// the etcd client's watch itself (from the next revision), with nothing resent.
+//
+// Slow listeners: the hub never waits for a reader. Each Subscription queues at most
+// ListenerBufferBytes of event data; an event that would exceed it replaces the whole queue by
+// one full put of the topic's current value, so a slow client skips intermediate states but ends
+// right, and its memory is bounded by the buffer plus one value. A reader that never reads (a
+// dead TCP peer) is dropped by the SSE writer's WriteTimeout.
+//
+// Resume: a client reconnecting (after a server restart, or a dropped stream) gets a full put,
+// as Firebase clients expect; there is no Last-Event-ID resume.
 package rtdb

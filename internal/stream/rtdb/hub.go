@@ -178,7 +178,8 @@ func (h *Hub) Close() {
 
 // Subscribe listens to the value at path in database ns (with q, or nil for the whole value).
 // The subscription's first event is a put of the whole value (path "/"), then one event per kv
-// revision that changed what it sees. Close it when done.
+// revision that changed what it sees. ctx bounds only the call (the first one starts the kv
+// watch); the subscription lasts until Close or the hub's Close. Close it when done.
 func (h *Hub) Subscribe(ctx context.Context, ns string, path []string, q *Query) (*Subscription, error) {
 	if err := h.start(ctx); err != nil {
 		return nil, err
@@ -321,7 +322,7 @@ func (h *Hub) watch(rev int64) {
 	defer h.wg.Done()
 	for h.ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(h.ctx)
-		wch := h.kv.Watch(clientv3.WithRequireLeader(wctx), h.cfg.Prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(rev))
+		wch := h.kv.Watch(wctx, h.cfg.Prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(rev))
 		var failure error
 		for resp := range wch {
 			if err := resp.Err(); err != nil {

@@ -70,8 +70,10 @@ func (t *topic) advance(rev int64, cs []change) *Event {
 		}
 	}
 	t.view = t.tree
+	// Not above the listener's children: a record written under an empty /records reaches
+	// a listener there as a put of "/<id>", as Firebase sends it, not as a put of "/".
 	k := len(c)
-	for k > 0 && (oldNil[k-1] || at(t.tree, c[:k-1]) == nil) {
+	for k > 1 && (oldNil[k-1] || at(t.tree, c[:k-1]) == nil) {
 		k--
 	}
 	if k < len(c) {

@@ -100,6 +100,25 @@ func (s *Subscription) Next(ctx context.Context) ([]*Event, error) {
 	}
 }
 
+// Ready is signalled when events (or the end) may be waiting: a reader that also waits for other
+// things (timers, its connection) selects on it, then calls TryNext.
+func (s *Subscription) Ready() <-chan struct{} { return s.wake }
+
+// TryNext is Next without waiting: the queued events, or the end's reason, or neither (nil, nil).
+func (s *Subscription) TryNext() ([]*Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.q) > 0 {
+		evs := s.q
+		s.q, s.qBytes = nil, 0
+		return evs, nil
+	}
+	if s.ended {
+		return nil, s.err
+	}
+	return nil, nil
+}
+
 // Overflows is how many times the queue outgrew its limit and was replaced by a full put.
 func (s *Subscription) Overflows() int {
 	s.mu.Lock()

@@ -139,31 +139,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// The reader of the subscription runs here; events come through evc so this loop can also
-	// send keep-alives, and stop at expiry or revocation.
-	type batch struct {
-		evs []*Event
-		err error
-	}
-	evc := make(chan batch)
 	ctx := r.Context()
-	stop := make(chan struct{})
-	readerDone := make(chan struct{})
-	defer func() { close(stop); sub.Close(); <-readerDone }()
-	go func() {
-		defer close(readerDone)
-		for {
-			evs, err := sub.Next(ctx)
-			select {
-			case evc <- batch{evs, err}:
-			case <-stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
 	keepAlive := time.NewTicker(s.stream.KeepAlive)
 	defer keepAlive.Stop()
 	var expiry <-chan time.Time
@@ -174,11 +150,15 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		select {
-		case b := <-evc:
-			if b.err != nil {
-				return // the client went, or the server is shutting down: the client reconnects
+		case <-sub.Ready():
+			evs, err := sub.TryNext()
+			if err != nil {
+				return // the server is shutting down: the client reconnects
 			}
-			for _, ev := range b.evs {
+			if len(evs) == 0 {
+				continue
+			}
+			for _, ev := range evs {
 				bw.Write(ev.SSE())
 			}
 			if !flush() {

@@ -30,6 +30,8 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound on one request's kv work")
 	fs.DurationVar(&c.DialTimeout, "dial-timeout", c.DialTimeout, "timeout of connecting to the kv endpoints")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long to drain requests in flight on shutdown")
+	fs.DurationVar(&c.Stream.KeepAlive, "keep-alive", c.Stream.KeepAlive, "interval of keep-alive events on an idle stream (SSE)")
+	fs.IntVar(&c.Stream.ListenerBufferBytes, "listener-buffer-bytes", c.Stream.ListenerBufferBytes, "events queued per listener before they are coalesced into one full put")
 }
 
 func newRealtimeDBCmd() *cobra.Command {
