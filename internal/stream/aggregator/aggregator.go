@@ -117,6 +117,11 @@ func (a *Aggregator) Run(ctx context.Context) error {
 			}
 		})
 		recs := fs.Records()
+		if len(recs) == 0 && len(fs.Errors()) > 0 && !sleep(ctx, a.cfg.RetryMin) {
+			// A poll that brought only errors (a broker down) is not retried in a busy loop.
+			a.cl.AllowRebalance()
+			return nil
+		}
 		if len(recs) > 0 {
 			if err := a.writeAll(ctx, recs); err != nil {
 				a.cl.AllowRebalance()

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	if continuum.cleanup != nil {
 		continuum.cleanup()
 	}
-	os.Exit(code)
+	testenv.ExitUnlessLeaked(code, "stream/bridge.", "stream/aggregator.", "franz-go/pkg/kgo.")
 }
 
 func continuumBinary(t *testing.T) string {
