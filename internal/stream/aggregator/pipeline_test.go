@@ -382,3 +382,11 @@ func del(t *testing.T, base, path string) {
 	}
 	resp.Body.Close()
 }
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
