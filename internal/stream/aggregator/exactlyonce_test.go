@@ -17,10 +17,17 @@ import (
 // topic (3 partitions), consumer group and database path, and the broker-kill subtest, which
 // restarts the broker, runs last.
 func TestExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a broker, two SIGKILLs and a partition: a minute or two")
+	}
 	topics := []baselines.KafkaTopic{{Name: "eo-aggkill", Partitions: 3, Replication: 1},
 		{Name: "eo-partition", Partitions: 3, Replication: 1}, {Name: "eo-brokerkill", Partitions: 3, Replication: 1},
 		{Name: "eo-poison", Partitions: 1, Replication: 1}}
+	// Build the aggregator's binary while the broker starts (both take seconds).
+	built := make(chan struct{})
+	go func() { defer close(built); continuum.once.Do(buildContinuum) }()
 	p := startPipeline(t, topics...)
+	<-built
 	continuumBinary(t)
 	const n, clients, batch = 3000, 4, 25
 

@@ -45,9 +45,11 @@ func TestMain(m *testing.M) {
 	testenv.ExitUnlessLeaked(code, "stream/bridge.", "stream/aggregator.", "franz-go/pkg/kgo.")
 }
 
+func buildContinuum() { continuum.path, continuum.cleanup, continuum.err = testenv.Binary() }
+
 func continuumBinary(t *testing.T) string {
 	t.Helper()
-	continuum.once.Do(func() { continuum.path, continuum.cleanup, continuum.err = testenv.Binary() })
+	continuum.once.Do(buildContinuum)
 	if continuum.err != nil {
 		t.Fatal(continuum.err)
 	}
