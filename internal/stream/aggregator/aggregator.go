@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,20 +33,39 @@ type Aggregator struct {
 	log      *slog.Logger
 
 	// Counters, read with Stats.
-	written, dead, retries, commits atomic.Int64
+	written, dead, retries, commits, lastWrite atomic.Int64
 }
 
 // Stats are the aggregator's counters since it started.
 type Stats struct {
-	Written     int64 // records written (a record written again after a crash counts again)
-	DeadLetters int64 // poison records written under the dead-letter path
-	Retries     int64 // failed PATCH attempts retried
-	Commits     int64 // offset commits
+	Written     int64 `json:"written"`      // records written (a record written again after a crash counts again)
+	DeadLetters int64 `json:"dead_letters"` // poison records written under the dead-letter path
+	Retries     int64 `json:"retries"`      // failed PATCH attempts retried
+	Commits     int64 `json:"commits"`      // offset commits
+	// LastWriteUnixMs is when the last write was answered 2xx (0: none yet): after a partition
+	// heals, the time the backlog took to drain.
+	LastWriteUnixMs int64 `json:"last_write_unix_ms"`
 }
 
 // Stats reads the counters.
 func (a *Aggregator) Stats() Stats {
-	return Stats{a.written.Load(), a.dead.Load(), a.retries.Load(), a.commits.Load()}
+	return Stats{a.written.Load(), a.dead.Load(), a.retries.Load(), a.commits.Load(), a.lastWrite.Load()}
+}
+
+// writeStats replaces StatsFile with the counters (a temporary file renamed over it, so a
+// reader never sees half of one).
+func (a *Aggregator) writeStats() {
+	if a.cfg.StatsFile == "" {
+		return
+	}
+	b, _ := json.Marshal(a.Stats())
+	tmp := a.cfg.StatsFile + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err == nil {
+		err = os.Rename(tmp, a.cfg.StatsFile)
+		if err != nil {
+			a.log.Warn("stats file", "err", err)
+		}
+	}
 }
 
 // New creates the group member (joining on the first poll).
@@ -117,6 +137,11 @@ func (a *Aggregator) Run(ctx context.Context) error {
 			}
 		})
 		recs := fs.Records()
+		if len(recs) == 0 && len(fs.Errors()) > 0 && !sleep(ctx, a.cfg.RetryMin) {
+			// A poll that brought only errors (a broker down) is not retried in a busy loop.
+			a.cl.AllowRebalance()
+			return nil
+		}
 		if len(recs) > 0 {
 			if err := a.writeAll(ctx, recs); err != nil {
 				a.cl.AllowRebalance()
@@ -242,6 +267,7 @@ func (a *Aggregator) writeBatch(ctx context.Context, b []write) error {
 }
 
 func (a *Aggregator) count(b []write) {
+	a.lastWrite.Store(time.Now().UnixMilli())
 	for _, w := range b {
 		if w.dead {
 			a.dead.Add(1)
@@ -329,6 +355,16 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer a.Close()
+	if cfg.StatsFile != "" {
+		sctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for sleep(sctx, time.Second) {
+				a.writeStats()
+			}
+		})
+		defer func() { stop(); wg.Wait(); a.writeStats() }()
+	}
 	err = a.Run(ctx)
 	s := a.Stats()
 	a.log.Info("stream-aggregator stopped", "written", s.Written, "dead_letters", s.DeadLetters, "retries", s.Retries, "commits", s.Commits)

@@ -43,7 +43,10 @@ type Config struct {
 	WriteTimeout time.Duration
 	RetryMin     time.Duration
 	RetryMax     time.Duration
-	Logger       *slog.Logger // default slog.Default()
+	// StatsFile, when set, receives the counters (Stats as JSON) every second and at exit,
+	// replaced atomically, for whoever measures the aggregator (its kind's Metrics).
+	StatsFile string
+	Logger    *slog.Logger // default slog.Default()
 }
 
 // DefaultConfig is a group "continuum-aggregator" writing to /records of the default database.

@@ -2,12 +2,14 @@ package aggregator_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/stream/aggregator"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -15,10 +17,17 @@ import (
 // topic (3 partitions), consumer group and database path, and the broker-kill subtest, which
 // restarts the broker, runs last.
 func TestExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a broker, two SIGKILLs and a partition: a minute or two")
+	}
 	topics := []baselines.KafkaTopic{{Name: "eo-aggkill", Partitions: 3, Replication: 1},
 		{Name: "eo-partition", Partitions: 3, Replication: 1}, {Name: "eo-brokerkill", Partitions: 3, Replication: 1},
 		{Name: "eo-poison", Partitions: 1, Replication: 1}}
+	// Build the aggregator's binary while the broker starts (both take seconds).
+	built := make(chan struct{})
+	go func() { defer close(built); continuum.once.Do(buildContinuum) }()
 	p := startPipeline(t, topics...)
+	<-built
 	continuumBinary(t)
 	const n, clients, batch = 3000, 4, 25
 
@@ -73,7 +82,8 @@ func TestExactlyOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		startAggregator(t, aggArgs("poison", p.rtdb)...)
+		stats := filepath.Join(t.TempDir(), "stats.json")
+		startAggregator(t, append(aggArgs("poison", p.rtdb), "--stats-file", stats)...)
 		var dead map[string]map[string]any
 		testenv.EventuallyNoError(t, 2*time.Minute, "5 dead letters", func() error {
 			dead = nil
@@ -104,6 +114,16 @@ func TestExactlyOnce(t *testing.T) {
 		if got["ok-1"] == nil || got["ok-3"] == nil || got["eo-poison-0-6"] == nil {
 			t.Errorf("records %v: want ok-1, ok-3 and eo-poison-0-6 (no id)", got)
 		}
+		testenv.EventuallyNoError(t, time.Minute, "the stats file counting them", func() error {
+			var st aggregator.Stats
+			if err := readJSON(stats, &st); err != nil {
+				return err
+			}
+			if st.Written != 3 || st.DeadLetters != 5 || st.LastWriteUnixMs == 0 {
+				return errorf("stats %+v", st)
+			}
+			return nil
+		})
 		// Clear them so the other subtests' checks find no dead letters.
 		del(t, p.rtdb, "/dead-letters")
 	})

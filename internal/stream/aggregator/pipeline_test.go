@@ -42,12 +42,14 @@ func TestMain(m *testing.M) {
 	if continuum.cleanup != nil {
 		continuum.cleanup()
 	}
-	os.Exit(code)
+	testenv.ExitUnlessLeaked(code, "stream/bridge.", "stream/aggregator.", "franz-go/pkg/kgo.")
 }
+
+func buildContinuum() { continuum.path, continuum.cleanup, continuum.err = testenv.Binary() }
 
 func continuumBinary(t *testing.T) string {
 	t.Helper()
-	continuum.once.Do(func() { continuum.path, continuum.cleanup, continuum.err = testenv.Binary() })
+	continuum.once.Do(buildContinuum)
 	if continuum.err != nil {
 		t.Fatal(continuum.err)
 	}
@@ -381,4 +383,12 @@ func del(t *testing.T, base, path string) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }

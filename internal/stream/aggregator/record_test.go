@@ -88,3 +88,25 @@ func TestBatches(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Any record either becomes a write of a JSON object within the leaf bound, or a dead letter
+// that is itself a JSON object naming the record: none is lost or breaks the batch.
+func FuzzToWrite(f *testing.F) {
+	for _, s := range []string{`{"id":"a","v":1}`, `{"id":1.5e3,"a":[1,{"b":null}]}`, `[1]`, `{"id":"a.b"}`, "\xff\xfe", `{"v":{}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		r := &kgo.Record{Topic: "t", Partition: 1, Offset: 9, Value: value}
+		w := toWrite(r, []string{"records"}, []string{"dead"}, "id", 128)
+		var v map[string]any
+		if err := json.Unmarshal(w.value, &v); err != nil {
+			t.Fatalf("value %q: write %q is not a JSON object: %v", value, w.value, err)
+		}
+		switch {
+		case w.dead && w.path != "dead/t-1-9":
+			t.Fatalf("dead letter at %q", w.path)
+		case !w.dead && (w.leaves < 1 || w.leaves > 128 || !strings.HasPrefix(w.path, "records/")):
+			t.Fatalf("write %q with %d leaves", w.path, w.leaves)
+		}
+	})
+}

@@ -29,6 +29,11 @@ type Server struct {
 	// Kafka is believed unreachable (posts are answered 503 at once), nil otherwise.
 	connected atomic.Bool
 	down      atomic.Pointer[error]
+	// wake is closed (and replaced) when Kafka is found down, so that posts waiting for
+	// acknowledgements answer 503 then rather than at their timeout. Guarded by mu, read and
+	// replaced under it, so no waiter misses a close.
+	mu   sync.Mutex
+	wake chan struct{}
 
 	stop chan struct{}
 	wg   sync.WaitGroup // the prober
@@ -42,11 +47,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cl, err := kgo.NewClient(cfg.clientOpts()...)
+	s := &Server{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), wake: make(chan struct{})}
+	cl, err := kgo.NewClient(append(cfg.clientOpts(), kgo.WithHooks(dialHook{s}))...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	s := &Server{cfg: cfg, cl: cl, log: cfg.Logger, stop: make(chan struct{})}
+	s.cl = cl
 	s.wg.Add(1)
 	go s.probe()
 	return s, nil
@@ -90,10 +96,34 @@ func (s *Server) probe() {
 	}
 }
 
-// markDown records that Kafka failed to acknowledge for a reason other than the post itself.
+// markDown records that Kafka failed to acknowledge for a reason other than the post itself,
+// or that a broker could not be dialled, and wakes the posts waiting for acknowledgements.
 func (s *Server) markDown(err error) {
 	if s.down.Swap(&err) == nil {
 		s.log.Warn("kafka unavailable; answering 503 until a broker answers", "err", err)
+	}
+	s.mu.Lock()
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// woken is closed when Kafka is next found down.
+func (s *Server) woken() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wake
+}
+
+// dialHook marks Kafka down when a broker cannot be dialled: a broker that was killed refuses
+// connections at once, and posts should hear so then, not at their timeout. With a cluster a
+// dead broker marks the bridge down only until the prober's next ping (250 ms) succeeds
+// through another.
+type dialHook struct{ s *Server }
+
+func (h dialHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil {
+		h.s.markDown(fmt.Errorf("dial broker %s:%d: %w", meta.Host, meta.Port, err))
 	}
 }
 
@@ -164,10 +194,6 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request, topic string) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if e := s.down.Load(); e != nil {
-		writeError(w, http.StatusServiceUnavailable, "kafka unavailable: %v", *e)
-		return
-	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mb *http.MaxBytesError
@@ -191,6 +217,14 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request, topic string) {
 		}
 	}
 
+	// Bad input is refused as such whether or not Kafka is up; a good post while Kafka is
+	// believed down is refused at once. wake is taken first: Kafka found down after the check
+	// closes it.
+	wake := s.woken()
+	if s.down.Load() != nil {
+		s.unavailable(w)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.AckTimeout)
 	defer cancel()
 	// results is buffered for every record: callbacks that complete after this post gave up
@@ -216,6 +250,9 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request, topic string) {
 				return
 			}
 			offs[res.i] = res.off
+		case <-wake:
+			s.unavailable(w)
+			return
 		case <-ctx.Done():
 			if r.Context().Err() == nil {
 				s.markDown(fmt.Errorf("no acknowledgement within %v", s.cfg.AckTimeout))
@@ -226,6 +263,15 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request, topic string) {
 	}
 	s.connected.Store(true)
 	writeJSON(w, http.StatusOK, produceReply{Offsets: offs})
+}
+
+// unavailable answers a post while Kafka is believed down.
+func (s *Server) unavailable(w http.ResponseWriter) {
+	why := "down"
+	if e := s.down.Load(); e != nil {
+		why = (*e).Error()
+	}
+	writeError(w, http.StatusServiceUnavailable, "kafka unavailable: %s; nothing in this post is acknowledged: retry it", why)
 }
 
 // fail answers a post one of whose records Kafka did not take.

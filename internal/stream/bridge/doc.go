@@ -13,9 +13,10 @@
 //
 // The Kafka client is franz-go: pure Go (no cgo, so the binary stays static, unlike
 // confluent-kafka-go over librdkafka), actively maintained and current with Kafka's protocol
-// (KRaft, KIP-848 groups), with the idempotent producer on by default and per-partition
-// batching with linger and compression, which sarama's single async producer pipeline and
-// segmentio/kafka-go's writer (no idempotence) do not match.
+// (KRaft, KIP-848 groups), with the idempotent producer on by default and up to five requests
+// in flight per broker with it, per-partition batching with linger and compression. Sarama's
+// idempotent producer allows one request in flight (Net.MaxOpenRequests = 1) and
+// segmentio/kafka-go's writer has no idempotent producer at all.
 //
 // This package owns the HTTP side and the producer's settings; it knows nothing of the
 // aggregator, the realtime database or experiments.

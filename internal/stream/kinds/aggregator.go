@@ -3,6 +3,7 @@ package kinds
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
@@ -20,6 +21,10 @@ func init() {
 		Command:  aggregatorCommand,
 	})
 }
+
+// AggregatorStatsFile is the file in the instance's output directory where the aggregator
+// keeps its counters (aggregator.Stats as JSON).
+const AggregatorStatsFile = "aggregator-stats.json"
 
 // AggregatorConfig is the `config:` of a stream-aggregator component. Unset fields take the
 // aggregator's defaults (group continuum-aggregator, path /records, 128 leaves per PATCH).
@@ -83,5 +88,6 @@ func aggregatorCommand(env kind.Env, c *AggregatorConfig) (kind.Command, error) 
 	// Static membership named after the instance: a restarted aggregator (a restart event, or
 	// the platform's) takes its partitions back at once instead of after the session timeout.
 	f.Config.InstanceID = env.Instance
+	f.Config.StatsFile = filepath.Join(env.OutDir, AggregatorStatsFile)
 	return kind.Command{Args: append([]string{env.Binary, "stream-aggregator"}, cli.Args(streamcmd.DefaultAggregatorFlags(), f)...)}, nil
 }

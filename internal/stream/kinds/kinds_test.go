@@ -48,7 +48,7 @@ func TestRealtimeDBKindErrors(t *testing.T) {
 func TestBridgeAndAggregatorKinds(t *testing.T) {
 	_, kafka := kindtest.Decode(t, "kafka", "port: 9092\n")
 	_, db := kindtest.Decode(t, "realtime-db", "port: 9000\nstore: kv\n")
-	env := kind.Env{Binary: "/bin/continuum", Instance: "agg", Node: "edge", Components: map[string]kind.Component{
+	env := kind.Env{Binary: "/bin/continuum", Instance: "agg", Node: "edge", OutDir: "/o", Components: map[string]kind.Component{
 		"k": kindtest.Component(t, "edge", "kafka", kafka), "db": kindtest.Component(t, "cloud", "realtime-db", db)}}
 
 	k, cfg := kindtest.Decode(t, "stream-bridge", "port: 8091\nbrokers: [k]\nlinger: 5ms\ncompression: lz4\n")
@@ -73,7 +73,7 @@ func TestBridgeAndAggregatorKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = []string{"/bin/continuum", "stream-aggregator", "--brokers", "edge:9092", "--topics", "sensors", "--instance-id", "agg",
-		"--rtdb", "http://cloud:9000", "--ns", "demo"}
+		"--rtdb", "http://cloud:9000", "--ns", "demo", "--stats-file", "/o/aggregator-stats.json"}
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("aggregator args %q, want %q", cmd.Args, want)
 	}

@@ -40,6 +40,7 @@ func (f *AggregatorFlags) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "bound on one PATCH")
 	fs.DurationVar(&c.RetryMin, "retry-min", c.RetryMin, "first back-off after a failed write")
 	fs.DurationVar(&c.RetryMax, "retry-max", c.RetryMax, "largest back-off between write attempts")
+	fs.StringVar(&c.StatsFile, "stats-file", c.StatsFile, "write the counters as JSON here every second and at exit")
 }
 
 func newAggregatorCmd() *cobra.Command {

@@ -31,22 +31,22 @@ import (
 
 // Config is the bench's configuration.
 type Config struct {
-	Binary      string // the continuum binary whose stream-bridge is measured
-	RecordBytes int    // size of one record's JSON (default 1024)
-	Batch       []int  // records per post, one series each (default 100 and 1)
-	Clients     int    // concurrent posting clients (default 16)
-	Duration    time.Duration
-	Warmup      time.Duration
-	Repeats     int
+	Binary      string        `json:"-"`            // the continuum binary whose stream-bridge is measured
+	RecordBytes int           `json:"record_bytes"` // size of one record's JSON (default 1024)
+	Batch       []int         `json:"batch"`        // records per post, one series each (default 100 and 1)
+	Clients     int           `json:"clients"`      // concurrent posting clients (default 16)
+	Duration    time.Duration `json:"duration_ns"`
+	Warmup      time.Duration `json:"warmup_ns"`
+	Repeats     int           `json:"repeats"`
 	// PerfRecords is how many records each ProducerPerformance run sends.
-	PerfRecords int
+	PerfRecords int `json:"perf_records"`
 	// LatencyRate and LatencyDuration are the publish->consume latency run's (10k msg/s).
-	LatencyRate     int
-	LatencyDuration time.Duration
-	Partitions      int // of the bench topic (default 1)
-	Dir             string
-	Command         string
-	Log             io.Writer
+	LatencyRate     int           `json:"latency_rate"`
+	LatencyDuration time.Duration `json:"latency_duration_ns"`
+	Partitions      int           `json:"partitions"` // of the bench topic (default 1)
+	Dir             string        `json:"-"`
+	Command         string        `json:"-"`
+	Log             io.Writer     `json:"-"`
 }
 
 // DefaultConfig is the documented run (quick: one short repeat, for a smoke test).

@@ -68,6 +68,13 @@ func Markdown(res *Result) string {
 		t.Row(fmt.Sprintf("Kafka ProducerPerformance (Java, %d records)", c.PerfRecords), benchkit.Summarize(perfValues(res)).Format("%.0f"), "", "", "", "")
 	}
 	d.Table(t)
+	if len(c.Batch) > 0 {
+		b := c.Batch[0]
+		cores := benchkit.Median(bridgeValues(res, b, func(r BridgeRun) float64 { return r.Cores }))
+		if cores < 0.8 {
+			d.Para("**The bridge was not the limit**: with %d records per post it used %.2f of its core (median), so its records/s are what the broker and the load generator on the other CPU (with whatever else ran on the machine) sustained; the records per CPU-second are the better measure of the bridge itself.", b, cores)
+		}
+	}
 	d.Para("The bridge's records/s count records acknowledged to HTTP clients (200 after Kafka's acks); ProducerPerformance's are records acknowledged to the Java producer, with no HTTP in front. Records per CPU-second divide the bridge's records by the CPU time it used, what it would do with a whole core when the other CPU (broker and load generator) is the limit.")
 	d.Section("Publish to consume latency")
 	lt := benchkit.NewTable("lrrrr", "run", "achieved msg/s", "p50 ms", "p99 ms", "max ms")
