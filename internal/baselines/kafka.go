@@ -140,6 +140,14 @@ func KafkaFormatArgs(java, home, props, clusterID string, standalone bool) []str
 func KafkaClusterID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
+	return KafkaUUID(b)
+}
+
+// KafkaUUID renders 16 bytes as a Kafka id, clearing the top bit so the id never starts with
+// '-' or '_' (the storage tool would read "--cluster-id -x..." as a missing argument; Kafka's
+// own Uuid.randomUuid avoids a leading '-' too).
+func KafkaUUID(b [16]byte) string {
+	b[0] &^= 0x80
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 

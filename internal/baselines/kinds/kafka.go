@@ -2,7 +2,6 @@ package kinds
 
 import (
 	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -101,7 +100,7 @@ func kafkaQuorum(env kind.Env, c *KafkaConfig) (self baselines.KafkaNode, quorum
 // every member formats its storage with the same one.
 func kafkaClusterID(name string) string {
 	h := sha256.Sum256([]byte("continuum-kafka/" + name))
-	return base64.RawURLEncoding.EncodeToString(h[:16])
+	return baselines.KafkaUUID([16]byte(h[:16]))
 }
 
 // shq quotes s for /bin/sh.

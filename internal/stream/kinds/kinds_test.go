@@ -67,3 +67,55 @@ func TestRealtimeDBKindSecurity(t *testing.T) {
 		t.Errorf("jwt_keys without project_id: %v", err)
 	}
 }
+
+func TestBridgeAndAggregatorKinds(t *testing.T) {
+	_, kafka := kindtest.Decode(t, "kafka", "port: 9092\n")
+	_, db := kindtest.Decode(t, "realtime-db", "port: 9000\nstore: kv\n")
+	env := kind.Env{Binary: "/bin/continuum", Instance: "agg", Node: "edge", OutDir: "/o", Components: map[string]kind.Component{
+		"k": kindtest.Component(t, "edge", "kafka", kafka), "db": kindtest.Component(t, "cloud", "realtime-db", db)}}
+
+	k, cfg := kindtest.Decode(t, "stream-bridge", "port: 8091\nbrokers: [k]\nlinger: 5ms\ncompression: lz4\n")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/bin/continuum", "stream-bridge", "--listen", ":8091", "--brokers", "edge:9092", "--linger", "5ms", "--compression", "lz4"}
+	if !slices.Equal(cmd.Args, want) || cmd.ReadyAddr != "127.0.0.1:8091" {
+		t.Errorf("bridge args %q ready %q, want %q", cmd.Args, cmd.ReadyAddr, want)
+	}
+
+	k, cfg = kindtest.Decode(t, "stream-aggregator", "brokers: [k]\ntopics: [sensors]\nrtdb: db\nns: demo\n")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cmd, err = k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"/bin/continuum", "stream-aggregator", "--brokers", "edge:9092", "--topics", "sensors", "--instance-id", "agg",
+		"--rtdb", "http://cloud:9000", "--ns", "demo", "--stats-file", "/o/aggregator-stats.json"}
+	if !slices.Equal(cmd.Args, want) {
+		t.Errorf("aggregator args %q, want %q", cmd.Args, want)
+	}
+
+	for _, c := range []struct{ kind, yaml, want string }{
+		{"stream-bridge", "port: 8090\n", "brokers is required"},
+		{"stream-bridge", "brokers: [k]\nacks: leader\n", "idempotent producer needs acks all"},
+		{"stream-bridge", "brokers: [k]\ncompression: brotli\n", "want one of none, gzip"},
+		{"stream-aggregator", "brokers: [k]\nrtdb: db\n", "topics is required"},
+		{"stream-aggregator", "brokers: [k]\ntopics: [a]\n", "rtdb is required"},
+		{"stream-aggregator", "brokers: [k]\ntopics: [a]\nrtdb: db\npath: /x\ndead_letter_path: /x/dead\n", "neither may contain the other"},
+	} {
+		k, cfg := kindtest.Decode(t, c.kind, c.yaml)
+		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %q: %v, want %q", c.kind, c.yaml, err, c.want)
+		}
+	}
+	k, cfg = kindtest.Decode(t, "stream-bridge", "brokers: [db]\n")
+	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), "brokers") {
+		t.Errorf("brokers naming a realtime-db: %v", err)
+	}
+}

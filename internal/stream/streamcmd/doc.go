@@ -1,3 +1,5 @@
 // Package streamcmd is the stream system's command line: `continuum realtime-db`, the
-// Firebase-compatible realtime database (package stream/rtdb) on continuum kv or etcd.
+// Firebase-compatible realtime database (package stream/rtdb) on continuum kv or etcd;
+// `continuum stream-bridge` (HTTP to Kafka, package stream/bridge), `continuum stream-aggregator`
+// (Kafka into the realtime database, package stream/aggregator) and `continuum bench stream-bridge`.
 package streamcmd

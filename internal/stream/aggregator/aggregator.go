@@ -1,0 +1,375 @@
+package aggregator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb"
+)
+
+// Aggregator consumes its topics into the realtime database.
+type Aggregator struct {
+	cfg      Config
+	cl       *kgo.Client
+	hc       *http.Client
+	url      string // the root's PATCH URL
+	path     []string
+	deadPath []string
+	log      *slog.Logger
+
+	// Counters, read with Stats.
+	written, dead, retries, commits, lastWrite atomic.Int64
+}
+
+// Stats are the aggregator's counters since it started.
+type Stats struct {
+	Written     int64 `json:"written"`      // records written (a record written again after a crash counts again)
+	DeadLetters int64 `json:"dead_letters"` // poison records written under the dead-letter path
+	Retries     int64 `json:"retries"`      // failed PATCH attempts retried
+	Commits     int64 `json:"commits"`      // offset commits
+	// LastWriteUnixMs is when the last write was answered 2xx (0: none yet): after a partition
+	// heals, the time the backlog took to drain.
+	LastWriteUnixMs int64 `json:"last_write_unix_ms"`
+}
+
+// Stats reads the counters.
+func (a *Aggregator) Stats() Stats {
+	return Stats{a.written.Load(), a.dead.Load(), a.retries.Load(), a.commits.Load(), a.lastWrite.Load()}
+}
+
+// writeStats replaces StatsFile with the counters (a temporary file renamed over it, so a
+// reader never sees half of one).
+func (a *Aggregator) writeStats() {
+	if a.cfg.StatsFile == "" {
+		return
+	}
+	b, _ := json.Marshal(a.Stats())
+	tmp := a.cfg.StatsFile + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err == nil {
+		err = os.Rename(tmp, a.cfg.StatsFile)
+		if err != nil {
+			a.log.Warn("stats file", "err", err)
+		}
+	}
+}
+
+// New creates the group member (joining on the first poll).
+func New(cfg Config) (*Aggregator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeTopics(cfg.Topics...),
+		// Offsets are committed by hand, after the database answered; partitions are not
+		// revoked between a poll and that commit, so no other member writes a record this
+		// one is writing and then sees its offset committed under it.
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		// A new group starts at the beginning: records produced before the first aggregator
+		// started are not skipped.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.DialTimeout(2 * time.Second),
+	}
+	if cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	path, _ := rtdb.ParsePath(cfg.Path)
+	dead, _ := rtdb.ParsePath(cfg.DeadLetterPath)
+	q := url.Values{"print": {"silent"}}
+	if cfg.Namespace != "" {
+		q.Set("ns", cfg.Namespace)
+	}
+	return &Aggregator{
+		cfg: cfg, cl: cl, log: cfg.Logger, path: path, deadPath: dead,
+		hc:  &http.Client{Timeout: cfg.WriteTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Parallel * 2}},
+		url: strings.TrimRight(cfg.RTDB, "/") + "/.json?" + q.Encode(),
+	}, nil
+}
+
+// Close leaves the group (a static member keeps its assignment for its session) and closes
+// the client.
+func (a *Aggregator) Close() {
+	a.cl.Close()
+	a.hc.CloseIdleConnections()
+}
+
+// Run consumes until ctx ends: poll, write every record (retrying until the database answers
+// 2xx), commit, and only then poll again.
+func (a *Aggregator) Run(ctx context.Context) error {
+	a.log.Info("stream-aggregator consuming", "topics", strings.Join(a.cfg.Topics, ","), "group", a.cfg.Group,
+		"brokers", strings.Join(a.cfg.Brokers, ","), "rtdb", a.cfg.RTDB, "path", a.cfg.Path)
+	lastErr := time.Time{}
+	for {
+		fs := a.cl.PollRecords(ctx, a.cfg.PollRecords)
+		if ctx.Err() != nil || fs.IsClientClosed() {
+			a.cl.AllowRebalance()
+			return nil
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			if time.Since(lastErr) > 5*time.Second { // a down broker errs on every poll
+				lastErr = time.Now()
+				a.log.Warn("fetch", "topic", t, "partition", p, "err", err)
+			}
+		})
+		recs := fs.Records()
+		if len(recs) == 0 && len(fs.Errors()) > 0 && !sleep(ctx, a.cfg.RetryMin) {
+			// A poll that brought only errors (a broker down) is not retried in a busy loop.
+			a.cl.AllowRebalance()
+			return nil
+		}
+		if len(recs) > 0 {
+			if err := a.writeAll(ctx, recs); err != nil {
+				a.cl.AllowRebalance()
+				return nil // ctx ended; nothing committed for these records
+			}
+			a.commit(ctx, recs)
+		}
+		a.cl.AllowRebalance()
+	}
+}
+
+// commit commits recs' offsets, retrying a few times; a commit that still fails is left to the
+// next one (which covers these partitions too) or, after a crash, costs rewriting the records.
+func (a *Aggregator) commit(ctx context.Context, recs []*kgo.Record) {
+	backoff := a.cfg.RetryMin
+	for attempt := 0; ; attempt++ {
+		err := a.cl.CommitRecords(ctx, recs...)
+		if err == nil {
+			a.commits.Add(1)
+			return
+		}
+		if ctx.Err() != nil || attempt == 5 {
+			a.log.Warn("offset commit failed; the records will be written again if this member stops before the next commit", "err", err)
+			return
+		}
+		if !sleep(ctx, jitter(backoff)) {
+			return
+		}
+		backoff = min(2*backoff, a.cfg.RetryMax)
+	}
+}
+
+// batches turns one poll's records into PATCH bodies: the last record of each path only, packed
+// in poll order into batches of at most MaxLeaves leaves.
+func (a *Aggregator) batches(recs []*kgo.Record) [][]write {
+	ws := make([]write, 0, len(recs))
+	last := make(map[string]int, len(recs))
+	for _, r := range recs {
+		w := toWrite(r, a.path, a.deadPath, a.cfg.KeyField, a.cfg.MaxLeaves)
+		if w.dead {
+			a.log.Warn("poison record written to the dead-letter path", "topic", r.Topic, "partition", r.Partition,
+				"offset", r.Offset, "path", "/"+w.path, "why", string(w.value))
+		}
+		if i, ok := last[w.path]; ok {
+			ws[i].value = nil // superseded by a later record of the same id
+		}
+		last[w.path] = len(ws)
+		ws = append(ws, w)
+	}
+	var out [][]write
+	var cur []write
+	n := 0
+	for _, w := range ws {
+		if w.value == nil {
+			continue
+		}
+		if n+w.leaves > a.cfg.MaxLeaves && len(cur) > 0 {
+			out, cur, n = append(out, cur), nil, 0
+		}
+		cur, n = append(cur, w), n+w.leaves
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// writeAll writes every batch of recs, Parallel at a time; it returns only once all are
+// written, or with ctx's error.
+func (a *Aggregator) writeAll(ctx context.Context, recs []*kgo.Record) error {
+	bs := a.batches(recs)
+	sem := make(chan struct{}, a.cfg.Parallel)
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	for _, b := range bs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := a.writeBatch(ctx, b); err != nil {
+				failed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// writeBatch writes one batch, retrying until it is written or ctx ends. A batch the database
+// refuses (400) is written record by record, and a record it refuses alone becomes a dead
+// letter: the database is the judge of what it can store, so the local checks need not be exact.
+func (a *Aggregator) writeBatch(ctx context.Context, b []write) error {
+	code, msg, err := a.patchRetry(ctx, b)
+	if err != nil {
+		return err
+	}
+	if code < 300 {
+		a.count(b)
+		return nil
+	}
+	// A 4xx other than 400 is retried inside patchRetry; here code is 400.
+	if len(b) > 1 {
+		for _, w := range b {
+			if err := a.writeBatch(ctx, []write{w}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if b[0].dead {
+		// A dead letter is built to be storable; if even it is refused, say so loudly and
+		// keep trying rather than commit past it.
+		a.log.Error("the database refuses a dead letter; retrying", "path", b[0].path, "answer", msg)
+		if !sleep(ctx, a.cfg.RetryMax) {
+			return ctx.Err()
+		}
+		return a.writeBatch(ctx, b)
+	}
+	a.log.Warn("the database refused a record; writing it to the dead-letter path", "path", b[0].path, "answer", msg)
+	return a.writeBatch(ctx, []write{deadLetter(b[0].rec, a.deadPath, fmt.Errorf("refused by the database: %s", msg))})
+}
+
+func (a *Aggregator) count(b []write) {
+	a.lastWrite.Store(time.Now().UnixMilli())
+	for _, w := range b {
+		if w.dead {
+			a.dead.Add(1)
+		} else {
+			a.written.Add(1)
+		}
+	}
+}
+
+// patchRetry sends the batch as one multi-path PATCH until the database answers 2xx or 400
+// (which it returns), retrying transport errors, 5xx and other 4xx (rules, overload) with
+// back-off.
+func (a *Aggregator) patchRetry(ctx context.Context, b []write) (int, string, error) {
+	var body bytes.Buffer
+	body.WriteByte('{')
+	for i, w := range b {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		k, _ := json.Marshal(w.path)
+		body.Write(k)
+		body.WriteByte(':')
+		body.Write(w.value)
+	}
+	body.WriteByte('}')
+	backoff := a.cfg.RetryMin
+	logged := time.Time{}
+	for {
+		code, msg, err := a.patch(ctx, body.Bytes())
+		if err == nil && (code < 300 || code == http.StatusBadRequest) {
+			return code, msg, nil
+		}
+		if ctx.Err() != nil {
+			return 0, "", ctx.Err()
+		}
+		a.retries.Add(1)
+		if time.Since(logged) > 5*time.Second {
+			logged = time.Now()
+			if err == nil {
+				err = fmt.Errorf("answer %d: %s", code, msg)
+			}
+			a.log.Warn("realtime database write failed; retrying with back-off", "records", len(b), "backoff", backoff.String(), "err", err)
+		}
+		if !sleep(ctx, jitter(backoff)) {
+			return 0, "", ctx.Err()
+		}
+		backoff = min(2*backoff, a.cfg.RetryMax)
+	}
+}
+
+func (a *Aggregator) patch(ctx context.Context, body []byte) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, a.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, strings.TrimSpace(string(msg)), nil
+}
+
+// jitter spreads d over [d/2, d) so retrying members do not move in step.
+func jitter(d time.Duration) time.Duration { return d/2 + rand.N(d/2+1) }
+
+// sleep waits d or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Run runs an aggregator until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	a, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if cfg.StatsFile != "" {
+		sctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for sleep(sctx, time.Second) {
+				a.writeStats()
+			}
+		})
+		defer func() { stop(); wg.Wait(); a.writeStats() }()
+	}
+	err = a.Run(ctx)
+	s := a.Stats()
+	a.log.Info("stream-aggregator stopped", "written", s.Written, "dead_letters", s.DeadLetters, "retries", s.Retries, "commits", s.Commits)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,114 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/continuum-project/continuum/internal/cli"
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/spec"
+	"github.com/continuum-project/continuum/internal/stream/bridge"
+	"github.com/continuum-project/continuum/internal/stream/streamcmd"
+)
+
+func init() {
+	kind.Register(kind.Def[BridgeConfig]{
+		Name:     "stream-bridge",
+		Role:     kind.RoleComponent,
+		Summary:  "HTTP to Kafka bridge (POST /topics/<topic>, answered once Kafka acknowledged; acks=all, idempotent) producing to a kafka component",
+		Defaults: func() *BridgeConfig { return &BridgeConfig{Port: 8090} },
+		Validate: (*BridgeConfig).validate,
+		Command:  bridgeCommand,
+		Endpoints: func(c *BridgeConfig) []kind.Endpoint {
+			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: c.Port}}
+		},
+	})
+}
+
+// BridgeConfig is the `config:` of a stream-bridge component. Unset fields take the bridge's
+// defaults (linger 0, 1 MiB batches, no compression, acks all, idempotent).
+type BridgeConfig struct {
+	Port int `yaml:"port"` // default 8090
+	// Brokers names the kafka components to bootstrap from (one is enough; required).
+	Brokers       []string      `yaml:"brokers"`
+	KeyField      string        `yaml:"key_field"`
+	Linger        spec.Duration `yaml:"linger"`
+	BatchMaxBytes spec.Bytes    `yaml:"batch_max_bytes"`
+	Compression   string        `yaml:"compression"`
+	Acks          string        `yaml:"acks"`
+	// Idempotent turns the idempotent producer off when false (default true).
+	Idempotent   *bool         `yaml:"idempotent"`
+	MaxBodyBytes spec.Bytes    `yaml:"max_body_bytes"`
+	AckTimeout   spec.Duration `yaml:"ack_timeout"`
+}
+
+// bridgeConfig is the bridge configuration c renders, brokers left out.
+func (c *BridgeConfig) bridgeConfig() bridge.Config {
+	b := bridge.DefaultConfig()
+	b.ListenAddr = ":" + strconv.Itoa(c.Port)
+	b.Brokers = []string{"127.0.0.1:9092"} // placeholder for Validate; the command resolves them
+	if c.KeyField != "" {
+		b.KeyField = c.KeyField
+	}
+	if c.Linger.Duration > 0 {
+		b.Linger = c.Linger.Duration
+	}
+	if c.BatchMaxBytes > 0 {
+		b.BatchMaxBytes = int32(min(c.BatchMaxBytes, 1<<30))
+	}
+	if c.Compression != "" {
+		b.Compression = c.Compression
+	}
+	if c.Acks != "" {
+		b.Acks = c.Acks
+	}
+	if c.Idempotent != nil {
+		b.Idempotent = *c.Idempotent
+	}
+	if c.MaxBodyBytes > 0 {
+		b.MaxBodyBytes = int64(c.MaxBodyBytes)
+	}
+	if c.AckTimeout.Duration > 0 {
+		b.AckTimeout = c.AckTimeout.Duration
+	}
+	return b
+}
+
+func (c *BridgeConfig) validate() error {
+	if err := kind.CheckPort("port", c.Port); err != nil {
+		return err
+	}
+	if len(c.Brokers) == 0 {
+		return errors.New("brokers is required: the kafka component(s) to produce to")
+	}
+	if c.Linger.Duration < 0 || c.BatchMaxBytes < 0 || c.MaxBodyBytes < 0 || c.AckTimeout.Duration < 0 {
+		return errors.New("linger, batch_max_bytes, max_body_bytes and ack_timeout must be >= 0 (0: the default)")
+	}
+	return c.bridgeConfig().Validate()
+}
+
+// kafkaBrokers resolves the named kafka components to bootstrap addresses.
+func kafkaBrokers(env kind.Env, names []string) ([]string, error) {
+	var out []string
+	for _, n := range names {
+		st, err := env.Store(n, 0, kind.ProtocolKafka)
+		if err != nil {
+			return nil, fmt.Errorf("brokers: %w", err)
+		}
+		out = append(out, st.Addr)
+	}
+	return out, nil
+}
+
+func bridgeCommand(env kind.Env, c *BridgeConfig) (kind.Command, error) {
+	brokers, err := kafkaBrokers(env, c.Brokers)
+	if err != nil {
+		return kind.Command{}, err
+	}
+	f := streamcmd.DefaultBridgeFlags()
+	f.Config = c.bridgeConfig()
+	f.Config.Brokers = brokers
+	return kind.Command{Args: append([]string{env.Binary, "stream-bridge"}, cli.Args(streamcmd.DefaultBridgeFlags(), f)...),
+		ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port)}, nil
+}
