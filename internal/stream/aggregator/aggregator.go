@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,9 @@ type Aggregator struct {
 	cfg      Config
 	cl       *kgo.Client
 	hc       *http.Client
-	url      string // the root's PATCH URL
+	base     string // the database's base URL
+	query    string // ?ns=...&print=silent
+	pathURL  string // /<path>, each segment escaped
 	path     []string
 	deadPath []string
 	log      *slog.Logger
@@ -106,8 +109,8 @@ func New(cfg Config) (*Aggregator, error) {
 	}
 	return &Aggregator{
 		cfg: cfg, cl: cl, log: cfg.Logger, path: path, deadPath: dead,
-		hc:  &http.Client{Timeout: cfg.WriteTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Parallel * 2}},
-		url: strings.TrimRight(cfg.RTDB, "/") + "/.json?" + q.Encode(),
+		hc:   &http.Client{Timeout: cfg.WriteTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Parallel * 2}},
+		base: strings.TrimRight(cfg.RTDB, "/"), query: "?" + q.Encode(), pathURL: escapePath(path),
 	}, nil
 }
 
@@ -281,13 +284,21 @@ func (a *Aggregator) count(b []write) {
 // (which it returns), retrying transport errors, 5xx and other 4xx (rules, overload) with
 // back-off.
 func (a *Aggregator) patchRetry(ctx context.Context, b []write) (int, string, error) {
+	// A batch of records only is a PATCH at <path> naming the ids, so that a listener on
+	// <path> sees one patch event naming them; a batch with dead letters is a PATCH at the root.
+	target, rel := a.base+"/.json"+a.query, func(w write) string { return w.path }
+	prefix := strings.Join(a.path, "/") + "/"
+	if !slices.ContainsFunc(b, func(w write) bool { return w.dead }) {
+		target = a.base + a.pathURL + ".json" + a.query
+		rel = func(w write) string { return strings.TrimPrefix(w.path, prefix) }
+	}
 	var body bytes.Buffer
 	body.WriteByte('{')
 	for i, w := range b {
 		if i > 0 {
 			body.WriteByte(',')
 		}
-		k, _ := json.Marshal(w.path)
+		k, _ := json.Marshal(rel(w))
 		body.Write(k)
 		body.WriteByte(':')
 		body.Write(w.value)
@@ -296,7 +307,7 @@ func (a *Aggregator) patchRetry(ctx context.Context, b []write) (int, string, er
 	backoff := a.cfg.RetryMin
 	logged := time.Time{}
 	for {
-		code, msg, err := a.patch(ctx, body.Bytes())
+		code, msg, err := a.patch(ctx, target, body.Bytes())
 		if err == nil && (code < 300 || code == http.StatusBadRequest) {
 			return code, msg, nil
 		}
@@ -318,8 +329,8 @@ func (a *Aggregator) patchRetry(ctx context.Context, b []write) (int, string, er
 	}
 }
 
-func (a *Aggregator) patch(ctx context.Context, body []byte) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, a.url, bytes.NewReader(body))
+func (a *Aggregator) patch(ctx context.Context, target string, body []byte) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, target, bytes.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}
@@ -331,6 +342,16 @@ func (a *Aggregator) patch(ctx context.Context, body []byte) (int, string, error
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return resp.StatusCode, strings.TrimSpace(string(msg)), nil
+}
+
+// escapePath renders segments as a URL path, each one escaped (the database decodes each
+// segment after splitting, so an escaped "/" could not become a separator anyway).
+func escapePath(segs []string) string {
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteString("/" + url.PathEscape(s))
+	}
+	return b.String()
 }
 
 // jitter spreads d over [d/2, d) so retrying members do not move in step.

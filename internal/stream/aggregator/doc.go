@@ -10,7 +10,8 @@
 //     once its kv transaction committed), so a record is never skipped: a crash (kill -9) of
 //     the aggregator or of the broker at any point leads at worst to records written again.
 //
-// Records of one poll are batched into multi-path PATCHes at the database's root, each within
+// Records of one poll are batched into multi-path PATCHes (at <path>, or at the root when a
+// batch carries dead letters too), each within
 // the database's bound of keys (leaves) per write (one kv transaction, 128 keys), after keeping
 // only the last record of each id (so no PATCH names a path twice, and the batches of one poll
 // touch disjoint paths and may be written concurrently). An unreachable or failing database is

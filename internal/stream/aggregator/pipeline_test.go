@@ -166,6 +166,12 @@ type load struct {
 }
 
 func startLoad(t *testing.T, ctx context.Context, url, run string, n, clients, batch int) *load {
+	return startPacedLoad(t, ctx, url, run, n, clients, batch, 0)
+}
+
+// startPacedLoad is startLoad with each client pausing pace after each acknowledged post, so
+// that the load lasts at least n/(clients*batch) paces.
+func startPacedLoad(t *testing.T, ctx context.Context, url, run string, n, clients, batch int, pace time.Duration) *load {
 	l := &load{acked: make(map[string][]byte, n), done: make(chan struct{})}
 	var wg sync.WaitGroup
 	hc := &http.Client{Timeout: 30 * time.Second}
@@ -206,11 +212,27 @@ func startLoad(t *testing.T, ctx context.Context, url, run string, n, clients, b
 					l.acked[id.ID] = r
 				}
 				l.mu.Unlock()
+				if pace > 0 {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(pace):
+					}
+				}
 			}
 		})
 	}
 	go func() { wg.Wait(); close(l.done) }()
 	return l
+}
+
+// merge adds o's records and counts (both loads finished) to l.
+func (l *load) merge(o *load) {
+	for id, r := range o.acked {
+		l.acked[id] = r
+	}
+	l.posts.Add(o.posts.Load())
+	l.fails.Add(o.fails.Load())
 }
 
 func (l *load) wait(t *testing.T, timeout time.Duration) {
