@@ -29,8 +29,12 @@
 // write is recomputed (bounded retries). Where the write consumed the old value (an if-match, an
 // increment), every key it read is also compared with "ModRevision == what was read", which
 // detects deletions too (a deleted key has ModRevision 0). A kv Txn holds at most 128 operations
-// (etcd's default --max-txn-ops), so one write may touch at most 128 keys (puts plus deletes) and
-// an if-match or increment may read at most about 120 keys; larger writes get a 400.
+// (etcd's default --max-txn-ops), so one write may touch at most 128 keys (puts plus deletes,
+// counting the ancestor keys it clears: a new subtree of N leaves costs N+1 or more), an if-match
+// or increment may read at most about 120 keys, and a multi-path PATCH may name at most 63 paths
+// (its read takes 2 ranges per path, and its guard 2 compares per path plus one per key the
+// rules read); larger writes get a 400 (WebSocket: too_big) naming the limit, whether the
+// server counted it first or the kv refused the Txn ("too many operations in txn request").
 //
 // # ETags
 //
