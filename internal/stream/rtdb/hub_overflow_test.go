@@ -123,7 +123,10 @@ func TestHubSlowListenerGetsTouchedChildren(t *testing.T) {
 	if nodeBytes < 300*size {
 		t.Fatalf("setup: the node has %d bytes", nodeBytes)
 	}
-	val := func(i int) string { b, _ := json.Marshal(fmt.Sprintf("%d:%s", i, strings.Repeat("w", size))); return string(b) }
+	val := func(i int) string {
+		b, _ := json.Marshal(fmt.Sprintf("%d:%s", i, strings.Repeat("w", size)))
+		return string(b)
+	}
 	touched := map[string]bool{}
 	for i := range 20 { // replaced, several twice
 		do(t, "PUT", fmt.Sprintf("%s/big/k%d.json", base, i%15), val(i))
