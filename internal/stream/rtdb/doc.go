@@ -77,10 +77,16 @@
 // the etcd client's watch itself (from the next revision), with nothing resent.
 //
 // Slow listeners: the hub never waits for a reader. Each Subscription queues at most
-// ListenerBufferBytes of event data; an event that would exceed it replaces the whole queue by
-// one full put of the topic's current value, so a slow client skips intermediate states but ends
-// right, and its memory is bounded by the buffer plus one value. A reader that never reads (a
-// dead TCP peer) is dropped by the SSE writer's WriteTimeout.
+// ListenerBufferBytes of event data; an event that would exceed it folds the queue: the queued
+// events, and every later one until the reader takes them, become the set of the listened node's
+// children they touched. The reader then gets one patch at "/" of those children's current
+// values, taken from the topic's cache when it reads (null for a child deleted since), so a slow
+// client skips intermediate states but ends right, and is sent what changed rather than the whole
+// node (a growing list's new records, not the list). It gets one full put of the current value
+// instead when a folded event replaced the node itself (a put at "/"), when the topic has a query
+// (its result is re-sent), or when the set's key names outgrow ListenerBufferBytes. Memory per
+// listener is bounded by the buffer plus the set. A reader that never reads (a dead TCP peer) is
+// dropped by the SSE writer's WriteTimeout.
 //
 // Resume: a client reconnecting (after a server restart, or a dropped stream) gets a full put,
 // as Firebase clients expect; there is no Last-Event-ID resume.
