@@ -270,3 +270,55 @@ func TestHubSlowListenerFallsBackToFullPut(t *testing.T) {
 		})
 	}
 }
+
+// TestHubSlowListenerUnderConcurrentWrites: writers put and delete children concurrently while
+// a listener reads only now and then (its queue folds each time); after the writes it reaches
+// the database's state.
+func TestHubSlowListenerUnderConcurrentWrites(t *testing.T) {
+	base, h := slowHubEnv(t, 2<<10)
+	ctx := context.Background()
+	slow, err := h.Subscribe(ctx, "default", []string{"cw"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	state, _ := apply(t, nil, next(t, slow))
+	const writers, each = 4, 45
+	pad := strings.Repeat("p", 512)
+	thirds := make(chan struct{}, writers*3)
+	done := make(chan struct{})
+	for w := range writers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range each {
+				k := fmt.Sprintf("%s/cw/k%d.json", base, (w*7+i*3)%40)
+				if i%5 == 4 {
+					do(t, "DELETE", k, "")
+				} else {
+					do(t, "PUT", k, fmt.Sprintf(`{"w":%d,"i":%d,"pad":%q}`, w, i, pad))
+				}
+				if (i+1)%(each/3) == 0 {
+					thirds <- struct{}{}
+				}
+			}
+		}()
+	}
+	for third := range 3 { // read once per third of the writes: the queue overflows in between
+		for range writers {
+			<-thirds
+		}
+		if third < 2 {
+			state, _ = apply(t, state, next(t, slow))
+		}
+	}
+	for range writers {
+		<-done
+	}
+	want := current(t, base, "/cw")
+	for !reflect.DeepEqual(state, want) {
+		state, _ = apply(t, state, next(t, slow))
+	}
+	if slow.Overflows() == 0 {
+		t.Error("the queue never overflowed")
+	}
+}
