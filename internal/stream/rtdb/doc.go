@@ -29,8 +29,12 @@
 // write is recomputed (bounded retries). Where the write consumed the old value (an if-match, an
 // increment), every key it read is also compared with "ModRevision == what was read", which
 // detects deletions too (a deleted key has ModRevision 0). A kv Txn holds at most 128 operations
-// (etcd's default --max-txn-ops), so one write may touch at most 128 keys (puts plus deletes) and
-// an if-match or increment may read at most about 120 keys; larger writes get a 400.
+// (etcd's default --max-txn-ops), so one write may touch at most 128 keys (puts plus deletes,
+// counting the ancestor keys it clears: a new subtree of N leaves costs N+1 or more), an if-match
+// or increment may read at most about 120 keys, and a multi-path PATCH may name at most 63 paths
+// (its read takes 2 ranges per path, and its guard 2 compares per path plus one per key the
+// rules read); larger writes get a 400 (WebSocket: too_big) naming the limit, whether the
+// server counted it first or the kv refused the Txn ("too many operations in txn request").
 //
 // # ETags
 //
@@ -73,10 +77,16 @@
 // the etcd client's watch itself (from the next revision), with nothing resent.
 //
 // Slow listeners: the hub never waits for a reader. Each Subscription queues at most
-// ListenerBufferBytes of event data; an event that would exceed it replaces the whole queue by
-// one full put of the topic's current value, so a slow client skips intermediate states but ends
-// right, and its memory is bounded by the buffer plus one value. A reader that never reads (a
-// dead TCP peer) is dropped by the SSE writer's WriteTimeout.
+// ListenerBufferBytes of event data; an event that would exceed it folds the queue: the queued
+// events, and every later one until the reader takes them, become the set of the listened node's
+// children they touched. The reader then gets one patch at "/" of those children's current
+// values, taken from the topic's cache when it reads (null for a child deleted since), so a slow
+// client skips intermediate states but ends right, and is sent what changed rather than the whole
+// node (a growing list's new records, not the list). It gets one full put of the current value
+// instead when a folded event replaced the node itself (a put at "/"), when the topic has a query
+// (its result is re-sent), or when the set's key names outgrow ListenerBufferBytes. Memory per
+// listener is bounded by the buffer plus the set. A reader that never reads (a dead TCP peer) is
+// dropped by the SSE writer's WriteTimeout.
 //
 // Resume: a client reconnecting (after a server restart, or a dropped stream) gets a full put,
 // as Firebase clients expect; there is no Last-Event-ID resume.

@@ -22,8 +22,9 @@ type HubConfig struct {
 	// Prefix is the kv prefix every database lives under (the server's Config.Prefix).
 	Prefix string
 	// ListenerBufferBytes bounds the event bytes queued for one subscription that its reader has
-	// not taken yet (default 4 MiB). Past it the queue is replaced by one full put of the current
-	// value (see the package doc, "Slow listeners").
+	// not taken yet (default 4 MiB). Past it the queue is folded into the set of the listened
+	// node's children it touched, sent as one patch of their current values when the reader is
+	// back (see the package doc, "Slow listeners").
 	ListenerBufferBytes int
 	Logger              *slog.Logger
 }
@@ -37,6 +38,10 @@ type Event struct {
 	Path string          // "/" or "/a/b", relative to the subscribed path
 	Data json.RawMessage // JSON; for a patch an object of children
 	Rev  int64           // the kv revision whose state the event brings the listener to
+
+	// kids names the children a patch at "/" replaces (set by the hub): a slow listener's
+	// overflowing queue folds events into the children they touched (hub_subscription.go).
+	kids []string
 
 	sseOnce sync.Once
 	sse     []byte

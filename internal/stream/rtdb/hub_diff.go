@@ -82,7 +82,14 @@ func (t *topic) advance(rev int64, cs []change) *Event {
 	nv := at(t.tree, c)
 	path := "/" + strings.Join(c, "/")
 	if nm, newMap := nv.(map[string]any); !whole && oldMap && newMap && len(kids) >= 2 {
-		return &Event{Type: "patch", Path: path, Data: encodeChildren(nm, kids), Rev: rev}
+		ev := &Event{Type: "patch", Path: path, Data: encodeChildren(nm, kids), Rev: rev}
+		if len(c) == 0 {
+			ev.kids = make([]string, 0, len(kids))
+			for k := range kids {
+				ev.kids = append(ev.kids, k)
+			}
+		}
+		return ev
 	}
 	return &Event{Type: "put", Path: path, Data: encode(nv, false), Rev: rev}
 }

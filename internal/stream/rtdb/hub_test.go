@@ -10,8 +10,9 @@ import (
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
-// TestHubSlowListener: a subscription nobody reads stays bounded: its queue becomes one full
-// put of the current value, and a reader taking it then has the right state.
+// TestHubSlowListener: a subscription nobody reads stays bounded: its queue is folded, and as
+// the reader never took even the first put, it becomes one full put of the current value; a
+// reader taking it then has the right state.
 func TestHubSlowListener(t *testing.T) {
 	kvURL := startKV(t)
 	base := startRTDB(t, func(c *Config) { c.KVEndpoints = []string{kvURL} })

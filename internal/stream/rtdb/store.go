@@ -67,9 +67,13 @@ func (s *store) read(ctx context.Context, ns string, paths [][]string) (*snapsho
 	if s.rules != nil { // the rules in force at this revision (keys only: just the mod revision)
 		ops = append(ops, clientv3.OpGet(s.rules.settingsKey(ns), clientv3.WithKeysOnly()))
 	}
+	if len(ops) > maxTxnOps {
+		return nil, fmt.Errorf("%w: it writes %d paths, each read with 2 kv ranges in one Txn of at most %d operations: at most %d paths per write",
+			errTooLarge, len(paths), maxTxnOps, (maxTxnOps-1)/2)
+	}
 	resp, err := s.kv.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
-		return nil, err
+		return nil, kvRefused(err)
 	}
 	snap := &snapshot{rev: resp.Header.Revision}
 	if s.rules != nil {
@@ -195,12 +199,8 @@ func (s *store) writeRev(ctx context.Context, ns string, ups []update, ifMatch *
 				errTooLarge, len(ops), len(cmps), maxTxnOps)
 		}
 		resp, err := s.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
-		if errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrTooManyOps) ||
-			status.Code(err) == codes.ResourceExhausted {
-			return nil, 0, fmt.Errorf("%w: the kv store refused it: %v", errTooLarge, err)
-		}
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, kvRefused(err)
 		}
 		if resp.Succeeded {
 			return resolved, changedRev(resp, len(puts)), nil
@@ -216,6 +216,23 @@ func (s *store) writeRev(ctx context.Context, ns string, ups []update, ifMatch *
 		case <-time.After(d):
 		}
 	}
+}
+
+// kvRefused maps the kv's refusal of a request by its size (too many operations in one Txn, a
+// request over its byte limit) to errTooLarge, naming the limit; other errors pass unchanged.
+// The client returns etcd's errors as rpctypes.EtcdError (matched by errors.Is) when it knows
+// their text, and as a gRPC status otherwise; both forms are checked, so a kv that words the
+// refusal differently still maps by its code.
+func kvRefused(err error) error {
+	switch {
+	case errors.Is(err, rpctypes.ErrTooManyOps), errors.Is(err, rpctypes.ErrGRPCTooManyOps):
+		return fmt.Errorf("%w: the kv store refused it: %v (at most %d operations per Txn: one per key set or deleted, one per compare, 2 ranges per path read)",
+			errTooLarge, err, maxTxnOps)
+	case errors.Is(err, rpctypes.ErrRequestTooLarge), errors.Is(err, rpctypes.ErrGRPCRequestTooLarge),
+		status.Code(err) == codes.ResourceExhausted:
+		return fmt.Errorf("%w: the kv store refused it: %v", errTooLarge, err)
+	}
+	return err
 }
 
 // changedRev is the revision of a committed write Txn if it put a key or deleted one that existed.
