@@ -84,12 +84,12 @@
 // on the watch, a read's may hold no key under the prefix, so the hub asks kv for a progress
 // notification (sent once the watch has been sent everything up to the store's revision).
 //
-// WebSocket listens (ws_listen.go) are subscriptions like SSE streams: a forwarder goroutine per
-// listen takes its events (Ready, TryNext) and queues them on the connection, the take-and-queue
-// step under one lock per connection, so a write that waited with WaitApplied and then takes
-// for every listen of its connection under that lock queues its "ok" after its change. An
-// untagged push is encoded once per Event (Event.wsOnce), shared by every connection listening
-// at that path.
+// WebSocket listens (ws_listen.go) are subscriptions like SSE streams, made with
+// Hub.SubscribeNotify so that all the listens of a connection signal one channel: the
+// connection's writing goroutine takes every listen's events (TryNext) and queues them, the
+// take-and-queue step under one lock per connection, so a write that waited with WaitApplied and
+// then takes for its connection under that lock queues its "ok" after its change. An untagged
+// push is encoded once per Event (Event.ws), shared by every connection listening at that path.
 //
 // Resume: a client reconnecting (after a server restart, or a dropped stream) gets a full put,
 // as Firebase clients expect; there is no Last-Event-ID resume.

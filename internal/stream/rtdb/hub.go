@@ -193,10 +193,22 @@ func (h *Hub) Close() {
 // revision that changed what it sees. ctx bounds only the call (the first one starts the kv
 // watch); the subscription lasts until Close or the hub's Close. Close it when done.
 func (h *Hub) Subscribe(ctx context.Context, ns string, path []string, q *Query) (*Subscription, error) {
+	return h.SubscribeNotify(ctx, ns, path, q, make(chan struct{}, 1))
+}
+
+// SubscribeNotify is Subscribe with the subscription signalling notify (capacity 1, signalled
+// without blocking) instead of a channel of its own, so that one reader can serve several
+// subscriptions from one goroutine: after each signal it calls TryNext on every one of them
+// (a signal stands for any of them, so none is lost). Such a reader must not call Next, which
+// would take a signal meant for another subscription. Ready returns notify.
+func (h *Hub) SubscribeNotify(ctx context.Context, ns string, path []string, q *Query, notify chan struct{}) (*Subscription, error) {
+	if cap(notify) != 1 {
+		return nil, fmt.Errorf("subscribe: notify channel has capacity %d, want 1", cap(notify))
+	}
 	if err := h.start(ctx); err != nil {
 		return nil, err
 	}
-	s := &Subscription{h: h, wake: make(chan struct{}, 1), limit: h.cfg.ListenerBufferBytes}
+	s := &Subscription{h: h, wake: notify, limit: h.cfg.ListenerBufferBytes}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {

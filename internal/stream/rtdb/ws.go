@@ -114,7 +114,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader answered the error
 	}
 	c := &wsConn{s: s, c: wc, ns: ns, log: s.log.With("ns", ns, "remote", r.RemoteAddr),
-		notify: make(chan struct{}, 1), closing: make(chan struct{}), listens: map[string]*wsListen{}}
+		notify: make(chan struct{}, 1), closing: make(chan struct{}), listens: map[string]*wsListen{},
+		hubWake: make(chan struct{}, 1), fwd: map[*wsListen]struct{}{}}
 	s.ws.mu.Lock()
 	if s.ws.closed {
 		s.ws.mu.Unlock()
@@ -132,8 +133,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 // wsConn is one client connection. Requests are handled one at a time, in order, on the
 // reading goroutine (so one client's writes apply in the order it sent them); everything sent
 // goes through one FIFO queue drained by the writing goroutine, so a listen's data, a write's
-// acknowledgement and the changes its listens' forwarders take from the hub leave in the order
-// they were queued (ws_listen.go says how a write's change is queued before its "ok").
+// acknowledgement and the changes taken from the hub for its listens leave in the order they
+// were queued (ws_listen.go says how a write's change is queued before its "ok").
 type wsConn struct {
 	s   *Server
 	c   *websocket.Conn
@@ -148,10 +149,12 @@ type wsConn struct {
 	closeOnce sync.Once
 	closing   chan struct{}
 
-	// fwdMu makes taking a listen's events from the hub and queueing them one step
-	// (wsConn.takeLocked); fwdWG counts the listens' forwarder goroutines.
-	fwdMu sync.Mutex
-	fwdWG sync.WaitGroup
+	// hubWake is signalled by the hub when a listen's subscription may have events; fwd are
+	// the listens the writing goroutine takes from (ws_listen.go). fwdMu makes taking and
+	// queueing one step.
+	hubWake chan struct{}
+	fwdMu   sync.Mutex
+	fwd     map[*wsListen]struct{} // guarded by fwdMu
 
 	// Owned by the reading goroutine.
 	listens map[string]*wsListen
@@ -543,6 +546,10 @@ func (c *wsConn) writeLoop() {
 			c.flush() // the last messages (a shutdown reason) still go out, best effort
 			return
 		case <-c.notify:
+		case <-c.hubWake:
+			c.fwdMu.Lock()
+			c.takeAllLocked()
+			c.fwdMu.Unlock()
 		}
 		if err := c.flush(); err != nil {
 			c.close()

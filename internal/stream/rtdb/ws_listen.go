@@ -15,17 +15,20 @@ import (
 // path plus the event's path ("d"), or a patch there ("m", whose keys are children). A tagged
 // push is applied by the SDK to that query's view only, at the path it names.
 //
-// Its events reach the connection's send queue through takeLocked, under the connection's
-// fwdMu, either from the listen's own forwarder goroutine or from the reading goroutine
-// settling a write (wsConn.settle); the lock makes each take-and-queue one step, so a listen's
-// events keep their order and a write's acknowledgement cannot pass events taken before it.
+// All the listens of a connection signal one channel (Hub.SubscribeNotify), which the
+// connection's writing goroutine waits on beside its send queue: it takes what every listen has
+// waiting and queues it, then writes. Taking and queueing are one step under the connection's
+// fwdMu (takeAllLocked), so a listen's pushes keep their order, and a write that waited for its
+// revision (settle) and then takes under the same lock queues its "ok" after its change.
 type wsListen struct {
 	c    *wsConn
 	path []string
 	tag  json.RawMessage // nil for the default query
 	sub  *Subscription
 
-	stopped bool // guarded by c.fwdMu: unlistened; what is taken afterwards is dropped
+	stopped bool          // guarded by c.fwdMu: unlistened; what is taken afterwards is dropped
+	first   chan struct{} // closed once the first value (the subscription's first event) is queued
+	queued  bool          // guarded by c.fwdMu: first is closed
 }
 
 // listenKey names a listen as the SDK does for unlisten: its path and its query's tag.
@@ -34,8 +37,8 @@ func listenKey(p string, tag json.RawMessage) string {
 	return strings.Join(path, "/") + "\x00" + string(tag)
 }
 
-// listen subscribes on the hub and waits for the subscription's first event (the whole value),
-// which it queues before returning: Firebase sends a listen's value before the listen's "ok".
+// listen subscribes on the hub and returns once the subscription's first event (the whole
+// value) is queued: Firebase sends a listen's value before the listen's "ok".
 func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 	path, err := c.path(req.B.P)
 	if err != nil {
@@ -61,25 +64,25 @@ func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 	if err := c.s.st.readAllowedLazy(ctx, c.ns, path); err != nil {
 		return nil, err
 	}
-	sub, err := c.s.hub.Subscribe(ctx, c.ns, path, hq)
+	sub, err := c.s.hub.SubscribeNotify(ctx, c.ns, path, hq, c.hubWake)
 	if err != nil {
 		return nil, err
 	}
-	// Nothing else takes from sub yet (settle sees only registered listens), so Next may take.
-	evs, err := sub.Next(ctx)
-	if err != nil {
-		sub.Close()
-		return nil, err
-	}
-	l := &wsListen{c: c, path: path, tag: tag, sub: sub}
+	l := &wsListen{c: c, path: path, tag: tag, sub: sub, first: make(chan struct{})}
 	c.fwdMu.Lock()
-	for _, ev := range evs {
-		c.sendBytes(l.message(ev))
-	}
+	c.fwd[l] = struct{}{}
+	c.takeAllLocked() // a path already listened to has its first event queued at once
 	c.fwdMu.Unlock()
+	select {
+	case <-l.first:
+	case <-c.closing:
+		c.stopListen(l)
+		return nil, errors.New("connection closing")
+	case <-ctx.Done():
+		c.stopListen(l)
+		return nil, ctx.Err()
+	}
 	c.listens[key] = l
-	c.fwdWG.Add(1)
-	go l.forward()
 	return map[string]any{}, nil
 }
 
@@ -95,51 +98,35 @@ func (c *wsConn) unlisten(req *wsRequest) {
 	}
 }
 
-// stopListen ends l: nothing of it is queued after this returns (an event its forwarder took
-// meanwhile is dropped), and its forwarder ends.
+// stopListen ends l: nothing of it is queued after this returns.
 func (c *wsConn) stopListen(l *wsListen) {
 	c.fwdMu.Lock()
 	l.stopped = true
+	delete(c.fwd, l)
 	c.fwdMu.Unlock()
 	l.sub.Close()
 }
 
-// forward queues l's events as the hub hands them over, until l stops or the connection closes.
-func (l *wsListen) forward() {
-	defer l.c.fwdWG.Done()
-	for {
-		select {
-		case <-l.sub.Ready():
-		case <-l.c.closing:
-			return
+// takeAllLocked queues what every listen of the connection has waiting, and forgets the
+// listens whose subscription ended. The hub ending (the server closing) closes the connection:
+// the SDK reconnects and listens again. The caller holds c.fwdMu.
+func (c *wsConn) takeAllLocked() {
+	for l := range c.fwd {
+		evs, err := l.sub.TryNext()
+		for _, ev := range evs {
+			c.sendBytes(l.message(ev))
 		}
-		l.c.fwdMu.Lock()
-		ok := l.c.takeLocked(l)
-		l.c.fwdMu.Unlock()
-		if !ok {
-			return
+		if len(evs) > 0 && !l.queued {
+			l.queued = true
+			close(l.first)
+		}
+		if err != nil {
+			delete(c.fwd, l)
+			if !errors.Is(err, ErrSubscriptionClosed) {
+				c.close()
+			}
 		}
 	}
-}
-
-// takeLocked queues the events waiting on l's subscription; false once the subscription ended
-// or l stopped. The hub ending (the server closing) closes the connection: the SDK reconnects
-// and listens again. The caller holds c.fwdMu.
-func (c *wsConn) takeLocked(l *wsListen) bool {
-	evs, err := l.sub.TryNext()
-	if l.stopped {
-		return false
-	}
-	for _, ev := range evs {
-		c.sendBytes(l.message(ev))
-	}
-	if err != nil {
-		if !errors.Is(err, ErrSubscriptionClosed) {
-			c.close()
-		}
-		return false
-	}
-	return true
 }
 
 // settle returns once every event up to revision rev (a write's, or a read's) is in the send
@@ -153,20 +140,17 @@ func (c *wsConn) settle(ctx context.Context, rev int64) error {
 		return err
 	}
 	c.fwdMu.Lock()
-	defer c.fwdMu.Unlock()
-	for _, l := range c.listens {
-		c.takeLocked(l)
-	}
+	c.takeAllLocked()
+	c.fwdMu.Unlock()
 	return nil
 }
 
-// stopListens ends every listen of the connection and waits for their forwarders.
+// stopListens ends every listen of the connection.
 func (c *wsConn) stopListens() {
 	for key, l := range c.listens {
 		c.stopListen(l)
 		delete(c.listens, key)
 	}
-	c.fwdWG.Wait()
 }
 
 // message is ev as this listen's data push. Untagged listens of one path share the bytes (on
