@@ -3,6 +3,7 @@ package rtdb
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // WaitApplied returns once the hub has applied revision rev: every event up to rev is queued
@@ -14,7 +15,9 @@ import (
 // none (or the watch may be idle), so the hub asks the kv store for a progress notification,
 // which says the watch has been sent everything up to the store's current revision. It is
 // asked again at every wake-up that leaves rev unreached (a notification from a member behind
-// the one that served the write only moves applied part of the way).
+// the one that served the write only moves applied part of the way), and after a growing pause
+// without one: a request can go unanswered (etcd answers only while every watch of the stream
+// is synced; a request sent while the watch is still being created reaches no watch).
 //
 // Before the first Subscribe there is no subscription to wait for: it returns at once.
 func (h *Hub) WaitApplied(ctx context.Context, rev int64) error {
@@ -24,6 +27,7 @@ func (h *Hub) WaitApplied(ctx context.Context, rev int64) error {
 	if !started {
 		return nil
 	}
+	pause := 20 * time.Millisecond
 	for {
 		h.mu.Lock()
 		if h.closed {
@@ -48,13 +52,19 @@ func (h *Hub) WaitApplied(ctx context.Context, rev int64) error {
 			}
 			return fmt.Errorf("kv progress request: %w", err)
 		}
+		t := time.NewTimer(pause)
 		select {
 		case <-wake:
+		case <-t.C:
+			pause = min(2*pause, time.Second)
 		case <-ctx.Done():
+			t.Stop()
 			return ctx.Err()
 		case <-h.ctx.Done():
+			t.Stop()
 			return ErrHubClosed
 		}
+		t.Stop()
 	}
 }
 
