@@ -255,6 +255,57 @@ func TestWSListenOrder(t *testing.T) {
 	}
 }
 
+// TestWSOrderAcrossListens: with several listens on one connection, a write of that connection
+// reaches each of them before its "ok", and a transaction refused as stale is answered only
+// after each was sent the value written meanwhile by another connection.
+func TestWSOrderAcrossListens(t *testing.T) {
+	base := startRTDB(t, nil)
+	a, b := dialWS(t, base, "ord3"), dialWS(t, base, "ord3")
+	paths := []string{"/x/y", "/x", "/"}
+	for _, p := range paths {
+		if s, _ := a.call("q", map[string]any{"p": p, "h": ""}); s != "ok" {
+			t.Fatalf("listen %s: %s", p, s)
+		}
+	}
+	// pushed counts the pushes before an answer that bring x/y to v (a put at x/y, or a put or
+	// merge above it holding v there).
+	pushed := func(before []map[string]any, v float64) int {
+		n := 0
+		for _, m := range before {
+			a, body := push(m)
+			if a == "" {
+				continue
+			}
+			d := body["d"]
+			for _, seg := range strings.Split(strings.TrimPrefix("x/y", fmt.Sprint(body["p"])), "/") {
+				if seg == "" {
+					continue
+				}
+				o, _ := d.(map[string]any)
+				d = o[seg]
+			}
+			if d == v {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 5 {
+		v := float64(100 + i)
+		if s, _ := b.call("p", map[string]any{"p": "/x/y", "d": v}); s != "ok" {
+			t.Fatal(s)
+		}
+		s, _, before := a.reply(a.req("p", map[string]any{"p": "/x/y", "d": 1, "h": sdkHash(leaf("-1"))}))
+		if s != "datastale" || pushed(before, v) != len(paths) {
+			t.Fatalf("stale transaction %d: %s after %d pushes of %v, want datastale after %d", i, s, pushed(before, v), v, len(paths))
+		}
+		s, _, before = a.reply(a.req("p", map[string]any{"p": "/x/y", "d": v + 50}))
+		if s != "ok" || pushed(before, v+50) != len(paths) {
+			t.Fatalf("write %d: %s after %d pushes of %v, want ok after %d", i, s, pushed(before, v+50), v+50, len(paths))
+		}
+	}
+}
+
 // TestWSTransactionHash: a put with h applies only while the value has that SDK hash.
 func TestWSTransactionHash(t *testing.T) {
 	base := startRTDB(t, nil)
