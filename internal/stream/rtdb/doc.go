@@ -88,6 +88,19 @@
 // listener is bounded by the buffer plus the set. A reader that never reads (a dead TCP peer) is
 // dropped by the SSE writer's WriteTimeout.
 //
+// Waiting for a revision: Hub.WaitApplied(ctx, rev) returns once every event up to kv revision
+// rev is queued on the subscriptions it concerns. The WebSocket protocol needs it (a write's
+// change must reach the writer's listens before the write's "ok"); a write's revision arrives
+// on the watch, a read's may hold no key under the prefix, so the hub asks kv for a progress
+// notification (sent once the watch has been sent everything up to the store's revision).
+//
+// WebSocket listens (ws_listen.go) are subscriptions like SSE streams, made with
+// Hub.SubscribeNotify so that all the listens of a connection signal one channel: the
+// connection's writing goroutine takes every listen's events (TryNext) and queues them, the
+// take-and-queue step under one lock per connection, so a write that waited with WaitApplied and
+// then takes for its connection under that lock queues its "ok" after its change. An untagged
+// push is encoded once per Event (Event.ws), shared by every connection listening at that path.
+//
 // Resume: a client reconnecting (after a server restart, or a dropped stream) gets a full put,
 // as Firebase clients expect; there is no Last-Event-ID resume.
 package rtdb

@@ -45,6 +45,10 @@ type Event struct {
 
 	sseOnce sync.Once
 	sse     []byte
+	// The WebSocket data push of an untagged listen (ws_listen.go), encoded once: an event is
+	// shared only by the subscriptions of one topic, so every reader asks for the same path.
+	wsOnce sync.Once
+	ws     []byte
 }
 
 // SSE is the event as a text/event-stream frame, encoded once for all its listeners.
@@ -77,8 +81,14 @@ func ParseQuery(v url.Values) (*Query, error) {
 	if err != nil || q == nil {
 		return nil, err
 	}
+	return queryOf(q), nil
+}
+
+// queryOf wraps a parsed query; equal queries, from REST or the WebSocket protocol, get equal
+// keys and so share one topic.
+func queryOf(q *query) *Query {
 	return &Query{q: q, key: fmt.Sprintf("%q|%v|%v|%v|%v|%v|%d|%v|%d", q.orderBy, q.hasStart, q.start,
-		q.hasEnd, q.end, q.limitF, q.first, q.limit, q.last)}, nil
+		q.hasEnd, q.end, q.limitF, q.first, q.limit, q.last)}
 }
 
 // Hub turns one kv watch over every database into per-listener notifications. See the package
@@ -99,6 +109,8 @@ type Hub struct {
 	closed  bool                 // guarded by mu
 	roots   map[string]*trieNode // per namespace, the topics by path; guarded by mu
 	applied int64                // last revision dispatched; guarded by mu
+	// appliedCh is closed and replaced when applied grows (hub_wait.go); guarded by mu.
+	appliedCh chan struct{}
 }
 
 // trieNode holds the topics at one path and the nodes below it; guarded by Hub.mu.
@@ -186,10 +198,22 @@ func (h *Hub) Close() {
 // revision that changed what it sees. ctx bounds only the call (the first one starts the kv
 // watch); the subscription lasts until Close or the hub's Close. Close it when done.
 func (h *Hub) Subscribe(ctx context.Context, ns string, path []string, q *Query) (*Subscription, error) {
+	return h.SubscribeNotify(ctx, ns, path, q, make(chan struct{}, 1))
+}
+
+// SubscribeNotify is Subscribe with the subscription signalling notify (capacity 1, signalled
+// without blocking) instead of a channel of its own, so that one reader can serve several
+// subscriptions from one goroutine: after each signal it calls TryNext on every one of them
+// (a signal stands for any of them, so none is lost). Such a reader must not call Next, which
+// would take a signal meant for another subscription. Ready returns notify.
+func (h *Hub) SubscribeNotify(ctx context.Context, ns string, path []string, q *Query, notify chan struct{}) (*Subscription, error) {
+	if cap(notify) != 1 {
+		return nil, fmt.Errorf("subscribe: notify channel has capacity %d, want 1", cap(notify))
+	}
 	if err := h.start(ctx); err != nil {
 		return nil, err
 	}
-	s := &Subscription{h: h, wake: make(chan struct{}, 1), limit: h.cfg.ListenerBufferBytes}
+	s := &Subscription{h: h, wake: notify, limit: h.cfg.ListenerBufferBytes}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -251,7 +275,7 @@ func (h *Hub) start(ctx context.Context) error {
 		h.mu.Unlock()
 		return ErrHubClosed
 	}
-	h.applied = resp.Header.Revision
+	h.setAppliedLocked(resp.Header.Revision)
 	h.wg.Add(1)
 	h.mu.Unlock()
 	h.started = true
@@ -335,6 +359,7 @@ func (h *Hub) watch(rev int64) {
 				break
 			}
 			if resp.IsProgressNotify() {
+				h.progress(resp.Header.Revision)
 				continue
 			}
 			// Continuum kv and etcd send whole revisions per response (no fragments were asked
@@ -372,7 +397,7 @@ func (h *Hub) resync() int64 {
 		cancel()
 		if err == nil {
 			h.mu.Lock()
-			h.applied = resp.Header.Revision
+			h.setAppliedLocked(resp.Header.Revision)
 			for _, root := range h.roots {
 				walkTopics(root, func(t *topic) { h.load(t) })
 			}
@@ -395,7 +420,7 @@ func (h *Hub) dispatch(rev int64, evs []*clientv3.Event) {
 	if rev <= h.applied {
 		return // already seen by the reads of a resync, and applied by their loaders
 	}
-	h.applied = rev
+	h.setAppliedLocked(rev)
 	touched := map[*topic][]change{}
 	var order []*topic
 	add := func(t *topic, c change) {
@@ -441,6 +466,9 @@ func (h *Hub) dispatch(rev int64, evs []*clientv3.Event) {
 		if t.loading {
 			t.pending = append(t.pending, pendingBatch{rev, cs})
 			continue
+		}
+		if rev <= t.rev {
+			continue // the topic's read was at rev or later (the watch lags reads): already in it
 		}
 		if ev := t.advance(rev, cs); ev != nil {
 			for s := range t.subs {

@@ -95,7 +95,7 @@ type Server struct {
 	// hub serves every listener (SSE here, the WebSocket protocol too) from one kv watch.
 	hub    *Hub
 	stream StreamConfig
-	ws     wsState // the WebSocket protocol's connections and watchers (ws.go)
+	ws     wsState // the WebSocket protocol's connections (ws.go); their listens are on hub
 }
 
 // New connects to the kv endpoints (lazily: the first request fails if none answers).

@@ -39,14 +39,14 @@ const (
 	wsMaxQueued       = 64 << 20
 )
 
-// wsState is the server's WebSocket side: the namespace watchers and the open connections.
-// Its zero value is ready; start runs once, on the first connection.
+// wsState is the server's WebSocket side: the open connections (their listens are
+// subscriptions on the server's hub). Its zero value is ready; start runs once, on the first
+// connection.
 type wsState struct {
-	once     sync.Once
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup // the connections' goroutines and the watchers
-	watchers *wsWatchers
+	once   sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the connections' goroutines
 
 	mu     sync.Mutex
 	conns  map[*wsConn]struct{} // guarded by mu
@@ -56,13 +56,11 @@ type wsState struct {
 func (s *Server) wsStart() {
 	s.ws.once.Do(func() {
 		s.ws.ctx, s.ws.cancel = context.WithCancel(context.Background())
-		s.ws.watchers = &wsWatchers{st: s.st, ctx: s.ws.ctx, wg: &s.ws.wg}
 		s.ws.conns = map[*wsConn]struct{}{}
 	})
 }
 
-// closeWS ends every WebSocket connection (running their onDisconnect writes) and watcher, and
-// waits for their goroutines.
+// closeWS ends every WebSocket connection (running their onDisconnect writes), and waits for their goroutines.
 func (s *Server) closeWS() {
 	s.wsStart()
 	s.ws.mu.Lock()
@@ -116,7 +114,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader answered the error
 	}
 	c := &wsConn{s: s, c: wc, ns: ns, log: s.log.With("ns", ns, "remote", r.RemoteAddr),
-		notify: make(chan struct{}, 1), closing: make(chan struct{}), listens: map[string]*wsListen{}}
+		notify: make(chan struct{}, 1), closing: make(chan struct{}), listens: map[string]*wsListen{},
+		hubWake: make(chan struct{}, 1), fwd: map[*wsListen]struct{}{}}
 	s.ws.mu.Lock()
 	if s.ws.closed {
 		s.ws.mu.Unlock()
@@ -134,7 +133,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 // wsConn is one client connection. Requests are handled one at a time, in order, on the
 // reading goroutine (so one client's writes apply in the order it sent them); everything sent
 // goes through one FIFO queue drained by the writing goroutine, so a listen's data, a write's
-// acknowledgement and the changes pushed by the watchers leave in the order they were queued.
+// acknowledgement and the changes taken from the hub for its listens leave in the order they
+// were queued (ws_listen.go says how a write's change is queued before its "ok").
 type wsConn struct {
 	s   *Server
 	c   *websocket.Conn
@@ -148,6 +148,13 @@ type wsConn struct {
 
 	closeOnce sync.Once
 	closing   chan struct{}
+
+	// hubWake is signalled by the hub when a listen's subscription may have events; fwd are
+	// the listens the writing goroutine takes from (ws_listen.go). fwdMu makes taking and
+	// queueing one step.
+	hubWake chan struct{}
+	fwdMu   sync.Mutex
+	fwd     map[*wsListen]struct{} // guarded by fwdMu
 
 	// Owned by the reading goroutine.
 	listens map[string]*wsListen
@@ -192,9 +199,7 @@ func (c *wsConn) serve(host string) {
 	}
 	c.close()
 	c.stopAuth()
-	for _, l := range c.listens {
-		l.w.unwatch(l)
-	}
+	c.stopListens()
 	wg.Wait()
 	c.c.Close()
 	c.runOnDisconnect()
@@ -378,8 +383,9 @@ func (c *wsConn) updates(req *wsRequest) ([]update, error) {
 	return ups, err
 }
 
-// write applies a put or merge and returns once every listener of the namespace was handed the
-// change (wsWatcher's invariant), so that the acknowledgement queued next follows the data.
+// write applies a put or merge and returns once the connection's listens have queued the
+// change (settle), so that the acknowledgement queued next follows the data: the SDK shows the
+// old value again if a write's "ok" comes before the server's data for it.
 func (c *wsConn) write(ctx context.Context, req *wsRequest) error {
 	ups, err := c.updates(req)
 	if err != nil {
@@ -400,10 +406,7 @@ func (c *wsConn) write(ctx context.Context, req *wsRequest) error {
 	if err != nil || rev == 0 {
 		return err
 	}
-	if w := c.s.ws.watchers.peek(c.ns); w != nil {
-		return w.waitRev(ctx, rev)
-	}
-	return nil
+	return c.settle(ctx, rev)
 }
 
 // compareAndSet is a transaction's put: applied only while the value at the path has the SDK
@@ -420,10 +423,8 @@ func (c *wsConn) compareAndSet(ctx context.Context, u update, h string) (int64, 
 		if sdkHash(cur) != h {
 			// The SDK reruns the transaction as soon as it reads "datastale", on the value its
 			// listen has: send that listen the current value first, or the rerun is stale too.
-			if w := c.s.ws.watchers.peek(c.ns); w != nil {
-				if err := w.waitRead(ctx, snap.rev); err != nil {
-					return 0, err
-				}
+			if err := c.settle(ctx, snap.rev); err != nil {
+				return 0, err
 			}
 			return 0, &wsFail{"datastale", "the value changed since the transaction read it"}
 		}
@@ -545,6 +546,10 @@ func (c *wsConn) writeLoop() {
 			c.flush() // the last messages (a shutdown reason) still go out, best effort
 			return
 		case <-c.notify:
+		case <-c.hubWake:
+			c.fwdMu.Lock()
+			c.takeAllLocked()
+			c.fwdMu.Unlock()
 		}
 		if err := c.flush(); err != nil {
 			c.close()
@@ -591,4 +596,17 @@ func (c *wsConn) writeMessage(m []byte) error {
 		}
 	}
 	return nil
+}
+
+// isPrefix says whether path p is at or above path of.
+func isPrefix(p, of []string) bool {
+	if len(p) > len(of) {
+		return false
+	}
+	for i := range p {
+		if p[i] != of[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -1,57 +1,34 @@
 package rtdb
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
-// wsListen is one listen (q) of a connection: a path, and for a query (which the SDK tags) the
-// query. It sends the value once (before the listen's "ok", as Firebase does), then each
-// revision's changes under the path.
+// wsListen is one listen (q) of a connection: a hub subscription to a path, and for a query
+// (which the SDK tags) the query. The hub's events become data pushes: a put at the listen's
+// path plus the event's path ("d"), or a patch there ("m", whose keys are children). A tagged
+// push is applied by the SDK to that query's view only, at the path it names.
 //
-// A plain listen sends the changes themselves: one leaf as a put ("d") at its path, several as
-// one merge ("m") at the listen's path, whose keys are the leaves' relative paths. A query
-// listen keeps the whole subtree (view) and sends the query's result at the path, tagged,
-// whenever that result changed: the SDK replaces a tagged query's data with what it is sent.
+// All the listens of a connection signal one channel (Hub.SubscribeNotify), which the
+// connection's writing goroutine waits on beside its send queue: it takes what every listen has
+// waiting and queues it, then writes. Taking and queueing are one step under the connection's
+// fwdMu (takeAllLocked), so a listen's pushes keep their order, and a write that waited for its
+// revision (settle) and then takes under the same lock queues its "ok" after its change.
 type wsListen struct {
 	c    *wsConn
-	w    *wsWatcher
 	path []string
 	tag  json.RawMessage // nil for the default query
-	qu   *query
+	sub  *Subscription
 
-	mu      sync.Mutex
-	ready   bool       // guarded by mu: false until the first value was sent
-	from    int64      // guarded by mu: the revision of the first value; older changes are in it
-	pending []wsRevEvs // guarded by mu: changes that arrived before ready
-	view    any        // guarded by mu: a query's whole subtree
-	sent    []byte     // guarded by mu: the canonical JSON of the query result last sent
-}
-
-type wsRevEvs struct {
-	rev int64
-	chs []wsChange
-}
-
-func (l *wsListen) prefix() []string { return l.path }
-
-func (l *wsListen) fail(error) { l.c.close() } // the SDK reconnects and listens again
-
-func (l *wsListen) deliver(rev int64, chs []wsChange, memo map[string][]byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.ready {
-		l.pending = append(l.pending, wsRevEvs{rev, chs})
-		return
-	}
-	l.applyLocked(rev, chs, memo)
+	stopped bool          // guarded by c.fwdMu: unlistened; what is taken afterwards is dropped
+	first   chan struct{} // closed once the first value (the subscription's first event) is queued
+	queued  bool          // guarded by c.fwdMu: first is closed
 }
 
 // listenKey names a listen as the SDK does for unlisten: its path and its query's tag.
@@ -60,57 +37,52 @@ func listenKey(p string, tag json.RawMessage) string {
 	return strings.Join(path, "/") + "\x00" + string(tag)
 }
 
-// listen subscribes before reading, so that no change after the read's revision is missed,
-// then sends the value read and, after it, the changes newer than that read.
+// listen subscribes on the hub and returns once the subscription's first event (the whole
+// value) is queued: Firebase sends a listen's value before the listen's "ok".
 func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 	path, err := c.path(req.B.P)
 	if err != nil {
 		return nil, err
 	}
 	var tag json.RawMessage
-	var qu *query
+	var hq *Query
 	if len(req.B.T) > 0 && string(req.B.T) != "null" {
 		tag = req.B.T
-		if qu, err = wireQuery(req.B.Q); err != nil {
+		qu, err := wireQuery(req.B.Q)
+		if err != nil {
 			return nil, err
+		}
+		if qu != nil {
+			hq = queryOf(qu)
 		}
 	}
 	key := listenKey(req.B.P, tag)
 	if old := c.listens[key]; old != nil {
-		old.w.unwatch(old)
+		c.stopListen(old)
 		delete(c.listens, key)
 	}
-	w, err := c.s.ws.watchers.get(ctx, c.ns)
+	if err := c.s.st.readAllowedLazy(ctx, c.ns, path); err != nil {
+		return nil, err
+	}
+	sub, err := c.s.hub.SubscribeNotify(ctx, c.ns, path, hq, c.hubWake)
 	if err != nil {
 		return nil, err
 	}
-	l := &wsListen{c: c, w: w, path: path, tag: tag, qu: qu}
-	if err := w.watch(l); err != nil {
-		return nil, err
-	}
-	snap, err := c.s.st.read(ctx, c.ns, [][]string{path})
-	if err == nil {
-		err = c.s.st.readAllowed(ctx, c.ns, path, snap) // the rules, at the revision read
-	}
-	if err != nil {
-		w.unwatch(l)
-		return nil, err
+	l := &wsListen{c: c, path: path, tag: tag, sub: sub, first: make(chan struct{})}
+	c.fwdMu.Lock()
+	c.fwd[l] = struct{}{}
+	c.takeAllLocked() // a path already listened to has its first event queued at once
+	c.fwdMu.Unlock()
+	select {
+	case <-l.first:
+	case <-c.closing:
+		c.stopListen(l)
+		return nil, errors.New("connection closing")
+	case <-ctx.Done():
+		c.stopListen(l)
+		return nil, ctx.Err()
 	}
 	c.listens[key] = l
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.from = snap.rev
-	t := snap.trees[0]
-	if qu != nil {
-		l.view = t
-		l.sendQueryLocked()
-	} else {
-		l.sendLocked(path, t, false)
-	}
-	for _, p := range l.pending {
-		l.applyLocked(p.rev, p.chs, nil)
-	}
-	l.pending, l.ready = nil, true
 	return map[string]any{}, nil
 }
 
@@ -121,173 +93,103 @@ func (c *wsConn) unlisten(req *wsRequest) {
 	}
 	key := listenKey(req.B.P, tag)
 	if l := c.listens[key]; l != nil {
-		l.w.unwatch(l)
+		c.stopListen(l)
 		delete(c.listens, key)
 	}
 }
 
-// sendLocked queues a put ("d") or merge ("m") at path.
-func (l *wsListen) sendLocked(path []string, data any, merge bool) {
-	l.c.sendBytes(l.encodeLocked(path, data, merge))
+// stopListen ends l: nothing of it is queued after this returns.
+func (c *wsConn) stopListen(l *wsListen) {
+	c.fwdMu.Lock()
+	l.stopped = true
+	delete(c.fwd, l)
+	c.fwdMu.Unlock()
+	l.sub.Close()
 }
 
-// encodeLocked is the message of a put ("d") or merge ("m") at path (data already output()
-// for a merge).
-func (l *wsListen) encodeLocked(path []string, data any, merge bool) []byte {
-	b := map[string]any{"p": strings.Join(path, "/"), "d": data}
-	if !merge {
-		b["d"] = output(data)
+// takeAllLocked queues what every listen of the connection has waiting, and forgets the
+// listens whose subscription ended. The hub ending (the server closing) closes the connection:
+// the SDK reconnects and listens again. The caller holds c.fwdMu.
+func (c *wsConn) takeAllLocked() {
+	for l := range c.fwd {
+		evs, err := l.sub.TryNext()
+		for _, ev := range evs {
+			c.sendBytes(l.message(ev))
+		}
+		if len(evs) > 0 && !l.queued {
+			l.queued = true
+			close(l.first)
+		}
+		if err != nil {
+			delete(c.fwd, l)
+			if !errors.Is(err, ErrSubscriptionClosed) {
+				c.close()
+			}
+		}
 	}
+}
+
+// settle returns once every event up to revision rev (a write's, or a read's) is in the send
+// queue for each listen of the connection, so that what the caller queues next follows it.
+// A connection without listens owes nobody an order and does not wait.
+func (c *wsConn) settle(ctx context.Context, rev int64) error {
+	if len(c.listens) == 0 {
+		return nil
+	}
+	if err := c.s.hub.WaitApplied(ctx, rev); err != nil {
+		return err
+	}
+	c.fwdMu.Lock()
+	c.takeAllLocked()
+	c.fwdMu.Unlock()
+	return nil
+}
+
+// stopListens ends every listen of the connection.
+func (c *wsConn) stopListens() {
+	for key, l := range c.listens {
+		c.stopListen(l)
+		delete(c.listens, key)
+	}
+}
+
+// message is ev as this listen's data push. Untagged listens of one path share the bytes (on
+// every connection): the hub shares ev among them, and the push depends only on the path.
+func (l *wsListen) message(ev *Event) []byte {
 	if l.tag != nil {
-		b["t"] = l.tag
+		return encodePush(l.path, ev, l.tag)
+	}
+	ev.wsOnce.Do(func() { ev.ws = encodePush(l.path, ev, nil) })
+	return ev.ws
+}
+
+// encodePush is {"t":"d","d":{"a":"d"|"m","b":{"p":<path>,"d":<data>[,"t":<tag>]}}}: a put of
+// ev's data at base plus ev's path, or (a patch) a merge of its children there.
+func encodePush(base []string, ev *Event, tag json.RawMessage) []byte {
+	p := strings.Join(base, "/")
+	if rel := strings.TrimPrefix(ev.Path, "/"); rel != "" {
+		if p != "" {
+			p += "/"
+		}
+		p += rel
 	}
 	a := "d"
-	if merge {
+	if ev.Type == "patch" {
 		a = "m"
 	}
-	return encodeMsg(map[string]any{"t": "d", "d": map[string]any{"a": a, "b": b}})
-}
-
-func (l *wsListen) sendQueryLocked() {
-	res := l.qu.apply(l.view)
-	cj := canonical(res)
-	if l.sent != nil && bytes.Equal(cj, l.sent) {
-		return
+	pj, _ := json.Marshal(p)
+	b := make([]byte, 0, len(ev.Data)+len(pj)+len(tag)+40)
+	b = append(b, `{"t":"d","d":{"a":"`...)
+	b = append(b, a...)
+	b = append(b, `","b":{"p":`...)
+	b = append(b, pj...)
+	b = append(b, `,"d":`...)
+	b = append(b, ev.Data...)
+	if tag != nil {
+		b = append(b, `,"t":`...)
+		b = append(b, tag...)
 	}
-	l.sent = cj
-	l.sendLocked(l.path, res, false)
-}
-
-// applyLocked sends one revision's changes (those newer than the first value). A plain
-// listen's message depends only on its path and the changes, so one revision's message for a
-// path is encoded once (memo, when given) and shared by its listens on every connection.
-func (l *wsListen) applyLocked(rev int64, chs []wsChange, memo map[string][]byte) {
-	if rev <= l.from {
-		return
-	}
-
-	if l.qu != nil {
-		// Deletions first: in one revision a leaf may be deleted and a child of it put
-		// (a leaf replaced by an object), and the put must survive.
-		for _, del := range []bool{true, false} {
-			for _, ch := range chs {
-				if (ch.val == nil) != del {
-					continue
-				}
-				if len(ch.path) < len(l.path) { // an ancestor: a leaf there leaves nothing here
-					if ch.val != nil {
-						l.view = nil
-					}
-					continue
-				}
-				rel := ch.path[len(l.path):]
-				if ch.val == nil {
-					removeAt(&l.view, rel)
-				} else {
-					insert(&l.view, rel, ch.val.(leaf))
-				}
-			}
-		}
-		l.sendQueryLocked()
-		return
-	}
-	key := strings.Join(l.path, "/")
-	b, ok := memo[key]
-	if !ok {
-		b = l.encodeChanges(chs)
-		if memo != nil {
-			memo[key] = b
-		}
-	}
-	l.c.sendBytes(b)
-}
-
-// encodeChanges is a plain listen's message for one revision's changes.
-func (l *wsListen) encodeChanges(chs []wsChange) []byte {
-	ents := mergeEntries(l.path, chs)
-	if len(ents) == 1 {
-		return l.encodeLocked(append(slices.Clip(l.path), ents[0].path...), ents[0].val, false)
-	}
-	m := make(map[string]any, len(ents))
-	for _, e := range ents {
-		m[strings.Join(e.path, "/")] = output(e.val)
-	}
-	return l.encodeLocked(l.path, m, true)
-}
-
-// mergeEntries turns one revision's leaf changes into non-overlapping (relative path, value)
-// entries, so that the SDK applying them in any order ends with the stored tree:
-//   - a change above the listen's path that puts a leaf makes the path null (a deletion there
-//     only removed a leaf the path was already null under);
-//   - a deleted leaf with a descendant put in the same revision was replaced by an object: the
-//     put alone says so (the SDK turns a leaf into an object when a child is set);
-//   - any entry under another entry is implied by it (a put leaf replaces its subtree, a
-//     deletion clears it) and is dropped.
-func mergeEntries(base []string, chs []wsChange) []wsChange {
-	var ents []wsChange
-	for _, ch := range chs {
-		if len(ch.path) < len(base) {
-			if ch.val != nil {
-				ents = append(ents, wsChange{[]string{}, nil})
-			}
-			continue
-		}
-		ents = append(ents, wsChange{ch.path[len(base):], ch.val})
-	}
-	keep := ents[:0:0]
-	for i, e := range ents {
-		replaced := false
-		if e.val == nil {
-			for j, o := range ents {
-				if j != i && o.val != nil && len(o.path) > len(e.path) && isPrefix(e.path, o.path) {
-					replaced = true
-					break
-				}
-			}
-		}
-		if !replaced {
-			keep = append(keep, e)
-		}
-	}
-	var out []wsChange
-	for i, e := range keep {
-		implied := false
-		for j, o := range keep {
-			if j != i && (len(o.path) < len(e.path) || (len(o.path) == len(e.path) && j < i)) && isPrefix(o.path, e.path) {
-				implied = true
-				break
-			}
-		}
-		if !implied {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// removeAt deletes the node at rel from *root, pruning objects left empty.
-func removeAt(root *any, rel []string) {
-	if len(rel) == 0 {
-		*root = nil
-		return
-	}
-	m, ok := (*root).(map[string]any)
-	if !ok {
-		return
-	}
-	child, ok := m[rel[0]]
-	if !ok {
-		return
-	}
-	removeAt(&child, rel[1:])
-	if child == nil {
-		delete(m, rel[0])
-	} else {
-		m[rel[0]] = child
-	}
-	if len(m) == 0 {
-		*root = nil
-	}
+	return append(b, "}}}"...)
 }
 
 // wireQuery reads the SDK's query object (queryParamsGetQueryObject): i the index (".key",

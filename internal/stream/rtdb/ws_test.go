@@ -214,17 +214,18 @@ func TestWSListenOrder(t *testing.T) {
 	if a, b := push(before[0]); a != "d" || b["p"] != "l/a/x" || !jsonEq(b["d"], 5) {
 		t.Errorf("put's change: %s %v, want d at l/a/x = 5", a, b)
 	}
-	// Replacing a subtree: new leaves and deleted ones in one revision, one merge.
+	// Replacing a subtree: new leaves and deleted ones in one revision, one merge of the
+	// changed children (the hub's patch: y's only leaf went, so y is null).
 	s, _, before = w.reply(w.req("p", map[string]any{"p": "/l/a", "d": map[string]any{"x": 6, "w": true}}))
 	if s != "ok" || len(before) != 1 {
 		t.Fatalf("subtree put: %s after %v", s, before)
 	}
-	if a, b := push(before[0]); a != "m" || b["p"] != "l" || !jsonEq(b["d"], map[string]any{"a/x": 6, "a/w": true, "a/y/z": nil}) {
-		t.Errorf("subtree change: %s %v, want one merge at l", a, b)
+	if a, b := push(before[0]); a != "m" || b["p"] != "l/a" || !jsonEq(b["d"], map[string]any{"x": 6, "w": true, "y": nil}) {
+		t.Errorf("subtree change: %s %v, want one merge at l/a", a, b)
 	}
-	// A leaf replaced by an object and back.
+	// A leaf replaced by an object (a put of the object) and back.
 	s, _, before = w.reply(w.req("p", map[string]any{"p": "/l/a/w", "d": map[string]any{"deep": 1}}))
-	if a, b := push(before[0]); s != "ok" || a != "d" || b["p"] != "l/a/w/deep" || !jsonEq(b["d"], 1) {
+	if a, b := push(before[0]); s != "ok" || a != "d" || b["p"] != "l/a/w" || !jsonEq(b["d"], map[string]any{"deep": 1}) {
 		t.Errorf("leaf to object: %s %v", a, b)
 	}
 	s, _, before = w.reply(w.req("p", map[string]any{"p": "/l/a/w", "d": "leaf"}))
@@ -251,6 +252,57 @@ func TestWSListenOrder(t *testing.T) {
 	w.call("n", map[string]any{"p": "/l"})
 	if s, _, before := w.reply(w.req("p", map[string]any{"p": "/l", "d": 8})); s != "ok" || len(before) != 0 {
 		t.Errorf("after unlisten: %s after %v, want ok alone", s, before)
+	}
+}
+
+// TestWSOrderAcrossListens: with several listens on one connection, a write of that connection
+// reaches each of them before its "ok", and a transaction refused as stale is answered only
+// after each was sent the value written meanwhile by another connection.
+func TestWSOrderAcrossListens(t *testing.T) {
+	base := startRTDB(t, nil)
+	a, b := dialWS(t, base, "ord3"), dialWS(t, base, "ord3")
+	paths := []string{"/x/y", "/x", "/"}
+	for _, p := range paths {
+		if s, _ := a.call("q", map[string]any{"p": p, "h": ""}); s != "ok" {
+			t.Fatalf("listen %s: %s", p, s)
+		}
+	}
+	// pushed counts the pushes before an answer that bring x/y to v (a put at x/y, or a put or
+	// merge above it holding v there).
+	pushed := func(before []map[string]any, v float64) int {
+		n := 0
+		for _, m := range before {
+			a, body := push(m)
+			if a == "" {
+				continue
+			}
+			d := body["d"]
+			for _, seg := range strings.Split(strings.TrimPrefix("x/y", fmt.Sprint(body["p"])), "/") {
+				if seg == "" {
+					continue
+				}
+				o, _ := d.(map[string]any)
+				d = o[seg]
+			}
+			if d == v {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 5 {
+		v := float64(100 + i)
+		if s, _ := b.call("p", map[string]any{"p": "/x/y", "d": v}); s != "ok" {
+			t.Fatal(s)
+		}
+		s, _, before := a.reply(a.req("p", map[string]any{"p": "/x/y", "d": 1, "h": sdkHash(leaf("-1"))}))
+		if s != "datastale" || pushed(before, v) != len(paths) {
+			t.Fatalf("stale transaction %d: %s after %d pushes of %v, want datastale after %d", i, s, pushed(before, v), v, len(paths))
+		}
+		s, _, before = a.reply(a.req("p", map[string]any{"p": "/x/y", "d": v + 50}))
+		if s != "ok" || pushed(before, v+50) != len(paths) {
+			t.Fatalf("write %d: %s after %d pushes of %v, want ok after %d", i, s, pushed(before, v+50), v+50, len(paths))
+		}
 	}
 }
 
@@ -295,7 +347,7 @@ func TestWSFrames(t *testing.T) {
 }
 
 // TestWSOnDisconnectAndClose: onDisconnect writes run when the client goes, and Close ends
-// connections and watchers without leaking (TestMain checks goroutines).
+// connections and their listens without leaking (TestMain checks goroutines).
 func TestWSOnDisconnectAndClose(t *testing.T) {
 	base := startRTDB(t, nil)
 	w := dialWS(t, base, "od")
@@ -320,33 +372,39 @@ func TestWSOnDisconnectAndClose(t *testing.T) {
 	}
 }
 
-func TestMergeEntries(t *testing.T) {
-	p := func(s string) []string {
-		if s == "" {
-			return []string{}
-		}
-		return strings.Split(s, "/")
-	}
-	l := func(s string) any { return leaf(s) }
+// TestEncodePush: a hub event becomes a data push at the listen's path joined with the
+// event's, a patch a merge of children there, a tagged listen's push carries its tag.
+func TestEncodePush(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		base string
-		chs  []wsChange
-		want map[string]any
+		ev   *Event
+		tag  string
+		want string
 	}{
-		{"one leaf", "a", []wsChange{{p("a/x"), l("1")}}, map[string]any{"x": l("1")}},
-		{"leaf replaced by object", "a", []wsChange{{p("a/x"), nil}, {p("a/x/y"), l("1")}}, map[string]any{"x/y": l("1")}},
-		{"object replaced by leaf", "a", []wsChange{{p("a/x"), l("1")}, {p("a/x/y"), nil}, {p("a/x/z"), nil}}, map[string]any{"x": l("1")}},
-		{"leaf above the listen", "a/b", []wsChange{{p("a"), l("1")}, {p("a/b/c"), nil}}, map[string]any{"": nil}},
-		{"deletion above the listen", "a/b", []wsChange{{p("a"), nil}}, map[string]any{}},
-		{"siblings", "", []wsChange{{p("x"), l("1")}, {p("y"), nil}}, map[string]any{"x": l("1"), "y": nil}},
+		{"put at the listen", "a/b", &Event{Type: "put", Path: "/", Data: json.RawMessage(`{"x":1}`)}, "",
+			`{"t":"d","d":{"a":"d","b":{"p":"a/b","d":{"x":1}}}}`},
+		{"put below it", "a", &Event{Type: "put", Path: "/x/y", Data: json.RawMessage(`1`)}, "",
+			`{"t":"d","d":{"a":"d","b":{"p":"a/x/y","d":1}}}`},
+		{"patch at the root", "", &Event{Type: "patch", Path: "/r", Data: json.RawMessage(`{"k":null,"l":"\u00e9"}`)}, "",
+			`{"t":"d","d":{"a":"m","b":{"p":"r","d":{"k":null,"l":"\u00e9"}}}}`},
+		{"tagged", "q", &Event{Type: "put", Path: "/k", Data: json.RawMessage(`null`)}, "3",
+			`{"t":"d","d":{"a":"d","b":{"p":"q/k","d":null,"t":3}}}`},
 	} {
-		got := map[string]any{}
-		for _, e := range mergeEntries(p(tc.base), tc.chs) {
-			got[strings.Join(e.path, "/")] = e.val
+		var tag json.RawMessage
+		if tc.tag != "" {
+			tag = json.RawMessage(tc.tag)
 		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		base := []string{}
+		if tc.base != "" {
+			base = strings.Split(tc.base, "/")
+		}
+		if got := string(encodePush(base, tc.ev, tag)); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+		var v any
+		if err := json.Unmarshal(encodePush(base, tc.ev, tag), &v); err != nil {
+			t.Errorf("%s: not JSON: %v", tc.name, err)
 		}
 	}
 }
