@@ -177,8 +177,13 @@ func (a *Aggregator) commit(ctx context.Context, recs []*kgo.Record) {
 	}
 }
 
+// maxBatchPaths bounds the records (paths) of one PATCH: the database reads each written path
+// with two ranges in one kv Txn (plus one for its rules), and a Txn holds at most 128 operations,
+// so it refuses a write of more than 63 paths with a 400.
+const maxBatchPaths = 60
+
 // batches turns one poll's records into PATCH bodies: the last record of each path only, packed
-// in poll order into batches of at most MaxLeaves leaves.
+// in poll order into batches of at most MaxLeaves leaves and maxBatchPaths records.
 func (a *Aggregator) batches(recs []*kgo.Record) [][]write {
 	ws := make([]write, 0, len(recs))
 	last := make(map[string]int, len(recs))
@@ -201,7 +206,7 @@ func (a *Aggregator) batches(recs []*kgo.Record) [][]write {
 		if w.value == nil {
 			continue
 		}
-		if n+w.leaves > a.cfg.MaxLeaves && len(cur) > 0 {
+		if (n+w.leaves > a.cfg.MaxLeaves || len(cur) >= maxBatchPaths) && len(cur) > 0 {
 			out, cur, n = append(out, cur), nil, 0
 		}
 		cur, n = append(cur, w), n+w.leaves

@@ -32,7 +32,8 @@ type Config struct {
 	Path           string
 	DeadLetterPath string
 	KeyField       string // default "id"
-	// MaxLeaves bounds the keys one PATCH sets (default 128: one kv transaction of the database).
+	// MaxLeaves bounds the keys one PATCH sets (default 120: the database's kv transaction holds
+	// 128 operations, and a write also deletes the ancestors' keys of what it writes).
 	MaxLeaves int
 	// PollRecords bounds the records taken per poll (default 2000); Parallel the PATCHes of one
 	// poll in flight at once (default 4).
@@ -53,7 +54,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Group: "continuum-aggregator", SessionTimeout: 10 * time.Second, RTDB: "http://127.0.0.1:9000",
-		Path: "/records", DeadLetterPath: "/dead-letters", KeyField: "id", MaxLeaves: 128,
+		Path: "/records", DeadLetterPath: "/dead-letters", KeyField: "id", MaxLeaves: 120,
 		PollRecords: 2000, Parallel: 4, WriteTimeout: 10 * time.Second,
 		RetryMin: 50 * time.Millisecond, RetryMax: 5 * time.Second,
 	}

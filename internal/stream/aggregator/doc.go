@@ -12,7 +12,7 @@
 //
 // Records of one poll are batched into multi-path PATCHes (at <path>, or at the root when a
 // batch carries dead letters too), each within
-// the database's bound of keys (leaves) per write (one kv transaction, 128 keys), after keeping
+// the database's bound of keys (leaves) per write (one kv transaction of 128 operations: 120 leaves and 60 records per PATCH by default), after keeping
 // only the last record of each id (so no PATCH names a path twice, and the batches of one poll
 // touch disjoint paths and may be written concurrently). An unreachable or failing database is
 // retried with a growing back-off, never skipped. A poison record (not a JSON object, a key

@@ -87,6 +87,23 @@ func TestBatches(t *testing.T) {
 	}
 }
 
+// TestBatchesBoundPaths: small records are packed at most maxBatchPaths to a PATCH, however few
+// leaves they have, since the database refuses a write of more than 63 paths (its read Txn).
+func TestBatchesBoundPaths(t *testing.T) {
+	a := &Aggregator{cfg: Config{KeyField: "id", MaxLeaves: 120}, path: []string{"records"}, deadPath: []string{"dead"}, log: discard()}
+	var recs []*kgo.Record
+	for i := range 150 {
+		recs = append(recs, &kgo.Record{Topic: "t", Offset: int64(i), Value: []byte(fmt.Sprintf(`{"id":"r%d"}`, i))})
+	}
+	var sizes []int
+	for _, b := range a.batches(recs) {
+		sizes = append(sizes, len(b))
+	}
+	if fmt.Sprint(sizes) != fmt.Sprint([]int{maxBatchPaths, maxBatchPaths, 150 - 2*maxBatchPaths}) {
+		t.Errorf("batch sizes %v of 150 one-leaf records, want at most %d each", sizes, maxBatchPaths)
+	}
+}
+
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // Any record either becomes a write of a JSON object within the leaf bound, or a dead letter

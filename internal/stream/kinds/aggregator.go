@@ -27,7 +27,7 @@ func init() {
 const AggregatorStatsFile = "aggregator-stats.json"
 
 // AggregatorConfig is the `config:` of a stream-aggregator component. Unset fields take the
-// aggregator's defaults (group continuum-aggregator, path /records, 128 leaves per PATCH).
+// aggregator's defaults (group continuum-aggregator, path /records, 120 leaves and 60 records per PATCH).
 type AggregatorConfig struct {
 	Brokers  []string `yaml:"brokers"`   // kafka components to bootstrap from (required)
 	Topics   []string `yaml:"topics"`    // required
