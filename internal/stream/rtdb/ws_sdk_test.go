@@ -49,15 +49,22 @@ func sdkModules(t *testing.T) (node, modules string) {
 // push, remove, get, onValue, onChild*, a query, two clients, 10 concurrent transactions and
 // onDisconnect.
 func TestSDKOverWebSocket(t *testing.T) {
+	runSDKScript(t, startRTDB(t, nil), "testdata/sdk_test.mjs", "sdk-test", "ok runTransaction")
+}
+
+// runSDKScript runs a Node script that drives the real Firebase JS SDK against the realtime-db
+// at base (database ns): its "FAIL" lines fail the test, the others are logged, and it must exit
+// 0 having printed done (so a script that stopped early cannot pass).
+func runSDKScript(t *testing.T, base, script, ns, done string) {
+	t.Helper()
 	node, modules := sdkModules(t)
-	base := startRTDB(t, nil)
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "testdata/sdk_test.mjs", modules, u.Hostname(), u.Port(), "sdk-test")
+	cmd := exec.CommandContext(ctx, node, script, modules, u.Hostname(), u.Port(), ns)
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -68,9 +75,9 @@ func TestSDKOverWebSocket(t *testing.T) {
 		}
 	}
 	if err != nil {
-		t.Fatalf("node testdata/sdk_test.mjs: %v", err)
+		t.Fatalf("node %s: %v", script, err)
 	}
-	if !strings.Contains(string(out), "ok runTransaction") {
-		t.Fatal("the script did not run its checks")
+	if !strings.Contains(string(out), done) {
+		t.Fatalf("node %s did not run its checks (no %q)", script, done)
 	}
 }
