@@ -374,6 +374,29 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// reachable checks, within d, that a Kafka broker answers and that the database answers HTTP
+// (any status: a rules denial still proves it is there).
+func (a *Aggregator) reachable(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := a.cl.Ping(cctx); err != nil {
+		return fmt.Errorf("no Kafka broker answered at %s within %v: %w", strings.Join(a.cfg.Brokers, ","), d, err)
+	}
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, strings.TrimRight(a.cfg.RTDB, "/")+"/.json?shallow=true", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("the realtime database at %s did not answer within %v: %w", a.cfg.RTDB, d, err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
 // Run runs an aggregator until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	a, err := New(cfg)
@@ -381,6 +404,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer a.Close()
+	if err := a.reachable(ctx, cfg.StartTimeout); err != nil {
+		return err
+	}
 	if cfg.StatsFile != "" {
 		sctx, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup

@@ -42,6 +42,10 @@ type Config struct {
 	// WriteTimeout bounds one PATCH (default 10 s); RetryMin and RetryMax the back-off between
 	// attempts of a failed one (default 50 ms doubling to 5 s, with jitter).
 	WriteTimeout time.Duration
+	// StartTimeout bounds the check at start that a Kafka broker and the database answer
+	// (default 10 s): a misspelt address is an error at once, not a consumer that waits
+	// forever. Once running, outages of either are retried.
+	StartTimeout time.Duration
 	RetryMin     time.Duration
 	RetryMax     time.Duration
 	// StatsFile, when set, receives the counters (Stats as JSON) every second and at exit,
@@ -55,7 +59,7 @@ func DefaultConfig() Config {
 	return Config{
 		Group: "continuum-aggregator", SessionTimeout: 10 * time.Second, RTDB: "http://127.0.0.1:9000",
 		Path: "/records", DeadLetterPath: "/dead-letters", KeyField: "id", MaxLeaves: 120,
-		PollRecords: 2000, Parallel: 4, WriteTimeout: 10 * time.Second,
+		PollRecords: 2000, Parallel: 4, WriteTimeout: 10 * time.Second, StartTimeout: 10 * time.Second,
 		RetryMin: 50 * time.Millisecond, RetryMax: 5 * time.Second,
 	}
 }

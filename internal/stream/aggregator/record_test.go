@@ -1,12 +1,14 @@
 package aggregator
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -126,4 +128,22 @@ func FuzzToWrite(f *testing.F) {
 			t.Fatalf("write %q with %d leaves", w.path, w.leaves)
 		}
 	})
+}
+
+// TestUnreachableAtStart: an aggregator whose brokers nobody serves says so and exits within its
+// start timeout, naming the address, instead of waiting forever.
+func TestUnreachableAtStart(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Brokers, cfg.Topics, cfg.RTDB = []string{"127.0.0.1:1"}, []string{"t"}, "http://127.0.0.1:2"
+	cfg.StartTimeout, cfg.Logger = 2*time.Second, discard()
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), cfg) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no Kafka broker answered at 127.0.0.1:1") {
+			t.Errorf("Run: %v, want an error naming the broker", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run still waiting a minute after a 2 s start timeout")
+	}
 }

@@ -38,6 +38,7 @@ func (f *AggregatorFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&c.PollRecords, "poll-records", c.PollRecords, "records taken per poll (written, then committed)")
 	fs.IntVar(&c.Parallel, "parallel", c.Parallel, "PATCHes of one poll in flight at once")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "bound on one PATCH")
+	fs.DurationVar(&c.StartTimeout, "start-timeout", c.StartTimeout, "how long to wait at start for a Kafka broker and the database to answer before exiting with an error (0: do not check)")
 	fs.DurationVar(&c.RetryMin, "retry-min", c.RetryMin, "first back-off after a failed write")
 	fs.DurationVar(&c.RetryMax, "retry-max", c.RetryMax, "largest back-off between write attempts")
 	fs.StringVar(&c.StatsFile, "stats-file", c.StatsFile, "write the counters as JSON here every second and at exit")
