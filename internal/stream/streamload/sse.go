@@ -1,7 +1,6 @@
 package streamload
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb"
 )
 
 // sseSub listens to a realtime-db location with Firebase's REST streaming protocol: a GET with
@@ -155,46 +156,22 @@ func dispatchEvent(event, path string, data json.RawMessage, snapshot bool, deli
 	}
 }
 
-// readEvents parses a text/event-stream (the WHATWG format: "field: value" lines, an event
-// ending at a blank line, several data lines joined by newlines, comments starting with ':')
-// and calls fn per event until the stream ends or fn fails.
+// readEvents parses a text/event-stream with the realtime database's own client reader
+// (rtdb.EventReader: "field: value" lines, an event ending at a blank line, several data lines
+// joined by newlines, comments starting with ':') and calls fn per event until the stream ends
+// (io.ErrUnexpectedEOF: a listener's stream never ends by itself) or fn fails.
 func readEvents(r io.Reader, fn func(event string, data []byte) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var event string
-	var data []byte
-	hasData := false
+	er := rtdb.NewEventReader(r)
 	for {
-		line, err := br.ReadBytes('\n')
+		ev, err := er.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return io.ErrUnexpectedEOF
 			}
 			return err
 		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			if hasData || event != "" {
-				if err := fn(event, data); err != nil {
-					return err
-				}
-			}
-			event, data, hasData = "", data[:0], false
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "event":
-			event = string(value)
-		case "data":
-			if hasData {
-				data = append(data, '\n')
-			}
-			data = append(data, value...)
-			hasData = true
+		if err := fn(ev.Type, ev.Data); err != nil {
+			return err
 		}
 	}
 }
