@@ -40,22 +40,7 @@ func listen(t *testing.T, url string, hdr ...string) *sseClient {
 		resp.Body.Close()
 		t.Fatalf("listen %s: status %d", url, resp.StatusCode)
 	}
-	c := &sseClient{ev: make(chan StreamEvent, 100000), resp: resp}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(c.ev)
-		rd := NewEventReader(resp.Body)
-		for {
-			e, err := rd.Next()
-			if err != nil {
-				return
-			}
-			c.ev <- e
-		}
-	}()
-	t.Cleanup(func() { resp.Body.Close(); <-done })
-	return c
+	return readSSE(t, resp, 100000)
 }
 
 // next is the next event other than keep-alive; ok false when the stream ended.
@@ -309,7 +294,13 @@ func listenWith(t *testing.T, tr *http.Transport, url string) *sseClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &sseClient{ev: make(chan StreamEvent, 64), resp: resp}
+	return readSSE(t, resp, 64)
+}
+
+// readSSE reads resp's events onto a client's channel (of capacity buf) until the stream ends;
+// the body is closed and the reader waited for at cleanup.
+func readSSE(t *testing.T, resp *http.Response, buf int) *sseClient {
+	c := &sseClient{ev: make(chan StreamEvent, buf), resp: resp}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
