@@ -14,7 +14,7 @@ import "math"
 type exactSearch struct {
 	in      *instance
 	sizes   []int
-	group   []int // size group of each cluster: 0 for the larger size, 1 for the smaller
+	group   []int  // size group of each cluster: 0 for the larger size, 1 for the smaller
 	next    [2]int // the next cluster of each size group an opening client may take
 	fill    []int
 	counts  [][]float64
