@@ -19,7 +19,7 @@ func DefaultJobFlags() JobFlags { return JobFlags{Job: orchestrator.DefaultJob()
 // Bind declares the job's flags on fs.
 func (f *JobFlags) Bind(fs *pflag.FlagSet) {
 	j := &f.Job
-	fs.StringVar((*string)(&j.Strategy), "strategy", string(j.Strategy), "configuration strategy: "+string(plan.StrategyCentralized)+", "+string(plan.StrategyMinKLD)+" or "+string(plan.StrategyMinCost))
+	fs.StringVar((*string)(&j.Strategy), "strategy", string(j.Strategy), "configuration strategy: "+string(plan.Centralized)+", "+string(plan.MinKLD)+" or "+string(plan.MinCost))
 	fs.Float64Var(&j.ModelMB, "model-mb", j.ModelMB, "model size in MB for the cost model (the seed's 10)")
 	fs.Float64Var(&j.Budget, "budget", j.Budget, "communication budget per client epoch, in the topology's cost units (the seed's 600)")
 	fs.IntVar(&j.Epochs, "epochs", j.Epochs, "local epochs per local round (0: the budget rule's)")

@@ -46,7 +46,7 @@ var Datasets = []string{"digits", "mnist1d", "cifar10"}
 
 // DefaultJob is the seed's configuration on a data set that installs here.
 func DefaultJob() JobSpec {
-	return JobSpec{Strategy: plan.StrategyMinKLD, ModelMB: 10, Budget: 600, Rounds: 20, Dataset: "digits",
+	return JobSpec{Strategy: plan.MinKLD, ModelMB: 10, Budget: 600, Rounds: 20, Dataset: "digits",
 		LR: 0.05, BatchSize: 32, Seed: 1, RoundTimeout: 60, MinGain: 0.01}
 }
 
@@ -54,14 +54,14 @@ func DefaultJob() JobSpec {
 func (j *JobSpec) Validate() error {
 	var errs []string
 	switch j.Strategy {
-	case plan.StrategyCentralized, plan.StrategyMinKLD, plan.StrategyMinCost:
+	case plan.Centralized, plan.MinKLD, plan.MinCost:
 	default:
-		errs = append(errs, fmt.Sprintf("strategy %q: want %s, %s or %s", j.Strategy, plan.StrategyCentralized, plan.StrategyMinKLD, plan.StrategyMinCost))
+		errs = append(errs, fmt.Sprintf("strategy %q: want %s, %s or %s", j.Strategy, plan.Centralized, plan.MinKLD, plan.MinCost))
 	}
 	if j.ModelMB <= 0 {
 		errs = append(errs, fmt.Sprintf("model_mb %v: want > 0", j.ModelMB))
 	}
-	if j.Budget <= 0 && (j.Epochs == 0 || j.LocalRounds == 0 && j.Strategy != plan.StrategyCentralized) {
+	if j.Budget <= 0 && (j.Epochs == 0 || j.LocalRounds == 0 && j.Strategy != plan.Centralized) {
 		errs = append(errs, fmt.Sprintf("budget %v: want > 0 (or set epochs and local_rounds)", j.Budget))
 	}
 	if j.Epochs < 0 || j.LocalRounds < 0 {

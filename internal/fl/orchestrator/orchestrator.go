@@ -23,6 +23,8 @@ type Member struct {
 	plan.Node
 	Host     string  `json:"host"`
 	FailProb float64 `json:"fail_prob,omitempty"`
+	// Standby nodes take part only once a join is requested.
+	Standby bool `json:"standby,omitempty"`
 }
 
 // Config is how the orchestrator runs (the job is what it runs).

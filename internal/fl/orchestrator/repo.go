@@ -62,7 +62,7 @@ func (r *ModelRepo) path(round int) string {
 
 // Put stores the snapshot of round from body (at most max bytes), atomically: a reader never
 // sees half a file. An older round than the latest is stored but does not become the latest.
-func (r *ModelRepo) Put(round int, body io.Reader, max int64) error {
+func (r *ModelRepo) Put(round int, body io.Reader, limit int64) error {
 	if round < 0 {
 		return fmt.Errorf("round %d: want >= 0", round)
 	}
@@ -71,9 +71,9 @@ func (r *ModelRepo) Put(round int, body io.Reader, max int64) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, io.LimitReader(body, max+1))
-	if err == nil && n > max {
-		err = fmt.Errorf("snapshot larger than %d bytes", max)
+	n, err := io.Copy(tmp, io.LimitReader(body, limit+1))
+	if err == nil && n > limit {
+		err = fmt.Errorf("snapshot larger than %d bytes", limit)
 	}
 	if err == nil {
 		err = tmp.Sync()

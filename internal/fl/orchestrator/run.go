@@ -110,6 +110,14 @@ func (j *run) requestStop(reason string) {
 	}
 }
 
+// options are the orchestrator's planning options with the job's reconfiguration gain and seed.
+func (j *run) options() plan.Options {
+	o := j.o.cfg.Options
+	o.MinGain = j.spec.MinGain
+	o.Seed = uint64(j.spec.Seed)
+	return o
+}
+
 func (j *run) logf(format string, args ...any) { j.o.cfg.Logf(format, args...) }
 
 func (j *run) fail(err error) {
@@ -137,6 +145,9 @@ func (j *run) loop(ctx context.Context) {
 	}
 	for _, m := range ms {
 		j.members[m.ID] = m
+		if m.Standby {
+			j.left[m.ID] = "standby"
+		}
 	}
 	if err := j.writePartition(); err != nil {
 		j.fail(err)
@@ -148,7 +159,7 @@ func (j *run) loop(ctx context.Context) {
 		return
 	}
 	j.avail = j.availability(obs)
-	conf, err := plan.Plan(j.availableNodes(), j.spec.Strategy, j.spec.budget(), j.o.cfg.Options)
+	conf, err := plan.Plan(j.availableNodes(), j.spec.Strategy, j.spec.budget(), j.options())
 	if err != nil {
 		j.fail(fmt.Errorf("configure: %w", err))
 		return
@@ -380,7 +391,7 @@ func (j *run) reconfigure(ctx context.Context, detected time.Time, avail map[str
 	for _, c := range cause {
 		j.o.rec.event("node-change", detected, map[string]any{"change": c})
 	}
-	conf, change, err := plan.Replan(old, j.availableNodes(), j.spec.Strategy, j.spec.budget(), j.o.cfg.Options)
+	conf, change, err := plan.Replan(old, j.availableNodes(), j.spec.Strategy, j.spec.budget(), j.options())
 	if err != nil {
 		// No valid configuration (e.g. no client left): keep what runs and wait for a change.
 		j.o.rec.event("reconfigure-failed", time.Now(), map[string]any{"error": err.Error(), "cause": cause})
