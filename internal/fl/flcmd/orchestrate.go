@@ -33,6 +33,7 @@ type OrchestrateFlags struct {
 	Poll      time.Duration
 	BasePort  int
 	Train     bool
+	Exclude   []string
 	JobFlags
 }
 
@@ -52,6 +53,7 @@ func (f *OrchestrateFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Out, "out", f.Out, "output directory: fl-events.jsonl, rounds.csv, model-repo/, services/")
 	fs.DurationVar(&f.Poll, "poll", f.Poll, "how often the nodes are observed")
 	fs.IntVar(&f.BasePort, "base-port", f.BasePort, "the i-th node's service listens on base-port+i, its control API on base-port+1000+i")
+	fs.StringSliceVar(&f.Exclude, "exclude", f.Exclude, "nodes kept out of training until a PUT /nodes/excluded without them (a node that joins later)")
 	fs.BoolVar(&f.Train, "train", f.Train, "submit the job the job flags describe at once, and exit when it ends (otherwise jobs come through POST /jobs or `continuum fl train`)")
 	f.JobFlags.Bind(fs)
 }
@@ -142,6 +144,7 @@ func runOrchestrate(ctx context.Context, f OrchestrateFlags) error {
 		return err
 	}
 	defer o.Close()
+	o.SetExcluded(f.Exclude)
 	srv := &http.Server{Handler: o.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()

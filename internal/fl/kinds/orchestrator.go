@@ -47,6 +47,10 @@ type OrchestratorConfig struct {
 	Place    string        `yaml:"place"`
 	Poll     spec.Duration `yaml:"poll"`      // default 500ms
 	BasePort int           `yaml:"base_port"` // default 8080
+	// Exclude lists FL nodes kept out of training. A set event changing it makes nodes leave
+	// (added) or join (removed), as the seed's simulated orchestrator took node changes from an
+	// edited topology file: {action: set, component: orch, config: {exclude: [n9]}}.
+	Exclude []string `yaml:"exclude"`
 }
 
 func (c *OrchestratorConfig) validate() error {
@@ -88,17 +92,16 @@ func orchestratorCommand(env kind.Env, c *OrchestratorConfig) (kind.Command, err
 	if c.BasePort > 0 {
 		f.BasePort = c.BasePort
 	}
+	f.Exclude = c.Exclude
 	return kind.Command{
 		Args:      append([]string{env.Binary, "fl", "orchestrate"}, cli.Args(flcmd.DefaultOrchestrateFlags(), f)...),
 		ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port),
 	}, nil
 }
 
-// orchestratorChange is what a "set" event may change: nodes leaving or joining, as the seed's
-// simulated orchestrator took changes from an edited topology file.
+// orchestratorChange is what a "set" event may change: the excluded nodes.
 type orchestratorChange struct {
-	Leave []string `yaml:"leave"`
-	Join  []string `yaml:"join"`
+	Exclude *[]string `yaml:"exclude"`
 }
 
 func orchestratorSet(ctx context.Context, env kind.Env, c *OrchestratorConfig, change *yaml.Node) error {
@@ -106,8 +109,8 @@ func orchestratorSet(ctx context.Context, env kind.Env, c *OrchestratorConfig, c
 	if err := spec.DecodeAt("", "config", change, &ch); err != nil {
 		return fmt.Errorf("fl-orchestrator %s: %w", env.Instance, err)
 	}
-	if len(ch.Leave)+len(ch.Join) == 0 {
-		return fmt.Errorf("fl-orchestrator %s: set needs leave: [nodes] or join: [nodes]", env.Instance)
+	if ch.Exclude == nil {
+		return fmt.Errorf("fl-orchestrator %s: set changes exclude (the nodes kept out of training)", env.Instance)
 	}
 	if env.Dial == nil {
 		return nil // run --check
@@ -116,27 +119,26 @@ func orchestratorSet(ctx context.Context, env kind.Env, c *OrchestratorConfig, c
 	if !ok {
 		return fmt.Errorf("fl-orchestrator %s: node %q has no address", env.Instance, env.Node)
 	}
+	ids := *ch.Exclude
+	if ids == nil {
+		ids = []string{}
+	}
+	body, _ := json.Marshal(ids)
+	u := "http://" + net.JoinHostPort(addr, strconv.Itoa(c.Port)) + "/nodes/excluded"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: env.Dial, DisableKeepAlives: true}}
-	for _, op := range []struct {
-		verb string
-		ids  []string
-	}{{"leave", ch.Leave}, {"join", ch.Join}} {
-		for _, id := range op.ids {
-			u := "http://" + net.JoinHostPort(addr, strconv.Itoa(c.Port)) + "/nodes/" + id + "/" + op.verb
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(nil))
-			if err != nil {
-				return err
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				return fmt.Errorf("fl-orchestrator %s: POST %s: %w", env.Instance, u, err)
-			}
-			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("fl-orchestrator %s: POST %s: %s: %s", env.Instance, u, resp.Status, strings.TrimSpace(string(msg)))
-			}
-		}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("fl-orchestrator %s: PUT %s: %w", env.Instance, u, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fl-orchestrator %s: PUT %s: %s: %s", env.Instance, u, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	return nil
 }

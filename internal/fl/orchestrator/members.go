@@ -15,10 +15,6 @@ import (
 // unreliable clients), beside plan's fl/type, comm/<peer> and data/<class> labels.
 const LabelFailProb = "fl/fail-prob"
 
-// LabelStandby ("true") marks a node that takes part only once a join is requested (POST
-// /nodes/<id>/join, or a scenario's set event): the seed's node added during training.
-const LabelStandby = "fl/standby"
-
 // TestbedMembers collects the FL nodes from a testbed's node labels: every node with an fl/type
 // label takes part, as the seed's orchestrator read Kubernetes node labels. Each node's service
 // runs on that node.
@@ -59,13 +55,6 @@ func memberFromLabels(id string, labels map[string]string) (Member, error) {
 			return Member{}, fmt.Errorf("node %s: label %s=%q: want a probability in [0, 1]", id, LabelFailProb, v)
 		}
 		m.FailProb = p
-	}
-	switch v := labels[LabelStandby]; v {
-	case "", "false":
-	case "true":
-		m.Standby = true
-	default:
-		return Member{}, fmt.Errorf("node %s: label %s=%q: want true or false", id, LabelStandby, v)
 	}
 	return m, nil
 }

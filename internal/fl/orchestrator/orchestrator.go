@@ -23,8 +23,6 @@ type Member struct {
 	plan.Node
 	Host     string  `json:"host"`
 	FailProb float64 `json:"fail_prob,omitempty"`
-	// Standby nodes take part only once a join is requested.
-	Standby bool `json:"standby,omitempty"`
 }
 
 // Config is how the orchestrator runs (the job is what it runs).
@@ -99,6 +97,7 @@ func (o *Orchestrator) Handler() http.Handler {
 	mux.HandleFunc("GET /model/latest", o.handleGetModel)
 	mux.HandleFunc("POST /nodes/{id}/leave", func(w http.ResponseWriter, r *http.Request) { o.handleNode(w, r, true) })
 	mux.HandleFunc("POST /nodes/{id}/join", func(w http.ResponseWriter, r *http.Request) { o.handleNode(w, r, false) })
+	mux.HandleFunc("PUT /nodes/excluded", o.handleExcluded)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
 	return mux
 }
@@ -162,6 +161,41 @@ func (o *Orchestrator) SetAvailable(id string, available bool) {
 	}
 	o.mu.Unlock()
 	o.poke()
+}
+
+// SetExcluded replaces the set of nodes kept out of training: nodes newly in it leave, nodes
+// no longer in it join.
+func (o *Orchestrator) SetExcluded(ids []string) {
+	o.mu.Lock()
+	next := map[string]bool{}
+	for _, id := range ids {
+		next[id] = true
+	}
+	for id := range o.removed {
+		if !next[id] {
+			o.joined[id] = true
+		}
+	}
+	o.removed = next
+	o.mu.Unlock()
+	o.poke()
+}
+
+// Excluded lists the nodes kept out, sorted.
+func (o *Orchestrator) Excluded() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return sortedKeys(o.removed)
+}
+
+func (o *Orchestrator) handleExcluded(w http.ResponseWriter, r *http.Request) {
+	var ids []string
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&ids); err != nil {
+		writeJSON(w, 400, map[string]string{"error": "excluded nodes: want a JSON array of node IDs: " + err.Error()})
+		return
+	}
+	o.SetExcluded(ids)
+	writeJSON(w, 200, map[string]any{"excluded": o.Excluded()})
 }
 
 func (o *Orchestrator) poke() {

@@ -145,9 +145,6 @@ func (j *run) loop(ctx context.Context) {
 	}
 	for _, m := range ms {
 		j.members[m.ID] = m
-		if m.Standby {
-			j.left[m.ID] = "standby"
-		}
 	}
 	if err := j.writePartition(); err != nil {
 		j.fail(err)
