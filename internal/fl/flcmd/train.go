@@ -101,12 +101,12 @@ func runTrain(ctx context.Context, f TrainFlags, w io.Writer) error {
 		select {
 		case <-ctx.Done():
 			if !stopping {
-				_, _ = call(context.Background(), "POST", base+"/jobs/current/stop", nil, &st)
+				_, _ = call(context.Background(), "POST", base+"/jobs/current/stop", []byte(`{"reason":"fl train was interrupted"}`), &st)
 				stopping = true
 			}
 		case <-stopAt:
 			fmt.Fprintf(w, "duration %v reached: stopping the job\n", f.Duration)
-			_, _ = call(ctx, "POST", base+"/jobs/current/stop", nil, &st)
+			_, _ = call(ctx, "POST", base+"/jobs/current/stop", []byte(fmt.Sprintf(`{"reason":"the job's duration %v ended"}`, f.Duration)), &st)
 			stopping = true
 		case <-tick.C:
 		}

@@ -249,7 +249,14 @@ func (o *Orchestrator) handleJob(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, st)
 }
 
-func (o *Orchestrator) handleStopJob(w http.ResponseWriter, _ *http.Request) {
+func (o *Orchestrator) handleStopJob(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	_ = json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&body) // optional
+	if body.Reason == "" {
+		body.Reason = "stopped by request"
+	}
 	o.mu.Lock()
 	j := o.job
 	o.mu.Unlock()
@@ -257,7 +264,7 @@ func (o *Orchestrator) handleStopJob(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, 404, map[string]string{"error": "no job"})
 		return
 	}
-	j.requestStop("stopped by request")
+	j.requestStop(body.Reason)
 	writeJSON(w, 200, j.status())
 }
 

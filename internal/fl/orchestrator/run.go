@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -401,7 +402,7 @@ func (j *run) reconfigure(ctx context.Context, detected time.Time, avail map[str
 		return fmt.Errorf("reconfigure: %w", err)
 	}
 	applied := time.Now()
-	rc := Reconfiguration{Cause: fmt.Sprint(cause), DetectedAt: unix(detected), AppliedAt: unix(applied),
+	rc := Reconfiguration{Cause: strings.Join(cause, "; "), DetectedAt: unix(detected), AppliedAt: unix(applied),
 		ApplyS: applied.Sub(detected).Seconds(), Restarted: acts.restarted, Configured: acts.configured, Stopped: acts.stopped,
 		Decision: change.Reason}
 	j.mu.Lock()
@@ -456,7 +457,8 @@ func (j *run) apply(ctx context.Context, old *plan.Config, conf plan.Config, res
 		}
 		restartedAgg[conf.Global] = true
 		acts.restarted = append(acts.restarted, gname)
-	} else if old != nil && (childCount(*old, old.Global) != childCount(conf, conf.Global) || old.Epochs != conf.Epochs) {
+	} else if old != nil && (childCount(*old, old.Global) != childCount(conf, conf.Global) || len(conf.Clusters) == 0 && old.Epochs != conf.Epochs) {
+		// (Under local aggregators the global one's epochs are not used: they pass their own.)
 		if err := j.control(ctx, conf.Global, "/config", map[string]any{"min_clients": childCount(conf, conf.Global), "epochs": conf.Epochs}); err != nil {
 			return acts, err
 		}
