@@ -20,7 +20,9 @@ func init() {
 		Defaults: defaultJobConfig,
 		Validate: (*JobConfig).validate,
 		Command:  jobCommand,
-		Overrun:  func(c *JobConfig) time.Duration { return time.Duration(c.RoundTimeout*float64(time.Second)) + time.Minute },
+		Overrun: func(c *JobConfig) time.Duration {
+			return time.Duration(c.RoundTimeout*float64(time.Second)) + time.Minute
+		},
 	})
 }
 
