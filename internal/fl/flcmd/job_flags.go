@@ -29,6 +29,8 @@ func (f *JobFlags) Bind(fs *pflag.FlagSet) {
 	fs.Float64Var(&j.MaxCost, "max-cost", j.MaxCost, "stop once this much communication (cost units) is spent (0: no limit)")
 	fs.StringVar(&j.Dataset, "dataset", j.Dataset, "data set: digits, mnist1d or cifar10 (cifar10 needs --data-dir)")
 	fs.StringVar(&j.DataDir, "data-dir", j.DataDir, "folder of the data set's files (cifar10: its python batches)")
+	fs.IntVar(&j.LabelsPerClient, "labels-per-client", j.LabelsPerClient, "generate the clients' data: this many classes each, in equal shares (0: the nodes' data/<class> features)")
+	fs.IntVar(&j.Splits, "splits", j.Splits, "with --labels-per-client: cut the training data into this many equal parts, one per client (0: one per client)")
 	fs.Float64Var(&j.LR, "lr", j.LR, "clients' SGD learning rate")
 	fs.IntVar(&j.BatchSize, "batch-size", j.BatchSize, "clients' batch size")
 	fs.Int64Var(&j.Seed, "seed", j.Seed, "seed of the data split, the model's initial weights and the clients' failures")

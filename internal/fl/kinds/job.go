@@ -39,14 +39,17 @@ type JobConfig struct {
 	Rounds         int     `yaml:"rounds"`
 	TargetAccuracy float64 `yaml:"target_accuracy"`
 	MaxCost        float64 `yaml:"max_cost"`
-	Dataset        string  `yaml:"dataset"`
-	DataDir        string  `yaml:"data_dir"`
-	LR             float64 `yaml:"lr"`
-	BatchSize      int     `yaml:"batch_size"`
-	Seed           int64   `yaml:"seed"`
-	RoundTimeout   float64 `yaml:"round_timeout"` // seconds
-	MinGain        float64 `yaml:"min_gain"`
-	Resume         bool    `yaml:"resume"`
+	// LabelsPerClient and Splits generate the clients' data (the seed's pilot experiments).
+	LabelsPerClient int     `yaml:"labels_per_client"`
+	Splits          int     `yaml:"splits"`
+	Dataset         string  `yaml:"dataset"`
+	DataDir         string  `yaml:"data_dir"`
+	LR              float64 `yaml:"lr"`
+	BatchSize       int     `yaml:"batch_size"`
+	Seed            int64   `yaml:"seed"`
+	RoundTimeout    float64 `yaml:"round_timeout"` // seconds
+	MinGain         float64 `yaml:"min_gain"`
+	Resume          bool    `yaml:"resume"`
 }
 
 func defaultJobConfig() *JobConfig {
@@ -57,7 +60,8 @@ func defaultJobConfig() *JobConfig {
 
 func (c *JobConfig) spec() orchestrator.JobSpec {
 	return orchestrator.JobSpec{Strategy: plan.Strategy(c.Strategy), ModelMB: c.ModelMB, Budget: c.Budget, Epochs: c.Epochs,
-		LocalRounds: c.LocalRounds, Rounds: c.Rounds, TargetAccuracy: c.TargetAccuracy, MaxCost: c.MaxCost, Dataset: c.Dataset,
+		LocalRounds: c.LocalRounds, Rounds: c.Rounds,
+		Partition: orchestrator.Partition{LabelsPerClient: c.LabelsPerClient, Splits: c.Splits}, TargetAccuracy: c.TargetAccuracy, MaxCost: c.MaxCost, Dataset: c.Dataset,
 		DataDir: c.DataDir, LR: c.LR, BatchSize: c.BatchSize, Seed: c.Seed, RoundTimeout: c.RoundTimeout, MinGain: c.MinGain, Resume: c.Resume}
 }
 

@@ -26,6 +26,10 @@ type JobSpec struct {
 	TargetAccuracy float64 `json:"target_accuracy,omitempty"`
 	MaxCost        float64 `json:"max_cost,omitempty"`
 
+	// Partition, when LabelsPerClient is set, generates the clients' data instead of taking
+	// their data/<class> features (the seed's pilot experiments).
+	Partition
+
 	Dataset   string  `json:"dataset"`
 	DataDir   string  `json:"data_dir,omitempty"`
 	LR        float64 `json:"lr"`
@@ -85,6 +89,9 @@ func (j *JobSpec) Validate() error {
 	}
 	if j.Dataset == "cifar10" && j.DataDir == "" {
 		errs = append(errs, "dataset cifar10: set data_dir to the folder holding its python batches (data_batch_1 ... test_batch)")
+	}
+	if err := j.Partition.validate(0); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if j.LR <= 0 || j.BatchSize < 1 {
 		errs = append(errs, fmt.Sprintf("lr %v, batch_size %d: want > 0 and >= 1", j.LR, j.BatchSize))

@@ -139,6 +139,12 @@ func (j *run) loop(ctx context.Context) {
 		j.fail(fmt.Errorf("collect node features: %w", err))
 		return
 	}
+	if j.spec.Partition.enabled() {
+		if err := j.spec.Partition.apply(ms, j.spec.Dataset); err != nil {
+			j.fail(fmt.Errorf("partition: %w", err))
+			return
+		}
+	}
 	j.members = map[string]Member{}
 	j.ports = map[string]int{}
 	for i, id := range sortedIDs(ms) {
