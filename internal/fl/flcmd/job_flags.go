@@ -1,6 +1,8 @@
 package flcmd
 
 import (
+	"strings"
+
 	"github.com/spf13/pflag"
 
 	"github.com/continuum-project/continuum/internal/fl/orchestrator"
@@ -19,7 +21,7 @@ func DefaultJobFlags() JobFlags { return JobFlags{Job: orchestrator.DefaultJob()
 // Bind declares the job's flags on fs.
 func (f *JobFlags) Bind(fs *pflag.FlagSet) {
 	j := &f.Job
-	fs.StringVar((*string)(&j.Strategy), "strategy", string(j.Strategy), "configuration strategy: "+string(plan.Centralized)+", "+string(plan.MinKLD)+" or "+string(plan.MinCost))
+	fs.StringVar((*string)(&j.Strategy), "strategy", string(j.Strategy), "configuration strategy: "+strategies()+" (label-sorted: the seed's non-IID clusters, a baseline)")
 	fs.Float64Var(&j.ModelMB, "model-mb", j.ModelMB, "model size in MB for the cost model (the seed's 10)")
 	fs.Float64Var(&j.Budget, "budget", j.Budget, "communication budget per client epoch, in the topology's cost units (the seed's 600)")
 	fs.IntVar(&j.Epochs, "epochs", j.Epochs, "local epochs per local round (0: the budget rule's)")
@@ -37,4 +39,12 @@ func (f *JobFlags) Bind(fs *pflag.FlagSet) {
 	fs.Float64Var(&j.RoundTimeout, "round-timeout", j.RoundTimeout, "seconds an aggregator waits for a child's update before counting it failed")
 	fs.Float64Var(&j.MinGain, "min-gain", j.MinGain, "mean-KLD gain per moved client a re-clustering must bring on a node change")
 	fs.BoolVar(&j.Resume, "resume", j.Resume, "start from the model repository's latest snapshot")
+}
+
+func strategies() string {
+	names := make([]string, len(plan.Strategies))
+	for i, s := range plan.Strategies {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }

@@ -57,10 +57,8 @@ func DefaultJob() JobSpec {
 // Validate names the first field out of range and what is allowed.
 func (j *JobSpec) Validate() error {
 	var errs []string
-	switch j.Strategy {
-	case plan.Centralized, plan.MinKLD, plan.MinCost:
-	default:
-		errs = append(errs, fmt.Sprintf("strategy %q: want %s, %s or %s", j.Strategy, plan.Centralized, plan.MinKLD, plan.MinCost))
+	if _, err := plan.ParseStrategy(string(j.Strategy)); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if j.ModelMB <= 0 {
 		errs = append(errs, fmt.Sprintf("model_mb %v: want > 0", j.ModelMB))

@@ -69,7 +69,7 @@ func TestJobValidate(t *testing.T) {
 		edit func(*JobSpec)
 		want string
 	}{
-		{func(j *JobSpec) { j.Strategy = "fastest" }, `strategy "fastest": want centralized, min-kld or min-cost`},
+		{func(j *JobSpec) { j.Strategy = "fastest" }, `"fastest"`},
 		{func(j *JobSpec) { j.Rounds = 0 }, "rounds 0: want >= 1"},
 		{func(j *JobSpec) { j.TargetAccuracy = 90 }, "target_accuracy 90: want a fraction in [0, 1]"},
 		{func(j *JobSpec) { j.Dataset = "cifar100" }, `dataset "cifar100": want one of digits, mnist1d, cifar10`},
@@ -125,5 +125,60 @@ func TestModelRepo(t *testing.T) {
 	}
 	if round, _, ok := r2.Latest(); !ok || round != 6 {
 		t.Fatalf("reopened: latest %d %v", round, ok)
+	}
+}
+
+// TestLabelSortedVsMinKLD: on 20 clients of 2 labels each under two local aggregators, the
+// seed's non-IID clusters (label-sorted) see about half the classes each and have a far higher
+// KLD than min-kld's, whose clusters see every class (the seed's Fig. 9 and Table 3 setting).
+func TestLabelSortedVsMinKLD(t *testing.T) {
+	ms := clients(20)
+	ms[0].Role = plan.RoleGlobal
+	ms = append(ms, Member{Node: plan.Node{ID: "la1", Role: plan.RoleAggregator, Cost: map[string]float64{"g": 100}}},
+		Member{Node: plan.Node{ID: "la2", Role: plan.RoleAggregator, Cost: map[string]float64{"g": 100}}})
+	if err := (Partition{LabelsPerClient: 2}).apply(ms, "digits"); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []plan.Node
+	for _, m := range ms {
+		if m.Role == plan.RoleClient {
+			m.Cost = map[string]float64{"g": 200, "la1": 50, "la2": 50}
+		}
+		nodes = append(nodes, m.Node)
+	}
+	b := plan.Budget{ModelMB: 10, PerEpoch: 6000}
+	iid, err := plan.Plan(nodes, plan.MinKLD, b, plan.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	non, err := plan.Plan(nodes, plan.LabelSorted, b, plan.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	classesOf := func(c plan.Cluster) int {
+		seen := map[int]bool{}
+		for _, id := range c.Clients {
+			for _, n := range nodes {
+				if n.ID == id {
+					for k := range n.Data {
+						seen[k] = true
+					}
+				}
+			}
+		}
+		return len(seen)
+	}
+	for _, c := range non.Clusters {
+		if len(c.Clients) != 10 || classesOf(c) > 6 {
+			t.Fatalf("label-sorted cluster %s: %d clients, %d classes; want 10 clients seeing about half the classes", c.Aggregator, len(c.Clients), classesOf(c))
+		}
+	}
+	for _, c := range iid.Clusters {
+		if classesOf(c) != 10 {
+			t.Fatalf("min-kld cluster %s sees %d classes, want all 10", c.Aggregator, classesOf(c))
+		}
+	}
+	if !(iid.KLD < 0.01 && non.KLD > 0.5) {
+		t.Fatalf("KLD min-kld %.4f, label-sorted %.4f: want near 0 and far above", iid.KLD, non.KLD)
 	}
 }
