@@ -61,11 +61,17 @@ func buildFL(res *report.Results) *report.SectionContent {
 	return c
 }
 
+// label names a run in the tables: its ID, its swept values, and the orchestrator when a run
+// has several.
 func label(r flRun, many bool) string {
-	if many {
-		return r.run.ID + " " + r.name
+	s := r.run.ID
+	if len(r.run.Params) > 0 {
+		s += " (" + report.FormatParams(r.run.Params, r.run.Labels) + ")"
 	}
-	return r.run.ID
+	if many {
+		s += " " + r.name
+	}
+	return s
 }
 
 func resultTable(runs []flRun) report.Table {
