@@ -1,0 +1,96 @@
+"""What the services share on top of Flower's legacy gRPC API: quiet logs, the connection loop
+of a Flower client, and byte counting.
+
+A Flower client here is long-lived and outlives its server: it retries the connection with a
+short capped backoff (Flower's own retry waits up to 20 s between tries, too slow for a
+reconfiguration within seconds) and tells a graceful end (the server disconnected it: the
+training is over, return) from a broken connection (the server died or restarts: reconnect).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from flwr.client import Client
+
+log = logging.getLogger("continuum_fl")
+
+
+class SimulatedFailure(Exception):
+    """Raised by an unreliable client's fit (the seed's failure probability)."""
+
+
+class _QuietFlower(logging.Filter):
+    """Drops Flower's deprecation notices (the legacy API is used on purpose) and the
+    traceback of a simulated failure (the service reports it as a "fail" event)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "DEPRECATED FEATURE" in record.getMessage():
+            return False
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, SimulatedFailure)
+
+
+def configure_logging(verbose: bool = False) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    flwr_log = logging.getLogger("flwr")
+    flwr_log.setLevel(logging.INFO if verbose else logging.WARNING)
+    for h in flwr_log.handlers:
+        h.addFilter(_QuietFlower())
+    flwr_log.addFilter(_QuietFlower())
+
+
+def run_connection(
+    address: str,
+    client_fn: Callable[[], Client],
+    name: str,
+    stop: threading.Event | None = None,
+    on_failure: Callable[[BaseException], None] | None = None,
+) -> bool:
+    """Connects to the Flower server at address and serves it until it disconnects this client
+    gracefully (returns True) or stop is set before a retry (returns False). A broken
+    connection, a refused one, or the client raising (an unreliable client's failure: Flower
+    drops the connection then) leads to a new connection after a short backoff; on_failure
+    hears of the client's own failures, not of connection errors."""
+    import grpc
+    from flwr.compat.client.app import start_client
+
+    delay = 0.2
+    while stop is None or not stop.is_set():
+        started = time.monotonic()
+        try:
+            start_client(server_address=address, client=client_fn(), insecure=True, max_retries=0)
+            return True
+        except SimulatedFailure as e:
+            if on_failure:
+                on_failure(e)
+            delay = 0.05  # the server is there: rejoin at once for the next round
+        except grpc.RpcError as e:
+            if time.monotonic() - started > 5:
+                delay = 0.2  # it was connected for a while: the server went away, retry quickly
+            log.info("%s: connection to %s: %s; retrying in %.1f s", name, address, _short(e), delay)
+        except Exception as e:  # the client's own work failed: Flower drops the connection
+            log.exception("%s: failed serving %s", name, address)
+            if on_failure:
+                on_failure(e)
+            delay = 0.05
+        if stop is not None:
+            if stop.wait(delay):
+                break
+        else:
+            time.sleep(delay)
+        delay = min(delay * 2, 2.0)
+    return False
+
+
+def _short(e: BaseException) -> str:
+    details = getattr(e, "details", None)
+    if callable(details):
+        try:
+            return f"{type(e).__name__}: {details()}"
+        except Exception:
+            pass
+    return f"{type(e).__name__}: {e}"
