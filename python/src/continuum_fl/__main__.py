@@ -182,9 +182,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, sub: argparse.ArgumentParser) -> int:
-    import torch
+    if not (args.role == "aggregator" and args.parent):  # a local aggregator holds no model
+        import torch
 
-    torch.set_num_threads(1)  # many services share a node's few CPUs
+        torch.set_num_threads(1)  # many services share a node's few CPUs
     if args.role == "aggregator":
         from .aggregator import AggregatorConfig, run
 

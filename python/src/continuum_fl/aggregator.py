@@ -82,6 +82,13 @@ def _nbytes(arrays: NDArrays) -> int:
     return int(sum(a.nbytes for a in arrays))
 
 
+def _mean_loss(metrics: list[tuple[int, dict[str, Scalar]]]) -> dict[str, Scalar]:
+    """The children's training loss weighted by their sample counts."""
+    pairs = [(n, float(m["loss"])) for n, m in metrics if "loss" in m]
+    total = sum(n for n, _ in pairs)
+    return {"loss": sum(n * loss for n, loss in pairs) / total} if total else {}
+
+
 class ChildrenFedAvg(FedAvg):
     """FedAvg over every connected child (not a sample), with the fit config the aggregator
     sets for the round, no federated evaluation, and the model bytes counted both ways."""
@@ -94,6 +101,7 @@ class ChildrenFedAvg(FedAvg):
             min_evaluate_clients=0,
             min_available_clients=1,
             accept_failures=True,
+            fit_metrics_aggregation_fn=_mean_loss,
         )
         self.reporter = reporter
         self.fit_config: dict[str, Scalar] = {}
@@ -125,6 +133,7 @@ class RoundResult:
     examples: int
     clients: int
     failures: int
+    metrics: dict[str, Scalar]
 
 
 class Children:
@@ -156,13 +165,14 @@ class Children:
         self.server.set_max_workers(max(1, self.connected()))
         res = self.server.fit_round(server_round=r, timeout=self.timeout)
         if res is None:  # no child connected any more
-            return RoundResult(parameters, 0, 0, 0)
-        new, _, (results, failures) = res
+            return RoundResult(parameters, 0, 0, 0, {})
+        new, metrics, (results, failures) = res
         return RoundResult(
             new if new is not None else parameters,
             sum(fr.num_examples for _, fr in results),
             len(results),
             len(failures),
+            metrics,
         )
 
     def close(self, graceful: bool) -> None:
@@ -321,7 +331,7 @@ class LocalAggregatorClient(NumPyClient):
         self.control.set_round(r)
         params = ndarrays_to_parameters(parameters)
         local_rounds, epochs = self.control.get("local_rounds"), self.control.get("epochs")
-        examples, aggregated = 0, False
+        examples, aggregated, metrics = 0, False, {}
         for k in range(1, local_rounds + 1):
             if not self.children.wait_for_min():
                 raise RuntimeError("local aggregator stopping")
@@ -330,7 +340,7 @@ class LocalAggregatorClient(NumPyClient):
             res = self.children.round(r, params, child_config)
             params = res.parameters
             if res.clients:
-                examples, aggregated = res.examples, True
+                examples, aggregated, metrics = res.examples, True, res.metrics
             self.reporter.emit(
                 "round",
                 round=r,
@@ -345,7 +355,7 @@ class LocalAggregatorClient(NumPyClient):
             raise RuntimeError(f"round {r}: no child returned an update in {local_rounds} local rounds")
         out = parameters_to_ndarrays(params)
         self.reporter.add_sent(_nbytes(out))
-        return out, examples, {}
+        return out, examples, metrics
 
 
 def _run_local(cfg: AggregatorConfig, control: ctl.Control, reporter: Reporter, box: list[Children]) -> int:

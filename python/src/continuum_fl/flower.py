@@ -2,14 +2,16 @@
 of a Flower client, and byte counting.
 
 A Flower client here is long-lived and outlives its server: it retries the connection with a
-short capped backoff (Flower's own retry waits up to 20 s between tries, too slow for a
-reconfiguration within seconds) and tells a graceful end (the server disconnected it: the
-training is over, return) from a broken connection (the server died or restarts: reconnect).
+short capped backoff (at most MAX_RETRY_DELAY; Flower's own retry waits up to 20 s between
+tries, too slow for a reconfiguration within seconds) and tells a graceful end (the server
+disconnected it: the training is over, return) from a broken connection (the server died or
+restarts: reconnect).
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +19,10 @@ from collections.abc import Callable
 from flwr.client import Client
 
 log = logging.getLogger("continuum_fl")
+
+# The longest wait between connection attempts: a restarted server is rejoined within about a
+# second, while a client of a server that is gone costs a refused connection a second.
+MAX_RETRY_DELAY = 1.0
 
 
 class SimulatedFailure(Exception):
@@ -35,9 +41,14 @@ class _QuietFlower(logging.Filter):
 
 
 def configure_logging(verbose: bool = False) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    """This package logs at INFO, everything else (Flower's dependencies log at import) at
+    WARNING; Flower keeps its own console handler and does not propagate, so that its lines
+    are not printed twice."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("continuum_fl").setLevel(logging.INFO)
     flwr_log = logging.getLogger("flwr")
     flwr_log.setLevel(logging.INFO if verbose else logging.WARNING)
+    flwr_log.propagate = False
     for h in flwr_log.handlers:
         h.addFilter(_QuietFlower())
     flwr_log.addFilter(_QuietFlower())
@@ -77,12 +88,14 @@ def run_connection(
             if on_failure:
                 on_failure(e)
             delay = 0.05
+        # Jitter keeps many clients of one restarted server from retrying in step.
+        wait = delay * random.uniform(0.8, 1.2)
         if stop is not None:
-            if stop.wait(delay):
+            if stop.wait(wait):
                 break
         else:
-            time.sleep(delay)
-        delay = min(delay * 2, 2.0)
+            time.sleep(wait)
+        delay = min(delay * 2, MAX_RETRY_DELAY)
     return False
 
 
