@@ -109,7 +109,8 @@ class Services:
 
 
 class Repo:
-    """The orchestrator's endpoints: POST /report, PUT /model?round=R, GET /model/latest."""
+    """The orchestrator's endpoints: POST /report, PUT /model?round=R, GET /model/latest (the
+    given snapshot, else the latest stored one, else 404)."""
 
     def __init__(self, latest: tuple[int, bytes] | None = None) -> None:
         self.reports: list[dict[str, Any]] = []
@@ -153,8 +154,13 @@ class Repo:
                     self._reply(404)
 
             def do_GET(self) -> None:
-                if self.path == "/model/latest" and repo.latest is not None:
-                    r, body = repo.latest
+                with repo.lock:
+                    latest = repo.latest
+                    if latest is None and repo.models:
+                        r = max(repo.models)
+                        latest = (r, repo.models[r])
+                if self.path == "/model/latest" and latest is not None:
+                    r, body = latest
                     self._reply(200, body, {"X-Round": str(r), "Content-Type": "application/octet-stream"})
                 else:
                     self._reply(404)

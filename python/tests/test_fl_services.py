@@ -3,12 +3,15 @@ API, resuming from a snapshot, and unreliable clients. Every wait has a deadline
 asserts on wall-clock time."""
 
 import json
+import threading
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from continuum_fl import model, snapshot
-from fl_support import Repo, Services, addr, http, wait_until
+from continuum_fl import data, model, snapshot
+from continuum_fl.client import ClientSpec, run_clients
+from fl_support import Repo, Services, addr, http, read_jsonl, wait_until
 
 MODEL_BYTES = 622120  # the digits CNN's float32 parameters (test_fl_model checks the count)
 
@@ -18,6 +21,33 @@ def services(tmp_path):
     s = Services(tmp_path)
     yield s
     s.close()
+
+
+@pytest.fixture
+def inproc_clients(tmp_path):
+    """Starts clients as threads of the test process (as `clients --plan` runs them), which
+    spares a process start (PyTorch's import) per test; returns their fl.jsonl reader."""
+    stop = threading.Event()
+    threads = []
+
+    def start(clients: dict) -> Callable[[], list]:
+        table = {cid: {c: 40 for c in range(10)} for cid in clients}
+        ds = data.load("digits", 0)
+        parts = data.split(ds.y_train, table, seed=1)
+        specs = [ClientSpec(cid, server, fail) for cid, (server, fail) in clients.items()]
+        t = threading.Thread(
+            target=run_clients,
+            args=(specs, ds, parts, "cnn", 0, str(tmp_path / "c"), None, stop),
+            daemon=True,
+        )
+        t.start()
+        threads.append(t)
+        return lambda: read_jsonl(tmp_path / "c" / "fl.jsonl")
+
+    yield start
+    stop.set()
+    for t in threads:
+        t.join(10)
 
 
 @pytest.fixture
@@ -133,7 +163,7 @@ def test_hierarchical_run(services, repo, tmp_path):
     model.set_weights(net, snapshot.from_npz(repo.models[2]))
 
 
-def test_control_api(services, tmp_path):
+def test_control_api(services, inproc_clients):
     g, gc = addr(), addr()
     glob = services.start(
         "g",
@@ -159,8 +189,7 @@ def test_control_api(services, tmp_path):
         "epochs": 1,
         "local_rounds": 1,
     }
-    plan = write_plan(tmp_path / "plan.json", {"c1": (g, 0), "c2": (g, 0)})
-    clients = services.start("c", "clients", "--plan", plan, "--node", "n")
+    client_events = inproc_clients({"c1": (g, 0), "c2": (g, 0)})
     wait_until(lambda: http("GET", f"http://{gc}/status")[1]["clients"] == 2, "2 clients connected")
     # Two of three: the first round waits.
     assert http("GET", f"http://{gc}/status")[1]["round"] == 0
@@ -183,13 +212,14 @@ def test_control_api(services, tmp_path):
     code, body = http("POST", f"http://{gc}/stop")
     assert code == 200 and body["stopping"] is True
     assert services.wait_exit(glob) == 0
-    assert services.wait_exit(clients) == 0  # the graceful end reaches the clients
+    # The graceful end reaches the clients.
+    wait_until(lambda: [e["id"] for e in client_events() if e["event"] == "stop"] == ["c1", "c2"], "stops")
     ge = services.events("g")
     assert ge[-1]["event"] == "stop" and ge[-1]["reason"] == "stopped"
     assert rounds(ge)[-1]["round"] == ge[-1]["round"] < 1000
 
 
-def test_resume_from_a_snapshot(services, tmp_path):
+def test_resume_from_a_snapshot(services, inproc_clients):
     # A model no fresh start would have (another seed), taken at round 3.
     weights = model.get_weights(model.build("cnn", "digits", 10, seed=7))
     repo = Repo(latest=(3, snapshot.to_npz(weights)))
@@ -213,10 +243,8 @@ def test_resume_from_a_snapshot(services, tmp_path):
             "--report",
             repo.url,
         )
-        plan = write_plan(tmp_path / "plan.json", {"c1": (g, 0)})
-        clients = services.start("c", "clients", "--plan", plan, "--node", "n")
+        inproc_clients({"c1": (g, 0)})
         assert services.wait_exit(glob) == 0, services.log("g")
-        assert services.wait_exit(clients) == 0
         ge = services.events("g")
         assert ge[0]["event"] == "start" and ge[0]["round"] == 3 and ge[0]["resumed"] is True
         assert [e["round"] for e in rounds(ge)] == [4]
@@ -228,7 +256,7 @@ def test_resume_from_a_snapshot(services, tmp_path):
         repo.close()
 
 
-def test_unreliable_client(services, tmp_path):
+def test_unreliable_client(services, inproc_clients):
     g = addr()
     glob = services.start(
         "g",
@@ -244,19 +272,54 @@ def test_unreliable_client(services, tmp_path):
         "--min-clients",
         "3",
     )
-    plan = write_plan(tmp_path / "plan.json", {"ok1": (g, 0), "ok2": (g, 0), "bad": (g, 1.0)})
-    clients = services.start("c", "clients", "--plan", plan, "--node", "n")
+    client_events = inproc_clients({"ok1": (g, 0), "ok2": (g, 0), "bad": (g, 1.0)})
     assert services.wait_exit(glob) == 0, services.log("g")
     # The reliable clients end with the training; the unreliable one may be between connections
     # when the server ends, and then retries until it is stopped (the orchestrator's job).
-    wait_until(
-        lambda: {e["id"] for e in services.events("c") if e["event"] == "stop"} >= {"ok1", "ok2"}, "stops"
-    )
-    clients.kill()
+    wait_until(lambda: {e["id"] for e in client_events() if e["event"] == "stop"} >= {"ok1", "ok2"}, "stops")
     rs = rounds(services.events("g"))
     assert [e["round"] for e in rs] == [1, 2]
     # Every round waits for all three, the unreliable one fails, the round completes with the others.
     assert all(e["clients"] == 2 and e["failures"] >= 1 for e in rs), rs
-    bad = [e for e in services.events("c") if e["id"] == "bad"]
+    bad = [e for e in client_events() if e["id"] == "bad"]
     assert [e["round"] for e in bad if e["event"] == "fail"] == [1, 2]
     assert not rounds(bad) and bad[-1]["bytes_sent"] == 0
+
+
+def test_global_restart_resumes_and_the_tree_rejoins(services, repo, inproc_clients):
+    g, gc, local, localc = addr(), addr(), addr(), addr()
+    resume = ["--report", repo.url, "--resume-url", repo.url + "/model/latest"]
+    first = services.start(
+        "g1", "aggregator", "--id", "g", "--listen", g, "--control", gc, "--rounds", "1000", *resume
+    )
+    loc = services.start(
+        "l", "aggregator", "--id", "l", "--listen", local, "--control", localc, "--parent", g
+    )
+    client_events = inproc_clients({"c1": (local, 0)})
+    wait_until(lambda: rounds(services.events("g1")), "a first global round")
+    # Hold the first global aggregator between rounds, then kill it there.
+    assert http("POST", f"http://{gc}/config", {"min_clients": 5})[0] == 200
+    wait_until(
+        lambda: http("GET", f"http://{gc}/status")[1]["round"] == rounds(services.events("g1"))[-1]["round"],
+        "held",
+    )
+    held = rounds(services.events("g1"))[-1]["round"]
+    first.terminate()
+    assert services.wait_exit(first) == 0
+    assert services.events("g1")[-1] == {**services.events("g1")[-1], "event": "stop", "reason": "SIGTERM"}
+    assert max(repo.models) == held
+
+    # A new global aggregator on the same address resumes from the snapshot; the local
+    # aggregator and its client, never restarted, rejoin it.
+    second = services.start(
+        "g2", "aggregator", "--id", "g", "--listen", g, "--control", gc, "--rounds", str(held + 2), *resume
+    )
+    for p in (second, loc):
+        assert services.wait_exit(p) == 0, services.log(p.name)
+    wait_until(lambda: [e["event"] for e in client_events()][-1] == "stop", "the client's end")
+    g2 = services.events("g2")
+    assert g2[0]["event"] == "start" and g2[0]["round"] == held and g2[0]["resumed"] is True
+    assert [e["round"] for e in rounds(g2)] == [held + 1, held + 2]
+    le = services.events("l")
+    assert [e["event"] for e in le].count("start") == 1
+    assert [e["round"] for e in rounds(le)][-2:] == [held + 1, held + 2]

@@ -121,13 +121,15 @@ def run_clients(
     seed: int,
     out: str,
     report: str | None,
+    stop: threading.Event | None = None,
 ) -> None:
-    """Runs every client as a thread; returns when all have ended."""
+    """Runs every client as a thread; returns when all have ended (each ends with its server's
+    training, or, once stop is set, at its next connection attempt)."""
     threads = []
     for spec in specs:
         t = threading.Thread(
             target=run_client,
-            args=(spec, ds, parts[spec.id], model, seed, out, report),
+            args=(spec, ds, parts[spec.id], model, seed, out, report, stop),
             name=f"client-{spec.id}",
             daemon=True,
         )

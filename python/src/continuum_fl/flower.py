@@ -80,8 +80,8 @@ def run_connection(
                 on_failure(e)
             delay = 0.05  # the server is there: rejoin at once for the next round
         except grpc.RpcError as e:
-            if time.monotonic() - started > 5:
-                delay = 0.2  # it was connected for a while: the server went away, retry quickly
+            if time.monotonic() - started > 0.5:
+                delay = 0.2  # it was connected (a refusal takes milliseconds): retry soon
             log.info("%s: connection to %s: %s; retrying in %.1f s", name, address, _short(e), delay)
         except Exception as e:  # the client's own work failed: Flower drops the connection
             log.exception("%s: failed serving %s", name, address)
