@@ -27,7 +27,6 @@ import logging
 import os
 import signal
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +48,7 @@ from flwr.server.server import reconnect_clients
 from flwr.server.strategy import FedAvg
 
 from . import control as ctl
-from .flower import run_connection
+from .flower import Stopping, run_connection
 from .report import Reporter
 from .snapshot import SnapshotError, fetch, upload
 
@@ -153,11 +152,14 @@ class Children:
         return self.manager.num_available()
 
     def wait_for_min(self) -> bool:
-        """Waits until min_clients children are connected; False when a stop came first."""
-        while not self.control.stop.is_set():
+        """Waits until min_clients children are connected; False when a stop is requested while
+        too few are. With enough children it returns True even after a stop: a local
+        aggregator finishes its parent's round (all its local rounds) before it stops."""
+        while True:
             if self.manager.wait_for(self.control.get("min_clients"), timeout=1):
                 return True
-        return False
+            if self.control.stop.is_set():
+                return False
 
     def round(self, r: int, parameters: Parameters, config: dict[str, Scalar]) -> RoundResult:
         self.strategy.fit_config = config
@@ -260,7 +262,7 @@ def _run_global(cfg: AggregatorConfig, control: ctl.Control, reporter: Reporter,
     )
     parameters = ndarrays_to_parameters(model.get_weights(net))
     for r in range(first, cfg.rounds + 1):
-        if not children.wait_for_min():
+        if control.stop.is_set() or not children.wait_for_min():
             break
         control.set_round(r)
         epochs, local_rounds = control.get("epochs"), control.get("local_rounds")
@@ -304,15 +306,21 @@ def _run_global(cfg: AggregatorConfig, control: ctl.Control, reporter: Reporter,
 
 
 class LocalAggregatorClient(NumPyClient):
-    """The local aggregator as seen by its parent."""
+    """The local aggregator as seen by its parent. One instance serves every connection to
+    the parent, so what it knows of past fits survives a reconnection."""
 
-    def __init__(
-        self, children: Children, control: ctl.Control, reporter: Reporter, busy: threading.Lock
-    ) -> None:
+    # Once stopping, the last reply may still be on its way to the parent when fit returns;
+    # the parent's next fit (refused) proves it arrived. Without a next fit (the parent is
+    # waiting for other children), the stop waits this long for the reply to leave.
+    REPLY_GRACE = 2.0
+
+    def __init__(self, children: Children, control: ctl.Control, reporter: Reporter) -> None:
         self.children = children
         self.control = control
         self.reporter = reporter
-        self.busy = busy
+        self.busy = threading.Lock()  # held by a fit from its start to its return
+        self.fits = 0  # guarded by busy
+        self.refused = threading.Event()  # a fit came after the stop
 
     def get_parameters(self, config: dict[str, Scalar]) -> NDArrays:
         raise RuntimeError("a local aggregator holds no model of its own: the parent initialises it")
@@ -320,8 +328,17 @@ class LocalAggregatorClient(NumPyClient):
     def fit(self, parameters: NDArrays, config: dict[str, Scalar]) -> tuple[NDArrays, int, dict[str, Scalar]]:
         with self.busy:
             if self.control.stop.is_set():
-                raise RuntimeError("local aggregator stopping")
+                self.refused.set()
+                raise Stopping(f"local aggregator {self.control.id} stopping")
+            self.fits += 1
             return self._fit(parameters, config)
+
+    def drain(self) -> None:
+        """After a stop: waits for the fit in progress and for its reply to reach the parent."""
+        with self.busy:
+            fits = self.fits
+        if fits:
+            self.refused.wait(self.REPLY_GRACE)
 
     def _fit(
         self, parameters: NDArrays, config: dict[str, Scalar]
@@ -334,7 +351,7 @@ class LocalAggregatorClient(NumPyClient):
         examples, aggregated, metrics = 0, False, {}
         for k in range(1, local_rounds + 1):
             if not self.children.wait_for_min():
-                raise RuntimeError("local aggregator stopping")
+                raise Stopping(f"local aggregator {self.control.id} stopping")
             # The parent's config with this tier's epochs: the orchestrator sets them per cluster.
             child_config = {**config, "epochs": epochs, "local_round": k}
             res = self.children.round(r, params, child_config)
@@ -364,11 +381,10 @@ def _run_local(cfg: AggregatorConfig, control: ctl.Control, reporter: Reporter, 
     reporter.emit(
         "start", epochs=cfg.epochs, local_rounds=cfg.local_rounds, listen=cfg.listen, parent=cfg.parent
     )
-    busy = threading.Lock()
     parent_done = threading.Event()
+    client = LocalAggregatorClient(children, control, reporter)
 
     def serve_parent() -> None:
-        client = LocalAggregatorClient(children, control, reporter, busy)
         if run_connection(
             cfg.parent or "", client.to_client, f"local aggregator {cfg.id}", stop=control.stop
         ):
@@ -376,11 +392,8 @@ def _run_local(cfg: AggregatorConfig, control: ctl.Control, reporter: Reporter, 
 
     threading.Thread(target=serve_parent, name="parent", daemon=True).start()
     _wait_any(parent_done, control.stop)
-    # A stop lets the parent's current round finish: its fit holds busy until it has replied
-    # (the reply itself is sent right after; the grace below covers it).
-    with busy:
-        pass
-    time.sleep(0.2 if control.stop.is_set() else 0)
+    if control.stop.is_set():
+        client.drain()  # the parent's current round finishes with this aggregator's update
     children.close(graceful=True)
     reporter.emit(
         "stop", round=control.status()["round"], reason="stopped" if control.stop.is_set() else "done"

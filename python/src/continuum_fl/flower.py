@@ -25,19 +25,42 @@ log = logging.getLogger("continuum_fl")
 MAX_RETRY_DELAY = 1.0
 
 
-class SimulatedFailure(Exception):
+class ExpectedFailure(Exception):
+    """A fit that fails on purpose: logged in one line, without Flower's traceback."""
+
+
+class SimulatedFailure(ExpectedFailure):
     """Raised by an unreliable client's fit (the seed's failure probability)."""
+
+
+class Stopping(ExpectedFailure):
+    """Raised by a local aggregator's fit once it was asked to stop."""
 
 
 class _QuietFlower(logging.Filter):
     """Drops Flower's deprecation notices (the legacy API is used on purpose) and the
-    traceback of a simulated failure (the service reports it as a "fail" event)."""
+    traceback of an expected failure (a simulated one is reported as a "fail" event)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if "DEPRECATED FEATURE" in record.getMessage():
             return False
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, SimulatedFailure)
+        return not isinstance(exc, ExpectedFailure)
+
+
+def _quiet_grpc_race(
+    hook: Callable[[threading.ExceptHookArgs], None],
+) -> Callable[[threading.ExceptHookArgs], None]:
+    """gRPC's channel-state polling thread raises when Flower closes a channel it still
+    watches, which a client that fails and reconnects at once does every round: a benign race
+    in gRPC, dropped here; every other thread's exception goes to the previous hook."""
+
+    def handle(args: threading.ExceptHookArgs) -> None:
+        if isinstance(args.exc_value, ValueError) and "Channel closed" in str(args.exc_value):
+            return
+        hook(args)
+
+    return handle
 
 
 def configure_logging(verbose: bool = False) -> None:
@@ -52,6 +75,7 @@ def configure_logging(verbose: bool = False) -> None:
     for h in flwr_log.handlers:
         h.addFilter(_QuietFlower())
     flwr_log.addFilter(_QuietFlower())
+    threading.excepthook = _quiet_grpc_race(threading.excepthook)
 
 
 def run_connection(
@@ -75,7 +99,7 @@ def run_connection(
         try:
             start_client(server_address=address, client=client_fn(), insecure=True, max_retries=0)
             return True
-        except SimulatedFailure as e:
+        except ExpectedFailure as e:
             if on_failure:
                 on_failure(e)
             delay = 0.05  # the server is there: rejoin at once for the next round
