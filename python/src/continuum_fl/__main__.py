@@ -81,7 +81,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verbose", action="store_true", help="Flower's own INFO logs too")
 
 
-def parser() -> argparse.ArgumentParser:
+def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The command line parser and its role subparsers (for errors that name the role)."""
     p = argparse.ArgumentParser(
         prog="python -m continuum_fl",
         description="Continuum's federated-learning services (Flower + PyTorch).",
@@ -98,9 +99,19 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     a.add_argument("--id", default=host, help="service id in reports (default: host name)")
-    a.add_argument("--listen", type=hostport, default="0.0.0.0:8080", help="Flower server for the children")
+    a.add_argument(
+        "--listen",
+        type=hostport,
+        default="0.0.0.0:8080",
+        help="Flower server for the children (default 0.0.0.0:8080)",
+    )
     a.add_argument("--parent", type=hostport, default=None, help="parent aggregator: makes this a local one")
-    a.add_argument("--control", type=hostport, default="0.0.0.0:8081", help="control API (GET /status ...)")
+    a.add_argument(
+        "--control",
+        type=hostport,
+        default="0.0.0.0:8081",
+        help="control API: GET /status, POST /config, POST /stop (default 0.0.0.0:8081)",
+    )
     a.add_argument(
         "--rounds", type=positive, default=10, help="global rounds, the last round's number (default 10)"
     )
@@ -131,7 +142,9 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     c.add_argument("--id", default=host, help="client id: its row in the partition (default: host name)")
-    c.add_argument("--server", type=hostport, default="127.0.0.1:8080", help="its aggregator")
+    c.add_argument(
+        "--server", type=hostport, default="127.0.0.1:8080", help="its aggregator (default 127.0.0.1:8080)"
+    )
     c.add_argument(
         "--partition",
         default=None,
@@ -157,13 +170,13 @@ def parser() -> argparse.ArgumentParser:
         "--partition", default=None, help="partition JSON (default: the plan file's own clients table)"
     )
     _common(m)
-    return p
+    return p, {"aggregator": a, "client": c, "clients": m}
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = parser()
+    p, subs = parser()
     args = p.parse_args(argv)
-    sub = p._subparsers._group_actions[0].choices[args.role]  # type: ignore[union-attr]
+    sub = subs[args.role]
     if args.dataset == "cifar10" and not args.data_dir:
         sub.error("--dataset cifar10 needs --data-dir: the folder of the CIFAR-10 python batches")
     if args.role == "aggregator" and args.parent and args.resume_url:
