@@ -39,10 +39,15 @@ proto-check:
 		exit 1; \
 	fi
 
-# The Python function runtimes and handlers (python/), in the venv make setup built.
+# The Python side (python/): ruff over all of it, the function runtimes and handlers in the venv
+# make setup built for them,
 PYTHON := .tools/venv/bin/python
+# and the federated-learning tests (tests/test_fl_*) in their own venv (PyTorch, Flower).
+PYTHON_FL := .tools/venv-fl/bin/python
 test-python:
-	cd python && ../$(PYTHON) -m ruff check . && ../$(PYTHON) -m ruff format --check . && ../$(PYTHON) -m pytest -q
+	cd python && ../$(PYTHON) -m ruff check . && ../$(PYTHON) -m ruff format --check . && \
+		../$(PYTHON) -m pytest -q --ignore-glob='tests/test_fl_*'
+	cd python && ../$(PYTHON_FL) -m pytest -q tests/test_fl_*.py
 
 # The kv replication simulations with SOAK times their seeds (default 20x: thousands of seeds).
 SOAK ?= 20

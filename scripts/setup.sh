@@ -107,22 +107,33 @@ if [ ! -f "$KCACHE/libs/kafka_2.13-$KAFKA_VERSION.jar" ]; then
   rm -rf "$KCACHE" && mv "$tmp" "$KCACHE"
 fi
 mkdir -p .tools && ln -sfn "$KCACHE" .tools/kafka
-# Python (function runtimes and handlers, python/): a venv of Debian's python3 with the pinned
-# packages of python/requirements.txt, cached outside the clone, keyed by that file and the
-# interpreter's version; .tools/venv links to it. The project's own package is not installed in
-# it: it is used from the clone's python/src (pytest's pythonpath, the runtimes' PYTHONPATH), so
-# one venv serves every clone. The .complete stamp is written last: a half-built venv is rebuilt.
+# Python: venvs of Debian's python3 with the pinned packages of a requirements file, cached outside
+# the clone, keyed by that file and the interpreter's version, and linked from .tools. The project's
+# own packages are not installed in them: they are used from the clone's python/src (pytest's
+# pythonpath, the services' PYTHONPATH), so one venv serves every clone. The .complete stamp is
+# written last: a half-built venv is rebuilt.
 PY=/usr/bin/python3
-pykey="$(sha256sum python/requirements.txt | cut -c1-16)-$($PY -c 'import sys; print("py%d.%d" % sys.version_info[:2])')"
-VCACHE="${CONTINUUM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/continuum}/venv-$pykey"
-if [ ! -f "$VCACHE/.complete" ]; then
-  echo "setup: creating the Python venv in $VCACHE"
-  rm -rf "$VCACHE"
-  "$PY" -m venv "$VCACHE"
-  "$VCACHE/bin/python" -m pip install -q --disable-pip-version-check -r python/requirements.txt
-  touch "$VCACHE/.complete"
-fi
-ln -sfn "$VCACHE" .tools/venv
+pyver="$($PY -c 'import sys; print("py%d.%d" % sys.version_info[:2])')"
+python_venv() { # python_venv NAME REQUIREMENTS: builds the cached venv and links .tools/NAME to it
+  local name=$1 req=$2
+  local dir="${CONTINUUM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/continuum}/$name-$(sha256sum "$req" | cut -c1-16)-$pyver"
+  if [ ! -f "$dir/.complete" ]; then
+    echo "setup: creating the Python venv $name in $dir"
+    local start=$SECONDS
+    rm -rf "$dir"
+    "$PY" -m venv "$dir"
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+    touch "$dir/.complete"
+    echo "setup: venv $name built in $((SECONDS - start)) s ($(du -sh "$dir" | cut -f1))"
+  fi
+  ln -sfn "$dir" ".tools/$name"
+}
+# The function runtimes and handlers (continuum_functions: pandas, Flask, Waitress).
+python_venv venv python/requirements.txt
+# The federated-learning services (continuum_fl: PyTorch, Flower, scikit-learn): PyPI's torch is
+# the CUDA build, ~5.8 GB installed and minutes to fetch, hence a venv of its own, built once per
+# machine and requirements file.
+python_venv venv-fl python/requirements-fl.txt
 # The Firebase JS SDK (npm firebase, pinned in tools/npm-firebase) for the realtime-db WebSocket
 # tests and dashboard, cached like the above; .tools/npm-firebase links to it.
 ./tools/npm-firebase/install.sh
