@@ -42,21 +42,40 @@ func (p Partition) validate(clients int) error {
 	return nil
 }
 
-// apply replaces the data of every client in ms (sorted by ID first).
-func (p Partition) apply(ms []Member, dataset string) error {
+// apply replaces the data of every client in ms: the clients taking part first (in ID order;
+// the splits are theirs), then the excluded ones, which may join later.
+func (p Partition) apply(ms []Member, dataset string, excluded func(id string) bool) error {
 	var clients []int
 	for i := range ms {
 		if len(ms[i].Data) > 0 || ms[i].Role == plan.RoleClient {
 			clients = append(clients, i)
 		}
 	}
-	sort.Slice(clients, func(a, b int) bool { return ms[clients[a]].ID < ms[clients[b]].ID })
-	if err := p.validate(len(clients)); err != nil {
+	sort.Slice(clients, func(a, b int) bool {
+		ea, eb := excluded(ms[clients[a]].ID), excluded(ms[clients[b]].ID)
+		if ea != eb {
+			return !ea
+		}
+		return ms[clients[a]].ID < ms[clients[b]].ID
+	})
+	taking := 0
+	for _, i := range clients {
+		if !excluded(ms[i].ID) {
+			taking++
+		}
+	}
+	if err := p.validate(taking); err != nil {
 		return err
+	}
+	clients = clients[:taking+min(len(clients)-taking, max(p.Splits-taking, 0))]
+	for i := range ms {
+		if excluded(ms[i].ID) && ms[i].Role == plan.RoleClient {
+			ms[i].Data = nil // beyond the splits: no data unless a split is left for it
+		}
 	}
 	splits := p.Splits
 	if splits == 0 {
-		splits = len(clients)
+		splits = taking
 	}
 	per := trainSize[dataset] / splits
 	share := max(per/p.LabelsPerClient, 1)

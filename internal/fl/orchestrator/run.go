@@ -140,7 +140,7 @@ func (j *run) loop(ctx context.Context) {
 		return
 	}
 	if j.spec.Partition.enabled() {
-		if err := j.spec.Partition.apply(ms, j.spec.Dataset); err != nil {
+		if err := j.spec.Partition.apply(ms, j.spec.Dataset, j.o.isRemoved); err != nil {
 			j.fail(fmt.Errorf("partition: %w", err))
 			return
 		}

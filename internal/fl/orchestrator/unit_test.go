@@ -25,7 +25,7 @@ func TestPartition(t *testing.T) {
 		{1, 0, 20, 71}, {2, 0, 20, 35}, {10, 0, 20, 7}, {2, 60, 10, 11},
 	} {
 		ms := clients(tc.clients)
-		if err := (Partition{LabelsPerClient: tc.k, Splits: tc.splits}).apply(ms, "digits"); err != nil {
+		if err := (Partition{LabelsPerClient: tc.k, Splits: tc.splits}).apply(ms, "digits", none); err != nil {
 			t.Fatal(err)
 		}
 		holders := map[int]int{}
@@ -55,7 +55,7 @@ func TestPartition(t *testing.T) {
 			}
 		}
 	}
-	if err := (Partition{LabelsPerClient: 2, Splits: 5}).apply(clients(10), "digits"); err == nil || !strings.Contains(err.Error(), "at least one per client") {
+	if err := (Partition{LabelsPerClient: 2, Splits: 5}).apply(clients(10), "digits", none); err == nil || !strings.Contains(err.Error(), "at least one per client") {
 		t.Fatalf("5 splits for 10 clients: %v", err)
 	}
 }
@@ -136,7 +136,7 @@ func TestLabelSortedVsMinKLD(t *testing.T) {
 	ms[0].Role = plan.RoleGlobal
 	ms = append(ms, Member{Node: plan.Node{ID: "la1", Role: plan.RoleAggregator, Cost: map[string]float64{"g": 100}}},
 		Member{Node: plan.Node{ID: "la2", Role: plan.RoleAggregator, Cost: map[string]float64{"g": 100}}})
-	if err := (Partition{LabelsPerClient: 2}).apply(ms, "digits"); err != nil {
+	if err := (Partition{LabelsPerClient: 2}).apply(ms, "digits", none); err != nil {
 		t.Fatal(err)
 	}
 	var nodes []plan.Node
@@ -180,5 +180,29 @@ func TestLabelSortedVsMinKLD(t *testing.T) {
 	}
 	if !(iid.KLD < 0.01 && non.KLD > 0.5) {
 		t.Fatalf("KLD min-kld %.4f, label-sorted %.4f: want near 0 and far above", iid.KLD, non.KLD)
+	}
+}
+
+func none(string) bool { return false }
+
+// TestPartitionExcluded: splits count the clients taking part; excluded ones get a left-over
+// split if there is one, else no data.
+func TestPartitionExcluded(t *testing.T) {
+	ms := clients(20)
+	out := func(id string) bool { return id >= "c10" }
+	if err := (Partition{LabelsPerClient: 2, Splits: 12}).apply(ms, "digits", out); err != nil {
+		t.Fatal(err)
+	}
+	with := 0
+	for _, m := range ms {
+		if len(m.Data) > 0 {
+			with++
+			if out(m.ID) && m.ID > "c11" {
+				t.Fatalf("excluded %s got data beyond the 12 splits: %v", m.ID, m.Data)
+			}
+		}
+	}
+	if with != 12 {
+		t.Fatalf("%d clients got data, want 12 (10 taking part + 2 left-over splits)", with)
 	}
 }
