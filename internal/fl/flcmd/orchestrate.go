@@ -15,6 +15,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/fl/orchestrator"
+	"github.com/continuum-project/continuum/internal/fl/plan"
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/pyenv"
 	"github.com/continuum-project/continuum/internal/testbed"
@@ -34,6 +35,7 @@ type OrchestrateFlags struct {
 	BasePort  int
 	Train     bool
 	Exclude   []string
+	Group     bool
 	JobFlags
 }
 
@@ -54,6 +56,7 @@ func (f *OrchestrateFlags) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.Poll, "poll", f.Poll, "how often the nodes are observed")
 	fs.IntVar(&f.BasePort, "base-port", f.BasePort, "the i-th node's service listens on base-port+i, its control API on base-port+1000+i")
 	fs.StringSliceVar(&f.Exclude, "exclude", f.Exclude, "nodes kept out of training until a PUT /nodes/excluded without them (a node that joins later)")
+	fs.BoolVar(&f.Group, "group-clients", f.Group, "run the clients of each host in one process (hundreds of clients: PyTorch's memory shared); a change to one restarts its host's group")
 	fs.BoolVar(&f.Train, "train", f.Train, "submit the job the job flags describe at once, and exit when it ends (otherwise jobs come through POST /jobs or `continuum fl train`)")
 	f.JobFlags.Bind(fs)
 }
@@ -105,7 +108,8 @@ func runOrchestrate(ctx context.Context, f OrchestrateFlags) error {
 	}
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	cfg := orchestrator.Config{Python: py, Out: out, Poll: f.Poll, BasePort: f.BasePort, Logf: logf, API: f.Advertise}
+	cfg := orchestrator.Config{Python: py, Out: out, Poll: f.Poll, BasePort: f.BasePort, Logf: logf, API: f.Advertise,
+		GroupClients: f.Group, Options: plan.DefaultOptions()}
 	var local *orchestrator.LocalRunner
 	if f.Local {
 		local = &orchestrator.LocalRunner{LogDir: filepath.Join(out, "logs")}

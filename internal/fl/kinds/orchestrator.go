@@ -51,6 +51,8 @@ type OrchestratorConfig struct {
 	// (added) or join (removed), as the seed's simulated orchestrator took node changes from an
 	// edited topology file: {action: set, component: orch, config: {exclude: [n9]}}.
 	Exclude []string `yaml:"exclude"`
+	// GroupClients runs the clients placed on one node in one process (see docs/fl.md).
+	GroupClients bool `yaml:"group_clients"`
 }
 
 func (c *OrchestratorConfig) validate() error {
@@ -92,7 +94,7 @@ func orchestratorCommand(env kind.Env, c *OrchestratorConfig) (kind.Command, err
 	if c.BasePort > 0 {
 		f.BasePort = c.BasePort
 	}
-	f.Exclude = c.Exclude
+	f.Exclude, f.Group = c.Exclude, c.GroupClients
 	return kind.Command{
 		Args:      append([]string{env.Binary, "fl", "orchestrate"}, cli.Args(flcmd.DefaultOrchestrateFlags(), f)...),
 		ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port),

@@ -107,7 +107,13 @@ func (j *JobSpec) Validate() error {
 }
 
 func (j *JobSpec) budget() plan.Budget {
-	return plan.Budget{ModelMB: j.ModelMB, PerEpoch: j.Budget}
+	b := plan.Budget{ModelMB: j.ModelMB, PerEpoch: j.Budget}
+	if j.Epochs > 0 && (j.LocalRounds > 0 || j.Strategy == plan.Centralized) {
+		// Fixed epochs and local rounds: the budget rule's choice is replaced anyway, so the
+		// budget must not make the configuration fail.
+		b.PerEpoch = 1e300
+	}
+	return b
 }
 
 // withOverrides applies the job's fixed epochs/local rounds to a planned configuration and

@@ -39,7 +39,10 @@ type Config struct {
 	// control API on BasePort+1000+i, so that several services can share a host.
 	BasePort int
 	Options  plan.Options
-	Logf     func(format string, args ...any)
+	// GroupClients runs the clients of each host in one process (hundreds of clients on a small
+	// machine: PyTorch's memory is shared); a change to one client restarts its host's group.
+	GroupClients bool
+	Logf         func(format string, args ...any)
 }
 
 // Orchestrator runs one training job at a time.

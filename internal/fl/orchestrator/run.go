@@ -318,7 +318,11 @@ func (j *run) monitor(ctx context.Context) (finished bool, err error) {
 			continue
 		}
 		j.mu.Lock()
-		j.left[svc.Node] = "its service exited (" + how + ")"
+		for _, id := range append([]string{svc.Node}, svc.Clients...) {
+			if id != "" {
+				j.left[id] = "its service exited (" + how + ")"
+			}
+		}
 		j.mu.Unlock()
 	}
 	avail := j.availability(obs)
@@ -444,6 +448,9 @@ func (j *run) apply(ctx context.Context, old *plan.Config, conf plan.Config, res
 	}
 	j.mu.Unlock()
 	for name, svc := range running {
+		if roleOf(name) == "clients" {
+			continue // client groups are diffed below
+		}
 		np, stays := newParent[svc.Node]
 		isGlobal := svc.Node == conf.Global && roleOf(name) == "global"
 		if isGlobal || (stays && np == oldParent[svc.Node] && roleOf(name) == roleIn(conf, svc.Node)) {
@@ -502,6 +509,9 @@ func (j *run) apply(ctx context.Context, old *plan.Config, conf plan.Config, res
 		}
 	}
 	// Clients.
+	if j.o.cfg.GroupClients {
+		return acts, j.applyGroups(ctx, conf, &acts)
+	}
 	for _, id := range clientsOf(conf) {
 		name := serviceName("client", id)
 		parent := newParent[id]
@@ -520,6 +530,65 @@ func (j *run) apply(ctx context.Context, old *plan.Config, conf plan.Config, res
 	sort.Strings(acts.configured)
 	sort.Strings(acts.stopped)
 	return acts, nil
+}
+
+// applyGroups runs the clients of each host as one process (`continuum_fl clients`): a group
+// whose clients or their parents changed starts again with its new plan; an emptied group stops.
+func (j *run) applyGroups(ctx context.Context, conf plan.Config, acts *actions) error {
+	want := map[string]Service{}
+	parent := parents(conf)
+	byHost := map[string][]string{}
+	for _, id := range clientsOf(conf) {
+		h := j.members[id].Host
+		byHost[h] = append(byHost[h], id)
+	}
+	for h, ids := range byHost {
+		svc, err := j.groupService(h, ids, parent)
+		if err != nil {
+			return err
+		}
+		want[svc.Name] = svc
+	}
+	j.mu.Lock()
+	var have []Service
+	for name, svc := range j.running {
+		if roleOf(name) == "clients" {
+			have = append(have, svc)
+		}
+	}
+	j.mu.Unlock()
+	for _, svc := range have {
+		w, ok := want[svc.Name]
+		if ok && w.Signature == svc.Signature && !j.restartedParentOf(svc.Clients, parent, acts) {
+			delete(want, svc.Name)
+			continue
+		}
+		_ = j.stopService(ctx, svc.Name)
+		if !ok {
+			acts.stopped = append(acts.stopped, svc.Name)
+		}
+	}
+	for _, name := range sortedKeys(want) {
+		if err := j.startService(ctx, want[name]); err != nil {
+			return err
+		}
+		acts.restarted = append(acts.restarted, name)
+	}
+	sort.Strings(acts.restarted)
+	sort.Strings(acts.stopped)
+	return nil
+}
+
+// restartedParentOf: whether an aggregator of one of the clients was (re)started just now.
+func (j *run) restartedParentOf(clients []string, parent map[string]string, acts *actions) bool {
+	for _, c := range clients {
+		for _, r := range acts.restarted {
+			if r == serviceName("local", parent[c]) || r == serviceName("global", parent[c]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (j *run) isRunning(name string) bool {

@@ -22,6 +22,10 @@ type Service struct {
 	Args []string // the full command line
 	Env  []string
 	Out  string // its output directory (fl.jsonl)
+	// Clients are the clients a group process runs (Node is empty then); Signature tells
+	// whether two group services run the same clients against the same servers.
+	Clients   []string
+	Signature string
 }
 
 // Observation is what a Runner sees of the services it started and of the nodes.

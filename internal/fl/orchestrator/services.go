@@ -1,7 +1,9 @@
 package orchestrator
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -24,6 +26,8 @@ func serviceName(role, id string) string {
 
 func roleOf(name string) string {
 	switch {
+	case strings.HasPrefix(name, "fl-cls-"):
+		return "clients"
 	case strings.HasPrefix(name, "fl-ga-"):
 		return "global"
 	case strings.HasPrefix(name, "fl-la-"):
@@ -176,4 +180,35 @@ func (j *run) clientService(id, parent string) Service {
 	}
 	args = append(args, j.trainArgs(out)...)
 	return Service{Name: name, Node: id, Host: j.members[id].Host, Args: j.python("client", args...), Env: j.env(), Out: out}
+}
+
+// groupService is the process running the clients ids of host h (Config.GroupClients): one
+// Python process with one Flower connection per client, sharing PyTorch's memory.
+func (j *run) groupService(h string, ids []string, parent map[string]string) (Service, error) {
+	name := "fl-cls-" + h
+	out := j.serviceOut(name)
+	type spec struct {
+		ID       string  `json:"id"`
+		Server   string  `json:"server"`
+		FailProb float64 `json:"fail_prob,omitempty"`
+	}
+	specs := make([]spec, 0, len(ids))
+	for _, id := range ids {
+		specs = append(specs, spec{ID: id, Server: j.flowerAddr(parent[id]), FailProb: j.members[id].FailProb})
+	}
+	sig, err := json.Marshal(specs)
+	if err != nil {
+		return Service{}, err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return Service{}, err
+	}
+	planFile := filepath.Join(out, "plan.json")
+	b, _ := json.Marshal(map[string]any{"clients_by_node": map[string]any{h: specs}})
+	if err := os.WriteFile(planFile, b, 0o644); err != nil {
+		return Service{}, err
+	}
+	args := append([]string{"--plan", planFile, "--node", h, "--partition", j.partitionPath()}, j.trainArgs(out)...)
+	return Service{Name: name, Host: h, Args: j.python("clients", args...), Env: j.env(), Out: out,
+		Clients: append([]string(nil), ids...), Signature: string(sig)}, nil
 }
