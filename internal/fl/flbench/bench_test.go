@@ -1,0 +1,37 @@
+package flbench
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestQuickRun(t *testing.T) {
+	cfg := DefaultConfig(true)
+	cfg.Clients, cfg.RatioPerShape = []int{12, 40}, 3
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Timings) != 2*4 || len(res.Ratios) != 2 {
+		t.Fatalf("%d timings, %d ratios", len(res.Timings), len(res.Ratios))
+	}
+	exactRan := false
+	for _, x := range res.Timings {
+		if x.What == "min-kld exact" && x.Clients == 12 {
+			exactRan = x.Skipped == "" && len(x.Seconds) == 1
+		}
+		if x.What == "min-kld exact" && x.Clients == 40 && x.Skipped == "" {
+			t.Error("exact ran at n = 40")
+		}
+	}
+	if !exactRan {
+		t.Error("exact did not run at n = 12, k = 4")
+	}
+	md := Markdown(res)
+	for _, want := range []string{"## Runtime", "min-kld heuristic", "## Heuristic / exact mean KLD", "within 1.25x"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+}
