@@ -29,7 +29,7 @@ type Config struct {
 // DefaultConfig is the documented run (quick: small, for a smoke test).
 func DefaultConfig(quick bool) Config {
 	c := Config{Clients: []int{20, 100, 1000}, Aggregators: []int{2, 4, 10}, Repeats: 3,
-		RatioShapes:   [][2]int{{12, 2}, {12, 3}, {12, 4}, {16, 2}, {15, 3}},
+		RatioShapes:   [][2]int{{12, 2}, {12, 3}, {12, 4}, {20, 2}, {16, 3}, {13, 6}},
 		RatioPerShape: 40, ExactMaxPartitions: plan.DefaultOptions().ExactMaxPartitions, Seed: 1}
 	if quick {
 		c.Clients, c.Aggregators, c.Repeats = []int{20, 100}, []int{4}, 1

@@ -7,7 +7,7 @@ import (
 )
 
 // RatioBound is the heuristic's factor plan's tests assert (plan.heuristicFactorBound).
-const RatioBound = 1.25
+const RatioBound = 1.10
 
 // PlanSecondsGoal bounds the planning at the largest n: a fifth of the 5 s reconfiguration goal.
 const PlanSecondsGoal = 1.0

@@ -6,8 +6,11 @@ import (
 )
 
 // candidates is how many clients of each cluster the local search tries per pair of clusters,
-// ranked by the KLD's gradient; clusters no larger than this are searched exhaustively.
-const candidates = 8
+// ranked by the KLD's gradient, when the pair is too large (exhaustivePairs) to try every swap.
+const candidates = 16
+
+// exhaustivePairs: a pair of clusters with at most this many possible swaps is searched whole.
+const exhaustivePairs = 1024
 
 // improvement is the least decrease of the KLD sum a step must bring (below it, rounding noise
 // could make two steps undo each other forever).
@@ -120,8 +123,12 @@ func (p *part) localSearch() {
 					d[c] = gA[c] - gB[c]
 				}
 				// Swapping u in A with v in B changes the sum by about d.x_v - d.x_u.
-				cA = topScored(cA[:0], A, in.x, d, true)
-				cB = topScored(cB[:0], B, in.x, d, false)
+				limit := candidates
+				if len(A)*len(B) <= exhaustivePairs {
+					limit = max(len(A), len(B))
+				}
+				cA = topScored(cA[:0], A, in.x, d, true, limit)
+				cB = topScored(cB[:0], B, in.x, d, false, limit)
 				bestDelta, bu, bv := -improvement, -1, -1
 				for _, u := range cA {
 					for _, v := range cB {
@@ -199,8 +206,8 @@ func (p *part) apply(a, b, u, v int) {
 	p.f[a], p.f[b] = in.kld(p.counts[a]), in.kld(p.counts[b])
 }
 
-// topScored appends the members with the highest (high) or lowest d.x, at most candidates.
-func topScored(dst []scored, members []int, x [][]float64, d []float64, high bool) []scored {
+// topScored appends the members with the highest (high) or lowest d.x, at most limit.
+func topScored(dst []scored, members []int, x [][]float64, d []float64, high bool, limit int) []scored {
 	for pos, i := range members {
 		var s float64
 		for c, v := range x[i] {
@@ -211,14 +218,14 @@ func topScored(dst []scored, members []int, x [][]float64, d []float64, high boo
 		}
 		dst = append(dst, scored{pos, s})
 	}
-	if len(dst) > candidates {
+	if len(dst) > limit {
 		sort.Slice(dst, func(i, j int) bool {
 			if dst[i].score != dst[j].score {
 				return dst[i].score > dst[j].score
 			}
 			return dst[i].pos < dst[j].pos
 		})
-		dst = dst[:candidates]
+		dst = dst[:limit]
 	}
 	return dst
 }

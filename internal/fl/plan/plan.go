@@ -113,7 +113,7 @@ type Options struct {
 	// this many balanced partitions (0: 2e6, about a second here), else the heuristic runs;
 	// negative: always the heuristic.
 	ExactMaxPartitions float64 `json:"exact_max_partitions,omitempty"`
-	// Restarts of the heuristic (0: 4); Seed makes its random restarts reproducible.
+	// Restarts of the heuristic (0: 16); Seed makes its random restarts reproducible.
 	Restarts int    `json:"restarts,omitempty"`
 	Seed     uint64 `json:"seed,omitempty"`
 	// CostSlack: min-cost puts at most ceil(n/k)+CostSlack clients on a local aggregator.
@@ -127,7 +127,7 @@ type Options struct {
 
 // DefaultOptions are the values the CLI and the orchestrator start from.
 func DefaultOptions() Options {
-	return Options{ExactMaxPartitions: 2e6, Restarts: 4, Seed: 1, CostSlack: 1, MinGain: 0.01, MoveCost: 5}
+	return Options{ExactMaxPartitions: 2e6, Restarts: 16, Seed: 1, CostSlack: 1, MinGain: 0.01, MoveCost: 5}
 }
 
 func (o Options) exactLimit() float64 {
@@ -364,7 +364,7 @@ func (t *topo) minKLD(b Budget, opt Options) ([][]string, bool, error) {
 	} else {
 		restarts := opt.Restarts
 		if restarts <= 0 {
-			restarts = 4
+			restarts = DefaultOptions().Restarts
 		}
 		candidates = [][][]int{in.heuristic(k, restarts, opt.Seed)}
 	}
