@@ -134,4 +134,3 @@ func (o Options) exactLimit() float64 {
 	}
 	return o.ExactMaxPartitions
 }
-
