@@ -114,6 +114,10 @@ type Options struct {
 	// Restarts of the heuristic (0: 16); Seed makes its random restarts reproducible.
 	Restarts int    `json:"restarts,omitempty"`
 	Seed     uint64 `json:"seed,omitempty"`
+	// HeuristicWork bounds the heuristic's KLD evaluations, restarts included (0: 1e7, about
+	// a second here); once spent, it returns the best clustering so far. Deterministic,
+	// unlike a time limit.
+	HeuristicWork int `json:"heuristic_work,omitempty"`
 	// CostSlack: min-cost puts at most ceil(n/k)+CostSlack clients on a local aggregator.
 	CostSlack int `json:"cost_slack,omitempty"`
 	// MinGain is the min-kld mean-KLD gain every client moved beyond the forced moves must buy
@@ -125,7 +129,14 @@ type Options struct {
 
 // DefaultOptions are the values the CLI and the orchestrator start from.
 func DefaultOptions() Options {
-	return Options{ExactMaxPartitions: 2e6, Restarts: 16, Seed: 1, CostSlack: 1, MinGain: 0.01, MoveCost: 5}
+	return Options{ExactMaxPartitions: 2e6, Restarts: 16, HeuristicWork: 1e7, Seed: 1, CostSlack: 1, MinGain: 0.01, MoveCost: 5}
+}
+
+func (o Options) work() int {
+	if o.HeuristicWork <= 0 {
+		return 1e7
+	}
+	return o.HeuristicWork
 }
 
 func (o Options) exactLimit() float64 {

@@ -22,6 +22,7 @@ const maxPasses = 500
 // part is one balanced clustering being improved.
 type part struct {
 	in      *instance
+	work    *int // KLD evaluations left to the whole heuristic (restarts included)
 	sizes   []int
 	members [][]int
 	counts  [][]float64
@@ -39,7 +40,12 @@ func (p *part) sum() float64 {
 // heuristic clusters the clients into k balanced clusters: restarts greedy constructions (the
 // first in order of the clients' own divergence from the global distribution, largest first;
 // the others in seeded random orders), each improved by local search, and keeps the best.
-func (in *instance) heuristic(k, restarts int, seed uint64) [][]int {
+//
+// work bounds the KLD evaluations of the whole search (restarts included), so that its time
+// stays bounded at large n and k while staying deterministic: once it is spent, the current
+// local search stops where it is (a valid, balanced clustering) and no restart begins. The
+// first greedy construction always completes.
+func (in *instance) heuristic(k, restarts int, seed uint64, work int) [][]int {
 	n := len(in.x)
 	dev := make([]float64, n)
 	order := make([]int, n)
@@ -49,12 +55,14 @@ func (in *instance) heuristic(k, restarts int, seed uint64) [][]int {
 	}
 	sort.SliceStable(order, func(a, b int) bool { return dev[order[a]] > dev[order[b]] })
 	var best *part
-	for r := 0; r < max(restarts, 1); r++ {
+	for r := 0; r < max(restarts, 1) && (r == 0 || work > 0); r++ {
 		if r > 0 {
 			rng := rand.New(rand.NewPCG(seed, uint64(r)))
 			rng.Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
 		}
 		p := in.greedy(k, order)
+		work -= len(order) * k
+		p.work = &work
 		p.localSearch()
 		if best == nil || p.sum() < best.sum()-improvement {
 			best = p
@@ -116,6 +124,9 @@ func (p *part) localSearch() {
 		improved = false
 		for a := 0; a < k; a++ {
 			for b := a + 1; b < k; b++ {
+				if *p.work <= 0 {
+					return
+				}
 				A, B := p.members[a], p.members[b]
 				in.grad(p.counts[a], p.f[a], gA)
 				in.grad(p.counts[b], p.f[b], gB)
@@ -129,6 +140,7 @@ func (p *part) localSearch() {
 				}
 				cA = topScored(cA[:0], A, in.x, d, true, limit)
 				cB = topScored(cB[:0], B, in.x, d, false, limit)
+				*p.work -= 2 * (len(cA)*len(cB) + len(cA) + len(cB))
 				bestDelta, bu, bv := -improvement, -1, -1
 				for _, u := range cA {
 					for _, v := range cB {

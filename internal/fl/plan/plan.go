@@ -237,7 +237,7 @@ func (t *topo) minKLD(b Budget, opt Options) ([][]string, bool, error) {
 		if restarts <= 0 {
 			restarts = DefaultOptions().Restarts
 		}
-		candidates = [][][]int{in.heuristic(k, restarts, opt.Seed)}
+		candidates = [][][]int{in.heuristic(k, restarts, opt.Seed, opt.work())}
 	}
 	// Among equal-KLD clusterings the one whose assignment to aggregators costs least wins.
 	var best [][]string

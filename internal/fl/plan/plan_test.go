@@ -222,7 +222,7 @@ func TestHeuristicWithinFactorOfExact(t *testing.T) {
 		n, k := 6+rng.IntN(7), 2+rng.IntN(3)
 		in := randomInstance(rng, n, 10)
 		_, ex := in.exact(k, 1)
-		h := in.meanKLD(in.heuristic(k, DefaultOptions().Restarts, uint64(trial)))
+		h := in.meanKLD(in.heuristic(k, DefaultOptions().Restarts, uint64(trial), DefaultOptions().work()))
 		if h < ex && !sameKLD(h, ex) {
 			t.Fatalf("trial %d: heuristic %v below exact %v", trial, h, ex)
 		}
@@ -247,8 +247,8 @@ func TestHeuristicWithinFactorOfExact(t *testing.T) {
 func TestHeuristicDeterministicAndBalanced(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	in := randomInstance(rng, 203, 10)
-	a := in.heuristic(7, 3, 42)
-	b := in.heuristic(7, 3, 42)
+	a := in.heuristic(7, 3, 42, 1e9)
+	b := in.heuristic(7, 3, 42, 1e9)
 	if fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatal("same seed, different clusters")
 	}
