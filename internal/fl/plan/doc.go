@@ -26,7 +26,9 @@
 // times from seeded random orders; deterministic for Options.Seed. On the 300 random instances
 // of plan_test.go and the 240 of `continuum bench fl-plan` (n up to 20) it found the exact
 // optimum in all but 2, and was never more than 1.03x the exact mean KLD; the test asserts
-// 1.10. It plans 1000 clients for 10 aggregators in about 0.3 s (docs/benchmarks/fl-plan.md).
+// 1.10. It plans 1000 clients for 10 aggregators in about 0.3 s (docs/benchmarks/fl-plan.md);
+// its work is bounded (Options.HeuristicWork, about a second), which only many aggregators
+// (30 and more for 1000 clients) reach.
 //
 // The package knows nothing of processes, Flower, the testbed or the CLI: it is what the
 // orchestrator (internal/fl/orchestrator) and `continuum fl plan` compute with.

@@ -252,6 +252,13 @@ func TestHeuristicDeterministicAndBalanced(t *testing.T) {
 	if fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatal("same seed, different clusters")
 	}
+	checkBalanced(t, a, 203)
+	// With its work spent at once it returns the greedy construction: still every client, balanced.
+	checkBalanced(t, in.heuristic(7, 3, 42, 1), 203)
+}
+
+func checkBalanced(t *testing.T, a [][]int, n int) {
+	t.Helper()
 	seen := map[int]bool{}
 	lo, hi := math.MaxInt, 0
 	for _, cl := range a {
@@ -263,7 +270,7 @@ func TestHeuristicDeterministicAndBalanced(t *testing.T) {
 			seen[i] = true
 		}
 	}
-	if len(seen) != 203 || hi-lo > 1 {
+	if len(seen) != n || hi-lo > 1 {
 		t.Fatalf("%d clients placed, sizes %d..%d", len(seen), lo, hi)
 	}
 }
