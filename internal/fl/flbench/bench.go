@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				{"replan (a client leaves)", nil, ""},
 			}
 			if parts > cfg.ExactMaxPartitions {
-				cells[1].skip = fmt.Sprintf("%.3g partitions, over the exact limit %.3g", parts, cfg.ExactMaxPartitions)
+				cells[1].skip = fmt.Sprintf("over the exact limit of %.3g partitions", cfg.ExactMaxPartitions)
 			}
 			old, err := plan.Plan(nodes, plan.MinKLD, b, heur)
 			if err != nil {

@@ -2,6 +2,7 @@ package flbench
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/continuum-project/continuum/internal/benchkit"
 )
@@ -42,6 +43,13 @@ func goals(res *Result) []benchkit.Goal {
 	return g
 }
 
+func count(v float64) string {
+	if math.IsInf(v, 1) {
+		return "> 1e308"
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
 // Markdown renders the result.
 func Markdown(res *Result) string {
 	d := benchkit.NewDoc("fl-plan: clustering runtime and the heuristic's quality", res.Header)
@@ -57,8 +65,10 @@ func Markdown(res *Result) string {
 		secs, kld := x.Skipped, ""
 		if x.Skipped == "" {
 			secs, kld = benchkit.Summarize(x.Seconds).Format("%.4f"), fmt.Sprintf("%.5f", x.KLD)
+		} else {
+			secs = "not run: " + secs
 		}
-		t.Row(fmt.Sprint(x.Clients), fmt.Sprint(x.Aggregators), x.What, secs, kld, fmt.Sprintf("%.3g", x.Partitions))
+		t.Row(fmt.Sprint(x.Clients), fmt.Sprint(x.Aggregators), x.What, secs, kld, count(x.Partitions))
 	}
 	d.Table(t)
 	d.Section("Heuristic / exact mean KLD")
