@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/pyenv"
 )
 
 // Modes a function instance runs in (see the package doc).
@@ -36,55 +38,8 @@ type Python struct {
 // $CONTINUUM_PYTHON / $CONTINUUM_PYTHON_SRC, else in the working directory or a parent (the
 // repository), else above the running executable (bin/continuum in a clone).
 func FindPython() (Python, error) {
-	p := Python{Interpreter: os.Getenv("CONTINUUM_PYTHON"), Src: os.Getenv("CONTINUUM_PYTHON_SRC")}
-	root, rootErr := repoRoot()
-	if p.Interpreter == "" {
-		if rootErr != nil {
-			return p, rootErr
-		}
-		p.Interpreter = filepath.Join(root, ".tools", "venv", "bin", "python")
-	}
-	if p.Src == "" {
-		if rootErr != nil {
-			return p, rootErr
-		}
-		p.Src = filepath.Join(root, "python", "src")
-	}
-	if _, err := os.Stat(p.Interpreter); err != nil {
-		return p, fmt.Errorf("python interpreter %s: %w (run `make setup`, or set $CONTINUUM_PYTHON)", p.Interpreter, err)
-	}
-	if _, err := os.Stat(filepath.Join(p.Src, "continuum_functions")); err != nil {
-		return p, fmt.Errorf("continuum_functions not in %s (set $CONTINUUM_PYTHON_SRC to the clone's python/src)", p.Src)
-	}
-	return p, nil
-}
-
-// repoRoot is the nearest directory, from the working directory or the executable's up, that
-// holds .tools/venv and python/src.
-func repoRoot() (string, error) {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, d := range starts {
-		for ; ; d = filepath.Dir(d) {
-			if isDir(filepath.Join(d, ".tools", "venv")) && isDir(filepath.Join(d, "python", "src")) {
-				return d, nil
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	return "", errors.New("no clone with .tools/venv and python/src above the working directory or the executable: run `make setup` in the clone, or set $CONTINUUM_PYTHON and $CONTINUUM_PYTHON_SRC")
-}
-
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
+	p, err := pyenv.Find(pyenv.Venv{Dir: "venv", Package: "continuum_functions", PythonEnv: "CONTINUUM_PYTHON", SrcEnv: "CONTINUUM_PYTHON_SRC"})
+	return Python(p), err
 }
 
 // ResolveHandler makes a function folder (or its handler.py) absolute: as given, else
@@ -95,7 +50,7 @@ func ResolveHandler(path string) (string, error) {
 	}
 	cands := []string{path}
 	if !filepath.IsAbs(path) {
-		if root, err := repoRoot(); err == nil {
+		if root, err := pyenv.Root("venv"); err == nil {
 			cands = append(cands, filepath.Join(root, path))
 		}
 	}

@@ -7,22 +7,22 @@ import (
 )
 
 // Group is the cli registry parent of `continuum fl`'s subcommands: a file of this package
-// adds one with cli.Register(Group, ctor) in its init().
+// may add one with cli.Register(Group, ctor) in its init() instead of listing it here.
 const Group = "fl"
 
 func init() { cli.Register(cli.Top, newFLCmd) }
 
 func newFLCmd() *cobra.Command {
-	c := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "fl",
-		Short: "Federated learning: plan hierarchical configurations (clusters, epochs, local rounds) and orchestrate Flower services",
-		Long: `Federated learning over the continuum (seeds/004 §3): clients train on their own data, local
-aggregators average their clusters' models, the global aggregator averages theirs. The
-configuration (which client trains under which aggregator, epochs per round, local rounds per
-global round) comes from the nodes' features and a communication budget; see docs/fl.md.`,
+		Short: "Federated learning: plan a configuration, run the orchestrator, submit training jobs",
+		Long: `Continuum's federated-learning orchestration (seeds/004 §3; docs/fl.md): hierarchical FL on Flower
+with clients clustered under local aggregators by label distribution within a communication budget,
+reconfigured when nodes leave or join.`,
 		Example: `  continuum fl plan --topology scenarios/fl/seed-topology.csv
   continuum fl plan --topology scenarios/fl/seed-topology.csv --remove n9`,
 	}
-	c.AddCommand(cli.Commands(Group)...)
-	return c
+	cmd.AddCommand(newOrchestrateCmd(), newTrainCmd())
+	cmd.AddCommand(cli.Commands(Group)...) // fl plan
+	return cmd
 }

@@ -16,10 +16,14 @@ const (
 	MinKLD Strategy = "min-kld"
 	// MinCost: each client to its cheapest local aggregator, within Options.CostSlack of balance.
 	MinCost Strategy = "min-cost"
+	// LabelSorted: clients sorted by the classes they hold and cut into balanced contiguous
+	// clusters, so that each cluster sees few classes (the seed's non-IID clusters, Fig. 9): a
+	// baseline to compare min-kld's clusters with, not a strategy to train with.
+	LabelSorted Strategy = "label-sorted"
 )
 
 // Strategies lists every strategy, for help texts and errors.
-var Strategies = []Strategy{Centralized, MinKLD, MinCost}
+var Strategies = []Strategy{Centralized, MinKLD, MinCost, LabelSorted}
 
 // ParseStrategy reads a strategy name.
 func ParseStrategy(s string) (Strategy, error) {

@@ -188,6 +188,8 @@ func plan(nodes []Node, s Strategy, b Budget, opt Options, known map[string]bool
 		clusters, exact, err = t.minKLD(b, opt)
 	case MinCost:
 		clusters, err = t.minCost(opt)
+	case LabelSorted:
+		clusters = t.labelSorted(b)
 	}
 	if err != nil {
 		return Config{}, err
@@ -255,6 +257,43 @@ func (t *topo) minKLD(b Budget, opt Options) ([][]string, bool, error) {
 		}
 	}
 	return best, exact, nil
+}
+
+// labelSorted sorts the clients by their classes (the smallest class first, then the next) and
+// cuts them into balanced contiguous clusters, assigned to aggregators at minimal cost.
+func (t *topo) labelSorted(b Budget) [][]string {
+	key := func(id string) []int {
+		var cs []int
+		for c, n := range t.byID[id].Data {
+			if n > 0 {
+				cs = append(cs, c)
+			}
+		}
+		sort.Ints(cs)
+		return cs
+	}
+	ids := append([]string(nil), t.clients...)
+	sort.SliceStable(ids, func(i, j int) bool {
+		a, b := key(ids[i]), key(ids[j])
+		for k := 0; k < len(a) && k < len(b); k++ {
+			if a[k] != b[k] {
+				return a[k] < b[k]
+			}
+		}
+		if len(a) != len(b) {
+			return len(a) < len(b)
+		}
+		return ids[i] < ids[j]
+	})
+	k := min(len(t.las), len(ids))
+	var clusters [][]string
+	start := 0
+	for _, size := range balancedSizes(len(ids), k) {
+		clusters = append(clusters, ids[start:start+size])
+		start += size
+	}
+	placed, _ := t.assignClusters(clusters, b)
+	return placed
 }
 
 func total(d map[int]int) int {

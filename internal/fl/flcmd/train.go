@@ -1,0 +1,174 @@
+package flcmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/continuum-project/continuum/internal/fl/orchestrator"
+)
+
+// TrainFlags are `continuum fl train`'s flags; the fl-job kind renders its command line from the
+// same struct.
+type TrainFlags struct {
+	Orchestrator string
+	Out          string
+	Duration     time.Duration
+	JobFlags
+}
+
+// DefaultTrainFlags are `fl train`'s defaults.
+func DefaultTrainFlags() TrainFlags {
+	return TrainFlags{Orchestrator: "http://127.0.0.1:7070", JobFlags: DefaultJobFlags()}
+}
+
+// Bind declares the flags on fs.
+func (f *TrainFlags) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Orchestrator, "orchestrator", f.Orchestrator, "the orchestrator's URL")
+	fs.StringVar(&f.Out, "out", f.Out, "write the job's final status here as job.json")
+	fs.DurationVar(&f.Duration, "duration", f.Duration, "stop the job after this long if it has not ended (0: wait for it)")
+	f.JobFlags.Bind(fs)
+}
+
+func newTrainCmd() *cobra.Command {
+	flags := DefaultTrainFlags()
+	cmd := &cobra.Command{
+		Use:   "train",
+		Short: "Submit a training job to the FL orchestrator and follow it to its end",
+		Long: `Submits the job the flags describe (the training and cost configuration) to a running orchestrator
+(` + "`continuum fl orchestrate`" + `), prints a line per global round (accuracy, loss, communication spent) and
+every reconfiguration, and exits when the job ends: 0 when it reached its target (accuracy, rounds or
+communication spent), 1 when it failed. With --duration it stops the job at that time.`,
+		Example: `  continuum fl train --orchestrator http://n0:7070 --strategy min-kld --budget 600 --model-mb 10 --rounds 30
+  continuum fl train --strategy centralized --target-accuracy 0.9 --rounds 100`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd.Context(), flags, cmd.OutOrStdout()) },
+	}
+	flags.Bind(cmd.Flags())
+	return cmd
+}
+
+var apiClient = &http.Client{Timeout: 10 * time.Second}
+
+func runTrain(ctx context.Context, f TrainFlags, w io.Writer) error {
+	if err := f.Job.Validate(); err != nil {
+		return err
+	}
+	base := strings.TrimSuffix(f.Orchestrator, "/")
+	body, _ := json.Marshal(f.Job)
+	var st orchestrator.Status
+	// The orchestrator may still be starting (a scenario starts both at once).
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, err := call(ctx, "POST", base+"/jobs", body, &st)
+		if err == nil && code == 202 {
+			break
+		}
+		if err == nil {
+			return fmt.Errorf("orchestrator %s refused the job: %s", base, st.Reason)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("orchestrator %s: %w (is `continuum fl orchestrate` running there?)", base, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	fmt.Fprintf(w, "job submitted to %s: %s\n", base, describeJob(f.Job))
+	var stopAt <-chan time.Time
+	if f.Duration > 0 {
+		t := time.NewTimer(f.Duration)
+		defer t.Stop()
+		stopAt = t.C
+	}
+	lastRound, lastReconf := -1, 0
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	stopping := false
+	for {
+		select {
+		case <-ctx.Done():
+			if !stopping {
+				_, _ = call(context.Background(), "POST", base+"/jobs/current/stop", []byte(`{"reason":"fl train was interrupted"}`), &st)
+				stopping = true
+			}
+		case <-stopAt:
+			fmt.Fprintf(w, "duration %v reached: stopping the job\n", f.Duration)
+			_, _ = call(ctx, "POST", base+"/jobs/current/stop", []byte(fmt.Sprintf(`{"reason":"the job's duration %v ended"}`, f.Duration)), &st)
+			stopping = true
+		case <-tick.C:
+		}
+		if _, err := call(context.Background(), "GET", base+"/jobs/current", nil, &st); err != nil {
+			if stopping && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue
+		}
+		if st.Round != lastRound {
+			lastRound = st.Round
+			fmt.Fprintf(w, "round %d: accuracy %s, loss %s, cost spent %.0f\n", st.Round, fmtAcc(st.Accuracy), fmtAcc(st.Loss), st.Spent)
+		}
+		for ; lastReconf < len(st.Reconfigurations); lastReconf++ {
+			r := st.Reconfigurations[lastReconf]
+			fmt.Fprintf(w, "reconfigured after %s in %.2f s: %s\n", r.Cause, r.ApplyS, r.Decision)
+		}
+		if st.State == "done" || st.State == "failed" {
+			break
+		}
+	}
+	if f.Out != "" {
+		if err := os.MkdirAll(f.Out, 0o755); err == nil {
+			b, _ := json.MarshalIndent(st, "", "  ")
+			_ = os.WriteFile(filepath.Join(f.Out, "job.json"), b, 0o644)
+		}
+	}
+	fmt.Fprintf(w, "job %s: %s (round %d, accuracy %s)\n", st.State, st.Reason, st.Round, fmtAcc(st.Accuracy))
+	if st.State == "failed" {
+		return errors.New("job failed: " + st.Reason)
+	}
+	return nil
+}
+
+func describeJob(j orchestrator.JobSpec) string {
+	return fmt.Sprintf("%s, budget %g per epoch, model %g MB, %d rounds, %s", j.Strategy, j.Budget, j.ModelMB, j.Rounds, j.Dataset)
+}
+
+// call does one API request and decodes the JSON answer into out (an error object's "error"
+// into out's Reason when out is a Status).
+func call(ctx context.Context, method, url string, body []byte, out *orchestrator.Status) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := apiClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(b, &e)
+		out.Reason = e.Error
+		if out.Reason == "" {
+			out.Reason = resp.Status
+		}
+		return resp.StatusCode, nil
+	}
+	return resp.StatusCode, json.Unmarshal(b, out)
+}

@@ -1,0 +1,186 @@
+package kinds
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/continuum-project/continuum/internal/cli"
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/fl/flcmd"
+	"github.com/continuum-project/continuum/internal/spec"
+)
+
+func init() {
+	kind.Register(kind.Def[OrchestratorConfig]{
+		Name:     "fl-orchestrator",
+		Role:     kind.RoleComponent,
+		Summary:  "the federated-learning orchestrator: configures, deploys and reconfigures Flower services on the FL nodes (labels fl/type, comm/<peer>, data/<class>) for the fl-job workloads",
+		Defaults: func() *OrchestratorConfig { return &OrchestratorConfig{Port: 7070} },
+		Validate: (*OrchestratorConfig).validate,
+		Command:  orchestratorCommand,
+		Endpoints: func(c *OrchestratorConfig) []kind.Endpoint {
+			return []kind.Endpoint{{Name: "api", Protocol: kind.ProtocolHTTP, Port: c.Port}}
+		},
+		Set:     orchestratorSet,
+		Metrics: orchestratorMetrics,
+	})
+}
+
+// OrchestratorConfig is the `config:` of an fl-orchestrator component.
+type OrchestratorConfig struct {
+	Port int `yaml:"port"` // the HTTP API (default 7070)
+	// Topology, if set, is the seed's CSV of FL nodes (then Place or the node of the same name
+	// runs each service); otherwise the run's nodes with an fl/type label take part.
+	Topology string        `yaml:"topology"`
+	Place    string        `yaml:"place"`
+	Poll     spec.Duration `yaml:"poll"`      // default 500ms
+	BasePort int           `yaml:"base_port"` // default 8080
+	// Exclude lists FL nodes kept out of training. A set event changing it makes nodes leave
+	// (added) or join (removed), as the seed's simulated orchestrator took node changes from an
+	// edited topology file: {action: set, component: orch, config: {exclude: [n9]}}.
+	Exclude []string `yaml:"exclude"`
+}
+
+func (c *OrchestratorConfig) validate() error {
+	switch {
+	case c.Port < 1 || c.Port > 65535:
+		return fmt.Errorf("port %d: want 1-65535", c.Port)
+	case c.BasePort < 0 || c.BasePort > 60000:
+		return fmt.Errorf("base_port %d: want 1-60000 (0: 8080)", c.BasePort)
+	case c.Poll.Duration < 0:
+		return fmt.Errorf("poll %v: want > 0 (0: 500ms)", c.Poll.Duration)
+	case c.Place != "" && c.Topology == "":
+		return errors.New("place needs topology: with the run's node labels every node runs its own service")
+	}
+	return nil
+}
+
+func orchestratorCommand(env kind.Env, c *OrchestratorConfig) (kind.Command, error) {
+	f := flcmd.DefaultOrchestrateFlags()
+	f.Platform = env.Platform
+	f.Listen = "0.0.0.0:" + strconv.Itoa(c.Port)
+	f.Advertise = "http://" + net.JoinHostPort(env.Node, strconv.Itoa(c.Port))
+	f.Out = env.OutDir
+	if c.Topology != "" {
+		p, err := filepath.Abs(c.Topology)
+		if err != nil {
+			return kind.Command{}, err
+		}
+		f.Topology = p
+		if c.Place != "" {
+			if _, ok := env.Nodes[c.Place]; !ok {
+				return kind.Command{}, fmt.Errorf("place %q: not a node of the topology", c.Place)
+			}
+			f.Place = c.Place
+		}
+	}
+	if c.Poll.Duration > 0 {
+		f.Poll = c.Poll.Duration
+	}
+	if c.BasePort > 0 {
+		f.BasePort = c.BasePort
+	}
+	f.Exclude = c.Exclude
+	return kind.Command{
+		Args:      append([]string{env.Binary, "fl", "orchestrate"}, cli.Args(flcmd.DefaultOrchestrateFlags(), f)...),
+		ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port),
+	}, nil
+}
+
+// orchestratorChange is what a "set" event may change: the excluded nodes.
+type orchestratorChange struct {
+	Exclude *[]string `yaml:"exclude"`
+}
+
+func orchestratorSet(ctx context.Context, env kind.Env, c *OrchestratorConfig, change *yaml.Node) error {
+	var ch orchestratorChange
+	if err := spec.DecodeAt("", "config", change, &ch); err != nil {
+		return fmt.Errorf("fl-orchestrator %s: %w", env.Instance, err)
+	}
+	if ch.Exclude == nil {
+		return fmt.Errorf("fl-orchestrator %s: set changes exclude (the nodes kept out of training)", env.Instance)
+	}
+	if env.Dial == nil {
+		return nil // run --check
+	}
+	addr, ok := env.Nodes[env.Node]
+	if !ok {
+		return fmt.Errorf("fl-orchestrator %s: node %q has no address", env.Instance, env.Node)
+	}
+	ids := *ch.Exclude
+	if ids == nil {
+		ids = []string{}
+	}
+	body, _ := json.Marshal(ids)
+	u := "http://" + net.JoinHostPort(addr, strconv.Itoa(c.Port)) + "/nodes/excluded"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: env.Dial, DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("fl-orchestrator %s: PUT %s: %w", env.Instance, u, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fl-orchestrator %s: PUT %s: %s: %s", env.Instance, u, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return nil
+}
+
+// orchestratorMetrics are each orchestrator's figures for summary.json: the last job's rounds,
+// final and best accuracy, communication spent, reconfigurations and their longest times.
+func orchestratorMetrics(out kind.RunOutput) map[string]map[string]float64 {
+	res := map[string]map[string]float64{}
+	for _, inst := range out.Instances {
+		if _, ok := inst.Config.(*OrchestratorConfig); !ok {
+			continue
+		}
+		fl, err := ReadOutput(inst.OutDir)
+		if err != nil || len(fl.Rounds) == 0 {
+			continue
+		}
+		m := map[string]float64{"rounds": float64(len(fl.Rounds))}
+		last := fl.Rounds[len(fl.Rounds)-1]
+		m["final_accuracy"], m["cost_spent"] = last.Accuracy, last.CostSpent
+		for _, r := range fl.Rounds {
+			m["best_accuracy"] = max(m["best_accuracy"], r.Accuracy)
+		}
+		m["reconfigurations"] = float64(len(fl.Reconfigurations))
+		for _, r := range fl.Reconfigurations {
+			m["max_apply_s"] = max(m["max_apply_s"], r.ApplyS)
+			m["max_resume_s"] = max(m["max_resume_s"], r.ResumeS)
+		}
+		res[inst.Name] = m
+	}
+	return res
+}
+
+// jsonLines decodes every line of b into a fresh T, skipping lines that are not JSON (a line cut
+// by a kill).
+func jsonLines[T any](b []byte) []T {
+	var out []T
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var v T
+		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &v) != nil {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}

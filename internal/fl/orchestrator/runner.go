@@ -1,0 +1,228 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/testbed"
+)
+
+// Service is one FL service process: a global or local aggregator, or a client.
+type Service struct {
+	Name string   // unique: "fl-ga-n1", "fl-la-n2", "fl-cl-n4"
+	Node string   // the FL node it serves as
+	Host string   // where it runs (a testbed node; "" for a local runner)
+	Args []string // the full command line
+	Env  []string
+	Out  string // its output directory (fl.jsonl)
+}
+
+// Observation is what a Runner sees of the services it started and of the nodes.
+type Observation struct {
+	// Exited maps a service that is no longer running to how it ended ("exit 1", "signal killed").
+	Exited map[string]string
+	// Isolated holds the hosts no other host can reach (a partition of that node).
+	Isolated map[string]bool
+}
+
+// Runner starts and stops services somewhere and observes them.
+type Runner interface {
+	Start(ctx context.Context, s Service) error
+	Stop(ctx context.Context, name string) error
+	Observe(ctx context.Context) (Observation, error)
+	// Addr is the address other services reach port of host at.
+	Addr(host string, port int) string
+}
+
+// TestbedRunner runs services as processes of a testbed, through its control socket: each in a
+// cgroup of its own on its host node, so the testbed samples its CPU and memory like any
+// component's, and its network traffic crosses the emulated links.
+type TestbedRunner struct {
+	Client *testbed.Client
+	LogDir string
+}
+
+func (r *TestbedRunner) Start(_ context.Context, s Service) error {
+	if s.Host == "" {
+		return fmt.Errorf("service %s: no host node", s.Name)
+	}
+	_ = r.Client.Stop(s.Name) // a previous process of the same name (exited) is forgotten first
+	_, err := r.Client.Start(testbed.ProcSpec{Name: s.Name, Node: s.Host, Args: s.Args, Env: s.Env, Dir: s.Out, LogDir: r.LogDir})
+	if err != nil {
+		return fmt.Errorf("start %s on %s: %w", s.Name, s.Host, err)
+	}
+	return nil
+}
+
+func (r *TestbedRunner) Stop(_ context.Context, name string) error {
+	err := r.Client.Stop(name)
+	if err != nil && strings.Contains(err.Error(), "no process") {
+		return nil
+	}
+	return err
+}
+
+func (r *TestbedRunner) Observe(_ context.Context) (Observation, error) {
+	st, err := r.Client.Status()
+	if err != nil {
+		return Observation{}, err
+	}
+	obs := Observation{Exited: map[string]string{}, Isolated: map[string]bool{}}
+	for _, p := range st.Procs {
+		if !strings.HasPrefix(p.Name, "fl-") || p.State == "running" {
+			continue
+		}
+		how := fmt.Sprintf("exit %d", p.ExitCode)
+		if p.Signal != "" {
+			how = "signal " + p.Signal
+		}
+		obs.Exited[p.Name] = how
+	}
+	for _, part := range st.Partitions {
+		// The testbed describes a node cut off from everyone as "node <name>".
+		if n, ok := strings.CutPrefix(part, "node "); ok {
+			obs.Isolated[n] = true
+		}
+	}
+	return obs, nil
+}
+
+func (r *TestbedRunner) Addr(host string, port int) string { return fmt.Sprintf("%s:%d", host, port) }
+
+// LocalRunner runs services as child processes on this host (every host is 127.0.0.1): for
+// `continuum fl orchestrate --local` and tests. Isolation cannot happen.
+type LocalRunner struct {
+	LogDir string
+
+	mu    sync.Mutex
+	procs map[string]*localProc
+}
+
+type localProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	how  string
+}
+
+func (r *LocalRunner) Start(_ context.Context, s Service) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.procs == nil {
+		r.procs = map[string]*localProc{}
+	}
+	if p := r.procs[s.Name]; p != nil {
+		select {
+		case <-p.done:
+		default:
+			return fmt.Errorf("service %s is already running", s.Name)
+		}
+	}
+	if err := os.MkdirAll(r.LogDir, 0o755); err != nil {
+		return err
+	}
+	stdout, err := os.Create(filepath.Join(r.LogDir, s.Name+".stdout.log"))
+	if err != nil {
+		return err
+	}
+	stderr, err := os.Create(filepath.Join(r.LogDir, s.Name+".stderr.log"))
+	if err != nil {
+		stdout.Close()
+		return err
+	}
+	cmd := exec.Command(s.Args[0], s.Args[1:]...)
+	cmd.Env = append(os.Environ(), s.Env...)
+	cmd.Dir = s.Out
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		stdout.Close()
+		stderr.Close()
+		return fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	p := &localProc{cmd: cmd, done: make(chan struct{})}
+	r.procs[s.Name] = p
+	go func() {
+		err := cmd.Wait()
+		stdout.Close()
+		stderr.Close()
+		how := "exit 0"
+		if ee, ok := err.(*exec.ExitError); ok {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				how = "signal " + ws.Signal().String()
+			} else {
+				how = fmt.Sprintf("exit %d", ee.ExitCode())
+			}
+		}
+		r.mu.Lock()
+		p.how = how
+		r.mu.Unlock()
+		close(p.done)
+	}()
+	return nil
+}
+
+// Stop sends SIGTERM to the service's process group, SIGKILL after 5 s, and forgets it.
+func (r *LocalRunner) Stop(_ context.Context, name string) error {
+	r.mu.Lock()
+	p := r.procs[name]
+	delete(r.procs, name)
+	r.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+	return nil
+}
+
+// Kill ends a service's process with SIGKILL as a crash would (tests), leaving it to Observe.
+func (r *LocalRunner) Kill(name string) error {
+	r.mu.Lock()
+	p := r.procs[name]
+	r.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("no service %s", name)
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+func (r *LocalRunner) Observe(context.Context) (Observation, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	obs := Observation{Exited: map[string]string{}, Isolated: map[string]bool{}}
+	for name, p := range r.procs {
+		select {
+		case <-p.done:
+			obs.Exited[name] = p.how
+		default:
+		}
+	}
+	return obs, nil
+}
+
+func (r *LocalRunner) Addr(_ string, port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
+
+// StopAll stops every service still known (shutdown).
+func (r *LocalRunner) StopAll() {
+	r.mu.Lock()
+	var names []string
+	for n := range r.procs {
+		names = append(names, n)
+	}
+	r.mu.Unlock()
+	for _, n := range names {
+		_ = r.Stop(context.Background(), n)
+	}
+}

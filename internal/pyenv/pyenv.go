@@ -1,0 +1,81 @@
+// Package pyenv locates the Python virtual environments `make setup` builds in a clone
+// (.tools/<venv>) and the clone's python/src, for the systems that start Python processes: the
+// function runtimes (.tools/venv) and the federated-learning services (.tools/venv-fl, which
+// carries PyTorch and Flower and is kept apart so a function never loads them).
+package pyenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Venv names one of the venvs: its folder under .tools, the package it runs from python/src, and
+// the environment variables that override where the interpreter and python/src are.
+type Venv struct {
+	Dir       string // e.g. "venv"
+	Package   string // e.g. "continuum_functions"
+	PythonEnv string // e.g. "CONTINUUM_PYTHON"
+	SrcEnv    string // e.g. "CONTINUUM_PYTHON_SRC"
+}
+
+// Python is an interpreter and the directory to put on PYTHONPATH.
+type Python struct {
+	Interpreter string
+	Src         string
+}
+
+// Find locates v: the interpreter and src from v's environment variables, else from the nearest
+// clone (Root) above the working directory or the running executable. It fails, naming what to
+// run or set, when the interpreter or the package is missing.
+func Find(v Venv) (Python, error) {
+	p := Python{Interpreter: os.Getenv(v.PythonEnv), Src: os.Getenv(v.SrcEnv)}
+	if p.Interpreter == "" || p.Src == "" {
+		root, err := Root(v.Dir)
+		if err != nil {
+			return p, fmt.Errorf("%w, or set $%s and $%s", err, v.PythonEnv, v.SrcEnv)
+		}
+		if p.Interpreter == "" {
+			p.Interpreter = filepath.Join(root, ".tools", v.Dir, "bin", "python")
+		}
+		if p.Src == "" {
+			p.Src = filepath.Join(root, "python", "src")
+		}
+	}
+	if _, err := os.Stat(p.Interpreter); err != nil {
+		return p, fmt.Errorf("python interpreter %s: %w (run `make setup`, or set $%s)", p.Interpreter, err, v.PythonEnv)
+	}
+	if _, err := os.Stat(filepath.Join(p.Src, v.Package)); err != nil {
+		return p, fmt.Errorf("%s not in %s (set $%s to the clone's python/src)", v.Package, p.Src, v.SrcEnv)
+	}
+	return p, nil
+}
+
+// Root is the nearest directory, from the working directory or the executable's up, that holds
+// .tools/<venv> and python/src: the clone `make setup` ran in.
+func Root(venv string) (string, error) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, d := range starts {
+		for ; ; d = filepath.Dir(d) {
+			if isDir(filepath.Join(d, ".tools", venv)) && isDir(filepath.Join(d, "python", "src")) {
+				return d, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	return "", errors.New("no clone with .tools/" + venv + " and python/src above the working directory or the executable: run `make setup` in the clone")
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
