@@ -42,8 +42,9 @@ func DefaultConfig(quick bool) Config {
 type Timing struct {
 	Clients     int       `json:"clients"`
 	Aggregators int       `json:"aggregators"`
-	What        string    `json:"what"` // "min-kld heuristic", "min-kld exact", "min-cost", "replan (a client leaves)"
-	Partitions  float64   `json:"partitions"`
+	What        string    `json:"what"`       // "min-kld heuristic", "min-kld exact", "min-cost", "replan (a client leaves)"
+	Partitions  float64   `json:"-"`          // +Inf beyond float range, which JSON cannot hold
+	PartText    string    `json:"partitions"` // Partitions as the Markdown shows it
 	Seconds     []float64 `json:"seconds"`
 	KLD         float64   `json:"kld"`
 	Skipped     string    `json:"skipped,omitempty"`
@@ -115,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				return c, err
 			}
 			for _, c := range cells {
-				t := Timing{Clients: n, Aggregators: k, What: c.what, Partitions: parts, Skipped: c.skip}
+				t := Timing{Clients: n, Aggregators: k, What: c.what, Partitions: parts, PartText: count(parts), Skipped: c.skip}
 				if c.skip == "" {
 					for range cfg.Repeats {
 						start := time.Now()

@@ -2,18 +2,19 @@ package flbench
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 )
 
 func TestQuickRun(t *testing.T) {
 	cfg := DefaultConfig(true)
-	cfg.Clients, cfg.RatioPerShape = []int{12, 40}, 3
+	cfg.Clients, cfg.RatioPerShape = []int{12, 40, 1200}, 3
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Timings) != 2*4 || len(res.Ratios) != 2 {
+	if len(res.Timings) != 3*4 || len(res.Ratios) != 2 {
 		t.Fatalf("%d timings, %d ratios", len(res.Timings), len(res.Ratios))
 	}
 	exactRan := false
@@ -27,6 +28,9 @@ func TestQuickRun(t *testing.T) {
 	}
 	if !exactRan {
 		t.Error("exact did not run at n = 12, k = 4")
+	}
+	if _, err := json.Marshal(res); err != nil {
+		t.Fatalf("the result must marshal to JSON: %v", err)
 	}
 	md := Markdown(res)
 	for _, want := range []string{"## Runtime", "min-kld heuristic", "## Heuristic / exact mean KLD", "within 1.10x"} {

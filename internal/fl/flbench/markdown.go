@@ -68,7 +68,7 @@ func Markdown(res *Result) string {
 		} else {
 			secs = "not run: " + secs
 		}
-		t.Row(fmt.Sprint(x.Clients), fmt.Sprint(x.Aggregators), x.What, secs, kld, count(x.Partitions))
+		t.Row(fmt.Sprint(x.Clients), fmt.Sprint(x.Aggregators), x.What, secs, kld, x.PartText)
 	}
 	d.Table(t)
 	d.Section("Heuristic / exact mean KLD")
