@@ -1,4 +1,3 @@
-// Package flcmd is the fl system's command line: `continuum fl plan|orchestrate|train`.
 package flcmd
 
 import (
@@ -6,6 +5,10 @@ import (
 
 	"github.com/continuum-project/continuum/internal/cli"
 )
+
+// Group is the cli registry parent of `continuum fl`'s subcommands: a file of this package
+// may add one with cli.Register(Group, ctor) in its init() instead of listing it here.
+const Group = "fl"
 
 func init() { cli.Register(cli.Top, newFLCmd) }
 
@@ -16,7 +19,10 @@ func newFLCmd() *cobra.Command {
 		Long: `Continuum's federated-learning orchestration (seeds/004 §3; docs/fl.md): hierarchical FL on Flower
 with clients clustered under local aggregators by label distribution within a communication budget,
 reconfigured when nodes leave or join.`,
+		Example: `  continuum fl plan --topology scenarios/fl/seed-topology.csv
+  continuum fl plan --topology scenarios/fl/seed-topology.csv --remove n9`,
 	}
 	cmd.AddCommand(newOrchestrateCmd(), newTrainCmd())
+	cmd.AddCommand(cli.Commands(Group)...) // fl plan
 	return cmd
 }

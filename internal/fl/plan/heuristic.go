@@ -6,8 +6,11 @@ import (
 )
 
 // candidates is how many clients of each cluster the local search tries per pair of clusters,
-// ranked by the KLD's gradient; clusters no larger than this are searched exhaustively.
-const candidates = 8
+// ranked by the KLD's gradient, when the pair is too large (exhaustivePairs) to try every swap.
+const candidates = 16
+
+// exhaustivePairs: a pair of clusters with at most this many possible swaps is searched whole.
+const exhaustivePairs = 1024
 
 // improvement is the least decrease of the KLD sum a step must bring (below it, rounding noise
 // could make two steps undo each other forever).
@@ -19,6 +22,7 @@ const maxPasses = 500
 // part is one balanced clustering being improved.
 type part struct {
 	in      *instance
+	work    *int // KLD evaluations left to the whole heuristic (restarts included)
 	sizes   []int
 	members [][]int
 	counts  [][]float64
@@ -36,7 +40,12 @@ func (p *part) sum() float64 {
 // heuristic clusters the clients into k balanced clusters: restarts greedy constructions (the
 // first in order of the clients' own divergence from the global distribution, largest first;
 // the others in seeded random orders), each improved by local search, and keeps the best.
-func (in *instance) heuristic(k, restarts int, seed uint64) [][]int {
+//
+// work bounds the KLD evaluations of the whole search (restarts included), so that its time
+// stays bounded at large n and k while staying deterministic: once it is spent, the current
+// local search stops where it is (a valid, balanced clustering) and no restart begins. The
+// first greedy construction always completes.
+func (in *instance) heuristic(k, restarts int, seed uint64, work int) [][]int {
 	n := len(in.x)
 	dev := make([]float64, n)
 	order := make([]int, n)
@@ -46,12 +55,14 @@ func (in *instance) heuristic(k, restarts int, seed uint64) [][]int {
 	}
 	sort.SliceStable(order, func(a, b int) bool { return dev[order[a]] > dev[order[b]] })
 	var best *part
-	for r := 0; r < max(restarts, 1); r++ {
+	for r := 0; r < max(restarts, 1) && (r == 0 || work > 0); r++ {
 		if r > 0 {
 			rng := rand.New(rand.NewPCG(seed, uint64(r)))
 			rng.Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
 		}
 		p := in.greedy(k, order)
+		work -= len(order) * k
+		p.work = &work
 		p.localSearch()
 		if best == nil || p.sum() < best.sum()-improvement {
 			best = p
@@ -113,6 +124,9 @@ func (p *part) localSearch() {
 		improved = false
 		for a := 0; a < k; a++ {
 			for b := a + 1; b < k; b++ {
+				if *p.work <= 0 {
+					return
+				}
 				A, B := p.members[a], p.members[b]
 				in.grad(p.counts[a], p.f[a], gA)
 				in.grad(p.counts[b], p.f[b], gB)
@@ -120,8 +134,13 @@ func (p *part) localSearch() {
 					d[c] = gA[c] - gB[c]
 				}
 				// Swapping u in A with v in B changes the sum by about d.x_v - d.x_u.
-				cA = topScored(cA[:0], A, in.x, d, true)
-				cB = topScored(cB[:0], B, in.x, d, false)
+				limit := candidates
+				if len(A)*len(B) <= exhaustivePairs {
+					limit = max(len(A), len(B))
+				}
+				cA = topScored(cA[:0], A, in.x, d, true, limit)
+				cB = topScored(cB[:0], B, in.x, d, false, limit)
+				*p.work -= 2 * (len(cA)*len(cB) + len(cA) + len(cB))
 				bestDelta, bu, bv := -improvement, -1, -1
 				for _, u := range cA {
 					for _, v := range cB {
@@ -199,8 +218,8 @@ func (p *part) apply(a, b, u, v int) {
 	p.f[a], p.f[b] = in.kld(p.counts[a]), in.kld(p.counts[b])
 }
 
-// topScored appends the members with the highest (high) or lowest d.x, at most candidates.
-func topScored(dst []scored, members []int, x [][]float64, d []float64, high bool) []scored {
+// topScored appends the members with the highest (high) or lowest d.x, at most limit.
+func topScored(dst []scored, members []int, x [][]float64, d []float64, high bool, limit int) []scored {
 	for pos, i := range members {
 		var s float64
 		for c, v := range x[i] {
@@ -211,14 +230,14 @@ func topScored(dst []scored, members []int, x [][]float64, d []float64, high boo
 		}
 		dst = append(dst, scored{pos, s})
 	}
-	if len(dst) > candidates {
+	if len(dst) > limit {
 		sort.Slice(dst, func(i, j int) bool {
 			if dst[i].score != dst[j].score {
 				return dst[i].score > dst[j].score
 			}
 			return dst[i].pos < dst[j].pos
 		})
-		dst = dst[:candidates]
+		dst = dst[:limit]
 	}
 	return dst
 }

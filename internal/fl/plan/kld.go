@@ -145,3 +145,8 @@ func sameKLD(a, b float64) bool {
 	}
 	return math.Abs(a-b) <= 1e-12*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
+
+// BalancedPartitions is how many clusterings of n clients into k balanced clusters there are
+// (clusters of equal size interchangeable): what the exact min-kld search enumerates, against
+// Options.ExactMaxPartitions. The seed's search visited k! times as many.
+func BalancedPartitions(n, k int) float64 { return partitions(n, k) }

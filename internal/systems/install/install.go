@@ -8,7 +8,7 @@ package install
 import (
 	_ "github.com/continuum-project/continuum/internal/baselines/kinds"  // etcd, redis, redis-cluster, mosquitto, kafka, ycsb
 	_ "github.com/continuum-project/continuum/internal/faas/kinds"       // function, microservice, faas-gateway + Functions section
-	_ "github.com/continuum-project/continuum/internal/fl/kinds"         // fl-orchestrator, fl-job + Federated learning section
+	_ "github.com/continuum-project/continuum/internal/fl/kinds"         // fl-orchestrator, fl-job + Federated learning section; continuum fl
 	_ "github.com/continuum-project/continuum/internal/httpecho/kinds"   // http-echo, http-load
 	_ "github.com/continuum-project/continuum/internal/iot/kinds"        // iot + IoT section
 	_ "github.com/continuum-project/continuum/internal/kv/kinds"         // kv, kv-lag
