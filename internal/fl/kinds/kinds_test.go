@@ -1,0 +1,72 @@
+package kinds_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
+	_ "github.com/continuum-project/continuum/internal/systems/install"
+)
+
+func TestOrchestratorKind(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "fl-orchestrator", "port: 7171\nexclude: [n10]\npoll: 250ms\ngroup_clients: true\n")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	env := kind.Env{Binary: "/bin/continuum", Instance: "orch", Node: "n1", OutDir: "/r/orch", Platform: "testbed:fl@/run/c",
+		Nodes: map[string]string{"n1": "10.0.0.1"}}
+	cmd, err := k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/bin/continuum", "fl", "orchestrate", "--listen", "0.0.0.0:7171", "--advertise", "http://n1:7171",
+		"--platform", "testbed:fl@/run/c", "--out", "/r/orch", "--poll", "250ms", "--exclude", "n10", "--group-clients=true"}
+	if !slices.Equal(cmd.Args, want) || cmd.ReadyAddr != "127.0.0.1:7171" {
+		t.Errorf("args %q ready %q\nwant %q", cmd.Args, cmd.ReadyAddr, want)
+	}
+	if eps := k.Endpoints(cfg); len(eps) != 1 || eps[0].Protocol != kind.ProtocolHTTP || eps[0].Port != 7171 {
+		t.Errorf("endpoints %+v", eps)
+	}
+	k, cfg = kindtest.Decode(t, "fl-orchestrator", "place: n1\n")
+	if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), "place needs topology") {
+		t.Errorf("place without topology: %v", err)
+	}
+}
+
+func TestJobKind(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "fl-job", "orchestrator: orch\nstrategy: centralized\nepochs: 10\nrounds: 6\nlabels_per_client: 2\n")
+	if err := k.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, orch := kindtest.Decode(t, "fl-orchestrator", "port: 7070\n")
+	env := kind.Env{Binary: "/bin/continuum", Instance: "job", Node: "n1", OutDir: "/r/job", Duration: 5 * time.Minute,
+		Components: map[string]kind.Component{"orch": kindtest.Component(t, "n1", "fl-orchestrator", orch)}}
+	cmd, err := k.Command(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/bin/continuum", "fl", "train", "--orchestrator", "http://n1:7070", "--out", "/r/job", "--duration", "5m0s",
+		"--strategy", "centralized", "--epochs", "10", "--rounds", "6", "--labels-per-client", "2"}
+	if !slices.Equal(cmd.Args, want) {
+		t.Errorf("args %q\nwant %q", cmd.Args, want)
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"rounds: 5\n", "orchestrator is required"},
+		{"orchestrator: orch\nstrategy: fastest\n", `"fastest"`},
+		{"orchestrator: orch\ntarget_accuracy: 95\n", "target_accuracy 95"},
+		{"orchestrator: orch\ndataset: cifar10\n", "data_dir"},
+	} {
+		k, cfg := kindtest.Decode(t, "fl-job", tc.src)
+		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.src, err, tc.want)
+		}
+	}
+	_, echo := kindtest.Decode(t, "http-echo", "port: 8080\n")
+	env.Components["orch"] = kindtest.Component(t, "n1", "http-echo", echo)
+	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), "not an fl-orchestrator") {
+		t.Errorf("an http-echo as the orchestrator: %v", err)
+	}
+}
