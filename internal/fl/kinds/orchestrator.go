@@ -146,7 +146,9 @@ func orchestratorSet(ctx context.Context, env kind.Env, c *OrchestratorConfig, c
 }
 
 // orchestratorMetrics are each orchestrator's figures for summary.json: the last job's rounds,
-// final and best accuracy, communication spent, reconfigurations and their longest times.
+// final and best accuracy, communication spent, the global model's accuracy after every round
+// (round_NNN_accuracy), the first configuration (kld, cost_per_epoch, epochs, local_rounds) and
+// every reconfiguration's times (reconfiguration_N_apply_s, _resume_s) with their maxima.
 func orchestratorMetrics(out kind.RunOutput) map[string]map[string]float64 {
 	res := map[string]map[string]float64{}
 	for _, inst := range out.Instances {
@@ -154,17 +156,23 @@ func orchestratorMetrics(out kind.RunOutput) map[string]map[string]float64 {
 			continue
 		}
 		fl, err := ReadOutput(inst.OutDir)
-		if err != nil || len(fl.Rounds) == 0 {
+		if err != nil || len(fl.Configurations) == 0 {
 			continue
 		}
-		m := map[string]float64{"rounds": float64(len(fl.Rounds))}
-		last := fl.Rounds[len(fl.Rounds)-1]
-		m["final_accuracy"], m["cost_spent"] = last.Accuracy, last.CostSpent
+		first := fl.Configurations[0].Config
+		m := map[string]float64{"rounds": float64(len(fl.Rounds)), "configurations": float64(len(fl.Configurations)),
+			"kld": first.KLD, "cost_per_epoch": first.CostPerEpoch, "epochs": float64(first.Epochs), "local_rounds": float64(first.LocalRounds)}
+		if n := len(fl.Rounds); n > 0 {
+			m["final_accuracy"], m["cost_spent"] = fl.Rounds[n-1].Accuracy, fl.Rounds[n-1].CostSpent
+		}
 		for _, r := range fl.Rounds {
 			m["best_accuracy"] = max(m["best_accuracy"], r.Accuracy)
+			m[fmt.Sprintf("round_%03d_accuracy", r.Round)] = r.Accuracy
 		}
 		m["reconfigurations"] = float64(len(fl.Reconfigurations))
-		for _, r := range fl.Reconfigurations {
+		for i, r := range fl.Reconfigurations {
+			m[fmt.Sprintf("reconfiguration_%d_apply_s", i+1)] = r.ApplyS
+			m[fmt.Sprintf("reconfiguration_%d_resume_s", i+1)] = r.ResumeS
 			m["max_apply_s"] = max(m["max_apply_s"], r.ApplyS)
 			m["max_resume_s"] = max(m["max_resume_s"], r.ResumeS)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/fl/orchestrator"
 	"github.com/continuum-project/continuum/internal/report"
 	"github.com/continuum-project/continuum/internal/report/reporttest"
@@ -21,7 +22,7 @@ func TestFLSection(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 	runDir := results.RunDir(dir, "001")
 	reporttest.WriteJSON(t, filepath.Join(runDir, results.RunFile), results.Run{ID: "001", Status: "ok", T0: t0,
-		Params: results.Params{"workloads.job.config.strategy": "min-kld"},
+		Params:    results.Params{"workloads.job.config.strategy": "min-kld"},
 		Instances: []results.Instance{{Name: "orch", Kind: "fl-orchestrator", Node: "n1"}}})
 	out := results.ComponentDir(runDir, "orch")
 	two := `"clusters":[{"aggregator":"n2","clients":["n5","n6"]},{"aggregator":"n3","clients":["n4","n8","n9"]}]`
@@ -75,5 +76,28 @@ func TestFLSection(t *testing.T) {
 	}
 	if len(c.Figures) != 1 || !strings.Contains(string(c.Figures[0].SVG), "n9 left") {
 		t.Errorf("accuracy figure without the node change mark")
+	}
+}
+
+// TestMetrics: summary.json gets the accuracy of every round, the first configuration and the
+// reconfiguration times.
+func TestMetrics(t *testing.T) {
+	dir := t.TempDir()
+	events := `{"t":1,"event":"configure","config":{"strategy":"min-kld","global":"n1","kld":0.2244,"epochs":8,"local_rounds":7,"cost_per_epoch":598.2}}
+{"t":5,"event":"reconfigure","config":{"strategy":"min-kld","global":"n1","epochs":7,"local_rounds":10},"reconfiguration":{"cause":"n9 left","detected_at":5,"applied_at":5.2,"apply_s":0.2}}
+{"t":7,"event":"resumed","round":2,"resume_s":1.5,"detected_at":5}
+`
+	if err := os.WriteFile(filepath.Join(dir, orchestrator.EventsFile), []byte(events), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reporttest.WriteCSV(t, filepath.Join(dir, orchestrator.RoundsFile), orchestrator.RoundsHeader, [][]string{
+		{"4", "1", "0.5", "1.2", "2", "0", "100", "100", "10", "1"}, {"7", "2", "0.7", "0.9", "2", "0", "200", "200", "20", "2"}})
+	m := orchestratorMetrics(kind.RunOutput{Instances: []kind.InstanceOutput{{Name: "orch", Config: &OrchestratorConfig{}, OutDir: dir}}})["orch"]
+	for k, want := range map[string]float64{"rounds": 2, "round_001_accuracy": 0.5, "round_002_accuracy": 0.7, "final_accuracy": 0.7,
+		"kld": 0.2244, "epochs": 8, "local_rounds": 7, "reconfigurations": 1, "reconfiguration_1_apply_s": 0.2,
+		"reconfiguration_1_resume_s": 1.5, "max_resume_s": 1.5, "cost_spent": 20} {
+		if m[k] != want {
+			t.Errorf("%s = %v, want %v (all: %v)", k, m[k], want, m)
+		}
 	}
 }
