@@ -2,21 +2,76 @@ package shareddata
 
 import (
 	"context"
+	"os"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/baselines/baselinetest"
 )
 
-func TestMain(m *testing.M) { baselinetest.Main(m) }
+func TestMain(m *testing.M) { baselinetest.Main(m, stopSharedCluster) }
 
-// startBackend starts a real server (or cluster) for backend and returns the config that
-// reaches it; the server stops at cleanup.
+// startBackend starts a real server for backend and returns the config that reaches it; the
+// server stops at cleanup. For a Redis Cluster it returns the package's shared one (starting
+// six nodes takes seconds): the tests that call startBackend only read and write namespaces of
+// their own and never stop a node; those that do use startServer, which starts their own.
 func startBackend(t *testing.T, backend string) Config {
 	t.Helper()
+	if backend == BackendRedisCluster {
+		return sharedRedisCluster(t)
+	}
 	cfg, _ := startServer(t, backend)
 	return cfg
+}
+
+var shared struct {
+	once    sync.Once
+	cluster *baselines.RedisCluster
+	dir     string
+	err     error
+}
+
+func sharedRedisCluster(t *testing.T) Config {
+	t.Helper()
+	shared.once.Do(func() {
+		if _, shared.err = baselines.RedisBinary(""); shared.err != nil {
+			return
+		}
+		if shared.dir, shared.err = os.MkdirTemp("", "shareddata-cluster-"); shared.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		shared.cluster, shared.err = baselines.StartRedisCluster(ctx, baselines.RedisClusterConfig{Dir: shared.dir, NodeTimeout: time.Second})
+	})
+	if shared.err != nil {
+		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
+			t.Fatal(shared.err)
+		}
+		t.Skip(shared.err)
+	}
+	// Every test starts from an empty cluster, as from a new one (also under -count=N).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: shared.cluster.Addrs})
+	defer c.Close()
+	if err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.FlushAll(ctx).Err() }); err != nil {
+		t.Fatalf("empty the shared Redis Cluster: %v", err)
+	}
+	return Config{Backend: BackendRedisCluster, Endpoints: shared.cluster.Addrs, ReadReplicas: true}
+}
+
+func stopSharedCluster() {
+	if shared.cluster != nil {
+		shared.cluster.Stop()
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
 }
 
 // startServer is startBackend that also returns the single server (nil for a cluster).

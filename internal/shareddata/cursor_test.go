@@ -15,7 +15,7 @@ func TestResumeFromEveryCursor(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			s := openT(t, startBackend(t, backend))
 			ctx := ctxT(t)
-			const ns = "resume"
+			const ns = "resume-every" // TestBackends' testResume uses "resume"
 			sub, err := s.Subscribe(ctx, ns, "", "a", "b")
 			if err != nil {
 				t.Fatal(err)

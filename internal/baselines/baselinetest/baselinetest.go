@@ -25,8 +25,12 @@ var continuum struct {
 }
 
 // Main runs the tests and removes what the package built for them; call it from TestMain.
-func Main(m *testing.M) {
+// after run once the tests have run (servers a package's tests share).
+func Main(m *testing.M, after ...func()) {
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	if continuum.cleanup != nil {
 		continuum.cleanup()
 	}
