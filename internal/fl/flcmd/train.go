@@ -68,9 +68,10 @@ func runTrain(ctx context.Context, f TrainFlags, w io.Writer) error {
 	base := strings.TrimSuffix(f.Orchestrator, "/")
 	body, _ := json.Marshal(f.Job)
 	var st orchestrator.Status
-	// The orchestrator may still be starting (a scenario starts both at once).
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	// The orchestrator may still be starting (a scenario starts both at once): a few seconds of
+	// retries, said on the first failure, then an error naming the address.
+	deadline := time.Now().Add(10 * time.Second)
+	for tries := 0; ; tries++ {
 		code, err := call(ctx, "POST", base+"/jobs", body, &st)
 		if err == nil && code == 202 {
 			break
@@ -80,6 +81,9 @@ func runTrain(ctx context.Context, f TrainFlags, w io.Writer) error {
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("orchestrator %s: %w (is `continuum fl orchestrate` running there?)", base, err)
+		}
+		if tries == 0 {
+			fmt.Fprintf(w, "orchestrator %s does not answer yet (%v): retrying for 10 s\n", base, err)
 		}
 		select {
 		case <-ctx.Done():
