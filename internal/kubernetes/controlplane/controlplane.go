@@ -1,0 +1,291 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// ControlPlane is a running kube-apiserver and, as configured, kube-controller-manager and
+// kube-scheduler. Its methods may be called from several goroutines.
+type ControlPlane struct {
+	cfg         Config
+	pki         *pki
+	server      string // https://127.0.0.1:port
+	kubeconfigs map[string]string
+	rest        *rest.Config
+	client      kubernetes.Interface
+
+	mu        sync.Mutex // guards the processes below (StopAPIServer/StartAPIServer replace one)
+	apiserver *process
+	cm        *process // nil unless Config.ControllerManager
+	scheduler *process // nil unless Config.Scheduler
+}
+
+// Start generates the PKI and kubeconfigs under cfg.Dir, starts kube-apiserver against
+// cfg.EtcdServers and waits for its /readyz, then starts the controller-manager and scheduler
+// (if configured) and waits for their /healthz. ctx bounds the start only; the processes run
+// until Stop. On error nothing is left running.
+func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("control plane config: %w", err)
+	}
+	if cfg.BinDir == "" {
+		d, err := FindBinDir()
+		if err != nil {
+			return nil, err
+		}
+		cfg.BinDir = d
+	}
+	need := []string{APIServerBinary}
+	if cfg.ControllerManager {
+		need = append(need, ControllerManagerBinary)
+	}
+	if cfg.Scheduler {
+		need = append(need, SchedulerBinary)
+	}
+	if err := checkBinaries(cfg.BinDir, need...); err != nil {
+		return nil, fmt.Errorf("kubernetes binaries in %s: %w (run `make setup` or set $%s)", cfg.BinDir, err, BinDirEnv)
+	}
+	for _, d := range []string{cfg.Dir, filepath.Join(cfg.Dir, "logs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("control plane dir: %w", err)
+		}
+	}
+	var err error
+	for _, port := range []*int{&cfg.APIServerPort, &cfg.ControllerManagerPort, &cfg.SchedulerPort} {
+		if *port == 0 {
+			if *port, err = freePort(); err != nil {
+				return nil, fmt.Errorf("free port: %w", err)
+			}
+		}
+	}
+	_, svcNet, _ := net.ParseCIDR(cfg.ServiceClusterIPRange) // checked by Validate
+	p, err := newPKI(filepath.Join(cfg.Dir, "pki"), firstServiceIP(svcNet))
+	if err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{cfg: cfg, pki: p, server: "https://127.0.0.1:" + strconv.Itoa(cfg.APIServerPort)}
+	if cp.kubeconfigs, err = writeKubeconfigs(cfg.Dir, cp.server, p); err != nil {
+		return nil, err
+	}
+	cp.rest = restConfig(cp.server, p)
+	if cp.client, err = kubernetes.NewForConfig(cp.rest); err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	if err := cp.StartAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	if err := cp.startOthers(ctx); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+// startOthers starts the controller-manager and the scheduler side by side and waits for both.
+func (cp *ControlPlane) startOthers(ctx context.Context) error {
+	var procs []*process
+	if cp.cfg.ControllerManager {
+		pr, err := startProcess("kube-controller-manager", cp.LogPath(ControllerManagerBinary), cp.controllerManagerArgs())
+		if err != nil {
+			return err
+		}
+		cp.mu.Lock()
+		cp.cm = pr
+		cp.mu.Unlock()
+		procs = append(procs, pr)
+	}
+	if cp.cfg.Scheduler {
+		pr, err := startProcess("kube-scheduler", cp.LogPath(SchedulerBinary), cp.schedulerArgs())
+		if err != nil {
+			return err
+		}
+		cp.mu.Lock()
+		cp.scheduler = pr
+		cp.mu.Unlock()
+		procs = append(procs, pr)
+	}
+	ports := map[*process]int{cp.cm: cp.cfg.ControllerManagerPort, cp.scheduler: cp.cfg.SchedulerPort}
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
+	for i, pr := range procs {
+		wg.Go(func() {
+			errs[i] = cp.waitHealthy(ctx, pr, "https://127.0.0.1:"+strconv.Itoa(ports[pr])+"/healthz?verbose", false)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// StartAPIServer starts kube-apiserver (again, after StopAPIServer) on the same port, store and
+// PKI, and waits for its /readyz. It is an error if it is running.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	cp.mu.Lock()
+	if cp.apiserver != nil && !cp.apiserver.exited() {
+		cp.mu.Unlock()
+		return errors.New("kube-apiserver is already running")
+	}
+	pr, err := startProcess("kube-apiserver", cp.LogPath(APIServerBinary), cp.apiserverArgs())
+	if err != nil {
+		cp.mu.Unlock()
+		return err
+	}
+	cp.apiserver = pr
+	cp.mu.Unlock()
+	if err := cp.waitHealthy(ctx, pr, cp.server+"/readyz?verbose", true); err != nil {
+		pr.kill()
+		return err
+	}
+	return nil
+}
+
+// StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL); the other components keep
+// running and retry until it is back.
+func (cp *ControlPlane) StopAPIServer() {
+	cp.mu.Lock()
+	pr := cp.apiserver
+	cp.mu.Unlock()
+	if pr != nil {
+		pr.stop()
+	}
+}
+
+// Stop stops every component, the apiserver last. Safe to call more than once.
+func (cp *ControlPlane) Stop() {
+	cp.mu.Lock()
+	procs := []*process{cp.scheduler, cp.cm, cp.apiserver}
+	cp.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, pr := range procs[:2] {
+		if pr != nil {
+			wg.Go(pr.stop)
+		}
+	}
+	wg.Wait()
+	if procs[2] != nil {
+		procs[2].stop()
+	}
+}
+
+// Server is the apiserver's URL (https://127.0.0.1:port).
+func (cp *ControlPlane) Server() string { return cp.server }
+
+// BinDir is the directory the binaries were started from (Config.BinDir or FindBinDir's).
+func (cp *ControlPlane) BinDir() string { return cp.cfg.BinDir }
+
+// Kubeconfig is the path of the admin kubeconfig (system:masters), for kubectl, helm and
+// client-go.
+func (cp *ControlPlane) Kubeconfig() string { return cp.kubeconfigs["admin"] }
+
+// RESTConfig returns a copy of the admin's client configuration.
+func (cp *ControlPlane) RESTConfig() *rest.Config { return rest.CopyConfig(cp.rest) }
+
+// Client is a clientset with the admin's identity.
+func (cp *ControlPlane) Client() kubernetes.Interface { return cp.client }
+
+// LogPath is the log file of a component, named by its binary (APIServerBinary, ...).
+func (cp *ControlPlane) LogPath(binary string) string {
+	return filepath.Join(cp.cfg.Dir, "logs", binary+".log")
+}
+
+// LogTail returns the last n lines of a component's log, for a failing test's output.
+func (cp *ControlPlane) LogTail(binary string, n int) string {
+	return (&process{logPath: cp.LogPath(binary)}).logTail(n)
+}
+
+func (cp *ControlPlane) apiserverArgs() []string {
+	p := cp.pki
+	args := []string{
+		filepath.Join(cp.cfg.BinDir, APIServerBinary),
+		"--etcd-servers=" + strings.Join(cp.cfg.EtcdServers, ","),
+		"--storage-backend=etcd3",
+		"--etcd-prefix=" + cp.cfg.EtcdPrefix,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(cp.cfg.APIServerPort),
+		// 127.0.0.1 is what the kubernetes Service would point at. The default "lease"
+		// reconciler refuses a loopback address (the Endpoints would be unreachable from pods
+		// anyway), so the reconciler is off: nothing here routes to the Service.
+		"--advertise-address=127.0.0.1",
+		"--endpoint-reconciler-type=none",
+		"--service-cluster-ip-range=" + cp.cfg.ServiceClusterIPRange,
+		// Node,RBAC as clusters run it: the controller-manager and scheduler then act with
+		// their bootstrap roles, so a missing permission fails here as it would in production.
+		"--authorization-mode=Node,RBAC",
+		"--client-ca-file=" + p.caFile,
+		"--tls-cert-file=" + p.servingCert,
+		"--tls-private-key-file=" + p.servingKey,
+		"--service-account-key-file=" + p.saPublicKey,
+		"--service-account-signing-key-file=" + p.saPrivateKey,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--cert-dir=" + filepath.Join(cp.cfg.Dir, "apiserver"),
+		"--allow-privileged=true",
+		"--profiling=false",
+	}
+	return append(args, cp.cfg.APIServerArgs...)
+}
+
+// commonArgs are the flags the controller-manager and the scheduler share. Leader election is
+// off: each runs once, and with it on a restarted component would wait out its predecessor's
+// lease (15 s) before doing anything.
+func (cp *ControlPlane) commonArgs(binary, identity string, port int) []string {
+	kc := cp.kubeconfigs[identity]
+	return []string{
+		filepath.Join(cp.cfg.BinDir, binary),
+		"--kubeconfig=" + kc,
+		"--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--leader-elect=false",
+	}
+}
+
+func (cp *ControlPlane) controllerManagerArgs() []string {
+	p := cp.pki
+	args := append(cp.commonArgs(ControllerManagerBinary, "controller-manager", cp.cfg.ControllerManagerPort),
+		"--cert-dir="+filepath.Join(cp.cfg.Dir, "controller-manager"),
+		// Each controller acts as its own service account, which bootstrap RBAC grants the
+		// controller's permissions to; the tokens are signed with the key the apiserver checks.
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file="+p.saPrivateKey,
+		"--root-ca-file="+p.caFile,
+		"--cluster-signing-cert-file="+p.caFile,
+		"--cluster-signing-key-file="+p.caKeyFile,
+		"--service-cluster-ip-range="+cp.cfg.ServiceClusterIPRange,
+	)
+	return append(args, cp.cfg.ControllerManagerArgs...)
+}
+
+func (cp *ControlPlane) schedulerArgs() []string {
+	args := cp.commonArgs(SchedulerBinary, "scheduler", cp.cfg.SchedulerPort)
+	return append(args, cp.cfg.SchedulerArgs...)
+}
+
+// freePort returns a port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// firstServiceIP is the range's first host address, which the apiserver gives the kubernetes
+// Service (and so must be in its serving certificate).
+func firstServiceIP(n *net.IPNet) net.IP {
+	ip := make(net.IP, 4)
+	copy(ip, n.IP.To4())
+	ip[3]++
+	return ip
+}
