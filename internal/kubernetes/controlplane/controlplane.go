@@ -230,6 +230,11 @@ func (cp *ControlPlane) apiserverArgs() []string {
 		"--cert-dir=" + filepath.Join(cp.cfg.Dir, "apiserver"),
 		"--allow-privileged=true",
 		"--profiling=false",
+		// Calls to kubelets (logs, exec) go to the Node's InternalIP, which is where kubelet
+		// listens, with a client certificate kubelet checks against the cluster's CA.
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		"--kubelet-client-certificate=" + p.kubeletClientCert,
+		"--kubelet-client-key=" + p.kubeletClientKey,
 	}
 	return append(args, cp.cfg.APIServerArgs...)
 }

@@ -30,7 +30,9 @@ type pki struct {
 	caFile, caKeyFile         string
 	servingCert, servingKey   string
 	saPublicKey, saPrivateKey string
-	clients                   map[string]clientCert // by kubeconfig name
+	// The API server's client certificate towards kubelets (logs, exec, port-forward).
+	kubeletClientCert, kubeletClientKey string
+	clients                             map[string]clientCert // by kubeconfig name
 }
 
 // clientCert is a client certificate and key in PEM.
@@ -62,7 +64,10 @@ func newPKI(dir string, serviceIP net.IP) (*pki, error) {
 		servingKey:   filepath.Join(dir, "apiserver.key"),
 		saPublicKey:  filepath.Join(dir, "sa.pub"),
 		saPrivateKey: filepath.Join(dir, "sa.key"),
-		clients:      map[string]clientCert{},
+
+		kubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		kubeletClientKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
+		clients:           map[string]clientCert{},
 	}
 	now := time.Now()
 	caKey, err := newKey()
@@ -120,6 +125,21 @@ func newPKI(dir string, serviceIP net.IP) (*pki, error) {
 		return nil, fmt.Errorf("service-account public key: %w", err)
 	}
 	if err := writeKey(p.saPrivateKey, saKey); err != nil {
+		return nil, err
+	}
+
+	// As kubeadm does: kubelets authenticate the API server's calls by this certificate and
+	// authorize them through the API server, where system:masters may do anything.
+	kcPEM, kcKey, err := p.sign(&x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubelet client certificate: %w", err)
+	}
+	if err := writeCertKey(p.kubeletClientCert, p.kubeletClientKey, kcPEM, kcKey); err != nil {
 		return nil, err
 	}
 

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/continuum-project/continuum/internal/cli"
+	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
+)
+
+func init() { commands = append(commands, newClusterCmd) }
+
+func newClusterCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "cluster",
+		Short: "A one-node Kubernetes cluster on this machine: control plane on continuum kv, containerd, kubelet",
+		Long: `A one-node Kubernetes cluster on this machine, built from what ` + "`make setup`" + ` installs: the
+control plane on a continuum kv member (or etcd), containerd with runc and the CNI bridge plugin,
+kubelet, kube-proxy and CoreDNS. Images are OCI tarballs (` + "`continuum image build`" + `) imported at
+start: nothing is pulled. ` + "`down`" + ` leaves the host as it was. See docs/kubernetes.md.`,
+		Example: `  continuum image build --out images/          # the continuum image (also the pods' sandbox)
+  continuum cluster up --image images/continuum.tar
+  export KUBECONFIG=$(continuum cluster status --kubeconfig)
+  helm install continuum deploy/helm/continuum
+  continuum cluster status
+  continuum cluster down`,
+	}
+	c.PersistentFlags().String("state-dir", cluster.DefaultConfig().StateDir, "where the cluster keeps everything it writes")
+	c.AddCommand(newClusterUpCmd(), newClusterDownCmd(), newClusterStatusCmd(), newClusterPauseCmd())
+	return c
+}
+
+func clusterStateDir(cmd *cobra.Command) string {
+	d, _ := cmd.Flags().GetString("state-dir")
+	abs, err := filepath.Abs(d)
+	if err != nil {
+		return d
+	}
+	return abs
+}
+
+func newClusterUpCmd() *cobra.Command {
+	cfg := cluster.DefaultConfig()
+	var foreground bool
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "up --image TARBALL [--image TARBALL ...]",
+		Short: "Start the cluster; it keeps running in the background until `down`",
+		Example: `  continuum cluster up --image images/continuum.tar --image images/python.tar
+  continuum cluster up --image images/continuum.tar --store etcd --foreground   # Ctrl-C tears down`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.StateDir = clusterStateDir(cmd)
+			if cfg.BinDir == "" {
+				d, err := cluster.FindBinDir()
+				if err != nil {
+					return err
+				}
+				cfg.BinDir = d
+			}
+			if cfg.ContinuumBin == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				cfg.ContinuumBin = exe
+			}
+			for i, img := range cfg.Images {
+				abs, err := filepath.Abs(img)
+				if err != nil {
+					return err
+				}
+				cfg.Images[i] = abs
+			}
+			if cfg.SandboxImage == "" {
+				ref, err := cluster.SandboxFrom(cfg.Images)
+				if err != nil {
+					return err
+				}
+				cfg.SandboxImage = ref
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			if foreground {
+				return serveCluster(cmd, cfg)
+			}
+			return spawnCluster(cmd, cfg, timeout)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&cfg.Store, "store", cfg.Store, "the control plane's store: kv (a continuum kv member) or etcd")
+	f.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "the Node's name")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", cfg.PodCIDR, "the pods' subnet (its first address is the bridge, the API server's and DNS's)")
+	f.StringVar(&cfg.ServiceCIDR, "service-cidr", cfg.ServiceCIDR, "the Services' ClusterIP range")
+	f.StringVar(&cfg.Bridge, "bridge", cfg.Bridge, "the pods' bridge interface")
+	f.StringVar(&cfg.BinDir, "bin-dir", "", "where kube-apiserver, kubelet, coredns ... are (default: .tools/bin of this clone)")
+	f.StringArrayVar(&cfg.Images, "image", nil, "OCI image tarball to import into containerd (repeatable)")
+	f.StringVar(&cfg.SandboxImage, "sandbox-image", "", "image of the pods' sandbox containers (default: the continuum image among --image)")
+	f.BoolVar(&foreground, "foreground", false, "supervise the cluster in this process instead of a background daemon")
+	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the cluster to be ready")
+	return c
+}
+
+// serveCluster runs the cluster until Ctrl-C, SIGTERM (`cluster down`) or a daemon's exit, and
+// removes everything on the way out.
+func serveCluster(cmd *cobra.Command, cfg cluster.Config) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cl, err := cluster.Up(ctx, cfg, cli.Logger())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "cluster up in %s (pid %d)\nexport KUBECONFIG=%s\n", cfg.StateDir, os.Getpid(), cl.Kubeconfig())
+	var failed error
+	select {
+	case <-ctx.Done():
+	case failed = <-cl.Failed():
+		cli.Logger().Error("a cluster daemon exited; tearing down", "err", failed)
+	}
+	err = cl.Down(context.WithoutCancel(ctx))
+	return errors.Join(failed, err)
+}
+
+// spawnCluster starts `cluster up --foreground` as a detached daemon and waits until the
+// cluster is ready or the daemon exits.
+func spawnCluster(cmd *cobra.Command, cfg cluster.Config, timeout time.Duration) error {
+	if st, err := cluster.ReadStatus(cmd.Context(), cfg.StateDir); err == nil && st.Running {
+		return fmt.Errorf("a cluster is already up in %s (pid %d); see `continuum cluster status`, or remove it with `continuum cluster down`", cfg.StateDir, st.PID)
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.StateDir), 0o755); err != nil {
+		return err
+	}
+	logPath := cfg.StateDir + ".daemon.log"
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args := []string{"cluster", "up", "--foreground", "--state-dir", cfg.StateDir, "--store", cfg.Store,
+		"--node-name", cfg.NodeName, "--pod-cidr", cfg.PodCIDR, "--service-cidr", cfg.ServiceCIDR,
+		"--bridge", cfg.Bridge, "--bin-dir", cfg.BinDir, "--sandbox-image", cfg.SandboxImage}
+	for _, img := range cfg.Images {
+		args = append(args, "--image", img)
+	}
+	d := exec.Command(exe, args...)
+	d.Stdout, d.Stderr = logf, logf
+	d.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survive the terminal closing
+	if err := d.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- d.Wait() }()
+	deadline := time.After(timeout)
+	for {
+		if st, err := cluster.ReadStatus(cmd.Context(), cfg.StateDir); err == nil && st.PID == d.Process.Pid && st.Ready {
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster up in %s (daemon pid %d, log %s)\nexport KUBECONFIG=%s\n",
+				cfg.StateDir, st.PID, logPath, st.Kubeconfig)
+			return nil
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(logPath)
+			return fmt.Errorf("cluster daemon exited:\n%s", strings.TrimSpace(string(b)))
+		case <-deadline:
+			_ = d.Process.Signal(syscall.SIGTERM)
+			return fmt.Errorf("cluster not ready in %s; the daemon is tearing it down (log: %s)", timeout, logPath)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func newClusterDownCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "down",
+		Short:   "Stop the cluster and remove everything it made (processes, mounts, cgroups, bridge, rules, state)",
+		Example: `  continuum cluster down`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir := clusterStateDir(cmd)
+			err := cluster.Down(cmd.Context(), dir)
+			if cluster.IsNotRunning(err) {
+				fmt.Fprintf(cmd.OutOrStdout(), "no cluster in %s\n", dir)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster in %s removed\n", dir)
+			return nil
+		},
+	}
+}
+
+func newClusterStatusCmd() *cobra.Command {
+	var kubeconfig bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show the cluster: its supervisor, store, Node and pods",
+		Example: `  continuum cluster status
+  export KUBECONFIG=$(continuum cluster status --kubeconfig)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir := clusterStateDir(cmd)
+			st, err := cluster.ReadStatus(cmd.Context(), dir)
+			if err != nil {
+				if cluster.IsNotRunning(err) {
+					return fmt.Errorf("no cluster in %s: start one with `continuum cluster up`", dir)
+				}
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if kubeconfig {
+				fmt.Fprintln(out, st.Kubeconfig)
+				return nil
+			}
+			state := "running"
+			switch {
+			case !st.Running:
+				state = "not running (remove what it left with `continuum cluster down`)"
+			case !st.Ready:
+				state = "starting"
+			}
+			fmt.Fprintf(out, "cluster in %s: %s, pid %d, store %s, up since %s\nkubeconfig: %s\n",
+				dir, state, st.PID, st.Store, st.Started.Format(time.RFC3339), st.Kubeconfig)
+			if st.APIError != "" {
+				fmt.Fprintf(out, "API server: %s\n", st.APIError)
+			}
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			for _, n := range st.Nodes {
+				fmt.Fprintf(w, "node\t%s\tready=%v\n", n.Name, n.Ready)
+			}
+			for _, p := range st.Pods {
+				fmt.Fprintf(w, "pod\t%s/%s\t%s\t%d/%d ready\n", p.Namespace, p.Name, p.Phase, p.Ready, p.Containers)
+			}
+			w.Flush()
+			if !st.Running {
+				return cli.ExitCode(1) // said above
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&kubeconfig, "kubeconfig", false, "print only the administrator's kubeconfig path")
+	return c
+}
+
+// newClusterPauseCmd is the pods' sandbox process (the "pause" container), run from the
+// continuum image so that no other image is needed: it holds the pod's namespaces, reaps the
+// orphans of a shared process namespace, and exits on SIGTERM or SIGINT (as PID 1, a signal
+// without a handler would be ignored).
+func newClusterPauseCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "pause",
+		Short:  "The pods' sandbox process: wait for SIGTERM, reaping orphans",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			sigs := make(chan os.Signal, 4)
+			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+			for s := range sigs {
+				if s != syscall.SIGCHLD {
+					return nil
+				}
+				for {
+					pid, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil)
+					if pid <= 0 || err != nil {
+						break
+					}
+				}
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,215 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// The host settings a cluster changes and Down puts back.
+
+// sysctls are the kernel settings the cluster needs: forwarding, so that the node routes
+// between pods and Services (the CNI bridge plugin turns it on; Down restores the value found
+// before Up).
+var sysctls = []string{"net/ipv4/ip_forward"}
+
+func readSysctls() (map[string]string, error) {
+	out := map[string]string{}
+	for _, k := range sysctls {
+		b, err := os.ReadFile("/proc/sys/" + k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = strings.TrimSpace(string(b))
+	}
+	return out, nil
+}
+
+func restoreSysctls(saved map[string]string) error {
+	var errs []error
+	for k, v := range saved {
+		if err := os.WriteFile("/proc/sys/"+k, []byte(v+"\n"), 0o644); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// iptablesChains lists "<family> <table> <chain>" of every iptables chain on the host (IPv4
+// and IPv6), so that Down can delete exactly the chains that appeared while the cluster ran:
+// the CNI portmap plugin's CNI-HOSTPORT-* chains, which it never removes, and kubelet's
+// KUBE-* canaries.
+func iptablesChains() ([]string, error) {
+	out := []string{} // not nil: nil means "not recorded"
+	for _, fam := range []string{"iptables", "ip6tables"} {
+		rules, err := exec.Command(fam + "-save").Output()
+		if err != nil {
+			return nil, fmt.Errorf("%s-save: %w", fam, err)
+		}
+		table := ""
+		for _, line := range strings.Split(string(rules), "\n") {
+			switch {
+			case strings.HasPrefix(line, "*"):
+				table = line[1:]
+			case strings.HasPrefix(line, ":"):
+				out = append(out, fam+" "+table+" "+strings.Fields(line[1:])[0])
+			}
+		}
+	}
+	return out, nil
+}
+
+// builtinChains are never deleted.
+var builtinChains = map[string]bool{"PREROUTING": true, "INPUT": true, "FORWARD": true, "OUTPUT": true, "POSTROUTING": true}
+
+// removeNewChains deletes the iptables chains that exist now but not in before, with every rule
+// that jumps to them. before nil means nothing was recorded: nothing is deleted.
+func removeNewChains(before []string) error {
+	if before == nil {
+		return nil
+	}
+	had := map[string]bool{}
+	for _, c := range before {
+		had[c] = true
+	}
+	now, err := iptablesChains()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, fam := range []string{"iptables", "ip6tables"} {
+		byTable := map[string][]string{}
+		for _, c := range now {
+			f := strings.Fields(c)
+			if f[0] == fam && !had[c] && !builtinChains[f[2]] {
+				byTable[f[1]] = append(byTable[f[1]], f[2])
+			}
+		}
+		for table, chains := range byTable {
+			errs = append(errs, deleteChains(fam, table, chains))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteChains removes the jumps to chains from the table's other chains, then flushes and
+// deletes them.
+func deleteChains(fam, table string, chains []string) error {
+	gone := map[string]bool{}
+	for _, c := range chains {
+		gone[c] = true
+	}
+	rules, err := exec.Command(fam+"-save", "-t", table).Output()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, line := range strings.Split(string(rules), "\n") {
+		f := splitRule(line)
+		if len(f) < 2 || f[0] != "-A" || gone[f[1]] {
+			continue
+		}
+		for i := 0; i+1 < len(f); i++ {
+			if (f[i] == "-j" || f[i] == "-g") && gone[f[i+1]] {
+				args := append([]string{"-t", table, "-D"}, f[1:]...)
+				if out, err := exec.Command(fam, args...).CombinedOutput(); err != nil {
+					errs = append(errs, fmt.Errorf("%s %s: %v: %s", fam, strings.Join(args, " "), err, out))
+				}
+				break
+			}
+		}
+	}
+	for _, c := range chains {
+		_ = exec.Command(fam, "-t", table, "-F", c).Run()
+	}
+	for _, c := range chains {
+		if out, err := exec.Command(fam, "-t", table, "-X", c).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%s -t %s -X %s: %v: %s", fam, table, c, err, out))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// splitRule splits an iptables-save rule into arguments as a shell would: a double-quoted
+// argument (a comment) is one argument, with \" inside it a quote.
+func splitRule(line string) []string {
+	var out []string
+	var cur strings.Builder
+	inArg, quoted := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quoted && c == '\\' && i+1 < len(line):
+			i++
+			cur.WriteByte(line[i])
+		case c == '"':
+			quoted, inArg = !quoted, true
+		case !quoted && (c == ' ' || c == '\t'):
+			if inArg {
+				out = append(out, cur.String())
+				cur.Reset()
+				inArg = false
+			}
+		default:
+			cur.WriteByte(c)
+			inArg = true
+		}
+	}
+	if inArg {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// nftTables lists "<family> <name>" of every nftables table. iptables-nft creates its tables
+// (ip filter, ip nat, ...) on first use, so a host that had none gets them from kubelet's
+// canaries: Down deletes the tables that appeared, once they hold no rule.
+func nftTables() ([]string, error) {
+	out, err := exec.Command("nft", "list", "tables").Output()
+	if err != nil {
+		return nil, fmt.Errorf("nft list tables: %w", err)
+	}
+	tables := []string{} // not nil: nil means "not recorded"
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "table" {
+			tables = append(tables, f[1]+" "+f[2])
+		}
+	}
+	return tables, nil
+}
+
+// removeNewTables deletes the tables that exist now but not in before and hold no rules.
+func removeNewTables(before []string) error {
+	if before == nil {
+		return nil
+	}
+	had := map[string]bool{}
+	for _, t := range before {
+		had[t] = true
+	}
+	now, err := nftTables()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range now {
+		if had[t] {
+			continue
+		}
+		f := strings.Fields(t)
+		out, err := exec.Command("nft", "-j", "list", "table", f[0], f[1]).Output()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("nft list table %s: %w", t, err))
+			continue
+		}
+		if strings.Contains(string(out), `{"rule":`) {
+			continue // someone else's rules: leave the table
+		}
+		if out, err := exec.Command("nft", "delete", "table", f[0], f[1]).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("nft delete table %s: %v: %s", t, err, out))
+		}
+	}
+	return errors.Join(errs...)
+}

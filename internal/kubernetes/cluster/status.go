@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Status is what `continuum cluster status` shows.
+type Status struct {
+	StateDir   string
+	PID        int  // the supervisor
+	Running    bool // the supervisor runs
+	Ready      bool // it reported the Node Ready
+	Store      string
+	Started    time.Time
+	Kubeconfig string
+	Nodes      []NodeStatus
+	Pods       []PodStatus
+	// APIError is why nodes and pods could not be listed, if they could not.
+	APIError string
+}
+
+// NodeStatus is one Node and its Ready condition.
+type NodeStatus struct {
+	Name  string
+	Ready bool
+}
+
+// PodStatus is one pod: namespace/name, phase, ready containers.
+type PodStatus struct {
+	Namespace, Name, Phase string
+	Ready, Containers      int
+}
+
+// ReadStatus describes the cluster in stateDir; an error wrapping errNotRunning (IsNotRunning)
+// when there is none.
+func ReadStatus(ctx context.Context, stateDir string) (*Status, error) {
+	st, err := readState(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Status{StateDir: stateDir, PID: st.PID, Running: st.alive(), Ready: st.Ready, Store: st.Config.Store,
+		Started: st.Started, Kubeconfig: st.Kubeconfig}
+	if !s.Running || st.Kubeconfig == "" {
+		return s, nil
+	}
+	client, err := clientFor(st.Kubeconfig)
+	if err != nil {
+		s.APIError = err.Error()
+		return s, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		s.APIError = err.Error()
+		return s, nil
+	}
+	for _, n := range nodes.Items {
+		ns := NodeStatus{Name: n.Name}
+		for _, c := range n.Status.Conditions {
+			ns.Ready = ns.Ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		}
+		s.Nodes = append(s.Nodes, ns)
+	}
+	pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		s.APIError = err.Error()
+		return s, nil
+	}
+	for _, p := range pods.Items {
+		ps := PodStatus{Namespace: p.Namespace, Name: p.Name, Phase: string(p.Status.Phase), Containers: len(p.Spec.Containers)}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Ready {
+				ps.Ready++
+			}
+		}
+		s.Pods = append(s.Pods, ps)
+	}
+	return s, nil
+}
+
+// IsNotRunning reports whether err says that there is no cluster in the state directory.
+func IsNotRunning(err error) bool { return errors.Is(err, errNotRunning) }
+
+// Down stops the cluster in stateDir and removes everything it made. It asks the supervisor to
+// stop (SIGTERM: it tears down in order) and waits; if the supervisor is gone or does not finish
+// in time, Down removes what is left itself.
+func Down(ctx context.Context, stateDir string) error {
+	st, err := readState(stateDir)
+	if err != nil {
+		return err
+	}
+	if st.alive() {
+		_ = syscall.Kill(st.PID, syscall.SIGTERM)
+		deadline := time.Now().Add(2 * time.Minute)
+		for st.alive() && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if st.alive() {
+			_ = syscall.Kill(st.PID, syscall.SIGKILL)
+		}
+		if _, err := os.Stat(paths{stateDir}.state()); os.IsNotExist(err) {
+			return nil // the supervisor removed everything
+		}
+	}
+	if err := sweep(ctx, st); err != nil {
+		return fmt.Errorf("cluster down %s: %w", stateDir, err)
+	}
+	return nil
+}
+
+func clientFor(kubeconfig string) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
+}

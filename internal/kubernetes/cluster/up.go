@@ -1,0 +1,348 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Cluster is a running one-node cluster, owned by the process that called Up.
+type Cluster struct {
+	cfg      Config
+	p        paths
+	st       *state
+	log      *slog.Logger
+	store    *proc
+	storeURL string
+	cp       *controlplane.ControlPlane
+	procs    []*proc // node daemons, in start order: containerd, coredns, kubelet, kube-proxy
+	client   kubernetes.Interface
+}
+
+// Up brings a cluster up in cfg.StateDir and returns once its Node is Ready. On error it leaves
+// nothing behind. The caller keeps the cluster running until it calls Down.
+func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("cluster up: must run as root (containerd, kubelet and the pod network need it)")
+	}
+	if err := checkBinaries(cfg); err != nil {
+		return nil, err
+	}
+	p := paths{cfg.StateDir}
+	if old, err := readState(cfg.StateDir); err == nil {
+		if old.alive() {
+			return nil, fmt.Errorf("a cluster is already up in %s (supervisor pid %d); see `continuum cluster status` or remove it with `continuum cluster down`", cfg.StateDir, old.PID)
+		}
+		log.Info("removing what a cluster that is no longer running left behind", "state_dir", cfg.StateDir)
+		if err := sweep(ctx, old); err != nil {
+			return nil, fmt.Errorf("remove the previous cluster in %s: %w", cfg.StateDir, err)
+		}
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return nil, err
+	}
+	st := &state{PID: os.Getpid(), Started: time.Now().UTC(), Config: cfg}
+	if st.Sysctls, err = readSysctls(); err != nil {
+		return nil, err
+	}
+	if st.Chains, err = iptablesChains(); err != nil {
+		return nil, err
+	}
+	if st.Tables, err = nftTables(); err != nil {
+		return nil, err
+	}
+	if err := writeState(p, st); err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, p: p, st: st, log: log}
+	defer func() {
+		if err != nil {
+			c.stopAll()
+			if serr := sweep(context.WithoutCancel(ctx), st); serr != nil {
+				err = errors.Join(err, fmt.Errorf("clean up: %w", serr))
+			}
+		}
+	}()
+	steps := []struct {
+		what string
+		do   func(context.Context) error
+	}{
+		{"cgroups", func(context.Context) error { return makeCgroups(cgroupRoot) }},
+		{"pod network bridge", c.setupBridge},
+		{"store (" + cfg.Store + ")", c.startStore},
+		{"control plane", c.startControlPlane},
+		{"containerd", c.startContainerd},
+		{"images", c.importImages},
+		{"CoreDNS", c.startCoreDNS},
+		{"kubelet", c.startKubelet},
+		{"kube-proxy", c.startKubeProxy},
+	}
+	for _, s := range steps {
+		start := time.Now()
+		if err := s.do(ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.what, err)
+		}
+		log.Info("up", "part", s.what, "took", time.Since(start).Round(time.Millisecond))
+	}
+	st.Ready = true
+	if err := writeState(p, st); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Kubeconfig is the administrator's kubeconfig file.
+func (c *Cluster) Kubeconfig() string { return c.cp.Kubeconfig() }
+
+// Failed returns a channel that yields the first daemon that exits while the cluster runs.
+func (c *Cluster) Failed() <-chan error {
+	ch := make(chan error, 1)
+	all := append([]*proc{c.store}, c.procs...)
+	for _, pr := range all {
+		go func() {
+			<-pr.done
+			select {
+			case ch <- pr.failure():
+			default:
+			}
+		}()
+	}
+	return ch
+}
+
+// Down stops the cluster in order (kubelet first, so that it restarts nothing; then the pods,
+// the node daemons, the control plane and the store) and removes everything Up made.
+func (c *Cluster) Down(ctx context.Context) error {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		if c.procs[i].name == "kubelet" {
+			c.procs[i].stop(10 * time.Second)
+		}
+	}
+	var errs []error
+	if err := removePods(ctx, c.p.containerdSock()); err != nil {
+		errs = append(errs, fmt.Errorf("remove pods: %w", err))
+	}
+	c.stopAll()
+	if err := sweep(ctx, c.st); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) stopAll() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		c.procs[i].stop(10 * time.Second)
+	}
+	if c.cp != nil {
+		c.cp.Stop()
+	}
+	if c.store != nil {
+		c.store.stop(10 * time.Second)
+	}
+}
+
+// checkBinaries names every program the cluster needs that is missing, and where it comes from.
+func checkBinaries(cfg Config) error {
+	var missing []string
+	for _, b := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "coredns"} {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {
+			missing = append(missing, filepath.Join(cfg.BinDir, b))
+		}
+	}
+	if cfg.Store == "etcd" {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, "etcd")); err != nil {
+			missing = append(missing, filepath.Join(cfg.BinDir, "etcd"))
+		}
+	}
+	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr"} {
+		if _, err := exec.LookPath(b); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	for _, b := range []string{"bridge", "host-local", "portmap", "loopback"} {
+		if _, err := os.Stat(filepath.Join(cniBinDir, b)); err != nil {
+			missing = append(missing, filepath.Join(cniBinDir, b))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing %v: run `make setup` (Kubernetes, CoreDNS and etcd are built into .tools/bin; containerd, runc and the CNI plugins are Debian packages)", missing)
+	}
+	return nil
+}
+
+// setupBridge creates the pods' bridge with the gateway address before anything needs it: the
+// API server advertises that address and CoreDNS listens on it, both before the first pod
+// (which is when the CNI bridge plugin would create it).
+func (c *Cluster) setupBridge(context.Context) error {
+	gw := gateway(c.cfg.PodCIDR)
+	bits := netip.MustParsePrefix(c.cfg.PodCIDR).Bits()
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: c.cfg.Bridge}}
+	if err := netlink.LinkAdd(br); err != nil {
+		return fmt.Errorf("add bridge %s: %w", c.cfg.Bridge, err)
+	}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: gw.AsSlice(), Mask: net.CIDRMask(bits, 32)}}
+	if err := netlink.AddrAdd(br, addr); err != nil {
+		return fmt.Errorf("address %s on %s: %w", addr, c.cfg.Bridge, err)
+	}
+	if err := netlink.LinkSetUp(br); err != nil {
+		return err
+	}
+	return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644)
+}
+
+// startContainerd starts containerd with the cluster's config and waits until it answers.
+func (c *Cluster) startContainerd(ctx context.Context) error {
+	conf := filepath.Join(c.p.containerd(), "config.toml")
+	if err := writeFile(conf, []byte(c.cfg.containerdConfig())); err != nil {
+		return err
+	}
+	pr, err := startProc(c.p, "containerd", []string{"containerd", "--config", conf}, nil)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, pr)
+	return waitFor("containerd", 60*time.Second, []*proc{pr}, func() error {
+		return exec.CommandContext(ctx, "ctr", "--address", c.p.containerdSock(), "version").Run()
+	})
+}
+
+// importImages loads the OCI tarballs into containerd's k8s.io namespace, where the CRI plugin
+// (and so kubelet) finds them.
+func (c *Cluster) importImages(ctx context.Context) error {
+	for _, img := range c.cfg.Images {
+		out, err := exec.CommandContext(ctx, "ctr", "--address", c.p.containerdSock(), "-n", "k8s.io",
+			"images", "import", "--no-unpack=false", img).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("import %s: %v: %s", img, err, out)
+		}
+	}
+	out, err := exec.CommandContext(ctx, "ctr", "--address", c.p.containerdSock(), "-n", "k8s.io",
+		"images", "ls", "-q").Output()
+	if err != nil {
+		return err
+	}
+	if !containsLine(string(out), c.cfg.SandboxImage) {
+		return fmt.Errorf("sandbox image %s is not among the imported images:\n%s", c.cfg.SandboxImage, out)
+	}
+	return nil
+}
+
+// startCoreDNS serves the cluster's names on the bridge address.
+func (c *Cluster) startCoreDNS(ctx context.Context) error {
+	kc, err := c.cp.IssueKubeconfig("system:coredns", nil, "")
+	if err != nil {
+		return err
+	}
+	if err := c.grantCoreDNS(ctx); err != nil {
+		return err
+	}
+	conf := filepath.Join(c.p.coreDNS(), "Corefile")
+	if err := writeFile(conf, []byte(c.cfg.corefile(kc))); err != nil {
+		return err
+	}
+	pr, err := startProc(c.p, "coredns", []string{filepath.Join(c.cfg.BinDir, "coredns"), "-conf", conf}, nil)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, pr)
+	addr := net.JoinHostPort(gateway(c.cfg.PodCIDR).String(), "53")
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "udp", addr)
+	}}
+	name := "kubernetes.default.svc." + c.cfg.ClusterDomain
+	return waitFor("CoreDNS", 60*time.Second, []*proc{pr}, func() error {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := r.LookupHost(qctx, name)
+		return err
+	})
+}
+
+// startKubelet starts kubelet and waits until its Node is Ready.
+func (c *Cluster) startKubelet(ctx context.Context) error {
+	kc, err := c.cp.IssueKubeconfig("system:node:"+c.cfg.NodeName, []string{"system:nodes"}, "")
+	if err != nil {
+		return err
+	}
+	conf := filepath.Join(c.p.kubelet(), "config.yaml")
+	b, err := c.cfg.kubeletConfig(c.cp.CAFile())
+	if err != nil {
+		return err
+	}
+	if err := writeFile(conf, b); err != nil {
+		return err
+	}
+	cni, err := c.cfg.cniConfig()
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(c.p.cniConf(), "10-continuum.conflist"), cni); err != nil {
+		return err
+	}
+	pr, err := startProc(c.p, "kubelet", []string{filepath.Join(c.cfg.BinDir, "kubelet"),
+		"--config", conf, "--kubeconfig", kc, "--root-dir", c.p.kubelet(),
+		"--hostname-override", c.cfg.NodeName, "--node-ip", gateway(c.cfg.PodCIDR).String(),
+		"--cert-dir", filepath.Join(c.p.kubelet(), "pki")}, []string{"PATH=" + os.Getenv("PATH") + ":" + cniBinDir})
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, pr)
+	return waitFor("Node "+c.cfg.NodeName+" Ready", 3*time.Minute, []*proc{pr}, func() error {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := c.client.CoreV1().Nodes().Get(qctx, c.cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				if cond.Status == corev1.ConditionTrue {
+					return nil
+				}
+				return fmt.Errorf("Ready=%s: %s", cond.Status, cond.Message)
+			}
+		}
+		return errors.New("no Ready condition yet")
+	})
+}
+
+// startKubeProxy starts kube-proxy and waits for its health endpoint.
+func (c *Cluster) startKubeProxy(ctx context.Context) error {
+	kc, err := c.cp.IssueKubeconfig("system:kube-proxy", nil, "")
+	if err != nil {
+		return err
+	}
+	conf := filepath.Join(c.p.kubeProxy(), "config.yaml")
+	b, err := c.cfg.kubeProxyConfig(kc)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(conf, b); err != nil {
+		return err
+	}
+	pr, err := startProc(c.p, "kube-proxy", []string{filepath.Join(c.cfg.BinDir, "kube-proxy"), "--config", conf}, nil)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, pr)
+	return waitFor("kube-proxy", 60*time.Second, []*proc{pr}, func() error {
+		return httpOK(ctx, "http://127.0.0.1:10256/healthz")
+	})
+}
