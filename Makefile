@@ -10,8 +10,10 @@ OUT     ?= results
 setup:
 	./scripts/setup.sh
 
+# Static binaries (no cgo): the same file runs on the host, in the testbed's nodes and as the only
+# program in the container images (`continuum image build`, which has no libc to offer).
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/continuum
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/continuum
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS) -s -w" -o bin/continuum-proxy ./cmd/continuum-proxy
 
 # Unit and integration tests (network namespaces, delays, faults, cleanup, the Chromium report test).

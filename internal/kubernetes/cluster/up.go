@@ -93,6 +93,7 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 		{"CoreDNS", c.startCoreDNS},
 		{"kubelet", c.startKubelet},
 		{"kube-proxy", c.startKubeProxy},
+		{"storage", c.setupStorage},
 	}
 	for _, s := range steps {
 		start := time.Now()
