@@ -30,6 +30,7 @@ var cpChecks = []cpCheck{
 	{"watch_bookmarks", checkWatchBookmarks},
 	{"crd", checkCRD},
 	{"deployment_scheduled", checkDeployment},
+	{"store_crash", checkStoreCrash},
 }
 
 const cpNS = "cp-objects"
