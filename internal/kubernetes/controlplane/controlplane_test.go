@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -107,6 +108,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestStartFailsWithTheLogTail(t *testing.T) {
+	t.Parallel() // the apiserver waits for the absent store a while before it binds
 	if _, err := FindBinDir(); err != nil {
 		requireOrSkip(t, err)
 	}
@@ -119,11 +121,25 @@ func TestStartFailsWithTheLogTail(t *testing.T) {
 		!strings.Contains(err.Error(), "no-such-flag") {
 		t.Fatalf("Start with a bad flag: %v, want the exit and the log's complaint", err)
 	}
+
+	// A port given in the configuration is not replaced when it is taken: the error says so.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg.APIServerArgs = nil
+	cfg.APIServerPort = l.Addr().(*net.TCPAddr).Port
+	_, err = Start(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("Start on a taken port: %v, want the bind error from the log", err)
+	}
 }
 
 // TestControlPlane starts the whole control plane on etcd once and checks what this package
 // promises: files, clients, the controllers and scheduler acting, an apiserver restart, Stop.
 func TestControlPlane(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	cfg := DefaultConfig()
 	cfg.Dir = t.TempDir()
