@@ -25,6 +25,9 @@ type ControlPlane struct {
 	rest        *rest.Config
 	client      kubernetes.Interface
 
+	// picked says which ports Start chose (Config left them 0).
+	picked struct{ apiserver, cm, scheduler bool }
+
 	mu        sync.Mutex // guards the processes below (StopAPIServer/StartAPIServer replace one)
 	apiserver *process
 	cm        *process // nil unless Config.ControllerManager
@@ -62,27 +65,26 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		}
 	}
 	var err error
-	for _, port := range []*int{&cfg.APIServerPort, &cfg.ControllerManagerPort, &cfg.SchedulerPort} {
-		if *port == 0 {
-			if *port, err = freePort(); err != nil {
+	cp := &ControlPlane{cfg: cfg}
+	for _, pp := range []struct {
+		port   *int
+		picked *bool
+	}{{&cp.cfg.APIServerPort, &cp.picked.apiserver}, {&cp.cfg.ControllerManagerPort, &cp.picked.cm}, {&cp.cfg.SchedulerPort, &cp.picked.scheduler}} {
+		if *pp.port == 0 {
+			if *pp.port, err = freePort(); err != nil {
 				return nil, fmt.Errorf("free port: %w", err)
 			}
+			*pp.picked = true
 		}
 	}
 	_, svcNet, _ := net.ParseCIDR(cfg.ServiceClusterIPRange) // checked by Validate
-	p, err := newPKI(filepath.Join(cfg.Dir, "pki"), firstServiceIP(svcNet))
-	if err != nil {
+	if cp.pki, err = newPKI(filepath.Join(cfg.Dir, "pki"), firstServiceIP(svcNet)); err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{cfg: cfg, pki: p, server: "https://127.0.0.1:" + strconv.Itoa(cfg.APIServerPort)}
-	if cp.kubeconfigs, err = writeKubeconfigs(cfg.Dir, cp.server, p); err != nil {
+	if err := cp.serveOn(); err != nil {
 		return nil, err
 	}
-	cp.rest = restConfig(cp.server, p)
-	if cp.client, err = kubernetes.NewForConfig(cp.rest); err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	if err := cp.StartAPIServer(ctx); err != nil {
+	if err := cp.launch(ctx, cp.apiserverComponent(cp.picked.apiserver)); err != nil {
 		return nil, err
 	}
 	if err := cp.startOthers(ctx); err != nil {
@@ -92,61 +94,102 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	return cp, nil
 }
 
+// serveOn points the kubeconfigs and clients at the apiserver's port.
+func (cp *ControlPlane) serveOn() error {
+	cp.server = "https://127.0.0.1:" + strconv.Itoa(cp.cfg.APIServerPort)
+	var err error
+	if cp.kubeconfigs, err = writeKubeconfigs(cp.cfg.Dir, cp.server, cp.pki); err != nil {
+		return err
+	}
+	cp.rest = restConfig(cp.server, cp.pki)
+	if cp.client, err = kubernetes.NewForConfig(cp.rest); err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	return nil
+}
+
+// component is one process of the control plane: how to start it and how to know it is up.
+type component struct {
+	name   string
+	port   *int // in cp.cfg
+	picked bool // the port was picked here: another may be picked if it was taken meanwhile
+	args   func() []string
+	health func() string // URL answering 200 once the component is up
+	admin  bool          // ask health with the admin's certificate
+	slot   **process     // where the running process is kept (under cp.mu)
+	moved  func() error  // called after the port changed
+}
+
+func (cp *ControlPlane) apiserverComponent(picked bool) component {
+	return component{
+		name: APIServerBinary, port: &cp.cfg.APIServerPort, picked: picked, args: cp.apiserverArgs,
+		health: func() string { return cp.server + "/readyz?verbose" }, admin: true, slot: &cp.apiserver, moved: cp.serveOn,
+	}
+}
+
+// launch starts c and waits until it is healthy. A port picked here can be taken by another
+// process between the pick and the component's bind (the kernel hands out the same ephemeral
+// ports to outgoing connections); then it picks another and starts again, up to 3 times.
+func (cp *ControlPlane) launch(ctx context.Context, c component) error {
+	for attempt := 1; ; attempt++ {
+		cp.mu.Lock()
+		if pr := *c.slot; pr != nil && !pr.exited() {
+			cp.mu.Unlock()
+			return fmt.Errorf("%s is already running", c.name)
+		}
+		pr, err := startProcess(c.name, cp.LogPath(c.name), c.args())
+		if err != nil {
+			cp.mu.Unlock()
+			return err
+		}
+		*c.slot = pr
+		cp.mu.Unlock()
+		err = cp.waitHealthy(ctx, pr, c.health(), c.admin)
+		if err == nil {
+			return nil
+		}
+		pr.kill()
+		if !c.picked || attempt == 3 || !strings.Contains(pr.logTail(logTailLines), "address already in use") {
+			return err
+		}
+		if *c.port, err = freePort(); err != nil {
+			return fmt.Errorf("free port: %w", err)
+		}
+		if c.moved != nil {
+			if err := c.moved(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
 // startOthers starts the controller-manager and the scheduler side by side and waits for both.
 func (cp *ControlPlane) startOthers(ctx context.Context) error {
-	var procs []*process
+	var cs []component
+	healthz := func(port *int) func() string {
+		return func() string { return "https://127.0.0.1:" + strconv.Itoa(*port) + "/healthz?verbose" }
+	}
 	if cp.cfg.ControllerManager {
-		pr, err := startProcess("kube-controller-manager", cp.LogPath(ControllerManagerBinary), cp.controllerManagerArgs())
-		if err != nil {
-			return err
-		}
-		cp.mu.Lock()
-		cp.cm = pr
-		cp.mu.Unlock()
-		procs = append(procs, pr)
+		cs = append(cs, component{name: ControllerManagerBinary, port: &cp.cfg.ControllerManagerPort, picked: cp.picked.cm,
+			args: cp.controllerManagerArgs, health: healthz(&cp.cfg.ControllerManagerPort), slot: &cp.cm})
 	}
 	if cp.cfg.Scheduler {
-		pr, err := startProcess("kube-scheduler", cp.LogPath(SchedulerBinary), cp.schedulerArgs())
-		if err != nil {
-			return err
-		}
-		cp.mu.Lock()
-		cp.scheduler = pr
-		cp.mu.Unlock()
-		procs = append(procs, pr)
+		cs = append(cs, component{name: SchedulerBinary, port: &cp.cfg.SchedulerPort, picked: cp.picked.scheduler,
+			args: cp.schedulerArgs, health: healthz(&cp.cfg.SchedulerPort), slot: &cp.scheduler})
 	}
-	ports := map[*process]int{cp.cm: cp.cfg.ControllerManagerPort, cp.scheduler: cp.cfg.SchedulerPort}
-	errs := make([]error, len(procs))
+	errs := make([]error, len(cs))
 	var wg sync.WaitGroup
-	for i, pr := range procs {
-		wg.Go(func() {
-			errs[i] = cp.waitHealthy(ctx, pr, "https://127.0.0.1:"+strconv.Itoa(ports[pr])+"/healthz?verbose", false)
-		})
+	for i, c := range cs {
+		wg.Go(func() { errs[i] = cp.launch(ctx, c) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// StartAPIServer starts kube-apiserver (again, after StopAPIServer) on the same port, store and
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the same port, store and
 // PKI, and waits for its /readyz. It is an error if it is running.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
-	cp.mu.Lock()
-	if cp.apiserver != nil && !cp.apiserver.exited() {
-		cp.mu.Unlock()
-		return errors.New("kube-apiserver is already running")
-	}
-	pr, err := startProcess("kube-apiserver", cp.LogPath(APIServerBinary), cp.apiserverArgs())
-	if err != nil {
-		cp.mu.Unlock()
-		return err
-	}
-	cp.apiserver = pr
-	cp.mu.Unlock()
-	if err := cp.waitHealthy(ctx, pr, cp.server+"/readyz?verbose", true); err != nil {
-		pr.kill()
-		return err
-	}
-	return nil
+	return cp.launch(ctx, cp.apiserverComponent(false))
 }
 
 // StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL); the other components keep

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,14 +33,37 @@ func requireOrSkip(t *testing.T, err error) {
 // baselines system's starter) and returns its client URL.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	bin, err := FindBinDir()
+	etcd, err := etcdBinary()
 	if err != nil {
 		requireOrSkip(t, err)
 	}
-	etcd := filepath.Join(bin, "etcd")
-	if _, err := os.Stat(etcd); err != nil {
-		requireOrSkip(t, fmt.Errorf("etcd: %w (run `make setup`)", err))
+	// Ports picked from the ephemeral range can be taken before etcd binds them: try again.
+	for attempt := 1; ; attempt++ {
+		client, pr := launchEtcd(t, etcd)
+		healthy := testenv.Poll(30*time.Second, func() bool {
+			if pr.exited() {
+				return true
+			}
+			resp, err := http.Get(client + "/health")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+		if healthy && !pr.exited() {
+			return client
+		}
+		pr.kill()
+		if attempt == 3 || !strings.Contains(pr.logTail(20), "address already in use") {
+			t.Fatalf("etcd not healthy (exited: %v, %v); log:\n%s", pr.exited(), pr.waitErr, pr.logTail(20))
+		}
 	}
+}
+
+// launchEtcd starts one member on fresh ports, killed at cleanup.
+func launchEtcd(t *testing.T, etcd string) (string, *process) {
+	t.Helper()
 	cp, err := freePort()
 	if err != nil {
 		t.Fatal(err)
@@ -59,21 +83,27 @@ func startEtcd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(pr.kill)
-	testenv.EventuallyNoError(t, 30*time.Second, "etcd /health", func() error {
-		if pr.exited() {
-			return fmt.Errorf("etcd exited: %v\n%s", pr.waitErr, pr.logTail(20))
+	return client, pr
+}
+
+// etcdBinary is $CONTINUUM_ETCD_BIN or the nearest .tools/bin/etcd above the working directory.
+func etcdBinary() (string, error) {
+	if p := os.Getenv("CONTINUUM_ETCD_BIN"); p != "" {
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		p := filepath.Join(d, ".tools", "bin", "etcd")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
 		}
-		resp, err := http.Get(client + "/health")
-		if err != nil {
-			return err
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("etcd not found in .tools/bin above %s: run `make setup` or set $CONTINUUM_ETCD_BIN", wd)
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("HTTP %d", resp.StatusCode)
-		}
-		return nil
-	})
-	return client
+	}
 }
 
 func TestValidate(t *testing.T) {
@@ -107,6 +137,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestStartFailsWithTheLogTail(t *testing.T) {
+	t.Parallel() // the apiserver waits for the absent store a while before it binds
 	if _, err := FindBinDir(); err != nil {
 		requireOrSkip(t, err)
 	}
@@ -119,11 +150,25 @@ func TestStartFailsWithTheLogTail(t *testing.T) {
 		!strings.Contains(err.Error(), "no-such-flag") {
 		t.Fatalf("Start with a bad flag: %v, want the exit and the log's complaint", err)
 	}
+
+	// A port given in the configuration is not replaced when it is taken: the error says so.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg.APIServerArgs = nil
+	cfg.APIServerPort = l.Addr().(*net.TCPAddr).Port
+	_, err = Start(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("Start on a taken port: %v, want the bind error from the log", err)
+	}
 }
 
 // TestControlPlane starts the whole control plane on etcd once and checks what this package
 // promises: files, clients, the controllers and scheduler acting, an apiserver restart, Stop.
 func TestControlPlane(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	cfg := DefaultConfig()
 	cfg.Dir = t.TempDir()

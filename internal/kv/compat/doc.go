@@ -6,7 +6,9 @@
 // cluster, auth) and through etcdctl; a differential test that replays one seeded random
 // operation sequence on both stores and requires identical responses; Kubernetes' use of
 // etcd; bad input; durability after kill -9 and maintenance (compaction, defragmentation)
-// under load.
+// under load; and a real Kubernetes control plane (kube-apiserver, controller-manager,
+// scheduler from .tools/bin) on etcd, one kv member and a 3-member kv cluster, with the same
+// outcomes required on all three (controlplane*_test.go).
 //
 // Binaries: etcd and etcdctl from $CONTINUUM_ETCD_BIN / $CONTINUUM_ETCDCTL_BIN or .tools/bin
 // (`make setup`), continuum from $CONTINUUM_BIN or built once per run. A missing binary skips
