@@ -183,6 +183,9 @@ func (h *hostFiles) scanELF(p string) error {
 		}
 	}
 	search = append(search, h.libDirs...)
+	// Last, the file's own directory: wheels bundle libraries side by side (scipy.libs/), found
+	// at run time through the RPATH of the extension module that loads them, not their own.
+	search = append(search, filepath.Dir(p))
 	for _, lib := range needed {
 		found := ""
 		for _, d := range search {
