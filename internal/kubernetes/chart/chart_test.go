@@ -287,3 +287,34 @@ func TestStrictDecodingCatchesUnknownFields(t *testing.T) {
 		t.Errorf("decoding a manifest with env[].valu: errors %v, want one naming the unknown field", errs)
 	}
 }
+
+// TestVariantsRender renders the branches the two main value sets leave out, each decoded
+// strictly.
+func TestVariantsRender(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	docs := render(t, "--set", "kv.persistence.enabled=false,kv.pdb.enabled=false,kv.metrics.enabled=false,proxy.hostPort=0,proxy.rbac.create=false,proxy.serviceAccount.create=false,proxy.serviceAccount.name=existing",
+		"--set", "global.imageRegistry=registry.lan:5000,images.proxy.digest="+digest+",kv.clientService.type=NodePort,kv.clientService.nodePort=32379",
+		"--set", "faas.enabled=true,fl.enabled=true,fl.topology=n1\\,global\\,\"\"\\,\"\",fl.rbac.create=false")
+	sts := find[*appsv1.StatefulSet](t, docs, "ct-continuum-kv")
+	if len(sts.Spec.VolumeClaimTemplates) != 0 || sts.Spec.Template.Spec.Volumes[0].EmptyDir == nil {
+		t.Errorf("kv without persistence: want an emptyDir and no claim templates, got %+v", sts.Spec.Template.Spec.Volumes)
+	}
+	if img := sts.Spec.Template.Spec.Containers[0].Image; img != "registry.lan:5000/continuum-project/continuum:"+version.Version {
+		t.Errorf("kv image %s: want the global registry in front", img)
+	}
+	ds := find[*appsv1.DaemonSet](t, docs, "ct-continuum-proxy")
+	if c := ds.Spec.Template.Spec.Containers[0]; c.Ports[0].HostPort != 0 || c.Image != "registry.lan:5000/continuum-project/continuum-proxy@"+digest {
+		t.Errorf("proxy: hostPort %d image %s: want none and the pinned digest", c.Ports[0].HostPort, c.Image)
+	}
+	if sa := ds.Spec.Template.Spec.ServiceAccountName; sa != "existing" {
+		t.Errorf("proxy ServiceAccount %q, want the existing one named in values", sa)
+	}
+	if svc := find[*corev1.Service](t, docs, "ct-continuum-kv"); svc.Spec.Ports[0].NodePort != 32379 {
+		t.Errorf("kv client Service node port %d, want 32379", svc.Spec.Ports[0].NodePort)
+	}
+	for _, k := range kinds(docs) {
+		if strings.HasPrefix(k, "ClusterRole") || strings.HasPrefix(k, "Role") || k == "PodDisruptionBudget/ct-continuum-kv" || k == "ServiceAccount/ct-continuum-proxy" {
+			t.Errorf("%s rendered although switched off", k)
+		}
+	}
+}
