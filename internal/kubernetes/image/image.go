@@ -42,18 +42,31 @@ type Layer struct {
 // directory removed by the caller once the image is written), with epoch as every file's time
 // and the image's creation time.
 func Build(s Spec, epoch time.Time, tmp string) (v1.Image, error) {
+	return build(s, epoch, tmp, layerCache{})
+}
+
+// layerCache holds the layers written so far by their tree, so that images sharing a tree (the
+// continuum and pause images) write and compress it once.
+type layerCache map[*Tree]v1.Layer
+
+func build(s Spec, epoch time.Time, tmp string, cache layerCache) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	for _, l := range s.Layers {
-		path, err := l.Tree.writeGzip(tmp, epoch)
-		if err != nil {
-			return nil, fmt.Errorf("image %s: layer %q: %w", s.Name, l.Comment, err)
+		layer, ok := cache[l.Tree]
+		if !ok {
+			path, err := l.Tree.writeGzip(tmp, epoch)
+			if err != nil {
+				return nil, fmt.Errorf("image %s: layer %q: %w", s.Name, l.Comment, err)
+			}
+			layer, err = tarball.LayerFromOpener(func() (io.ReadCloser, error) { return os.Open(path) },
+				tarball.WithMediaType(types.OCILayer))
+			if err != nil {
+				return nil, fmt.Errorf("image %s: layer %q: %w", s.Name, l.Comment, err)
+			}
+			cache[l.Tree] = layer
 		}
-		layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return os.Open(path) },
-			tarball.WithMediaType(types.OCILayer))
-		if err != nil {
-			return nil, fmt.Errorf("image %s: layer %q: %w", s.Name, l.Comment, err)
-		}
+		var err error
 		img, err = mutate.Append(img, mutate.Addendum{Layer: layer, MediaType: types.OCILayer,
 			History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: l.Comment, Comment: l.Comment}})
 		if err != nil {

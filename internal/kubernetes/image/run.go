@@ -147,8 +147,9 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		}
 		res := Result{Tarball: filepath.Join(cfg.Out, name+".tar"), Missing: missing}
 		var named []Named
+		cache := layerCache{}
 		for _, s := range specs {
-			img, err := Build(s, cfg.Epoch, tmp)
+			img, err := build(s, cfg.Epoch, tmp, cache)
 			if err != nil {
 				return results, err
 			}
