@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
@@ -181,6 +182,7 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{func(c *Config) { c.Images = []string{"pyhton"} }, `unknown image "pyhton" (want continuum, proxy, python, fl)`},
 		{func(c *Config) { c.Tag = "a:b" }, `tag "a:b"`},
 		{func(c *Config) { c.Out = "" }, "out:"},
+		{func(c *Config) { c.Repository = "Upper/Case" }, `repository "Upper/Case" with tag`},
 	} {
 		c := DefaultConfig()
 		tc.mod(&c)
@@ -252,4 +254,24 @@ func (l *tarLister) names(t *testing.T) []string {
 		}
 		names = append(names, h.Name)
 	}
+}
+
+// FuzzFullName: normalising is idempotent and always yields a registry host and a tag or digest.
+func FuzzFullName(f *testing.F) {
+	for _, s := range []string{"busybox", "continuum-project/continuum:1", "registry.lan:5000/c/x@sha256:ab", "localhost/c", "a/b/c:d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ref string) {
+		if _, err := name.ParseReference(ref); err != nil {
+			return // Validate rejects it before any name is made
+		}
+		full := FullName(ref)
+		if again := FullName(full); again != full {
+			t.Errorf("FullName(%q) = %q, but FullName of that = %q", ref, full, again)
+		}
+		host, _, ok := strings.Cut(full, "/")
+		if !ok || (!strings.ContainsAny(host, ".:") && host != "localhost") {
+			t.Errorf("FullName(%q) = %q: no registry host first", ref, full)
+		}
+	})
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/continuum-project/continuum/internal/version"
 )
 
@@ -75,6 +77,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Repository == "" || strings.HasSuffix(c.Repository, "/") {
 		return fmt.Errorf("repository %q: want a repository prefix such as continuum-project", c.Repository)
+	}
+	if _, err := name.ParseReference(c.Repository+"/continuum:"+c.Tag); err != nil {
+		return fmt.Errorf("repository %q with tag %q: not a valid image reference (lower-case letters, digits, '.', '_', '-' and '/'; a registry host may lead): %w", c.Repository, c.Tag, err)
 	}
 	return nil
 }

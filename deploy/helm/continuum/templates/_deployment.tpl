@@ -2,7 +2,8 @@
 A Deployment of one continuum container, shared by the stream components:
 (dict "root" $ "component" "realtime-db" "c" .Values.stream.realtimeDB "image" .Values.images.continuum
       "args" (list ...) "port" 9000 "probe" "/healthz" "volumes" (list ...) "mounts" (list ...)
-      "annotations" (dict ...) "strategy" (dict ...) "automount" false)
+      "annotations" (dict ...) "strategy" (dict ...) "automount" false
+      "env" (list ...))
 port 0: no port and a no network probe; probe "": a TCP probe on the port.
 */}}
 {{- define "continuum.deployment" -}}
@@ -51,7 +52,8 @@ spec:
             {{- range $c.extraArgs }}
             - {{ . | quote }}
             {{- end }}
-          {{- with $c.extraEnv }}
+          {{- $env := concat (default (list) .env) (default (list) $c.extraEnv) }}
+          {{- with $env }}
           env:
             {{- toYaml . | nindent 12 }}
           {{- end }}
