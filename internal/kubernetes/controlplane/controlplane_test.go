@@ -182,7 +182,14 @@ func TestControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("control plane ready in %v", time.Since(start).Round(time.Millisecond))
-	t.Cleanup(cp.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, b := range []string{APIServerBinary, ControllerManagerBinary, SchedulerBinary} {
+				t.Logf("%s log tail:\n%s", b, cp.LogTail(b, 25))
+			}
+		}
+		cp.Stop()
+	})
 	c := cp.Client()
 
 	t.Run("kubectl_with_the_kubeconfig", func(t *testing.T) {
@@ -217,6 +224,8 @@ func TestControlPlane(t *testing.T) {
 			_, err := c.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 			return err
 		})
+		// It may have exited while the apiserver was down (and been started again).
+		t.Logf("controller-manager restarts: %d", cp.Restarts(ControllerManagerBinary))
 	})
 
 	t.Run("scheduler_binds_a_pod", func(t *testing.T) {
@@ -242,16 +251,19 @@ func TestControlPlane(t *testing.T) {
 	})
 
 	t.Run("stop_kills_every_process", func(t *testing.T) {
-		cp.mu.Lock()
+		cp.Stop()
+		cp.mu.Lock() // the processes last started: a supervisor may have replaced one
 		procs := []*process{cp.apiserver, cp.cm, cp.scheduler}
 		cp.mu.Unlock()
-		cp.Stop()
 		for _, pr := range procs {
 			if !pr.exited() || syscall.Kill(pr.cmd.Process.Pid, 0) == nil {
 				t.Fatalf("%s still running after Stop", pr.name)
 			}
 		}
 		cp.Stop() // idempotent
+		if err := cp.StartAPIServer(ctx); err == nil {
+			t.Fatal("StartAPIServer after Stop succeeded")
+		}
 	})
 }
 
