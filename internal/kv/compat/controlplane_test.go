@@ -55,6 +55,8 @@ type cpCheck struct {
 	run  func(t *testing.T, e *cpEnv) string
 }
 
+const cpCompactionInterval = time.Second
+
 // startControlPlane starts kube-apiserver, kube-controller-manager and kube-scheduler on the
 // store, stopped at cleanup (before the store, which was started first).
 func startControlPlane(t *testing.T, store *server) *controlplane.ControlPlane {
@@ -66,6 +68,9 @@ func startControlPlane(t *testing.T, store *server) *controlplane.ControlPlane {
 	cfg.Dir = t.TempDir()
 	cfg.EtcdServers = []string{"http://" + store.endpoint}
 	cfg.ControllerManager, cfg.Scheduler = true, true
+	// The apiserver's compactor every second instead of every 5 minutes, so that the checks
+	// run while the store is being compacted (the store_compacted check requires it was).
+	cfg.APIServerArgs = []string{"--etcd-compaction-interval=" + cpCompactionInterval.String()}
 	cp, err := controlplane.Start(testCtx(t, 2*time.Minute), cfg)
 	if err != nil {
 		t.Fatal(err)
