@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,16 +29,22 @@ type ControlPlane struct {
 	// picked says which ports Start chose (Config left them 0).
 	picked struct{ apiserver, cm, scheduler bool }
 
-	mu        sync.Mutex // guards the processes below (StopAPIServer/StartAPIServer replace one)
+	supervisors sync.WaitGroup // the goroutines restarting the controller-manager and scheduler
+	stopping    chan struct{}  // closed by Stop
+
+	mu        sync.Mutex // guards the fields below (StartAPIServer and supervisors replace processes)
 	apiserver *process
 	cm        *process // nil unless Config.ControllerManager
 	scheduler *process // nil unless Config.Scheduler
+	restarts  map[string]int
+	stopped   bool
 }
 
 // Start generates the PKI and kubeconfigs under cfg.Dir, starts kube-apiserver against
 // cfg.EtcdServers and waits for its /readyz, then starts the controller-manager and scheduler
-// (if configured) and waits for their /healthz. ctx bounds the start only; the processes run
-// until Stop. On error nothing is left running.
+// (if configured) and waits for their /healthz; those two are started again whenever they exit,
+// as a kubelet would. ctx bounds the start only; the processes run until Stop. On error
+// nothing is left running.
 func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("control plane config: %w", err)
@@ -65,7 +72,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		}
 	}
 	var err error
-	cp := &ControlPlane{cfg: cfg}
+	cp := &ControlPlane{cfg: cfg, stopping: make(chan struct{}), restarts: map[string]int{}}
 	for _, pp := range []struct {
 		port   *int
 		picked *bool
@@ -133,6 +140,10 @@ func (cp *ControlPlane) apiserverComponent(picked bool) component {
 func (cp *ControlPlane) launch(ctx context.Context, c component) error {
 	for attempt := 1; ; attempt++ {
 		cp.mu.Lock()
+		if cp.stopped {
+			cp.mu.Unlock()
+			return errors.New("the control plane was stopped")
+		}
 		if pr := *c.slot; pr != nil && !pr.exited() {
 			cp.mu.Unlock()
 			return fmt.Errorf("%s is already running", c.name)
@@ -180,10 +191,61 @@ func (cp *ControlPlane) startOthers(ctx context.Context) error {
 	errs := make([]error, len(cs))
 	var wg sync.WaitGroup
 	for i, c := range cs {
-		wg.Go(func() { errs[i] = cp.launch(ctx, c) })
+		wg.Go(func() {
+			if errs[i] = cp.launch(ctx, c); errs[i] == nil {
+				cp.supervise(c)
+			}
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// restartDelay is how long a supervised component stays down before it is started again.
+const restartDelay = time.Second
+
+// supervise starts c's process again whenever it exits, until Stop. The controller-manager
+// exits when the apiserver is unreachable while it builds its controllers (after an apiserver
+// restart, say); in a cluster the kubelet restarts it, here this does. Each start appends
+// its command line to the component's log, so restarts show there.
+func (cp *ControlPlane) supervise(c component) {
+	cp.supervisors.Go(func() {
+		for {
+			cp.mu.Lock()
+			pr := *c.slot
+			cp.mu.Unlock()
+			select {
+			case <-cp.stopping:
+				return
+			case <-pr.done:
+			}
+			select {
+			case <-cp.stopping:
+				return
+			case <-time.After(restartDelay):
+			}
+			cp.mu.Lock()
+			if cp.stopped {
+				cp.mu.Unlock()
+				return
+			}
+			next, err := startProcess(c.name, cp.LogPath(c.name), c.args())
+			if err != nil {
+				cp.mu.Unlock()
+				return // the binary is gone; the log says what ran last
+			}
+			*c.slot = next
+			cp.restarts[c.name]++
+			cp.mu.Unlock()
+		}
+	})
+}
+
+// Restarts is how many times a component (by binary name) was started again after it exited.
+func (cp *ControlPlane) Restarts(binary string) int {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.restarts[binary]
 }
 
 // StartAPIServer starts kube-apiserver again after StopAPIServer, on the same port, store and
@@ -206,8 +268,13 @@ func (cp *ControlPlane) StopAPIServer() {
 // Stop stops every component, the apiserver last. Safe to call more than once.
 func (cp *ControlPlane) Stop() {
 	cp.mu.Lock()
+	if !cp.stopped {
+		cp.stopped = true
+		close(cp.stopping)
+	}
 	procs := []*process{cp.scheduler, cp.cm, cp.apiserver}
 	cp.mu.Unlock()
+	cp.supervisors.Wait() // no restart can begin after stopped is set; wait for those under way
 	var wg sync.WaitGroup
 	for _, pr := range procs[:2] {
 		if pr != nil {

@@ -1,12 +1,15 @@
 package compat
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +34,7 @@ var cpChecks = []cpCheck{
 	{"crd", checkCRD},
 	{"deployment_scheduled", checkDeployment},
 	{"store_crash", checkStoreCrash},
+	{"store_compacted", checkCompacted},
 }
 
 const cpNS = "cp-objects"
@@ -407,4 +411,29 @@ func checkDeployment(t *testing.T, e *cpEnv) string {
 		return nil
 	})
 	return out
+}
+
+// checkCompacted: the apiserver's compactor (every cpCompactionInterval here) elects itself
+// through compact_rev_key's version and compacts the store, so a read at the first revision
+// fails as compacted while current reads go on.
+func checkCompacted(t *testing.T, e *cpEnv) string {
+	c := e.store.client(t)
+	testenv.EventuallyNoError(t, 30*time.Second, "a compaction by the apiserver", func() error {
+		r, err := c.Get(e.ctx, "compact_rev_key")
+		if err != nil {
+			return err
+		}
+		if len(r.Kvs) == 0 || r.Kvs[0].Version < 2 {
+			return fmt.Errorf("compact_rev_key %v: want version >= 2 (two compaction rounds)", r.Kvs)
+		}
+		_, err = c.Get(e.ctx, "health", clientv3.WithRev(1))
+		if !errors.Is(err, rpctypes.ErrCompacted) {
+			return fmt.Errorf("read at revision 1: %v, want compacted", err)
+		}
+		return nil
+	})
+	if _, err := e.c.CoreV1().ConfigMaps(cpNS).List(e.ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("list after compaction: %v", err)
+	}
+	return summary(map[string]any{"compact_rev_key": "version>=2", "rev1": "compacted", "list": "ok"})
 }
