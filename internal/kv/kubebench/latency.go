@@ -15,6 +15,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
+	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 )
 
 // namespace holds the measured ConfigMaps.
@@ -41,6 +42,15 @@ func measureStore(ctx context.Context, cfg Config, store string, rep int, dir st
 	if err != nil {
 		run.Error = err.Error()
 		return run
+	}
+	if v, err := cs.Discovery().ServerVersion(); err == nil {
+		run.APIServerVersion = v.GitVersion
+	}
+	if cli, err := kvtarget.NewEtcd(srv.Target.Endpoints, 1); err == nil {
+		if st, err := cli.Status(ctx); err == nil {
+			run.StoreVersion = st.Version
+		}
+		cli.Close()
 	}
 	if err := measureOps(ctx, cfg, cs, &run, func() {
 		run.StoreRSS, _ = srv.RSS()

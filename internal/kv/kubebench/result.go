@@ -60,6 +60,10 @@ func latencyOf(samples []float64, errs int, first error) OpLatency {
 type StoreRun struct {
 	Store  string `json:"store"`
 	Repeat int    `json:"repeat"`
+	// StoreVersion is what the store's Status reports; APIServerVersion kube-apiserver's
+	// /version.
+	StoreVersion     string `json:"store_version,omitempty"`
+	APIServerVersion string `json:"apiserver_version,omitempty"`
 	// APIServerStartS is the time from starting kube-apiserver to its first /readyz 200.
 	APIServerStartS float64              `json:"apiserver_start_s"`
 	Ops             map[string]OpLatency `json:"ops"`

@@ -144,4 +144,3 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
-
