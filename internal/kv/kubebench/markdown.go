@@ -161,8 +161,8 @@ func (r *Result) restartSection(d *benchkit.Doc) {
 		return
 	}
 	d.Section("Store killed under the running apiserver")
-	d.Para("After the deletes, the store is killed with SIGKILL, kept down for the time given, and restarted on the same data "+
-		"directory and ports. Seconds from the restart until the store answers, until kube-apiserver's /readyz answers 200 (polled "+
+	d.Para("After the deletes, the store is killed with SIGKILL, kept down for the time given, and restarted on the same data " +
+		"directory and ports. Seconds from the restart until the store answers, until kube-apiserver's /readyz answers 200 (polled " +
 		"every 100 ms, 2 s timeout per poll, from the kill on) and until a ConfigMap create succeeds (tried every 100 ms).")
 	t := benchkit.NewTable("llrrrl", "down", "store", "store back", "/readyz 200", "create ok", "/readyz failed meanwhile")
 	for i, down := range downs {
@@ -236,11 +236,11 @@ func (r *Result) raceSection(d *benchkit.Doc) {
 			fmt.Sprint(tot.Final), fmt.Sprint(tot.Lost), joinInts(lost))
 	}
 	d.Table(t)
-	d.Para("**The safe setting is one writer member**: every kube-apiserver of a cluster uses the same kv member (`--etcd-servers` "+
-		"naming that member only); the other members replicate and serve as warm copies. kv's per-request k-durability does not change "+
-		"this: kube-apiserver cannot send it (it is gRPC metadata, `continuum-durability`, on each request, and the apiserver's etcd "+
-		"client sends none; kv has no server-side default for it), and even when sent it only delays the acknowledgement until k members "+
-		"hold the write: the compare is still evaluated on the member that took the request alone, so two members can both accept a "+
+	d.Para("**The safe setting is one writer member**: every kube-apiserver of a cluster uses the same kv member (`--etcd-servers` " +
+		"naming that member only); the other members replicate and serve as warm copies. kv's per-request k-durability does not change " +
+		"this: kube-apiserver cannot send it (it is gRPC metadata, `continuum-durability`, on each request, and the apiserver's etcd " +
+		"client sends none; kv has no server-side default for it), and even when sent it only delays the acknowledgement until k members " +
+		"hold the write: the compare is still evaluated on the member that took the request alone, so two members can both accept a " +
 		"compare-and-swap on the same resourceVersion, and last-writer-wins later drops one of them.")
 }
 
