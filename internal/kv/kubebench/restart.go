@@ -143,7 +143,7 @@ func logSince(path string, offset int64, n int) []string {
 }
 
 // summarizeLog keeps klog's W, E and F lines, groups them by source and message (numbers
-// masked, cut at 160 bytes) and renders "count× [source] message" for the n most frequent
+// masked, cut at 240 bytes) and renders "count× [source] message" for the n most frequent
 // (ties in order of first appearance).
 func summarizeLog(sc *bufio.Scanner, n int) []string {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -160,8 +160,8 @@ func summarizeLog(sc *bufio.Scanner, n int) []string {
 			continue
 		}
 		msg := digits.ReplaceAllString(m[3], "N")
-		if len(msg) > 160 {
-			msg = msg[:160] + "..."
+		if len(msg) > 240 {
+			msg = msg[:240] + "..."
 		}
 		key := m[1] + " [" + digits.ReplaceAllString(m[2], "N") + "] " + msg
 		if e, ok := byKey[key]; ok {
