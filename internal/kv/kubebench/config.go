@@ -57,13 +57,14 @@ type Config struct {
 }
 
 // DefaultConfig is the documented run: 2000 ConfigMaps of 256 bytes, 8 clients, lists of 500,
-// 3 repeats, the restart and the race (2 kv members, 4 writers per apiserver, 25 increments
-// each). quick shrinks it to a smoke run.
+// 3 repeats, restarts after 0, 5 and 20 s down (how long the store was down decides how long the
+// apiserver takes to notice it is back), and the race (2 kv members, 4 writers per apiserver, 25
+// increments each). quick shrinks it to a smoke run.
 func DefaultConfig(quick bool) Config {
 	c := Config{
 		Stores: []string{StoreKV, StoreEtcd}, Repeats: 3,
 		Objects: 2000, ValueBytes: 256, Clients: 8, PageSize: 500, Lists: 24,
-		RestartDowns: []time.Duration{0, 10 * time.Second}, RestartTimeout: 90 * time.Second,
+		RestartDowns: []time.Duration{0, 5 * time.Second, 20 * time.Second}, RestartTimeout: 90 * time.Second,
 		Race: true, RaceMembers: 2, RaceWriters: 4, RaceIncrements: 25,
 	}
 	if quick {

@@ -59,6 +59,7 @@ func sample() *Result {
 	}
 	cfg := DefaultConfig(false)
 	cfg.Repeats = 2
+	cfg.RestartDowns = []time.Duration{0, 10 * time.Second}
 	return &Result{Config: cfg,
 		Runs: []StoreRun{
 			{Store: StoreKV, Repeat: 1, Ops: op(4, 40), StoreDisk: 10 << 20, StoreRSS: 100 << 20, APIServerRSS: 300 << 20, StoreVersion: "3.6.0",
