@@ -144,8 +144,23 @@ func TestMarkdown(t *testing.T) {
 			t.Errorf("Markdown lacks %q", want)
 		}
 	}
+	if strings.Contains(md, "reconnection backoff") {
+		t.Error("Markdown states a restart trend without etcd's figures")
+	}
 	if t.Failed() {
 		t.Log(md)
+	}
+}
+
+func TestRestartTrend(t *testing.T) {
+	r := sample()
+	r.Runs[1].Restarts[1] = Restart{DownS: 10, StoreReadyS: 1, ReadyzS: 6.5, CreateS: 6}
+	if got := restartTrend(r); !strings.Contains(got, "/readyz 1.5 s after a restart at once, 7.0 s after 10s down on kv; 1.4 and 6.5 s on etcd") {
+		t.Errorf("restartTrend = %q, want the growth on both stores", got)
+	}
+	r.Runs[1].Restarts[1].ReadyzS = 20 // etcd much slower: not "alike"
+	if got := restartTrend(r); got != "" {
+		t.Errorf("restartTrend = %q, want nothing when the stores differ", got)
 	}
 }
 

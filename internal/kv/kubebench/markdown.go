@@ -182,6 +182,9 @@ func (r *Result) restartSection(d *benchkit.Doc) {
 		}
 	}
 	d.Table(t)
+	if note := restartTrend(r); note != "" {
+		d.Para("%s", note)
+	}
 	for i, down := range downs {
 		for _, store := range r.Config.Stores {
 			rs := r.firstRestart(store, i)
@@ -202,6 +205,34 @@ func (r *Result) restartSection(d *benchkit.Doc) {
 			d.List(items...)
 		}
 	}
+}
+
+// restartTrend says, when the figures show it, that the wait for /readyz after the restart grows
+// with the time the store was down on both stores alike (then it is the apiserver's reconnection,
+// not the store); empty otherwise.
+func restartTrend(r *Result) string {
+	downs := r.Config.RestartDowns
+	if len(downs) < 2 || !slices.Contains(r.Config.Stores, StoreKV) || !slices.Contains(r.Config.Stores, StoreEtcd) {
+		return ""
+	}
+	last := len(downs) - 1
+	var first, longest [2]float64
+	for j, store := range []string{StoreKV, StoreEtcd} {
+		a, b := r.FigureSpread(store, "restart_readyz@0"), r.FigureSpread(store, fmt.Sprintf("restart_readyz@%d", last))
+		if a.N == 0 || b.N == 0 {
+			return ""
+		}
+		first[j], longest[j] = a.Median, b.Median
+	}
+	grows := longest[0] > first[0]+2 && longest[1] > first[1]+2
+	alike := longest[0] < 1.5*longest[1] && longest[1] < 1.5*longest[0]
+	if !grows || !alike {
+		return ""
+	}
+	return fmt.Sprintf("The store itself is back within about a second whatever the time down; the apiserver's wait after it grows with the "+
+		"time the store was down (/readyz %.1f s after a restart at once, %.1f s after %v down on kv; %.1f and %.1f s on etcd), "+
+		"on both stores alike: a reconnection backoff in the apiserver's etcd clients, not the store's recovery.",
+		first[0], longest[0], downs[last], first[1], longest[1])
 }
 
 // firstRestart is the first run's i-th restart of store.
