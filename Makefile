@@ -5,7 +5,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup build test test-python test-short soak demo bench-testbed clean proto proto-check
+.PHONY: setup build test test-python test-kubernetes test-short soak demo bench-testbed clean proto proto-check
 
 setup:
 	./scripts/setup.sh
@@ -50,6 +50,14 @@ test-python:
 	cd python && ../$(PYTHON) -m ruff check . && ../$(PYTHON) -m ruff format --check . && \
 		../$(PYTHON) -m pytest -q --ignore-glob='tests/test_fl_*'
 	cd python && ../$(PYTHON_FL) -m pytest -q tests/test_fl_*.py
+
+# The chart's end-to-end run on a one-node cluster (internal/kubernetes/cluster TestChartOnCluster):
+# builds the continuum, proxy and Python images, starts Kafka on the node, installs
+# deploy/helm/continuum with every component but the FL orchestrator and talks to each. About a
+# minute here; kept out of `make test`, which already brings a cluster up and down
+# (TestClusterRunsPodsAndLeavesNothing) and tests the chart with helm template/lint.
+test-kubernetes: setup build
+	CONTINUUM_CHART_E2E=1 CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 $(GO) test -count=1 -v -run 'TestChartOnCluster' ./internal/kubernetes/cluster/
 
 # The kv replication simulations with SOAK times their seeds (default 20x: thousands of seeds).
 SOAK ?= 20

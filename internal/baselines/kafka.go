@@ -264,10 +264,13 @@ type KafkaConfig struct {
 	// Home is the Kafka installation (default KafkaHome("")); Config.Bin is java.
 	Home   string
 	Topics []KafkaTopic
+	// Host is the address the broker listens on and advertises (default 127.0.0.1); another
+	// address lets clients elsewhere reach it, e.g. pods through their bridge's address.
+	Host string
 }
 
 // StartKafka starts one Kafka broker in KRaft combined mode (node 1, a standalone quorum) on
-// free loopback ports: server.properties and the log in cfg.Dir, the data in cfg.Dir/data.
+// free ports of cfg.Host: server.properties and the log in cfg.Dir, the data in cfg.Dir/data.
 // Target.Endpoints[0] is its bootstrap address. Ready when a client gets metadata with an
 // active controller; then cfg.Topics are created.
 func StartKafka(ctx context.Context, cfg KafkaConfig) (*Server, error) {
@@ -288,7 +291,11 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	node := KafkaNode{ID: 1, Host: "127.0.0.1", Port: ports[0], ControllerPort: ports[1]}
+	host := cfg.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	node := KafkaNode{ID: 1, Host: host, Port: ports[0], ControllerPort: ports[1]}
 	s, err := startKafkaNode(ctx, cfg.Config, java, home, node, []KafkaNode{node}, KafkaClusterID())
 	if err != nil {
 		return nil, err
@@ -308,7 +315,7 @@ func startKafkaNode(ctx context.Context, cfg Config, java, home string, node Kaf
 		return nil, err
 	}
 	props := filepath.Join(cfg.Dir, "server.properties")
-	if err := os.WriteFile(props, []byte(KafkaProperties(node, quorum, "127.0.0.1", dataDir)), 0o644); err != nil {
+	if err := os.WriteFile(props, []byte(KafkaProperties(node, quorum, node.Host, dataDir)), 0o644); err != nil {
 		return nil, err
 	}
 	fctx, cancel := context.WithTimeout(ctx, time.Minute)

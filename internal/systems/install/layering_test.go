@@ -36,6 +36,9 @@ var testAllowed = map[string]map[string]string{
 	"internal/experiment": {
 		"internal/systems/install": "the runner's end-to-end tests run real scenarios, whose kinds are the systems'",
 	},
+	"internal/kubernetes/cluster": {
+		"internal/baselines": "the chart's end-to-end test runs the stream components against a real Kafka broker on the node",
+	},
 	"internal/loadgen/kvtarget": {
 		"internal/kv/server": "the etcd-API client target is tested against a real continuum kv server",
 		"internal/baselines": "... and against real etcd and Redis servers, started by the baselines",
@@ -250,7 +253,10 @@ func TestLayeringRules(t *testing.T) {
 		"cmd/continuum":            {Deps: []string{module + "internal/kv/kinds"}},
 		"internal/systems/install": {Deps: []string{module + "internal/kv/kinds", module + "internal/proxy/kinds"}},
 		// rule 1: an engine package reaches a system through another engine package
-		"internal/loadgen/kvtarget": {Deps: []string{module + "internal/kv/mvcc"}},
+		"internal/kubernetes/cluster": {
+		"internal/baselines": "the chart's end-to-end test runs the stream components against a real Kafka broker on the node",
+	},
+	"internal/loadgen/kvtarget": {Deps: []string{module + "internal/kv/mvcc"}},
 		// rule 1 in tests only
 		"internal/report": {XTestImports: []string{module + "internal/proxy/kinds"}},
 		// rule 2: a product package imports the kind SDK and the report

@@ -1,0 +1,235 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/testenv"
+)
+
+// TestChartOnCluster installs deploy/helm/continuum with every component but the FL
+// orchestrator (whose image carries PyTorch: several GB, built on request) on a one-node
+// cluster, waits for every pod to be Ready, and talks to each component: kv through the writer
+// Service and a replica, the proxy on the node's port routing to a Service it discovered, a
+// function through the gateway, the realtime database, and a record posted to the stream bridge
+// that the aggregator writes into the database through Kafka (a real broker on the node).
+//
+// It takes minutes (three images, Kafka, the chart's pods), so it runs in `make
+// test-kubernetes`, not in `make test`: CONTINUUM_CHART_E2E=1 turns it on.
+func TestChartOnCluster(t *testing.T) {
+	if os.Getenv("CONTINUUM_CHART_E2E") != "1" {
+		t.Skip("the chart's end-to-end run (images, Kafka, every component, ~3 min): `make test-kubernetes` or CONTINUUM_CHART_E2E=1")
+	}
+	requireRoot(t)
+	binDir, err := FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := os.Getenv("CONTINUUM_BIN")
+	if bin == "" {
+		t.Fatal("CONTINUUM_BIN: the static continuum binary (make build) and bin/continuum-proxy beside it")
+	}
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := t.TempDir()
+	build := exec.Command(bin, "image", "build", "--out", images, "--images", "continuum,proxy,python", "--tag", "e2e",
+		"--continuum-binary", bin, "--proxy-binary", filepath.Join(filepath.Dir(bin), "continuum-proxy"), "--root", root)
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", build, err, b)
+	}
+
+	cfg := DefaultConfig()
+	cfg.StateDir = filepath.Join(t.TempDir(), "cluster")
+	cfg.BinDir, cfg.ContinuumBin = binDir, bin
+	for _, n := range []string{"continuum", "proxy", "python"} {
+		cfg.Images = append(cfg.Images, filepath.Join(images, n+".tar"))
+	}
+	if cfg.SandboxImage, err = SandboxFrom(cfg.Images); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cl, err := Up(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Down(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	node := gateway(cfg.PodCIDR).String()
+
+	kafka, err := baselines.StartKafka(ctx, baselines.KafkaConfig{
+		Config: baselines.Config{Dir: t.TempDir()}, Host: node,
+		Topics: []baselines.KafkaTopic{{Name: "events", Partitions: 1, Replication: 1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kafka.Stop() })
+
+	values := fmt.Sprintf(`
+images:
+  continuum: {tag: e2e}
+  proxy: {tag: e2e}
+  python: {tag: e2e}
+kv: {replicaCount: 3}
+faas: {enabled: true}
+stream:
+  kafka: {brokers: [%q]}
+  realtimeDB: {enabled: true}
+  bridge: {enabled: true}
+  aggregator: {enabled: true, topics: [events], path: /records}
+`, kafka.Target.Endpoints[0])
+	vf := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(vf, []byte(values), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	helm := exec.CommandContext(ctx, filepath.Join(binDir, "helm"), "install", "c1", filepath.Join(root, "deploy", "helm", "continuum"),
+		"-f", vf, "--wait", "--timeout", "4m")
+	helm.Env = append(os.Environ(), "KUBECONFIG="+cl.Kubeconfig())
+	if b, err := helm.CombinedOutput(); err != nil {
+		t.Fatalf("helm install: %v\n%s\n%s", err, b, podSummary(ctx, cl))
+	}
+
+	svcIP := func(name string) string {
+		s, err := cl.client.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Spec.ClusterIP
+	}
+	hc := &http.Client{Timeout: 5 * time.Second}
+
+	t.Run("kv", func(t *testing.T) {
+		w, err := clientv3.New(clientv3.Config{Endpoints: []string{svcIP("c1-continuum-kv") + ":2379"}, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if _, err := w.Put(ctx, "smoke", "through the writer Service"); err != nil {
+			t.Fatal(err)
+		}
+		pod, err := cl.client.CoreV1().Pods("default").Get(ctx, "c1-continuum-kv-2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := clientv3.New(clientv3.Config{Endpoints: []string{pod.Status.PodIP + ":2379"}, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		testenv.Eventually(t, time.Minute, "member 2 holds the write made through member 0", func() bool {
+			g, err := r.Get(ctx, "smoke")
+			return err == nil && len(g.Kvs) == 1 && string(g.Kvs[0].Value) == "through the writer Service"
+		})
+	})
+
+	rtdb := "http://" + svcIP("c1-continuum-realtime-db") + ":9000"
+	t.Run("realtime-db", func(t *testing.T) {
+		mustHTTP(t, hc, http.MethodPut, rtdb+"/smoke.json", `{"a":1}`, http.StatusOK)
+		if got := mustHTTP(t, hc, http.MethodGet, rtdb+"/smoke.json", "", http.StatusOK); strings.TrimSpace(got) != `{"a":1}` {
+			t.Fatalf("GET /smoke.json = %s", got)
+		}
+	})
+
+	t.Run("proxy", func(t *testing.T) {
+		// The proxy on the node's hostPort routes by header to the instances it discovered.
+		testenv.Eventually(t, time.Minute, "the proxy routes to the realtime database's pod", func() bool {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+node+":8080/smoke.json", nil)
+			req.Header.Set("X-Continuum-Service", "c1-continuum-realtime-db")
+			resp, err := hc.Do(req)
+			if err != nil {
+				return false
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK && strings.TrimSpace(string(b)) == `{"a":1}`
+		})
+	})
+
+	t.Run("faas", func(t *testing.T) {
+		gw := "http://" + svcIP("c1-continuum-faas-gateway") + ":8080"
+		testenv.Eventually(t, time.Minute, "the gateway answers for the hello function", func() bool {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/function/hello", strings.NewReader("chart"))
+			resp, err := hc.Do(req)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+	})
+
+	t.Run("stream", func(t *testing.T) {
+		bridge := "http://" + svcIP("c1-continuum-stream-bridge") + ":8090"
+		mustHTTP(t, hc, http.MethodPost, bridge+"/topics/events", `{"id":"m1","v":42}`, http.StatusOK)
+		testenv.Eventually(t, 2*time.Minute, "the aggregator writes the record into the database", func() bool {
+			resp, err := hc.Get(rtdb + "/records/m1.json")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			var rec map[string]any
+			return json.NewDecoder(resp.Body).Decode(&rec) == nil && rec["v"] == float64(42)
+		})
+	})
+}
+
+func mustHTTP(t *testing.T, hc *http.Client, method, url, body string, want int) string {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %s: %s", method, url, resp.Status, b)
+	}
+	return string(b)
+}
+
+// podSummary lists the pods and their states, for a failed install's message.
+func podSummary(ctx context.Context, cl *Cluster) string {
+	pods, err := cl.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "%s/%s %s", p.Namespace, p.Name, p.Status.Phase)
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Waiting != nil {
+				fmt.Fprintf(&b, " %s: %s %s", c.Name, c.State.Waiting.Reason, c.State.Waiting.Message)
+			}
+			if !c.Ready && c.State.Running != nil {
+				fmt.Fprintf(&b, " %s: running, not ready", c.Name)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
