@@ -253,10 +253,7 @@ func TestLayeringRules(t *testing.T) {
 		"cmd/continuum":            {Deps: []string{module + "internal/kv/kinds"}},
 		"internal/systems/install": {Deps: []string{module + "internal/kv/kinds", module + "internal/proxy/kinds"}},
 		// rule 1: an engine package reaches a system through another engine package
-		"internal/kubernetes/cluster": {
-		"internal/baselines": "the chart's end-to-end test runs the stream components against a real Kafka broker on the node",
-	},
-	"internal/loadgen/kvtarget": {Deps: []string{module + "internal/kv/mvcc"}},
+		"internal/loadgen/kvtarget": {Deps: []string{module + "internal/kv/mvcc"}},
 		// rule 1 in tests only
 		"internal/report": {XTestImports: []string{module + "internal/proxy/kinds"}},
 		// rule 2: a product package imports the kind SDK and the report
