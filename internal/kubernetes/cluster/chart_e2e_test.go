@@ -26,7 +26,7 @@ import (
 // orchestrator (whose image carries PyTorch: several GB, built on request) on a one-node
 // cluster, waits for every pod to be Ready, and talks to each component: kv through the writer
 // Service and a replica, the proxy on the node's port routing to a Service it discovered, a
-// function through the gateway, the realtime database, and a record posted to the stream bridge
+// function through the gateway (and its autoscaler adding instances under load), the realtime database, and a record posted to the stream bridge
 // that the aggregator writes into the database through Kafka (a real broker on the node).
 //
 // It takes minutes (three images, Kafka, the chart's pods), so it runs in `make
@@ -176,6 +176,33 @@ stream:
 			}
 			resp.Body.Close()
 			return resp.StatusCode == http.StatusOK
+		})
+		// Above 5 requests/s the rps autoscaler adds instances (min 1, max 5 in the chart).
+		testenv.Eventually(t, 2*time.Minute, "the gateway scales hello past one instance under load", func() bool {
+			for range 20 {
+				resp, err := hc.Post(gw+"/function/hello", "text/plain", strings.NewReader("load"))
+				if err == nil {
+					resp.Body.Close()
+				}
+			}
+			var fns []struct {
+				Name              string `json:"name"`
+				AvailableReplicas int    `json:"availableReplicas"`
+			}
+			resp, err := hc.Get(gw + "/system/functions")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			if json.NewDecoder(resp.Body).Decode(&fns) != nil {
+				return false
+			}
+			for _, f := range fns {
+				if f.Name == "hello" && f.AvailableReplicas >= 2 {
+					return true
+				}
+			}
+			return false
 		})
 	})
 
