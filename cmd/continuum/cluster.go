@@ -17,6 +17,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
+	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 )
 
 func init() { commands = append(commands, newClusterCmd) }
@@ -63,7 +64,7 @@ func newClusterUpCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.StateDir = clusterStateDir(cmd)
 			if cfg.BinDir == "" {
-				d, err := cluster.FindBinDir()
+				d, err := controlplane.FindBinDir()
 				if err != nil {
 					return err
 				}

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -36,7 +37,7 @@ func TestChartOnCluster(t *testing.T) {
 		t.Skip("the chart's end-to-end run (images, Kafka, every component, ~3 min): `make test-kubernetes` or CONTINUUM_CHART_E2E=1")
 	}
 	requireRoot(t)
-	binDir, err := FindBinDir()
+	binDir, err := controlplane.FindBinDir()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 	"github.com/continuum-project/continuum/internal/kubernetes/image"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
@@ -137,7 +138,7 @@ func repoRoot() (string, error) {
 // host to be as it was once the cluster is down.
 func TestClusterRunsPodsAndLeavesNothing(t *testing.T) {
 	requireRoot(t)
-	binDir, err := FindBinDir()
+	binDir, err := controlplane.FindBinDir()
 	if err != nil {
 		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
 			t.Fatal(err)

@@ -3,39 +3,11 @@ package cluster
 import (
 	"archive/tar"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 )
-
-// FindBinDir returns $CONTINUUM_KUBE_BIN, or the .tools/bin holding kube-apiserver in the
-// working directory or a parent, or next to the running executable's clone (bin/..).
-func FindBinDir() (string, error) {
-	if d := os.Getenv("CONTINUUM_KUBE_BIN"); d != "" {
-		return d, nil
-	}
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, d := range starts {
-		for ; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, ".tools", "bin", "kube-apiserver")); err == nil {
-				return filepath.Join(d, ".tools", "bin"), nil
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	return "", errors.New("no .tools/bin/kube-apiserver above the working directory or the executable: run `make setup` in the clone, or set CONTINUUM_KUBE_BIN")
-}
 
 // imageRefs lists the image names an OCI layout tarball declares in its index.json (the
 // annotations containerd's import reads).

@@ -108,8 +108,8 @@ func (c *Config) Validate() error {
 }
 
 // FindBinDir returns the directory holding the Kubernetes binaries: $CONTINUUM_KUBE_BIN, else
-// the nearest .tools/bin above the working directory that holds kube-apiserver. The error says
-// how to get them.
+// the nearest .tools/bin holding kube-apiserver above the working directory or above the running
+// executable (bin/continuum of a clone run from elsewhere). The error says how to get them.
 func FindBinDir() (string, error) {
 	if d := os.Getenv(BinDirEnv); d != "" {
 		if err := checkBinaries(d, APIServerBinary); err != nil {
@@ -117,20 +117,25 @@ func FindBinDir() (string, error) {
 		}
 		return d, nil
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		bin := filepath.Join(d, ".tools", "bin")
-		if checkBinaries(bin, APIServerBinary) == nil {
-			return bin, nil
-		}
-		if filepath.Dir(d) == d {
-			break
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, start := range starts {
+		for d := start; ; d = filepath.Dir(d) {
+			bin := filepath.Join(d, ".tools", "bin")
+			if checkBinaries(bin, APIServerBinary) == nil {
+				return bin, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
 		}
 	}
-	return "", fmt.Errorf("%s not found in .tools/bin above %s: run `make setup` or set $%s to the directory holding it", APIServerBinary, wd, BinDirEnv)
+	return "", fmt.Errorf("%s not found in .tools/bin above %v: run `make setup` or set $%s to the directory holding it", APIServerBinary, starts, BinDirEnv)
 }
 
 // checkBinaries reports the first of names that is not an executable file in dir.

@@ -78,7 +78,7 @@ func (c *Config) Validate() error {
 	if c.Repository == "" || strings.HasSuffix(c.Repository, "/") {
 		return fmt.Errorf("repository %q: want a repository prefix such as continuum-project", c.Repository)
 	}
-	if _, err := name.ParseReference(c.Repository+"/continuum:"+c.Tag); err != nil {
+	if _, err := name.ParseReference(c.Repository + "/continuum:" + c.Tag); err != nil {
 		return fmt.Errorf("repository %q with tag %q: not a valid image reference (lower-case letters, digits, '.', '_', '-' and '/'; a registry host may lead): %w", c.Repository, c.Tag, err)
 	}
 	return nil
