@@ -95,11 +95,19 @@ KUBE_VERSION=v1.37.2
 kube_ld="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1"
 kube_ld+=" -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
 kube_ld+=" -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
-go_tools kubernetes tools/kubernetes "$kube_ld" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl \
-  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet \
-  k8s.io/kubernetes/cmd/kube-proxy
-go_tools helm tools/helm "-X helm.sh/helm/v4/internal/version.version=v4.3.1" helm.sh/helm/v4/cmd/helm
-go_tools coredns tools/coredns "" github.com/coredns/coredns
+kube_tools() {
+  go_tools kubernetes tools/kubernetes "$kube_ld" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl \
+    k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet \
+    k8s.io/kubernetes/cmd/kube-proxy
+  go_tools helm tools/helm "-X helm.sh/helm/v4/internal/version.version=v4.3.1" helm.sh/helm/v4/cmd/helm
+  go_tools coredns tools/coredns "" github.com/coredns/coredns
+}
+# On a fresh machine this build is the longest step (~12 min of compiling): it runs in the
+# background, beside the downloads below (Kafka's jars, PyTorch, the Firebase SDK), and setup
+# waits for it at the end. Its output goes to a log that is shown when it fails.
+kube_log=$(mktemp)
+kube_tools >"$kube_log" 2>&1 &
+kube_pid=$!
 # Redis 7.0.15 built from its upstream source (Debian's orig tarball, checked by sha256) with the
 # jemalloc it bundles: Debian's redis-server links the system jemalloc, without which Redis
 # refuses `activedefrag yes` (seeds/000's δ). Cached like etcd, keyed by version and checksum
@@ -172,4 +180,11 @@ python_venv venv-fl python/requirements-fl.txt
 ./tools/npm-firebase/install.sh
 # Debian enables and starts redis-server on install; the project starts its own instances.
 if systemctl is-active --quiet redis-server 2>/dev/null; then systemctl disable --now redis-server >/dev/null 2>&1 || true; fi
+if ! wait "$kube_pid"; then
+  cat "$kube_log" >&2
+  echo "setup: building the Kubernetes tools failed (log above)" >&2
+  exit 1
+fi
+grep -v '^go: downloading' "$kube_log" || true
+rm -f "$kube_log"
 echo "setup: ok ($(go env GOVERSION), $(uname -r))"
