@@ -29,15 +29,17 @@ build:
 #    (cmd/continuum, experiment, kv/nemesis, testbed), or that render in Chromium (report,
 #    proxy/kinds, stream/rtdb): the delay-accuracy tests must not share the 2 CPUs with a Chromium
 #    render or with other packages. A new package belongs here only if it is one of these kinds.
+# GORACE: a -race binary sleeps 1 s before exiting (atexit_sleep_ms=1000), a minute over all the
+# packages; by then every test has returned and been checked for races by package testing.
 TEST_P       ?= 3
 TEST_FIRST   := ./internal/kv/mvcc ./internal/baselines ./internal/kv/compat ./internal/fl/orchestrator \
-	./internal/shareddata ./internal/stream/aggregator ./internal/baselines/kinds ./internal/kv/server ./internal/kubernetes/controlplane \
-	./internal/kv/kvbench
+	./internal/shareddata ./internal/stream/aggregator ./internal/baselines/kinds ./internal/kv/server \
+	./internal/kubernetes/controlplane ./internal/kv/kvbench
 SERIAL_TESTS := ./cmd/continuum ./internal/experiment ./internal/kv/nemesis ./internal/testbed/... \
 	./internal/netbench ./internal/loadgen ./internal/loadgen/httptarget ./internal/httpecho \
 	./internal/kv/replication ./internal/shareddata/freshness ./internal/report ./internal/proxy/kinds \
 	./internal/stream/rtdb
-TEST_ENV     := CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1
+TEST_ENV     := CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 GORACE=atexit_sleep_ms=50
 test: setup build test-python proto-check
 	@serial=$$($(GO) list $(SERIAL_TESTS)) && first=$$($(GO) list $(TEST_FIRST)) && \
 	parallel="$$first $$($(GO) list ./... | grep -vxF "$$serial" | grep -vxF "$$first")" && \
