@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ type otherConfig struct{ Port int }
 // TestRegisterTyped: the registered Kind's untyped functions hand the typed ones the very *C
 // its NewConfig made.
 func TestRegisterTyped(t *testing.T) {
+	name := uniqueKind("test-typed")
 	var got []string
 	seen := func(fn string, c *typedConfig, want *typedConfig) {
 		if c != want {
@@ -32,7 +34,7 @@ func TestRegisterTyped(t *testing.T) {
 	}
 	var cfg *typedConfig // set once NewConfig ran
 	kind.Register(kind.Def[typedConfig]{
-		Name: "test-typed", Role: kind.RoleComponent, Summary: "typed test kind",
+		Name: name, Role: kind.RoleComponent, Summary: "typed test kind",
 		Defaults: func() *typedConfig { return &typedConfig{Port: 7, Timeout: time.Second} },
 		Validate: func(c *typedConfig) error {
 			seen("Validate", c, cfg)
@@ -56,9 +58,9 @@ func TestRegisterTyped(t *testing.T) {
 		Overrun: func(c *typedConfig) time.Duration { seen("Overrun", c, cfg); return 2 * c.Timeout },
 		Helper:  true,
 	})
-	k, ok := kind.Lookup("test-typed")
+	k, ok := kind.Lookup(name)
 	if !ok {
-		t.Fatal("test-typed not registered")
+		t.Fatal(name, " not registered")
 	}
 	if k.Role != kind.RoleComponent || k.Summary != "typed test kind" || !k.Helper || k.Metrics != nil {
 		t.Errorf("kind %+v", k)
@@ -95,12 +97,13 @@ func TestRegisterTyped(t *testing.T) {
 // TestRegisterTypedOptional: a Def's nil optional functions stay nil in the Kind, so the
 // runner's defaults apply (no endpoints, DefaultOverrun, not settable).
 func TestRegisterTypedOptional(t *testing.T) {
+	name := uniqueKind("test-typed-minimal")
 	kind.Register(kind.Def[typedConfig]{
-		Name: "test-typed-minimal", Role: kind.RoleWorkload,
+		Name: name, Role: kind.RoleWorkload,
 		Defaults: func() *typedConfig { return &typedConfig{} },
 		Command:  func(kind.Env, *typedConfig) (kind.Command, error) { return kind.Command{}, nil },
 	})
-	k, _ := kind.Lookup("test-typed-minimal")
+	k, _ := kind.Lookup(name)
 	if k.Validate != nil || k.Endpoints != nil || k.Set != nil || k.Overrun != nil || k.Metrics != nil {
 		t.Errorf("optional functions set: %+v", k)
 	}
@@ -113,8 +116,9 @@ func TestRegisterTypedOptional(t *testing.T) {
 // runner never does) panics, naming the kind and both types, rather than returning an error
 // a caller might take for a scenario's mistake.
 func TestRegisterTypedWrongConfig(t *testing.T) {
+	name := uniqueKind("test-typed-strict")
 	kind.Register(kind.Def[typedConfig]{
-		Name: "test-typed-strict", Role: kind.RoleComponent,
+		Name: name, Role: kind.RoleComponent,
 		Defaults:  func() *typedConfig { return &typedConfig{Port: 1} },
 		Validate:  func(*typedConfig) error { return nil },
 		Command:   func(kind.Env, *typedConfig) (kind.Command, error) { return kind.Command{}, nil },
@@ -122,7 +126,7 @@ func TestRegisterTypedWrongConfig(t *testing.T) {
 		Set:       func(context.Context, kind.Env, *typedConfig, *yaml.Node) error { return nil },
 		Overrun:   func(*typedConfig) time.Duration { return 0 },
 	})
-	k, _ := kind.Lookup("test-typed-strict")
+	k, _ := kind.Lookup(name)
 	calls := map[string]func(cfg any){
 		"Validate":  func(cfg any) { _ = k.Validate(cfg) },
 		"Command":   func(cfg any) { _, _ = k.Command(kind.Env{}, cfg) },
@@ -133,7 +137,7 @@ func TestRegisterTypedWrongConfig(t *testing.T) {
 	for fn, call := range calls {
 		for _, wrong := range []any{&otherConfig{}, typedConfig{}, nil} {
 			t.Run(fmt.Sprintf("%s/%T", fn, wrong), func(t *testing.T) {
-				want := fmt.Sprintf(`kind "test-typed-strict": config is %T, want *kind_test.typedConfig`, wrong)
+				want := fmt.Sprintf(`kind %q: config is %T, want *kind_test.typedConfig`, name, wrong)
 				defer func() {
 					r := recover()
 					if msg, _ := r.(string); !strings.HasPrefix(msg, want) {
@@ -171,8 +175,16 @@ func TestRegisterIncomplete(t *testing.T) {
 		kind.Register(kind.Def[typedConfig]{Name: "test-workload-endpoints", Role: kind.RoleWorkload,
 			Defaults: defaults, Command: command, Endpoints: func(*typedConfig) []kind.Endpoint { return nil }})
 	})
-	kind.Register(kind.Def[typedConfig]{Name: "test-dup", Role: kind.RoleWorkload, Defaults: defaults, Command: command})
-	mustPanic("duplicate", `duplicate kind "test-dup"`, func() {
-		kind.Register(kind.Def[typedConfig]{Name: "test-dup", Role: kind.RoleWorkload, Defaults: defaults, Command: command})
+	dup := uniqueKind("test-dup")
+	kind.Register(kind.Def[typedConfig]{Name: dup, Role: kind.RoleWorkload, Defaults: defaults, Command: command})
+	mustPanic("duplicate", fmt.Sprintf("duplicate kind %q", dup), func() {
+		kind.Register(kind.Def[typedConfig]{Name: dup, Role: kind.RoleWorkload, Defaults: defaults, Command: command})
 	})
 }
+
+// kinds counts the kinds these tests registered in this process: with go test -count=N each test
+// runs N times, and the registry refuses a name it already holds.
+var kinds atomic.Int64
+
+// uniqueKind is base with a number no earlier run of these tests used.
+func uniqueKind(base string) string { return fmt.Sprintf("%s-%d", base, kinds.Add(1)) }
