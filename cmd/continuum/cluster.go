@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -144,46 +142,24 @@ func spawnCluster(cmd *cobra.Command, cfg cluster.Config, timeout time.Duration)
 		return err
 	}
 	logPath := cfg.StateDir + ".daemon.log"
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	args := []string{"cluster", "up", "--foreground", "--state-dir", cfg.StateDir, "--store", cfg.Store,
 		"--node-name", cfg.NodeName, "--pod-cidr", cfg.PodCIDR, "--service-cidr", cfg.ServiceCIDR,
 		"--bridge", cfg.Bridge, "--bin-dir", cfg.BinDir, "--sandbox-image", cfg.SandboxImage}
 	for _, img := range cfg.Images {
 		args = append(args, "--image", img)
 	}
-	d := exec.Command(exe, args...)
-	d.Stdout, d.Stderr = logf, logf
-	d.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survive the terminal closing
-	if err := d.Start(); err != nil {
+	var st *cluster.Status
+	err := spawnDaemon("cluster", args, logPath, timeout, func(pid int) bool {
+		s, err := cluster.ReadStatus(cmd.Context(), cfg.StateDir)
+		st = s
+		return err == nil && s.PID == pid && s.Ready
+	})
+	if err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- d.Wait() }()
-	deadline := time.After(timeout)
-	for {
-		if st, err := cluster.ReadStatus(cmd.Context(), cfg.StateDir); err == nil && st.PID == d.Process.Pid && st.Ready {
-			fmt.Fprintf(cmd.OutOrStdout(), "cluster up in %s (daemon pid %d, log %s)\nexport KUBECONFIG=%s\n",
-				cfg.StateDir, st.PID, logPath, st.Kubeconfig)
-			return nil
-		}
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(logPath)
-			return fmt.Errorf("cluster daemon exited:\n%s", strings.TrimSpace(string(b)))
-		case <-deadline:
-			_ = d.Process.Signal(syscall.SIGTERM)
-			return fmt.Errorf("cluster not ready in %s; the daemon is tearing it down (log: %s)", timeout, logPath)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	fmt.Fprintf(cmd.OutOrStdout(), "cluster up in %s (daemon pid %d, log %s)\nexport KUBECONFIG=%s\n",
+		cfg.StateDir, st.PID, logPath, st.Kubeconfig)
+	return nil
 }
 
 func newClusterDownCmd() *cobra.Command {

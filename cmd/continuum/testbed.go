@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -111,41 +110,20 @@ func spawnTestbed(cmd *cobra.Command, file, name string, seed int64) error {
 		return fmt.Errorf("testbed %q already exists; see `continuum testbed status --name %s`, or remove it with `continuum testbed down --name %s`", name, name, name)
 	}
 	logPath := filepath.Join(dir, name+".daemon.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	d := exec.Command(exe, "testbed", "up", "--foreground", "-f", file, "--name", name,
-		"--seed", fmt.Sprint(seed), "--state-dir", dir)
-	d.Stdout, d.Stderr = logf, logf
-	d.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survive the terminal closing
-	if err := d.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- d.Wait() }()
 	client := testbed.NewClient(dir, name)
-	deadline := time.After(2 * time.Minute)
-	for {
-		if st, err := client.Status(); err == nil && st.PID == d.Process.Pid { // not an older daemon of that name
-			fmt.Fprintf(cmd.OutOrStdout(), "testbed %s up: %d nodes, %d links (daemon pid %d, log %s)\n",
-				name, len(st.Nodes), len(st.Links), st.PID, logPath)
-			return nil
-		}
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(logPath)
-			return fmt.Errorf("testbed daemon exited: %s", strings.TrimSpace(string(b)))
-		case <-deadline:
-			return fmt.Errorf("testbed daemon did not become ready in 2m (log: %s)", logPath)
-		case <-time.After(50 * time.Millisecond):
-		}
+	var st testbed.Status
+	err := spawnDaemon("testbed", []string{"testbed", "up", "--foreground", "-f", file, "--name", name,
+		"--seed", fmt.Sprint(seed), "--state-dir", dir}, logPath, 2*time.Minute, func(pid int) bool {
+		s, err := client.Status()
+		st = s
+		return err == nil && s.PID == pid // not an older daemon of that name
+	})
+	if err != nil {
+		return err
 	}
+	fmt.Fprintf(cmd.OutOrStdout(), "testbed %s up: %d nodes, %d links (daemon pid %d, log %s)\n",
+		name, len(st.Nodes), len(st.Links), st.PID, logPath)
+	return nil
 }
 
 func newTestbedDownCmd() *cobra.Command {
