@@ -12,55 +12,56 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// maxStall is the longest a request may take while compaction or defragmentation runs on
-// continuum kv. etcd's defragmentation blocks the member, so etcd only reports its figure.
-const maxStall = 50 * time.Millisecond
-
 type sample struct {
 	start, end time.Time
 	err        error
 }
 
 // TestMaintenanceUnderLoad runs Compact (physical) and Defragment while paced clients write
-// and read, and measures every request overlapping each call. Not parallel: the latency
-// figures need the machine's two CPUs to themselves.
-//
-// On continuum kv a request slower than maxStall during maintenance fails the test, unless
-// requests clear of maintenance were as slow (other processes loading the machine): such an
-// attempt proves nothing and is repeated, up to three times.
+// and read, and measures every request overlapping each call. No request may fail on any
+// target. On continuum kv requests must also keep completing while each call runs: etcd's
+// defragmentation blocks the member for the whole rewrite, so none completes inside it there.
+// How long requests stall is a figure, logged here and measured by `continuum bench kv
+// --maintenance` (docs/benchmarks/kv-maintenance.md), not a wall-clock bar: this package runs
+// beside others in make test's parallel pass.
 func TestMaintenanceUnderLoad(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg *target) {
 		s := tg.start(t, serverOptions{})
 		c := s.client(t)
-		for attempt := 1; ; attempt++ {
-			m := measureMaintenance(t, s, c)
-			if len(m.errs) > 0 {
-				t.Errorf("%d of %d requests failed under maintenance, first: %v", len(m.errs), m.requests, m.errs[0])
+		m := measureMaintenance(t, s, c)
+		if len(m.errs) > 0 {
+			t.Errorf("%d of %d requests failed under maintenance, first: %v", len(m.errs), m.requests, m.errs[0])
+		}
+		if tg != kvTarget {
+			return
+		}
+		for _, w := range m.windows {
+			// Four clients pace 1000 requests/s between them, so completions come about a
+			// millisecond apart. A call that blocks the member leaves a gap as long as most of
+			// the call; noise from other processes leaves gaps like those clear of maintenance.
+			// Only a call of 100 ms or more can tell the two apart.
+			if w.took >= 100*time.Millisecond && w.gap > w.took/2 && w.gap > 3*m.outside {
+				t.Errorf("no request completed for %v of the %v %s took (slowest request clear of maintenance %v): it blocked the member",
+					w.gap, w.took, w.name, m.outside)
 			}
-			if tg != kvTarget || m.worst <= maxStall {
-				return
-			}
-			if m.outside <= maxStall {
-				t.Errorf("a request overlapping %s took %v (> %v; slowest request clear of maintenance %v)",
-					m.worstDuring, m.worst, maxStall, m.outside)
-				return
-			}
-			if attempt == 3 {
-				t.Errorf("three attempts too noisy to attribute: last, %v during %s and %v clear of maintenance (limit %v)",
-					m.worst, m.worstDuring, m.outside, maxStall)
-				return
-			}
-			t.Logf("attempt %d inconclusive (%v during %s, but %v clear of maintenance): again", attempt, m.worst, m.worstDuring, m.outside)
 		}
 	})
 }
 
 type maintenanceFigures struct {
-	requests    int
-	errs        []error
-	worst       time.Duration // slowest request overlapping a maintenance call
-	worstDuring string        // which call
-	outside     time.Duration // slowest request clear of every call: the machine's noise
+	requests int
+	errs     []error
+	outside  time.Duration // slowest request clear of every call: the machine's noise
+	windows  []windowFigures
+}
+
+// windowFigures describes one maintenance call and the requests around it.
+type windowFigures struct {
+	name   string
+	took   time.Duration
+	worst  time.Duration // slowest request overlapping the call
+	inside int           // requests that started and ended while the call ran
+	gap    time.Duration // longest time during the call with no request completing
 }
 
 // measureMaintenance builds history, then compacts and defragments under a paced load.
@@ -174,18 +175,28 @@ func measureMaintenance(t *testing.T, s *server, c *clientv3.Client) maintenance
 		s.tg.name, len(all), pct(all, 0.5), pct(all, 0.99), pct(all, 1), before.DbSize, after.DbSize)
 	for _, w := range windows {
 		var overlapping []time.Duration
+		inside := 0
+		completions := []time.Time{w.start, w.end}
 		for _, sm := range samples {
 			if sm.start.Before(w.end) && sm.end.After(w.start) {
 				overlapping = append(overlapping, sm.end.Sub(sm.start))
 			}
+			if sm.err == nil && sm.end.After(w.start) && sm.end.Before(w.end) {
+				completions = append(completions, sm.end)
+			}
+			if sm.err == nil && sm.start.After(w.start) && sm.end.Before(w.end) {
+				inside++
+			}
 		}
 		slices.Sort(overlapping)
-		worst := pct(overlapping, 1)
-		t.Logf("%s: %s took %v; %d requests overlapped it, slowest %v (slowest clear of maintenance %v)",
-			s.tg.name, w.name, w.end.Sub(w.start).Round(time.Microsecond), len(overlapping), worst, m.outside)
-		if worst > m.worst {
-			m.worst, m.worstDuring = worst, w.name
+		wf := windowFigures{name: w.name, took: w.end.Sub(w.start), worst: pct(overlapping, 1), inside: inside}
+		slices.SortFunc(completions, time.Time.Compare)
+		for i := 1; i < len(completions); i++ {
+			wf.gap = max(wf.gap, completions[i].Sub(completions[i-1]))
 		}
+		t.Logf("%s: %s took %v; %d requests overlapped it, %d inside it, slowest %v, longest with none completing %v (slowest clear of maintenance %v)",
+			s.tg.name, w.name, wf.took.Round(time.Microsecond), len(overlapping), inside, wf.worst, wf.gap.Round(10*time.Microsecond), m.outside)
+		m.windows = append(m.windows, wf)
 	}
 	return m
 }
