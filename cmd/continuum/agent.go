@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/continuum-project/continuum/internal/cli"
+	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/agent"
+)
+
+func init() { commands = append(commands, newKubernetesAgentCmd) }
+
+// newKubernetesAgentCmd is the one process of a node pod on the Kubernetes platform (`run
+// --platform kubernetes` starts it; users do not).
+func newKubernetesAgentCmd() *cobra.Command {
+	var listen, node, stateDir string
+	var probe bool
+	c := &cobra.Command{
+		Use:   "kubernetes-agent --listen 127.0.0.1:7946 --node NAME",
+		Short: "The node agent of `run --platform kubernetes`: runs a scenario node's instances in its pod",
+		Long: `The node agent of the Kubernetes platform, the one process of each node pod: it starts the
+node's instances as processes, streams their output, moves files, dials from inside the pod and
+measures it, for the runner, which reaches it through the API server's port-forward. It listens on
+the pod's loopback only. SIGTERM stops every instance (SIGTERM, SIGKILL after 5 s), then the agent.`,
+		Example: `  continuum kubernetes-agent --listen 127.0.0.1:7946 --node edge --state-dir /continuum/state`,
+		Hidden:  true,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if probe { // the node pod's startup probe: is the agent listening?
+				conn, err := net.DialTimeout("tcp", listen, 2*time.Second)
+				if err != nil {
+					return err
+				}
+				return conn.Close()
+			}
+			host, _, err := net.SplitHostPort(listen)
+			if err != nil {
+				return fmt.Errorf("--listen %q: want host:port, e.g. 127.0.0.1:7946", listen)
+			}
+			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+				return fmt.Errorf("--listen %q: the agent runs what it is asked to, so it listens on a loopback address only (reach it with a port-forward)", listen)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			return agent.Serve(cmd.Context(), ln, agent.Options{Node: node, StateDir: stateDir, Logger: cli.Logger()})
+		},
+	}
+	c.Flags().StringVar(&listen, "listen", "127.0.0.1:7946", "loopback address to serve the agent API on")
+	c.Flags().StringVar(&node, "node", "", "the scenario node this pod is (for logs)")
+	c.Flags().BoolVar(&probe, "probe", false, "only check that an agent listens on --listen (exit 0) or not (exit 1), and exit")
+	c.Flags().StringVar(&stateDir, "state-dir", "", "where instances' stdout and stderr are kept (default <temp>/continuum-agent)")
+	return c
+}
