@@ -9,6 +9,10 @@
 // object (delay, jitter, loss), one bandwidth object and, when no route is left, one partition
 // object. Sync makes a namespace's objects of a run exactly those; DeleteAll removes them.
 //
+// What a cluster cannot reproduce: the testbed's links are shared (flows through one link compete
+// for its bandwidth and queue), whereas each pair here gets its own token bucket, sized from the
+// route's narrowest link; and a route's jitter is the sum of its links' jitter, applied once.
+//
 // The package owns neither the node pods nor Chaos Mesh itself: it only selects pods by their
 // labels (continuum.io/run and continuum.io/node) and needs Chaos Mesh installed to take effect.
 package chaos
