@@ -42,7 +42,13 @@ const (
 // continuum.io/node=<node>.
 //
 // Direction both applies a pair's one-way figures to each direction, as the testbed applies a
-// link's properties to each direction independently: a 60 ms path is a 120 ms round trip.
+// link's properties to each direction independently: a 60 ms path is a 120 ms round trip. Chaos
+// Mesh documents direction for netem and partition; for bandwidth it filters by target, and both
+// is written so that a version honouring direction limits each way (one that does not limits the
+// selector's side, A to B, only).
+//
+// A pod takes part in one object per peer: Chaos Mesh (since it keeps a PodNetworkChaos per pod)
+// stacks several NetworkChaos on one pod, each filtered to its target's addresses.
 func (n *Network) Objects(namespace, run string, labels map[string]string) []*unstructured.Unstructured {
 	var objs []*unstructured.Unstructured
 	for _, p := range n.Paths() {
