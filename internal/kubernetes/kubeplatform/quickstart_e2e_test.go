@@ -15,6 +15,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/experiment"
 	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
+	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/chaos"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 	"github.com/continuum-project/continuum/internal/results"
 	_ "github.com/continuum-project/continuum/internal/systems/install" // the scenario's kinds
@@ -82,6 +83,41 @@ func TestQuickstartOnCluster(t *testing.T) {
 	if _, err := experiment.Check(scenario, experiment.Options{Platform: prov, Binary: bin}); err != nil {
 		t.Fatalf("run --check (with a server-side dry run): %v", err)
 	}
+	// The quickstart itself has link delays: without Chaos Mesh it is refused before anything
+	// starts, naming what to install; with Chaos Mesh's CRDs registered, its NetworkChaos
+	// objects pass the API server's dry run.
+	withLinks := filepath.Join(root, "scenarios", "quickstart.yaml")
+	if _, err := experiment.Check(withLinks, experiment.Options{Platform: prov, Binary: bin}); err == nil ||
+		!strings.Contains(err.Error(), "install Chaos Mesh") || !strings.Contains(err.Error(), "device-edge") {
+		t.Errorf("run --check of a scenario with link delays on a cluster without Chaos Mesh: %v", err)
+	}
+	c, err := prov.connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range chaos.CRDs() {
+		if _, err := c.dyn.Resource(chaos.CRDResource).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		fresh, err := prov.connect() // a discovery client that has not cached the old groups
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := chaos.Installed(ctx, fresh.cs.Discovery()); ok {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the Chaos Mesh CRDs were not served")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if _, err := experiment.Check(withLinks, experiment.Options{Platform: prov, Binary: bin}); err != nil {
+		t.Errorf("run --check with Chaos Mesh's CRDs registered: %v", err)
+	}
+
 	res, err := experiment.Execute(ctx, scenario, experiment.Options{Platform: prov, Binary: bin, Out: t.TempDir(), Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -164,10 +200,6 @@ func TestQuickstartOnCluster(t *testing.T) {
 	}
 
 	// Nothing of the run is left: its namespace is gone.
-	c, err := prov.connect()
-	if err != nil {
-		t.Fatal(err)
-	}
 	nss, err := c.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy})
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,15 @@ func NeedsChaosMesh(topo *platform.Topology, faults []platform.Fault) string {
 			}
 		}
 	}
+	if topo != nil {
+		// The testbed connects only what its links connect; a cluster's network connects every
+		// pod, so a pair without a route needs a partition object from the start.
+		for _, p := range NewNetwork(topo).Paths() {
+			if !p.Reachable {
+				return fmt.Sprintf("nodes %s and %s have no route between them", p.A, p.B)
+			}
+		}
+	}
 	for _, f := range faults {
 		switch f.Action {
 		case platform.FaultPartition, platform.FaultHeal, platform.FaultLink:

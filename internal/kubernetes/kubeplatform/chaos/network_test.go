@@ -201,6 +201,8 @@ func TestNeedsChaosMesh(t *testing.T) {
 		{"partition", plain, []platform.Fault{{Action: platform.FaultKill}, {Action: platform.FaultPartition, Node: "a"}}, "partition fault"},
 		{"heal", plain, []platform.Fault{{Action: platform.FaultHeal}}, "heal fault"},
 		{"link fault", plain, []platform.Fault{{Action: platform.FaultLink}}, "link fault"},
+		{"unconnected nodes", &platform.Topology{Nodes: []platform.Node{{Name: "a"}, {Name: "b"}, {Name: "c"}},
+			Links: []platform.Link{{Between: []string{"a", "b"}}}}, nil, "nodes a and c have no route between them"},
 	}
 	for _, c := range cases {
 		got := NeedsChaosMesh(c.topo, c.faults)
