@@ -15,8 +15,8 @@ import (
 
 	"github.com/continuum-project/continuum/internal/experiment"
 	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
-	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/chaos"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
+	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/chaos"
 	"github.com/continuum-project/continuum/internal/results"
 	_ "github.com/continuum-project/continuum/internal/systems/install" // the scenario's kinds
 )
