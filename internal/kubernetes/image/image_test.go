@@ -275,3 +275,14 @@ func FuzzFullName(f *testing.F) {
 		}
 	})
 }
+
+// A dynamically linked binary would not start in the images (no C library): it is refused,
+// naming the fix, before anything is built.
+func TestDynamicBinaryRefused(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Out, cfg.Images, cfg.ContinuumBinary = t.TempDir(), []string{"continuum"}, "/bin/true" // Debian's is dynamic
+	_, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "dynamically linked") || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Fatalf("Run with /bin/true: %v, want a refusal naming CGO_ENABLED=0", err)
+	}
+}

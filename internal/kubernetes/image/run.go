@@ -2,6 +2,8 @@ package image
 
 import (
 	"context"
+	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -140,6 +142,13 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			return nil, err
 		}
 	}
+	for _, bin := range []string{continuum, proxy} {
+		if bin != "" {
+			if err := checkStatic(bin); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var results []Result
 	for _, name := range cfg.Images {
 		if err := ctx.Err(); err != nil {
@@ -267,6 +276,27 @@ func GoBuild(ctx context.Context, root, pkg, out string) error {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// checkStatic refuses a dynamically linked binary: the images have no C library, so it would not
+// start (in a pod's sandbox, the pause process failing makes every container of the pod fail with
+// a runc error that names a namespace, not the binary).
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	var ferr *elf.FormatError
+	if errors.As(err, &ferr) {
+		return nil // not an ELF file (a script): nothing to say about its linking
+	}
+	if err != nil {
+		return fmt.Errorf("binary %s: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("binary %s is dynamically linked and the images have no C library: build it with CGO_ENABLED=0 (make build does)", path)
+		}
 	}
 	return nil
 }
