@@ -207,6 +207,19 @@ func TestQuickstartOnCluster(t *testing.T) {
 	for _, ns := range nss.Items {
 		t.Errorf("namespace %s (phase %s) left after the run", ns.Name, ns.Status.Phase)
 	}
+
+	// What a crashed runner leaves, `run --platform kubernetes --cleanup RUN` deletes.
+	left := podSpec{Run: "crashed-001", Namespace: Namespace("crashed-001")}
+	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, left.namespace(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := prov.Cleanup(ctx, "crashed-001")
+	if err != nil || len(deleted) != 1 || deleted[0] != "namespace/continuum-crashed-001" {
+		t.Errorf("Cleanup = %v, %v; want namespace/continuum-crashed-001", deleted, err)
+	}
+	if deleted, err := prov.Cleanup(ctx, "never-ran"); err != nil || len(deleted) != 0 {
+		t.Errorf("Cleanup of a run that left nothing = %v, %v", deleted, err)
+	}
 }
 
 func readCSV(t *testing.T, path string, cols []string, fn func(results.CSVRow)) {
