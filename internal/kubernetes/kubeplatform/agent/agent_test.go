@@ -254,6 +254,14 @@ func TestStop(t *testing.T) {
 	if err != nil || ex != (Exit{Code: -1, Signal: "killed"}) {
 		t.Fatalf("Stop stubborn = %+v, %v; want killed", ex, err)
 	}
+	// Grace 0: SIGKILL at once, the TERM trap never runs.
+	if _, err := c.Start(ctx, sh("now", `trap 'exit 3' TERM; echo ready; while :; do sleep 0.05; done`)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "now ready", fileHas(s, "now", "stdout", "ready"))
+	if ex, err := c.Stop(ctx, "now", 0); err != nil || ex != (Exit{Code: -1, Signal: "killed"}) {
+		t.Fatalf("Stop grace 0 = %+v, %v; want killed", ex, err)
+	}
 	// Stopping what has exited returns its exit.
 	if ex, err := c.Stop(ctx, "stubborn", 0); err != nil || ex.Signal != "killed" {
 		t.Fatalf("Stop again = %+v, %v", ex, err)

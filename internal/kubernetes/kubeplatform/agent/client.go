@@ -146,8 +146,8 @@ func (c *Client) Signal(ctx context.Context, name string, sig syscall.Signal) er
 	return c.call(ctx, http.MethodPost, "/signal", signalRequest{Name: name, Signal: int(sig)}, nil)
 }
 
-// Stop sends SIGTERM to the current run's process group, SIGKILL after grace, and returns its
-// Exit (at once if it has exited already).
+// Stop sends SIGTERM to the current run's process group, SIGKILL after grace (grace 0: SIGKILL
+// at once), and returns its Exit (at once if it has exited already).
 func (c *Client) Stop(ctx context.Context, name string, grace time.Duration) (Exit, error) {
 	var ex Exit
 	err := c.call(ctx, http.MethodPost, "/instances/"+url.PathEscape(name)+"/stop", stopRequest{GraceMillis: grace.Milliseconds()}, &ex)

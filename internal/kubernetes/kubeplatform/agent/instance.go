@@ -285,17 +285,19 @@ func (s *server) signal(name string, sig syscall.Signal) error {
 }
 
 // stop sends SIGTERM (and SIGCONT, since a paused process cannot act on it) to r's process
-// group, SIGKILL after grace, and returns how the run exited.
+// group, SIGKILL after grace (at once when grace is 0), and returns how the run exited.
 func (s *server) stop(ctx context.Context, r *run, grace time.Duration) (Exit, error) {
-	s.killGroup(r, syscall.SIGTERM, syscall.SIGCONT)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-r.done:
-		return r.exit, nil
-	case <-t.C:
-	case <-ctx.Done():
-		return Exit{}, ctx.Err()
+	if grace > 0 {
+		s.killGroup(r, syscall.SIGTERM, syscall.SIGCONT)
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-r.done:
+			return r.exit, nil
+		case <-t.C:
+		case <-ctx.Done():
+			return Exit{}, ctx.Err()
+		}
 	}
 	s.killGroup(r, syscall.SIGKILL)
 	select {
