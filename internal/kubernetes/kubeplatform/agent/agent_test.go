@@ -312,6 +312,12 @@ func TestBadRequests(t *testing.T) {
 		{"unknown run", func() error { _, err := c.Wait(ctx, "done", 5); return err }, 404, "no run 5"},
 		{"bad stream", func() error { return rawGet(ctx, c, "/instances/done/runs/1/output/stdin") }, 400, `invalid stream "stdin"`},
 		{"bad name", func() error { _, err := c.Start(ctx, sh("../x", "true")); return err }, 400, "invalid instance name"},
+		{"bad env", func() error {
+			r := sh("e", "true")
+			r.Env = []string{"NOEQUALS"}
+			_, err := c.Start(ctx, r)
+			return err
+		}, 400, `invalid env entry "NOEQUALS"`},
 		{"no args", func() error { _, err := c.Start(ctx, StartRequest{Name: "a"}); return err }, 400, "no command"},
 		{"relative push path", func() error { return rawGet(ctx, c, "/files?path=rel/dir") }, 400, `invalid path "rel/dir"`},
 		{"signal exited", func() error { return c.Signal(ctx, "done", syscall.SIGTERM) }, 409, "not running"},
@@ -341,4 +347,20 @@ func rawGet(ctx context.Context, c *Client, path string) error {
 		resp.Body.Close()
 	}
 	return err
+}
+
+func TestEnvAndDir(t *testing.T) {
+	_, c := startAgent(t)
+	ctx := testCtx(t)
+	dir := filepath.Join(t.TempDir(), "made", "here")
+	req := sh("env", `[ "$(pwd)" = "`+dir+`" ] || exit 1; exit $CODE`)
+	req.Env = []string{"CODE=9"}
+	req.Dir = dir
+	run, err := c.Start(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex, err := c.Wait(ctx, "env", run); err != nil || ex.Code != 9 {
+		t.Fatalf("Wait = %+v, %v; want 9 (env passed, dir created and used)", ex, err)
+	}
 }

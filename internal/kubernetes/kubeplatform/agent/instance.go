@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -108,6 +109,11 @@ func (s *server) start(req StartRequest) (int, error) {
 	if len(req.Args) == 0 || req.Args[0] == "" {
 		return 0, errorf(errBad, "instance %s: no command (args is empty)", req.Name)
 	}
+	for _, kv := range req.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return 0, errorf(errBad, "instance %s: invalid env entry %q: use KEY=VALUE", req.Name, kv)
+		}
+	}
 	args := append([]string(nil), req.Args...)
 	if req.Binary != "" && args[0] == req.Binary {
 		args[0] = s.opts.Self
@@ -181,13 +187,22 @@ func (s *server) start(req StartRequest) (int, error) {
 	r.pgid = cmd.Process.Pid
 
 	s.mu.Lock()
+	if s.down {
+		// Serve's shutdown has already collected the runs to stop and may be waiting on wg,
+		// which must not grow now: end this one here.
+		s.mu.Unlock()
+		_ = syscall.Kill(-r.pgid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		closeFiles()
+		return 0, errorf(errConflict, "agent is shutting down")
+	}
 	r.n = len(in.runs) + 1
 	in.runs = append(in.runs, r)
 	in.dataDirs = req.DataDirs
+	s.wg.Add(1) // under mu with down false: before shutdown, so before serve's wg.Wait
 	s.mu.Unlock()
 	s.opts.Logger.Info("instance started", "node", s.opts.Node, "name", req.Name, "run", r.n, "pid", r.pgid)
 
-	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		_ = cmd.Wait() // the exit comes from ProcessState, also under ErrWaitDelay
