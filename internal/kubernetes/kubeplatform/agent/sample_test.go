@@ -10,7 +10,12 @@ func TestSample(t *testing.T) {
 	_, c := startAgent(t)
 	ctx := testCtx(t)
 	data := t.TempDir()
-	if err := os.WriteFile(filepath.Join(data, "blob"), make([]byte, 1<<20), 0o644); err != nil {
+	// Not zeros: a compressing file system would allocate less than 1 MiB for them.
+	blob := make([]byte, 1<<20)
+	for i := range blob {
+		blob[i] = byte(i*7 + i>>8)
+	}
+	if err := os.WriteFile(filepath.Join(data, "blob"), blob, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	req := sh("busy", "while :; do :; done")
