@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,6 +38,7 @@ On SIGTERM it stops every instance and exits.`,
 				return fmt.Errorf("--listen %s: %w", listen, err)
 			}
 			opts.Logger = cli.Logger()
+			opts.Reap = os.Getpid() == 1 // the container's entrypoint: orphans come to it
 			return agent.Serve(cmd.Context(), ln, opts)
 		},
 	}

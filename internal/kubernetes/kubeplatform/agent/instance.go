@@ -180,11 +180,24 @@ func (s *server) start(req StartRequest) (int, error) {
 	// A process the run left behind may hold its pipes open after the leader exits; WaitDelay
 	// bounds how long the run's end waits for them.
 	cmd.WaitDelay = s.opts.PipeGrace
+	// The reaper must not reap a child of ours before it is in children (cmd.Wait would lose
+	// its exit): it holds forkMu exclusively while it scans.
+	s.forkMu.RLock()
 	if err := cmd.Start(); err != nil {
+		s.forkMu.RUnlock()
 		closeFiles()
 		return 0, errorf(errBad, "start instance %s: %v", req.Name, err)
 	}
 	r.pgid = cmd.Process.Pid
+	s.mu.Lock()
+	s.children[r.pgid] = true
+	s.mu.Unlock()
+	s.forkMu.RUnlock()
+	reaped := func() {
+		s.mu.Lock()
+		delete(s.children, r.pgid)
+		s.mu.Unlock()
+	}
 
 	s.mu.Lock()
 	if s.down {
@@ -193,6 +206,7 @@ func (s *server) start(req StartRequest) (int, error) {
 		s.mu.Unlock()
 		_ = syscall.Kill(-r.pgid, syscall.SIGKILL)
 		_ = cmd.Wait()
+		reaped()
 		closeFiles()
 		return 0, errorf(errConflict, "agent is shutting down")
 	}
@@ -206,6 +220,7 @@ func (s *server) start(req StartRequest) (int, error) {
 	go func() {
 		defer s.wg.Done()
 		_ = cmd.Wait() // the exit comes from ProcessState, also under ErrWaitDelay
+		reaped()
 		closeFiles()
 		ex := Exit{Code: -1}
 		cpu := 0.0

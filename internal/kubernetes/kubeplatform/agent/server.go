@@ -25,6 +25,10 @@ type Options struct {
 	// StopGrace is how long Serve waits, when ctx ends, between SIGTERM and SIGKILL to the
 	// instances still running (default 5s).
 	StopGrace time.Duration
+	// Reap makes the agent reap the orphans that the kernel hands to it (processes its
+	// instances started and left behind), which would otherwise stay zombies: set it when the
+	// agent is its pod's PID 1, or a child subreaper (prctl PR_SET_CHILD_SUBREAPER).
+	Reap bool
 	// PipeGrace bounds how long a run's end waits, after its leader exited, for processes it
 	// left behind to close its stdout/stderr (default 2s).
 	PipeGrace time.Duration
@@ -65,6 +69,12 @@ type server struct {
 	// readers that follow output wait on it, having read it under mu, so no wakeup is lost.
 	changed chan struct{}
 	conns   map[net.Conn]struct{} // hijacked dial connections; guarded by mu
+	// children are the pids of the runs' leaders not yet reaped by their cmd.Wait; guarded
+	// by mu. The reaper leaves them alone.
+	children map[int]bool
+	// forkMu is held shared from a run's fork until its pid is in children, and exclusively by
+	// the reaper's scan: so every zombie child the reaper sees unlisted is an orphan.
+	forkMu sync.RWMutex
 
 	wg sync.WaitGroup // the runs' waiters and the dial copiers
 }
@@ -79,6 +89,7 @@ func newServer(opts Options) (*server, error) {
 		starting:  map[string]bool{},
 		changed:   make(chan struct{}),
 		conns:     map[net.Conn]struct{}{},
+		children:  map[int]bool{},
 	}, nil
 }
 
@@ -103,6 +114,11 @@ func (s *server) serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.opts.Logger.Info("agent listening", "node", s.opts.Node, "addr", ln.Addr().String())
+	if s.opts.Reap {
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() { defer close(done); s.reapLoop(stop) }()
+		defer func() { close(stop); <-done }()
+	}
 	var serveErr error
 	select {
 	case <-ctx.Done():
