@@ -95,13 +95,11 @@ func extractTar(r io.Reader, dst string) error {
 		}
 		target := filepath.Join(dst, filepath.FromSlash(name))
 		mode := fs.FileMode(hdr.Mode).Perm()
-		if name != "." {
-			if err := noLinkOnTheWay(dst, name); err != nil {
-				return err
-			}
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
+		if err := noLinkOnTheWay(dst, name); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:

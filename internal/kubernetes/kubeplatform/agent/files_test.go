@@ -67,7 +67,7 @@ func TestPushPullRoundTrip(t *testing.T) {
 	}
 
 	// A single file.
-	file := filepath.Join(t.TempDir(), "one.txt")
+	file := filepath.Join(t.TempDir(), "new", "dir", "one.txt")
 	must(c.Push(ctx, filepath.Join(src, "run.sh"), file))
 	if st, err := os.Stat(file); err != nil || st.Mode() != 0o755 {
 		t.Fatalf("pushed file: %v, %v", st, err)
