@@ -81,26 +81,6 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// errConflict and errNotFound select the HTTP status of an error.
-var (
-	errConflict = errors.New("conflict")
-	errNotFound = errors.New("not found")
-	errBad      = errors.New("bad request")
-)
-
-// httpError is an error with the class that chooses its HTTP status.
-type httpError struct {
-	class error
-	msg   string
-}
-
-func (e *httpError) Error() string        { return e.msg }
-func (e *httpError) Is(target error) bool { return target == e.class }
-
-func errorf(class error, format string, args ...any) error {
-	return &httpError{class: class, msg: fmt.Sprintf(format, args...)}
-}
-
 // start starts a new run of req.Name.
 func (s *server) start(req StartRequest) (int, error) {
 	if err := validName(req.Name); err != nil {
