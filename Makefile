@@ -28,7 +28,8 @@ build:
 #    linger, kv/server's stall bound under compaction, shareddata/freshness, experiment), that
 #    bring up testbeds in network namespaces (cmd/continuum, experiment, kv/nemesis, testbed) or
 #    a cluster that changes the host's network and mounts and checks they are restored
-#    (kubernetes/cluster), or that render in Chromium (report, proxy/kinds, stream/rtdb): the
+#    (kubernetes/cluster; kubernetes/kubeplatform, which runs a scenario on one), or that
+#    render in Chromium (report, proxy/kinds, stream/rtdb): the
 #    delay-accuracy tests must not share the 2 CPUs with a Chromium render or with other
 #    packages. A new package goes here only if it is of one of these kinds.
 # GORACE: a -race binary sleeps 1 s before exiting (atexit_sleep_ms=1000), a minute over all the
@@ -40,7 +41,7 @@ TEST_FIRST   := ./internal/kv/mvcc ./internal/baselines ./internal/kv/compat ./i
 SERIAL_TESTS := ./cmd/continuum ./internal/experiment ./internal/kv/nemesis ./internal/testbed/... \
 	./internal/netbench ./internal/loadgen ./internal/loadgen/httptarget ./internal/httpecho \
 	./internal/kv/replication ./internal/shareddata/freshness ./internal/report ./internal/proxy/kinds \
-	./internal/kv/server ./internal/stream/rtdb ./internal/kubernetes/cluster
+	./internal/kv/server ./internal/stream/rtdb ./internal/kubernetes/cluster ./internal/kubernetes/kubeplatform
 TEST_ENV     := CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 GORACE=atexit_sleep_ms=50
 test: setup build test-python proto-check
 	@serial=$$($(GO) list $(SERIAL_TESTS)) && first=$$($(GO) list $(TEST_FIRST)) && \

@@ -14,24 +14,38 @@ import (
 
 func init() { commands = append(commands, newKubernetesAgentCmd) }
 
-// newKubernetesAgentCmd is the node agent the Kubernetes platform runs in each node pod; the
-// runner reaches it through a port-forward, so it is hidden from the command list.
+// newKubernetesAgentCmd is the one process of a node pod on the Kubernetes platform (`run
+// --platform kubernetes` starts it; users do not), so it is hidden from the command list.
 func newKubernetesAgentCmd() *cobra.Command {
 	var listen string
+	var probe bool
 	opts := agent.Options{}
 	c := &cobra.Command{
 		Use:   "kubernetes-agent --listen 127.0.0.1:7946 --node NAME",
 		Short: "The node agent of `run --platform kubernetes`: runs a scenario node's instances in its pod",
-		Long: `The node agent of the Kubernetes platform. It runs inside a node pod and serves, on an address
-that only a port-forward reaches, what the runner asks of the node: start, signal and stop its
-instances, follow their output, copy files in and out, dial from inside the pod and measure it.
-On SIGTERM it stops every instance and exits.`,
-		Example: `  continuum kubernetes-agent --listen 127.0.0.1:7946 --node edge1 --state-dir /tmp/continuum-agent`,
-		Hidden:  true,
-		Args:    cobra.NoArgs,
+		Long: `The node agent of the Kubernetes platform, the one process of each node pod: it starts the
+node's instances as processes, streams their output, moves files, dials from inside the pod and
+measures it, for the runner, which reaches it through the API server's port-forward. It listens on
+the pod's loopback only. SIGTERM stops every instance (SIGTERM, SIGKILL after --stop-grace), then
+the agent. As the pod's PID 1 it also reaps the orphans its instances leave behind.`,
+		Example: `  continuum kubernetes-agent --listen 127.0.0.1:7946 --node edge --state-dir /continuum/state
+  continuum kubernetes-agent --probe --listen 127.0.0.1:7946   # the pod's startup probe`,
+		Hidden: true,
+		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Node == "" {
-				return fmt.Errorf("--node is required: the scenario node this pod runs")
+			if probe { // the node pod's startup probe: is the agent listening?
+				conn, err := net.DialTimeout("tcp", listen, 2*time.Second)
+				if err != nil {
+					return err
+				}
+				return conn.Close()
+			}
+			host, _, err := net.SplitHostPort(listen)
+			if err != nil {
+				return fmt.Errorf("--listen %q: want host:port, e.g. 127.0.0.1:7946", listen)
+			}
+			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+				return fmt.Errorf("--listen %q: the agent runs what it is asked to, so it listens on a loopback address only (reach it with a port-forward)", listen)
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
@@ -43,9 +57,10 @@ On SIGTERM it stops every instance and exits.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&listen, "listen", "127.0.0.1:7946", "address to serve the agent API on (keep it on 127.0.0.1: only a port-forward should reach it)")
-	f.StringVar(&opts.Node, "node", "", "the scenario node this pod runs (for logs and errors)")
-	f.StringVar(&opts.StateDir, "state-dir", "", "where the instances' stdout/stderr files are kept (default $TMPDIR/continuum-agent)")
-	f.DurationVar(&opts.StopGrace, "stop-grace", 5*time.Second, "on exit, how long instances get between SIGTERM and SIGKILL")
+	f.StringVar(&listen, "listen", "127.0.0.1:7946", "loopback address to serve the agent API on")
+	f.StringVar(&opts.Node, "node", "", "the scenario node this pod is (for logs and errors)")
+	f.StringVar(&opts.StateDir, "state-dir", "", "where instances' stdout and stderr are kept (default <temp>/continuum-agent)")
+	f.DurationVar(&opts.StopGrace, "stop-grace", 5*time.Second, "on SIGTERM, how long instances get between SIGTERM and SIGKILL")
+	f.BoolVar(&probe, "probe", false, "only check that an agent listens on --listen (exit 0) or not (exit 1), and exit")
 	return c
 }

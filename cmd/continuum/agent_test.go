@@ -14,8 +14,10 @@ func TestKubernetesAgentCommand(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "--listen") || !strings.Contains(out.String(), "--node") {
-		t.Fatalf("help lacks the flags:\n%s", out.String())
+	for _, flag := range []string{"--listen", "--node", "--state-dir", "--probe"} {
+		if !strings.Contains(out.String(), flag) {
+			t.Fatalf("help lacks %s:\n%s", flag, out.String())
+		}
 	}
 	root = newRootCmd()
 	out.Reset()
@@ -26,5 +28,11 @@ func TestKubernetesAgentCommand(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "kubernetes-agent") {
 		t.Fatalf("kubernetes-agent shows in the command list:\n%s", out.String())
+	}
+	// It refuses to listen where more than a port-forward would reach it.
+	root = newRootCmd()
+	root.SetArgs([]string{"kubernetes-agent", "--listen", "0.0.0.0:0"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("--listen 0.0.0.0:0 = %v; want a refusal naming loopback", err)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/continuum-project/continuum/internal/experiment"
+	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
 
@@ -19,17 +23,65 @@ func init() { commands = append(commands, newRunCmd) }
 func newRunCmd() *cobra.Command {
 	var opts experiment.Options
 	var check bool
-	var tb testbed.Provider // the platform runs run on
+	var (
+		platformName string
+		tb           testbed.Provider      // --platform testbed
+		kube         kubeplatform.Provider // --platform kubernetes
+		nodeMap      []string
+		pullPolicy   string
+		cleanup      string
+	)
 	c := &cobra.Command{
-		Use:   "run SCENARIO.yaml [--set path=value]... [--out DIR] [--repeats N] [--check]",
-		Short: "Run an experiment: testbed + components + workloads + events -> results dir + report",
+		Use:   "run SCENARIO.yaml [--set path=value]... [--out DIR] [--repeats N] [--check] [--platform kubernetes]",
+		Short: "Run an experiment: platform + components + workloads + events -> results dir + report",
 		Example: `  continuum run scenarios/quickstart.yaml
   continuum run scenarios/quickstart.yaml --set duration=60s --set workloads.load.config.rate=200
   continuum run scenarios/quickstart.yaml --repeats 5 --out /tmp/results
-  continuum run --check scenarios/kv/partition.yaml   # validate every sweep combination, start nothing`,
-		Args: cobra.ExactArgs(1),
+  continuum run --check scenarios/kv/partition.yaml   # validate every sweep combination, start nothing
+  continuum run --platform kubernetes --kubeconfig ~/.kube/config scenarios/quickstart.yaml
+  continuum run --platform kubernetes --cleanup run4242-001   # delete what a crashed run left`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cleanup != "" {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Platform = tb
+			switch platformName {
+			case testbed.PlatformName:
+				if cleanup != "" {
+					return fmt.Errorf("--cleanup is for --platform kubernetes (a testbed leaves nothing once its runner exits: `continuum testbed down` removes one that did)")
+				}
+				opts.Platform = tb
+			case kubeplatform.PlatformName:
+				if tb.StateDir != "" {
+					return fmt.Errorf("--state-dir is the testbed's; with --platform kubernetes give --kubeconfig and --namespace")
+				}
+				m, err := parseNodeMap(nodeMap)
+				if err != nil {
+					return err
+				}
+				kube.NodeMap = m
+				switch pullPolicy {
+				case "", "IfNotPresent", "Always", "Never":
+					kube.PullPolicy = corev1.PullPolicy(pullPolicy)
+				default:
+					return fmt.Errorf("--pull-policy %q: want IfNotPresent, Always or Never", pullPolicy)
+				}
+				if cleanup != "" {
+					deleted, err := kube.Cleanup(cmd.Context(), cleanup)
+					for _, d := range deleted {
+						fmt.Fprintln(cmd.OutOrStdout(), "deleted", d)
+					}
+					if err == nil && len(deleted) == 0 {
+						fmt.Fprintf(cmd.OutOrStdout(), "nothing of run %s to delete\n", cleanup)
+					}
+					return err
+				}
+				opts.Platform = kube
+			default:
+				return fmt.Errorf("--platform %q: want %s or %s", platformName, testbed.PlatformName, kubeplatform.PlatformName)
+			}
 			if check {
 				res, err := experiment.Check(args[0], opts)
 				if err != nil {
@@ -46,7 +98,8 @@ func newRunCmd() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "results: %s\nreport:  %s\n", res.Dir, res.Report)
 			}
 			if errors.Is(err, experiment.ErrInterrupted) {
-				fmt.Fprintln(cmd.ErrOrStderr(), "interrupted: results so far are kept; the testbed was removed")
+				fmt.Fprintf(cmd.ErrOrStderr(), "interrupted: results so far are kept; the %s was removed\n", map[string]string{
+					testbed.PlatformName: "testbed", kubeplatform.PlatformName: "run's objects in the cluster"}[platformName])
 			}
 			return err
 		},
@@ -56,8 +109,33 @@ func newRunCmd() *cobra.Command {
 	c.Flags().StringArrayVar(&opts.Sets, "set", nil, "override a scenario value: path=value (repeatable)")
 	c.Flags().IntVar(&opts.Repeats, "repeats", 0, "override the scenario's repeats")
 	c.Flags().StringVar(&tb.StateDir, "state-dir", "", "testbed state dir (default $CONTINUUM_STATE_DIR or /run/continuum)")
+	c.Flags().StringVar(&platformName, "platform", testbed.PlatformName, "where the scenario runs: testbed (this host) or kubernetes (a cluster; see docs/kubernetes.md)")
+	c.Flags().StringVar(&kube.Kubeconfig, "kubeconfig", "", "kubernetes: the cluster's kubeconfig (default $KUBECONFIG, then ~/.kube/config)")
+	c.Flags().StringVar(&kube.Namespace, "namespace", "", "kubernetes: an existing namespace for the runs' objects (default: a namespace per run, continuum-<run>, deleted with it)")
+	c.Flags().StringVar(&kube.Image, "image", "", "kubernetes: the node pods' image (default "+kubeplatform.DefaultImage()+", from `continuum image build`)")
+	c.Flags().StringVar(&pullPolicy, "pull-policy", "", "kubernetes: the image's pull policy: IfNotPresent (default), Always or Never")
+	c.Flags().StringArrayVar(&nodeMap, "node-map", nil, "kubernetes: pin scenario node to cluster node, NODE=CLUSTER_NODE (repeatable; default: nodes labelled "+kubeplatform.LabelNode+"=NODE, or the only schedulable node)")
+	c.Flags().StringVar(&cleanup, "cleanup", "", "kubernetes: delete every object run RUN left in the cluster (\"all\": every run's), then exit")
 	c.Flags().DurationVar(&opts.SampleInterval, "sample-interval", 0, "resource sampling interval (default 1s)")
 	return c
+}
+
+// parseNodeMap reads --node-map NODE=CLUSTER_NODE entries.
+func parseNodeMap(entries []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, e := range entries {
+		for _, part := range strings.Split(e, ",") {
+			k, v, ok := strings.Cut(part, "=")
+			if !ok || k == "" || v == "" {
+				return nil, fmt.Errorf("--node-map %q: want NODE=CLUSTER_NODE (e.g. edge=worker-1)", part)
+			}
+			if prev, dup := m[k]; dup && prev != v {
+				return nil, fmt.Errorf("--node-map: node %s mapped twice (%s and %s)", k, prev, v)
+			}
+			m[k] = v
+		}
+	}
+	return m, nil
 }
 
 func isTerminal(f *os.File) bool {

@@ -196,7 +196,7 @@ func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr 
 		}
 		pr.phase(index, r.ID, "starting platform")
 		pf, err := opts.Platform.Up(ctx, platform.Config{Name: rec.Testbed, Topology: sc.Topology,
-			Seed: sc.Seed, Binary: opts.Binary, Logger: opts.Logger})
+			Seed: sc.Seed, Binary: opts.Binary, Dir: rdir, Logger: opts.Logger})
 		if err != nil {
 			return err
 		}

@@ -36,6 +36,10 @@ type Config struct {
 	Seed int64
 	// Binary is the continuum binary instances run (a platform may use it to enter nodes).
 	Binary string
+	// Dir is the run's results directory on the runner's host (absolute): instances' output
+	// directories, log directory and data directories are under it. A platform whose nodes do
+	// not share the host's filesystem gives them a writable directory at that path.
+	Dir    string
 	Logger *slog.Logger // nil: discard
 }
 

@@ -53,14 +53,11 @@ func platformConstructor(endpoint string) (Constructor, error) {
 		return nil, err
 	}
 	c, ok := LookupSource(ep.Platform)
-	if !ok || ep.Platform == PlatformKey {
-		var have []string
-		for _, k := range SourceKeys() {
-			if k != PlatformKey {
-				have = append(have, k)
-			}
-		}
-		return nil, fmt.Errorf("no discovery source for platform %s (sources: %s)", ep.Platform, strings.Join(have, ", "))
+	registryMu.RLock()
+	isPlatform := platforms[ep.Platform]
+	registryMu.RUnlock()
+	if !ok || !isPlatform {
+		return nil, fmt.Errorf("no discovery source for platform %s (platforms with one: %s)", ep.Platform, strings.Join(PlatformSourceKeys(), ", "))
 	}
 	return c, nil
 }

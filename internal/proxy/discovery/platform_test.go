@@ -21,6 +21,7 @@ func TestPlatformSourceIsThePlatformsOwn(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		"nosuch:x":                  "no discovery source for platform nosuch",
+		"file:/etc/instances.yaml":  "no discovery source for platform file (platforms with one: testbed)",
 		"platform:testbed:x":        "no discovery source for platform platform",
 		"run1-001":                  "<platform>:<address>",
 		"testbed:Bad_Name@/x/state": "invalid testbed name",

@@ -21,7 +21,33 @@ type Constructor func(node *yaml.Node) (Source, error)
 var (
 	registryMu sync.RWMutex
 	registry   = map[string]Constructor{}
+	// platforms are the keys whose source also takes a platform endpoint's address (the
+	// platform source hands it over): a key shared by a platform's name and a source that
+	// does not (the kubernetes source reads a mapping, not a run's endpoint) is not one.
+	platforms = map[string]bool{}
 )
+
+// RegisterPlatformSource registers the source of the platform named key (RegisterSource): its
+// constructor also takes that platform's endpoint address as a scalar, as the platform source
+// passes it on.
+func RegisterPlatformSource(key string, c Constructor) {
+	RegisterSource(key, c)
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	platforms[key] = true
+}
+
+// PlatformSourceKeys lists the platforms with a source, in order.
+func PlatformSourceKeys() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	keys := make([]string, 0, len(platforms))
+	for k := range platforms {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
 
 // RegisterSource makes key usable in the proxy configuration's discovery list. It panics when
 // key is empty or already registered: both are programming errors found at start-up.

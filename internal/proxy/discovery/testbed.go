@@ -27,7 +27,7 @@ import (
 // TestbedKey is the testbed source's key in the proxy configuration's discovery list.
 const TestbedKey = "testbed"
 
-func init() { RegisterSource(TestbedKey, ParseTestbedSource) }
+func init() { RegisterPlatformSource(TestbedKey, ParseTestbedSource) }
 
 // TestbedConfig configures the testbed source, which reads the service instances of a running
 // Continuum testbed (the scenario registry): every supervised process started with a service

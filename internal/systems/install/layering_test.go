@@ -39,6 +39,9 @@ var testAllowed = map[string]map[string]string{
 	"internal/kubernetes/cluster": {
 		"internal/baselines": "the chart's end-to-end test runs the stream components against a real Kafka broker on the node",
 	},
+	"internal/kubernetes/kubeplatform": {
+		"internal/systems/install": "the platform's end-to-end test runs a scenario's real kinds on a one-node cluster",
+	},
 	"internal/loadgen/kvtarget": {
 		"internal/kv/server": "the etcd-API client target is tested against a real continuum kv server",
 		"internal/baselines": "... and against real etcd and Redis servers, started by the baselines",

@@ -1,0 +1,455 @@
+package kubeplatform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/agent"
+	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/chaos"
+	"github.com/continuum-project/continuum/internal/platform"
+)
+
+// Platform is one run's topology up on a cluster, as Provider.Up returns it.
+type Platform struct {
+	c     *clients
+	log   *slog.Logger
+	cfg   platform.Config
+	run   string // the run's name as a label value
+	ns    string
+	ownNS bool // the namespace is the run's own: Down deletes it
+	spec  podSpec
+
+	// ctx outlives every request of the run (instances' output streams and waits); Down ends it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	nodes    map[string]*nodePod
+	insts    map[string]*instance
+	services map[string]bool // declared services that have their Service
+	network  *chaos.Network  // link state, under mu
+	chaosOn  bool            // the run has NetworkChaos objects to keep in step
+	down     bool
+}
+
+// nodePod is a scenario node: its pod and the agent in it.
+type nodePod struct {
+	name  string
+	ip    string
+	fw    *forwarder
+	agent *agent.Client
+}
+
+// up creates the namespace, Services and node pods, waits for the pods to run, connects to their
+// agents and puts the link conditions in place.
+func (pf *Platform) up(ctx context.Context, place map[string]map[string]string, readyTimeout time.Duration) error {
+	cs := pf.c.cs
+	create := metav1.CreateOptions{FieldManager: "continuum"}
+	if pf.ownNS {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, pf.spec.namespace(), create); err != nil {
+			return fmt.Errorf("platform kubernetes: namespace %s: %w", pf.ns, err)
+		}
+	} else if _, err := cs.CoreV1().Namespaces().Get(ctx, pf.ns, metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("platform kubernetes: namespace %s: %w (create it, or leave --namespace out for one per run)", pf.ns, err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err := waitServiceAccount(sctx, pf.c, pf.ns)
+	cancel()
+	if err != nil {
+		return err
+	}
+	for _, n := range pf.cfg.Topology.Nodes {
+		s := pf.spec
+		s.NodeSelector = place[n.Name]
+		if _, err := cs.CoreV1().Services(pf.ns).Create(ctx, s.nodeService(n.Name), create); err != nil {
+			return fmt.Errorf("platform kubernetes: node %s's Service: %w", n.Name, err)
+		}
+		if _, err := cs.CoreV1().Pods(pf.ns).Create(ctx, s.nodePod(n), create); err != nil {
+			return fmt.Errorf("platform kubernetes: node %s's pod: %w", n.Name, err)
+		}
+	}
+	if chaos.NeedsChaosMesh(pf.cfg.Topology, nil) != "" {
+		pf.chaosOn = true
+		if err := pf.syncNetwork(ctx); err != nil {
+			return err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(pf.cfg.Topology.Nodes))
+	for i, n := range pf.cfg.Topology.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			np, err := pf.connectNode(wctx, n.Name)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			pf.mu.Lock()
+			pf.nodes[n.Name] = np
+			pf.mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// connectNode waits for a node's pod to run, forwards to its agent and waits for it to answer.
+func (pf *Platform) connectNode(ctx context.Context, node string) (*nodePod, error) {
+	pod, err := pf.waitRunning(ctx, podName(node))
+	if err != nil {
+		return nil, err
+	}
+	fw, err := forward(ctx, pf.c.rc, pf.c.cs, pf.ns, pod.Name, AgentPort)
+	if err != nil {
+		return nil, fmt.Errorf("platform kubernetes: node %s: %w", node, err)
+	}
+	ac := agent.NewClient(fw.base(), nil)
+	for {
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := ac.Health(hctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			fw.Close()
+			return nil, fmt.Errorf("platform kubernetes: node %s: its agent does not answer: %w", node, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return &nodePod{name: node, ip: pod.Status.PodIP, fw: fw, agent: ac}, nil
+}
+
+// waitRunning polls a pod until it runs and is ready, failing at once when it cannot (unschedulable, an image
+// that cannot be pulled, a container that exited) with what the cluster says.
+func (pf *Platform) waitRunning(ctx context.Context, name string) (*corev1.Pod, error) {
+	for {
+		pod, err := pf.c.cs.CoreV1().Pods(pf.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("platform kubernetes: pod %s/%s: %w", pf.ns, name, err)
+		}
+		if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && podReady(pod) {
+			return pod, nil
+		}
+		if why := podTrouble(pod); why != "" {
+			return nil, fmt.Errorf("platform kubernetes: node pod %s/%s cannot run: %s", pf.ns, name, why)
+		}
+		select {
+		case <-ctx.Done():
+			why := string(pod.Status.Phase)
+			for _, c := range pod.Status.Conditions {
+				if c.Status != corev1.ConditionTrue && c.Message != "" {
+					why += "; " + c.Message
+				}
+			}
+			return nil, fmt.Errorf("platform kubernetes: node pod %s/%s not running in time (%s)", pf.ns, name, why)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// podReady: the pod's Ready condition is true (its agent listens: the startup probe passed).
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podTrouble says why a pod will not come up by itself, or "" while it may still.
+func podTrouble(pod *corev1.Pod) string {
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		return "it ended (" + string(pod.Status.Phase) + ")"
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil {
+			switch w.Reason {
+			case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError":
+				return w.Reason + ": " + w.Message + " (build the image with `continuum image build` and load it into the cluster, or give --image)"
+			}
+		}
+		if t := cs.State.Terminated; t != nil {
+			return fmt.Sprintf("its agent exited (%s, code %d): %s", t.Reason, t.ExitCode, t.Message)
+		}
+	}
+	return ""
+}
+
+// NodeAddrs maps every node to its pod's IP.
+func (pf *Platform) NodeAddrs() map[string]string {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	out := map[string]string{}
+	for n, np := range pf.nodes {
+		out[n] = np.ip
+	}
+	return out
+}
+
+func (pf *Platform) node(name string) (*nodePod, error) {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	np, ok := pf.nodes[name]
+	if !ok {
+		names := make([]string, 0, len(pf.nodes))
+		for n := range pf.nodes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("no node %q (nodes: %s)", name, strings.Join(names, ", "))
+	}
+	return np, nil
+}
+
+// Dial connects from inside node's pod, through its agent.
+func (pf *Platform) Dial(ctx context.Context, node, network, addr string) (net.Conn, error) {
+	np, err := pf.node(node)
+	if err != nil {
+		return nil, err
+	}
+	return np.agent.Dial(ctx, network, addr)
+}
+
+// Apply applies a fault: kill, pause and resume through the node's agent (process-group
+// signals, as the testbed's), restart through the instance, and partition, heal and link by
+// bringing the run's NetworkChaos objects in step with the new network state.
+func (pf *Platform) Apply(ctx context.Context, f platform.Fault) (string, error) {
+	switch f.Action {
+	case platform.FaultKill:
+		if f.Component != "" {
+			in, err := pf.instance(f.Component)
+			if err != nil {
+				return "", err
+			}
+			return "killed " + f.Component, in.node.agent.Signal(ctx, f.Component, syscall.SIGKILL)
+		}
+		return pf.signalNode(ctx, f.Node, syscall.SIGKILL, "killed")
+	case platform.FaultPause:
+		return pf.signalNode(ctx, f.Node, syscall.SIGSTOP, "paused")
+	case platform.FaultResume:
+		return pf.signalNode(ctx, f.Node, syscall.SIGCONT, "resumed")
+	case platform.FaultRestart:
+		in, err := pf.instance(f.Component)
+		if err != nil {
+			return "", err
+		}
+		return "restarted " + f.Component, in.restart(ctx, 5*time.Second)
+	case platform.FaultPartition, platform.FaultHeal, platform.FaultLink:
+		pf.mu.Lock()
+		detail, err := pf.network.Apply(f)
+		pf.mu.Unlock()
+		if err != nil {
+			return "", err
+		}
+		if !pf.chaosOn {
+			pf.mu.Lock()
+			pf.chaosOn = true
+			pf.mu.Unlock()
+		}
+		return detail, pf.syncNetwork(ctx)
+	}
+	return "", fmt.Errorf("platform kubernetes cannot apply fault %s (it applies: %s)", f.Action,
+		strings.Join([]string{platform.FaultPartition, platform.FaultHeal, platform.FaultLink, platform.FaultKill,
+			platform.FaultPause, platform.FaultResume, platform.FaultRestart}, ", "))
+}
+
+func (pf *Platform) signalNode(ctx context.Context, node string, sig syscall.Signal, what string) (string, error) {
+	np, err := pf.node(node)
+	if err != nil {
+		return "", err
+	}
+	return what + " every process of " + node, np.agent.Signal(ctx, "", sig)
+}
+
+// syncNetwork makes the run's NetworkChaos objects those of the network's state.
+func (pf *Platform) syncNetwork(ctx context.Context) error {
+	pf.mu.Lock()
+	objs := pf.network.Objects(pf.ns, pf.run, runLabels(pf.run))
+	pf.mu.Unlock()
+	if err := chaos.Sync(ctx, pf.c.dyn, pf.ns, pf.run, objs, false); err != nil {
+		return fmt.Errorf("platform kubernetes: link emulation (NetworkChaos): %w", err)
+	}
+	return nil
+}
+
+func (pf *Platform) instance(name string) (*instance, error) {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	in, ok := pf.insts[name]
+	if !ok || in == nil {
+		names := make([]string, 0, len(pf.insts))
+		for n := range pf.insts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("no instance %q (instances: %s)", name, strings.Join(names, ", "))
+	}
+	return in, nil
+}
+
+// declareService gives a declared service its Service (once) and labels the node pod as one of
+// its instances, so that EndpointSlices list it (the proxy's Kubernetes discovery reads those).
+func (pf *Platform) declareService(ctx context.Context, node string, svc *platform.Service) error {
+	pf.mu.Lock()
+	_, isNode := pf.nodes[svc.Name]
+	have := pf.services[svc.Name]
+	pf.mu.Unlock()
+	if isNode {
+		return fmt.Errorf("service %s has the name of a node, which names that node's Service on this platform: rename the service", svc.Name)
+	}
+	if !have {
+		_, err := pf.c.cs.CoreV1().Services(pf.ns).Create(ctx, pf.spec.serviceService(svc), metav1.CreateOptions{FieldManager: "continuum"})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("service %s: %w", svc.Name, err)
+		}
+		pf.mu.Lock()
+		pf.services[svc.Name] = true
+		pf.mu.Unlock()
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, LabelServicePrefix+svc.Name)
+	_, err := pf.c.cs.CoreV1().Pods(pf.ns).Patch(ctx, podName(node), types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "continuum"})
+	return err
+}
+
+// Sample asks every node's agent for its figures, once at the start and then every interval.
+func (pf *Platform) Sample(ctx context.Context, interval time.Duration, emit func([]platform.Sample)) {
+	s := newSampler(pf)
+	t0 := time.Now()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		emit(s.take(ctx, time.Since(t0)))
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Down stops every instance (SIGTERM, SIGKILL after 5 s; their output comes back first), stops
+// the forwards and deletes every object of the run: the namespace when it is the run's own, and
+// waits until it is gone.
+func (pf *Platform) Down() error {
+	pf.mu.Lock()
+	if pf.down {
+		pf.mu.Unlock()
+		return nil
+	}
+	pf.down = true
+	insts := make([]*instance, 0, len(pf.insts))
+	for _, in := range pf.insts {
+		if in != nil { // nil: still starting; Start sees down and stops it
+			insts = append(insts, in)
+		}
+	}
+	nodes := make([]*nodePod, 0, len(pf.nodes))
+	for _, np := range pf.nodes {
+		nodes = append(nodes, np)
+	}
+	pf.mu.Unlock()
+	var errs []error
+	var wg sync.WaitGroup
+	var emu sync.Mutex
+	for _, in := range insts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := in.Stop(5 * time.Second); err != nil {
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	pf.cancel()
+	for _, np := range nodes {
+		np.fw.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if pf.chaosOn {
+		if err := chaos.DeleteAll(ctx, pf.c.dyn, pf.ns, pf.run); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, pf.deleteObjects(ctx))
+	return errors.Join(errs...)
+}
+
+// deleteObjects deletes the run's namespace (or its objects in a given one) and waits for them
+// to be gone.
+func (pf *Platform) deleteObjects(ctx context.Context) error {
+	cs := pf.c.cs
+	sel := metav1.ListOptions{LabelSelector: LabelRun + "=" + pf.run}
+	zero := int64(0)
+	now := metav1.DeleteOptions{GracePeriodSeconds: &zero}
+	if pf.ownNS {
+		if err := cs.CoreV1().Namespaces().Delete(ctx, pf.ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("platform kubernetes: deleting namespace %s: %w", pf.ns, err)
+		}
+		// Its pods first, without grace: their instances are already stopped.
+		_ = cs.CoreV1().Pods(pf.ns).DeleteCollection(ctx, now, sel)
+		for {
+			_, err := cs.CoreV1().Namespaces().Get(ctx, pf.ns, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("platform kubernetes: namespace %s still there after 3 minutes (`continuum run --platform kubernetes --cleanup %s` deletes it)", pf.ns, pf.run)
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}
+	var errs []error
+	svcs, err := cs.CoreV1().Services(pf.ns).List(ctx, sel)
+	if err == nil {
+		for _, s := range svcs.Items {
+			if err := cs.CoreV1().Services(pf.ns).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	} else {
+		errs = append(errs, err)
+	}
+	if err := cs.CoreV1().Pods(pf.ns).DeleteCollection(ctx, now, sel); err != nil {
+		errs = append(errs, err)
+	}
+	for {
+		pods, err := cs.CoreV1().Pods(pf.ns).List(ctx, sel)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if len(pods.Items) == 0 {
+			return errors.Join(errs...)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(append(errs, fmt.Errorf("platform kubernetes: %d pods of run %s still in namespace %s after 3 minutes", len(pods.Items), pf.run, pf.ns))...)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+var _ platform.Platform = (*Platform)(nil)
