@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,20 +15,23 @@ import (
 func init() { commands = append(commands, newKubernetesAgentCmd) }
 
 // newKubernetesAgentCmd is the one process of a node pod on the Kubernetes platform (`run
-// --platform kubernetes` starts it; users do not).
+// --platform kubernetes` starts it; users do not), so it is hidden from the command list.
 func newKubernetesAgentCmd() *cobra.Command {
-	var listen, node, stateDir string
+	var listen string
 	var probe bool
+	opts := agent.Options{}
 	c := &cobra.Command{
 		Use:   "kubernetes-agent --listen 127.0.0.1:7946 --node NAME",
 		Short: "The node agent of `run --platform kubernetes`: runs a scenario node's instances in its pod",
 		Long: `The node agent of the Kubernetes platform, the one process of each node pod: it starts the
 node's instances as processes, streams their output, moves files, dials from inside the pod and
 measures it, for the runner, which reaches it through the API server's port-forward. It listens on
-the pod's loopback only. SIGTERM stops every instance (SIGTERM, SIGKILL after 5 s), then the agent.`,
-		Example: `  continuum kubernetes-agent --listen 127.0.0.1:7946 --node edge --state-dir /continuum/state`,
-		Hidden:  true,
-		Args:    cobra.NoArgs,
+the pod's loopback only. SIGTERM stops every instance (SIGTERM, SIGKILL after --stop-grace), then
+the agent. As the pod's PID 1 it also reaps the orphans its instances leave behind.`,
+		Example: `  continuum kubernetes-agent --listen 127.0.0.1:7946 --node edge --state-dir /continuum/state
+  continuum kubernetes-agent --probe --listen 127.0.0.1:7946   # the pod's startup probe`,
+		Hidden: true,
+		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if probe { // the node pod's startup probe: is the agent listening?
 				conn, err := net.DialTimeout("tcp", listen, 2*time.Second)
@@ -45,14 +49,18 @@ the pod's loopback only. SIGTERM stops every instance (SIGTERM, SIGKILL after 5 
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
-				return err
+				return fmt.Errorf("--listen %s: %w", listen, err)
 			}
-			return agent.Serve(cmd.Context(), ln, agent.Options{Node: node, StateDir: stateDir, Logger: cli.Logger()})
+			opts.Logger = cli.Logger()
+			opts.Reap = os.Getpid() == 1 // the container's entrypoint: orphans come to it
+			return agent.Serve(cmd.Context(), ln, opts)
 		},
 	}
-	c.Flags().StringVar(&listen, "listen", "127.0.0.1:7946", "loopback address to serve the agent API on")
-	c.Flags().StringVar(&node, "node", "", "the scenario node this pod is (for logs)")
-	c.Flags().BoolVar(&probe, "probe", false, "only check that an agent listens on --listen (exit 0) or not (exit 1), and exit")
-	c.Flags().StringVar(&stateDir, "state-dir", "", "where instances' stdout and stderr are kept (default <temp>/continuum-agent)")
+	f := c.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:7946", "loopback address to serve the agent API on")
+	f.StringVar(&opts.Node, "node", "", "the scenario node this pod is (for logs and errors)")
+	f.StringVar(&opts.StateDir, "state-dir", "", "where instances' stdout and stderr are kept (default <temp>/continuum-agent)")
+	f.DurationVar(&opts.StopGrace, "stop-grace", 5*time.Second, "on SIGTERM, how long instances get between SIGTERM and SIGKILL")
+	f.BoolVar(&probe, "probe", false, "only check that an agent listens on --listen (exit 0) or not (exit 1), and exit")
 	return c
 }

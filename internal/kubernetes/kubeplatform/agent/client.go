@@ -5,65 +5,83 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// Client talks to an agent.
+// Client talks to one agent. It is safe for concurrent use.
 type Client struct {
-	base *url.URL
+	base string // "http://127.0.0.1:PORT", no trailing slash
 	hc   *http.Client
 }
 
-// NewClient talks to the agent at base ("http://127.0.0.1:PORT"); hc nil is a default client
-// without a total timeout (Wait and Output are long requests; callers bound them with ctx).
+// NewClient talks to the agent at base ("http://127.0.0.1:PORT"); hc nil = a default client
+// without a total timeout (Wait and Output are long requests: bound them with their ctx).
 func NewClient(base string, hc *http.Client) *Client {
-	u, err := url.Parse(base)
-	if err != nil {
-		u = &url.URL{Scheme: "http", Host: base}
-	}
 	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second,
-			DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext}}
+		hc = &http.Client{}
 	}
-	return &Client{base: u, hc: hc}
+	return &Client{base: strings.TrimRight(base, "/"), hc: hc}
 }
 
-func (c *Client) url(path string, q url.Values) string {
-	u := *c.base
-	u.Path = path
-	u.RawQuery = q.Encode()
-	return u.String()
+// APIError is an error the agent answered with.
+type APIError struct {
+	Status  int    // HTTP status
+	Message string // the agent's error
 }
 
-// do sends a request and returns the response when its status is 2xx; otherwise the agent's
-// message as an error.
-func (c *Client) do(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.url(path, q), body)
+func (e *APIError) Error() string { return fmt.Sprintf("agent: %s (HTTP %d)", e.Message, e.Status) }
+
+// do sends a request and checks its status; the caller closes the body of a 2xx response.
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, err
 	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("agent at %s: %w", c.base.Host, err)
+		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		return nil, fmt.Errorf("agent: %s", strings.TrimSpace(string(b)))
+		defer resp.Body.Close()
+		return nil, readAPIError(resp)
 	}
 	return resp, nil
 }
 
-func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, body io.Reader, out any) error {
-	resp, err := c.do(ctx, method, path, q, body)
+func readAPIError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var er errorResponse
+	if json.Unmarshal(b, &er) != nil || er.Error == "" {
+		er.Error = strings.TrimSpace(string(b))
+	}
+	return &APIError{Status: resp.StatusCode, Message: er.Error}
+}
+
+// call sends in as JSON (nil: no body) and decodes the answer into out (nil: discarded).
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	ct := ""
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body, ct = bytes.NewReader(b), "application/json"
+	}
+	resp, err := c.do(ctx, method, path, body, ct)
 	if err != nil {
 		return err
 	}
@@ -73,95 +91,104 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("agent: %s %s: %w", method, path, err)
+		return fmt.Errorf("agent %s %s: decode answer: %w", method, path, err)
 	}
 	return nil
 }
 
-// Health returns nil once the agent answers.
+func runPath(name string, run int) string {
+	return "/instances/" + url.PathEscape(name) + "/runs/" + strconv.Itoa(run)
+}
+
+// Health checks that the agent answers.
 func (c *Client) Health(ctx context.Context) error {
-	return c.doJSON(ctx, http.MethodGet, "/v1/health", nil, nil, nil)
+	return c.call(ctx, http.MethodGet, "/healthz", nil, nil)
 }
 
 // Start starts a new run of the instance req.Name (a name whose previous run has exited may
-// start again: a restart) and returns its number (1, 2, ...). Starting a running name fails.
+// start again: that is a restart) and returns its run number (1, 2, ...). Starting a name that
+// is running fails.
 func (c *Client) Start(ctx context.Context, req StartRequest) (int, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return 0, err
-	}
-	var out struct{ Run int }
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/instances", nil, bytes.NewReader(b), &out); err != nil {
+	var out startResponse
+	if err := c.call(ctx, http.MethodPost, "/instances", req, &out); err != nil {
 		return 0, err
 	}
 	return out.Run, nil
 }
 
-func runPath(name string, run int, what string) string {
-	return "/v1/instances/" + url.PathEscape(name) + "/runs/" + strconv.Itoa(run) + "/" + what
-}
-
-// Wait blocks until run of name has exited and says how.
+// Wait blocks until that run has exited and says how.
 func (c *Client) Wait(ctx context.Context, name string, run int) (Exit, error) {
 	var ex Exit
-	err := c.doJSON(ctx, http.MethodGet, runPath(name, run, "wait"), nil, nil, &ex)
+	err := c.call(ctx, http.MethodGet, runPath(name, run)+"/wait", nil, &ex)
 	return ex, err
 }
 
-// Output copies stream ("stdout" or "stderr") of run of name to w as it is written, from its
+// Output copies the stream ("stdout" or "stderr") of that run to w as it is written, from its
 // first byte, and returns once the run has exited and everything it wrote has been copied.
 func (c *Client) Output(ctx context.Context, name string, run int, stream string, w io.Writer) error {
-	resp, err := c.do(ctx, http.MethodGet, runPath(name, run, "output"), url.Values{"stream": {stream}}, nil)
+	if err := validStream(stream); err != nil {
+		return err
+	}
+	resp, err := c.do(ctx, http.MethodGet, runPath(name, run)+"/output/"+stream, nil, "")
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	_, err = io.Copy(w, resp.Body)
-	return err
-}
-
-// Signal sends sig to the process group of name's current run; name "" signals every running
-// instance of the node.
-func (c *Client) Signal(ctx context.Context, name string, sig syscall.Signal) error {
-	s, err := signalName(sig)
-	if err != nil {
-		return err
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("output of %s run %d (%s): %w", name, run, stream, err)
 	}
-	return c.doJSON(ctx, http.MethodPost, "/v1/signal", url.Values{"name": {name}, "sig": {s}}, nil, nil)
+	return nil
 }
 
-// Stop sends SIGTERM to the current run's process group, SIGKILL after grace, and returns how
-// it exited.
+// Signal sends sig to the process group of instance name's current run; name "" = every running
+// instance of the node (the node-level kill, pause = SIGSTOP, resume = SIGCONT faults).
+func (c *Client) Signal(ctx context.Context, name string, sig syscall.Signal) error {
+	return c.call(ctx, http.MethodPost, "/signal", signalRequest{Name: name, Signal: int(sig)}, nil)
+}
+
+// Stop sends SIGTERM to the current run's process group, SIGKILL after grace (grace 0: SIGKILL
+// at once), and returns its Exit (at once if it has exited already).
 func (c *Client) Stop(ctx context.Context, name string, grace time.Duration) (Exit, error) {
 	var ex Exit
-	err := c.doJSON(ctx, http.MethodPost, "/v1/instances/"+url.PathEscape(name)+"/stop", url.Values{"grace": {grace.String()}}, nil, &ex)
+	err := c.call(ctx, http.MethodPost, "/instances/"+url.PathEscape(name)+"/stop", stopRequest{GraceMillis: grace.Milliseconds()}, &ex)
 	return ex, err
 }
 
-// Push copies the path src of this host (a file or a directory tree) to dst in the pod.
+// Push copies the host path src (a file or a directory tree) to the path dst in the pod, as a
+// tar stream (modes kept; existing files overwritten).
 func (c *Client) Push(ctx context.Context, src, dst string) error {
-	if !strings.HasPrefix(src, "/") || !strings.HasPrefix(dst, "/") {
-		return fmt.Errorf("push %s to %s: want absolute paths", src, dst)
+	if !filepath.IsAbs(src) || !filepath.IsAbs(dst) {
+		return fmt.Errorf("push %q to %q: both paths must be absolute", src, dst)
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeTar(pw, src)) }()
-	err := c.doJSON(ctx, http.MethodPut, "/v1/files", url.Values{"path": {dst}}, pr, nil)
-	pr.CloseWithError(io.ErrClosedPipe)
-	return err
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pw.CloseWithError(writeTar(pw, src))
+	}()
+	resp, err := c.do(ctx, http.MethodPut, "/files?path="+url.QueryEscape(dst), pr, "application/x-tar")
+	pr.CloseWithError(errors.New("request ended")) // unblocks the writer if the request stopped reading
+	<-done
+	if err != nil {
+		return fmt.Errorf("push %s to %s: %w", src, dst, err)
+	}
+	resp.Body.Close()
+	return nil
 }
 
-// Pull copies the path src of the pod into dst on this host, replacing existing files.
+// Pull copies the path src in the pod (a file or a directory tree) to dst on this host,
+// extracting the tar stream the agent sends (modes kept; existing files overwritten).
 func (c *Client) Pull(ctx context.Context, src, dst string) error {
-	if !strings.HasPrefix(src, "/") || !strings.HasPrefix(dst, "/") {
-		return fmt.Errorf("pull %s to %s: want absolute paths", src, dst)
+	if !filepath.IsAbs(src) || !filepath.IsAbs(dst) {
+		return fmt.Errorf("pull %q to %q: both paths must be absolute", src, dst)
 	}
-	resp, err := c.do(ctx, http.MethodGet, "/v1/files", url.Values{"path": {src}}, nil)
+	resp, err := c.do(ctx, http.MethodGet, "/files?path="+url.QueryEscape(src), nil, "")
 	if err != nil {
-		return err
+		return fmt.Errorf("pull %s to %s: %w", src, dst, err)
 	}
 	defer resp.Body.Close()
 	if err := extractTar(resp.Body, dst); err != nil {
-		return fmt.Errorf("pull %s: %w", src, err)
+		return fmt.Errorf("pull %s to %s: %w", src, dst, err)
 	}
 	return nil
 }
@@ -169,48 +196,75 @@ func (c *Client) Pull(ctx context.Context, src, dst string) error {
 // Sample measures the node pod now.
 func (c *Client) Sample(ctx context.Context) (Sample, error) {
 	var s Sample
-	err := c.doJSON(ctx, http.MethodGet, "/v1/sample", nil, nil, &s)
+	err := c.call(ctx, http.MethodGet, "/sample", nil, &s)
 	return s, err
 }
 
-// Dial opens a connection from inside the pod to addr: a request to the agent upgraded to the
-// dialled connection's byte stream.
+// Dial opens a connection from inside the pod to addr (e.g. "127.0.0.1:8080" or "edge:8080"):
+// an HTTP request to the agent upgraded to a raw byte stream. The connection supports
+// CloseWrite (a half-close the agent passes on). A far dial that fails is an *APIError whose
+// message names the address.
 func (c *Client) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", c.base.Host)
+	u, err := url.Parse(c.base)
 	if err != nil {
-		return nil, fmt.Errorf("agent at %s: %w", c.base.Host, err)
+		return nil, fmt.Errorf("agent address %q: %w", c.base, err)
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s via the agent: %w", addr, err)
 	}
+	// ctx bounds the handshake; the stream itself is the caller's.
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	req, _ := http.NewRequest(http.MethodGet, c.url("/v1/dial", url.Values{"network": {network}, "addr": {addr}}), nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", tunnelProtocol)
-	if err := req.Write(conn); err != nil {
+	fail := func(err error) (net.Conn, error) {
+		stop()
 		conn.Close()
-		return nil, fmt.Errorf("dial %s through the agent: %w", addr, err)
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("dial %s %s via the agent: %w", network, addr, err)
+	}
+	q := url.Values{"network": {network}, "addr": {addr}}
+	req, err := http.NewRequest(http.MethodGet, c.base+"/dial?"+q.Encode(), nil)
+	if err != nil {
+		return fail(err)
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", dialUpgrade)
+	if err := req.Write(conn); err != nil {
+		return fail(err)
 	}
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
-		conn.Close()
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("dial %s through the agent: %w", addr, ctx.Err())
-		}
-		return nil, fmt.Errorf("dial %s through the agent: %w", addr, err)
+		return fail(err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		apiErr := readAPIError(resp)
+		resp.Body.Close()
+		stop()
 		conn.Close()
-		return nil, fmt.Errorf("%s", strings.TrimSpace(string(b)))
+		return nil, apiErr
 	}
-	if !stop() { // ctx ended just now: the deadline was set to the past
+	if !stop() { // the deadline was (or is being) set: ctx ended during the handshake
 		conn.Close()
-		return nil, fmt.Errorf("dial %s through the agent: %w", addr, ctx.Err())
+		return nil, fmt.Errorf("dial %s %s via the agent: %w", network, addr, ctx.Err())
 	}
-	_ = conn.SetDeadline(time.Time{})
-	return &bufferedConn{Conn: conn, r: br}, nil
+	return &dialConn{Conn: conn, r: br}, nil
+}
+
+// dialConn is the upgraded connection; r holds what the agent sent after its 101 answer.
+type dialConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *dialConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// CloseWrite half-closes the connection: the far end reads EOF, and can still answer.
+func (c *dialConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("connection cannot half-close")
 }

@@ -9,80 +9,91 @@ import (
 	"time"
 )
 
-// tunnelProtocol is the Upgrade token of a dial: after the 101 answer the connection carries the
-// dialled connection's bytes both ways.
-const tunnelProtocol = "continuum-tunnel"
-
+// handleDial connects to ?network=&addr= from inside the pod and, once connected, upgrades the
+// request to a raw byte stream between the client and that connection. A far dial that fails is
+// answered 502 with the error, which names the address.
 func (s *server) handleDial(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	network, addr := q.Get("network"), q.Get("addr")
 	switch network {
-	case "tcp", "tcp4", "tcp6":
+	case "tcp", "tcp4", "tcp6", "unix":
 	default:
-		writeError(w, badRequest("dial: network %q: want tcp, tcp4 or tcp6", network))
+		writeError(w, errorf(errBad, "invalid network %q: use tcp, tcp4, tcp6 or unix", network))
 		return
 	}
 	if addr == "" {
-		writeError(w, badRequest("dial: addr: want host:port"))
+		writeError(w, errorf(errBad, "dial: no addr"))
 		return
 	}
-	if r.Header.Get("Upgrade") != tunnelProtocol {
-		writeError(w, badRequest("dial: want Upgrade: %s", tunnelProtocol))
-		return
-	}
-	d := net.Dialer{Timeout: 10 * time.Second}
+	d := net.Dialer{Timeout: 30 * time.Second}
 	far, err := d.DialContext(r.Context(), network, addr)
 	if err != nil {
-		http.Error(w, "dial "+addr+" from node "+s.opts.Node+": "+err.Error(), http.StatusBadGateway)
+		writeJSON(w, http.StatusBadGateway, errorResponse{Error: err.Error()})
 		return
 	}
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		far.Close()
-		writeError(w, badRequest("dial: connection cannot be taken over"))
+		writeError(w, errorf(errConflict, "dial: connection cannot be upgraded"))
 		return
 	}
-	near, rw, err := hj.Hijack()
+	near, buf, err := hj.Hijack()
 	if err != nil {
 		far.Close()
 		return
 	}
-	_, _ = io.WriteString(near, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+tunnelProtocol+"\r\n\r\n")
-	splice(&bufferedConn{Conn: near, r: rw.Reader}, far)
+	_ = near.SetDeadline(time.Time{}) // the server's timeouts do not apply to the stream
+	_, err = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + dialUpgrade + "\r\n\r\n")
+	if err == nil {
+		err = buf.Flush()
+	}
+	if err != nil {
+		near.Close()
+		far.Close()
+		return
+	}
+	s.mu.Lock()
+	if s.down {
+		s.mu.Unlock()
+		near.Close()
+		far.Close()
+		return
+	}
+	s.conns[near] = struct{}{}
+	s.conns[far] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		pipe(near, buf.Reader, far)
+		s.mu.Lock()
+		delete(s.conns, near)
+		delete(s.conns, far)
+		s.mu.Unlock()
+	}()
 }
 
-// splice copies both ways until both directions have ended, passing a half-close on.
-func splice(a, b net.Conn) {
+// pipe copies both ways between a and b (reading a through ar, which holds what a sent before
+// the upgrade) until both directions end, passing each end of stream on as a half-close, then
+// closes both.
+func pipe(a net.Conn, ar *bufio.Reader, b net.Conn) {
 	var wg sync.WaitGroup
-	wg.Add(2)
-	half := func(dst, src net.Conn) {
+	wg.Add(1)
+	go func() {
 		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		} else {
-			_ = dst.Close()
-		}
-	}
-	go half(a, b)
-	go half(b, a)
+		_, _ = io.Copy(b, ar)
+		closeWrite(b)
+	}()
+	_, _ = io.Copy(a, b)
+	closeWrite(a)
 	wg.Wait()
 	a.Close()
 	b.Close()
 }
 
-// bufferedConn is a connection whose first bytes were read ahead into r.
-type bufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-// CloseWrite half-closes the connection underneath when it can.
-func (c *bufferedConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
+// closeWrite half-closes c when it can; otherwise the copy's end shows as a full close at the end.
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
 	}
-	return c.Conn.Close()
 }

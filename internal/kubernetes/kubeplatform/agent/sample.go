@@ -3,11 +3,12 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,21 +16,80 @@ import (
 	"github.com/continuum-project/continuum/internal/procstat"
 )
 
-func (s *server) handleSample(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, s.sample())
+// cgroupRoot is where the pod's own cgroup shows (a container sees its cgroup as the root).
+const cgroupRoot = "/sys/fs/cgroup"
+
+func (s *server) handleSample(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.sample())
 }
 
-// proc is one process as /proc describes it.
-type proc struct {
-	pgrp int
-	cpu  float64 // its own CPU time and that of the children it reaped
-	rss  int64
+// sample measures the pod now.
+func (s *server) sample() Sample {
+	type inst struct {
+		name     string
+		run      *run
+		cpuDone  float64
+		dataDirs []string
+	}
+	s.mu.Lock()
+	var ins []inst
+	for name, in := range s.instances {
+		if l := in.last(); l != nil {
+			ins = append(ins, inst{name, l, in.cpuDone, in.dataDirs})
+		}
+	}
+	s.mu.Unlock()
+
+	groups := processGroups()
+	out := Sample{Instances: make([]InstanceSample, 0, len(ins))}
+	var cpuSum float64
+	var rssSum int64
+	for _, in := range ins {
+		is := InstanceSample{Name: in.name, Run: in.run.n, Running: !in.run.exited(), CPUSeconds: in.cpuDone}
+		if is.Running {
+			for _, pid := range groups[in.run.pgid] {
+				if c, err := procstat.CPUSeconds(pid, true); err == nil {
+					is.CPUSeconds += c
+				}
+				if m, err := procstat.RSS(pid); err == nil {
+					is.RSS += m
+				}
+			}
+		}
+		for _, d := range in.dataDirs {
+			is.Disk += diskUsage(d)
+		}
+		cpuSum += is.CPUSeconds
+		rssSum += is.RSS
+		out.Instances = append(out.Instances, is)
+	}
+	if c, ok := cgroupCPU(cgroupRoot); ok {
+		out.CPUSeconds = c
+	} else {
+		self, _ := procstat.CPUSeconds(os.Getpid(), false)
+		out.CPUSeconds = self + cpuSum
+	}
+	if m, ok := cgroupMemory(cgroupRoot); ok {
+		out.RSS = m
+	} else {
+		self, _ := procstat.RSS(os.Getpid())
+		out.RSS = self + rssSum
+	}
+	if b, err := os.ReadFile("/proc/net/dev"); err == nil {
+		if nd, err := parseNetDev(b); err == nil {
+			out.RxBytes, out.TxBytes, out.RxPackets, out.TxPackets = nd.rxBytes, nd.txBytes, nd.rxPackets, nd.txPackets
+		}
+	}
+	return out
 }
 
-// processes reads every process of the pod's PID namespace.
-func processes() map[int]proc {
-	out := map[int]proc{}
-	ents, _ := os.ReadDir("/proc")
+// processGroups maps each process group id to the pids in it, from /proc.
+func processGroups() map[int][]int {
+	groups := map[int][]int{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return groups
+	}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -37,158 +97,138 @@ func processes() map[int]proc {
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
-			continue // exited meanwhile
+			continue // gone since the listing
 		}
-		pgrp, ok := statPgrp(b)
-		if !ok {
-			continue
+		if pgrp, err := parsePgrp(b); err == nil {
+			groups[pgrp] = append(groups[pgrp], pid)
 		}
-		cpu, _ := procstat.Parse(b, true)
-		rss, _ := procstat.RSS(pid)
-		out[pid] = proc{pgrp: pgrp, cpu: cpu, rss: rss}
 	}
-	return out
+	return groups
 }
 
-// statPgrp reads the process group (field 5) of /proc/PID/stat's text.
-func statPgrp(b []byte) (int, bool) {
+// parsePgrp reads the process group (field 5) from the text of /proc/PID/stat. The command
+// name (field 2) may hold spaces and parentheses: fields are counted after its last ')'.
+func parsePgrp(b []byte) (int, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, false
+		return 0, errors.New("stat: no command name")
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 3 {
-		return 0, false
+		return 0, fmt.Errorf("stat: %d fields after the command name", len(f))
 	}
-	n, err := strconv.Atoi(f[2])
-	return n, err == nil
+	return strconv.Atoi(f[2])
 }
 
-func (s *server) sample() Sample {
-	procs := processes()
-	byGroup := map[int]proc{}
-	var all proc
-	for _, p := range procs {
-		g := byGroup[p.pgrp]
-		g.cpu += p.cpu
-		g.rss += p.rss
-		byGroup[p.pgrp] = g
-		all.cpu += p.cpu
-		all.rss += p.rss
-	}
-	var out Sample
-	s.mu.Lock()
-	for name, in := range s.insts {
-		rn := in.runs[len(in.runs)-1]
-		is := InstanceSample{Name: name, Run: rn.n, Running: !rn.exited(), CPUSeconds: in.cpuExited}
-		if is.Running {
-			g := byGroup[rn.pgid]
-			rn.cpuMax = max(rn.cpuMax, g.cpu)
-			is.CPUSeconds += rn.cpuMax
-			is.RSS = g.rss
-		}
-		is.Disk = diskUsage(in.req.DataDirs)
-		out.Instances = append(out.Instances, is)
-	}
-	s.mu.Unlock()
-	sort.Slice(out.Instances, func(i, j int) bool { return out.Instances[i].Name < out.Instances[j].Name })
-	out.CPUSeconds, out.RSS = all.cpu, all.rss
-	if cpu, ok := cgroupCPU(); ok {
-		out.CPUSeconds = cpu
-	}
-	if rss, ok := cgroupMemory(); ok {
-		out.RSS = rss
-	}
-	out.RxBytes, out.TxBytes, out.RxPackets, out.TxPackets = netCounters()
-	return out
-}
-
-// diskUsage is the space allocated under dirs.
-func diskUsage(dirs []string) int64 {
+// diskUsage is the space allocated to the files under dir (st_blocks*512), 0 if it is missing.
+func diskUsage(dir string) int64 {
 	var n int64
-	for _, d := range dirs {
-		_ = filepath.WalkDir(d, func(_ string, e fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // a file removed while walking, an unreadable directory: count the rest
+		}
+		if info, err := d.Info(); err == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
 			}
-			if fi, err := e.Info(); err == nil {
-				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-					n += st.Blocks * 512
-				}
-			}
-			return nil
-		})
-	}
+		}
+		return nil
+	})
 	return n
 }
 
-// cgroupCPU is the pod container's CPU time from its cgroup: cgroup v1 mounts the container's
-// own cgroup at /sys/fs/cgroup/<controller>, v2 at /sys/fs/cgroup.
-func cgroupCPU() (float64, bool) {
-	for _, p := range []string{"/sys/fs/cgroup/cpuacct/cpuacct.usage", "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage"} {
-		if b, err := os.ReadFile(p); err == nil {
-			if ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
-				return float64(ns) / 1e9, true
-			}
+// cgroupCPU reads the CPU seconds of the cgroup at root: v2 cpu.stat usage_usec, else v1
+// cpuacct.usage (nanoseconds).
+func cgroupCPU(root string) (float64, bool) {
+	if b, err := os.ReadFile(filepath.Join(root, "cpu.stat")); err == nil {
+		if v, ok := keyValue(b, "usage_usec"); ok {
+			return float64(v) / 1e6, true
 		}
 	}
-	if v, ok := statField("/sys/fs/cgroup/cpu.stat", "usage_usec"); ok {
-		return float64(v) / 1e6, true
+	if b, err := os.ReadFile(filepath.Join(root, "cpuacct", "cpuacct.usage")); err == nil {
+		if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return float64(v) / 1e9, true
+		}
 	}
 	return 0, false
 }
 
-// cgroupMemory is the container's anonymous resident memory (page cache left out, as in the
-// testbed's figures).
-func cgroupMemory() (int64, bool) {
-	if v, ok := statField("/sys/fs/cgroup/memory/memory.stat", "total_rss"); ok {
-		return v, true
+// cgroupMemory reads the memory of the cgroup at root: v2 memory.current, else v1
+// memory.usage_in_bytes minus the page cache (memory.stat total_cache, or cache).
+func cgroupMemory(root string) (int64, bool) {
+	if b, err := os.ReadFile(filepath.Join(root, "memory.current")); err == nil {
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return v, true
+		}
 	}
-	if v, ok := statField("/sys/fs/cgroup/memory.stat", "anon"); ok {
-		return v, true
-	}
-	return 0, false
-}
-
-// statField reads "key value" from a cgroup stat file.
-func statField(path, key string) (int64, bool) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(filepath.Join(root, "memory", "memory.usage_in_bytes"))
 	if err != nil {
 		return 0, false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	usage, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if st, err := os.ReadFile(filepath.Join(root, "memory", "memory.stat")); err == nil {
+		cache, ok := keyValue(st, "total_cache")
+		if !ok {
+			cache, _ = keyValue(st, "cache")
+		}
+		if int64(cache) <= usage {
+			usage -= int64(cache)
+		}
+	}
+	return usage, true
+}
+
+// keyValue finds "key value" in a cgroup stat file.
+func keyValue(b []byte, key string) (uint64, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if ok && k == key {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && f[0] == key {
+			v, err := strconv.ParseUint(f[1], 10, 64)
+			return v, err == nil
 		}
 	}
 	return 0, false
 }
 
-// netCounters sums /proc/net/dev over every interface but loopback.
-func netCounters() (rxB, txB, rxP, txP uint64) {
-	b, err := os.ReadFile("/proc/net/dev")
-	if err != nil {
-		return
-	}
-	return parseNetDev(b)
-}
+type netDev struct{ rxBytes, rxPackets, txBytes, txPackets uint64 }
 
-func parseNetDev(b []byte) (rxB, txB, rxP, txP uint64) {
-	for _, line := range strings.Split(string(b), "\n") {
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok || strings.TrimSpace(name) == "lo" {
+// parseNetDev sums the counters of every interface but lo in the text of /proc/net/dev: after
+// two header lines, "iface: rx_bytes rx_packets errs drop fifo frame compressed multicast
+// tx_bytes tx_packets ...".
+func parseNetDev(b []byte) (netDev, error) {
+	var nd netDev
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[1], "bytes") {
+		return nd, errors.New("net/dev: no header")
+	}
+	for _, line := range lines[2:] {
+		iface, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		if strings.TrimSpace(iface) == "lo" {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) < 10 {
-			continue
+			return nd, fmt.Errorf("net/dev: interface %s: %d fields", strings.TrimSpace(iface), len(f))
 		}
-		n := func(i int) uint64 { v, _ := strconv.ParseUint(f[i], 10, 64); return v }
-		rxB, rxP, txB, txP = rxB+n(0), rxP+n(1), txB+n(8), txP+n(9)
+		var v [4]uint64
+		for i, idx := range []int{0, 1, 8, 9} {
+			x, err := strconv.ParseUint(f[idx], 10, 64)
+			if err != nil {
+				return nd, fmt.Errorf("net/dev: interface %s: %q", strings.TrimSpace(iface), f[idx])
+			}
+			v[i] = x
+		}
+		nd.rxBytes += v[0]
+		nd.rxPackets += v[1]
+		nd.txBytes += v[2]
+		nd.txPackets += v[3]
 	}
-	return
+	return nd, nil
 }
