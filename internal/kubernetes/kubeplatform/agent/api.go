@@ -47,7 +47,7 @@ type InstanceSample struct {
 	// CPUSeconds is cumulative over the instance's process group (all its runs), including
 	// children its processes have waited for.
 	CPUSeconds float64 `json:"cpu_seconds"`
-	RSS        int64   `json:"rss"`  // sum over the processes of its process group
+	RSS        int64   `json:"rss"`  // anonymous resident memory, summed over its process group
 	Disk       int64   `json:"disk"` // bytes allocated under DataDirs (st_blocks*512)
 }
 

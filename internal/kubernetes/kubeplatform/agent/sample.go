@@ -51,8 +51,10 @@ func (s *server) sample() Sample {
 				if c, err := procstat.CPUSeconds(pid, true); err == nil {
 					is.CPUSeconds += c
 				}
-				if m, err := procstat.RSS(pid); err == nil {
-					is.RSS += m
+				// Anonymous memory, as the testbed's cgroup figure (and the pod's below):
+				// mapped files, the binary's code above all, are shared page cache.
+				if m, err := procstat.ReadMemory(pid); err == nil {
+					is.RSS += m.RssAnon
 				}
 			}
 		}
@@ -72,8 +74,8 @@ func (s *server) sample() Sample {
 	if m, ok := cgroupMemory(cgroupRoot); ok {
 		out.RSS = m
 	} else {
-		self, _ := procstat.RSS(os.Getpid())
-		out.RSS = self + rssSum
+		self, _ := procstat.ReadMemory(os.Getpid())
+		out.RSS = self.RssAnon + rssSum
 	}
 	if b, err := os.ReadFile("/proc/net/dev"); err == nil {
 		if nd, err := parseNetDev(b); err == nil {
