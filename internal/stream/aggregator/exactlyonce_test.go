@@ -31,9 +31,13 @@ func TestExactlyOnce(t *testing.T) {
 	continuumBinary(t)
 	const n, clients, batch = 3000, 4, 25
 
+	// --start-timeout 60s: the product's 10 s fails fast for a user whose database is not up; in
+	// make test's parallel pass under -race, the database once took longer than 10 s to answer
+	// the aggregator's first request, which then exited and left the subtest waiting for nothing.
 	aggArgs := func(name, rtdbURL string) []string {
 		return []string{"--brokers", p.broker, "--topics", "eo-" + name, "--group", "g-" + name, "--instance-id", "agg-" + name,
-			"--session-timeout", "6s", "--rtdb", rtdbURL, "--path", "/eo/" + name, "--retry-max", "500ms", "--poll-records", "300"}
+			"--session-timeout", "6s", "--rtdb", rtdbURL, "--path", "/eo/" + name, "--retry-max", "500ms", "--poll-records", "300",
+			"--start-timeout", "60s"}
 	}
 
 	t.Run("aggregator-kill", func(t *testing.T) {
