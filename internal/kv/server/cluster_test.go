@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,9 +23,9 @@ import (
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
-// freePorts reserves n loopback ports for a cluster whose members must know each other's URLs
-// before they start. (A port can be taken by someone else between Close and the server's
-// Listen; on loopback in tests that has not been seen.)
+// freePorts picks n free loopback ports for a cluster whose members must know each other's
+// URLs before they start. Another process may take one between Close and the member's Listen
+// (seen in make test's parallel pass): startCluster then starts again on new ports.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
 	var out []string
@@ -46,26 +48,47 @@ func freePorts(t *testing.T, n int) []string {
 // client per member.
 func startCluster(t *testing.T, n int, peers map[string][]string) ([]*Server, []*clientv3.Client) {
 	t.Helper()
-	addrs := freePorts(t, n)
-	ic := map[string][]string{}
-	for i, a := range addrs {
-		ic[fmt.Sprintf("m%d", i)] = []string{"http://" + a}
+	for attempt := 1; ; attempt++ {
+		addrs := freePorts(t, n)
+		ic := map[string][]string{}
+		for i, a := range addrs {
+			ic[fmt.Sprintf("m%d", i)] = []string{"http://" + a}
+		}
+		var servers []*Server
+		var clis []*clientv3.Client
+		var err error
+		for i := 0; i < n && err == nil; i++ {
+			name := fmt.Sprintf("m%d", i)
+			var s *Server
+			var cli *clientv3.Client
+			s, cli, err = tryStartKV(t, func(c *Config) {
+				c.Name = name
+				c.InitialCluster = ic
+				c.InitialClusterToken = "test"
+				c.ListenPeerURLs = ic[name]
+				c.Peers = peers[name]
+			})
+			if err == nil {
+				servers = append(servers, s)
+				clis = append(clis, cli)
+			}
+		}
+		closeAll := func() {
+			for i := range servers {
+				clis[i].Close()
+				servers[i].Close()
+			}
+		}
+		if err == nil {
+			t.Cleanup(closeAll)
+			return servers, clis
+		}
+		closeAll()
+		if attempt == 3 || !errors.Is(err, syscall.EADDRINUSE) {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; again on other ports", attempt, err)
 	}
-	var servers []*Server
-	var clis []*clientv3.Client
-	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("m%d", i)
-		s, cli := startKV(t, func(c *Config) {
-			c.Name = name
-			c.InitialCluster = ic
-			c.InitialClusterToken = "test"
-			c.ListenPeerURLs = ic[name]
-			c.Peers = peers[name]
-		})
-		servers = append(servers, s)
-		clis = append(clis, cli)
-	}
-	return servers, clis
 }
 
 func TestClusterReplicatesAndListsMembers(t *testing.T) {

@@ -19,6 +19,20 @@ import (
 // with a connected client; both are closed at cleanup.
 func startKV(t testing.TB, opts ...func(*Config)) (*Server, *clientv3.Client) {
 	t.Helper()
+	s, cli, err := tryStartKV(t, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cli.Close()
+		s.Close()
+	})
+	return s, cli
+}
+
+// tryStartKV starts a server and a client of it; the caller closes both.
+func tryStartKV(t testing.TB, opts ...func(*Config)) (*Server, *clientv3.Client, error) {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Name = "test"
 	cfg.DataDir = t.TempDir()
@@ -28,7 +42,7 @@ func startKV(t testing.TB, opts ...func(*Config)) (*Server, *clientv3.Client) {
 	}
 	s, err := Start(cfg)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{strings.TrimPrefix(s.ClientURLs()[0], "http://")},
@@ -37,13 +51,9 @@ func startKV(t testing.TB, opts ...func(*Config)) (*Server, *clientv3.Client) {
 	})
 	if err != nil {
 		s.Close()
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	t.Cleanup(func() {
-		cli.Close()
-		s.Close()
-	})
-	return s, cli
+	return s, cli, nil
 }
 
 func ctxT(t testing.TB) context.Context {
