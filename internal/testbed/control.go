@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/continuum-project/continuum/internal/platform"
 	"io"
 	"net"
 	"net/http"
@@ -59,7 +60,7 @@ func (tb *Testbed) Status() Status {
 		st.Nodes = append(st.Nodes, ns)
 	}
 	for _, f := range tb.faults {
-		st.Partitions = append(st.Partitions, describePartition(f))
+		st.Partitions = append(st.Partitions, platform.DescribePartition(f))
 	}
 	tb.mu.Unlock()
 	return st

@@ -2,7 +2,7 @@ package testbed
 
 import (
 	"fmt"
-	"slices"
+	"github.com/continuum-project/continuum/internal/platform"
 	"sort"
 	"strings"
 	"syscall"
@@ -116,53 +116,20 @@ func (tb *Testbed) heal(f Fault) (string, error) {
 	var healed int
 	var active []string
 	for id, p := range tb.faults {
-		if samePartition(p, f) {
+		if platform.SamePartition(p, f) {
 			if err := tb.fab.Heal(id); err != nil {
 				return "", err
 			}
 			delete(tb.faults, id)
 			healed++
 		} else {
-			active = append(active, describePartition(p))
+			active = append(active, platform.DescribePartition(p))
 		}
 	}
 	if healed == 0 {
-		return "", fmt.Errorf("no active partition matches %s (active: %s)", describePartition(f), strings.Join(active, "; "))
+		return "", fmt.Errorf("no active partition matches %s (active: %s)", platform.DescribePartition(f), strings.Join(active, "; "))
 	}
-	return "healed " + describePartition(f), nil
-}
-
-func samePartition(a, b Fault) bool {
-	switch {
-	case b.Node != "":
-		return a.Node == b.Node
-	case len(b.Link) == 2:
-		return len(a.Link) == 2 && pairKey(a.Link[0], a.Link[1]) == pairKey(b.Link[0], b.Link[1])
-	default:
-		norm := func(gs [][]string) []string {
-			var out []string
-			for _, g := range gs {
-				g = slices.Clone(g)
-				sort.Strings(g)
-				out = append(out, strings.Join(g, ","))
-			}
-			sort.Strings(out)
-			return out
-		}
-		return slices.Equal(norm(a.Groups), norm(b.Groups))
-	}
-}
-
-func describePartition(f Fault) string {
-	switch {
-	case f.Node != "":
-		return "node " + f.Node
-	case len(f.Link) == 2:
-		return "link " + f.Link[0] + "-" + f.Link[1]
-	case len(f.Groups) > 0:
-		return fmt.Sprintf("groups %v", f.Groups)
-	}
-	return "(none)"
+	return "healed " + platform.DescribePartition(f), nil
 }
 
 func (tb *Testbed) changeLink(f Fault) (string, error) {

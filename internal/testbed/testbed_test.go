@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/testenv"
 
 	"context"
@@ -186,16 +187,16 @@ links: [{between: [a, b], delay: 1ms}, {between: [b, c], delay: 1ms}]
 			t.Fatalf("%+v: %v", f, err)
 		}
 		if tcpReachable(t, tb, "a", "c", 7000) {
-			t.Errorf("%s: c still reachable from a", describePartition(f))
+			t.Errorf("%s: c still reachable from a", platform.DescribePartition(f))
 		}
 		if !tcpReachable(t, tb, "a", "b", 7001) {
-			t.Errorf("%s: b unreachable from a", describePartition(f))
+			t.Errorf("%s: b unreachable from a", platform.DescribePartition(f))
 		}
 		if _, err := tb.Inject(Fault{Action: FaultHeal}); err != nil {
 			t.Fatal(err)
 		}
 		if !tcpReachable(t, tb, "a", "c", 7000) {
-			t.Errorf("%s: c unreachable after heal", describePartition(f))
+			t.Errorf("%s: c unreachable after heal", platform.DescribePartition(f))
 		}
 	}
 	// Healing a partition that is not active names the active ones.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -151,57 +150,23 @@ func (n *Network) heal(f platform.Fault) (string, error) {
 	var kept []partition
 	var active []string
 	for _, p := range n.parts {
-		if samePartition(p.fault, f) {
+		if platform.SamePartition(p.fault, f) {
 			continue
 		}
 		kept = append(kept, p)
-		active = append(active, describePartition(p.fault))
+		active = append(active, platform.DescribePartition(p.fault))
 	}
 	if len(kept) == len(n.parts) {
 		if len(active) == 0 {
 			active = []string{"none"}
 		}
-		return "", fmt.Errorf("heal fault: no active partition matches %s (active: %s)", describePartition(f), strings.Join(active, "; "))
+		return "", fmt.Errorf("heal fault: no active partition matches %s (active: %s)", platform.DescribePartition(f), strings.Join(active, "; "))
 	}
 	n.parts = kept
-	return "healed " + describePartition(f), nil
-}
-
-func samePartition(a, b platform.Fault) bool {
-	switch {
-	case b.Node != "":
-		return a.Node == b.Node
-	case len(b.Link) == 2:
-		return len(a.Link) == 2 && pairKey(a.Link[0], a.Link[1]) == pairKey(b.Link[0], b.Link[1])
-	default:
-		return len(a.Groups) > 0 && slices.Equal(normGroups(a.Groups), normGroups(b.Groups))
-	}
-}
-
-func normGroups(gs [][]string) []string {
-	var out []string
-	for _, g := range gs {
-		g = slices.Clone(g)
-		sort.Strings(g)
-		out = append(out, strings.Join(g, ","))
-	}
-	sort.Strings(out)
-	return out
+	return "healed " + platform.DescribePartition(f), nil
 }
 
 func pairKey(a, b string) [2]string { return [2]string{min(a, b), max(a, b)} }
-
-func describePartition(f platform.Fault) string {
-	switch {
-	case f.Node != "":
-		return "node " + f.Node
-	case len(f.Link) == 2:
-		return "link " + f.Link[0] + "-" + f.Link[1]
-	case len(f.Groups) > 0:
-		return fmt.Sprintf("groups %v", f.Groups)
-	}
-	return "(none)"
-}
 
 func (n *Network) changeLink(f platform.Fault) (string, error) {
 	i := n.linkIndex(f.Link[0], f.Link[1])
