@@ -20,7 +20,13 @@ import (
 // returned) at cleanup.
 func startAgent(t *testing.T) (*server, *Client) {
 	t.Helper()
-	s, err := newServer(Options{Node: "edge1", StateDir: t.TempDir(), StopGrace: 2 * time.Second})
+	return startAgentWith(t, Options{Node: "edge1", StateDir: t.TempDir(), StopGrace: 2 * time.Second})
+}
+
+// startAgentWith is startAgent with the given options.
+func startAgentWith(t *testing.T, opts Options) (*server, *Client) {
+	t.Helper()
+	s, err := newServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,19 +277,7 @@ func TestStop(t *testing.T) {
 }
 
 func TestBinarySubstitution(t *testing.T) {
-	s, err := newServer(Options{StateDir: t.TempDir(), Self: "/bin/echo"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
-	c := NewClient("http://"+ln.Addr().String(), nil)
+	_, c := startAgentWith(t, Options{StateDir: t.TempDir(), Self: "/bin/echo"})
 	tctx := testCtx(t)
 	run, err := c.Start(tctx, StartRequest{Name: "self", Args: []string{"/runner/bin/continuum", "hi"}, Binary: "/runner/bin/continuum"})
 	if err != nil {

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"context"
-	"net"
 	"os"
 	"strconv"
 	"testing"
@@ -40,19 +38,7 @@ func TestReapOrphans(t *testing.T) {
 		t.Skipf("cannot become a child subreaper: %v", err)
 	}
 	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-	s, err := newServer(Options{StateDir: t.TempDir(), Reap: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
-	c := NewClient("http://"+ln.Addr().String(), nil)
+	s, c := startAgentWith(t, Options{StateDir: t.TempDir(), Reap: true})
 	tctx := testCtx(t)
 	gate := t.TempDir() + "/go"
 	// The subshell exits at once, orphaning its background child, which exits once the gate

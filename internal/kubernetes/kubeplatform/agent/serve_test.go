@@ -87,19 +87,7 @@ func TestServeStopsEverything(t *testing.T) {
 // TestLeftoverHoldsPipes: a process the run left behind that keeps stdout open does not keep
 // the run from ending: PipeGrace bounds the wait, and what the run wrote is all there.
 func TestLeftoverHoldsPipes(t *testing.T) {
-	s, err := newServer(Options{StateDir: t.TempDir(), PipeGrace: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
-	c := NewClient("http://"+ln.Addr().String(), nil)
+	s, c := startAgentWith(t, Options{StateDir: t.TempDir(), PipeGrace: 100 * time.Millisecond})
 	tctx := testCtx(t)
 	run, err := c.Start(tctx, sh("bg", "sleep 30 & echo hi"))
 	if err != nil {
