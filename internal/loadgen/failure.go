@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/continuum-project/continuum/internal/results"
 )
@@ -47,7 +48,8 @@ func (r *Result) Failure() error {
 	if r == nil || r.Stats.Status != StatusFailed {
 		return nil
 	}
-	e := &NothingThroughError{ByType: map[string]int64{}, Interval: fmt.Sprintf("in the measured %gs", r.Stats.MeasuredS)}
+	measured := time.Duration(r.Stats.MeasuredS * float64(time.Second)).Round(100 * time.Millisecond)
+	e := &NothingThroughError{ByType: map[string]int64{}, Interval: "in the measured " + measured.String()}
 	for _, name := range counted(r.Stats, r.countSeries) {
 		s := r.Stats.Series[name]
 		e.Sent += s.Sent
