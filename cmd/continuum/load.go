@@ -74,8 +74,11 @@ a response-time requirement ("qos" in stats.json, within_qos in timeseries.csv).
 				cfg.Load.Rate = 0 // --clients alone selects the closed loop
 			}
 			cfg.Load.Progress = cmd.OutOrStdout()
-			_, err = httptarget.Run(cmd.Context(), cfg)
-			return err
+			res, err := httptarget.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return res.Failure()
 		},
 	}
 	flags.Bind(cmd.Flags())
@@ -110,8 +113,11 @@ reply prefix (redis_LOADING ...); a read of a missing key is "not_found". Progre
 			}
 			cfg.YCSB.Run.Progress = cmd.OutOrStdout()
 			cfg.YCSB.Log = cmd.ErrOrStderr()
-			_, err = kvtarget.RunYCSB(cmd.Context(), cfg)
-			return err
+			res, err := kvtarget.RunYCSB(cmd.Context(), cfg)
+			if err != nil || res.Run == nil {
+				return err
+			}
+			return res.Run.Failure()
 		},
 	}
 	flags.Bind(cmd.Flags())

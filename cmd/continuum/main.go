@@ -47,6 +47,12 @@ func main() {
 			os.Exit(int(code))
 		}
 		fmt.Fprintln(os.Stderr, "error:", err)
+		// Some errors carry their own status (a workload that got nothing through exits 3,
+		// which the scenario runner tells from other failures).
+		var status interface{ ExitStatus() int }
+		if errors.As(err, &status) {
+			os.Exit(status.ExitStatus())
+		}
 		os.Exit(1)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/results"
 )
@@ -64,6 +65,8 @@ func init() {
 type fakeProvider struct {
 	log    *callLog
 	reject string // a fault action Check refuses
+	// workloadExit is the exit code of the "run-until-fault" workload (0 by default).
+	workloadExit int
 }
 
 func (p fakeProvider) Check(_ *platform.Topology, faults []platform.Fault) error {
@@ -80,7 +83,7 @@ func (p fakeProvider) Endpoint(name string) string { return "fake:" + name }
 
 func (p fakeProvider) Up(_ context.Context, cfg platform.Config) (platform.Platform, error) {
 	p.log.add("up " + cfg.Name)
-	return &fakePlatform{log: p.log, topo: cfg.Topology, faulted: make(chan struct{})}, nil
+	return &fakePlatform{log: p.log, topo: cfg.Topology, faulted: make(chan struct{}), workloadExit: p.workloadExit}, nil
 }
 
 type callLog struct {
@@ -110,6 +113,8 @@ type fakePlatform struct {
 	insts   []*fakeInstance
 	faulted chan struct{} // closed by the first Apply
 	once    sync.Once
+
+	workloadExit int
 }
 
 func (p *fakePlatform) NodeAddrs() map[string]string {
@@ -135,7 +140,7 @@ func (p *fakePlatform) Start(_ context.Context, spec platform.InstanceSpec) (pla
 			if spec.Stdout != nil {
 				fmt.Fprintln(spec.Stdout, `{"type":"done","ts":1,"sent":10}`)
 			}
-			inst.exit(platform.Exit{})
+			inst.exit(platform.Exit{Code: p.workloadExit})
 		}()
 	}
 	return inst, nil
@@ -361,5 +366,42 @@ func TestRunnerImportsNoPlatform(t *testing.T) {
 		if strings.HasSuffix(imp, "/internal/testbed") || strings.Contains(imp, "/internal/testbed/") {
 			t.Errorf("the runner imports %s; it must talk to the platform interface only", imp)
 		}
+	}
+}
+
+// A workload that got nothing through (exit loadgen.ExitNothingThrough) fails the run, with a
+// message that says so and how to allow it, unless the workload declares expect_failures.
+func TestWorkloadNothingThrough(t *testing.T) {
+	for _, expect := range []bool{false, true} {
+		t.Run(fmt.Sprintf("expect_failures=%v", expect), func(t *testing.T) {
+			doc := fakeScenario
+			if expect {
+				doc = strings.Replace(doc, "node: a}", "node: a, expect_failures: true}", 1)
+			}
+			path := filepath.Join(t.TempDir(), "fake.yaml")
+			if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			opts := Options{Out: t.TempDir(), Binary: "/bin/continuum", SampleInterval: 50 * time.Millisecond,
+				Platform: fakeProvider{log: &callLog{}, workloadExit: loadgen.ExitNothingThrough}}
+			res, err := Execute(context.Background(), path, opts)
+			if expect {
+				if err != nil || res.Failed != 0 {
+					t.Fatalf("Execute: %v, %d failed; want success", err, res.Failed)
+				}
+				return
+			}
+			if err == nil || res == nil || res.Failed != 1 {
+				t.Fatalf("Execute: %v; want one failed run", err)
+			}
+			var run results.Run
+			if err := results.ReadJSON(filepath.Join(results.RunDir(res.Dir, "001"), results.RunFile), &run); err != nil {
+				t.Fatal(err)
+			}
+			if run.Status != "failed" || !strings.Contains(run.Error, "workload load got nothing through") ||
+				!strings.Contains(run.Error, "expect_failures: true") {
+				t.Errorf("run.json: status %q error %q", run.Status, run.Error)
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/report"
 	"github.com/continuum-project/continuum/internal/results"
@@ -413,7 +414,17 @@ func (ex *execution) run(ctx context.Context) error {
 	}
 	var errs []error
 	for i, p := range workloads {
-		if st, w := p.Exit(), ex.sc.Workloads[i]; st.Code != 0 {
+		st, w := p.Exit(), ex.sc.Workloads[i]
+		if st.Code == loadgen.ExitNothingThrough && w.ExpectFailures {
+			ex.pr.note(fmt.Sprintf("run %s: workload %s got nothing through, as its expect_failures allows", ex.id, w.Name))
+			continue
+		}
+		if st.Code == loadgen.ExitNothingThrough {
+			errs = append(errs, fmt.Errorf("workload %s got nothing through (every request failed, or none was sent; set expect_failures: true on it if that is the point); see %s",
+				w.Name, platform.LogPath(filepath.Join(ex.dir, results.LogsDir), w.Node, w.Name, "stderr")))
+			continue
+		}
+		if st.Code != 0 {
 			errs = append(errs, fmt.Errorf("workload %s exited with %d%s; see %s", w.Name, st.Code, st.Signal,
 				platform.LogPath(filepath.Join(ex.dir, results.LogsDir), w.Node, w.Name, "stderr")))
 		}

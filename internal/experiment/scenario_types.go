@@ -51,6 +51,11 @@ type Instance struct {
 	Service *ServiceDecl `yaml:"service,omitempty"`
 	// Deferred components are not started with the run; an event with action start starts them.
 	Deferred bool `yaml:"deferred,omitempty"`
+	// ExpectFailures lets a workload get nothing through (every request failed, or none was
+	// sent; its command exits loadgen.ExitNothingThrough) without failing the run: for
+	// experiments whose point is an outage. Otherwise such a workload fails the run.
+	// Workloads only.
+	ExpectFailures bool `yaml:"expect_failures,omitempty"`
 	// DecodedConfig is the result of decoding Config into the kind's config type (set by Validate).
 	DecodedConfig any `yaml:"-"`
 }

@@ -117,6 +117,11 @@ func (c *checker) checkDeferredStarts() {
 			c.errorf(c.at("workloads", i, "deferred"), "workloads[%d]: deferred applies to components only", i)
 		}
 	}
+	for i, inst := range c.s.Components {
+		if inst.ExpectFailures {
+			c.errorf(c.at("components", i, "expect_failures"), "components[%d]: expect_failures applies to workloads only", i)
+		}
+	}
 }
 
 // portsOf lists the ports a component listens on, as its kind declares them.

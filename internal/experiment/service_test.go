@@ -63,6 +63,8 @@ func TestServiceAndDeferredInvalid(t *testing.T) {
 			"  - at: 10s\n    action: pause\n    node: edge1\n", start + start}, "echo is started by 2 events"},
 		{"deferred workload", []string{"    config: {target: echo, rate: 5}\n", "    config: {target: echo, rate: 5}\n    deferred: true\n"},
 			"workloads[0]: deferred applies to components only"},
+		{"expect_failures on a component", []string{"    kind: test-server\n    node: edge1\n", "    kind: test-server\n    node: edge1\n    expect_failures: true\n"},
+			"components[0]: expect_failures applies to workloads only"},
 		{"unknown action lists start", []string{"action: pause", "action: explode"}, "restart, set, start"},
 		{"port clash", []string{"    kind: test-plain\n    node: edge1\n", "    kind: test-server\n    node: edge1\n"},
 			"plain listens on port 8000 of node edge1, like echo"},

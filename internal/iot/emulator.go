@@ -183,8 +183,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Broker != "" {
 		series = append(series, SeriesIn)
 	}
+	// A batch records both t_rr and t_ex: count batches once, by their request-reply.
 	e.sess, err = loadgen.NewSession(loadgen.Config{Duration: cfg.Duration, Warmup: cfg.Warmup, OutDir: cfg.OutDir,
-		Progress: cfg.Progress}, series)
+		Progress: cfg.Progress, CountSeries: []string{SeriesRR}}, series)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +228,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		_, _ = e.sess.Close(true)
 		return &e.rep, err
 	}
-	if _, err := e.sess.Close(ctx.Err() != nil); err != nil {
+	res, err := e.sess.Close(ctx.Err() != nil)
+	if err != nil {
 		return &e.rep, err
 	}
 	if cfg.OutDir != "" {
@@ -235,7 +237,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return &e.rep, err
 		}
 	}
-	return &e.rep, nil
+	return &e.rep, res.Failure()
 }
 
 // runHTTP is the seed's ingress: each gateway's adaptor holds its devices' readings and POSTs

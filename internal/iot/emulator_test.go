@@ -1,8 +1,10 @@
 package iot
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/results"
 )
 
@@ -77,16 +80,22 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func run(t *testing.T, in *ingress, cfg Config) *Report {
 	t.Helper()
+	rep, err := runErr(t, in, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// runErr is run for a run that may get nothing through.
+func runErr(t *testing.T, in *ingress, cfg Config) (*Report, error) {
+	t.Helper()
 	in.t, in.sensors = t, map[string]bool{}
 	srv := httptest.NewServer(in)
 	t.Cleanup(srv.Close)
 	in.out = t.TempDir()
 	cfg.Target, cfg.OutDir = srv.URL, in.out
-	rep, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
+	return Run(context.Background(), cfg)
 }
 
 func TestBatchesAsScheduled(t *testing.T) {
@@ -139,8 +148,19 @@ func TestOutputsAndExecutionTime(t *testing.T) {
 
 func TestTimeoutsAndBadReplies(t *testing.T) {
 	in := &ingress{delay: 300 * time.Millisecond}
-	rep := run(t, in, Config{Gateways: 1, Devices: 10, Rate: 100, Batch: 100, Duration: time.Second,
-		Timeout: 100 * time.Millisecond})
+	var prog bytes.Buffer
+	rep, err := runErr(t, in, Config{Gateways: 1, Devices: 10, Rate: 100, Batch: 100, Duration: time.Second,
+		Timeout: 100 * time.Millisecond, Progress: &prog})
+	// Every batch timed out: the run says so, counting batches (not t_rr and t_ex twice).
+	var nt *loadgen.NothingThroughError
+	if !errors.As(err, &nt) || !strings.Contains(err.Error(), "all 9 requests failed") || !strings.Contains(err.Error(), "timeout: 9") {
+		t.Errorf("Run: %v; want nothing through: all 9 requests failed (timeout: 9)", err)
+	}
+	lines := strings.Split(strings.TrimSpace(prog.String()), "\n")
+	var done loadgen.ProgressLine
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &done); err != nil || done.Sent != 9 || done.Errors != 9 || done.Status != loadgen.StatusFailed {
+		t.Errorf("done line %s: want sent 9, errors 9 (batches, not series), status failed", lines[len(lines)-1])
+	}
 	if rep.BatchesSent != 9 || rep.BatchesOK != 0 {
 		t.Errorf("with a 300 ms ingress and a 100 ms timeout: %+v, want 9 sent, none answered in time", rep)
 	}

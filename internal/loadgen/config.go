@@ -41,6 +41,11 @@ type Config struct {
 	Progress io.Writer
 	// ProgressInterval is the period of progress lines and of closing timeseries intervals.
 	ProgressInterval time.Duration
+	// CountSeries names the series whose counts make a progress line's top-level sent, ok and
+	// errors and decide whether anything got through (StatusFailed); empty means all series.
+	// A workload whose one request yields several series (IoT: t_ex and t_rr per batch)
+	// names one of them, so that its requests are not counted twice.
+	CountSeries []string
 }
 
 // DefaultConfig returns a 30 s open-loop run at 100 requests/s per series with a 1 s timeout.

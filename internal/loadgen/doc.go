@@ -42,7 +42,7 @@
 // completions per second since the previous line; p50_ms/p99_ms are over the requests that
 // completed successfully since the previous line (0 when there were none). The last line is
 //
-//	{"type":"done", ...same fields..., "status":"ok"|"interrupted","stats_file":"<out>/stats.json"}
+//	{"type":"done", ...same fields..., "status":"ok"|"interrupted"|"failed","stats_file":"<out>/stats.json"}
 //
 // where throughput_rps, p50_ms and p99_ms are the final (post-warm-up) statistics of stats.json.
 // ProgressLine is the Go type of both lines.
@@ -52,4 +52,11 @@
 // Cancelling Run's context stops sending at once; requests in flight get up to Timeout to
 // finish (then they are cancelled and count as "canceled" errors), every output is written for
 // what was measured, and the status is "interrupted". Run returns no error in that case.
+//
+// # Nothing through
+//
+// A run that is not interrupted but has no successful request in its measured time (every
+// request failed, or none was sent) ends with status "failed"; Result.Failure then says so in
+// a line fit for a user, and commands exit with ExitNothingThrough. Config.CountSeries picks
+// the series that count, for workloads whose one request yields several series.
 package loadgen

@@ -35,13 +35,28 @@ type SeriesProgress struct {
 type progress struct {
 	w    io.Writer // nil: lines are not written, but intervals are still closed
 	recs []*recorder
-	t0   time.Time
-	last time.Duration
+	// counted says which series add to the top-level counters (nil: all).
+	counted map[string]bool
+	t0      time.Time
+	last    time.Duration
 }
 
-func newProgress(w io.Writer, recs []*recorder, t0 time.Time) *progress {
-	return &progress{w: w, recs: recs, t0: t0}
+func newProgress(w io.Writer, recs []*recorder, t0 time.Time, count []string) *progress {
+	return &progress{w: w, recs: recs, t0: t0, counted: countedSet(count)}
 }
+
+func countedSet(names []string) map[string]bool {
+	if len(names) == 0 {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+func (p *progress) counts(series string) bool { return p.counted == nil || p.counted[series] }
 
 // loop ticks on multiples of every since t0 (so t_s reads 1, 2, 3 ...) until stop is closed.
 func (p *progress) loop(every time.Duration, stop <-chan struct{}) {
@@ -70,10 +85,12 @@ func (p *progress) tick() {
 		if window > 0 {
 			sp.ThroughputRPS = roundMs(float64(s.recentOK) / window)
 		}
-		line.Sent += s.sent
-		line.OK += s.ok
-		line.Errors += s.errs
-		line.ThroughputRPS += sp.ThroughputRPS
+		if p.counts(r.name) {
+			line.Sent += s.sent
+			line.OK += s.ok
+			line.Errors += s.errs
+			line.ThroughputRPS += sp.ThroughputRPS
+		}
 		line.Series[r.name] = sp
 	}
 	line.ThroughputRPS = roundMs(line.ThroughputRPS)
@@ -90,10 +107,12 @@ func (p *progress) done(st results.Stats, status, statsFile string) error {
 		r.mu.Unlock()
 		ss := st.Series[r.name]
 		sp.ThroughputRPS, sp.P50, sp.P99 = ss.ThroughputRPS, ss.Latency.P50, ss.Latency.P99
-		line.Sent += sp.Sent
-		line.OK += sp.OK
-		line.Errors += sp.Errors
-		line.ThroughputRPS += sp.ThroughputRPS
+		if p.counts(r.name) {
+			line.Sent += sp.Sent
+			line.OK += sp.OK
+			line.Errors += sp.Errors
+			line.ThroughputRPS += sp.ThroughputRPS
+		}
 		line.Series[r.name] = sp
 	}
 	line.ThroughputRPS = roundMs(line.ThroughputRPS)

@@ -21,6 +21,8 @@ type Result struct {
 	Stats results.Stats
 	// Elapsed is the time from t0 to the end of sending (Duration unless interrupted).
 	Elapsed time.Duration
+
+	countSeries []string // Config.CountSeries, for Failure
 }
 
 // drainGrace is how long Run waits, after cancelling requests that outlived their timeout, for
@@ -67,7 +69,7 @@ func Run(ctx context.Context, cfg Config, series []Series) (*Result, error) {
 		}
 	}
 	exhausted := allExhausted(&st.sched, scheds)
-	prog := newProgress(cfg.Progress, recs, t0)
+	prog := newProgress(cfg.Progress, recs, t0, cfg.CountSeries)
 	progDone := make(chan struct{})
 	progStop := make(chan struct{})
 	go func() {
@@ -97,7 +99,8 @@ func Run(ctx context.Context, cfg Config, series []Series) (*Result, error) {
 		r.finish(end)
 	}
 
-	res := &Result{Stats: computeStats(recs, cfg, end, status), Elapsed: end}
+	res := &Result{Stats: computeStats(recs, cfg, end, status), Elapsed: end, countSeries: cfg.CountSeries}
+	status = res.Stats.Status
 	statsFile := ""
 	if cfg.OutDir != "" {
 		if err := writeOutputs(cfg.OutDir, t0, recs, res.Stats); err != nil {

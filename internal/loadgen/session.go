@@ -61,7 +61,7 @@ func NewSession(cfg Config, ops []string) (*Session, error) {
 		s.recs[op] = r
 		s.all = append(s.all, r)
 	}
-	s.prog = newProgress(cfg.Progress, s.all, s.t0)
+	s.prog = newProgress(cfg.Progress, s.all, s.t0, cfg.CountSeries)
 	go func() {
 		defer close(s.progDone)
 		s.prog.loop(cfg.ProgressInterval, s.progStop)
@@ -154,7 +154,8 @@ func (s *Session) Close(interrupted bool) (*Result, error) {
 		for _, r := range s.all {
 			r.finish(end)
 		}
-		s.res = &Result{Stats: computeStats(s.all, s.cfg, end, status), Elapsed: end}
+		s.res = &Result{Stats: computeStats(s.all, s.cfg, end, status), Elapsed: end, countSeries: s.cfg.CountSeries}
+		status = s.res.Stats.Status
 		statsFile := ""
 		if s.cfg.OutDir != "" {
 			if s.err = writeOutputs(s.cfg.OutDir, s.t0, s.all, s.res.Stats); s.err != nil {

@@ -62,5 +62,6 @@ func computeStats(recs []*recorder, cfg Config, end time.Duration, status string
 		}
 		st.Series[r.name] = ss
 	}
+	judge(&st, cfg.CountSeries)
 	return st
 }

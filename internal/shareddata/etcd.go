@@ -8,6 +8,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/continuum-project/continuum/internal/netcheck"
 )
 
 // maxTxnOps is etcd's default --max-txn-ops (continuum kv has the same limit): one atomic Set
@@ -28,6 +30,11 @@ type etcdStore struct {
 type stateHint struct{ head, tail, rev int64 }
 
 func openEtcd(ctx context.Context, cfg Config) (*etcdStore, error) {
+	// The client dials lazily and its requests retry until their context ends, so a wrong
+	// address would otherwise show nothing until the caller's deadline.
+	if err := netcheck.Listening(ctx, cfg.Endpoints, cfg.DialTimeout); err != nil {
+		return nil, fmt.Errorf("shareddata %s: %w (is an etcd or continuum kv server there?)", cfg.Backend, err)
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   cfg.Endpoints,
 		DialTimeout: cfg.DialTimeout,

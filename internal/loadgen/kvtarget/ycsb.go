@@ -7,6 +7,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
+	"github.com/continuum-project/continuum/internal/netcheck"
 )
 
 // YCSBConfig is `continuum load ycsb`'s configuration: YCSB against one running store.
@@ -28,6 +29,11 @@ func RunYCSB(ctx context.Context, cfg YCSBConfig) (*ycsb.Result, error) {
 	}
 	if err := cfg.YCSB.Validate(); err != nil {
 		return nil, err
+	}
+	// Fail fast where nothing listens; WaitReady's longer wait is for a server that listens
+	// but does not serve yet.
+	if err := netcheck.Listening(ctx, cfg.Target.Endpoints, netcheck.DefaultTimeout); err != nil {
+		return nil, fmt.Errorf("target %s: %w (is the %s server up?)", cfg.Target, err, cfg.Target.Kind)
 	}
 	st, err := Open(cfg.Target, Options{Conns: DefaultConns(cfg.Target.Kind, cfg.Conns, cfg.YCSB.Run.Clients)})
 	if err != nil {

@@ -273,13 +273,17 @@ func probe(ctx context.Context, cfg Config, st store, key string) (*Report, erro
 	stop()
 	wg.Wait()
 	rep.OutageMS = max(0, rep.LongestGapMS-ms(cfg.Interval))
-	if _, err := sess.Close(ctx.Err() != nil); err != nil {
+	res, err := sess.Close(ctx.Err() != nil)
+	if err != nil {
 		return rep, err
 	}
 	if cfg.OutDir != "" {
 		if err := results.WriteJSON(filepath.Join(cfg.OutDir, ReportFile), rep); err != nil {
 			return rep, err
 		}
+	}
+	if err := res.Failure(); err != nil {
+		return rep, err
 	}
 	return rep, nil
 }

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/continuum-project/continuum/internal/netcheck"
 	"github.com/continuum-project/continuum/internal/shareddata"
 )
 
@@ -33,18 +34,23 @@ type etcdProbe struct {
 	names   []string
 }
 
-func etcdClient(ep string) (*clientv3.Client, error) {
+// etcdClient checks first that something listens at ep: the client dials lazily, so a wrong
+// address would otherwise show only as every probe timing out.
+func etcdClient(ctx context.Context, ep string) (*clientv3.Client, error) {
+	if err := netcheck.Listening(ctx, []string{ep}, netcheck.DefaultTimeout); err != nil {
+		return nil, fmt.Errorf("freshness: %w (is an etcd or continuum kv server there?)", err)
+	}
 	return clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 }
 
 func openEtcd(ctx context.Context, cfg Config, key string) (*etcdProbe, string, error) {
 	p := &etcdProbe{key: key}
 	var err error
-	if p.writer, err = etcdClient(cfg.Write); err != nil {
+	if p.writer, err = etcdClient(ctx, cfg.Write); err != nil {
 		return nil, "", err
 	}
 	for _, ep := range cfg.Read {
-		c, err := etcdClient(ep)
+		c, err := etcdClient(ctx, ep)
 		if err != nil {
 			p.close()
 			return nil, "", err
@@ -92,7 +98,7 @@ func hostOf(ep string, port bool) string {
 // election or another probe's hand-over may be under way (no leader, or a move refused): it
 // tries again until ctx ends.
 func moveLeader(ctx context.Context, endpoints []string, leader string) error {
-	target, err := etcdClient(leader)
+	target, err := etcdClient(ctx, leader)
 	if err != nil {
 		return err
 	}
@@ -122,7 +128,7 @@ func moveLeaderOnce(ctx context.Context, target *clientv3.Client, endpoints []st
 		return true, nil
 	}
 	for _, ep := range endpoints {
-		c, err := etcdClient(ep)
+		c, err := etcdClient(ctx, ep)
 		if err != nil {
 			return true, err
 		}

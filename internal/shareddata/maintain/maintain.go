@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/netcheck"
 	"github.com/continuum-project/continuum/internal/results"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -170,6 +171,9 @@ func (p *probe) forget(t time.Time) {
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if err := netcheck.Listening(ctx, []string{cfg.Endpoint}, netcheck.DefaultTimeout); err != nil {
+		return nil, fmt.Errorf("maintenance: %w (is an etcd or continuum kv member there?)", err)
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {

@@ -186,7 +186,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rctx, stop := context.WithDeadline(ctx, sess.T0().Add(cfg.Duration))
 	runErr := run(rctx, sess)
 	stop()
-	if _, err := sess.Close(ctx.Err() != nil); err != nil {
+	res, err := sess.Close(ctx.Err() != nil)
+	if err != nil {
 		return rep, err
 	}
 	if cfg.OutDir != "" {
@@ -197,7 +198,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if runErr != nil && !errors.Is(runErr, context.DeadlineExceeded) && !errors.Is(runErr, context.Canceled) {
 		return rep, runErr
 	}
-	return rep, nil
+	return rep, res.Failure()
 }
 
 // timed runs one operation of type op and records it. Like a request of loadgen.Run, an

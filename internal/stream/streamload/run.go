@@ -239,13 +239,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Verify && ctx.Err() == nil {
 		rep.Verify = verify(ctx, client, cfg, t, run)
 	}
-	if _, err := sess.Close(ctx.Err() != nil); err != nil {
+	res, err := sess.Close(ctx.Err() != nil)
+	if err != nil {
 		return rep, err
 	}
 	if cfg.OutDir != "" {
 		if err := writeOutputs(cfg.OutDir, rep, rows, t, run, t0); err != nil {
 			return rep, err
 		}
+	}
+	if err := res.Failure(); err != nil {
+		return rep, err
 	}
 	return rep, ctx.Err()
 }
