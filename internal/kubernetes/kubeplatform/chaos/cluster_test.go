@@ -19,19 +19,10 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
+	"github.com/continuum-project/continuum/internal/kubernetes/controlplane/cptest"
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
-
-// requireOrSkip skips without the binaries, or fails under CONTINUUM_REQUIRE_ROOT=1 (as `make
-// test` sets), so that CI cannot pass by skipping.
-func requireOrSkip(t *testing.T, err error) {
-	t.Helper()
-	if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-		t.Fatal(err)
-	}
-	t.Skip(err)
-}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -90,25 +81,8 @@ func startKV(t *testing.T) string {
 
 func startControlPlane(t *testing.T) *controlplane.ControlPlane {
 	t.Helper()
-	if _, err := controlplane.FindBinDir(); err != nil {
-		requireOrSkip(t, err)
-	}
-	cfg := controlplane.DefaultConfig()
-	cfg.Dir = t.TempDir()
-	cfg.EtcdServers = []string{startKV(t)}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("kube-apiserver log tail:\n%s", cp.LogTail(controlplane.APIServerBinary, 20))
-		}
-		cp.Stop()
-	})
-	return cp
+	cptest.RequireBinaries(t)
+	return cptest.Start(t, []string{startKV(t)})
 }
 
 // TestAgainstAPIServer checks the objects and their life cycle on a real kube-apiserver on

@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
+	"github.com/continuum-project/continuum/internal/kubernetes/controlplane/cptest"
 	"github.com/continuum-project/continuum/internal/kv/server"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/discovery/discoverytest"
@@ -23,12 +23,7 @@ import (
 // CONTINUUM_REQUIRE_ROOT=1 (`make test`).
 func startAPIServer(t *testing.T) *controlplane.ControlPlane {
 	t.Helper()
-	if _, err := controlplane.FindBinDir(); err != nil {
-		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	cptest.RequireBinaries(t)
 	kcfg := server.DefaultConfig()
 	kcfg.Name = "apiserver-store"
 	kcfg.DataDir = t.TempDir()
@@ -39,22 +34,7 @@ func startAPIServer(t *testing.T) *controlplane.ControlPlane {
 	}
 	t.Cleanup(func() { kv.Close() })
 
-	cfg := controlplane.DefaultConfig()
-	cfg.Dir = t.TempDir()
-	cfg.EtcdServers = kv.ClientURLs()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("kube-apiserver log tail:\n%s", cp.LogTail(controlplane.APIServerBinary, 20))
-		}
-		cp.Stop()
-	})
-	return cp
+	return cptest.Start(t, kv.ClientURLs())
 }
 
 // TestAgainstAPIServer runs the source against a real kube-apiserver on continuum kv, through
