@@ -30,6 +30,7 @@ func newRunCmd() *cobra.Command {
 		nodeMap      []string
 		pullPolicy   string
 		cleanup      string
+		render       bool
 	)
 	c := &cobra.Command{
 		Use:   "run SCENARIO.yaml [--set path=value]... [--out DIR] [--repeats N] [--check] [--platform kubernetes]",
@@ -39,6 +40,7 @@ func newRunCmd() *cobra.Command {
   continuum run scenarios/quickstart.yaml --repeats 5 --out /tmp/results
   continuum run --check scenarios/kv/partition.yaml   # validate every sweep combination, start nothing
   continuum run --platform kubernetes --kubeconfig ~/.kube/config scenarios/quickstart.yaml
+  continuum run --platform kubernetes --check --render scenarios/quickstart.yaml   # the objects, as YAML
   continuum run --platform kubernetes --cleanup run4242-001   # delete what a crashed run left`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if cleanup != "" {
@@ -49,6 +51,9 @@ func newRunCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch platformName {
 			case testbed.PlatformName:
+				if render {
+					return fmt.Errorf("--render is for --platform kubernetes (the testbed has no objects to show; `run --check` validates the scenario)")
+				}
 				if cleanup != "" {
 					return fmt.Errorf("--cleanup is for --platform kubernetes (a testbed leaves nothing once its runner exits: `continuum testbed down` removes one that did)")
 				}
@@ -77,6 +82,12 @@ func newRunCmd() *cobra.Command {
 						fmt.Fprintf(cmd.OutOrStdout(), "nothing of run %s to delete\n", cleanup)
 					}
 					return err
+				}
+				if render {
+					if !check {
+						return fmt.Errorf("--render goes with --check: it prints the objects instead of creating them")
+					}
+					kube.Render = cmd.OutOrStdout()
 				}
 				opts.Platform = kube
 			default:
@@ -115,6 +126,7 @@ func newRunCmd() *cobra.Command {
 	c.Flags().StringVar(&kube.Image, "image", "", "kubernetes: the node pods' image (default "+kubeplatform.DefaultImage()+", from `continuum image build`)")
 	c.Flags().StringVar(&pullPolicy, "pull-policy", "", "kubernetes: the image's pull policy: IfNotPresent (default), Always or Never")
 	c.Flags().StringArrayVar(&nodeMap, "node-map", nil, "kubernetes: pin scenario node to cluster node, NODE=CLUSTER_NODE (repeatable; default: nodes labelled "+kubeplatform.LabelNode+"=NODE, or the only schedulable node)")
+	c.Flags().BoolVar(&render, "render", false, "kubernetes, with --check: print the YAML of every object a run creates (validated by the cluster in a dry run when one is reachable)")
 	c.Flags().StringVar(&cleanup, "cleanup", "", "kubernetes: delete every object run RUN left in the cluster (\"all\": every run's), then exit")
 	c.Flags().DurationVar(&opts.SampleInterval, "sample-interval", 0, "resource sampling interval (default 1s)")
 	return c

@@ -3,10 +3,12 @@ package kubeplatform
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/spec"
@@ -137,5 +139,28 @@ func TestCheckRefusesWhatAClusterCannotDo(t *testing.T) {
 	}
 	if got := (Provider{}).Endpoint("run1-001"); got != "kubernetes:continuum-run1-001/run1-001" {
 		t.Errorf("Endpoint = %q", got)
+	}
+}
+
+// `run --check --render` without a cluster: every object of a run, as YAML documents that decode
+// to the kinds a run creates.
+func TestCheckRendersObjects(t *testing.T) {
+	var out strings.Builder
+	p := Provider{Kubeconfig: "/nonexistent/kubeconfig", Render: &out}
+	topo := &platform.Topology{Nodes: []platform.Node{{Name: "edge", CPUs: 1}, {Name: "cloud"}},
+		Links: []platform.Link{{Between: []string{"edge", "cloud"}, LinkProps: platform.LinkProps{Delay: spec.Duration{Duration: 10 * time.Millisecond}}}}}
+	if err := p.Check(topo, nil); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, doc := range strings.Split(out.String(), "\n---\n")[1:] {
+		var o struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		kinds[o.Kind]++
+	}
+	if kinds["Namespace"] != 1 || kinds["Service"] != 2 || kinds["Pod"] != 2 || kinds["NetworkChaos"] != 1 {
+		t.Errorf("rendered %v, want a Namespace, 2 Services, 2 Pods and the link's NetworkChaos:\n%s", kinds, out.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/chaos"
 	"github.com/continuum-project/continuum/internal/platform"
@@ -48,6 +50,9 @@ type Provider struct {
 	NodeMap map[string]string
 	// ReadyTimeout bounds how long Up waits for the node pods (default 3 minutes: an image pull).
 	ReadyTimeout time.Duration
+	// Render, if set, receives from Check the YAML of every object a run creates (`run --check
+	// --render`).
+	Render io.Writer
 }
 
 func (p Provider) image() string {
@@ -123,19 +128,85 @@ func (p Provider) Check(topo *platform.Topology, faults []platform.Fault) error 
 			return fmt.Errorf("platform kubernetes: node map names %q, which is not a node of the topology (nodes: %s)", s, strings.Join(topo.NodeNames(), ", "))
 		}
 	}
-	c, err := p.connect()
-	if err != nil {
-		return nil // no cluster configured: Up says so; --check works offline
+	var c *clients
+	if cc, err := p.connect(); err == nil {
+		if _, err := cc.cs.Discovery().ServerVersion(); err == nil {
+			c = cc
+		}
 	}
+	// Without a reachable cluster (none configured, or down now) only the static checks apply
+	// and the objects render without placement: `run --check` works offline, and Up says what
+	// is wrong with the cluster.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := c.cs.Discovery().ServerVersion(); err != nil {
-		return nil // unreachable now: Up says so
+	var place map[string]map[string]string
+	if c != nil {
+		if err := requireChaosMesh(ctx, c, topo, faults); err != nil {
+			return err
+		}
+		var err error
+		if place, err = p.placement(ctx, c, topo); err != nil {
+			return err
+		}
 	}
-	if err := requireChaosMesh(ctx, c, topo, faults); err != nil {
-		return err
+	if p.Render != nil {
+		if err := p.render(p.Render, topo, place); err != nil {
+			return err
+		}
 	}
-	return p.dryRun(ctx, c, topo)
+	if c == nil {
+		return nil
+	}
+	return p.dryRun(ctx, c, topo, place)
+}
+
+// checkRun stands for every run's name in the objects Check renders.
+const checkRun = "check"
+
+// checkSpec is the podSpec of the objects Check renders and dry-runs, in namespace ns.
+func (p Provider) checkSpec(ns string) podSpec {
+	return podSpec{Run: checkRun, Namespace: ns, Image: p.image(), PullPolicy: p.pullPolicy(), RunDir: "/results/" + checkRun}
+}
+
+// render writes, as YAML, every object a run of topo creates (its name, namespace and results
+// directory stand in as "check").
+func (p Provider) render(w io.Writer, topo *platform.Topology, place map[string]map[string]string) error {
+	ns := p.Namespace
+	var objs []any
+	if ns == "" {
+		ns = Namespace(checkRun)
+		o := p.checkSpec(ns).namespace()
+		o.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}
+		objs = append(objs, o)
+	}
+	for _, n := range topo.Nodes {
+		s := p.checkSpec(ns)
+		s.NodeSelector = place[n.Name]
+		svc := s.nodeService(n.Name)
+		svc.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
+		pod := s.nodePod(n)
+		pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+		objs = append(objs, svc, pod)
+	}
+	if chaos.NeedsChaosMesh(topo, nil) != "" {
+		for _, o := range chaos.NewNetwork(topo).Objects(ns, checkRun, runLabels(checkRun)) {
+			objs = append(objs, o.Object)
+		}
+	}
+	fmt.Fprintf(w, "# The objects of one run: its name, namespace and results directory stand in as %q.\n", checkRun)
+	if place == nil {
+		fmt.Fprintln(w, "# No cluster reachable: pods are shown without their node selectors.")
+	}
+	for _, o := range objs {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "---\n%s", b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // requireChaosMesh fails when the scenario needs Chaos Mesh and the cluster does not serve it.
@@ -155,27 +226,22 @@ func requireChaosMesh(ctx context.Context, c *clients, topo *platform.Topology, 
 	return nil
 }
 
-// dryRun renders the objects of a run named "check" and has the API server validate them.
-func (p Provider) dryRun(ctx context.Context, c *clients, topo *platform.Topology) error {
+// dryRun has the API server validate the objects of a run named "check".
+func (p Provider) dryRun(ctx context.Context, c *clients, topo *platform.Topology, place map[string]map[string]string) error {
 	ns := p.Namespace
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "continuum"}
 	if ns == "" {
-		s := podSpec{Run: "check", Namespace: Namespace("check")}
-		if _, err := c.cs.CoreV1().Namespaces().Create(ctx, s.namespace(), dry); err != nil {
+		if _, err := c.cs.CoreV1().Namespaces().Create(ctx, p.checkSpec(Namespace(checkRun)).namespace(), dry); err != nil {
 			return fmt.Errorf("platform kubernetes: namespace (dry run): %w", err)
 		}
 		ns = metav1.NamespaceDefault // the run's own does not exist yet; validation is the same
-	}
-	place, err := p.placement(ctx, c, topo)
-	if err != nil {
-		return err
 	}
 	if err := waitServiceAccount(ctx, c, ns); err != nil {
 		return err
 	}
 	for _, n := range topo.Nodes {
-		s := podSpec{Run: "check", Namespace: ns, Image: p.image(), PullPolicy: p.pullPolicy(), RunDir: "/results/check",
-			NodeSelector: place[n.Name]}
+		s := p.checkSpec(ns)
+		s.NodeSelector = place[n.Name]
 		if _, err := c.cs.CoreV1().Pods(ns).Create(ctx, s.nodePod(n), dry); err != nil {
 			return fmt.Errorf("platform kubernetes: node %s's pod (dry run): %w", n.Name, err)
 		}
@@ -184,7 +250,7 @@ func (p Provider) dryRun(ctx context.Context, c *clients, topo *platform.Topolog
 		}
 	}
 	if chaos.NeedsChaosMesh(topo, nil) != "" {
-		if err := chaos.Sync(ctx, c.dyn, ns, "check", chaos.NewNetwork(topo).Objects(ns, "check", runLabels("check")), true); err != nil {
+		if err := chaos.Sync(ctx, c.dyn, ns, checkRun, chaos.NewNetwork(topo).Objects(ns, checkRun, runLabels(checkRun)), true); err != nil {
 			return fmt.Errorf("platform kubernetes: NetworkChaos (dry run): %w", err)
 		}
 	}
