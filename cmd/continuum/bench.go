@@ -18,8 +18,8 @@ func init() { commands = append(commands, newBenchCmd) }
 func newBenchCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Benchmarks that compare configured and measured behaviour (results go to docs/benchmarks/)",
-		Example: `  continuum bench testbed --out docs/benchmarks/testbed.md
+		Short: "Benchmarks that compare configured and measured behaviour (Markdown to stdout, or --out FILE.md and its JSON)",
+		Example: `  continuum bench testbed --out results/testbed.md
   continuum bench udp-reflect --listen :9000          # inside a node
   continuum bench udp-probe --target b:9000 --rate 20000 --duration 5s`,
 	}
@@ -40,7 +40,7 @@ func newBenchTestbedCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "testbed [--out FILE.md] [--quick]",
 		Short:   "Measure the emulated links: delay accuracy, packet rate the fabric sustains, loss accuracy",
-		Example: `  continuum bench testbed --out docs/benchmarks/testbed.md`,
+		Example: `  continuum bench testbed --out results/testbed.md`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			exe, err := os.Executable()

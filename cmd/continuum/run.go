@@ -33,12 +33,14 @@ func newRunCmd() *cobra.Command {
 		render       bool
 	)
 	c := &cobra.Command{
-		Use:   "run SCENARIO.yaml [--set path=value]... [--out DIR] [--repeats N] [--check] [--platform kubernetes]",
+		Use:   "run SCENARIO.yaml [--set path=value]... [--out DIR] [--repeats N] [--only LABEL | --run N] [--check] [--platform kubernetes]",
 		Short: "Run an experiment: platform + components + workloads + events -> results dir + report",
 		Example: `  continuum run scenarios/quickstart.yaml
   continuum run scenarios/quickstart.yaml --set duration=60s --set workloads.load.config.rate=200
   continuum run scenarios/quickstart.yaml --repeats 5 --out /tmp/results
   continuum run --check scenarios/kv/partition.yaml   # validate every sweep combination, start nothing
+  continuum run --only etcd scenarios/kv/partition.yaml   # only the runs whose sweep value is etcd
+  continuum run --run 2 scenarios/kv/partition.yaml       # only run 002 (numbers as --check lists them)
   continuum run --platform kubernetes --kubeconfig ~/.kube/config scenarios/quickstart.yaml
   continuum run --platform kubernetes --check --render scenarios/quickstart.yaml   # the objects, as YAML
   continuum run --platform kubernetes --cleanup run4242-001   # delete what a crashed run left`,
@@ -98,7 +100,7 @@ func newRunCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (scenario %s: %d run(s) of %d instance(s))\n", args[0], res.Scenario, res.Runs, res.Instances)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s)\n", args[0], res.Summary())
 				return nil
 			}
 			opts.Progress = cmd.ErrOrStderr()
@@ -119,6 +121,8 @@ func newRunCmd() *cobra.Command {
 	c.Flags().StringVar(&opts.Out, "out", "results", "parent directory for the results directory")
 	c.Flags().StringArrayVar(&opts.Sets, "set", nil, "override a scenario value: path=value (repeatable)")
 	c.Flags().IntVar(&opts.Repeats, "repeats", 0, "override the scenario's repeats")
+	c.Flags().StringVar(&opts.Select.Only, "only", "", "run only the sweep combinations matching LABEL: a swept value or its label, or PATH=VALUE; comma-separated terms must all match")
+	c.Flags().IntVar(&opts.Select.Run, "run", 0, "run only run N of the sweep (run 00N; an unknown N lists the runs)")
 	c.Flags().StringVar(&tb.StateDir, "state-dir", "", "testbed state dir (default $CONTINUUM_STATE_DIR or /run/continuum)")
 	c.Flags().StringVar(&platformName, "platform", testbed.PlatformName, "where the scenario runs: testbed (this host) or kubernetes (a cluster; see docs/kubernetes.md)")
 	c.Flags().StringVar(&kube.Kubeconfig, "kubeconfig", "", "kubernetes: the cluster's kubeconfig (default $KUBECONFIG, then ~/.kube/config)")

@@ -104,3 +104,27 @@ func parseOnly(args []string) error {
 type errUnknownCommand []string
 
 func (e errUnknownCommand) Error() string { return "no runnable command for " + strings.Join(e, " ") }
+
+// --only and --run pick runs of a shipped sweep, and --check's count and wall time follow.
+func TestCheckSelectsRuns(t *testing.T) {
+	f := filepath.Join("..", "..", "scenarios", "kv", "partition.yaml")
+	opts := experiment.Options{Binary: "/usr/local/bin/continuum", Platform: testbed.Provider{}}
+	all, err := experiment.Check(f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.Runs != 2 || all.WallTime != 2*(all.Duration+experiment.RunOverhead) {
+		t.Fatalf("all runs: %d run(s), wall time %v for duration %v; want 2 runs of duration + %v", all.Runs, all.WallTime, all.Duration, experiment.RunOverhead)
+	}
+	for _, sel := range []experiment.Selection{{Only: "etcd"}, {Only: "components=continuum kv"}, {Run: 2}} {
+		opts.Select = sel
+		res, err := experiment.Check(f, opts)
+		if err != nil || res.Runs != 1 || res.WallTime != all.WallTime/2 {
+			t.Errorf("%+v: %+v, %v; want 1 run", sel, res, err)
+		}
+	}
+	opts.Select = experiment.Selection{Only: "redis"}
+	if _, err := experiment.Check(f, opts); err == nil || !strings.Contains(err.Error(), "--run 2: components=etcd") {
+		t.Errorf("--only redis: %v; want an error listing the runs", err)
+	}
+}

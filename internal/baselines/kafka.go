@@ -19,45 +19,41 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
+	"github.com/continuum-project/continuum/internal/tools"
 )
 
 // KafkaVersion is the Apache Kafka release `make setup` installs (tools/kafka/pom.xml).
 const KafkaVersion = "4.4.0"
 
 // KafkaHome finds the Kafka installation (a directory with libs/*.jar): dir, $CONTINUUM_KAFKA_HOME,
-// .tools/kafka in the working directory or any parent (the repository), then ../.tools/kafka
-// next to the running executable (bin/continuum of a clone).
+// else .tools/kafka of the clone above the working directory or the executable, or the setup
+// cache's kafka-* (internal/tools).
 func KafkaHome(dir string) (string, error) {
-	var cands []string
+	hasJars := func(c string) bool {
+		m, _ := filepath.Glob(filepath.Join(c, "libs", "kafka_2.13-*.jar"))
+		return len(m) > 0
+	}
+	var where string
 	switch {
 	case dir != "":
-		cands = []string{dir}
+		where = dir
 	case os.Getenv("CONTINUUM_KAFKA_HOME") != "":
-		cands = []string{os.Getenv("CONTINUUM_KAFKA_HOME")}
+		dir, where = os.Getenv("CONTINUUM_KAFKA_HOME"), "$CONTINUUM_KAFKA_HOME="+os.Getenv("CONTINUUM_KAFKA_HOME")
 	default:
-		if wd, err := os.Getwd(); err == nil {
-			for d := wd; ; d = filepath.Dir(d) {
-				cands = append(cands, filepath.Join(d, ".tools", "kafka"))
-				if filepath.Dir(d) == d {
-					break
-				}
-			}
+		if p, ok := tools.Find(tools.Tool{Path: "kafka", CacheDir: "kafka-" + KafkaVersion + "-*", OK: hasJars}); ok {
+			dir = p
 		}
-		if exe, err := os.Executable(); err == nil {
-			cands = append(cands, filepath.Join(filepath.Dir(exe), "..", ".tools", "kafka"))
-		}
+		where = tools.Searched()
 	}
-	for _, c := range cands {
-		if m, _ := filepath.Glob(filepath.Join(c, "libs", "kafka_2.13-*.jar")); len(m) > 0 {
-			abs, err := filepath.Abs(c)
-			if err != nil {
-				return "", err
-			}
-			return filepath.EvalSymlinks(abs)
+	if dir != "" && hasJars(dir) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", err
 		}
+		return filepath.EvalSymlinks(abs)
 	}
 	return "", fmt.Errorf("Apache Kafka not found (no libs/kafka_2.13-*.jar in %s): run `make setup` (installs Kafka %s into .tools/kafka) or set $CONTINUUM_KAFKA_HOME",
-		strings.Join(cands, ", "), KafkaVersion)
+		where, KafkaVersion)
 }
 
 // JavaBinary finds java: bin, $CONTINUUM_JAVA_BIN, PATH (`make setup` installs Debian's

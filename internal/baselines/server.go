@@ -20,6 +20,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/procstat"
+	"github.com/continuum-project/continuum/internal/tools"
 )
 
 // Server is a started key-value server.
@@ -229,8 +230,9 @@ func tail(path string) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
-// lookBinary resolves name: an explicit path wins, then $env, then .tools/bin/name in the
-// working directory or any parent (the repository), next to the running executable, then PATH.
+// lookBinary resolves name: an explicit path wins, then $env, then what `make setup` installed
+// (.tools/bin/name of the clone above the working directory or the executable, or the setup
+// cache: internal/tools), then next to the running executable, then PATH.
 func lookBinary(explicit, env, name string) (string, error) {
 	if explicit != "" {
 		return exec.LookPath(explicit)
@@ -238,16 +240,8 @@ func lookBinary(explicit, env, name string) (string, error) {
 	if v := os.Getenv(env); v != "" {
 		return exec.LookPath(v)
 	}
-	if wd, err := os.Getwd(); err == nil {
-		for d := wd; ; d = filepath.Dir(d) {
-			p := filepath.Join(d, ".tools", "bin", name)
-			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-				return p, nil
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
+	if p, ok := tools.Find(tools.Bin(name)); ok {
+		return p, nil
 	}
 	if exe, err := os.Executable(); err == nil {
 		p := filepath.Join(filepath.Dir(exe), name)
@@ -257,7 +251,7 @@ func lookBinary(explicit, env, name string) (string, error) {
 	}
 	p, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("%s not found: set $%s, run `make setup` (builds .tools/bin/%s) or put it in PATH", name, env, name)
+		return "", fmt.Errorf("%s not found in %s, nor in PATH: set $%s or run `make setup` in the clone (builds .tools/bin/%s)", name, tools.Searched(), env, name)
 	}
 	return p, nil
 }

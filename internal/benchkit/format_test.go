@@ -1,6 +1,9 @@
 package benchkit
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func TestFormatting(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
@@ -18,5 +21,16 @@ func TestFormatting(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
+	}
+}
+
+// TestInvocationKeepsEveryFlag: the "Regenerate with" line is the command as typed, so a smoke
+// run (bench testbed --quick) cannot pass for a full one.
+func TestInvocationKeepsEveryFlag(t *testing.T) {
+	saved := os.Args
+	t.Cleanup(func() { os.Args = saved })
+	os.Args = []string{"/any/path/continuum", "bench", "testbed", "--quick", "--out", "results/a b.md"}
+	if got, want := Invocation(), "continuum bench testbed --quick --out 'results/a b.md'"; got != want {
+		t.Errorf("Invocation = %q, want %q", got, want)
 	}
 }

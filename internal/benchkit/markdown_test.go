@@ -88,6 +88,8 @@ func TestWriteMarkdownAndJSON(t *testing.T) {
 		{"stdout", "", res, "# md\n", ""},
 		{"markdown only", filepath.Join(dir, "a.md"), nil, "wrote " + filepath.Join(dir, "a.md") + "\n", ""},
 		{"markdown and JSON", filepath.Join(dir, "b.md"), res, "wrote " + filepath.Join(dir, "b.md") + " and " + filepath.Join(dir, "b.json") + "\n", filepath.Join(dir, "b.json")},
+		// --out results/x.md in a fresh clone: the directory does not exist yet.
+		{"missing directory", filepath.Join(dir, "results", "c.md"), nil, "wrote " + filepath.Join(dir, "results", "c.md") + "\n", ""},
 	} {
 		var out strings.Builder
 		if err := Write(&out, c.path, "# md\n", c.result); err != nil {

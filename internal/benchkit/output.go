@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -13,10 +14,14 @@ func JSONPath(mdPath string) string { return strings.TrimSuffix(mdPath, ".md") +
 
 // Write delivers a benchmark's output, as every `continuum bench` does: with no path, the
 // Markdown on w; otherwise the Markdown to path and, when result is not nil, the result as JSON
-// beside it (JSONPath), then a line on w saying what was written.
+// beside it (JSONPath), then a line on w saying what was written. The file's directory is created
+// if missing, so `--out results/x.md` works in a fresh clone.
 func Write(w io.Writer, path, md string, result any) error {
 	if path == "" {
 		_, err := io.WriteString(w, md)
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 )
@@ -13,7 +14,11 @@ import (
 // CheckResult is what Check found valid.
 type CheckResult struct {
 	Scenario string
-	Runs     int // sweep combinations x repeats
+	Runs     int // sweep combinations x repeats (those Options.Select picks)
+	// WallTime estimates how long the runs take: their durations plus RunOverhead each.
+	WallTime time.Duration
+	// Duration is every run's duration when they share one (0 when a sweep varies it).
+	Duration time.Duration
 	// Instances is the number of instances one run starts (components and workloads).
 	Instances int
 }
@@ -60,11 +65,29 @@ func Check(path string, opts Options) (*CheckResult, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	res := &CheckResult{Scenario: sc.Name, Runs: len(runs)}
+	res := &CheckResult{Scenario: sc.Name, Runs: len(runs), WallTime: wallTime(runs)}
 	if len(runs) > 0 {
+		res.Duration = runs[0].Scenario.Duration.Duration
+		for _, r := range runs {
+			if r.Scenario.Duration.Duration != res.Duration {
+				res.Duration = 0
+			}
+		}
 		res.Instances = len(runs[0].Scenario.Components) + len(runs[0].Scenario.Workloads)
 	}
 	return res, nil
+}
+
+// Summary is what Check found in a line: "scenario kv-partition: 2 run(s) of 5 instance(s), about
+// 56s (2 x (25s + ~3s start/stop))".
+func (r *CheckResult) Summary() string {
+	s := fmt.Sprintf("scenario %s: %d run(s) of %d instance(s), about %v", r.Scenario, r.Runs, r.Instances, r.WallTime.Round(time.Second))
+	if r.Duration > 0 {
+		s += fmt.Sprintf(" (%d x (%v + ~%v start/stop))", r.Runs, r.Duration, RunOverhead)
+	} else {
+		s += fmt.Sprintf(" (the runs' durations + ~%v start/stop each)", RunOverhead)
+	}
+	return s
 }
 
 // dryCommand is the command inst would run in a run of sc, built against node names instead of

@@ -25,6 +25,8 @@ type Options struct {
 	Out     string   // parent directory of the results directory (default "results")
 	Sets    []string // --set path=value overrides
 	Repeats int      // overrides the scenario's repeats when > 0
+	// Select picks the runs to run (or check) out of the sweep; the zero value runs them all.
+	Select Selection
 	// Platform is where runs run: it brings one platform up per run (required; the wiring in
 	// cmd/continuum gives the testbed). Check and DryCommands only ask it to check the scenario
 	// and name its endpoint.
@@ -140,6 +142,9 @@ func loadRuns(path string, opts Options) (*Scenario, []Run, error) {
 	runs, err := sc.Expand()
 	if err != nil {
 		return nil, nil, err
+	}
+	if runs, err = opts.Select.apply(runs); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", sc.File, err)
 	}
 	for _, r := range runs {
 		if err := opts.Platform.Check(r.Scenario.Topology, r.Scenario.faults()); err != nil {

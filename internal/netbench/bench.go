@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -235,7 +236,7 @@ func Markdown(res *Result) string {
 	t = benchkit.NewTable("rrrrrrrrrrl", "payload (B)", "offered (pps)", "achieved (pps)", "Mbit/s each way", "loss", "p50 (ms)", "p99 (ms)",
 		"baseline p50 / p99 (ms)", "added p50 / p99 (ms)", "fabric cores", "within 1 ms")
 	for _, r := range results {
-		if r.Group != "throughput" && !(r.Group == "accuracy" && r.Delay == time.Millisecond) {
+		if !throughputRow(r) {
 			continue
 		}
 		base := baselineFor(results, r)
@@ -279,7 +280,8 @@ func Goals(results []CaseResult) []benchkit.Goal {
 			if m, t := accuracyOK(r); m && t {
 				accOK = append(accOK, name)
 			}
-		case "throughput":
+		}
+		if throughputRow(r) {
 			if _, _, ok := addedError(r, baselineFor(results, r)); ok {
 				best = max(best, r.Probe.RateAchv)
 			}
@@ -301,10 +303,10 @@ func Goals(results []CaseResult) []benchkit.Goal {
 	case best > 0:
 		gs = append(gs, benchkit.Check(rate, 2*best >= 50000,
 			fmt.Sprintf("highest rate %.0f packets/s each way (%.0f packets/s through the fabric counting replies)", best, 2*best)))
-	case !hasGroup(results, "throughput"):
-		gs = append(gs, benchkit.Skip(rate, "no throughput case"))
+	case !slices.ContainsFunc(results, throughputRow):
+		gs = append(gs, benchkit.Skip(rate, "no case on a 1 ms link"))
 	default:
-		gs = append(gs, benchkit.Check(rate, false, "no throughput case kept p99 within 1 ms of the ideal"))
+		gs = append(gs, benchkit.Check(rate, false, "no case on a 1 ms link kept p99 within 1 ms of the ideal"))
 	}
 	for _, r := range results {
 		if r.Group == "loss" {
@@ -316,13 +318,12 @@ func Goals(results []CaseResult) []benchkit.Goal {
 	return gs
 }
 
-func hasGroup(results []CaseResult, group string) bool {
-	for _, r := range results {
-		if r.Group == group {
-			return true
-		}
-	}
-	return false
+// throughputRow reports whether r is judged for throughput: the throughput cases and the 1 ms
+// accuracy cases, which measure the same link at lower rates. The table and the goal take the
+// same rows, so the headline never contradicts a row (bench testbed --quick runs no throughput
+// case, yet its 1 ms rows are in the table).
+func throughputRow(r CaseResult) bool {
+	return r.Group == "throughput" || (r.Group == "accuracy" && r.Delay == time.Millisecond)
 }
 
 // baselineFor is the loopback measurement at r's rate and size (zero if not measured).

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/continuum-project/continuum/internal/tools"
 )
 
 // Venv names one of the venvs: its folder under .tools, the package it runs from python/src, and
@@ -26,22 +28,26 @@ type Python struct {
 	Src         string
 }
 
-// Find locates v: the interpreter and src from v's environment variables, else from the nearest
-// clone (Root) above the working directory or the running executable. It fails, naming what to
-// run or set, when the interpreter or the package is missing.
+// Find locates v: the interpreter and src from v's environment variables, else from what `make
+// setup` installed (internal/tools): the interpreter from the clone above the working directory or
+// the executable, or the setup cache; src from the nearest such clone that has python/src. It
+// fails, naming what to run or set, when the interpreter or the package is missing.
 func Find(v Venv) (Python, error) {
 	p := Python{Interpreter: os.Getenv(v.PythonEnv), Src: os.Getenv(v.SrcEnv)}
-	if p.Interpreter == "" || p.Src == "" {
+	if p.Interpreter == "" {
+		py, ok := tools.Find(tools.Venv(v.Dir))
+		if !ok {
+			return p, fmt.Errorf("python venv .tools/%s not found in %s: run `make setup` in the clone, or set $%s and $%s",
+				v.Dir, tools.Searched(), v.PythonEnv, v.SrcEnv)
+		}
+		p.Interpreter = py
+	}
+	if p.Src == "" {
 		root, err := Root(v.Dir)
 		if err != nil {
-			return p, fmt.Errorf("%w, or set $%s and $%s", err, v.PythonEnv, v.SrcEnv)
+			return p, fmt.Errorf("%w, or set $%s", err, v.SrcEnv)
 		}
-		if p.Interpreter == "" {
-			p.Interpreter = filepath.Join(root, ".tools", v.Dir, "bin", "python")
-		}
-		if p.Src == "" {
-			p.Src = filepath.Join(root, "python", "src")
-		}
+		p.Src = filepath.Join(root, "python", "src")
 	}
 	if _, err := os.Stat(p.Interpreter); err != nil {
 		return p, fmt.Errorf("python interpreter %s: %w (run `make setup`, or set $%s)", p.Interpreter, err, v.PythonEnv)
@@ -52,27 +58,15 @@ func Find(v Venv) (Python, error) {
 	return p, nil
 }
 
-// Root is the nearest directory, from the working directory or the executable's up, that holds
-// .tools/<venv> and python/src: the clone `make setup` ran in.
+// Root is the nearest clone, from the working directory or the executable (symlinks followed) up,
+// that holds .tools/<venv> and python/src: the clone `make setup` ran in.
 func Root(venv string) (string, error) {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, d := range starts {
-		for ; ; d = filepath.Dir(d) {
-			if isDir(filepath.Join(d, ".tools", venv)) && isDir(filepath.Join(d, "python", "src")) {
-				return d, nil
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
+	for _, d := range tools.Clones() {
+		if isDir(filepath.Join(d, ".tools", venv)) && isDir(filepath.Join(d, "python", "src")) {
+			return d, nil
 		}
 	}
-	return "", errors.New("no clone with .tools/" + venv + " and python/src above the working directory or the executable: run `make setup` in the clone")
+	return "", errors.New("no clone with .tools/" + venv + " and python/src in " + tools.Searched() + ": run `make setup` in the clone")
 }
 
 func isDir(p string) bool {

@@ -31,7 +31,7 @@ binary's gateway as its own process on one core (GOMAXPROCS=1) in front of a tri
 closed loop with --gateway-clients (goal: >= 20 000 req/s). Last, one instance's closed-loop
 throughput with Continuum's server and with Flask + Waitress (one thread), directly and through the
 watchdog.`,
-		Example: `  continuum bench faas --out docs/benchmarks/faas-overhead.md
+		Example: `  continuum bench faas --out results/faas-overhead.md
   continuum bench faas --rates 100 --step 5s --repeats 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -33,7 +33,7 @@ handler once. Each run scales both to zero and times the first request (scale-up
 the next one (warm), alternating which variant goes first. Reports p50/p90/max per variant against
 the issue's goals (<= 50 ms p50 for a trivial handler, <= 100 ms for the pandas one). The analytics
 handler gets a two-message batch.`,
-		Example: `  continuum bench coldstart --out docs/benchmarks/coldstart.md
+		Example: `  continuum bench coldstart --out results/coldstart.md
   continuum bench coldstart --handler python/functions/hello --runs 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -21,7 +21,7 @@ func newBenchPlanCmd() *cobra.Command {
 exact enumeration where there are few enough balanced partitions), min-cost and a replan after a client
 leaves, at --clients x --aggregators, medians of --repeats; then compares the heuristic's mean KLD with the
 exact one on --ratio-per-shape random instances of each shape where the exact search runs. Markdown and JSON.`,
-		Example: `  make build && bin/continuum bench fl-plan --out docs/benchmarks/fl-plan.md
+		Example: `  make build && bin/continuum bench fl-plan --out results/fl-plan.md
   bin/continuum bench fl-plan --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

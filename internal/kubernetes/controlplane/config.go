@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/tools"
 )
 
 // Binary names looked up in Config.BinDir.
@@ -32,7 +34,7 @@ type Config struct {
 	// continuum kv. Required.
 	EtcdServers []string
 	// BinDir holds kube-apiserver, kube-controller-manager and kube-scheduler. Empty: $CONTINUUM_KUBE_BIN,
-	// else the nearest .tools/bin above the working directory (FindBinDir).
+	// else .tools/bin of the clone or the setup cache (FindBinDir).
 	BinDir string
 
 	// ControllerManager starts kube-controller-manager (Deployments become ReplicaSets and Pods,
@@ -108,8 +110,9 @@ func (c *Config) Validate() error {
 }
 
 // FindBinDir returns the directory holding the Kubernetes binaries: $CONTINUUM_KUBE_BIN, else
-// the nearest .tools/bin holding kube-apiserver above the working directory or above the running
-// executable (bin/continuum of a clone run from elsewhere). The error says how to get them.
+// .tools/bin of the clone above the working directory or the running executable (symlinks
+// followed), else the setup cache's kubernetes-* build (internal/tools). The error says how to get
+// them.
 func FindBinDir() (string, error) {
 	if d := os.Getenv(BinDirEnv); d != "" {
 		if err := checkBinaries(d, APIServerBinary); err != nil {
@@ -117,25 +120,13 @@ func FindBinDir() (string, error) {
 		}
 		return d, nil
 	}
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
+	t := tools.Bin(APIServerBinary)
+	t.CacheDir = "kubernetes-*"
+	t.OK = func(p string) bool { return checkBinaries(filepath.Dir(p), APIServerBinary) == nil }
+	if p, ok := tools.Find(t); ok {
+		return filepath.Dir(p), nil
 	}
-	if exe, err := os.Executable(); err == nil {
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, start := range starts {
-		for d := start; ; d = filepath.Dir(d) {
-			bin := filepath.Join(d, ".tools", "bin")
-			if checkBinaries(bin, APIServerBinary) == nil {
-				return bin, nil
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	return "", fmt.Errorf("%s not found in .tools/bin above %v: run `make setup` or set $%s to the directory holding it", APIServerBinary, starts, BinDirEnv)
+	return "", fmt.Errorf("%s not found in %s: run `make setup` in the clone or set $%s to the directory holding it", APIServerBinary, tools.Searched(), BinDirEnv)
 }
 
 // checkBinaries reports the first of names that is not an executable file in dir.

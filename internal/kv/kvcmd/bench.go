@@ -28,7 +28,7 @@ data-directory growth per million keys there; all of it --repeats times, the sto
 rates compared repeat by repeat and other figures by their median. A store that does
 not start is reported as not measured. Writes Markdown with the command, machine, tables, the verdict
 against the store's goals (docs/kv.md) and the raw JSON.`,
-		Example: `  continuum bench kv --out docs/benchmarks/kv-single-node.md
+		Example: `  continuum bench kv --out results/kv-single-node.md
   continuum bench kv --stores etcd,redis --workload b --rates 2000,5000,10000 --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -28,7 +28,7 @@ apiservers on two members of a --race-members kv cluster, on one member, and on 
 (Update, retried on Conflict); lost updates = successful Updates - final counter. Everything
 --repeats times, the stores interleaved; medians with their range, and kv/etcd ratios taken repeat
 by repeat.`,
-		Example: `  continuum bench kube-store --out docs/benchmarks/kubernetes.md
+		Example: `  continuum bench kube-store --out results/kubernetes.md
   continuum bench kube-store --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

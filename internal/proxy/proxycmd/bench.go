@@ -30,9 +30,9 @@ runs each rate open loop directly against the upstream and through the proxy, al
 --repeats times. Reports medians of p50/p99 and of the added latency, the proxy's CPU (from /proc/PID/stat)
 per 1000 req/s and its VmRSS/RssAnon/RssFile (from /proc/PID/status), against the proxy's goals (docs/proxy.md)
 (p99 added <= 0.5 ms at 1000 req/s, VmRSS <= 10 MiB). Writes Markdown and the raw JSON next to it.`,
-		Example: `  make build && continuum bench proxy --out docs/benchmarks/proxy.md
+		Example: `  make build && continuum bench proxy --out results/proxy.md
   CGO_ENABLED=0 go build -tags nokubernetes,nokv -o bin/continuum-proxy-min ./cmd/continuum-proxy
-  continuum bench proxy --variant minimal=bin/continuum-proxy-min --out docs/benchmarks/proxy.md
+  continuum bench proxy --variant minimal=bin/continuum-proxy-min --out results/proxy.md
   continuum bench proxy --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/continuum-project/continuum/internal/tools"
 )
 
 // The dashboard is a page served by the realtime database itself at /.dashboard/ that lists
@@ -28,8 +30,18 @@ import (
 const dashboardPath = "/.dashboard"
 
 // DefaultFirebaseSDKDir is the npm firebase package of a clone after `make setup`, used when
-// Config.FirebaseSDKDir is empty and the server runs in the clone.
+// Config.FirebaseSDKDir is empty: looked up in the clone above the working directory or the
+// executable, or in the setup cache (firebaseSDK).
 const DefaultFirebaseSDKDir = ".tools/npm-firebase/node_modules/firebase"
+
+// firebaseSDK is the npm firebase package `make setup` installed (internal/tools), else
+// DefaultFirebaseSDKDir relative to the working directory (whose error then names it).
+func firebaseSDK() string {
+	if p, ok := tools.Find(tools.Tool{Path: "npm-firebase/node_modules/firebase", CacheDir: "npm-firebase-*", CacheRel: "node_modules/firebase"}); ok {
+		return p
+	}
+	return DefaultFirebaseSDKDir
+}
 
 //go:embed web/dashboard.html
 var dashboardHTML []byte
@@ -57,7 +69,7 @@ func (s *Server) serveDashboard(w http.ResponseWriter, r *http.Request) {
 		}
 		dir := s.cfg.FirebaseSDKDir
 		if dir == "" {
-			dir = DefaultFirebaseSDKDir
+			dir = firebaseSDK()
 		}
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if errors.Is(err, fs.ErrNotExist) {

@@ -27,7 +27,7 @@ org.apache.kafka.tools.ProducerPerformance on the same CPU at the same producer 
 idempotent, linger 0, 1 MiB batches), alternating which goes first; then the broker's publish->consume
 latency at --latency-rate msg/s (open loop, from the intended send time). Medians of the repeats, against
 the goals (bridge >= 50k records/s of 1 KB on one core; p99 <= 5 ms at 10k msg/s). Markdown and JSON.`,
-		Example: `  make build && bin/continuum bench stream-bridge --out docs/benchmarks/stream-bridge.md
+		Example: `  make build && bin/continuum bench stream-bridge --out results/stream-bridge.md
   bin/continuum bench stream-bridge --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

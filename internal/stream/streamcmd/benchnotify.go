@@ -24,7 +24,7 @@ on one key with kv Puts at the same rate. Then --throughput-writers closed-loop 
 (raw kv Puts beside them), and the realtime database restarts under --listeners listeners that reconnect with
 jittered backoff, timed until every one has its full put again. Writes Markdown (goals of issue 24) and the raw
 JSON next to it.`,
-		Example: `  continuum bench stream-notify --out docs/benchmarks/stream-notify.md
+		Example: `  continuum bench stream-notify --out results/stream-notify.md
   continuum bench stream-notify --listeners 100 --rate 50 --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
