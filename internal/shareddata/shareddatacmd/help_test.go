@@ -26,7 +26,9 @@ func TestPaceHelpListsEveryClass(t *testing.T) {
 			}
 		}
 		for flag, want := range map[string]func(pace.Class) string{
-			"--class":        func(c pace.Class) string { return c.Name + " " + strconv.Itoa(c.MetricsSize) + " B every " + c.Period.String() },
+			"--class": func(c pace.Class) string {
+				return c.Name + " " + strconv.Itoa(c.MetricsSize) + " B every " + c.Period.String()
+			},
 			"--metrics-size": func(c pace.Class) string { return c.Name + " " + strconv.Itoa(c.MetricsSize) },
 			"--period":       func(c pace.Class) string { return c.Name + " " + c.Period.String() },
 		} {
