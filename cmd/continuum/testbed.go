@@ -411,7 +411,7 @@ func newTestbedStartCmd() *cobra.Command {
 	c.Flags().StringVar(&as, "as", "", "component name (required)")
 	c.Flags().StringVar(&dir, "dir", "", "working directory")
 	c.Flags().StringArrayVar(&env, "env", nil, "extra environment KEY=VALUE (repeatable)")
-	c.Flags().StringVar(&service, "service", "", "declare the component an instance of service NAME listening on PORT (NAME:PORT), for discovery by `continuum proxy`")
+	c.Flags().StringVar(&service, "service", "", "declare the component an instance of service NAME listening on PORT (NAME:PORT), for discovery by continuum proxy")
 	c.Flags().StringArrayVar(&attrs, "attr", nil, "attribute KEY=VALUE of the service instance (repeatable; with --service)")
 	_ = c.MarkFlagRequired("name")
 	_ = c.MarkFlagRequired("as")

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// walk calls fn on every command of the tree.
+func walk(c *cobra.Command, fn func(*cobra.Command)) {
+	fn(c)
+	for _, sub := range c.Commands() {
+		walk(sub, fn)
+	}
+}
+
+// Every flag's help reads right: a back-quoted word in a usage becomes the value's placeholder
+// in pflag's help, so it must be one (upper case: --kv-arg FLAG), not a quoted command
+// (--kv-arg continuum kv); and no default is shown as Go's %f ([2000.000000,...]).
+func TestFlagHelpReadsRight(t *testing.T) {
+	// run.go is the lead's file, being edited in parallel: its --image usage is to lose the back
+	// quotes there, and this entry with them.
+	pending := map[string]bool{"continuum run --image": true}
+	walk(newRootCmd(), func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") && !pending[c.CommandPath()+" --"+f.Name] {
+				name, _ := pflag.UnquoteUsage(f)
+				if strings.IndexFunc(name, func(r rune) bool { return unicode.IsLower(r) || unicode.IsSpace(r) }) >= 0 {
+					t.Errorf("%s --%s: help shows the value as %q: back quotes mark a placeholder (write it in upper case, or drop the quotes)", c.CommandPath(), f.Name, name)
+				}
+			}
+			if strings.Contains(f.DefValue, ".000000") {
+				t.Errorf("%s --%s: default shown as %s", c.CommandPath(), f.Name, f.DefValue)
+			}
+		})
+	})
+}
+
+func TestBenchKVHelp(t *testing.T) {
+	root := newRootCmd()
+	var out strings.Builder
+	root.SetOut(&out)
+	root.SetArgs([]string{"bench", "kv", "--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--kv-arg FLAG", "--rates numbers", "(default 2000,3000,"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("bench kv --help lacks %q:\n%s", want, out.String())
+		}
+	}
+}
