@@ -53,3 +53,21 @@ func TestBenchKVHelp(t *testing.T) {
 		}
 	}
 }
+
+// A command run without its argument names it.
+func TestMissingArgumentNamed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run"}, "missing SCENARIO.yaml (usage: continuum run SCENARIO.yaml"},
+		{[]string{"report"}, "missing DIR (usage: continuum report DIR"},
+		{[]string{"kv", "snapshot", "restore", "--data-dir", "x"}, "missing FILE"},
+	} {
+		root := newRootCmd()
+		root.SetArgs(tc.args)
+		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("continuum %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
