@@ -106,21 +106,34 @@ func ParseFunction(s string) (*Function, error) {
 	return f, f.Validate()
 }
 
+// setField parses v into field; its errors say what the key wants, not strconv's or time's
+// wording ("missing unit in duration").
 func setField(field any, v string) error {
 	var err error
+	var want string
 	switch p := field.(type) {
 	case *string:
 		*p = v
 	case *int:
 		*p, err = strconv.Atoi(v)
+		want = "a whole number, e.g. 4"
 	case *float64:
 		*p, err = strconv.ParseFloat(v, 64)
+		want = "a number, e.g. 0.85"
 	case *bool:
 		*p, err = strconv.ParseBool(v)
+		want = "true or false"
 	case *time.Duration:
 		*p, err = time.ParseDuration(v)
+		want = "a duration with a unit, e.g. 30s or 500ms"
+		if _, nerr := strconv.ParseFloat(v, 64); err != nil && nerr == nil {
+			want += " (" + v + "s for seconds)"
+		}
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("%q: want %s", v, want)
+	}
+	return nil
 }
 
 // fieldString is a field's value in the --function form; "" for a zero number, duration or
