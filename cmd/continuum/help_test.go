@@ -71,3 +71,12 @@ func TestMissingArgumentNamed(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatDrops(t *testing.T) {
+	if got, want := formatDrops(map[string]uint64{"queue": 3, "loss": 0, "partition": 12}), "loss 0, partition 12, queue 3"; got != want {
+		t.Errorf("formatDrops = %q, want %q", got, want)
+	}
+	if got := formatDrops(nil); got != "none" {
+		t.Errorf("formatDrops(nil) = %q", got)
+	}
+}

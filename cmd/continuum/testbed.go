@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -255,8 +257,22 @@ func printStatus(out interface{ Write([]byte) (int, error) }, st testbed.Status)
 			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", p.Name, p.Node, p.PID, p.State, exit, p.Restarts, svc)
 		}
 	}
-	fmt.Fprintf(w, "\nDROPS\t%v\n", st.Drops)
+	fmt.Fprintf(w, "\nDROPPED PACKETS\t%s\n", formatDrops(st.Drops))
 	w.Flush()
+}
+
+// formatDrops writes the fabric's drop counts by reason as "loss 3, partition 0, ...", reasons
+// in alphabetical order (not Go's map syntax).
+func formatDrops(drops map[string]uint64) string {
+	if len(drops) == 0 {
+		return "none"
+	}
+	reasons := slices.Sorted(maps.Keys(drops))
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%s %d", r, drops[r])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func newTestbedExecCmd() *cobra.Command {
