@@ -373,7 +373,7 @@ func newTestbedFaultCmd() *cobra.Command {
 	c.Flags().StringVar(&delay, "delay", "", "new one-way delay (e.g. 20ms)")
 	c.Flags().StringVar(&jitter, "jitter", "", "new jitter (e.g. 2ms)")
 	c.Flags().StringVar(&loss, "loss", "", "new loss (e.g. 5%)")
-	c.Flags().StringVar(&bandwidth, "bandwidth", "", "new bandwidth (e.g. 10Mbit; 0 = unlimited)")
+	c.Flags().StringVar(&bandwidth, "bandwidth", "", "new bandwidth per direction, in tc's units: bit, kbit, Mbit, Gbit are bits/s, bps, kbps, Mbps, Gbps bytes/s (10Mbps = 80Mbit); 0 = unlimited")
 	c.Flags().Float64Var(&cpus, "cpus", 0, "new CPU quota in cores (0 = unlimited)")
 	_ = c.MarkFlagRequired("name")
 	return c
