@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
@@ -77,5 +79,22 @@ func TestFormatDrops(t *testing.T) {
 	}
 	if got := formatDrops(nil); got != "none" {
 		t.Errorf("formatDrops(nil) = %q", got)
+	}
+}
+
+// `report` on the folder that holds results directories names them.
+func TestReportOnParentListsResults(t *testing.T) {
+	parent := t.TempDir()
+	for _, d := range []string{"quickstart-1/runs", "not-results"} {
+		if err := os.MkdirAll(filepath.Join(parent, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := newRootCmd()
+	root.SetArgs([]string{"report", parent})
+	err := root.Execute()
+	if err == nil || !strings.Contains(err.Error(), "results directories inside it (newest last): quickstart-1") ||
+		!strings.Contains(err.Error(), "continuum report "+filepath.Join(parent, "quickstart-1")) {
+		t.Errorf("report on a parent folder: %v", err)
 	}
 }
