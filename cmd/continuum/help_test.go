@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode"
@@ -19,17 +20,29 @@ func walk(c *cobra.Command, fn func(*cobra.Command)) {
 	}
 }
 
-// Every flag's help reads right: a back-quoted word in a usage becomes the value's placeholder
+// unseen matches citations of documents outside the repository: the seed documents by their
+// folder (docs/seeds.md names them) and the project's issues.
+var unseen = regexp.MustCompile(`seeds/\d+|\b[Ii]ssue #?\d+`)
+
+// Every flag's help reads right, and no help cites what a user cannot see: a back-quoted word in a usage becomes the value's placeholder
 // in pflag's help, so it must be one (upper case: --kv-arg FLAG), not a quoted command
 // (--kv-arg continuum kv); and no default is shown as Go's %f ([2000.000000,...]).
 func TestFlagHelpReadsRight(t *testing.T) {
 	walk(newRootCmd(), func(c *cobra.Command) {
+		for _, text := range []string{c.Short, c.Long, c.Example} {
+			if m := unseen.FindString(text); m != "" {
+				t.Errorf("%s: help cites %q, which a user of the repository cannot see (name the paper, or docs/seeds.md)", c.CommandPath(), m)
+			}
+		}
 		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
 			if strings.Contains(f.Usage, "`") {
 				name, _ := pflag.UnquoteUsage(f)
 				if strings.IndexFunc(name, func(r rune) bool { return unicode.IsLower(r) || unicode.IsSpace(r) }) >= 0 {
 					t.Errorf("%s --%s: help shows the value as %q: back quotes mark a placeholder (write it in upper case, or drop the quotes)", c.CommandPath(), f.Name, name)
 				}
+			}
+			if m := unseen.FindString(f.Usage); m != "" {
+				t.Errorf("%s --%s: help cites %q, which a user of the repository cannot see (name the paper, or docs/seeds.md)", c.CommandPath(), f.Name, m)
 			}
 			if strings.Contains(f.DefValue, ".000000") {
 				t.Errorf("%s --%s: default shown as %s", c.CommandPath(), f.Name, f.DefValue)

@@ -22,7 +22,7 @@ func init() { cli.Register(cli.Top, newFaaSCmd) }
 func newFaaSCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "faas",
-		Short: "The function platform (seeds/001): watchdogs in front of OpenFaaS python3-http handlers",
+		Short: "The function platform (after the edge IoT analytics paper, docs/seeds.md): watchdogs in front of OpenFaaS python3-http handlers",
 		Example: `  continuum faas watchdog --mode http --handler python/functions/iot-analytics --listen :8080
   continuum faas watchdog --mode classic --handler python/functions/hello --listen :8081`,
 	}

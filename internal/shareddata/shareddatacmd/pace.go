@@ -20,7 +20,7 @@ func init() { cli.Register(cli.Top, newPaceCmd) }
 func newPaceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pace",
-		Short: "PACE (seeds/000): NPM producers and consumers over the shared data platform, measured per operation",
+		Short: "PACE (the NPM platform paper's emulator, docs/seeds.md): NPM producers and consumers over the shared data platform, measured per operation",
 		Long: `One PACE producer or consumer. A producer publishes metrics of --class size every period for
 its --group and measures its puts, the control it receives (ctrl_notify) and the whole control loop
 (loop: its metrics published until the control answering them arrives). A consumer reacts to every
