@@ -72,6 +72,7 @@ func newRootCmd() *cobra.Command {
 		root.AddCommand(c())
 	}
 	root.AddCommand(cli.Commands(cli.Top)...) // the systems' commands (kv, proxy, faas, ...)
+	cli.NameMissingArgs(root)                 // "missing SCENARIO.yaml", not "accepts 1 arg(s)"
 	return root
 }
 

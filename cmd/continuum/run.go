@@ -51,6 +51,9 @@ func newRunCmd() *cobra.Command {
 			return cobra.ExactArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Repeats < 0 {
+				return fmt.Errorf("--repeats %d: want the number of runs of each combination, at least 1 (0, the default, keeps the scenario's repeats)", opts.Repeats)
+			}
 			switch platformName {
 			case testbed.PlatformName:
 				if render {
@@ -120,14 +123,14 @@ func newRunCmd() *cobra.Command {
 	c.Flags().BoolVar(&check, "check", false, "only validate the scenario, every sweep combination and every instance's command line; start nothing")
 	c.Flags().StringVar(&opts.Out, "out", "results", "parent directory for the results directory")
 	c.Flags().StringArrayVar(&opts.Sets, "set", nil, "override a scenario value: path=value (repeatable)")
-	c.Flags().IntVar(&opts.Repeats, "repeats", 0, "override the scenario's repeats")
+	c.Flags().IntVar(&opts.Repeats, "repeats", 0, "runs of each sweep combination, overriding the scenario's repeats (0: keep the scenario's)")
 	c.Flags().StringVar(&opts.Select.Only, "only", "", "run only the sweep combinations matching LABEL: a swept value or its label, or PATH=VALUE; comma-separated terms must all match")
 	c.Flags().IntVar(&opts.Select.Run, "run", 0, "run only run N of the sweep (run 00N; an unknown N lists the runs)")
 	c.Flags().StringVar(&tb.StateDir, "state-dir", "", "testbed state dir (default $CONTINUUM_STATE_DIR or /run/continuum)")
 	c.Flags().StringVar(&platformName, "platform", testbed.PlatformName, "where the scenario runs: testbed (this host) or kubernetes (a cluster; see docs/kubernetes.md)")
 	c.Flags().StringVar(&kube.Kubeconfig, "kubeconfig", "", "kubernetes: the cluster's kubeconfig (default $KUBECONFIG, then ~/.kube/config)")
 	c.Flags().StringVar(&kube.Namespace, "namespace", "", "kubernetes: an existing namespace for the runs' objects (default: a namespace per run, continuum-<run>, deleted with it)")
-	c.Flags().StringVar(&kube.Image, "image", "", "kubernetes: the node pods' image (default "+kubeplatform.DefaultImage()+", from `continuum image build`)")
+	c.Flags().StringVar(&kube.Image, "image", "", "kubernetes: the node pods' image (default "+kubeplatform.DefaultImage()+", from continuum image build)")
 	c.Flags().StringVar(&pullPolicy, "pull-policy", "", "kubernetes: the image's pull policy: IfNotPresent (default), Always or Never")
 	c.Flags().StringArrayVar(&nodeMap, "node-map", nil, "kubernetes: pin scenario node to cluster node, NODE=CLUSTER_NODE (repeatable; default: nodes labelled "+kubeplatform.LabelNode+"=NODE, or the only schedulable node)")
 	c.Flags().BoolVar(&render, "render", false, "kubernetes, with --check: print the YAML of every object a run creates (validated by the cluster in a dry run when one is reachable)")

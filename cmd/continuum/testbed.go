@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -255,8 +257,22 @@ func printStatus(out interface{ Write([]byte) (int, error) }, st testbed.Status)
 			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", p.Name, p.Node, p.PID, p.State, exit, p.Restarts, svc)
 		}
 	}
-	fmt.Fprintf(w, "\nDROPS\t%v\n", st.Drops)
+	fmt.Fprintf(w, "\nDROPPED PACKETS\t%s\n", formatDrops(st.Drops))
 	w.Flush()
+}
+
+// formatDrops writes the fabric's drop counts by reason as "loss 3, partition 0, ...", reasons
+// in alphabetical order (not Go's map syntax).
+func formatDrops(drops map[string]uint64) string {
+	if len(drops) == 0 {
+		return "none"
+	}
+	reasons := slices.Sorted(maps.Keys(drops))
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%s %d", r, drops[r])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func newTestbedExecCmd() *cobra.Command {
@@ -357,7 +373,7 @@ func newTestbedFaultCmd() *cobra.Command {
 	c.Flags().StringVar(&delay, "delay", "", "new one-way delay (e.g. 20ms)")
 	c.Flags().StringVar(&jitter, "jitter", "", "new jitter (e.g. 2ms)")
 	c.Flags().StringVar(&loss, "loss", "", "new loss (e.g. 5%)")
-	c.Flags().StringVar(&bandwidth, "bandwidth", "", "new bandwidth (e.g. 10Mbit; 0 = unlimited)")
+	c.Flags().StringVar(&bandwidth, "bandwidth", "", "new bandwidth per direction, in tc's units: bit, kbit, Mbit, Gbit are bits/s, bps, kbps, Mbps, Gbps bytes/s (10Mbps = 80Mbit); 0 = unlimited")
 	c.Flags().Float64Var(&cpus, "cpus", 0, "new CPU quota in cores (0 = unlimited)")
 	_ = c.MarkFlagRequired("name")
 	return c
@@ -411,7 +427,7 @@ func newTestbedStartCmd() *cobra.Command {
 	c.Flags().StringVar(&as, "as", "", "component name (required)")
 	c.Flags().StringVar(&dir, "dir", "", "working directory")
 	c.Flags().StringArrayVar(&env, "env", nil, "extra environment KEY=VALUE (repeatable)")
-	c.Flags().StringVar(&service, "service", "", "declare the component an instance of service NAME listening on PORT (NAME:PORT), for discovery by `continuum proxy`")
+	c.Flags().StringVar(&service, "service", "", "declare the component an instance of service NAME listening on PORT (NAME:PORT), for discovery by continuum proxy")
 	c.Flags().StringArrayVar(&attrs, "attr", nil, "attribute KEY=VALUE of the service instance (repeatable; with --service)")
 	_ = c.MarkFlagRequired("name")
 	_ = c.MarkFlagRequired("as")

@@ -89,8 +89,7 @@ func (p *progress) running(index int, id string, t0 time.Time, duration time.Dur
 			eta := max(duration-el, 0).Truncate(time.Second)
 			sent, errs, rps := c.totals()
 			p.mu.Lock()
-			p.printf("[run %s %d/%d] running %v/%v  ETA %v  %.0f req/s  sent %d  errors %d",
-				id, index+1, p.total, el, duration, eta, rps, sent, errs)
+			p.printf("[run %s %d/%d] running %v/%v  ETA %v  %s", id, index+1, p.total, el, duration, eta, requestsLine(rps, sent, errs))
 			p.mu.Unlock()
 		}
 	}()
@@ -113,4 +112,18 @@ func (p *progress) finish() {
 	if p.w != nil && p.interactive && p.lastWidth > 0 {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// requestsLine is the progress line's request counts: failures as "N failed" with their share,
+// not "errors N", which read like an HTTP status ("errors 503").
+func requestsLine(rps float64, sent, failed int64) string {
+	line := fmt.Sprintf("%.0f req/s  sent %d", rps, sent)
+	if failed == 0 {
+		return line + ", none failed"
+	}
+	share := 100.0
+	if sent > 0 {
+		share = 100 * float64(failed) / float64(sent)
+	}
+	return fmt.Sprintf("%s, %d failed (%.1f%%)", line, failed, share)
 }

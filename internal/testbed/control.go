@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"github.com/continuum-project/continuum/internal/platform"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -157,8 +159,8 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // Client talks to a testbed's control socket.
 type Client struct {
-	name string
-	hc   *http.Client
+	name, sock string
+	hc         *http.Client
 }
 
 // NewClient returns a client for testbed name in stateDir ("" = default).
@@ -171,7 +173,7 @@ func NewClient(stateDir, name string) *Client {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", sock)
 	}}
-	return &Client{name: name, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &Client{name: name, sock: sock, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
 func (c *Client) do(method, path string, body, out any) error {
@@ -189,6 +191,11 @@ func (c *Client) do(method, path string, body, out any) error {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		// No socket, or one nobody listens on (a daemon that was killed): nothing runs. Say so
+		// rather than show the dial error.
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("testbed %q is not running (no daemon listens at %s): start it with `continuum testbed up -f TOPOLOGY.yaml --name %s`; `continuum testbed status` lists the running ones", c.name, c.sock, c.name)
+		}
 		return fmt.Errorf("testbed %q is not answering on its control socket (is it up? `continuum testbed status`): %w", c.name, err)
 	}
 	defer resp.Body.Close()

@@ -43,6 +43,13 @@ func (tb *Testbed) Inject(f Fault) (string, error) {
 	return "", fmt.Errorf("unknown fault action %q (allowed: %s)", f.Action, strings.Join(FaultActions, ", "))
 }
 
+// linkName names link i as the topology does ("edge-cloud" for between: [edge, cloud]), however
+// a fault wrote its ends, so that status, fault answers and errors name a link one way.
+func (tb *Testbed) linkName(i int) string {
+	l := tb.Topo.Links[i]
+	return l.Between[0] + "-" + l.Between[1]
+}
+
 func (tb *Testbed) linkIndex(ends []string) (int, error) {
 	if len(ends) != 2 {
 		return 0, fmt.Errorf("link must name two nodes, got %v", ends)
@@ -50,8 +57,8 @@ func (tb *Testbed) linkIndex(ends []string) (int, error) {
 	i, ok := tb.links[pairKey(ends[0], ends[1])]
 	if !ok {
 		var all []string
-		for k := range tb.links {
-			all = append(all, k[0]+"-"+k[1])
+		for _, j := range tb.links {
+			all = append(all, tb.linkName(j))
 		}
 		sort.Strings(all)
 		return 0, fmt.Errorf("no link between %s and %s (links: %s)", ends[0], ends[1], strings.Join(all, ", "))
@@ -69,7 +76,7 @@ func (tb *Testbed) partition(f Fault) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		links, what = []int{i}, "cut link "+f.Link[0]+"-"+f.Link[1]
+		links, what = []int{i}, "cut link "+tb.linkName(i)
 	case f.Node != "":
 		n, err := tb.node(f.Node)
 		if err != nil {
@@ -161,7 +168,7 @@ func (tb *Testbed) changeLink(f Fault) (string, error) {
 	if p.Jitter > p.Delay {
 		return "", fmt.Errorf("jitter %v must not exceed delay %v", p.Jitter, p.Delay)
 	}
-	return fmt.Sprintf("link %s-%s %s", f.Link[0], f.Link[1], strings.Join(changed, " ")), tb.fab.SetLinkProps(i, p)
+	return fmt.Sprintf("link %s %s", tb.linkName(i), strings.Join(changed, " ")), tb.fab.SetLinkProps(i, p)
 }
 
 func (tb *Testbed) signalNode(name string, sig syscall.Signal, verb string) (string, error) {

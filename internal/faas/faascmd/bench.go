@@ -56,7 +56,7 @@ watchdog.`,
 	}
 	f := c.Flags()
 	f.StringVar(&handler, "handler", "python/functions/hello", "function folder")
-	f.Float64SliceVar(&cfg.Rates, "rates", cfg.Rates, "open-loop rates (req/s)")
+	cli.Float64sVar(f, &cfg.Rates, "rates", cfg.Rates, "open-loop rates (req/s)")
 	f.DurationVar(&cfg.Step, "step", cfg.Step, "length of each open-loop step")
 	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "repeats of every rate and path")
 	f.IntVar(&cfg.Clients, "clients", cfg.Clients, "closed-loop clients for the throughput runs")

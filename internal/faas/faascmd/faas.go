@@ -22,7 +22,7 @@ func init() { cli.Register(cli.Top, newFaaSCmd) }
 func newFaaSCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "faas",
-		Short: "The function platform (seeds/001): watchdogs in front of OpenFaaS python3-http handlers",
+		Short: "The function platform (after the edge IoT analytics paper, docs/seeds.md): watchdogs in front of OpenFaaS python3-http handlers",
 		Example: `  continuum faas watchdog --mode http --handler python/functions/iot-analytics --listen :8080
   continuum faas watchdog --mode classic --handler python/functions/hello --listen :8081`,
 	}
@@ -55,7 +55,7 @@ func DefaultGatewayFlags() GatewayFlags {
 // Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
 func (f *GatewayFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Listen, "listen", f.Listen, "address the gateway serves on")
-	fs.StringArrayVar(&f.Functions, "function", f.Functions, "a function: name=...,handler=...[,mode=...,scaler=...,...] (repeatable)")
+	fs.StringArrayVar(&f.Functions, "function", f.Functions, "a function: name=...,handler=...[,KEY=VALUE...], keys listed above (repeatable)")
 	fs.StringVar(&f.OutDir, "out", f.OutDir, "directory for replicas.csv, scaling.csv and gateway.json")
 	fs.DurationVar(&f.Tick, "tick", f.Tick, "how often autoscalers decide")
 	fs.StringVar(&f.Testbed, "testbed", f.Testbed, "start instances as processes of this testbed (default: in this process)")
@@ -73,10 +73,8 @@ func newFaaSGatewayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Route /function/NAME to function instances and scale them (OpenFaaS-style gateway)",
-		Long: `Serves the functions given with --function (comma-separated key=value: name, handler or url, mode
-classic|http, server, replicas, min, max, scaler none|rps, rps_threshold, rps_window, idle_timeout,
-exec_timeout, max_inflight). Requests to /function/NAME/... go to the instance with the fewest
-requests under way; GET /system/functions lists the functions, POST /system/scale-function/NAME
+		Long: `Serves the functions given with --function (comma-separated key=value; the keys are listed
+below). Requests to /function/NAME/... go to the instance with the fewest requests under way; GET /system/functions lists the functions, POST /system/scale-function/NAME
 {"replicas": N} scales one, /metrics is Prometheus (gateway_function_invocation_total,
 gateway_functions_seconds, gateway_service_count, gateway_cold_start_seconds).
 
@@ -86,7 +84,10 @@ to zero; a request then waits for a new instance (a cold start) instead of faili
 
 Instances run as watchdogs served by this process, or with --testbed (or --platform) as processes of that testbed
 on --node, each limited to --instance-cpus cores. With --out, replicas.csv, scaling.csv and
-gateway.json record the instances over time.`,
+gateway.json record the instances over time.
+
+Keys of --function (name, and handler or url, are required):
+` + gateway.FunctionKeysHelp(),
 		Example: `  continuum faas gateway --listen :8080 --function name=analytics,handler=python/functions/iot-analytics,mode=http,scaler=rps,max=20
   continuum faas gateway --function name=hello,handler=python/functions/hello,min=0,idle_timeout=30s
   curl -d Ada localhost:8080/function/hello`,

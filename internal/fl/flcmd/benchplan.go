@@ -17,7 +17,7 @@ func newBenchPlanCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fl-plan [--out FILE.md] [--quick]",
 		Short: "The FL planner's runtime at 20, 100 and 1000 clients, and its heuristic's mean KLD against the exact search",
-		Long: `On random label-skewed populations (seeds/004's form), times the min-kld clustering (the heuristic, and the
+		Long: `On random label-skewed populations (the AIoTwin deliverable's form, docs/seeds.md), times the min-kld clustering (the heuristic, and the
 exact enumeration where there are few enough balanced partitions), min-cost and a replan after a client
 leaves, at --clients x --aggregators, medians of --repeats; then compares the heuristic's mean KLD with the
 exact one on --ratio-per-shape random instances of each shape where the exact search runs. Markdown and JSON.`,

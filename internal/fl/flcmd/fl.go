@@ -16,7 +16,7 @@ func newFLCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fl",
 		Short: "Federated learning: plan a configuration, run the orchestrator, submit training jobs",
-		Long: `Continuum's federated-learning orchestration (seeds/004 §3; docs/fl.md): hierarchical FL on Flower
+		Long: `Continuum's federated-learning orchestration (the AIoTwin orchestration deliverable §3, docs/seeds.md; docs/fl.md): hierarchical FL on Flower
 with clients clustered under local aggregators by label distribution within a communication budget,
 reconfigured when nodes leave or join.`,
 		Example: `  continuum fl plan --topology scenarios/fl/seed-topology.csv

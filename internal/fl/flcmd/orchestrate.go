@@ -57,7 +57,7 @@ func (f *OrchestrateFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.BasePort, "base-port", f.BasePort, "the i-th node's service listens on base-port+i, its control API on base-port+1000+i")
 	fs.StringSliceVar(&f.Exclude, "exclude", f.Exclude, "nodes kept out of training until a PUT /nodes/excluded without them (a node that joins later)")
 	fs.BoolVar(&f.Group, "group-clients", f.Group, "run the clients of each host in one process (hundreds of clients: PyTorch's memory shared); a change to one restarts its host's group")
-	fs.BoolVar(&f.Train, "train", f.Train, "submit the job the job flags describe at once, and exit when it ends (otherwise jobs come through POST /jobs or `continuum fl train`)")
+	fs.BoolVar(&f.Train, "train", f.Train, "submit the job the job flags describe at once, and exit when it ends (otherwise jobs come through POST /jobs or continuum fl train)")
 	f.JobFlags.Bind(fs)
 }
 

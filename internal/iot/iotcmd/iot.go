@@ -51,7 +51,7 @@ func newIoTCmd() *cobra.Command {
 	flags := DefaultFlags()
 	cmd := &cobra.Command{
 		Use:   "iot",
-		Short: "Emulate IoT devices and gateways (seeds/001) POSTing batches of sensor messages to a URL",
+		Short: "Emulate IoT devices and gateways (the edge IoT analytics paper, docs/seeds.md) POSTing batches of sensor messages to a URL",
 		Long: `Emulates --devices software IoT devices spread over --gateways gateways, each device sending
 --rate messages per second ({"sensor_id","name","type","unit","value"}, nine realistic sensor types).
 Each gateway's adaptor batches --batch messages and POSTs them as one JSON array to --target over
@@ -68,7 +68,7 @@ gateway's adaptor subscribes to its devices' topics, cuts the readings into batc
 they arrive and POSTs them to --target. t_in (from when a batch was due until its adaptor had all
 its readings) is recorded too, and iot.json counts readings published, received, not received by the end and left in
 a last batch that never filled.`,
-		Example: `  # seeds/001 scenario A: 1 gateway, 1000 devices, 4 msg/s each, batches of 4000
+		Example: `  # the IoT analytics paper's scenario A: 1 gateway, 1000 devices, 4 msg/s each, batches of 4000
   continuum iot --target http://127.0.0.1:8080/ --gateways 1 --devices 1000 --rate 4 --batch 4000 --duration 60s --out /tmp/iot
   # scenario B at 25 msg/s: 250 000 messages/s
   continuum iot --target http://10.0.0.2:8080/function/analytics --gateways 10 --devices 10000 --rate 25 --batch 16000 --out /tmp/iot

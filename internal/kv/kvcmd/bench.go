@@ -84,7 +84,7 @@ against the store's goals (docs/kv.md) and the raw JSON.`,
 	f.Int64Var(&cfg.RecordCount, "recordcount", cfg.RecordCount, "records loaded into each store")
 	f.IntVar(&cfg.FieldCount, "fieldcount", cfg.FieldCount, "fields per record")
 	f.IntVar(&cfg.FieldLength, "fieldlength", cfg.FieldLength, "bytes per field")
-	f.Float64SliceVar(&cfg.Rates, "rates", cfg.Rates, "open-loop rates (ops/s), ascending")
+	cli.Float64sVar(f, &cfg.Rates, "rates", cfg.Rates, "open-loop rates (ops/s), ascending")
 	f.DurationVar(&cfg.StepDuration, "step", cfg.StepDuration, "duration of each sweep step")
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "leading part of each step excluded from the statistics")
 	f.DurationVar(&cfg.P99Limit, "p99-limit", cfg.P99Limit, "p99 a sustained rate stays within")
@@ -93,7 +93,7 @@ against the store's goals (docs/kv.md) and the raw JSON.`,
 	f.DurationVar(&cfg.ClosedDuration, "closed-duration", cfg.ClosedDuration, "duration of the closed-loop run")
 	f.StringVar(&cfg.RedisFsync, "redis-appendfsync", cfg.RedisFsync, "Redis AOF fsync policy: everysec or always")
 	f.StringVar(&cfg.EtcdBin, "etcd-bin", "", "etcd binary (default: $CONTINUUM_ETCD_BIN, .tools/bin/etcd, PATH)")
-	f.StringVar(&cfg.ContinuumBin, "kv-bin", "", "continuum binary whose `kv` command is measured (default: this one)")
-	f.StringArrayVar(&cfg.KVArgs, "kv-arg", nil, "extra flag for `continuum kv` (repeatable), e.g. --kv-arg=--fsync=batch")
+	f.StringVar(&cfg.ContinuumBin, "kv-bin", "", "continuum binary whose kv command is measured (default: this one)")
+	f.StringArrayVar(&cfg.KVArgs, "kv-arg", nil, "an extra `FLAG` for continuum kv (repeatable), e.g. --kv-arg=--fsync=batch")
 	return c
 }

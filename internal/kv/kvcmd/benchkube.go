@@ -81,7 +81,7 @@ by repeat.`,
 	f.IntVar(&cfg.RaceWriters, "race-writers", cfg.RaceWriters, "incrementing goroutines per apiserver")
 	f.IntVar(&cfg.RaceIncrements, "race-increments", cfg.RaceIncrements, "successful increments per goroutine (--quick: 5)")
 	f.StringVar(&cfg.EtcdBin, "etcd-bin", "", "etcd binary (default: $CONTINUUM_ETCD_BIN, .tools/bin/etcd, PATH)")
-	f.StringVar(&cfg.ContinuumBin, "kv-bin", "", "continuum binary whose `kv` command is measured (default: this one)")
+	f.StringVar(&cfg.ContinuumBin, "kv-bin", "", "continuum binary whose kv command is measured (default: this one)")
 	f.StringVar(&cfg.KubeBinDir, "kube-bin-dir", "", "directory holding kube-apiserver (default: $CONTINUUM_KUBE_BIN, .tools/bin)")
 	return c
 }

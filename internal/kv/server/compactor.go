@@ -25,6 +25,11 @@ type compactor struct {
 // newCompactor parses etcd's --auto-compaction-mode and --auto-compaction-retention; nil means
 // disabled.
 func newCompactor(mode, retention string) (*compactor, error) {
+	// The mode is checked even when compaction is off, as etcd does: a typo must not pass
+	// unnoticed until someone sets a retention.
+	if mode != "" && mode != "periodic" && mode != "revision" {
+		return nil, fmt.Errorf("--auto-compaction-mode %q: unknown mode, want periodic or revision", mode)
+	}
 	if retention == "" || retention == "0" {
 		return nil, nil
 	}
@@ -56,7 +61,7 @@ func newCompactor(mode, retention string) (*compactor, error) {
 		}
 		return &compactor{revs: n, interval: 5 * time.Minute}, nil
 	}
-	return nil, fmt.Errorf("--auto-compaction-mode %q: want periodic or revision", mode)
+	return nil, nil // unreachable: the mode was checked above
 }
 
 func (c *compactor) run(stop <-chan struct{}, st *mvcc.Store, log *slog.Logger) {

@@ -20,6 +20,7 @@ import (
 // name may appear more than once (several peer URLs).
 func ParseInitialCluster(s string) (map[string][]string, error) {
 	out := map[string][]string{}
+	owners := map[string]string{} // peer URL -> member name
 	for _, part := range SplitURLs(s) {
 		name, u, ok := strings.Cut(part, "=")
 		if !ok || name == "" || u == "" {
@@ -28,6 +29,12 @@ func ParseInitialCluster(s string) (map[string][]string, error) {
 		if pu, err := url.Parse(u); err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
 			return nil, fmt.Errorf("--initial-cluster entry %q: peer URL must be http://host:port or https://host:port", part)
 		}
+		// A name given twice is one member with several peer URLs (etcd's reading); a URL
+		// given twice, under one name or two, is a mistake etcd refuses.
+		if owner, dup := owners[u]; dup {
+			return nil, fmt.Errorf("--initial-cluster %q has duplicate url %s (under %q and %q): each peer URL belongs to one member, once", s, u, owner, name)
+		}
+		owners[u] = name
 		out[name] = append(out[name], u)
 	}
 	return out, nil
@@ -37,6 +44,12 @@ func ParseInitialCluster(s string) (map[string][]string, error) {
 func (c *Config) clustered() bool { return len(c.InitialCluster) > 1 || len(c.ListenPeerURLs) > 0 }
 
 func (c *Config) validateCluster() error {
+	// Checked on a single member too, as etcd does: a typo must fail where it is written.
+	switch c.InitialClusterState {
+	case "", "new", "existing":
+	default:
+		return fmt.Errorf("--initial-cluster-state %q: want new or existing", c.InitialClusterState)
+	}
 	if p := c.PeerCompression; p != "" && p != "none" && !slices.Contains(replication.Compressors, p) {
 		return fmt.Errorf("--peer-compression %q: want none or one of %s", p, strings.Join(replication.Compressors, ", "))
 	}
@@ -76,11 +89,6 @@ func (c *Config) validateCluster() error {
 	}
 	if o := c.MaxClockOffset; o != nil && *o < 0 {
 		return fmt.Errorf("--max-clock-offset %v: want 0 (no check) or a positive duration (CockroachDB's default is 500ms)", *o)
-	}
-	switch c.InitialClusterState {
-	case "", "new", "existing":
-	default:
-		return fmt.Errorf("--initial-cluster-state %q: want new or existing", c.InitialClusterState)
 	}
 	for _, p := range c.Peers {
 		if _, ok := c.InitialCluster[p]; !ok {

@@ -184,6 +184,7 @@ func (c *Config) Validate() error {
 type Server struct {
 	cfg       Config
 	log       *slog.Logger
+	lock      *dataDirLock // held from before the store opens until after it closes
 	store     *mvcc.Store
 	grpcs     []*grpc.Server
 	http      []*http.Server
@@ -218,6 +219,16 @@ func Start(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			lock.release()
+		}
+	}()
 	peerSelfSigned, err := cfg.selfSignedCerts(log)
 	if err != nil {
 		return nil, err
@@ -234,7 +245,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Server{cfg: cfg, log: log, store: store, memberID: store.MemberID(), peerSelfSigned: peerSelfSigned, stop: make(chan struct{})}
+	s = &Server{cfg: cfg, log: log, lock: lock, store: store, memberID: store.MemberID(), peerSelfSigned: peerSelfSigned, stop: make(chan struct{})}
 	if cfg.clustered() {
 		s.clusterID = clusterIDFor(cfg.InitialClusterToken, cfg.InitialCluster)
 	} else {
@@ -274,6 +285,7 @@ func Start(cfg Config) (*Server, error) {
 			comp.run(s.stop, store, log)
 		}()
 	}
+	started = true
 	log.Info("serving etcd v3 API", "name", cfg.Name, "member", fmt.Sprintf("%x", s.memberID), "client", s.addrs, "data-dir", cfg.DataDir, "fsync", cfg.Fsync.String())
 	return s, nil
 }
@@ -423,6 +435,7 @@ func (s *Server) Close() error {
 		s.events.storage(s.store.StorageIO())
 		s.events.close()
 		err = s.store.Close()
+		s.lock.release()
 	})
 	return err
 }

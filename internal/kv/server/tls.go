@@ -5,10 +5,12 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.uber.org/zap"
@@ -95,6 +97,10 @@ func (c *Config) selfSignedCerts(log *slog.Logger) (peer bool, err error) {
 	if c.AutoTLS {
 		if c.CertFile != "" {
 			log.Warn("ignoring --auto-tls: --cert-file and --key-file are given")
+		} else if !anyHTTPS(c.ListenClientURLs, c.ListenMetricsURLs) {
+			// etcd, too, serves http URLs in plain text under --auto-tls; say so rather than
+			// claim https.
+			log.Warn("ignoring --auto-tls: no client or metrics URL is https, so client traffic is served insecurely (plain http); use https:// URLs to encrypt it")
 		} else {
 			hosts := tlsHosts(c.ListenClientURLs, c.AdvertiseClientURLs, c.ListenMetricsURLs)
 			info, err := transport.SelfCert(zap.NewNop(), filepath.Join(c.DataDir, "fixtures", "client"), hosts, c.SelfSignedCertValidity)
@@ -102,12 +108,16 @@ func (c *Config) selfSignedCerts(log *slog.Logger) (peer bool, err error) {
 				return false, fmt.Errorf("--auto-tls: generate a certificate in %s: %w", filepath.Join(c.DataDir, "fixtures", "client"), err)
 			}
 			c.CertFile, c.KeyFile = info.CertFile, info.KeyFile
-			log.Info("auto TLS: serving https client URLs with a self-signed certificate", "cert-file", c.CertFile)
+			log.Info("auto TLS: serving the https client URLs with a self-signed certificate", "cert-file", c.CertFile)
 		}
 	}
 	if c.PeerAutoTLS && c.clustered() {
 		if c.PeerCertFile != "" {
 			log.Warn("ignoring --peer-auto-tls: --peer-cert-file and --peer-key-file are given")
+		} else if !anyHTTPS(append([][]string{c.ListenPeerURLs}, slices.Collect(maps.Values(c.InitialCluster))...)...) {
+			// The certificate is also this member's client certificate towards https peers,
+			// so it is generated when any peer URL is https, not only this member's.
+			log.Warn("ignoring --peer-auto-tls: no peer URL is https, so peer traffic is served insecurely (plain http); use https:// URLs to encrypt it")
 		} else {
 			advertise := c.AdvertisePeerURLs
 			if len(advertise) == 0 {
@@ -149,4 +159,16 @@ func tlsHosts(lists ...[]string) []string {
 		}
 	}
 	return hosts
+}
+
+// anyHTTPS reports whether any of the URLs is https.
+func anyHTTPS(lists ...[]string) bool {
+	for _, list := range lists {
+		for _, raw := range list {
+			if u, err := url.Parse(raw); err == nil && u.Scheme == "https" {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -75,7 +75,7 @@ per 1000 req/s and its VmRSS/RssAnon/RssFile (from /proc/PID/status), against th
 	f.StringVarP(&out, "out", "o", "", "write Markdown here, and the raw JSON next to it (default: stdout)")
 	f.BoolVar(&quick, "quick", false, "two rates, one short repeat (smoke test)")
 	f.StringVar(&cfg.ProxyBin, "proxy-bin", "", "continuum-proxy binary to measure (default: next to this binary, else $PATH)")
-	f.Float64SliceVar(&cfg.Rates, "rates", cfg.Rates, "open-loop rates (req/s)")
+	cli.Float64sVar(f, &cfg.Rates, "rates", cfg.Rates, "open-loop rates (req/s)")
 	f.DurationVar(&cfg.Step, "step", cfg.Step, "duration of each run")
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "leading part of each run excluded from the statistics")
 	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "repeats of every (rate, direct|proxy) run")

@@ -1,6 +1,8 @@
 package shareddatacmd
 
 import (
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -18,7 +20,7 @@ func init() { cli.Register(cli.Top, newPaceCmd) }
 func newPaceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pace",
-		Short: "PACE (seeds/000): NPM producers and consumers over the shared data platform, measured per operation",
+		Short: "PACE (the NPM platform paper's emulator, docs/seeds.md): NPM producers and consumers over the shared data platform, measured per operation",
 		Long: `One PACE producer or consumer. A producer publishes metrics of --class size every period for
 its --group and measures its puts, the control it receives (ctrl_notify) and the whole control loop
 (loop: its metrics published until the control answering them arrives). A consumer reacts to every
@@ -61,9 +63,15 @@ func (f *PaceFlags) Bind(fs *pflag.FlagSet) {
 	storeFlags(fs, &cfg.Store)
 	fs.StringVar(&cfg.Group, "group", cfg.Group, "the group of producers and consumers")
 	fs.StringVar(&cfg.ID, "id", cfg.ID, "this "+role+"'s name")
-	fs.StringVar(&f.Class, "class", f.Class, "traffic class: pulse (1 kB, 1 s), ping (1 kB, 100 ms), burst (100 kB, 1 s), wave (100 kB, 100 ms)")
-	fs.IntVar(&cfg.MetricsSize, "metrics-size", cfg.MetricsSize, "metrics size in bytes (default: the class's)")
-	fs.DurationVar(&cfg.Period, "period", cfg.Period, "producer: metrics period (default: the class's)")
+	fs.StringVar(&f.Class, "class", f.Class, "traffic class: "+classesHelp(func(c pace.Class) string {
+		return fmt.Sprintf("%d B every %v", c.MetricsSize, c.Period)
+	}))
+	fs.IntVar(&cfg.MetricsSize, "metrics-size", cfg.MetricsSize, "metrics size in bytes (default: the --class's: "+classesHelp(func(c pace.Class) string {
+		return strconv.Itoa(c.MetricsSize)
+	})+")")
+	fs.DurationVar(&cfg.Period, "period", cfg.Period, "producer: metrics period (default: the --class's: "+classesHelp(func(c pace.Class) string {
+		return c.Period.String()
+	})+")")
 	if role == pace.RoleConsumer {
 		fs.IntVar(&cfg.StateSize, "state-size", cfg.StateSize, "state size in bytes")
 		fs.IntVar(&cfg.ControlSize, "control-size", cfg.ControlSize, "control size in bytes")
@@ -132,6 +140,13 @@ func newPaceRoleCmd(role string) *cobra.Command {
 		},
 	}
 	flags.Bind(cmd.Flags())
+	// Their defaults are the class's, which the usage lists; the bound value (the default
+	// class's, which cli.Args compares against) is not what a user gets with another --class.
+	for _, name := range []string{"metrics-size", "period"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil {
+			fl.DefValue = "0"
+		}
+	}
 	_ = cmd.MarkFlagRequired("group")
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
@@ -149,4 +164,24 @@ func storeFlags(f *pflag.FlagSet, cfg *shareddata.Config) {
 	f.StringSliceVar(&cfg.Endpoints, "endpoints", cfg.Endpoints, "etcd/kv client URLs (http://HOST:PORT) or Redis HOST:PORT addresses, comma-separated")
 	f.Int64Var(&cfg.StreamRetention, "stream-retention", cfg.StreamRetention, "Redis: publications a stream keeps")
 	f.BoolVar(&cfg.ReadReplicas, "read-replicas", cfg.ReadReplicas, "Redis Cluster: serializable reads go to replicas")
+}
+
+// classesHelp lists the traffic classes, smallest metrics first and then longest period (pulse,
+// ping, burst, wave), each as "name what", from pace's table.
+func classesHelp(what func(pace.Class) string) string {
+	cs := make([]pace.Class, 0, len(pace.Classes))
+	for _, c := range pace.Classes {
+		cs = append(cs, c)
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].MetricsSize != cs[j].MetricsSize {
+			return cs[i].MetricsSize < cs[j].MetricsSize
+		}
+		return cs[i].Period > cs[j].Period
+	})
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.Name + " " + what(c)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -55,9 +55,9 @@ func newMaintainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "maintain",
 		Short: "Compact and defragment one etcd or kv member every --period, measuring the defrag downtime a client sees",
-		Long: `Every --period, compacts the member's history to its current revision and defragments it (seeds/000's
-maintenance with periodicity τ), recording both durations and the database size before compaction
-and after defragmentation. A probe reads from the member every --probe-interval; the longest a
+		Long: `Every --period, compacts the member's history to its current revision and defragments it (the NPM
+platform paper's maintenance with periodicity τ; docs/seeds.md), recording both durations and the
+database size before compaction and after defragmentation. A probe reads from the member every --probe-interval; the longest a
 probe request waited while a defragmentation ran is that round's downtime. --period 0 only probes.
 Writes maintenance.csv (one row per round) and maintenance.json to --out.`,
 		Example: `  continuum shareddata maintain --endpoint http://127.0.0.1:2379 --period 10s --duration 5m --out /tmp/maint`,

@@ -22,7 +22,7 @@ listeners to one path and PUTs records under it at --rate writes/s (open loop; l
 intended send time to each listener's receipt). In the same run, the floor: as many raw kv watches (etcd API)
 on one key with kv Puts at the same rate. Then --throughput-writers closed-loop writers measure REST writes/s
 (raw kv Puts beside them), and the realtime database restarts under --listeners listeners that reconnect with
-jittered backoff, timed until every one has its full put again. Writes Markdown (goals of issue 24) and the raw
+jittered backoff, timed until every one has its full put again. Writes Markdown (with the realtime database's goals) and the raw
 JSON next to it.`,
 		Example: `  continuum bench stream-notify --out results/stream-notify.md
   continuum bench stream-notify --listeners 100 --rate 50 --quick`,

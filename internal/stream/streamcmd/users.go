@@ -49,7 +49,7 @@ func newUsersCmd() *cobra.Command {
 	flags := DefaultUsersFlags()
 	cmd := &cobra.Command{
 		Use:   "stream-users",
-		Short: "Emulate seeds/003's users sending records to a realtime-db or stream-bridge, and a subscriber timing them end to end",
+		Short: "Emulate the edge benchmarking paper's users (docs/seeds.md) sending records to a realtime-db or stream-bridge, and a subscriber timing them end to end",
 		Long: `Runs --users users, each sending --requests records, the gaps between a user's records drawn from
 Normal(--interval, --interval-sd) clamped at 0, one request outstanding per user over a keep-alive
 connection. A record is {"id":"<run>-u<user>-<seq>","user":u,"seq":n,"sent_us":<unix µs>,"pad":"..."},
