@@ -19,17 +19,8 @@ import (
 	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/chaos"
 	"github.com/continuum-project/continuum/internal/results"
 	_ "github.com/continuum-project/continuum/internal/systems/install" // the scenario's kinds
+	"github.com/continuum-project/continuum/internal/testenv"
 )
-
-// skipOrFail skips a test whose prerequisites are missing, or fails it when make test says they
-// must be there (CONTINUUM_REQUIRE_ROOT=1).
-func skipOrFail(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
-}
 
 // TestQuickstartOnCluster brings a one-node cluster up on this host (package cluster: the
 // control plane on continuum kv, containerd, kubelet), runs scenarios/kubernetes/quickstart.yaml
@@ -39,15 +30,15 @@ func skipOrFail(t *testing.T, why string) {
 // and nothing of the run left in the cluster.
 func TestQuickstartOnCluster(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "needs root (containerd, kubelet, the pod network)")
+		testenv.SkipOrFail(t, "needs root (containerd, kubelet, the pod network)")
 	}
 	binDir, err := controlplane.FindBinDir()
 	if err != nil {
-		skipOrFail(t, err.Error())
+		testenv.SkipOrFail(t, err.Error())
 	}
 	bin := os.Getenv("CONTINUUM_BIN")
 	if bin == "" {
-		skipOrFail(t, "CONTINUUM_BIN: the static continuum binary the node pods' image is built from (make test sets it)")
+		testenv.SkipOrFail(t, "CONTINUUM_BIN: the static continuum binary the node pods' image is built from (make test sets it)")
 	}
 	root, err := filepath.Abs("../../..")
 	if err != nil {

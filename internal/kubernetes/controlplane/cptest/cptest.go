@@ -5,11 +5,11 @@ package cptest
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // RequireBinaries skips the test when the Kubernetes binaries (make setup's .tools/bin) are
@@ -18,10 +18,7 @@ import (
 func RequireBinaries(t testing.TB) {
 	t.Helper()
 	if _, err := controlplane.FindBinDir(); err != nil {
-		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testenv.SkipOrFail(t, err.Error())
 	}
 }
 
