@@ -41,7 +41,7 @@ type Platform struct {
 	insts    map[string]*instance
 	services map[string]bool // declared services that have their Service
 	network  *chaos.Network  // link state, under mu
-	chaosOn  bool            // the run has NetworkChaos objects to keep in step
+	chaosOn  bool            // the run has NetworkChaos objects to keep in step (under mu)
 	down     bool
 }
 
@@ -256,14 +256,12 @@ func (pf *Platform) Apply(ctx context.Context, f platform.Fault) (string, error)
 	case platform.FaultPartition, platform.FaultHeal, platform.FaultLink:
 		pf.mu.Lock()
 		detail, err := pf.network.Apply(f)
+		if err == nil {
+			pf.chaosOn = true // Down deletes the run's NetworkChaos objects
+		}
 		pf.mu.Unlock()
 		if err != nil {
 			return "", err
-		}
-		if !pf.chaosOn {
-			pf.mu.Lock()
-			pf.chaosOn = true
-			pf.mu.Unlock()
 		}
 		return detail, pf.syncNetwork(ctx)
 	}
@@ -388,7 +386,10 @@ func (pf *Platform) Down() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if pf.chaosOn {
+	pf.mu.Lock()
+	chaosOn := pf.chaosOn
+	pf.mu.Unlock()
+	if chaosOn {
 		if err := chaos.DeleteAll(ctx, pf.c.dyn, pf.ns, pf.run); err != nil {
 			errs = append(errs, err)
 		}
