@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl python3 python3-venv redis-server mosquitto chromium gcc make libc6-dev openjdk-17-jre-headless maven containerd runc containernetworking-plugins)
+APT_PACKAGES=(iproute2 iptables nftables iputils-ping procps psmisc ca-certificates unzip curl python3 python3-venv redis-server mosquitto chromium gcc make libc6-dev openjdk-17-jre-headless maven containerd runc containernetworking-plugins haproxy iperf3)
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then
