@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,10 +37,11 @@ func newBenchCmd() *cobra.Command {
 var benchCommands = []func() *cobra.Command{newBenchTestbedCmd, newBenchReflectCmd, newBenchProbeCmd}
 
 func newBenchTestbedCmd() *cobra.Command {
-	var out string
+	var out, cpuprofile string
 	var quick bool
+	var only []string
 	c := &cobra.Command{
-		Use:     "testbed [--out FILE.md] [--quick]",
+		Use:     "testbed [--out FILE.md] [--quick] [--only GROUP,...]",
 		Short:   "Measure the emulated links: delay accuracy, packet rate the fabric sustains, loss accuracy",
 		Example: `  continuum bench testbed --out results/testbed.md`,
 		Args:    cobra.NoArgs,
@@ -47,7 +50,18 @@ func newBenchTestbedCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := netbench.Run(cmd.Context(), netbench.Cases(quick),
+			cases, err := netbench.Select(netbench.Cases(quick), only)
+			if err != nil {
+				return err
+			}
+			if cpuprofile != "" {
+				stop, err := startCPUProfile(cpuprofile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
+			res, err := netbench.Run(cmd.Context(), cases,
 				netbench.Options{Binary: exe, Quick: quick, Log: cmd.ErrOrStderr(), Command: benchkit.Invocation()})
 			if err != nil {
 				return err
@@ -57,7 +71,22 @@ func newBenchTestbedCmd() *cobra.Command {
 	}
 	c.Flags().StringVarP(&out, "out", "o", "", "write Markdown here (default: stdout)")
 	c.Flags().BoolVar(&quick, "quick", false, "short cases (smoke test)")
+	c.Flags().StringSliceVar(&only, "only", nil, "run only these groups of cases (accuracy, throughput, loss, baseline)")
+	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of this process (which hosts the fabric) to FILE")
 	return c
+}
+
+// startCPUProfile profiles this process into path until the returned function runs.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func newBenchReflectCmd() *cobra.Command {

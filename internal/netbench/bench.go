@@ -94,6 +94,32 @@ func Cases(quick bool) []Case {
 	return q
 }
 
+// Select keeps the cases of the named groups (all when groups is empty); a group no case has is
+// an error naming the groups there are.
+func Select(cases []Case, groups []string) ([]Case, error) {
+	if len(groups) == 0 {
+		return cases, nil
+	}
+	var have []string
+	for _, c := range cases {
+		if !slices.Contains(have, c.Group) {
+			have = append(have, c.Group)
+		}
+	}
+	var out []Case
+	for _, g := range groups {
+		if !slices.Contains(have, g) {
+			return nil, fmt.Errorf("no case group %q (groups: %s)", g, strings.Join(have, ", "))
+		}
+	}
+	for _, c := range cases {
+		if slices.Contains(groups, c.Group) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
 // Run measures every case on a fresh testbed hosted by this process.
 func Run(ctx context.Context, cases []Case, opts Options) (*Result, error) {
 	res := &Result{Header: benchkit.Start(opts.Command)}
