@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/continuum-project/continuum/internal/platform"
+	"github.com/continuum-project/continuum/internal/testbed/fabric"
 	"io"
 	"io/fs"
 	"net"
@@ -242,3 +243,7 @@ func (c *Client) Shutdown() error { return c.do("POST", "/shutdown", nil, nil) }
 
 // DropCounts returns the fabric's cumulative packet drops by reason.
 func (tb *Testbed) DropCounts() map[string]uint64 { return tb.fab.Drops() }
+
+// FabricStats are the fabric's cumulative figures: traffic, drops and lateness per link
+// direction, how long packets waited to be read, and the fabric's own CPU time.
+func (tb *Testbed) FabricStats() fabric.Stats { return tb.fab.Stats() }

@@ -79,10 +79,21 @@ func dialInNetns(ctx context.Context, ns, network, addr string) (net.Conn, error
 	return conn, err
 }
 
+// nodeMAC is node addr's Ethernet address on its eth0: locally administered, derived from the
+// address, so the fabric knows where to send without ARP.
+func nodeMAC(addr net.IP) net.HardwareAddr {
+	a := addr.To4()
+	return net.HardwareAddr{0x02, 0xc7, a[0], a[1], a[2], a[3]}
+}
+
 // setupNode creates namespace ns with loopback up and IPv6 off (the fabric carries IPv4 only;
-// disabling v6 keeps router solicitations off the emulated links), moves the TUN device tun into
-// it as eth0 and gives it addr.
-func setupNode(ns, tun string, addr *net.IPNet, mtu int) error {
+// disabling v6 keeps router solicitations off the emulated links), and a veth pair: eth0 in the
+// node with addr, and hostEnd in the calling namespace, which the fabric reads and writes.
+//
+// eth0 does not use ARP: every IPv4 packet leaves with the node's own MAC as destination, which
+// the host end's stack discards at once as not its own (the fabric's packet socket has seen it
+// by then), and the fabric addresses what it delivers to nodeMAC.
+func setupNode(ns, hostEnd string, addr *net.IPNet, mtu int) error {
 	if err := runIP("netns", "add", ns); err != nil {
 		return err
 	}
@@ -98,17 +109,29 @@ func setupNode(ns, tun string, addr *net.IPNet, mtu int) error {
 	if err != nil {
 		return fmt.Errorf("node namespace %s: %w", ns, err)
 	}
-	link, err := netlink.LinkByName(tun)
-	if err != nil {
-		return fmt.Errorf("find %s: %w", tun, err)
-	}
 	h, err := netns.GetFromName(ns)
 	if err != nil {
 		return fmt.Errorf("netns %s: %w", ns, err)
 	}
 	defer h.Close()
-	if err := netlink.LinkSetNsFd(link, int(h)); err != nil {
-		return fmt.Errorf("move %s into %s: %w", tun, ns, err)
+	veth := &netlink.Veth{
+		LinkAttrs:        netlink.LinkAttrs{Name: hostEnd, MTU: mtu},
+		PeerName:         "eth0",
+		PeerHardwareAddr: nodeMAC(addr.IP),
+		PeerNamespace:    netlink.NsFd(int(h)),
+	}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return fmt.Errorf("veth %s/%s:eth0: %w", hostEnd, ns, err)
+	}
+	// The host end carries no addresses; IPv6 off keeps the host's own autoconfiguration traffic
+	// off the node.
+	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+hostEnd+"/disable_ipv6", []byte("1"), 0o644)
+	he, err := netlink.LinkByName(hostEnd)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", hostEnd, err)
+	}
+	if err := netlink.LinkSetUp(he); err != nil {
+		return fmt.Errorf("%s up: %w", hostEnd, err)
 	}
 	nh, err := netlink.NewHandleAt(h)
 	if err != nil {
@@ -122,20 +145,12 @@ func setupNode(ns, tun string, addr *net.IPNet, mtu int) error {
 	if err := nh.LinkSetUp(lo); err != nil {
 		return fmt.Errorf("%s: lo up: %w", ns, err)
 	}
-	l, err := nh.LinkByName(tun)
+	l, err := nh.LinkByName("eth0")
 	if err != nil {
-		return fmt.Errorf("%s: %s: %w", ns, tun, err)
+		return fmt.Errorf("%s: eth0: %w", ns, err)
 	}
-	if err := nh.LinkSetName(l, "eth0"); err != nil {
-		return fmt.Errorf("%s: rename %s: %w", ns, tun, err)
-	}
-	if err := nh.LinkSetMTU(l, mtu); err != nil {
-		return fmt.Errorf("%s: mtu: %w", ns, err)
-	}
-	// A long device queue absorbs the bursts a node sends while the fabric's reader is not
-	// scheduled; with the default 500 packets, bursts at tens of kpps were dropped in the kernel.
-	if err := nh.LinkSetTxQLen(l, 10000); err != nil {
-		return fmt.Errorf("%s: txqueuelen: %w", ns, err)
+	if err := nh.LinkSetARPOff(l); err != nil {
+		return fmt.Errorf("%s: eth0 arp off: %w", ns, err)
 	}
 	if err := nh.AddrAdd(l, &netlink.Addr{IPNet: addr}); err != nil {
 		return fmt.Errorf("%s: address %v: %w", ns, addr, err)

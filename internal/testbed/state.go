@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vishvananda/netlink"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,6 +23,8 @@ type State struct {
 	Created time.Time `json:"created"`
 	// Netns are the namespace names (/run/netns/NAME and /etc/netns/NAME).
 	Netns []string `json:"netns"`
+	// Links are the host ends of the nodes' veth pairs (deleting one deletes its pair).
+	Links []string `json:"links,omitempty"`
 	// CgroupPath is the testbed's cgroup (relative to each hierarchy's root).
 	CgroupPath string `json:"cgroup_path"`
 }
@@ -73,6 +76,15 @@ func cleanupState(cg *cgroups, dir string, st *State) error {
 	if st.CgroupPath != "" {
 		if err := cg.remove(st.CgroupPath); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, l := range st.Links {
+		// Deleting the namespace would take the pair with it too, but asynchronously (when the
+		// kernel destroys the namespace); deleting the link is done when this returns.
+		if link, err := netlink.LinkByName(l); err == nil {
+			if err := netlink.LinkDel(link); err != nil {
+				errs = append(errs, fmt.Errorf("delete interface %s: %w", l, err))
+			}
 		}
 	}
 	for _, ns := range st.Netns {

@@ -130,6 +130,7 @@ func Up(topo *Topology, opts Options) (tb *Testbed, err error) {
 	st := &State{Name: opts.Name, PID: os.Getpid(), Created: time.Now().UTC(), CgroupPath: cgroupRoot + "/" + opts.Name}
 	for _, n := range tb.nodes {
 		st.Netns = append(st.Netns, n.ns)
+		st.Links = append(st.Links, n.tun)
 	}
 	if err := createState(tb.dir, st); err != nil {
 		return nil, err
@@ -177,20 +178,17 @@ func (tb *Testbed) buildNodes(topo *Topology, prefix netip.Prefix) error {
 		if netnsExists(n.ns) {
 			return fmt.Errorf("testbed: namespace %s already exists (left by a crashed testbed?); run `continuum testbed down --all`", n.ns)
 		}
-		// Open the TUN in the host namespace and move it: the fd keeps working across the move,
-		// and the device disappears when this process closes it or dies.
-		tun, err := fabric.OpenTUN(n.tun)
-		if err != nil {
-			return err
-		}
-		fnodes = append(fnodes, fabric.Node{Name: n.name, Addr: n.addr, Endpoint: tun})
 		ipnet := &net.IPNet{IP: n.addr.AsSlice(), Mask: net.CIDRMask(prefix.Bits(), 32)}
 		if err := setupNode(n.ns, n.tun, ipnet, mtu); err != nil {
-			for _, fn := range fnodes {
-				fn.Endpoint.Close()
-			}
+			closeAll(fnodes)
 			return err
 		}
+		ep, err := fabric.OpenAFPacket(n.tun, nodeMAC(ipnet.IP))
+		if err != nil {
+			closeAll(fnodes)
+			return err
+		}
+		fnodes = append(fnodes, fabric.Node{Name: n.name, Addr: n.addr, Batch: ep})
 		if err := writeHosts(n.ns, names, addrText); err != nil {
 			return err
 		}
@@ -203,13 +201,17 @@ func (tb *Testbed) buildNodes(topo *Topology, prefix netip.Prefix) error {
 	}
 	f, err := fabric.New(fabric.Config{Nodes: fnodes, Links: flinks, MTU: mtu, Seed: tb.opts.Seed})
 	if err != nil {
-		for _, fn := range fnodes {
-			fn.Endpoint.Close()
-		}
+		closeAll(fnodes)
 		return err
 	}
 	tb.fab = f
 	return nil
+}
+
+func closeAll(nodes []fabric.Node) {
+	for _, fn := range nodes {
+		fn.Batch.Close()
+	}
 }
 
 func fabricProps(p LinkProps) fabric.Props {
@@ -224,8 +226,8 @@ func pairKey(a, b string) [2]string {
 	return [2]string{a, b}
 }
 
-// tunName derives a host-unique interface name (at most 15 bytes) for a node's TUN device; it is
-// renamed eth0 once inside the node.
+// tunName derives a host-unique interface name (at most 15 bytes) for the host end of a node's
+// veth pair (the fabric's side; the node's side is its eth0).
 func tunName(testbed, node string) string {
 	h := sha256.Sum256([]byte(testbed + "/" + node))
 	return "ctm" + hex.EncodeToString(h[:5])
@@ -292,6 +294,7 @@ func (tb *Testbed) Down() error {
 	st := &State{Name: tb.Name, CgroupPath: cgroupRoot + "/" + tb.Name}
 	for _, n := range tb.nodes {
 		st.Netns = append(st.Netns, n.ns)
+		st.Links = append(st.Links, n.tun)
 	}
 	errs = append(errs, cleanupState(tb.cg, tb.dir, st))
 	tb.log.Info("testbed down", "name", tb.Name)

@@ -6,18 +6,56 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Endpoint is one node's attachment to the fabric: Read returns the next IPv4 packet the node
-// sent, Write delivers a packet to it. A TUN device is the production Endpoint; tests use pipes.
+// Endpoint is a simple attachment: Read returns the next IPv4 packet the node sent, Write
+// delivers one. Tests use in-memory Endpoints; the testbed attaches nodes through AFPacket, a
+// BatchEndpoint.
 type Endpoint interface {
 	Read(p []byte) (int, error)
 	Write(p []byte) (int, error)
 	Close() error
 }
+
+// BatchEndpoint moves packets in batches, each a virtio-net header (VnetHdrLen bytes) followed by
+// the IPv4 packet. ReadBatch blocks until at least one packet is there and fills sizes and stamps
+// (the CLOCK_REALTIME ns at which the node sent each packet, 0 if unknown); WriteBatch returns how
+// many were accepted. Offloads reports whether the endpoint accepts segmentation-offload
+// super-packets; the fabric cuts them for one that does not.
+type BatchEndpoint interface {
+	ReadBatch(bufs [][]byte, sizes []int, stamps []int64) (int, error)
+	WriteBatch(pkts [][]byte) (int, error)
+	Offloads() bool
+	Close() error
+}
+
+// single adapts an Endpoint: one packet per batch, no header on the wire, no offloads.
+type single struct{ Endpoint }
+
+func (s single) ReadBatch(bufs [][]byte, sizes []int, stamps []int64) (int, error) {
+	n, err := s.Read(bufs[0][VnetHdrLen:])
+	if err != nil {
+		return 0, err
+	}
+	clear(bufs[0][:VnetHdrLen])
+	sizes[0], stamps[0] = VnetHdrLen+n, 0
+	return 1, nil
+}
+
+func (s single) WriteBatch(pkts [][]byte) (int, error) {
+	for i, p := range pkts {
+		if _, err := s.Write(p[VnetHdrLen:]); err != nil {
+			return i, err
+		}
+	}
+	return len(pkts), nil
+}
+
+func (single) Offloads() bool { return false }
 
 // Props are the emulated properties of one link direction.
 type Props struct {
@@ -28,11 +66,12 @@ type Props struct {
 	Queue     int           // packets that may wait for the transmitter before tail drop (0 = 1000)
 }
 
-// Node attaches an endpoint with an IPv4 address.
+// Node attaches an endpoint with an IPv4 address: Batch if set, else Endpoint.
 type Node struct {
 	Name     string
 	Addr     netip.Addr
 	Endpoint Endpoint
+	Batch    BatchEndpoint
 }
 
 // Link connects two nodes (by index into Config.Nodes); Props apply to both directions.
@@ -45,11 +84,13 @@ type Link struct {
 type Config struct {
 	Nodes []Node
 	Links []Link
-	MTU   int   // largest packet accepted (default 1500)
+	MTU   int   // largest packet a node's interface sends (default 1500); super-packets excepted
 	Seed  int64 // seeds loss and jitter; equal seeds give equal draws for equal packet sequences
 }
 
-// Drop reasons counted by the fabric.
+// Drop reasons counted by the fabric. The first four follow from the emulated network's
+// configuration (its loss, queues and cuts); the others mean the fabric failed its job or was
+// given something it cannot carry.
 const (
 	DropLoss        = "loss"        // random loss of a link
 	DropQueue       = "queue_full"  // bandwidth queue overflow
@@ -57,9 +98,21 @@ const (
 	DropUnreachable = "unreachable" // no route (links cut)
 	DropUnknownDst  = "unknown_dst" // destination address is no node
 	DropNotIPv4     = "not_ipv4"    // IPv6 or garbage
+	DropBadGSO      = "bad_gso"     // a super-packet that could not be cut into segments
+	DropWrite       = "write"       // the node's interface refused a packet (its kernel was out of buffers)
+	DropRead        = "read"        // the node sent it but the fabric's socket overflowed before reading it
 )
 
-var dropReasons = []string{DropLoss, DropQueue, DropPartition, DropUnreachable, DropUnknownDst, DropNotIPv4}
+var dropReasons = []string{DropLoss, DropQueue, DropPartition, DropUnreachable, DropUnknownDst, DropNotIPv4, DropBadGSO, DropWrite, DropRead}
+
+// Explained reports whether drops of this reason follow from the emulated network's configuration.
+func Explained(reason string) bool {
+	switch reason {
+	case DropLoss, DropQueue, DropPartition, DropUnreachable:
+		return true
+	}
+	return false
+}
 
 // Counters are cumulative per-node traffic figures, as seen on the node's interface.
 type Counters struct {
@@ -69,14 +122,13 @@ type Counters struct {
 
 type nodeState struct {
 	Node
-	tx, txb, rx, rxb atomic.Uint64
-	// outq feeds the node's writer goroutine. Writing to a TUN device runs the receiving
-	// namespace's network stack in the writer's context (tens of µs per packet), so one writer per
-	// node spreads that work over the CPUs instead of serialising it on the timer thread.
-	outq chan delivery
-	// queued counts packets handed to the writer and not yet written; only while it is zero may
-	// the timer thread write to this node itself without overtaking them.
-	queued atomic.Int64
+	idx                int
+	ep                 BatchEndpoint
+	offloads           bool
+	tx, txb, rx, rxb   atomic.Uint64
+	writeDrops, badGSO atomic.Uint64
+	wmu                sync.Mutex // serialises writes to ep (its scratch is not shared)
+	lag                *lateness  // reader lag: read time minus the kernel's send stamp, guarded by the fabric's mu
 }
 
 // linkDir is one direction of a link. busyUntil and lastArrival are scheduled times (ns on the
@@ -85,9 +137,14 @@ type linkDir struct {
 	props       Props
 	busyUntil   int64
 	lastArrival int64
-	packets     uint64
+	packets     uint64 // wire packets (a super-packet counts its segments)
 	bytes       uint64
+	drops       [len(dropReasonsFixed)]uint64
+	late        *lateness // packets whose last hop this is: delivery time beyond the scheduled one
 }
+
+// dropReasonsFixed sizes the per-link drop array (the per-link reasons).
+var dropReasonsFixed = [...]string{DropLoss, DropQueue, DropPartition, DropUnreachable}
 
 type link struct {
 	a, b int
@@ -102,15 +159,16 @@ type hop struct {
 	to   int
 }
 
-// event is a packet arriving at node `at` at time t, on its way to node dst.
+// event is a packet arriving at node `at` at time t, on its way to node dst; last is the link
+// direction it came over (link*2+dir, -1 before the first hop).
 type event struct {
-	t      int64
-	seq    uint64 // tie-break: equal times keep arrival order
-	at     int
-	src    int
-	dst    int
-	pkt    *[]byte
-	length int
+	t    int64
+	seq  uint64 // tie-break: equal times keep arrival order
+	at   int
+	src  int
+	dst  int
+	last int
+	p    packet
 }
 
 type eventHeap []event
@@ -134,18 +192,21 @@ func (h *eventHeap) Pop() any {
 // delivery is a packet ready to be written to a node, collected under the lock and written
 // outside it so a slow endpoint write never blocks scheduling.
 type delivery struct {
-	node   *nodeState
-	pkt    *[]byte
-	length int
+	node *nodeState
+	p    packet
 }
 
 // Fabric is the running userspace network. All scheduling state is guarded by mu; endpoint I/O
 // happens outside it.
+//
+// Threads: one reader per node, each on its own OS thread blocked in the endpoint's batch read,
+// and the timer thread, which takes due packets and writes them to their nodes in batches. The
+// fabric's CPU is what these threads use (CPU), which is what the testbed reports as its load.
 type Fabric struct {
 	cfg    Config
 	nodes  []*nodeState
 	byAddr map[netip.Addr]int
-	pool   sync.Pool
+	pools  *bufPools
 	clock  *clock
 
 	mu      sync.Mutex
@@ -161,11 +222,11 @@ type Fabric struct {
 	closed  bool
 	timer   *timer
 	readers sync.WaitGroup
-	writers sync.WaitGroup
+	threads threadSet
 }
 
-// New builds the fabric and starts moving packets: one reader goroutine per endpoint and the
-// timer thread. Close stops everything and closes the endpoints.
+// New builds the fabric and starts moving packets: one reader thread per endpoint and the timer
+// thread. Close stops everything and closes the endpoints.
 func New(cfg Config) (*Fabric, error) {
 	f, err := newFabric(cfg)
 	if err != nil {
@@ -175,21 +236,16 @@ func New(cfg Config) (*Fabric, error) {
 		return nil, err
 	}
 	f.clock = newClock()
+	w := newBatchWriter(f)
 	var out []delivery
 	go f.timer.run(func(expired bool) {
 		out = f.onTimer(out[:0], expired)
-		if len(out) <= inlineWrites {
-			f.writeNow(out)
-		} else {
-			f.deliver(out)
-		}
+		w.write(out)
 		clear(out) // drop packet references held by the reused slice
-	})
-	for i, n := range f.nodes {
+	}, f.threads.add)
+	for i := range f.nodes {
 		f.readers.Add(1)
 		go f.readLoop(i)
-		f.writers.Add(1)
-		go f.writeLoop(n)
 	}
 	return f, nil
 }
@@ -201,10 +257,9 @@ func newFabric(cfg Config) (*Fabric, error) {
 	if cfg.MTU == 0 {
 		cfg.MTU = 1500
 	}
-	f := &Fabric{cfg: cfg, byAddr: map[netip.Addr]int{}, parts: map[int]*partition{}, drops: map[string]uint64{}}
+	f := &Fabric{cfg: cfg, byAddr: map[netip.Addr]int{}, parts: map[int]*partition{}, drops: map[string]uint64{},
+		pools: newBufPools()}
 	f.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x636f6e74696e7575))
-	bufSize := cfg.MTU + 64
-	f.pool.New = func() any { b := make([]byte, bufSize); return &b }
 	for i, n := range cfg.Nodes {
 		if !n.Addr.Is4() {
 			return nil, fmt.Errorf("fabric: node %q: address %v is not IPv4", n.Name, n.Addr)
@@ -213,14 +268,21 @@ func newFabric(cfg Config) (*Fabric, error) {
 			return nil, fmt.Errorf("fabric: node %q: duplicate address %v", n.Name, n.Addr)
 		}
 		f.byAddr[n.Addr] = i
-		f.nodes = append(f.nodes, &nodeState{Node: n, outq: make(chan delivery, 4096)})
+		ns := &nodeState{Node: n, idx: i, ep: n.Batch, lag: newLateness()}
+		if ns.ep == nil && n.Endpoint != nil {
+			ns.ep = single{n.Endpoint}
+		}
+		if ns.ep != nil {
+			ns.offloads = ns.ep.Offloads()
+		}
+		f.nodes = append(f.nodes, ns)
 	}
 	for _, l := range cfg.Links {
 		if l.A < 0 || l.B < 0 || l.A >= len(f.nodes) || l.B >= len(f.nodes) || l.A == l.B {
 			return nil, fmt.Errorf("fabric: link %d-%d: bad node index", l.A, l.B)
 		}
 		p := normalize(l.Props)
-		f.links = append(f.links, &link{a: l.A, b: l.B, dir: [2]linkDir{{props: p}, {props: p}}})
+		f.links = append(f.links, &link{a: l.A, b: l.B, dir: [2]linkDir{{props: p, late: newLateness()}, {props: p, late: newLateness()}}})
 	}
 	f.blocked = make([]bool, len(f.nodes)*len(f.nodes))
 	f.recomputeRoutes()
@@ -243,92 +305,167 @@ func (f *Fabric) Close() error {
 	}
 	f.closed = true
 	f.mu.Unlock()
-	var errs []error
-	for _, n := range f.nodes {
-		errs = append(errs, n.Endpoint.Close())
+	// Concurrently: closing an endpoint may wait for its reader's blocked read to time out.
+	errs := make([]error, len(f.nodes))
+	var wg sync.WaitGroup
+	for i, n := range f.nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = n.ep.Close() }()
 	}
+	wg.Wait()
 	f.readers.Wait()
 	f.timer.close()
-	for _, n := range f.nodes {
-		close(n.outq)
-	}
-	f.writers.Wait()
 	return errors.Join(errs...)
 }
 
+// readLoop moves what node i sends into the fabric, a batch per lock. Packets are read into
+// large buffers (a super-packet may arrive); one that fits a small buffer is copied into one, so
+// a packet waiting on a long link holds 2 KiB, not 64.
 func (f *Fabric) readLoop(i int) {
 	defer f.readers.Done()
+	runtime.LockOSThread() // the thread's CPU is the fabric's (threadSet); it ends with the loop
+	f.threads.add()
 	n := f.nodes[i]
+	bufs := make([][]byte, Batch)
+	held := make([]*[]byte, Batch)
+	for j := range bufs {
+		held[j] = f.pools.large.Get().(*[]byte)
+		bufs[j] = *held[j]
+	}
+	sizes := make([]int, Batch)
+	stamps := make([]int64, Batch)
+	pkts := make([]packet, 0, Batch)
 	var out []delivery
 	for {
-		bp := f.pool.Get().(*[]byte)
-		k, err := n.Endpoint.Read(*bp)
+		k, err := n.ep.ReadBatch(bufs, sizes, stamps)
 		if err != nil {
-			f.pool.Put(bp)
+			for _, b := range held {
+				f.pools.large.Put(b)
+			}
 			return // endpoint closed (Close) or gone with its namespace
 		}
-		n.tx.Add(1)
-		n.txb.Add(uint64(k))
 		now := f.clock.now()
+		wall := time.Now().UnixNano()
+		pkts = pkts[:0]
+		for j := range k {
+			sz := sizes[j]
+			var p packet
+			if sz <= smallBuf {
+				bp := f.pools.small.Get().(*[]byte)
+				copy(*bp, bufs[j][:sz])
+				p = packet{bp: bp, n: sz}
+			} else {
+				p = packet{bp: held[j], n: sz}
+				held[j] = f.pools.large.Get().(*[]byte)
+				bufs[j] = *held[j]
+			}
+			pkts = append(pkts, p)
+			n.tx.Add(uint64(segments(p.bytes())))
+			n.txb.Add(uint64(sz - VnetHdrLen))
+		}
 		f.mu.Lock()
 		if f.closed {
 			f.mu.Unlock()
-			f.pool.Put(bp)
-			return
+			for _, p := range pkts {
+				f.pools.put(p.bp)
+			}
+			continue // the endpoint's next read fails
 		}
-		out = f.ingress(out[:0], i, bp, k, now)
+		for j, p := range pkts {
+			// Schedule from when the node sent the packet, when the kernel says: time the reader
+			// spent not running is then not added to the link's delay (it is measured instead).
+			sent := now
+			if stamps[j] != 0 {
+				if lag := wall - stamps[j]; lag > 0 && lag < int64(time.Second) {
+					sent = now - lag
+					n.lag.record(lag)
+				}
+			}
+			out = f.ingress(out, i, p, sent)
+		}
 		f.mu.Unlock()
-		f.deliver(out)
-		clear(out)
+		if len(out) > 0 {
+			f.writeNow(out)
+			clear(out)
+			out = out[:0]
+		}
 	}
 }
 
-// ingress classifies a packet sent by node src and routes it; called with mu held.
-func (f *Fabric) ingress(out []delivery, src int, bp *[]byte, length int, now int64) []delivery {
-	pkt := (*bp)[:length]
-	if length < 20 || pkt[0]>>4 != 4 {
-		return f.drop(out, bp, DropNotIPv4)
+// ingress classifies a packet sent by node src at time sent and routes it; called with mu held.
+func (f *Fabric) ingress(out []delivery, src int, p packet, sent int64) []delivery {
+	ip := p.ip()
+	if len(ip) < 20 || ip[0]>>4 != 4 {
+		return f.drop(out, p, DropNotIPv4, nil)
 	}
-	dst, ok := f.byAddr[netip.AddrFrom4([4]byte(pkt[16:20]))]
+	dst, ok := f.byAddr[netip.AddrFrom4([4]byte(ip[16:20]))]
 	if !ok {
-		return f.drop(out, bp, DropUnknownDst)
+		return f.drop(out, p, DropUnknownDst, nil)
 	}
 	if f.blocked[src*len(f.nodes)+dst] {
-		return f.drop(out, bp, DropPartition)
+		return f.drop(out, p, DropPartition, nil)
 	}
-	return f.forward(out, event{t: now, at: src, src: src, dst: dst, pkt: bp, length: length})
+	return f.forward(out, event{t: sent, at: src, src: src, dst: dst, last: -1, p: p})
 }
 
-func (f *Fabric) drop(out []delivery, bp *[]byte, reason string) []delivery {
-	f.drops[reason]++
-	f.pool.Put(bp)
+// drop counts a dropped packet (on the link direction d too, if given) and frees its buffer.
+func (f *Fabric) drop(out []delivery, p packet, reason string, d *linkDir) []delivery {
+	segs := uint64(segments(p.bytes()))
+	f.drops[reason] += segs
+	if d != nil {
+		for i, r := range dropReasonsFixed {
+			if r == reason {
+				d.drops[i] += segs
+			}
+		}
+	}
+	f.pools.put(p.bp)
 	return out
 }
+
+// needsSegments reports whether a super-packet must be cut before crossing a link with these
+// properties: loss and bandwidth act per wire packet (one lost segment, not 44; a queue that
+// fills segment by segment), and delay alone does not care.
+func needsSegments(p *Props) bool { return p.Loss > 0 || p.Bandwidth > 0 }
 
 // forward moves the packet of e (which is at node e.at at scheduled time e.t) one hop, or
 // delivers it; zero-delay hops are taken at once. Called with mu held.
 func (f *Fabric) forward(out []delivery, e event) []delivery {
 	for {
 		if e.at == e.dst {
-			return append(out, delivery{node: f.nodes[e.dst], pkt: e.pkt, length: e.length})
+			return append(out, delivery{node: f.nodes[e.dst], p: e.p})
 		}
 		h := f.routes[e.at][e.dst]
 		if h.link < 0 {
-			return f.drop(out, e.pkt, DropUnreachable)
+			return f.drop(out, e.p, DropUnreachable, nil)
 		}
 		d := &f.links[h.link].dir[h.dir]
 		p := &d.props
-		if p.Loss > 0 && f.rng.Float64() < p.Loss {
-			return f.drop(out, e.pkt, DropLoss)
+		if needsSegments(p) && isGSO(e.p.bytes()) {
+			segs, ok := segment(e.p.bytes(), f.pools, nil)
+			if !ok {
+				return f.drop(out, e.p, DropBadGSO, nil)
+			}
+			f.pools.put(e.p.bp)
+			for _, s := range segs {
+				se := e
+				se.p = s
+				out = f.forward(out, se)
+			}
+			return out
 		}
+		if p.Loss > 0 && f.rng.Float64() < p.Loss {
+			return f.drop(out, e.p, DropLoss, d)
+		}
+		length := e.p.n - VnetHdrLen
 		t := e.t
 		if p.Bandwidth > 0 {
 			start := max(t, d.busyUntil)
-			tx := int64(e.length) * 8 * int64(time.Second) / p.Bandwidth
+			tx := int64(length) * 8 * int64(time.Second) / p.Bandwidth
 			// The backlog limit is expressed in MTU-sized packets, as tc's queue limits are.
 			maxWait := int64(p.Queue) * int64(f.cfg.MTU) * 8 * int64(time.Second) / p.Bandwidth
 			if start-t > maxWait {
-				return f.drop(out, e.pkt, DropQueue)
+				return f.drop(out, e.p, DropQueue, d)
 			}
 			d.busyUntil = start + tx
 			t = d.busyUntil
@@ -341,9 +478,10 @@ func (f *Fabric) forward(out []delivery, e event) []delivery {
 		t += delay
 		t = max(t, d.lastArrival)
 		d.lastArrival = t
-		d.packets++
-		d.bytes += uint64(e.length)
+		d.packets += uint64(segments(e.p.bytes()))
+		d.bytes += uint64(length)
 		e.at = h.to
+		e.last = h.link*2 + h.dir
 		if t > e.t {
 			e.t = t
 			f.seq++
@@ -372,17 +510,29 @@ func (f *Fabric) onTimer(out []delivery, expired bool) []delivery {
 	if f.closed {
 		return out
 	}
-	return f.advance(out, now+f.timer.lead/2)
+	// The next wake-up comes no sooner than minGap from now: each costs two system calls, and at
+	// high packet rates waking for every packet would spend the CPU the emulation needs. Packets
+	// due in between wait at most minGap, which the lateness figures include.
+	f.timer.notBefore = now + minGap
+	return f.advance(out, now, now+f.timer.lead/2)
 }
 
+// minGap is the shortest interval between two timer wake-ups.
+const minGap = 50_000 // ns
+
 // advance takes every event due by horizon: packets move on to their next hop or are delivered
-// (appended to out), and the timer is armed for the earliest event left. Called with mu held.
-func (f *Fabric) advance(out []delivery, horizon int64) []delivery {
+// (appended to out), and the timer is armed for the earliest event left. A delivered packet's
+// lateness (now minus its scheduled time) is recorded on the link direction it came over.
+// Called with mu held.
+func (f *Fabric) advance(out []delivery, now, horizon int64) []delivery {
 	for len(f.events) > 0 && f.events[0].t <= horizon {
 		e := heap.Pop(&f.events).(event)
 		if f.blocked[e.src*len(f.nodes)+e.dst] {
-			out = f.drop(out, e.pkt, DropPartition)
+			out = f.drop(out, e.p, DropPartition, nil)
 			continue
+		}
+		if e.at == e.dst && e.last >= 0 {
+			f.links[e.last/2].dir[e.last%2].late.record(now - e.t)
 		}
 		out = f.forward(out, e)
 	}
@@ -392,46 +542,71 @@ func (f *Fabric) advance(out []delivery, horizon int64) []delivery {
 	return out
 }
 
-// deliver hands packets to their nodes' writers (blocking when a writer is 4096 packets behind,
-// which slows the fabric down instead of dropping silently).
-func (f *Fabric) deliver(out []delivery) {
-	for _, d := range out {
-		d.node.queued.Add(1)
-		d.node.outq <- d
-	}
+// writeNow writes packets delivered on a reader's thread (zero-delay paths).
+func (f *Fabric) writeNow(out []delivery) {
+	w := batchWriter{f: f}
+	w.write(out)
 }
 
-// inlineWrites is how many due packets the timer thread writes itself instead of handing them to
-// the node writers: at low rates the hand-off (waking a goroutine) costs more latency than the
-// write, at high rates parallel writers keep the timer thread free.
-const inlineWrites = 2
+// batchWriter groups deliveries by node and writes each node's share with one batch call,
+// cutting super-packets for endpoints without offloads.
+type batchWriter struct {
+	f       *Fabric
+	byNode  [][]packet
+	scratch [][]byte
+}
 
-// writeNow writes packets on the calling thread. It must not be used while a node's writer may
-// hold earlier packets for the same node, or order would break: the writer queue is checked.
-func (f *Fabric) writeNow(out []delivery) {
+func newBatchWriter(f *Fabric) *batchWriter { return &batchWriter{f: f} }
+
+func (w *batchWriter) write(out []delivery) {
+	if len(out) == 0 {
+		return
+	}
+	f := w.f
+	if len(w.byNode) < len(f.nodes) {
+		w.byNode = make([][]packet, len(f.nodes))
+	}
 	for _, d := range out {
-		if d.node.queued.Load() > 0 {
-			d.node.queued.Add(1)
-			d.node.outq <- d // keep FIFO behind what the writer still has
+		i := d.node.idx
+		if !d.node.offloads && isGSO(d.p.bytes()) {
+			segs, ok := segment(d.p.bytes(), f.pools, nil)
+			f.pools.put(d.p.bp)
+			if !ok {
+				d.node.badGSO.Add(1)
+				continue
+			}
+			w.byNode[i] = append(w.byNode[i], segs...)
 			continue
 		}
-		f.write(d)
+		w.byNode[i] = append(w.byNode[i], d.p)
 	}
-}
-
-func (f *Fabric) write(d delivery) {
-	if _, err := d.node.Endpoint.Write((*d.pkt)[:d.length]); err == nil {
-		d.node.rx.Add(1)
-		d.node.rxb.Add(uint64(d.length))
-	}
-	f.pool.Put(d.pkt)
-}
-
-func (f *Fabric) writeLoop(n *nodeState) {
-	defer f.writers.Done()
-	for d := range n.outq {
-		f.write(d)
-		n.queued.Add(-1)
+	for i, pkts := range w.byNode {
+		if len(pkts) == 0 {
+			continue
+		}
+		n := f.nodes[i]
+		w.scratch = w.scratch[:0]
+		var segs, bytes uint64
+		for _, p := range pkts {
+			w.scratch = append(w.scratch, p.bytes())
+		}
+		n.wmu.Lock()
+		sent, _ := n.ep.WriteBatch(w.scratch)
+		n.wmu.Unlock()
+		for j, p := range pkts {
+			if j < sent {
+				segs += uint64(segments(p.bytes()))
+				bytes += uint64(p.n - VnetHdrLen)
+			}
+			f.pools.put(p.bp)
+		}
+		if sent < len(pkts) {
+			n.writeDrops.Add(uint64(len(pkts) - sent))
+		}
+		n.rx.Add(segs)
+		n.rxb.Add(bytes)
+		clear(pkts)
+		w.byNode[i] = pkts[:0]
 	}
 }
 
@@ -441,14 +616,26 @@ func (f *Fabric) NodeCounters(i int) Counters {
 	return Counters{TxPackets: n.tx.Load(), TxBytes: n.txb.Load(), RxPackets: n.rx.Load(), RxBytes: n.rxb.Load()}
 }
 
-// Drops returns the cumulative drops by reason (every reason present, zero or not).
+// Drops returns the cumulative drops by reason (every reason present, zero or not), in wire
+// packets.
 func (f *Fabric) Drops() map[string]uint64 {
+	var writes, bad, reads uint64
+	for _, n := range f.nodes {
+		writes += n.writeDrops.Load()
+		bad += n.badGSO.Load()
+		if d, ok := n.ep.(interface{ Drops() uint64 }); ok {
+			reads += d.Drops()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m := make(map[string]uint64, len(dropReasons))
 	for _, r := range dropReasons {
 		m[r] = f.drops[r]
 	}
+	m[DropWrite] += writes
+	m[DropBadGSO] += bad
+	m[DropRead] += reads
 	return m
 }
 

@@ -46,16 +46,17 @@ func newSchedNet(t *testing.T, n int, links []Link) *schedNet {
 
 func (sn *schedNet) record(out []delivery) {
 	for _, d := range out {
-		sn.arrivals = append(sn.arrivals, schedArrival{node: d.node.Name, id: (*d.pkt)[4], at: sn.now})
+		sn.arrivals = append(sn.arrivals, schedArrival{node: d.node.Name, id: d.p.ip()[4], at: sn.now})
 	}
 }
 
 // send has node from send a packet to node to at the current time.
 func (sn *schedNet) send(from, to, size int, id byte) {
-	bp := sn.f.pool.Get().(*[]byte)
-	n := copy(*bp, ipPacket(sn.ips[to], size, id))
+	bp := sn.f.pools.small.Get().(*[]byte)
+	clear((*bp)[:VnetHdrLen])
+	n := VnetHdrLen + copy((*bp)[VnetHdrLen:], ipPacket(sn.ips[to], size, id))
 	sn.f.mu.Lock()
-	out := sn.f.ingress(nil, from, bp, n, sn.now)
+	out := sn.f.ingress(nil, from, packet{bp: bp, n: n}, sn.now)
 	sn.f.mu.Unlock()
 	sn.record(out)
 }
@@ -77,7 +78,7 @@ func (sn *schedNet) advanceTo(until int64) {
 		}
 		sn.f.timer.fired(next)
 		sn.now = next
-		out := sn.f.advance(nil, next)
+		out := sn.f.advance(nil, next, next)
 		sn.f.mu.Unlock()
 		sn.record(out)
 	}

@@ -58,6 +58,7 @@ type timer struct {
 	armed      int64
 	programmed int64 // the expiry actually set (armed - lead)
 	lead       int64 // estimated wake-up lateness, ns
+	notBefore  int64 // no expiry is programmed earlier than this (see onTimer's minGap)
 	stop       chan struct{}
 	done       chan struct{}
 }
@@ -83,7 +84,7 @@ func (t *timer) arm(at int64) {
 		at = 1 // zero would disarm
 	}
 	t.armed = at
-	t.programmed = max(at-t.lead, 1)
+	t.programmed = max(at-t.lead, t.notBefore, 1)
 	if t.fd < 0 {
 		return // a recording timer (scheduling tests advance time themselves)
 	}
@@ -104,9 +105,10 @@ func (t *timer) fired(now int64) {
 // hrtimer's latency, where Go's runtime timers would round sub-millisecond waits up. onFire
 // learns whether the read consumed an expiration: the programmed time has then passed, whatever
 // the fabric's clock says, and the timer must be armed again for the next event.
-func (t *timer) run(onFire func(expired bool)) {
+func (t *timer) run(onFire func(expired bool), onStart func()) {
 	runtime.LockOSThread()
 	defer close(t.done)
+	onStart()
 	// Timer slack only applies to some sleeps, but keep this thread's at the minimum anyway.
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	var buf [8]byte
