@@ -129,6 +129,8 @@ func l4HeaderEnd(ip []byte, gsoType uint8) int {
 	return -1
 }
 
+const minSegment = 64
+
 // segment cuts the super-packet in buf (header first) into the packets the wire would carry, as
 // the kernel's software segmentation does: headers copied, IPv4 total length, ID and header
 // checksum per segment, TCP sequence numbers advanced and FIN/PSH kept for the last segment (CWR
@@ -142,7 +144,9 @@ func segment(buf []byte, pools *bufPools, out []packet) (_ []packet, ok bool) {
 	ip := buf[VnetHdrLen:]
 	hl := l4HeaderEnd(ip, gt)
 	mss := int(h.gsoSize)
-	if hl < 0 || mss == 0 || hl >= len(ip) {
+	// No stack sends segments this small (Linux's smallest MSS is 88); refusing them bounds the
+	// work one packet can cause at 1024 segments.
+	if hl < 0 || mss < minSegment || hl >= len(ip) {
 		return out, false
 	}
 	ihl := int(ip[0]&0x0f) * 4
