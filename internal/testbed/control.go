@@ -242,8 +242,13 @@ func (c *Client) Stop(name string) error { return c.do("DELETE", "/procs/"+name,
 func (c *Client) Shutdown() error { return c.do("POST", "/shutdown", nil, nil) }
 
 // DropCounts returns the fabric's cumulative packet drops by reason.
-func (tb *Testbed) DropCounts() map[string]uint64 { return tb.fab.Drops() }
+// Drops the veth pairs saw (see vethDrops) count as the fabric's read and write drops.
+func (tb *Testbed) DropCounts() map[string]uint64 { return tb.withVethDrops(tb.fab.Drops()) }
 
 // FabricStats are the fabric's cumulative figures: traffic, drops and lateness per link
 // direction, how long packets waited to be read, and the fabric's own CPU time.
-func (tb *Testbed) FabricStats() fabric.Stats { return tb.fab.Stats() }
+func (tb *Testbed) FabricStats() fabric.Stats {
+	st := tb.fab.Stats()
+	st.Drops = tb.withVethDrops(st.Drops)
+	return st
+}

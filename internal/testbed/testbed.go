@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/vishvananda/netlink"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -56,7 +57,8 @@ type node struct {
 	ns     string
 	tun    string
 	addr   netip.Addr
-	cgroup string // relative cgroup path of the node
+	cgroup string          // relative cgroup path of the node
+	nl     *netlink.Handle // in the node's namespace (nodeNetlink), guarded by the testbed's mu
 	cpus   float64
 	memory int64
 	power  Power
@@ -291,6 +293,7 @@ func (tb *Testbed) Down() error {
 	if tb.fab != nil {
 		errs = append(errs, tb.fab.Close())
 	}
+	tb.closeNetlink()
 	st := &State{Name: tb.Name, CgroupPath: cgroupRoot + "/" + tb.Name}
 	for _, n := range tb.nodes {
 		st.Netns = append(st.Netns, n.ns)

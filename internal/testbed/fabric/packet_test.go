@@ -157,10 +157,10 @@ func TestSegmentUDP(t *testing.T) {
 func TestSegmentRefusesWhatItCannotCut(t *testing.T) {
 	good := superPacket(6, 3000, 1000, 0x10)
 	for name, mutate := range map[string]func(b []byte){
-		"not a super-packet": func(b []byte) { b[1] = gsoNone },
-		"segment size zero":  func(b []byte) { binary.LittleEndian.PutUint16(b[4:], 0) },
-		"UDP claimed as TCP": func(b []byte) { b[VnetHdrLen+9] = 17 },
-		"IPv6":               func(b []byte) { b[VnetHdrLen] = 0x60 },
+		"not a super-packet":    func(b []byte) { b[1] = gsoNone },
+		"segment size zero":     func(b []byte) { binary.LittleEndian.PutUint16(b[4:], 0) },
+		"UDP claimed as TCP":    func(b []byte) { b[VnetHdrLen+9] = 17 },
+		"IPv6":                  func(b []byte) { b[VnetHdrLen] = 0x60 },
 		"segment size under 64": func(b []byte) { binary.LittleEndian.PutUint16(b[4:], 8) },
 	} {
 		b := append([]byte(nil), good...)
