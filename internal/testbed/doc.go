@@ -1,5 +1,5 @@
 // Package testbed emulates an edge-to-cloud continuum on one Linux host: every node is a network
-// namespace with a TUN interface attached to a userspace fabric (package fabric) that applies the
+// namespace whose eth0 (a veth pair) is attached to a userspace fabric (package fabric) that applies the
 // topology's link delays, jitter, loss and bandwidth; every node has cgroups for CPU and memory
 // limits and accounting. It starts and supervises processes inside nodes, injects faults
 // (partitions, link changes, kill, pause, CPU quota), samples resources and models energy, and

@@ -1,7 +1,9 @@
 // Package fabric is the userspace network that connects the testbed's nodes: every node's
-// emulated interface is an Endpoint (a TUN device in the node's namespace), and the fabric moves
-// IPv4 packets between endpoints along the topology's links, applying each link's delay, jitter,
-// loss, bandwidth and queue limit hop by hop, and dropping what partitions cut.
+// emulated interface is an endpoint (AFPacket: a packet socket on the host end of the veth pair
+// whose other end is the node's eth0), and the fabric moves IPv4 packets between endpoints along
+// the topology's links, applying each link's delay, jitter, loss, bandwidth and queue limit hop by
+// hop, and dropping what partitions cut. It measures itself (Stats): per-link traffic and drops,
+// how late it delivered, and its own CPU, so a run can tell when the fabric was the limit.
 //
 // It exists because the kernels this project runs on have no sch_netem; doing the emulation in
 // one process also lets a multi-hop path share per-link bandwidth and makes partitions, reroutes and
@@ -12,6 +14,7 @@
 // delay±jitter, and arrives at the next node, where the same happens on the next link. Arrivals
 // are events in one heap served by a dedicated OS thread sleeping on a timerfd (hrtimer precision,
 // no timer slack), so a late wake-up never accumulates across hops: every hop is computed from the
-// scheduled, not the observed, time. Within one link direction packets never overtake each other
-// (FIFO, like a wire); jitter therefore delays but does not reorder.
+// scheduled, not the observed, time. A packet's first hop starts at the kernel's stamp of when the
+// node sent it, so the reader's own lag is not added either. Within one link direction packets
+// never overtake each other (FIFO, like a wire); jitter therefore delays but does not reorder.
 package fabric
