@@ -272,6 +272,13 @@ def _run_global(cfg: AggregatorConfig, control: ctl.Control, reporter: Reporter,
         arrays = parameters_to_ndarrays(parameters)
         model.set_weights(net, arrays)
         loss, acc = model.evaluate(net, ds.x_test, ds.y_test)
+        # The snapshot is stored before the round is reported: whoever sees round r (the
+        # orchestrator, a test holding the aggregator) may rely on resuming from it.
+        if cfg.report:
+            try:
+                upload(cfg.report, r, arrays)
+            except SnapshotError as e:
+                log.warning("snapshot of round %d not stored: %s", r, e)
         reporter.emit(
             "round",
             round=r,
@@ -291,11 +298,6 @@ def _run_global(cfg: AggregatorConfig, control: ctl.Control, reporter: Reporter,
             res.clients,
             res.failures,
         )
-        if cfg.report:
-            try:
-                upload(cfg.report, r, arrays)
-            except SnapshotError as e:
-                log.warning("snapshot of round %d not stored: %s", r, e)
         if control.stop.is_set():
             break
     reason = "stopped" if control.stop.is_set() else "done"
