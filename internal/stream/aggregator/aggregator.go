@@ -375,7 +375,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // reachable checks, within d, that a Kafka broker answers and that the database answers HTTP
-// (any status: a rules denial still proves it is there).
+// (any status: a rules denial still proves it is there). The database is asked for its rules,
+// which are one key whatever it holds: a shallow read of the root, asked before, costs a read of
+// the whole tree on a database that holds much, and timed out under load.
 func (a *Aggregator) reachable(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
@@ -385,7 +387,7 @@ func (a *Aggregator) reachable(ctx context.Context, d time.Duration) error {
 	if err := a.cl.Ping(cctx); err != nil {
 		return fmt.Errorf("no Kafka broker answered at %s within %v: %w", strings.Join(a.cfg.Brokers, ","), d, err)
 	}
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, strings.TrimRight(a.cfg.RTDB, "/")+"/.json?shallow=true", nil)
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, strings.TrimRight(a.cfg.RTDB, "/")+"/.settings/rules.json", nil)
 	if err != nil {
 		return err
 	}
