@@ -282,14 +282,14 @@ func nodeCgroupFile(name, node, ctrl, file string) string {
 	return filepath.Join("/sys/fs/cgroup", ctrl, "continuum", name, node, file)
 }
 
-// tunName mirrors internal/testbed's host-side name of a node's TUN device.
+// tunName mirrors internal/testbed's name for the host end of a node's veth pair.
 func tunName(testbed, node string) string {
 	h := sha256.Sum256([]byte(testbed + "/" + node))
 	return "ctm" + hex.EncodeToString(h[:5])
 }
 
 // assertNothingLeft checks that nothing of testbed name (with those nodes) remains on the host:
-// namespaces, /etc/netns entries, TUN devices, cgroups, the state dir entry and the given pids.
+// namespaces, /etc/netns entries, veth pairs, cgroups, the state dir entry and the given pids.
 func (c *binRunner) assertNothingLeft(name string, nodes []string, pids ...int) {
 	c.t.Helper()
 	out, err := exec.Command("ip", "netns", "list").CombinedOutput()
@@ -304,7 +304,7 @@ func (c *binRunner) assertNothingLeft(name string, nodes []string, pids ...int) 
 	}
 	for _, n := range nodes {
 		if _, err := os.Stat("/sys/class/net/" + tunName(name, n)); err == nil {
-			c.t.Errorf("TUN device %s of node %s left behind", tunName(name, n), n)
+			c.t.Errorf("veth host end %s of node %s left behind", tunName(name, n), n)
 		}
 	}
 	for _, d := range cgroupDirs(name) {

@@ -34,6 +34,7 @@ func (f *Fabric) SetLinkProps(i int, p Props) error {
 		f.links[i].dir[d].props = p
 	}
 	f.recomputeRoutes()
+	f.updateCoalesce()
 	return nil
 }
 

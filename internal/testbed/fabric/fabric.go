@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Endpoint is a simple attachment: Read returns the next IPv4 packet the node sent, Write
@@ -129,6 +131,8 @@ type nodeState struct {
 	writeDrops, badGSO atomic.Uint64
 	wmu                sync.Mutex // serialises writes to ep (its scratch is not shared)
 	lag                *lateness  // reader lag: read time minus the kernel's send stamp, guarded by the fabric's mu
+	stamps             bool       // the endpoint stamps packets with their send time
+	coalesceNs         atomic.Int64
 }
 
 // linkDir is one direction of a link. busyUntil and lastArrival are scheduled times (ns on the
@@ -236,6 +240,7 @@ func New(cfg Config) (*Fabric, error) {
 		return nil, err
 	}
 	f.clock = newClock()
+	reserveProcs(len(f.nodes) + 1)
 	w := newBatchWriter(f)
 	var out []delivery
 	go f.timer.run(func(expired bool) {
@@ -258,7 +263,7 @@ func newFabric(cfg Config) (*Fabric, error) {
 		cfg.MTU = 1500
 	}
 	f := &Fabric{cfg: cfg, byAddr: map[netip.Addr]int{}, parts: map[int]*partition{}, drops: map[string]uint64{},
-		pools: newBufPools()}
+		pools: newBufPools(cfg.MTU)}
 	f.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x636f6e74696e7575))
 	for i, n := range cfg.Nodes {
 		if !n.Addr.Is4() {
@@ -274,6 +279,7 @@ func newFabric(cfg Config) (*Fabric, error) {
 		}
 		if ns.ep != nil {
 			ns.offloads = ns.ep.Offloads()
+			_, ns.stamps = ns.ep.(*AFPacket)
 		}
 		f.nodes = append(f.nodes, ns)
 	}
@@ -286,6 +292,7 @@ func newFabric(cfg Config) (*Fabric, error) {
 	}
 	f.blocked = make([]bool, len(f.nodes)*len(f.nodes))
 	f.recomputeRoutes()
+	f.updateCoalesce()
 	return f, nil
 }
 
@@ -315,12 +322,13 @@ func (f *Fabric) Close() error {
 	wg.Wait()
 	f.readers.Wait()
 	f.timer.close()
+	releaseProcs(len(f.nodes) + 1)
 	return errors.Join(errs...)
 }
 
 // readLoop moves what node i sends into the fabric, a batch per lock. Packets are read into
-// large buffers (a super-packet may arrive); one that fits a small buffer is copied into one, so
-// a packet waiting on a long link holds 2 KiB, not 64.
+// large buffers (a super-packet may arrive); one that fits a small (MTU-sized) buffer is copied
+// into one, so a packet waiting on a long link holds that, not 64 KiB.
 func (f *Fabric) readLoop(i int) {
 	defer f.readers.Done()
 	runtime.LockOSThread() // the thread's CPU is the fabric's (threadSet); it ends with the loop
@@ -336,8 +344,18 @@ func (f *Fabric) readLoop(i int) {
 	stamps := make([]int64, Batch)
 	pkts := make([]packet, 0, Batch)
 	var out []delivery
-	for {
-		k, err := n.ep.ReadBatch(bufs, sizes, stamps)
+	for k := 0; ; {
+		// Interrupt coalescing, as a NIC's rx-usecs: under load (the last read found more than
+		// one packet), wait a little before reading again, so one wake-up takes many packets
+		// instead of the reader preempting the sender for each. It costs no accuracy while every
+		// link from this node is much longer than the wait, because packets are scheduled from
+		// their send stamps; f.coalesce[i] is 0 where that does not hold.
+		if w := f.coalesce(i); k > 1 && k < Batch && w > 0 {
+			ts := unix.NsecToTimespec(w)
+			_ = unix.Nanosleep(&ts, nil)
+		}
+		var err error
+		k, err = n.ep.ReadBatch(bufs, sizes, stamps)
 		if err != nil {
 			for _, b := range held {
 				f.pools.large.Put(b)
@@ -350,7 +368,7 @@ func (f *Fabric) readLoop(i int) {
 		for j := range k {
 			sz := sizes[j]
 			var p packet
-			if sz <= smallBuf {
+			if sz <= f.pools.smallSize {
 				bp := f.pools.small.Get().(*[]byte)
 				copy(*bp, bufs[j][:sz])
 				p = packet{bp: bp, n: sz}
@@ -389,6 +407,34 @@ func (f *Fabric) readLoop(i int) {
 			clear(out)
 			out = out[:0]
 		}
+	}
+}
+
+// coalesceWait is how long a reader under load waits between reads (see readLoop).
+const coalesceWait = 100_000 // ns
+
+// coalesce is the wait for node i's reader: coalesceWait, or 0 when a link from the node is
+// shorter than 4 waits (a packet read that late could miss its scheduled time) or the endpoint
+// gives no send stamps. Read without the lock: a stale answer only changes how often the reader
+// wakes.
+func (f *Fabric) coalesce(i int) int64 {
+	return f.nodes[i].coalesceNs.Load()
+}
+
+// updateCoalesce recomputes every node's reader wait from the links' delays; called with mu
+// held whenever links change.
+func (f *Fabric) updateCoalesce() {
+	for i, n := range f.nodes {
+		w := int64(coalesceWait)
+		if !n.stamps {
+			w = 0
+		}
+		for _, l := range f.links {
+			if (l.a == i || l.b == i) && int64(l.dir[0].props.Delay)-int64(l.dir[0].props.Jitter) < 4*coalesceWait {
+				w = 0
+			}
+		}
+		n.coalesceNs.Store(w)
 	}
 }
 

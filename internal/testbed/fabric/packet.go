@@ -55,25 +55,25 @@ func (p packet) ip() []byte { return (*p.bp)[VnetHdrLen:p.n] }
 // isGSO reports whether the packet in buf (header first) is a super-packet.
 func isGSO(buf []byte) bool { return buf[1]&^gsoECN != gsoNone }
 
-// Buffer sizes: most packets fit a small buffer; super-packets (up to 64 KiB of IP) and packets
-// larger than the small size get a large one. Keeping the two apart bounds the memory that
-// packets in flight on a long link hold.
-const (
-	smallBuf = 2048
-	largeBuf = VnetHdrLen + 65535
-)
+// Buffer sizes: a packet up to the MTU fits a small buffer; super-packets (up to 64 KiB of IP)
+// get a large one. Keeping the two apart bounds the memory that packets in flight on a long link
+// hold.
+const largeBuf = VnetHdrLen + 65535
 
-type bufPools struct{ small, large sync.Pool }
+type bufPools struct {
+	smallSize    int // the MTU and the header, at least 2 KiB
+	small, large sync.Pool
+}
 
-func newBufPools() *bufPools {
-	p := &bufPools{}
-	p.small.New = func() any { b := make([]byte, smallBuf); return &b }
+func newBufPools(mtu int) *bufPools {
+	p := &bufPools{smallSize: min(max(2048, VnetHdrLen+mtu), largeBuf-1)}
+	p.small.New = func() any { b := make([]byte, p.smallSize); return &b }
 	p.large.New = func() any { b := make([]byte, largeBuf); return &b }
 	return p
 }
 
 func (p *bufPools) get(n int) *[]byte {
-	if n <= smallBuf {
+	if n <= p.smallSize {
 		return p.small.Get().(*[]byte)
 	}
 	return p.large.Get().(*[]byte)
@@ -81,7 +81,7 @@ func (p *bufPools) get(n int) *[]byte {
 
 func (p *bufPools) put(b *[]byte) {
 	switch cap(*b) {
-	case smallBuf:
+	case p.smallSize:
 		p.small.Put(b)
 	case largeBuf:
 		p.large.Put(b)

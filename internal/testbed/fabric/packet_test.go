@@ -86,7 +86,7 @@ func checkTransportSum(t *testing.T, seg []byte) {
 
 func TestSegmentTCP(t *testing.T) {
 	const payload, mss = 10000, 1448
-	pools := newBufPools()
+	pools := newBufPools(1500)
 	in := superPacket(6, payload, mss, 0x18|0x01|0x80) // PSH ACK FIN CWR
 	if got := segments(in); got != 7 {
 		t.Fatalf("segments = %d, want 7", got)
@@ -136,7 +136,7 @@ func TestSegmentTCP(t *testing.T) {
 func TestSegmentUDP(t *testing.T) {
 	const payload, mss = 3000, 1200
 	in := superPacket(17, payload, mss, 0)
-	segs, ok := segment(in, newBufPools(), nil)
+	segs, ok := segment(in, newBufPools(1500), nil)
 	if !ok || len(segs) != 3 {
 		t.Fatalf("segment: ok %v, %d segments, want 3", ok, len(segs))
 	}
@@ -165,14 +165,14 @@ func TestSegmentRefusesWhatItCannotCut(t *testing.T) {
 	} {
 		b := append([]byte(nil), good...)
 		mutate(b)
-		if segs, ok := segment(b, newBufPools(), nil); ok {
+		if segs, ok := segment(b, newBufPools(1500), nil); ok {
 			t.Errorf("%s: cut into %d segments, want refused", name, len(segs))
 		}
 	}
 	// A TCP header (with options) longer than the packet.
 	b := superPacket(6, 10, 100, 0x10)
 	b[VnetHdrLen+32] = 15 << 4
-	if segs, ok := segment(b, newBufPools(), nil); ok {
+	if segs, ok := segment(b, newBufPools(1500), nil); ok {
 		t.Errorf("TCP header longer than the packet: cut into %d segments, want refused", len(segs))
 	}
 }
@@ -183,7 +183,7 @@ func FuzzSegment(f *testing.F) {
 	f.Add(superPacket(6, 5000, 1448, 0x18))
 	f.Add(superPacket(17, 4000, 1000, 0))
 	f.Add(superPacket(6, 100, 64, 0x10))
-	pools := newBufPools()
+	pools := newBufPools(1500)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) < VnetHdrLen || len(b) > largeBuf {
 			return
