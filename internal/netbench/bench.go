@@ -26,6 +26,9 @@ type Repeat struct {
 	// ProcessCores is the CPU the whole process hosting the fabric used over the window, in
 	// cores (the fabric's threads, the Go runtime, the testbed's control loops).
 	ProcessCores float64 `json:"process_cores"`
+	// ToolCores is the CPU of the measuring programs over the active time, in cores: the probe
+	// and the reflector, or the iperf3 client and server (by iperf3's own account).
+	ToolCores float64 `json:"tool_cores"`
 	// Drops are the fabric's drops over the window by reason.
 	Drops map[string]uint64 `json:"drops,omitempty"`
 }
@@ -178,7 +181,8 @@ func (r *Repeat) activeSeconds() float64 {
 }
 
 func (r *Repeat) summary() string {
-	f := fmt.Sprintf("fabric %.2f cores %.2f µs/pkt late p99 %.0f µs, process %.2f cores", r.Fabric.Cores, r.Fabric.CPUPerPacketUs, r.Fabric.LateP99us, r.ProcessCores)
+	f := fmt.Sprintf("fabric %.2f cores %.2f µs/pkt late p99 %.0f µs, process %.2f cores, tool %.2f cores",
+		r.Fabric.Cores, r.Fabric.CPUPerPacketUs, r.Fabric.LateP99us, r.ProcessCores, r.ToolCores)
 	if r.TCP != nil {
 		return fmt.Sprintf("%.3f Gbit/s, %d retransmits, %s", r.TCP.Gbps(), r.TCP.Retransmits, f)
 	}
@@ -232,6 +236,7 @@ func runCase(ctx context.Context, i int, c Case, opts Options) (*Repeat, error) 
 			return &Repeat{Probe: r}, err
 		}
 	}
+	refl0 := procCPU(tb, "reflector")
 	before := tb.FabricStats()
 	cpu0 := procstat.SelfCPU()
 	t0 := time.Now()
@@ -243,6 +248,12 @@ func runCase(ctx context.Context, i int, c Case, opts Options) (*Repeat, error) 
 	run.ProcessCores = (procstat.SelfCPU() - cpu0).Seconds() / wall.Seconds()
 	after := tb.FabricStats()
 	run.Fabric = fabricWindow(before, after, wall, run.activeSeconds())
+	switch {
+	case run.TCP != nil:
+		run.ToolCores = (run.TCP.HostCPU + run.TCP.RemoteCPU) / 100
+	case run.Probe != nil && run.Fabric.ActiveSeconds > 0:
+		run.ToolCores = (run.Probe.CPUSeconds + procCPU(tb, "reflector") - refl0) / run.Fabric.ActiveSeconds
+	}
 	for k, v := range after.Drops {
 		if d := v - min(before.Drops[k], v); d > 0 {
 			if run.Drops == nil {
@@ -252,6 +263,15 @@ func runCase(ctx context.Context, i int, c Case, opts Options) (*Repeat, error) 
 		}
 	}
 	return run, nil
+}
+
+// procCPU is the CPU seconds a running process's cgroup has used (0 when it is not running).
+func procCPU(tb *testbed.Testbed, name string) float64 {
+	p, err := tb.Proc(name)
+	if err != nil {
+		return 0
+	}
+	return p.Status().CPUSeconds
 }
 
 // startReflector runs the UDP reflector in node and waits until it answers probes from node a

@@ -158,9 +158,21 @@ func packetsTable(results []CaseResult) *benchkit.Table {
 			r.spread(func(x Repeat) (float64, bool) { return x.ProcessCores, true }).Format("%.2f"),
 			r.fabric(func(w FabricWindow) float64 { return w.LateP50us }).Median/1000,
 			r.fabric(func(w FabricWindow) float64 { return w.LateP99us }).Median/1000,
-			benchkit.YesNo(packetsCarried(results, r)))
+			carriedCell(results, r))
 	}
 	return t
+}
+
+// carriedCell is the packets table's verdict: yes, **no**, or undetermined and why.
+func carriedCell(results []CaseResult, c CaseResult) string {
+	switch st, why := packetsCarried(results, c); st {
+	case carried:
+		return "yes"
+	case notCarried:
+		return "**no**"
+	default:
+		return "undetermined: " + why
+	}
 }
 
 func plusMs(s benchkit.Spread) string {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
+	"github.com/continuum-project/continuum/internal/procstat"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
 
@@ -88,6 +89,9 @@ type ProbeResult struct {
 	MaxUs     float64 `json:"max_us"`
 	MeanUs    float64 `json:"mean_us"`
 	Reordered int64   `json:"reordered"`
+	// CPUSeconds is the probe process's own CPU time (user + system), so a result can say what
+	// the measuring tool cost besides what it measured.
+	CPUSeconds float64 `json:"cpu_seconds"`
 }
 
 // Probe sends cfg.Rate packets per second to a reflector for cfg.Duration and measures each
@@ -207,7 +211,7 @@ func Probe(ctx context.Context, cfg ProbeConfig) (*ProbeResult, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	res := &ProbeResult{Sent: seq, Received: received.Load(), Reordered: reordered.Load(),
-		RateAchv: float64(seq) / sendTime.Seconds()}
+		RateAchv: float64(seq) / sendTime.Seconds(), CPUSeconds: procstat.SelfCPU().Seconds()}
 	if seq > 0 {
 		res.Loss = 1 - float64(res.Received)/float64(seq)
 	}

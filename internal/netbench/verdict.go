@@ -89,12 +89,51 @@ func added(results []CaseResult, c CaseResult, q func(ProbeResult) float64) (s b
 func p50(p ProbeResult) float64 { return p.P50us }
 func p99(p ProbeResult) float64 { return p.P99us }
 
-// packetsCarried says whether the fabric carried a packets case's rate: the probe achieved 95%
-// of it, lost under 0.1% and the fabric added at most 1 ms to p99 (medians over the repeats).
-func packetsCarried(results []CaseResult, c CaseResult) bool {
-	a99, ok := added(results, c, p99)
-	return ok && c.probe(func(p ProbeResult) float64 { return p.RateAchv }).Median >= minShare*float64(c.Rate) &&
-		c.probe(func(p ProbeResult) float64 { return p.Loss }).Median < goalLoss && a99.Median <= goalAddedP99Us
+// carriage is whether the fabric carried a packets case's rate.
+type carriage int
+
+const (
+	carried      carriage = iota
+	notCarried            // the fabric lost, fell behind or added too much
+	undetermined          // the loopback baseline itself could not resolve the goal at this rate
+)
+
+// packetsCarried judges a packets case on medians over its repeats: carried when the probe
+// achieved 95% of the rate, lost under 0.1% and the fabric added at most 1 ms to p99 over the
+// baseline. It is undetermined (whatever the fabric did) when the baseline itself did not
+// carry the rate or its p99 varied between repeats by more than the 1 ms to be resolved: then
+// the probe and reflector, or the machine's load, not the fabric, decide the figures.
+func packetsCarried(results []CaseResult, c CaseResult) (carriage, string) {
+	b := baselineOf(results, c.Case)
+	if b == nil {
+		return undetermined, "no loopback baseline"
+	}
+	if why := baselineTrouble(*b); why != "" {
+		return undetermined, why
+	}
+	a99, _ := added(results, c, p99)
+	if c.probe(func(p ProbeResult) float64 { return p.RateAchv }).Median >= minShare*float64(c.Rate) &&
+		c.probe(func(p ProbeResult) float64 { return p.Loss }).Median < goalLoss && a99.Median <= goalAddedP99Us {
+		return carried, ""
+	}
+	return notCarried, ""
+}
+
+// baselineTrouble says why a loopback baseline cannot serve as the reference for a 1 ms
+// tolerance ("" when it can).
+func baselineTrouble(b CaseResult) string {
+	loss := b.probe(func(p ProbeResult) float64 { return p.Loss }).Median
+	achieved := b.probe(func(p ProbeResult) float64 { return p.RateAchv }).Median
+	s99 := b.probe(p99)
+	switch {
+	case loss >= goalLoss:
+		return fmt.Sprintf("the loopback baseline itself lost %.2f%%", loss*100)
+	case achieved < minShare*float64(b.Rate):
+		return fmt.Sprintf("the loopback baseline itself sent only %.0f packets/s", achieved)
+	case s99.Max-s99.Min > goalAddedP99Us:
+		return fmt.Sprintf("the loopback baseline's p99 varied %s–%s ms between repeats", msf(s99.Min), msf(s99.Max))
+	}
+	return ""
 }
 
 // accuracyOK judges an accuracy case on its medians: RTT p50 within ±5% (+0.2 ms) of twice the
@@ -150,7 +189,7 @@ func oneWayLoss(p ProbeResult) float64 { return 1 - math.Sqrt(1-p.Loss) }
 func msf(us float64) string { return fmt.Sprintf("%.3f", us/1000) }
 
 // Goals judges the cases against the goals on medians over the repeats, so a
-// regenerated file states its own result.
+// regenerated file states its own result. A group that did not run (--only) has no goal line.
 func Goals(results []CaseResult) []benchkit.Goal {
 	var gs []benchkit.Goal
 	by := func(group string) []CaseResult {
@@ -164,9 +203,7 @@ func Goals(results []CaseResult) []benchkit.Goal {
 	}
 
 	const accuracy = "Delay accuracy (RTT median within ±5% +0.2 ms of 2x the delay, p99 within 1 ms of the median)"
-	if acc := by(GroupAccuracy); len(acc) == 0 {
-		gs = append(gs, benchkit.Skip(accuracy, "no accuracy case"))
-	} else {
+	if acc := by(GroupAccuracy); len(acc) > 0 {
 		var okNames []string
 		for _, r := range acc {
 			if m, t := accuracyOK(r); m && t {
@@ -239,47 +276,55 @@ func packetGoals(results, packets []CaseResult) []benchkit.Goal {
 	const rateGoal = "≥ 200 000 packets/s through the fabric (64 B UDP, 1 ms link, both directions counted) with ≤ 1 ms added p99 and < 0.1% loss"
 	const cpuGoal = "Fabric CPU ≤ 3 µs per packet (at the highest rate carried)"
 	if len(packets) == 0 {
-		return []benchkit.Goal{benchkit.Skip(rateGoal, "no packets case"), benchkit.Skip(cpuGoal, "no packets case")}
-	}
-	if _, ok := added(results, packets[0], p99); !ok {
-		return []benchkit.Goal{benchkit.Skip(rateGoal, "no loopback baseline measured"), benchkit.Skip(cpuGoal, "no loopback baseline measured")}
+		return nil
 	}
 	packets = slices.Clone(packets)
 	slices.SortStableFunc(packets, func(a, b CaseResult) int { return a.Rate - b.Rate })
-	var best *CaseResult
+	var best, stop *CaseResult
+	var why string
 	for i := range packets {
-		if !packetsCarried(results, packets[i]) {
+		st, w := packetsCarried(results, packets[i])
+		if st != carried {
+			stop, why = &packets[i], w
 			break
 		}
 		best = &packets[i]
 	}
-	var gs []benchkit.Goal
-	at := best
-	if best == nil {
-		first := packets[0]
-		a99, _ := added(results, first, p99)
-		gs = append(gs, benchkit.Check(rateGoal, false, fmt.Sprintf("no rate carried (at %d packets/s each way: added p99 %+.3f ms, loss %.2f%%)",
-			first.Rate, a99.Median/1000, first.probe(func(p ProbeResult) float64 { return p.Loss }).Median*100)))
-		at = &packets[len(packets)-1]
-	} else {
+	var measured string
+	if best != nil {
 		a99, _ := added(results, *best, p99)
 		achieved := best.probe(func(p ProbeResult) float64 { return p.RateAchv }).Median
-		measured := fmt.Sprintf("highest rate carried %d packets/s each way offered (%.0f achieved; %.0f through the fabric counting replies), added p99 %+.3f ms",
+		measured = fmt.Sprintf("highest rate carried %d packets/s each way offered (%.0f achieved; %.0f through the fabric counting replies), added p99 %+.3f ms",
 			best.Rate, achieved, 2*achieved, a99.Median/1000)
-		if best != &packets[len(packets)-1] {
-			next := packets[slices.IndexFunc(packets, func(c CaseResult) bool { return c.Rate > best.Rate })]
-			n99, _ := added(results, next, p99)
-			measured += fmt.Sprintf("; at %d: added p99 %+.3f ms, loss %.2f%%", next.Rate, n99.Median/1000,
-				next.probe(func(p ProbeResult) float64 { return p.Loss }).Median*100)
+	} else {
+		measured = "no rate carried"
+	}
+	if stop != nil {
+		a99, _ := added(results, *stop, p99)
+		sep := "; at"
+		if best == nil {
+			sep = " (at"
 		}
-		gs = append(gs, benchkit.Check(rateGoal, 2*best.Rate >= goalThroughFabric, measured))
+		measured += fmt.Sprintf("%s %d packets/s each way: added p99 %+.3f ms, loss %.2f%%", sep, stop.Rate, a99.Median/1000,
+			stop.probe(func(p ProbeResult) float64 { return p.Loss }).Median*100)
+		if best == nil {
+			measured += ")"
+		}
+	}
+	rate := benchkit.Check(rateGoal, best != nil && 2*best.Rate >= goalThroughFabric, measured)
+	if rate.Verdict == benchkit.NotMet && why != "" {
+		rate.Verdict = benchkit.Undetermined
+		rate.Note = fmt.Sprintf("at %d packets/s each way %s: the measuring tools or the machine's load, not the fabric, set the figures; rerun on a quiet machine", stop.Rate, why)
+	}
+	at := best
+	if at == nil {
+		at = &packets[len(packets)-1]
 	}
 	cpu := at.fabric(func(w FabricWindow) float64 { return w.CPUPerPacketUs })
-	measured := fmt.Sprintf("%s µs at %d packets/s each way (%.2f cores)", cpu.Format("%.2f"), at.Rate,
+	cpuMeasured := fmt.Sprintf("%s µs at %d packets/s each way (%.2f cores)", cpu.Format("%.2f"), at.Rate,
 		at.fabric(func(w FabricWindow) float64 { return w.Cores }).Median)
 	if best == nil {
-		measured += ", the highest rate measured (none was carried)"
+		cpuMeasured += ", the highest rate measured (none was carried)"
 	}
-	gs = append(gs, benchkit.Check(cpuGoal, cpu.Median <= goalCPUPerPacket, measured))
-	return gs
+	return []benchkit.Goal{rate, benchkit.Check(cpuGoal, cpu.Median <= goalCPUPerPacket, cpuMeasured)}
 }

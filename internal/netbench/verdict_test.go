@@ -40,6 +40,18 @@ func pk(rate int, loss float64, cpuUs float64, addedP99 ...float64) []CaseResult
 	return []CaseResult{c, b}
 }
 
+func lossyBaseline(rs []CaseResult) []CaseResult {
+	for _, r := range rs[1].Runs {
+		r.Probe.Loss = 0.005
+	}
+	return rs
+}
+
+func noisyBaseline(rs []CaseResult) []CaseResult {
+	rs[1].Runs[1].Probe.P99us = 1700
+	return rs
+}
+
 func TestPacketGoals(t *testing.T) {
 	cat := func(parts ...[]CaseResult) []CaseResult { return slices.Concat(parts...) }
 	for _, c := range []struct {
@@ -51,14 +63,20 @@ func TestPacketGoals(t *testing.T) {
 			[]string{"highest rate carried 100000 packets/s each way offered (100000 achieved; 200000 through the fabric counting replies), added p99 +0.900 ms: **met**",
 				"Fabric CPU ≤ 3 µs per packet (at the highest rate carried): 2.50 (2.50–2.50) µs at 100000 packets/s each way (0.50 cores): **met**"}},
 		{"the median repeat decides", cat(pk(10000, 0, 9, 100), pk(100000, 0, 2.5, 1100, 1200, 800)),
-			[]string{"highest rate carried 10000 packets/s each way offered (10000 achieved; 20000 through the fabric counting replies), added p99 +0.100 ms; at 100000: added p99 +1.100 ms, loss 0.00%: **not met**",
+			[]string{"highest rate carried 10000 packets/s each way offered (10000 achieved; 20000 through the fabric counting replies), added p99 +0.100 ms; at 100000 packets/s each way: added p99 +1.100 ms, loss 0.00%: **not met**",
 				"9.00 µs at 10000 packets/s each way (0.18 cores): **not met**"}},
 		{"a rate that recovers does not count", cat(pk(10000, 0, 9, 100), pk(50000, 0, 4, 3000), pk(100000, 0, 2.5, 500)),
 			[]string{"highest rate carried 10000 packets/s each way offered"}},
 		{"loss of 0.1% is not carried", cat(pk(10000, 0.001, 9, 100)),
 			[]string{"no rate carried (at 10000 packets/s each way: added p99 +0.100 ms, loss 0.10%): **not met**",
 				"9.00 µs at 10000 packets/s each way (0.18 cores), the highest rate measured (none was carried): **not met**"}},
-		{"no baseline", pk(10000, 0, 9, 100)[:1], []string{"**not evaluated** (no loopback baseline measured)"}},
+		{"no baseline", pk(10000, 0, 9, 100)[:1], []string{"no rate carried (at 10000 packets/s each way: added p99 +0.000 ms, loss 0.00%): **undetermined** (at 10000 packets/s each way no loopback baseline"}},
+		{"a baseline that lost packets cannot judge", cat(pk(10000, 0, 9, 100), lossyBaseline(pk(100000, 0, 2.5, 3000))),
+			[]string{"highest rate carried 10000 packets/s each way offered (10000 achieved; 20000 through the fabric counting replies), added p99 +0.100 ms; at 100000 packets/s each way: added p99 +3.000 ms, loss 0.00%: **undetermined** (at 100000 packets/s each way the loopback baseline itself lost 0.50%: the measuring tools or the machine's load, not the fabric, set the figures; rerun on a quiet machine)"}},
+		{"a baseline whose p99 varies by more than 1 ms cannot judge", cat(pk(10000, 0, 9, 100), noisyBaseline(pk(50000, 0, 4, 100, 100, 100))),
+			[]string{"**undetermined** (at 50000 packets/s each way the loopback baseline's p99 varied 0.200–1.700 ms between repeats"}},
+		{"a goal met stays met past an undetermined rate", cat(pk(100000, 0, 2.5, 100), lossyBaseline(pk(150000, 0, 2, 100))),
+			[]string{"highest rate carried 100000 packets/s each way offered (100000 achieved; 200000 through the fabric counting replies), added p99 +0.100 ms; at 150000 packets/s each way: added p99 +0.100 ms, loss 0.00%: **met**"}},
 	} {
 		got := goalLines(c.results)
 		for _, w := range c.want {
@@ -73,11 +91,11 @@ func TestPacketGoals(t *testing.T) {
 func TestPacketsCarriedNeedsTheRate(t *testing.T) {
 	rs := pk(100000, 0, 2, 100)
 	rs[0].Runs[0].Probe.RateAchv = 94000
-	if packetsCarried(rs, rs[0]) {
+	if st, _ := packetsCarried(rs, rs[0]); st != notCarried {
 		t.Error("94% of the offered rate counted as carried")
 	}
 	rs[0].Runs[0].Probe.RateAchv = 95000
-	if !packetsCarried(rs, rs[0]) {
+	if st, _ := packetsCarried(rs, rs[0]); st != carried {
 		t.Error("95% of the offered rate not carried")
 	}
 }
@@ -115,11 +133,13 @@ func TestOtherGoals(t *testing.T) {
 		"Bulk TCP, 4 stream(s), 1 ms link, no bandwidth limit: ≥ 5 Gbit/s: 4.90 Gbit/s: **not met**",
 		"TCP goodput within ±5% of the configured bandwidth (1 ms link, one stream; ratio goodput/configured): 1 Mbit/s: 0.960, 100 Mbit/s: 0.965 (0.940–0.966): **met**",
 		"Loss: 10% configured -> within ±2% one way: 10.00% measured one way: **met**",
-		"not evaluated** (no packets case)",
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("goals lack %q:\n%s", w, got)
 		}
+	}
+	if strings.Contains(got, "packets/s through the fabric") {
+		t.Errorf("a packets goal without a packets case:\n%s", got)
 	}
 	if strings.Contains(got, "floor 36.000), p50 40.050 ms, p99 43.500 ms, p10–p90 4.500 ms (model 4.422): **met**") {
 		t.Errorf("a packet below the floor passed:\n%s", got)
