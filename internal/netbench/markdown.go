@@ -16,7 +16,8 @@ func Markdown(res *Result) string {
 	d := benchkit.NewDoc("Testbed link emulation benchmark", res.Header)
 	d.Para("Each case runs %d time(s), each time on a fresh 2-node testbed (nodes a and b, one link); figures are medians over the repeats, "+
 		"with the range (min–max) in brackets. Repeats run the case list in turn, every other one in reverse order. "+
-		"UDP cases: a probe in node a sends paced packets to a reflector in node b (both batch with sendmmsg/recvmmsg) and times each round trip. "+
+		"UDP cases: a probe in node a sends paced packets to a reflector in node b (both batch with sendmmsg/recvmmsg) and times each round trip; "+
+		"it sends what is due at each wake-up (every few hundred µs to ~1 ms: Go's timer granularity), so at high rates packets leave in bursts, and each carries its own send time. "+
 		"TCP cases: Debian's iperf3 (`iperf3 -s` in b, `iperf3 -c b -t T -P N -J` in a); goodput is the receiver's. "+
 		"Baselines run the same programs inside node a over loopback, without the fabric. "+
 		"Fabric figures come from the fabric's own counters over the measurement window (from the probe's or iperf3's start to its exit): "+

@@ -1,7 +1,9 @@
 // Package netbench measures the testbed's emulated network from inside its nodes: a UDP
 // reflector, a paced UDP round-trip probe (batched with sendmmsg/recvmmsg so the probe itself is
-// not the bottleneck), and the testbed benchmark that runs them over links with known delay, loss
-// and rate and compares what was configured with what was measured.
+// not the bottleneck), iperf3 (Debian's, run in the nodes) for bulk TCP, and the testbed
+// benchmark (`continuum bench testbed`) that runs them over links with known delay, jitter, loss
+// and bandwidth, repeats every case, and compares what was configured with what was measured,
+// beside a loopback baseline and the fabric's own account of its CPU and lateness.
 package netbench
 
 import (
