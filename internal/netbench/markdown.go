@@ -62,7 +62,7 @@ func Markdown(res *Result) string {
 		d.Section("Bandwidth accuracy")
 		d.Para("Goal: TCP goodput (one stream, 1 ms link) within ±5%% of the configured bandwidth. The limit applies to IP bytes, and TCP/IP headers " +
 			"(20 + 20 + 12 bytes of timestamps) take ~3.5%% of a 1500-byte packet (1448 bytes of payload), so the ideal goodput is ~96.5%% of the rate; " +
-			"the verdict compares with the configured rate as the issue states it, and the ratio to the ideal is shown too.")
+			"the verdict compares with the configured rate as the goal states it, and the ratio to the ideal is shown too.")
 		d.Table(t)
 	}
 	if t := lossTable(results); t.Len() > 0 {

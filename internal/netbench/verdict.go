@@ -10,7 +10,7 @@ import (
 	"github.com/continuum-project/continuum/internal/benchkit"
 )
 
-// The goals' thresholds (issue 28 §1).
+// The goals' thresholds: the data path at line rate (docs/benchmarks/testbed.md states them).
 const (
 	goalThroughFabric = 200000 // packets/s through the fabric, both directions counted
 	goalAddedP99Us    = 1000   // µs the fabric may add to the probe's p99 over the loopback baseline
@@ -188,7 +188,7 @@ func oneWayLoss(p ProbeResult) float64 { return 1 - math.Sqrt(1-p.Loss) }
 
 func msf(us float64) string { return fmt.Sprintf("%.3f", us/1000) }
 
-// Goals judges the cases against the issue's goals on medians over the repeats, so a
+// Goals judges the cases against the goals on medians over the repeats, so a
 // regenerated file states its own result. A group that did not run (--only) has no goal line.
 func Goals(results []CaseResult) []benchkit.Goal {
 	var gs []benchkit.Goal
