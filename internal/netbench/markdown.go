@@ -23,7 +23,7 @@ func Markdown(res *Result) string {
 		"Fabric figures come from the fabric's own counters over the measurement window (from the probe's or iperf3's start to its exit): "+
 		"CPU of its threads, wire packets carried (a round trip counts twice; a segmentation-offload super-packet counts its segments), "+
 		"and how late it delivered packets beyond their scheduled time (lateness); rates and cores are per second of the probe's sending time or iperf3's test time. "+
-		"\"process cores\" is the CPU of the whole process hosting the fabric.", max(res.Repeats, 1))
+		"\"process cores\" is the CPU of the whole process hosting the fabric; the measuring programs' own CPU (probe and reflector, or iperf3 by its own account) is shown beside it.", max(res.Repeats, 1))
 	if res.Congestion != "" {
 		d.Para("TCP congestion control: the host's default, `%s` (/proc/sys/net/ipv4/tcp_congestion_control)%s.", res.Congestion, iperfCongestion(results))
 	}
@@ -135,9 +135,9 @@ func jitterTable(results []CaseResult) *benchkit.Table {
 }
 
 func packetsTable(results []CaseResult) *benchkit.Table {
-	t := benchkit.NewTable("rrrrrrrrrrrrrl", "offered each way (pps)", "achieved each way (pps)", "fabric carried (packets/s)", "loss",
+	t := benchkit.NewTable("rrrrrrrrrrrrrrl", "offered each way (pps)", "achieved each way (pps)", "fabric carried (packets/s)", "loss",
 		"p50 (ms)", "p99 (ms)", "baseline p50 / p99 (ms)", "added p50 (ms)", "added p99 (ms)", "fabric CPU (µs/packet)", "fabric cores",
-		"process cores", "fabric lateness p50 / p99 (ms)", "carried")
+		"process cores", "probe + reflector cores", "fabric lateness p50 / p99 (ms)", "carried")
 	for _, r := range results {
 		if r.Group != GroupPackets || len(r.Runs) == 0 {
 			continue
@@ -150,13 +150,14 @@ func packetsTable(results []CaseResult) *benchkit.Table {
 			s99, _ := added(results, r, p99)
 			a50, a99 = plusMs(s50), plusMs(s99)
 		}
-		t.Rowf("%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f / %.3f | %s", r.Rate,
+		t.Rowf("%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f / %.3f | %s", r.Rate,
 			r.probe(func(p ProbeResult) float64 { return p.RateAchv }).Format("%.0f"),
 			r.fabric(FabricWindow.PacketsPerSec).Format("%.0f"),
 			pct(r.probe(func(p ProbeResult) float64 { return p.Loss })), ms(r.probe(p50)), ms(r.probe(p99)), base, a50, a99,
 			r.fabric(func(w FabricWindow) float64 { return w.CPUPerPacketUs }).Format("%.2f"),
 			r.fabric(func(w FabricWindow) float64 { return w.Cores }).Format("%.2f"),
 			r.spread(func(x Repeat) (float64, bool) { return x.ProcessCores, true }).Format("%.2f"),
+			r.spread(func(x Repeat) (float64, bool) { return x.ToolCores, true }).Format("%.2f"),
 			r.fabric(func(w FabricWindow) float64 { return w.LateP50us }).Median/1000,
 			r.fabric(func(w FabricWindow) float64 { return w.LateP99us }).Median/1000,
 			carriedCell(results, r))
@@ -181,8 +182,8 @@ func plusMs(s benchkit.Spread) string {
 }
 
 func tcpTable(results []CaseResult) *benchkit.Table {
-	t := benchkit.NewTable("rlrrrrrrrl", "streams", "path", "goodput (Gbit/s)", "retransmits", "fabric carried (packets/s)", "fabric CPU (µs/packet)",
-		"fabric cores", "fabric lateness p50 / p99 (ms)", "process cores", "≥ 5 Gbit/s")
+	t := benchkit.NewTable("rlrrrrrrrrl", "streams", "path", "goodput (Gbit/s)", "retransmits", "fabric carried (packets/s)", "fabric CPU (µs/packet)",
+		"fabric cores", "fabric lateness p50 / p99 (ms)", "process cores", "iperf3 cores", "≥ 5 Gbit/s")
 	for _, r := range results {
 		if len(r.Runs) == 0 || !(r.Group == GroupTCP || (r.Group == GroupBaseline && r.For == GroupTCP)) {
 			continue
@@ -198,7 +199,8 @@ func tcpTable(results []CaseResult) *benchkit.Table {
 			fab = []string{"–", "–", "–", "–"}
 		}
 		t.Row(fmt.Sprint(r.Streams), path, g.Format("%.2f"), r.tcp(func(x IperfResult) float64 { return float64(x.Retransmits) }).Format("%.0f"),
-			fab[0], fab[1], fab[2], fab[3], r.spread(func(x Repeat) (float64, bool) { return x.ProcessCores, true }).Format("%.2f"), verdict)
+			fab[0], fab[1], fab[2], fab[3], r.spread(func(x Repeat) (float64, bool) { return x.ProcessCores, true }).Format("%.2f"),
+			r.spread(func(x Repeat) (float64, bool) { return x.ToolCores, true }).Format("%.2f"), verdict)
 	}
 	return t
 }
