@@ -252,22 +252,9 @@ func Goals(results []CaseResult) []benchkit.Goal {
 	for _, r := range by(GroupLoss) {
 		s := r.probe(oneWayLoss)
 		gs = append(gs, benchkit.Check(fmt.Sprintf("Loss: %.0f%% configured -> within ±2%% one way", r.Loss*100),
-			math.Abs(s.Median-r.Loss) <= 0.02, fmt.Sprintf("%s%% measured one way", benchkit.Summarize(scale(benchkit.Values(r.Runs, func(x Repeat) (float64, bool) {
-				if x.Probe == nil {
-					return 0, false
-				}
-				return oneWayLoss(*x.Probe), true
-			}), 100)).Format("%.2f"))))
+			math.Abs(s.Median-r.Loss) <= 0.02, pct(s)+" measured one way"))
 	}
 	return gs
-}
-
-func scale(v []float64, k float64) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = x * k
-	}
-	return out
 }
 
 // packetGoals judges the small-packet cases: the highest rate carried with every lower rate
