@@ -75,7 +75,7 @@ func newBenchTestbedCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return benchkit.Write(cmd.OutOrStdout(), out, netbench.Markdown(res), nil)
+			return benchkit.Write(cmd.OutOrStdout(), out, netbench.Markdown(res), res)
 		},
 	}
 	c.Flags().StringVarP(&out, "out", "o", "", "write Markdown here (default: stdout)")

@@ -29,6 +29,9 @@ type Repeat struct {
 	// ToolCores is the CPU of the measuring programs over the active time, in cores: the probe
 	// and the reflector, or the iperf3 client and server (by iperf3's own account).
 	ToolCores float64 `json:"tool_cores"`
+	// LoadAvg is the host's 1-minute load average when the run ended: which repeats ran on a
+	// busy machine.
+	LoadAvg float64 `json:"loadavg_1m"`
 	// Drops are the fabric's drops over the window by reason.
 	Drops map[string]uint64 `json:"drops,omitempty"`
 }
@@ -160,8 +163,8 @@ func Run(ctx context.Context, cases []Case, opts Options) (*Result, error) {
 			if opts.Log != nil {
 				fmt.Fprintf(opts.Log, "[%d/%d] %s: %s\n", rep+1, opts.Repeats, c, r.summary())
 			}
+			r.LoadAvg = res.SampleLoad()
 			res.Cases[i].Runs = append(res.Cases[i].Runs, *r)
-			res.SampleLoad()
 		}
 	}
 	res.Finish()
