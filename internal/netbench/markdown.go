@@ -49,7 +49,9 @@ func Markdown(res *Result) string {
 		d.Section("Small packets through a 1 ms link")
 		d.Para("Goal: ≥ 200 000 packets/s through the fabric (100 000 each way: every request and reply crosses it) with ≤ 1 ms added p99 and < 0.1%% loss; "+
 			"fabric CPU ≤ 3 µs per packet. Added = measured RTT - 2 ms - the loopback baseline's at the same rate, per repeat (a baseline runs next to its case). "+
-			"A rate is carried when the probe achieved %.0f%% of it, lost < 0.1%% and the added p99 was ≤ 1 ms; the verdict takes the highest rate carried with every lower rate carried too.", minShare*100)
+			"A rate is carried when the probe achieved %.0f%% of it, lost < 0.1%% and the added p99 was ≤ 1 ms; the verdict takes the highest rate carried with every lower rate carried too. "+
+			"A rate is undetermined when the baseline cannot decide it: the baseline itself lost packets or fell short of the rate while the fabric's run failed "+
+			"(the probe, reflector or machine may be what failed), or the baseline's p99 varied between repeats by more than the added p99's distance from the 1 ms limit.", minShare*100)
 		d.Table(t)
 	}
 	if t := tcpTable(results); t.Len() > 0 {
