@@ -40,15 +40,24 @@ func newBenchTestbedCmd() *cobra.Command {
 	var out, cpuprofile string
 	var quick bool
 	var only []string
+	var repeats int
 	c := &cobra.Command{
-		Use:     "testbed [--out FILE.md] [--quick] [--only GROUP,...]",
-		Short:   "Measure the emulated links: delay accuracy, packet rate the fabric sustains, loss accuracy",
-		Example: `  continuum bench testbed --out results/testbed.md`,
-		Args:    cobra.NoArgs,
+		Use:   "testbed [--out FILE.md] [--quick] [--repeats N] [--only GROUP,...]",
+		Short: "Measure the emulated links: delay, jitter and loss accuracy, small-packet rate, bulk TCP, bandwidth accuracy",
+		Example: `  continuum bench testbed --out results/testbed.md
+  continuum bench testbed --only packets,tcp --repeats 5
+  continuum bench testbed --quick                      # smoke test: short cases, one repeat`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			exe, err := os.Executable()
 			if err != nil {
 				return err
+			}
+			if !cmd.Flags().Changed("repeats") && quick {
+				repeats = 1
+			}
+			if repeats < 1 {
+				return fmt.Errorf("--repeats %d: must be at least 1", repeats)
 			}
 			cases, err := netbench.Select(netbench.Cases(quick), only)
 			if err != nil {
@@ -62,16 +71,17 @@ func newBenchTestbedCmd() *cobra.Command {
 				defer stop()
 			}
 			res, err := netbench.Run(cmd.Context(), cases,
-				netbench.Options{Binary: exe, Quick: quick, Log: cmd.ErrOrStderr(), Command: benchkit.Invocation()})
+				netbench.Options{Binary: exe, Repeats: repeats, Log: cmd.ErrOrStderr(), Command: benchkit.Invocation()})
 			if err != nil {
 				return err
 			}
-			return benchkit.Write(cmd.OutOrStdout(), out, netbench.Markdown(res), nil)
+			return benchkit.Write(cmd.OutOrStdout(), out, netbench.Markdown(res), res)
 		},
 	}
 	c.Flags().StringVarP(&out, "out", "o", "", "write Markdown here (default: stdout)")
-	c.Flags().BoolVar(&quick, "quick", false, "short cases (smoke test)")
-	c.Flags().StringSliceVar(&only, "only", nil, "run only these groups of cases (accuracy, throughput, loss, baseline)")
+	c.Flags().BoolVar(&quick, "quick", false, "short cases and one repeat unless --repeats is given (smoke test)")
+	c.Flags().IntVar(&repeats, "repeats", 3, "runs of every case; the result states medians and their range")
+	c.Flags().StringSliceVar(&only, "only", nil, "run only these groups of cases and their baselines (accuracy, jitter, packets, tcp, bandwidth, loss, baseline)")
 	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of this process (which hosts the fabric) to FILE")
 	return c
 }

@@ -1,12 +1,9 @@
 package netbench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -16,33 +13,106 @@ import (
 	"github.com/continuum-project/continuum/internal/procstat"
 	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/testbed"
+	"github.com/continuum-project/continuum/internal/testbed/fabric"
 )
 
-// Case is one measurement: a 2-node testbed whose link has Delay and Loss, probed at Rate
-// packets/s of Size-byte payloads for Duration.
-type Case struct {
-	Group    string        `json:"group"` // accuracy, throughput, loss, baseline
-	Delay    time.Duration `json:"delay"`
-	Loss     float64       `json:"loss"`
-	Rate     int           `json:"rate"`
-	Size     int           `json:"size"`
-	Duration time.Duration `json:"duration"`
+// Repeat is one run of a case: what the probe or iperf3 measured, and what the fabric and this
+// process spent meanwhile.
+type Repeat struct {
+	Probe *ProbeResult `json:"probe,omitempty"`
+	TCP   *IperfResult `json:"tcp,omitempty"`
+	// Fabric is the fabric's own account of the measurement window.
+	Fabric FabricWindow `json:"fabric"`
+	// ProcessCores is the CPU the whole process hosting the fabric used over the window, in
+	// cores (the fabric's threads, the Go runtime, the testbed's control loops).
+	ProcessCores float64 `json:"process_cores"`
+	// ToolCores is the CPU of the measuring programs over the active time, in cores: the probe
+	// and the reflector, or the iperf3 client and server (by iperf3's own account).
+	ToolCores float64 `json:"tool_cores"`
+	// LoadAvg is the host's 1-minute load average when the run ended: which repeats ran on a
+	// busy machine.
+	LoadAvg float64 `json:"loadavg_1m"`
+	// Drops are the fabric's drops over the window by reason.
+	Drops map[string]uint64 `json:"drops,omitempty"`
 }
 
-// CaseResult is a case with what was measured. FabricCores is the CPU the process hosting the
-// fabric used while the probe ran, in cores.
+// FabricWindow is the difference of two fabric.Stats snapshots taken just before the probe or
+// iperf3 client started and just after it exited.
+type FabricWindow struct {
+	Seconds float64 `json:"seconds"` // the window's wall time
+	// ActiveSeconds is the part of the window the load was offered: the probe's sending time or
+	// iperf3's test time (the window also holds the program's start and its wait for the last
+	// replies). Rates are per active second.
+	ActiveSeconds float64 `json:"active_seconds"`
+	CPUSeconds    float64 `json:"cpu_seconds"` // CPU of the fabric's threads
+	Cores         float64 `json:"cores"`       // CPUSeconds / ActiveSeconds
+	// Packets and Bytes are the wire packets and IP bytes carried, summed over every link
+	// direction (a round trip counts twice; a segmentation-offload super-packet counts its segments).
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+	// CPUPerPacketUs is CPUSeconds over Packets, µs (0 when nothing was carried).
+	CPUPerPacketUs float64 `json:"cpu_per_packet_us"`
+	// LateP50us and LateP99us are how much later than scheduled the fabric delivered the window's
+	// packets: the queueing it added on top of the configured delay, jitter and bandwidth.
+	LateP50us float64 `json:"late_p50_us"`
+	LateP99us float64 `json:"late_p99_us"`
+	// ReadLagP99us is p99 of how long the nodes' packets waited before the fabric read them.
+	ReadLagP99us float64 `json:"read_lag_p99_us"`
+	Threads      int     `json:"threads"`
+	Realtime     int     `json:"realtime_threads"`
+}
+
+// PacketsPerSec is the wire packets the fabric carried per active second.
+func (w FabricWindow) PacketsPerSec() float64 {
+	if w.ActiveSeconds <= 0 {
+		return 0
+	}
+	return float64(w.Packets) / w.ActiveSeconds
+}
+
+// fabricWindow is the difference of two snapshots taken wall apart, with active seconds of load
+// (clamped to wall).
+func fabricWindow(before, after fabric.Stats, wall time.Duration, active float64) FabricWindow {
+	w := FabricWindow{Seconds: wall.Seconds(), CPUSeconds: (after.CPU - before.CPU).Seconds(),
+		Threads: after.Threads, Realtime: after.Realtime}
+	w.ActiveSeconds = min(active, w.Seconds)
+	if w.ActiveSeconds <= 0 {
+		w.ActiveSeconds = w.Seconds
+	}
+	if w.ActiveSeconds > 0 {
+		w.Cores = w.CPUSeconds / w.ActiveSeconds
+	}
+	for i, l := range after.Links {
+		w.Packets += l.Packets
+		w.Bytes += l.Bytes
+		if i < len(before.Links) {
+			w.Packets -= min(before.Links[i].Packets, l.Packets)
+			w.Bytes -= min(before.Links[i].Bytes, l.Bytes)
+		}
+	}
+	if w.Packets > 0 {
+		w.CPUPerPacketUs = w.CPUSeconds * 1e6 / float64(w.Packets)
+	}
+	late := after.Late.Sub(before.Late)
+	w.LateP50us = us(late.Quantile(0.50))
+	w.LateP99us = us(late.Quantile(0.99))
+	w.ReadLagP99us = us(after.ReadLag.Sub(before.ReadLag).Quantile(0.99))
+	return w
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// CaseResult is a case with its repeats, in the order they ran.
 type CaseResult struct {
 	Case
-	Probe       ProbeResult       `json:"probe"`
-	FabricCores float64           `json:"fabric_cores"`
-	Drops       map[string]uint64 `json:"drops"`
+	Runs []Repeat `json:"runs"`
 }
 
 // Options configure Run.
 type Options struct {
 	Binary   string    // continuum binary run inside the nodes
 	StateDir string    // testbed state dir
-	Quick    bool      // shorter cases (for tests)
+	Repeats  int       // runs of every case (default 1)
 	Log      io.Writer // progress lines (nil = none)
 	Command  string    // the command line that regenerates the result, for its header
 }
@@ -50,105 +120,93 @@ type Options struct {
 // Result is the whole benchmark: what produced it, every case, the verdicts.
 type Result struct {
 	benchkit.Header
-	Cases []CaseResult    `json:"cases"`
-	Goals []benchkit.Goal `json:"goals"`
+	Repeats int `json:"repeats"`
+	// Congestion is the host's default TCP congestion control
+	// (/proc/sys/net/ipv4/tcp_congestion_control), which the nodes' iperf3 used unless it says otherwise.
+	Congestion string          `json:"tcp_congestion_control,omitempty"`
+	Cases      []CaseResult    `json:"cases"`
+	Goals      []benchkit.Goal `json:"goals"`
 }
 
-// Cases returns the benchmark's cases (see docs/benchmarks/testbed.md for why these).
-func Cases(quick bool) []Case {
-	d := func(long, short time.Duration) time.Duration {
-		if quick {
-			return short
-		}
-		return long
-	}
-	var cs []Case
-	for _, delay := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond} {
-		cs = append(cs, Case{Group: "accuracy", Delay: delay, Rate: 1000, Size: 64, Duration: d(10*time.Second, 2*time.Second)})
-		cs = append(cs, Case{Group: "accuracy", Delay: delay, Rate: 20000, Size: 64, Duration: d(5*time.Second, time.Second)})
-	}
-	for _, rate := range []int{10000, 30000, 50000, 70000} {
-		cs = append(cs, Case{Group: "throughput", Delay: time.Millisecond, Rate: rate, Size: 64, Duration: d(5*time.Second, time.Second)})
-	}
-	for _, rate := range []int{10000, 20000, 40000} {
-		cs = append(cs, Case{Group: "throughput", Delay: time.Millisecond, Rate: rate, Size: 1400, Duration: d(5*time.Second, time.Second)})
-	}
-	cs = append(cs, Case{Group: "loss", Delay: time.Millisecond, Loss: 0.10, Rate: 1000, Size: 64, Duration: d(10*time.Second, 3*time.Second)})
-	// The baseline: the same probe and reflector inside one node over loopback, no fabric. On a
-	// small machine the probe itself has a latency tail at high rates; "added error" is measured
-	// against this, as the issue's goal asks for the error the emulated path adds.
-	for _, c := range cs {
-		if c.Group != "loss" && c.Delay == time.Millisecond {
-			cs = append(cs, Case{Group: "baseline", Rate: c.Rate, Size: c.Size, Duration: c.Duration})
-		}
-	}
-	if !quick {
-		return cs
-	}
-	var q []Case
-	for _, c := range cs {
-		if (c.Group == "accuracy" && c.Delay == time.Millisecond) || c.Group == "loss" || (c.Group == "baseline" && c.Size == 64 && c.Rate <= 20000) {
-			q = append(q, c)
-		}
-	}
-	return q
-}
-
-// Select keeps the cases of the named groups (all when groups is empty); a group no case has is
-// an error naming the groups there are.
-func Select(cases []Case, groups []string) ([]Case, error) {
-	if len(groups) == 0 {
-		return cases, nil
-	}
-	var have []string
-	for _, c := range cases {
-		if !slices.Contains(have, c.Group) {
-			have = append(have, c.Group)
-		}
-	}
-	var out []Case
-	for _, g := range groups {
-		if !slices.Contains(have, g) {
-			return nil, fmt.Errorf("no case group %q (groups: %s)", g, strings.Join(have, ", "))
-		}
-	}
-	for _, c := range cases {
-		if slices.Contains(groups, c.Group) {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// Run measures every case on a fresh testbed hosted by this process.
+// Run measures every case opts.Repeats times, each run on a fresh testbed hosted by this process.
+// Repeats run the whole list in turn, the odd ones in reverse order, so a change of the machine's
+// load during the run does not always fall on the same cases, and a case and its baseline run
+// next to each other each time.
 func Run(ctx context.Context, cases []Case, opts Options) (*Result, error) {
-	res := &Result{Header: benchkit.Start(opts.Command)}
+	if opts.Repeats < 1 {
+		opts.Repeats = 1
+	}
+	res := &Result{Header: benchkit.Start(opts.Command), Repeats: opts.Repeats, Congestion: hostCongestion()}
+	res.Cases = make([]CaseResult, len(cases))
 	for i, c := range cases {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
+		res.Cases[i].Case = c
+	}
+	n := 0
+	for rep := range opts.Repeats {
+		order := make([]int, len(cases))
+		for i := range order {
+			order[i] = i
 		}
-		r, err := runCase(ctx, i, c, opts)
-		if err != nil {
-			return res, fmt.Errorf("case %d (%s, delay %v, %d pps, %d B): %w", i, c.Group, c.Delay, c.Rate, c.Size, err)
+		if rep%2 == 1 {
+			slices.Reverse(order)
 		}
-		if opts.Log != nil {
-			fmt.Fprintf(opts.Log, "%-10s delay %-5v loss %3.0f%% %6d pps %4d B: %s, fabric %.2f cores\n",
-				c.Group, c.Delay, c.Loss*100, c.Rate, c.Size, r.Probe.String(), r.FabricCores)
+		for _, i := range order {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			c := cases[i]
+			r, err := runCase(ctx, n, c, opts)
+			n++
+			if err != nil {
+				return res, fmt.Errorf("%s (repeat %d): %w", c, rep+1, err)
+			}
+			if opts.Log != nil {
+				fmt.Fprintf(opts.Log, "[%d/%d] %s: %s\n", rep+1, opts.Repeats, c, r.summary())
+			}
+			r.LoadAvg = res.SampleLoad()
+			res.Cases[i].Runs = append(res.Cases[i].Runs, *r)
 		}
-		res.Cases = append(res.Cases, *r)
-		res.SampleLoad()
 	}
 	res.Finish()
 	res.Goals = Goals(res.Cases)
 	return res, nil
 }
 
-func runCase(ctx context.Context, i int, c Case, opts Options) (*CaseResult, error) {
-	loss := spec.Percent(c.Loss)
+// activeSeconds is how long the load was offered: the probe's sending time or iperf3's test.
+func (r *Repeat) activeSeconds() float64 {
+	switch {
+	case r.TCP != nil:
+		return r.TCP.Seconds
+	case r.Probe != nil && r.Probe.RateAchv > 0:
+		return float64(r.Probe.Sent) / r.Probe.RateAchv
+	}
+	return 0
+}
+
+func (r *Repeat) summary() string {
+	f := fmt.Sprintf("fabric %.2f cores %.2f µs/pkt late p99 %.0f µs, process %.2f cores, tool %.2f cores",
+		r.Fabric.Cores, r.Fabric.CPUPerPacketUs, r.Fabric.LateP99us, r.ProcessCores, r.ToolCores)
+	if r.TCP != nil {
+		return fmt.Sprintf("%.3f Gbit/s, %d retransmits, %s", r.TCP.Gbps(), r.TCP.Retransmits, f)
+	}
+	return r.Probe.String() + ", " + f
+}
+
+// hostCongestion is the host's default TCP congestion control ("" when unreadable).
+func hostCongestion() string {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func runCase(ctx context.Context, i int, c Case, opts Options) (*Repeat, error) {
 	topo := &testbed.Topology{
 		Nodes: []testbed.Node{{Name: "a"}, {Name: "b"}},
 		Links: []testbed.Link{{Between: []string{"a", "b"}, LinkProps: testbed.LinkProps{
-			Delay: spec.Duration{Duration: c.Delay}, Loss: loss}}},
+			Delay: spec.Duration{Duration: c.Delay}, Jitter: spec.Duration{Duration: c.Jitter},
+			Loss: spec.Percent(c.Loss), Bandwidth: spec.Bandwidth(c.Bandwidth)}}},
 	}
 	topo.ApplyDefaults()
 	tb, err := testbed.Up(topo, testbed.Options{Name: fmt.Sprintf("bench%d-%d", os.Getpid()%100000, i),
@@ -157,217 +215,85 @@ func runCase(ctx context.Context, i int, c Case, opts Options) (*CaseResult, err
 		return nil, err
 	}
 	defer tb.Down()
-	reflNode, target := "b", "b:9000"
-	if c.Group == "baseline" {
-		reflNode, target = "a", "127.0.0.1:9000"
+	// The far end is node b across the link, or for a baseline the same node over loopback.
+	farNode, target := "b", "b"
+	if c.Group == GroupBaseline {
+		farNode, target = "a", "127.0.0.1"
 	}
-	if _, err := tb.Start(testbed.ProcSpec{Name: "reflector", Node: reflNode, Args: []string{opts.Binary, "bench", "udp-reflect", "--listen", ":9000"}}); err != nil {
-		return nil, err
-	}
-	// Wait until the reflector answers (UDP has no handshake to wait for).
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r, err := runProbe(ctx, tb, opts.Binary, "warmup", ProbeConfig{Target: target, Rate: 100, Duration: 100 * time.Millisecond, Linger: 300 * time.Millisecond})
-		if err == nil && r.Received > 0 {
-			break
+	var measure func() (*Repeat, error)
+	if c.TCP() {
+		if err := startIperfServer(ctx, tb, farNode, "a", target); err != nil {
+			return nil, err
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("reflector not answering: %v", err)
+		measure = func() (*Repeat, error) {
+			r, err := runIperf(ctx, tb, "a", "iperf3-client", []string{"-c", target, "-p", iperfPort,
+				"-t", fmt.Sprint(max(int(c.Duration.Round(time.Second)/time.Second), 1)), "-P", fmt.Sprint(c.Streams)})
+			return &Repeat{TCP: r}, err
+		}
+	} else {
+		if err := startReflector(ctx, tb, opts.Binary, farNode, target+":9000"); err != nil {
+			return nil, err
+		}
+		measure = func() (*Repeat, error) {
+			r, err := runProbe(ctx, tb, opts.Binary, "probe", ProbeConfig{Target: target + ":9000", Rate: c.Rate, Duration: c.Duration, Size: c.Size})
+			return &Repeat{Probe: r}, err
 		}
 	}
-	before := tb.DropCounts()
+	refl0 := procCPU(tb, "reflector")
+	before := tb.FabricStats()
 	cpu0 := procstat.SelfCPU()
 	t0 := time.Now()
-	r, err := runProbe(ctx, tb, opts.Binary, "probe", ProbeConfig{Target: target, Rate: c.Rate, Duration: c.Duration, Size: c.Size})
+	run, err := measure()
 	if err != nil {
 		return nil, err
 	}
-	cores := (procstat.SelfCPU() - cpu0).Seconds() / time.Since(t0).Seconds()
-	drops := map[string]uint64{}
-	for k, v := range tb.DropCounts() {
-		if d := v - before[k]; d > 0 {
-			drops[k] = d
-		}
-	}
-	return &CaseResult{Case: c, Probe: *r, FabricCores: cores, Drops: drops}, nil
-}
-
-// runProbe runs `continuum bench udp-probe` in node a and parses its JSON result.
-func runProbe(ctx context.Context, tb *testbed.Testbed, bin, name string, cfg ProbeConfig) (*ProbeResult, error) {
-	var stdout bytes.Buffer
-	args := []string{bin, "bench", "udp-probe", "--target", cfg.Target, "--rate", fmt.Sprint(cfg.Rate),
-		"--duration", cfg.Duration.String(), "--size", fmt.Sprint(max(cfg.Size, 16))}
-	if cfg.Linger > 0 {
-		args = append(args, "--linger", cfg.Linger.String())
-	}
-	p, err := tb.Start(testbed.ProcSpec{Name: name, Node: "a", Args: args, Stdout: &stdout})
-	if err != nil {
-		return nil, err
-	}
-	defer tb.Remove(name, time.Second)
-	select {
-	case <-p.Done():
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if st := p.Status(); st.ExitCode != 0 {
-		return nil, fmt.Errorf("probe exited %d %s", st.ExitCode, st.Signal)
-	}
-	var r ProbeResult
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r); err != nil {
-		return nil, fmt.Errorf("probe output %q: %w", stdout.String(), err)
-	}
-	return &r, nil
-}
-
-// Verdicts against the issue's goals.
-func accuracyOK(r CaseResult) (medianOK, tailOK bool) {
-	want := 2 * float64(r.Delay.Microseconds())
-	medianOK = math.Abs(r.Probe.P50us-want) <= 0.05*want+200
-	tailOK = r.Probe.P99us-r.Probe.P50us <= 1000
-	return
-}
-
-// Markdown renders the result as docs/benchmarks/testbed.md: the kit's header, the verdicts,
-// a table per goal and the raw JSON.
-func Markdown(res *Result) string {
-	results := res.Cases
-	d := benchkit.NewDoc("Testbed link emulation benchmark", res.Header)
-	d.Para("Each case is a fresh 2-node testbed; a UDP probe in node a sends paced packets to a reflector in node b " +
-		"(both batch with sendmmsg/recvmmsg). RTTs are measured by the probe; \"fabric cores\" is the CPU used by the process " +
-		"hosting the userspace fabric while the probe ran.")
-	gs := res.Goals
-	if gs == nil {
-		gs = Goals(results)
-	}
-	d.Goals("Result against the goals", gs)
-
-	d.Section("Delay accuracy")
-	d.Para("Goal: RTT median within ±5%% (+0.2 ms) of 2x the one-way delay; p99 within +1 ms of the median.")
-	t := benchkit.NewTable("lrrrrrrrrll", "one-way delay", "rate (pps)", "expected RTT (ms)", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", "max (ms)", "loss", "median ok", "p99-p50 ok")
-	for _, r := range results {
-		if r.Group != "accuracy" {
-			continue
-		}
-		mok, tok := accuracyOK(r)
-		t.Rowf("%v | %d | %.2f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f%% | %s | %s", r.Delay, r.Rate,
-			2*float64(r.Delay.Microseconds())/1000, r.Probe.P50us/1000, r.Probe.P90us/1000, r.Probe.P99us/1000,
-			r.Probe.P999us/1000, r.Probe.MaxUs/1000, r.Probe.Loss*100, benchkit.YesNo(mok), benchkit.YesNo(tok))
-	}
-	d.Table(t)
-
-	d.Section("Throughput of the emulated link path")
-	d.Para("Goal: ≥50k packets/s with ≤1 ms added error (1 ms one-way link, so the ideal RTT is 2 ms). " +
-		"Rate is offered load per direction; every packet crosses the fabric twice (request and reply).")
-	t = benchkit.NewTable("rrrrrrrrrrl", "payload (B)", "offered (pps)", "achieved (pps)", "Mbit/s each way", "loss", "p50 (ms)", "p99 (ms)",
-		"baseline p50 / p99 (ms)", "added p50 / p99 (ms)", "fabric cores", "within 1 ms")
-	for _, r := range results {
-		if !throughputRow(r) {
-			continue
-		}
-		base := baselineFor(results, r)
-		add50, add99, ok := addedError(r, base)
-		mbit := r.Probe.RateAchv * float64(r.Size+28) * 8 / 1e6
-		t.Rowf("%d | %d | %.0f | %.1f | %.2f%% | %.3f | %.3f | %.3f / %.3f | %.3f / %.3f | %.2f | %s", r.Size, r.Rate, r.Probe.RateAchv, mbit,
-			r.Probe.Loss*100, r.Probe.P50us/1000, r.Probe.P99us/1000, base.P50us/1000, base.P99us/1000, add50, add99, r.FabricCores, benchkit.YesNo(ok))
-	}
-	d.Table(t)
-
-	d.Section("Loss accuracy")
-	d.Para("Goal: 10%% configured -> 10±2%% measured over 10k packets. Loss applies per direction, so a round trip " +
-		"survives with probability 0.9² = 81%%; the one-way figure is derived as 1-sqrt(1-round-trip loss) and also read from the fabric's drop counter.")
-	t = benchkit.NewTable("rrrrrl", "configured (one way)", "packets", "round-trip loss", "one-way loss (derived)", "fabric loss drops", "within 10±2%")
-	for _, r := range results {
-		if r.Group != "loss" {
-			continue
-		}
-		oneWay := oneWayLoss(r)
-		t.Rowf("%.0f%% | %d | %.2f%% | %.2f%% | %d | %s", r.Loss*100, r.Probe.Sent, r.Probe.Loss*100, oneWay*100,
-			r.Drops["loss"], benchkit.YesNo(math.Abs(oneWay-r.Loss) <= 0.02))
-	}
-	d.Table(t)
-	d.RawJSON(res)
-	return d.String()
-}
-
-// oneWayLoss derives the loss of one direction from the round trip's: a packet survives the
-// round trip with probability (1 - one way)².
-func oneWayLoss(r CaseResult) float64 { return 1 - math.Sqrt(1-r.Probe.Loss) }
-
-// Goals judges the cases against the issue's goals, so a regenerated file states its own result.
-func Goals(results []CaseResult) []benchkit.Goal {
-	var accOK, accAll []string
-	best := 0.0
-	for _, r := range results {
-		switch r.Group {
-		case "accuracy":
-			name := fmt.Sprintf("%v@%dpps", r.Delay, r.Rate)
-			accAll = append(accAll, name)
-			if m, t := accuracyOK(r); m && t {
-				accOK = append(accOK, name)
-			}
-		}
-		if throughputRow(r) {
-			if _, _, ok := addedError(r, baselineFor(results, r)); ok {
-				best = max(best, r.Probe.RateAchv)
-			}
-		}
-	}
-	var gs []benchkit.Goal
-	const accuracy = "Delay accuracy (median and p99)"
-	if len(accAll) == 0 {
-		gs = append(gs, benchkit.Skip(accuracy, "no accuracy case"))
-	} else {
-		measured := fmt.Sprintf("met in %d of %d cases", len(accOK), len(accAll))
-		if len(accOK) > 0 {
-			measured += " (" + strings.Join(accOK, ", ") + ")"
-		}
-		gs = append(gs, benchkit.Check(accuracy, len(accOK) == len(accAll), measured))
-	}
-	const rate = "≥50k packets/s through the fabric with p99 raised by at most 1 ms over the loopback baseline and <0.1% loss"
+	wall := time.Since(t0)
+	run.ProcessCores = (procstat.SelfCPU() - cpu0).Seconds() / wall.Seconds()
+	after := tb.FabricStats()
+	run.Fabric = fabricWindow(before, after, wall, run.activeSeconds())
 	switch {
-	case best > 0:
-		gs = append(gs, benchkit.Check(rate, 2*best >= 50000,
-			fmt.Sprintf("highest rate %.0f packets/s each way (%.0f packets/s through the fabric counting replies)", best, 2*best)))
-	case !slices.ContainsFunc(results, throughputRow):
-		gs = append(gs, benchkit.Skip(rate, "no case on a 1 ms link"))
-	default:
-		gs = append(gs, benchkit.Check(rate, false, "no case on a 1 ms link kept p99 within 1 ms of the ideal"))
+	case run.TCP != nil:
+		run.ToolCores = (run.TCP.HostCPU + run.TCP.RemoteCPU) / 100
+	case run.Probe != nil && run.Fabric.ActiveSeconds > 0:
+		run.ToolCores = (run.Probe.CPUSeconds + procCPU(tb, "reflector") - refl0) / run.Fabric.ActiveSeconds
 	}
-	for _, r := range results {
-		if r.Group == "loss" {
-			oneWay := oneWayLoss(r)
-			gs = append(gs, benchkit.Check(fmt.Sprintf("Loss: %.0f%% configured -> within ±2%% one way", r.Loss*100),
-				math.Abs(oneWay-r.Loss) <= 0.02, fmt.Sprintf("%.2f%% measured one way", oneWay*100)))
+	for k, v := range after.Drops {
+		if d := v - min(before.Drops[k], v); d > 0 {
+			if run.Drops == nil {
+				run.Drops = map[string]uint64{}
+			}
+			run.Drops[k] = d
 		}
 	}
-	return gs
+	return run, nil
 }
 
-// throughputRow reports whether r is judged for throughput: the throughput cases and the 1 ms
-// accuracy cases, which measure the same link at lower rates. The table and the goal take the
-// same rows, so the headline never contradicts a row (bench testbed --quick runs no throughput
-// case, yet its 1 ms rows are in the table).
-func throughputRow(r CaseResult) bool {
-	return r.Group == "throughput" || (r.Group == "accuracy" && r.Delay == time.Millisecond)
+// procCPU is the CPU seconds a running process's cgroup has used (0 when it is not running).
+func procCPU(tb *testbed.Testbed, name string) float64 {
+	p, err := tb.Proc(name)
+	if err != nil {
+		return 0
+	}
+	return p.Status().CPUSeconds
 }
 
-// baselineFor is the loopback measurement at r's rate and size (zero if not measured).
-func baselineFor(results []CaseResult, r CaseResult) ProbeResult {
-	for _, b := range results {
-		if b.Group == "baseline" && b.Rate == r.Rate && b.Size == r.Size {
-			return b.Probe
+// startReflector runs the UDP reflector in node and waits until it answers probes from node a
+// (UDP has no handshake to wait for).
+func startReflector(ctx context.Context, tb *testbed.Testbed, bin, node, target string) error {
+	if _, err := tb.Start(testbed.ProcSpec{Name: "reflector", Node: node, Args: []string{bin, "bench", "udp-reflect", "--listen", ":9000"}}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := runProbe(ctx, tb, bin, "warmup", ProbeConfig{Target: target, Rate: 100, Duration: 100 * time.Millisecond, Linger: 300 * time.Millisecond})
+		if err == nil && r.Received > 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("reflector not answering: %v", err)
 		}
 	}
-	return ProbeResult{}
-}
-
-// addedError is what the emulated path adds to the round trip beyond the configured delay and
-// beyond what the same probe sees without the fabric, at the median and at p99; ok when p99's
-// added error is at most 1 ms with under 0.1% loss.
-func addedError(r CaseResult, base ProbeResult) (p50, p99 float64, ok bool) {
-	ideal := 2 * float64(r.Delay.Microseconds()) / 1000
-	p50 = r.Probe.P50us/1000 - ideal - base.P50us/1000
-	p99 = r.Probe.P99us/1000 - ideal - base.P99us/1000
-	return p50, p99, p99 <= 1 && r.Probe.Loss < 0.001
 }

@@ -1,12 +1,16 @@
 // Package netbench measures the testbed's emulated network from inside its nodes: a UDP
 // reflector, a paced UDP round-trip probe (batched with sendmmsg/recvmmsg so the probe itself is
-// not the bottleneck), and the testbed benchmark that runs them over links with known delay, loss
-// and rate and compares what was configured with what was measured.
+// not the bottleneck), iperf3 (Debian's, run in the nodes) for bulk TCP, and the testbed
+// benchmark (`continuum bench testbed`) that runs them over links with known delay, jitter, loss
+// and bandwidth, repeats every case, and compares what was configured with what was measured,
+// beside a loopback baseline and the fabric's own account of its CPU and lateness.
 package netbench
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -17,6 +21,9 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
+
+	"github.com/continuum-project/continuum/internal/procstat"
+	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 const batch = 64
@@ -74,6 +81,9 @@ type ProbeResult struct {
 	Received  int64   `json:"received"`
 	Loss      float64 `json:"loss"` // round-trip loss fraction
 	RateAchv  float64 `json:"rate_achieved_pps"`
+	MinUs     float64 `json:"min_us"`
+	P1us      float64 `json:"p1_us"`
+	P10us     float64 `json:"p10_us"`
 	P50us     float64 `json:"p50_us"`
 	P90us     float64 `json:"p90_us"`
 	P99us     float64 `json:"p99_us"`
@@ -81,6 +91,9 @@ type ProbeResult struct {
 	MaxUs     float64 `json:"max_us"`
 	MeanUs    float64 `json:"mean_us"`
 	Reordered int64   `json:"reordered"`
+	// CPUSeconds is the probe process's own CPU time (user + system), so a result can say what
+	// the measuring tool cost besides what it measured.
+	CPUSeconds float64 `json:"cpu_seconds"`
 }
 
 // Probe sends cfg.Rate packets per second to a reflector for cfg.Duration and measures each
@@ -200,11 +213,14 @@ func Probe(ctx context.Context, cfg ProbeConfig) (*ProbeResult, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	res := &ProbeResult{Sent: seq, Received: received.Load(), Reordered: reordered.Load(),
-		RateAchv: float64(seq) / sendTime.Seconds()}
+		RateAchv: float64(seq) / sendTime.Seconds(), CPUSeconds: procstat.SelfCPU().Seconds()}
 	if seq > 0 {
 		res.Loss = 1 - float64(res.Received)/float64(seq)
 	}
 	if h.TotalCount() > 0 {
+		res.MinUs = float64(h.Min())
+		res.P1us = float64(h.ValueAtQuantile(1))
+		res.P10us = float64(h.ValueAtQuantile(10))
 		res.P50us = float64(h.ValueAtQuantile(50))
 		res.P90us = float64(h.ValueAtQuantile(90))
 		res.P99us = float64(h.ValueAtQuantile(99))
@@ -213,6 +229,34 @@ func Probe(ctx context.Context, cfg ProbeConfig) (*ProbeResult, error) {
 		res.MeanUs = h.Mean()
 	}
 	return res, nil
+}
+
+// runProbe runs `continuum bench udp-probe` in node a and parses its JSON result.
+func runProbe(ctx context.Context, tb *testbed.Testbed, bin, name string, cfg ProbeConfig) (*ProbeResult, error) {
+	var stdout bytes.Buffer
+	args := []string{bin, "bench", "udp-probe", "--target", cfg.Target, "--rate", fmt.Sprint(cfg.Rate),
+		"--duration", cfg.Duration.String(), "--size", fmt.Sprint(max(cfg.Size, 16))}
+	if cfg.Linger > 0 {
+		args = append(args, "--linger", cfg.Linger.String())
+	}
+	p, err := tb.Start(testbed.ProcSpec{Name: name, Node: "a", Args: args, Stdout: &stdout})
+	if err != nil {
+		return nil, err
+	}
+	defer tb.Remove(name, time.Second)
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if st := p.Status(); st.ExitCode != 0 {
+		return nil, fmt.Errorf("probe exited %d %s", st.ExitCode, st.Signal)
+	}
+	var r ProbeResult
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r); err != nil {
+		return nil, fmt.Errorf("probe output %q: %w", stdout.String(), err)
+	}
+	return &r, nil
 }
 
 // String renders a one-line summary.
