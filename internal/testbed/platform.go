@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/platform"
@@ -79,7 +80,12 @@ func ClientFor(endpoint string) (*Client, error) {
 }
 
 // Platform is a running testbed seen as a platform.Platform, as Provider.Up returns it.
-type Platform struct{ tb *Testbed }
+type Platform struct {
+	tb *Testbed
+
+	mu      sync.Mutex
+	sampler *Sampler // the latest Sample's, for Network; guarded by mu
+}
 
 // Testbed is the testbed itself.
 func (p *Platform) Testbed() *Testbed { return p.tb }
@@ -111,16 +117,33 @@ func (p *Platform) Dial(ctx context.Context, node, network, addr string) (net.Co
 // Apply injects f (Testbed.Inject); it takes effect at once, so ctx is not needed.
 func (p *Platform) Apply(_ context.Context, f Fault) (string, error) { return p.tb.Inject(f) }
 
-// Sample runs a Sampler until ctx ends.
+// Sample runs a Sampler until ctx ends; Network then reports what the fabric did meanwhile.
 func (p *Platform) Sample(ctx context.Context, interval time.Duration, emit func([]Sample)) {
-	p.tb.NewSampler(interval).Run(ctx, emit)
+	s := p.tb.NewSampler(interval)
+	p.mu.Lock()
+	p.sampler = s
+	p.mu.Unlock()
+	s.Run(ctx, emit)
+}
+
+// Network is what the fabric did while the latest Sample ran: its figures from every sampling
+// round (platform.NetworkReporter).
+func (p *Platform) Network() platform.NetworkReport {
+	p.mu.Lock()
+	s := p.sampler
+	p.mu.Unlock()
+	if s == nil {
+		return platform.NetworkReport{}
+	}
+	return s.Network()
 }
 
 // Down removes the testbed (Testbed.Down).
 func (p *Platform) Down() error { return p.tb.Down() }
 
 var (
-	_ platform.Provider = Provider{}
-	_ platform.Platform = (*Platform)(nil)
-	_ platform.Instance = (*Proc)(nil)
+	_ platform.Provider        = Provider{}
+	_ platform.Platform        = (*Platform)(nil)
+	_ platform.NetworkReporter = (*Platform)(nil)
+	_ platform.Instance        = (*Proc)(nil)
 )

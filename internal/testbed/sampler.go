@@ -5,8 +5,12 @@ import (
 	"io/fs"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/platform"
+	"github.com/continuum-project/continuum/internal/testbed/fabric"
 )
 
 // Sampler measures every node and supervised process at a fixed interval and integrates the
@@ -27,6 +31,7 @@ type Sampler struct {
 	prevCPU  map[string]time.Duration
 	energy   map[string]float64
 	idle     map[string]float64
+	net      networkLog
 }
 
 // NewSampler creates a sampler; the first Take establishes the baseline.
@@ -58,6 +63,10 @@ func (s *Sampler) Run(ctx context.Context, emit func([]Sample)) {
 	}
 }
 
+// Network is what the fabric did between the sampler's first and last rounds
+// (platform.NetworkReporter); zero before the second round.
+func (s *Sampler) Network() platform.NetworkReport { return s.net.report() }
+
 // Take measures once.
 func (s *Sampler) Take() []Sample {
 	now := time.Now()
@@ -67,6 +76,7 @@ func (s *Sampler) Take() []Sample {
 	dt := now.Sub(s.last).Seconds()
 	s.last = now
 	tb := s.tb
+	fst := tb.fab.Stats() // at the round's time, not after the cgroup reads below
 	procs := tb.Procs()
 	var out []Sample
 	for _, n := range tb.nodes {
@@ -120,6 +130,7 @@ func (s *Sampler) Take() []Sample {
 		}
 	}
 	tb.publishLoad(now, out)
+	s.net.take(now.Sub(s.start), fst)
 	return out
 }
 
@@ -159,4 +170,99 @@ func dirBytes(dir string) int64 {
 		return nil
 	})
 	return total
+}
+
+// networkLog keeps the fabric's figures over a sampling period: the first snapshot (the
+// baseline every cumulative figure counts from), the previous one (each interval is the
+// difference of two snapshots, so no packet is counted twice or lost between intervals) and the
+// interval rows. Snapshots are cumulative since the fabric started, so taking one costs nothing
+// on the packet path beyond a short hold of the fabric's lock.
+type networkLog struct {
+	mu          sync.Mutex // guards everything below: the sampler writes, Network reads
+	first, prev fabric.Stats
+	prevT       time.Duration
+	started     bool
+	rows        []platform.NetworkSample
+}
+
+func (l *networkLog) take(t time.Duration, st fabric.Stats) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.started {
+		l.first, l.prev, l.prevT, l.started = st, st, t, true
+		return
+	}
+	row := platform.NetworkSample{T: t, Interval: t - l.prevT, Drops: map[string]uint64{}}
+	for _, ls := range st.Links {
+		row.Packets += ls.Packets
+		row.Bytes += ls.Bytes
+	}
+	for _, ls := range l.first.Links {
+		row.Packets -= min(ls.Packets, row.Packets)
+		row.Bytes -= min(ls.Bytes, row.Bytes)
+	}
+	// The fabric's CPU counts only threads still alive, so it can shrink when one exits: such
+	// an interval shows 0, never a negative figure.
+	if dt := row.Interval.Seconds(); dt > 0 && st.CPU > l.prev.CPU {
+		row.CPUCores = (st.CPU - l.prev.CPU).Seconds() / dt
+	}
+	row.Late = lateness(st.Late.Sub(l.prev.Late))
+	row.ReadLagP99 = st.ReadLag.Sub(l.prev.ReadLag).Quantile(0.99)
+	row.Drops = subDrops(st.Drops, l.first.Drops)
+	for r, n := range row.Drops {
+		if !fabric.Explained(r) {
+			row.Unexplained += n
+		}
+	}
+	l.rows = append(l.rows, row)
+	l.prev, l.prevT = st, t
+}
+
+func (l *networkLog) report() platform.NetworkReport {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.rows) == 0 {
+		return platform.NetworkReport{}
+	}
+	first, last := l.first, l.prev
+	rep := platform.NetworkReport{Intervals: append([]platform.NetworkSample(nil), l.rows...),
+		Late: lateness(last.Late.Sub(first.Late)), Drops: subDrops(last.Drops, first.Drops),
+		Unexplained: map[string]uint64{}, Threads: last.Threads, Realtime: last.Realtime}
+	if last.CPU > first.CPU {
+		rep.CPU = last.CPU - first.CPU
+	}
+	for r, n := range rep.Drops {
+		if !fabric.Explained(r) {
+			rep.Unexplained[r] = n
+		}
+	}
+	base := map[[2]string]fabric.LinkStats{}
+	for _, ls := range first.Links {
+		base[[2]string{ls.From, ls.To}] = ls
+	}
+	for _, ls := range last.Links {
+		b := base[[2]string{ls.From, ls.To}]
+		rep.Links = append(rep.Links, platform.NetworkLink{From: ls.From, To: ls.To,
+			Packets: ls.Packets - min(b.Packets, ls.Packets), Bytes: ls.Bytes - min(b.Bytes, ls.Bytes),
+			Drops: subDrops(ls.Drops, b.Drops), Late: lateness(ls.Late.Sub(b.Late))})
+	}
+	return rep
+}
+
+// lateness summarises an interval's (or a period's) histogram. Its maximum is the highest
+// non-empty bucket's (within the histogram's ±6%), since Histogram.Max is the fabric's
+// all-time maximum and would not belong to the interval.
+func lateness(h fabric.Histogram) platform.Lateness {
+	return platform.Lateness{Count: h.Count(), P50: h.Quantile(0.5), P99: h.Quantile(0.99), Max: h.Quantile(1)}
+}
+
+// subDrops is cur - base by reason, leaving out reasons without drops since base.
+func subDrops(cur, base map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for r, n := range cur {
+		if d := n - min(base[r], n); d > 0 {
+			out[r] = d
+		}
+	}
+	return out
 }
