@@ -8,7 +8,7 @@ const Schema = 1
 // Files and folders of a results directory (docs/results-format.md):
 //
 //	<out>/<scenario>-<stamp>/  ScenarioFile EnvironmentFile SummaryFile RunsDir/
-//	  runs/<id>/              RunFile EventsFile SamplesFile WorkloadsDir/ ComponentsDir/ LogsDir/
+//	  runs/<id>/              RunFile EventsFile SamplesFile NetworkFile LinksFile WorkloadsDir/ ComponentsDir/ LogsDir/
 //	    workloads/<name>/     StatsFile TimeseriesFile PercentilesFile LatencyLogFile ErrorsFile InstancesFile
 const (
 	ScenarioFile    = "scenario.yaml"
@@ -16,9 +16,13 @@ const (
 	SummaryFile     = "summary.json"
 	RunsDir         = "runs"
 
-	RunFile       = "run.json"
-	EventsFile    = "events.csv"
-	SamplesFile   = "samples.csv"
+	RunFile     = "run.json"
+	EventsFile  = "events.csv"
+	SamplesFile = "samples.csv"
+	// NetworkFile and LinksFile are the emulated network's own figures, per sampling interval
+	// and per link direction; only platforms that emulate the network write them (the testbed).
+	NetworkFile   = "network.csv"
+	LinksFile     = "links.csv"
 	WorkloadsDir  = "workloads"
 	ComponentsDir = "components"
 	LogsDir       = "logs"
@@ -37,6 +41,8 @@ const (
 var (
 	EventsHeader      = []string{"t_s", "action", "target", "detail", "status"}
 	SamplesHeader     = []string{"t_s", "node", "component", "cpu_seconds", "cpu_util", "rss_bytes", "disk_bytes", "rx_bytes", "tx_bytes", "power_w", "energy_j", "idle_energy_j", "rx_packets", "tx_packets"}
+	NetworkHeader     = []string{"t_s", "interval_s", "packets", "bytes", "cpu_cores", "delivered", "late_p50_us", "late_p99_us", "late_max_us", "read_lag_p99_us", "drops", "unexplained_drops", "drops_by_reason"}
+	LinksHeader       = []string{"from", "to", "packets", "bytes", "delivered", "late_p50_us", "late_p99_us", "late_max_us", "drops", "drops_by_reason"}
 	TimeseriesHeader  = []string{"t_s", "series", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos"}
 	PercentilesHeader = []string{"series", "percentile", "latency_ms", "count"}
 	ErrorsHeader      = []string{"series", "type", "count"}

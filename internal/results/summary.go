@@ -103,6 +103,9 @@ type SummaryRun struct {
 	Status  string            `json:"status"`
 	Error   string            `json:"error,omitempty"`
 	Metrics Metrics           `json:"metrics"`
+	// Fabric is the emulated network's own figures and the distortion verdict; nil on a
+	// platform that does not emulate the network (not measured there).
+	Fabric *Fabric `json:"fabric,omitempty"`
 }
 
 // Group is one sweep combination with every metric field aggregated across its repeats.
