@@ -176,7 +176,8 @@ type runRecord struct {
 	results.Run
 	dir       string
 	workloads []string
-	instances []Instance // components, then workloads
+	instances []Instance      // components, then workloads
+	fabric    *results.Fabric // nil: the platform does not emulate the network
 }
 
 // runOne executes one run on a platform of its own and always takes the platform down.
@@ -217,7 +218,7 @@ func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr 
 			}
 		}()
 		ex := &execution{sc: sc, pf: pf, endpoint: opts.Platform.Endpoint(rec.Testbed), dir: rdir, opts: opts, pr: pr, index: index, id: r.ID}
-		defer func() { rec.T0 = ex.t0.UTC() }()
+		defer func() { rec.T0, rec.fabric = ex.t0.UTC(), ex.fabric }()
 		return ex.run(ctx)
 	}()
 	switch {
@@ -245,7 +246,8 @@ type execution struct {
 	pr       *progress
 	index    int
 	id       string
-	t0       time.Time // set when the workloads start
+	t0       time.Time       // set when the workloads start
+	fabric   *results.Fabric // the emulated network's figures, once the sampler has stopped
 
 	envs  map[string]kind.Env
 	procs map[string]platform.Instance
@@ -377,7 +379,11 @@ func (ex *execution) run(ctx context.Context) error {
 		interval = time.Second
 	}
 	go func() { defer swg.Done(); ex.pf.Sample(sctx, interval, samples.write) }()
-	defer func() { stopSampler(); swg.Wait() }()
+	defer func() {
+		stopSampler()
+		swg.Wait()
+		ex.fabric = writeNetwork(ex.pf, ex.dir, ex.opts.Logger)
+	}()
 
 	counter := newRequestCounter()
 	var workloads []platform.Instance

@@ -17,7 +17,18 @@ func buildSummary(name string, started, finished time.Time, records []runRecord)
 	groupIdx := map[string]int{}
 	for _, rec := range records {
 		sr := results.SummaryRun{ID: rec.ID, Params: rec.Params, Labels: rec.Labels, Repeat: rec.Repeat,
-			Status: rec.Status, Error: rec.Error, Metrics: runMetrics(rec)}
+			Status: rec.Status, Error: rec.Error, Metrics: runMetrics(rec), Fabric: rec.fabric}
+		if f := sr.Fabric; f != nil {
+			// The figures a sweep compares across repeats go into the metrics too (aggregated in
+			// the groups); the run's own fabric entry has them all, with the reasons.
+			m := sr.Metrics["fabric"]
+			if m == nil {
+				m = map[string]float64{}
+				sr.Metrics["fabric"] = m
+			}
+			f.PacketsPerS, f.MbitS = m["packets_per_s"], m["mbit_s"]
+			m["cpu_cores_max"], m["late_p99_us"], m["unexplained_drops"] = f.CPUCoresMax, f.LateP99US, float64(f.UnexplainedDrops)
+		}
 		s.Runs = append(s.Runs, sr)
 		key := paramsKey(rec.Params)
 		gi, ok := groupIdx[key]

@@ -25,10 +25,14 @@ type Results struct {
 type Run struct {
 	results.Run
 
-	Events    []Event     `json:"-"`
-	Samples   []Sample    `json:"-"`
-	Workloads []*Workload `json:"-"` // sorted by name
-	Missing   []string    `json:"-"` // absent optional files of this run
+	Events  []Event  `json:"-"`
+	Samples []Sample `json:"-"`
+	// Network and Links are network.csv and links.csv: the emulated network's own figures,
+	// written only by platforms that emulate it (their absence is not missing data).
+	Network   []results.NetworkRow `json:"-"`
+	Links     []results.LinkRow    `json:"-"`
+	Workloads []*Workload          `json:"-"` // sorted by name
+	Missing   []string             `json:"-"` // absent optional files of this run
 }
 
 // Event is a row of events.csv.
@@ -160,6 +164,13 @@ func loadRun(dir, id string) (*Run, error) {
 		return nil, err
 	}
 	if err := optional(results.SamplesFile, loadSamples(filepath.Join(dir, results.SamplesFile), run)); err != nil {
+		return nil, err
+	}
+	var err error
+	if run.Network, err = results.ReadNetwork(filepath.Join(dir, results.NetworkFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if run.Links, err = results.ReadLinks(filepath.Join(dir, results.LinksFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	wdirs, err := os.ReadDir(filepath.Join(dir, results.WorkloadsDir))

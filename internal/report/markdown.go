@@ -13,6 +13,19 @@ func markdown(p *page) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", mdEsc(p.Scenario))
 	fmt.Fprintf(&b, "Started %s, finished %s, %d run(s). Latencies in ms, after the warm-up.\n\n", orDash(p.Started), orDash(p.Finished), len(p.Runs))
+	if len(p.Distortion) > 0 {
+		fmt.Fprintf(&b, "> **%s**\n", mdEsc(p.DistortionHead))
+		for _, d := range p.Distortion {
+			if d.Run != "" {
+				fmt.Fprintf(&b, ">\n> %s:\n", mdEsc(d.Run))
+			}
+			b.WriteString(">\n")
+			for _, r := range d.Reasons {
+				fmt.Fprintf(&b, "> - %s\n", mdEsc(r))
+			}
+		}
+		fmt.Fprintf(&b, ">\n> %s\n\n", mdEsc(p.DistortionAdvice))
+	}
 	if len(p.Missing) > 0 {
 		b.WriteString("Not everything is available:\n\n")
 		for _, m := range p.Missing {

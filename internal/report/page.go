@@ -24,12 +24,18 @@ type page struct {
 	Sections   []runSection
 	MultiRun   bool
 	LatHeaders []string
+	// Distortion lists the runs the testbed distorted (the warning box at the top), under
+	// DistortionHead and followed by DistortionAdvice.
+	Distortion       []distortion
+	DistortionHead   string
+	DistortionAdvice string
 }
 
 type runRow struct {
 	ID, Params, Status, Error, Started string
 	Repeat                             int
 	Duration, Warmup                   string
+	Distorted                          bool
 }
 
 type runSection struct {
@@ -42,6 +48,7 @@ type runSection struct {
 	Workloads []workloadSection
 	Nodes     []chart.Figure
 	NodesNote string
+	Network   []chart.Figure // the fabric's charts (network.csv), when the platform wrote them
 }
 
 type workloadSection struct {
@@ -62,6 +69,17 @@ func buildPage(res *Results) *page {
 		Sweep:    sweepFigures(res.Summary),
 		MultiRun: len(res.Runs) > 1,
 	}
+	if ns := networkSection(res); ns != nil {
+		p.Extra = append([]sectionView{*ns}, p.Extra...)
+	}
+	if p.Distortion = distortions(res); len(p.Distortion) > 0 {
+		p.DistortionHead = distortionHeadline(p.Distortion, max(len(res.Summary.Runs), len(res.Runs)))
+		p.DistortionAdvice = distortionAdvice
+	}
+	distorted := map[string]bool{}
+	for _, r := range res.Summary.Runs {
+		distorted[r.ID] = r.Fabric != nil && r.Fabric.Distorted
+	}
 	if p.Scenario == "" {
 		p.Scenario = "(unnamed scenario)"
 	}
@@ -73,7 +91,8 @@ func buildPage(res *Results) *page {
 	}
 	for i, r := range res.Runs {
 		p.Runs = append(p.Runs, runRow{ID: r.ID, Params: FormatParams(r.Params, r.Labels), Status: orDash(r.Status), Error: r.Error,
-			Started: timeText(r.Started), Repeat: r.Repeat, Duration: seconds(r.DurationS), Warmup: seconds(r.WarmupS)})
+			Started: timeText(r.Started), Repeat: r.Repeat, Duration: seconds(r.DurationS), Warmup: seconds(r.WarmupS),
+			Distorted: distorted[r.ID]})
 		p.Sections = append(p.Sections, buildRunSection(res, r, i == 0))
 	}
 	return p
@@ -95,6 +114,7 @@ func buildRunSection(res *Results, r *Run, first bool) runSection {
 		s.Workloads = append(s.Workloads, ws)
 	}
 	s.Nodes = nodeFigures(r)
+	s.Network = networkFigures(r)
 	if len(s.Nodes) == 0 {
 		s.NodesNote = "No node samples (samples.csv missing or without node rows): no resource or energy charts for this run."
 	}

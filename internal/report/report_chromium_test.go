@@ -73,7 +73,8 @@ func TestReportScreenshotChromium(t *testing.T) {
 
 func TestReportDOMChromium(t *testing.T) {
 	bin := reporttest.Chromium(t)
-	perRun := []string{"latency-cdf", "latency-time", "throughput-time", "node-cpu", "node-memory", "node-network", "node-power", "node-energy"}
+	perRun := []string{"latency-cdf", "latency-time", "throughput-time", "node-cpu", "node-memory", "node-network", "node-power", "node-energy",
+		"fabric-cpu", "fabric-late"}
 	for _, tt := range []struct {
 		fixture string
 		want    []string

@@ -75,7 +75,8 @@ func TestLoadSweep(t *testing.T) {
 var externalRef = regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?\s*(https?:)?//|url\(\s*["']?(https?:)?//|@import`)
 
 func TestRender(t *testing.T) {
-	perRun := []string{"latency-cdf", "latency-time", "throughput-time", "node-cpu", "node-memory", "node-network", "node-power", "node-energy"}
+	perRun := []string{"latency-cdf", "latency-time", "throughput-time", "node-cpu", "node-memory", "node-network", "node-power", "node-energy",
+		"fabric-cpu", "fabric-late"}
 	tests := []struct {
 		fixture    string
 		wantCharts []string
@@ -133,6 +134,83 @@ func TestRender(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The warning box: on top of report.html and summary.md when a run was distorted, with its
+// reasons and the pointer to the docs; absent otherwise. The "Emulated network" table is there
+// either way.
+func TestRenderDistortion(t *testing.T) {
+	for _, tt := range []struct {
+		fixture  string
+		want     []string
+		distorts bool
+	}{
+		{"quickstart", []string{"Emulated network", "device → edge", "partition 40"}, false},
+		{"sweep", []string{"The testbed distorted 1 of the 4 runs:", "run 004 (workloads.load.rate=100)",
+			"the fabric used up to 0.97 cores (&gt; 0.9) from 6 s to 9 s", "When the testbed distorts a run", `<span class="badge bad">distorted</span>`}, true},
+	} {
+		t.Run(tt.fixture, func(t *testing.T) {
+			dir := copyFixture(t, tt.fixture)
+			if err := Render(dir); err != nil {
+				t.Fatal(err)
+			}
+			h, _ := os.ReadFile(HTMLPath(dir))
+			md, _ := os.ReadFile(MarkdownPath(dir))
+			html := string(h)
+			for _, w := range tt.want {
+				if !strings.Contains(html, w) {
+					t.Errorf("report.html lacks %q", w)
+				}
+			}
+			box := strings.Index(html, `class="distorted"`)
+			if !tt.distorts {
+				if box >= 0 || strings.Contains(html, "The testbed distorted") || strings.Contains(string(md), "The testbed distorted") {
+					t.Error("a warning on results that were not distorted")
+				}
+				return
+			}
+			// At the top: before the environment, the summary and any run.
+			if box < 0 || box > strings.Index(html, `id="environment"`) {
+				t.Errorf("the warning box is missing or not at the top (at %d, environment at %d)", box, strings.Index(html, `id="environment"`))
+			}
+			mdText := string(md)
+			for _, w := range []string{"> **The testbed distorted 1 of the 4 runs:**", "> - the fabric used up to 0.97 cores (> 0.9) from 6 s to 9 s",
+				"docs/testbed.md", "## Emulated network"} {
+				if !strings.Contains(mdText, w) {
+					t.Errorf("summary.md lacks %q:\n%s", w, mdText)
+				}
+			}
+			if strings.Index(mdText, "The testbed distorted") > strings.Index(mdText, "## Summary") {
+				t.Error("summary.md: the warning comes after the summary")
+			}
+		})
+	}
+}
+
+// Runs on a platform that does not emulate the network have no fabric figures: no warning,
+// and the network table says they were not measured.
+func TestRenderNetworkNotMeasured(t *testing.T) {
+	dir := copyFixture(t, "sweep")
+	var sum results.Summary
+	if err := results.ReadJSON(filepath.Join(dir, results.SummaryFile), &sum); err != nil {
+		t.Fatal(err)
+	}
+	for i := range sum.Runs {
+		if sum.Runs[i].ID != "001" {
+			sum.Runs[i].Fabric = nil
+		}
+	}
+	if err := results.WriteJSON(filepath.Join(dir, results.SummaryFile), sum); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := os.ReadFile(HTMLPath(dir))
+	if html := string(h); strings.Contains(html, `class="distorted"`) || strings.Count(html, "not measured on this platform") != 3 {
+		t.Errorf("want no warning and 3 runs not measured; warning %v, %d not measured", strings.Contains(html, `class="distorted"`),
+			strings.Count(html, "not measured on this platform"))
 	}
 }
 

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,13 +9,17 @@ import (
 	"strings"
 )
 
-// WriteJSON writes v as indented JSON with a final newline.
+// WriteJSON writes v as indented JSON with a final newline. Text is kept as written ("> 1 ms",
+// not "\u003e 1 ms"): these files are read by people and by JSON parsers, never embedded in HTML.
 func WriteJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // ReadJSON decodes a JSON file into v. Syntax and type errors name the file and line, since

@@ -3,7 +3,6 @@ package reporttest
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,14 +13,10 @@ import (
 // WriteJSON writes v as indented JSON to path, creating its directory.
 func WriteJSON(t testing.TB, path string, v any) {
 	t.Helper()
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+	if err := results.WriteJSON(path, v); err != nil {
 		t.Fatal(err)
 	}
 }
