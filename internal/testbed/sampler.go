@@ -77,6 +77,7 @@ func (s *Sampler) Take() []Sample {
 	s.last = now
 	tb := s.tb
 	fst := tb.fab.Stats() // at the round's time, not after the cgroup reads below
+	fAt := time.Now()     // Stats may wait for the fabric's lock: its CPU was read about now
 	procs := tb.Procs()
 	var out []Sample
 	for _, n := range tb.nodes {
@@ -130,7 +131,7 @@ func (s *Sampler) Take() []Sample {
 		}
 	}
 	tb.publishLoad(now, out)
-	s.net.take(now.Sub(s.start), fst)
+	s.net.take(now.Sub(s.start), fAt, fst)
 	return out
 }
 
@@ -181,15 +182,17 @@ type networkLog struct {
 	mu          sync.Mutex // guards everything below: the sampler writes, Network reads
 	first, prev fabric.Stats
 	prevT       time.Duration
+	prevAt      time.Time // when prev's CPU was read
 	started     bool
 	rows        []platform.NetworkSample
 }
 
-func (l *networkLog) take(t time.Duration, st fabric.Stats) {
+// take records a snapshot st, taken at T t of the sampler's rows and returned at at.
+func (l *networkLog) take(t time.Duration, at time.Time, st fabric.Stats) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.started {
-		l.first, l.prev, l.prevT, l.started = st, st, t, true
+		l.first, l.prev, l.prevT, l.prevAt, l.started = st, st, t, at, true
 		return
 	}
 	row := platform.NetworkSample{T: t, Interval: t - l.prevT, Drops: map[string]uint64{}}
@@ -201,10 +204,13 @@ func (l *networkLog) take(t time.Duration, st fabric.Stats) {
 		row.Packets -= min(ls.Packets, row.Packets)
 		row.Bytes -= min(ls.Bytes, row.Bytes)
 	}
-	// The fabric's CPU counts only threads still alive, so it can shrink when one exits: such
-	// an interval shows 0, never a negative figure.
-	if dt := row.Interval.Seconds(); dt > 0 && st.CPU > l.prev.CPU {
-		row.CPUCores = (st.CPU - l.prev.CPU).Seconds() / dt
+	// The CPU rate is over the time between the two CPU reads, not between the rounds' ticks:
+	// on a saturated host the sampler (an ordinary thread) may wait long for the fabric's lock
+	// while its real-time threads run, and the tick's interval would then hold more CPU time
+	// than it lasted. What jitter remains cannot exceed the host's CPUs. The fabric's CPU counts
+	// only threads still alive, so it can shrink when one exits: such an interval shows 0.
+	if dt := at.Sub(l.prevAt).Seconds(); dt > 0 && st.CPU > l.prev.CPU {
+		row.CPUCores = min((st.CPU-l.prev.CPU).Seconds()/dt, float64(runtime.NumCPU()))
 	}
 	row.Late = lateness(st.Late.Sub(l.prev.Late))
 	row.ReadLagP99 = st.ReadLag.Sub(l.prev.ReadLag).Quantile(0.99)
@@ -215,7 +221,7 @@ func (l *networkLog) take(t time.Duration, st fabric.Stats) {
 		}
 	}
 	l.rows = append(l.rows, row)
-	l.prev, l.prevT = st, t
+	l.prev, l.prevT, l.prevAt = st, t, at
 }
 
 func (l *networkLog) report() platform.NetworkReport {
