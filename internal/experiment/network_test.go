@@ -45,7 +45,7 @@ func saturatedReport() platform.NetworkReport {
 	return platform.NetworkReport{
 		Intervals: []platform.NetworkSample{
 			{T: 500 * ms, Interval: 500 * ms, Packets: 1000, Bytes: 64000, CPUCores: 0.3,
-				Late: platform.Lateness{Count: 1000, P50: 20 * time.Microsecond, P99: 300 * time.Microsecond, Max: 400 * time.Microsecond},
+				Late:  platform.Lateness{Count: 1000, P50: 20 * time.Microsecond, P99: 300 * time.Microsecond, Max: 400 * time.Microsecond},
 				Drops: map[string]uint64{}},
 			{T: 1000 * ms, Interval: 500 * ms, Packets: 90000, Bytes: 5760000, CPUCores: 1.3,
 				Late:  platform.Lateness{Count: 80000, P50: 2 * ms, P99: 9 * ms, Max: 12 * ms},
