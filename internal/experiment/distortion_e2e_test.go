@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/report"
@@ -103,17 +105,27 @@ func TestFloodDistortsAndIsFlagged(t *testing.T) {
 // TestQuickstartNotDistorted: the quickstart (50 requests/s per target) never comes near
 // the limits, also on a busy machine: no warning.
 func TestQuickstartNotDistorted(t *testing.T) {
+	rt0 := foreignRealtimeCPU()
 	res := executeE2E(t, "../../../../scenarios/quickstart.yaml", Options{})
+	foreign := foreignRealtimeCPU() - rt0
+	t.Logf("other processes' real-time threads used %.2f s of CPU during the run", foreign.Seconds())
 	f, html := readFabric(t, res)
 	if f.Distorted {
 		// Say whether the system's own figures were disturbed too (the edge's RTT is 20 ms as
-		// configured): if so the verdict was right and the host was too busy for the emulation
-		// (CPU hogs starving the kernel's packet processing, another testbed's fabric flooding).
+		// configured): if so the verdict was right, and the host was too busy for the emulation.
 		var sum results.Summary
 		_ = results.ReadJSON(filepath.Join(res.Dir, results.SummaryFile), &sum)
 		edge := sum.Runs[0].Metrics["load/edge/latency_ms"]
-		t.Errorf("the quickstart was judged distorted: %q (its edge latency p50 %.1f ms, p99 %.1f ms; 20 ms configured)",
+		msg := fmt.Sprintf("the quickstart was judged distorted: %q (its edge latency p50 %.1f ms, p99 %.1f ms; 20 ms configured)",
 			f.Distortion, edge["p50"], edge["p99"])
+		// Another testbed's fabric (real-time threads, as ours) flooding beside this test takes
+		// the CPU ours needs, and the kernel throttles every real-time thread once they hold
+		// 95% of a CPU: the run then was distorted, correctly flagged, and says nothing about
+		// false warnings. Ordinary CPU hogs (two busy loops) must not cause a warning.
+		if foreign > foreignRealtimeLimit {
+			t.Skipf("%s, while other processes' real-time threads used %.1f s of CPU (another testbed's fabric): needs a host without one", msg, foreign.Seconds())
+		}
+		t.Error(msg)
 	}
 	if strings.Contains(html, `class="distorted"`) {
 		t.Error("report.html warns on the quickstart")
@@ -124,4 +136,45 @@ func TestQuickstartNotDistorted(t *testing.T) {
 	if f.Delivered == 0 || f.PacketsPerS <= 0 || len(f.Links) == 0 {
 		t.Errorf("the quickstart's fabric figures are empty: %+v", f)
 	}
+}
+
+// foreignRealtimeLimit is how much CPU other processes' real-time threads may use during the
+// quickstart before its verdict is taken as theirs, not the fabric's (a second of starvation
+// is about 3% of a 30 s run's packets: more than its p99).
+const foreignRealtimeLimit = 500 * time.Millisecond
+
+// foreignRealtimeCPU is the CPU time used so far by SCHED_FIFO and SCHED_RR threads of other
+// processes than this one, kernel threads left out (/proc/<pid>/task/<tid>/stat: flags, utime,
+// stime, policy). Threads that exit in between are not counted: a lower bound.
+func foreignRealtimeCPU() time.Duration {
+	self := os.Getpid()
+	var ticks int64
+	tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*/stat")
+	for _, path := range tasks {
+		pid, _ := strconv.Atoi(strings.Split(path, "/")[2])
+		if pid == self {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// Fields after the command (which may hold spaces) start at ")"; they are numbered
+		// from 3 (state) in proc(5).
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 39 {
+			continue
+		}
+		field := func(n int) int64 { v, _ := strconv.ParseInt(f[n-3], 10, 64); return v }
+		const pfKthread = 0x00200000
+		if policy := field(41); (policy != 1 && policy != 2) || field(9)&pfKthread != 0 {
+			continue
+		}
+		ticks += field(14) + field(15)
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
