@@ -105,9 +105,9 @@ func TestFloodDistortsAndIsFlagged(t *testing.T) {
 // TestQuickstartNotDistorted: the quickstart (50 requests/s per target) never comes near
 // the limits, also on a busy machine: no warning.
 func TestQuickstartNotDistorted(t *testing.T) {
-	rt0 := foreignRealtimeCPU()
+	rt0 := realtimeThreads()
 	res := executeE2E(t, "../../../../scenarios/quickstart.yaml", Options{})
-	foreign := foreignRealtimeCPU() - rt0
+	foreign := foreignRealtimeSince(rt0)
 	t.Logf("other processes' real-time threads used %.2f s of CPU during the run", foreign.Seconds())
 	f, html := readFabric(t, res)
 	if f.Distorted {
@@ -143,15 +143,17 @@ func TestQuickstartNotDistorted(t *testing.T) {
 // is about 3% of a 30 s run's packets: more than its p99).
 const foreignRealtimeLimit = 500 * time.Millisecond
 
-// foreignRealtimeCPU is the CPU time used so far by SCHED_FIFO and SCHED_RR threads of other
+// realtimeThreads is the CPU time used so far by each SCHED_FIFO or SCHED_RR thread of other
 // processes than this one, kernel threads left out (/proc/<pid>/task/<tid>/stat: flags, utime,
-// stime, policy). Threads that exit in between are not counted: a lower bound.
-func foreignRealtimeCPU() time.Duration {
+// stime, policy), by thread id.
+func realtimeThreads() map[int]time.Duration {
 	self := os.Getpid()
-	var ticks int64
+	out := map[int]time.Duration{}
 	tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*/stat")
 	for _, path := range tasks {
-		pid, _ := strconv.Atoi(strings.Split(path, "/")[2])
+		parts := strings.Split(path, "/")
+		pid, _ := strconv.Atoi(parts[2])
+		tid, _ := strconv.Atoi(parts[4])
 		if pid == self {
 			continue
 		}
@@ -174,7 +176,18 @@ func foreignRealtimeCPU() time.Duration {
 		if policy := field(41); (policy != 1 && policy != 2) || field(9)&pfKthread != 0 {
 			continue
 		}
-		ticks += field(14) + field(15)
+		out[tid] = time.Duration(field(14)+field(15)) * time.Second / 100 // USER_HZ
 	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+	return out
+}
+
+// foreignRealtimeSince is the CPU time other processes' real-time threads used since before
+// was taken (realtimeThreads): threads that started since count whole, threads that exited
+// in between are missed, so it is a lower bound.
+func foreignRealtimeSince(before map[int]time.Duration) time.Duration {
+	var d time.Duration
+	for tid, cpu := range realtimeThreads() {
+		d += cpu - min(before[tid], cpu)
+	}
+	return d
 }
