@@ -76,8 +76,8 @@ func (s *Sampler) Take() []Sample {
 	dt := now.Sub(s.last).Seconds()
 	s.last = now
 	tb := s.tb
-	fst := tb.fab.Stats() // at the round's time, not after the cgroup reads below
-	fAt := time.Now()     // Stats may wait for the fabric's lock: its CPU was read about now
+	fst := tb.FabricStats() // at the round's time, not after the cgroup reads below
+	fAt := time.Now()       // Stats may wait for the fabric's lock: its CPU was read about now
 	procs := tb.Procs()
 	var out []Sample
 	for _, n := range tb.nodes {
