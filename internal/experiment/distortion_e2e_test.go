@@ -147,6 +147,14 @@ func TestQuickstartNotDistorted(t *testing.T) {
 		if foreign > foreignRealtimeLimit {
 			t.Skipf("%s, while other processes' real-time threads used %.1f s of CPU (another testbed's fabric): needs a host without one", msg, foreign.Seconds())
 		}
+		// A warning is false when the system's own figures were not disturbed. When the host
+		// stalled the emulation (a VM's stolen time, a CPU hog starving the kernel's packet
+		// processing for 100 ms once in the run), the workload's p99 shows it as well (the
+		// edge has no jitter: undisturbed, its p99 stays within a few ms of its p50), and the
+		// warning was right: this run cannot show the warning's absence.
+		if edge["p99"] > 1.5*edge["p50"] {
+			t.Skipf("%s: the workload saw the stall too, so the warning was right; rerun on a quieter host", msg)
+		}
 		t.Error(msg)
 	}
 	if strings.Contains(html, `class="distorted"`) {
