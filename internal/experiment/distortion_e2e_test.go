@@ -153,7 +153,7 @@ func TestQuickstartNotDistorted(t *testing.T) {
 		// edge has no jitter: undisturbed, its p99 stays within a few ms of its p50), and the
 		// warning was right: this run cannot show the warning's absence.
 		if edge["p99"] > 1.5*edge["p50"] {
-			t.Skipf("%s: the workload saw the stall too, so the warning was right; rerun on a quieter host", msg)
+			t.Skipf("%s: the workload saw it too, so the warning was right; rerun on a quieter host", msg)
 		}
 		t.Error(msg)
 	}
