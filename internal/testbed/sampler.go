@@ -77,7 +77,7 @@ func (s *Sampler) Take() []Sample {
 	s.last = now
 	tb := s.tb
 	fst := tb.FabricStats() // at the round's time, not after the cgroup reads below
-	fAt := time.Now()       // Stats may wait for the fabric's lock: its CPU was read about now
+	fAt := fst.At           // when its CPU was read (Stats may then wait for the fabric's lock)
 	procs := tb.Procs()
 	var out []Sample
 	for _, n := range tb.nodes {

@@ -124,12 +124,14 @@ type Stats struct {
 	CPU      time.Duration     // CPU time of the fabric's threads (readers and timer)
 	Threads  int               // how many threads that is
 	Realtime int               // how many of them run at real-time priority (0 when not allowed)
+	At       time.Time         // when CPU was read: the time to divide CPU differences by
 }
 
 // Stats returns the cumulative figures. Callers wanting an interval subtract two snapshots.
 func (f *Fabric) Stats() Stats {
 	st := Stats{Drops: f.Drops()}
 	st.CPU, st.Threads, st.Realtime = f.threads.cpu()
+	st.At = time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, l := range f.links {
