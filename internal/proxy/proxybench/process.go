@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -94,7 +95,7 @@ type proxyProc struct {
 
 func (p *proxyProc) pid() int { return p.cmd.Process.Pid }
 
-func startProxy(ctx context.Context, cfg Config, bin, upstream string) (*proxyProc, error) {
+func startProxy(ctx context.Context, cfg Config, pn *pinning, bin, upstream string) (*proxyProc, error) {
 	inst := filepath.Join(cfg.Dir, "instances.yaml")
 	if err := os.WriteFile(inst, []byte(fmt.Sprintf("instances:\n  - {id: e1, service: echo, url: \"http://%s\", node: local}\n", upstream)), 0o644); err != nil {
 		return nil, err
@@ -119,11 +120,28 @@ func startProxy(ctx context.Context, cfg Config, bin, upstream string) (*proxyPr
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(bin, "--config", conf, "--listen", listen, "--admin-listen", admin, "--node", "bench")
+	p.cmd = pn.command(bin, "--config", conf, "--listen", listen, "--admin-listen", admin, "--node", "bench")
+	p.cmd.Env = os.Environ()
+	if cfg.ProxyGOMAXPROCS > 0 {
+		p.cmd.Env = append(p.cmd.Env, "GOMAXPROCS="+strconv.Itoa(cfg.ProxyGOMAXPROCS))
+	}
+	return p, p.start(ctx, bin, logf, func() bool {
+		resp, err := http.Get("http://" + admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// start starts p.cmd with its output to logf and waits until ready says so, the process
+// exits, or 10 s pass.
+func (p *proxyProc) start(ctx context.Context, bin string, logf *os.File, ready func() bool) error {
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return fmt.Errorf("start %s: %w", bin, err)
 	}
 	go func() {
 		_ = p.cmd.Wait()
@@ -132,26 +150,94 @@ func startProxy(ctx context.Context, cfg Config, bin, upstream string) (*proxyPr
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := http.Get("http://" + admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p, nil
-			}
+		if ready() {
+			return nil
 		}
 		select {
 		case <-p.done:
-			return nil, fmt.Errorf("%s exited: %s", bin, p.logTail())
+			return fmt.Errorf("%s exited: %s", bin, p.logTail())
 		case <-ctx.Done():
 			p.stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			p.stop()
-			return nil, fmt.Errorf("%s not ready after 10 s: %s", bin, p.logTail())
+			return fmt.Errorf("%s not ready after 10 s: %s", bin, p.logTail())
 		}
 	}
+}
+
+// startHAProxy runs HAProxy in the foreground (-db: no daemon, so its PID is the one measured)
+// with one thread, keep-alive to the client and to the upstream, in front of upstream.
+func startHAProxy(ctx context.Context, cfg Config, pn *pinning, upstream string) (*proxyProc, error) {
+	listen, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(cfg.Dir, "haproxy.cfg")
+	if err := os.WriteFile(conf, []byte(haproxyConfig(listen, upstream)), 0o644); err != nil {
+		return nil, err
+	}
+	p := &proxyProc{url: "http://" + listen + "/", log: filepath.Join(cfg.Dir, "haproxy.log"), done: make(chan struct{})}
+	if out, err := exec.CommandContext(ctx, cfg.HAProxyBin, "-c", "-f", conf).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("%s rejects the benchmark's configuration %s: %v: %s", cfg.HAProxyBin, conf, err, strings.TrimSpace(string(out)))
+	}
+	p.version = haproxyVersion(ctx, cfg.HAProxyBin)
+	logf, err := os.Create(p.log)
+	if err != nil {
+		return nil, err
+	}
+	p.cmd = pn.command(cfg.HAProxyBin, "-db", "-f", conf)
+	return p, p.start(ctx, cfg.HAProxyBin, logf, func() bool {
+		c, err := net.DialTimeout("tcp", listen, time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+}
+
+// haproxyConfig is HAProxy set up as the proxy is in the benchmark: one thread, HTTP mode,
+// keep-alive on both sides with server connections shared between clients (http-reuse
+// always, as the proxy's pool does), X-Forwarded-For added as the proxy adds it, timeouts
+// like the proxy's defaults, no logging (the proxy logs only failures).
+func haproxyConfig(listen, upstream string) string {
+	return fmt.Sprintf(`# written by continuum bench proxy
+global
+    nbthread 1
+    maxconn 4096
+
+defaults
+    mode http
+    option http-keep-alive
+    http-reuse always
+    option forwardfor
+    timeout connect 1s
+    timeout client 2m
+    timeout server 10s
+    timeout http-request 10s
+    timeout http-keep-alive 2m
+
+frontend bench
+    bind %s
+    default_backend upstream
+
+backend upstream
+    server u1 %s
+`, listen, upstream)
+}
+
+// haproxyVersion is the first line of `haproxy -v` up to its " - " (which names a web site).
+func haproxyVersion(ctx context.Context, bin string) string {
+	out, err := exec.CommandContext(ctx, bin, "-v").Output()
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	line, _, _ = strings.Cut(line, " - ")
+	return strings.TrimSpace(line)
 }
 
 // stop asks the proxy to drain (SIGTERM) and kills it if it has not exited within 5 s.
