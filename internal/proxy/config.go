@@ -173,9 +173,9 @@ func DefaultServiceConfig() ServiceConfig {
 // DefaultConfig listens on :8080 (admin :9090) with no sources and DefaultServiceConfig.
 func DefaultConfig() Config {
 	return Config{
-		Listen:          ":8080",
-		AdminListen:     ":9090",
-		Defaults:        DefaultServiceConfig(),
+		Listen:            ":8080",
+		AdminListen:       ":9090",
+		Defaults:          DefaultServiceConfig(),
 		ShutdownTimeout:   10 * time.Second,
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxInflight:       512,
