@@ -68,7 +68,7 @@ func TestProxyBadInputKeepsServing(t *testing.T) {
 	quiet := func() {
 		tp.client.CloseIdleConnections()
 		for _, s := range tp.p.rt.all() {
-			s.transport.CloseIdleConnections()
+			s.conns.CloseIdleConnections()
 		}
 	}
 	inPool := func() bool {
