@@ -62,4 +62,3 @@ func (ct *connTimes) stopSlow() bool {
 	t := ct.slow.Load()
 	return t != nil && !t.Stop()
 }
-
