@@ -83,7 +83,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if st.code == 0 {
 		st.code = http.StatusBadGateway
 	}
-	h.m.request(s.name, st.instance, st.code, time.Since(start))
+	if st.code == http.StatusOK && st.in != nil && st.in.series != nil {
+		st.in.series.requestOK(time.Since(start))
+	} else {
+		h.m.request(s.name, st.instance, st.code, time.Since(start))
+	}
 	if abort {
 		// The answer's body broke off: abort the client's connection so that it sees an
 		// error, not a response that looks complete.

@@ -40,6 +40,8 @@ type instance struct {
 	disc   discovery.Instance
 
 	outstanding atomic.Int64
+	// series are its metrics that every request updates (read without the lock).
+	series *instanceSeries
 
 	// epoch counts the times the instance's samples were cleared (QoS evictions). An attempt
 	// records it when it starts; an answer from an older epoch was sent before the samples

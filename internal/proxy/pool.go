@@ -131,6 +131,13 @@ func (s *service) setInstances(list []discovery.Instance, nodes map[string]disco
 			}
 		}
 	}
+	for _, in := range next {
+		if in.series == nil {
+			// After the forgets above: an instance replaced under the same ID (a new URL)
+			// must not cache the series they just deleted.
+			in.series = s.m.series(s.name, in.id)
+		}
+	}
 	s.insts = next
 	s.order = s.order[:0]
 	for _, in := range next {

@@ -47,6 +47,7 @@ type reqState struct {
 	svc      *service
 	start    time.Time
 	instance string
+	in       *instance // the instance that answered (nil: none)
 	code     int
 	errType  string
 }
@@ -104,6 +105,7 @@ func (u *upstream) roundTrip(req *http.Request, st *reqState) (*http.Response, e
 		st.instance = in.id
 		resp, err := u.attempt(req, s, in, deadline)
 		if err == nil {
+			st.in = in
 			return resp, nil
 		}
 		var ge *gatewayError
@@ -208,7 +210,7 @@ func (u *upstream) attempt(req *http.Request, s *service, in *instance, deadline
 			r.errMsg = "HTTP " + strconv.Itoa(resp.StatusCode)
 		}
 		s.record(in, r)
-		u.m.upstreamLatency(s.name, in.id, r.lat)
+		in.series.upstreamLatency(r.lat)
 		resp.Header[InstanceHeader] = []string{in.id}
 		resp.Body = &upBody{rc: resp.Body, uc: uc, pool: s.conns, stop: stop, in: in, keep: !resp.Close && upgrade == ""}
 		return resp, nil
