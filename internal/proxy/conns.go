@@ -99,6 +99,7 @@ func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, e
 	if err != nil {
 		return nil, err
 	}
+	c = rawTCP(c)
 	return &upConn{c: c, br: bufio.NewReaderSize(c, 4<<10), bw: bufio.NewWriterSize(c, 4<<10), addr: addr}, nil
 }
 

@@ -75,7 +75,7 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	p.u.run(p.ctx, &p.wg)
 	errLog := log.New(slogWriter{p.log}, "", 0)
 	servers := []*http.Server{{Handler: p.h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}}
-	listeners := []net.Listener{ln}
+	listeners := []net.Listener{rawListener{ln}}
 	if admin != nil {
 		servers = append(servers, &http.Server{Handler: p.adminHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog})
 		listeners = append(listeners, admin)
