@@ -164,10 +164,9 @@ func (u *upstream) attempt(req *http.Request, s *service, in *instance, deadline
 			return nil, err
 		}
 		gotConn := time.Now()
-		var slow *time.Timer
 		if limit := s.cfg.QoS.Latency.Duration; limit > 0 && s.cfg.Strategy == StrategyQoS {
 			// Armed when the connection is ready, like the latency it stands for.
-			slow = time.AfterFunc(limit, func() { s.observeSlow(in, epoch, time.Since(gotConn)) })
+			uc.slow.arm(s, in, epoch, gotConn, limit)
 		}
 		uc.c.SetDeadline(deadline)
 		stop := context.AfterFunc(ctx, func() { uc.c.SetDeadline(aLongTimeAgo) })
@@ -179,7 +178,7 @@ func (u *upstream) attempt(req *http.Request, s *service, in *instance, deadline
 			resp, err = readResponse(uc, req)
 		}
 		r.lat = time.Since(gotConn)
-		r.sampled = slow != nil && !slow.Stop()
+		r.sampled = uc.slow.disarm()
 		if err != nil {
 			stop()
 			uc.c.Close()
