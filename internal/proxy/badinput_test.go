@@ -194,3 +194,62 @@ func badInputRound(t *testing.T, tp *testProxy, do func(method, path string) (in
 
 	slow.Close()
 }
+
+// TestProxyRequestForms: an HTTP/1.0 client naming the service by header only (no Host), the
+// absolute form, a chunked body and Expect: 100-continue all reach the instance as they should:
+// an origin-form request line, a Host, the whole body.
+func TestProxyRequestForms(t *testing.T) {
+	type seen struct{ host, uri, body string }
+	got := make(chan seen, 4)
+	up := upstreamServer(t, "a", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.Host, r.RequestURI, string(b)}
+		io.WriteString(w, "ok")
+	})
+	tp := startProxy(t, testConfig(newTestSource(inst("a", "dps", up.URL))))
+	addr := strings.TrimPrefix(tp.url, "http://")
+	send := func(head, body string) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, head)
+		br := bufio.NewReader(c)
+		if strings.Contains(head, "Expect: 100-continue") {
+			// The body goes only after the interim answer.
+			line, err := br.ReadString('\n')
+			if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+				t.Fatalf("want 100 Continue first, got %q, %v", line, err)
+			}
+			br.ReadString('\n') // the blank line ending it
+		}
+		io.WriteString(c, body)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", head, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || string(b) != "ok" {
+			t.Fatalf("%q: %d %q", head, resp.StatusCode, b)
+		}
+	}
+	send("GET /ten?x=1 HTTP/1.0\r\n"+ServiceHeader+": dps\r\n\r\n", "")
+	if s := <-got; s.uri != "/ten?x=1" || s.host != strings.TrimPrefix(up.URL, "http://") {
+		t.Errorf("HTTP/1.0 without Host: instance saw %+v", s)
+	}
+	send("GET http://dps.example/abs?y=2 HTTP/1.1\r\nHost: dps.example\r\nConnection: close\r\n\r\n", "")
+	if s := <-got; s.uri != "/abs?y=2" || s.host != "dps.example" {
+		t.Errorf("absolute form: instance saw %+v", s)
+	}
+	send("POST /c HTTP/1.1\r\nHost: dps\r\nTransfer-Encoding: chunked\r\n\r\n", "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+	if s := <-got; s.body != "hello world" {
+		t.Errorf("chunked body: instance saw %+v", s)
+	}
+	send("PUT /e HTTP/1.1\r\nHost: dps\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n", "data")
+	if s := <-got; s.body != "data" {
+		t.Errorf("Expect: 100-continue: instance saw %+v", s)
+	}
+}

@@ -238,18 +238,20 @@ func upgradeType(h http.Header) string {
 
 // writeRequest writes r's head (and body) to uc as the proxy forwards it: hop-by-hop headers
 // dropped, X-Forwarded-For appended to, X-Forwarded-Host and -Proto set, the body framed by
-// its length or chunked. It reports whether the body was sent (false: there was none).
-func writeRequest(uc *upConn, r *http.Request, upgrade string, buf []byte) error {
+// its length or chunked.
+func writeRequest(uc *upConn, r *http.Request, instHost, upgrade string, buf []byte) error {
 	bw := uc.bw
-	uri := r.RequestURI
-	if uri == "" || r.Method == http.MethodConnect {
-		uri = r.URL.RequestURI()
-	}
+	// The origin form (path and query) even when the client sent the absolute form, as the
+	// Transport sent it.
 	bw.WriteString(r.Method)
 	bw.WriteByte(' ')
-	bw.WriteString(uri)
+	bw.WriteString(r.URL.RequestURI())
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
-	bw.WriteString(r.Host)
+	host := r.Host
+	if host == "" {
+		host = instHost // an HTTP/1.0 client that named the service by header only
+	}
+	bw.WriteString(host)
 	bw.WriteString("\r\n")
 	conn := r.Header["Connection"]
 	var xff []string
@@ -325,7 +327,7 @@ func writeRequest(uc *upConn, r *http.Request, upgrade string, buf []byte) error
 	return bw.Flush()
 }
 
-// errBodyCopy wraps a failure while sending the request body: the request was partly sent.
+// errNoAnswer: the instance closed the connection before any byte of an answer.
 var errNoAnswer = errors.New("connection closed before an answer")
 
 // readResponse reads the instance's answer headers, skipping 1xx interim answers but 101.

@@ -171,7 +171,7 @@ func (u *upstream) attempt(req *http.Request, s *service, in *instance, deadline
 		uc.c.SetDeadline(deadline)
 		stop := context.AfterFunc(ctx, func() { uc.c.SetDeadline(aLongTimeAgo) })
 		bp := copyBufs.Get().(*[]byte)
-		err = writeRequest(uc, req, upgrade, *bp)
+		err = writeRequest(uc, req, in.target.Host, upgrade, *bp)
 		copyBufs.Put(bp)
 		var resp *http.Response
 		if err == nil {
