@@ -210,7 +210,7 @@ func (u *upstream) attempt(req *http.Request, s *service, in *instance, deadline
 		}
 		s.record(in, r)
 		in.series.upstreamLatency(r.lat)
-		resp.Header[InstanceHeader] = []string{in.id}
+		resp.Header[InstanceHeader] = in.idHeader
 		resp.Body = &upBody{rc: resp.Body, uc: uc, pool: s.conns, stop: stop, in: in, keep: !resp.Close && upgrade == ""}
 		return resp, nil
 	}
