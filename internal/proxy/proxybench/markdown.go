@@ -120,14 +120,14 @@ func Markdown(res *Result) string {
 	}
 	hap := "HAProxy: not measured (" + cfg.HAProxyMissing + ")"
 	if cfg.HAProxyBin != "" {
-		hap = fmt.Sprintf("HAProxy: `%s` (%s), a child process in the foreground (-db), `nbthread 1`, `option http-keep-alive`, `http-reuse always`, `option forwardfor`, one server: the same upstream; its configuration is written by the benchmark (`haproxyConfig` in internal/proxy/proxybench/process.go)", cfg.HAProxyBin, res.HAProxyVersion)
+		hap = fmt.Sprintf("HAProxy: `%s` (%s), a child process in the foreground (-db), `nbthread 1`, `maxconn %d`, `option http-keep-alive`, `http-reuse always`, `option forwardfor`, one server: the same upstream; its configuration is written by the benchmark (`haproxyConfig` in internal/proxy/proxybench/process.go)", cfg.HAProxyBin, res.HAProxyVersion, benchMaxConcurrent)
 	}
 	where := "not pinned: the proxy under test, the load generator and the upstream share the machine's CPUs"
 	if res.ProxyCPU >= 0 {
 		where = fmt.Sprintf("pinned: the proxy under test (continuum-proxy or HAProxy, one at a time under load) alone on CPU %d (taskset), the load generator and the upstream on CPU(s) %v", res.ProxyCPU, res.BenchCPUs)
 	}
 	d.List(
-		fmt.Sprintf("Proxy: `%s` (%s), a child process with %s; strategy qos (p95 <= 80 ms), one instance, discovery from a file", cfg.ProxyBin, res.Version, gmp),
+		fmt.Sprintf("Proxy: `%s` (%s), a child process with %s; strategy qos (p95 <= 80 ms), one instance, discovery from a file, `max_inflight: %d` (HAProxy's `maxconn`)", cfg.ProxyBin, res.Version, gmp, benchMaxConcurrent),
 		hap,
 		"Upstream: internal/httpecho (no delay, short body) on loopback, in the benchmark's process; the load generator (internal/loadgen, open loop, latency from the intended send time, HdrHistogram, keep-alive connections) runs there too",
 		"CPUs: "+where,

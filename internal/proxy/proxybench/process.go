@@ -101,7 +101,7 @@ func startProxy(ctx context.Context, cfg Config, pn *pinning, bin, upstream stri
 		return nil, err
 	}
 	conf := filepath.Join(cfg.Dir, "proxy.yaml")
-	if err := os.WriteFile(conf, []byte("node: bench\ndiscovery:\n  - file: instances.yaml\ndefaults:\n  strategy: qos\n  qos: {latency: 80ms, percentile: 95}\n"), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("node: bench\nmax_inflight: %d\ndiscovery:\n  - file: instances.yaml\ndefaults:\n  strategy: qos\n  qos: {latency: 80ms, percentile: 95}\n", benchMaxConcurrent)), 0o644); err != nil {
 		return nil, err
 	}
 	listen, err := freeAddr()
@@ -207,7 +207,7 @@ func haproxyConfig(listen, upstream string) string {
 	return fmt.Sprintf(`# written by continuum bench proxy
 global
     nbthread 1
-    maxconn 4096
+    maxconn %d
 
 defaults
     mode http
@@ -226,8 +226,13 @@ frontend bench
 
 backend upstream
     server u1 %s
-`, listen, upstream)
+`, benchMaxConcurrent, listen, upstream)
 }
+
+// benchMaxConcurrent is how many requests each proxy admits at once: HAProxy's maxconn and the
+// proxy's max_inflight (its default 512 would answer a burst from a load generator that fell
+// behind with 503s where HAProxy queues).
+const benchMaxConcurrent = 4096
 
 // haproxyVersion is the first line of `haproxy -v` up to its " - " (which names a web site).
 func haproxyVersion(ctx context.Context, bin string) string {
