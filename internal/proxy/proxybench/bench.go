@@ -276,7 +276,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer stopUpstream()
 	direct := newTarget("http://"+upstream+"/", "", cfg)
-	defer direct.client.CloseIdleConnections()
+	defer direct.close()
 	if err := direct.Do(ctx); err != nil {
 		return nil, fmt.Errorf("first request to the upstream: %w", err)
 	}
@@ -325,7 +325,7 @@ func runRepeat(ctx context.Context, cfg Config, pn *pinning, res *Result, rep in
 	defer px.stop()
 	res.Version = px.version
 	proxied := newTarget(px.url, "echo", cfg)
-	defer proxied.client.CloseIdleConnections()
+	defer proxied.close()
 	// The proxy's first request for a service probes its instances.
 	if err := proxied.Do(ctx); err != nil {
 		return fmt.Errorf("first request through the proxy: %w (proxy log: %s)", err, px.logTail())
@@ -347,7 +347,7 @@ func runRepeat(ctx context.Context, cfg Config, pn *pinning, res *Result, rep in
 		defer hp.stop()
 		res.HAProxyVersion, hpid = hp.version, hp.pid()
 		hap = newTarget(hp.url, "echo", cfg)
-		defer hap.client.CloseIdleConnections()
+		defer hap.close()
 		if err := hap.Do(ctx); err != nil {
 			return fmt.Errorf("first request through HAProxy: %w (log: %s)", err, hp.logTail())
 		}
@@ -431,7 +431,7 @@ func measureVariant(ctx context.Context, cfg Config, pn *pinning, v Variant, ups
 	}
 	defer px.stop()
 	t := newTarget(px.url, "echo", cfg)
-	defer t.client.CloseIdleConnections()
+	defer t.close()
 	if err := t.Do(ctx); err != nil {
 		vr.Error = err.Error()
 		return vr
