@@ -182,6 +182,8 @@ type Summary struct {
 	HAProxyMem           procstat.Memory `json:"haproxy_memory_median,omitzero"`
 	// CPURatio is the proxy's CPU per request over HAProxy's (<= 1: no more than HAProxy).
 	CPURatio float64 `json:"cpu_ratio_vs_haproxy,omitempty"`
+	// CPUFrom says which repeats the CPU figures come from when not all.
+	CPUFrom string `json:"cpu_from,omitempty"`
 }
 
 // OneCore is one closed-loop run for the throughput on one core: the proxy under test alone on
@@ -418,6 +420,8 @@ func runRepeat(ctx context.Context, cfg Config, pn *pinning, res *Result, rep in
 func loadAt(cfg Config, rate float64) loadgen.Config {
 	lc := loadgen.DefaultConfig()
 	lc.Rate, lc.Duration, lc.Warmup, lc.Timeout = rate, cfg.Step, cfg.Warmup, cfg.Timeout
+	// As many outstanding requests as each proxy admits (more are counted as errors).
+	lc.MaxInflight = benchMaxConcurrent
 	return lc
 }
 
@@ -560,8 +564,25 @@ func summarize(cfg Config, pairs []Pair) []Summary {
 			if s.HAProxyRPS < 0.95*rate {
 				short = append(short, fmt.Sprintf("through HAProxy %.0f req/s", s.HAProxyRPS))
 			}
+			// CPU per request is compared on the repeats where both proxies sustained the rate:
+			// a run that collapsed (the load generator fell behind) says nothing about it.
+			var both []Pair
+			for _, p := range withHAP {
+				if p.Proxied.ThroughputRPS >= 0.95*rate && p.HAProxy.ThroughputRPS >= 0.95*rate {
+					both = append(both, p)
+				}
+			}
+			if len(both) > 0 && len(both) < len(withHAP) {
+				bmed := func(f func(Pair) float64) float64 {
+					return benchkit.Median(benchkit.Values(both, func(p Pair) (float64, bool) { return f(p), true }))
+				}
+				s.CPUPer1000RPS = round3(bmed(func(p Pair) float64 { return p.ProxyCPU / (rate / 1000) }))
+				s.HAProxyCPUPer1000RPS = round3(bmed(func(p Pair) float64 { return p.HAProxyCPU / (rate / 1000) }))
+				s.CPUFrom = fmt.Sprintf("%d of %d repeats (those where both sustained the rate)", len(both), len(withHAP))
+				withHAP = both
+			}
 			// Per request, from the unrounded medians: the CPU per achieved request.
-			ours := med(func(p Pair) float64 { return p.ProxyCPU / max(p.Proxied.ThroughputRPS, 1) })
+			ours := hmed(func(p Pair) float64 { return p.ProxyCPU / max(p.Proxied.ThroughputRPS, 1) })
 			theirs := hmed(func(p Pair) float64 { return p.HAProxyCPU / max(p.HAProxy.ThroughputRPS, 1) })
 			s.CPURatio = round3(ratio(ours, theirs))
 		}

@@ -35,6 +35,11 @@ type target struct {
 	idle    []*clientConn
 }
 
+// maxIdleClientConns bounds the idle connections a target keeps: after a burst (a generator
+// that fell behind sends its backlog at once) thousands of connections would otherwise stay
+// open and, with the proxy's and the upstream's ends, exhaust the file descriptors.
+const maxIdleClientConns = 256
+
 type clientConn struct {
 	c  net.Conn
 	br *bufio.Reader
@@ -83,8 +88,14 @@ func (t *target) Do(ctx context.Context) error {
 		cc.c.Close()
 	} else {
 		t.mu.Lock()
-		t.idle = append(t.idle, cc)
+		keep := len(t.idle) < maxIdleClientConns
+		if keep {
+			t.idle = append(t.idle, cc)
+		}
 		t.mu.Unlock()
+		if !keep {
+			cc.c.Close()
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
