@@ -62,6 +62,9 @@ type Config struct {
 	Services map[string]ServiceConfig
 	// ShutdownTimeout bounds the drain of requests in flight when Run's context ends.
 	ShutdownTimeout time.Duration
+	// ReadHeaderTimeout is how long a client may take to send a request's headers (default
+	// 10 s): a slow client (slowloris) is disconnected after it and holds nothing longer.
+	ReadHeaderTimeout time.Duration
 	// MaxInflight caps the requests the proxy handles at once (default 512; 0: no cap). Past it
 	// requests are answered 503 at once: each request in flight holds about 100 KiB (two
 	// connections' buffers and goroutines), and an overloaded node should shed load rather
@@ -170,11 +173,12 @@ func DefaultServiceConfig() ServiceConfig {
 // DefaultConfig listens on :8080 (admin :9090) with no sources and DefaultServiceConfig.
 func DefaultConfig() Config {
 	return Config{
-		Listen:          ":8080",
-		AdminListen:     ":9090",
-		Defaults:        DefaultServiceConfig(),
-		ShutdownTimeout: 10 * time.Second,
-		MaxInflight:     512,
+		Listen:            ":8080",
+		AdminListen:       ":9090",
+		Defaults:          DefaultServiceConfig(),
+		ShutdownTimeout:   10 * time.Second,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxInflight:       512,
 	}
 }
 
@@ -190,6 +194,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("shutdown_timeout %v: must be >= 0", c.ShutdownTimeout))
+	}
+	if c.ReadHeaderTimeout < 0 {
+		errs = append(errs, fmt.Errorf("read_header_timeout %v: must be > 0 (0: the default 10s)", c.ReadHeaderTimeout))
 	}
 	if c.MaxInflight < 0 {
 		errs = append(errs, fmt.Errorf("max_inflight %d: must be >= 0 (0: no cap)", c.MaxInflight))

@@ -20,13 +20,14 @@ type fileConfig struct {
 	Node string `yaml:"node"`
 	// Listen and AdminListen are the default addresses; the --listen and --admin-listen flags
 	// override them.
-	Listen          string               `yaml:"listen"`
-	AdminListen     string               `yaml:"admin_listen"`
-	ShutdownTimeout spec.Duration        `yaml:"shutdown_timeout"`
-	MaxInflight     *int                 `yaml:"max_inflight"`
-	Discovery       []yaml.Node          `yaml:"discovery"`
-	Defaults        yaml.Node            `yaml:"defaults"`
-	Services        map[string]yaml.Node `yaml:"services"`
+	Listen            string               `yaml:"listen"`
+	AdminListen       string               `yaml:"admin_listen"`
+	ShutdownTimeout   spec.Duration        `yaml:"shutdown_timeout"`
+	MaxInflight       *int                 `yaml:"max_inflight"`
+	ReadHeaderTimeout spec.Duration        `yaml:"read_header_timeout"`
+	Discovery         []yaml.Node          `yaml:"discovery"`
+	Defaults          yaml.Node            `yaml:"defaults"`
+	Services          map[string]yaml.Node `yaml:"services"`
 }
 
 // LoadConfig reads the proxy's YAML configuration:
@@ -74,6 +75,12 @@ func LoadConfig(path string) (Config, error) {
 		cfg.ShutdownTimeout = fc.ShutdownTimeout.Duration
 		if cfg.ShutdownTimeout < 0 {
 			errs.Addf(path, spec.Locate(root, "shutdown_timeout"), "shutdown_timeout %v: must be >= 0", fc.ShutdownTimeout)
+		}
+	}
+	if spec.Has(root, "read_header_timeout") {
+		cfg.ReadHeaderTimeout = fc.ReadHeaderTimeout.Duration
+		if cfg.ReadHeaderTimeout <= 0 {
+			errs.Addf(path, spec.Locate(root, "read_header_timeout"), "read_header_timeout %v: must be > 0, e.g. 10s", fc.ReadHeaderTimeout)
 		}
 	}
 

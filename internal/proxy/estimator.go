@@ -87,8 +87,41 @@ func (w *window) clear() {
 }
 
 // quantile returns the p-th percentile (0 < p <= 100, nearest rank) of the samples taken after
-// since, and how many there were.
+// since, and how many there were. It runs on every answer, so for the tail percentiles
+// requirements use (the rank-th smallest being among the few largest: 2nd largest for p95 of
+// 32) it keeps the largest few in a small sorted array instead of sorting the window.
 func (w *window) quantile(p float64, since time.Time) (time.Duration, int) {
+	n := 0
+	for i := 0; i < w.n; i++ {
+		if w.lat[i].at.After(since) {
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	rank := min(max(int(math.Ceil(p/100*float64(n))), 1), n)
+	if k := n - rank + 1; k <= len(topK{}) {
+		var top topK // top[0] >= top[1] >= ... : the k largest so far
+		m := 0
+		for i := 0; i < w.n; i++ {
+			smp := w.lat[i]
+			if !smp.at.After(since) {
+				continue
+			}
+			if m < k {
+				m++
+			} else if smp.lat <= top[k-1] {
+				continue
+			}
+			j := m - 1
+			for ; j > 0 && top[j-1] < smp.lat; j-- {
+				top[j] = top[j-1]
+			}
+			top[j] = smp.lat
+		}
+		return top[k-1], n
+	}
 	s := w.scratch[:0]
 	for i := 0; i < w.n; i++ {
 		if smp := w.lat[i]; smp.at.After(since) {
@@ -96,13 +129,12 @@ func (w *window) quantile(p float64, since time.Time) (time.Duration, int) {
 		}
 	}
 	w.scratch = s
-	if len(s) == 0 {
-		return 0, 0
-	}
 	slices.Sort(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	return s[min(max(rank, 1), len(s))-1], len(s)
+	return s[rank-1], n
 }
+
+// topK holds the largest samples for quantile's tail shortcut.
+type topK [8]time.Duration
 
 // lastAt is when the newest sample was taken (zero if none).
 func (w *window) lastAt() time.Time {

@@ -5,26 +5,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
-	"net/http/httputil"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // handler is the data plane: it routes each request to a service's instance through
-// httputil.ReverseProxy, whose Transport (upstream) picks the instance. Status, headers (but
-// hop-by-hop ones) and body pass through; bodies of unknown length and event streams are
-// flushed as they arrive.
+// upstream (which picks the instance and speaks HTTP/1.1 to it, conns.go) and copies the
+// answer back. Status, headers (but hop-by-hop ones) and body pass through; bodies of unknown
+// length and event streams are flushed as they arrive.
 type handler struct {
 	rt  *router
 	m   *metrics
 	log *slog.Logger
-	rp  *httputil.ReverseProxy
+	up  *upstream
 	// maxInflight caps inflight (0: no cap).
 	maxInflight int64
 	inflight    atomic.Int64
@@ -34,27 +34,7 @@ type handler struct {
 }
 
 func newHandler(ctx context.Context, wg *sync.WaitGroup, rt *router, m *metrics, logger *slog.Logger, maxInflight int) *handler {
-	h := &handler{rt: rt, m: m, log: logger, ctx: ctx, wg: wg, maxInflight: int64(maxInflight)}
-	h.rp = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			// Append to a chain of proxies rather than replace it.
-			pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
-			pr.SetXForwarded()
-		},
-		Transport: &upstream{m: m},
-		// 16 KiB rather than ReverseProxy's 32: a buffer is held per response being copied,
-		// and the proxy's memory under load is mostly per-request buffers.
-		BufferPool: bufferPool{&sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}},
-		ModifyResponse: func(resp *http.Response) error {
-			if st := stateOf(resp.Request); st != nil {
-				st.code = resp.StatusCode
-			}
-			return nil
-		},
-		ErrorHandler: h.proxyError,
-		ErrorLog:     log.New(slogWriter{logger}, "", 0),
-	}
-	return h
+	return &handler{rt: rt, m: m, log: logger, ctx: ctx, wg: wg, maxInflight: int64(maxInflight), up: &upstream{m: m}}
 }
 
 // ServeHTTP never panics on input: every way a request can be malformed ends in a 4xx here
@@ -99,20 +79,127 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.waitInit(r.Context()) // these strategies need the initial estimates
 	}
 	st := &reqState{svc: s, start: start}
-	h.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	abort := h.forward(w, r, st)
 	if st.code == 0 {
 		st.code = http.StatusBadGateway
 	}
-	h.m.request(s.name, st.instance, st.code, time.Since(start))
+	if st.code == http.StatusOK && st.in != nil && st.in.series != nil {
+		st.in.series.requestOK(time.Since(start))
+	} else {
+		h.m.request(s.name, st.instance, st.code, time.Since(start))
+	}
+	if abort {
+		// The answer's body broke off: abort the client's connection so that it sees an
+		// error, not a response that looks complete.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// forward sends r upstream and copies the answer to w, or answers the failure. It reports
+// whether the answer broke off after its headers were sent.
+func (h *handler) forward(w http.ResponseWriter, r *http.Request, st *reqState) (abort bool) {
+	resp, err := h.up.roundTrip(r, st)
+	if err != nil {
+		h.proxyError(w, r, st, err)
+		return false
+	}
+	st.code = resp.StatusCode
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		h.switchProtocols(w, r, st, resp)
+		return false
+	}
+	hdr := w.Header()
+	conn := resp.Header["Connection"]
+	for k, vv := range resp.Header {
+		if hopHeader(k) || (len(conn) > 0 && connectionListed(conn, k)) {
+			continue
+		}
+		hdr[k] = vv
+	}
+	if len(resp.Trailer) > 0 {
+		names := make([]string, 0, len(resp.Trailer))
+		for k := range resp.Trailer {
+			names = append(names, k)
+		}
+		hdr["Trailer"] = []string{strings.Join(names, ", ")}
+	}
+	w.WriteHeader(resp.StatusCode)
+	flusher, _ := w.(http.Flusher)
+	flushEach := flusher != nil && (resp.ContentLength == -1 || isEventStream(resp.Header.Get("Content-Type")))
+	bp := copyBufs.Get().(*[]byte)
+	buf := *bp
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				break // the client is gone; closing the body closes the connection
+			}
+			if flushEach {
+				flusher.Flush()
+			}
+		}
+		if rerr == io.EOF {
+			for k, vv := range resp.Trailer {
+				hdr[k] = vv
+			}
+			break
+		}
+		if rerr != nil {
+			h.log.Warn("answer broke off", "service", st.svc.name, "instance", st.instance, "err", rerr)
+			abort = true
+			break
+		}
+	}
+	copyBufs.Put(bp)
+	resp.Body.Close()
+	return abort
+}
+
+// isEventStream reports a text/event-stream content type (parameters ignored).
+func isEventStream(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
+
+// switchProtocols completes an Upgrade (WebSocket): it passes the 101 to the client and
+// splices the two connections until either side closes.
+func (h *handler) switchProtocols(w http.ResponseWriter, r *http.Request, st *reqState, resp *http.Response) {
+	ub := resp.Body.(*upBody)
+	defer ub.Close() // the upstream connection is never pooled after an upgrade (keep false)
+	if want, got := upgradeType(r.Header), resp.Header.Get("Upgrade"); want == "" || !strings.EqualFold(want, got) {
+		st.code = http.StatusBadGateway
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("instance %s switched to protocol %q when %q was asked for", st.instance, got, want), st.svc.name, 0)
+		return
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		st.code = http.StatusInternalServerError
+		writeError(w, http.StatusInternalServerError, "cannot take over the client connection: "+err.Error(), st.svc.name, 0)
+		return
+	}
+	defer conn.Close()
+	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
+	if err := resp.Header.Write(brw); err != nil {
+		return
+	}
+	brw.WriteString("\r\n")
+	if err := brw.Flush(); err != nil {
+		return
+	}
+	up := ub.uc
+	errc := make(chan error, 2)
+	go func() { _, err := io.Copy(up.c, brw.Reader); errc <- err }() // client -> instance (buffered bytes first)
+	go func() { _, err := io.Copy(conn, up.br); errc <- err }()      // instance -> client
+	<-errc
+	// One side is done: closing both ends the other copy.
+	conn.Close()
+	up.c.Close()
+	<-errc
 }
 
 // proxyError answers a request that got no upstream response.
-func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, err error) {
-	st := stateOf(r)
-	name := ""
-	if st != nil {
-		name = st.svc.name
-	}
+func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, st *reqState, err error) {
+	name := st.svc.name
 	var code int
 	var retryAfter time.Duration
 	var typ string
@@ -131,11 +218,9 @@ func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	default:
 		code, typ = http.StatusBadGateway, errTypeUnreachable
 	}
-	if st != nil {
-		st.code = code
-		if code == http.StatusServiceUnavailable {
-			st.instance = ""
-		}
+	st.code = code
+	if code == http.StatusServiceUnavailable {
+		st.instance = ""
 	}
 	h.m.error(name, typ)
 	if code == 499 {
@@ -164,18 +249,11 @@ func writeError(w http.ResponseWriter, code int, msg, service string, retryAfter
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// bufferPool recycles ReverseProxy's copy buffers, which would otherwise be a 32 KiB
-// allocation per request.
-type bufferPool struct{ p *sync.Pool }
-
-func (b bufferPool) Get() []byte    { return *b.p.Get().(*[]byte) }
-func (b bufferPool) Put(buf []byte) { b.p.Put(&buf) }
-
-// slogWriter routes ReverseProxy's log.Logger output (body copy errors) to slog.
+// slogWriter routes net/http's log.Logger output (the servers' errors) to slog.
 type slogWriter struct{ log *slog.Logger }
 
 func (w slogWriter) Write(p []byte) (int, error) {
-	w.log.Warn(string(trimNewline(p)), "component", "reverseproxy")
+	w.log.Warn(string(trimNewline(p)), "component", "http")
 	return len(p), nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 func TestProxyPassesThrough(t *testing.T) {
@@ -155,6 +157,15 @@ func TestProxyRetriesConnectionFailure(t *testing.T) {
 	doomed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "doomed") }))
 	defer doomed.Close()
 	tp := startProxy(t, testConfig(newTestSource(inst("doomed", "dps", doomed.URL), inst("live", "dps", live.URL))))
+	// The first request starts the probes; the first instance to answer one serves it. Wait
+	// for both in the pool, or on a busy machine every request may go to the first.
+	tp.do(t, http.MethodGet, "dps", "")
+	testenv.Eventually(t, 30*time.Second, "both instances in the pool", func() bool {
+		v := tp.pools(t)
+		d, _ := v.instance("dps", "doomed")
+		l, _ := v.instance("dps", "live")
+		return d.InPool && l.InPool
+	})
 	served := map[string]int{}
 	for range 4 {
 		resp, _ := tp.do(t, http.MethodGet, "dps", "")

@@ -34,12 +34,16 @@ const (
 type instance struct {
 	// id and target never change (a new URL makes a new instance), so the request path reads
 	// them without the lock; disc is rewritten by discovery updates and needs it.
-	id     string
-	target *url.URL // scheme and host of disc.URL
-	addr   string   // host:port that TCP probes and the transport dial
-	disc   discovery.Instance
+	id string
+	// idHeader is the X-Continuum-Instance header's value, shared by every answer (read-only).
+	idHeader []string
+	target   *url.URL // scheme and host of disc.URL
+	addr     string   // host:port that TCP probes and the transport dial
+	disc     discovery.Instance
 
 	outstanding atomic.Int64
+	// series are its metrics that every request updates (read without the lock).
+	series *instanceSeries
 
 	// epoch counts the times the instance's samples were cleared (QoS evictions). An attempt
 	// records it when it starts; an answer from an older epoch was sent before the samples
@@ -107,7 +111,7 @@ func newInstance(d discovery.Instance, latWindow, outcomes int) (*instance, erro
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("instance %s: url %q: want http://host:port", d.ID, d.URL)
 	}
-	in := &instance{id: d.ID, disc: d, target: &url.URL{Scheme: u.Scheme, Host: u.Host},
+	in := &instance{id: d.ID, idHeader: []string{d.ID}, disc: d, target: &url.URL{Scheme: u.Scheme, Host: u.Host},
 		win: newWindow(latWindow, outcomes), estFrom: estNone, success: 1}
 	in.addr = in.hostPort()
 	return in, nil

@@ -100,6 +100,39 @@ func (m *metrics) request(service, instance string, code int, d time.Duration) {
 	}
 }
 
+// instanceSeries are an instance's series that every request updates, looked up once when
+// the instance is created instead of by label values per request (hashing three labels and
+// formatting the code). A removed instance's series are deleted (forget) with the instance,
+// and a returning one gets a new instance and new series.
+type instanceSeries struct {
+	ok       prometheus.Counter  // requests_total{code="200"}
+	upstream prometheus.Observer // upstream_latency_seconds
+	duration prometheus.Observer // request_duration_seconds of its service
+}
+
+// series looks up an instance's series; nil m gives nil series (which record nothing).
+func (m *metrics) series(service, instance string) *instanceSeries {
+	if m == nil {
+		return nil
+	}
+	return &instanceSeries{ok: m.requests.WithLabelValues(service, instance, "200"),
+		upstream: m.upstream.WithLabelValues(service, instance), duration: m.duration.WithLabelValues(service)}
+}
+
+// requestOK counts a 200 answered by the instance whose series ser are.
+func (ser *instanceSeries) requestOK(d time.Duration) {
+	if ser != nil {
+		ser.ok.Inc()
+		ser.duration.Observe(d.Seconds())
+	}
+}
+
+func (ser *instanceSeries) upstreamLatency(d time.Duration) {
+	if ser != nil {
+		ser.upstream.Observe(d.Seconds())
+	}
+}
+
 func (m *metrics) upstreamLatency(service, instance string, d time.Duration) {
 	if m != nil {
 		m.upstream.WithLabelValues(service, instance).Observe(d.Seconds())

@@ -27,10 +27,11 @@ type service struct {
 	now  func() time.Time
 	log  *slog.Logger
 	m    *metrics
-	// transport carries this service's requests; its dialer uses the service's connect
-	// timeout and takes pre-established connections from spares (qos only, preconnect.go).
-	transport *http.Transport
-	spares    *spares
+	// conns are the keep-alive connections carrying this service's requests (conns.go); new
+	// ones are dialed with the service's connect timeout, or taken from spares (qos only,
+	// preconnect.go).
+	conns  *connPool
+	spares *spares
 	// probeTransport carries HTTP probes, one new connection each, so that every probe also
 	// measures the TCP connect time (the network round trip).
 	probeTransport *http.Transport
@@ -79,7 +80,7 @@ func newService(name string, cfg ServiceConfig, now func() time.Time, log *slog.
 		insts: map[string]*instance{}, initProgress: make(chan struct{}), kick: make(chan struct{}, 1)}
 	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout.Duration, KeepAlive: 30 * time.Second}
 	s.spares = newSpares(dialer.DialContext, spareMaxAge)
-	s.transport = newTransport(cfg.ConnectTimeout.Duration, s.spares.dialContext)
+	s.conns = newConnPool(s.spares.dialContext)
 	s.probeTransport = newTransport(cfg.Probe.Timeout.Duration, dialer.DialContext)
 	s.probeTransport.DisableKeepAlives = true
 	s.probe = s.defaultProbe
@@ -89,7 +90,7 @@ func newService(name string, cfg ServiceConfig, now func() time.Time, log *slog.
 // close releases the service's connections; the maintainer must have stopped.
 func (s *service) close() {
 	s.spares.close()
-	s.transport.CloseIdleConnections()
+	s.conns.close()
 	s.probeTransport.CloseIdleConnections()
 }
 
@@ -123,10 +124,18 @@ func (s *service) setInstances(list []discovery.Instance, nodes map[string]disco
 	for id, in := range s.insts {
 		if next[id] != in {
 			s.spares.forget(in.addr)
+			s.conns.forget(in.addr)
 			s.m.forget(s.name, id)
 			if in.inPool {
 				s.m.poolChange(s.name, id, false, "removed")
 			}
+		}
+	}
+	for _, in := range next {
+		if in.series == nil {
+			// After the forgets above: an instance replaced under the same ID (a new URL)
+			// must not cache the series they just deleted.
+			in.series = s.m.series(s.name, in.id)
 		}
 	}
 	s.insts = next

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -501,5 +504,39 @@ func TestProxySlowInFlightEvictsBeforeTheAnswer(t *testing.T) {
 	s.observeSlow(a, e, 90*time.Millisecond) // a third one, of the old epoch
 	if a.samples != 0 {
 		t.Fatalf("%d samples after the eviction, want 0", a.samples)
+	}
+}
+
+// TestWindowQuantileMatchesSort checks quantile's shortcut for tail percentiles against sorting.
+func TestWindowQuantileMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	base := time.Unix(1000, 0)
+	for trial := range 2000 {
+		size := 1 + rng.IntN(40)
+		w := newWindow(size, size)
+		count := rng.IntN(2 * size)
+		for i := range count {
+			w.addLatency(base.Add(time.Duration(i)*time.Second), time.Duration(rng.IntN(50))*time.Millisecond)
+		}
+		since := base.Add(time.Duration(rng.IntN(count+1)-1) * time.Second)
+		p := []float64{50, 90, 95, 99, 99.9, 100, 1}[trial%7]
+		var want []time.Duration
+		for i := 0; i < w.n; i++ {
+			if w.lat[i].at.After(since) {
+				want = append(want, w.lat[i].lat)
+			}
+		}
+		got, n := w.quantile(p, since)
+		if n != len(want) {
+			t.Fatalf("trial %d: n %d, want %d", trial, n, len(want))
+		}
+		if n == 0 {
+			continue
+		}
+		slices.Sort(want)
+		rank := min(max(int(math.Ceil(p/100*float64(n))), 1), n)
+		if got != want[rank-1] {
+			t.Fatalf("trial %d: p%g of %v = %v, want %v", trial, p, want, got, want[rank-1])
+		}
 	}
 }

@@ -46,6 +46,9 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = DefaultConfig().ShutdownTimeout
 	}
+	if cfg.ReadHeaderTimeout == 0 {
+		cfg.ReadHeaderTimeout = DefaultConfig().ReadHeaderTimeout
+	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Node)}
 	var err error
 	if p.rt, err = newRouter(cfg, time.Now, p.log, p.m); err != nil {
@@ -71,8 +74,8 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	defer p.close()
 	p.u.run(p.ctx, &p.wg)
 	errLog := log.New(slogWriter{p.log}, "", 0)
-	servers := []*http.Server{{Handler: p.h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}}
-	listeners := []net.Listener{ln}
+	servers := []*http.Server{{Handler: p.h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}}
+	listeners := []net.Listener{rawListener{ln}}
 	if admin != nil {
 		servers = append(servers, &http.Server{Handler: p.adminHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog})
 		listeners = append(listeners, admin)

@@ -7,17 +7,16 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
+	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"syscall"
 	"time"
 )
 
-// newTransport is a service's connection pool to its instances, dialing with dial.
-// Compression is off so that bodies pass through byte for byte (the client's
-// Accept-Encoding goes to the instance as is); no proxy from the environment, since
-// instances are reached directly.
+// newTransport is the probes' HTTP client transport (probe.path), dialing with dial.
+// Compression is off so that bodies pass through byte for byte; no proxy from the
+// environment, since instances are reached directly.
 func newTransport(connectTimeout time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
 	return &http.Transport{
 		DialContext:           dial,
@@ -42,12 +41,13 @@ type gatewayError struct {
 
 func (e *gatewayError) Error() string { return e.msg }
 
-// reqState follows one request through ReverseProxy: the handler creates it, the transport
-// fills in which instance answered, ModifyResponse and the error handler the status sent.
+// reqState follows one request: the handler creates it, the upstream fills in which instance
+// answered and the status sent.
 type reqState struct {
 	svc      *service
 	start    time.Time
 	instance string
+	in       *instance // the instance that answered (nil: none)
 	code     int
 	errType  string
 }
@@ -59,22 +59,33 @@ func stateOf(r *http.Request) *reqState {
 	return st
 }
 
-// upstream is the http.RoundTripper ReverseProxy calls: it picks an instance, sends, measures
-// and retries connection failures on other instances.
+// upstream picks an instance for a request, sends it, measures and retries connection
+// failures on other instances.
 type upstream struct {
 	m *metrics
 }
 
-// RoundTrip tries instances until one answers (any status), the service's retries are used
-// up, or its timeout passes. A failure is retried only when the request certainly did not
-// reach the instance (the connection was never established) or, for idempotent methods
-// without a body, when the connection broke before any answer: a POST that may have been
-// processed is not sent twice.
+// copyBufs are the copy buffers of request and response bodies: 16 KiB, recycled, since a
+// buffer is held per body being copied and the proxy's memory under load is mostly
+// per-request buffers.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
+// RoundTrip is roundTrip for a request carrying its reqState in its context (tests).
 func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	st := stateOf(req)
 	if st == nil {
 		return nil, errors.New("proxy: request without routing state")
 	}
+	return u.roundTrip(req, st)
+}
+
+// roundTrip tries instances until one answers (any status), the service's retries are used
+// up, or its timeout passes. A failure is retried only when the request certainly did not
+// reach the instance (the connection was never established) or, for idempotent methods
+// without a body, when the connection broke before any answer: a POST that may have been
+// processed is not sent twice. The response's body must be closed: that returns the
+// connection to the pool (or closes it) and ends the request's count on the instance.
+func (u *upstream) roundTrip(req *http.Request, st *reqState) (*http.Response, error) {
 	s := st.svc
 	deadline := st.start.Add(s.cfg.Timeout.Duration)
 	var triedBuf [4]*instance
@@ -94,6 +105,7 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 		st.instance = in.id
 		resp, err := u.attempt(req, s, in, deadline)
 		if err == nil {
+			st.in = in
 			return resp, nil
 		}
 		var ge *gatewayError
@@ -119,163 +131,134 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// attempt sends req to one instance. The timer cancels the attempt at the service's deadline
+// aLongTimeAgo is a deadline in the past: setting it interrupts a connection's blocked I/O.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// attempt sends req to one instance. The connection's deadline is the service's deadline
 // only until the response headers arrive; the body may then stream for as long as it takes.
+// The client leaving interrupts the exchange (context.AfterFunc sets a past deadline).
 func (u *upstream) attempt(req *http.Request, s *service, in *instance, deadline time.Time) (*http.Response, error) {
-	remaining := time.Until(deadline)
-	if remaining <= 0 {
+	if time.Until(deadline) <= 0 {
 		return nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.id,
 			msg: fmt.Sprintf("service %q: no answer within the timeout %v", s.name, s.cfg.Timeout)}
 	}
-	ctx, cancel := context.WithCancel(req.Context())
-	var timedOut atomic.Bool
-	timer := time.AfterFunc(remaining, func() {
-		timedOut.Store(true)
-		cancel()
-	})
+	ctx := req.Context()
 	epoch := in.epoch.Load()
 	r := attemptResult{epoch: epoch}
-	ct := &connTimes{base: time.Now()}
-	if limit := s.cfg.QoS.Latency.Duration; limit > 0 && s.cfg.Strategy == StrategyQoS {
-		// Armed when the connection is ready, like the latency it stands for.
-		ct.onConn = func() {
-			ct.slow.Store(time.AfterFunc(limit, func() { s.observeSlow(in, epoch, ct.sinceConn()) }))
-		}
-	}
-	out := req.WithContext(ct.trace(ctx))
-	if req.Body != nil {
-		// The transport closes the body even when it never connected, and ReverseProxy's
-		// wrapper refuses reads once closed: shield it so that a retry can still send it.
-		out.Body = keepBody{req.Body}
-	}
-	target := *req.URL
-	target.Scheme, target.Host = in.target.Scheme, in.target.Host
-	out.URL = &target
+	upgrade := upgradeType(req.Header)
+	resendable := (req.Body == nil || req.Body == http.NoBody) && idempotent(req.Method)
 	in.outstanding.Add(1)
-	resp, err := s.transport.RoundTrip(out)
-	r.lat, r.sampled = ct.sinceConn(), ct.stopSlow()
-	if err == nil && !timer.Stop() {
-		resp.Body.Close() // the timer fired as the headers arrived: the body is cancelled
-		err = context.Canceled
-	}
-	if err != nil {
-		timer.Stop()
-		cancel()
-		in.outstanding.Add(-1)
-		switch {
-		case timedOut.Load():
-			r.oc, r.errMsg = outcomeFailure, errTimeoutMsg
+	for {
+		connStart := time.Now()
+		uc, err := s.conns.get(ctx, in.addr, !resendable)
+		if err != nil {
+			in.outstanding.Add(-1)
+			r.lat = time.Since(connStart)
+			if ctx.Err() != nil {
+				r.oc = outcomeCanceled
+				s.record(in, r)
+				return nil, ctx.Err()
+			}
+			r.oc, r.errMsg = outcomeFailure, err.Error()
 			s.record(in, r)
-			return nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.id,
-				msg: fmt.Sprintf("service %q: instance %s did not answer within the timeout %v", s.name, in.id, s.cfg.Timeout)}
-		case req.Context().Err() != nil:
-			r.oc = outcomeCanceled
-			s.record(in, r)
-			return nil, req.Context().Err()
+			return nil, err
 		}
-		r.oc, r.errMsg = outcomeFailure, err.Error()
+		gotConn := time.Now()
+		if limit := s.cfg.QoS.Latency.Duration; limit > 0 && s.cfg.Strategy == StrategyQoS {
+			// Armed when the connection is ready, like the latency it stands for.
+			uc.slow.arm(s, in, epoch, gotConn, limit)
+		}
+		uc.c.SetDeadline(deadline)
+		stop := context.AfterFunc(ctx, func() { uc.c.SetDeadline(aLongTimeAgo) })
+		bp := copyBufs.Get().(*[]byte)
+		err = writeRequest(uc, req, in.target.Host, upgrade, *bp)
+		copyBufs.Put(bp)
+		var resp *http.Response
+		if err == nil {
+			resp, err = readResponse(uc, req)
+		}
+		r.lat = time.Since(gotConn)
+		r.sampled = uc.slow.disarm()
+		if err != nil {
+			stop()
+			uc.c.Close()
+			switch {
+			case ctx.Err() != nil:
+				in.outstanding.Add(-1)
+				r.oc = outcomeCanceled
+				s.record(in, r)
+				return nil, ctx.Err()
+			case !time.Now().Before(deadline):
+				in.outstanding.Add(-1)
+				r.oc, r.errMsg = outcomeFailure, errTimeoutMsg
+				s.record(in, r)
+				return nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.id,
+					msg: fmt.Sprintf("service %q: instance %s did not answer within the timeout %v", s.name, in.id, s.cfg.Timeout)}
+			case uc.reused && !r.sampled && resendable && staleConn(err):
+				// A pooled connection the instance had closed: not the instance's failure.
+				continue
+			}
+			in.outstanding.Add(-1)
+			r.oc, r.errMsg = outcomeFailure, err.Error()
+			s.record(in, r)
+			return nil, err
+		}
+		uc.c.SetDeadline(time.Time{})
+		r.oc, r.errMsg = classifyStatus(resp.StatusCode), ""
+		if r.oc != outcomeOK {
+			r.errMsg = "HTTP " + strconv.Itoa(resp.StatusCode)
+		}
 		s.record(in, r)
-		return nil, err
+		in.series.upstreamLatency(r.lat)
+		resp.Header[InstanceHeader] = in.idHeader
+		resp.Body = &upBody{rc: resp.Body, uc: uc, pool: s.conns, stop: stop, in: in, keep: !resp.Close && upgrade == ""}
+		return resp, nil
 	}
-	r.oc, r.errMsg = classifyStatus(resp.StatusCode), fmt.Sprintf("HTTP %d", resp.StatusCode)
-	s.record(in, r)
-	u.m.upstreamLatency(s.name, in.id, r.lat)
-	resp.Header.Set(InstanceHeader, in.id)
-	release := func() {
-		cancel()
-		in.outstanding.Add(-1)
+}
+
+// staleConn: the exchange failed the way a pooled connection the server has closed fails
+// (writing to it, or reading its end before any answer).
+func staleConn(err error) bool {
+	return errors.Is(err, errNoAnswer) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// upBody is an answer's body: closing it returns the connection to the pool if the body was
+// read to its end and the instance keeps the connection open, else closes the connection;
+// either way it ends the request's count on the instance.
+type upBody struct {
+	rc   io.ReadCloser
+	uc   *upConn
+	pool *connPool
+	stop func() bool
+	in   *instance
+	keep bool
+	eof  bool
+	done bool
+}
+
+func (b *upBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
 	}
-	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
-		// An upgraded connection (WebSocket): ReverseProxy needs the body writable to
-		// splice the two connections.
-		resp.Body = &releaseConn{ReadWriteCloser: rwc, release: release}
-	} else {
-		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	return n, err
+}
+
+func (b *upBody) Close() error {
+	if b.done {
+		return nil
 	}
-	return resp, nil
-}
-
-// connTimes follows one request's connection through httptrace: when the connection was
-// ready (GotConn) and how long the TCP connect took if one was made for it. Times are
-// nanoseconds since base plus one (0: not yet); the dial reports from its own goroutine.
-type connTimes struct {
-	base      time.Time
-	got       atomic.Int64
-	dialStart atomic.Int64
-	dialDone  atomic.Int64
-	// onConn runs once when the connection is ready; slow is the timer it may arm.
-	onConn func()
-	slow   atomic.Pointer[time.Timer]
-}
-
-func (ct *connTimes) mark() int64 { return int64(time.Since(ct.base)) + 1 }
-
-func (ct *connTimes) trace(ctx context.Context) context.Context {
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		ConnectStart: func(string, string) { ct.dialStart.CompareAndSwap(0, ct.mark()) },
-		ConnectDone: func(_, _ string, err error) {
-			if err == nil {
-				ct.dialDone.CompareAndSwap(0, ct.mark())
-			}
-		},
-		GotConn: func(httptrace.GotConnInfo) {
-			if ct.got.CompareAndSwap(0, ct.mark()) && ct.onConn != nil {
-				ct.onConn()
-			}
-		},
-	})
-}
-
-// sinceConn is the time since the connection was ready, or since base if it never was (a
-// failure to connect, which then took all that time).
-func (ct *connTimes) sinceConn() time.Duration {
-	d := time.Since(ct.base)
-	if g := ct.got.Load(); g > 0 {
-		d -= time.Duration(g - 1)
+	b.done = true
+	b.in.outstanding.Add(-1)
+	// stop reports false when the client's leaving already poisoned the deadline.
+	if b.stop() && b.eof && b.keep {
+		b.rc.Close()
+		b.pool.put(b.uc)
+		return nil
 	}
-	return max(d, 0)
-}
-
-// connect is the TCP connect time of a connection dialed for the request (0: none was).
-func (ct *connTimes) connect() time.Duration {
-	s, d := ct.dialStart.Load(), ct.dialDone.Load()
-	if s == 0 || d < s {
-		return 0
-	}
-	return max(time.Duration(d-s), time.Nanosecond)
-}
-
-// stopSlow stops the slow timer and reports whether it had fired.
-func (ct *connTimes) stopSlow() bool {
-	t := ct.slow.Load()
-	return t != nil && !t.Stop()
-}
-
-// releaseBody runs release once when the body is closed (ReverseProxy always closes it): the
-// attempt's context and the instance's outstanding count live until the body is done.
-type releaseBody struct {
-	io.ReadCloser
-	once    sync.Once
-	release func()
-}
-
-func (b *releaseBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.once.Do(b.release)
-	return err
-}
-
-// releaseConn is releaseBody for the read-write body of a 101 response.
-type releaseConn struct {
-	io.ReadWriteCloser
-	once    sync.Once
-	release func()
-}
-
-func (c *releaseConn) Close() error {
-	err := c.ReadWriteCloser.Close()
-	c.once.Do(c.release)
-	return err
+	// Not read to its end: closing the connection ends the body (net/http's Close would
+	// drain it, however long it streams).
+	return b.uc.c.Close()
 }
 
 // isDialError reports a failure to establish the connection: the request was not sent.
@@ -291,11 +274,3 @@ func idempotent(method string) bool {
 	}
 	return false
 }
-
-// keepBody is a request body whose Close does nothing; ReverseProxy closes the real one when
-// the request is done.
-type keepBody struct {
-	io.ReadCloser
-}
-
-func (keepBody) Close() error { return nil }

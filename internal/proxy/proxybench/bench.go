@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/benchkit"
@@ -33,6 +34,19 @@ type Config struct {
 	// Variants are other builds of the proxy (e.g. without the Kubernetes source) whose memory
 	// and CPU are measured at MemoryRate for one Step each, for the "by build" table.
 	Variants []Variant `json:"variants,omitempty"`
+	// HAProxyBin is HAProxy, the baseline measured beside the proxy ("": not measured).
+	HAProxyBin string `json:"haproxy_bin,omitempty"`
+	// HAProxyMissing says why HAProxy is not measured when HAProxyBin is empty.
+	HAProxyMissing string `json:"haproxy_missing,omitempty"`
+	// ProxyGOMAXPROCS is GOMAXPROCS for the proxy's process (0: the Go runtime's default, one
+	// per CPU); 1 makes the comparison with single-threaded HAProxy one thread against one.
+	ProxyGOMAXPROCS int `json:"proxy_gomaxprocs"`
+	// Pin runs the proxy under test (and HAProxy) on the last CPU and this process (load
+	// generator, upstream) on the others, when there are at least two.
+	Pin bool `json:"pin"`
+	// OneCoreClients is the number of closed-loop clients of the "throughput on one core"
+	// runs (0: none).
+	OneCoreClients int `json:"one_core_clients"`
 	// Command is the command line that regenerates the result, for its header.
 	Command string `json:"-"`
 	// Dir holds the proxy's configuration and log (default: a temporary directory, removed).
@@ -41,16 +55,24 @@ type Config struct {
 	Log io.Writer `json:"-"`
 }
 
-// DefaultConfig: 100, 1000 and 5000 req/s, 6 s runs (1 s warm-up), 5 repeats: about 4 minutes.
-// quick is a smoke test of a few seconds.
+// DefaultConfig: 100, 1000, 5000 and 10000 req/s, 6 s runs (1 s warm-up), 5 repeats, each
+// directly, through the proxy and through HAProxy, plus the one-core throughput runs: about
+// 10 minutes. quick is a smoke test of a few seconds.
 func DefaultConfig(quick bool) Config {
-	c := Config{Rates: []float64{100, 1000, 5000}, Step: 6 * time.Second, Warmup: time.Second, Repeats: 5,
-		Timeout: 2 * time.Second, MemoryRate: 1000}
+	c := Config{Rates: []float64{100, 1000, 5000, 10000}, Step: 6 * time.Second, Warmup: time.Second, Repeats: 5,
+		Timeout: 2 * time.Second, MemoryRate: 1000, ProxyGOMAXPROCS: 1, Pin: true, OneCoreClients: 32}
 	if quick {
 		c.Rates, c.Step, c.Warmup, c.Repeats, c.MemoryRate = []float64{100, 1000}, 1500*time.Millisecond, 500*time.Millisecond, 1, 1000
 	}
 	return c
 }
+
+// SaturatedDirectP99Ms: a direct run (no proxy) with a p99 above this is taken as the load
+// generator and upstream having fallen behind (the echo upstream answers in well under 1 ms).
+const SaturatedDirectP99Ms = 20
+
+// DefaultHAProxy is where Debian's haproxy package (scripts/setup.sh) puts the binary.
+const DefaultHAProxy = "/usr/sbin/haproxy"
 
 // Validate checks the config.
 func (c Config) Validate() error {
@@ -65,6 +87,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("timeout %v: want > 0", c.Timeout)
 	case c.ProxyBin == "":
 		return errors.New("proxy binary: required (build it with `make build`: bin/continuum-proxy)")
+	case c.ProxyGOMAXPROCS < 0:
+		return fmt.Errorf("proxy GOMAXPROCS %d: want >= 1, or 0 for the Go runtime's default", c.ProxyGOMAXPROCS)
+	case c.OneCoreClients < 0 || c.OneCoreClients > 4096:
+		return fmt.Errorf("one-core clients %d: want 0 (no one-core runs) to 4096", c.OneCoreClients)
 	}
 	return nil
 }
@@ -111,6 +137,10 @@ type Pair struct {
 	ProxyCPU float64 `json:"proxy_cpu_cores"`
 	// ProxyMem is the highest resident memory sampled during the proxied run.
 	ProxyMem procstat.Memory `json:"proxy_memory"`
+	// HAProxy is the same run through HAProxy, with its CPU and memory (nil: not measured).
+	HAProxy    *Latency        `json:"haproxy,omitempty"`
+	HAProxyCPU float64         `json:"haproxy_cpu_cores,omitempty"`
+	HAProxyMem procstat.Memory `json:"haproxy_memory,omitzero"`
 }
 
 // Summary is one rate's medians over the repeats.
@@ -135,6 +165,51 @@ type Summary struct {
 	CPUPer1000RPS float64         `json:"proxy_cpu_cores_per_1000_rps"`
 	ProxyMem      procstat.Memory `json:"proxy_memory_median"`
 	Errors        int64           `json:"errors"`
+	// Achieved throughputs (medians, req/s): below the rate when the machine could not
+	// drive it (Short).
+	DirectRPS  float64 `json:"direct_rps"`
+	ProxiedRPS float64 `json:"proxied_rps"`
+	HAProxyRPS float64 `json:"haproxy_rps,omitempty"`
+	// Short says which runs fell more than 5% below the rate.
+	Short string `json:"short,omitempty"`
+	// HAProxy's figures, measured the same way (zero when not measured).
+	HAProxy              bool            `json:"haproxy_measured"`
+	HAProxyP50           float64         `json:"haproxy_p50_ms,omitempty"`
+	HAProxyP99           float64         `json:"haproxy_p99_ms,omitempty"`
+	HAProxyAddedP50      float64         `json:"haproxy_added_p50_ms,omitempty"`
+	HAProxyAddedP99      float64         `json:"haproxy_added_p99_ms,omitempty"`
+	HAProxyCPUPer1000RPS float64         `json:"haproxy_cpu_cores_per_1000_rps,omitempty"`
+	HAProxyMem           procstat.Memory `json:"haproxy_memory_median,omitzero"`
+	// CPURatio is the proxy's CPU per request over HAProxy's (<= 1: no more than HAProxy).
+	CPURatio float64 `json:"cpu_ratio_vs_haproxy,omitempty"`
+	// CPUFrom says which repeats the CPU figures come from when not all.
+	CPUFrom string `json:"cpu_from,omitempty"`
+}
+
+// OneCore is one closed-loop run for the throughput on one core: the proxy under test alone on
+// one CPU, as many requests as OneCoreClients clients get through.
+type OneCore struct {
+	Repeat int `json:"repeat"`
+	// Mode is direct, continuum-proxy or haproxy.
+	Mode string  `json:"mode"`
+	Lat  Latency `json:"latency"`
+	// CPU is the proxy process's CPU use in cores (0 for direct).
+	CPU float64 `json:"cpu_cores"`
+}
+
+// OneCoreSummary is a mode's medians over the repeats.
+type OneCoreSummary struct {
+	Mode string  `json:"mode"`
+	RPS  float64 `json:"rps"`
+	CPU  float64 `json:"cpu_cores"`
+	// RPSPerCore is RPS / CPU: requests per second of one core's time, comparable even when the
+	// load generator, not the proxy, was the limit.
+	RPSPerCore float64 `json:"rps_per_core,omitempty"`
+	P99        float64 `json:"p99_ms"`
+	Errors     int64   `json:"errors"`
+	// Saturated says the proxy used at least 90% of its core: the rate is its limit, not the
+	// load generator's.
+	Saturated bool `json:"saturated"`
 }
 
 // Result is a whole benchmark.
@@ -147,6 +222,14 @@ type Result struct {
 	IdleMem procstat.Memory `json:"proxy_idle_memory"`
 	Pairs   []Pair          `json:"pairs"`
 	Summary []Summary       `json:"summary"`
+	// HAProxyVersion is `haproxy -v`'s first line.
+	HAProxyVersion string `json:"haproxy_version,omitempty"`
+	// ProxyCPU and BenchCPUs say where the processes ran (ProxyCPU -1: not pinned).
+	ProxyCPU  int   `json:"proxy_cpu"`
+	BenchCPUs []int `json:"bench_cpus,omitempty"`
+	// OneCore are the closed-loop runs, OneCoreSummary their medians per mode.
+	OneCore        []OneCore        `json:"one_core,omitempty"`
+	OneCoreSummary []OneCoreSummary `json:"one_core_summary,omitempty"`
 	// Builds holds ProxyBin's figures at MemoryRate (first) and each variant's, each measured
 	// on a fresh process.
 	Builds []VariantResult `json:"builds"`
@@ -160,8 +243,8 @@ func (c Config) logf(format string, args ...any) {
 	}
 }
 
-// Run starts an echo upstream in this process and the proxy binary as a child process, then
-// measures every rate directly and through the proxy.
+// Run starts an echo upstream in this process and the proxy binary (and HAProxy) as child
+// processes, then measures every rate directly, through the proxy and through HAProxy.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -174,7 +257,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer os.RemoveAll(dir)
 		cfg.Dir = dir
 	}
-	res := &Result{Header: benchkit.Start(cfg.Command), Config: cfg}
+	pn, err := pin(cfg.Pin)
+	if err != nil {
+		return nil, err
+	}
+	defer pn.undo()
+	res := &Result{Header: benchkit.Start(cfg.Command), Config: cfg, ProxyCPU: pn.proxyCPU, BenchCPUs: pn.benchCPUs}
+	if pn.proxyCPU >= 0 {
+		cfg.logf("proxy under test on CPU %d, load generator and upstream on CPU(s) %v", pn.proxyCPU, pn.benchCPUs)
+	}
+	if cfg.HAProxyBin == "" {
+		cfg.logf("HAProxy not measured: %s", cfg.HAProxyMissing)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -184,27 +278,27 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer stopUpstream()
 	direct := newTarget("http://"+upstream+"/", "", cfg)
-	defer direct.client.CloseIdleConnections()
+	defer direct.close()
 	if err := direct.Do(ctx); err != nil {
 		return nil, fmt.Errorf("first request to the upstream: %w", err)
 	}
 	for rep := range cfg.Repeats {
 		// A fresh proxy per repeat: a run the machine could not sustain leaves a process with
 		// more memory and a bigger heap to scan, which would weigh on the next repeat.
-		pairs, err := runRepeat(ctx, cfg, res, rep, upstream, direct)
-		res.Pairs = append(res.Pairs, pairs...)
+		err := runRepeat(ctx, cfg, pn, res, rep, upstream, direct)
 		if err != nil {
 			return res, err
 		}
 	}
 	res.Summary = summarize(cfg, res.Pairs)
+	res.OneCoreSummary = summarizeOneCore(res.OneCore)
 
 	// Memory is measured on fresh processes: after a run the proxy keeps some of the memory its
 	// busiest moment needed (the runtime returns it gradually), which would charge the lower
 	// rates' figures with the highest rate's peak.
 	builds := append([]Variant{{Name: "this build", Bin: cfg.ProxyBin}}, cfg.Variants...)
 	for _, v := range builds {
-		vr := measureVariant(ctx, cfg, v, upstream)
+		vr := measureVariant(ctx, cfg, pn, v, upstream)
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
@@ -217,65 +311,131 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// runRepeat starts the proxy and runs every rate directly and through it.
-func runRepeat(ctx context.Context, cfg Config, res *Result, rep int, upstream string, direct *target) ([]Pair, error) {
-	px, err := startProxy(ctx, cfg, cfg.ProxyBin, upstream)
+// The modes of a run: straight to the upstream, through the proxy, through HAProxy.
+const (
+	modeDirect  = "direct"
+	modeProxy   = "continuum-proxy"
+	modeHAProxy = "haproxy"
+)
+
+// runRepeat starts the proxy (and HAProxy) and runs every rate directly and through each.
+func runRepeat(ctx context.Context, cfg Config, pn *pinning, res *Result, rep int, upstream string, direct *target) error {
+	px, err := startProxy(ctx, cfg, pn, cfg.ProxyBin, upstream)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer px.stop()
 	res.Version = px.version
 	proxied := newTarget(px.url, "echo", cfg)
-	defer proxied.client.CloseIdleConnections()
+	defer proxied.close()
 	// The proxy's first request for a service probes its instances.
 	if err := proxied.Do(ctx); err != nil {
-		return nil, fmt.Errorf("first request through the proxy: %w (proxy log: %s)", err, px.logTail())
+		return fmt.Errorf("first request through the proxy: %w (proxy log: %s)", err, px.logTail())
 	}
 	if rep == 0 {
 		if res.IdleMem, err = procstat.ReadMemory(px.pid()); err != nil {
-			return nil, err
+			return err
 		}
 		cfg.logf("proxy %s pid %d idle: VmRSS %s, anon %s", px.version, px.pid(), benchkit.MiB(res.IdleMem.VmRSS), benchkit.MiB(res.IdleMem.RssAnon))
 	}
-	var pairs []Pair
+	modes := []string{modeDirect, modeProxy}
+	var hap *target
+	var hpid int
+	if cfg.HAProxyBin != "" {
+		hp, err := startHAProxy(ctx, cfg, pn, upstream)
+		if err != nil {
+			return err
+		}
+		defer hp.stop()
+		res.HAProxyVersion, hpid = hp.version, hp.pid()
+		hap = newTarget(hp.url, "echo", cfg)
+		defer hap.close()
+		if err := hap.Do(ctx); err != nil {
+			return fmt.Errorf("first request through HAProxy: %w (log: %s)", err, hp.logTail())
+		}
+		modes = append(modes, modeHAProxy)
+	}
 	for _, rate := range cfg.Rates {
 		p := Pair{Rate: rate, Repeat: rep + 1}
-		order := benchkit.Order(rep, 2) // 0 direct, 1 through the proxy
-		for _, i := range order {
-			viaProxy := i == 1
-			if viaProxy {
-				lat, cpu, mem, err := measureProxied(ctx, cfg, rate, proxied, px.pid())
+		for _, i := range benchkit.Order(rep, len(modes)) {
+			switch modes[i] {
+			case modeProxy:
+				lat, cpu, mem, err := measureProxied(ctx, cfg, loadAt(cfg, rate), proxied, px.pid())
 				if err != nil {
-					return pairs, err
+					return err
 				}
 				p.Proxied, p.ProxyCPU, p.ProxyMem = lat, cpu, mem
-			} else {
-				lat, err := runLoad(ctx, cfg, rate, direct)
+			case modeHAProxy:
+				lat, cpu, mem, err := measureProxied(ctx, cfg, loadAt(cfg, rate), hap, hpid)
 				if err != nil {
-					return pairs, err
+					return err
+				}
+				p.HAProxy, p.HAProxyCPU, p.HAProxyMem = &lat, cpu, mem
+			default:
+				lat, err := runLoad(ctx, loadAt(cfg, rate), direct)
+				if err != nil {
+					return err
 				}
 				p.Direct = lat
 			}
 		}
-		cfg.logf("repeat %d, %5.0f req/s: direct p50 %.3f p99 %.3f ms | proxy p50 %.3f p99 %.3f ms | proxy CPU %.3f cores, VmRSS %s (anon %s) | errors %d/%d",
-			p.Repeat, rate, p.Direct.P50, p.Direct.P99, p.Proxied.P50, p.Proxied.P99, p.ProxyCPU,
-			benchkit.MiB(p.ProxyMem.VmRSS), benchkit.MiB(p.ProxyMem.RssAnon), p.Direct.Errors, p.Proxied.Errors)
-		pairs = append(pairs, p)
+		line := fmt.Sprintf("repeat %d, %5.0f req/s: direct p50 %.3f p99 %.3f ms (%.0f req/s) | proxy p50 %.3f p99 %.3f ms (%.0f req/s), CPU %.3f cores, VmRSS %s (anon %s)",
+			p.Repeat, rate, p.Direct.P50, p.Direct.P99, p.Direct.ThroughputRPS, p.Proxied.P50, p.Proxied.P99, p.Proxied.ThroughputRPS, p.ProxyCPU,
+			benchkit.MiB(p.ProxyMem.VmRSS), benchkit.MiB(p.ProxyMem.RssAnon))
+		if p.HAProxy != nil {
+			line += fmt.Sprintf(" | haproxy p50 %.3f p99 %.3f ms (%.0f req/s), CPU %.3f cores, anon %s",
+				p.HAProxy.P50, p.HAProxy.P99, p.HAProxy.ThroughputRPS, p.HAProxyCPU, benchkit.MiB(p.HAProxyMem.RssAnon))
+		}
+		cfg.logf("%s", line)
+		res.Pairs = append(res.Pairs, p)
 	}
-	return pairs, nil
+	if cfg.OneCoreClients == 0 {
+		return nil
+	}
+	// Throughput on one core: closed loop, as fast as the clients go.
+	lc := loadgen.DefaultConfig()
+	lc.Rate, lc.Clients, lc.Duration, lc.Warmup, lc.Timeout = 0, cfg.OneCoreClients, cfg.Step, cfg.Warmup, cfg.Timeout
+	for _, i := range benchkit.Order(rep, len(modes)) {
+		oc := OneCore{Repeat: rep + 1, Mode: modes[i]}
+		var err error
+		switch modes[i] {
+		case modeProxy:
+			oc.Lat, oc.CPU, _, err = measureProxied(ctx, cfg, lc, proxied, px.pid())
+		case modeHAProxy:
+			oc.Lat, oc.CPU, _, err = measureProxied(ctx, cfg, lc, hap, hpid)
+		default:
+			oc.Lat, err = runLoad(ctx, lc, direct)
+		}
+		if err != nil {
+			return err
+		}
+		cfg.logf("repeat %d, one core, %d clients, %s: %.0f req/s, p99 %.3f ms, CPU %.3f cores, errors %d",
+			oc.Repeat, cfg.OneCoreClients, oc.Mode, oc.Lat.ThroughputRPS, oc.Lat.P99, oc.CPU, oc.Lat.Errors)
+		res.OneCore = append(res.OneCore, oc)
+	}
+	return nil
+}
+
+// loadAt is the open-loop load of one run at rate.
+func loadAt(cfg Config, rate float64) loadgen.Config {
+	lc := loadgen.DefaultConfig()
+	lc.Rate, lc.Duration, lc.Warmup, lc.Timeout = rate, cfg.Step, cfg.Warmup, cfg.Timeout
+	// As many outstanding requests as each proxy admits (more are counted as errors).
+	lc.MaxInflight = benchMaxConcurrent
+	return lc
 }
 
 // measureVariant starts another build of the proxy and measures it at MemoryRate.
-func measureVariant(ctx context.Context, cfg Config, v Variant, upstream string) VariantResult {
+func measureVariant(ctx context.Context, cfg Config, pn *pinning, v Variant, upstream string) VariantResult {
 	vr := VariantResult{Name: v.Name, Bin: v.Bin, Size: fileSize(v.Bin)}
-	px, err := startProxy(ctx, cfg, v.Bin, upstream)
+	px, err := startProxy(ctx, cfg, pn, v.Bin, upstream)
 	if err != nil {
 		vr.Error = err.Error()
 		return vr
 	}
 	defer px.stop()
 	t := newTarget(px.url, "echo", cfg)
-	defer t.client.CloseIdleConnections()
+	defer t.close()
 	if err := t.Do(ctx); err != nil {
 		vr.Error = err.Error()
 		return vr
@@ -284,7 +444,7 @@ func measureVariant(ctx context.Context, cfg Config, v Variant, upstream string)
 		vr.Error = err.Error()
 		return vr
 	}
-	lat, cpu, mem, err := measureProxied(ctx, cfg, cfg.MemoryRate, t, px.pid())
+	lat, cpu, mem, err := measureProxied(ctx, cfg, loadAt(cfg, cfg.MemoryRate), t, px.pid())
 	if err != nil {
 		vr.Error = err.Error()
 		return vr
@@ -302,7 +462,7 @@ func fileSize(path string) int64 {
 }
 
 // measureProxied runs the load through the proxy while sampling its CPU time and memory.
-func measureProxied(ctx context.Context, cfg Config, rate float64, t *target, pid int) (Latency, float64, procstat.Memory, error) {
+func measureProxied(ctx context.Context, cfg Config, lc loadgen.Config, t *target, pid int) (Latency, float64, procstat.Memory, error) {
 	cpu0, err := procstat.CPUSeconds(pid, false)
 	if err != nil {
 		return Latency{}, 0, procstat.Memory{}, fmt.Errorf("proxy process: %w", err)
@@ -326,7 +486,7 @@ func measureProxied(ctx context.Context, cfg Config, rate float64, t *target, pi
 			}
 		}
 	}()
-	lat, err := runLoad(ctx, cfg, rate, t)
+	lat, err := runLoad(ctx, lc, t)
 	close(stop)
 	mem := <-memc
 	if err != nil {
@@ -339,9 +499,7 @@ func measureProxied(ctx context.Context, cfg Config, rate float64, t *target, pi
 	return lat, (cpu1 - cpu0) / time.Since(t0).Seconds(), mem, nil
 }
 
-func runLoad(ctx context.Context, cfg Config, rate float64, t *target) (Latency, error) {
-	lc := loadgen.DefaultConfig()
-	lc.Rate, lc.Duration, lc.Warmup, lc.Timeout = rate, cfg.Step, cfg.Warmup, cfg.Timeout
+func runLoad(ctx context.Context, lc loadgen.Config, t *target) (Latency, error) {
 	s, err := loadgen.RunOne(ctx, lc, t)
 	if err != nil {
 		return Latency{}, err
@@ -374,9 +532,100 @@ func summarize(cfg Config, pairs []Pair) []Summary {
 		s.MedianDiffP50, s.MedianDiffP99 = round3(s.ProxiedP50-s.DirectP50), round3(s.ProxiedP99-s.DirectP99)
 		s.RatioP50, s.RatioP99 = round3(ratio(s.ProxiedP50, s.DirectP50)), round3(ratio(s.ProxiedP99, s.DirectP99))
 		s.CPUPer1000RPS = round3(med(func(p Pair) float64 { return p.ProxyCPU / (rate / 1000) }))
-		s.ProxyMem = procstat.Memory{VmRSS: int64(med(func(p Pair) float64 { return float64(p.ProxyMem.VmRSS) })),
-			RssAnon: int64(med(func(p Pair) float64 { return float64(p.ProxyMem.RssAnon) })),
-			RssFile: int64(med(func(p Pair) float64 { return float64(p.ProxyMem.RssFile) }))}
+		s.ProxyMem = medMemory(at, func(p Pair) procstat.Memory { return p.ProxyMem })
+		s.DirectRPS = round3(med(func(p Pair) float64 { return p.Direct.ThroughputRPS }))
+		s.ProxiedRPS = round3(med(func(p Pair) float64 { return p.Proxied.ThroughputRPS }))
+		var short []string
+		if s.DirectRPS < 0.95*rate {
+			short = append(short, fmt.Sprintf("direct %.0f req/s", s.DirectRPS))
+		} else if s.DirectP99 > SaturatedDirectP99Ms {
+			short = append(short, fmt.Sprintf("direct p99 %.1f ms (the load generator and upstream fell behind their schedule: latencies at this rate are theirs, not the proxies')", s.DirectP99))
+		}
+		if s.ProxiedRPS < 0.95*rate {
+			short = append(short, fmt.Sprintf("through the proxy %.0f req/s", s.ProxiedRPS))
+		}
+		var withHAP []Pair
+		for _, p := range at {
+			if p.HAProxy != nil {
+				withHAP = append(withHAP, p)
+			}
+		}
+		if len(withHAP) > 0 {
+			hmed := func(f func(Pair) float64) float64 {
+				return benchkit.Median(benchkit.Values(withHAP, func(p Pair) (float64, bool) { return f(p), true }))
+			}
+			s.HAProxy = true
+			s.HAProxyP50, s.HAProxyP99 = hmed(func(p Pair) float64 { return p.HAProxy.P50 }), hmed(func(p Pair) float64 { return p.HAProxy.P99 })
+			s.HAProxyAddedP50 = round3(hmed(func(p Pair) float64 { return p.HAProxy.P50 - p.Direct.P50 }))
+			s.HAProxyAddedP99 = round3(hmed(func(p Pair) float64 { return p.HAProxy.P99 - p.Direct.P99 }))
+			s.HAProxyCPUPer1000RPS = round3(hmed(func(p Pair) float64 { return p.HAProxyCPU / (rate / 1000) }))
+			s.HAProxyMem = medMemory(withHAP, func(p Pair) procstat.Memory { return p.HAProxyMem })
+			s.HAProxyRPS = round3(hmed(func(p Pair) float64 { return p.HAProxy.ThroughputRPS }))
+			if s.HAProxyRPS < 0.95*rate {
+				short = append(short, fmt.Sprintf("through HAProxy %.0f req/s", s.HAProxyRPS))
+			}
+			// CPU per request is compared on the repeats where both proxies sustained the rate:
+			// a run that collapsed (the load generator fell behind) says nothing about it.
+			var both []Pair
+			for _, p := range withHAP {
+				if p.Proxied.ThroughputRPS >= 0.95*rate && p.HAProxy.ThroughputRPS >= 0.95*rate {
+					both = append(both, p)
+				}
+			}
+			if len(both) > 0 && len(both) < len(withHAP) {
+				bmed := func(f func(Pair) float64) float64 {
+					return benchkit.Median(benchkit.Values(both, func(p Pair) (float64, bool) { return f(p), true }))
+				}
+				s.CPUPer1000RPS = round3(bmed(func(p Pair) float64 { return p.ProxyCPU / (rate / 1000) }))
+				s.HAProxyCPUPer1000RPS = round3(bmed(func(p Pair) float64 { return p.HAProxyCPU / (rate / 1000) }))
+				s.CPUFrom = fmt.Sprintf("%d of %d repeats (those where both sustained the rate)", len(both), len(withHAP))
+				withHAP = both
+			}
+			// Per request, from the unrounded medians: the CPU per achieved request.
+			ours := hmed(func(p Pair) float64 { return p.ProxyCPU / max(p.Proxied.ThroughputRPS, 1) })
+			theirs := hmed(func(p Pair) float64 { return p.HAProxyCPU / max(p.HAProxy.ThroughputRPS, 1) })
+			s.CPURatio = round3(ratio(ours, theirs))
+		}
+		s.Short = strings.Join(short, ", ")
+		out = append(out, s)
+	}
+	return out
+}
+
+func medMemory(ps []Pair, f func(Pair) procstat.Memory) procstat.Memory {
+	m := func(g func(procstat.Memory) int64) int64 {
+		return int64(benchkit.Median(benchkit.Values(ps, func(p Pair) (float64, bool) { return float64(g(f(p))), true })))
+	}
+	return procstat.Memory{VmRSS: m(func(x procstat.Memory) int64 { return x.VmRSS }),
+		RssAnon: m(func(x procstat.Memory) int64 { return x.RssAnon }),
+		RssFile: m(func(x procstat.Memory) int64 { return x.RssFile })}
+}
+
+// summarizeOneCore takes each mode's medians over the repeats.
+func summarizeOneCore(runs []OneCore) []OneCoreSummary {
+	var out []OneCoreSummary
+	for _, mode := range []string{modeDirect, modeProxy, modeHAProxy} {
+		var at []OneCore
+		for _, r := range runs {
+			if r.Mode == mode {
+				at = append(at, r)
+			}
+		}
+		if len(at) == 0 {
+			continue
+		}
+		med := func(f func(OneCore) float64) float64 {
+			return benchkit.Median(benchkit.Values(at, func(r OneCore) (float64, bool) { return f(r), true }))
+		}
+		s := OneCoreSummary{Mode: mode, RPS: round3(med(func(r OneCore) float64 { return r.Lat.ThroughputRPS })),
+			CPU: round3(med(func(r OneCore) float64 { return r.CPU })), P99: med(func(r OneCore) float64 { return r.Lat.P99 })}
+		for _, r := range at {
+			s.Errors += r.Lat.Errors
+		}
+		if mode != modeDirect {
+			s.RPSPerCore = round3(med(func(r OneCore) float64 { return ratio(r.Lat.ThroughputRPS, r.CPU) }))
+			s.Saturated = s.CPU >= 0.9
+		}
 		out = append(out, s)
 	}
 	return out

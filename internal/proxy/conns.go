@@ -1,0 +1,348 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The proxy speaks HTTP/1.1 to instances itself instead of through net/http's Transport and
+// httputil.ReverseProxy. Profiles of the proxy at 1k req/s (docs/proxy.md) showed the
+// Transport's two goroutines per connection (a request crosses three goroutines and two
+// channels each way), its per-request clones of the request and its headers, httptrace hooks
+// and context values as a large share of the CPU per request. Here a request is written and
+// its answer read by the goroutine serving the client, on a connection taken from a pool of
+// keep-alive connections per instance.
+//
+// What it keeps of the Transport's behaviour: hop-by-hop headers are not forwarded (nor the
+// headers the Connection header names); bodies of known length are sent with Content-Length,
+// others chunked; responses are read with net/http's parser (chunked, Content-Length or
+// until close; HEAD; 1xx interim answers skipped); a connection goes back to the pool only
+// after its response body was read to the end and the instance did not ask to close it;
+// Upgrade requests (WebSocket) get the 101 and the two connections spliced. A request on a
+// pooled connection that fails before any byte of the answer arrived may have met a
+// connection the instance had just closed; it is sent again on a fresh connection when that
+// is safe (no body, idempotent method), as the Transport does. Expect: 100-continue is
+// answered by the proxy's server when the body is first read, and not forwarded.
+
+// upConn is one keep-alive connection to an instance.
+type upConn struct {
+	c    net.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	addr string
+	// idleSince is when it went back to the pool.
+	idleSince time.Time
+	// reused: it carried a request before this one.
+	reused bool
+	// slow is the connection's in-flight timer (qos with a latency limit, observeSlow),
+	// made once and re-armed per request rather than a timer per request.
+	slow slowTimer
+}
+
+// slowTimer reports an exchange that has waited longer than the latency limit (observeSlow).
+// The exchange arms it when it has its connection and disarms it when the answer's headers
+// arrive; disarm says whether it fired, i.e. whether the wait was already recorded.
+type slowTimer struct {
+	t  *time.Timer
+	mu sync.Mutex
+	// armed: an exchange is waiting; fired: the timer reported it.
+	armed, fired bool
+	s            *service
+	in           *instance
+	epoch        uint64
+	since        time.Time
+	limit        time.Duration
+}
+
+func (st *slowTimer) arm(s *service, in *instance, epoch uint64, since time.Time, limit time.Duration) {
+	st.mu.Lock()
+	st.armed, st.fired, st.s, st.in, st.epoch, st.since, st.limit = true, false, s, in, epoch, since, limit
+	st.mu.Unlock()
+	if st.t == nil {
+		st.t = time.AfterFunc(limit, st.fire)
+	} else {
+		st.t.Reset(limit)
+	}
+}
+
+func (st *slowTimer) fire() {
+	st.mu.Lock()
+	if !st.armed || time.Since(st.since) < st.limit {
+		// The answer came first; or this is a late run of the previous exchange's timer,
+		// the connection having been re-armed for the next one meanwhile.
+		st.mu.Unlock()
+		return
+	}
+	st.armed, st.fired = false, true
+	s, in, epoch, since := st.s, st.in, st.epoch, st.since
+	st.mu.Unlock()
+	s.observeSlow(in, epoch, time.Since(since))
+}
+
+// disarm stops the timer and reports whether it fired for this exchange.
+func (st *slowTimer) disarm() bool {
+	if st.t == nil {
+		return false
+	}
+	st.t.Stop()
+	st.mu.Lock()
+	fired := st.fired
+	st.armed, st.fired, st.s, st.in = false, false, nil, nil
+	st.mu.Unlock()
+	return fired
+}
+
+// connPool keeps idle connections per instance address, newest last.
+type connPool struct {
+	dial    dialFunc
+	mu      sync.Mutex
+	idle    map[string][]*upConn
+	closed  bool
+	maxIdle int
+	maxAge  time.Duration
+}
+
+// Idle connections kept per instance, and for how long.
+const (
+	maxIdlePerInstance = 256
+	idleConnTimeout    = 90 * time.Second
+	// peekAfterIdle: a connection idle longer than this is checked (a non-blocking peek)
+	// before it is used; servers close idle connections after seconds, not milliseconds.
+	peekAfterIdle = time.Second
+)
+
+func newConnPool(dial dialFunc) *connPool {
+	return &connPool{dial: dial, idle: map[string][]*upConn{}, maxIdle: maxIdlePerInstance, maxAge: idleConnTimeout}
+}
+
+// get returns an idle connection to addr, or dials one. With check, or when the connection
+// has been idle for a while, it is first peeked at (a non-blocking read): a request that
+// cannot simply be sent again (a body, a non-idempotent method) must not meet a connection
+// the instance has closed. Without check, such a failure is retried on a fresh connection
+// (attempt), which saves the peek's system call on every request.
+func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, error) {
+	now := time.Now()
+	for {
+		p.mu.Lock()
+		list := p.idle[addr]
+		var uc *upConn
+		if n := len(list); n > 0 {
+			uc = list[n-1]
+			list[n-1] = nil
+			p.idle[addr] = list[:n-1]
+		}
+		p.mu.Unlock()
+		if uc == nil {
+			break
+		}
+		idle := now.Sub(uc.idleSince)
+		if idle < p.maxAge && ((!check && idle < peekAfterIdle) || connUsable(uc.c)) {
+			uc.reused = true
+			return uc, nil
+		}
+		uc.c.Close()
+	}
+	c, err := p.dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c = rawTCP(c)
+	return &upConn{c: c, br: bufio.NewReaderSize(c, 4<<10), bw: bufio.NewWriterSize(c, 4<<10), addr: addr}, nil
+}
+
+// put returns a connection whose exchange completed cleanly.
+func (p *connPool) put(uc *upConn) {
+	uc.idleSince = time.Now()
+	p.mu.Lock()
+	if p.closed || len(p.idle[uc.addr]) >= p.maxIdle {
+		p.mu.Unlock()
+		uc.c.Close()
+		return
+	}
+	p.idle[uc.addr] = append(p.idle[uc.addr], uc)
+	p.mu.Unlock()
+}
+
+// CloseIdleConnections closes the pooled connections.
+func (p *connPool) CloseIdleConnections() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = map[string][]*upConn{}
+	p.mu.Unlock()
+	for _, list := range idle {
+		for _, uc := range list {
+			uc.c.Close()
+		}
+	}
+}
+
+// close closes the idle connections and keeps no more.
+func (p *connPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.CloseIdleConnections()
+}
+
+// forget closes the idle connections to addr (an instance discovery no longer reports).
+func (p *connPool) forget(addr string) {
+	p.mu.Lock()
+	list := p.idle[addr]
+	delete(p.idle, addr)
+	p.mu.Unlock()
+	for _, uc := range list {
+		uc.c.Close()
+	}
+}
+
+// hopHeader reports the hop-by-hop headers (RFC 9110 7.6.1) that a proxy does not forward.
+func hopHeader(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
+
+// connectionListed reports whether the Connection header values name k (case-insensitively).
+func connectionListed(conn []string, k string) bool {
+	for _, v := range conn {
+		for v != "" {
+			var f string
+			f, v, _ = strings.Cut(v, ",")
+			if strings.EqualFold(strings.TrimSpace(f), k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// upgradeType is the protocol an Upgrade request asks for ("" if it is not one).
+func upgradeType(h http.Header) string {
+	if !connectionListed(h["Connection"], "upgrade") {
+		return ""
+	}
+	return h.Get("Upgrade")
+}
+
+// writeRequest writes r's head (and body) to uc as the proxy forwards it: hop-by-hop headers
+// dropped, X-Forwarded-For appended to, X-Forwarded-Host and -Proto set, the body framed by
+// its length or chunked.
+func writeRequest(uc *upConn, r *http.Request, instHost, upgrade string, buf []byte) error {
+	bw := uc.bw
+	// The origin form (path and query) even when the client sent the absolute form, as the
+	// Transport sent it.
+	bw.WriteString(r.Method)
+	bw.WriteByte(' ')
+	bw.WriteString(r.URL.RequestURI())
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	host := r.Host
+	if host == "" {
+		host = instHost // an HTTP/1.0 client that named the service by header only
+	}
+	bw.WriteString(host)
+	bw.WriteString("\r\n")
+	conn := r.Header["Connection"]
+	var xff []string
+	for k, vv := range r.Header {
+		switch k {
+		case "X-Forwarded-For":
+			xff = vv
+			continue
+		case "Forwarded", "X-Forwarded-Host", "X-Forwarded-Proto", "Expect", "Content-Length", "Host":
+			continue
+		case "Te":
+			// "TE: trailers" is the one value that passes (gRPC needs it).
+			if connectionListed(vv, "trailers") {
+				bw.WriteString("Te: trailers\r\n")
+			}
+			continue
+		}
+		if hopHeader(k) || (len(conn) > 0 && connectionListed(conn, k)) {
+			continue
+		}
+		for _, v := range vv {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			bw.WriteString(v)
+			bw.WriteString("\r\n")
+		}
+	}
+	bw.WriteString("X-Forwarded-For: ")
+	for _, v := range xff {
+		bw.WriteString(v)
+		bw.WriteString(", ")
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	bw.WriteString(host)
+	bw.WriteString("\r\nX-Forwarded-Host: ")
+	bw.WriteString(r.Host)
+	if r.TLS != nil {
+		bw.WriteString("\r\nX-Forwarded-Proto: https\r\n")
+	} else {
+		bw.WriteString("\r\nX-Forwarded-Proto: http\r\n")
+	}
+	if upgrade != "" {
+		bw.WriteString("Connection: Upgrade\r\nUpgrade: ")
+		bw.WriteString(upgrade)
+		bw.WriteString("\r\n")
+	}
+	hasBody := r.Body != nil && r.Body != http.NoBody
+	switch {
+	case hasBody && r.ContentLength > 0:
+		bw.WriteString("Content-Length: ")
+		bw.WriteString(strconv.FormatInt(r.ContentLength, 10))
+		bw.WriteString("\r\n\r\n")
+		if _, err := io.CopyBuffer(bw, io.LimitReader(r.Body, r.ContentLength), buf); err != nil {
+			return err
+		}
+	case hasBody && r.ContentLength < 0:
+		bw.WriteString("Transfer-Encoding: chunked\r\n\r\n")
+		cw := httputil.NewChunkedWriter(bw)
+		if _, err := io.CopyBuffer(cw, r.Body, buf); err != nil {
+			return err
+		}
+		cw.Close()
+		bw.WriteString("\r\n")
+	default:
+		if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+			bw.WriteString("Content-Length: 0\r\n")
+		}
+		bw.WriteString("\r\n")
+	}
+	return bw.Flush()
+}
+
+// errNoAnswer: the instance closed the connection before any byte of an answer.
+var errNoAnswer = errors.New("connection closed before an answer")
+
+// readResponse reads the instance's answer headers, skipping 1xx interim answers but 101.
+func readResponse(uc *upConn, r *http.Request) (*http.Response, error) {
+	for {
+		resp, err := http.ReadResponse(uc.br, r)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, errNoAnswer
+			}
+			return nil, err
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, nil
+		}
+		resp.Body.Close()
+	}
+}
