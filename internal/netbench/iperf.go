@@ -132,19 +132,13 @@ func startIperfServer(ctx context.Context, tb *testbed.Testbed, node, client, ta
 // runIperf runs an iperf3 client in node with args (plus -J) and parses its report.
 func runIperf(ctx context.Context, tb *testbed.Testbed, node, name string, args []string) (*IperfResult, error) {
 	var stdout bytes.Buffer
-	p, err := tb.Start(testbed.ProcSpec{Name: name, Node: node, Args: append([]string{"iperf3", "-J"}, args...), Stdout: &stdout})
+	st, err := runToEnd(ctx, tb, testbed.ProcSpec{Name: name, Node: node, Args: append([]string{"iperf3", "-J"}, args...), Stdout: &stdout})
 	if err != nil {
 		return nil, err
 	}
-	defer tb.Remove(name, time.Second)
-	select {
-	case <-p.Done():
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 	r, err := ParseIperf(stdout.Bytes())
 	if err != nil {
-		if st := p.Status(); st.ExitCode != 0 && !errors.Is(err, errIperfConnect) {
+		if st.ExitCode != 0 && !errors.Is(err, errIperfConnect) {
 			return nil, fmt.Errorf("iperf3 exited %d %s: %w", st.ExitCode, st.Signal, err)
 		}
 		return nil, err

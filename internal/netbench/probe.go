@@ -239,17 +239,11 @@ func runProbe(ctx context.Context, tb *testbed.Testbed, bin, name string, cfg Pr
 	if cfg.Linger > 0 {
 		args = append(args, "--linger", cfg.Linger.String())
 	}
-	p, err := tb.Start(testbed.ProcSpec{Name: name, Node: "a", Args: args, Stdout: &stdout})
+	st, err := runToEnd(ctx, tb, testbed.ProcSpec{Name: name, Node: "a", Args: args, Stdout: &stdout})
 	if err != nil {
 		return nil, err
 	}
-	defer tb.Remove(name, time.Second)
-	select {
-	case <-p.Done():
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if st := p.Status(); st.ExitCode != 0 {
+	if st.ExitCode != 0 {
 		return nil, fmt.Errorf("probe exited %d %s", st.ExitCode, st.Signal)
 	}
 	var r ProbeResult
@@ -257,6 +251,21 @@ func runProbe(ctx context.Context, tb *testbed.Testbed, bin, name string, cfg Pr
 		return nil, fmt.Errorf("probe output %q: %w", stdout.String(), err)
 	}
 	return &r, nil
+}
+
+// runToEnd runs spec in the testbed until it exits (or ctx ends) and returns how it exited.
+func runToEnd(ctx context.Context, tb *testbed.Testbed, spec testbed.ProcSpec) (testbed.ProcStatus, error) {
+	p, err := tb.Start(spec)
+	if err != nil {
+		return testbed.ProcStatus{}, err
+	}
+	defer tb.Remove(spec.Name, time.Second)
+	select {
+	case <-p.Done():
+		return p.Status(), nil
+	case <-ctx.Done():
+		return testbed.ProcStatus{}, ctx.Err()
+	}
 }
 
 // String renders a one-line summary.

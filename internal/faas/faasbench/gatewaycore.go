@@ -3,7 +3,6 @@ package faasbench
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/procstat"
 )
 
@@ -122,27 +122,9 @@ func pinSelf() (other int, unpin func(), err error) {
 	}
 	var mine unix.CPUSet
 	mine.Set(cpus[0])
-	if err := setThreads(&mine); err != nil {
-		_ = setThreads(&orig)
+	if err := benchkit.SetProcessAffinity(&mine); err != nil {
+		_ = benchkit.SetProcessAffinity(&orig)
 		return -1, func() {}, err
 	}
-	return cpus[1], func() { _ = setThreads(&orig) }, nil
-}
-
-// setThreads sets the affinity of every thread of this process.
-func setThreads(set *unix.CPUSet) error {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return err
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
-			continue
-		}
-		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("set the CPU affinity of thread %d: %w", tid, err)
-		}
-	}
-	return nil
+	return cpus[1], func() { _ = benchkit.SetProcessAffinity(&orig) }, nil
 }

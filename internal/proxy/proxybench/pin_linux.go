@@ -3,11 +3,11 @@ package proxybench
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/continuum-project/continuum/internal/benchkit"
 )
 
 // pin pins this process's threads off the last CPU it may use and returns the pinning; with
@@ -37,30 +37,11 @@ func pin(on bool) (*pinning, error) {
 	for _, c := range cpus[:len(cpus)-1] {
 		mine.Set(c)
 	}
-	if err := setThreads(&mine); err != nil {
-		_ = setThreads(&orig)
+	if err := benchkit.SetProcessAffinity(&mine); err != nil {
+		_ = benchkit.SetProcessAffinity(&orig)
 		return nil, err
 	}
 	p.proxyCPU, p.benchCPUs = cpus[len(cpus)-1], cpus[:len(cpus)-1]
-	p.undo = func() { _ = setThreads(&orig) }
+	p.undo = func() { _ = benchkit.SetProcessAffinity(&orig) }
 	return p, nil
-}
-
-// setThreads sets the affinity of every thread of this process; threads started later inherit
-// their creator's.
-func setThreads(set *unix.CPUSet) error {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return err
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
-			continue
-		}
-		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("set the CPU affinity of thread %d: %w", tid, err)
-		}
-	}
-	return nil
 }
