@@ -349,7 +349,7 @@ func (f *Fabric) readLoop(i int) {
 		// one packet), wait a little before reading again, so one wake-up takes many packets
 		// instead of the reader preempting the sender for each. It costs no accuracy while every
 		// link from this node is much longer than the wait, because packets are scheduled from
-		// their send stamps; f.coalesce[i] is 0 where that does not hold.
+		// their send stamps; f.coalesce(i) is 0 where that does not hold.
 		if w := f.coalesce(i); k > 1 && k < Batch && w > 0 {
 			ts := unix.NsecToTimespec(w)
 			_ = unix.Nanosleep(&ts, nil)
