@@ -167,6 +167,8 @@ func TestRESTRulesFromTheFirebaseDocs(t *testing.T) {
 		{"GET", "/users/ada.json?" + ada, "", 200, `{"age":36,"name":"Ada"}`},
 		{"GET", "/users/ada/name.json?" + ada, "", 200, `"Ada"`}, // cascades
 		{"GET", "/users/ada.json?" + bob, "", 401, denied},
+		{"GET", "/users/ada.json?shallow=true&" + ada, "", 200, `{"age":true,"name":true}`},
+		{"GET", "/users/ada.json?shallow=true&" + bob, "", 401, denied},
 		{"GET", "/users/ada.json", "", 401, denied},
 		{"PUT", "/users/ada/name.json?" + bob, `"Bob"`, 401, denied},
 		// A query is allowed only where a read of its location is: rules are not filters.

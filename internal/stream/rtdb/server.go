@@ -310,19 +310,21 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		if ifMatch != nil {
 			return badRequest("if-match is only supported on PUT and DELETE")
 		}
-		t, err := s.st.get(ctx, ns, path)
-		if err != nil {
-			return err
-		}
 		qu, err := parseQuery(q)
 		if err != nil {
 			return badRequest("%s", err.Error())
 		}
+		var t any
 		if q.Get("shallow") == "true" {
 			if print == "pretty" || qu != nil {
 				return badRequest("shallow cannot be combined with print=pretty or orderBy")
 			}
-			t = shallow(t)
+			t, err = s.st.shallow(ctx, ns, path)
+		} else {
+			t, err = s.st.get(ctx, ns, path)
+		}
+		if err != nil {
+			return err
 		}
 		if qu != nil {
 			t = qu.apply(t)

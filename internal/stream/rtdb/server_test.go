@@ -100,6 +100,8 @@ func TestRESTSemantics(t *testing.T) {
 		// PATCH updates the named children only; multi-path keys reach deeper.
 		{"PATCH", "/users.json", `{"ada/born":1815,"grace/name":"Grace"}`, 200, `{"ada/born":1815,"grace/name":"Grace"}`},
 		{"GET", "/users.json", "", 200, `{"ada":{"born":1815,"name":"Ada L."},"grace":{"name":"Grace"}}`},
+		{"GET", "/users.json?shallow=true", "", 200, `{"ada":true,"grace":true}`},
+		{"GET", "/users/nobody.json?shallow=true", "", 200, `null`},
 		// null in a PATCH deletes that child.
 		{"PATCH", "/users/ada.json", `{"born":null}`, 200, `{}`},
 		{"GET", "/users/ada.json", "", 200, `{"name":"Ada L."}`},

@@ -116,6 +116,40 @@ func (s *store) get(ctx context.Context, ns string, path []string) (any, error) 
 	return snap.trees[0], nil
 }
 
+// shallow returns the node at path with each child truncated to true (a primitive as itself), as
+// Firebase's shallow=true does. It reads the subtree's keys without their values, so listing the
+// children of a large node costs the keys, not the data under them.
+func (s *store) shallow(ctx context.Context, ns string, path []string) (any, error) {
+	k := s.key(ns, path)
+	ops := []clientv3.Op{clientv3.OpGet(k), clientv3.OpGet(k+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())}
+	if s.rules != nil {
+		ops = append(ops, clientv3.OpGet(s.rules.settingsKey(ns), clientv3.WithKeysOnly()))
+	}
+	resp, err := s.kv.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil, kvRefused(err)
+	}
+	if s.rules != nil {
+		snap := &snapshot{rev: resp.Header.Revision}
+		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+			snap.rulesRev = kvs[0].ModRevision
+		}
+		// No trees in snap: whatever the rules read is read at snap.rev.
+		if err := s.rules.checkReadPaths(ctx, s, ns, path, snap, nil); err != nil {
+			return nil, err
+		}
+	}
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		return leaf(kvs[0].Value), nil
+	}
+	var t any
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+		child, _, _ := strings.Cut(string(kv.Key[len(k)+1:]), "/")
+		insert(&t, []string{child}, leaf("true"))
+	}
+	return t, nil
+}
+
 // update is one path's new value (a normalized tree, server values unresolved).
 type update struct {
 	path []string

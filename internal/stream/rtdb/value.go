@@ -253,18 +253,6 @@ func output(t any) any {
 	return nil
 }
 
-// shallow truncates the children of an object to true.
-func shallow(t any) any {
-	if m, ok := t.(map[string]any); ok {
-		s := make(map[string]any, len(m))
-		for k := range m {
-			s[k] = leaf("true")
-		}
-		return s
-	}
-	return t
-}
-
 // encode writes t as JSON (keys sorted); pretty indents it.
 func encode(t any, pretty bool) []byte {
 	var b []byte
