@@ -249,10 +249,11 @@ type execution struct {
 	t0       time.Time       // set when the workloads start
 	fabric   *results.Fabric // the emulated network's figures, once the sampler has stopped
 
-	envs  map[string]kind.Env
-	procs map[string]platform.Instance
-	kinds map[string]*kind.Kind
-	cfgs  map[string]any
+	envs   map[string]kind.Env
+	graces map[string]time.Duration // components' own stop grace (kind.Command.StopGrace)
+	procs  map[string]platform.Instance
+	kinds  map[string]*kind.Kind
+	cfgs   map[string]any
 }
 
 func (ex *execution) env(inst Instance) kind.Env {
@@ -274,7 +275,7 @@ func instanceEnv(sc *Scenario, inst Instance, nodes map[string]string, runDir, b
 	}
 	return kind.Env{Instance: inst.Name, Node: inst.Node, Nodes: nodes, Components: comps,
 		OutDir: instanceDir(runDir, inst), Binary: binary, Platform: endpoint,
-		Seed: sc.Seed, Duration: sc.Duration.Duration, Warmup: sc.Warmup.Duration}
+		Seed: sc.Seed, Duration: sc.Duration.Duration, Warmup: sc.Warmup.Duration, ScenarioDir: filepath.Dir(sc.File)}
 }
 
 // instanceDir is an instance's output directory in a run: components/<name> or workloads/<name>.
@@ -302,30 +303,63 @@ func (ex *execution) start(ctx context.Context, inst Instance, stdout io.Writer)
 	if dir == "" {
 		dir = env.OutDir
 	}
+	if err := placeFiles(dir, cmd.Files); err != nil {
+		return nil, fmt.Errorf("%s: %w", inst.Name, err)
+	}
 	p, err := ex.pf.Start(ctx, platform.InstanceSpec{Name: inst.Name, Node: inst.Node, Args: cmd.Args, Env: cmd.Env, Dir: dir,
-		LogDir: filepath.Join(ex.dir, results.LogsDir), DataDirs: cmd.DataDirs, CPUs: cmd.CPUs, Stdout: stdout, Service: inst.service()})
+		LogDir: filepath.Join(ex.dir, results.LogsDir), DataDirs: cmd.DataDirs, CPUs: cmd.CPUs, Memory: cmd.Memory,
+		StopSignal: cmd.StopSignal, Stdout: stdout, Service: inst.service()})
 	if err != nil {
 		return nil, err
 	}
 	ex.envs[inst.Name], ex.procs[inst.Name], ex.kinds[inst.Name], ex.cfgs[inst.Name] = env, p, k, inst.DecodedConfig
-	if cmd.ReadyAddr != "" {
-		if err := ex.waitReady(ctx, inst, p, cmd.ReadyAddr); err != nil {
+	if cmd.StopGrace > 0 {
+		ex.graces[inst.Name] = cmd.StopGrace
+	}
+	probe := ex.readiness(inst, cmd)
+	if probe != nil {
+		if err := ex.waitReady(ctx, inst, p, cmd.Ready, probe); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
 }
 
-// waitReady polls the instance's ready address from inside its node until it accepts a
-// connection, the process exits, 60 s pass, or ctx ends (Ctrl-C).
-func (ex *execution) waitReady(ctx context.Context, inst Instance, p platform.Instance, addr string) error {
-	deadline := time.Now().Add(60 * time.Second)
+// placeFiles writes a command's files (relative paths under dir) before its instance starts.
+func placeFiles(dir string, files []kind.File) error {
+	for _, f := range files {
+		path := f.Path
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		mode := f.Mode
+		if mode == 0 {
+			mode = 0o644
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("place file %s: %w", f.Path, err)
+		}
+		if err := os.WriteFile(path, f.Data, mode); err != nil {
+			return fmt.Errorf("place file %s: %w", f.Path, err)
+		}
+		if err := os.Chmod(path, mode); err != nil { // WriteFile keeps an existing file's mode
+			return fmt.Errorf("place file %s: %w", f.Path, err)
+		}
+	}
+	return nil
+}
+
+// waitReady runs probe until it succeeds, the process exits, the timeout (60 s unless ready
+// says) passes, or ctx ends (Ctrl-C).
+func (ex *execution) waitReady(ctx context.Context, inst Instance, p platform.Instance, ready *kind.Ready, probe *readyProbe) error {
+	timeout := 60 * time.Second
+	if ready != nil && ready.Timeout > 0 {
+		timeout = ready.Timeout
+	}
+	deadline := time.Now().Add(timeout)
 	for {
-		dctx, cancel := context.WithTimeout(ctx, time.Second)
-		c, err := ex.pf.Dial(dctx, inst.Node, "tcp", addr)
-		cancel()
+		err := probe.check(ctx)
 		if err == nil {
-			c.Close()
 			return nil
 		}
 		select {
@@ -333,18 +367,20 @@ func (ex *execution) waitReady(ctx context.Context, inst Instance, p platform.In
 			return ctx.Err()
 		case <-p.Done():
 			st := p.Exit()
-			return fmt.Errorf("%s exited (code %d %s) before it was ready on %s; see %s", inst.Name, st.Code, st.Signal,
-				addr, platform.LogPath(filepath.Join(ex.dir, results.LogsDir), inst.Node, inst.Name, "stderr"))
-		case <-time.After(50 * time.Millisecond):
+			return fmt.Errorf("%s exited (code %d %s) before it was ready (%s); see %s", inst.Name, st.Code, st.Signal,
+				probe.what, platform.LogPath(filepath.Join(ex.dir, results.LogsDir), inst.Node, inst.Name, "stderr"))
+		case <-time.After(probe.every):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready on %s after 60s: %v", inst.Name, addr, err)
+			return fmt.Errorf("%s not ready (%s) after %v: %v", inst.Name, probe.what, timeout, err)
 		}
 	}
 }
 
 func (ex *execution) run(ctx context.Context) error {
 	ex.envs, ex.procs, ex.kinds, ex.cfgs = map[string]kind.Env{}, map[string]platform.Instance{}, map[string]*kind.Kind{}, map[string]any{}
+	ex.graces = map[string]time.Duration{}
+	defer ex.stopWithGrace()
 	for _, c := range ex.sc.Components {
 		if c.Deferred {
 			continue // a start event starts it

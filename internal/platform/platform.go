@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -105,6 +106,11 @@ type InstanceSpec struct {
 	// CPUs, if > 0, limits the instance and what it starts to that many cores, inside its
 	// node's own limit.
 	CPUs float64
+	// Memory, if > 0, limits the instance and what it starts to that many bytes of memory,
+	// inside its node's own limit.
+	Memory int64
+	// StopSignal is what Instance.Stop sends first (0: SIGTERM); SIGKILL follows after the grace.
+	StopSignal syscall.Signal
 	// Service, if set, declares the instance an instance of a service, discoverable through
 	// the platform (see Endpoint).
 	Service *Service

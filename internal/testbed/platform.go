@@ -102,7 +102,8 @@ func (p *Platform) NodeAddrs() map[string]string {
 // Start runs spec as a supervised process of its node (Testbed.Start).
 func (p *Platform) Start(_ context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
 	proc, err := p.tb.Start(ProcSpec{Name: spec.Name, Node: spec.Node, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
-		LogDir: spec.LogDir, DataDirs: spec.DataDirs, CPUs: spec.CPUs, Service: spec.Service, Stdout: spec.Stdout})
+		LogDir: spec.LogDir, DataDirs: spec.DataDirs, CPUs: spec.CPUs,
+		Memory: spec.Memory, StopSignal: spec.StopSignal, Service: spec.Service, Stdout: spec.Stdout})
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,10 @@ type ProcSpec struct {
 	// CPUs, if > 0, limits the process (and what it starts) to that many cores, inside its
 	// node's own limit: a function instance limited to one core, as seeds/001 runs them.
 	CPUs float64 `json:"cpus,omitempty"`
+	// Memory, if > 0, limits the process (and what it starts) to that many bytes.
+	Memory int64 `json:"memory,omitempty"`
+	// StopSignal is what Stop sends first (0: SIGTERM).
+	StopSignal syscall.Signal `json:"stop_signal,omitempty"`
 	// Service, if set, declares the process an instance of a service (reported by Status).
 	Service *Service `json:"service,omitempty"`
 	// Stdout, if set, also receives the process's stdout (e.g. to parse progress lines).
@@ -128,6 +132,11 @@ func (p *Proc) start() error {
 			return fmt.Errorf("process %s: cpu limit: %w", p.spec.Name, err)
 		}
 	}
+	if p.spec.Memory > 0 {
+		if err := tb.cg.setMemory(p.cgroupPath(), p.spec.Memory); err != nil {
+			return fmt.Errorf("process %s: memory limit: %w", p.spec.Name, err)
+		}
+	}
 	logDir := p.spec.LogDir
 	if logDir == "" {
 		logDir = filepath.Join(tb.dir, "logs")
@@ -225,8 +234,9 @@ func (p *Proc) Exit() platform.Exit {
 // Spec returns the spec the process was started with.
 func (p *Proc) Spec() ProcSpec { return p.spec }
 
-// Stop asks the process to exit (SIGTERM to its process group), waits up to grace, then kills
-// everything left in its cgroup. It returns once the process has exited.
+// Stop asks the process to exit (its stop signal, SIGTERM by default, to its process group),
+// waits up to grace, then kills everything left in its cgroup. It returns once the process has
+// exited.
 func (p *Proc) Stop(grace time.Duration) error {
 	p.mu.Lock()
 	pid, done := p.pid, p.done
@@ -238,8 +248,12 @@ func (p *Proc) Stop(grace time.Duration) error {
 		return nil
 	default:
 	}
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	_ = syscall.Kill(-pid, syscall.SIGCONT) // a paused process cannot act on SIGTERM
+	sig := p.spec.StopSignal
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	_ = syscall.Kill(-pid, sig)
+	_ = syscall.Kill(-pid, syscall.SIGCONT) // a paused process cannot act on its stop signal
 	select {
 	case <-done:
 	case <-time.After(grace):

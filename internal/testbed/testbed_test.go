@@ -1,13 +1,11 @@
 package testbed
 
 import (
-	"github.com/continuum-project/continuum/internal/platform"
-	"github.com/continuum-project/continuum/internal/testenv"
-
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -16,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/spec"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -353,6 +353,36 @@ func TestProcessCPULimit(t *testing.T) {
 	// Its status reports the CPU it used (the loop ran for 1.5 s at up to a quarter core).
 	if st := p.Status(); st.CPUSeconds <= 0 || st.CPUSeconds > 1 {
 		t.Errorf("status cpu_seconds %g: want >0 and at most ~0.4", st.CPUSeconds)
+	}
+}
+
+// TestProcessMemoryLimitAndStopSignal: a process's memory limit is its cgroup's, and Stop sends
+// its own stop signal first (a process that exits cleanly on SIGINT only, as many servers do).
+func TestProcessMemoryLimitAndStopSignal(t *testing.T) {
+	tb := startTestbed(t, `nodes: [{name: a}]`)
+	// It ignores SIGTERM: only SIGINT makes it write "bye" and exit 0 before the grace ends.
+	script := `trap '' TERM; trap 'echo bye; exit 0' INT; echo ready; while :; do sleep 0.05; done`
+	p, err := tb.Start(ProcSpec{Name: "srv", Node: "a", Memory: 64 << 20, StopSignal: syscall.SIGINT, Args: []string{"sh", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := map[bool]string{true: "memory.max", false: "memory.limit_in_bytes"}[tb.cg.v2]
+	if got, _ := os.ReadFile(tb.cg.ctrlDir("memory", p.cgroupPath()) + "/" + file); strings.TrimSpace(string(got)) != "67108864" {
+		t.Errorf("process %s = %q, want 67108864", file, got)
+	}
+	log := LogPath(filepath.Join(tb.dir, "logs"), "a", "srv", "stdout")
+	testenv.Eventually(t, 10*time.Second, "the script's traps are set", func() bool {
+		b, _ := os.ReadFile(log)
+		return strings.Contains(string(b), "ready")
+	})
+	if err := p.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Exit(); st.Code != 0 || st.Signal != "" {
+		t.Errorf("exit %+v: want 0 (it exits cleanly on SIGINT; SIGTERM is ignored, SIGKILL would show)", st)
+	}
+	if b, _ := os.ReadFile(log); !strings.Contains(string(b), "bye") {
+		t.Errorf("stdout %q: want the SIGINT handler's bye", b)
 	}
 }
 

@@ -11,9 +11,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -132,7 +135,10 @@ type Env struct {
 	Binary     string // absolute path of the continuum binary
 	Seed       int64
 	Duration   time.Duration // run duration, warm-up included
-	Warmup     time.Duration
+	// ScenarioDir is the directory of the scenario file: paths a scenario's author writes in a
+	// config are relative to it.
+	ScenarioDir string
+	Warmup      time.Duration
 	// Dial opens a connection from inside the instance's node, through the platform (for Set:
 	// the runner's host may not reach a node's address directly). Nil in `run --check`.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -154,9 +160,45 @@ type Command struct {
 	// CPUs, if > 0, limits the instance to that many cores (a cgroup of its own inside its
 	// node's).
 	CPUs float64
+	// Memory, if > 0, limits the instance to that many bytes (inside its node's limit).
+	Memory int64
 	// ReadyAddr, if set, is a host:port inside the node that accepts TCP connections once the
-	// instance is ready; the runner waits for it before starting workloads.
+	// instance is ready; the runner waits for it before starting workloads. Ready, if set,
+	// replaces it with another probe.
 	ReadyAddr string
+	Ready     *Ready
+	// Files are written before the instance starts (a relative Path is relative to Dir). They
+	// are files of the runner's host: Command itself writes nothing (`run --check` calls it).
+	Files []File
+	// StopSignal is what stops the instance (0: SIGTERM); StopGrace, if > 0, is how long the
+	// runner waits at the end of the run before it kills it (the platform's own grace otherwise).
+	StopSignal syscall.Signal
+	StopGrace  time.Duration
+}
+
+// Ready is a readiness probe other than a TCP connect: exactly one of HTTP, Exec and Log is set.
+type Ready struct {
+	// HTTP is a GET of Path on Addr (host:port inside the node) that answers Status (0: any 2xx).
+	HTTP *HTTPProbe
+	// Exec is a command run inside the instance's node that exits 0 once the instance is ready.
+	Exec []string
+	// Log matches a line the instance writes on its stdout or stderr.
+	Log *regexp.Regexp
+	// Timeout bounds the wait (0: 60 s).
+	Timeout time.Duration
+}
+
+// HTTPProbe is an HTTP readiness probe.
+type HTTPProbe struct {
+	Addr, Path string
+	Status     int
+}
+
+// File is a file a kind places before its instance starts.
+type File struct {
+	Path string
+	Data []byte
+	Mode os.FileMode // 0: 0644
 }
 
 // Def declares a kind whose config is a C (the kind's config struct; its functions receive a *C).

@@ -41,6 +41,10 @@ func (pf *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (plat
 		return nil, fmt.Errorf("platform kubernetes cannot limit instance %s to %g CPUs inside its node (one pod per node, one CPU limit per pod): give node %s its cpus in the topology instead",
 			spec.Name, spec.CPUs, spec.Node)
 	}
+	if spec.Memory > 0 {
+		return nil, fmt.Errorf("platform kubernetes cannot limit instance %s to %d bytes of memory inside its node (one pod per node, one memory limit per pod): give node %s its memory in the topology instead",
+			spec.Name, spec.Memory, spec.Node)
+	}
 	np, err := pf.node(spec.Node)
 	if err != nil {
 		return nil, fmt.Errorf("instance %s: %w", spec.Name, err)
@@ -201,8 +205,8 @@ func (in *instance) Exit() platform.Exit {
 	return in.exit
 }
 
-// Stop sends SIGTERM to the run's process group, SIGKILL after grace, and returns once it has
-// exited and its output is back.
+// Stop sends the instance's stop signal (SIGTERM by default) to the run's process group, SIGKILL
+// after grace, and returns once it has exited and its output is back.
 func (in *instance) Stop(grace time.Duration) error {
 	done := in.Done()
 	select {
@@ -212,6 +216,18 @@ func (in *instance) Stop(grace time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), grace+30*time.Second)
 	defer cancel()
+	if sig := in.spec.StopSignal; sig != 0 && sig != syscall.SIGTERM {
+		// The agent's stop sends SIGTERM: send the instance's own signal first and give it the
+		// grace, then let the agent finish the job (SIGTERM, SIGKILL at once).
+		if err := in.node.agent.Signal(ctx, in.spec.Name, sig); err == nil {
+			select {
+			case <-done:
+				return nil
+			case <-time.After(grace):
+			}
+		}
+		grace = 0
+	}
 	if _, err := in.node.agent.Stop(ctx, in.spec.Name, grace); err != nil {
 		select {
 		case <-done:
