@@ -37,11 +37,17 @@ type ProcessConfig struct {
 	// Command is the program and its arguments (Args[0]: an absolute path, a path relative to the
 	// scenario file's directory when it contains a slash, or a name looked up in PATH).
 	Command []string `yaml:"command"`
-	// Env adds variables to the program's environment.
-	Env map[string]string `yaml:"env"`
 	// Dir is the working directory (relative: to the scenario file); default the instance's
 	// output directory in the results, so that files it writes there are kept.
-	Dir string `yaml:"dir"`
+	Dir    string `yaml:"dir"`
+	Common `yaml:",inline"`
+}
+
+// Common is what the process and container kinds share: the program's environment, files,
+// limits, endpoints, readiness and stop.
+type Common struct {
+	// Env adds variables to the program's environment.
+	Env map[string]string `yaml:"env"`
 	// Files are placed before it starts.
 	Files []FileConfig `yaml:"files"`
 	// CPUs and Memory limit it (and what it starts) inside its node's limits.
@@ -98,6 +104,10 @@ func (c *ProcessConfig) validate() error {
 	if len(c.Command) == 0 || c.Command[0] == "" {
 		return fmt.Errorf("command: required, the program and its arguments, e.g. [python3, -m, http.server, \"8080\"]")
 	}
+	return c.Common.validate()
+}
+
+func (c *Common) validate() error {
 	for k := range c.Env {
 		if !envNameRE.MatchString(k) {
 			return fmt.Errorf("env %q: a variable name is letters, digits and '_', not starting with a digit", k)
@@ -179,7 +189,7 @@ func (c *ProcessConfig) validate() error {
 	return nil
 }
 
-func (c *ProcessConfig) endpoints() []kind.Endpoint {
+func (c *Common) endpoints() []kind.Endpoint {
 	out := make([]kind.Endpoint, 0, len(c.Endpoints))
 	for _, e := range c.Endpoints {
 		out = append(out, kind.Endpoint{Name: e.Name, Protocol: e.Protocol, Port: e.Port})
@@ -229,19 +239,36 @@ func processCommand(env kind.Env, c *ProcessConfig) (kind.Command, error) {
 	if strings.Contains(args[0], "/") {
 		args[0] = resolve(env, args[0])
 	}
-	cmd := kind.Command{Args: args, CPUs: c.CPUs, Memory: int64(c.Memory), StopGrace: c.StopGrace.Duration}
-	cmd.StopSignal, _ = parseSignal(c.StopSignal) // validated
+	cmd, err := c.Common.command(env, args)
+	if err != nil {
+		return kind.Command{}, err
+	}
+	cmd.Env = c.envList()
+	if c.Dir != "" {
+		cmd.Dir = resolve(env, c.Dir)
+	}
+	return cmd, nil
+}
+
+// envList is Env as KEY=VALUE entries, sorted.
+func (c *Common) envList() []string {
 	keys := make([]string, 0, len(c.Env))
 	for k := range c.Env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
 	for _, k := range keys {
-		cmd.Env = append(cmd.Env, k+"="+c.Env[k])
+		out = append(out, k+"="+c.Env[k])
 	}
-	if c.Dir != "" {
-		cmd.Dir = resolve(env, c.Dir)
-	}
+	return out
+}
+
+// command is the kind.Command for args with everything Common declares but the environment
+// (a process gets it as its own, a container passes it into the container).
+func (c *Common) command(env kind.Env, args []string) (kind.Command, error) {
+	cmd := kind.Command{Args: args, CPUs: c.CPUs, Memory: int64(c.Memory), StopGrace: c.StopGrace.Duration}
+	cmd.StopSignal, _ = parseSignal(c.StopSignal) // validated
 	for _, f := range c.Files {
 		kf := kind.File{Path: f.Path, Data: []byte(f.Content)}
 		if f.Mode != "" {

@@ -51,6 +51,17 @@ components:
       ready: {log: 'Serving HTTP on .* port 8081'}
       stop_signal: INT
       stop_grace: 10s
+  - name: web-image
+    kind: container
+    node: cloud
+    config:
+      image: images/continuum.tar
+      image_name: continuum
+      command: [echo, --listen, ":9090"]
+      memory: 256MiB
+      volumes: ["out:/out"]
+      endpoints: [{name: http, protocol: http, port: 9090}]
+      stop_grace: 10s
   - name: marker
     kind: process
     node: cloud
@@ -67,15 +78,17 @@ workloads:
       targets:
         - {name: edge, component: web-edge}
         - {name: cloud, component: web-cloud}
+        - {name: image, component: web-image}
 events:
   - {at: 4s, action: partition, node: cloud}
   - {at: 8s, action: heal}
 `
 
-// TestProcessOnTestbed runs users' own programs as scenario components with `continuum run`:
-// placed files, readiness by HTTP and by log line, limits, a workload driving them through their
-// declared endpoints, a partition, and a graceful stop on their own signal; results as for our
-// kinds.
+// TestProcessOnTestbed runs users' own programs and a container image as scenario components
+// with `continuum run`: placed files, readiness by HTTP, by log line and by a command, limits, a
+// workload driving them through their declared endpoints, a partition, and a graceful stop on
+// their own signal; results as for our kinds. The image is the project's own (`continuum image
+// build`), its echo server run with runc in the cloud node.
 func TestProcessOnTestbed(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.SkipOrFail(t, "needs root (network namespaces)")
@@ -103,6 +116,14 @@ func TestProcessOnTestbed(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "page.html"), []byte("cloud page\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		testenv.SkipOrFail(t, "needs runc (make setup)")
+	}
+	static := staticBinary(t, bin)
+	if b, err := exec.Command(bin, "image", "build", "--images", "continuum", "--continuum-binary", static,
+		"--out", filepath.Join(dir, "images")).CombinedOutput(); err != nil {
+		t.Fatalf("continuum image build: %v\n%s", err, b)
 	}
 	if b, err := exec.Command(bin, "run", file, "--out", out, "--state-dir", state).CombinedOutput(); err != nil {
 		t.Fatalf("continuum run: %v\n%s", err, b)
@@ -132,12 +153,14 @@ func TestProcessOnTestbed(t *testing.T) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatal(err)
 	}
-	edge, cloud := st.Series["edge"], st.Series["cloud"]
+	edge := st.Series["edge"]
 	if edge.Sent == 0 || edge.Errors != 0 {
 		t.Errorf("edge: %+v, want requests and no errors (no fault touched it)", edge)
 	}
-	if cloud.Errors == 0 || cloud.OK == 0 {
-		t.Errorf("cloud: %+v, want errors during the partition and answers outside it", cloud)
+	for _, series := range []string{"cloud", "image"} {
+		if s := st.Series[series]; s.Errors == 0 || s.OK == 0 {
+			t.Errorf("%s: %+v, want errors during the partition and answers outside it", series, s)
+		}
 	}
 	var okAfterHeal bool
 	err = results.ReadCSV(filepath.Join(results.WorkloadDir(run, "load"), "timeseries.csv"), []string{"t_s", "series"}, func(r results.CSVRow) error {
@@ -147,10 +170,10 @@ func TestProcessOnTestbed(t *testing.T) {
 		}
 		series := r.Str("series")
 		// Requests sent in [4 s, 8 s) time out 2 s later: errors belong to seconds 3..10.
-		if series == "cloud" && v[2] > 0 && (v[0] < 3 || v[0] > 10) {
-			t.Errorf("cloud errors at %gs, outside the partition (4-8 s, 2 s timeout)", v[0])
+		if series != "edge" && v[2] > 0 && (v[0] < 3 || v[0] > 10) {
+			t.Errorf("%s errors at %gs, outside the partition (4-8 s, 2 s timeout)", series, v[0])
 		}
-		if series == "cloud" && v[0] >= 9 && v[1] > 0 {
+		if series == "image" && v[0] >= 9 && v[1] > 0 {
 			okAfterHeal = true
 		}
 		return nil
@@ -159,7 +182,7 @@ func TestProcessOnTestbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !okAfterHeal {
-		t.Error("the cloud answered nothing after the heal")
+		t.Error("the container answered nothing after the heal")
 	}
 
 	// Both servers stopped on SIGINT within their grace: Python's handler says so.
@@ -168,6 +191,16 @@ func TestProcessOnTestbed(t *testing.T) {
 		if !strings.Contains(string(b), "Keyboard interrupt received") {
 			t.Errorf("%s stdout %q: want Python's SIGINT message (a graceful stop)", name, tail(b))
 		}
+	}
+
+	// The container got SIGTERM through runc and drained (the echo server says so on stderr),
+	// and its volume is in its output directory.
+	b, _ = os.ReadFile(filepath.Join(run, results.LogsDir, "cloud.web-image.stderr.log"))
+	if !strings.Contains(string(b), "echo server stopped") {
+		t.Errorf("web-image stderr %s: want the echo server's graceful stop", tail(b))
+	}
+	if st, err := os.Stat(filepath.Join(results.ComponentDir(run, "web-image"), "out")); err != nil || !st.IsDir() {
+		t.Errorf("web-image's volume out: %v", err)
 	}
 
 	// The exec probe ran as instances of their own on the node, until one found the flag.
@@ -187,7 +220,7 @@ func TestProcessOnTestbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows["web-edge"] < 5 || rows["web-cloud"] < 5 {
+	if rows["web-edge"] < 5 || rows["web-cloud"] < 5 || rows["web-image"] < 5 {
 		t.Errorf("sample rows with memory per instance: %v, want >= 5 each over 12 s", rows)
 	}
 	html, err := os.ReadFile(filepath.Join(res[0], "report.html"))
@@ -201,4 +234,20 @@ func tail(b []byte) string {
 		b = b[len(b)-300:]
 	}
 	return strconv.Quote(string(b))
+}
+
+// staticBinary is a statically linked continuum (an image has no C library): bin when make
+// built it ($CONTINUUM_BIN, CGO_ENABLED=0), else one built so.
+func staticBinary(t *testing.T, bin string) string {
+	t.Helper()
+	if os.Getenv("CONTINUUM_BIN") != "" {
+		return bin
+	}
+	static := filepath.Join(t.TempDir(), "continuum")
+	cmd := exec.Command("go", "build", "-o", static, "github.com/continuum-project/continuum/cmd/continuum")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build a static continuum: %v\n%s", err, out)
+	}
+	return static
 }

@@ -18,7 +18,12 @@ import (
 // decodeErr decodes and validates src as the scenario loader does and returns the error.
 func decodeErr(t *testing.T, src string) error {
 	t.Helper()
-	k, _ := kind.Lookup("process")
+	return decodeErrKind(t, "process", src)
+}
+
+func decodeErrKind(t *testing.T, name, src string) error {
+	t.Helper()
+	k, _ := kind.Lookup(name)
 	var n yaml.Node
 	if err := yaml.Unmarshal([]byte(src), &n); err != nil {
 		t.Fatal(err)
@@ -55,6 +60,40 @@ func TestProcessConfigRefusals(t *testing.T) {
 		err := decodeErr(t, src)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want it to say %q", src, err, want)
+		}
+	}
+}
+
+func TestContainerConfigRefusals(t *testing.T) {
+	for src, want := range map[string]string{
+		`command: [x]`:                                  "image: required",
+		"image: a.tar\nvolumes: [data]":                 `volume "data"`,
+		"image: a.tar\nvolumes: ['data:rel']":           `volume "data:rel"`,
+		"image: a.tar\nvolumes: ['data:/d:rx']":         "ro or rw",
+		"image: a.tar\nworking_dir: app":                "absolute path",
+		"image: a.tar\nstop_signal: NOPE":               "not a signal",
+		"image: a.tar\nendpoints: [{name: x, port: 1}]": "protocol required",
+	} {
+		err := decodeErrKind(t, "container", src)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want it to say %q", src, err, want)
+		}
+	}
+	// A local image that is not there fails at `run --check`, naming it.
+	k, cfg := kindtest.Decode(t, "container", "image: ./missing.tar")
+	if _, err := k.Command(kind.Env{Instance: "c", ScenarioDir: t.TempDir()}, cfg); err == nil || !strings.Contains(err.Error(), "missing.tar") {
+		t.Errorf("missing image: %v", err)
+	}
+	// A registry reference is passed on as written, the command after --.
+	k, cfg = kindtest.Decode(t, "container", "image: localhost:5000/app:1\ncommand: [serve, --port, \"80\"]\nenv: {A: b}\nvolumes: ['out:/out:ro']")
+	cmd, err := k.Command(kind.Env{Instance: "c", Node: "edge", Binary: "/bin/continuum", ScenarioDir: t.TempDir()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(cmd.Args, " ")
+	for _, want := range []string{"/bin/continuum container-run", "--image localhost:5000/app:1", "--id c", "--env A=b", "--hostname edge", "--volume out:/out:ro", "-- serve --port 80"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("argv %q lacks %q", got, want)
 		}
 	}
 }

@@ -6,7 +6,7 @@
 package install
 
 import (
-	_ "github.com/continuum-project/continuum/internal/app/kinds"        // process (users' own programs)
+	_ "github.com/continuum-project/continuum/internal/app/kinds"        // process, container (users' own programs and images)
 	_ "github.com/continuum-project/continuum/internal/baselines/kinds"  // etcd, redis, redis-cluster, mosquitto, kafka, ycsb
 	_ "github.com/continuum-project/continuum/internal/faas/kinds"       // function, microservice, faas-gateway + Functions section
 	_ "github.com/continuum-project/continuum/internal/fl/kinds"         // fl-orchestrator, fl-job + Federated learning section; continuum fl

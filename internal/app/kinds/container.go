@@ -1,0 +1,104 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/continuum-project/continuum/internal/app/appcmd"
+	"github.com/continuum-project/continuum/internal/app/oci"
+	"github.com/continuum-project/continuum/internal/cli"
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/tools"
+)
+
+func init() {
+	kind.Register(kind.Def[ContainerConfig]{
+		Name:      "container",
+		Role:      kind.RoleComponent,
+		Summary:   "an OCI container image run with runc on a node (no Docker daemon): its entrypoint, env and user, with env, volumes, limits, declared endpoints, readiness and stop signal",
+		Defaults:  func() *ContainerConfig { return &ContainerConfig{} },
+		Validate:  (*ContainerConfig).validate,
+		Command:   containerCommand,
+		Endpoints: func(c *ContainerConfig) []kind.Endpoint { return c.endpoints() },
+	})
+}
+
+// ContainerConfig is the `config:` of a container component.
+type ContainerConfig struct {
+	// Image is an OCI layout directory or tar, a docker save tarball (relative paths: to the
+	// scenario file), or a registry reference.
+	Image string `yaml:"image"`
+	// ImageName picks one image of a layout that holds several (its name or tag).
+	ImageName string `yaml:"image_name"`
+	// Entrypoint replaces the image's (and drops its command); Command replaces its command.
+	Entrypoint []string `yaml:"entrypoint"`
+	Command    []string `yaml:"command"`
+	WorkingDir string   `yaml:"working_dir"` // inside the container; default the image's
+	User       string   `yaml:"user"`        // uid[:gid] or name[:group]; default the image's
+	// Volumes bind host directories: HOST:CONTAINER[:ro], HOST relative to the instance's
+	// output directory (so what the container writes there is kept with the run).
+	Volumes []string `yaml:"volumes"`
+	Common  `yaml:",inline"`
+}
+
+func (c *ContainerConfig) validate() error {
+	if c.Image == "" {
+		return errors.New("image: required, an OCI layout directory or tar, a docker save tarball, or a registry reference")
+	}
+	for i, v := range c.Volumes {
+		if _, err := appcmd.ParseVolume(v); err != nil {
+			return fmt.Errorf("volumes[%d]: %w", i, err)
+		}
+	}
+	if c.WorkingDir != "" && !strings.HasPrefix(c.WorkingDir, "/") {
+		return fmt.Errorf("working_dir %q: an absolute path inside the container", c.WorkingDir)
+	}
+	return c.Common.validate()
+}
+
+// localImage is the image as a path of the runner's host, when it names one.
+func localImage(env kind.Env, image string) (string, bool) {
+	p := resolve(env, image)
+	if _, err := os.Stat(p); err == nil {
+		return p, true
+	}
+	return "", false
+}
+
+func containerCommand(env kind.Env, c *ContainerConfig) (kind.Command, error) {
+	f := appcmd.DefaultFlags()
+	f.Image, f.Pick, f.ID = c.Image, c.ImageName, env.Instance
+	f.Env, f.Workdir, f.User, f.Hostname, f.Volumes = c.envList(), c.WorkingDir, c.User, env.Node, c.Volumes
+	f.Entrypoint = c.Entrypoint
+	stopSignal := c.StopSignal
+	if p, ok := localImage(env, c.Image); ok {
+		f.Image = p
+		// Loading a local image here makes `run --check` catch a wrong path or name, and gives
+		// the image's own STOPSIGNAL, which Docker honours too.
+		img, err := oci.Load(p, c.ImageName, filepath.Join(tools.CacheDir(), "oci"))
+		if err != nil {
+			return kind.Command{}, err
+		}
+		cfg, err := oci.Config(img)
+		if err != nil {
+			return kind.Command{}, fmt.Errorf("image %s: %w", c.Image, err)
+		}
+		if stopSignal == "" && cfg.StopSignal != "" {
+			if _, err := parseSignal(cfg.StopSignal); err == nil {
+				stopSignal = cfg.StopSignal
+			}
+		}
+	} else if strings.HasPrefix(c.Image, ".") || strings.HasPrefix(c.Image, "/") {
+		return kind.Command{}, fmt.Errorf("image %s: no such file or directory (relative paths are relative to the scenario file)", c.Image)
+	}
+	args := append([]string{env.Binary, "container-run"}, cli.Args(appcmd.DefaultFlags(), f)...)
+	if len(c.Command) > 0 {
+		args = append(append(args, "--"), c.Command...)
+	}
+	common := c.Common
+	common.StopSignal = stopSignal
+	return common.command(env, args)
+}

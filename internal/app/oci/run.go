@@ -1,0 +1,353 @@
+package oci
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// Mount is a directory of the host bound into the container.
+type Mount struct {
+	Source, Destination string
+	ReadOnly            bool
+}
+
+// Options is one container run.
+type Options struct {
+	Image v1.Image
+	// ID names the container for runc; unique among the containers running on the host.
+	ID string
+	// Bundle is a directory of the container's own: config.json, the overlay's upper and work
+	// directories and its mount point, runc's state.
+	Bundle string
+	// CacheDir holds the unpacked layers (shared by every container of the host).
+	CacheDir string
+	// Entrypoint and Cmd replace the image's when not nil (as docker run's --entrypoint and
+	// arguments do: a new entrypoint drops the image's Cmd).
+	Entrypoint, Cmd []string
+	Env             []string // added to the image's (same name: replaced)
+	WorkDir         string   // "" = the image's, else /
+	User            string   // "" = the image's: uid[:gid] or a name in the image's /etc/passwd
+	Hostname        string
+	Mounts          []Mount
+	Runc            string // path of runc ("" = looked up in PATH)
+	Stdout, Stderr  io.Writer
+}
+
+// Config is what the image says about how it runs (for the kind: its ports and stop signal).
+func Config(img v1.Image) (*v1.Config, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	return &cf.Config, nil
+}
+
+// Run runs the container to its end and returns its exit code (128+n when killed by signal n,
+// as a shell reports it). Everything it set up (the overlay mount, runc's state) is removed
+// before it returns; the bundle's upper directory, the container's own writes, is kept.
+// ctx ending kills the container.
+func Run(ctx context.Context, o Options) (int, error) {
+	cf, err := o.Image.ConfigFile()
+	if err != nil {
+		return -1, fmt.Errorf("image config: %w", err)
+	}
+	lowers, err := Unpack(o.Image, o.CacheDir)
+	if err != nil {
+		return -1, err
+	}
+	if err := ensureCgroupMounts(); err != nil {
+		return -1, err
+	}
+	rootfs := filepath.Join(o.Bundle, "rootfs")
+	upper, work := filepath.Join(o.Bundle, "upper"), filepath.Join(o.Bundle, "work")
+	for _, d := range []string{rootfs, upper, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return -1, err
+		}
+	}
+	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upper + ",workdir=" + work
+	if err := unix.Mount("overlay", rootfs, "overlay", 0, opts); err != nil {
+		return -1, fmt.Errorf("mount the image's layers (overlayfs) at %s: %w", rootfs, err)
+	}
+	defer func() { _ = unix.Unmount(rootfs, unix.MNT_DETACH) }()
+
+	spec, err := buildSpec(o, &cf.Config, rootfs)
+	if err != nil {
+		return -1, err
+	}
+	b, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return -1, err
+	}
+	if err := os.WriteFile(filepath.Join(o.Bundle, "config.json"), b, 0o644); err != nil {
+		return -1, err
+	}
+	runc := o.Runc
+	if runc == "" {
+		if runc, err = exec.LookPath("runc"); err != nil {
+			return -1, errors.New("runc not found in PATH: make setup installs it (Debian's runc)")
+		}
+	}
+	state := filepath.Join(o.Bundle, "runc")
+	cmd := exec.Command(runc, "--root", state, "run", "--bundle", o.Bundle, o.ID)
+	cmd.Stdout, cmd.Stderr = o.Stdout, o.Stderr
+	defer func() { _ = exec.Command(runc, "--root", state, "delete", "--force", o.ID).Run() }()
+	if err := cmd.Start(); err != nil {
+		return -1, fmt.Errorf("runc: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() {
+		_ = exec.Command(runc, "--root", state, "kill", "--all", o.ID, "KILL").Run()
+	})
+	defer stop()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil // runc exits with the container's status
+	}
+	if err != nil {
+		return -1, err
+	}
+	return 0, nil
+}
+
+// buildSpec is the runtime bundle's config: the image's process in new PID, mount, IPC and UTS
+// namespaces, and no network namespace of its own (it shares its caller's: the node's), with
+// its cgroup below the caller's.
+func buildSpec(o Options, c *v1.Config, rootfs string) (*specs.Spec, error) {
+	args := append(append([]string{}, c.Entrypoint...), c.Cmd...)
+	switch {
+	case o.Entrypoint != nil:
+		args = append(append([]string{}, o.Entrypoint...), o.Cmd...)
+	case o.Cmd != nil:
+		args = append(append([]string{}, c.Entrypoint...), o.Cmd...)
+	}
+	if len(args) == 0 {
+		return nil, errors.New("the image has no entrypoint or command, and none was given")
+	}
+	env := mergeEnv(c.Env, o.Env)
+	if !hasVar(env, "PATH") {
+		env = append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	cwd := o.WorkDir
+	if cwd == "" {
+		cwd = c.WorkingDir
+	}
+	if cwd == "" {
+		cwd = "/"
+	}
+	user := o.User
+	if user == "" {
+		user = c.User
+	}
+	uid, gid, err := resolveUser(rootfs, user)
+	if err != nil {
+		return nil, err
+	}
+	cg, err := cgroupBelowSelf(o.ID)
+	if err != nil {
+		return nil, err
+	}
+	hostname := o.Hostname
+	if hostname == "" {
+		hostname, _ = os.Hostname()
+	}
+	caps := []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+		"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
+		"CAP_KILL", "CAP_AUDIT_WRITE"} // Docker's default set
+	s := &specs.Spec{
+		Version:  specs.Version,
+		Hostname: hostname,
+		Root:     &specs.Root{Path: rootfs},
+		Process: &specs.Process{
+			Args: args, Env: env, Cwd: cwd,
+			User:         specs.User{UID: uid, GID: gid},
+			Capabilities: &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps},
+		},
+		Mounts: []specs.Mount{
+			{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+			{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
+			{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
+			{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+			{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
+		},
+		Linux: &specs.Linux{
+			CgroupsPath: cg,
+			Namespaces: []specs.LinuxNamespace{
+				{Type: specs.PIDNamespace}, {Type: specs.MountNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace},
+			},
+			MaskedPaths:   []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"},
+			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
+		},
+	}
+	// The node's name resolution: its hosts file (the testbed's names of every node) and resolver.
+	for _, f := range []string{"/etc/hosts", "/etc/resolv.conf"} {
+		if _, err := os.Stat(f); err == nil {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: f, Type: "bind", Source: f, Options: []string{"rbind", "ro"}})
+		}
+	}
+	for _, m := range o.Mounts {
+		opt := []string{"rbind", "rw"}
+		if m.ReadOnly {
+			opt[1] = "ro"
+		}
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: m.Destination, Type: "bind", Source: m.Source, Options: opt})
+	}
+	return s, nil
+}
+
+func mergeEnv(base, add []string) []string {
+	out := append([]string{}, base...)
+	for _, kv := range add {
+		k, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for i, e := range out {
+			if ek, _, _ := strings.Cut(e, "="); ek == k {
+				out[i], replaced = kv, true
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func hasVar(env []string, k string) bool {
+	for _, e := range env {
+		if strings.HasPrefix(e, k+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveUser turns "uid[:gid]" or "name[:group]" into ids, names from the image's /etc/passwd
+// and /etc/group (read through the mounted rootfs) as a container runtime does.
+func resolveUser(rootfs, user string) (uint32, uint32, error) {
+	if user == "" {
+		return 0, 0, nil
+	}
+	u, g, hasGroup := strings.Cut(user, ":")
+	uid, gid := -1, -1
+	if n, err := strconv.Atoi(u); err == nil {
+		uid = n
+	} else if e := lookup(filepath.Join(rootfs, "etc/passwd"), u); e != nil {
+		uid, _ = strconv.Atoi(e[2])
+		gid, _ = strconv.Atoi(e[3])
+	} else {
+		return 0, 0, fmt.Errorf("user %q: not a number and not in the image's /etc/passwd", u)
+	}
+	if hasGroup {
+		if n, err := strconv.Atoi(g); err == nil {
+			gid = n
+		} else if e := lookup(filepath.Join(rootfs, "etc/group"), g); e != nil {
+			gid, _ = strconv.Atoi(e[2])
+		} else {
+			return 0, 0, fmt.Errorf("group %q: not a number and not in the image's /etc/group", g)
+		}
+	}
+	if gid < 0 {
+		gid = 0
+		if e := lookupID(filepath.Join(rootfs, "etc/passwd"), uid); e != nil {
+			gid, _ = strconv.Atoi(e[3])
+		}
+	}
+	return uint32(uid), uint32(gid), nil
+}
+
+// lookup is the colon-separated entry named n in a passwd or group file.
+func lookup(file, n string) []string {
+	return scanEntries(file, func(f []string) bool { return f[0] == n })
+}
+
+func lookupID(file string, id int) []string {
+	return scanEntries(file, func(f []string) bool { return f[2] == strconv.Itoa(id) })
+}
+
+func scanEntries(file string, match func([]string) bool) []string {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ":")
+		if len(fields) >= 4 && match(fields) {
+			return fields
+		}
+	}
+	return nil
+}
+
+// cgroupBelowSelf is the cgroup path for the container: a child of the caller's own cgroup, so
+// that the limits of the instance and its node hold for the container and the platform's
+// accounting, signals and cleanup (which walk the tree) reach it. On cgroup v2 a cgroup with
+// processes cannot delegate controllers to children, so the caller first moves itself into a
+// sibling leaf, "supervisor".
+func cgroupBelowSelf(id string) (string, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	var v1Path, v2Path string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == "cpu" {
+				v1Path = parts[2]
+			}
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			v2Path = parts[2]
+		}
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil { // v1 (or hybrid)
+		if v1Path == "" {
+			return "", errors.New("no cpu cgroup in /proc/self/cgroup")
+		}
+		return filepath.Join(v1Path, "container-"+id), nil
+	}
+	self := filepath.Join("/sys/fs/cgroup", v2Path)
+	sup := filepath.Join(self, "supervisor")
+	if err := os.MkdirAll(sup, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(sup, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return "", fmt.Errorf("cgroup v2: move into %s: %w", sup, err)
+	}
+	avail, _ := os.ReadFile(filepath.Join(self, "cgroup.controllers"))
+	var want []string
+	for _, c := range strings.Fields(string(avail)) {
+		if c == "cpu" || c == "memory" || c == "pids" {
+			want = append(want, "+"+c)
+		}
+	}
+	if len(want) > 0 {
+		if err := os.WriteFile(filepath.Join(self, "cgroup.subtree_control"), []byte(strings.Join(want, " ")), 0o644); err != nil {
+			return "", fmt.Errorf("cgroup v2: delegate %v in %s: %w", want, self, err)
+		}
+	}
+	return filepath.Join(v2Path, "container-"+id), nil
+}
