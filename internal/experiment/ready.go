@@ -89,14 +89,14 @@ func (ex *execution) httpProbe(inst Instance, h *kind.HTTPProbe) *readyProbe {
 }
 
 // execProbe runs argv as a short-lived instance on the node (as a Kubernetes exec probe runs in
-// the container); each try is its own instance, <name>.ready-N, with its own logs.
+// the container); each try is its own instance, <name>.ready-N, its logs in logs/probes/.
 func (ex *execution) execProbe(inst Instance, argv, env []string) *readyProbe {
 	var n int
 	return &readyProbe{what: "exec " + strings.Join(argv, " "), every: 500 * time.Millisecond, check: func(ctx context.Context) error {
 		n++
 		name := fmt.Sprintf("%s.ready-%d", inst.Name, n)
 		p, err := ex.pf.Start(ctx, platform.InstanceSpec{Name: name, Node: inst.Node, Args: argv, Env: env,
-			Dir: instanceDir(ex.dir, inst), LogDir: filepath.Join(ex.dir, results.LogsDir)})
+			Dir: instanceDir(ex.dir, inst), LogDir: filepath.Join(ex.dir, results.LogsDir, "probes")})
 		if err != nil {
 			return err
 		}

@@ -34,6 +34,25 @@ func LoadScenario(path string, sets []string) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, f := range kind.Formats() {
+		if f.Detect(root) {
+			data, err := f.Convert(path)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			// Errors name the file and say it was converted: their lines are the converted
+			// scenario's (the format's own command prints it, e.g. `continuum convert compose`).
+			as := path + " (converted from " + f.Name + ")"
+			if root, err = spec.Parse(as, data); err != nil {
+				return nil, err
+			}
+			sc, err := loadDoc(as, root, sets)
+			if err == nil {
+				sc.File = path
+			}
+			return sc, err
+		}
+	}
 	return loadDoc(path, root, sets)
 }
 

@@ -5,6 +5,7 @@ package appcmd
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,6 +37,7 @@ type Flags struct {
 	User       string
 	Hostname   string
 	Volumes    []string
+	AddHosts   []string
 	Runc       string
 }
 
@@ -55,6 +57,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.User, "user", f.User, "uid[:gid] or name[:group] (default: the image's)")
 	fs.StringVar(&f.Hostname, "hostname", f.Hostname, "the container's hostname (default: the node's)")
 	fs.StringArrayVar(&f.Volumes, "volume", f.Volumes, "HOST_DIR:CONTAINER_DIR[:ro] bound into the container (repeatable)")
+	fs.StringArrayVar(&f.AddHosts, "add-host", f.AddHosts, "NAME:ADDRESS added to the container's /etc/hosts (repeatable)")
 	fs.StringVar(&f.Runc, "runc", f.Runc, "the runc binary (default: runc in PATH)")
 }
 
@@ -97,6 +100,11 @@ instance's limits hold). Arguments after -- replace the image's command. Signals
 			if flags.Image == "" {
 				return fmt.Errorf("--image is required: an OCI layout directory or tar, a docker save tarball, or a registry reference")
 			}
+			for _, h := range flags.AddHosts {
+				if n, a, ok := strings.Cut(h, ":"); !ok || n == "" || net.ParseIP(a) == nil {
+					return fmt.Errorf("--add-host %q: want NAME:IP", h)
+				}
+			}
 			var mounts []oci.Mount
 			for _, v := range flags.Volumes {
 				m, err := ParseVolume(v)
@@ -128,7 +136,7 @@ instance's limits hold). Arguments after -- replace the image's command. Signals
 				return err
 			}
 			o := oci.Options{Image: img, ID: id, Bundle: bundle, CacheDir: cache, Env: flags.Env,
-				WorkDir: flags.Workdir, User: flags.User, Hostname: flags.Hostname, Mounts: mounts,
+				WorkDir: flags.Workdir, User: flags.User, Hostname: flags.Hostname, Mounts: mounts, Hosts: flags.AddHosts,
 				Runc: flags.Runc, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
 			if cmd.Flags().Changed("entrypoint") {
 				o.Entrypoint = flags.Entrypoint

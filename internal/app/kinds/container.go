@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/continuum-project/continuum/internal/app/appcmd"
 	"github.com/continuum-project/continuum/internal/app/oci"
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/tools"
 )
 
@@ -41,7 +43,14 @@ type ContainerConfig struct {
 	// Volumes bind host directories: HOST:CONTAINER[:ro], HOST relative to the instance's
 	// output directory (so what the container writes there is kept with the run).
 	Volumes []string `yaml:"volumes"`
-	Common  `yaml:",inline"`
+	// Healthcheck is a command run inside the container (as Docker's HEALTHCHECK CMD) until it
+	// exits 0: the container's readiness, within HealthcheckTimeout (default 60 s).
+	// Aliases are more names for components in the container's /etc/hosts (every component's
+	// own name is there already, as Compose's service names resolve): alias -> component.
+	Aliases            map[string]string `yaml:"aliases"`
+	Healthcheck        []string          `yaml:"healthcheck"`
+	HealthcheckTimeout spec.Duration     `yaml:"healthcheck_timeout"`
+	Common             `yaml:",inline"`
 }
 
 func (c *ContainerConfig) validate() error {
@@ -51,6 +60,17 @@ func (c *ContainerConfig) validate() error {
 	for i, v := range c.Volumes {
 		if _, err := appcmd.ParseVolume(v); err != nil {
 			return fmt.Errorf("volumes[%d]: %w", i, err)
+		}
+	}
+	if len(c.Healthcheck) > 0 && c.Ready != nil {
+		return errors.New("healthcheck and ready: give one (healthcheck runs inside the container, ready's probes on the node)")
+	}
+	if c.HealthcheckTimeout.Duration < 0 {
+		return fmt.Errorf("healthcheck_timeout %v: must be positive", c.HealthcheckTimeout)
+	}
+	for alias := range c.Aliases {
+		if alias == "" || strings.ContainsAny(alias, " \t:/") {
+			return fmt.Errorf("aliases: %q is not a host name", alias)
 		}
 	}
 	if c.WorkingDir != "" && !strings.HasPrefix(c.WorkingDir, "/") {
@@ -73,6 +93,7 @@ func containerCommand(env kind.Env, c *ContainerConfig) (kind.Command, error) {
 	f.Image, f.Pick, f.ID = c.Image, c.ImageName, env.Instance
 	f.Env, f.Workdir, f.User, f.Hostname, f.Volumes = c.envList(), c.WorkingDir, c.User, env.Node, c.Volumes
 	f.Entrypoint = c.Entrypoint
+	f.AddHosts = hostEntries(env, c.Aliases)
 	stopSignal := c.StopSignal
 	if p, ok := localImage(env, c.Image); ok {
 		f.Image = p
@@ -100,5 +121,36 @@ func containerCommand(env kind.Env, c *ContainerConfig) (kind.Command, error) {
 	}
 	common := c.Common
 	common.StopSignal = stopSignal
-	return common.command(env, args)
+	cmd, err := common.command(env, args)
+	if err != nil {
+		return kind.Command{}, err
+	}
+	if len(c.Healthcheck) > 0 {
+		// Run in the instance's directory, as container-run is: the same bundle.
+		ef := appcmd.DefaultExecFlags()
+		ef.ID = env.Instance
+		probe := append([]string{env.Binary, "container-exec"}, cli.Args(appcmd.DefaultExecFlags(), ef)...)
+		cmd.ReadyAddr, cmd.Ready = "", &kind.Ready{Exec: append(append(probe, "--"), c.Healthcheck...), Timeout: c.HealthcheckTimeout.Duration}
+	}
+	return cmd, nil
+}
+
+// hostEntries are NAME:ADDRESS lines for every component of the run (its node's address) and
+// the aliases, sorted; none when the addresses are not known yet (`run --check` knows them too).
+func hostEntries(env kind.Env, aliases map[string]string) []string {
+	var out []string
+	for name, c := range env.Components {
+		if a, ok := env.Nodes[c.Node]; ok {
+			out = append(out, name+":"+a)
+		}
+	}
+	for alias, comp := range aliases {
+		if c, ok := env.Components[comp]; ok {
+			if a, ok := env.Nodes[c.Node]; ok {
+				out = append(out, alias+":"+a)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -120,11 +120,7 @@ func TestProcessOnTestbed(t *testing.T) {
 	if _, err := exec.LookPath("runc"); err != nil {
 		testenv.SkipOrFail(t, "needs runc (make setup)")
 	}
-	static := staticBinary(t, bin)
-	if b, err := exec.Command(bin, "image", "build", "--images", "continuum", "--continuum-binary", static,
-		"--out", filepath.Join(dir, "images")).CombinedOutput(); err != nil {
-		t.Fatalf("continuum image build: %v\n%s", err, b)
-	}
+	buildImage(t, bin, filepath.Join(dir, "images"))
 	if b, err := exec.Command(bin, "run", file, "--out", out, "--state-dir", state).CombinedOutput(); err != nil {
 		t.Fatalf("continuum run: %v\n%s", err, b)
 	}
@@ -204,7 +200,7 @@ func TestProcessOnTestbed(t *testing.T) {
 	}
 
 	// The exec probe ran as instances of their own on the node, until one found the flag.
-	probes, _ := filepath.Glob(filepath.Join(run, results.LogsDir, "cloud.marker.ready-*.stdout.log"))
+	probes, _ := filepath.Glob(filepath.Join(run, results.LogsDir, "probes", "cloud.marker.ready-*.stdout.log"))
 	if len(probes) == 0 {
 		t.Error("no exec probe ran for marker")
 	}
@@ -250,4 +246,13 @@ func staticBinary(t *testing.T, bin string) string {
 		t.Fatalf("build a static continuum: %v\n%s", err, out)
 	}
 	return static
+}
+
+// buildImage writes the project's own image (continuum image build) into dir/continuum.tar.
+func buildImage(t *testing.T, bin, dir string) {
+	t.Helper()
+	if b, err := exec.Command(bin, "image", "build", "--images", "continuum", "--continuum-binary", staticBinary(t, bin),
+		"--out", dir).CombinedOutput(); err != nil {
+		t.Fatalf("continuum image build: %v\n%s", err, b)
+	}
 }

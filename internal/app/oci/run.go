@@ -43,8 +43,11 @@ type Options struct {
 	User            string   // "" = the image's: uid[:gid] or a name in the image's /etc/passwd
 	Hostname        string
 	Mounts          []Mount
-	Runc            string // path of runc ("" = looked up in PATH)
-	Stdout, Stderr  io.Writer
+	// Hosts are "name:address" lines added to the node's /etc/hosts in the container (Docker's
+	// --add-host): the scenario's component names, as Compose's service names resolve.
+	Hosts          []string
+	Runc           string // path of runc ("" = looked up in PATH)
+	Stdout, Stderr io.Writer
 }
 
 // Config is what the image says about how it runs (for the kind: its ports and stop signal).
@@ -197,10 +200,28 @@ func buildSpec(o Options, c *v1.Config, rootfs string) (*specs.Spec, error) {
 			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
 		},
 	}
-	// The node's name resolution: its hosts file (the testbed's names of every node) and resolver.
-	for _, f := range []string{"/etc/hosts", "/etc/resolv.conf"} {
-		if _, err := os.Stat(f); err == nil {
-			s.Mounts = append(s.Mounts, specs.Mount{Destination: f, Type: "bind", Source: f, Options: []string{"rbind", "ro"}})
+	// The node's name resolution: its hosts file (the testbed's names of every node) with the
+	// added names, and its resolver.
+	hosts := "/etc/hosts"
+	if len(o.Hosts) > 0 {
+		b, _ := os.ReadFile(hosts)
+		var add strings.Builder
+		add.Write(b)
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			add.WriteByte('\n')
+		}
+		for _, h := range o.Hosts {
+			name, addr, _ := strings.Cut(h, ":")
+			fmt.Fprintf(&add, "%s\t%s\n", addr, name)
+		}
+		hosts = filepath.Join(o.Bundle, "hosts")
+		if err := os.WriteFile(hosts, []byte(add.String()), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range [][2]string{{hosts, "/etc/hosts"}, {"/etc/resolv.conf", "/etc/resolv.conf"}} {
+		if _, err := os.Stat(m[0]); err == nil {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: m[1], Type: "bind", Source: m[0], Options: []string{"rbind", "ro"}})
 		}
 	}
 	for _, m := range o.Mounts {
@@ -350,4 +371,29 @@ func cgroupBelowSelf(id string) (string, error) {
 		}
 	}
 	return filepath.Join(v2Path, "container-"+id), nil
+}
+
+// Exec runs args in the running container id of bundle (runc exec), as a health check does,
+// and returns its exit code.
+func Exec(ctx context.Context, runc, bundle, id string, args []string, stdout, stderr io.Writer) (int, error) {
+	if err := ensureCgroupMounts(); err != nil {
+		return -1, err
+	}
+	if runc == "" {
+		var err error
+		if runc, err = exec.LookPath("runc"); err != nil {
+			return -1, errors.New("runc not found in PATH: make setup installs it (Debian's runc)")
+		}
+	}
+	cmd := exec.CommandContext(ctx, runc, append([]string{"--root", filepath.Join(bundle, "runc"), "exec", id}, args...)...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	return 0, nil
 }

@@ -403,3 +403,31 @@ func (env Env) Endpoint(name string, port int, protocols ...string) (string, End
 	return "", Endpoint{}, fmt.Errorf("component %q (kind %s) has no %s endpoint: it %s",
 		name, c.Kind, strings.Join(protocols, " or "), what)
 }
+
+// Format is another file format a scenario may be written in (a Docker Compose file): the
+// scenario loader asks every registered format whether it recognizes a file before reading it as
+// a scenario, and runs the one that does through Convert.
+type Format struct {
+	Name string
+	// Detect reports whether the file's parsed YAML document is in this format.
+	Detect func(root *yaml.Node) bool
+	// Convert reads the file and returns the scenario it means, as scenario YAML. Relative paths
+	// in it are resolved against the file's directory, as in a scenario file.
+	Convert func(path string) ([]byte, error)
+}
+
+var formats []Format
+
+// RegisterFormat adds a scenario format (from a system's kinds package, in init).
+func RegisterFormat(f Format) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	formats = append(formats, f)
+}
+
+// Formats are the registered scenario formats.
+func Formats() []Format {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return append([]Format(nil), formats...)
+}

@@ -1,0 +1,90 @@
+package appcmd
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/continuum-project/continuum/internal/app/compose"
+	"github.com/continuum-project/continuum/internal/app/oci"
+	"github.com/continuum-project/continuum/internal/cli"
+)
+
+func init() {
+	cli.Register(cli.Top, newContainerExecCmd)
+	cli.Register(cli.Top, newConvertCmd)
+}
+
+// ExecFlags are `continuum container-exec`'s flags.
+type ExecFlags struct {
+	ID, Bundle, Runc string
+}
+
+// DefaultExecFlags are its defaults: container-run's bundle.
+func DefaultExecFlags() ExecFlags { return ExecFlags{Bundle: DefaultFlags().Bundle} }
+
+// Bind declares the flags on fs.
+func (f *ExecFlags) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.ID, "id", f.ID, "the container's name, as given to container-run (default: derived from the bundle directory)")
+	fs.StringVar(&f.Bundle, "bundle", f.Bundle, "the container's bundle directory, as given to container-run")
+	fs.StringVar(&f.Runc, "runc", f.Runc, "the runc binary (default: runc in PATH)")
+}
+
+func newContainerExecCmd() *cobra.Command {
+	flags := DefaultExecFlags()
+	cmd := &cobra.Command{
+		Use:     "container-exec [flags] -- COMMAND [ARGS...]",
+		Short:   "Run a command inside a container that container-run runs (a health check)",
+		Example: `  continuum container-exec --bundle container --id web -- /bin/sh -c 'wget -qO- 127.0.0.1:8080/health'`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bundle, err := filepath.Abs(flags.Bundle)
+			if err != nil {
+				return err
+			}
+			id := flags.ID
+			if id == "" {
+				id = strings.Trim(idRE.ReplaceAllString(bundle, "-"), "-")
+			}
+			code, err := oci.Exec(cmd.Context(), flags.Runc, bundle, id, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return cli.ExitCode(code)
+			}
+			return nil
+		},
+	}
+	flags.Bind(cmd.Flags())
+	return cmd
+}
+
+func newConvertCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "convert",
+		Short: "Print the scenario another file format means (a Docker Compose file)",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "compose COMPOSE.yaml",
+		Short: "Print the scenario `continuum run COMPOSE.yaml` runs: each service as container components, x-continuum's topology, workloads and events",
+		Long: `Reads the Compose file as Docker Compose does (interpolation, .env, profiles from
+COMPOSE_PROFILES, extends) and prints the scenario it becomes (docs/bring-your-own.md has the
+mapping). continuum run and run --check take the Compose file itself; this shows what they run,
+and the line numbers their errors about it refer to.`,
+		Example: `  continuum convert compose examples/compose/notes/compose.yaml`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out, err := compose.Convert(cmd.Context(), args[0], compose.Options{})
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		},
+	})
+	return cmd
+}

@@ -1,0 +1,202 @@
+package compose
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func convertText(t *testing.T, text string, env ...string) (map[string]any, error) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "compose.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Convert(context.Background(), path, Options{Env: env})
+	if err != nil {
+		return nil, err
+	}
+	var sc map[string]any
+	if err := yaml.Unmarshal(b, &sc); err != nil {
+		t.Fatalf("the scenario is not YAML: %v\n%s", err, b)
+	}
+	return sc, nil
+}
+
+func components(sc map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, c := range sc["components"].([]any) {
+		out = append(out, c.(map[string]any))
+	}
+	return out
+}
+
+func TestConvertMapsServices(t *testing.T) {
+	sc, err := convertText(t, `
+name: shop
+services:
+  web:
+    image: shop/web:${TAG:-1}
+    command: serve --port 80
+    environment: {MODE: "${MODE}", FIXED: x}
+    ports: ["8080:80"]
+    expose: ["81"]
+    depends_on:
+      db: {condition: service_healthy}
+      cache: {condition: service_started}
+    deploy: {replicas: 2, resources: {limits: {cpus: "0.25", memory: 64M}}}
+    stop_grace_period: 5s
+    stop_signal: SIGINT
+    volumes: ["./static:/srv:ro", "logs:/var/log"]
+  db:
+    image: postgres:16
+    healthcheck: {test: ["CMD-SHELL", "pg_isready -U app"], interval: 2s, retries: 5, start_period: 10s}
+  cache:
+    image: redis:7
+volumes:
+  logs: {}
+`, "MODE=edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps := components(sc)
+	var names []string
+	for _, c := range comps {
+		names = append(names, c["name"].(string))
+	}
+	// depends_on order: what a service depends on comes first; replicas get numbered names.
+	if strings.Join(names, " ") != "cache db web-1 web-2" {
+		t.Errorf("components %v, want cache db web-1 web-2", names)
+	}
+	if sc["name"] != "shop" || comps[0]["node"] != DefaultNode {
+		t.Errorf("scenario %v / node %v", sc["name"], comps[0]["node"])
+	}
+	web := comps[2]["config"].(map[string]any)
+	want := map[string]string{"image": "shop/web:1", "cpus": "0.25", "memory": "67108864", "stop_grace": "5s", "stop_signal": "SIGINT"}
+	for k, v := range want {
+		if got := strings.TrimSpace(yamlText(web[k])); got != v {
+			t.Errorf("web %s = %q, want %q", k, got, v)
+		}
+	}
+	if yamlText(web["command"]) != "- serve\n- --port\n- \"80\"\n" {
+		t.Errorf("command %q", yamlText(web["command"]))
+	}
+	env := web["env"].(map[string]any)
+	if env["MODE"] != "edge" || env["FIXED"] != "x" {
+		t.Errorf("env %v: interpolated from the environment", env)
+	}
+	vols := yamlText(web["volumes"])
+	if !strings.Contains(vols, "/static:/srv:ro") || !strings.Contains(vols, "volumes/logs:/var/log") {
+		t.Errorf("volumes %s", vols)
+	}
+	eps := yamlText(web["endpoints"])
+	if !strings.Contains(eps, "port: 80") || !strings.Contains(eps, "port: 81") || strings.Contains(eps, "8080") {
+		t.Errorf("endpoints %s: the container ports, not the published one", eps)
+	}
+	if yamlText(web["aliases"]) != "web: web-1\n" {
+		t.Errorf("aliases %q: the service name resolves to its first replica", yamlText(web["aliases"]))
+	}
+	db := comps[1]["config"].(map[string]any)
+	if yamlText(db["healthcheck"]) != "- /bin/sh\n- -c\n- pg_isready -U app\n" || db["healthcheck_timeout"] != "1m0s" {
+		t.Errorf("db healthcheck %q timeout %v", yamlText(db["healthcheck"]), db["healthcheck_timeout"])
+	}
+}
+
+func yamlText(v any) string {
+	b, _ := yaml.Marshal(v)
+	return string(b)
+}
+
+func TestConvertExtension(t *testing.T) {
+	sc, err := convertText(t, `
+services:
+  api:
+    image: app:1
+    x-continuum:
+      node: cloud
+      endpoints: [{name: http, protocol: http, port: 8080}]
+      ready: {http: {port: 8080, path: /health}}
+  sensor:
+    image: app:1
+x-continuum:
+  images: {"app:1": images/app.tar}
+  duration: 1m
+  seed: 7
+  topology: {nodes: [{name: edge}, {name: cloud}], links: [{between: [edge, cloud], delay: 20ms}]}
+  placement: {sensor: edge}
+  workloads: [{name: load, kind: http-load, node: edge, config: {targets: [{name: api, component: api}]}}]
+  events: [{at: 10s, action: partition, node: cloud}]
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps := components(sc)
+	if comps[0]["node"] != "cloud" || comps[1]["node"] != "edge" {
+		t.Errorf("placement: %v %v", comps[0]["node"], comps[1]["node"])
+	}
+	api := comps[0]["config"].(map[string]any)
+	if !strings.HasSuffix(api["image"].(string), "/images/app.tar") || api["image_name"] != "app:1" {
+		t.Errorf("image %v name %v: the archive x-continuum.images names, relative to the file", api["image"], api["image_name"])
+	}
+	if !strings.Contains(yamlText(api["endpoints"]), "protocol: http") || api["ready"] == nil {
+		t.Errorf("endpoints/ready from the service's x-continuum: %v %v", api["endpoints"], api["ready"])
+	}
+	for _, k := range []string{"workloads", "events", "topology"} {
+		if sc[k] == nil {
+			t.Errorf("%s not carried over", k)
+		}
+	}
+	if sc["duration"] != "1m" || sc["seed"] != 7 {
+		t.Errorf("duration %v seed %v", sc["duration"], sc["seed"])
+	}
+}
+
+func TestConvertProfiles(t *testing.T) {
+	text := `
+services:
+  app: {image: a}
+  debug: {image: b, profiles: [debug]}
+`
+	sc, err := convertText(t, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(components(sc)); n != 1 {
+		t.Errorf("%d components without the debug profile, want 1", n)
+	}
+	sc, err = convertText(t, text, "COMPOSE_PROFILES=debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(components(sc)); n != 2 {
+		t.Errorf("%d components with COMPOSE_PROFILES=debug, want 2", n)
+	}
+}
+
+func TestConvertRefusals(t *testing.T) {
+	for text, want := range map[string]string{
+		"services: {a: {build: .}}":                                                                                             "services.a.build: not supported: build the image first",
+		"services: {a: {image: x, restart: always}}":                                                                            "services.a.restart: not supported: the scenario's events restart",
+		"services: {a: {image: x, privileged: true}}":                                                                           "services.a.privileged: not supported",
+		"services: {a: {image: x, deploy: {placement: {constraints: [a]}}}}":                                                    "deploy.placement: not supported",
+		"services: {a: {image: x, deploy: {resources: {reservations: {cpus: '1'}}}}}":                                           "deploy.resources.reservations: not supported",
+		"services: {a: {image: x, networks: [front]}}\nnetworks: {front: {}}":                                                   "networks.front: not supported",
+		"services: {a: {image: x}}\nsecrets: {s: {file: ./s}}":                                                                  "secrets: not supported",
+		"services: {a: {image: x, depends_on: [b]}, b: {image: y}}\nx-continuum: {topology: {nodes: [{name: n1}, {name: n2}]}}": "services.b: which node?",
+		"services: {a: {image: x, depends_on: {b: {condition: service_healthy}}}, b: {image: y}}":                               "b has no healthcheck",
+		"services: {a: {image: x, depends_on: {b: {condition: service_completed_successfully}}}, b: {image: y}}":                "service_completed_successfully not supported",
+		"services: {a: {image: x, depends_on: [b]}, b: {image: y, depends_on: [a]}}":                                            "cycle",
+		"services: {a: {image: x}}\nx-continuum: {components: []}":                                                              "the services are the components",
+		"services: {a: {image: x, x-continuum: {nod: e}}}":                                                                      `unknown key "nod" (allowed: node, endpoints, ready, files)`,
+	} {
+		_, err := convertText(t, text)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s\n  error %v\n  want it to say %q", text, err, want)
+		}
+	}
+}
