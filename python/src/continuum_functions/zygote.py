@@ -25,8 +25,8 @@ import socket
 import sys
 from typing import BinaryIO
 
-from continuum_functions.classic import event_from_env
-from continuum_functions.event import Context, Handler, call, load_handler
+from continuum_functions.classic import cgi, event_from_env
+from continuum_functions.event import Handler, call, load_handler
 from continuum_functions.server import serve_socket
 
 
@@ -83,9 +83,7 @@ def classic(handle: Handler, req: dict, f: BinaryIO) -> None:
         f.flush()
         body = f.read(int(req.get("body_len", 0)))
         env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
-        resp = call(handle, event_from_env(body, env), Context())
-        head = [f"Status: {resp.status}"] + [f"{k}: {v}" for k, v in resp.headers.items()]
-        f.write(("\r\n".join(head) + "\r\n\r\n").encode("utf-8") + resp.body)
+        f.write(cgi(call(handle, event_from_env(body, env))))
         f.flush()
     except BaseException:  # the child must never return into the zygote's loop
         code = 1
