@@ -69,7 +69,7 @@ def spawn(handle: Handler, req: dict, max_body: int) -> int:
 def classic(handle: Handler, req: dict, f: BinaryIO) -> None:
     """One request in a forked child, as the classic watchdog runs one per process, but without
     exec'ing an interpreter or importing anything: ``req`` has ``env`` (the classic
-    watchdog's Http_* variables), ``body_len`` and ``cgroups``; the body follows on the
+    watchdog's Http_* variables, as [name, value] pairs), ``body_len`` and ``cgroups``; the body follows on the
     connection. The child answers a line ``{"pid": N}``, then the CGI-framed response, and
     exits; the zygote goes on at once."""
     if os.fork() != 0:
@@ -82,7 +82,10 @@ def classic(handle: Handler, req: dict, f: BinaryIO) -> None:
         f.write(json.dumps({"pid": os.getpid()}).encode() + b"\n")
         f.flush()
         body = f.read(int(req.get("body_len", 0)))
-        env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
+        raw = req.get("env") or {}
+        # [[name, value], ...] in the watchdog's order (or an object).
+        pairs = raw.items() if isinstance(raw, dict) else raw
+        env = {str(k): str(v) for k, v in pairs}
         f.write(cgi(call(handle, event_from_env(body, env))))
         f.flush()
     except BaseException:  # the child must never return into the zygote's loop
