@@ -24,10 +24,10 @@ import codecs
 import importlib.util
 import json
 import os
+import re
 import signal
 import sys
 import time
-import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,17 +168,23 @@ def headers_environ(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     header becomes one value joined by ", "."""
     env: dict[str, str] = {}
     for name, value in pairs:
-        if "_" in name:
+        key = env_key(name)
+        if not key:
             continue
-        key = name.upper().replace("-", "_")
-        if key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-            key = "HTTP_" + key
         value = value.strip(" \t")
         if key in env:
             env[key] += ", " + value
         else:
             env[key] = value
     return env
+
+
+def env_key(name: str) -> str:
+    """The WSGI environ key of a header name ("" for a name Waitress drops)."""
+    if "_" in name:
+        return ""
+    key = name.upper().replace("-", "_")
+    return key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else "HTTP_" + key
 
 
 class Query(dict):
@@ -315,9 +321,14 @@ class Event:
     path: str = "/"
 
 
-@dataclass
 class Context:
-    hostname: str = field(default_factory=lambda: os.getenv("HOSTNAME", "localhost"))
+    """What the template's Context has: the hostname, from $HOSTNAME (default localhost), read
+    for every request as the template does."""
+
+    __slots__ = ("hostname",)
+
+    def __init__(self) -> None:
+        self.hostname = os.getenv("HOSTNAME", "localhost")
 
 
 @dataclass
@@ -388,6 +399,8 @@ ALLOW = "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT"
 def internal_error(event: Event, reason: str | None = None) -> Response:
     """werkzeug's 500 page; what went wrong goes to stderr (the function's log) as Flask logs
     it: the current exception's traceback, or reason."""
+    import traceback  # only when something failed: a classic process does not pay for it
+
     when = time.strftime("%Y-%m-%d %H:%M:%S")
     detail = reason + "\n" if reason else traceback.format_exc()
     sys.stderr.write(f"[{when}] ERROR in handler: Exception on {event.path} [{event.method}]\n{detail}")
@@ -584,13 +597,18 @@ def _header_list(headers: Any) -> list[tuple[str, str]]:
             ) from None
     out = []
     for k, v in pairs:
-        k, v = str(k), str(v)
-        if any(c in k or c in v for c in "\r\n\0") or not k or any(c in k for c in " :\t"):
-            raise BadReturn(
-                f"handler returned header {k!r}: {v!r}: names are tokens, values have no line breaks"
-            )
+        if type(k) is not str:
+            k = str(k)
+        if type(v) is not str:
+            v = str(v)
+        if _BAD_VALUE.search(v) is not None or _TOKEN.fullmatch(k) is None:
+            raise BadReturn(f"handler returned header {k!r}: {v!r}: want a token name, no line break")
         out.append((k, v))
     return out
+
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BAD_VALUE = re.compile(r"[\r\n\0]")
 
 
 def _update(out: list[tuple[str, str]], new: list[tuple[str, str]]) -> None:
@@ -609,6 +627,8 @@ def _status(status: Any) -> int:
     """The status code werkzeug makes of a statusCode: an int, or a str/bytes starting with one
     ("201", "201 Created"); None is 200. Codes outside 100-999 are refused (a 500): werkzeug
     would send a status line no client reads ("0 abc")."""
+    if type(status) is int and 100 <= status <= 999:
+        return status
     if status is None:
         return 200
     code: Any = status

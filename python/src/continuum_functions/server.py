@@ -22,14 +22,17 @@ from continuum_functions.event import (
     Headers,
     Response,
     call,
+    env_key,
     error_response,
-    headers_environ,
     load_handler,
     parse_query,
     request_path,
 )
 
 MAX_HEADER = 64 * 1024
+# Header names whose environ key a server remembers (then it starts over: a client sending
+# ever new names costs the cache nothing but the work it saves).
+MAX_ENV_KEYS = 512
 
 
 class BadRequest(Exception):
@@ -98,6 +101,7 @@ class Server:
         self.handle = handle
         self.max_body = max_body
         self.exec_timeout = exec_timeout
+        self.env_keys: dict[str, str] = {}  # header name as sent -> environ key ("": dropped)
 
     async def serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -125,16 +129,30 @@ class Server:
             if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
                 raise BadRequest(400, f"bad request line {lines[0][:80]!r}")
             method, target, version = parts
-            pairs = []
+            # The handler sees the headers as Waitress passes them to Flask (headers_environ's
+            # rules, inline, with each name's environ key remembered: this runs for every
+            # header of every request, and clients send the same names again and again).
+            env: dict[str, str] = {}
+            keys = self.env_keys
             for line in lines[1:]:
                 if not line:
                     continue
                 k, sep, v = line.partition(":")
-                if not sep or not k or k != k.strip():
-                    raise BadRequest(400, f"bad header line {line[:80]!r}")
-                pairs.append((k, v))
-            # The handler sees the headers as Waitress passes them to Flask (headers_environ).
-            env = headers_environ(pairs)
+                key = keys.get(k)
+                if key is None:
+                    if not sep or not k or k[0] in " \t" or k[-1] in " \t":
+                        raise BadRequest(400, f"bad header line {line[:80]!r}")
+                    key = env_key(k)
+                    if len(keys) >= MAX_ENV_KEYS:
+                        keys.clear()
+                    keys[k] = key
+                if not key:  # a name with an underscore
+                    continue
+                v = v.strip(" \t")
+                if key in env:
+                    env[key] += ", " + v
+                else:
+                    env[key] = v
             conn = env.get("HTTP_CONNECTION", "").lower()
             keep_alive = conn != "close" and (version == "HTTP/1.1" or conn == "keep-alive")
             body = await read_body(reader, env, self.max_body)

@@ -69,8 +69,8 @@ def spawn(handle: Handler, req: dict, max_body: int) -> int:
 def classic(handle: Handler, req: dict, f: BinaryIO) -> None:
     """One request in a forked child, as the classic watchdog runs one per process, but without
     exec'ing an interpreter or importing anything: ``req`` has ``env`` (the classic
-    watchdog's Http_* variables, as [name, value] pairs), ``body_len`` and ``cgroups``; the body follows on the
-    connection. The child answers a line ``{"pid": N}``, then the CGI-framed response, and
+    watchdog's Http_* variables, as [name, value] pairs), ``body_len`` and ``cgroups``; the
+    body follows on the connection. The child answers a line ``{"pid": N}``, then the CGI-framed response, and
     exits; the zygote goes on at once."""
     if os.fork() != 0:
         return  # the zygote: the child owns the connection now
