@@ -31,6 +31,7 @@ type contractCase struct {
 	Headers [][2]string `json:"headers"`
 	Body    string      `json:"body"`
 	BodyHex string      `json:"body_hex"`
+	Chunked bool        `json:"chunked"`
 }
 
 // answer is what a client compares: the status, the body, and every header except those the
@@ -58,7 +59,10 @@ func ask(t *testing.T, base string, c contractCase) answer {
 	if err != nil {
 		t.Fatalf("case %s: %v", c.Name, err)
 	}
-	if len(body) == 0 {
+	switch {
+	case c.Chunked: // no length: the client sends it chunked
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), -1
+	case len(body) == 0:
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
 	for _, h := range c.Headers {
@@ -235,6 +239,8 @@ func checkTable(t *testing.T, cases []contractCase, want []answer) {
 		{"headers joins a repeated header", strings.Contains(by["headers"].Body, `"repeated":"one, two"`)},
 		{"query's getlist", strings.Contains(by["query"].Body, `"getlist":["1","2"]`)},
 		{"unrouted-method is a 405", by["unrouted-method"].Status == 405},
+		{"a chunked body's length", strings.Contains(by["body-chunked"].Body, `"content_length":"14"`)},
+		{"no underscored header", strings.Contains(by["headers"].Body, `"underscored":[null,null]`)},
 	}
 	for _, c := range checks {
 		if !c.ok {

@@ -115,9 +115,14 @@ def ask(port: int, case: dict) -> tuple[int, dict[str, list[str]], bytes]:
         c.putrequest(case["method"], case["target"], skip_accept_encoding=True)
         for k, v in case["headers"]:
             c.putheader(k, v)
-        if body or case["method"] in ("POST", "PUT", "PATCH"):
-            c.putheader("Content-Length", str(len(body)))
-        c.endheaders(body or None)
+        if case.get("chunked"):
+            c.putheader("Transfer-Encoding", "chunked")
+            c.endheaders()
+            c.send(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+        else:
+            if body or case["method"] in ("POST", "PUT", "PATCH"):
+                c.putheader("Content-Length", str(len(body)))
+            c.endheaders(body or None)
         r = c.getresponse()
         data = r.read()
         headers: dict[str, list[str]] = {}

@@ -23,6 +23,7 @@ def headers(event: Any) -> dict[str, Any]:
         "pairs": [list(p) for p in h if p[0].startswith("X-Test")],
         "dict": {k: v for k, v in dict(h).items() if k.startswith("X-Test")},
         "keys_lower": [k for k in h.keys(lower=True) if k.startswith("x-test")],
+        "underscored": [h.get("X-Test-Under"), h.get("X_Test_Under")],
         "sized": len(h) > 0,
     }
 
@@ -110,6 +111,13 @@ CASES = {
     "query": lambda e: {"body": query(e)},
     "query-missing": lambda e: {"body": e.query["zz"]},
     "body": lambda e: {"body": {"type": type(e.body).__name__, "len": len(e.body), "hex": e.body.hex()}},
+    "length": lambda e: {
+        "body": {
+            "content_length": e.headers.get("Content-Length"),
+            "transfer_encoding": e.headers.get("Transfer-Encoding"),
+            "len": len(e.body),
+        }
+    },
     "echo": lambda e: {"body": {"path": e.path, "method": e.method, "query": dict(e.query)}},
     "immutable": immutable,
 }
