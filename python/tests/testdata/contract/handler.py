@@ -63,6 +63,13 @@ def immutable(event: Any) -> dict[str, Any]:
     return {"body": out}
 
 
+def not_found() -> None:
+    """A werkzeug HTTP error, as Flask's abort(404) raises: answered with its own page."""
+    from werkzeug.exceptions import NotFound
+
+    raise NotFound()
+
+
 def boom() -> None:
     raise RuntimeError("contract table: this handler raises")
 
@@ -106,6 +113,7 @@ CASES = {
     "return-int": lambda e: 7,
     "return-dict-subclass": lambda e: Custom(body="sub"),
     "raise": lambda e: boom(),
+    "http-error": lambda e: not_found(),
     "headers": lambda e: {"body": headers(e)},
     "header-missing": lambda e: {"body": e.headers["X-Absent"]},
     "query": lambda e: {"body": query(e)},
