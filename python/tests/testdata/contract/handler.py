@@ -3,8 +3,37 @@ segment of the path, so each runtime (and the template's reference server) start
 answers every case of cases.json. Each case is one rule of docs/faas.md's "The python3-http
 contract"."""
 
+import datetime
+import decimal
 import json
+import uuid
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
+
+
+PLUS_TWO = datetime.timezone(datetime.timedelta(hours=2))
+
+
+def json_types(event: Any) -> dict[str, Any]:
+    """The types Flask's JSON provider adds to json's."""
+    return {
+        "body": {
+            "date": datetime.date(2026, 1, 2),
+            "naive": datetime.datetime(2026, 1, 2, 3, 4, 5),
+            "aware": datetime.datetime(
+                2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone(datetime.timedelta(hours=2))
+            ),
+            "decimal": decimal.Decimal("1.50"),
+            "uuid": uuid.UUID(int=1),
+            "dataclass": Point(1, 2),
+        }
+    }
 
 
 def headers(event: Any) -> dict[str, Any]:
@@ -46,6 +75,7 @@ def query(event: Any) -> dict[str, Any]:
         "typed": q.get("n", type=int),
         "bad_type": q.get("a", "dflt", type=int),
         "plus": q.get("s"),
+        "not_utf8": q.get("u"),
         "len": len(q),
         "in": ["a" in q, "zz" in q],
         "isdict": isinstance(q, dict),
@@ -103,6 +133,9 @@ CASES = {
     "header-pairs-json": lambda e: {"body": {"k": "v"}, "headers": [("X-Rep", "1"), ("X-Rep", "2")]},
     "header-list-value": lambda e: {"body": "lv", "headers": {"X-Many": ["1", "2"]}},
     "headers-none": lambda e: {"body": "x", "headers": None},
+    "header-newline": lambda e: {"body": "x", "headers": {"X-Bad": "a\r\nInjected: 1"}},
+    "json-types": json_types,
+    "json-unserializable": lambda e: {"body": {"o": object()}},
     "return-str": lambda e: "just a string",
     "return-bytes": lambda e: b"\x00just bytes",
     "return-none": lambda e: None,
