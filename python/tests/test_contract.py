@@ -182,3 +182,41 @@ def test_raising_handler_logs_its_traceback(servers, runtime):
             return
         time.sleep(0.05)
     pytest.fail(f"{runtime}: no traceback in the log:\n{log.read_text(errors='replace')}")
+
+
+@pytest.mark.parametrize(
+    ("returned", "why"),
+    [
+        ({"statusCode": "abc", "body": "x"}, "statusCode 'abc'"),
+        ({"statusCode": 1000}, "statusCode 1000"),
+        ({"statusCode": 0}, "statusCode 0"),
+        ({"statusCode": 201.0}, "statusCode 201.0"),
+        ({"statusCode": True}, "statusCode True"),
+        ({"statusCode": b"202"}, "statusCode b'202'"),
+        ({"statusCode": ""}, "statusCode ''"),
+        (iter([b"a"]), "returned list_iterator"),
+        (object(), "returned object"),
+        (("a", 200, {}, 1), "tuple of 4"),
+        ({"body": "x", "headers": {"X Bad": "1"}}, "header 'X Bad'"),
+    ],
+)
+def test_deliberate_differences(returned, why, capsys):
+    """Where the template would send a status line no client reads, or Flask objects Continuum
+    does not make: a 500 with werkzeug's page, and what was wrong in the log (docs/faas.md,
+    "Where Continuum differs, on purpose")."""
+    from continuum_functions.event import PAGE_500, Event, Headers, call
+
+    resp = call(lambda e, c: returned, Event(headers=Headers({}), method="POST", path="/p"))
+    assert (resp.status, resp.body) == (500, PAGE_500)
+    err = capsys.readouterr().err
+    assert "Exception on /p [POST]" in err and why in err
+
+
+def test_status_strings_as_werkzeug_reads_them():
+    from http import HTTPStatus
+
+    from continuum_functions.event import to_response
+
+    assert to_response({"statusCode": "201 Created"}).status == 201
+    assert to_response({"statusCode": " 203 "}).status == 203
+    assert to_response({"statusCode": HTTPStatus.ACCEPTED}).status == 202

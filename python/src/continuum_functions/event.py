@@ -624,21 +624,22 @@ def _update(out: list[tuple[str, str]], new: list[tuple[str, str]]) -> None:
 
 
 def _status(status: Any) -> int:
-    """The status code werkzeug makes of a statusCode: an int, or a str/bytes starting with one
-    ("201", "201 Created"); None is 200. Codes outside 100-999 are refused (a 500): werkzeug
-    would send a status line no client reads ("0 abc")."""
+    """The status code werkzeug makes of a statusCode: an int (an IntEnum such as HTTPStatus
+    too), or a str starting with one ("201", "201 Created"); None is 200. Codes outside
+    100-999 are refused (a 500): werkzeug would send a status line no client reads ("0 abc");
+    what it cannot read at all (bytes, a float) is a 500 there too."""
     if type(status) is int and 100 <= status <= 999:
         return status
     if status is None:
         return 200
-    code: Any = status
-    if isinstance(status, (bytes, bytearray)):
-        status = bytes(status).decode("latin-1")
-    if isinstance(status, str):
+    code: Any = None
+    if isinstance(status, int) and not isinstance(status, bool):
+        code = int(status)
+    elif isinstance(status, str) and status.strip():
         try:
             code = int(status.strip().partition(" ")[0])
         except ValueError:
-            raise BadReturn(f"handler returned statusCode {status!r}: want an integer 100-999") from None
-    if type(code) is not int or not 100 <= code <= 999:
+            code = None
+    if code is None or not 100 <= code <= 999:
         raise BadReturn(f"handler returned statusCode {status!r}: want an integer 100-999")
     return code
