@@ -39,7 +39,8 @@ def event_from_env(body: bytes, env: dict[str, str]) -> Event:
 def cgi(resp: Response) -> bytes:
     """The response CGI-framed: a Status line and the headers, a blank line, the body."""
     head = [f"Status: {resp.status}"] + [f"{k}: {v}" for k, v in resp.headers]
-    return ("\r\n".join(head) + "\r\n\r\n").encode("utf-8") + resp.body
+    # latin-1, as HTTP/1.1 servers write header values (to_response let only such values by).
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1", "replace") + resp.body
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,7 +62,6 @@ def main(argv: list[str] | None = None) -> None:
         port=args.port,
         threads=args.threads,
         max_request_body_size=1 << 30,
-        ident="continuum",
     )
 
 

@@ -135,6 +135,8 @@ CASES = {
     "headers-none": lambda e: {"body": "x", "headers": None},
     "header-newline": lambda e: {"body": "x", "headers": {"X-Bad": "a\r\nInjected: 1"}},
     "json-types": json_types,
+    "header-latin1": lambda e: {"body": "x", "headers": {"X-Latin": "café"}},
+    "header-not-latin1": lambda e: {"body": "x", "headers": {"X-Snow": "☃"}},
     "json-unserializable": lambda e: {"body": {"o": object()}},
     "return-str": lambda e: "just a string",
     "return-bytes": lambda e: b"\x00just bytes",
