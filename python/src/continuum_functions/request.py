@@ -176,6 +176,8 @@ class Query(dict):
             lists.setdefault(k, []).append(v)
         super().__init__(lists)
 
+    # Overriding __iter__ (even with dict's own) makes dict(q) go through keys() and [] instead
+    # of copying the lists underneath: dict(q) gives first values, as werkzeug's does.
     def __iter__(self) -> Iterator[str]:
         return super().__iter__()
 
