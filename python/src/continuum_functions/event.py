@@ -178,6 +178,8 @@ def call(handle: Handler, event: Event, exec_timeout: float = 0) -> Response:
         resp = Response(500, [("Content-Type", "text/plain; charset=utf-8")], WAITRESS_500)
     except Exception as e:  # the handler's failure is the caller's answer, not the server's end
         resp = _http_exception(e) or internal_error(event)
+    if resp.status < 200 or resp.status in (204, 304):
+        resp.body = b""  # werkzeug sends no body with these, whatever the handler gave
     resp.headers.append((HANDLER_SECONDS, f"{time.perf_counter() - start:.6f}"))
     return resp
 

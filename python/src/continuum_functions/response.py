@@ -117,7 +117,7 @@ def _make_response(rv: Any) -> Response:
         )
     out = [("Content-Type", "application/json")]
     if headers:
-        _update(out, _header_list(headers))
+        _update(out, headers)
     return Response(_status(status), out, _dumps(rv.obj))
 
 
@@ -216,16 +216,22 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_VALUE = re.compile(r"[\r\n\0]")
 
 
-def _update(out: list[tuple[str, str]], new: list[tuple[str, str]]) -> None:
-    """werkzeug's Headers.update with pairs: each name's value replaces what was there."""
-    for k, v in new:
-        lk = k.lower()
-        first = next((i for i, (n, _) in enumerate(out) if n.lower() == lk), None)
-        if first is None:
-            out.append((k, v))
-            continue
-        out[first] = (k, v)
-        out[first + 1 :] = [(n, x) for n, x in out[first + 1 :] if n.lower() != lk]
+def _update(out: list[tuple[str, str]], headers: Any) -> None:
+    """werkzeug's Headers.update: each name given replaces what was there, with all the values
+    a dict gives it in a list, or its last value among (name, value) pairs."""
+    if isinstance(headers, dict):
+        groups = [(k, list(v) if isinstance(v, (list, tuple)) else [v]) for k, v in headers.items()]
+    elif hasattr(headers, "to_wsgi_list"):
+        merged: dict[str, tuple[str, list[Any]]] = {}
+        for k, v in headers.to_wsgi_list():
+            merged.setdefault(str(k).lower(), (k, []))[1].append(v)
+        groups = list(merged.values())
+    else:
+        groups = [(k, [v]) for k, v in _header_list(headers)]
+    for k, values in groups:
+        new = _header_list([(k, v) for v in values])
+        lk = str(k).lower()
+        out[:] = [(n, x) for n, x in out if n.lower() != lk] + new
 
 
 def _status(status: Any) -> int:
