@@ -186,8 +186,14 @@ def _header_list(headers: Any) -> list[tuple[str, str]]:
             k = str(k)
         if type(v) is not str:
             v = str(v)
-        if _BAD_VALUE.search(v) is not None or _TOKEN.fullmatch(k) is None:
-            raise BadReturn(f"handler returned header {k!r}: {v!r}: want a token name, no line break")
+        if k not in _TOKENS:
+            if _TOKEN.fullmatch(k) is None:
+                raise BadReturn(f"handler returned header name {k!r}: want a token (letters, digits, -)")
+            if len(_TOKENS) >= 512:  # handlers use a few names over and over
+                _TOKENS.clear()
+            _TOKENS.add(k)
+        if "\n" in v or "\r" in v or "\0" in v:
+            raise BadReturn(f"handler returned header {k}: {v!r}: a value with a line break")
         if not v.isascii():
             try:
                 v.encode("latin-1")
@@ -213,7 +219,7 @@ WAITRESS_500 = (
 
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_BAD_VALUE = re.compile(r"[\r\n\0]")
+_TOKENS: set[str] = set()  # header names found to be tokens
 
 
 def _update(out: list[tuple[str, str]], headers: Any) -> None:

@@ -33,6 +33,8 @@ MAX_HEADER = 64 * 1024
 # Header names whose environ key a server remembers (then it starts over: a client sending
 # ever new names costs the cache nothing but the work it saves).
 MAX_ENV_KEYS = 512
+# Response header names as the handler gave them -> as they are sent (the same bound).
+NAMES: dict[str, str] = {}
 
 
 class BadRequest(Exception):
@@ -53,8 +55,15 @@ def encode(resp: Response, keep_alive: bool, head_only: bool = False) -> bytes:
     without the body."""
     lines = [f"HTTP/1.1 {resp.status} {reason(resp.status)}"]
     for k, v in resp.headers:
-        if k.lower() not in ("content-length", "connection", "transfer-encoding"):
-            lines.append(f"{k}: {v}")
+        name = NAMES.get(k)
+        if name is None:
+            # Waitress capitalizes each dash-separated part of a name (x-custom: X-Custom).
+            name = "-".join([x.capitalize() for x in k.split("-")])
+            if len(NAMES) >= MAX_ENV_KEYS:
+                NAMES.clear()
+            NAMES[k] = name
+        if name not in ("Content-Length", "Connection", "Transfer-Encoding"):
+            lines.append(f"{name}: {v}")
     lines.append(f"Content-Length: {len(resp.body)}")
     if not keep_alive:
         lines.append("Connection: close")

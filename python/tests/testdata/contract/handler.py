@@ -130,6 +130,10 @@ CASES = {
         "headers": {"Content-Type": "application/vnd.test+json", "X-Dict": "1"},
     },
     "header-pairs": lambda e: {"body": "pairs", "headers": [("X-Rep", "1"), ("X-Rep", "2")]},
+    "header-name-case": lambda e: {
+        "body": "case",
+        "headers": {"x-lower-name": "1", "X-UPPER": "2", "content-TYPE": "text/x"},
+    },
     "header-pairs-json": lambda e: {"body": {"k": "v"}, "headers": [("X-Rep", "1"), ("X-Rep", "2")]},
     "header-list-value": lambda e: {"body": "lv", "headers": {"X-Many": ["1", "2"]}},
     "headers-none": lambda e: {"body": "x", "headers": None},
