@@ -195,6 +195,7 @@ def test_raising_handler_logs_its_traceback(servers, runtime):
         ({"statusCode": b"202"}, "statusCode b'202'"),
         ({"statusCode": ""}, "statusCode ''"),
         (iter([b"a"]), "returned list_iterator"),
+        (__import__("flask").Response("x"), "returned Response"),
         (object(), "returned object"),
         (("a", 200, {}, 1), "tuple of 4"),
         ({"body": "x", "headers": {"X Bad": "1"}}, "header name 'X Bad'"),
