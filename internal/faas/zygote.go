@@ -3,6 +3,7 @@ package faas
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -23,13 +24,21 @@ type Zygote struct {
 }
 
 // StartZygote runs a zygote for handler on socket and waits until it accepts requests (it
-// imports the handler first: seconds for pandas).
+// imports the handler first: seconds for pandas). Its output, and that of the instances and
+// classic requests it forks (tracebacks included), goes to this process's stderr.
 func StartZygote(ctx context.Context, py Python, handler, socket string) (*Zygote, error) {
+	return StartZygoteLog(ctx, py, handler, socket, os.Stderr)
+}
+
+// StartZygoteLog is StartZygote with the zygote's output (the function's log) going to log.
+func StartZygoteLog(ctx context.Context, py Python, handler, socket string, log io.Writer) (*Zygote, error) {
 	_ = os.Remove(socket)
 	args := py.ZygoteArgs(handler, socket)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), py.Env()...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Stdout, cmd.Stderr = log, log
+	// The instances it forks hold a pipe to a log that is not a file: its end must not wait for theirs.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start zygote: %w", err)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -29,6 +30,9 @@ type Provider interface {
 // It is what `continuum faas gateway` uses outside the testbed and what the tests use.
 type LocalProvider struct {
 	Python faas.Python
+	// Log is the functions' log: what their processes and zygotes write, tracebacks included
+	// (default this process's stderr).
+	Log io.Writer
 
 	mu      sync.Mutex
 	runs    map[string]func()
@@ -47,6 +51,13 @@ func (p *LocalProvider) CPUSeconds(_ context.Context, inst Instance) (float64, e
 	return w.CPUSeconds(), nil
 }
 
+func (p *LocalProvider) log() io.Writer {
+	if p.Log == nil {
+		return os.Stderr
+	}
+	return p.Log
+}
+
 // Prepare starts fn's zygote, if it has one.
 func (p *LocalProvider) Prepare(ctx context.Context, fn *Function) error {
 	_, err := p.zygote(ctx, fn)
@@ -59,7 +70,7 @@ func (p *LocalProvider) zygote(ctx context.Context, fn *Function) (string, error
 		return "", nil
 	}
 	return p.zygotes.get(ctx, fn, func(ctx context.Context, socket string) (func(), error) {
-		z, err := faas.StartZygote(ctx, p.Python, fn.Handler, socket)
+		z, err := faas.StartZygoteLog(ctx, p.Python, fn.Handler, socket, p.log())
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +89,7 @@ func (p *LocalProvider) Start(ctx context.Context, fn *Function, id string) (Ins
 	if err != nil {
 		return Instance{}, err
 	}
-	cfg.Listen, cfg.ExecTimeout, cfg.MaxInflight = "127.0.0.1:0", fn.ExecTimeout, fn.MaxInflight
+	cfg.Listen, cfg.ExecTimeout, cfg.MaxInflight, cfg.Log = "127.0.0.1:0", fn.ExecTimeout, fn.MaxInflight, p.log()
 	w, err := watchdog.New(ctx, cfg)
 	if err != nil {
 		return Instance{}, fmt.Errorf("instance %s: %w", id, err)

@@ -13,8 +13,10 @@ import (
 	"net/textproto"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -26,7 +28,11 @@ import (
 type classic struct {
 	cfg   *Config
 	cpuNS atomic.Int64 // CPU of the processes that ended
+	logMu sync.Mutex   // one process's stderr reaches cfg.Log in one piece
 }
+
+// maxLog is how much of one classic process's stderr goes to the function's log.
+const maxLog = 64 << 10
 
 func (c *classic) healthy() bool { return true }
 func (c *classic) close()        {}
@@ -52,8 +58,8 @@ func (c *classic) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	cmd := exec.CommandContext(ctx, c.cfg.Process[0], c.cfg.Process[1:]...)
 	cmd.Env = append(os.Environ(), c.cfg.Env...)
-	for k, v := range requestEnv(r) {
-		cmd.Env = append(cmd.Env, k+"="+v)
+	for _, kv := range requestEnv(r, len(body)) {
+		cmd.Env = append(cmd.Env, kv[0]+"="+kv[1])
 	}
 	if c.cfg.CGI {
 		cmd.Env = append(cmd.Env, "CONTINUUM_CGI=1")
@@ -61,7 +67,9 @@ func (c *classic) invoke(w http.ResponseWriter, r *http.Request) {
 	cmd.Stdin = bytes.NewReader(body)
 	var stdout bytes.Buffer
 	stderr := &tailBuffer{max: 4096}
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	log := &headBuffer{max: maxLog}
+	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(stderr, log)
+	defer c.writeLog(log)
 	// Its own process group, so a timeout kills what it started too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -121,6 +129,33 @@ func writeCGI(w http.ResponseWriter, out []byte) {
 	_, _ = w.Write(body)
 }
 
+// writeLog copies what a process wrote to stderr (a traceback) to the function's log.
+func (c *classic) writeLog(b *headBuffer) {
+	if len(b.b) == 0 {
+		return
+	}
+	if b.dropped > 0 {
+		b.b = fmt.Appendf(b.b, "\n[watchdog: %d more bytes of this process's stderr not logged]\n", b.dropped)
+	}
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	_, _ = c.cfg.Log.Write(b.b)
+}
+
+// headBuffer keeps the first max bytes written and counts the rest.
+type headBuffer struct {
+	max     int
+	b       []byte
+	dropped int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	n := min(len(p), h.max-len(h.b))
+	h.b = append(h.b, p[:n]...)
+	h.dropped += len(p) - n
+	return len(p), nil
+}
+
 // tailBuffer keeps the last max bytes written (a process's stderr, for error messages).
 type tailBuffer struct {
 	max int
@@ -137,11 +172,43 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 func (t *tailBuffer) String() string { return strings.TrimSpace(string(t.b)) }
 
-// requestEnv is the request line and headers as the classic watchdog passes them.
-func requestEnv(r *http.Request) map[string]string {
-	env := map[string]string{"Http_Method": r.Method, "Http_Path": r.URL.Path, "Http_Query": r.URL.RawQuery}
-	for k, vs := range r.Header {
-		env["Http_"+strings.ReplaceAll(k, "-", "_")] = strings.Join(vs, ", ")
+// requestEnv is the request line and headers as the classic watchdog passes them (Http_Method,
+// Http_Path, Http_Query, Http_<Header_Name>), as ordered pairs. The headers come in the order
+// an http-mode upstream receives them from the reverse proxy (Host, User-Agent, Content-Length,
+// then the rest sorted by name), so a handler iterating event.headers sees the same in both
+// modes. A name with an underscore is left out, as Waitress leaves it out for the template:
+// in the environment it could not be told from a dash, so a client could pose as a header a
+// proxy sets. A repeated header is one value joined by ", "; a body that came chunked is
+// given its length as Content-Length, as Waitress does, since the process gets it whole.
+func requestEnv(r *http.Request, bodyLen int) [][2]string {
+	env := [][2]string{{"Http_Method", r.Method}, {"Http_Path", r.URL.Path}, {"Http_Query", r.URL.RawQuery}}
+	add := func(name, value string) {
+		env = append(env, [2]string{"Http_" + strings.ReplaceAll(name, "-", "_"), value})
+	}
+	if r.Host != "" {
+		add("Host", r.Host)
+	}
+	if ua := r.Header.Get("User-Agent"); ua != "" {
+		add("User-Agent", ua)
+	}
+	if cl := r.Header.Get("Content-Length"); cl != "" {
+		add("Content-Length", cl)
+	} else if bodyLen > 0 || r.ContentLength < 0 {
+		add("Content-Length", strconv.Itoa(bodyLen))
+	}
+	names := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		switch k {
+		case "Host", "User-Agent", "Content-Length":
+			continue
+		}
+		if !strings.Contains(k, "_") {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		add(k, strings.Join(r.Header[k], ", "))
 	}
 	return env
 }
@@ -159,7 +226,7 @@ func (c *classic) invokeZygote(ctx context.Context, w http.ResponseWriter, r *ht
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	hdr, _ := json.Marshal(map[string]any{"classic": map[string]any{"env": requestEnv(r), "body_len": len(body), "cgroups": ownCgroupProcs()}})
+	hdr, _ := json.Marshal(map[string]any{"classic": map[string]any{"env": requestEnv(r, len(body)), "body_len": len(body), "cgroups": ownCgroupProcs()}})
 	if _, err := conn.Write(append(append(hdr, '\n'), body...)); err != nil {
 		http.Error(w, "function zygote: "+err.Error(), http.StatusBadGateway)
 		return

@@ -94,7 +94,10 @@ func (u *upstream) launch() (*process, error) {
 	}
 	cmd := exec.Command(u.cfg.Process[0], u.cfg.Process[1:]...)
 	cmd.Env = append(os.Environ(), u.cfg.Env...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Stdout, cmd.Stderr = u.cfg.Log, u.cfg.Log
+	// With a Log that is not a file, output is copied through a pipe that a process the
+	// function started may hold open: the exit must be seen without waiting for it.
+	cmd.WaitDelay = time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start function process %s: %w", u.cfg.Process[0], err)

@@ -12,9 +12,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -69,6 +71,10 @@ type Config struct {
 	// MaxBody is the largest request body in bytes (default 64 MiB); larger gets 413.
 	MaxBody int64
 	Logger  *slog.Logger
+	// Log is the function's log: what its processes write to stdout (http mode) and stderr,
+	// tracebacks included (default the watchdog's stderr). A classic process's stderr is
+	// written in one piece when it ends, so concurrent requests' logs do not interleave.
+	Log io.Writer
 }
 
 // Validate checks the config and fills defaults.
@@ -111,6 +117,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Log == nil {
+		c.Log = os.Stderr
 	}
 	return nil
 }

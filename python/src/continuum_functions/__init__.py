@@ -10,5 +10,6 @@ The same handler file runs unchanged in each of Continuum's modes:
   the classic watchdog runs functions;
 - ``zygote``: a process that has imported the handler once and forks ready instances.
 
-What a handler receives and may return is in :mod:`continuum_functions.event`.
+What a handler receives and may return is in :mod:`continuum_functions.event` (the request
+side in :mod:`continuum_functions.request`, the answer in :mod:`continuum_functions.response`).
 """

@@ -13,28 +13,31 @@ import sys
 from flask import Flask, Response, request
 from waitress import serve
 
-from continuum_functions.event import Context, Event, Handler, call, load_handler
+from continuum_functions.event import Event, Handler, call, load_handler
+
+# The template's routes (Flask adds HEAD and answers OPTIONS and other methods itself).
+METHODS = ["GET", "PUT", "POST", "PATCH", "DELETE"]
 
 
 def make_app(handle: Handler) -> Flask:
     app = Flask("continuum_function")
-    context = Context()
 
     @app.route("/_/health", methods=["GET"])
     def health() -> Response:
         return Response("OK\n", status=200, content_type="text/plain")
 
-    @app.route("/", defaults={"path": ""}, methods=["GET", "PUT", "POST", "PATCH", "DELETE"])
-    @app.route("/<path:path>", methods=["GET", "PUT", "POST", "PATCH", "DELETE"])
+    @app.route("/", defaults={"path": ""}, methods=METHODS)
+    @app.route("/<path:path>", methods=METHODS)
     def invoke(path: str) -> Response:
+        # The event holds Flask's own objects, as the template's Event does.
         event = Event(
             body=request.get_data(),
-            headers=dict(request.headers),
+            headers=request.headers,  # type: ignore[arg-type]
             method=request.method,
-            query=request.args.to_dict(),
+            query=request.args,  # type: ignore[arg-type]
             path=request.path,
         )
-        resp = call(handle, event, context)
+        resp = call(handle, event)
         return Response(resp.body, status=resp.status, headers=resp.headers)
 
     return app
@@ -59,7 +62,6 @@ def main(argv: list[str] | None = None) -> None:
         port=args.port,
         threads=args.threads,
         max_request_body_size=1 << 30,
-        ident="continuum",
     )
 
 

@@ -17,17 +17,24 @@ import sys
 from http import HTTPStatus
 
 from continuum_functions.event import (
-    Context,
     Event,
     Handler,
+    Headers,
     Response,
     call,
+    env_key,
     error_response,
     load_handler,
     parse_query,
+    request_path,
 )
 
 MAX_HEADER = 64 * 1024
+# Header names whose environ key a server remembers (then it starts over: a client sending
+# ever new names costs the cache nothing but the work it saves).
+MAX_ENV_KEYS = 512
+# Response header names as the handler gave them -> as they are sent (the same bound).
+NAMES: dict[str, str] = {}
 
 
 class BadRequest(Exception):
@@ -43,19 +50,30 @@ def reason(status: int) -> str:
         return "Unknown"
 
 
-def encode(resp: Response, keep_alive: bool) -> bytes:
+def encode(resp: Response, keep_alive: bool, head_only: bool = False) -> bytes:
+    """The response on the wire; a HEAD request gets the headers (Content-Length included)
+    without the body."""
     lines = [f"HTTP/1.1 {resp.status} {reason(resp.status)}"]
-    for k, v in resp.headers.items():
-        if k.lower() not in ("content-length", "connection", "transfer-encoding"):
-            lines.append(f"{k}: {v}")
+    for k, v in resp.headers:
+        name = NAMES.get(k)
+        if name is None:
+            # Waitress capitalizes each dash-separated part of a name (x-custom: X-Custom).
+            name = "-".join([x.capitalize() for x in k.split("-")])
+            if len(NAMES) >= MAX_ENV_KEYS:
+                NAMES.clear()
+            NAMES[k] = name
+        if name not in ("Content-Length", "Connection", "Transfer-Encoding"):
+            lines.append(f"{name}: {v}")
     lines.append(f"Content-Length: {len(resp.body)}")
     if not keep_alive:
         lines.append("Connection: close")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + resp.body
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+    return head if head_only else head + resp.body
 
 
 async def read_body(reader: asyncio.StreamReader, headers: dict[str, str], max_body: int) -> bytes:
-    te = headers.get("transfer-encoding", "").lower()
+    """The request body; headers are the environ keys headers_environ makes."""
+    te = headers.get("HTTP_TRANSFER_ENCODING", "").lower()
     if te:
         if te != "chunked":
             raise BadRequest(501, f"Transfer-Encoding {te!r} is not supported: use chunked or Content-Length")
@@ -75,7 +93,7 @@ async def read_body(reader: asyncio.StreamReader, headers: dict[str, str], max_b
                 raise BadRequest(413, f"body larger than {max_body} bytes")
             parts.append(await reader.readexactly(n))
             await reader.readexactly(2)
-    raw = headers.get("content-length", "0")
+    raw = headers.get("CONTENT_LENGTH", "0")
     try:
         n = int(raw)
     except ValueError:
@@ -92,7 +110,7 @@ class Server:
         self.handle = handle
         self.max_body = max_body
         self.exec_timeout = exec_timeout
-        self.context = Context()
+        self.env_keys: dict[str, str] = {}  # header name as sent -> environ key ("": dropped)
 
     async def serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -120,34 +138,54 @@ class Server:
             if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
                 raise BadRequest(400, f"bad request line {lines[0][:80]!r}")
             method, target, version = parts
-            headers: dict[str, str] = {}
+            # The handler sees the headers as Waitress passes them to Flask (headers_environ's
+            # rules, inline, with each name's environ key remembered: this runs for every
+            # header of every request, and clients send the same names again and again).
+            env: dict[str, str] = {}
+            keys = self.env_keys
             for line in lines[1:]:
                 if not line:
                     continue
                 k, sep, v = line.partition(":")
-                if not sep:
-                    raise BadRequest(400, f"bad header line {line[:80]!r}")
-                headers[k.strip().lower()] = v.strip()
-            conn = headers.get("connection", "").lower()
+                key = keys.get(k)
+                if key is None:
+                    if not sep or not k or k[0] in " \t" or k[-1] in " \t":
+                        raise BadRequest(400, f"bad header line {line[:80]!r}")
+                    key = env_key(k)
+                    if len(keys) >= MAX_ENV_KEYS:
+                        keys.clear()
+                    keys[k] = key
+                if not key:  # a name with an underscore
+                    continue
+                v = v.strip(" \t")
+                if key in env:
+                    env[key] += ", " + v
+                else:
+                    env[key] = v
+            conn = env.get("HTTP_CONNECTION", "").lower()
             keep_alive = conn != "close" and (version == "HTTP/1.1" or conn == "keep-alive")
-            body = await read_body(reader, headers, self.max_body)
+            body = await read_body(reader, env, self.max_body)
         except BadRequest as e:
             writer.write(encode(error_response(e.status, str(e)), False))
             await writer.drain()
             return False
-        path, _, query = target.partition("?")
-        if path == "/_/health":
-            resp = Response(200, {"Content-Type": "text/plain"}, b"OK\n")
+        if "HTTP_TRANSFER_ENCODING" in env:  # Waitress: the body arrived whole, so say its length
+            del env["HTTP_TRANSFER_ENCODING"]
+            env["CONTENT_LENGTH"] = str(len(body))
+        raw_path, _, query = target.partition("?")
+        raw_path = raw_path.partition("#")[0]
+        if raw_path == "/_/health":
+            resp = Response(200, [("Content-Type", "text/plain")], b"OK\n")
         else:
             event = Event(
                 body=body,
-                headers={k.title(): v for k, v in headers.items()},
-                method=method,
-                query=parse_query(query),
-                path=path,
+                headers=Headers(env),
+                method=method.upper(),
+                query=parse_query(query.partition("#")[0]),
+                path=request_path(raw_path),
             )
-            resp = call(self.handle, event, self.context, self.exec_timeout)
-        writer.write(encode(resp, keep_alive))
+            resp = call(self.handle, event, self.exec_timeout)
+        writer.write(encode(resp, keep_alive, method == "HEAD"))
         await writer.drain()
         return keep_alive
 

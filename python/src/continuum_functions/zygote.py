@@ -25,8 +25,8 @@ import socket
 import sys
 from typing import BinaryIO
 
-from continuum_functions.classic import event_from_env
-from continuum_functions.event import Context, Handler, call, load_handler
+from continuum_functions.classic import cgi, event_from_env
+from continuum_functions.event import Handler, call, load_handler
 from continuum_functions.server import serve_socket
 
 
@@ -69,8 +69,8 @@ def spawn(handle: Handler, req: dict, max_body: int) -> int:
 def classic(handle: Handler, req: dict, f: BinaryIO) -> None:
     """One request in a forked child, as the classic watchdog runs one per process, but without
     exec'ing an interpreter or importing anything: ``req`` has ``env`` (the classic
-    watchdog's Http_* variables), ``body_len`` and ``cgroups``; the body follows on the
-    connection. The child answers a line ``{"pid": N}``, then the CGI-framed response, and
+    watchdog's Http_* variables, as [name, value] pairs), ``body_len`` and ``cgroups``; the
+    body follows on the connection. The child answers a line ``{"pid": N}``, then the CGI-framed response, and
     exits; the zygote goes on at once."""
     if os.fork() != 0:
         return  # the zygote: the child owns the connection now
@@ -82,10 +82,11 @@ def classic(handle: Handler, req: dict, f: BinaryIO) -> None:
         f.write(json.dumps({"pid": os.getpid()}).encode() + b"\n")
         f.flush()
         body = f.read(int(req.get("body_len", 0)))
-        env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
-        resp = call(handle, event_from_env(body, env), Context())
-        head = [f"Status: {resp.status}"] + [f"{k}: {v}" for k, v in resp.headers.items()]
-        f.write(("\r\n".join(head) + "\r\n\r\n").encode("utf-8") + resp.body)
+        raw = req.get("env") or {}
+        # [[name, value], ...] in the watchdog's order (or an object).
+        pairs = raw.items() if isinstance(raw, dict) else raw
+        env = {str(k): str(v) for k, v in pairs}
+        f.write(cgi(call(handle, event_from_env(body, env))))
         f.flush()
     except BaseException:  # the child must never return into the zygote's loop
         code = 1
