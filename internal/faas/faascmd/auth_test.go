@@ -245,3 +245,51 @@ func selfSigned(t *testing.T) (certFile, keyFile string) {
 	}
 	return certFile, keyFile
 }
+
+// The secrets of a gateway on this machine are sent only to a gateway on this machine unless
+// the directory is named on the command line; a password sent over plain http to another host
+// draws a warning.
+func TestClientCredentialsStayLocal(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := (gateway.AuthFiles{SecretDir: dir}).Load(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{EnvURL, EnvUser, EnvPassword} {
+		t.Setenv(k, "")
+	}
+	for _, c := range []struct {
+		url      string
+		explicit bool
+		creds    bool
+	}{
+		{"http://127.0.0.1:8080", false, true}, {"http://localhost:8080", false, true}, {"http://[::1]:8080", false, true},
+		{"http://10.1.2.3:8080", false, false}, {"https://gw.edge:8443", false, false},
+		{"http://10.1.2.3:8080", true, true},
+	} {
+		flags := DefaultClientFlags()
+		flags.SecretPath = dir // as the default would be: not named on the command line
+		cmd := &cobra.Command{}
+		flags.Bind(cmd.Flags())
+		var errOut strings.Builder
+		cmd.SetErr(&errOut)
+		args := []string{"-g", c.url}
+		if c.explicit {
+			args = append(args, "--secret-mount-path", dir)
+		}
+		if err := cmd.Flags().Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := flags.client(cmd, strings.NewReader(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cl.Credentials != nil; got != c.creds {
+			t.Errorf("%s (named: %v): credentials sent = %v, want %v", c.url, c.explicit, got, c.creds)
+		}
+		warned := strings.Contains(errOut.String(), "WARNING: basic auth over plain http")
+		if want := c.creds && strings.HasPrefix(c.url, "http://") && !strings.Contains(c.url, "127.0.0.1") &&
+			!strings.Contains(c.url, "localhost") && !strings.Contains(c.url, "[::1]"); warned != want {
+			t.Errorf("%s: warned = %v (%q), want %v", c.url, warned, errOut.String(), want)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +48,7 @@ func (f *ClientFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.Username, "username", "u", f.Username, "basic auth user (or $"+EnvUser+")")
 	fs.BoolVarP(&f.PasswordStdin, "password-stdin", "s", f.PasswordStdin, "read the password from stdin")
 	fs.StringVar(&f.PasswordFile, "password-file", f.PasswordFile, "read the password from this file")
-	fs.StringVar(&f.SecretPath, "secret-mount-path", f.SecretPath, "when no password is given (flag or $"+EnvPassword+"): read basic-auth-user and basic-auth-password from this directory if they are there, as a gateway on this machine writes them")
+	fs.StringVar(&f.SecretPath, "secret-mount-path", f.SecretPath, "when no password is given (flag or $"+EnvPassword+"): read basic-auth-user and basic-auth-password from this directory if they are there, as a gateway on this machine writes them (used for a gateway on another host only when given explicitly)")
 	fs.BoolVar(&f.TLSNoVerify, "tls-no-verify", f.TLSNoVerify, "do not verify an https gateway's certificate")
 }
 
@@ -92,7 +94,9 @@ func (f *ClientFlags) client(cmd *cobra.Command, stdin io.Reader) (*gateway.Clie
 		}
 	case os.Getenv(EnvPassword) != "":
 		pass = strings.TrimSpace(os.Getenv(EnvPassword))
-	case f.SecretPath != "":
+	case f.SecretPath != "" && (cmd.Flags().Changed("secret-mount-path") || isLocal(url)):
+		// The files of a gateway on this machine go only to a gateway on this machine, unless
+		// the directory was named: a password must not follow -g to another host unasked.
 		c, _, err := gateway.AuthFiles{UserFile: filepath.Join(f.SecretPath, gateway.UserFileName),
 			PasswordFile: filepath.Join(f.SecretPath, gateway.PasswordFileName)}.Load()
 		if err == nil {
@@ -105,8 +109,25 @@ func (f *ClientFlags) client(cmd *cobra.Command, stdin io.Reader) (*gateway.Clie
 	var cred *gateway.Credentials
 	if pass != "" {
 		cred = &gateway.Credentials{User: user, Password: pass}
+		if strings.HasPrefix(url, "http://") && !isLocal(url) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "WARNING: basic auth over plain http to %s: the password crosses the network readable; serve the gateway with --tls-cert and use https://\n", url)
+		}
 	}
 	return gateway.NewClient(url, cred, f.TLSNoVerify), nil
+}
+
+// isLocal reports whether a gateway URL names this machine (a loopback address or localhost).
+func isLocal(raw string) bool {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 func newListCmd() *cobra.Command {
