@@ -29,6 +29,7 @@ func init() {
 		Command:   gatewayCommand,
 		Endpoints: func(c *GatewayConfig) []kind.Endpoint { return httpEndpoint(c.Port) },
 		Metrics:   gatewayMetrics,
+		Set:       gatewaySet,
 	})
 }
 
