@@ -24,7 +24,10 @@ func newFaaSCmd() *cobra.Command {
 		Use:   "faas",
 		Short: "The function platform (after the edge IoT analytics paper, docs/seeds.md): watchdogs in front of OpenFaaS python3-http handlers",
 		Example: `  continuum faas watchdog --mode http --handler python/functions/iot-analytics --listen :8080
-  continuum faas watchdog --mode classic --handler python/functions/hello --listen :8081`,
+  continuum faas watchdog --mode classic --handler python/functions/hello --listen :8081
+  continuum faas gateway --function name=hello,handler=python/functions/hello
+  continuum faas list
+  continuum faas scale hello --replicas 2`,
 	}
 	cmd.AddCommand(newWatchdogCmd(), newFaaSGatewayCmd(), newListCmd(), newScaleCmd())
 	return cmd
