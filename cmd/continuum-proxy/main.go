@@ -20,12 +20,12 @@ import (
 	"github.com/continuum-project/continuum/internal/version"
 )
 
-const usage = `Usage: continuum-proxy --config FILE [--listen :8080] [--admin-listen :9090] [--node NAME]
+const usage = `Usage: continuum-proxy --config FILE [--listen :8080] [--admin-listen 127.0.0.1:9090] [--admin-token-file FILE] [--node NAME]
 
 The per-node QoS-aware HTTP proxy (the same as "continuum proxy"; see docs/proxy.md).
 
 Example:
-  continuum-proxy --config /etc/continuum/proxy.yaml --listen :8080 --admin-listen :9090 --node worker3
+  continuum-proxy --config /etc/continuum/proxy.yaml --listen :8080 --admin-listen :9090 --admin-token-file /etc/continuum/admin-token --node worker3
   curl -H 'X-Continuum-Service: dps' http://127.0.0.1:8080/
 
 Flags:
@@ -50,7 +50,8 @@ func run(args []string) error {
 	}
 	path := fs.String("config", "", "proxy configuration file (YAML; required)")
 	listen := fs.String("listen", "", "host:port clients send requests to (default: the configuration's, else :8080)")
-	admin := fs.String("admin-listen", "", "host:port of /metrics, /healthz, /readyz and /debug/pools; - disables (default: the configuration's, else :9090)")
+	admin := fs.String("admin-listen", "", "host:port of /metrics, /healthz, /readyz and /debug/pools; - disables (default: the configuration's, else 127.0.0.1:9090, loopback only); an address other machines reach needs -admin-token-file")
+	tokenFile := fs.String("admin-token-file", "", "file with a token /metrics and /debug/pools then require as Authorization: Bearer TOKEN (default: the configuration's admin_token_file)")
 	node := fs.String("node", "", "this proxy's node (default: the configuration's node, else the hostname)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -73,6 +74,9 @@ func run(args []string) error {
 	}
 	if *admin != "" {
 		cfg.AdminListen = *admin
+	}
+	if *tokenFile != "" {
+		cfg.AdminTokenFile = *tokenFile
 	}
 	if *node != "" {
 		cfg.Node = *node

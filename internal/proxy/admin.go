@@ -121,24 +121,36 @@ func (s *service) view() serviceView {
 }
 
 // adminHandler serves /metrics, /healthz (liveness: the process serves), /readyz (every
-// discovery source delivered a snapshot) and /debug/pools.
+// discovery source delivered a snapshot) and /debug/pools. With an admin token, /metrics and
+// /debug/pools need it, and /readyz shows its sources' details only to a caller that has it:
+// probes see the status code and whether the proxy is ready, nothing about the instances.
 func (p *Proxy) adminHandler() http.Handler {
+	guard := func(h http.Handler) http.Handler {
+		if p.adminToken == "" {
+			return h
+		}
+		return requireToken(p.adminToken, h)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(p.m.reg, promhttp.HandlerOpts{ErrorLog: slogPromLogger{p.log}}))
+	mux.Handle("GET /metrics", guard(promhttp.HandlerFor(p.m.reg, promhttp.HandlerOpts{ErrorLog: slogPromLogger{p.log}})))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		code := http.StatusOK
 		if !p.rt.isReady() {
 			code = http.StatusServiceUnavailable
 		}
-		writeJSON(w, code, map[string]any{"ready": code == http.StatusOK, "sources": p.u.statuses()})
+		body := map[string]any{"ready": code == http.StatusOK}
+		if p.adminToken == "" || hasToken(r, p.adminToken) {
+			body["sources"] = p.u.statuses()
+		}
+		writeJSON(w, code, body)
 	})
-	mux.HandleFunc("GET /debug/pools", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("GET /debug/pools", guard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, p.pools())
-	})
+	})))
 	return mux
 }
 

@@ -49,9 +49,14 @@ type Config struct {
 	Node string
 	// Listen is where clients send requests (host:port). Default ":8080".
 	Listen string
-	// AdminListen serves /metrics, /healthz, /readyz and /debug/pools. Default ":9090"; "-"
-	// disables it.
+	// AdminListen serves /metrics, /healthz, /readyz and /debug/pools. Default
+	// DefaultAdminListen (loopback); "-" disables it. An address other machines can reach needs
+	// AdminTokenFile: Validate refuses it otherwise.
 	AdminListen string
+	// AdminTokenFile, if set, holds a token that /metrics and /debug/pools then require as
+	// "Authorization: Bearer TOKEN", wherever the admin listener is. /healthz and /readyz stay
+	// open for probes; /readyz then says only whether the proxy is ready.
+	AdminTokenFile string
 	// Sources deliver the instances; their snapshots are united (the first source that reports
 	// an instance ID wins; node loads take the highest value any source reports).
 	Sources []discovery.Source
@@ -170,11 +175,11 @@ func DefaultServiceConfig() ServiceConfig {
 	}
 }
 
-// DefaultConfig listens on :8080 (admin :9090) with no sources and DefaultServiceConfig.
+// DefaultConfig listens on :8080 (admin on loopback, 127.0.0.1:9090) with no sources and DefaultServiceConfig.
 func DefaultConfig() Config {
 	return Config{
 		Listen:            ":8080",
-		AdminListen:       ":9090",
+		AdminListen:       DefaultAdminListen,
 		Defaults:          DefaultServiceConfig(),
 		ShutdownTimeout:   10 * time.Second,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -191,6 +196,8 @@ func (c Config) Validate() error {
 	}
 	if err := checkListen(c.AdminListen, true); err != nil {
 		errs = append(errs, fmt.Errorf("admin_listen: %w", err))
+	} else if err := checkAdminExposure(c.AdminListen, c.AdminTokenFile); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("shutdown_timeout %v: must be >= 0", c.ShutdownTimeout))

@@ -43,7 +43,7 @@ services:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Node != "worker3" || cfg.Listen != ":18080" || cfg.AdminListen != ":9090" || len(cfg.Sources) != 1 || cfg.MaxInflight != 100 {
+	if cfg.Node != "worker3" || cfg.Listen != ":18080" || cfg.AdminListen != DefaultAdminListen || len(cfg.Sources) != 1 || cfg.MaxInflight != 100 {
 		t.Fatalf("top level: %+v", cfg)
 	}
 	if got := cfg.Sources[0].Name(); got != "file:"+filepath.Join(dir, "instances.yaml") {

@@ -22,6 +22,7 @@ type fileConfig struct {
 	// override them.
 	Listen            string               `yaml:"listen"`
 	AdminListen       string               `yaml:"admin_listen"`
+	AdminTokenFile    string               `yaml:"admin_token_file"`
 	ShutdownTimeout   spec.Duration        `yaml:"shutdown_timeout"`
 	MaxInflight       *int                 `yaml:"max_inflight"`
 	ReadHeaderTimeout spec.Duration        `yaml:"read_header_timeout"`
@@ -69,6 +70,12 @@ func LoadConfig(path string) (Config, error) {
 		cfg.AdminListen = fc.AdminListen
 		if err := checkListen(fc.AdminListen, true); err != nil {
 			errs.Addf(path, spec.Locate(root, "admin_listen"), "admin_listen: %v", err)
+		}
+	}
+	if fc.AdminTokenFile != "" {
+		cfg.AdminTokenFile = fc.AdminTokenFile
+		if !filepath.IsAbs(cfg.AdminTokenFile) {
+			cfg.AdminTokenFile = filepath.Join(filepath.Dir(path), cfg.AdminTokenFile)
 		}
 	}
 	if spec.Has(root, "shutdown_timeout") {

@@ -18,9 +18,11 @@ type Proxy struct {
 	cfg Config
 	log *slog.Logger
 	m   *metrics
-	rt  *router
-	u   *union
-	h   *handler
+	// adminToken is AdminTokenFile's token ("" = the admin endpoints are open).
+	adminToken string
+	rt         *router
+	u          *union
+	h          *handler
 
 	// ctx ends the background work (sources, maintainers, probes), which wg tracks.
 	ctx    context.Context
@@ -49,8 +51,11 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.ReadHeaderTimeout == 0 {
 		cfg.ReadHeaderTimeout = DefaultConfig().ReadHeaderTimeout
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Node)}
-	var err error
+	tok, err := readAdminToken(cfg.AdminTokenFile)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Node), adminToken: tok}
 	if p.rt, err = newRouter(cfg, time.Now, p.log, p.m); err != nil {
 		return nil, err
 	}
@@ -77,7 +82,10 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	servers := []*http.Server{{Handler: p.h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}}
 	listeners := []net.Listener{rawListener{ln}}
 	if admin != nil {
-		servers = append(servers, &http.Server{Handler: p.adminHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog})
+		// The admin server has the data plane's header timeout: a client that never finishes
+		// its headers holds a connection no longer there than here.
+		servers = append(servers, &http.Server{Handler: p.adminHandler(), ReadHeaderTimeout: p.cfg.ReadHeaderTimeout,
+			IdleTimeout: 2 * time.Minute, ErrorLog: errLog})
 		listeners = append(listeners, admin)
 		p.log.Info("proxy admin listening", "addr", admin.Addr().String())
 	}

@@ -43,7 +43,13 @@ func gatewayCore(ctx context.Context, cfg Config) (*GatewayCore, error) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	args := []string{cfg.Binary, "faas", "gateway", "--listen", addr, "--function", "name=echo,url=" + upURL}
+	// Its credentials (unused: the bench calls /function/ only) go in a directory of its own.
+	dataDir, err := os.MkdirTemp("", "continuum-bench-gateway-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dataDir)
+	args := []string{cfg.Binary, "faas", "gateway", "--listen", addr, "--data-dir", dataDir, "--function", "name=echo,url=" + upURL}
 	if gwCPU >= 0 {
 		// taskset sets the affinity before exec, so every thread of the gateway inherits it.
 		args = append([]string{"taskset", "-c", strconv.Itoa(gwCPU)}, args...)

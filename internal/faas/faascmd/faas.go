@@ -24,9 +24,12 @@ func newFaaSCmd() *cobra.Command {
 		Use:   "faas",
 		Short: "The function platform (after the edge IoT analytics paper, docs/seeds.md): watchdogs in front of OpenFaaS python3-http handlers",
 		Example: `  continuum faas watchdog --mode http --handler python/functions/iot-analytics --listen :8080
-  continuum faas watchdog --mode classic --handler python/functions/hello --listen :8081`,
+  continuum faas watchdog --mode classic --handler python/functions/hello --listen :8081
+  continuum faas gateway --function name=hello,handler=python/functions/hello
+  continuum faas list
+  continuum faas scale hello --replicas 2`,
 	}
-	cmd.AddCommand(newWatchdogCmd(), newFaaSGatewayCmd())
+	cmd.AddCommand(newWatchdogCmd(), newFaaSGatewayCmd(), newListCmd(), newScaleCmd())
 	return cmd
 }
 
@@ -44,12 +47,19 @@ type GatewayFlags struct {
 	Testbed, Platform, StateDir, Node, Name, LogDir string
 	InstanceCPUs                                    float64
 	InstancePort                                    int
+	// BasicAuth protects /system/ (on unless turned off); its credentials come from
+	// BasicAuthUserFile and BasicAuthPasswordFile, else SecretMountPath (default
+	// DataDir/secrets), where they are generated on the first start.
+	BasicAuth                                            bool
+	BasicAuthUserFile, BasicAuthPasswordFile, SecretPath string
+	DataDir                                              string
+	TLSCert, TLSKey                                      string
 }
 
 // DefaultGatewayFlags are the defaults of `continuum faas gateway`'s flags.
 func DefaultGatewayFlags() GatewayFlags {
 	return GatewayFlags{Listen: ":8080", Tick: gateway.DefaultTick, Name: "gateway", InstanceCPUs: 1,
-		InstancePort: gateway.DefaultBasePort}
+		InstancePort: gateway.DefaultBasePort, BasicAuth: true, DataDir: gateway.DefaultDataDir()}
 }
 
 // Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
@@ -66,6 +76,30 @@ func (f *GatewayFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.LogDir, "log-dir", f.LogDir, "with --testbed: where instances' logs go")
 	fs.Float64Var(&f.InstanceCPUs, "instance-cpus", f.InstanceCPUs, "with --testbed: cores each instance may use (0: unlimited)")
 	fs.IntVar(&f.InstancePort, "instance-port", f.InstancePort, "with --testbed: the first loopback port instances listen on")
+	fs.BoolVar(&f.BasicAuth, "basic-auth", f.BasicAuth, "require basic auth on /system/ (OpenFaaS' basic_auth); --basic-auth=false leaves the system API open to anyone who reaches the port: for experiments on a trusted network only")
+	fs.StringVar(&f.BasicAuthUserFile, "basic-auth-user-file", f.BasicAuthUserFile, "file holding the basic auth user (with --basic-auth-password-file; default: the secret mount path's basic-auth-user)")
+	fs.StringVar(&f.BasicAuthPasswordFile, "basic-auth-password-file", f.BasicAuthPasswordFile, "file holding the basic auth password (default: the secret mount path's basic-auth-password)")
+	fs.StringVar(&f.SecretPath, "secret-mount-path", f.SecretPath, "directory with basic-auth-user and basic-auth-password, OpenFaaS' secret_mount_path; if both are absent a password is generated there, written 0600 and printed once (default DATA_DIR/secrets)")
+	fs.StringVar(&f.DataDir, "data-dir", f.DataDir, "the gateway's state directory (generated credentials go in its secrets/)")
+	fs.StringVar(&f.TLSCert, "tls-cert", f.TLSCert, "serve HTTPS with this PEM certificate (chain) file, with --tls-key")
+	fs.StringVar(&f.TLSKey, "tls-key", f.TLSKey, "the PEM private key of --tls-cert")
+}
+
+// Auth resolves the gateway's credentials from the flags: nil with --basic-auth=false;
+// generated says they were made just now (print the password once).
+func (f *GatewayFlags) Auth() (c *gateway.Credentials, generated bool, dir string, err error) {
+	if !f.BasicAuth {
+		return nil, false, "", nil
+	}
+	dir = f.SecretPath
+	if dir == "" {
+		dir = gateway.SecretDir(f.DataDir)
+	}
+	cred, generated, err := gateway.AuthFiles{UserFile: f.BasicAuthUserFile, PasswordFile: f.BasicAuthPasswordFile, SecretDir: dir}.Load()
+	if err != nil {
+		return nil, false, dir, err
+	}
+	return &cred, generated, dir, nil
 }
 
 func newFaaSGatewayCmd() *cobra.Command {
@@ -86,17 +120,45 @@ Instances run as watchdogs served by this process, or with --testbed (or --platf
 on --node, each limited to --instance-cpus cores. With --out, replicas.csv, scaling.csv and
 gateway.json record the instances over time.
 
+/system/ needs basic auth, as on OpenFaaS: the user and password are read from
+--basic-auth-user-file and --basic-auth-password-file, or from basic-auth-user and
+basic-auth-password in --secret-mount-path (default DATA_DIR/secrets). When that directory has
+neither, a password is generated for user admin, written there (0600) and printed once; later
+starts reuse it. --basic-auth=false turns the check off (experiments on a trusted network only).
+/function/NAME is public unless the function has key_file; /healthz and /metrics are public.
+--tls-cert and --tls-key serve HTTPS. continuum faas list and scale call /system/ with the
+credentials.
+
 Keys of --function (name, and handler or url, are required):
 ` + gateway.FunctionKeysHelp(),
 		Example: `  continuum faas gateway --listen :8080 --function name=analytics,handler=python/functions/iot-analytics,mode=http,scaler=rps,max=20
   continuum faas gateway --function name=hello,handler=python/functions/hello,min=0,idle_timeout=30s
-  curl -d Ada localhost:8080/function/hello`,
+  curl -d Ada localhost:8080/function/hello
+  continuum faas gateway --secret-mount-path /var/openfaas/secrets --tls-cert gw.crt --tls-key gw.key --function name=hello,handler=python/functions/hello
+  curl -u admin:$(cat ~/.local/state/continuum/faas-gateway/secrets/basic-auth-password) localhost:8080/system/functions`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(flags.Functions) == 0 {
 				return fmt.Errorf("no function: give --function name=...,handler=...")
 			}
-			cfg := gateway.RunConfig{Listen: flags.Listen, OutDir: flags.OutDir, Gateway: gateway.Config{Tick: flags.Tick}}
+			cfg := gateway.RunConfig{Listen: flags.Listen, OutDir: flags.OutDir, Gateway: gateway.Config{Tick: flags.Tick},
+				TLSCert: flags.TLSCert, TLSKey: flags.TLSKey}
+			auth, generated, secretDir, err := flags.Auth()
+			if err != nil {
+				return err
+			}
+			cfg.Gateway.Auth = auth
+			out := cmd.OutOrStdout()
+			switch {
+			case auth == nil:
+				fmt.Fprintln(out, "basic auth is off (--basic-auth=false): anyone who reaches the gateway can list and scale functions")
+			case generated:
+				// The only time the password is shown: the files hold it from now on.
+				fmt.Fprintf(out, "basic auth: generated a password for user %s: %s\n(saved in %s; it is not printed again)\n",
+					auth.User, auth.Password, secretDir)
+			default:
+				fmt.Fprintf(out, "basic auth: user %s, password from %s\n", auth.User, passwordSource(flags, secretDir))
+			}
 			for _, s := range flags.Functions {
 				f, err := gateway.ParseFunction(s)
 				if err != nil {
@@ -129,8 +191,12 @@ Keys of --function (name, and handler or url, are required):
 				}
 				cfg.Gateway.Provider = &gateway.LocalProvider{Python: py}
 			}
+			scheme := "http"
+			if flags.TLSCert != "" {
+				scheme = "https"
+			}
 			return gateway.Run(cmd.Context(), cfg, func(a net.Addr) {
-				fmt.Fprintf(cmd.OutOrStdout(), "gateway listening on %s\n", a)
+				fmt.Fprintf(out, "gateway listening on %s (%s)\n", a, scheme)
 			})
 		},
 	}
@@ -234,6 +300,13 @@ $CONTINUUM_PYTHON with $CONTINUUM_PYTHON_SRC.`,
 	}
 	flags.Bind(cmd.Flags())
 	return cmd
+}
+
+func passwordSource(f GatewayFlags, secretDir string) string {
+	if f.BasicAuthPasswordFile != "" {
+		return f.BasicAuthPasswordFile
+	}
+	return filepath.Join(secretDir, gateway.PasswordFileName)
 }
 
 // needsPython is whether any function runs a handler (not only urls of running servers).

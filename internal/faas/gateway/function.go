@@ -69,6 +69,10 @@ type Function struct {
 	// process that has imported the handler once, instead of starting an interpreter: fast
 	// cold starts, and a classic mode without the exec.
 	Zygote bool
+	// KeyFile, if set, holds a key that callers of /function/NAME must send as
+	// "Authorization: Bearer KEY" (the gateway checks it and does not pass the header on).
+	// Without it the function is public, as on OpenFaaS.
+	KeyFile string
 }
 
 var functionName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)

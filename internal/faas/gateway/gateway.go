@@ -37,6 +37,9 @@ type Config struct {
 	// OnScale, if set, is called for every change of a function's wanted replicas (for a
 	// scaling log).
 	OnScale func(ScaleEvent)
+	// Auth, if set, is what every /system/ request must carry as basic auth (401 otherwise).
+	// Nil leaves the system API open: the command line sets it unless told not to.
+	Auth *Credentials
 }
 
 // DefaultTick is Config.Tick's default: autoscalers decide every second.
@@ -107,7 +110,15 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		if f.URL == "" && cfg.Provider == nil {
 			return nil, fmt.Errorf("function %s: no provider to start its instances with", f.Name)
 		}
-		g.fns[f.Name] = newFnState(g, f)
+		fs := newFnState(g, f)
+		if f.KeyFile != "" {
+			k, err := readKey(f.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("function %s: %w", f.Name, err)
+			}
+			fs.key = k
+		}
+		g.fns[f.Name] = fs
 	}
 	// Zygotes start with the gateway, so even the first cold start forks a warm process.
 	if p, ok := cfg.Provider.(interface {
@@ -168,12 +179,24 @@ func (g *Gateway) Close() {
 	}
 }
 
-// Handler serves /function/NAME/..., the system API and /metrics.
+// Handler serves /function/NAME/..., the system API, /healthz and /metrics. With
+// Config.Auth, everything under /system/ needs it, unknown paths included (a caller without
+// credentials learns nothing of which exist); /function/ is public unless a function has a key,
+// and /healthz and /metrics are public, as on OpenFaaS (probes and Prometheus scrape them).
 func (g *Gateway) Handler() http.Handler {
+	system := http.NewServeMux()
+	system.HandleFunc("GET /system/functions", g.listFunctions)
+	system.HandleFunc("POST /system/scale-function/{name}", g.scaleFunction)
+	system.HandleFunc("/system/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, fmt.Sprintf("no route %s %s (want GET /system/functions or POST /system/scale-function/NAME)", r.Method, r.URL.Path), http.StatusNotFound)
+	})
+	var sys http.Handler = system
+	if g.cfg.Auth != nil {
+		sys = requireBasicAuth(g.cfg.Auth, system)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/function/", g.invoke)
-	mux.HandleFunc("GET /system/functions", g.listFunctions)
-	mux.HandleFunc("POST /system/scale-function/{name}", g.scaleFunction)
+	mux.Handle("/system/", sys)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("OK\n")) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{}))
 	return mux
@@ -186,6 +209,17 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 	if fs == nil {
 		http.Error(w, fmt.Sprintf("no function %q (GET /system/functions lists them)", name), http.StatusNotFound)
 		return
+	}
+	if fs.key != "" {
+		if !checkKey(r, fs.key) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="function `+name+`"`)
+			http.Error(w, fmt.Sprintf("function %s needs its key: send Authorization: Bearer KEY", name), http.StatusUnauthorized)
+			return
+		}
+		// The key is the gateway's business: the function does not see it. A shallow copy
+		// of the request, as serve makes, so the caller's headers are not changed under it.
+		r = r.Clone(r.Context())
+		r.Header.Del("Authorization")
 	}
 	fs.serve(w, r, "/"+sub)
 }
@@ -256,8 +290,9 @@ func (g *Gateway) scaleFunction(w http.ResponseWriter, r *http.Request) {
 
 // fnState is a function's instances and counters.
 type fnState struct {
-	g  *Gateway
-	fn *Function
+	g   *Gateway
+	fn  *Function
+	key string // Function.KeyFile's key; "" = public
 
 	mu       sync.Mutex
 	wanted   int

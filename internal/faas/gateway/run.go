@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/csv"
 	"fmt"
 	"net"
@@ -25,6 +26,9 @@ type RunConfig struct {
 	// with its reason) and gateway.json (per function: invocations, cold starts, scale events,
 	// the most and the mean ready instances).
 	OutDir string
+	// TLSCert and TLSKey, both set, serve HTTPS instead of plain HTTP (PEM files, as
+	// http.Server.ServeTLS reads them; a chain goes in the certificate file, leaf first).
+	TLSCert, TLSKey string
 }
 
 // Output files.
@@ -60,6 +64,17 @@ func Run(ctx context.Context, cfg RunConfig, ready func(net.Addr)) error {
 			onScale(e)
 		}
 	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return fmt.Errorf("tls: give both --tls-cert and --tls-key, or neither (plain HTTP)")
+	}
+	var tlsCert tls.Certificate
+	if cfg.TLSCert != "" {
+		// Loaded before anything starts, so a bad pair fails the start with its reason.
+		var err error
+		if tlsCert, err = tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+	}
 	g, err := New(ctx, cfg.Gateway)
 	if err != nil {
 		return err
@@ -69,7 +84,11 @@ func Run(ctx context.Context, cfg RunConfig, ready func(net.Addr)) error {
 		g.Close()
 		return fmt.Errorf("gateway listen %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := NewServer(g.Handler())
+	if cfg.TLSCert != "" {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{tlsCert}}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -121,6 +140,19 @@ func Run(ctx context.Context, cfg RunConfig, ready func(net.Addr)) error {
 	}
 	return results.WriteJSON(filepath.Join(cfg.OutDir, ReportFile), reports)
 }
+
+// NewServer is the gateway's http.Server for h, with the limits a server facing other
+// machines needs: a client that dribbles its header is cut after ReadHeaderTimeout (slowloris),
+// headers are bounded (431 past MaxHeaderBytes), and idle keep-alive connections are closed.
+// Bodies are not bounded here: each function's instances bound theirs (413).
+func NewServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: MaxHeaderBytes,
+		IdleTimeout: 2 * time.Minute}
+}
+
+// MaxHeaderBytes bounds a request's header at the gateway (net/http's default, said here so
+// tests and docs can name it).
+const MaxHeaderBytes = 1 << 20
 
 func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
 

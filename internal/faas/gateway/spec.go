@@ -42,6 +42,7 @@ var specKeys = []specKey{
 	{"cpu_limit", func(f *Function) any { return &f.CPULimit }, "cpu scaler: an instance's CPU limit in cores (default 1)"},
 	{"target_concurrency", func(f *Function) any { return &f.TargetConcurrency }, "concurrency scaler: requests under way per instance to aim for (default 1)"},
 	{"stable_window", func(f *Function) any { return &f.StableWindow }, "concurrency scaler: window of the mean it scales on (default 60s)"},
+	{"key_file", func(f *Function) any { return &f.KeyFile }, "a file holding a key callers must send as Authorization: Bearer KEY (default: the function is public)"},
 	{"panic_window", func(f *Function) any { return &f.PanicWindow }, "concurrency scaler: short window that scales up at once on a burst (default stable_window/10)"},
 }
 

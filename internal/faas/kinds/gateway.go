@@ -29,6 +29,7 @@ func init() {
 		Command:   gatewayCommand,
 		Endpoints: func(c *GatewayConfig) []kind.Endpoint { return httpEndpoint(c.Port) },
 		Metrics:   gatewayMetrics,
+		Set:       gatewaySet,
 	})
 }
 
@@ -58,6 +59,8 @@ type GatewayFunction struct {
 	ExecTimeout  spec.Duration `yaml:"exec_timeout"`
 	MaxInflight  int           `yaml:"max_inflight"`
 	Zygote       bool          `yaml:"zygote"`
+	// KeyFile makes /function/NAME need "Authorization: Bearer KEY", KEY being the file's text.
+	KeyFile string `yaml:"key_file"`
 	// cpu scaler (seeds/001's Micro_s: 0.85, 60s, +4) and concurrency scaler (Knative KPA).
 	CPUThreshold      float64       `yaml:"cpu_threshold"`
 	CPUWindow         spec.Duration `yaml:"cpu_window"`
@@ -72,7 +75,8 @@ func (f GatewayFunction) function() *gateway.Function {
 		MinReplicas: f.Min, MaxReplicas: f.Max, Scaler: f.Scaler, RPSThreshold: f.RPSThreshold, RPSWindow: f.RPSWindow.Duration,
 		IdleTimeout: f.IdleTimeout.Duration, ExecTimeout: f.ExecTimeout.Duration, MaxInflight: f.MaxInflight,
 		Zygote: f.Zygote, CPUThreshold: f.CPUThreshold, CPUWindow: f.CPUWindow.Duration, CPUStep: f.CPUStep,
-		TargetConcurrency: f.TargetConcurrency, StableWindow: f.StableWindow.Duration, PanicWindow: f.PanicWindow.Duration}
+		TargetConcurrency: f.TargetConcurrency, StableWindow: f.StableWindow.Duration, PanicWindow: f.PanicWindow.Duration,
+		KeyFile: f.KeyFile}
 	if fn.Mode == "" {
 		fn.Mode = faas.ModeHTTP
 	}
@@ -118,6 +122,11 @@ func gatewayCommand(env kind.Env, c *GatewayConfig) (kind.Command, error) {
 	flags.Platform, flags.Node, flags.Name = env.Platform, env.Node, env.Instance
 	flags.LogDir, flags.OutDir = filepath.Join(env.OutDir, "instances"), env.OutDir
 	flags.InstanceCPUs, flags.InstancePort = c.InstanceCPUs, c.InstancePort
+	// Each run's gateway generates its own credentials on its first start, into its output
+	// directory (secrets/, 0600): nothing carries over between runs, and whatever in the run
+	// calls /system/ reads them there (SecretDir(env.OutDir)). A restart (the restart fault)
+	// finds and reuses them.
+	flags.DataDir = env.OutDir
 	for _, f := range c.Functions {
 		fn := f.function()
 		h, err := faas.ResolveHandler(fn.Handler)

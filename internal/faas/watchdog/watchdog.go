@@ -66,6 +66,9 @@ type Config struct {
 	ExecTimeout, WriteTimeout, ReadTimeout time.Duration
 	// ReadyTimeout bounds the http mode's wait for its upstream to listen (default 60 s).
 	ReadyTimeout time.Duration
+	// ReadHeaderTimeout cuts a client that has not sent its whole header by then (default
+	// 10 s): a slow client (slowloris) holds a connection no longer.
+	ReadHeaderTimeout time.Duration
 	// MaxInflight, if > 0, answers 429 to requests beyond that many at once.
 	MaxInflight int
 	// MaxBody is the largest request body in bytes (default 64 MiB); larger gets 413.
@@ -111,6 +114,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = time.Minute
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = 10 * time.Second
 	}
 	if c.MaxBody == 0 {
 		c.MaxBody = 64 << 20
@@ -249,7 +255,7 @@ func (w *Watchdog) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		return fmt.Errorf("watchdog listen %s: %w", w.cfg.Listen, err)
 	}
 	srv := &http.Server{Handler: w.Handler(), ReadTimeout: w.cfg.ReadTimeout, WriteTimeout: w.cfg.WriteTimeout,
-		ReadHeaderTimeout: 10 * time.Second}
+		ReadHeaderTimeout: w.cfg.ReadHeaderTimeout}
 	if ready != nil {
 		ready(ln.Addr())
 	}

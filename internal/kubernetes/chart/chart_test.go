@@ -63,7 +63,7 @@ func TestDefaultValuesRenderKVAndProxy(t *testing.T) {
 	want := []string{
 		"ClusterRole/ct-continuum-proxy-edge", "ClusterRoleBinding/ct-continuum-proxy-edge",
 		"ConfigMap/ct-continuum-proxy", "DaemonSet/ct-continuum-proxy",
-		"PodDisruptionBudget/ct-continuum-kv",
+		"PodDisruptionBudget/ct-continuum-kv", "Secret/ct-continuum-proxy-admin-token",
 		"Service/ct-continuum-kv", "Service/ct-continuum-kv-metrics", "Service/ct-continuum-kv-peer",
 		"ServiceAccount/ct-continuum-kv", "ServiceAccount/ct-continuum-proxy",
 		"StatefulSet/ct-continuum-kv",
@@ -90,6 +90,22 @@ func TestEveryComponentOn(t *testing.T) {
 		if !slices.Contains(gw.Args, want) {
 			t.Errorf("gateway args %q lack %q", gw.Args, want)
 		}
+	}
+	// /system/ needs basic auth from the Secret the chart makes (docs/security.md); the
+	// readiness probe is /healthz, which needs none.
+	if !slices.Contains(gw.Args, "--secret-mount-path=/var/openfaas/secrets") || gw.ReadinessProbe.HTTPGet.Path != "/healthz" {
+		t.Errorf("gateway args %q, readiness %s: want the basic auth secrets mounted and /healthz probed", gw.Args, gw.ReadinessProbe.HTTPGet.Path)
+	}
+	auth := find[*corev1.Secret](t, docs, "ct-continuum-faas-gateway-basic-auth")
+	if auth.StringData["basic-auth-user"] != "admin" || len(auth.StringData["basic-auth-password"]) < 32 {
+		t.Errorf("basic auth Secret %v: want user admin and a long random password", auth.StringData)
+	}
+	px := find[*appsv1.DaemonSet](t, docs, "ct-continuum-proxy").Spec.Template.Spec.Containers[0]
+	if !slices.Contains(px.Args, "--admin-token-file=/var/run/continuum/admin-token/token") {
+		t.Errorf("proxy args %q: the admin port is reachable in the pod network, want --admin-token-file", px.Args)
+	}
+	if tok := find[*corev1.Secret](t, docs, "ct-continuum-proxy-admin-token"); len(tok.StringData["token"]) < 32 {
+		t.Errorf("proxy admin token Secret %v: want a long random token", tok.StringData)
 	}
 	if !strings.Contains(gw.Image, "continuum-python:") {
 		t.Errorf("gateway image %s: want the Python runtime image", gw.Image)

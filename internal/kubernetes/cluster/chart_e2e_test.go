@@ -178,6 +178,17 @@ stream:
 			resp.Body.Close()
 			return resp.StatusCode == http.StatusOK
 		})
+		// /system/ needs the basic auth the chart generated into its Secret.
+		sec, err := cl.client.CoreV1().Secrets("default").Get(ctx, "c1-continuum-faas-gateway-basic-auth", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		user, pass := string(sec.Data["basic-auth-user"]), string(sec.Data["basic-auth-password"])
+		if resp, err := hc.Get(gw + "/system/functions"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("GET /system/functions without credentials: %v %v, want 401", resp, err)
+		} else {
+			resp.Body.Close()
+		}
 		// Above 5 requests/s the rps autoscaler adds instances (min 1, max 5 in the chart).
 		testenv.Eventually(t, 2*time.Minute, "the gateway scales hello past one instance under load", func() bool {
 			for range 20 {
@@ -190,7 +201,9 @@ stream:
 				Name              string `json:"name"`
 				AvailableReplicas int    `json:"availableReplicas"`
 			}
-			resp, err := hc.Get(gw + "/system/functions")
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, gw+"/system/functions", nil)
+			req.SetBasicAuth(user, pass)
+			resp, err := hc.Do(req)
 			if err != nil {
 				return false
 			}

@@ -113,9 +113,12 @@ func (m *metrics) handler() http.Handler {
 			h = health{Health: "false", Reason: "ALARM " + alarms[0].String()}
 			code = http.StatusServiceUnavailable
 		}
-		w.Header().Set("Content-Type", "application/json")
+		// Byte for byte etcd's answer: its JSON without a newline, and no Content-Type of its
+		// own (Go's sniffing gives text/plain).
+		b, _ := json.Marshal(h)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(h)
+		_, _ = w.Write(b)
 	})
 	if m.s.cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

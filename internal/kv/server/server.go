@@ -49,8 +49,8 @@ type Config struct {
 	ListenClientURLs []string
 	// AdvertiseClientURLs are the client URLs reported by MemberList (default: the listen URLs).
 	AdvertiseClientURLs []string
-	// ListenMetricsURLs serve /metrics and /health over HTTP (none: no metrics listener; the
-	// client listeners serve neither, as gRPC owns them).
+	// ListenMetricsURLs serve /metrics and /health over HTTP (none: no metrics listener).
+	// Plain-http client URLs serve them too, beside gRPC, as etcd's do; https ones do not.
 	ListenMetricsURLs []string
 	// EnablePprof adds Go's /debug/pprof/ handlers to the metrics listeners (etcd's
 	// --enable-pprof), for profiling a server under load.
@@ -341,6 +341,7 @@ func (s *Server) listen() error {
 		s.lns = append(s.lns, ln)
 		s.addrs = append(s.addrs, u.Scheme+"://"+ln.Addr().String())
 		var g *grpc.Server
+		gln := ln
 		if u.Scheme == "https" {
 			if secure == nil {
 				secure = s.newGRPC(tc)
@@ -351,11 +352,12 @@ func (s *Server) listen() error {
 				plain = s.newGRPC(nil)
 			}
 			g = plain
+			gln = s.splitClientHTTP(ln) // /metrics and /health beside gRPC, as etcd (clienthttp.go)
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			_ = g.Serve(ln)
+			_ = g.Serve(gln)
 		}()
 	}
 	for _, g := range []*grpc.Server{plain, secure} {

@@ -57,7 +57,7 @@ var proxyStrategies = []string{proxy.StrategyQoS, proxy.StrategyRoundRobin, prox
 // ProxyConfig is the `config:` of a proxy component.
 type ProxyConfig struct {
 	Port      int `yaml:"port"`       // client requests (default 8080)
-	AdminPort int `yaml:"admin_port"` // /metrics, /debug/pools (default 9090)
+	AdminPort int `yaml:"admin_port"` // /metrics, /debug/pools, on the node's loopback (default 9090)
 	// Strategy, when set, is used by every service, overriding what Defaults and Services say:
 	// qos, round-robin, random, proximity, or proximity:ALPHA (proximity with that alpha), so
 	// that one sweep path compares all of them.
@@ -243,6 +243,8 @@ func proxyCommand(env kind.Env, c *ProxyConfig) (kind.Command, error) {
 		return kind.Command{}, fmt.Errorf("proxy %s: %w", env.Instance, err)
 	}
 	port := strconv.Itoa(c.Port)
-	f := proxycmd.Flags{Config: path, Listen: ":" + port, AdminListen: ":" + strconv.Itoa(c.AdminPort), Node: env.Node}
+	// The admin endpoints listen on the node's loopback: nothing in a run reads them from
+	// another node, and the runner's readiness dial and the platform's Dial reach loopback.
+	f := proxycmd.Flags{Config: path, Listen: ":" + port, AdminListen: "127.0.0.1:" + strconv.Itoa(c.AdminPort), Node: env.Node}
 	return kind.Command{Args: append([]string{env.Binary, "proxy"}, cli.Args(proxycmd.Flags{}, f)...), ReadyAddr: "127.0.0.1:" + port}, nil
 }

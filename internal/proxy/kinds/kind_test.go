@@ -37,7 +37,7 @@ func TestProxyCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join(env.OutDir, "proxy.yaml")
-			want := []string{"/bin/continuum", "proxy", "--config", path, "--listen", ":8080", "--admin-listen", ":9090", "--node", "worker3"}
+			want := []string{"/bin/continuum", "proxy", "--config", path, "--listen", ":8080", "--admin-listen", "127.0.0.1:9090", "--node", "worker3"}
 			if !slices.Equal(cmd.Args, want) || cmd.ReadyAddr != "127.0.0.1:8080" {
 				t.Errorf("args %q ready %q, want %q", cmd.Args, cmd.ReadyAddr, want)
 			}

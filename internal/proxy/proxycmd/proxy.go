@@ -19,20 +19,22 @@ func init() { cli.Register(cli.Top, newProxyCmd) }
 // (their default) leaves the file's.
 type Flags struct {
 	Config, Listen, AdminListen, Node string
+	AdminTokenFile                    string
 }
 
 // Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
 func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.Config, "config", "c", f.Config, "proxy configuration file (YAML; required)")
 	fs.StringVar(&f.Listen, "listen", f.Listen, "host:port clients send requests to (default: the configuration's, else :8080)")
-	fs.StringVar(&f.AdminListen, "admin-listen", f.AdminListen, "host:port of /metrics, /healthz, /readyz and /debug/pools; - disables (default: the configuration's, else :9090)")
+	fs.StringVar(&f.AdminListen, "admin-listen", f.AdminListen, "host:port of /metrics, /healthz, /readyz and /debug/pools; - disables (default: the configuration's, else 127.0.0.1:9090, loopback only); an address other machines reach needs --admin-token-file")
+	fs.StringVar(&f.AdminTokenFile, "admin-token-file", f.AdminTokenFile, "file with a token /metrics and /debug/pools then require as Authorization: Bearer TOKEN (default: the configuration's admin_token_file)")
 	fs.StringVar(&f.Node, "node", f.Node, "this proxy's node (default: the configuration's node, else the hostname)")
 }
 
 func newProxyCmd() *cobra.Command {
 	var flags Flags
 	cmd := &cobra.Command{
-		Use:   "proxy --config FILE [--listen :8080] [--admin-listen :9090] [--node NAME]",
+		Use:   "proxy --config FILE [--listen :8080] [--admin-listen 127.0.0.1:9090] [--admin-token-file FILE] [--node NAME]",
 		Short: "Run the per-node QoS-aware HTTP proxy (QoS pools; round-robin, random and proximity baselines)",
 		Long: `Routes each request to an instance of the service it names (the X-Continuum-Service header, or
 the Host header's first label: dps.anything -> dps) and tells which instance answered in the
@@ -40,9 +42,11 @@ X-Continuum-Instance response header. Instances come from the discovery sources 
 (file, testbed, kubernetes, kv); per service, the qos strategy keeps a pool of the instances whose
 estimated latency meets the requirement and balances over it. Errors are JSON: 400 malformed, 404
 unknown service, 503 no instance (with Retry-After), 502 unreachable, 504 timeout. The admin listener
-serves /metrics, /healthz, /readyz and /debug/pools. See docs/proxy.md.
+serves /metrics, /healthz, /readyz and /debug/pools, on loopback unless told otherwise: an admin
+address other machines can reach is refused without --admin-token-file, whose token /metrics and
+/debug/pools then require (Authorization: Bearer TOKEN). See docs/proxy.md and docs/security.md.
 
-Flags override the configuration file's listen, admin_listen and node.`,
+Flags override the configuration file's listen, admin_listen, admin_token_file and node.`,
 		Example: `  cat > proxy.yaml <<'EOF'
   discovery:
     - file: instances.yaml
@@ -51,9 +55,12 @@ Flags override the configuration file's listen, admin_listen and node.`,
       strategy: qos
       qos: {latency: 80ms, percentile: 95}
   EOF
-  continuum proxy --config proxy.yaml --listen :8080 --admin-listen :9090 --node worker3
+  continuum proxy --config proxy.yaml --listen :8080 --node worker3
   curl -H 'X-Continuum-Service: dps' http://127.0.0.1:8080/
-  curl http://127.0.0.1:9090/debug/pools`,
+  curl http://127.0.0.1:9090/debug/pools
+  head -c 32 /dev/urandom | base64 > admin-token
+  continuum proxy --config proxy.yaml --admin-listen :9090 --admin-token-file admin-token
+  curl -H "Authorization: Bearer $(cat admin-token)" http://worker3:9090/metrics`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := proxy.LoadConfig(flags.Config)
@@ -65,6 +72,9 @@ Flags override the configuration file's listen, admin_listen and node.`,
 			}
 			if flags.AdminListen != "" {
 				cfg.AdminListen = flags.AdminListen
+			}
+			if flags.AdminTokenFile != "" {
+				cfg.AdminTokenFile = flags.AdminTokenFile
 			}
 			if flags.Node != "" || cfg.Node == "" {
 				cfg.Node = flags.Node
