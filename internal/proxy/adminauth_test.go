@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -145,37 +143,13 @@ func TestAdminBadInputKeepsServing(t *testing.T) {
 	_ = os.WriteFile(cfg.AdminTokenFile, []byte("t0ken"), 0o600)
 	tp := startProxy(t, cfg)
 	addr := strings.TrimPrefix(tp.admin, "http://")
-	raw := func(req string) (int, string) {
-		t.Helper()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		go io.WriteString(c, req) // the server may stop reading mid-way
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("%.60q: %v", req, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	raw := func(req string) (int, string) { t.Helper(); return testenv.RawHTTP(t, addr, req) }
 	round := func() {
-		slow, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer slow.Close()
-		fmt.Fprintf(slow, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
-		if code, _, _ := adminGet(t, tp, "/healthz", ""); code != http.StatusOK {
-			t.Fatalf("served while a slow client stalls: %d", code)
-		}
-		slow.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if rest, err := io.ReadAll(slow); err != nil {
-			t.Fatalf("the admin server kept a client that never finished its headers (read %q): %v", rest, err)
-		}
+		testenv.SlowHeaders(t, addr, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ", "the admin server", func() {
+			if code, _, _ := adminGet(t, tp, "/healthz", ""); code != http.StatusOK {
+				t.Fatalf("served while a slow client stalls: %d", code)
+			}
+		})
 		for _, c := range []struct {
 			req  string
 			want int
@@ -201,21 +175,7 @@ func TestAdminBadInputKeepsServing(t *testing.T) {
 			t.Fatalf("after bad input: /metrics %d", code)
 		}
 	}
-	round()
-	var baseG, baseFD int
-	testenv.Eventually(t, 10*time.Second, "a steady baseline", func() bool {
-		tp.client.CloseIdleConnections()
-		g, fd := runtime.NumGoroutine(), openFDs(t)
-		steady := g == baseG && fd == baseFD
-		baseG, baseFD = g, fd
-		return steady
-	})
-	round()
-	round()
-	testenv.Eventually(t, 10*time.Second, "goroutines and descriptors back to the baseline", func() bool {
-		tp.client.CloseIdleConnections()
-		return runtime.NumGoroutine() <= baseG && openFDs(t) <= baseFD
-	})
+	testenv.NoLeaks(t, 10*time.Second, tp.client.CloseIdleConnections, round)
 }
 
 // FuzzAdminRequest: whatever request the HTTP parser lets through, the admin handler answers

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -16,15 +15,6 @@ import (
 )
 
 // openFDs counts this process's open file descriptors.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	return len(ents)
-}
-
 // TestProxyBadInputKeepsServing sends what misbehaving clients and instances send — a client
 // that never finishes its headers (slowloris), headers larger than the limit, an instance that
 // resets the connection, pipelined requests — and checks that each gets a clear status, that
@@ -81,7 +71,7 @@ func TestProxyBadInputKeepsServing(t *testing.T) {
 			var baseG, baseFD int
 			testenv.Eventually(t, 10*time.Second, "a steady baseline", func() bool {
 				quiet() // the counts settle over the polls as the closes land
-				g, fd := runtime.NumGoroutine(), openFDs(t)
+				g, fd := runtime.NumGoroutine(), testenv.OpenFDs(t)
 				steady := g == baseG && fd == baseFD
 				baseG, baseFD = g, fd
 				return steady
@@ -94,7 +84,7 @@ func TestProxyBadInputKeepsServing(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		quiet()
-		g, fd = runtime.NumGoroutine(), openFDs(t)
+		g, fd = runtime.NumGoroutine(), testenv.OpenFDs(t)
 		if g <= base[0] && fd <= base[1] {
 			break
 		}

@@ -63,6 +63,19 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 
 var idRE = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
+// bundleAndID are the bundle directory made absolute and the container's id: the one given, or
+// one derived from the bundle's path (unique on the host as the directory is).
+func bundleAndID(bundle, id string) (string, string, error) {
+	abs, err := filepath.Abs(bundle)
+	if err != nil {
+		return "", "", err
+	}
+	if id == "" {
+		id = strings.Trim(idRE.ReplaceAllString(abs, "-"), "-")
+	}
+	return abs, id, nil
+}
+
 // ParseVolume checks HOST:CONTAINER[:ro|rw].
 func ParseVolume(v string) (oci.Mount, error) {
 	parts := strings.Split(v, ":")
@@ -123,13 +136,9 @@ instance's limits hold). Arguments after -- replace the image's command. Signals
 			if cache == "" {
 				cache = filepath.Join(tools.CacheDir(), "oci")
 			}
-			bundle, err := filepath.Abs(flags.Bundle)
+			bundle, id, err := bundleAndID(flags.Bundle, flags.ID)
 			if err != nil {
 				return err
-			}
-			id := flags.ID
-			if id == "" {
-				id = strings.Trim(idRE.ReplaceAllString(bundle, "-"), "-")
 			}
 			img, err := oci.Load(flags.Image, flags.Pick, cache)
 			if err != nil {

@@ -2,8 +2,6 @@ package appcmd
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -41,13 +39,9 @@ func newContainerExecCmd() *cobra.Command {
 		Example: `  continuum container-exec --bundle container --id web -- /bin/sh -c 'wget -qO- 127.0.0.1:8080/health'`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			bundle, err := filepath.Abs(flags.Bundle)
+			bundle, id, err := bundleAndID(flags.Bundle, flags.ID)
 			if err != nil {
 				return err
-			}
-			id := flags.ID
-			if id == "" {
-				id = strings.Trim(idRE.ReplaceAllString(bundle, "-"), "-")
 			}
 			code, err := oci.Exec(cmd.Context(), flags.Runc, bundle, id, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {

@@ -84,6 +84,14 @@ func TestComposeExample(t *testing.T) {
 		t.Errorf("instances %q: want depends_on order and x-continuum's placement", got)
 	}
 
+	// The limits deploy.resources gives are the components' (the testbed applies them to their
+	// cgroups: TestProcessMemoryLimitAndStopSignal), as the run recorded its scenario.
+	b, _ = os.ReadFile(filepath.Join(res[0], "scenario.yaml"))
+	if !regexp.MustCompile(`(?s)name: db\n.*?cpus: 0\.5\n\s+memory: 256Mi`).Match(b) ||
+		!regexp.MustCompile(`(?s)name: web\n.*?memory: 128Mi`).Match(b) {
+		t.Errorf("scenario.yaml lacks db's cpus 0.5 / memory 256Mi or web's memory 128Mi:\n%s", b)
+	}
+
 	// The workload reached web through the endpoint x-continuum declared; the partition cut it.
 	var st struct {
 		Series map[string]struct{ Sent, OK, Errors int } `json:"series"`

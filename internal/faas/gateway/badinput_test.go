@@ -4,13 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,15 +15,6 @@ import (
 	"github.com/continuum-project/continuum/internal/faas/gateway"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	return len(ents)
-}
 
 // TestGatewayBadInputKeepsServing serves the gateway with its own server settings (NewServer)
 // and sends what misbehaving clients send: a header that never ends, a header over the limit,
@@ -72,35 +60,11 @@ func TestGatewayBadInputKeepsServing(t *testing.T) {
 			t.Fatalf("invoke %q: %d %q", body, resp.StatusCode, b)
 		}
 	}
-	raw := func(req string) (int, string) {
-		t.Helper()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		go io.WriteString(c, req) // the server may stop reading mid-way
-		c.SetReadDeadline(time.Now().Add(15 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("%.60q: %v", req, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	raw := func(req string) (int, string) { t.Helper(); return testenv.RawHTTP(t, addr, req) }
 	round := func() {
-		slow, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer slow.Close()
-		fmt.Fprintf(slow, "GET /system/functions HTTP/1.1\r\nHost: x\r\nAuthorization: Basic ")
-		invoke("meanwhile")
-		slow.SetReadDeadline(time.Now().Add(15 * time.Second))
-		if rest, err := io.ReadAll(slow); err != nil {
-			t.Fatalf("the gateway kept a client that never finished its headers (read %q): %v", rest, err)
-		}
+		testenv.SlowHeaders(t, addr, "GET /system/functions HTTP/1.1\r\nHost: x\r\nAuthorization: Basic ", "the gateway", func() {
+			invoke("meanwhile")
+		})
 		for _, c := range []struct {
 			req  string
 			want int
@@ -131,21 +95,7 @@ func TestGatewayBadInputKeepsServing(t *testing.T) {
 		}
 		invoke("after")
 	}
-	round()
-	var baseG, baseFD int
-	testenv.Eventually(t, 20*time.Second, "a steady baseline", func() bool {
-		client.CloseIdleConnections()
-		g, fd := runtime.NumGoroutine(), openFDs(t)
-		steady := g == baseG && fd == baseFD
-		baseG, baseFD = g, fd
-		return steady
-	})
-	round()
-	round()
-	testenv.Eventually(t, 20*time.Second, "goroutines and descriptors back to the baseline", func() bool {
-		client.CloseIdleConnections()
-		return runtime.NumGoroutine() <= baseG && openFDs(t) <= baseFD
-	})
+	testenv.NoLeaks(t, 20*time.Second, client.CloseIdleConnections, round)
 }
 
 // FuzzGatewayRequest: whatever request the HTTP parser lets through, the gateway answers with a

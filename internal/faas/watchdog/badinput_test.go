@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -38,15 +36,6 @@ func catWatchdog(t testing.TB, tune func(*watchdog.Config)) *watchdog.Watchdog {
 		t.Fatal(err)
 	}
 	return w
-}
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	return len(ents)
 }
 
 // TestWatchdogBadInputKeepsServing runs the watchdog's own server (Serve) and sends what
@@ -87,35 +76,11 @@ func TestWatchdogBadInputKeepsServing(t *testing.T) {
 			t.Fatalf("echo %q: %d %q", body, resp.StatusCode, b)
 		}
 	}
-	raw := func(req string) (int, string) {
-		t.Helper()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		go io.WriteString(c, req) // the server may stop reading mid-way
-		c.SetReadDeadline(time.Now().Add(15 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("%.60q: %v", req, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	raw := func(req string) (int, string) { t.Helper(); return testenv.RawHTTP(t, addr, req) }
 	round := func() {
-		slow, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer slow.Close()
-		fmt.Fprintf(slow, "POST / HTTP/1.1\r\nHost: x\r\nX-Slow: ")
-		echo("meanwhile")
-		slow.SetReadDeadline(time.Now().Add(15 * time.Second))
-		if rest, err := io.ReadAll(slow); err != nil {
-			t.Fatalf("the watchdog kept a client that never finished its headers (read %q): %v", rest, err)
-		}
+		testenv.SlowHeaders(t, addr, "POST / HTTP/1.1\r\nHost: x\r\nX-Slow: ", "the watchdog", func() {
+			echo("meanwhile")
+		})
 		big := strings.Repeat("b", 2<<10)
 		for _, c := range []struct {
 			req  string
@@ -144,21 +109,7 @@ func TestWatchdogBadInputKeepsServing(t *testing.T) {
 		}
 		echo("after")
 	}
-	round()
-	var baseG, baseFD int
-	testenv.Eventually(t, 20*time.Second, "a steady baseline", func() bool {
-		client.CloseIdleConnections()
-		g, fd := runtime.NumGoroutine(), openFDs(t)
-		steady := g == baseG && fd == baseFD
-		baseG, baseFD = g, fd
-		return steady
-	})
-	round()
-	round()
-	testenv.Eventually(t, 20*time.Second, "goroutines and descriptors back to the baseline", func() bool {
-		client.CloseIdleConnections()
-		return runtime.NumGoroutine() <= baseG && openFDs(t) <= baseFD
-	})
+	testenv.NoLeaks(t, 20*time.Second, client.CloseIdleConnections, round)
 }
 
 // FuzzWatchdogRequest: whatever request the HTTP parser lets through, the watchdog answers it
