@@ -59,8 +59,9 @@ func newContainerExecCmd() *cobra.Command {
 
 func newConvertCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "convert",
-		Short: "Print the scenario another file format means (a Docker Compose file)",
+		Use:     "convert",
+		Short:   "Print the scenario another file format means (a Docker Compose file)",
+		Example: `  continuum convert compose examples/compose/notes/compose.yaml > notes-scenario.yaml`,
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "compose COMPOSE.yaml",
