@@ -265,7 +265,10 @@ func TestAuthPermissions(t *testing.T) {
 		{"compact", func() error { _, err := u.Compact(ctx, 1); return err }, deny},
 		{"defragment", func() error { _, err := u.Defragment(ctx, ep); return err }, deny},
 		{"hashkv", func() error { _, err := u.HashKV(ctx, ep, 0); return err }, deny},
-		{"alarm disarm", func() error { _, err := u.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: 1, Alarm: pb.AlarmType_NOSPACE}); return err }, deny},
+		{"alarm disarm", func() error {
+			_, err := u.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: 1, Alarm: pb.AlarmType_NOSPACE})
+			return err
+		}, deny},
 		{"alarm list", func() error { _, err := u.AlarmList(ctx); return err }, nil},
 		{"status", func() error { _, err := u.Status(ctx, ep); return err }, nil},
 		{"member add", func() error { _, err := u.MemberAdd(ctx, []string{"http://127.0.0.1:1"}); return err }, deny},
