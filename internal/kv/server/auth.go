@@ -30,18 +30,17 @@ func (s *Server) authInfo(ctx context.Context) (*authInfo, error) {
 	if !a.isEnabled() {
 		return nil, nil
 	}
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		ts, ok := md[rpctypes.TokenFieldNameGRPC]
+	// ValueFromIncomingContext reads one key without copying the whole metadata map.
+	ts := metadata.ValueFromIncomingContext(ctx, rpctypes.TokenFieldNameGRPC)
+	if len(ts) == 0 {
+		ts = metadata.ValueFromIncomingContext(ctx, rpctypes.TokenFieldNameSwagger)
+	}
+	if len(ts) > 0 {
+		ai, ok := a.tokens.info(strings.TrimPrefix(ts[0], "Bearer "), a.rev())
 		if !ok {
-			ts, ok = md[rpctypes.TokenFieldNameSwagger]
+			return nil, rpctypes.ErrGRPCInvalidAuthToken
 		}
-		if ok && len(ts) > 0 {
-			ai, ok := a.tokens.info(strings.TrimPrefix(ts[0], "Bearer "), a.rev())
-			if !ok {
-				return nil, rpctypes.ErrGRPCInvalidAuthToken
-			}
-			return &ai, nil
-		}
+		return &ai, nil
 	}
 	if s.cfg.ClientCertAuth {
 		return s.authInfoFromTLS(ctx), nil

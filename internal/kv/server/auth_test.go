@@ -108,6 +108,12 @@ func TestCovers(t *testing.T) {
 		if got := covers(c.have, c.want); got != c.allow {
 			t.Errorf("%s: covers = %v, want %v", c.name, got, c.allow)
 		}
+		// A single key's span ends at its successor: holds must agree with covers.
+		if k := c.want.start; c.want.end != nil && string(c.want.end) == string(k)+"\x00" {
+			if got := holds(c.have, k); got != c.allow {
+				t.Errorf("%s: holds = %v, want %v", c.name, got, c.allow)
+			}
+		}
 	}
 }
 

@@ -53,6 +53,20 @@ func covers(spans []keySpan, want keySpan) bool {
 	return false
 }
 
+// holds reports whether a span holds key: covers for a single key, without building the
+// key's span (the request path's common case).
+func holds(spans []keySpan, key []byte) bool {
+	for _, s := range spans {
+		if bytes.Compare(s.start, key) > 0 {
+			return false
+		}
+		if s.end == nil || bytes.Compare(key, s.end) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // rebuildLocked merges every user's permissions again (etcd's refreshRangePermCache): auth
 // changes are rare, checks are frequent.
 func (a *authStore) rebuildLocked() {
@@ -118,7 +132,11 @@ func (a *authStore) permitted(ai authInfo, key, end []byte, write bool) error {
 	if write {
 		spans = up.write
 	}
-	if covers(spans, permSpan(key, end)) {
+	if len(end) == 0 {
+		if holds(spans, key) {
+			return nil
+		}
+	} else if covers(spans, permSpan(key, end)) {
 		return nil
 	}
 	return rpctypes.ErrGRPCPermissionDenied
