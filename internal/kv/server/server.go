@@ -313,6 +313,9 @@ func Start(cfg Config) (*Server, error) {
 		}()
 	}
 	started = true
+	if cfg.clustered() && auth.isEnabled() {
+		log.Warn("authentication is enabled, and the auth store is not replicated: apply user, role and permission changes to every member (docs/kv-consistency.md, Authentication in a cluster)")
+	}
 	log.Info("serving etcd v3 API", "name", cfg.Name, "member", fmt.Sprintf("%x", s.memberID), "client", s.addrs, "data-dir", cfg.DataDir, "fsync", cfg.Fsync.String())
 	return s, nil
 }
