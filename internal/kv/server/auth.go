@@ -111,9 +111,7 @@ func (as *authServer) AuthEnable(ctx context.Context, _ *pb.AuthEnableRequest) (
 	if err := as.s.auth.enable(); err != nil {
 		return nil, err
 	}
-	if as.s.cfg.clustered() {
-		as.s.log.Warn("authentication enabled on this member only: the auth store is not replicated; enable it and apply user, role and permission changes on every member (docs/kv-consistency.md, Authentication in a cluster)")
-	}
+
 	return &pb.AuthEnableResponse{Header: as.header()}, nil
 }
 

@@ -57,7 +57,10 @@ func (s *Server) checkPut(ctx context.Context, r *pb.PutRequest) error {
 	if err != nil {
 		return err
 	}
-	return s.checkPutAuth(ai, r)
+	if err := s.checkPutAuth(ai, r); err != nil {
+		return err
+	}
+	return s.checkMajority()
 }
 
 func (s *Server) checkDelete(ctx context.Context, r *pb.DeleteRangeRequest) error {
@@ -72,9 +75,11 @@ func (s *Server) checkDelete(ctx context.Context, r *pb.DeleteRangeRequest) erro
 		return err
 	}
 	if r.PrevKv {
-		return s.auth.permitted(ai, r.Key, r.RangeEnd, false)
+		if err := s.auth.permitted(ai, r.Key, r.RangeEnd, false); err != nil {
+			return err
+		}
 	}
-	return nil
+	return s.checkMajority()
 }
 
 func (s *Server) checkTxnAuth(ctx context.Context, r *pb.TxnRequest) error {
@@ -85,7 +90,13 @@ func (s *Server) checkTxnAuth(ctx context.Context, r *pb.TxnRequest) error {
 	if err != nil {
 		return err
 	}
-	return s.txnPermitted(ai, r)
+	if err := s.txnPermitted(ai, r); err != nil {
+		return err
+	}
+	if txnWrites(r) {
+		return s.checkMajority()
+	}
+	return nil
 }
 
 // txnPermitted: read on every compare's key, then every op of both branches, nested
@@ -161,7 +172,10 @@ func (s *Server) checkLeaseRevoke(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
-	return s.checkLeaseKeysWritable(ai, id)
+	if err := s.checkLeaseKeysWritable(ai, id); err != nil {
+		return err
+	}
+	return s.checkMajority()
 }
 
 // checkLeaseKeys is etcd's checkLeaseRenew (write) and checkLeaseTimeToLive /

@@ -43,6 +43,8 @@ type authState struct {
 	Revision uint64         `json:"revision"`
 	Users    []*authpb.User `json:"users,omitempty"`
 	Roles    []*authpb.Role `json:"roles,omitempty"`
+	// Stamp orders copies of the store between members (authreplicate.go).
+	Stamp authStamp `json:"stamp"`
 }
 
 // authStore is the member's users, roles and permissions, with etcd's rules and errors.
@@ -61,6 +63,11 @@ type authStore struct {
 	users map[string]*authpb.User // guarded by mu
 	roles map[string]*authpb.Role // guarded by mu
 	perms map[string]*userPerms   // guarded by mu; per user, rebuilt on every change
+	stamp authStamp               // guarded by mu; the stamp of the change that made this copy
+
+	// member is this member's id (stamps); encoded is the copy peers get (replicaState).
+	member  uint64
+	encoded atomic.Pointer[[]byte]
 
 	// dummyHash is compared against when a user is unknown, so that "no such user" costs
 	// the same bcrypt work as "wrong password" (etcd answers the first at once; see
@@ -107,6 +114,10 @@ func openAuthStore(dataDir string, cost int, tokens tokenProvider) (*authStore, 
 	}
 	a.revision.Store(st.Revision)
 	a.enabled.Store(st.Enabled)
+	a.stamp = st.Stamp
+	if st.Stamp != (authStamp{}) {
+		a.encoded.Store(&b)
+	}
 	a.rebuildLocked()
 	return a, nil
 }
@@ -116,15 +127,18 @@ func (a *authStore) isEnabled() bool { return a.enabled.Load() }
 
 func (a *authStore) rev() uint64 { return a.revision.Load() }
 
-// commitLocked bumps the revision (if bump), rebuilds the permission cache and
-// writes the store; on a write error the in-memory state is still changed, and the caller
-// reports the error.
-func (a *authStore) commitLocked(bump bool) error {
+// commitLocked bumps the revision (if bump), stamps a local change (if restamp: not a copy
+// adopted from a peer), rebuilds the permission cache and writes the store; on a write error
+// the in-memory state is still changed, and the caller reports the error.
+func (a *authStore) commitLocked(bump, restamp bool) error {
 	if bump {
 		a.revision.Add(1)
 	}
+	if restamp {
+		a.restampLocked()
+	}
 	a.rebuildLocked()
-	st := authState{Enabled: a.enabled.Load(), Revision: a.revision.Load()}
+	st := authState{Enabled: a.enabled.Load(), Revision: a.revision.Load(), Stamp: a.stamp}
 	for _, n := range sortedKeys(a.users) {
 		st.Users = append(st.Users, a.users[n])
 	}
@@ -135,6 +149,7 @@ func (a *authStore) commitLocked(bump bool) error {
 	if err != nil {
 		return err
 	}
+	a.encoded.Store(&b)
 	if err := writeFileAtomic(a.path, b); err != nil {
 		return fmt.Errorf("save %s: %w", a.path, err)
 	}
@@ -194,7 +209,7 @@ func (a *authStore) enable() error {
 	}
 	a.enabled.Store(true)
 	a.tokens.enable()
-	return a.commitLocked(false)
+	return a.commitLocked(false, true)
 }
 
 func (a *authStore) disable() error {
@@ -205,7 +220,7 @@ func (a *authStore) disable() error {
 	}
 	a.enabled.Store(false)
 	a.tokens.disable()
-	return a.commitLocked(true)
+	return a.commitLocked(true, true)
 }
 
 // checkPassword is etcd's CheckPassword: the bcrypt comparison runs outside the lock. An
@@ -254,7 +269,7 @@ func (a *authStore) userAdd(name string, hash []byte, opts *authpb.UserAddOption
 		u.Password = hash
 	}
 	a.users[name] = u
-	return a.commitLocked(true)
+	return a.commitLocked(true, true)
 }
 
 func (a *authStore) userDelete(name string) error {
@@ -268,7 +283,7 @@ func (a *authStore) userDelete(name string) error {
 	}
 	delete(a.users, name)
 	a.tokens.invalidateUser(name)
-	return a.commitLocked(true)
+	return a.commitLocked(true, true)
 }
 
 func (a *authStore) userChangePassword(name string, hash []byte) error {
@@ -284,7 +299,7 @@ func (a *authStore) userChangePassword(name string, hash []byte) error {
 	}
 	a.users[name] = nu
 	a.tokens.invalidateUser(name)
-	return a.commitLocked(true)
+	return a.commitLocked(true, true)
 }
 
 func (a *authStore) userGrantRole(user, role string) error {
@@ -304,7 +319,7 @@ func (a *authStore) userGrantRole(user, role string) error {
 	roles := append(append([]string{}, u.Roles...), role)
 	sort.Strings(roles)
 	a.users[user] = &authpb.User{Name: u.Name, Password: u.Password, Options: u.Options, Roles: roles}
-	return a.commitLocked(true)
+	return a.commitLocked(true, true)
 }
 
 func (a *authStore) userRevokeRole(user, role string) error {
@@ -327,7 +342,7 @@ func (a *authStore) userRevokeRole(user, role string) error {
 		return rpctypes.ErrGRPCRoleNotGranted
 	}
 	a.users[user] = &authpb.User{Name: u.Name, Password: u.Password, Options: u.Options, Roles: roles}
-	return a.commitLocked(true)
+	return a.commitLocked(true, true)
 }
 
 func (a *authStore) userGet(name string) ([]string, error) {
@@ -371,7 +386,7 @@ func (a *authStore) roleAdd(name string) error {
 		return rpctypes.ErrGRPCRoleAlreadyExist
 	}
 	a.roles[name] = &authpb.Role{Name: []byte(name)}
-	return a.commitLocked(true)
+	return a.commitLocked(true, true)
 }
 
 // rootPerm is what RoleGet shows for the root role: read and write on every key.
@@ -419,7 +434,7 @@ func (a *authStore) roleDelete(name string) error {
 			a.users[n] = &authpb.User{Name: u.Name, Password: u.Password, Options: u.Options, Roles: roles}
 		}
 	}
-	return a.commitLocked(true)
+	return a.commitLocked(true, true)
 }
 
 // validPermRange is etcd's rule: a key is required; the end is empty (one key), after the key,
@@ -462,7 +477,7 @@ func (a *authStore) roleGrantPermission(name string, p *authpb.Permission) error
 		sort.SliceStable(perms, func(i, j int) bool { return bytes.Compare(perms[i].Key, perms[j].Key) < 0 })
 	}
 	a.roles[name] = &authpb.Role{Name: r.Name, KeyPermission: perms}
-	return a.commitLocked(true)
+	return a.commitLocked(true, true)
 }
 
 func (a *authStore) roleRevokePermission(name string, key, end []byte) error {
@@ -482,7 +497,7 @@ func (a *authStore) roleRevokePermission(name string, key, end []byte) error {
 		return rpctypes.ErrGRPCPermissionNotGranted
 	}
 	a.roles[name] = &authpb.Role{Name: r.Name, KeyPermission: perms}
-	return a.commitLocked(true)
+	return a.commitLocked(true, true)
 }
 
 // status is AuthStatus' answer.

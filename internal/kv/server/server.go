@@ -122,6 +122,10 @@ type Config struct {
 	AuthTokenTTL time.Duration
 	// BcryptCost is the bcrypt cost of stored passwords (etcd's --bcrypt-cost; 0: 10).
 	BcryptCost int
+	// AuthMajorityTimeout: in a cluster with auth enabled, a member that has not heard from a
+	// majority of the members for longer than this refuses writes, so that it cannot go on
+	// allowing what a revocation on the majority side took away (authreplicate.go; 0: never).
+	AuthMajorityTimeout time.Duration
 	// Logger receives the server's logs (nil: discard).
 	Logger *slog.Logger
 }
@@ -136,16 +140,17 @@ func (s *Server) progressInterval() time.Duration {
 // DefaultConfig returns etcd's defaults.
 func DefaultConfig() Config {
 	return Config{
-		Name:               "default",
-		DataDir:            "default.kv",
-		ListenClientURLs:   []string{"http://localhost:2379"},
-		QuotaBackendBytes:  2 << 30,
-		MaxRequestBytes:    1572864,
-		Fsync:              mvcc.FsyncBatch,
-		AutoCompactionMode: "periodic",
-		AuthToken:          "simple",
-		AuthTokenTTL:       DefaultAuthTokenTTL,
-		BcryptCost:         bcrypt.DefaultCost,
+		Name:                "default",
+		DataDir:             "default.kv",
+		ListenClientURLs:    []string{"http://localhost:2379"},
+		QuotaBackendBytes:   2 << 30,
+		MaxRequestBytes:     1572864,
+		Fsync:               mvcc.FsyncBatch,
+		AutoCompactionMode:  "periodic",
+		AuthToken:           "simple",
+		AuthTokenTTL:        DefaultAuthTokenTTL,
+		BcryptCost:          bcrypt.DefaultCost,
+		AuthMajorityTimeout: DefaultAuthMajorityTimeout,
 		// etcd's --self-signed-cert-validity default: one year.
 		SelfSignedCertValidity: 1,
 	}
@@ -192,6 +197,9 @@ func (c *Config) Validate() error {
 	if _, err := newTokenProvider(c.AuthToken, c.AuthTokenTTL); err != nil {
 		return err
 	}
+	if c.AuthMajorityTimeout < 0 || (c.AuthMajorityTimeout > 0 && c.AuthMajorityTimeout < minAuthMajorityTimeout) {
+		return fmt.Errorf("--auth-majority-timeout %v: must be 0 (never refuse) or at least %v (three replication heartbeats: a healthy idle link is heard from once a heartbeat)", c.AuthMajorityTimeout, minAuthMajorityTimeout)
+	}
 	if c.BcryptCost != 0 && (c.BcryptCost < bcrypt.MinCost || c.BcryptCost > bcrypt.MaxCost) {
 		return fmt.Errorf("--bcrypt-cost %d: must be between %d and %d", c.BcryptCost, bcrypt.MinCost, bcrypt.MaxCost)
 	}
@@ -212,6 +220,7 @@ type Server struct {
 	clusterID uint64
 	metrics   *metrics
 	auth      *authStore
+	majority  majorityWatch
 	events    *eventLog               // nil without Config.EventsFile
 	repl      *replication.Replicator // nil on a single member
 	mship     *membership             // runtime membership changes (cluster only)
@@ -272,6 +281,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	auth.member = store.MemberID()
 	s = &Server{cfg: cfg, log: log, lock: lock, store: store, auth: auth, memberID: store.MemberID(), peerSelfSigned: peerSelfSigned, stop: make(chan struct{})}
 	if cfg.clustered() {
 		s.clusterID = clusterIDFor(cfg.InitialClusterToken, cfg.InitialCluster)
@@ -304,6 +314,10 @@ func Start(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	if s.repl != nil {
+		s.wg.Add(1)
+		go s.watchMajority()
+	}
 	comp, _ := newCompactor(cfg.AutoCompactionMode, cfg.AutoCompactionRetention)
 	if comp != nil {
 		s.wg.Add(1)
@@ -313,9 +327,6 @@ func Start(cfg Config) (*Server, error) {
 		}()
 	}
 	started = true
-	if cfg.clustered() && auth.isEnabled() {
-		log.Warn("authentication is enabled, and the auth store is not replicated: apply user, role and permission changes to every member (docs/kv-consistency.md, Authentication in a cluster)")
-	}
 	log.Info("serving etcd v3 API", "name", cfg.Name, "member", fmt.Sprintf("%x", s.memberID), "client", s.addrs, "data-dir", cfg.DataDir, "fsync", cfg.Fsync.String())
 	return s, nil
 }
