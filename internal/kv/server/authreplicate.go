@@ -68,6 +68,9 @@ func (a *authStore) adopt(b []byte) error {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return fmt.Errorf("auth state from a peer: %w", err)
 	}
+	if err := st.validate(); err != nil {
+		return fmt.Errorf("auth state from a peer: %w", err)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !st.Stamp.after(a.stamp) {

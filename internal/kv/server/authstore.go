@@ -47,6 +47,40 @@ type authState struct {
 	Stamp authStamp `json:"stamp"`
 }
 
+// validate checks a state read from disk or from a peer: named, non-null users, roles and
+// permissions, permission ranges etcd would accept, and a revision (>= 1).
+func (st *authState) validate() error {
+	if st.Revision == 0 {
+		return errors.New("auth revision 0: revisions start at 1")
+	}
+	users := map[string]bool{}
+	for i, u := range st.Users {
+		if u == nil || len(u.Name) == 0 {
+			return fmt.Errorf("user %d has no name", i)
+		}
+		if users[string(u.Name)] {
+			return fmt.Errorf("user %q listed twice", u.Name)
+		}
+		users[string(u.Name)] = true
+	}
+	roles := map[string]bool{}
+	for i, r := range st.Roles {
+		if r == nil || len(r.Name) == 0 {
+			return fmt.Errorf("role %d has no name", i)
+		}
+		if roles[string(r.Name)] {
+			return fmt.Errorf("role %q listed twice", r.Name)
+		}
+		roles[string(r.Name)] = true
+		for j, p := range r.KeyPermission {
+			if p == nil || !validPermRange(p.Key, p.RangeEnd) {
+				return fmt.Errorf("role %q: permission %d is not a valid key range", r.Name, j)
+			}
+		}
+	}
+	return nil
+}
+
 // authStore is the member's users, roles and permissions, with etcd's rules and errors.
 //
 // The request path reads only enabled (one atomic load when auth is off); when it is on, a
@@ -103,6 +137,9 @@ func openAuthStore(dataDir string, cost int, tokens tokenProvider) (*authStore, 
 		return nil, err
 	default:
 		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("%s: %w", a.path, err)
+		}
+		if err := st.validate(); err != nil {
 			return nil, fmt.Errorf("%s: %w", a.path, err)
 		}
 	}
