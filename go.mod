@@ -29,6 +29,7 @@ require (
 	go.etcd.io/etcd/client/v3 v3.6.16
 	go.uber.org/zap v1.28.0
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/crypto v0.58.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/grpc v1.85.0

@@ -3,7 +3,9 @@
 // client against a real etcd 3.6 member and against continuum kv, so etcd is the specification.
 //
 // The suites: conformance through the official clientv3 (KV, watch, lease, maintenance,
-// cluster, auth) and through etcdctl; a differential test that replays one seeded random
+// cluster) and through etcdctl; the auth suites (auth_test.go: an etcdctl user/role/auth
+// script and a clientv3 sequence with simple and JWT tokens, compared step by step, and the
+// unknown-user vs wrong-password timing test); a differential test that replays one seeded random
 // operation sequence on both stores and requires identical responses; Kubernetes' use of
 // etcd; bad input; durability after kill -9 and maintenance (compaction, defragmentation)
 // under load; and a real Kubernetes control plane (kube-apiserver, controller-manager,

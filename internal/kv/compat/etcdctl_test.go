@@ -104,9 +104,14 @@ func normaliseCtl(s string) string {
 
 // etcdctlOutputs runs ctlScript against s and returns each step's normalised output.
 func etcdctlOutputs(t *testing.T, ctl string, s *server) []string {
+	return runCtlScript(t, ctl, s, ctlScript)
+}
+
+// runCtlScript runs script against s and returns each step's normalised output.
+func runCtlScript(t *testing.T, ctl string, s *server, script []ctlStep) []string {
 	var outs []string
 	lease := "0"
-	for i, st := range ctlScript {
+	for i, st := range script {
 		args := append([]string{"--endpoints", s.endpoint, "--command-timeout", "10s"}, st.args...)
 		for j := range args {
 			args[j] = strings.ReplaceAll(args[j], "{lease}", lease)

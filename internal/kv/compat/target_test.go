@@ -26,8 +26,6 @@ type target struct {
 	binary func() (string, error)
 	// args builds the server's command line.
 	args func(name, dataDir string, clientPort, peerPort int, o serverOptions) []string
-	// implementsAuth: etcd implements the Auth service; continuum kv answers Unimplemented.
-	implementsAuth bool
 }
 
 // serverOptions are the knobs some suites need; zero values keep the server's defaults.
@@ -36,6 +34,7 @@ type serverOptions struct {
 	maxRequestBytes        int
 	progressNotifyInterval time.Duration // etcd's --watch-progress-notify-interval
 	metricsPort            int           // --listen-metrics-urls on 127.0.0.1
+	authToken              string        // --auth-token
 }
 
 func (o serverOptions) flags() []string {
@@ -48,6 +47,9 @@ func (o serverOptions) flags() []string {
 	}
 	if o.progressNotifyInterval > 0 {
 		f = append(f, "--watch-progress-notify-interval", o.progressNotifyInterval.String())
+	}
+	if o.authToken != "" {
+		f = append(f, "--auth-token", o.authToken)
 	}
 	if o.metricsPort > 0 {
 		f = append(f, "--listen-metrics-urls", fmt.Sprintf("http://127.0.0.1:%d", o.metricsPort))
@@ -69,7 +71,6 @@ var etcdTarget = &target{
 			"--log-level", "warn",
 		}, o.flags()...)
 	},
-	implementsAuth: true,
 }
 
 var kvTarget = &target{

@@ -33,6 +33,8 @@ type Flags struct {
 	PeerBatchLinger time.Duration
 	PeerCompression string
 	MaxClockOffset  time.Duration
+	// AuthTokenTTL is etcd's --auth-token-ttl, in seconds.
+	AuthTokenTTL uint
 }
 
 // DefaultFlags are the defaults of `continuum kv`'s flags: the server's and the replicator's
@@ -54,6 +56,7 @@ func DefaultFlags() Flags {
 		PeerBatchLinger: replication.DefaultLinger,
 		PeerCompression: replication.CompressorS2,
 		MaxClockOffset:  replication.DefaultMaxClockOffset,
+		AuthTokenTTL:    uint(server.DefaultAuthTokenTTL / time.Second),
 	}
 }
 
@@ -74,6 +77,10 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&cfg.AutoCompactionMode, "auto-compaction-mode", cfg.AutoCompactionMode, "periodic or revision")
 	fs.StringVar(&cfg.AutoCompactionRetention, "auto-compaction-retention", cfg.AutoCompactionRetention, "periodic: a duration (1h) or hours to keep; revision: revisions to keep; 0 disables")
 	fs.DurationVar(&cfg.ProgressNotifyInterval, "watch-progress-notify-interval", cfg.ProgressNotifyInterval, "how often idle watches with progress_notify get a progress notification")
+	fs.StringVar(&cfg.AuthToken, "auth-token", cfg.AuthToken, "token type issued by Authenticate: simple (random, kept in memory) or jwt,pub-key=<file>,priv-key=<file>,sign-method=RS256|ES256|...[,ttl=5m]")
+	fs.UintVar(&f.AuthTokenTTL, "auth-token-ttl", f.AuthTokenTTL, "seconds an unused simple token lives")
+	fs.DurationVar(&cfg.AuthMajorityTimeout, "auth-majority-timeout", cfg.AuthMajorityTimeout, "in a cluster with authentication enabled, refuse writes after this long without hearing from a majority of the members, so a revocation made on the majority side is in force here or writes stop (0: never)")
+	fs.IntVar(&cfg.BcryptCost, "bcrypt-cost", cfg.BcryptCost, "bcrypt cost of stored passwords (4-31)")
 	fs.StringVar(&cfg.CertFile, "cert-file", cfg.CertFile, "TLS certificate for https client URLs")
 	fs.StringVar(&cfg.KeyFile, "key-file", cfg.KeyFile, "TLS key for https client URLs")
 	fs.StringVar(&cfg.TrustedCAFile, "trusted-ca-file", cfg.TrustedCAFile, "CA that signs client certificates")
@@ -108,6 +115,7 @@ func (f *Flags) Config() (server.Config, error) {
 		}
 		cfg.InitialCluster = ic
 	}
+	cfg.AuthTokenTTL = time.Duration(f.AuthTokenTTL) * time.Second
 	cfg.ListenPeerURLs = server.SplitURLs(f.ListenPeerURLs)
 	cfg.AdvertisePeerURLs = server.SplitURLs(f.InitialAdvertisePeerURLs)
 	cfg.Peers = server.SplitURLs(f.Peers)

@@ -229,6 +229,7 @@ func (m *SyncBatch) toPB() *pb.SyncBatch {
 			p.Bounds[i] = &bs[i]
 		}
 	}
+	p.State = m.State
 	return p
 }
 
@@ -283,6 +284,10 @@ func (m *SyncBatch) fromPB(p *pb.SyncBatch, owned bool) error {
 			}
 			m.Bounds[i] = MemberBound{ID: b.MemberId, FrontierSeq: b.FrontierSeq, FrontierWall: b.FrontierWall, CollectBefore: b.CollectBefore}
 		}
+	}
+	if len(p.State) > 0 {
+		// Copied: an unsafe unmarshal aliases the receive buffer, and the state outlives it.
+		m.State = append([]byte(nil), p.State...)
 	}
 	return nil
 }

@@ -224,6 +224,9 @@ func (r *Replicator) pullOnce(parent context.Context, conn *grpc.ClientConn, pee
 		}
 		r.learnRemovals(batch.Removed)
 		r.noteFrontier(&batch)
+		if len(batch.State) > 0 && r.cfg.StateIn != nil {
+			r.cfg.StateIn(batch.Sender.ID, batch.State)
+		}
 		r.observe(batch.Sender.ID, batch.Have)
 		for id, vv := range batch.Known {
 			r.observeGossip(id, vv)

@@ -85,6 +85,14 @@ type Config struct {
 	// is how a member reports convergence after a partition heals. Called with a link's lock
 	// held: it must not block for long.
 	OnCatchUp func(c CatchUp)
+	// StateOut and StateIn replicate a small state of the layer above beside the data (the kv
+	// server's auth store): StateOut's copy rides on each Sync stream's first batch and on its
+	// heartbeats (with the frontier, also under a steady stream of changes), and StateIn gets
+	// every copy a peer sends, with the sender's id. The layer above decides which copy wins
+	// (it must be a deterministic choice, so that every member ends with the same). StateIn is
+	// called from a puller: it must not block for long.
+	StateOut func() []byte
+	StateIn  func(from uint64, state []byte)
 }
 
 // CatchUp is one catch-up with a peer: its stream opened at ReconnectAt and at CaughtUpAt this

@@ -154,6 +154,9 @@ func (r *Replicator) serveSync(ss grpc.ServerStream) error {
 				batch.FrontierSeq, batch.FrontierWall = r.store.Frontier()
 				batch.CollectBefore = r.ownCollect()
 				batch.Bounds = r.bounds()
+				if r.cfg.StateOut != nil {
+					batch.State = r.cfg.StateOut()
+				}
 				lastFrontier = time.Now()
 			}
 			if err := ss.SendMsg(&batch); err != nil {

@@ -50,6 +50,8 @@ type SyncBatch struct {
 	// Bounds relays the frontiers and collect bounds the sender knows of other members (on
 	// heartbeats), so they reach members that do not hear from those directly.
 	Bounds []MemberBound
+	// State is the layer above's replicated state (Config.State), opaque here.
+	State []byte
 	// Snapshot transfer (see replication.proto).
 	Snapshot     []mvcc.SnapshotEntry
 	SnapshotDone bool

@@ -21,6 +21,9 @@ func (k *kvServer) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResp
 	if err := checkRangeRequest(r); err != nil {
 		return nil, err
 	}
+	if err := k.s.checkRange(ctx, r); err != nil {
+		return nil, err
+	}
 	resp, err := k.s.store.Range(r)
 	if err != nil {
 		return nil, togRPCError(err)
@@ -31,6 +34,9 @@ func (k *kvServer) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResp
 
 func (k *kvServer) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error) {
 	if err := checkPutRequest(r); err != nil {
+		return nil, err
+	}
+	if err := k.s.checkPut(ctx, r); err != nil {
 		return nil, err
 	}
 	if err := k.s.checkSize(r.Size()); err != nil {
@@ -48,6 +54,9 @@ func (k *kvServer) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*
 	if err := checkDeleteRequest(r); err != nil {
 		return nil, err
 	}
+	if err := k.s.checkDelete(ctx, r); err != nil {
+		return nil, err
+	}
 	if err := k.s.checkSize(r.Size()); err != nil {
 		return nil, err
 	}
@@ -61,6 +70,9 @@ func (k *kvServer) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*
 
 func (k *kvServer) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
 	if err := checkTxn(r, maxTxnOps); err != nil {
+		return nil, err
+	}
+	if err := k.s.checkTxnAuth(ctx, r); err != nil {
 		return nil, err
 	}
 	if !mvcc.IsTxnReadonly(r) {
@@ -77,6 +89,9 @@ func (k *kvServer) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, 
 }
 
 func (k *kvServer) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error) {
+	if err := k.s.checkAdmin(ctx); err != nil {
+		return nil, err
+	}
 	if err := k.s.store.Compact(ctx, r.Revision, r.Physical); err != nil {
 		return nil, togRPCError(err)
 	}

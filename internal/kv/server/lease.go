@@ -28,6 +28,9 @@ func (l *leaseServer) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (
 }
 
 func (l *leaseServer) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error) {
+	if err := l.s.checkLeaseRevoke(ctx, r.ID); err != nil {
+		return nil, err
+	}
 	if err := l.s.store.LeaseRevoke(ctx, r.ID); err != nil {
 		return nil, togRPCError(err)
 	}
@@ -38,6 +41,9 @@ func (l *leaseServer) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest)
 
 // LeaseTimeToLive answers TTL -1 for an unknown lease, without an error, as etcd does.
 func (l *leaseServer) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
+	if err := l.s.checkLeaseKeys(ctx, false, r.ID); err != nil {
+		return nil, err
+	}
 	info, err := l.s.store.LeaseTimeToLive(r.ID, r.Keys)
 	if err != nil && !errors.Is(err, mvcc.ErrLeaseNotFound) {
 		return nil, togRPCError(err)
@@ -49,6 +55,9 @@ func (l *leaseServer) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLive
 
 func (l *leaseServer) LeaseLeases(ctx context.Context, r *pb.LeaseLeasesRequest) (*pb.LeaseLeasesResponse, error) {
 	ids := l.s.store.Leases()
+	if err := l.s.checkLeaseKeys(ctx, false, ids...); err != nil {
+		return nil, err
+	}
 	resp := &pb.LeaseLeasesResponse{Header: &pb.ResponseHeader{}, Leases: make([]*pb.LeaseStatus, len(ids))}
 	for i, id := range ids {
 		resp.Leases[i] = &pb.LeaseStatus{ID: id}
@@ -69,6 +78,9 @@ func (l *leaseServer) LeaseKeepAlive(stream pb.Lease_LeaseKeepAliveServer) error
 			if status.Code(err) == codes.Canceled {
 				return nil
 			}
+			return err
+		}
+		if err := l.s.checkLeaseKeys(stream.Context(), true, req.ID); err != nil {
 			return err
 		}
 		ttl, err := l.s.store.LeaseKeepAlive(req.ID)

@@ -16,6 +16,9 @@ type maintenanceServer struct {
 }
 
 func (m *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*pb.StatusResponse, error) {
+	if err := m.s.requireUser(ctx); err != nil {
+		return nil, err
+	}
 	hdr := &pb.ResponseHeader{}
 	m.s.fill(hdr)
 	total, inUse := m.s.store.DBSize()
@@ -40,6 +43,9 @@ func (m *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*p
 }
 
 func (m *maintenanceServer) Defragment(ctx context.Context, r *pb.DefragmentRequest) (*pb.DefragmentResponse, error) {
+	if err := m.s.checkAdmin(ctx); err != nil {
+		return nil, err
+	}
 	if err := m.s.store.Defragment(ctx); err != nil {
 		return nil, togRPCError(err)
 	}
@@ -49,6 +55,13 @@ func (m *maintenanceServer) Defragment(ctx context.Context, r *pb.DefragmentRequ
 }
 
 func (m *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
+	check := m.s.checkAdmin
+	if r.Action == pb.AlarmRequest_GET {
+		check = m.s.requireUser
+	}
+	if err := check(ctx); err != nil {
+		return nil, err
+	}
 	resp := &pb.AlarmResponse{Header: &pb.ResponseHeader{}}
 	switch r.Action {
 	case pb.AlarmRequest_GET:
@@ -72,6 +85,9 @@ func (m *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.
 }
 
 func (m *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*pb.HashKVResponse, error) {
+	if err := m.s.checkAdmin(ctx); err != nil {
+		return nil, err
+	}
 	h, rev, compactRev, err := m.s.store.HashKV(r.Revision)
 	if err != nil {
 		return nil, togRPCError(err)
@@ -85,6 +101,9 @@ func (m *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*p
 // history included (mvcc.Store.Hash). Members number revisions themselves, so it differs from
 // member to member; HashKV is the one to compare them with.
 func (m *maintenanceServer) Hash(ctx context.Context, r *pb.HashRequest) (*pb.HashResponse, error) {
+	if err := m.s.checkAdmin(ctx); err != nil {
+		return nil, err
+	}
 	h, rev, err := m.s.store.Hash(ctx)
 	if err != nil {
 		return nil, togRPCError(err)
@@ -95,9 +114,15 @@ func (m *maintenanceServer) Hash(ctx context.Context, r *pb.HashRequest) (*pb.Ha
 }
 
 func (m *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
+	if err := m.s.checkAdmin(ctx); err != nil {
+		return nil, err
+	}
 	return nil, errUnsupported("move leader", "there is no leader; every member takes writes itself (local-first replication)")
 }
 
 func (m *maintenanceServer) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
+	if err := m.s.checkAdmin(ctx); err != nil {
+		return nil, err
+	}
 	return nil, errUnsupported("downgrade", "there is no cluster-wide storage version to downgrade")
 }

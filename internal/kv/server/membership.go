@@ -141,7 +141,10 @@ func placeholderID(token, key string) uint64 {
 	return h.Sum64()
 }
 
-func (c *clusterServer) MemberAdd(_ context.Context, r *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
+func (c *clusterServer) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
+	if err := c.s.checkAdmin(ctx); err != nil {
+		return nil, err
+	}
 	s := c.s
 	if s.repl == nil {
 		return nil, status.Error(codes.FailedPrecondition, "member add: this member is not part of a cluster (start it with --initial-cluster and --listen-peer-urls)")
@@ -179,7 +182,10 @@ func (c *clusterServer) MemberAdd(_ context.Context, r *pb.MemberAddRequest) (*p
 	return resp, nil
 }
 
-func (c *clusterServer) MemberRemove(_ context.Context, r *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
+func (c *clusterServer) MemberRemove(ctx context.Context, r *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
+	if err := c.s.checkAdmin(ctx); err != nil {
+		return nil, err
+	}
 	s := c.s
 	if s.repl == nil {
 		return nil, status.Error(codes.FailedPrecondition, "member remove: this member is not part of a cluster")

@@ -175,6 +175,12 @@ func (s *Server) newReplicator() error {
 	}
 	rc.TLS = tc
 	rc.OnRemoved = s.removedByPeer
+	rc.StateOut = s.auth.replicaState
+	rc.StateIn = func(from uint64, b []byte) {
+		if err := s.auth.adopt(b); err != nil {
+			s.log.Error("auth store from a peer", "peer", fmt.Sprintf("%x", from), "err", err)
+		}
+	}
 	if s.events != nil {
 		rc.OnCatchUp = s.events.caughtUp
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -113,6 +114,18 @@ type Config struct {
 	// EventsFile, if set, is a file this member appends its replication events to, one JSON
 	// object per line (see Event), for measuring it from outside without parsing its logs.
 	EventsFile string
+	// AuthToken is etcd's --auth-token: "simple" (default) or
+	// "jwt,pub-key=<file>,priv-key=<file>,sign-method=<alg>[,ttl=<duration>]".
+	AuthToken string
+	// AuthTokenTTL is how long an unused simple token lives (etcd's --auth-token-ttl;
+	// 0: 300 s).
+	AuthTokenTTL time.Duration
+	// BcryptCost is the bcrypt cost of stored passwords (etcd's --bcrypt-cost; 0: 10).
+	BcryptCost int
+	// AuthMajorityTimeout: in a cluster with auth enabled, a member that has not heard from a
+	// majority of the members for longer than this refuses writes, so that it cannot go on
+	// allowing what a revocation on the majority side took away (authreplicate.go; 0: never).
+	AuthMajorityTimeout time.Duration
 	// Logger receives the server's logs (nil: discard).
 	Logger *slog.Logger
 }
@@ -127,13 +140,17 @@ func (s *Server) progressInterval() time.Duration {
 // DefaultConfig returns etcd's defaults.
 func DefaultConfig() Config {
 	return Config{
-		Name:               "default",
-		DataDir:            "default.kv",
-		ListenClientURLs:   []string{"http://localhost:2379"},
-		QuotaBackendBytes:  2 << 30,
-		MaxRequestBytes:    1572864,
-		Fsync:              mvcc.FsyncBatch,
-		AutoCompactionMode: "periodic",
+		Name:                "default",
+		DataDir:             "default.kv",
+		ListenClientURLs:    []string{"http://localhost:2379"},
+		QuotaBackendBytes:   2 << 30,
+		MaxRequestBytes:     1572864,
+		Fsync:               mvcc.FsyncBatch,
+		AutoCompactionMode:  "periodic",
+		AuthToken:           "simple",
+		AuthTokenTTL:        DefaultAuthTokenTTL,
+		BcryptCost:          bcrypt.DefaultCost,
+		AuthMajorityTimeout: DefaultAuthMajorityTimeout,
 		// etcd's --self-signed-cert-validity default: one year.
 		SelfSignedCertValidity: 1,
 	}
@@ -177,6 +194,15 @@ func (c *Config) Validate() error {
 	if _, err := newCompactor(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
 		return err
 	}
+	if _, err := newTokenProvider(c.AuthToken, c.AuthTokenTTL); err != nil {
+		return err
+	}
+	if c.AuthMajorityTimeout < 0 || (c.AuthMajorityTimeout > 0 && c.AuthMajorityTimeout < minAuthMajorityTimeout) {
+		return fmt.Errorf("--auth-majority-timeout %v: must be 0 (never refuse) or at least %v (three replication heartbeats: a healthy idle link is heard from once a heartbeat)", c.AuthMajorityTimeout, minAuthMajorityTimeout)
+	}
+	if c.BcryptCost != 0 && (c.BcryptCost < bcrypt.MinCost || c.BcryptCost > bcrypt.MaxCost) {
+		return fmt.Errorf("--bcrypt-cost %d: must be between %d and %d", c.BcryptCost, bcrypt.MinCost, bcrypt.MaxCost)
+	}
 	return c.validateCluster()
 }
 
@@ -193,6 +219,8 @@ type Server struct {
 	memberID  uint64
 	clusterID uint64
 	metrics   *metrics
+	auth      *authStore
+	majority  majorityWatch
 	events    *eventLog               // nil without Config.EventsFile
 	repl      *replication.Replicator // nil on a single member
 	mship     *membership             // runtime membership changes (cluster only)
@@ -241,11 +269,20 @@ func Start(cfg Config) (*Server, error) {
 	var s *Server
 	// Conflicts come only from peers' changes, applied once replication runs, after s is set.
 	scfg.OnConflict = func(c mvcc.Conflict) { s.conflict(c) }
+	tokens, err := newTokenProvider(cfg.AuthToken, cfg.AuthTokenTTL)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := openAuthStore(cfg.DataDir, cfg.BcryptCost, tokens)
+	if err != nil {
+		return nil, err
+	}
 	store, err := mvcc.Open(scfg)
 	if err != nil {
 		return nil, err
 	}
-	s = &Server{cfg: cfg, log: log, lock: lock, store: store, memberID: store.MemberID(), peerSelfSigned: peerSelfSigned, stop: make(chan struct{})}
+	auth.member = store.MemberID()
+	s = &Server{cfg: cfg, log: log, lock: lock, store: store, auth: auth, memberID: store.MemberID(), peerSelfSigned: peerSelfSigned, stop: make(chan struct{})}
 	if cfg.clustered() {
 		s.clusterID = clusterIDFor(cfg.InitialClusterToken, cfg.InitialCluster)
 	} else {
@@ -276,6 +313,10 @@ func Start(cfg Config) (*Server, error) {
 			s.Close()
 			return nil, err
 		}
+	}
+	if s.repl != nil {
+		s.wg.Add(1)
+		go s.watchMajority()
 	}
 	comp, _ := newCompactor(cfg.AutoCompactionMode, cfg.AutoCompactionRetention)
 	if comp != nil {
@@ -316,7 +357,7 @@ func (s *Server) newGRPC(tc *tls.Config) *grpc.Server {
 	pb.RegisterLeaseServer(g, &leaseServer{s: s})
 	pb.RegisterClusterServer(g, &clusterServer{s: s})
 	pb.RegisterMaintenanceServer(g, &maintenanceServer{s: s})
-	pb.RegisterAuthServer(g, authServer{})
+	pb.RegisterAuthServer(g, &authServer{s: s})
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(g, hs)

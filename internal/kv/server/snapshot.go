@@ -29,6 +29,9 @@ const snapshotChunk = 32 << 10
 
 func (m *maintenanceServer) Snapshot(_ *pb.SnapshotRequest, srv pb.Maintenance_SnapshotServer) error {
 	s := m.s
+	if err := s.checkAdmin(srv.Context()); err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp("", "continuum-kv-snapshot-")
 	if err != nil {
 		return status.Errorf(codes.Internal, "snapshot: %v", err)

@@ -128,6 +128,12 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 				return send(&pb.WatchResponse{Header: header(), WatchId: invalidWatchID, Canceled: true, Created: true,
 					CancelReason: rpctypes.ErrCompacted.Error()})
 			}
+			// Read permission is checked once, at creation, as etcd does: a revocation
+			// later does not end the watch.
+			if err := s.checkWatch(ctx, creq); err != nil {
+				return send(&pb.WatchResponse{Header: header(), WatchId: invalidWatchID, Canceled: true, Created: true,
+					CancelReason: err.Error()})
+			}
 			end := creq.RangeEnd
 			if len(end) == 0 {
 				end = nil

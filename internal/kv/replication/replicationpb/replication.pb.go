@@ -550,7 +550,11 @@ type SyncBatch struct {
 	CollectBefore int64  `protobuf:"varint,13,opt,name=collect_before,json=collectBefore,proto3" json:"collect_before,omitempty"`
 	// The frontiers and collect bounds the sender knows of other members (heartbeats), relayed so
 	// they reach members that do not hear from those directly (a partial mesh).
-	Bounds        []*MemberBound `protobuf:"bytes,14,rep,name=bounds,proto3" json:"bounds,omitempty"`
+	Bounds []*MemberBound `protobuf:"bytes,14,rep,name=bounds,proto3" json:"bounds,omitempty"`
+	// State the layer above replicates beside the data (the kv server's auth store), opaque
+	// here: the sender's current copy, on its first batch and with its frontier (heartbeats,
+	// also under load), so it spreads through a partial mesh. Empty: not carried.
+	State         []byte `protobuf:"bytes,15,opt,name=state,proto3" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -679,6 +683,13 @@ func (x *SyncBatch) GetCollectBefore() int64 {
 func (x *SyncBatch) GetBounds() []*MemberBound {
 	if x != nil {
 		return x.Bounds
+	}
+	return nil
+}
+
+func (x *SyncBatch) GetState() []byte {
+	if x != nil {
+		return x.State
 	}
 	return nil
 }
@@ -1306,7 +1317,7 @@ const file_replication_proto_rawDesc = "" +
 	"\x04wall\x18\x03 \x01(\x03R\x04wall\x12\x18\n" +
 	"\alogical\x18\x04 \x01(\rR\alogical\x12\x12\n" +
 	"\x04hash\x18\x05 \x01(\fR\x04hash\x121\n" +
-	"\x03ops\x18\x06 \x03(\v2\x1f.continuum.kv.replication.v1.OpR\x03ops\"\x82\x06\n" +
+	"\x03ops\x18\x06 \x03(\v2\x1f.continuum.kv.replication.v1.OpR\x03ops\"\x98\x06\n" +
 	"\tSyncBatch\x12=\n" +
 	"\achanges\x18\x01 \x03(\v2#.continuum.kv.replication.v1.ChangeR\achanges\x12C\n" +
 	"\x04have\x18\x02 \x03(\v2/.continuum.kv.replication.v1.VersionVectorEntryR\x04have\x12;\n" +
@@ -1322,7 +1333,8 @@ const file_replication_proto_rawDesc = "" +
 	"\ffrontier_seq\x18\v \x01(\x04R\vfrontierSeq\x12#\n" +
 	"\rfrontier_wall\x18\f \x01(\x03R\ffrontierWall\x12%\n" +
 	"\x0ecollect_before\x18\r \x01(\x03R\rcollectBefore\x12@\n" +
-	"\x06bounds\x18\x0e \x03(\v2(.continuum.kv.replication.v1.MemberBoundR\x06bounds\"\x99\x01\n" +
+	"\x06bounds\x18\x0e \x03(\v2(.continuum.kv.replication.v1.MemberBoundR\x06bounds\x12\x14\n" +
+	"\x05state\x18\x0f \x01(\fR\x05state\"\x99\x01\n" +
 	"\vMemberBound\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\x04R\bmemberId\x12!\n" +
 	"\ffrontier_seq\x18\x02 \x01(\x04R\vfrontierSeq\x12#\n" +

@@ -507,6 +507,13 @@ func (m *SyncBatch) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.State) > 0 {
+		i -= len(m.State)
+		copy(dAtA[i:], m.State)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.State)))
+		i--
+		dAtA[i] = 0x7a
+	}
 	if len(m.Bounds) > 0 {
 		for iNdEx := len(m.Bounds) - 1; iNdEx >= 0; iNdEx-- {
 			size, err := m.Bounds[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
@@ -1387,6 +1394,7 @@ func (m *SyncBatch) ResetVT() {
 			mm.ResetVT()
 		}
 		f7 := m.Bounds[:0]
+		f8 := m.State[:0]
 		m.Reset()
 		m.Changes = f0
 		m.Have = f1
@@ -1396,6 +1404,7 @@ func (m *SyncBatch) ResetVT() {
 		m.SnapshotHave = f5
 		m.Removed = f6
 		m.Bounds = f7
+		m.State = f8
 	}
 }
 func (m *SyncBatch) ReturnToVTPool() {
@@ -1855,6 +1864,10 @@ func (m *SyncBatch) SizeVT() (n int) {
 			l = e.SizeVT()
 			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 		}
+	}
+	l = len(m.State)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -3773,6 +3786,37 @@ func (m *SyncBatch) UnmarshalVTUnsafe(dAtA []byte) error {
 			if err := m.Bounds[len(m.Bounds)-1].UnmarshalVTUnsafe(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		case 15:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field State", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.State = dAtA[iNdEx:postIndex]
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

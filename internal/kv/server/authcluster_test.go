@@ -1,0 +1,236 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/authpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// linkProxy forwards one direction of a peer link (the member that dials -> the member that
+// serves); cut closes its connections and refuses new ones until heal, as a partition.
+type linkProxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+func newLinkProxy(t *testing.T, target string) *linkProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &linkProxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.setCut(true)
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *linkProxy) url() string { return "http://" + p.ln.Addr().String() }
+
+func (p *linkProxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns = append(p.conns, c, up)
+		p.wg.Add(2)
+		p.mu.Unlock()
+		pipe := func(dst, src net.Conn) {
+			defer p.wg.Done()
+			_, _ = io.Copy(dst, src)
+			dst.Close()
+			src.Close()
+		}
+		go pipe(up, c)
+		go pipe(c, up)
+	}
+}
+
+func (p *linkProxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+// startProxiedCluster starts n members whose peer links all go through proxies:
+// links[i][j] carries member i's pulls from member j.
+func startProxiedCluster(t *testing.T, n int, opts ...func(*Config)) ([]*Server, [][]*linkProxy) {
+	t.Helper()
+	addrs := freePorts(t, n)
+	links := make([][]*linkProxy, n)
+	for i := range links {
+		links[i] = make([]*linkProxy, n)
+		for j := range links[i] {
+			if i != j {
+				links[i][j] = newLinkProxy(t, addrs[j])
+			}
+		}
+	}
+	var servers []*Server
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("m%d", i)
+		ic := map[string][]string{}
+		for j := range addrs {
+			u := "http://" + addrs[j]
+			if j != i {
+				u = links[i][j].url()
+			}
+			ic[fmt.Sprintf("m%d", j)] = []string{u}
+		}
+		s := startKVNoClient(t, append([]func(*Config){func(c *Config) {
+			c.Name = name
+			c.InitialCluster = ic
+			c.InitialClusterToken = "test"
+			c.ListenPeerURLs = []string{"http://" + addrs[i]}
+		}}, opts...)...)
+		servers = append(servers, s)
+	}
+	return servers, links
+}
+
+// eventually polls f until it returns nil or the deadline passes.
+func eventually(t *testing.T, what string, d time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func anonClient(t *testing.T, s *Server) *clientv3.Client { return userClient(t, s, "", "") }
+
+// TestAuthReplicatesAndBoundsPartition: users, roles and permissions made on one member reach
+// the others; a member cut off from the majority while a permission is revoked there keeps
+// allowing it only until --auth-majority-timeout, then refuses writes (reads go on); after the
+// heal it learns the revocation.
+func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
+	const timeout = minAuthMajorityTimeout
+	servers, links := startProxiedCluster(t, 3, fastAuth, func(c *Config) { c.AuthMajorityTimeout = timeout })
+	ctx := ctxT(t)
+	admin := anonClient(t, servers[0])
+	must(admin.RoleAdd(ctx, "kw"))(t)
+	must(admin.RoleGrantPermission(ctx, "kw", "k", "", clientv3.PermissionType(authpb.READWRITE)))(t)
+	must(admin.UserAdd(ctx, "u", "upw"))(t)
+	must(admin.UserGrantRole(ctx, "u", "kw"))(t)
+	enableRoot(t, admin)
+
+	// Replicated: every member has auth enabled and knows u.
+	for i, s := range servers {
+		c := anonClient(t, s)
+		eventually(t, fmt.Sprintf("m%d enables auth", i), 20*time.Second, func() error {
+			_, err := c.Get(ctx, "k")
+			if rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCUserEmpty) {
+				return nil
+			}
+			return fmt.Errorf("anonymous get: %v", err)
+		})
+	}
+	var users []*clientv3.Client
+	for i, s := range servers {
+		var c *clientv3.Client
+		eventually(t, fmt.Sprintf("u authenticates on m%d", i), 20*time.Second, func() error {
+			var err error
+			c, err = clientv3.New(clientv3.Config{Endpoints: []string{strings.TrimPrefix(s.ClientURLs()[0], "http://")},
+				DialTimeout: 5 * time.Second, Logger: zap.NewNop(), Username: "u", Password: "upw"})
+			return err
+		})
+		t.Cleanup(func() { c.Close() })
+		eventually(t, fmt.Sprintf("u writes on m%d", i), 20*time.Second, func() error {
+			_, err := c.Put(ctx, "k", fmt.Sprint(i)) // Unavailable until the members have met
+			return err
+		})
+		users = append(users, c)
+	}
+
+	// Partition m2 from m0 and m1; revoke on the majority side.
+	for _, l := range []*linkProxy{links[0][2], links[1][2], links[2][0], links[2][1]} {
+		l.setCut(true)
+	}
+	root := userClient(t, servers[0], "root", "rootpw")
+	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
+	eventually(t, "m1 learns the revocation", 20*time.Second, func() error {
+		_, err := users[1].Put(ctx, "k", "x")
+		if rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) {
+			return nil
+		}
+		return fmt.Errorf("put on m1: %v", err)
+	})
+	// m2 cannot know; within the bound it refuses writes instead.
+	eventually(t, "m2 refuses writes once cut off for the timeout", 20*time.Second, func() error {
+		_, err := users[2].Put(ctx, "k", "y")
+		if rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) {
+			t.Fatal("m2 knew of the revocation through a cut link")
+		}
+		if status.Code(err) == codes.Unavailable && strings.Contains(err.Error(), "--auth-majority-timeout") {
+			return nil
+		}
+		return fmt.Errorf("put on m2: %v", err)
+	})
+	if _, err := users[2].Get(ctx, "k"); err != nil {
+		t.Errorf("read on the cut-off member: %v (reads are not bounded)", err)
+	}
+
+	// Heal: m2 learns the revocation.
+	for _, l := range []*linkProxy{links[0][2], links[1][2], links[2][0], links[2][1]} {
+		l.setCut(false)
+	}
+	eventually(t, "m2 learns the revocation after the heal", 30*time.Second, func() error {
+		_, err := users[2].Put(ctx, "k", "z")
+		if rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) {
+			return nil
+		}
+		if err == nil {
+			return errors.New("put allowed")
+		}
+		return err
+	})
+}

@@ -1,0 +1,191 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/authpb"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The auth store in a cluster.
+//
+// Replication: the whole store (enabled flag, users, roles) travels as one value beside the
+// data, on every Sync stream's first batch and heartbeats (replication.Config.StateOut/In),
+// and each copy carries the stamp of the change that made it: (wall time, member id), the
+// wall time made larger than the previous stamp's. A member adopts a copy whose stamp is
+// larger than its own, so every member ends with the copy of the last change, whatever the
+// order copies arrive in, and a member that relays its copy spreads it through a partial
+// mesh. Two changes made concurrently on two members (a partition) do not merge: the later
+// stamp wins whole. Make auth changes on one member, or on the majority side.
+//
+// The bound on what a member that has not heard of a revocation may allow: a member that has
+// not heard from a majority of the cluster (itself included) for longer than
+// Config.AuthMajorityTimeout refuses every write while auth is enabled. A revocation made on
+// the majority side thus either reaches a member or stops its writes within the timeout plus
+// the heartbeat. Reads are not bounded (a member cut off keeps serving reads with the
+// permissions it knows), as reads of its own state are what a local-first member is for.
+
+// authStamp orders copies of the auth store: the larger wins.
+type authStamp struct {
+	Wall   int64  `json:"wall"`
+	Member uint64 `json:"member"`
+}
+
+func (a authStamp) after(b authStamp) bool {
+	return a.Wall > b.Wall || (a.Wall == b.Wall && a.Member > b.Member)
+}
+
+// restampLocked stamps a local change.
+func (a *authStore) restampLocked() {
+	w := time.Now().UnixNano()
+	if w <= a.stamp.Wall {
+		w = a.stamp.Wall + 1
+	}
+	a.stamp = authStamp{Wall: w, Member: a.member}
+}
+
+// replicaState is StateOut: the encoded copy, kept by commitLocked (nil before any change:
+// nothing to spread, a fresh member adopts whatever comes).
+func (a *authStore) replicaState() []byte {
+	if p := a.encoded.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// adopt is StateIn: take a peer's copy if its stamp is larger. The auth revision moves past
+// both (JWTs issued before are old here), and tokens of users whose password changed or who
+// are gone are dropped, as a local change would.
+func (a *authStore) adopt(b []byte) error {
+	var st authState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("auth state from a peer: %w", err)
+	}
+	if err := st.validate(); err != nil {
+		return fmt.Errorf("auth state from a peer: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !st.Stamp.after(a.stamp) {
+		return nil
+	}
+	old := a.users
+	a.users = map[string]*authpb.User{}
+	for _, u := range st.Users {
+		a.users[string(u.Name)] = u
+	}
+	a.roles = map[string]*authpb.Role{}
+	for _, r := range st.Roles {
+		a.roles[string(r.Name)] = r
+	}
+	for name, u := range old {
+		if nu := a.users[name]; nu == nil || !bytes.Equal(nu.Password, u.Password) {
+			a.tokens.invalidateUser(name)
+		}
+	}
+	wasOn := a.enabled.Load()
+	a.enabled.Store(st.Enabled)
+	switch {
+	case wasOn && !st.Enabled:
+		a.tokens.disable()
+	case !wasOn && st.Enabled:
+		a.tokens.enable()
+	}
+	rev := a.revision.Load() + 1
+	if st.Revision > rev {
+		rev = st.Revision
+	}
+	a.revision.Store(rev)
+	a.stamp = st.Stamp
+	return a.commitLocked(false, false)
+}
+
+// majorityWatch keeps when this member last heard from a majority of the cluster, for the
+// write bound. It is computed every tick from the replicator's per-peer contact times, not per
+// request, so a write pays one atomic load for it.
+type majorityWatch struct {
+	heardAt atomic.Int64 // unix ns
+}
+
+const majorityTick = 100 * time.Millisecond
+
+// DefaultAuthMajorityTimeout is --auth-majority-timeout's default; minAuthMajorityTimeout is
+// three replication heartbeats (replication.Config.Heartbeat, 1 s), the silence after which
+// replication itself takes a link for dead.
+const (
+	DefaultAuthMajorityTimeout = 30 * time.Second
+	minAuthMajorityTimeout     = 3 * time.Second
+)
+
+// watchMajority runs until the server stops (clustered members only).
+func (s *Server) watchMajority() {
+	defer s.wg.Done()
+	s.majority.heardAt.Store(time.Now().UnixNano()) // a fresh start gets one timeout of grace
+	t := time.NewTicker(majorityTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		n := len((&clusterServer{s: s}).members())
+		need := n / 2 // peers needed besides this member for a majority of n
+		if need == 0 {
+			s.majority.heardAt.Store(time.Now().UnixNano())
+			continue
+		}
+		var contacts []int64
+		for _, p := range s.repl.Peers() {
+			if !p.LastContact.IsZero() {
+				contacts = append(contacts, p.LastContact.UnixNano())
+			}
+		}
+		if len(contacts) < need {
+			continue // never heard from enough peers: keep the last time (start, at worst)
+		}
+		sort.Slice(contacts, func(i, j int) bool { return contacts[i] > contacts[j] })
+		if at := contacts[need-1]; at > s.majority.heardAt.Load() {
+			s.majority.heardAt.Store(at)
+		}
+	}
+}
+
+// checkMajority refuses a write while auth is enabled and this member has not heard from a
+// majority for longer than --auth-majority-timeout.
+func (s *Server) checkMajority() error {
+	if s.repl == nil || s.cfg.AuthMajorityTimeout <= 0 {
+		return nil
+	}
+	since := time.Duration(time.Now().UnixNano() - s.majority.heardAt.Load())
+	if since <= s.cfg.AuthMajorityTimeout {
+		return nil
+	}
+	return status.Errorf(codes.Unavailable,
+		"continuum kv: write refused: authentication is enabled and this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so it may not know of a revocation; reads are served",
+		since.Round(time.Millisecond), s.cfg.AuthMajorityTimeout)
+}
+
+// txnWrites reports whether a Txn may write (the bound spares read-only transactions).
+func txnWrites(r *pb.TxnRequest) bool {
+	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
+		for _, op := range ops {
+			switch u := op.Request.(type) {
+			case *pb.RequestOp_RequestPut, *pb.RequestOp_RequestDeleteRange:
+				return true
+			case *pb.RequestOp_RequestTxn:
+				if u.RequestTxn != nil && txnWrites(u.RequestTxn) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
