@@ -41,7 +41,8 @@ TEST_FIRST   := ./internal/kv/mvcc ./internal/baselines ./internal/kv/compat ./i
 SERIAL_TESTS := ./cmd/continuum ./internal/experiment ./internal/kv/nemesis ./internal/testbed/... \
 	./internal/netbench ./internal/loadgen ./internal/loadgen/httptarget ./internal/httpecho \
 	./internal/kv/replication ./internal/shareddata/freshness ./internal/report ./internal/proxy/kinds \
-	./internal/kv/server ./internal/stream/rtdb ./internal/kubernetes/cluster ./internal/kubernetes/kubeplatform
+	./internal/kv/server ./internal/stream/rtdb ./internal/kubernetes/cluster ./internal/kubernetes/kubeplatform \
+	./internal/app/kinds
 TEST_ENV     := CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 GORACE=atexit_sleep_ms=50
 test: setup build test-python proto-check
 	@serial=$$($(GO) list $(SERIAL_TESTS)) && first=$$($(GO) list $(TEST_FIRST)) && \
