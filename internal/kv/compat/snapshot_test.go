@@ -34,6 +34,13 @@ func TestSnapshotSaveRestore(t *testing.T) {
 	if _, err := cli.Delete(ctx, "snap/1", clientv3.WithPrefix()); err != nil { // snap/100..199
 		t.Fatal(err)
 	}
+	// A user and a role travel with the snapshot (etcd's snapshot holds its auth store too).
+	if _, err := cli.UserAdd(ctx, "alice", "pw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.RoleAdd(ctx, "readers"); err != nil {
+		t.Fatal(err)
+	}
 	before, err := cli.Get(ctx, "snap/", clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
@@ -101,5 +108,13 @@ func TestSnapshotSaveRestore(t *testing.T) {
 	}
 	if _, err := rcli.Put(ctx, "snap/new", "x"); err != nil {
 		t.Fatalf("restored member does not take writes: %v", err)
+	}
+	users, err := rcli.UserList(ctx)
+	if err != nil || strings.Join(users.Users, ",") != "alice" {
+		t.Fatalf("restored users %v (%v), want alice", users, err)
+	}
+	roles, err := rcli.RoleList(ctx)
+	if err != nil || strings.Join(roles.Roles, ",") != "readers" {
+		t.Fatalf("restored roles %v (%v), want readers", roles, err)
 	}
 }

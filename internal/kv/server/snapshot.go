@@ -20,7 +20,8 @@ import (
 
 // Snapshots (etcd's Maintenance.Snapshot, `etcdctl snapshot save`).
 //
-// A snapshot is a tar archive of a consistent copy of the store (an mvcc checkpoint) followed by
+// A snapshot is a tar archive of a consistent copy of the store (an mvcc checkpoint, and the
+// auth store's auth.json when users or roles were ever configured) followed by
 // the SHA-256 of the archive, as etcd sends its bbolt file followed by its SHA-256: etcdctl checks
 // that the size is a multiple of 512 plus 32 bytes, which a tar archive (512-byte blocks) meets.
 // It is not a bbolt file, so etcdutl cannot restore it: `continuum kv snapshot restore` does.
@@ -40,6 +41,13 @@ func (m *maintenanceServer) Snapshot(_ *pb.SnapshotRequest, srv pb.Maintenance_S
 	header := &pb.ResponseHeader{ClusterId: s.clusterID, MemberId: s.memberID, Revision: s.store.Rev(), RaftTerm: raftTerm}
 	if err := s.store.Checkpoint(filepath.Join(tmp, "store")); err != nil {
 		return status.Errorf(codes.Internal, "snapshot: checkpoint: %v", err)
+	}
+	// Users, roles and permissions travel with the data, as in etcd's snapshot (its bbolt file
+	// holds them): restored beside the store, they are the restored member's auth store.
+	if b := s.auth.encoded.Load(); b != nil {
+		if err := os.WriteFile(filepath.Join(tmp, "store", authFile), *b, 0o600); err != nil {
+			return status.Errorf(codes.Internal, "snapshot: %v", err)
+		}
 	}
 	archive := filepath.Join(tmp, "snapshot.tar")
 	if err := writeTar(archive, filepath.Join(tmp, "store")); err != nil {
