@@ -3,8 +3,8 @@ package report
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,18 +13,18 @@ import (
 
 // page is everything the HTML and Markdown templates show, computed once from Results.
 type page struct {
-	Scenario   string
-	Started    string
-	Finished   string
-	Dir        string
-	Env        [][2]string
-	Runs       []runRow
-	Missing    []string
-	Tables     []summaryTable
+	Scenario string
+	Started  string
+	Finished string
+	Dir      string
+	Env      [][2]string
+	Runs     []runRow
+	Missing  []string
+	Tables   []summaryTable
 	// Compare is the summary's metric × combination comparison (Tables is the full list, folded).
 	Compare []compareTable
 	// Headlines are the verdicts shown first, each linking to the section that has its details.
-	Headlines []pageHeadline
+	Headlines  []pageHeadline
 	Extra      []sectionView // the registered sections with content
 	Sweep      []chart.Figure
 	Sections   []runSection

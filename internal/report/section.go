@@ -38,8 +38,8 @@ type SectionContent struct {
 	// link to the section, so a reader learns the outcome before the details.
 	Headlines []Headline
 	Note      string
-	Tables  []Table
-	Figures []chart.Figure
+	Tables    []Table
+	Figures   []chart.Figure
 	// MarkdownNote is added below the tables in summary.md (default: Note).
 	MarkdownNote string
 }
