@@ -128,7 +128,7 @@ func hasOp(g npmGroup, insts []string, op string) bool {
 // instance node's. Helper components (the Redis Cluster joiner) are not among them.
 type groupTotals struct {
 	instances                                  float64
-	cpuPct, rssMiB, diskMiB, energy30, netMBps float64
+	cpuPct, rssMiB, diskMiB, energy30, netMbps float64
 	// dbMbps is the traffic among the store's nodes alone; haveDB says some run could tell it
 	// apart (no workload on a store node).
 	dbMbps float64
@@ -157,11 +157,11 @@ func groupUsage(g npmGroup) (groupTotals, map[string]float64, bool) {
 	for name, m := range g.Metrics {
 		if inst, ok := strings.CutPrefix(name, "resources/"); ok {
 			perInst[inst] = m["cpu_pct"].Mean
-			gt.netMBps += m["node_net_mbit_s"].Mean / 8
+			gt.netMbps += m["node_net_mbit_s"].Mean
 		}
 	}
 	if len(perInst) > 0 {
-		gt.netMBps /= float64(len(perInst))
+		gt.netMbps /= float64(len(perInst))
 	}
 	return gt, perInst, true
 }
@@ -173,7 +173,7 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 		report.Column{Header: "instances", Numeric: true},
 		report.Column{Header: "CPU total (%)", Numeric: true}, report.Column{Header: "CPU per instance (%)", Numeric: true},
 		report.Column{Header: "RSS total (MiB)", Numeric: true}, report.Column{Header: "disk max (MiB)", Numeric: true},
-		report.Column{Header: "energy / 30 s (J)", Numeric: true}, report.Column{Header: "node network (MB/s)", Numeric: true},
+		report.Column{Header: "energy / 30 s (J)", Numeric: true}, report.Column{Header: "node network (Mbit/s)", Title: "mean over the instances' nodes, both directions", Numeric: true},
 		report.Column{Header: "store-only traffic (Mbit/s)", Title: "between the store's nodes alone; shown when no workload shares a store node", Numeric: true},
 		report.Column{Header: "fabric (packets/s)", Title: "what the testbed's fabric forwarded; its own delay stays within 1 ms up to ~20k packets/s (docs/testbed.md)", Numeric: true})}
 	bars := chart.StackedBars{YLabel: "CPU (% of a core)", Unit: "%"}
@@ -191,7 +191,7 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 			fabric = chart.FormatNum(math.Round(gu.fabricPPS))
 		}
 		row := append(append([]string{}, g.Params...), chart.FormatNum(gu.instances),
-			fmtF(gu.cpuPct), fmtF(gu.cpuPct/gu.instances), fmtF(gu.rssMiB), fmtF(gu.diskMiB), fmtF(gu.energy30), fmtF(gu.netMBps), db, fabric)
+			fmtF(gu.cpuPct), fmtF(gu.cpuPct/gu.instances), fmtF(gu.rssMiB), fmtF(gu.diskMiB), fmtF(gu.energy30), fmtF(gu.netMbps), db, fabric)
 		t.Rows = append(t.Rows, row)
 		label := strings.Join(g.Params, ", ")
 		if label == "" {
@@ -219,7 +219,7 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 	if len(t.Rows) == 0 {
 		return t, chart.Figure{}, false
 	}
-	f := chart.NewFigure("npm-cpu", "bars", "CPU of the store's instances, stacked per instance, per combination", bars.SVG())
+	f := chart.NewFigure("npm-cpu", "bars", "CPU of the run's components (the store's members: workloads and helpers such as the Redis Cluster joiner left out), stacked per component, per combination, % of one core, from samples.csv.", bars.SVG())
 	return t, f, true
 }
 

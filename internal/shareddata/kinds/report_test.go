@@ -60,7 +60,7 @@ func TestNPMSection(t *testing.T) {
 		{"npm-resources", "CPU total (%)", "50"},
 		{"npm-resources", "RSS total (MiB)", "200"},
 		{"npm-resources", "energy / 30 s (J)", "30"},
-		{"npm-resources", "node network (MB/s)", "1"},
+		{"npm-resources", "node network (Mbit/s)", "8"},
 		{"npm-resources", "store-only traffic (Mbit/s)", "4"},
 		{"npm-resources", "fabric (packets/s)", "1234"},
 
