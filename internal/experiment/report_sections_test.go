@@ -16,7 +16,7 @@ import (
 var sectionIDRE = regexp.MustCompile(`<section id="([^"]+)">`)
 
 // engineSections are the report's own parts, shown for any results.
-var engineSections = []string{"environment", "runs", "summary", "sweep", "network"}
+var engineSections = []string{"environment", "runs", "summary", "sweep", "network", "outage"}
 
 // A report shows the sections of the systems that ran and no others: the quickstart (echo
 // servers and a load generator) and the kv partition (kv/etcd members, YCSB, the lag probe) get

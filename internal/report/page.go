@@ -105,6 +105,9 @@ func buildPage(res *Results) *page {
 		Sweep:    sweepFigures(res.Summary),
 		MultiRun: len(res.Runs) > 1,
 	}
+	if os := outageSection(res); os != nil {
+		p.Extra = append([]sectionView{*os}, p.Extra...)
+	}
 	if ns := networkSection(res); ns != nil {
 		p.Extra = append([]sectionView{*ns}, p.Extra...)
 	}
