@@ -53,6 +53,7 @@ func buildNPM(res *report.Results) *report.SectionContent {
 	}
 	if t, ok := freshnessTable(groups, swept); ok {
 		c.Tables = append(c.Tables, t)
+		c.Headlines = freshnessHeadlines(groups)
 	}
 	if len(c.Tables) == 0 {
 		return nil
@@ -307,5 +308,39 @@ func sortedMetricNames(metrics map[string]map[string]results.Aggregate, prefix s
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// freshnessHeadlines: per probe, the acknowledged writes lost (the verdict of a failover
+// experiment) and each setup's longest write outage.
+func freshnessHeadlines(groups []npmGroup) []report.Headline {
+	var out []report.Headline
+	for _, in := range report.MetricSuffixes(groups, "freshness/") {
+		var outage []report.Named
+		var lost []string
+		for i, g := range groups {
+			m, ok := g.Metrics["freshness/"+in]
+			if !ok {
+				continue
+			}
+			name := report.ComboName(g)
+			if name == "" && len(groups) > 1 {
+				name = fmt.Sprintf("group %d", i+1)
+			}
+			outage = append(outage, report.Named{Name: name, Value: m["outage_ms"].Mean})
+			if l := m["lost_acknowledged"].Mean; l > 0 {
+				lost = append(lost, strings.TrimSpace(name+" "+chart.FormatNum(l)))
+			}
+		}
+		if len(outage) == 0 {
+			continue
+		}
+		if len(lost) == 0 {
+			out = append(out, report.Headline{Text: "Acknowledged writes lost, probe " + in + ": none in any setup"})
+		} else {
+			out = append(out, report.Headline{Text: "Acknowledged writes lost, probe " + in + ": " + strings.Join(lost, "; "), Bad: true})
+		}
+		out = append(out, report.Headline{Text: "Longest write outage, probe " + in + ": " + report.Spread(outage, "ms")})
+	}
 	return out
 }
