@@ -80,7 +80,7 @@ func TestReportDOMChromium(t *testing.T) {
 		want    []string
 	}{
 		{"quickstart", append([]string{"outage-timeline"}, perRun...)},
-		{"sweep", append([]string{"sweep-latency", "sweep-throughput", "outage-timeline"}, perRun...)},
+		{"sweep", append([]string{"sweep-latency", "sweep-throughput", "sweep-errors", "outage-timeline"}, perRun...)},
 	} {
 		t.Run(tt.fixture, func(t *testing.T) {
 			dom := reporttest.DumpDOM(t, bin, renderFixture(t, tt.fixture))

@@ -314,6 +314,9 @@ func sweepFigures(s results.Summary) []chart.Figure {
 		{"sweep-latency", "/latency_ms", "p50", "p50 latency (ms)", "Median latency"},
 		{"sweep-latency", "/latency_ms", "p99", "p99 latency (ms)", "p99 latency"},
 		{"sweep-throughput", "/throughput_rps", "value", "throughput (req/s)", "Throughput"},
+		// Failures beside latency and throughput: a store that failed thousands of requests
+		// during a partition must not look as good as one that failed none.
+		{"sweep-errors", "/errors", "value", "failed requests", "Failed requests (errors and timeouts)"},
 	}
 	var figs []chart.Figure
 	for _, sp := range specs {
@@ -358,16 +361,33 @@ func sweepFigures(s results.Summary) []chart.Figure {
 		if len(order) == 0 {
 			continue
 		}
+		lo, hi := math.Inf(1), 0.0
 		for _, l := range order {
 			sr := lines[l]
 			sort.SliceStable(sr.Points, func(i, j int) bool { return sr.Points[i].X < sr.Points[j].X })
+			for _, p := range sr.Points {
+				if p.Y > 0 {
+					lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
+				}
+			}
 			c.Series = append(c.Series, *sr)
+		}
+		// Bars print their values when they span a decade or more (a 1 ms bar beside 75 ms
+		// would vanish) and always for failures, whose 0 is the point.
+		labelled := !ax.numeric && (sp.kind == "sweep-errors" || hi >= 10*lo)
+		if labelled {
+			for i := range c.Series {
+				c.Series[i].ValueLabels = true
+			}
 		}
 		shape := "one line per workload/series; points are the mean across repeats"
 		if !ax.numeric {
 			shape = "one bar per workload/series and value; bars are the mean across repeats"
 		}
 		caption := fmt.Sprintf("%s vs %s, %s, error bars the 95%% confidence interval (Student t) when a combination has more than one repeat (cut at 0). From summary.json.", sp.what, ax.param, shape)
+		if labelled {
+			caption += " Each bar's value is printed above it."
+		}
 		figs = append(figs, chart.NewFigure(c.ID, sp.kind, caption, c.SVG()))
 	}
 	return figs
