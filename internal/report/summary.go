@@ -338,6 +338,9 @@ func sweepFigures(s results.Summary) []chart.Figure {
 					continue
 				}
 				label := strings.TrimSuffix(name, sp.suffix)
+				if w, ser, ok := strings.Cut(label, "/"); ok {
+					label = SeriesName(w, ser) // "lag", not "lag/lag"
+				}
 				if len(others) > 0 {
 					label += " (" + FormatParams(others, g.Labels) + ")"
 				}
