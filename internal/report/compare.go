@@ -21,12 +21,15 @@ const maxCompareCols = 6
 
 // compareTable is one comparison table: Columns are the combinations' names, Rows a metric each.
 type compareTable struct {
+	// Params names the swept parameters, whose values (in this order) name the columns.
+	Params  []string
 	Columns []compareCol
 	Rows    []tableRow
 }
 
 type compareCol struct {
-	Name string // the swept parameters' labels, or "all runs"
+	Name  string   // the swept parameters' labels, or "all runs"
+	Parts []string // Name's parts, one swept parameter each (a line each in the header)
 	Runs string // the runs aggregated, for the tooltip
 	N    int
 }
@@ -49,7 +52,7 @@ func compareSources(s results.Summary) []compareSource {
 	for i, g := range s.Groups {
 		var names []string
 		for _, p := range swept {
-			names = append(names, shortParam(p)+"="+results.Label(g.Params, g.Labels, p))
+			names = append(names, results.Label(g.Params, g.Labels, p))
 		}
 		name := strings.Join(names, ", ")
 		if name == "" {
@@ -64,7 +67,11 @@ func compareSources(s results.Summary) []compareSource {
 				n = max(n, a.N)
 			}
 		}
-		out = append(out, compareSource{col: compareCol{Name: name, Runs: strings.Join(g.Runs, ", "), N: n}, metrics: g.Metrics})
+		parts := names
+		if len(parts) == 0 {
+			parts = []string{name}
+		}
+		out = append(out, compareSource{col: compareCol{Name: name, Parts: parts, Runs: strings.Join(g.Runs, ", "), N: n}, metrics: g.Metrics})
 	}
 	if len(out) > 0 {
 		return out
@@ -77,7 +84,7 @@ func compareSources(s results.Summary) []compareSource {
 				m[name][f] = results.One(v)
 			}
 		}
-		out = append(out, compareSource{col: compareCol{Name: "run " + r.ID, Runs: r.ID, N: 1}, metrics: m})
+		out = append(out, compareSource{col: compareCol{Name: "run " + r.ID, Parts: []string{"run " + r.ID}, Runs: r.ID, N: 1}, metrics: m})
 	}
 	return out
 }
@@ -156,6 +163,9 @@ func compareTables(s results.Summary) []compareTable {
 	for start := 0; start < len(srcs); start += maxCompareCols {
 		part := srcs[start:min(start+maxCompareCols, len(srcs))]
 		t := compareTable{}
+		for _, p := range SweptParams(s.Groups) {
+			t.Params = append(t.Params, shortParam(p))
+		}
 		for _, src := range part {
 			t.Columns = append(t.Columns, src.col)
 		}

@@ -38,7 +38,7 @@ func TestSummaryComparesCombinations(t *testing.T) {
 	if len(tables) != 2 || len(tables[0].Columns) != maxCompareCols || len(tables[1].Columns) != 1 {
 		t.Fatalf("7 combinations: got %d tables, want 2 (6 + 1 columns)", len(tables))
 	}
-	if got := tables[0].Columns[1].Name; got != "components=etcd" {
+	if got := tables[0].Columns[1].Name; got != "etcd" || tables[0].Params[0] != "components" {
 		t.Errorf("column named %q, want the swept parameter's label", got)
 	}
 	var rows []string

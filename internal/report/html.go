@@ -92,16 +92,18 @@ h3 { font-size: 16px; margin: 24px 0 8px; }
    unbroken words (paths, YAML) break rather than push the column out. */
 .tbl { max-width: 100%; overflow-x: auto; margin: 8px 0 16px; }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #ddd; padding: 4px 10px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+th, td { border: 1px solid #ddd; padding: 4px 10px; text-align: left; vertical-align: top; overflow-wrap: break-word; }
 th { background: #f5f6f8; font-weight: 600; max-width: 16em; }
 td.n, th.n { text-align: right; }
 td.n { white-space: nowrap; }
 th.metric, td.metric { max-width: 22em; }
+table.wide { font-size: 12.5px; }
+table.wide th, table.wide td { padding: 3px 6px; }
 .headlines { background: #f3f7fc; border-left: 4px solid #2f6fb3; padding: 8px 14px; margin: 14px 0; }
 .headlines ul { margin: 4px 0; padding-left: 20px; }
 .headlines li.bad { color: #b71c1c; font-weight: 600; }
 details.all > summary { cursor: pointer; color: #2f6fb3; margin: 8px 0; }
-code, figcaption, .small { overflow-wrap: anywhere; }
+code, figcaption, .small { overflow-wrap: break-word; }
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px; font-weight: 600; }
 .badge.ok { background: #e3f3e6; color: #1b5e20; }
 .badge.warn { background: #fff3cd; color: #7a5a00; }
@@ -156,7 +158,7 @@ details.run > summary { cursor: pointer; font-size: 17px; font-weight: 600; padd
 <section id="summary">
 <h2>Summary</h2>
 <p class="small">Latencies in ms, after the warm-up. {{if gt (len .Tables) 0}}{{with index .Tables 0}}{{if gt .N 1}}Cells are the mean across repeats ± the half-width of its 95% confidence interval (Student t).{{end}}{{end}}{{end}}</p>
-{{range .Compare}}<div class="tbl"><table class="summary compare"><tr><th class="metric">metric</th>{{range .Columns}}<th class="n" title="runs {{.Runs}}{{if gt .N 1}}; n = {{.N}}, mean ± 95% CI{{end}}">{{.Name}}</th>{{end}}</tr>
+{{range .Compare}}<div class="tbl"><table class="summary compare"><tr><th class="metric">metric{{with .Params}}<br><span class="small">columns: {{range $i, $p := .}}{{if $i}} · {{end}}{{$p}}{{end}}</span>{{end}}</th>{{range .Columns}}<th class="n" title="runs {{.Runs}}{{if gt .N 1}}; n = {{.N}}, mean ± 95% CI{{end}}">{{range $i, $p := .Parts}}{{if $i}}<br>{{end}}{{$p}}{{end}}</th>{{end}}</tr>
 {{range .Rows}}<tr><td class="metric">{{.Metric}}</td>{{range .Cells}}<td class="n">{{.}}</td>{{end}}</tr>
 {{end}}</table></div>
 {{end}}
@@ -179,7 +181,7 @@ details.run > summary { cursor: pointer; font-size: 17px; font-weight: 600; padd
 {{range .Extra}}<section id="{{.ID}}">
 <h2>{{.Title}}</h2>
 {{with .Note}}<p class="small">{{.}}</p>{{end}}
-{{range .Tables}}<div class="tbl"><table class="{{.Class}}"><tr>{{range .Columns}}<th{{if .Numeric}} class="n"{{end}}{{with .Title}} title="{{.}}"{{end}}>{{.Header}}</th>{{end}}</tr>
+{{range .Tables}}<div class="tbl"><table class="{{.Class}}{{if gt (len .Columns) 9}} wide{{end}}"><tr>{{range .Columns}}<th{{if .Numeric}} class="n"{{end}}{{with .Title}} title="{{.}}"{{end}}>{{.Header}}</th>{{end}}</tr>
 {{$cols := .Columns}}{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if numericCol $cols $i}} class="n"{{end}}>{{$c}}</td>{{end}}</tr>
 {{end}}</table></div>
 {{end}}{{range .Figures}}{{template "figure" .}}{{end}}

@@ -43,7 +43,10 @@ func markdown(p *page) string {
 		b.WriteString("\n")
 	}
 	b.WriteString("## Summary\n\n")
-	for _, t := range p.Compare {
+	for i, t := range p.Compare {
+		if i == 0 && len(t.Params) > 0 {
+			fmt.Fprintf(&b, "Columns: %s.\n\n", mdEsc(strings.Join(t.Params, ", ")))
+		}
 		b.WriteString("| metric |")
 		for _, c := range t.Columns {
 			fmt.Fprintf(&b, " %s |", mdEsc(c.Name))
