@@ -30,8 +30,8 @@ type compareTable struct {
 type compareCol struct {
 	Name  string   // the swept parameters' labels, or "all runs"
 	Parts []string // Name's parts, one swept parameter each (a line each in the header)
-	Runs string // the runs aggregated, for the tooltip
-	N    int
+	Runs  string   // the runs aggregated, for the tooltip
+	N     int
 }
 
 // compareRow is how one row reads one combination's metrics: ok false leaves the cell empty.
