@@ -79,6 +79,7 @@ func buildStream(res *report.Results) *report.SectionContent {
 		"fabric pps is the testbed fabric's packets/s (mean / busiest second); a combination is flagged when the fabric judged one of its runs distorted " +
 		"(it delivered late, ran out of CPU or dropped what no configured loss explains: the warning at the top of the page says which): there the fabric, not the system, may set the latency. " +
 		"Cells are means over repeats."}
+	c.Headlines = streamHeadlines(rows)
 	c.Tables = append(c.Tables, latencyTable(rows))
 	if t, ok := crossoverTable(rows); ok {
 		c.Tables = append(c.Tables, t)
@@ -349,4 +350,38 @@ func streamCDFs(rows []streamRow) []chart.Figure {
 			fmt.Sprintf("End-to-end latency CDF per user count: %s, %s records (seeds/003 Fig. 5), first run of each combination.", p.arch, payloadLabel(p.payload)), c.SVG()))
 	}
 	return figs
+}
+
+// streamHeadlines: acknowledged records lost (the exactly-once verdict) and, per payload, where
+// edge-cloud stops beating cloud-only (the seed's scalability finding).
+func streamHeadlines(rows []streamRow) []report.Headline {
+	var out []report.Headline
+	var lost []string
+	measured := false
+	for _, r := range rows {
+		l, ok := r.m["lost"]
+		if !ok {
+			continue
+		}
+		measured = true
+		if l.Mean > 0 {
+			lost = append(lost, fmt.Sprintf("%s, %s, %s users: %s", r.arch, payloadLabel(r.payload), chart.FormatNum(r.users), chart.FormatNum(l.Mean)))
+		}
+	}
+	switch {
+	case len(lost) > 6:
+		out = append(out, report.Headline{Text: fmt.Sprintf("Acknowledged records lost in %d of %d setups, e.g. %s", len(lost), len(rows), lost[0]), Bad: true})
+	case len(lost) > 0:
+		out = append(out, report.Headline{Text: "Acknowledged records lost: " + strings.Join(lost, "; "), Bad: true})
+	case measured:
+		out = append(out, report.Headline{Text: "Acknowledged records lost: none in any setup"})
+	}
+	for _, x := range crossovers(rows) {
+		at := "at " + chart.FormatNum(x.Users) + " users"
+		if x.AllBeaten {
+			at = "never (up to " + chart.FormatNum(x.MaxUsers) + " users)"
+		}
+		out = append(out, report.Headline{Text: fmt.Sprintf("Edge-cloud stops beating cloud-only (e2e p50), %s records: %s", payloadLabel(x.Payload), at)})
+	}
+	return out
 }
