@@ -57,6 +57,42 @@ func seriesGaps(w *Workload, series string) (gaps []gap, seen bool) {
 	return gaps, true
 }
 
+// slowFactor and slowMinMS define a slowed second: requests got through, but their median took
+// more than slowFactor times the series' median before the first fault, and at least slowMinMS
+// more. A probe whose writes wait out a partition (kv-lag's visibility) shows here, not as a gap.
+const (
+	slowFactor = 10
+	slowMinMS  = 50
+)
+
+// seriesSlow returns the slowed stretches of a series (seconds with successes whose p50 is far
+// above the series' median p50 before faultStart) and that median.
+func seriesSlow(w *Workload, series string, faultStart float64) ([]gap, float64) {
+	var before []float64
+	for _, t := range w.Timeseries {
+		if t.Series == series && t.T+1 <= faultStart && t.OK > 0 && chart.Finite(t.P50) {
+			before = append(before, t.P50)
+		}
+	}
+	if len(before) == 0 {
+		return nil, math.NaN()
+	}
+	sort.Float64s(before)
+	base := before[len(before)/2]
+	var out []gap
+	for _, t := range w.Timeseries {
+		if t.Series != series || t.OK == 0 || !chart.Finite(t.P50) || t.P50 <= slowFactor*base || t.P50-base < slowMinMS {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].To == t.T {
+			out[n-1].To = t.T + 1
+		} else {
+			out = append(out, gap{From: t.T, To: t.T + 1})
+		}
+	}
+	return out, base
+}
+
 // faultWindows are the run's fault intervals from its events, each to its recovery or the end.
 func faultWindows(r *Run) []chart.Band {
 	var out []chart.Band
@@ -116,6 +152,9 @@ func outageSection(res *Results) *sectionView {
 		gaps     []gap
 		longest  float64
 		totalGap float64
+		slow     []gap
+		base     float64 // the series' median p50 before the fault (ms)
+		slowSecs float64
 	}
 	var rows []laneRow
 	var bands []chart.Band
@@ -140,6 +179,10 @@ func outageSection(res *Results) *sectionView {
 					lr.longest = math.Max(lr.longest, g.To-g.From)
 					lr.totalGap += g.To - g.From
 				}
+				lr.slow, lr.base = seriesSlow(w, s, wins[0].X0)
+				for _, g := range lr.slow {
+					lr.slowSecs += g.To - g.From
+				}
 				rows = append(rows, lr)
 			}
 		}
@@ -162,14 +205,20 @@ func outageSection(res *Results) *sectionView {
 			colors[lr.label] = chart.Color(len(colors))
 		}
 		lane := chart.Lane{Name: lr.label + " · " + lr.series, Color: colors[lr.label]}
+		for _, g := range lr.slow {
+			lane.Spans = append(lane.Spans, chart.Span{X0: g.From, X1: g.To, Faint: true,
+				Tip: fmt.Sprintf("%s, %s: slowed from %s s to %s s (median above %d× the %s ms before the fault)", lr.label, lr.series,
+					chart.FormatNum(g.From), chart.FormatNum(g.To), slowFactor, chart.FormatNum(lr.base))})
+		}
 		for _, g := range lr.gaps {
 			lane.Spans = append(lane.Spans, chart.Span{X0: g.From, X1: g.To,
 				Tip: fmt.Sprintf("%s, %s: nothing got through from %s s to %s s", lr.label, lr.series, chart.FormatNum(g.From), chart.FormatNum(g.To))})
 		}
 		tl.Lanes = append(tl.Lanes, lane)
 	}
-	caption := "When each workload series got no request through (bars, whole seconds by intended send time, from timeseries.csv), " +
-		"one lane per run and series, with the fault windows shaded (from events.csv"
+	caption := fmt.Sprintf("When each workload series got no request through (solid bars) or got through only slowly (pale bars: "+
+		"median latency above %d× the series' median before the fault and at least %d ms more), whole seconds by intended send time "+
+		"from timeseries.csv; one lane per run and series, with the fault windows shaded (from events.csv", slowFactor, slowMinMS)
 	if len(rows) > 1 && rows[0].run != rows[len(rows)-1].run {
 		caption += fmt.Sprintf(", of run %s; the other runs' faults are at the same times when the scenario schedules them by time", rows[0].run.ID)
 	}
@@ -180,12 +229,15 @@ func outageSection(res *Results) *sectionView {
 
 	t := Table{Class: "outage", Columns: []Column{{Header: "run"}, {Header: "setup"}, {Header: "series"},
 		{Header: "gaps", Numeric: true}, {Header: "longest (s)", Title: "the longest stretch of seconds without a successful request", Numeric: true},
-		{Header: "seconds without success", Numeric: true}}}
+		{Header: "seconds without success", Numeric: true},
+		{Header: "seconds slowed", Title: fmt.Sprintf("seconds whose median latency was above %d× the series' median before the fault", slowFactor), Numeric: true},
+		{Header: "median before the fault (ms)", Numeric: true}}}
 	// The headline: per series, each setup's longest gap (the worst repeat).
 	worst := map[string]map[string]float64{}
 	var seriesOrder, setupOrder []string
 	for _, lr := range rows {
-		t.Rows = append(t.Rows, []string{lr.run.ID, lr.label, lr.series, fmt.Sprint(len(lr.gaps)), chart.FormatNum(lr.longest), chart.FormatNum(lr.totalGap)})
+		t.Rows = append(t.Rows, []string{lr.run.ID, lr.label, lr.series, fmt.Sprint(len(lr.gaps)), chart.FormatNum(lr.longest),
+			chart.FormatNum(lr.totalGap), chart.FormatNum(lr.slowSecs), chart.FormatNum(lr.base)})
 		setup := runLabel(res, lr.run, swept, false)
 		if worst[lr.series] == nil {
 			worst[lr.series] = map[string]float64{}
@@ -197,7 +249,7 @@ func outageSection(res *Results) *sectionView {
 		worst[lr.series][setup] = math.Max(worst[lr.series][setup], lr.longest)
 	}
 	c := SectionContent{Tables: []Table{t}, Figures: []chart.Figure{chart.NewFigure(tl.ID, "outage-timeline", caption, tl.SVG())},
-		Note: "Runs with faults only. A gap is a second in which a series had no successful request, counted from its first success (start-up is not an outage); a series whose requests only slowed down during a fault has no gap (see its latency over time)."}
+		Note: "Runs with faults only. A gap is a second in which a series had no successful request, counted from its first success (start-up is not an outage); a series whose requests only slowed down during a fault (a probe whose writes wait out a partition) has slowed seconds instead."}
 	// Headlines: the series that lost a second somewhere, each setup's worst repeat (the best and
 	// worst setups when there are many); or one line saying none did.
 	for _, s := range seriesOrder {

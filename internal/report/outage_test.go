@@ -71,3 +71,23 @@ func TestSeriesGaps(t *testing.T) {
 		t.Error("a series without rows is seen")
 	}
 }
+
+// A probe whose requests wait out a partition (kv-lag: the write is visible on the other member
+// only after the heal) is slowed, not down: its seconds with a median far above the one before
+// the fault are found, and ordinary jitter is not.
+func TestSeriesSlow(t *testing.T) {
+	w := &Workload{}
+	for sec, p50 := range []float64{10, 12, 9, 11, 25, 2000, 1500, 800, 11, 10} {
+		w.Timeseries = append(w.Timeseries, TimePoint{T: float64(sec), Series: "lag", OK: 10, P50: p50})
+	}
+	slow, base := seriesSlow(w, "lag", 4)
+	if base != 11 {
+		t.Errorf("median before the fault = %v, want 11", base)
+	}
+	if len(slow) != 1 || slow[0] != (gap{5, 8}) {
+		t.Errorf("slowed = %v, want [5, 8)", slow)
+	}
+	if s, _ := seriesSlow(w, "lag", 0); s != nil {
+		t.Errorf("no second before the fault, yet slowed = %v", s)
+	}
+}

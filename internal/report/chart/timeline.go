@@ -28,10 +28,12 @@ type Lane struct {
 	Spans []Span
 }
 
-// Span is an interval of a lane, with its tooltip.
+// Span is an interval of a lane, with its tooltip; a Faint span is drawn pale (a lesser state,
+// e.g. slowed rather than down) and under the others.
 type Span struct {
 	X0, X1 float64
 	Tip    string
+	Faint  bool
 }
 
 const laneH = 24
@@ -125,7 +127,11 @@ func (c *Timeline) SVG() string {
 			if z <= a {
 				continue
 			}
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`, a, y+5, math.Max(z-a, 1.5), laneH-10.0, l.Color, esc(s.Tip))
+			op := "1"
+			if s.Faint {
+				op = "0.35"
+			}
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="%s"><title>%s</title></rect>`, a, y+5, math.Max(z-a, 1.5), laneH-10.0, l.Color, op, esc(s.Tip))
 		}
 		if len(l.Spans) == 0 && c.Empty != "" {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#888" font-size="11">%s</text>`, left+6, y+laneH/2+4, esc(c.Empty))
