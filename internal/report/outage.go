@@ -65,8 +65,8 @@ const (
 	slowMinMS  = 50
 )
 
-// seriesSlow returns the slowed stretches of a series (seconds with successes whose p50 is far
-// above the series' median p50 before faultStart) and that median.
+// seriesSlow returns the slowed stretches of a series from faultStart on (seconds with successes
+// whose p50 is far above the series' median p50 before faultStart) and that median.
 func seriesSlow(w *Workload, series string, faultStart float64) ([]gap, float64) {
 	var before []float64
 	for _, t := range w.Timeseries {
@@ -81,7 +81,7 @@ func seriesSlow(w *Workload, series string, faultStart float64) ([]gap, float64)
 	base := before[len(before)/2]
 	var out []gap
 	for _, t := range w.Timeseries {
-		if t.Series != series || t.OK == 0 || !chart.Finite(t.P50) || t.P50 <= slowFactor*base || t.P50-base < slowMinMS {
+		if t.Series != series || t.T < faultStart || t.OK == 0 || !chart.Finite(t.P50) || t.P50 <= slowFactor*base || t.P50-base < slowMinMS {
 			continue
 		}
 		if n := len(out); n > 0 && out[n-1].To == t.T {
@@ -227,17 +227,26 @@ func outageSection(res *Results) *sectionView {
 		caption += fmt.Sprintf(" The first %d of %d lanes; the table has all.", maxOutageLanes, len(rows))
 	}
 
+	// The setup column names the swept values; without a sweep it would repeat the run.
+	withSetup := len(swept) > 0
 	t := Table{Class: "outage", Columns: []Column{{Header: "run"}, {Header: "setup"}, {Header: "series"},
 		{Header: "gaps", Numeric: true}, {Header: "longest (s)", Title: "the longest stretch of seconds without a successful request", Numeric: true},
 		{Header: "seconds without success", Numeric: true},
 		{Header: "seconds slowed", Title: fmt.Sprintf("seconds whose median latency was above %d× the series' median before the fault", slowFactor), Numeric: true},
 		{Header: "median before the fault (ms)", Numeric: true}}}
+	if !withSetup {
+		t.Columns = append(t.Columns[:1], t.Columns[2:]...)
+	}
 	// The headline: per series, each setup's longest gap (the worst repeat).
 	worst := map[string]map[string]float64{}
 	var seriesOrder, setupOrder []string
 	for _, lr := range rows {
-		t.Rows = append(t.Rows, []string{lr.run.ID, lr.label, lr.series, fmt.Sprint(len(lr.gaps)), chart.FormatNum(lr.longest),
-			chart.FormatNum(lr.totalGap), chart.FormatNum(lr.slowSecs), chart.FormatNum(lr.base)})
+		row := []string{lr.run.ID, lr.label, lr.series, fmt.Sprint(len(lr.gaps)), chart.FormatNum(lr.longest),
+			chart.FormatNum(lr.totalGap), chart.FormatNum(lr.slowSecs), chart.FormatNum(lr.base)}
+		if !withSetup {
+			row = append(row[:1], row[2:]...)
+		}
+		t.Rows = append(t.Rows, row)
 		setup := runLabel(res, lr.run, swept, false)
 		if worst[lr.series] == nil {
 			worst[lr.series] = map[string]float64{}
