@@ -31,6 +31,10 @@ func TestShippedScenarioReportsFitThePage(t *testing.T) {
 			if err := report.Render(dir); err != nil {
 				t.Fatal(err)
 			}
+			if keep := os.Getenv("CONTINUUM_REPORT_KEEP_DIR"); keep != "" { // the pages, for a human look
+				page, _ := os.ReadFile(report.HTMLPath(dir))
+				_ = os.WriteFile(filepath.Join(keep, strings.ReplaceAll(name, "/", "-")+".html"), page, 0o644)
+			}
 			probe := overflowProbe(t, bin, report.HTMLPath(dir))
 			if probe.ViewportWidth > 1100 {
 				t.Fatalf("the page was laid out %d px wide, not at the narrow window the test asked for", probe.ViewportWidth)
@@ -44,7 +48,7 @@ func TestShippedScenarioReportsFitThePage(t *testing.T) {
 			if probe.Tables == 0 {
 				t.Error("the rendered page has no table: the probe did not see the report")
 			}
-			t.Logf("%d tables, %d of them scroll inside their own box", probe.Tables, probe.Scrolling)
+			t.Logf("%d tables, %d of them scroll inside their own box %q", probe.Tables, probe.Scrolling, probe.Scrolled)
 		})
 	}
 }
@@ -80,6 +84,7 @@ type probeResult struct {
 	ClientWidth   int      `json:"clientWidth"`
 	Tables        int      `json:"tables"`
 	Scrolling     int      `json:"scrolling"`
+	Scrolled      []string `json:"scrolled"` // the classes of the tables that scroll
 	Outside       []string `json:"outside"`
 }
 
@@ -102,11 +107,15 @@ const probeScript = `<script>
         " right edge " + Math.round(r.right) + " px > " + Math.round(right) + " px: " + (e.textContent || "").slice(0, 80));
     }
   });
-  main.querySelectorAll(".tbl").forEach(function (b) { tables++; if (b.scrollWidth > b.clientWidth) scrolling++; });
+  var scrolled = [];
+  main.querySelectorAll(".tbl").forEach(function (b) {
+    tables++;
+    if (b.scrollWidth > b.clientWidth) { scrolling++; scrolled.push(b.firstElementChild.className); }
+  });
   var p = document.createElement("pre");
   p.id = "overflow-probe";
   p.textContent = JSON.stringify({viewport: window.innerWidth, scrollWidth: de.scrollWidth, clientWidth: de.clientWidth,
-    tables: tables, scrolling: scrolling, outside: out});
+    tables: tables, scrolling: scrolling, scrolled: scrolled, outside: out});
   document.body.appendChild(p);
 })();
 </script>`

@@ -181,7 +181,7 @@ details.run > summary { cursor: pointer; font-size: 17px; font-weight: 600; padd
 {{range .Extra}}<section id="{{.ID}}">
 <h2>{{.Title}}</h2>
 {{with .Note}}<p class="small">{{.}}</p>{{end}}
-{{range .Tables}}<div class="tbl"><table class="{{.Class}}{{if gt (len .Columns) 9}} wide{{end}}"><tr>{{range .Columns}}<th{{if .Numeric}} class="n"{{end}}{{with .Title}} title="{{.}}"{{end}}>{{.Header}}</th>{{end}}</tr>
+{{range .Tables}}<div class="tbl"><table class="{{.Class}}{{if gt (len .Columns) 7}} wide{{end}}"><tr>{{range .Columns}}<th{{if .Numeric}} class="n"{{end}}{{with .Title}} title="{{.}}"{{end}}>{{.Header}}</th>{{end}}</tr>
 {{$cols := .Columns}}{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if numericCol $cols $i}} class="n"{{end}}>{{$c}}</td>{{end}}</tr>
 {{end}}</table></div>
 {{end}}{{range .Figures}}{{template "figure" .}}{{end}}

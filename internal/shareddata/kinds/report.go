@@ -33,9 +33,7 @@ var paceOps = []string{"put", "get_lin", "get_ser", "del", "push", "notify", "pr
 func buildNPM(res *report.Results) *report.SectionContent {
 	groups, swept := npmGroups(res)
 	c := &report.SectionContent{}
-	if t, ok := paceTable(groups, swept); ok {
-		c.Tables = append(c.Tables, t)
-	}
+	c.Tables = append(c.Tables, paceTables(groups, swept)...)
 	if t, f, ok := resourceTable(groups, swept); ok {
 		c.Tables = append(c.Tables, t)
 		c.Figures = append(c.Figures, f)
@@ -43,6 +41,9 @@ func buildNPM(res *report.Results) *report.SectionContent {
 	var advice string
 	if t, ok := maintenanceTable(groups, swept); ok {
 		c.Tables = append(c.Tables, t)
+		if t, ok := maintenanceSizeTable(groups, swept); ok {
+			c.Tables = append(c.Tables, t)
+		}
 		if t, ok := cpuSplitTable(groups, swept); ok {
 			c.Tables = append(c.Tables, t)
 		}
@@ -68,11 +69,16 @@ func buildNPM(res *report.Results) *report.SectionContent {
 	return c
 }
 
-// paceTable: per combination and PACE instance, every operation type's p50 (p99).
-func paceTable(groups []npmGroup, swept []string) (report.Table, bool) {
+// maxOpColumns is how many operation types one PACE table holds; the rest go to a second table
+// with the same rows, so neither is wider than the page.
+const maxOpColumns = 5
+
+// paceTables: per combination and PACE instance, every operation type's p50 (p99), in tables
+// of at most maxOpColumns operations (the first also has the metrics processed).
+func paceTables(groups []npmGroup, swept []string) []report.Table {
 	insts := report.MetricSuffixes(groups, "pace/")
 	if len(insts) == 0 {
-		return report.Table{}, false
+		return nil
 	}
 	var ops []string
 	for _, op := range paceOps {
@@ -83,11 +89,27 @@ func paceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 			}
 		}
 	}
-	t := report.Table{Class: "npm-pace", Columns: append(report.ParamColumns(swept), report.Column{Header: "PACE process"})}
+	var out []report.Table
+	for i := 0; i == 0 || i < len(ops); i += maxOpColumns {
+		class := "npm-pace"
+		if i > 0 {
+			class = "npm-pace-more"
+		}
+		if t, ok := paceTable(groups, swept, insts, ops[i:min(i+maxOpColumns, len(ops))], class, i == 0); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func paceTable(groups []npmGroup, swept, insts, ops []string, class string, processed bool) (report.Table, bool) {
+	t := report.Table{Class: class, Columns: append(report.ParamColumns(swept), report.Column{Header: "PACE process"})}
 	for _, op := range ops {
 		t.Columns = append(t.Columns, report.Column{Header: op, Title: op + ": p50 (p99) ms", Numeric: true})
 	}
-	t.Columns = append(t.Columns, report.Column{Header: "processed", Title: "metrics processed (consumer) or published (producer)", Numeric: true})
+	if processed {
+		t.Columns = append(t.Columns, report.Column{Header: "processed", Title: "metrics processed (consumer) or published (producer)", Numeric: true})
+	}
 	for _, g := range groups {
 		for _, in := range insts {
 			counts, ok := g.Metrics["pace/"+in]
@@ -103,11 +125,13 @@ func paceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 				}
 				row = append(row, fmt.Sprintf("%s (%s)", report.AggCell(m["p50"]), chart.FormatNum(m["p99"].Mean)))
 			}
-			n := counts["processed"]
-			if n.Mean == 0 {
-				n = counts["published"]
+			if processed {
+				n := counts["processed"]
+				if n.Mean == 0 {
+					n = counts["published"]
+				}
+				row = append(row, report.AggCell(n))
 			}
-			row = append(row, report.AggCell(n))
 			t.Rows = append(t.Rows, row)
 		}
 	}
@@ -232,13 +256,31 @@ func maintenanceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 	if len(insts) == 0 {
 		return report.Table{}, false
 	}
+	// The database sizes are a table of their own (maintenanceSizeTable): with the timings they
+	// would make a table wider than the page.
 	fields := []struct{ key, header string }{
 		{"rounds", "rounds"}, {"compact_ms_p50", "compact p50 (ms)"}, {"defrag_ms_p50", "defrag p50 (ms)"},
 		{"defrag_ms_max", "defrag max (ms)"}, {"downtime_ms_p50", "downtime p50 (ms)"}, {"downtime_ms_max", "downtime max (ms)"},
-		{"db_before_mib_max", "db before compaction (MiB)"}, {"db_after_mib_min", "db after defrag (MiB)"},
 		{"probe_max_ms", "probe max, whole run (ms)"},
 	}
-	t := report.Table{Class: "npm-maintenance", Columns: append(report.ParamColumns(swept), report.Column{Header: "maintenance"})}
+	return maintenanceFieldsTable(groups, swept, insts, "npm-maintenance", fields)
+}
+
+// maintenanceSizeTable: per combination and maintained member, the database's size before
+// compaction and after defragmentation.
+func maintenanceSizeTable(groups []npmGroup, swept []string) (report.Table, bool) {
+	insts := report.MetricSuffixes(groups, "maintenance/")
+	fields := []struct{ key, header string }{
+		{"db_before_mib_max", "db before compaction (MiB)"}, {"db_after_mib_min", "db after defrag (MiB)"},
+	}
+	return maintenanceFieldsTable(groups, swept, insts, "npm-maintenance-db", fields)
+}
+
+func maintenanceFieldsTable(groups []npmGroup, swept, insts []string, class string, fields []struct{ key, header string }) (report.Table, bool) {
+	if len(insts) == 0 {
+		return report.Table{}, false
+	}
+	t := report.Table{Class: class, Columns: append(report.ParamColumns(swept), report.Column{Header: "maintenance"})}
 	for _, f := range fields {
 		t.Columns = append(t.Columns, report.Column{Header: f.header, Numeric: true})
 	}
