@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // Runs with a fault get the availability part: each series' seconds without a success on a
@@ -89,5 +91,50 @@ func TestSeriesSlow(t *testing.T) {
 	}
 	if s, _ := seriesSlow(w, "lag", 0); s != nil {
 		t.Errorf("no second before the fault, yet slowed = %v", s)
+	}
+}
+
+// The kv partition, as a reader wants it at a glance: per store, how long each probe's writes
+// did not get through. etcd's YCSB updates fail while its client's member is cut off (5 s to
+// 10 s); continuum kv keeps serving, and its lag probe only waits out the partition.
+func TestOutageComparesStores(t *testing.T) {
+	mk := func(id, store string, failFrom, failTo float64, lagSlow bool) *Run {
+		r := &Run{Run: results.Run{ID: id, Params: results.Params{"components": "[" + store + "]"}, Labels: map[string]string{"components": store},
+			Repeat: 1, DurationS: 15}}
+		r.Events = []Event{{T: 5.002, Action: "partition", Status: "ok"}, {T: 10.001, Action: "heal", Status: "ok"}}
+		ycsb, lag := &Workload{Name: "ycsb", Series: []string{"update"}}, &Workload{Name: "lag", Series: []string{"lag"}}
+		for s := 0.0; s < 15; s++ {
+			ok := 1000.0
+			if s >= failFrom && s < failTo {
+				ok = 0
+			}
+			ycsb.Timeseries = append(ycsb.Timeseries, TimePoint{T: s, Series: "update", OK: ok, P50: 2})
+			p50 := 12.0
+			if lagSlow && s >= 5 && s < 10 {
+				p50 = 1000 * (10 - s)
+			}
+			lag.Timeseries = append(lag.Timeseries, TimePoint{T: s, Series: "lag", OK: 10, P50: p50})
+		}
+		r.Workloads = []*Workload{lag, ycsb}
+		return r
+	}
+	res := &Results{Runs: []*Run{mk("001", "continuum kv", 0, 0, true), mk("002", "etcd", 5, 10, false)}}
+	res.Summary.Groups = []results.Group{
+		{Params: res.Runs[0].Params, Labels: res.Runs[0].Labels, Runs: []string{"001"}},
+		{Params: res.Runs[1].Params, Labels: res.Runs[1].Labels, Runs: []string{"002"}},
+	}
+	sec := outageSection(res)
+	if sec == nil {
+		t.Fatal("no availability section")
+	}
+	if len(sec.Headlines) != 1 || sec.Headlines[0].Text != "Longest stretch without a successful request, ycsb/update: continuum kv: 0 s; etcd: 5 s" {
+		t.Errorf("headlines = %+v", sec.Headlines)
+	}
+	svg := string(sec.Figures[0].SVG)
+	for _, want := range []string{">continuum kv · lag<", ">etcd · ycsb/update<", "etcd, ycsb/update: nothing got through from 5 s to 10 s",
+		"continuum kv, lag: slowed from 5 s to 10 s", `fill-opacity="0.35"`, "partition (5.00–10.00 s)"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("timeline lacks %q", want)
+		}
 	}
 }
