@@ -81,7 +81,7 @@ func seriesSlow(w *Workload, series string, faultStart float64) ([]gap, float64)
 	base := before[len(before)/2]
 	var out []gap
 	for _, t := range w.Timeseries {
-		if t.Series != series || t.T < faultStart || t.OK == 0 || !chart.Finite(t.P50) || t.P50 <= slowFactor*base || t.P50-base < slowMinMS {
+		if t.Series != series || t.T+1 <= faultStart || t.OK == 0 || !chart.Finite(t.P50) || t.P50 <= slowFactor*base || t.P50-base < slowMinMS {
 			continue
 		}
 		if n := len(out); n > 0 && out[n-1].To == t.T {
