@@ -105,11 +105,12 @@ func buildPage(res *Results) *page {
 		Sweep:    sweepFigures(res.Summary),
 		MultiRun: len(res.Runs) > 1,
 	}
-	if os := outageSection(res); os != nil {
-		p.Extra = append([]sectionView{*os}, p.Extra...)
-	}
 	if ns := networkSection(res); ns != nil {
 		p.Extra = append([]sectionView{*ns}, p.Extra...)
+	}
+	// Availability first: for a failover experiment it is the figure a reader looks for.
+	if os := outageSection(res); os != nil {
+		p.Extra = append([]sectionView{*os}, p.Extra...)
 	}
 	for _, sec := range p.Extra {
 		for _, h := range sec.Headlines {
