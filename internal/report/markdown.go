@@ -3,8 +3,6 @@ package report
 import (
 	"fmt"
 	"strings"
-
-	"github.com/continuum-project/continuum/internal/report/chart"
 )
 
 // markdown renders summary.md: the summary tables, the runs and their events, for terminals and
@@ -33,7 +31,41 @@ func markdown(p *page) string {
 		}
 		b.WriteString("\n")
 	}
+	if len(p.Headlines) > 0 {
+		b.WriteString("**At a glance**\n\n")
+		for _, h := range p.Headlines {
+			mark := ""
+			if h.Bad {
+				mark = "⚠ "
+			}
+			fmt.Fprintf(&b, "- %s%s (%s)\n", mark, mdEsc(h.Text), mdEsc(h.SectionTitle))
+		}
+		b.WriteString("\n")
+	}
 	b.WriteString("## Summary\n\n")
+	for i, t := range p.Compare {
+		if i == 0 && len(t.Params) > 0 {
+			fmt.Fprintf(&b, "Columns: %s.\n\n", mdEsc(strings.Join(t.Params, ", ")))
+		}
+		b.WriteString("| metric |")
+		for _, c := range t.Columns {
+			fmt.Fprintf(&b, " %s |", mdEsc(c.Name))
+		}
+		b.WriteString("\n|---|")
+		for range t.Columns {
+			b.WriteString("---:|")
+		}
+		b.WriteString("\n")
+		for _, r := range t.Rows {
+			fmt.Fprintf(&b, "| %s | %s |\n", mdEsc(r.Metric), strings.Join(r.Cells, " | "))
+		}
+		b.WriteString("\n")
+	}
+	if len(p.Tables) > 0 {
+		// GitHub and most Markdown viewers fold a <details> block; the blank lines inside let
+		// the tables render as Markdown.
+		b.WriteString("<details><summary>Every metric of each combination (as in summary.json)</summary>\n\n")
+	}
 	for _, t := range p.Tables {
 		fmt.Fprintf(&b, "### %s", mdEsc(t.Title))
 		if t.Params != "(none)" {
@@ -66,6 +98,9 @@ func markdown(p *page) string {
 			}
 			b.WriteString("\n")
 		}
+	}
+	if len(p.Tables) > 0 {
+		b.WriteString("</details>\n\n")
 	}
 	for _, sec := range p.Extra {
 		fmt.Fprintf(&b, "## %s\n\n", mdEsc(sec.Title))
@@ -120,7 +155,7 @@ func markdown(p *page) string {
 			b.WriteString("No events.\n")
 		}
 		for _, e := range s.Events {
-			fmt.Fprintf(&b, "- %s s: %s", chart.FormatNum(e.T), mdEsc(e.Label()))
+			fmt.Fprintf(&b, "- %s s: %s", e.Time, mdEsc(e.Label()))
 			if e.Detail != "" {
 				fmt.Fprintf(&b, " (%s)", mdEsc(e.Detail))
 			}

@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,14 +13,18 @@ import (
 
 // page is everything the HTML and Markdown templates show, computed once from Results.
 type page struct {
-	Scenario   string
-	Started    string
-	Finished   string
-	Dir        string
-	Env        [][2]string
-	Runs       []runRow
-	Missing    []string
-	Tables     []summaryTable
+	Scenario string
+	Started  string
+	Finished string
+	Dir      string
+	Env      [][2]string
+	Runs     []runRow
+	Missing  []string
+	Tables   []summaryTable
+	// Compare is the summary's metric × combination comparison (Tables is the full list, folded).
+	Compare []compareTable
+	// Headlines are the verdicts shown first, each linking to the section that has its details.
+	Headlines  []pageHeadline
 	Extra      []sectionView // the registered sections with content
 	Sweep      []chart.Figure
 	Sections   []runSection
@@ -29,6 +35,11 @@ type page struct {
 	Distortion       []distortion
 	DistortionHead   string
 	DistortionAdvice string
+}
+
+type pageHeadline struct {
+	Headline
+	Section, SectionTitle string // the section's ID (the link) and title
 }
 
 type runRow struct {
@@ -44,11 +55,35 @@ type runSection struct {
 	Status    string
 	Open      bool
 	Missing   []string
-	Events    []Event
+	Events    []eventRow
 	Workloads []workloadSection
 	Nodes     []chart.Figure
 	NodesNote string
 	Network   []chart.Figure // the fabric's charts (network.csv), when the platform wrote them
+}
+
+// eventRow is an event with its time as the table prints it.
+type eventRow struct {
+	Event
+	Time string
+}
+
+// eventRows prints the events' times with one number of decimals for the whole column, so
+// "5.00" does not stand beside "10": whole seconds when every event fired on one, else
+// milliseconds.
+func eventRows(evs []Event) []eventRow {
+	whole := true
+	for _, e := range evs {
+		whole = whole && e.T == math.Trunc(e.T)
+	}
+	out := make([]eventRow, len(evs))
+	for i, e := range evs {
+		out[i] = eventRow{Event: e, Time: strconv.FormatFloat(e.T, 'f', 3, 64)}
+		if whole {
+			out[i].Time = strconv.FormatFloat(e.T, 'f', 0, 64)
+		}
+	}
+	return out
 }
 
 type workloadSection struct {
@@ -65,12 +100,22 @@ func buildPage(res *Results) *page {
 		Dir:      res.Dir,
 		Missing:  res.Missing,
 		Tables:   summaryTables(res.Summary),
+		Compare:  compareTables(res.Summary),
 		Extra:    buildSections(res),
 		Sweep:    sweepFigures(res.Summary),
 		MultiRun: len(res.Runs) > 1,
 	}
 	if ns := networkSection(res); ns != nil {
 		p.Extra = append([]sectionView{*ns}, p.Extra...)
+	}
+	// Availability first: for a failover experiment it is the figure a reader looks for.
+	if os := outageSection(res); os != nil {
+		p.Extra = append([]sectionView{*os}, p.Extra...)
+	}
+	for _, sec := range p.Extra {
+		for _, h := range sec.Headlines {
+			p.Headlines = append(p.Headlines, pageHeadline{Headline: h, Section: sec.ID, SectionTitle: sec.Title})
+		}
 	}
 	if p.Distortion = distortions(res); len(p.Distortion) > 0 {
 		p.DistortionHead = distortionHeadline(p.Distortion, max(len(res.Summary.Runs), len(res.Runs)))
@@ -99,7 +144,7 @@ func buildPage(res *Results) *page {
 }
 
 func buildRunSection(res *Results, r *Run, first bool) runSection {
-	s := runSection{ID: r.ID, Status: orDash(r.Status), Open: first, Missing: r.Missing, Events: r.Events}
+	s := runSection{ID: r.ID, Status: orDash(r.Status), Open: first, Missing: r.Missing, Events: eventRows(r.Events)}
 	s.Title = "Run " + r.ID
 	if len(r.Params) > 0 {
 		s.Title += " — " + FormatParams(r.Params, r.Labels)

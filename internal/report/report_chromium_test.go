@@ -79,8 +79,8 @@ func TestReportDOMChromium(t *testing.T) {
 		fixture string
 		want    []string
 	}{
-		{"quickstart", perRun},
-		{"sweep", append([]string{"sweep-latency", "sweep-throughput"}, perRun...)},
+		{"quickstart", append([]string{"outage-timeline"}, perRun...)},
+		{"sweep", append([]string{"sweep-latency", "sweep-throughput", "sweep-errors", "outage-timeline"}, perRun...)},
 	} {
 		t.Run(tt.fixture, func(t *testing.T) {
 			dom := reporttest.DumpDOM(t, bin, renderFixture(t, tt.fixture))

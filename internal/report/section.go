@@ -33,11 +33,22 @@ type Section struct {
 
 // SectionContent is what a section shows: a note, tables (also in summary.md) and figures.
 type SectionContent struct {
-	Note    string
-	Tables  []Table
-	Figures []chart.Figure
+	// Headlines are the section's verdicts (acknowledged writes lost, the longest outage, the
+	// share of requests within QoS), shown at the top of the page under "At a glance" with a
+	// link to the section, so a reader learns the outcome before the details.
+	Headlines []Headline
+	Note      string
+	Tables    []Table
+	Figures   []chart.Figure
 	// MarkdownNote is added below the tables in summary.md (default: Note).
 	MarkdownNote string
+}
+
+// Headline is one verdict of a section, one line of text; Bad marks a verdict the reader should
+// not miss (writes lost, requests outside QoS), drawn in red.
+type Headline struct {
+	Text string
+	Bad  bool
 }
 
 // Table is a table of text cells. Columns say how the cells of each column are aligned.

@@ -85,6 +85,7 @@ func isLatency(fields []string) bool {
 // summaryTables builds the tables from summary.json groups, or from its runs when it has none.
 func summaryTables(s results.Summary) []summaryTable {
 	var out []summaryTable
+	skip := zeroEverywhere(s)
 	for i, g := range s.Groups {
 		t := summaryTable{Title: fmt.Sprintf("Group %d", i+1), Params: FormatParams(g.Params, g.Labels), Runs: strings.Join(g.Runs, ", ")}
 		if len(s.Groups) == 1 {
@@ -95,7 +96,7 @@ func summaryTables(s results.Summary) []summaryTable {
 				t.N = max(t.N, a.N)
 			}
 		}
-		t.Latency, t.Values = metricRows(g.Metrics, AggCell)
+		t.Latency, t.Values = metricRows(g.Metrics, AggCell, skip)
 		out = append(out, t)
 	}
 	if len(out) > 0 {
@@ -103,16 +104,66 @@ func summaryTables(s results.Summary) []summaryTable {
 	}
 	for _, r := range s.Runs {
 		t := summaryTable{Title: "Run " + r.ID, Params: FormatParams(r.Params, r.Labels), Runs: r.ID, N: 1}
-		t.Latency, t.Values = metricRows(r.Metrics, chart.FormatNum)
+		t.Latency, t.Values = metricRows(r.Metrics, chart.FormatNum, skip)
 		out = append(out, t)
 	}
 	return out
 }
 
+// zeroEverywhere lists the single-value metrics ("name field") that are 0 in every group and
+// run: counters of a role an instance does not have (a consumer's "published"), which the full
+// list leaves out (summary.json keeps them). Error and loss counters stay: their 0 is the news.
+func zeroEverywhere(s results.Summary) map[string]bool {
+	nonzero, zero := map[string]bool{}, map[string]bool{}
+	note := func(name, f string, v float64) {
+		k := name + " " + f
+		if v != 0 {
+			nonzero[k] = true
+		} else {
+			zero[k] = true
+		}
+	}
+	for _, g := range s.Groups {
+		for name, m := range g.Metrics {
+			if !isLatency(sortedKeys(m)) {
+				for f, a := range m {
+					note(name, f, a.Mean)
+				}
+			}
+		}
+	}
+	for _, r := range s.Runs {
+		for name, m := range r.Metrics {
+			if !isLatency(sortedKeys(m)) {
+				for f, v := range m {
+					note(name, f, v)
+				}
+			}
+		}
+	}
+	out := map[string]bool{}
+	for k := range zero {
+		if !nonzero[k] && !zeroIsNews(k) {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// zeroIsNews says whether a metric's 0 tells the reader something (no errors, nothing lost).
+func zeroIsNews(key string) bool {
+	for _, w := range []string{"error", "lost", "fail", "drop", "missing", "timeout"} {
+		if strings.Contains(key, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // metricRows lays metrics out as table rows: latency metrics (those with p50/count fields) one row
 // each with the latency columns, every other field a row of its own. cell renders one value (a
-// plain number for a run, mean ± CI for a group).
-func metricRows[V any](metrics map[string]map[string]V, cell func(V) string) (latency, values []tableRow) {
+// plain number for a run, mean ± CI for a group); fields named in skip ("name field") are left out.
+func metricRows[V any](metrics map[string]map[string]V, cell func(V) string, skip map[string]bool) (latency, values []tableRow) {
 	for _, name := range sortedKeys(metrics) {
 		m := metrics[name]
 		if isLatency(sortedKeys(m)) {
@@ -128,6 +179,9 @@ func metricRows[V any](metrics map[string]map[string]V, cell func(V) string) (la
 			continue
 		}
 		for _, f := range sortedKeys(m) {
+			if skip[name+" "+f] {
+				continue
+			}
 			label := name
 			if f != "value" {
 				label += " " + f
@@ -260,6 +314,9 @@ func sweepFigures(s results.Summary) []chart.Figure {
 		{"sweep-latency", "/latency_ms", "p50", "p50 latency (ms)", "Median latency"},
 		{"sweep-latency", "/latency_ms", "p99", "p99 latency (ms)", "p99 latency"},
 		{"sweep-throughput", "/throughput_rps", "value", "throughput (req/s)", "Throughput"},
+		// Failures beside latency and throughput: a store that failed thousands of requests
+		// during a partition must not look as good as one that failed none.
+		{"sweep-errors", "/errors", "value", "failed requests", "Failed requests (errors and timeouts)"},
 	}
 	var figs []chart.Figure
 	for _, sp := range specs {
@@ -281,6 +338,9 @@ func sweepFigures(s results.Summary) []chart.Figure {
 					continue
 				}
 				label := strings.TrimSuffix(name, sp.suffix)
+				if w, ser, ok := strings.Cut(label, "/"); ok {
+					label = SeriesName(w, ser) // "lag", not "lag/lag"
+				}
 				if len(others) > 0 {
 					label += " (" + FormatParams(others, g.Labels) + ")"
 				}
@@ -304,16 +364,33 @@ func sweepFigures(s results.Summary) []chart.Figure {
 		if len(order) == 0 {
 			continue
 		}
+		lo, hi := math.Inf(1), 0.0
 		for _, l := range order {
 			sr := lines[l]
 			sort.SliceStable(sr.Points, func(i, j int) bool { return sr.Points[i].X < sr.Points[j].X })
+			for _, p := range sr.Points {
+				if p.Y > 0 {
+					lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
+				}
+			}
 			c.Series = append(c.Series, *sr)
+		}
+		// Bars print their values when they span a decade or more (a 1 ms bar beside 75 ms
+		// would vanish) and always for failures, whose 0 is the point.
+		labelled := !ax.numeric && (sp.kind == "sweep-errors" || hi >= 10*lo)
+		if labelled {
+			for i := range c.Series {
+				c.Series[i].ValueLabels = true
+			}
 		}
 		shape := "one line per workload/series; points are the mean across repeats"
 		if !ax.numeric {
 			shape = "one bar per workload/series and value; bars are the mean across repeats"
 		}
 		caption := fmt.Sprintf("%s vs %s, %s, error bars the 95%% confidence interval (Student t) when a combination has more than one repeat (cut at 0). From summary.json.", sp.what, ax.param, shape)
+		if labelled {
+			caption += " Each bar's value is printed above it."
+		}
 		figs = append(figs, chart.NewFigure(c.ID, sp.kind, caption, c.SVG()))
 	}
 	return figs

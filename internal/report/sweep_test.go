@@ -68,3 +68,37 @@ func TestLongCategoryLabelsAreCut(t *testing.T) {
 		t.Errorf("long category label not cut with a tooltip")
 	}
 }
+
+// The kv partition sweep: etcd failed 6682 requests and kv none, and kv's p50 is 1 ms beside
+// etcd's 75 ms. Failures get their own chart beside latency and throughput, and bars that span
+// decades print their values, so neither the 0 nor the 1 ms vanishes.
+func TestSweepShowsFailuresAndLabelsDecades(t *testing.T) {
+	g := func(label string, p50, errs float64) results.Group {
+		return results.Group{Params: results.Params{"components": "[" + label + "]"}, Labels: map[string]string{"components": label}, Runs: []string{"x"},
+			Metrics: map[string]map[string]results.Aggregate{
+				"ycsb/all/latency_ms":     {"p50": results.One(p50), "p99": results.One(2 * p50)},
+				"ycsb/all/throughput_rps": {"value": results.One(1000)},
+				"ycsb/all/errors":         {"value": results.One(errs)},
+			}}
+	}
+	figs := sweepFigures(results.Summary{Groups: []results.Group{g("continuum kv", 1, 0), g("etcd", 75, 6682)}})
+	byID := map[string]string{}
+	for _, f := range figs {
+		byID[f.ID] = string(f.SVG)
+	}
+	errs, ok := byID["sweep-value-errors"]
+	if !ok {
+		t.Fatalf("no failed-requests chart among %d sweep figures", len(figs))
+	}
+	for _, want := range []string{`class="value"`, ">6682<", ">0<", "failed requests"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("failed-requests chart lacks %s", want)
+		}
+	}
+	if lat := byID["sweep-p50-latency_ms"]; !strings.Contains(lat, `class="value"`) || !strings.Contains(lat, ">1<") || !strings.Contains(lat, ">75<") {
+		t.Error("p50 bars of 1 and 75 ms do not print their values")
+	}
+	if tput := byID["sweep-value-throughput_rps"]; strings.Contains(tput, `class="value"`) {
+		t.Error("throughput bars of equal height print values they do not need")
+	}
+}

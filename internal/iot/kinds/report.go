@@ -30,6 +30,7 @@ func build(res *report.Results) *report.SectionContent {
 	}
 	c := &report.SectionContent{Note: "seeds/001 on our testbed. t_ex is the time inside handle() (X-Handler-Seconds), t_rr a batch's request-reply time from when it was due, both in ms after the warm-up. " +
 		"CPU is % of one core, summed over the implementation's instances (function, microservice and gateway-started instances with their zygote); a gateway's own CPU and memory, its instances and scaling are in the Functions section. Cells are means over repeats."}
+	c.Headlines = headlines(groups, emulators)
 	c.Tables = append(c.Tables, processingTable(groups, swept, emulators))
 	if t, ok := mqttTable(groups, swept, emulators); ok {
 		c.Tables = append(c.Tables, t)
@@ -228,4 +229,42 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// headlines: each setup's batch request-reply time t_rr (p50), and the batches a setup did not
+// answer, if any did.
+func headlines(groups []report.Combination, emulators []string) []report.Headline {
+	var out []report.Headline
+	for _, e := range emulators {
+		var rr []report.Named
+		var lost []string
+		for i, g := range groups {
+			name := report.ComboName(g)
+			if name == "" {
+				name = fmt.Sprintf("group %d", i+1)
+				if len(groups) == 1 {
+					name = ""
+				}
+			}
+			if a, ok := g.Metrics[e+"/t_rr/latency_ms"]["p50"]; ok {
+				rr = append(rr, report.Named{Name: name, Value: a.Mean})
+			}
+			if m, ok := g.Metrics["iot/"+e]; ok {
+				due, answered := m["batches_due"].Mean, m["batches_ok"].Mean
+				if due > answered {
+					lost = append(lost, fmt.Sprintf("%s %s of %s", name, chart.FormatNum(due-answered), chart.FormatNum(due)))
+				}
+			}
+		}
+		if len(rr) > 0 {
+			out = append(out, report.Headline{Text: "Batch request-reply time t_rr p50, " + e + ": " + report.Spread(rr, "ms")})
+		}
+		if len(lost) > 0 {
+			if len(lost) > 6 {
+				lost = append(lost[:6], fmt.Sprintf("and %d more setups", len(lost)-6))
+			}
+			out = append(out, report.Headline{Text: "Batches not answered (timed out or failed), " + e + ": " + strings.Join(lost, "; "), Bad: true})
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -55,6 +56,16 @@ func TestIoTSection(t *testing.T) {
 	}
 	if p1["CPU %"] != "180" || p1["memory MiB"] != "400" || p1["t_ex p50"] != "—" {
 		t.Errorf("gateway row %v: want the instances' CPU and memory, not the gateway's", p1)
+	}
+	// At the top of the page: each implementation's t_rr, and the batches Micro did not answer.
+	var heads []string
+	for _, h := range c.Headlines {
+		heads = append(heads, fmt.Sprintf("%s bad=%v", h.Text, h.Bad))
+	}
+	want := []string{"Batch request-reply time t_rr p50, adaptor: Micro 20 ms; Flask scaled 150 ms bad=false",
+		"Batches not answered (timed out or failed), adaptor: Micro 2 of 100 bad=true"}
+	if strings.Join(heads, "\n") != strings.Join(want, "\n") {
+		t.Errorf("headlines:\n%s\nwant:\n%s", strings.Join(heads, "\n"), strings.Join(want, "\n"))
 	}
 	svg := string(c.Figures[0].SVG)
 	if !strings.Contains(svg, "Micro") || !strings.Contains(svg, "Flask scaled") {

@@ -118,6 +118,17 @@ func buildQoS(res *report.Results, palette map[string]string) *report.SectionCon
 	}
 	c := &report.SectionContent{Tables: []report.Table{t}}
 	for _, s := range names {
+		var within []report.Named
+		qos := 0.0
+		for _, g := range groups {
+			if m, ok := g.metrics[s+"/qos"]; ok {
+				within = append(within, report.Named{Name: g.label, Value: m["within_pct"].Mean})
+				qos = m["latency_ms"].Mean
+			}
+		}
+		c.Headlines = append(c.Headlines, report.Headline{Text: fmt.Sprintf("Requests within QoS (%s ms), %s: %s", chart.FormatNum(qos), s, report.Spread(within, "%"))})
+	}
+	for _, s := range names {
 		c.Figures = append(c.Figures, rangesFigure(groups, s), qosCDFFigure(groups, s))
 		if f, ok := instanceShareByGroupFigure(groups, s, palette); ok {
 			c.Figures = append(c.Figures, f)

@@ -133,6 +133,11 @@ func TestRenderQoS(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(html)
+	// The verdict at the top, linked to the section.
+	if i, j := strings.Index(page, `id="headlines"`), strings.Index(page, `<section id="environment">`); i < 0 || i > j ||
+		!strings.Contains(page[i:j], "Requests within QoS (80 ms), load/dps: qos 99.50%; round-robin 30%") {
+		t.Errorf("report.html lacks the within-QoS headline above the environment")
+	}
 	want := []string{`<section id="proxy">`, "<td>qos</td>", "<td>round-robin</td>", "<td class=\"n\">99.50</td>", "T1 kill a", "≤ 20 ms", "80–120 ms"}
 	for _, k := range qosFigures {
 		want = append(want, `data-chart="`+k+`"`)

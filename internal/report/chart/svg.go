@@ -51,6 +51,9 @@ type Series struct {
 	BarWidth   float64
 	Points     []Point
 	ShowPoints bool // dots with tooltips at every point (also drawn for error bars)
+	// ValueLabels prints each bar's value above it (0 included), for bars that span decades:
+	// a 1 ms bar beside a 75 ms one is a sliver, its number is not.
+	ValueLabels bool
 }
 
 // Marker is a vertical event line labelled above the plot.
@@ -404,13 +407,23 @@ func (c *Line) drawSeries(b *strings.Builder, xs, ys scale) {
 			drawArea(b, s, xs, ys, y0)
 		case StyleBars:
 			for _, p := range s.Points {
-				if !Finite(p.X) || !Finite(p.Y) || p.Y == 0 {
+				if !Finite(p.X) || !Finite(p.Y) {
 					continue
 				}
 				full := xs.pos(p.X+s.BarWidth/2) - xs.pos(p.X-s.BarWidth/2)
 				w := full * 0.9 / float64(nbars)
 				x := xs.pos(p.X-s.BarWidth/2) + full*0.05 + float64(bi)*w
 				y := ys.pos(p.Y)
+				if s.ValueLabels {
+					top := math.Min(y, y0)
+					if Finite(p.Hi) {
+						top = math.Min(top, ys.pos(p.Hi))
+					}
+					fmt.Fprintf(b, `<text class="value" x="%.1f" y="%.1f" text-anchor="middle" font-size="10.5" fill="#333">%s</text>`, x+w/2, top-4, esc(FormatNum(p.Y)))
+				}
+				if p.Y == 0 {
+					continue
+				}
 				fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.55"><title>%s</title></rect>`,
 					x, math.Min(y, y0), w, math.Abs(y0-y), s.Color, esc(tipOf(s, p)))
 				if Finite(p.Lo) && Finite(p.Hi) {

@@ -33,9 +33,7 @@ var paceOps = []string{"put", "get_lin", "get_ser", "del", "push", "notify", "pr
 func buildNPM(res *report.Results) *report.SectionContent {
 	groups, swept := npmGroups(res)
 	c := &report.SectionContent{}
-	if t, ok := paceTable(groups, swept); ok {
-		c.Tables = append(c.Tables, t)
-	}
+	c.Tables = append(c.Tables, paceTables(groups, swept)...)
 	if t, f, ok := resourceTable(groups, swept); ok {
 		c.Tables = append(c.Tables, t)
 		c.Figures = append(c.Figures, f)
@@ -43,6 +41,9 @@ func buildNPM(res *report.Results) *report.SectionContent {
 	var advice string
 	if t, ok := maintenanceTable(groups, swept); ok {
 		c.Tables = append(c.Tables, t)
+		if t, ok := maintenanceSizeTable(groups, swept); ok {
+			c.Tables = append(c.Tables, t)
+		}
 		if t, ok := cpuSplitTable(groups, swept); ok {
 			c.Tables = append(c.Tables, t)
 		}
@@ -53,6 +54,7 @@ func buildNPM(res *report.Results) *report.SectionContent {
 	}
 	if t, ok := freshnessTable(groups, swept); ok {
 		c.Tables = append(c.Tables, t)
+		c.Headlines = freshnessHeadlines(groups)
 	}
 	if len(c.Tables) == 0 {
 		return nil
@@ -67,11 +69,16 @@ func buildNPM(res *report.Results) *report.SectionContent {
 	return c
 }
 
-// paceTable: per combination and PACE instance, every operation type's p50 (p99).
-func paceTable(groups []npmGroup, swept []string) (report.Table, bool) {
+// maxOpColumns is how many operation types one PACE table holds; the rest go to a second table
+// with the same rows, so neither is wider than the page.
+const maxOpColumns = 5
+
+// paceTables: per combination and PACE instance, every operation type's p50 (p99), in tables
+// of at most maxOpColumns operations (the first also has the metrics processed).
+func paceTables(groups []npmGroup, swept []string) []report.Table {
 	insts := report.MetricSuffixes(groups, "pace/")
 	if len(insts) == 0 {
-		return report.Table{}, false
+		return nil
 	}
 	var ops []string
 	for _, op := range paceOps {
@@ -82,11 +89,27 @@ func paceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 			}
 		}
 	}
-	t := report.Table{Class: "npm-pace", Columns: append(report.ParamColumns(swept), report.Column{Header: "PACE process"})}
+	var out []report.Table
+	for i := 0; i == 0 || i < len(ops); i += maxOpColumns {
+		class := "npm-pace"
+		if i > 0 {
+			class = "npm-pace-more"
+		}
+		if t, ok := paceTable(groups, swept, insts, ops[i:min(i+maxOpColumns, len(ops))], class, i == 0); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func paceTable(groups []npmGroup, swept, insts, ops []string, class string, processed bool) (report.Table, bool) {
+	t := report.Table{Class: class, Columns: append(report.ParamColumns(swept), report.Column{Header: "PACE process"})}
 	for _, op := range ops {
 		t.Columns = append(t.Columns, report.Column{Header: op, Title: op + ": p50 (p99) ms", Numeric: true})
 	}
-	t.Columns = append(t.Columns, report.Column{Header: "processed", Title: "metrics processed (consumer) or published (producer)", Numeric: true})
+	if processed {
+		t.Columns = append(t.Columns, report.Column{Header: "processed", Title: "metrics processed (consumer) or published (producer)", Numeric: true})
+	}
 	for _, g := range groups {
 		for _, in := range insts {
 			counts, ok := g.Metrics["pace/"+in]
@@ -102,11 +125,13 @@ func paceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 				}
 				row = append(row, fmt.Sprintf("%s (%s)", report.AggCell(m["p50"]), chart.FormatNum(m["p99"].Mean)))
 			}
-			n := counts["processed"]
-			if n.Mean == 0 {
-				n = counts["published"]
+			if processed {
+				n := counts["processed"]
+				if n.Mean == 0 {
+					n = counts["published"]
+				}
+				row = append(row, report.AggCell(n))
 			}
-			row = append(row, report.AggCell(n))
 			t.Rows = append(t.Rows, row)
 		}
 	}
@@ -128,7 +153,7 @@ func hasOp(g npmGroup, insts []string, op string) bool {
 // instance node's. Helper components (the Redis Cluster joiner) are not among them.
 type groupTotals struct {
 	instances                                  float64
-	cpuPct, rssMiB, diskMiB, energy30, netMBps float64
+	cpuPct, rssMiB, diskMiB, energy30, netMbps float64
 	// dbMbps is the traffic among the store's nodes alone; haveDB says some run could tell it
 	// apart (no workload on a store node).
 	dbMbps float64
@@ -157,11 +182,11 @@ func groupUsage(g npmGroup) (groupTotals, map[string]float64, bool) {
 	for name, m := range g.Metrics {
 		if inst, ok := strings.CutPrefix(name, "resources/"); ok {
 			perInst[inst] = m["cpu_pct"].Mean
-			gt.netMBps += m["node_net_mbit_s"].Mean / 8
+			gt.netMbps += m["node_net_mbit_s"].Mean
 		}
 	}
 	if len(perInst) > 0 {
-		gt.netMBps /= float64(len(perInst))
+		gt.netMbps /= float64(len(perInst))
 	}
 	return gt, perInst, true
 }
@@ -173,7 +198,7 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 		report.Column{Header: "instances", Numeric: true},
 		report.Column{Header: "CPU total (%)", Numeric: true}, report.Column{Header: "CPU per instance (%)", Numeric: true},
 		report.Column{Header: "RSS total (MiB)", Numeric: true}, report.Column{Header: "disk max (MiB)", Numeric: true},
-		report.Column{Header: "energy / 30 s (J)", Numeric: true}, report.Column{Header: "node network (MB/s)", Numeric: true},
+		report.Column{Header: "energy / 30 s (J)", Numeric: true}, report.Column{Header: "node network (Mbit/s)", Title: "mean over the instances' nodes, both directions", Numeric: true},
 		report.Column{Header: "store-only traffic (Mbit/s)", Title: "between the store's nodes alone; shown when no workload shares a store node", Numeric: true},
 		report.Column{Header: "fabric (packets/s)", Title: "what the testbed's fabric forwarded; its own delay stays within 1 ms up to ~20k packets/s (docs/testbed.md)", Numeric: true})}
 	bars := chart.StackedBars{YLabel: "CPU (% of a core)", Unit: "%"}
@@ -191,7 +216,7 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 			fabric = chart.FormatNum(math.Round(gu.fabricPPS))
 		}
 		row := append(append([]string{}, g.Params...), chart.FormatNum(gu.instances),
-			fmtF(gu.cpuPct), fmtF(gu.cpuPct/gu.instances), fmtF(gu.rssMiB), fmtF(gu.diskMiB), fmtF(gu.energy30), fmtF(gu.netMBps), db, fabric)
+			fmtF(gu.cpuPct), fmtF(gu.cpuPct/gu.instances), fmtF(gu.rssMiB), fmtF(gu.diskMiB), fmtF(gu.energy30), fmtF(gu.netMbps), db, fabric)
 		t.Rows = append(t.Rows, row)
 		label := strings.Join(g.Params, ", ")
 		if label == "" {
@@ -219,7 +244,7 @@ func resourceTable(groups []npmGroup, swept []string) (report.Table, chart.Figur
 	if len(t.Rows) == 0 {
 		return t, chart.Figure{}, false
 	}
-	f := chart.NewFigure("npm-cpu", "bars", "CPU of the store's instances, stacked per instance, per combination", bars.SVG())
+	f := chart.NewFigure("npm-cpu", "bars", "CPU of the run's components (the store's members: workloads and helpers such as the Redis Cluster joiner left out), stacked per component, per combination, % of one core, from samples.csv.", bars.SVG())
 	return t, f, true
 }
 
@@ -231,13 +256,31 @@ func maintenanceTable(groups []npmGroup, swept []string) (report.Table, bool) {
 	if len(insts) == 0 {
 		return report.Table{}, false
 	}
+	// The database sizes are a table of their own (maintenanceSizeTable): with the timings they
+	// would make a table wider than the page.
 	fields := []struct{ key, header string }{
 		{"rounds", "rounds"}, {"compact_ms_p50", "compact p50 (ms)"}, {"defrag_ms_p50", "defrag p50 (ms)"},
 		{"defrag_ms_max", "defrag max (ms)"}, {"downtime_ms_p50", "downtime p50 (ms)"}, {"downtime_ms_max", "downtime max (ms)"},
-		{"db_before_mib_max", "db before compaction (MiB)"}, {"db_after_mib_min", "db after defrag (MiB)"},
 		{"probe_max_ms", "probe max, whole run (ms)"},
 	}
-	t := report.Table{Class: "npm-maintenance", Columns: append(report.ParamColumns(swept), report.Column{Header: "maintenance"})}
+	return maintenanceFieldsTable(groups, swept, insts, "npm-maintenance", fields)
+}
+
+// maintenanceSizeTable: per combination and maintained member, the database's size before
+// compaction and after defragmentation.
+func maintenanceSizeTable(groups []npmGroup, swept []string) (report.Table, bool) {
+	insts := report.MetricSuffixes(groups, "maintenance/")
+	fields := []struct{ key, header string }{
+		{"db_before_mib_max", "db before compaction (MiB)"}, {"db_after_mib_min", "db after defrag (MiB)"},
+	}
+	return maintenanceFieldsTable(groups, swept, insts, "npm-maintenance-db", fields)
+}
+
+func maintenanceFieldsTable(groups []npmGroup, swept, insts []string, class string, fields []struct{ key, header string }) (report.Table, bool) {
+	if len(insts) == 0 {
+		return report.Table{}, false
+	}
+	t := report.Table{Class: class, Columns: append(report.ParamColumns(swept), report.Column{Header: "maintenance"})}
 	for _, f := range fields {
 		t.Columns = append(t.Columns, report.Column{Header: f.header, Numeric: true})
 	}
@@ -307,5 +350,39 @@ func sortedMetricNames(metrics map[string]map[string]results.Aggregate, prefix s
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// freshnessHeadlines: per probe, the acknowledged writes lost (the verdict of a failover
+// experiment) and each setup's longest write outage.
+func freshnessHeadlines(groups []npmGroup) []report.Headline {
+	var out []report.Headline
+	for _, in := range report.MetricSuffixes(groups, "freshness/") {
+		var outage []report.Named
+		var lost []string
+		for i, g := range groups {
+			m, ok := g.Metrics["freshness/"+in]
+			if !ok {
+				continue
+			}
+			name := report.ComboName(g)
+			if name == "" && len(groups) > 1 {
+				name = fmt.Sprintf("group %d", i+1)
+			}
+			outage = append(outage, report.Named{Name: name, Value: m["outage_ms"].Mean})
+			if l := m["lost_acknowledged"].Mean; l > 0 {
+				lost = append(lost, strings.TrimSpace(name+" "+chart.FormatNum(l)))
+			}
+		}
+		if len(outage) == 0 {
+			continue
+		}
+		if len(lost) == 0 {
+			out = append(out, report.Headline{Text: "Acknowledged writes lost, probe " + in + ": none in any setup"})
+		} else {
+			out = append(out, report.Headline{Text: "Acknowledged writes lost, probe " + in + ": " + strings.Join(lost, "; "), Bad: true})
+		}
+		out = append(out, report.Headline{Text: "Longest write outage, probe " + in + ": " + report.Spread(outage, "ms")})
+	}
 	return out
 }

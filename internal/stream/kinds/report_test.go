@@ -99,6 +99,16 @@ func TestStreamSection(t *testing.T) {
 	if r := row(x, 1); !strings.HasPrefix(r["edge-cloud stops beating cloud-only at"], "never") {
 		t.Errorf("10 KiB crossover %v", r)
 	}
+	var heads []string
+	for _, h := range c.Headlines {
+		heads = append(heads, h.Text)
+	}
+	want := []string{"Acknowledged records lost: none in any setup",
+		"Edge-cloud stops beating cloud-only (e2e p50), 1 KiB records: at 300 users",
+		"Edge-cloud stops beating cloud-only (e2e p50), 10 KiB records: never (up to 100 users)"}
+	if strings.Join(heads, "\n") != strings.Join(want, "\n") {
+		t.Errorf("headlines:\n%s\nwant:\n%s", strings.Join(heads, "\n"), strings.Join(want, "\n"))
+	}
 	d := tables["stream-delivery"]
 	if len(d.Rows) != 1 || row(d, 0)["drain after heal (s)"] != "12.50" || row(d, 0)["db missing"] != "0" {
 		t.Errorf("delivery table %v", d.Rows)
