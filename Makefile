@@ -5,7 +5,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup build test test-python test-kubernetes test-short soak demo bench-testbed clean proto proto-check
+.PHONY: setup build test test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check
 
 setup:
 	./scripts/setup.sh
@@ -52,6 +52,14 @@ test: setup build test-python proto-check
 	echo "$(GO) test -race -count=1 -p 1 [SERIAL_TESTS]" && \
 	$(TEST_ENV) $(GO) test -race -count=1 -p 1 -timeout 30m $$serial; s=$$?; \
 	test $$p = 0 && test $$s = 0
+	@$(MAKE) --no-print-directory test-results-shipped
+
+# The Python results package (python/src/continuum_results) on the results of every shipped
+# scenario, made up by the runner's own writers from each file (Go's TestWriteShippedResults).
+test-results-shipped:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	CONTINUUM_RESULTS_OUT=$$tmp $(GO) test -count=1 -run '^TestWriteShippedResults$$' ./internal/experiment && \
+	cd python && CONTINUUM_SHIPPED_RESULTS=$$tmp ../$(PYTHON) -m pytest -q tests/test_results_shipped.py
 
 # Go code generated from .proto files by the generators pinned in tools/protogen (protoc-gen-go and
 # protoc-gen-go-vtproto run in process on protocompile's parse: no protoc). `make proto` rewrites
