@@ -3,12 +3,15 @@
 package experiment
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/continuum-project/continuum/internal/report"
 	"github.com/continuum-project/continuum/internal/report/reporttest"
@@ -24,6 +27,17 @@ import (
 func TestShippedScenarioReportsFitThePage(t *testing.T) {
 	bin := reporttest.Chromium(t)
 	paths := shippedScenarios(t)
+	// One browser for every page (a Chromium start per page took most of the time).
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1024, 900),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true))
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer acancel()
+	browser, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	if _, err := chromedp.Run(browser, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
 	for _, path := range paths {
 		name := strings.TrimSuffix(strings.TrimPrefix(filepath.ToSlash(path), "../../scenarios/"), ".yaml")
 		t.Run(name, func(t *testing.T) {
@@ -35,7 +49,7 @@ func TestShippedScenarioReportsFitThePage(t *testing.T) {
 				page, _ := os.ReadFile(report.HTMLPath(dir))
 				_ = os.WriteFile(filepath.Join(keep, strings.ReplaceAll(name, "/", "-")+".html"), page, 0o644)
 			}
-			probe := overflowProbe(t, bin, report.HTMLPath(dir))
+			probe := overflowProbe(t, browser, report.HTMLPath(dir))
 			if probe.ViewportWidth > 1100 {
 				t.Fatalf("the page was laid out %d px wide, not at the narrow window the test asked for", probe.ViewportWidth)
 			}
@@ -89,7 +103,7 @@ type probeResult struct {
 }
 
 // probeScript runs in the page after it is laid out (every run's <details> opened, as for
-// printing) and writes what it measured into the DOM, which --dump-dom returns.
+// printing) and writes what it measured into the DOM, where the test reads it.
 const probeScript = `<script>
 (function () {
   document.querySelectorAll("details").forEach(function (d) { d.open = true; });
@@ -120,9 +134,7 @@ const probeScript = `<script>
 })();
 </script>`
 
-var probeRE = regexp.MustCompile(`(?s)<pre id="overflow-probe">(.*?)</pre>`)
-
-func overflowProbe(t *testing.T, bin, htmlPath string) probeResult {
+func overflowProbe(t *testing.T, browser context.Context, htmlPath string) probeResult {
 	t.Helper()
 	page, err := os.ReadFile(htmlPath)
 	if err != nil {
@@ -134,20 +146,20 @@ func overflowProbe(t *testing.T, bin, htmlPath string) probeResult {
 		t.Fatal(err)
 	}
 	abs, _ := filepath.Abs(path)
-	// The later --window-size wins over RunChromium's default: 1024 px is a laptop's half
-	// screen, narrower than the page's column.
-	dom := string(reporttest.RunChromium(t, bin, "--window-size=1024,900", "--dump-dom", "file://"+abs))
-	m := probeRE.FindStringSubmatch(dom)
-	if m == nil {
-		t.Fatalf("the probe wrote nothing into the page (dump tail: %q)", dom[max(0, len(dom)-300):])
+	// 1024 px wide (the browser's window): a laptop's half screen, narrower than the page's column.
+	ctx, cancel := context.WithTimeout(browser, time.Minute)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("file://"+abs)); err != nil {
+		t.Fatalf("open %s in Chromium: %v", abs, err)
+	}
+	out, err := chromedp.Run(ctx, chromedp.Poll[string](`(document.getElementById("overflow-probe") || {}).textContent`,
+		chromedp.WithPollingInterval(20*time.Millisecond)))
+	if err != nil {
+		t.Fatalf("the probe wrote nothing into %s: %v", abs, err)
 	}
 	var p probeResult
-	if err := json.Unmarshal([]byte(htmlUnescape(m[1])), &p); err != nil {
-		t.Fatalf("probe output %q: %v", m[1], err)
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("probe output %q: %v", out, err)
 	}
 	return p
-}
-
-func htmlUnescape(s string) string {
-	return strings.NewReplacer("&quot;", `"`, "&lt;", "<", "&gt;", ">", "&#39;", "'", "&amp;", "&").Replace(s)
 }
