@@ -5,15 +5,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/vishvananda/netlink"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/continuum-project/continuum/internal/testbed/fabric"
 )
@@ -259,7 +261,7 @@ func (tb *Testbed) NodeAddr(name string) (netip.Addr, bool) {
 func (tb *Testbed) node(name string) (*node, error) {
 	n, ok := tb.byName[name]
 	if !ok {
-		return nil, fmt.Errorf("no node %q (nodes: %v)", name, tb.NodeNames())
+		return nil, fmt.Errorf("no node %q (nodes: %s)", name, strings.Join(tb.NodeNames(), ", "))
 	}
 	return n, nil
 }
