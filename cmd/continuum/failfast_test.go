@@ -37,6 +37,8 @@ func TestFailFastAndNothingThrough(t *testing.T) {
 			"nothing listens at " + url},
 		{[]string{"load", "ycsb", "--target", "etcd=" + url, "--recordcount", "10", "--duration", "30s"}, 1,
 			"nothing listens at " + url},
+		{[]string{"load", "kv-lag", "--writer", url, "--reader", url, "--rate", "10", "--duration", "30s"}, 1,
+			"nothing listens at " + url},
 		{[]string{"load", "http", "--target", "edge=" + url + "/", "--rate", "20", "--duration", "1s"}, 3,
 			"nothing got through: all 20 requests failed in the measured 1s (connection_refused: 20)"},
 	}

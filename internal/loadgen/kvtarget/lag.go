@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/netcheck"
 )
 
 // LagProbe measures replication lag between two members of a cluster that speaks the etcd API:
@@ -42,6 +43,10 @@ type LagProbe struct {
 // NewLagProbe connects to the writer and reader endpoints (http://HOST:PORT) and starts the
 // reader's watch on a prefix unique to this probe.
 func NewLagProbe(writer, reader string) (*LagProbe, error) {
+	// Fail fast, naming the address, where nothing listens (the watch would only time out).
+	if err := netcheck.Listening(context.Background(), []string{writer, reader}, netcheck.DefaultTimeout); err != nil {
+		return nil, fmt.Errorf("lag probe: %w", err)
+	}
 	var id [6]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
