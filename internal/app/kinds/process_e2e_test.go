@@ -121,7 +121,9 @@ func TestProcessOnTestbed(t *testing.T) {
 		testenv.SkipOrFail(t, "needs runc (make setup)")
 	}
 	buildImage(t, bin, filepath.Join(dir, "images"))
-	if b, err := exec.Command(bin, "run", file, "--out", out, "--state-dir", state).CombinedOutput(); err != nil {
+	cmd := exec.Command(bin, "run", file, "--out", out, "--state-dir", state)
+	cmd.Env = append(os.Environ(), "CONTINUUM_CACHE="+t.TempDir()) // the image's layers: not the machine's cache
+	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("continuum run: %v\n%s", err, b)
 	}
 	res, _ := filepath.Glob(filepath.Join(out, "app-process-test-*"))

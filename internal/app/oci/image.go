@@ -154,10 +154,18 @@ func hasEntry(path, n string) bool {
 // size and modification time), and returns the directory.
 func unpackLayoutTar(src string, st os.FileInfo, cacheDir string) (string, error) {
 	abs, _ := filepath.Abs(src)
-	key := fmt.Sprintf("%x-%d-%d", hashString(abs), st.Size(), st.ModTime().UnixNano())
+	prefix := fmt.Sprintf("%x-", hashString(abs))
+	key := fmt.Sprintf("%s%d-%d", prefix, st.Size(), st.ModTime().UnixNano())
 	dir := filepath.Join(cacheDir, "layouts", key)
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); err == nil {
 		return dir, nil
+	}
+	// Earlier versions of the same file (rebuilt images) are not needed again: one copy per
+	// path stays in the cache.
+	if old, _ := filepath.Glob(filepath.Join(cacheDir, "layouts", prefix+"*")); len(old) > 0 {
+		for _, o := range old {
+			_ = os.RemoveAll(o)
+		}
 	}
 	tmp, err := os.MkdirTemp(filepath.Join(cacheDir), ".layout-")
 	if err != nil {
