@@ -65,23 +65,7 @@ func (m *membership) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := m.path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, m.path)
+	return writeFileAtomic(m.path, b)
 }
 
 func (m *membership) isRemoved(id uint64, name string) bool {

@@ -139,23 +139,7 @@ func (c *Timeline) SVG() string {
 		b.WriteString(`</g>`)
 	}
 	b.WriteString(`</g>`)
-	for i, m := range c.Markers {
-		col := "#444"
-		if m.Failed {
-			col = "#c62828"
-		}
-		x := mxs[i]
-		ly := 10 + float64(mrows[i])*14 + 8
-		anchor, lx := "middle", x
-		if x+textW(m.Label)/2 > right {
-			anchor, lx = "end", right
-		}
-		if x-textW(m.Label)/2 < left {
-			anchor, lx = "start", math.Max(x, left)
-		}
-		fmt.Fprintf(&b, `<g class="marker"><title>%s</title><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="4 3"/>`, esc(m.Label), x, x, ly+3, bottom, col)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="%s" font-size="11.5">%s</text></g>`, lx, ly, anchor, col, esc(m.Label))
-	}
+	drawMarkers(&b, c.Markers, mxs, mrows, left, right, bottom)
 	drawLegend(&b, items, left, bottom+60, right-left)
 	b.WriteString(`</svg>`)
 	return b.String()
