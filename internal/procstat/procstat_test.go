@@ -3,6 +3,7 @@ package procstat
 import (
 	"os"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -86,5 +87,26 @@ func TestParseHost(t *testing.T) {
 	}
 	if Kernel() == "" {
 		t.Error("Kernel: empty")
+	}
+}
+
+// TestThreadCPUSeconds: a busy loop of ~50 ms shows as CPU time with better resolution than
+// /proc/PID/stat's 10 ms ticks, and the figure only grows.
+func TestThreadCPUSeconds(t *testing.T) {
+	before, err := ThreadCPUSeconds(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+	}
+	after, err := ThreadCPUSeconds(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after - before; d <= 0 || d > 10 {
+		t.Errorf("CPU over a busy loop: %v s", d)
+	}
+	if _, err := ThreadCPUSeconds(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }

@@ -463,7 +463,7 @@ func fileSize(path string) int64 {
 
 // measureProxied runs the load through the proxy while sampling its CPU time and memory.
 func measureProxied(ctx context.Context, cfg Config, lc loadgen.Config, t *target, pid int) (Latency, float64, procstat.Memory, error) {
-	cpu0, err := procstat.CPUSeconds(pid, false)
+	cpu0, err := procstat.ThreadCPUSeconds(pid) // ns resolution: short steps of a few ms of CPU read 0 ticks
 	if err != nil {
 		return Latency{}, 0, procstat.Memory{}, fmt.Errorf("proxy process: %w", err)
 	}
@@ -492,7 +492,7 @@ func measureProxied(ctx context.Context, cfg Config, lc loadgen.Config, t *targe
 	if err != nil {
 		return lat, 0, mem, err
 	}
-	cpu1, err := procstat.CPUSeconds(pid, false)
+	cpu1, err := procstat.ThreadCPUSeconds(pid)
 	if err != nil {
 		return lat, 0, mem, fmt.Errorf("proxy process: %w", err)
 	}
