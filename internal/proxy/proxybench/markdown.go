@@ -136,7 +136,7 @@ func Markdown(res *Result) string {
 		"CPUs: "+where,
 		fmt.Sprintf("Each rate runs directly against the upstream, through the proxy and through HAProxy, %v per run (first %v left out), %d repeat(s) (fresh proxy processes each) with the order rotating; figures are medians over the repeats, *added* is the median of the per-repeat differences proxied - direct (their range in parentheses), *ratio* is proxied / direct of the medians. A rate the machine cannot sustain shows as an achieved rate below it, errors (timeouts after 2 s) and seconds of latency; it is never reported as reached",
 			cfg.Step, cfg.Warmup, cfg.Repeats),
-		"Memory: VmRSS from /proc/PID/status, split into RssAnon (the process's own memory) and RssFile (pages of the mapped executable, shared page cache), highest sample of each run (every 200 ms); CPU: utime+stime from /proc/PID/stat over the run, the same for both proxies",
+		"Memory: VmRSS from /proc/PID/status, split into RssAnon (the process's own memory) and RssFile (pages of the mapped executable, shared page cache), highest sample of each run (every 200 ms); CPU: the time on CPU of the process's threads over the run (/proc/PID/task/*/schedstat, nanoseconds), the same for both proxies",
 	)
 	var short []string
 	for _, s := range res.Summary {
