@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 import continuum_results as cr
+from results_support import assert_declared_types
 
 FIXTURES = Path(__file__).resolve().parents[2] / "internal" / "report" / "testdata"
 
@@ -19,20 +20,7 @@ def test_every_frame_has_the_declared_columns_and_types(res: cr.Results) -> None
     assert res.run_ids, "fixture has runs"
     assert list(res.runs["run"]) == res.run_ids
     assert set(res.runs["status"]) <= {"ok", "failed", "interrupted"}
-    for frame, declared in [
-        (res.samples, cr.SAMPLES),
-        (res.events, cr.EVENTS),
-        (res.timeseries, cr.TIMESERIES),
-        (res.percentiles, cr.PERCENTILES),
-        (res.network, cr.NETWORK),
-        (res.links, cr.LINKS),
-        (res.errors, cr.ERRORS),
-        (res.instances, cr.INSTANCES),
-    ]:
-        for col, typ in declared.items():
-            assert col in frame.columns, col
-            assert str(frame[col].dtype) == typ, (col, frame[col].dtype, typ)
-        assert str(frame["run"].dtype) == "string"
+    assert_declared_types(res)
 
 
 def test_samples_and_timeseries_hold_what_the_files_hold(res: cr.Results) -> None:

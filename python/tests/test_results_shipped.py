@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import continuum_results as cr
+from results_support import assert_declared_types
 
 ROOT = os.environ.get("CONTINUUM_SHIPPED_RESULTS", "")
 DIRS = sorted(Path(ROOT).iterdir()) if ROOT else []
@@ -26,19 +27,7 @@ def test_there_are_results() -> None:
 def test_loads(path: Path) -> None:
     res = cr.load(path)
     assert res.run_ids and list(res.runs["run"]) == res.run_ids
-    declared = [
-        (res.samples, cr.SAMPLES),
-        (res.events, cr.EVENTS),
-        (res.timeseries, cr.TIMESERIES),
-        (res.percentiles, cr.PERCENTILES),
-        (res.network, cr.NETWORK),
-        (res.links, cr.LINKS),
-        (res.errors, cr.ERRORS),
-        (res.instances, cr.INSTANCES),
-    ]
-    for frame, columns in declared:
-        for col, typ in columns.items():
-            assert str(frame[col].dtype) == typ, (col, frame[col].dtype)
+    assert_declared_types(res)
     # Every swept path is a column of runs; every run's metrics are there.
     for run in res.summary.get("runs", []):
         for p in run.get("params") or {}:
