@@ -16,6 +16,7 @@ import (
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
+	"github.com/continuum-project/continuum/internal/tools"
 )
 
 func init() { commands = append(commands, newClusterCmd) }
@@ -62,7 +63,7 @@ func newClusterUpCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.StateDir = clusterStateDir(cmd)
 			if cfg.BinDir == "" {
-				d, err := controlplane.FindBinDir()
+				d, err := clusterBinDir(cfg.StateDir)
 				if err != nil {
 					return err
 				}
@@ -263,4 +264,51 @@ func newClusterPauseCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// clusterBinDir is the directory of the Kubernetes binaries, CoreDNS and etcd: a clone's
+// .tools/bin holds them all. Outside a clone the setup cache keeps them in directories of their
+// own (kubernetes-*, coredns-*, etcd-*): they are then linked into <state dir>/bin, one
+// directory as the cluster expects.
+func clusterBinDir(stateDir string) (string, error) {
+	d, err := controlplane.FindBinDir()
+	if err != nil {
+		return "", err
+	}
+	extra := map[string]string{}
+	for _, name := range []string{"coredns", "etcd"} {
+		if _, err := os.Stat(filepath.Join(d, name)); err == nil {
+			continue
+		}
+		p, ok := tools.Find(tools.Bin(name))
+		if !ok {
+			return "", fmt.Errorf("%s not found beside %s nor in %s: run `make setup` in a clone", name, d, tools.Searched())
+		}
+		extra[name] = p
+	}
+	if len(extra) == 0 {
+		return d, nil
+	}
+	bin := filepath.Join(stateDir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return "", err
+	}
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		extra[e.Name()] = filepath.Join(d, e.Name())
+	}
+	for name, target := range extra {
+		link := filepath.Join(bin, name)
+		if cur, err := os.Readlink(link); err == nil && cur == target {
+			continue // linked by an earlier `up` (perhaps of a cluster still running)
+		}
+		_ = os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			return "", err
+		}
+	}
+	return bin, nil
 }
