@@ -498,14 +498,7 @@ func TestAuthClientCertCN(t *testing.T) {
 // startKVNoClient starts a server without the plain-text client of startKV.
 func startKVNoClient(t testing.TB, opts ...func(*Config)) *Server {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.Name = "test"
-	cfg.DataDir = t.TempDir()
-	cfg.ListenClientURLs = []string{"http://127.0.0.1:0"}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	s, err := Start(cfg)
+	s, err := Start(testConfig(t, opts...))
 	if err != nil {
 		t.Fatal(err)
 	}

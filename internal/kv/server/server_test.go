@@ -30,9 +30,8 @@ func startKV(t testing.TB, opts ...func(*Config)) (*Server, *clientv3.Client) {
 	return s, cli
 }
 
-// tryStartKV starts a server and a client of it; the caller closes both.
-func tryStartKV(t testing.TB, opts ...func(*Config)) (*Server, *clientv3.Client, error) {
-	t.Helper()
+// testConfig is a one-member server on a free loopback port and a temporary data dir, with opts.
+func testConfig(t testing.TB, opts ...func(*Config)) Config {
 	cfg := DefaultConfig()
 	cfg.Name = "test"
 	cfg.DataDir = t.TempDir()
@@ -40,7 +39,13 @@ func tryStartKV(t testing.TB, opts ...func(*Config)) (*Server, *clientv3.Client,
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s, err := Start(cfg)
+	return cfg
+}
+
+// tryStartKV starts a server and a client of it; the caller closes both.
+func tryStartKV(t testing.TB, opts ...func(*Config)) (*Server, *clientv3.Client, error) {
+	t.Helper()
+	s, err := Start(testConfig(t, opts...))
 	if err != nil {
 		return nil, nil, err
 	}
