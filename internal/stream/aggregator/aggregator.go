@@ -126,10 +126,10 @@ func (a *Aggregator) Close() {
 // Run consumes until ctx ends: poll, write every record (retrying until the database answers
 // 2xx), start the commit of their offsets, and poll again.
 //
-// The commit is not waited for: the next poll and write overlap it. Kafka 4's group
-// coordinator holds an offset commit for its append linger (group.coordinator.append.linger.ms,
-// 5 ms by default) before it answers, and a loop that waited for it made every record that
-// arrived meanwhile wait too (an edge-cloud run at 50 users: 1170 commits for 1500 records).
+// The commit is not waited for: the next poll and write overlap it. A commit is a round trip
+// to the group coordinator, which appends it to __consumer_offsets before it answers, and a
+// loop that waited for it made every record that arrived meanwhile wait too (an edge-cloud run
+// at 50 users on 1 ms links: end-to-end p50 18.1 ms waiting, 9.6 ms not).
 // Nothing is committed before its record's write answered 2xx: offsets are taken right after
 // a write finished and before the next poll, when every polled record has been written.
 // franz-go issues commits in order, each after the previous one completed; one that fails
