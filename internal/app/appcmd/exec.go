@@ -1,7 +1,9 @@
 package appcmd
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -19,6 +21,8 @@ func init() {
 // ExecFlags are `continuum container-exec`'s flags.
 type ExecFlags struct {
 	ID, Bundle, Runc string
+	// Timeout, if > 0, kills the command once it has run that long (a health check's timeout).
+	Timeout time.Duration
 }
 
 // DefaultExecFlags are its defaults: container-run's bundle.
@@ -29,6 +33,7 @@ func (f *ExecFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.ID, "id", f.ID, "the container's name, as given to container-run (default: derived from the bundle directory)")
 	fs.StringVar(&f.Bundle, "bundle", f.Bundle, "the container's bundle directory, as given to container-run")
 	fs.StringVar(&f.Runc, "runc", f.Runc, "the runc binary (default: runc in PATH)")
+	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "kill the command once it has run this long and exit 124 (0: no limit)")
 }
 
 func newContainerExecCmd() *cobra.Command {
@@ -43,7 +48,11 @@ func newContainerExecCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			code, err := oci.Exec(cmd.Context(), flags.Runc, bundle, id, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			code, err := oci.Exec(cmd.Context(), flags.Runc, bundle, id, args, flags.Timeout, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if errors.Is(err, oci.ErrTimeout) {
+				fmt.Fprintln(cmd.ErrOrStderr(), err)
+				return cli.ExitCode(124) // as timeout(1) exits
+			}
 			if err != nil {
 				return err
 			}
