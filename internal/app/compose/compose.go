@@ -44,7 +44,7 @@ var supported = map[string]string{
 	"depends_on":        "start order; condition service_started or service_healthy",
 	"healthcheck":       "readiness: the test runs in the container until it passes",
 	"deploy":            "resources.limits.cpus and .memory, replicas",
-	"volumes":           "bind mounts (named volumes: a directory in each instance's results)",
+	"volumes":           "bind mounts; named volumes: a directory in each instance's results, filled from the image as Docker does (nocopy honoured)",
 	"working_dir":       "the working directory in the container",
 	"user":              "the container's user",
 	"stop_signal":       "what stops it",
@@ -487,9 +487,18 @@ func containerConfig(name string, svc types.ServiceConfig, sx serviceExt, ext pr
 		default:
 			return nil, fmt.Errorf("services.%s.volumes (%s): type %s not supported (supported: bind, volume)", name, v.Target, v.Type)
 		}
-		s := src + ":" + v.Target
+		var opts []string
 		if v.ReadOnly {
-			s += ":ro"
+			opts = append(opts, "ro")
+		}
+		// A named volume is new in each run: Docker fills a new one with the image's content
+		// at its target (unless volume.nocopy); a bind mount is the host's as it is.
+		if v.Type == types.VolumeTypeVolume && (v.Volume == nil || !v.Volume.NoCopy) {
+			opts = append(opts, "copy")
+		}
+		s := src + ":" + v.Target
+		if len(opts) > 0 {
+			s += ":" + strings.Join(opts, ",")
 		}
 		vols = append(vols, s)
 	}

@@ -57,7 +57,7 @@ services:
     deploy: {replicas: 2, resources: {limits: {cpus: "0.25", memory: 64M}}}
     stop_grace_period: 5s
     stop_signal: SIGINT
-    volumes: ["./static:/srv:ro", "logs:/var/log"]
+    volumes: ["./static:/srv:ro", "logs:/var/log", {type: volume, source: cache, target: /cache, volume: {nocopy: true}}]
   db:
     image: postgres:16
     healthcheck: {test: ["CMD-SHELL", "pg_isready -U app"], interval: 2s, retries: 5, start_period: 10s}
@@ -65,6 +65,7 @@ services:
     image: redis:7
 volumes:
   logs: {}
+  cache: {}
 `, "MODE=edge")
 	if err != nil {
 		t.Fatal(err)
@@ -96,8 +97,11 @@ volumes:
 		t.Errorf("env %v: interpolated from the environment", env)
 	}
 	vols := yamlText(web["volumes"])
-	if !strings.Contains(vols, "/static:/srv:ro") || !strings.Contains(vols, "volumes/logs:/var/log") {
+	if !strings.Contains(vols, "/static:/srv:ro") || !strings.Contains(vols, "volumes/logs:/var/log:copy") {
 		t.Errorf("volumes %s", vols)
+	}
+	if !strings.Contains(vols, "volumes/cache:/cache\n") || strings.Contains(vols, "/static:/srv:ro,copy") {
+		t.Errorf("volumes %s: nocopy and bind mounts without copy", vols)
 	}
 	eps := yamlText(web["endpoints"])
 	if !strings.Contains(eps, "port: 80") || !strings.Contains(eps, "port: 81") || strings.Contains(eps, "8080") {

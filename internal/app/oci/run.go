@@ -24,6 +24,9 @@ import (
 type Mount struct {
 	Source, Destination string
 	ReadOnly            bool
+	// Copy fills an empty Source with the image's content at Destination before the container
+	// starts, as Docker does for a new named volume (copyUp).
+	Copy bool
 }
 
 // Options is one container run.
@@ -88,6 +91,13 @@ func Run(ctx context.Context, o Options) (int, error) {
 		return -1, fmt.Errorf("mount the image's layers (overlayfs) at %s: %w", rootfs, err)
 	}
 	defer func() { _ = unix.Unmount(rootfs, unix.MNT_DETACH) }()
+	for _, m := range o.Mounts {
+		if m.Copy {
+			if err := copyUp(rootfs, m.Destination, m.Source); err != nil {
+				return -1, err
+			}
+		}
+	}
 
 	spec, err := buildSpec(o, &cf.Config, rootfs)
 	if err != nil {
