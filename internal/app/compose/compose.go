@@ -42,7 +42,7 @@ var supported = map[string]string{
 	"ports":             "endpoints on the container ports (published host ports are not needed: nodes reach each other by name)",
 	"expose":            "endpoints",
 	"depends_on":        "start order; condition service_started or service_healthy",
-	"healthcheck":       "readiness: the test runs in the container until it passes",
+	"healthcheck":       "readiness: the test runs in the container with Docker's timing, over the image's HEALTHCHECK",
 	"deploy":            "resources.limits.cpus and .memory, replicas",
 	"volumes":           "bind mounts; named volumes: a directory in each instance's results, filled from the image as Docker does (nocopy honoured)",
 	"working_dir":       "the working directory in the container",
