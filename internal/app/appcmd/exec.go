@@ -68,9 +68,10 @@ func newContainerExecCmd() *cobra.Command {
 
 func newConvertCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "convert",
-		Short:   "Print the scenario another file format means (a Docker Compose file)",
-		Example: `  continuum convert compose examples/compose/notes/compose.yaml > notes-scenario.yaml`,
+		Use:   "convert",
+		Short: "Print the scenario another file format means (a Docker Compose file, a Fogify model)",
+		Example: `  continuum convert compose examples/compose/notes/compose.yaml > notes-scenario.yaml
+  continuum convert fogify docker-compose.yaml > scenario.yaml`,
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "compose COMPOSE.yaml",
@@ -83,6 +84,27 @@ and the line numbers their errors about it refer to.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := compose.Convert(cmd.Context(), args[0], compose.Options{})
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "fogify COMPOSE.yaml",
+		Short: "Print the scenario a Fogify model (a Compose file with x-fogify) becomes: a node per emulated device, links from its networks, the blueprints' services as containers",
+		Long: `Reads the Compose file as Docker Compose does and translates Fogify's x-fogify model
+(docs/bring-your-own.md has the mapping): each blueprint's replicas become nodes with their node
+type's cores and memory, running the blueprint's service as a container component named by the
+blueprint's label (label-N for replicas); two devices on a common network get a link with the
+sender's uplink plus the receiver's downlink. Lines starting with # say what was not converted
+(runtime scenarios, clock speeds, fixed addresses, routes the testbed takes differently).
+Save the output and run it with continuum run.`,
+		Example: `  continuum convert fogify docker-compose.yaml > scenario.yaml && continuum run scenario.yaml`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out, err := compose.Fogify(cmd.Context(), args[0], compose.Options{})
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}

@@ -65,36 +65,46 @@ type Options struct {
 
 // Convert reads the Compose file at path and returns the scenario it means as YAML.
 func Convert(ctx context.Context, path string, o Options) ([]byte, error) {
+	proj, dir, err := load(ctx, path, o)
+	if err != nil {
+		return nil, err
+	}
+	return convert(proj, dir)
+}
+
+// load reads the Compose file at path as Docker Compose does, refusing the keys the mapping
+// does not support; it returns the project and the file's directory.
+func load(ctx context.Context, path string, o Options) (*types.Project, string, error) {
 	env := o.Env
 	if env == nil {
 		env = os.Environ()
 	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	opts, err := cli.NewProjectOptions([]string{path}, cli.WithWorkingDirectory(dir), cli.WithEnv(env),
 		cli.WithDotEnv, cli.WithConfigFileEnv, cli.WithDefaultProfiles(), cli.WithResolvedPaths(true))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if p := envValue(env, "COMPOSE_PROFILES"); p != "" {
 		if err := cli.WithProfiles(strings.Split(p, ","))(opts); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	model, err := opts.LoadModel(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := checkKeys(model); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	proj, err := opts.LoadProject(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return convert(proj, dir)
+	return proj, dir, nil
 }
 
 func envValue(env []string, k string) string {

@@ -1,9 +1,11 @@
 package kinds
 
 import (
+	"context"
 	"io"
 	"log"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/continuum-project/continuum/internal/app/compose"
+	"github.com/continuum-project/continuum/internal/experiment"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
 )
@@ -178,5 +182,45 @@ func TestContainerHealthcheckRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want it to say %q", src, err, want)
 		}
+	}
+}
+
+// TestFogifyScenarioLoads: what `continuum convert fogify` prints is a scenario the loader
+// takes as it is (topology, links, container components with the image's EXPOSE as endpoints).
+func TestFogifyScenarioLoads(t *testing.T) {
+	dir := t.TempDir()
+	writeLayout(t, dir, "app", configImage(t, v1.Config{Cmd: []string{"serve"}, ExposedPorts: map[string]struct{}{"8080/tcp": {}}}))
+	file := filepath.Join(dir, "docker-compose.yaml")
+	if err := os.WriteFile(file, []byte(`
+services:
+  server: {image: app}
+  client: {image: app, depends_on: [server]}
+x-fogify:
+  nodes: [{name: big, capabilities: {processor: {cores: 2}, memory: 1G}}, {name: small, capabilities: {processor: {cores: 0.5}, memory: 256M}}]
+  networks: [{name: wan, bidirectional: {bandwidth: 10Mbps, drop: 0.5%, latency: {delay: 40ms, deviation: 2ms}}}]
+  topology:
+    - {label: cloud, service: server, node: big, networks: [wan]}
+    - {label: devices, service: client, node: small, replicas: 3, networks: [wan]}
+x-continuum: {images: {app: app}, duration: 15s}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := compose.Fogify(context.Background(), file, compose.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := experiment.ParseScenario(filepath.Join(dir, "scenario.yaml"), out, nil)
+	if err != nil {
+		t.Fatalf("the converted scenario does not load: %v\n%s", err, out)
+	}
+	if len(sc.Topology.Nodes) != 4 || len(sc.Topology.Links) != 6 || len(sc.Components) != 4 {
+		t.Errorf("nodes %d links %d components %d, want 4, 6 (every pair on wan), 4", len(sc.Topology.Nodes), len(sc.Topology.Links), len(sc.Components))
+	}
+	if l := sc.Topology.Links[0]; l.Delay.Duration != 40*time.Millisecond || l.Jitter.Duration != 2*time.Millisecond {
+		t.Errorf("link %+v: want wan's 40 ms and 2 ms deviation", l)
+	}
+	k, _ := kind.Lookup("container")
+	if eps := k.EndpointsOf(sc.Components[0].DecodedConfig); len(eps) != 1 || eps[0].Name != "tcp-8080" {
+		t.Errorf("%s's endpoints %+v: the image's EXPOSE", sc.Components[0].Name, eps)
 	}
 }
