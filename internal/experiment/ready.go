@@ -36,7 +36,7 @@ func (ex *execution) readiness(inst Instance, cmd kind.Command) *readyProbe {
 	case r != nil && r.HTTP != nil:
 		return ex.httpProbe(inst, r.HTTP)
 	case r != nil && len(r.Exec) > 0:
-		return ex.execProbe(inst, r.Exec, cmd.Env, r.TryTimeout)
+		return ex.execProbe(inst, r, cmd.Env)
 	case r != nil && r.Log != nil:
 		return ex.logProbe(inst, r)
 	case cmd.ReadyAddr != "":
@@ -90,8 +90,10 @@ func (ex *execution) httpProbe(inst Instance, h *kind.HTTPProbe) *readyProbe {
 
 // execProbe runs argv as a short-lived instance on the node (as a Kubernetes exec probe runs in
 // the container); each try is its own instance, <name>.ready-N, its logs in logs/probes/, stopped
-// after tryTimeout (0: 10 s).
-func (ex *execution) execProbe(inst Instance, argv, env []string, tryTimeout time.Duration) *readyProbe {
+// after r.TryTimeout (0: 10 s).
+func (ex *execution) execProbe(inst Instance, r *kind.Ready, env []string) *readyProbe {
+	argv := r.Exec
+	tryTimeout := r.TryTimeout
 	if tryTimeout <= 0 {
 		tryTimeout = 10 * time.Second
 	}
