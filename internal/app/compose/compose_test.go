@@ -215,7 +215,7 @@ func TestConvertRefusals(t *testing.T) {
 
 // writeLayout writes an OCI layout at dir holding one image per name, with that config (and
 // no layers: only its config is read here).
-func writeLayout(t *testing.T, dir string, images map[string]v1.Config) {
+func writeLayout(t testing.TB, dir string, images map[string]v1.Config) {
 	t.Helper()
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {

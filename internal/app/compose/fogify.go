@@ -18,6 +18,10 @@ import (
 	"github.com/continuum-project/continuum/internal/tools"
 )
 
+// maxDevices bounds the devices a model may ask for: each is a node of the testbed, and every
+// two on a network get a link.
+const maxDevices = 1000
+
 // FogifyExtension is the section of a Compose file that holds Fogify's model.
 const FogifyExtension = "x-fogify"
 
@@ -360,8 +364,8 @@ func Fogify(ctx context.Context, path string, o Options) ([]byte, error) {
 		if bp.Replicas != nil {
 			n = *bp.Replicas
 		}
-		if n < 1 {
-			return nil, fmt.Errorf("%s: replicas %d: at least 1", where, n)
+		if n < 1 || n > maxDevices || len(devices)+n > maxDevices {
+			return nil, fmt.Errorf("%s: replicas %d: at least 1, and at most %d devices in all (one network namespace each)", where, n, maxDevices)
 		}
 		deployed[bp.Service] = true
 		for r := 1; r <= n; r++ {

@@ -171,3 +171,28 @@ func TestFogifyRefusals(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFogify: any x-fogify section is converted or refused with an error, never a panic, and
+// what is converted is YAML.
+func FuzzFogify(f *testing.F) {
+	f.Add(`{nodes: [{name: n, capabilities: {processor: {cores: 1}, memory: 1G}}], networks: [{name: w, bidirectional: {latency: {delay: 5ms}}}], topology: [{label: x, service: a, node: n, replicas: 2, networks: [w]}]}`)
+	f.Add(`{nodes: [{name: n}], networks: [{name: w, uplink: {drop: 1%}, downlink: {bandwidth: 1Mbit}}], topology: [{label: x, service: a, node: n, networks: [{name: w, ip: 1.2.3.4}]}]}`)
+	f.Add(`{topology: [{label: x, service: a, node: n, replicas: 1000000000}], nodes: [{name: n}]}`)
+	dir := f.TempDir()
+	writeLayout(f, filepath.Join(dir, "images"), map[string]v1.Config{"app": {Cmd: []string{"serve"}}})
+	f.Fuzz(func(t *testing.T, model string) {
+		path := filepath.Join(t.TempDir(), "docker-compose.yaml")
+		text := "services: {a: {image: app}}\nx-continuum: {images: {app: " + filepath.Join(dir, "images") + "}}\nx-fogify: " + model + "\n"
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := Fogify(context.Background(), path, Options{Env: []string{}})
+		if err != nil {
+			return
+		}
+		var sc map[string]any
+		if err := yaml.Unmarshal(out, &sc); err != nil {
+			t.Fatalf("not YAML: %v\n%s", err, out)
+		}
+	})
+}
