@@ -20,7 +20,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/continuum-project/continuum/internal/app/appcmd"
 	"github.com/continuum-project/continuum/internal/app/compose"
+	"github.com/continuum-project/continuum/internal/app/oci"
 	"github.com/continuum-project/continuum/internal/experiment"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
@@ -222,5 +224,19 @@ x-continuum: {images: {app: app}, duration: 15s}
 	k, _ := kind.Lookup("container")
 	if eps := k.EndpointsOf(sc.Components[0].DecodedConfig); len(eps) != 1 || eps[0].Name != "tcp-8080" {
 		t.Errorf("%s's endpoints %+v: the image's EXPOSE", sc.Components[0].Name, eps)
+	}
+}
+
+func TestParseVolumeOptions(t *testing.T) {
+	for v, want := range map[string]oci.Mount{
+		"d:/x":         {Source: "d", Destination: "/x"},
+		"d:/x:ro":      {Source: "d", Destination: "/x", ReadOnly: true},
+		"d:/x:copy":    {Source: "d", Destination: "/x", Copy: true},
+		"d:/x:ro,copy": {Source: "d", Destination: "/x", ReadOnly: true, Copy: true},
+		"d:/x:copy,rw": {Source: "d", Destination: "/x", Copy: true},
+	} {
+		if m, err := appcmd.ParseVolume(v); err != nil || m != want {
+			t.Errorf("%s: %+v %v, want %+v", v, m, err, want)
+		}
 	}
 }

@@ -71,6 +71,8 @@ func TestContainerConfigRefusals(t *testing.T) {
 		"image: a.tar\nvolumes: [data]":                 `volume "data"`,
 		"image: a.tar\nvolumes: ['data:rel']":           `volume "data:rel"`,
 		"image: a.tar\nvolumes: ['data:/d:rx']":         "ro or rw",
+		"image: a.tar\nvolumes: ['data:/d:ro,rw']":      "not both",
+		"image: a.tar\nvolumes: ['data:/d:copy,cp']":    `option "cp"`,
 		"image: a.tar\nworking_dir: app":                "absolute path",
 		"image: a.tar\nstop_signal: NOPE":               "not a signal",
 		"image: a.tar\nendpoints: [{name: x, port: 1}]": "protocol required",
