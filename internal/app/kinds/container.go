@@ -51,10 +51,10 @@ type ContainerConfig struct {
 	Healthcheck *HealthcheckConfig `yaml:"healthcheck"`
 	Common      `yaml:",inline"`
 
-	// image is what the image's config says (Prepare reads it): its EXPOSEd ports, health
+	// imageConfig is what the image's config says (Prepare reads it): its EXPOSEd ports, health
 	// check and stop signal; path is the image resolved against the scenario's directory.
-	image *oci.ImageConfig
-	path  string
+	imageConfig *oci.ImageConfig
+	path        string
 }
 
 func (c *ContainerConfig) validate() error {
@@ -104,7 +104,7 @@ func (c *ContainerConfig) prepare(scenarioDir string) error {
 	if err != nil {
 		return fmt.Errorf("image %s: %w", c.Image, err)
 	}
-	c.image, c.path = cfg, src
+	c.imageConfig, c.path = cfg, src
 	return nil
 }
 
@@ -112,10 +112,10 @@ func (c *ContainerConfig) prepare(scenarioDir string) error {
 // <protocol>-<port> with protocol tcp or udp: workloads that speak one TCP protocol take a tcp
 // one (kind.Env.Endpoint).
 func (c *ContainerConfig) containerEndpoints() []kind.Endpoint {
-	if len(c.Endpoints) > 0 || c.image == nil {
+	if len(c.Endpoints) > 0 || c.imageConfig == nil {
 		return c.endpoints()
 	}
-	return exposedEndpoints(c.image.Ports)
+	return exposedEndpoints(c.imageConfig.Ports)
 }
 
 func exposedEndpoints(ports []oci.Port) []kind.Endpoint {
@@ -127,7 +127,7 @@ func exposedEndpoints(ports []oci.Port) []kind.Endpoint {
 }
 
 func containerCommand(env kind.Env, c *ContainerConfig) (kind.Command, error) {
-	if c.image == nil { // a config the scenario loader did not prepare (tests, other callers)
+	if c.imageConfig == nil { // a config the scenario loader did not prepare (tests, other callers)
 		if err := c.prepare(env.ScenarioDir); err != nil {
 			return kind.Command{}, err
 		}
@@ -139,14 +139,14 @@ func containerCommand(env kind.Env, c *ContainerConfig) (kind.Command, error) {
 	f.AddHosts = hostEntries(env, c.Aliases)
 	common := c.Common
 	// The image's STOPSIGNAL, which Docker honours too.
-	if common.StopSignal == "" && c.image.StopSignal != "" {
-		if _, err := parseSignal(c.image.StopSignal); err == nil {
-			common.StopSignal = c.image.StopSignal
+	if common.StopSignal == "" && c.imageConfig.StopSignal != "" {
+		if _, err := parseSignal(c.imageConfig.StopSignal); err == nil {
+			common.StopSignal = c.imageConfig.StopSignal
 		}
 	}
 	// Endpoints from the image's EXPOSE give the default readiness a port, as declared ones do.
 	if len(common.Endpoints) == 0 {
-		for _, p := range c.image.Ports {
+		for _, p := range c.imageConfig.Ports {
 			if p.Protocol == kind.ProtocolTCP {
 				common.Endpoints = []EndpointConfig{{Name: "tcp", Protocol: kind.ProtocolTCP, Port: p.Number}}
 				break
@@ -164,8 +164,8 @@ func containerCommand(env kind.Env, c *ContainerConfig) (kind.Command, error) {
 	// Readiness: ready if given, else the health check (the config's over the image's), else
 	// a connect to the first TCP endpoint.
 	if c.Ready == nil {
-		if h := c.Healthcheck.merge(c.image.Health); h != nil {
-			cmd.ReadyAddr, cmd.Ready = "", healthReady(env, h, c.image.Shell)
+		if h := c.Healthcheck.merge(c.imageConfig.Health); h != nil {
+			cmd.ReadyAddr, cmd.Ready = "", healthReady(env, h, c.imageConfig.Shell)
 		}
 	}
 	return cmd, nil
