@@ -36,7 +36,7 @@ func (ex *execution) readiness(inst Instance, cmd kind.Command) *readyProbe {
 	case r != nil && r.HTTP != nil:
 		return ex.httpProbe(inst, r.HTTP)
 	case r != nil && len(r.Exec) > 0:
-		return ex.execProbe(inst, r.Exec, cmd.Env)
+		return ex.execProbe(inst, r, cmd.Env)
 	case r != nil && r.Log != nil:
 		return ex.logProbe(inst, r)
 	case cmd.ReadyAddr != "":
@@ -89,8 +89,14 @@ func (ex *execution) httpProbe(inst Instance, h *kind.HTTPProbe) *readyProbe {
 }
 
 // execProbe runs argv as a short-lived instance on the node (as a Kubernetes exec probe runs in
-// the container); each try is its own instance, <name>.ready-N, its logs in logs/probes/.
-func (ex *execution) execProbe(inst Instance, argv, env []string) *readyProbe {
+// the container); each try is its own instance, <name>.ready-N, its logs in logs/probes/, stopped
+// after r.TryTimeout (0: 10 s).
+func (ex *execution) execProbe(inst Instance, r *kind.Ready, env []string) *readyProbe {
+	argv := r.Exec
+	tryTimeout := r.TryTimeout
+	if tryTimeout <= 0 {
+		tryTimeout = 10 * time.Second
+	}
 	var n int
 	return &readyProbe{what: "exec " + strings.Join(argv, " "), every: 500 * time.Millisecond, check: func(ctx context.Context) error {
 		n++
@@ -102,9 +108,9 @@ func (ex *execution) execProbe(inst Instance, argv, env []string) *readyProbe {
 		}
 		select {
 		case <-p.Done():
-		case <-time.After(10 * time.Second):
+		case <-time.After(tryTimeout):
 			_ = p.Stop(time.Second)
-			return errors.New("the probe did not exit within 10s")
+			return fmt.Errorf("the probe did not exit within %v", tryTimeout)
 		case <-ctx.Done():
 			_ = p.Stop(time.Second)
 			return ctx.Err()

@@ -350,17 +350,43 @@ func placeFiles(dir string, files []kind.File) error {
 }
 
 // waitReady runs probe until it succeeds, the process exits, the timeout (60 s unless ready
-// says) passes, or ctx ends (Ctrl-C).
+// says; none when it counts retries) passes, ready's retries fail in a row after its start
+// period, or ctx ends (Ctrl-C). A try starts ready's interval (else the probe's own) after the
+// last one ended, as Docker's health checks do.
 func (ex *execution) waitReady(ctx context.Context, inst Instance, p platform.Instance, ready *kind.Ready, probe *readyProbe) error {
-	timeout := 60 * time.Second
-	if ready != nil && ready.Timeout > 0 {
-		timeout = ready.Timeout
+	r := kind.Ready{}
+	if ready != nil {
+		r = *ready
 	}
-	deadline := time.Now().Add(timeout)
+	timeout := 60 * time.Second
+	switch {
+	case r.Timeout > 0:
+		timeout = r.Timeout
+	case r.Retries > 0:
+		timeout = 0
+	}
+	start := time.Now()
+	deadline := start.Add(timeout)
+	failures := 0
 	for {
+		tried := time.Now()
 		err := probe.check(ctx)
 		if err == nil {
 			return nil
+		}
+		inStart := tried.Sub(start) < r.StartPeriod
+		if !inStart && r.Retries > 0 {
+			if failures++; failures >= r.Retries {
+				return fmt.Errorf("%s not ready (%s): %d tries in a row failed after its start period of %v (as Docker calls a container unhealthy): %v",
+					inst.Name, probe.what, failures, r.StartPeriod, err)
+			}
+		}
+		every := probe.every
+		if r.Interval > 0 {
+			every = r.Interval
+		}
+		if r.StartInterval > 0 && time.Since(start) < r.StartPeriod {
+			every = r.StartInterval
 		}
 		select {
 		case <-ctx.Done():
@@ -369,9 +395,9 @@ func (ex *execution) waitReady(ctx context.Context, inst Instance, p platform.In
 			st := p.Exit()
 			return fmt.Errorf("%s exited (code %d %s) before it was ready (%s); see %s", inst.Name, st.Code, st.Signal,
 				probe.what, platform.LogPath(filepath.Join(ex.dir, results.LogsDir), inst.Node, inst.Name, "stderr"))
-		case <-time.After(probe.every):
+		case <-time.After(every):
 		}
-		if time.Now().After(deadline) {
+		if timeout > 0 && time.Now().After(deadline) {
 			return fmt.Errorf("%s not ready (%s) after %v: %v", inst.Name, probe.what, timeout, err)
 		}
 	}

@@ -229,8 +229,15 @@ func (c *checker) checkInstances(list string, role kind.Role, insts []Instance) 
 				continue
 			}
 		}
+		valid := true
 		if k.Validate != nil {
 			if err := k.Validate(cfg); err != nil {
+				c.errorf(c.at(list, i, "config"), "%s.config: %v", where, err)
+				valid = false
+			}
+		}
+		if valid && k.Prepare != nil {
+			if err := k.Prepare(cfg, filepath.Dir(c.file)); err != nil {
 				c.errorf(c.at(list, i, "config"), "%s.config: %v", where, err)
 			}
 		}

@@ -56,7 +56,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Workdir, "workdir", f.Workdir, "working directory inside the container (default: the image's)")
 	fs.StringVar(&f.User, "user", f.User, "uid[:gid] or name[:group] (default: the image's)")
 	fs.StringVar(&f.Hostname, "hostname", f.Hostname, "the container's hostname (default: the node's)")
-	fs.StringArrayVar(&f.Volumes, "volume", f.Volumes, "HOST_DIR:CONTAINER_DIR[:ro] bound into the container (repeatable)")
+	fs.StringArrayVar(&f.Volumes, "volume", f.Volumes, "HOST_DIR:CONTAINER_DIR[:ro|rw][,copy] bound into the container (repeatable); copy fills an empty HOST_DIR with the image's content there first, as a new Docker volume")
 	fs.StringArrayVar(&f.AddHosts, "add-host", f.AddHosts, "NAME:ADDRESS added to the container's /etc/hosts (repeatable)")
 	fs.StringVar(&f.Runc, "runc", f.Runc, "the runc binary (default: runc in PATH)")
 }
@@ -76,20 +76,32 @@ func bundleAndID(bundle, id string) (string, string, error) {
 	return abs, id, nil
 }
 
-// ParseVolume checks HOST:CONTAINER[:ro|rw].
+// ParseVolume checks HOST:CONTAINER[:OPTIONS], OPTIONS a comma-separated list of ro or rw
+// and copy (fill an empty HOST with the image's content at CONTAINER first, as Docker does for
+// a new named volume).
 func ParseVolume(v string) (oci.Mount, error) {
 	parts := strings.Split(v, ":")
 	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || !strings.HasPrefix(parts[1], "/") {
-		return oci.Mount{}, fmt.Errorf("volume %q: want HOST_DIR:/CONTAINER_DIR or HOST_DIR:/CONTAINER_DIR:ro", v)
+		return oci.Mount{}, fmt.Errorf("volume %q: want HOST_DIR:/CONTAINER_DIR, with options after a third colon (ro, rw, copy; e.g. :ro,copy)", v)
 	}
 	m := oci.Mount{Source: parts[0], Destination: parts[1]}
 	if len(parts) == 3 {
-		switch parts[2] {
-		case "ro":
-			m.ReadOnly = true
-		case "rw":
-		default:
-			return oci.Mount{}, fmt.Errorf("volume %q: the mode is ro or rw, not %q", v, parts[2])
+		modes := 0
+		for _, o := range strings.Split(parts[2], ",") {
+			switch o {
+			case "ro":
+				m.ReadOnly = true
+				modes++
+			case "rw":
+				modes++
+			case "copy":
+				m.Copy = true
+			default:
+				return oci.Mount{}, fmt.Errorf("volume %q: option %q: the options are ro or rw, and copy", v, o)
+			}
+		}
+		if modes > 1 {
+			return oci.Mount{}, fmt.Errorf("volume %q: ro or rw, not both", v)
 		}
 	}
 	return m, nil

@@ -21,6 +21,9 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/continuum-project/continuum/internal/app/oci"
+	"github.com/continuum-project/continuum/internal/tools"
 )
 
 // Extension is the name of the top-level and per-service extension.
@@ -39,9 +42,9 @@ var supported = map[string]string{
 	"ports":             "endpoints on the container ports (published host ports are not needed: nodes reach each other by name)",
 	"expose":            "endpoints",
 	"depends_on":        "start order; condition service_started or service_healthy",
-	"healthcheck":       "readiness: the test runs in the container until it passes",
+	"healthcheck":       "readiness: the test runs in the container with Docker's timing, over the image's HEALTHCHECK",
 	"deploy":            "resources.limits.cpus and .memory, replicas",
-	"volumes":           "bind mounts (named volumes: a directory in each instance's results)",
+	"volumes":           "bind mounts; named volumes: a directory in each instance's results, filled from the image as Docker does (nocopy honoured)",
 	"working_dir":       "the working directory in the container",
 	"user":              "the container's user",
 	"stop_signal":       "what stops it",
@@ -62,36 +65,46 @@ type Options struct {
 
 // Convert reads the Compose file at path and returns the scenario it means as YAML.
 func Convert(ctx context.Context, path string, o Options) ([]byte, error) {
+	proj, dir, err := load(ctx, path, o)
+	if err != nil {
+		return nil, err
+	}
+	return convert(proj, dir)
+}
+
+// load reads the Compose file at path as Docker Compose does, refusing the keys the mapping
+// does not support; it returns the project and the file's directory.
+func load(ctx context.Context, path string, o Options) (*types.Project, string, error) {
 	env := o.Env
 	if env == nil {
 		env = os.Environ()
 	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	opts, err := cli.NewProjectOptions([]string{path}, cli.WithWorkingDirectory(dir), cli.WithEnv(env),
 		cli.WithDotEnv, cli.WithConfigFileEnv, cli.WithDefaultProfiles(), cli.WithResolvedPaths(true))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if p := envValue(env, "COMPOSE_PROFILES"); p != "" {
 		if err := cli.WithProfiles(strings.Split(p, ","))(opts); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	model, err := opts.LoadModel(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := checkKeys(model); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	proj, err := opts.LoadProject(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return convert(proj, dir)
+	return proj, dir, nil
 }
 
 func envValue(env []string, k string) string {
@@ -261,7 +274,18 @@ func convert(p *types.Project, dir string) ([]byte, error) {
 	} else {
 		nodes = topologyNodes(sc["topology"])
 	}
-	order, err := startOrder(p)
+	order, err := startOrder(p, func(service string) (bool, error) {
+		src, pick := imageSource(p.Services[service].Image, ext, dir)
+		img, err := oci.Load(src, pick, filepath.Join(tools.CacheDir(), "oci"))
+		if err != nil {
+			return false, err
+		}
+		c, err := oci.ReadConfig(img)
+		if err != nil {
+			return false, err
+		}
+		return c.Health != nil && c.Health.Test[0] != "NONE", nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +365,9 @@ func topologyNodes(t any) []string {
 // start order), refusing conditions the runner cannot honour. The runner starts components one
 // by one, each once ready, so a dependency with a healthcheck is healthy before its dependants
 // start (for service_started too: a stricter order than Compose's, never a looser one).
-func startOrder(p *types.Project) ([]string, error) {
+//
+// imageHealth reports whether a service's image has a HEALTHCHECK.
+func startOrder(p *types.Project, imageHealth func(service string) (bool, error)) ([]string, error) {
 	names := make([]string, 0, len(p.Services))
 	for n := range p.Services {
 		names = append(names, n)
@@ -358,8 +384,20 @@ func startOrder(p *types.Project) ([]string, error) {
 			switch d.Condition {
 			case "", types.ServiceConditionStarted:
 			case types.ServiceConditionHealthy:
-				if hc := p.Services[dep].HealthCheck; hc == nil || hc.Disable || len(hc.Test) == 0 {
-					return nil, fmt.Errorf("services.%s.depends_on.%s: condition service_healthy, but %s has no healthcheck", n, dep, dep)
+				hc := p.Services[dep].HealthCheck
+				switch {
+				case hc != nil && (hc.Disable || len(hc.Test) > 0 && hc.Test[0] == "NONE"):
+					return nil, fmt.Errorf("services.%s.depends_on.%s: condition service_healthy, but %s's healthcheck is disabled", n, dep, dep)
+				case hc != nil && len(hc.Test) > 0:
+				default:
+					// As in Docker Compose, the image's HEALTHCHECK counts.
+					has, err := imageHealth(dep)
+					if err != nil {
+						return nil, fmt.Errorf("services.%s.depends_on.%s: condition service_healthy: %w", n, dep, err)
+					}
+					if !has {
+						return nil, fmt.Errorf("services.%s.depends_on.%s: condition service_healthy, but %s has no healthcheck (neither in the file nor in its image)", n, dep, dep)
+					}
 				}
 			default:
 				return nil, fmt.Errorf("services.%s.depends_on.%s: condition %s not supported (supported: service_started, service_healthy)", n, dep, d.Condition)
@@ -406,13 +444,9 @@ func containerConfig(name string, svc types.ServiceConfig, sx serviceExt, ext pr
 		return nil, fmt.Errorf("services.%s: no image (build is not supported: build it first and name it in image)", name)
 	}
 	cfg := map[string]any{}
-	image := svc.Image
-	if local, ok := ext.Images[svc.Image]; ok {
-		if !filepath.IsAbs(local) {
-			local = filepath.Join(dir, local)
-		}
-		image = local
-		cfg["image_name"] = svc.Image // the image of that name in the archive
+	image, pick := imageSource(svc.Image, ext, dir)
+	if pick != "" {
+		cfg["image_name"] = pick
 	}
 	cfg["image"] = image
 	if svc.Entrypoint != nil {
@@ -463,9 +497,18 @@ func containerConfig(name string, svc types.ServiceConfig, sx serviceExt, ext pr
 		default:
 			return nil, fmt.Errorf("services.%s.volumes (%s): type %s not supported (supported: bind, volume)", name, v.Target, v.Type)
 		}
-		s := src + ":" + v.Target
+		var opts []string
 		if v.ReadOnly {
-			s += ":ro"
+			opts = append(opts, "ro")
+		}
+		// A named volume is new in each run: Docker fills a new one with the image's content
+		// at its target (unless volume.nocopy); a bind mount is the host's as it is.
+		if v.Type == types.VolumeTypeVolume && (v.Volume == nil || !v.Volume.NoCopy) {
+			opts = append(opts, "copy")
+		}
+		s := src + ":" + v.Target
+		if len(opts) > 0 {
+			s += ":" + strings.Join(opts, ",")
 		}
 		vols = append(vols, s)
 	}
@@ -476,24 +519,33 @@ func containerConfig(name string, svc types.ServiceConfig, sx serviceExt, ext pr
 	if len(sx.Endpoints) > 0 {
 		cfg["endpoints"] = sx.Endpoints
 	} else {
-		seen := map[uint32]bool{}
+		type port struct {
+			n     uint32
+			proto string
+		}
+		seen := map[port]bool{}
 		var eps []map[string]any
-		add := func(port uint32) {
-			if port == 0 || seen[port] {
+		add := func(n uint32, proto string) {
+			if proto == "" {
+				proto = "tcp"
+			}
+			if n == 0 || seen[port{n, proto}] {
 				return
 			}
-			seen[port] = true
-			eps = append(eps, map[string]any{"name": fmt.Sprintf("port-%d", port), "protocol": "tcp", "port": port})
+			seen[port{n, proto}] = true
+			// Named as the image's EXPOSEd ports are (the container kind's tcp-8080).
+			eps = append(eps, map[string]any{"name": fmt.Sprintf("%s-%d", proto, n), "protocol": proto, "port": n})
 		}
 		for _, pc := range svc.Ports {
-			add(pc.Target)
+			add(pc.Target, strings.ToLower(pc.Protocol))
 		}
 		for _, e := range svc.Expose {
-			n, err := strconv.ParseUint(strings.SplitN(e, "-", 2)[0], 10, 16)
+			num, proto, _ := strings.Cut(e, "/")
+			n, err := strconv.ParseUint(strings.SplitN(num, "-", 2)[0], 10, 16)
 			if err != nil {
 				return nil, fmt.Errorf("services.%s.expose: %q is not a port", name, e)
 			}
-			add(uint32(n))
+			add(uint32(n), strings.ToLower(proto))
 		}
 		if len(eps) > 0 {
 			cfg["endpoints"] = eps
@@ -504,44 +556,68 @@ func containerConfig(name string, svc types.ServiceConfig, sx serviceExt, ext pr
 	}
 	hc := svc.HealthCheck
 	switch {
-	case sx.Ready != nil && hc != nil && !hc.Disable && len(hc.Test) > 0:
+	case sx.Ready != nil && hc != nil && !hc.Disable && len(hc.Test) > 0 && hc.Test[0] != "NONE":
 		return nil, fmt.Errorf("services.%s: a healthcheck and %s.ready: give one", name, Extension)
 	case sx.Ready != nil:
 		cfg["ready"] = sx.Ready
-	case hc != nil && !hc.Disable && len(hc.Test) > 0:
-		test, err := healthTest(hc.Test)
+	case hc != nil:
+		h, err := healthcheck(hc)
 		if err != nil {
 			return nil, fmt.Errorf("services.%s.healthcheck: %w", name, err)
 		}
-		cfg["healthcheck"] = test
-		// As long as Compose would wait before calling it unhealthy, at least a minute.
-		interval, retries, start := 30*time.Second, uint64(3), time.Duration(0)
-		if hc.Interval != nil {
-			interval = time.Duration(*hc.Interval)
-		}
-		if hc.Retries != nil {
-			retries = *hc.Retries
-		}
-		if hc.StartPeriod != nil {
-			start = time.Duration(*hc.StartPeriod)
-		}
-		cfg["healthcheck_timeout"] = max(time.Minute, start+interval*time.Duration(retries+1)).String()
+		cfg["healthcheck"] = h
 	}
 	return cfg, nil
 }
 
-// healthTest is the command a healthcheck runs: CMD args as they are, CMD-SHELL through sh -c.
+// imageSource is where a service's image is: the local archive x-continuum.images maps it to,
+// with the image of that name in it, or the reference itself.
+func imageSource(image string, ext projectExt, dir string) (src, pick string) {
+	if local, ok := ext.Images[image]; ok {
+		if !filepath.IsAbs(local) {
+			local = filepath.Join(dir, local)
+		}
+		return local, image
+	}
+	return image, ""
+}
+
+// healthcheck is the container kind's healthcheck for a Compose one: the same fields (those
+// left out are the image's HEALTHCHECK's, then Docker's defaults, in the kind as in Docker).
+func healthcheck(hc *types.HealthCheckConfig) (map[string]any, error) {
+	if hc.Disable {
+		return map[string]any{"disable": true}, nil
+	}
+	h := map[string]any{}
+	if len(hc.Test) > 0 {
+		test, err := healthTest(hc.Test)
+		if err != nil {
+			return nil, err
+		}
+		h["test"] = test
+	}
+	for k, d := range map[string]*types.Duration{"interval": hc.Interval, "timeout": hc.Timeout, "start_period": hc.StartPeriod, "start_interval": hc.StartInterval} {
+		if d != nil {
+			h[k] = time.Duration(*d).String()
+		}
+	}
+	if hc.Retries != nil {
+		h["retries"] = *hc.Retries
+	}
+	return h, nil
+}
+
+// healthTest checks a Compose test: [CMD, args...], [CMD-SHELL, command] (a string is
+// CMD-SHELL) or [NONE], kept in that form for the kind.
 func healthTest(t types.HealthCheckTest) ([]string, error) {
 	switch t[0] {
-	case "CMD":
+	case "CMD", "CMD-SHELL":
 		if len(t) < 2 {
-			return nil, errors.New("test CMD without a command")
+			return nil, fmt.Errorf("test %s without a command", t[0])
 		}
-		return t[1:], nil
-	case "CMD-SHELL":
-		return []string{"/bin/sh", "-c", strings.Join(t[1:], " ")}, nil
+		return t, nil
 	case "NONE":
-		return nil, nil
+		return t[:1], nil
 	}
-	return nil, fmt.Errorf("test %q: want [CMD, ...], [CMD-SHELL, ...] or a string", t)
+	return nil, fmt.Errorf("test %q: want [CMD, ...], [CMD-SHELL, ...], [NONE] or a string", t)
 }

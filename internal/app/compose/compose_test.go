@@ -6,7 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -52,7 +57,7 @@ services:
     deploy: {replicas: 2, resources: {limits: {cpus: "0.25", memory: 64M}}}
     stop_grace_period: 5s
     stop_signal: SIGINT
-    volumes: ["./static:/srv:ro", "logs:/var/log"]
+    volumes: ["./static:/srv:ro", "logs:/var/log", {type: volume, source: cache, target: /cache, volume: {nocopy: true}}]
   db:
     image: postgres:16
     healthcheck: {test: ["CMD-SHELL", "pg_isready -U app"], interval: 2s, retries: 5, start_period: 10s}
@@ -60,6 +65,7 @@ services:
     image: redis:7
 volumes:
   logs: {}
+  cache: {}
 `, "MODE=edge")
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +97,11 @@ volumes:
 		t.Errorf("env %v: interpolated from the environment", env)
 	}
 	vols := yamlText(web["volumes"])
-	if !strings.Contains(vols, "/static:/srv:ro") || !strings.Contains(vols, "volumes/logs:/var/log") {
+	if !strings.Contains(vols, "/static:/srv:ro") || !strings.Contains(vols, "volumes/logs:/var/log:copy") {
 		t.Errorf("volumes %s", vols)
+	}
+	if !strings.Contains(vols, "volumes/cache:/cache\n") || strings.Contains(vols, "/static:/srv:ro,copy") {
+		t.Errorf("volumes %s: nocopy and bind mounts without copy", vols)
 	}
 	eps := yamlText(web["endpoints"])
 	if !strings.Contains(eps, "port: 80") || !strings.Contains(eps, "port: 81") || strings.Contains(eps, "8080") {
@@ -101,9 +110,12 @@ volumes:
 	if yamlText(web["aliases"]) != "web: web-1\n" {
 		t.Errorf("aliases %q: the service name resolves to its first replica", yamlText(web["aliases"]))
 	}
+	if !strings.Contains(eps, "name: tcp-80\n") {
+		t.Errorf("endpoints %s: named <protocol>-<port> as an image's EXPOSEd ports", eps)
+	}
 	db := comps[1]["config"].(map[string]any)
-	if yamlText(db["healthcheck"]) != "- /bin/sh\n- -c\n- pg_isready -U app\n" || db["healthcheck_timeout"] != "1m0s" {
-		t.Errorf("db healthcheck %q timeout %v", yamlText(db["healthcheck"]), db["healthcheck_timeout"])
+	if got := yamlText(db["healthcheck"]); got != "interval: 2s\nretries: 5\nstart_period: 10s\ntest:\n    - CMD-SHELL\n    - pg_isready -U app\n" {
+		t.Errorf("db healthcheck %q: the Compose fields as they are", got)
 	}
 }
 
@@ -188,7 +200,7 @@ func TestConvertRefusals(t *testing.T) {
 		"services: {a: {image: x, networks: [front]}}\nnetworks: {front: {}}":                                                   "networks.front: not supported",
 		"services: {a: {image: x}}\nsecrets: {s: {file: ./s}}":                                                                  "secrets: not supported",
 		"services: {a: {image: x, depends_on: [b]}, b: {image: y}}\nx-continuum: {topology: {nodes: [{name: n1}, {name: n2}]}}": "services.b: which node?",
-		"services: {a: {image: x, depends_on: {b: {condition: service_healthy}}}, b: {image: y}}":                               "b has no healthcheck",
+		"services: {a: {image: x, depends_on: {b: {condition: service_healthy}}}, b: {image: y, healthcheck: {disable: true}}}": "b's healthcheck is disabled",
 		"services: {a: {image: x, depends_on: {b: {condition: service_completed_successfully}}}, b: {image: y}}":                "service_completed_successfully not supported",
 		"services: {a: {image: x, depends_on: [b]}, b: {image: y, depends_on: [a]}}":                                            "cycle",
 		"services: {a: {image: x}}\nx-continuum: {components: []}":                                                              "the services are the components",
@@ -198,5 +210,60 @@ func TestConvertRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s\n  error %v\n  want it to say %q", text, err, want)
 		}
+	}
+}
+
+// writeLayout writes an OCI layout at dir holding one image per name, with that config (and
+// no layers: only its config is read here).
+func writeLayout(t testing.TB, dir string, images map[string]v1.Config) {
+	t.Helper()
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cfg := range images {
+		img, err := mutate.Config(empty.Image, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": name})); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestConvertHealthchecks: depends_on service_healthy takes the image's HEALTHCHECK when the
+// file gives none (as Docker Compose does) and is refused when neither has one; a healthcheck
+// without test keeps the image's test and overrides its timing; disable: true carries over.
+func TestConvertHealthchecks(t *testing.T) {
+	images := filepath.Join(t.TempDir(), "images")
+	writeLayout(t, images, map[string]v1.Config{
+		"checked": {Cmd: []string{"serve"}, Healthcheck: &v1.HealthConfig{Test: []string{"CMD", "probe"}, Interval: time.Second}},
+		"plain":   {Cmd: []string{"serve"}},
+	})
+	head := "x-continuum: {images: {checked: " + images + ", plain: " + images + "}}\n"
+	sc, err := convertText(t, head+`services:
+  a: {image: checked, depends_on: {b: {condition: service_healthy}}, healthcheck: {disable: true}}
+  b: {image: checked, healthcheck: {interval: 5s, start_interval: 1s}}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps := components(sc)
+	if comps[0]["name"] != "b" {
+		t.Fatalf("order %v", comps)
+	}
+	if got := yamlText(comps[0]["config"].(map[string]any)["healthcheck"]); got != "interval: 5s\nstart_interval: 1s\n" {
+		t.Errorf("b's healthcheck %q: only the fields the file sets (the kind takes the test from the image)", got)
+	}
+	if got := yamlText(comps[1]["config"].(map[string]any)["healthcheck"]); got != "disable: true\n" {
+		t.Errorf("a's healthcheck %q", got)
+	}
+	_, err = convertText(t, head+`services:
+  a: {image: checked, depends_on: {b: {condition: service_healthy}}}
+  b: {image: plain}
+`)
+	if err == nil || !strings.Contains(err.Error(), "b has no healthcheck (neither in the file nor in its image)") {
+		t.Errorf("service_healthy on an image without HEALTHCHECK: %v", err)
 	}
 }

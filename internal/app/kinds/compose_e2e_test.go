@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,9 +104,13 @@ func TestComposeExample(t *testing.T) {
 	if w := st.Series["web"]; w.OK == 0 || w.Errors == 0 {
 		t.Errorf("web: %+v, want answers and errors during the partition", w)
 	}
-	// db stored its data in its named volume, in its results.
-	if _, err := os.Stat(filepath.Join(results.ComponentDir(run, "db"), "volumes", "dbdata", "kv.lock")); err != nil {
-		t.Errorf("db's named volume: %v", err)
+	// db, as the image's user, stored its data in its named volume (in its results), which
+	// took the owner of the image's directory it is mounted over (Docker's copy-up).
+	vol := filepath.Join(results.ComponentDir(run, "db"), "volumes", "dbdata")
+	for _, p := range []string{vol, filepath.Join(vol, "db", "kv.lock")} {
+		if st, err := os.Stat(p); err != nil || st.Sys().(*syscall.Stat_t).Uid != 65532 {
+			t.Errorf("db's named volume: %s: %v, want it owned by the image's user 65532", p, err)
+		}
 	}
 }
 

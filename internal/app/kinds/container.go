@@ -12,7 +12,6 @@ import (
 	"github.com/continuum-project/continuum/internal/app/oci"
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
-	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/tools"
 )
 
@@ -23,8 +22,9 @@ func init() {
 		Summary:   "an OCI container image run with runc on a node (no Docker daemon): its entrypoint, env and user, with env, volumes, limits, declared endpoints, readiness and stop signal",
 		Defaults:  func() *ContainerConfig { return &ContainerConfig{} },
 		Validate:  (*ContainerConfig).validate,
+		Prepare:   (*ContainerConfig).prepare,
 		Command:   containerCommand,
-		Endpoints: func(c *ContainerConfig) []kind.Endpoint { return c.endpoints() },
+		Endpoints: (*ContainerConfig).containerEndpoints,
 	})
 }
 
@@ -43,14 +43,18 @@ type ContainerConfig struct {
 	// Volumes bind host directories: HOST:CONTAINER[:ro], HOST relative to the instance's
 	// output directory (so what the container writes there is kept with the run).
 	Volumes []string `yaml:"volumes"`
-	// Healthcheck is a command run inside the container (as Docker's HEALTHCHECK CMD) until it
-	// exits 0: the container's readiness, within HealthcheckTimeout (default 60 s).
 	// Aliases are more names for components in the container's /etc/hosts (every component's
 	// own name is there already, as Compose's service names resolve): alias -> component.
-	Aliases            map[string]string `yaml:"aliases"`
-	Healthcheck        []string          `yaml:"healthcheck"`
-	HealthcheckTimeout spec.Duration     `yaml:"healthcheck_timeout"`
-	Common             `yaml:",inline"`
+	Aliases map[string]string `yaml:"aliases"`
+	// Healthcheck runs inside the container (as Docker's HEALTHCHECK): the container's
+	// readiness. Its fields override the image's HEALTHCHECK, which is the default readiness.
+	Healthcheck *HealthcheckConfig `yaml:"healthcheck"`
+	Common      `yaml:",inline"`
+
+	// imageConfig is what the image's config says (Prepare reads it): its EXPOSEd ports, health
+	// check and stop signal; path is the image resolved against the scenario's directory.
+	imageConfig *oci.ImageConfig
+	path        string
 }
 
 func (c *ContainerConfig) validate() error {
@@ -62,11 +66,11 @@ func (c *ContainerConfig) validate() error {
 			return fmt.Errorf("volumes[%d]: %w", i, err)
 		}
 	}
-	if len(c.Healthcheck) > 0 && c.Ready != nil {
-		return errors.New("healthcheck and ready: give one (healthcheck runs inside the container, ready's probes on the node)")
+	if err := c.Healthcheck.validate(); err != nil {
+		return err
 	}
-	if c.HealthcheckTimeout.Duration < 0 {
-		return fmt.Errorf("healthcheck_timeout %v: must be positive", c.HealthcheckTimeout)
+	if h := c.Healthcheck; h != nil && c.Ready != nil && !h.Disable && (len(h.Test) == 0 || h.Test[0] != "NONE") {
+		return errors.New("healthcheck and ready: give one (healthcheck runs inside the container, ready's probes on the node)")
 	}
 	for alias := range c.Aliases {
 		if alias == "" || strings.ContainsAny(alias, " \t:/") {
@@ -79,58 +83,90 @@ func (c *ContainerConfig) validate() error {
 	return c.Common.validate()
 }
 
-// localImage is the image as a path of the runner's host, when it names one.
-func localImage(env kind.Env, image string) (string, bool) {
-	p := resolve(env, image)
-	if _, err := os.Stat(p); err == nil {
-		return p, true
+// prepare loads the image's config (a local image from the scenario's directory, or from its
+// registry) so that its exposed ports are the component's endpoints when none are declared
+// and its health check is the readiness: `run --check` reads it too, and catches a wrong path
+// or name.
+func (c *ContainerConfig) prepare(scenarioDir string) error {
+	src := c.Image
+	if p := resolve(kind.Env{ScenarioDir: scenarioDir}, c.Image); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			src = p
+		} else if strings.HasPrefix(c.Image, ".") || strings.HasPrefix(c.Image, "/") {
+			return fmt.Errorf("image %s: no such file or directory (relative paths are relative to the scenario file)", c.Image)
+		}
 	}
-	return "", false
+	img, err := oci.Load(src, c.ImageName, filepath.Join(tools.CacheDir(), "oci"))
+	if err != nil {
+		return err
+	}
+	cfg, err := oci.ReadConfig(img)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", c.Image, err)
+	}
+	c.imageConfig, c.path = cfg, src
+	return nil
+}
+
+// containerEndpoints are the declared endpoints, else the image's EXPOSEd ports, named
+// <protocol>-<port> with protocol tcp or udp: workloads that speak one TCP protocol take a tcp
+// one (kind.Env.Endpoint).
+func (c *ContainerConfig) containerEndpoints() []kind.Endpoint {
+	if len(c.Endpoints) > 0 || c.imageConfig == nil {
+		return c.endpoints()
+	}
+	return exposedEndpoints(c.imageConfig.Ports)
+}
+
+func exposedEndpoints(ports []oci.Port) []kind.Endpoint {
+	out := make([]kind.Endpoint, 0, len(ports))
+	for _, p := range ports {
+		out = append(out, kind.Endpoint{Name: fmt.Sprintf("%s-%d", p.Protocol, p.Number), Protocol: p.Protocol, Port: p.Number})
+	}
+	return out
 }
 
 func containerCommand(env kind.Env, c *ContainerConfig) (kind.Command, error) {
+	if c.imageConfig == nil { // a config the scenario loader did not prepare (tests, other callers)
+		if err := c.prepare(env.ScenarioDir); err != nil {
+			return kind.Command{}, err
+		}
+	}
 	f := appcmd.DefaultFlags()
-	f.Image, f.Pick, f.ID = c.Image, c.ImageName, env.Instance
+	f.Image, f.Pick, f.ID = c.path, c.ImageName, env.Instance
 	f.Env, f.Workdir, f.User, f.Hostname, f.Volumes = c.envList(), c.WorkingDir, c.User, env.Node, c.Volumes
 	f.Entrypoint = c.Entrypoint
 	f.AddHosts = hostEntries(env, c.Aliases)
-	stopSignal := c.StopSignal
-	if p, ok := localImage(env, c.Image); ok {
-		f.Image = p
-		// Loading a local image here makes `run --check` catch a wrong path or name, and gives
-		// the image's own STOPSIGNAL, which Docker honours too.
-		img, err := oci.Load(p, c.ImageName, filepath.Join(tools.CacheDir(), "oci"))
-		if err != nil {
-			return kind.Command{}, err
+	common := c.Common
+	// The image's STOPSIGNAL, which Docker honours too.
+	if common.StopSignal == "" && c.imageConfig.StopSignal != "" {
+		if _, err := parseSignal(c.imageConfig.StopSignal); err == nil {
+			common.StopSignal = c.imageConfig.StopSignal
 		}
-		cfg, err := oci.Config(img)
-		if err != nil {
-			return kind.Command{}, fmt.Errorf("image %s: %w", c.Image, err)
-		}
-		if stopSignal == "" && cfg.StopSignal != "" {
-			if _, err := parseSignal(cfg.StopSignal); err == nil {
-				stopSignal = cfg.StopSignal
+	}
+	// Endpoints from the image's EXPOSE give the default readiness a port, as declared ones do.
+	if len(common.Endpoints) == 0 {
+		for _, p := range c.imageConfig.Ports {
+			if p.Protocol == kind.ProtocolTCP {
+				common.Endpoints = []EndpointConfig{{Name: "tcp", Protocol: kind.ProtocolTCP, Port: p.Number}}
+				break
 			}
 		}
-	} else if strings.HasPrefix(c.Image, ".") || strings.HasPrefix(c.Image, "/") {
-		return kind.Command{}, fmt.Errorf("image %s: no such file or directory (relative paths are relative to the scenario file)", c.Image)
 	}
 	args := append([]string{env.Binary, "container-run"}, cli.Args(appcmd.DefaultFlags(), f)...)
 	if len(c.Command) > 0 {
 		args = append(append(args, "--"), c.Command...)
 	}
-	common := c.Common
-	common.StopSignal = stopSignal
 	cmd, err := common.command(env, args)
 	if err != nil {
 		return kind.Command{}, err
 	}
-	if len(c.Healthcheck) > 0 {
-		// Run in the instance's directory, as container-run is: the same bundle.
-		ef := appcmd.DefaultExecFlags()
-		ef.ID = env.Instance
-		probe := append([]string{env.Binary, "container-exec"}, cli.Args(appcmd.DefaultExecFlags(), ef)...)
-		cmd.ReadyAddr, cmd.Ready = "", &kind.Ready{Exec: append(append(probe, "--"), c.Healthcheck...), Timeout: c.HealthcheckTimeout.Duration}
+	// Readiness: ready if given, else the health check (the config's over the image's), else
+	// a connect to the first TCP endpoint.
+	if c.Ready == nil {
+		if h := c.Healthcheck.merge(c.imageConfig.Health); h != nil {
+			cmd.ReadyAddr, cmd.Ready = "", healthReady(env, h, c.imageConfig.Shell)
+		}
 	}
 	return cmd, nil
 }

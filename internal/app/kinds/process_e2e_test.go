@@ -7,8 +7,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/continuum-project/continuum/internal/app/oci"
 	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/testbed"
 	"github.com/continuum-project/continuum/internal/testenv"
@@ -55,12 +63,10 @@ components:
     kind: container
     node: cloud
     config:
-      image: images/continuum.tar
-      image_name: continuum
+      image: images/checked
       command: [echo, --listen, ":9090"]
       memory: 256MiB
-      volumes: ["out:/out"]
-      endpoints: [{name: http, protocol: http, port: 9090}]
+      volumes: ["out:/out", "home:/home/continuum:copy"]
       stop_grace: 10s
   - name: marker
     kind: process
@@ -88,7 +94,10 @@ events:
 // with `continuum run`: placed files, readiness by HTTP, by log line and by a command, limits, a
 // workload driving them through their declared endpoints, a partition, and a graceful stop on
 // their own signal; results as for our kinds. The image is the project's own (`continuum image
-// build`), its echo server run with runc in the cloud node.
+// build`) with an EXPOSE and a HEALTHCHECK added, its echo server run with runc in the cloud
+// node: the workload finds it through the exposed port (no endpoints declared), its readiness
+// is the image's health check run inside it, and a new volume over the image's home directory
+// gets that directory's owner (Docker's copy-up).
 func TestProcessOnTestbed(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.SkipOrFail(t, "needs root (network namespaces)")
@@ -121,6 +130,7 @@ func TestProcessOnTestbed(t *testing.T) {
 		testenv.SkipOrFail(t, "needs runc (make setup)")
 	}
 	buildImage(t, bin, filepath.Join(dir, "images"))
+	checkedImage(t, filepath.Join(dir, "images"))
 	cmd := exec.Command(bin, "run", file, "--out", out, "--state-dir", state)
 	cmd.Env = append(os.Environ(), "CONTINUUM_CACHE="+t.TempDir()) // the image's layers: not the machine's cache
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -200,6 +210,20 @@ func TestProcessOnTestbed(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(results.ComponentDir(run, "web-image"), "out")); err != nil || !st.IsDir() {
 		t.Errorf("web-image's volume out: %v", err)
 	}
+	// The new volume over /home/continuum took the image's directory's owner (the image's user).
+	if st, err := os.Stat(filepath.Join(results.ComponentDir(run, "web-image"), "home")); err != nil || st.Sys().(*syscall.Stat_t).Uid != 65532 {
+		t.Errorf("web-image's volume home: %v (%v), want owned by 65532 as the image's /home/continuum", st, err)
+	}
+	// Its readiness was the image's HEALTHCHECK, run inside the container (container-exec).
+	hp, _ := filepath.Glob(filepath.Join(run, results.LogsDir, "probes", "cloud.web-image.ready-*.log"))
+	var printed []byte
+	for _, p := range hp {
+		b, _ := os.ReadFile(p)
+		printed = append(printed, b...)
+	}
+	if !strings.Contains(string(printed), "continuum 0.") {
+		t.Errorf("web-image's health checks (%d logs) printed %s, want continuum version's output", len(hp), tail(printed))
+	}
 
 	// The exec probe ran as instances of their own on the node, until one found the flag.
 	probes, _ := filepath.Glob(filepath.Join(run, results.LogsDir, "probes", "cloud.marker.ready-*.stdout.log"))
@@ -256,5 +280,32 @@ func buildImage(t *testing.T, bin, dir string) {
 	if b, err := exec.Command(bin, "image", "build", "--images", "continuum", "--continuum-binary", staticBinary(t, bin),
 		"--out", dir).CombinedOutput(); err != nil {
 		t.Fatalf("continuum image build: %v\n%s", err, b)
+	}
+}
+
+// checkedImage writes dir/checked, an OCI layout of the project's image (dir/continuum.tar)
+// with EXPOSE 9090/tcp and HEALTHCHECK CMD continuum version, as a Dockerfile FROM it would.
+func checkedImage(t *testing.T, dir string) {
+	t.Helper()
+	img, err := oci.Load(filepath.Join(dir, "continuum.tar"), "continuum", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cf.Config
+	cfg.ExposedPorts = map[string]struct{}{"9090/tcp": {}}
+	cfg.Healthcheck = &v1.HealthConfig{Test: []string{"CMD", "continuum", "version"}, Interval: 500 * time.Millisecond, Retries: 5}
+	if img, err = mutate.Config(img, cfg); err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.Write(filepath.Join(dir, "checked"), empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendImage(img); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
@@ -70,6 +71,8 @@ func TestContainerConfigRefusals(t *testing.T) {
 		"image: a.tar\nvolumes: [data]":                 `volume "data"`,
 		"image: a.tar\nvolumes: ['data:rel']":           `volume "data:rel"`,
 		"image: a.tar\nvolumes: ['data:/d:rx']":         "ro or rw",
+		"image: a.tar\nvolumes: ['data:/d:ro,rw']":      "not both",
+		"image: a.tar\nvolumes: ['data:/d:copy,cp']":    `option "cp"`,
 		"image: a.tar\nworking_dir: app":                "absolute path",
 		"image: a.tar\nstop_signal: NOPE":               "not a signal",
 		"image: a.tar\nendpoints: [{name: x, port: 1}]": "protocol required",
@@ -84,14 +87,16 @@ func TestContainerConfigRefusals(t *testing.T) {
 	if _, err := k.Command(kind.Env{Instance: "c", ScenarioDir: t.TempDir()}, cfg); err == nil || !strings.Contains(err.Error(), "missing.tar") {
 		t.Errorf("missing image: %v", err)
 	}
-	// A registry reference is passed on as written, the command after --.
-	k, cfg = kindtest.Decode(t, "container", "image: localhost:5000/app:1\ncommand: [serve, --port, \"80\"]\nenv: {A: b}\nvolumes: ['out:/out:ro']")
+	// A registry reference is passed on as written (its config read from the registry), the
+	// command after --.
+	ref := pushImage(t, v1.Config{Cmd: []string{"serve"}})
+	k, cfg = kindtest.Decode(t, "container", "image: "+ref+"\ncommand: [serve, --port, \"80\"]\nenv: {A: b}\nvolumes: ['out:/out:ro']")
 	cmd, err := k.Command(kind.Env{Instance: "c", Node: "edge", Binary: "/bin/continuum", ScenarioDir: t.TempDir()}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(cmd.Args, " ")
-	for _, want := range []string{"/bin/continuum container-run", "--image localhost:5000/app:1", "--id c", "--env A=b", "--hostname edge", "--volume out:/out:ro", "-- serve --port 80"} {
+	for _, want := range []string{"/bin/continuum container-run", "--image " + ref, "--id c", "--env A=b", "--hostname edge", "--volume out:/out:ro", "-- serve --port 80"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("argv %q lacks %q", got, want)
 		}

@@ -32,6 +32,7 @@ type entry struct {
 	name, body, link string
 	typ              byte
 	mode             int64
+	uid, gid         int
 }
 
 func layer(t *testing.T, entries ...entry) v1.Layer {
@@ -39,7 +40,8 @@ func layer(t *testing.T, entries ...entry) v1.Layer {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.link, Size: int64(len(e.body)), ModTime: time.Unix(1e9, 0)}
+		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.link, Size: int64(len(e.body)), ModTime: time.Unix(1e9, 0),
+			Uid: e.uid, Gid: e.gid}
 		if h.Typeflag == 0 {
 			h.Typeflag = tar.TypeReg
 		}

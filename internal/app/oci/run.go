@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -23,6 +24,9 @@ import (
 type Mount struct {
 	Source, Destination string
 	ReadOnly            bool
+	// Copy fills an empty Source with the image's content at Destination before the container
+	// starts, as Docker does for a new named volume (copyUp).
+	Copy bool
 }
 
 // Options is one container run.
@@ -87,6 +91,13 @@ func Run(ctx context.Context, o Options) (int, error) {
 		return -1, fmt.Errorf("mount the image's layers (overlayfs) at %s: %w", rootfs, err)
 	}
 	defer func() { _ = unix.Unmount(rootfs, unix.MNT_DETACH) }()
+	for _, m := range o.Mounts {
+		if m.Copy {
+			if err := copyUp(rootfs, m.Destination, m.Source); err != nil {
+				return -1, err
+			}
+		}
+	}
 
 	spec, err := buildSpec(o, &cf.Config, rootfs)
 	if err != nil {
@@ -374,8 +385,10 @@ func cgroupBelowSelf(id string) (string, error) {
 }
 
 // Exec runs args in the running container id of bundle (runc exec), as a health check does,
-// and returns its exit code.
-func Exec(ctx context.Context, runc, bundle, id string, args []string, stdout, stderr io.Writer) (int, error) {
+// and returns its exit code. With timeout > 0 the command is killed (SIGKILL, inside the
+// container: runc exec's own process may not take the command with it) once it has run that
+// long, and Exec returns ErrTimeout, as Docker counts a health check that hung as failed.
+func Exec(ctx context.Context, runc, bundle, id string, args []string, timeout time.Duration, stdout, stderr io.Writer) (int, error) {
 	if err := ensureCgroupMounts(); err != nil {
 		return -1, err
 	}
@@ -385,9 +398,34 @@ func Exec(ctx context.Context, runc, bundle, id string, args []string, stdout, s
 			return -1, errors.New("runc not found in PATH: make setup installs it (Debian's runc)")
 		}
 	}
-	cmd := exec.CommandContext(ctx, runc, append([]string{"--root", filepath.Join(bundle, "runc"), "exec", id}, args...)...)
+	pidFile := filepath.Join(bundle, fmt.Sprintf("exec-%d.pid", os.Getpid()))
+	defer os.Remove(pidFile)
+	cmd := exec.CommandContext(ctx, runc, append([]string{"--root", filepath.Join(bundle, "runc"), "exec", "--pid-file", pidFile, id}, args...)...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return -1, fmt.Errorf("runc exec: %w", err)
+	}
+	timedOut := make(chan struct{})
+	if timeout > 0 {
+		t := time.AfterFunc(timeout, func() {
+			close(timedOut)
+			// The pid file names the command as the host sees it; runc writes it before the
+			// command runs, so a command still running when this fires is found there.
+			if b, err := os.ReadFile(pidFile); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+					_ = unix.Kill(pid, unix.SIGKILL)
+				}
+			}
+			_ = cmd.Process.Kill()
+		})
+		defer t.Stop()
+	}
+	err := cmd.Wait()
+	select {
+	case <-timedOut:
+		return -1, fmt.Errorf("%w after %v: %s", ErrTimeout, timeout, strings.Join(args, " "))
+	default:
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return ee.ExitCode(), nil
@@ -397,3 +435,6 @@ func Exec(ctx context.Context, runc, bundle, id string, args []string, stdout, s
 	}
 	return 0, nil
 }
+
+// ErrTimeout is Exec's error for a command that ran past its timeout.
+var ErrTimeout = errors.New("the command did not finish")

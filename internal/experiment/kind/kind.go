@@ -55,6 +55,11 @@ type Kind struct {
 	// component they drive through them, the scenario checker finds port clashes on a node, and
 	// a service declaration without a port takes the first one.
 	Endpoints func(cfg any) []Endpoint
+	// Prepare reads what a valid config refers to outside the scenario file (paths relative to
+	// scenarioDir, the scenario file's directory; a container image's own configuration) once,
+	// when the scenario is loaded, so that Endpoints and Command can use it. Optional; its error
+	// is reported as the config's.
+	Prepare func(cfg any, scenarioDir string) error
 	// Set applies a run-time change (a "set" event) to a running instance. Optional: nil means the
 	// kind cannot be changed at run time. change is the event's `config:` mapping.
 	Set func(ctx context.Context, env Env, cfg any, change *yaml.Node) error
@@ -80,7 +85,22 @@ const (
 	ProtocolMQTT   = "mqtt"
 	// ProtocolRedisCluster is Redis in cluster mode: a client must follow MOVED redirections.
 	ProtocolRedisCluster = "redis-cluster"
+	// ProtocolTCP and ProtocolUDP name a port without saying what is spoken on it (an image's
+	// EXPOSE). A workload that speaks a TCP-based protocol may take a tcp endpoint (Env.Endpoint).
+	ProtocolTCP = "tcp"
+	ProtocolUDP = "udp"
 )
+
+// tcpBased reports whether every protocol asked for runs over TCP (all the well-known ones
+// but udp do; a kind's own protocol names are taken to).
+func tcpBased(protocols []string) bool {
+	for _, p := range protocols {
+		if p == ProtocolUDP || p == "sctp" {
+			return false
+		}
+	}
+	return len(protocols) > 0
+}
 
 // Endpoint is a port a component serves, named ("client", "peer", "admin") and typed by the
 // protocol spoken there.
@@ -184,8 +204,14 @@ type Ready struct {
 	Exec []string
 	// Log matches a line the instance writes on its stdout or stderr.
 	Log *regexp.Regexp
-	// Timeout bounds the wait (0: 60 s).
+	// Timeout bounds the wait (0: 60 s; no bound when Retries > 0).
 	Timeout time.Duration
+	// Interval is the time between tries (0: the probe's own, 50 to 500 ms); StartInterval the
+	// time between tries during StartPeriod (0: Interval). TryTimeout bounds one try of an Exec
+	// probe (0: 10 s). Retries > 0 ends the wait after that many failed tries in a row that
+	// started after StartPeriod: the model Docker's HEALTHCHECK and Kubernetes' probes share.
+	Interval, StartInterval, StartPeriod, TryTimeout time.Duration
+	Retries                                          int
 }
 
 // HTTPProbe is an HTTP readiness probe.
@@ -217,6 +243,8 @@ type Def[C any] struct {
 	Command func(env Env, cfg *C) (Command, error)
 	// Endpoints lists what a component serves. Optional; components only.
 	Endpoints func(cfg *C) []Endpoint
+	// Prepare reads what a valid config refers to outside the scenario file. Optional.
+	Prepare func(cfg *C, scenarioDir string) error
 	// Set applies a run-time change (a "set" event) to a running instance. Optional.
 	Set func(ctx context.Context, env Env, cfg *C, change *yaml.Node) error
 	// Overrun is how long a workload may need past the run's duration. Optional: DefaultOverrun.
@@ -263,6 +291,9 @@ func Register[C any](d Def[C]) {
 	}
 	if d.Endpoints != nil {
 		k.Endpoints = func(cfg any) []Endpoint { return d.Endpoints(cfgOf(cfg)) }
+	}
+	if d.Prepare != nil {
+		k.Prepare = func(cfg any, dir string) error { return d.Prepare(cfgOf(cfg), dir) }
 	}
 	if d.Set != nil {
 		k.Set = func(ctx context.Context, env Env, cfg any, change *yaml.Node) error {
@@ -383,6 +414,21 @@ func (env Env) Endpoint(name string, port int, protocols ...string) (string, End
 		if speaks(ep.Protocol) {
 			return c.Node, ep, nil
 		}
+	}
+	// An endpoint that says only "tcp" (an image's EXPOSE, a Compose port) serves some protocol
+	// over TCP: a workload that speaks one protocol takes the first such, as it would take the
+	// port a scenario names for a component that declares nothing. Asked for several, it cannot
+	// tell which one is spoken there.
+	for _, ep := range c.Endpoints {
+		if (port > 0 && ep.Port != port) || ep.Protocol != ProtocolTCP || !tcpBased(protocols) {
+			continue
+		}
+		if len(protocols) > 1 {
+			return "", Endpoint{}, fmt.Errorf("component %q (kind %s): its endpoint %s on port %d says only tcp, not which of %s it speaks: declare its endpoints with their protocol",
+				name, c.Kind, ep.Name, ep.Port, strings.Join(protocols, ", "))
+		}
+		ep.Protocol = protocols[0]
+		return c.Node, ep, nil
 	}
 	if port > 0 && len(c.Endpoints) == 0 {
 		// A component that declares nothing: trust the scenario's port.

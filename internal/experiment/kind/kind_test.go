@@ -51,6 +51,13 @@ func TestRegisterTyped(t *testing.T) {
 			seen("Endpoints", c, cfg)
 			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: c.Port}}
 		},
+		Prepare: func(c *typedConfig, dir string) error {
+			seen("Prepare", c, cfg)
+			if dir != "/scenarios" {
+				t.Errorf("Prepare got dir %q", dir)
+			}
+			return nil
+		},
 		Set: func(_ context.Context, _ kind.Env, c *typedConfig, change *yaml.Node) error {
 			seen("Set", c, cfg)
 			return nil
@@ -77,6 +84,9 @@ func TestRegisterTyped(t *testing.T) {
 	if err := k.Validate(anyCfg); err != nil {
 		t.Error(err)
 	}
+	if err := k.Prepare(anyCfg, "/scenarios"); err != nil {
+		t.Error(err)
+	}
 	if cmd, err := k.Command(kind.Env{}, anyCfg); err != nil || strings.Join(cmd.Args, " ") != "serve 9" {
 		t.Errorf("Command = %v, %v", cmd.Args, err)
 	}
@@ -89,7 +99,7 @@ func TestRegisterTyped(t *testing.T) {
 	if d := k.OverrunOf(anyCfg); d != 2*time.Second {
 		t.Errorf("overrun %v", d)
 	}
-	if want := "Validate Command Endpoints Set Overrun"; strings.Join(got, " ") != want {
+	if want := "Validate Prepare Command Endpoints Set Overrun"; strings.Join(got, " ") != want {
 		t.Errorf("called %v, want %s", got, want)
 	}
 }
@@ -104,7 +114,7 @@ func TestRegisterTypedOptional(t *testing.T) {
 		Command:  func(kind.Env, *typedConfig) (kind.Command, error) { return kind.Command{}, nil },
 	})
 	k, _ := kind.Lookup(name)
-	if k.Validate != nil || k.Endpoints != nil || k.Set != nil || k.Overrun != nil || k.Metrics != nil {
+	if k.Validate != nil || k.Endpoints != nil || k.Prepare != nil || k.Set != nil || k.Overrun != nil || k.Metrics != nil {
 		t.Errorf("optional functions set: %+v", k)
 	}
 	if d := k.OverrunOf(k.NewConfig()); d != kind.DefaultOverrun {
@@ -123,6 +133,7 @@ func TestRegisterTypedWrongConfig(t *testing.T) {
 		Validate:  func(*typedConfig) error { return nil },
 		Command:   func(kind.Env, *typedConfig) (kind.Command, error) { return kind.Command{}, nil },
 		Endpoints: func(*typedConfig) []kind.Endpoint { return nil },
+		Prepare:   func(*typedConfig, string) error { return nil },
 		Set:       func(context.Context, kind.Env, *typedConfig, *yaml.Node) error { return nil },
 		Overrun:   func(*typedConfig) time.Duration { return 0 },
 	})
@@ -131,6 +142,7 @@ func TestRegisterTypedWrongConfig(t *testing.T) {
 		"Validate":  func(cfg any) { _ = k.Validate(cfg) },
 		"Command":   func(cfg any) { _, _ = k.Command(kind.Env{}, cfg) },
 		"Endpoints": func(cfg any) { k.Endpoints(cfg) },
+		"Prepare":   func(cfg any) { _ = k.Prepare(cfg, "") },
 		"Set":       func(cfg any) { _ = k.Set(context.Background(), kind.Env{}, cfg, nil) },
 		"Overrun":   func(cfg any) { k.Overrun(cfg) },
 	}
@@ -188,3 +200,40 @@ var kinds atomic.Int64
 
 // uniqueKind is base with a number no earlier run of these tests used.
 func uniqueKind(base string) string { return fmt.Sprintf("%s-%d", base, kinds.Add(1)) }
+
+// TestEndpointTakesTCPForOneProtocol: an endpoint that says only tcp (an image's EXPOSE) serves
+// a workload speaking one protocol, which then gets it under that protocol; one named by its
+// protocol wins; udp never stands in; asked for several protocols, the error says to declare.
+func TestEndpointTakesTCPForOneProtocol(t *testing.T) {
+	env := kind.Env{Components: map[string]kind.Component{
+		"img":   {Node: "n1", Kind: "container", Endpoints: []kind.Endpoint{{Name: "udp-53", Protocol: kind.ProtocolUDP, Port: 53}, {Name: "tcp-8080", Protocol: kind.ProtocolTCP, Port: 8080}, {Name: "tcp-9090", Protocol: kind.ProtocolTCP, Port: 9090}}},
+		"mixed": {Node: "n2", Kind: "container", Endpoints: []kind.Endpoint{{Name: "tcp-80", Protocol: kind.ProtocolTCP, Port: 80}, {Name: "api", Protocol: kind.ProtocolHTTP, Port: 81}}},
+		"dns":   {Node: "n3", Kind: "container", Endpoints: []kind.Endpoint{{Name: "udp-53", Protocol: kind.ProtocolUDP, Port: 53}}},
+	}}
+	for _, tc := range []struct {
+		comp      string
+		port      int
+		protocols []string
+		node      string
+		want      kind.Endpoint
+		err       string
+	}{
+		{comp: "img", protocols: []string{kind.ProtocolHTTP}, node: "n1", want: kind.Endpoint{Name: "tcp-8080", Protocol: kind.ProtocolHTTP, Port: 8080}},
+		{comp: "img", port: 9090, protocols: []string{kind.ProtocolRedis}, node: "n1", want: kind.Endpoint{Name: "tcp-9090", Protocol: kind.ProtocolRedis, Port: 9090}},
+		{comp: "img", port: 53, protocols: []string{kind.ProtocolHTTP}, err: "no http endpoint on port 53"},
+		{comp: "img", protocols: []string{kind.ProtocolEtcdV3, kind.ProtocolRedis}, err: "says only tcp, not which of etcd-v3, redis"},
+		{comp: "mixed", protocols: []string{kind.ProtocolHTTP}, node: "n2", want: kind.Endpoint{Name: "api", Protocol: kind.ProtocolHTTP, Port: 81}},
+		{comp: "dns", protocols: []string{kind.ProtocolHTTP}, err: "no http endpoint: it serves udp on 53"},
+	} {
+		node, ep, err := env.Endpoint(tc.comp, tc.port, tc.protocols...)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s %d %v: error %v, want %q", tc.comp, tc.port, tc.protocols, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || node != tc.node || ep != tc.want {
+			t.Errorf("%s %d %v: %s %+v %v, want %s %+v", tc.comp, tc.port, tc.protocols, node, ep, err, tc.node, tc.want)
+		}
+	}
+}

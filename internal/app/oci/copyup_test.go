@@ -1,0 +1,128 @@
+package oci
+
+import (
+	"archive/tar"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sys/unix"
+)
+
+// mounted stacks img's layers with overlayfs and returns the mount point.
+func mounted(t *testing.T, img v1.Image) string {
+	t.Helper()
+	dirs, err := Unpack(img, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, upper, work := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := unix.Mount("overlay", root, "overlay", 0, "lowerdir="+strings.Join(dirs, ":")+",upperdir="+upper+",workdir="+work); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
+	return root
+}
+
+// TestCopyUpFillsNewVolumes: an empty volume over a path the image has content at gets that
+// content, with owners, modes (setuid, sticky), times, symlinks, hard links and FIFOs kept, and
+// the volume's root takes the image directory's owner and mode, as Docker does; the path is
+// resolved inside the image (an absolute symlink there does not lead to the host's); a volume
+// with something in it, or a path the image lacks, is left alone.
+func TestCopyUpFillsNewVolumes(t *testing.T) {
+	requireRoot(t)
+	img := image(t, v1.Config{},
+		layer(t, entry{name: "data/", typ: tar.TypeDir, mode: 0o750, uid: 1000, gid: 1001},
+			entry{name: "data/conf", body: "c", mode: 0o640, uid: 1000, gid: 1001},
+			entry{name: "data/hard", typ: tar.TypeLink, link: "data/conf", uid: 1000, gid: 1001},
+			entry{name: "data/ln", typ: tar.TypeSymlink, link: "conf", uid: 1000, gid: 1001},
+			entry{name: "data/bin/", typ: tar.TypeDir},
+			entry{name: "data/bin/tool", body: "#!/bin/sh\n", mode: 0o4755},
+			entry{name: "data/tmp/", typ: tar.TypeDir, mode: 0o1777},
+			entry{name: "data/pipe", typ: tar.TypeFifo, mode: 0o600, uid: 1000},
+			entry{name: "srv", typ: tar.TypeSymlink, link: "/data"},
+			entry{name: "up", typ: tar.TypeSymlink, link: "../../../../data/bin"}))
+	root := mounted(t, img)
+
+	check := func(vol string) {
+		t.Helper()
+		st := func(p string) *syscall.Stat_t {
+			t.Helper()
+			fi, err := os.Lstat(filepath.Join(vol, p))
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			return fi.Sys().(*syscall.Stat_t)
+		}
+		for p, want := range map[string]struct {
+			mode     uint32
+			uid, gid uint32
+		}{
+			".":        {syscall.S_IFDIR | 0o750, 1000, 1001},
+			"conf":     {syscall.S_IFREG | 0o640, 1000, 1001},
+			"bin/tool": {syscall.S_IFREG | 0o4755, 0, 0},
+			"tmp":      {syscall.S_IFDIR | 0o1777, 0, 0},
+			"pipe":     {syscall.S_IFIFO | 0o600, 1000, 0},
+			"ln":       {syscall.S_IFLNK | 0o777, 1000, 1001},
+		} {
+			if s := st(p); s.Mode != want.mode || s.Uid != want.uid || s.Gid != want.gid {
+				t.Errorf("%s: mode %o owner %d:%d, want %o %d:%d", p, s.Mode, s.Uid, s.Gid, want.mode, want.uid, want.gid)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(vol, "conf")); err != nil || string(b) != "c" {
+			t.Errorf("conf %q %v", b, err)
+		}
+		if l, _ := os.Readlink(filepath.Join(vol, "ln")); l != "conf" {
+			t.Errorf("ln -> %q", l)
+		}
+		if st("hard").Ino != st("conf").Ino {
+			t.Error("hard is not a hard link of conf any more")
+		}
+		if m := st("conf").Mtim; time.Unix(m.Sec, m.Nsec) != time.Unix(1e9, 0) {
+			t.Errorf("conf's mtime %v, want the image's", time.Unix(m.Sec, m.Nsec))
+		}
+	}
+	vol := t.TempDir()
+	if err := copyUp(root, "/data", vol); err != nil {
+		t.Fatal(err)
+	}
+	check(vol)
+	// Through the image's absolute symlink /srv -> /data: the image's /data, not the host's.
+	vol = t.TempDir()
+	if err := copyUp(root, "/srv/", vol); err != nil {
+		t.Fatal(err)
+	}
+	check(vol)
+	// A relative symlink climbing past the root stays in it.
+	if p, err := resolveIn(root, "/up/tool"); err != nil || p != filepath.Join(root, "data/bin/tool") {
+		t.Errorf("resolveIn(/up/tool) = %q, %v", p, err)
+	}
+	// Not new: untouched, its root's owner too.
+	used := t.TempDir()
+	if err := os.WriteFile(filepath.Join(used, "mine"), []byte("m"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyUp(root, "/data", used); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(used); len(ents) != 1 {
+		t.Errorf("a volume with content got the image's too: %v", ents)
+	}
+	if fi, _ := os.Stat(used); fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Error("a volume with content changed owner")
+	}
+	// A path the image lacks, or a file: nothing to copy.
+	for _, p := range []string{"/missing", "/data/conf"} {
+		empty := t.TempDir()
+		if err := copyUp(root, p, empty); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+		if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+			t.Errorf("%s: copied %v", p, ents)
+		}
+	}
+}
