@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -271,4 +272,58 @@ func staticBinary(t *testing.T) string {
 		t.Fatalf("build a static continuum: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// TestExecWaitsForTheContainer: a health check started before its container runs waits for it,
+// as Docker starts health checks when the container starts (a check that ran earlier and failed
+// made a slow start count as unhealthy); with a timeout shorter than the start, it times out.
+func TestExecWaitsForTheContainer(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("runc"); err != nil {
+		testenv.SkipOrFail(t, "needs runc (make setup)")
+	}
+	b, err := os.ReadFile(staticBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := image(t, v1.Config{Entrypoint: []string{"/continuum"}, Cmd: []string{"echo", "--listen", "127.0.0.1:0"}},
+		layer(t, entry{name: "continuum", body: string(b), mode: 0o755}))
+	bundle, id := filepath.Join(t.TempDir(), "b"), "t-exec-wait"
+
+	// Nothing runs yet: a short timeout expires waiting.
+	if _, err := Exec(context.Background(), "", bundle, id, []string{"/continuum", "version"}, 300*time.Millisecond, io.Discard, io.Discard); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("exec before the container exists, 300 ms timeout: %v, want ErrTimeout", err)
+	}
+
+	type result struct {
+		code int
+		out  string
+		err  error
+	}
+	execDone := make(chan result, 1)
+	go func() { // started before the container: it must wait, not fail
+		var out bytes.Buffer
+		code, err := Exec(context.Background(), "", bundle, id, []string{"/continuum", "version"}, 2*time.Minute, &out, &out)
+		execDone <- result{code, out.String(), err}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, Options{Image: img, ID: id, Bundle: bundle, CacheDir: t.TempDir(), Stdout: io.Discard, Stderr: io.Discard})
+		runDone <- err
+	}()
+	defer func() {
+		cancel()
+		if err := <-runDone; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	select {
+	case r := <-execDone:
+		if r.err != nil || r.code != 0 || !strings.Contains(r.out, "continuum") {
+			t.Errorf("exec started before the container: exit %d, err %v, output %q; want continuum version's output", r.code, r.err, r.out)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("exec did not finish within its timeout")
+	}
 }

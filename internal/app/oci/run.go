@@ -388,6 +388,10 @@ func cgroupBelowSelf(id string) (string, error) {
 // and returns its exit code. With timeout > 0 the command is killed (SIGKILL, inside the
 // container: runc exec's own process may not take the command with it) once it has run that
 // long, and Exec returns ErrTimeout, as Docker counts a health check that hung as failed.
+//
+// A container that is not running yet (its image still being unpacked, a volume being
+// filled) is waited for, within the timeout: Docker starts a container's health checks when
+// the container starts, so a check run before that must not count as a failed one.
 func Exec(ctx context.Context, runc, bundle, id string, args []string, timeout time.Duration, stdout, stderr io.Writer) (int, error) {
 	if err := ensureCgroupMounts(); err != nil {
 		return -1, err
@@ -397,6 +401,13 @@ func Exec(ctx context.Context, runc, bundle, id string, args []string, timeout t
 		if runc, err = exec.LookPath("runc"); err != nil {
 			return -1, errors.New("runc not found in PATH: make setup installs it (Debian's runc)")
 		}
+	}
+	started := time.Now()
+	if err := waitRunning(ctx, runc, filepath.Join(bundle, "runc"), id, timeout); err != nil {
+		return -1, err
+	}
+	if timeout > 0 {
+		timeout -= time.Since(started)
 	}
 	pidFile := filepath.Join(bundle, fmt.Sprintf("exec-%d.pid", os.Getpid()))
 	defer os.Remove(pidFile)
@@ -434,6 +445,42 @@ func Exec(ctx context.Context, runc, bundle, id string, args []string, timeout t
 		return -1, err
 	}
 	return 0, nil
+}
+
+// waitRunning waits until runc reports container id running: not yet created, or created and
+// not yet started, is waited for (until timeout if > 0, and ctx); stopped is an error.
+func waitRunning(ctx context.Context, runc, root, id string, timeout time.Duration) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		out, err := exec.CommandContext(ctx, runc, "--root", root, "state", id).Output()
+		if err == nil {
+			var st struct {
+				Status string `json:"status"`
+			}
+			if json.Unmarshal(out, &st) == nil {
+				switch st.Status {
+				case "running":
+					return nil
+				case "stopped":
+					return fmt.Errorf("container %s has stopped", id)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%w after %v: container %s was not running yet", ErrTimeout, timeout, id)
+			}
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
 
 // ErrTimeout is Exec's error for a command that ran past its timeout.
