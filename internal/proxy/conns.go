@@ -151,6 +151,9 @@ func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, e
 		}
 		uc.c.Close()
 	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	c, err := p.dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
