@@ -366,7 +366,9 @@ func (cc *clientConn) startBody() error {
 // instance's failure, and not retried: the body is gone).
 type clientBodyErr struct{ err error }
 
-func (e clientBodyErr) Error() string { return "reading the request body from the client: " + e.err.Error() }
+func (e clientBodyErr) Error() string {
+	return "reading the request body from the client: " + e.err.Error()
+}
 func (e clientBodyErr) Unwrap() error { return e.err }
 
 func clientBodyError(err error) error { return clientBodyErr{err} }
