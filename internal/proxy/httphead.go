@@ -171,9 +171,12 @@ func parseRequestHead(b []byte, h *reqHead) (int, error) {
 	if h.uri[0] != '/' {
 		return 0, errHeadFallback // absolute form, authority form, asterisk: net/http's
 	}
-	for _, c := range h.uri {
-		if c <= ' ' || c >= 0x7f {
+	for i, c := range h.uri {
+		if c <= ' ' || c >= 0x7f || c == '#' {
 			return 0, errHeadFallback
+		}
+		if c == '%' && (i+2 >= len(h.uri) || !isHex(h.uri[i+1]) || !isHex(h.uri[i+2])) {
+			return 0, errHeadFallback // net/http's 400 "invalid URL escape"
 		}
 	}
 	switch string(rest[sp+1:]) {
@@ -206,6 +209,9 @@ func (h *reqHead) interpret() error {
 		case fieldIs(f.name, "Host"):
 			if h.hasHost {
 				return errHeadFallback // net/http's 400
+			}
+			if !validHost(f.value) {
+				return errHeadFallback // net/http's 400 "malformed Host header"
 			}
 			h.host, h.hasHost = f.value, true
 		case fieldIs(f.name, ServiceHeader):
@@ -262,6 +268,24 @@ func (h *reqHead) interpret() error {
 	// Keep-alive after an HTTP/1.0 request needs its body's end: a chunked one cannot be
 	// (refused above).
 	return nil
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// validHost accepts the Host values the loop forwards: letters, digits and the characters of
+// host names, IP literals and ports (a subset of what net/http accepts).
+func validHost(v []byte) bool {
+	for _, c := range v {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.' || c == '-' || c == '_' || c == ':' || c == '[' || c == ']':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // respHead is an instance's parsed answer head.
