@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,8 @@ type Proxy struct {
 	rt         *router
 	u          *union
 	h          *handler
+	// loop is the data plane's server while Serve runs.
+	loop atomic.Pointer[server]
 
 	// ctx ends the background work (sources, maintainers, probes), which wg tracks.
 	ctx    context.Context
@@ -83,6 +86,7 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	// connections the loop hands over (upgrades, requests outside its parser).
 	fallback := &http.Server{Handler: p.h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: idleTimeout, ErrorLog: errLog}
 	loop := newServer(p.h, p.cfg.ReadHeaderTimeout, fallback, ln.Addr())
+	p.loop.Store(loop)
 	type serveFunc struct {
 		addr  net.Addr
 		serve func() error
@@ -133,7 +137,7 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 		}
 	}
 	serving.Wait()
-	p.log.Info("proxy stopped")
+	p.log.Info("proxy stopped", "connections_handed_to_net_http", loop.handedOver.Load())
 	return err
 }
 

@@ -65,8 +65,8 @@ type server struct {
 	conns    map[*clientConn]struct{}
 	shutting atomic.Bool
 	wg       sync.WaitGroup
-	// connsDone is closed when the last connection ends during a shutdown.
-	connsDone chan struct{}
+	// handedOver counts the connections handed to net/http (tests, and the log at exit).
+	handedOver atomic.Int64
 }
 
 func newServer(h *handler, readHeaderTimeout time.Duration, fallback *http.Server, addr net.Addr) *server {
@@ -276,6 +276,7 @@ func (cc *clientConn) clearDeadline() {
 // handOver passes the connection, with what it has buffered, to net/http's server.
 func (cc *clientConn) handOver() bool {
 	cc.clearDeadline()
+	cc.srv.handedOver.Add(1)
 	return cc.srv.handoff.give(&bufferedConn{Conn: cc.c, br: cc.br})
 }
 
