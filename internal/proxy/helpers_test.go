@@ -97,7 +97,7 @@ func testConfig(sources ...discovery.Source) Config {
 
 // startProxy serves cfg on loopback until the test ends, then checks that Serve returned and
 // left no goroutine behind.
-func startProxy(t *testing.T, cfg Config) *testProxy {
+func startProxy(t testing.TB, cfg Config) *testProxy {
 	t.Helper()
 	p, err := New(cfg)
 	if err != nil {
@@ -141,7 +141,7 @@ func startProxy(t *testing.T, cfg Config) *testProxy {
 }
 
 // checkNoGoroutines fails if a goroutine of the proxy is still running.
-func checkNoGoroutines(t *testing.T) {
+func checkNoGoroutines(t testing.TB) {
 	t.Helper()
 	markers := []string{"proxy.(*service).maintain", "proxy.(*union).run", "proxy.(*Proxy).Serve",
 		"proxy.(*service).defaultProbe", "proxy.(*upstream).RoundTrip", "proxy.(*handler).ServeHTTP"}
