@@ -144,7 +144,7 @@ func startProxy(t testing.TB, cfg Config) *testProxy {
 func checkNoGoroutines(t testing.TB) {
 	t.Helper()
 	markers := []string{"proxy.(*service).maintain", "proxy.(*union).run", "proxy.(*Proxy).Serve",
-		"proxy.(*service).defaultProbe", "proxy.(*upstream).RoundTrip", "proxy.(*handler).ServeHTTP"}
+		"proxy.(*service).defaultProbe", "proxy.(*upstream).RoundTrip", "proxy.(*handler).ServeHTTP", "proxy.(*clientConn).serve", "proxy.(*server).serve"}
 	var stacks string
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		buf := make([]byte, 1<<20)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // rawClient is one client connection to the proxy written by hand, so that the test controls
@@ -229,4 +232,71 @@ func TestProxyLoopErrorsKeepConnection(t *testing.T) {
 	if resp, body := rc.roundTrip("GET / HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet); resp.StatusCode != 200 || body != "a got 0 bytes" {
 		t.Fatalf("after errors: %d %q", resp.StatusCode, body)
 	}
+}
+
+// TestProxyLoopShutdownDrains: when Serve's context ends, a request in flight through the loop
+// is answered (with Connection: close), an idle keep-alive connection is closed, and Serve
+// returns with no goroutine of the loop left.
+func TestProxyLoopShutdownDrains(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	up := upstreamServer(t, "a", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(entered)
+			<-release
+		}
+		io.WriteString(w, "done "+r.URL.Path)
+	})
+	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
+	cfg.Defaults.Strategy = StrategyRoundRobin
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ctx, ln, nil) }()
+	tp := &testProxy{p: p, url: "http://" + ln.Addr().String()}
+
+	idle := dialRaw(t, tp)
+	testenv.Eventually(t, 10*time.Second, "the proxy serves", func() bool {
+		io.WriteString(idle.c, "GET /warm HTTP/1.1\r\nHost: dps\r\n\r\n")
+		resp, err := http.ReadResponse(idle.br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	busy := dialRaw(t, tp)
+	io.WriteString(busy.c, "GET /slow HTTP/1.1\r\nHost: dps\r\n\r\n")
+	<-entered
+	cancel()
+	if !idle.closed() {
+		t.Fatal("an idle keep-alive connection was left open by the shutdown")
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned (%v) with a request in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	resp, body := busy.read(http.MethodGet)
+	if resp.StatusCode != http.StatusOK || body != "done /slow" || !resp.Close {
+		t.Fatalf("request in flight at shutdown: %d %q close=%v", resp.StatusCode, body, resp.Close)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the drain")
+	}
+	checkNoGoroutines(t)
 }
