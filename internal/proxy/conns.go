@@ -43,9 +43,36 @@ type upConn struct {
 	idleSince time.Time
 	// reused: it carried a request before this one.
 	reused bool
+	// dl is the deadline set on c (zero: none); see bound.
+	dl time.Time
 	// slow is the connection's in-flight timer (qos with a latency limit, observeSlow),
 	// made once and re-armed per request rather than a timer per request.
 	slow slowTimer
+}
+
+// bound makes c's deadline d, or up to slack later: it re-arms only when the deadline in
+// force is earlier than d or later than d+slack. Setting a deadline updates a runtime timer
+// under the descriptor's lock; a connection that carries a request every millisecond then
+// re-arms once per slack rather than twice per request (set, then cleared when the answer's
+// head arrives). The price: a timeout fires up to slack late.
+func (uc *upConn) bound(d time.Time, slack time.Duration) {
+	if uc.dl.Before(d) || uc.dl.After(d.Add(slack)) {
+		uc.dl = d.Add(slack)
+		uc.c.SetDeadline(uc.dl)
+	}
+}
+
+// unbound clears the deadline (a body may take as long as it takes).
+func (uc *upConn) unbound() {
+	if !uc.dl.IsZero() {
+		uc.dl = time.Time{}
+		uc.c.SetDeadline(time.Time{})
+	}
+}
+
+// deadlineSlack is bound's slack for a service's timeout: a sixteenth of it, at most 100 ms.
+func deadlineSlackFor(timeout time.Duration) time.Duration {
+	return min(timeout/16, 100*time.Millisecond)
 }
 
 // slowTimer reports an exchange that has waited longer than the latency limit (observeSlow).
@@ -143,6 +170,9 @@ func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, e
 		p.mu.Unlock()
 		if uc == nil {
 			break
+		}
+		if !uc.dl.IsZero() && !now.Before(uc.dl) {
+			uc.unbound() // an expired deadline would fail the usability check below
 		}
 		idle := now.Sub(uc.idleSince)
 		if idle < p.maxAge && ((!check && idle < peekAfterIdle) || connUsable(uc.c)) {

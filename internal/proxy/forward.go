@@ -511,6 +511,9 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 	}
 	bw.WriteString("\r\n")
 	uc.br.Discard(cc.respLen)
+	if hasBody && (r.length < 0 || int64(uc.br.Buffered()) < r.length) {
+		uc.unbound() // the rest of the body may take longer than the service's timeout
+	}
 	var err error
 	switch {
 	case !hasBody:
@@ -531,6 +534,7 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 // relayHTTPResponse is relayAnswer for an answer net/http's parser read.
 func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, keepUp bool) (bool, bool, error) {
 	resp := cc.fbResp
+	uc.unbound()
 	defer resp.Body.Close() // net/http's body; the connection is the caller's to close or pool
 	bw := cc.bw
 	hasBody := !cc.isHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified

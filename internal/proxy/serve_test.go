@@ -300,3 +300,43 @@ func TestProxyLoopShutdownDrains(t *testing.T) {
 	}
 	checkNoGoroutines(t)
 }
+
+// TestProxyLoopBodyOutlastsTimeout: the service's timeout bounds the wait for the answer's
+// head, not its body, whichever way the body is framed; and the connection to the instance,
+// whose deadline the loop re-arms lazily, serves the next request.
+func TestProxyLoopBodyOutlastsTimeout(t *testing.T) {
+	up := upstreamServer(t, "a", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fast" {
+			io.WriteString(w, "fast")
+			return
+		}
+		if r.URL.Path == "/length" {
+			w.Header().Set("Content-Length", "10")
+		}
+		io.WriteString(w, "first")
+		w.(http.Flusher).Flush()
+		time.Sleep(300 * time.Millisecond) // three times the service's timeout
+		io.WriteString(w, "-last")
+	})
+	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
+	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Timeout = dur(100 * time.Millisecond)
+	tp := startProxy(t, cfg)
+	rc := dialRaw(t, tp)
+	for _, path := range []string{"/chunked", "/length"} {
+		resp, body := rc.roundTrip("GET "+path+" HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
+		if resp.StatusCode != http.StatusOK || body != "first-last" {
+			t.Fatalf("%s: %d %q", path, resp.StatusCode, body)
+		}
+		for i := range 3 {
+			if resp, body := rc.roundTrip("GET /fast HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet); resp.StatusCode != http.StatusOK || body != "fast" {
+				t.Fatalf("after %s, request %d: %d %q", path, i, resp.StatusCode, body)
+			}
+		}
+	}
+	// Idle longer than the timeout: the pooled connection's old deadline has passed.
+	time.Sleep(250 * time.Millisecond)
+	if resp, body := rc.roundTrip("GET /fast HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet); resp.StatusCode != http.StatusOK || body != "fast" {
+		t.Fatalf("after an idle spell: %d %q", resp.StatusCode, body)
+	}
+}

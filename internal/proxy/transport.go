@@ -226,7 +226,7 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 			// Armed when the connection is ready, like the latency it stands for.
 			uc.slow.arm(s, in, epoch, gotConn, limit)
 		}
-		uc.c.SetDeadline(deadline)
+		uc.bound(deadline, deadlineSlackFor(s.cfg.Timeout.Duration))
 		var stop func() bool
 		if ctx != nil {
 			stop = context.AfterFunc(ctx, func() { uc.c.SetDeadline(aLongTimeAgo) })
@@ -265,7 +265,11 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 			s.record(in, r)
 			return nil, false, nil, err
 		}
-		uc.c.SetDeadline(time.Time{})
+		if ctx != nil {
+			// net/http's path reads the body through upBody, which knows nothing of
+			// deadlines; the loop clears it itself when a body must be waited for.
+			uc.unbound()
+		}
 		r.oc, r.errMsg = classifyStatus(status), ""
 		if r.oc != outcomeOK {
 			r.errMsg = "HTTP " + strconv.Itoa(status)
