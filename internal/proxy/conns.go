@@ -35,9 +35,11 @@ import (
 
 // upConn is one keep-alive connection to an instance.
 type upConn struct {
-	c    net.Conn
-	br   *bufio.Reader
-	bw   *bufio.Writer
+	c  net.Conn
+	br *bufio.Reader
+	bw *bufio.Writer
+	// aw is bw's writer: flushRequest sets its await.
+	aw   *awaitWriter
 	addr string
 	// idleSince is when it went back to the pool.
 	idleSince time.Time
@@ -48,6 +50,19 @@ type upConn struct {
 	// slow is the connection's in-flight timer (qos with a latency limit, observeSlow),
 	// made once and re-armed per request rather than a timer per request.
 	slow slowTimer
+}
+
+// flushRequest writes what bw holds, the end of a request after which the instance sends
+// nothing until it answers, and waits for the answer without a read that would find nothing
+// (rawConn.writeAwait).
+func (uc *upConn) flushRequest() error {
+	if uc.bw.Buffered() == 0 {
+		return nil
+	}
+	uc.aw.await = true
+	err := uc.bw.Flush()
+	uc.aw.await = false
+	return err
 }
 
 // bound makes c's deadline d, or up to slack later: it re-arms only when the deadline in
@@ -189,7 +204,8 @@ func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, e
 		return nil, err
 	}
 	c = rawTCP(c)
-	return &upConn{c: c, br: bufio.NewReaderSize(c, 4<<10), bw: bufio.NewWriterSize(c, 4<<10), addr: addr}, nil
+	aw := newAwaitWriter(c)
+	return &upConn{c: c, br: bufio.NewReaderSize(c, 4<<10), aw: aw, bw: bufio.NewWriterSize(aw, 4<<10), addr: addr}, nil
 }
 
 // put returns a connection whose exchange completed cleanly.

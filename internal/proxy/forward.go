@@ -329,6 +329,9 @@ func (cc *clientConn) send(uc *upConn, instHost string) error {
 			bw.WriteString("Content-Length: 0\r\n")
 		}
 		bw.WriteString("\r\n")
+		// No body: the instance has been sent nothing since its last answer was read whole,
+		// so nothing else can be pending on the connection.
+		return uc.flushRequest()
 	}
 	return bw.Flush()
 }
@@ -564,7 +567,7 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 	}
 	bw.WriteString(InstanceHeader + ": " + in.id + "\r\n")
 	switch {
-	case resp.ContentLength >= 0 && hasBody:
+	case resp.ContentLength >= 0 && (hasBody || cc.isHead || resp.StatusCode == http.StatusNotModified):
 		bw.WriteString("Content-Length: " + strconv.FormatInt(resp.ContentLength, 10) + "\r\n")
 	case chunkedOut:
 		bw.WriteString("Transfer-Encoding: chunked\r\n")

@@ -340,3 +340,51 @@ func TestProxyLoopBodyOutlastsTimeout(t *testing.T) {
 		t.Fatalf("after an idle spell: %d %q", resp.StatusCode, body)
 	}
 }
+
+// TestProxyLoopInstanceClosedIdleConnection: an instance that closes a keep-alive connection
+// while it is idle in the pool (its idle timeout) costs the next request a retry on a fresh
+// connection, not a wait: the loop sends a request without a read before its wait
+// (rawConn.writeAwait), so the closed connection must still wake it.
+func TestProxyLoopInstanceClosedIdleConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	closed := make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				// One answer per connection, then close it as an idle timeout would.
+				defer func() { c.Close(); closed <- struct{}{} }()
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			}()
+		}
+	}()
+	cfg := testConfig(newTestSource(inst("a", "dps", "http://"+ln.Addr().String())))
+	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Timeout = dur(time.Minute) // a wait for the timeout would fail the test's deadline
+	tp := startProxy(t, cfg)
+	rc := dialRaw(t, tp)
+	for i := range 5 {
+		start := time.Now()
+		resp, body := rc.roundTrip("GET / HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
+		if resp.StatusCode != http.StatusOK || body != "ok" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("request %d took %v", i, d)
+		}
+		<-closed // the instance has closed the connection the proxy keeps in its pool
+	}
+}
