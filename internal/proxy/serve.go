@@ -197,9 +197,10 @@ type clientConn struct {
 	// that keeps naming the same service finds it without a lookup.
 	lastName []byte
 	lastSvc  *service
-	// readDeadline is the idle deadline set on the connection and when (zero: none set).
+	// deadlineSet is when the idle read deadline was last set (zero: none is set);
+	// headerLimit: the deadline in force is the header timeout's instead.
 	deadlineSet time.Time
-	headerLimit bool // the deadline in force is the header timeout's
+	headerLimit bool
 }
 
 func (cc *clientConn) serve() {
