@@ -68,7 +68,9 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// Handler is the data plane (clients' requests).
+// Handler is the data plane as an http.Handler: what Serve's own HTTP/1.1 loop (serve.go)
+// hands over to net/http's server (upgrades, requests outside the loop's parser), and a way to
+// mount the proxy in another server.
 func (p *Proxy) Handler() http.Handler { return p.h }
 
 // AdminHandler serves /metrics, /healthz, /readyz and /debug/pools.
