@@ -127,6 +127,11 @@ func copyChunked(dst *bufio.Writer, src *bufio.Reader, chunkedOut, trailers bool
 		if err != nil {
 			return wrapRead(err)
 		}
+		for _, c := range line {
+			if c < ' ' && c != '\t' || c == 0x7f {
+				return wrapRead(errChunkFormat) // a bare CR or LF, or another control
+			}
+		}
 		if i := bytes.IndexByte(line, ';'); i >= 0 {
 			line = line[:i]
 		}
@@ -168,10 +173,10 @@ func copyChunked(dst *bufio.Writer, src *bufio.Reader, chunkedOut, trailers bool
 		if len(line) == 0 {
 			break
 		}
+		if c := bytes.IndexByte(line, ':'); c <= 0 || !validFieldLine(line) {
+			return wrapRead(errChunkFormat)
+		}
 		if trailers && chunkedOut {
-			if c := bytes.IndexByte(line, ':'); c <= 0 || !validFieldLine(line) {
-				return wrapRead(errChunkFormat)
-			}
 			dst.Write(line)
 			dst.WriteString("\r\n")
 		}

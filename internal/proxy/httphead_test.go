@@ -3,7 +3,9 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net/http"
+	"net/http/httputil"
 	"strconv"
 	"strings"
 	"testing"
@@ -181,4 +183,44 @@ func TestParseHex(t *testing.T) {
 			t.Errorf("%q accepted", s)
 		}
 	}
+}
+
+// FuzzChunkedBody: a chunked body the loop decodes (copyChunked) decodes to the same bytes
+// with net/http's chunked reader, and re-encoded by the loop it decodes to them again.
+func FuzzChunkedBody(f *testing.F) {
+	for _, s := range []string{
+		"5\r\nhello\r\n0\r\n\r\n",
+		"3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nX-T: 1\r\n\r\n",
+		"0\r\n\r\n",
+		"A\r\n0123456789\r\n0\r\n\r\n",
+		"5\r\nhell\r\n0\r\n\r\n",
+		"g\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var plain bytes.Buffer
+		pw := bufio.NewWriter(&plain)
+		if err := copyChunked(pw, bufio.NewReader(bytes.NewReader(b)), false, false, func(err error) error { return err }); err != nil {
+			return
+		}
+		pw.Flush()
+		ref, err := io.ReadAll(httputil.NewChunkedReader(bytes.NewReader(b)))
+		if err != nil {
+			t.Fatalf("%q: the loop decodes %q, net/http fails: %v", b, plain.Bytes(), err)
+		}
+		if !bytes.Equal(ref, plain.Bytes()) {
+			t.Fatalf("%q: the loop decodes %q, net/http %q", b, plain.Bytes(), ref)
+		}
+		var chunked bytes.Buffer
+		cw := bufio.NewWriter(&chunked)
+		if err := copyChunked(cw, bufio.NewReader(bytes.NewReader(b)), true, true, func(err error) error { return err }); err != nil {
+			t.Fatalf("%q: decodes but does not re-encode: %v", b, err)
+		}
+		cw.Flush()
+		again, err := io.ReadAll(httputil.NewChunkedReader(bytes.NewReader(chunked.Bytes())))
+		if err != nil || !bytes.Equal(again, ref) {
+			t.Fatalf("%q re-encoded as %q decodes to %q, %v", b, chunked.Bytes(), again, err)
+		}
+	})
 }

@@ -232,6 +232,15 @@ func TestProxyLoopErrorsKeepConnection(t *testing.T) {
 	if resp, body := rc.roundTrip("GET / HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet); resp.StatusCode != 200 || body != "a got 0 bytes" {
 		t.Fatalf("after errors: %d %q", resp.StatusCode, body)
 	}
+	// A malformed chunked body: 400 naming it, the connection closed (the rest of the body
+	// cannot be found), and the instance not blamed: it stays in the pool.
+	resp, body = rc.roundTrip("POST / HTTP/1.1\r\nHost: dps\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", http.MethodPost)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "request body") || !resp.Close || !rc.closed() {
+		t.Fatalf("malformed chunked body: %d close=%v %q", resp.StatusCode, resp.Close, body)
+	}
+	if in, ok := tp.pools(t).instance("dps", "a"); !ok || !in.InPool || in.Failures != 0 {
+		t.Fatalf("the instance after a client's malformed body: %+v", in)
+	}
 }
 
 // TestProxyLoopShutdownDrains: when Serve's context ends, a request in flight through the loop

@@ -168,8 +168,9 @@ func (u *upstream) tryInstances(x exchange, st *reqState) (uc *upConn, keep bool
 			return uc, keep, stop, nil
 		}
 		var ge *gatewayError
-		if errors.As(err, &ge) || (ctx != nil && ctx.Err() != nil) {
-			return nil, false, nil, err // timeout (504) or the client left: nothing to retry
+		var cb clientBodyErr
+		if errors.As(err, &ge) || (ctx != nil && ctx.Err() != nil) || errors.As(err, &cb) {
+			return nil, false, nil, err // timeout (504), the client left or its body broke off: nothing to retry
 		}
 		failures = append(failures, in.id+": "+err.Error())
 		retryable := isDialError(err) || (noBody && idempotent(x.method()))
@@ -244,11 +245,16 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 				stop()
 			}
 			uc.c.Close()
+			var cb clientBodyErr
 			switch {
-			case ctx != nil && ctx.Err() != nil:
+			case ctx != nil && ctx.Err() != nil, errors.As(err, &cb):
+				// The client left, or its body broke off: not the instance's failure.
 				in.outstanding.Add(-1)
 				r.oc = outcomeCanceled
 				s.record(in, r)
+				if cb.err != nil {
+					return nil, false, nil, err
+				}
 				return nil, false, nil, ctx.Err()
 			case !time.Now().Before(deadline):
 				in.outstanding.Add(-1)
