@@ -223,7 +223,6 @@ func (cc *clientConn) consumeHead() {
 func (cc *clientConn) context() context.Context { return nil }
 func (cc *clientConn) method() string           { return methodString(cc.req.method) }
 func (cc *clientConn) hasBody() bool            { return cc.req.length != 0 }
-func (cc *clientConn) upgrade() string          { return "" }
 
 // methodString avoids an allocation for the common methods.
 func methodString(m []byte) string {

@@ -87,7 +87,6 @@ type exchange interface {
 	context() context.Context
 	method() string
 	hasBody() bool
-	upgrade() string
 	// send writes the request to uc; recv reads the answer's head (1xx interim answers
 	// skipped, 101 returned) and reports its status and whether the connection can carry
 	// another request after its body.
@@ -105,7 +104,6 @@ type httpExchange struct {
 func (x *httpExchange) context() context.Context { return x.r.Context() }
 func (x *httpExchange) method() string           { return x.r.Method }
 func (x *httpExchange) hasBody() bool            { return x.r.Body != nil && x.r.Body != http.NoBody }
-func (x *httpExchange) upgrade() string          { return x.upg }
 func (x *httpExchange) send(uc *upConn, instHost string) error {
 	bp := copyBufs.Get().(*[]byte)
 	err := writeRequest(uc, x.r, instHost, x.upg, *bp)
