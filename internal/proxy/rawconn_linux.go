@@ -172,17 +172,6 @@ func (c *rawConn) writeThenWait(fd uintptr) bool {
 	return false
 }
 
-// rawListener accepts rawConns.
-type rawListener struct{ net.Listener }
-
-func (l rawListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return rawTCP(c), nil
-}
-
 // awaitWriter is an instance connection's writer: with await set, its next write is
 // writeAwait's (the request's last bytes, when nothing else is pending on the connection).
 type awaitWriter struct {
