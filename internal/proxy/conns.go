@@ -35,17 +35,59 @@ import (
 
 // upConn is one keep-alive connection to an instance.
 type upConn struct {
-	c    net.Conn
-	br   *bufio.Reader
-	bw   *bufio.Writer
+	c  net.Conn
+	br *bufio.Reader
+	bw *bufio.Writer
+	// aw is bw's writer: flushRequest sets its await.
+	aw   *awaitWriter
 	addr string
 	// idleSince is when it went back to the pool.
 	idleSince time.Time
 	// reused: it carried a request before this one.
 	reused bool
+	// dl is the deadline set on c (zero: none); see bound.
+	dl time.Time
 	// slow is the connection's in-flight timer (qos with a latency limit, observeSlow),
 	// made once and re-armed per request rather than a timer per request.
 	slow slowTimer
+}
+
+// flushRequest writes what bw holds, the end of a request after which the instance sends
+// nothing until it answers, and waits for the answer without a read that would find nothing
+// (rawConn.writeAwait).
+func (uc *upConn) flushRequest() error {
+	if uc.bw.Buffered() == 0 {
+		return nil
+	}
+	uc.aw.await = true
+	err := uc.bw.Flush()
+	uc.aw.await = false
+	return err
+}
+
+// bound makes c's deadline d, or up to slack later: it re-arms only when the deadline in
+// force is earlier than d or later than d+slack. Setting a deadline updates a runtime timer
+// under the descriptor's lock; a connection that carries a request every millisecond then
+// re-arms once per slack rather than twice per request (set, then cleared when the answer's
+// head arrives). The price: a timeout fires up to slack late.
+func (uc *upConn) bound(d time.Time, slack time.Duration) {
+	if uc.dl.Before(d) || uc.dl.After(d.Add(slack)) {
+		uc.dl = d.Add(slack)
+		uc.c.SetDeadline(uc.dl)
+	}
+}
+
+// unbound clears the deadline (a body may take as long as it takes).
+func (uc *upConn) unbound() {
+	if !uc.dl.IsZero() {
+		uc.dl = time.Time{}
+		uc.c.SetDeadline(time.Time{})
+	}
+}
+
+// deadlineSlack is bound's slack for a service's timeout: a sixteenth of it, at most 100 ms.
+func deadlineSlackFor(timeout time.Duration) time.Duration {
+	return min(timeout/16, 100*time.Millisecond)
 }
 
 // slowTimer reports an exchange that has waited longer than the latency limit (observeSlow).
@@ -144,6 +186,9 @@ func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, e
 		if uc == nil {
 			break
 		}
+		if !uc.dl.IsZero() && !now.Before(uc.dl) {
+			uc.unbound() // an expired deadline would fail the usability check below
+		}
 		idle := now.Sub(uc.idleSince)
 		if idle < p.maxAge && ((!check && idle < peekAfterIdle) || connUsable(uc.c)) {
 			uc.reused = true
@@ -151,12 +196,16 @@ func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, e
 		}
 		uc.c.Close()
 	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	c, err := p.dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	c = rawTCP(c)
-	return &upConn{c: c, br: bufio.NewReaderSize(c, 4<<10), bw: bufio.NewWriterSize(c, 4<<10), addr: addr}, nil
+	aw := newAwaitWriter(c)
+	return &upConn{c: c, br: bufio.NewReaderSize(c, 4<<10), aw: aw, bw: bufio.NewWriterSize(aw, 4<<10), addr: addr}, nil
 }
 
 // put returns a connection whose exchange completed cleanly.

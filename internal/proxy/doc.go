@@ -6,7 +6,9 @@
 //
 // What it owns: the configuration (config.go, configfile.go), attribute requirements
 // (requirement.go), per-instance estimates (estimator.go), pool maintenance (pool.go,
-// maintain.go), selection (strategy.go), the forwarding path (handler.go, transport.go,
+// maintain.go), selection (strategy.go), the data plane's HTTP/1.1 server loop (serve.go,
+// forward.go, answer.go, body.go, httphead.go) with net/http's server behind it for what the
+// loop hands over (handler.go), the forwarding path to instances (transport.go, conns.go,
 // preconnect.go), metrics and /debug/pools (metrics.go, admin.go), and the union of discovery
 // snapshots (sources.go). What it does not: finding instances — that is package discovery and its
 // sources, which register themselves by YAML key so that this package imports none of them.

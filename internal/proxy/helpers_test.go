@@ -97,7 +97,7 @@ func testConfig(sources ...discovery.Source) Config {
 
 // startProxy serves cfg on loopback until the test ends, then checks that Serve returned and
 // left no goroutine behind.
-func startProxy(t *testing.T, cfg Config) *testProxy {
+func startProxy(t testing.TB, cfg Config) *testProxy {
 	t.Helper()
 	p, err := New(cfg)
 	if err != nil {
@@ -141,10 +141,10 @@ func startProxy(t *testing.T, cfg Config) *testProxy {
 }
 
 // checkNoGoroutines fails if a goroutine of the proxy is still running.
-func checkNoGoroutines(t *testing.T) {
+func checkNoGoroutines(t testing.TB) {
 	t.Helper()
 	markers := []string{"proxy.(*service).maintain", "proxy.(*union).run", "proxy.(*Proxy).Serve",
-		"proxy.(*service).defaultProbe", "proxy.(*upstream).RoundTrip", "proxy.(*handler).ServeHTTP"}
+		"proxy.(*service).defaultProbe", "proxy.(*upstream).RoundTrip", "proxy.(*handler).ServeHTTP", "proxy.(*clientConn).serve", "proxy.(*server).serve"}
 	var stacks string
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		buf := make([]byte, 1<<20)

@@ -35,6 +35,10 @@ type rawConn struct {
 	wn      int
 	werrno  syscall.Errno
 	writeFn func(fd uintptr) bool
+
+	// awaitFn is writeAwait's callback; awaitWrote: its first call has run.
+	awaitFn    func(fd uintptr) bool
+	awaitWrote bool
 }
 
 // rawTCP wraps c if it is a TCP connection, else returns it as is.
@@ -48,7 +52,7 @@ func rawTCP(c net.Conn) net.Conn {
 		return c
 	}
 	c2 := &rawConn{TCPConn: tc, rc: rc}
-	c2.readFn, c2.writeFn = c2.readOnce, c2.writeAll
+	c2.readFn, c2.writeFn, c2.awaitFn = c2.readOnce, c2.writeAll, c2.writeThenWait
 	return c2
 }
 
@@ -125,13 +129,67 @@ func (c *rawConn) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// rawListener accepts rawConns.
-type rawListener struct{ net.Listener }
-
-func (l rawListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+// writeAwait writes p, then waits until the connection is readable without reading first.
+// A read right after sending a request finds nothing (the answer cannot be there yet) and
+// costs a system call that fails with EAGAIN, then the wait: HAProxy's two recv per request
+// against the loop's four. Writing inside the read callback is what makes skipping that read
+// safe: the netpoller's readiness flag is cleared when the read wait starts (prepareRead), so
+// an answer whose readiness was noticed before then would be missed; here the request is
+// written after it, and an answer to it can only arrive later, with its own notification.
+// So the caller must know that nothing else is pending on the connection: an instance's
+// connection before it was sent a request (whatever an instance sends unasked, or its
+// closing, ends the wait too: the write draws a reset). It reports the write's outcome; the
+// wait's (a deadline, a close) is for the next Read to report. When the socket takes only
+// part of p, the rest is written with Write and nothing is skipped.
+func (c *rawConn) writeAwait(p []byte) (int, error) {
+	c.wbuf, c.wn, c.werrno, c.awaitWrote = p, 0, 0, false
+	c.rc.Read(c.awaitFn)
+	n, errno := c.wn, c.werrno
+	c.wbuf = nil
+	switch {
+	case errno != 0:
+		return n, c.opErr("write", os.NewSyscallError("write", errno))
+	case !c.awaitWrote:
+		// The read wait could not start (closed, or a deadline passed): write as usual.
+		return c.Write(p)
+	case n < len(p):
+		m, err := c.Write(p[n:])
+		return n + m, err
 	}
-	return rawTCP(c), nil
+	return n, nil
+}
+
+// writeThenWait is writeAwait's callback: the first call writes (without waiting for
+// writability) and asks to wait for readability; the next means the connection is readable.
+func (c *rawConn) writeThenWait(fd uintptr) bool {
+	if c.awaitWrote {
+		return true
+	}
+	c.awaitWrote = true
+	if !c.writeAll(fd) || c.werrno != 0 {
+		return true // the socket's buffer is full, or the write failed: do not wait here
+	}
+	return false
+}
+
+// awaitWriter is an instance connection's writer: with await set, its next write is
+// writeAwait's (the request's last bytes, when nothing else is pending on the connection).
+type awaitWriter struct {
+	c     net.Conn
+	rc    *rawConn
+	await bool
+}
+
+func newAwaitWriter(c net.Conn) *awaitWriter {
+	rc, _ := c.(*rawConn)
+	return &awaitWriter{c: c, rc: rc}
+}
+
+func (w *awaitWriter) Write(p []byte) (int, error) {
+	if w.await && w.rc != nil {
+		w.await = false
+		return w.rc.writeAwait(p)
+	}
+	w.await = false
+	return w.c.Write(p)
 }

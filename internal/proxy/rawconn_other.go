@@ -7,4 +7,12 @@ import "net"
 // rawTCP is the identity where rawConn (rawconn_linux.go) is not built.
 func rawTCP(c net.Conn) net.Conn { return c }
 
-type rawListener struct{ net.Listener }
+// awaitWriter is the plain writer where rawConn is not built.
+func newAwaitWriter(c net.Conn) *awaitWriter { return &awaitWriter{c: c} }
+
+type awaitWriter struct {
+	c     net.Conn
+	await bool
+}
+
+func (w *awaitWriter) Write(p []byte) (int, error) { w.await = false; return w.c.Write(p) }

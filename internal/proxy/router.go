@@ -41,6 +41,13 @@ func (rt *router) get(name string) *service {
 	return rt.services[name]
 }
 
+// getBytes is get for a name in bytes (the map lookup does not allocate).
+func (rt *router) getBytes(name []byte) *service {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	return rt.services[string(name)]
+}
+
 func (rt *router) isReady() bool {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,8 @@ type Proxy struct {
 	rt         *router
 	u          *union
 	h          *handler
+	// loop is the data plane's server while Serve runs.
+	loop atomic.Pointer[server]
 
 	// ctx ends the background work (sources, maintainers, probes), which wg tracks.
 	ctx    context.Context
@@ -65,7 +68,9 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// Handler is the data plane (clients' requests).
+// Handler is the data plane as an http.Handler: what Serve's own HTTP/1.1 loop (serve.go)
+// hands over to net/http's server (upgrades, requests outside the loop's parser), and a way to
+// mount the proxy in another server.
 func (p *Proxy) Handler() http.Handler { return p.h }
 
 // AdminHandler serves /metrics, /healthz, /readyz and /debug/pools.
@@ -79,24 +84,34 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	defer p.close()
 	p.u.run(p.ctx, &p.wg)
 	errLog := log.New(slogWriter{p.log}, "", 0)
-	servers := []*http.Server{{Handler: p.h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}}
-	listeners := []net.Listener{rawListener{ln}}
+	// The data plane: the proxy's own HTTP/1.1 loop (serve.go), and net/http's server for the
+	// connections the loop hands over (upgrades, requests outside its parser).
+	fallback := &http.Server{Handler: p.h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: idleTimeout, ErrorLog: errLog}
+	loop := newServer(p.h, p.cfg.ReadHeaderTimeout, fallback, ln.Addr())
+	p.loop.Store(loop)
+	type serveFunc struct {
+		addr  net.Addr
+		serve func() error
+	}
+	serves := []serveFunc{{ln.Addr(), func() error { return loop.serve(ln) }}, {ln.Addr(), func() error { return fallback.Serve(loop.handoff) }}}
+	servers := []*http.Server{fallback}
 	if admin != nil {
 		// The admin server has the data plane's header timeout: a client that never finishes
 		// its headers holds a connection no longer there than here.
-		servers = append(servers, &http.Server{Handler: p.adminHandler(), ReadHeaderTimeout: p.cfg.ReadHeaderTimeout,
-			IdleTimeout: 2 * time.Minute, ErrorLog: errLog})
-		listeners = append(listeners, admin)
+		adm := &http.Server{Handler: p.adminHandler(), ReadHeaderTimeout: p.cfg.ReadHeaderTimeout,
+			IdleTimeout: 2 * time.Minute, ErrorLog: errLog}
+		servers = append(servers, adm)
+		serves = append(serves, serveFunc{admin.Addr(), func() error { return adm.Serve(admin) }})
 		p.log.Info("proxy admin listening", "addr", admin.Addr().String())
 	}
-	errc := make(chan error, len(servers))
+	errc := make(chan error, len(serves))
 	var serving sync.WaitGroup
-	for i, srv := range servers {
+	for _, sv := range serves {
 		serving.Add(1)
 		go func() {
 			defer serving.Done()
-			if err := srv.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("serve %s: %w", listeners[i].Addr(), err)
+			if err := sv.serve(); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("serve %s: %w", sv.addr, err)
 			}
 		}()
 	}
@@ -108,6 +123,12 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownTimeout)
 	defer cancel()
+	// The loop first: once it stops accepting, nothing more is handed over.
+	loop.shutting.Store(true)
+	ln.Close()
+	if serr := loop.shutdown(sctx); serr != nil && err == nil {
+		err = fmt.Errorf("shutdown: %w", serr)
+	}
 	for _, srv := range servers {
 		if serr := srv.Shutdown(sctx); serr != nil {
 			// Requests still running (long streams) are cut so that none outlives Serve.
@@ -118,7 +139,7 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 		}
 	}
 	serving.Wait()
-	p.log.Info("proxy stopped")
+	p.log.Info("proxy stopped", "connections_handed_to_net_http", loop.handedOver.Load())
 	return err
 }
 

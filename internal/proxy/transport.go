@@ -79,41 +79,99 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	return u.roundTrip(req, st)
 }
 
-// roundTrip tries instances until one answers (any status), the service's retries are used
+// exchange is one request as the upstream sends it, whichever server read it from the
+// client: net/http's (httpExchange, the fallback path) or the proxy's own loop (serve.go).
+type exchange interface {
+	// context ends when the client is gone; nil when nothing watches the client meanwhile
+	// (the loop does not read from the client while it waits for the instance).
+	context() context.Context
+	method() string
+	hasBody() bool
+	// send writes the request to uc; recv reads the answer's head (1xx interim answers
+	// skipped, 101 returned) and reports its status and whether the connection can carry
+	// another request after its body.
+	send(uc *upConn, instHost string) error
+	recv(uc *upConn) (status int, keep bool, err error)
+}
+
+// httpExchange is a request net/http's server read; recv leaves the answer in resp.
+type httpExchange struct {
+	r    *http.Request
+	upg  string
+	resp *http.Response
+}
+
+func (x *httpExchange) context() context.Context { return x.r.Context() }
+func (x *httpExchange) method() string           { return x.r.Method }
+func (x *httpExchange) hasBody() bool            { return x.r.Body != nil && x.r.Body != http.NoBody }
+func (x *httpExchange) send(uc *upConn, instHost string) error {
+	bp := copyBufs.Get().(*[]byte)
+	err := writeRequest(uc, x.r, instHost, x.upg, *bp)
+	copyBufs.Put(bp)
+	return err
+}
+func (x *httpExchange) recv(uc *upConn) (int, bool, error) {
+	resp, err := readResponse(uc, x.r)
+	if err != nil {
+		return 0, false, err
+	}
+	x.resp = resp
+	return resp.StatusCode, !resp.Close && x.upg == "", nil
+}
+
+// roundTrip is tryInstances for a request net/http's server read: the answer with a body
+// whose Close returns the connection to the pool.
+func (u *upstream) roundTrip(req *http.Request, st *reqState) (*http.Response, error) {
+	x := &httpExchange{r: req, upg: upgradeType(req.Header)}
+	uc, keep, stop, err := u.tryInstances(x, st)
+	if err != nil {
+		return nil, err
+	}
+	resp := x.resp
+	resp.Header[InstanceHeader] = st.in.idHeader
+	resp.Body = &upBody{rc: resp.Body, uc: uc, pool: st.svc.conns, stop: stop, in: st.in, keep: keep}
+	return resp, nil
+}
+
+// tryInstances tries instances until one answers (any status), the service's retries are used
 // up, or its timeout passes. A failure is retried only when the request certainly did not
 // reach the instance (the connection was never established) or, for idempotent methods
 // without a body, when the connection broke before any answer: a POST that may have been
-// processed is not sent twice. The response's body must be closed: that returns the
-// connection to the pool (or closes it) and ends the request's count on the instance.
-func (u *upstream) roundTrip(req *http.Request, st *reqState) (*http.Response, error) {
+// processed is not sent twice. On success the answer's head has been read from the returned
+// connection; the caller reads the body, then calls stop (if not nil), returns the
+// connection to the pool (keep, body read to its end) or closes it, and ends the request's
+// count on st.in (outstanding).
+func (u *upstream) tryInstances(x exchange, st *reqState) (uc *upConn, keep bool, stop func() bool, err error) {
 	s := st.svc
 	deadline := st.start.Add(s.cfg.Timeout.Duration)
 	var triedBuf [4]*instance
 	tried := triedBuf[:0]
 	var failures []string
-	noBody := req.Body == nil || req.Body == http.NoBody
+	noBody := !x.hasBody()
+	ctx := x.context()
 	for {
 		in, err := s.pick(tried)
 		if err != nil {
 			if len(tried) == 0 {
-				return nil, err
+				return nil, false, nil, err
 			}
-			return nil, &gatewayError{code: http.StatusBadGateway, instance: st.instance,
+			return nil, false, nil, &gatewayError{code: http.StatusBadGateway, instance: st.instance,
 				msg: fmt.Sprintf("service %q: no instance answered after %d attempt(s): %s; no other instance to try", s.name, len(tried), strings.Join(failures, "; "))}
 		}
 		tried = append(tried, in)
 		st.instance = in.id
-		resp, err := u.attempt(req, s, in, deadline)
+		uc, keep, stop, err := u.attempt(x, s, in, deadline)
 		if err == nil {
 			st.in = in
-			return resp, nil
+			return uc, keep, stop, nil
 		}
 		var ge *gatewayError
-		if errors.As(err, &ge) || req.Context().Err() != nil {
-			return nil, err // timeout (504) or the client left: nothing to retry
+		var cb clientBodyErr
+		if errors.As(err, &ge) || (ctx != nil && ctx.Err() != nil) || errors.As(err, &cb) {
+			return nil, false, nil, err // timeout (504), the client left or its body broke off: nothing to retry
 		}
 		failures = append(failures, in.id+": "+err.Error())
-		retryable := isDialError(err) || (noBody && idempotent(req.Method))
+		retryable := isDialError(err) || (noBody && idempotent(x.method()))
 		budget := time.Until(deadline)
 		switch {
 		case !retryable, len(tried) > s.cfg.Retries, budget <= 0:
@@ -124,7 +182,7 @@ func (u *upstream) roundTrip(req *http.Request, st *reqState) (*http.Response, e
 			case budget <= 0:
 				why = "; no time left to retry"
 			}
-			return nil, &gatewayError{code: http.StatusBadGateway, instance: in.id,
+			return nil, false, nil, &gatewayError{code: http.StatusBadGateway, instance: in.id,
 				msg: fmt.Sprintf("service %q: no instance answered after %d attempt(s): %s%s", s.name, len(tried), strings.Join(failures, "; "), why)}
 		}
 		u.m.retry(s.name)
@@ -134,19 +192,18 @@ func (u *upstream) roundTrip(req *http.Request, st *reqState) (*http.Response, e
 // aLongTimeAgo is a deadline in the past: setting it interrupts a connection's blocked I/O.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// attempt sends req to one instance. The connection's deadline is the service's deadline
+// attempt sends x to one instance. The connection's deadline is the service's deadline
 // only until the response headers arrive; the body may then stream for as long as it takes.
 // The client leaving interrupts the exchange (context.AfterFunc sets a past deadline).
-func (u *upstream) attempt(req *http.Request, s *service, in *instance, deadline time.Time) (*http.Response, error) {
+func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.Time) (*upConn, bool, func() bool, error) {
 	if time.Until(deadline) <= 0 {
-		return nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.id,
+		return nil, false, nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.id,
 			msg: fmt.Sprintf("service %q: no answer within the timeout %v", s.name, s.cfg.Timeout)}
 	}
-	ctx := req.Context()
+	ctx := x.context()
 	epoch := in.epoch.Load()
 	r := attemptResult{epoch: epoch}
-	upgrade := upgradeType(req.Header)
-	resendable := (req.Body == nil || req.Body == http.NoBody) && idempotent(req.Method)
+	resendable := !x.hasBody() && idempotent(x.method())
 	in.outstanding.Add(1)
 	for {
 		connStart := time.Now()
@@ -154,45 +211,54 @@ func (u *upstream) attempt(req *http.Request, s *service, in *instance, deadline
 		if err != nil {
 			in.outstanding.Add(-1)
 			r.lat = time.Since(connStart)
-			if ctx.Err() != nil {
+			if ctx != nil && ctx.Err() != nil {
 				r.oc = outcomeCanceled
 				s.record(in, r)
-				return nil, ctx.Err()
+				return nil, false, nil, ctx.Err()
 			}
 			r.oc, r.errMsg = outcomeFailure, err.Error()
 			s.record(in, r)
-			return nil, err
+			return nil, false, nil, err
 		}
 		gotConn := time.Now()
 		if limit := s.cfg.QoS.Latency.Duration; limit > 0 && s.cfg.Strategy == StrategyQoS {
 			// Armed when the connection is ready, like the latency it stands for.
 			uc.slow.arm(s, in, epoch, gotConn, limit)
 		}
-		uc.c.SetDeadline(deadline)
-		stop := context.AfterFunc(ctx, func() { uc.c.SetDeadline(aLongTimeAgo) })
-		bp := copyBufs.Get().(*[]byte)
-		err = writeRequest(uc, req, in.target.Host, upgrade, *bp)
-		copyBufs.Put(bp)
-		var resp *http.Response
+		uc.bound(deadline, deadlineSlackFor(s.cfg.Timeout.Duration))
+		var stop func() bool
+		if ctx != nil {
+			stop = context.AfterFunc(ctx, func() { uc.c.SetDeadline(aLongTimeAgo) })
+		}
+		err = x.send(uc, in.target.Host)
+		var status int
+		var keep bool
 		if err == nil {
-			resp, err = readResponse(uc, req)
+			status, keep, err = x.recv(uc)
 		}
 		r.lat = time.Since(gotConn)
 		r.sampled = uc.slow.disarm()
 		if err != nil {
-			stop()
+			if stop != nil {
+				stop()
+			}
 			uc.c.Close()
+			var cb clientBodyErr
 			switch {
-			case ctx.Err() != nil:
+			case ctx != nil && ctx.Err() != nil, errors.As(err, &cb):
+				// The client left, or its body broke off: not the instance's failure.
 				in.outstanding.Add(-1)
 				r.oc = outcomeCanceled
 				s.record(in, r)
-				return nil, ctx.Err()
+				if cb.err != nil {
+					return nil, false, nil, err
+				}
+				return nil, false, nil, ctx.Err()
 			case !time.Now().Before(deadline):
 				in.outstanding.Add(-1)
 				r.oc, r.errMsg = outcomeFailure, errTimeoutMsg
 				s.record(in, r)
-				return nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.id,
+				return nil, false, nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.id,
 					msg: fmt.Sprintf("service %q: instance %s did not answer within the timeout %v", s.name, in.id, s.cfg.Timeout)}
 			case uc.reused && !r.sampled && resendable && staleConn(err):
 				// A pooled connection the instance had closed: not the instance's failure.
@@ -201,18 +267,20 @@ func (u *upstream) attempt(req *http.Request, s *service, in *instance, deadline
 			in.outstanding.Add(-1)
 			r.oc, r.errMsg = outcomeFailure, err.Error()
 			s.record(in, r)
-			return nil, err
+			return nil, false, nil, err
 		}
-		uc.c.SetDeadline(time.Time{})
-		r.oc, r.errMsg = classifyStatus(resp.StatusCode), ""
+		if ctx != nil {
+			// net/http's path reads the body through upBody, which knows nothing of
+			// deadlines; the loop clears it itself when a body must be waited for.
+			uc.unbound()
+		}
+		r.oc, r.errMsg = classifyStatus(status), ""
 		if r.oc != outcomeOK {
-			r.errMsg = "HTTP " + strconv.Itoa(resp.StatusCode)
+			r.errMsg = "HTTP " + strconv.Itoa(status)
 		}
 		s.record(in, r)
 		in.series.upstreamLatency(r.lat)
-		resp.Header[InstanceHeader] = in.idHeader
-		resp.Body = &upBody{rc: resp.Body, uc: uc, pool: s.conns, stop: stop, in: in, keep: !resp.Close && upgrade == ""}
-		return resp, nil
+		return uc, keep, stop, nil
 	}
 }
 

@@ -1,0 +1,283 @@
+package proxy
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// The loop's side of an instance's answer: reading its head (recv) and relaying it to the
+// client (relayAnswer), and the proxy's own error answers.
+
+// recv reads the answer's head into cc.resp (or, for a head outside the loop's parser, with
+// net/http's parser into cc.fbResp). 1xx interim answers are skipped.
+func (cc *clientConn) recv(uc *upConn) (int, bool, error) {
+	cc.fbResp = nil
+	for {
+		b, err := uc.br.Peek(1)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0, false, errNoAnswer
+			}
+			return 0, false, err
+		}
+		_ = b
+		var n int
+		for {
+			buffered := uc.br.Buffered()
+			b, _ := uc.br.Peek(buffered)
+			n, err = parseResponseHead(b, &cc.resp)
+			if err != errHeadIncomplete || buffered == uc.br.Size() {
+				break
+			}
+			if _, err := uc.br.Peek(buffered + 1); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return 0, false, err
+			}
+		}
+		if err != nil {
+			// Not the loop's: net/http's parser reads it (1xx skipped there).
+			resp, err := readResponse(uc, &http.Request{Method: cc.method()})
+			if err != nil {
+				return 0, false, err
+			}
+			if resp.StatusCode == http.StatusSwitchingProtocols {
+				resp.Body.Close()
+				return 0, false, errors.New("the instance switched protocols though no upgrade was asked for")
+			}
+			cc.fbResp = resp
+			return resp.StatusCode, !resp.Close, nil
+		}
+		switch st := cc.resp.status; {
+		case st == http.StatusSwitchingProtocols:
+			return 0, false, errors.New("the instance switched protocols though no upgrade was asked for")
+		case st < 200:
+			uc.br.Discard(n) // interim answer (100 Continue, 103 Early Hints)
+			continue
+		}
+		cc.respLen = n
+		keep := !cc.resp.close && (cc.resp.length >= 0 || cc.resp.chunked || !cc.respHasBody())
+		return cc.resp.status, keep, nil
+	}
+}
+
+func (cc *clientConn) respStatus() int {
+	if cc.fbResp != nil {
+		return cc.fbResp.StatusCode
+	}
+	return cc.resp.status
+}
+
+// respHasBody: the answer carries a body (RFC 9112 6.3: not to HEAD, not 1xx, 204, 304).
+func (cc *clientConn) respHasBody() bool {
+	st := cc.resp.status
+	return !cc.isHead && st != http.StatusNoContent && st != http.StatusNotModified
+}
+
+// relayAnswer writes the answer's head and body to the client. It returns whether the client
+// connection and the instance's connection may carry more requests, and an error when either
+// side failed (an upstreamBodyError when the instance's side did).
+func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp bool) (bool, bool, error) {
+	if cc.fbResp != nil {
+		return cc.relayHTTPResponse(uc, in, keepClient, keepUp)
+	}
+	r := &cc.resp
+	bw := cc.bw
+	chunkedOut := false
+	hasBody := cc.respHasBody()
+	if hasBody && r.length < 0 {
+		if cc.req.minor == 1 {
+			chunkedOut = true
+		} else {
+			keepClient = false // an HTTP/1.0 client learns the end from the close
+		}
+	}
+	if cc.srv.shutting.Load() {
+		keepClient = false
+	}
+	bw.WriteString("HTTP/1.1 ")
+	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(r.status), 10))
+	bw.WriteByte(' ')
+	bw.Write(r.reason)
+	bw.WriteString("\r\n")
+	for _, f := range r.fields {
+		switch {
+		case fieldIs(f.name, "Content-Length"):
+			continue
+		case fieldIs(f.name, "Trailer"):
+			if !chunkedOut {
+				continue
+			}
+		case hopField(f.name), r.connTokens && listedIn(r.fields, f.name), fieldIs(f.name, InstanceHeader):
+			continue
+		}
+		bw.Write(f.name)
+		bw.WriteString(": ")
+		bw.Write(f.value)
+		bw.WriteString("\r\n")
+	}
+	bw.WriteString(InstanceHeader + ": ")
+	bw.WriteString(in.id)
+	bw.WriteString("\r\n")
+	switch {
+	case r.length >= 0 && (hasBody || cc.isHead || r.status == http.StatusNotModified):
+		bw.WriteString("Content-Length: ")
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), r.length, 10))
+		bw.WriteString("\r\n")
+	case chunkedOut:
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	switch {
+	case !keepClient:
+		bw.WriteString("Connection: close\r\n")
+	case cc.req.minor == 0:
+		bw.WriteString("Connection: keep-alive\r\n")
+	}
+	bw.WriteString("\r\n")
+	uc.br.Discard(cc.respLen)
+	if hasBody && (r.length < 0 || int64(uc.br.Buffered()) < r.length) {
+		uc.unbound() // the rest of the body may take longer than the service's timeout
+	}
+	var err error
+	switch {
+	case !hasBody:
+	case r.length >= 0:
+		err = copyN(bw, uc.br, r.length, upstreamError)
+	case r.chunked:
+		err = copyChunked(bw, uc.br, chunkedOut, chunkedOut, upstreamError)
+	default:
+		err = copyToEOF(bw, uc.br, chunkedOut)
+		keepUp = false
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	return keepClient, keepUp && err == nil, err
+}
+
+// relayHTTPResponse is relayAnswer for an answer net/http's parser read.
+func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, keepUp bool) (bool, bool, error) {
+	resp := cc.fbResp
+	uc.unbound()
+	defer resp.Body.Close() // net/http's body; the connection is the caller's to close or pool
+	bw := cc.bw
+	hasBody := !cc.isHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
+	chunkedOut := false
+	if hasBody && resp.ContentLength < 0 {
+		if cc.req.minor == 1 {
+			chunkedOut = true
+		} else {
+			keepClient = false
+		}
+	}
+	if cc.srv.shutting.Load() {
+		keepClient = false
+	}
+	fmt.Fprintf(bw, "HTTP/1.1 %03d %s\r\n", resp.StatusCode, http.StatusText(resp.StatusCode))
+	conn := resp.Header["Connection"]
+	for k, vv := range resp.Header {
+		if hopHeader(k) || k == "Content-Length" || k == InstanceHeader || (len(conn) > 0 && connectionListed(conn, k)) {
+			continue
+		}
+		for _, v := range vv {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			bw.WriteString(v)
+			bw.WriteString("\r\n")
+		}
+	}
+	bw.WriteString(InstanceHeader + ": " + in.id + "\r\n")
+	switch {
+	case resp.ContentLength >= 0 && (hasBody || cc.isHead || resp.StatusCode == http.StatusNotModified):
+		bw.WriteString("Content-Length: " + strconv.FormatInt(resp.ContentLength, 10) + "\r\n")
+	case chunkedOut:
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	switch {
+	case !keepClient:
+		bw.WriteString("Connection: close\r\n")
+	case cc.req.minor == 0:
+		bw.WriteString("Connection: keep-alive\r\n")
+	}
+	bw.WriteString("\r\n")
+	var err error
+	if hasBody {
+		var w io.Writer = bw
+		var cw io.WriteCloser
+		if chunkedOut {
+			cw = newChunkWriter(bw)
+			w = cw
+		}
+		bp := copyBufs.Get().(*[]byte)
+		_, err = io.CopyBuffer(flushingWriter{w: w, bw: bw}, resp.Body, *bp)
+		copyBufs.Put(bp)
+		if err != nil {
+			err = upstreamError(err)
+		} else if cw != nil {
+			cw.Close()
+		}
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	return keepClient, keepUp && err == nil, err
+}
+
+// flushingWriter writes through w and flushes bw after each write (net/http's body reads
+// return what has arrived, so each write is a piece the client should see without delay).
+type flushingWriter struct {
+	w  io.Writer
+	bw *bufio.Writer
+}
+
+func (f flushingWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.bw.Flush()
+	}
+	return n, err
+}
+
+// answerError answers the proxy's own failure: a JSON body {"error": ..., "service": ...};
+// retryAfter > 0 adds Retry-After in whole seconds (rounded up). It reports whether the
+// connection can go on.
+func (cc *clientConn) answerError(code int, msg, service string, retryAfter time.Duration, keepClient bool) bool {
+	body, _ := json.Marshal(struct {
+		Error   string `json:"error"`
+		Service string `json:"service,omitempty"`
+	}{msg, service})
+	body = append(body, '\n')
+	if !cc.bodyDone && cc.req.length > 0 && !cc.headConsumed && cc.br.Buffered() >= cc.headLen+int(cc.req.length) {
+		// The whole body has arrived: skip it, and the connection can go on.
+		cc.consumeHead()
+		cc.br.Discard(int(cc.req.length))
+		cc.bodyDone = true
+	}
+	if !cc.bodyDone || cc.srv.shutting.Load() {
+		keepClient = false
+	}
+	bw := cc.bw
+	fmt.Fprintf(bw, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nContent-Length: %d\r\n", code, http.StatusText(code), len(body))
+	if retryAfter > 0 {
+		fmt.Fprintf(bw, "Retry-After: %d\r\n", int(math.Ceil(retryAfter.Seconds())))
+	}
+	switch {
+	case !keepClient:
+		bw.WriteString("Connection: close\r\n")
+	case cc.req.minor == 0:
+		bw.WriteString("Connection: keep-alive\r\n")
+	}
+	bw.WriteString("\r\n")
+	if !cc.isHead {
+		bw.Write(body)
+	}
+	return bw.Flush() == nil && keepClient
+}

@@ -1,0 +1,402 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// serveRequest serves the request whose head (n bytes) cc.req holds, as handler.ServeHTTP
+// does for net/http's requests: route, forward, answer. It reports whether the connection
+// can carry another request.
+func (cc *clientConn) serveRequest(n int) (keep bool) {
+	h := cc.srv.h
+	start := time.Now()
+	q := &cc.req
+	cc.headLen, cc.headConsumed, cc.bodyDone = n, false, q.length == 0
+	cc.isHead = string(q.method) == http.MethodHead
+	keepClient := !q.closeAfter
+	defer func() {
+		cc.consumeHead()
+		if !cc.bodyDone {
+			keep = false // an unread body stands between this request and the next
+		}
+	}()
+	if h.maxInflight > 0 {
+		k := h.inflight.Add(1)
+		defer h.inflight.Add(-1)
+		if k > h.maxInflight {
+			h.m.error("", errTypeOverloaded)
+			h.m.request("", "", http.StatusServiceUnavailable, time.Since(start))
+			return cc.answerError(http.StatusServiceUnavailable, fmt.Sprintf("proxy overloaded: more than %d requests in flight (max_inflight)", h.maxInflight), "", time.Second, keepClient)
+		}
+	}
+	s, code, msg, retry := cc.route()
+	if s == nil {
+		return cc.answerError(code, msg, string(cc.lastName), retry, keepClient)
+	}
+	if !s.activeFlag.Load() {
+		s.activate(h.ctx, h.wg)
+	}
+	if s.cfg.Strategy == StrategyQoS || s.cfg.Strategy == StrategyProximity {
+		s.waitInit(context.Background()) // these strategies need the initial estimates
+	}
+	st := reqState{svc: s, start: start}
+	uc, upKeep, _, err := h.up.tryInstances(cc, &st)
+	if err != nil {
+		code, typ, retryAfter := classifyProxyError(err, nil)
+		st.code = code
+		if code == http.StatusServiceUnavailable {
+			st.instance = ""
+		}
+		h.m.error(s.name, typ)
+		if code != http.StatusServiceUnavailable {
+			h.log.Warn("request failed", "service", s.name, "status", code, "err", err)
+		}
+		h.m.request(s.name, st.instance, code, time.Since(start))
+		return cc.answerError(code, err.Error(), s.name, retryAfter, keepClient)
+	}
+	cc.consumeHead()
+	st.code = cc.respStatus()
+	keepClient, upKeep, err = cc.relayAnswer(uc, st.in, keepClient, upKeep)
+	st.in.outstanding.Add(-1)
+	if upKeep && err == nil {
+		s.conns.put(uc)
+	} else {
+		uc.c.Close()
+	}
+	if cc.fbResp != nil {
+		cc.fbResp = nil
+	}
+	if st.code == http.StatusOK && st.in.series != nil {
+		st.in.series.requestOK(time.Since(start))
+	} else {
+		h.m.request(s.name, st.instance, st.code, time.Since(start))
+	}
+	if err != nil {
+		var ue upstreamBodyError
+		if errors.As(err, &ue) {
+			h.log.Warn("answer broke off", "service", s.name, "instance", st.instance, "err", ue.err)
+		}
+		return false
+	}
+	return keepClient
+}
+
+// route finds the service the request names. Without one it returns the status, message and
+// Retry-After of the answer.
+func (cc *clientConn) route() (s *service, code int, msg string, retry time.Duration) {
+	h := cc.srv.h
+	q := &cc.req
+	var name []byte
+	if q.nService == 1 {
+		name = q.service
+	} else if q.nService == 0 {
+		name = serviceLabel(q.host)
+	}
+	if name != nil && len(name) <= 253 {
+		if cc.lastSvc != nil && asciiEqualFoldBytes(name, cc.lastName) {
+			return cc.lastSvc, 0, "", 0
+		}
+		var lower [253]byte
+		if l, ok := lowerServiceName(lower[:0], name); ok {
+			if s := h.rt.getBytes(l); s != nil {
+				cc.lastName, cc.lastSvc = append(cc.lastName[:0], l...), s
+				return s, 0, "", 0
+			}
+		}
+	}
+	// The slow way, with net/http's semantics and messages.
+	var hdr []string
+	for _, f := range q.fields {
+		if fieldIs(f.name, ServiceHeader) {
+			hdr = append(hdr, string(f.value))
+		}
+	}
+	cc.lastName, cc.lastSvc = cc.lastName[:0], nil
+	nm, err := serviceName(hdr, string(q.host))
+	if err != nil {
+		h.m.error("", errTypeBadRequest)
+		h.m.request("", "", http.StatusBadRequest, 0)
+		return nil, http.StatusBadRequest, err.Error(), 0
+	}
+	if s := h.rt.get(nm); s != nil {
+		cc.lastName, cc.lastSvc = append(cc.lastName[:0], nm...), s
+		return s, 0, "", 0
+	}
+	cc.lastName = append(cc.lastName[:0], nm...)
+	if !h.rt.isReady() {
+		h.m.error("", errTypeNoInstance)
+		h.m.request("", "", http.StatusServiceUnavailable, 0)
+		return nil, http.StatusServiceUnavailable, fmt.Sprintf("service %q: instance discovery has not completed yet", nm), time.Second
+	}
+	h.m.error("", errTypeUnknownService)
+	h.m.request("", "", http.StatusNotFound, 0)
+	return nil, http.StatusNotFound, fmt.Sprintf("unknown service %q: no discovery source reports it and the configuration does not list it", nm), 0
+}
+
+// serviceLabel is the Host's first label when it can name a service without more checks
+// (letters, digits, '-', '_' before the first '.' or ':'), else nil (serviceName decides).
+func serviceLabel(host []byte) []byte {
+	for i, c := range host {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9', c == '-' || c == '_':
+			if i == 0 && (c == '-' || c == '_') {
+				return nil
+			}
+		case c == '.' || c == ':':
+			if i == 0 || allDigits(host[:i]) {
+				return nil // an IPv4 address names no service
+			}
+			return host[:i]
+		default:
+			return nil
+		}
+	}
+	if len(host) == 0 || allDigits(host) {
+		return nil
+	}
+	return host
+}
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerServiceName appends the lower-cased name to dst if it is a valid service name
+// (discovery.ValidServiceName).
+func lowerServiceName(dst, name []byte) ([]byte, bool) {
+	if len(name) == 0 {
+		return nil, false
+	}
+	for i, c := range name {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '-' || c == '_' || c == '.'):
+		default:
+			return nil, false
+		}
+		dst = append(dst, c)
+	}
+	return dst, true
+}
+
+func asciiEqualFoldBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
+		if x|0x20 != y|0x20 || x|0x20 < 'a' || x|0x20 > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// consumeHead drops the request head from the read buffer (once). Until then its fields
+// point into the buffer, which is why a request is resent from them, and why the body is
+// read only after the head was written on.
+func (cc *clientConn) consumeHead() {
+	if !cc.headConsumed {
+		cc.br.Discard(cc.headLen)
+		cc.headConsumed = true
+	}
+}
+
+// The loop's request as an exchange (transport.go).
+
+func (cc *clientConn) context() context.Context { return nil }
+func (cc *clientConn) method() string           { return methodString(cc.req.method) }
+func (cc *clientConn) hasBody() bool            { return cc.req.length != 0 }
+
+// methodString avoids an allocation for the common methods.
+func methodString(m []byte) string {
+	switch string(m) {
+	case http.MethodGet:
+		return http.MethodGet
+	case http.MethodHead:
+		return http.MethodHead
+	case http.MethodPost:
+		return http.MethodPost
+	case http.MethodPut:
+		return http.MethodPut
+	case http.MethodDelete:
+		return http.MethodDelete
+	case http.MethodOptions:
+		return http.MethodOptions
+	case http.MethodPatch:
+		return http.MethodPatch
+	}
+	return string(m)
+}
+
+// send writes the request on to the instance as the proxy forwards it: hop-by-hop fields
+// dropped (and those the Connection field names), X-Forwarded-For appended to,
+// X-Forwarded-Host and -Proto set, the body framed by its length or chunked.
+func (cc *clientConn) send(uc *upConn, instHost string) error {
+	q := &cc.req
+	bw := uc.bw
+	bw.Write(q.method)
+	bw.WriteByte(' ')
+	bw.Write(q.uri)
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	if q.hasHost && len(q.host) > 0 {
+		bw.Write(q.host)
+	} else {
+		bw.WriteString(instHost) // an HTTP/1.0 client that named the service by header only
+	}
+	bw.WriteString("\r\n")
+	nXFF := 0
+	for _, f := range q.fields {
+		switch {
+		case fieldIs(f.name, "X-Forwarded-For"):
+			nXFF++
+			continue
+		case fieldIs(f.name, "Host"), fieldIs(f.name, "Content-Length"), fieldIs(f.name, "Expect"),
+			fieldIs(f.name, "Forwarded"), fieldIs(f.name, "X-Forwarded-Host"), fieldIs(f.name, "X-Forwarded-Proto"):
+			continue
+		case fieldIs(f.name, "Te"):
+			// "TE: trailers" is the one value that passes (gRPC needs it).
+			if listedTokens(f.value, "trailers") {
+				bw.WriteString("Te: trailers\r\n")
+			}
+			continue
+		case hopField(f.name), q.connTokens && listedIn(q.fields, f.name):
+			continue
+		}
+		bw.Write(f.name)
+		bw.WriteString(": ")
+		bw.Write(f.value)
+		bw.WriteString("\r\n")
+	}
+	bw.WriteString("X-Forwarded-For: ")
+	if nXFF > 0 {
+		for _, f := range q.fields {
+			if fieldIs(f.name, "X-Forwarded-For") {
+				bw.Write(f.value)
+				bw.WriteString(", ")
+			}
+		}
+	}
+	bw.WriteString(cc.remoteHost)
+	bw.WriteString("\r\nX-Forwarded-Host: ")
+	bw.Write(q.host)
+	bw.WriteString("\r\nX-Forwarded-Proto: http\r\n")
+	switch {
+	case q.length > 0:
+		bw.WriteString("Content-Length: ")
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), q.length, 10))
+		bw.WriteString("\r\n\r\n")
+		if err := cc.startBody(); err != nil {
+			return err
+		}
+		if err := copyN(bw, cc.br, q.length, clientBodyError); err != nil {
+			return err
+		}
+		cc.bodyDone = true
+	case q.length < 0:
+		bw.WriteString("Transfer-Encoding: chunked\r\n\r\n")
+		if err := cc.startBody(); err != nil {
+			return err
+		}
+		if err := copyChunked(bw, cc.br, true, false, clientBodyError); err != nil {
+			return err
+		}
+		cc.bodyDone = true
+	default:
+		switch string(q.method) {
+		case http.MethodPost, http.MethodPut, http.MethodPatch:
+			bw.WriteString("Content-Length: 0\r\n")
+		}
+		bw.WriteString("\r\n")
+		// No body: the instance has been sent nothing since its last answer was read whole,
+		// so nothing else can be pending on the connection.
+		return uc.flushRequest()
+	}
+	return bw.Flush()
+}
+
+// listedTokens reports whether the comma-separated list v holds tok (ASCII case ignored).
+func listedTokens(v []byte, tok string) bool {
+	for len(v) > 0 {
+		var t []byte
+		t, v = nextToken(v)
+		if asciiEqualFold(t, tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// startBody is called when the head has been written on and the body is next: the head's
+// bytes are dropped, 100 Continue is sent to a client that waits for it, and the idle
+// deadline is lifted (a body may take its time).
+func (cc *clientConn) startBody() error {
+	cc.consumeHead()
+	if cc.req.expect && cc.req.minor == 1 {
+		cc.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+		if err := cc.bw.Flush(); err != nil {
+			return clientBodyError(err)
+		}
+	}
+	if cc.br.Buffered() < int(min(cc.req.length, clientReadBuf)) || cc.req.length < 0 {
+		cc.clearDeadline()
+	}
+	return nil
+}
+
+// clientBodyError marks a failure to read the request body from the client (not the
+// instance's failure, and not retried: the body is gone).
+type clientBodyErr struct{ err error }
+
+func (e clientBodyErr) Error() string {
+	return "reading the request body from the client: " + e.err.Error()
+}
+func (e clientBodyErr) Unwrap() error { return e.err }
+
+func clientBodyError(err error) error { return clientBodyErr{err} }
+
+// upstreamBodyError is a failure reading the answer's body from the instance after its head
+// was sent to the client: the client's connection is then closed so that the answer does not
+// look complete.
+type upstreamBodyError struct{ err error }
+
+func (e upstreamBodyError) Error() string { return e.err.Error() }
+func (e upstreamBodyError) Unwrap() error { return e.err }
+
+func upstreamError(err error) error { return upstreamBodyError{err} }
+
+// classifyProxyError maps a failure without an answer to its status, error type (metrics)
+// and Retry-After. ctx is the client's context (nil: not watched).
+func classifyProxyError(err error, ctx context.Context) (code int, typ string, retryAfter time.Duration) {
+	var ni *noInstanceError
+	var ge *gatewayError
+	var cb clientBodyErr
+	switch {
+	case ctx != nil && ctx.Err() != nil:
+		// The client is gone; nobody reads an answer. 499 is nginx's code for it.
+		return 499, errTypeClientGone, 0
+	case errors.As(err, &cb):
+		return http.StatusBadRequest, errTypeBadRequest, 0
+	case errors.As(err, &ni):
+		return http.StatusServiceUnavailable, errTypeNoInstance, ni.retryAfter
+	case errors.As(err, &ge) && ge.code == http.StatusGatewayTimeout:
+		return http.StatusGatewayTimeout, errTypeTimeout, 0
+	}
+	return http.StatusBadGateway, errTypeUnreachable, 0
+}

@@ -1,0 +1,334 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The data plane's server: an HTTP/1.1 server loop of the proxy's own in front of net/http's.
+//
+// Why its own: profiles of the proxy under load (docs/proxy.md) put net/http's server at a
+// large share of the CPU per request: the *http.Request, its header map and context, the
+// response writer and its header map, the per-request background read that watches for the
+// client leaving (one more read and goroutine wake-up per request), and the copies of the
+// headers into the upstream request and back. The loop reads a request head into a reused
+// slice of fields that point into its read buffer, writes it on to the instance and the
+// answer back through buffered writers: one read and one write per request on each side when
+// the messages fit the buffers, and no allocation.
+//
+// What it hands over: a connection whose next request falls outside the loop's parser
+// (httphead.go: Upgrade, absolute-form targets, heads larger than the read buffer, HTTP/2's
+// preface, anything malformed) is passed, with the bytes read so far, to net/http's server
+// and the proxy's http.Handler, which serve it for the rest of its life as before (WebSocket
+// upgrades, 400/417/431 answers). So the loop need not be lenient, and each request is served
+// by exactly one of the two.
+//
+// What the loop does not do that net/http did: watch the client while the instance works.
+// A client that leaves is noticed when its answer is written (the instance's work is not
+// cancelled early; the service's timeout bounds it).
+
+// Per-connection buffers of the loop. A request head must fit the read buffer (else net/http
+// serves it, with its 1 MiB limit); bodies stream through in pieces of these sizes.
+const (
+	clientReadBuf  = 4 << 10
+	clientWriteBuf = 4 << 10
+	// idleTimeout closes a keep-alive connection on which no request arrives.
+	idleTimeout = 2 * time.Minute
+	// deadlineSlack: the loop re-arms the idle deadline only when it was set more than this
+	// long ago, so that a busy connection does not pay a timer update per request; a
+	// connection may then stay idle up to idleTimeout plus this.
+	deadlineSlack = time.Second
+)
+
+// Connection states (clientConn.state).
+const (
+	connIdle   int32 = iota // waiting for (or reading) a request head
+	connActive              // serving a request
+	connClosed              // Shutdown closed it while idle
+)
+
+// server runs the loop on the data plane's listener.
+type server struct {
+	h                 *handler
+	readHeaderTimeout time.Duration
+	fallback          *http.Server
+	handoff           *handoffListener
+
+	mu       sync.Mutex
+	conns    map[*clientConn]struct{}
+	shutting atomic.Bool
+	wg       sync.WaitGroup
+	// handedOver counts the connections handed to net/http (tests, and the log at exit).
+	handedOver atomic.Int64
+}
+
+func newServer(h *handler, readHeaderTimeout time.Duration, fallback *http.Server, addr net.Addr) *server {
+	return &server{h: h, readHeaderTimeout: readHeaderTimeout, fallback: fallback,
+		handoff: newHandoffListener(addr), conns: map[*clientConn]struct{}{}}
+}
+
+// serve accepts connections until ln is closed; the net/http fallback serves what is handed
+// over from its own goroutine (run by the caller with srv.fallback.Serve(srv.handoff)).
+func (srv *server) serve(ln net.Listener) error {
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if srv.shutting.Load() {
+				return http.ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of descriptors and the like: wait and go on, as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		cc := srv.newConn(rawTCP(c))
+		if cc == nil {
+			c.Close()
+			continue
+		}
+		go cc.serve()
+	}
+}
+
+func (srv *server) newConn(c net.Conn) *clientConn {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.shutting.Load() {
+		return nil
+	}
+	cc := &clientConn{srv: srv, c: c, br: bufio.NewReaderSize(c, clientReadBuf), bw: bufio.NewWriterSize(c, clientWriteBuf)}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		cc.remoteHost = a.IP.String()
+	} else if host, _, err := net.SplitHostPort(c.RemoteAddr().String()); err == nil {
+		cc.remoteHost = host
+	} else {
+		cc.remoteHost = c.RemoteAddr().String()
+	}
+	srv.conns[cc] = struct{}{}
+	srv.wg.Add(1)
+	return cc
+}
+
+// done forgets cc (it ended or was handed over).
+func (srv *server) done(cc *clientConn) {
+	srv.mu.Lock()
+	delete(srv.conns, cc)
+	srv.mu.Unlock()
+	srv.wg.Done()
+}
+
+// shutdown stops the loop's connections: idle ones are closed at once, active ones after
+// their request, or when ctx ends. The listener must be closed by the caller first.
+func (srv *server) shutdown(ctx context.Context) error {
+	srv.shutting.Store(true)
+	closeIdle := func() {
+		srv.mu.Lock()
+		for cc := range srv.conns {
+			if cc.state.CompareAndSwap(connIdle, connClosed) {
+				cc.c.Close()
+			}
+		}
+		srv.mu.Unlock()
+	}
+	closeIdle()
+	done := make(chan struct{})
+	go func() { srv.wg.Wait(); close(done) }()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-t.C:
+			// A connection may have been between requests when the first pass ran.
+			closeIdle()
+		case <-ctx.Done():
+			srv.closeAll()
+			<-done
+			return ctx.Err()
+		}
+	}
+}
+
+// closeAll closes every connection of the loop (requests in flight are cut).
+func (srv *server) closeAll() {
+	srv.mu.Lock()
+	for cc := range srv.conns {
+		cc.c.Close()
+	}
+	srv.mu.Unlock()
+}
+
+// clientConn is one client connection served by the loop.
+type clientConn struct {
+	srv        *server
+	c          net.Conn
+	br         *bufio.Reader
+	bw         *bufio.Writer
+	remoteHost string
+	state      atomic.Int32
+
+	req  reqHead
+	resp respHead
+	// The request being served: its head's length in the read buffer and whether it was
+	// dropped from it, whether its body was read (or it has none), whether it is a HEAD.
+	headLen      int
+	headConsumed bool
+	bodyDone     bool
+	isHead       bool
+	// respLen is the answer head's length in the instance connection's buffer; fbResp is
+	// the answer when net/http's parser read it instead (a head outside the loop's parser).
+	respLen int
+	fbResp  *http.Response
+	// lastName and lastSvc: the service the previous request named, so that a connection
+	// that keeps naming the same service finds it without a lookup.
+	lastName []byte
+	lastSvc  *service
+	// deadlineSet is when the idle read deadline was last set (zero: none is set);
+	// headerLimit: the deadline in force is the header timeout's instead.
+	deadlineSet time.Time
+	headerLimit bool
+}
+
+func (cc *clientConn) serve() {
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			cc.c.Close()
+		}
+		cc.srv.done(cc)
+	}()
+	for {
+		n, err := cc.readHead()
+		if err != nil {
+			if errors.Is(err, errHeadFallback) {
+				handedOver = cc.handOver()
+			}
+			return
+		}
+		if !cc.state.CompareAndSwap(connIdle, connActive) {
+			return // shutdown closed it
+		}
+		keep := cc.serveRequest(n)
+		if !keep {
+			return
+		}
+		cc.state.Store(connIdle)
+		if cc.srv.shutting.Load() {
+			return
+		}
+	}
+}
+
+// readHead waits for a complete request head in the read buffer and parses it into cc.req,
+// returning its length; nothing is consumed. errHeadFallback: the head is not the loop's
+// (malformed, too large, outside the subset); the bytes stay buffered for net/http.
+func (cc *clientConn) readHead() (int, error) {
+	for {
+		if buffered := cc.br.Buffered(); buffered > 0 {
+			b, _ := cc.br.Peek(buffered)
+			n, err := parseRequestHead(b, &cc.req)
+			if err == nil {
+				return n, nil
+			}
+			if err != errHeadIncomplete || buffered == clientReadBuf {
+				return 0, errHeadFallback
+			}
+			if !cc.headerLimit {
+				// Part of a head: the rest must come within the header timeout.
+				cc.c.SetReadDeadline(time.Now().Add(cc.srv.readHeaderTimeout))
+				cc.headerLimit, cc.deadlineSet = true, time.Time{}
+			}
+		} else if cc.headerLimit || time.Since(cc.deadlineSet) > deadlineSlack {
+			now := time.Now()
+			cc.c.SetReadDeadline(now.Add(idleTimeout))
+			cc.deadlineSet, cc.headerLimit = now, false
+		}
+		if _, err := cc.br.Peek(cc.br.Buffered() + 1); err != nil {
+			if cc.br.Buffered() > 0 && !isTimeout(err) {
+				return 0, errHeadFallback // let net/http say what is wrong
+			}
+			return 0, err
+		}
+	}
+}
+
+// clearDeadline removes the idle deadline before a body is read: a body may take longer.
+func (cc *clientConn) clearDeadline() {
+	if !cc.deadlineSet.IsZero() || cc.headerLimit {
+		cc.c.SetReadDeadline(time.Time{})
+		cc.deadlineSet, cc.headerLimit = time.Time{}, false
+	}
+}
+
+// handOver passes the connection, with what it has buffered, to net/http's server.
+func (cc *clientConn) handOver() bool {
+	cc.clearDeadline()
+	cc.srv.handedOver.Add(1)
+	return cc.srv.handoff.give(&bufferedConn{Conn: cc.c, br: cc.br})
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// bufferedConn is a connection handed to net/http with the bytes the loop had read.
+type bufferedConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.br.Read(p) }
+
+// handoffListener is the net/http server's listener: the connections the loop hands over.
+type handoffListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newHandoffListener(addr net.Addr) *handoffListener {
+	return &handoffListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// give hands c over; false if the listener is closed (c is then closed).
+func (l *handoffListener) give(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.done:
+		c.Close()
+		return false
+	}
+}
+
+func (l *handoffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handoffListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *handoffListener) Addr() net.Addr { return l.addr }
