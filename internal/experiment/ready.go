@@ -36,7 +36,7 @@ func (ex *execution) readiness(inst Instance, cmd kind.Command) *readyProbe {
 	case r != nil && r.HTTP != nil:
 		return ex.httpProbe(inst, r.HTTP)
 	case r != nil && len(r.Exec) > 0:
-		return ex.execProbe(inst, r.Exec, cmd.Env)
+		return ex.execProbe(inst, r, cmd.Env)
 	case r != nil && r.Log != nil:
 		return ex.logProbe(inst, r)
 	case cmd.ReadyAddr != "":
@@ -90,13 +90,19 @@ func (ex *execution) httpProbe(inst Instance, h *kind.HTTPProbe) *readyProbe {
 
 // execProbe runs argv as a short-lived instance on the node (as a Kubernetes exec probe runs in
 // the container); each try is its own instance, <name>.ready-N, its logs in logs/probes/.
-func (ex *execution) execProbe(inst Instance, argv, env []string) *readyProbe {
+// With ExecInside, the platform may run that in the instance's container instead.
+func (ex *execution) execProbe(inst Instance, r *kind.Ready, env []string) *readyProbe {
+	argv := r.Exec
+	var in *platform.Exec
+	if len(r.ExecInside) > 0 {
+		in = &platform.Exec{Instance: inst.Name, Args: r.ExecInside}
+	}
 	var n int
 	return &readyProbe{what: "exec " + strings.Join(argv, " "), every: 500 * time.Millisecond, check: func(ctx context.Context) error {
 		n++
 		name := fmt.Sprintf("%s.ready-%d", inst.Name, n)
 		p, err := ex.pf.Start(ctx, platform.InstanceSpec{Name: name, Node: inst.Node, Args: argv, Env: env,
-			Dir: instanceDir(ex.dir, inst), LogDir: filepath.Join(ex.dir, results.LogsDir, "probes")})
+			Dir: instanceDir(ex.dir, inst), LogDir: filepath.Join(ex.dir, results.LogsDir, "probes"), ExecIn: in})
 		if err != nil {
 			return err
 		}
