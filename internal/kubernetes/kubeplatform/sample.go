@@ -2,6 +2,7 @@ package kubeplatform
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -37,6 +38,7 @@ func (s *sampler) take(ctx context.Context, t time.Duration) []platform.Sample {
 	for _, np := range s.pf.nodes {
 		nodes = append(nodes, np)
 	}
+	helpers := maps.Clone(s.pf.helpers)
 	s.pf.mu.Unlock()
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
 	got := make([]*agent.Sample, len(nodes))
@@ -68,6 +70,9 @@ func (s *sampler) take(ctx context.Context, t time.Duration) []platform.Sample {
 			RxBytes: cum.rx, TxBytes: cum.tx, RxPackets: cum.rxp, TxPackets: cum.txp})
 		sort.Slice(a.Instances, func(i, j int) bool { return a.Instances[i].Name < a.Instances[j].Name })
 		for _, in := range a.Instances {
+			if helpers[in.Name] {
+				continue // the platform's own (a container pod's forward): part of the node's figures only
+			}
 			cum, util := s.account(np.name+"/"+in.Name, t, reading{cpu: in.CPUSeconds})
 			rows = append(rows, platform.Sample{T: t, Node: np.name, Component: in.Name, CPUSeconds: cum.cpu, CPUUtil: util,
 				RSS: in.RSS, Disk: in.Disk})
