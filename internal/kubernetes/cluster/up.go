@@ -347,3 +347,7 @@ func (c *Cluster) startKubeProxy(ctx context.Context) error {
 		return httpOK(ctx, "http://127.0.0.1:10256/healthz")
 	})
 }
+
+// ContainerdSocket is the cluster's containerd socket: images imported through it (into its
+// k8s.io namespace) are the kubelet's.
+func (c *Cluster) ContainerdSocket() string { return c.p.containerdSock() }
