@@ -26,6 +26,7 @@ seed: 1
 duration: 10s
 topology:
   nodes: [{name: device}, {name: edge, cpus: 1, memory: 512Mi}, {name: cloud}]
+  links: [{between: [device, edge]}, {between: [edge, cloud]}] # the cluster's network as it is
 components:
   - name: web
     kind: process

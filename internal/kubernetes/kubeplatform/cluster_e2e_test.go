@@ -20,6 +20,7 @@ import (
 // costs tens of seconds), with the project's image built and imported.
 type clusterEnv struct {
 	cl     *cluster.Cluster
+	dirs   []string // temporary directories, removed with the cluster
 	bin    string // the static continuum binary the image holds
 	root   string // the repository
 	images string // the directory holding continuum.tar
@@ -43,6 +44,9 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 		cancel()
+		for _, d := range shared.env.dirs {
+			os.RemoveAll(d)
+		}
 	}
 	os.Exit(code)
 }
@@ -81,7 +85,7 @@ func sharedCluster(t *testing.T) *clusterEnv {
 	return shared.env
 }
 
-func upCluster(binDir, bin string) (*clusterEnv, error) {
+func upCluster(binDir, bin string) (_ *clusterEnv, err error) {
 	root, err := filepath.Abs("../../..")
 	if err != nil {
 		return nil, err
@@ -92,8 +96,15 @@ func upCluster(binDir, bin string) (*clusterEnv, error) {
 	}
 	state, err := os.MkdirTemp("", "kubeplatform-cluster-")
 	if err != nil {
+		os.RemoveAll(images)
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(images)
+			os.RemoveAll(state)
+		}
+	}()
 	build := exec.Command(bin, "image", "build", "--out", images, "--images", "continuum", "--tag", "kubeplatform-test",
 		"--continuum-binary", bin, "--root", root)
 	if b, err := build.CombinedOutput(); err != nil {
@@ -112,7 +123,7 @@ func upCluster(binDir, bin string) (*clusterEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clusterEnv{cl: cl, bin: bin, root: root, images: images,
+	return &clusterEnv{cl: cl, bin: bin, root: root, images: images, dirs: []string{images, state},
 		prov: Provider{Kubeconfig: cl.Kubeconfig(), Image: "continuum-project/continuum:kubeplatform-test", PullPolicy: "Never",
 			Containerd: cl.ContainerdSocket()}}, nil
 }
