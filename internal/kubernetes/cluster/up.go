@@ -351,3 +351,24 @@ func (c *Cluster) startKubeProxy(ctx context.Context) error {
 // ContainerdSocket is the cluster's containerd socket: images imported through it (into its
 // k8s.io namespace) are the kubelet's.
 func (c *Cluster) ContainerdSocket() string { return c.p.containerdSock() }
+
+// ContainerdFor is the containerd socket of the running cluster whose admin kubeconfig is
+// kubeconfig (a cluster `continuum cluster up` started on this host), or "" when kubeconfig is
+// not one: `run --platform kubernetes` imports local images through it without being told.
+func ContainerdFor(kubeconfig string) string {
+	abs, err := filepath.Abs(kubeconfig)
+	if kubeconfig == "" || err != nil {
+		return ""
+	}
+	for dir, i := filepath.Dir(abs), 0; i < 4 && dir != "/"; dir, i = filepath.Dir(dir), i+1 {
+		st, err := readState(dir)
+		if err != nil {
+			continue
+		}
+		if st.Kubeconfig == abs && st.alive() {
+			return paths{dir}.containerdSock()
+		}
+		return ""
+	}
+	return ""
+}

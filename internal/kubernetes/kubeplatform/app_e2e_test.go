@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/continuum-project/continuum/internal/experiment"
+	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
 	"github.com/continuum-project/continuum/internal/results"
 )
 
@@ -89,6 +90,13 @@ func TestAppKindsOnCluster(t *testing.T) {
 	limited := write("limited.yaml", strings.Replace(appScenario, `env: {GOMAXPROCS: "1"}`, `memory: 64MiB`, 1))
 	if _, err := experiment.Check(limited, opts); err == nil || !strings.Contains(err.Error(), "platform kubernetes cannot give instance web its own memory") {
 		t.Errorf("run --check of a process with a memory limit: %v", err)
+	}
+	// `run --platform kubernetes` finds the containerd of a cluster of this host by its kubeconfig.
+	if got := cluster.ContainerdFor(env.cl.Kubeconfig()); got != env.cl.ContainerdSocket() {
+		t.Errorf("ContainerdFor(the cluster's kubeconfig) = %q, want %q", got, env.cl.ContainerdSocket())
+	}
+	if got := cluster.ContainerdFor(filepath.Join(dir, "kubeconfig")); got != "" {
+		t.Errorf("ContainerdFor(another kubeconfig) = %q, want none", got)
 	}
 	noImport := env.prov
 	noImport.Containerd = ""

@@ -21,9 +21,9 @@ import (
 type clusterEnv struct {
 	cl     *cluster.Cluster
 	dirs   []string // temporary directories, removed with the cluster
-	bin    string // the static continuum binary the image holds
-	root   string // the repository
-	images string // the directory holding continuum.tar
+	bin    string   // the static continuum binary the image holds
+	root   string   // the repository
+	images string   // the directory holding continuum.tar
 	prov   Provider
 }
 
