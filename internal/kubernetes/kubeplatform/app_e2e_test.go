@@ -215,13 +215,13 @@ func TestAppKindsOnCluster(t *testing.T) {
 		t.Errorf("web's log: %v\n%s", err, b)
 	}
 
-	// Samples: the node pods and the process, not the platform's own forward.
+	// Samples: the node pods, the process, the container pod, not the platform's own forward.
 	seen := map[string]bool{}
 	readCSV(t, filepath.Join(run, "samples.csv"), []string{"node", "component"}, func(r results.CSVRow) {
 		seen[r.Str("node")+"/"+r.Str("component")] = true
 	})
-	if !seen["edge/web"] || seen["cloud/app.ports"] {
-		t.Errorf("samples.csv rows %v: want edge/web, and no cloud/app.ports", seen)
+	if !seen["edge/web"] || !seen["cloud/app"] || seen["cloud/app.ports"] {
+		t.Errorf("samples.csv rows %v: want edge/web and cloud/app (from its kubelet), and no cloud/app.ports", seen)
 	}
 
 	// Nothing of the run is left.

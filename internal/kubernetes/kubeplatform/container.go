@@ -33,6 +33,7 @@ type podInstance struct {
 	mu     sync.Mutex
 	run    int
 	pod    string // the current run's pod
+	host   string // the cluster node it runs on (samples come from its kubelet)
 	done   chan struct{}
 	exit   platform.Exit
 	killed bool // kill deleted the pod: its disappearance is a SIGKILL
@@ -96,7 +97,7 @@ func (in *podInstance) start(ctx context.Context) error {
 		f.Close()
 	}
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute) // an image pull
-	ip, err := pf.waitPodStarted(wctx, pod.Name)
+	ip, host, err := pf.waitPodStarted(wctx, pod.Name)
 	cancel()
 	if err != nil {
 		stdout.Close()
@@ -105,7 +106,7 @@ func (in *podInstance) start(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	in.mu.Lock()
-	in.pod, in.done, in.exit, in.killed = pod.Name, done, platform.Exit{}, false
+	in.pod, in.host, in.done, in.exit, in.killed = pod.Name, host, done, platform.Exit{}, false
 	in.mu.Unlock()
 	pf.log.Info("container pod started", "name", spec.Name, "node", spec.Node, "pod", pod.Name, "ip", ip)
 	go in.follow(pod.Name, done, stdout)
@@ -162,30 +163,31 @@ func (in *podInstance) forward(ctx context.Context, ip string) error {
 }
 
 // waitPodStarted waits until a container pod runs (its IP known) or has already ended, and fails
-// at once when it cannot start (an image that cannot be pulled, a bad command).
-func (pf *Platform) waitPodStarted(ctx context.Context, name string) (string, error) {
+// at once when it cannot start (an image that cannot be pulled, a bad command). It returns the
+// pod's IP and its cluster node.
+func (pf *Platform) waitPodStarted(ctx context.Context, name string) (ip, host string, _ error) {
 	for {
 		pod, err := pf.c.cs.CoreV1().Pods(pf.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return "", fmt.Errorf("pod %s/%s: %w", pf.ns, name, err)
+			return "", "", fmt.Errorf("pod %s/%s: %w", pf.ns, name, err)
 		}
 		switch {
 		case pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "":
-			return pod.Status.PodIP, nil
+			return pod.Status.PodIP, pod.Spec.NodeName, nil
 		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-			return pod.Status.PodIP, nil // it ran and ended: follow reports how
+			return pod.Status.PodIP, pod.Spec.NodeName, nil // it ran and ended: follow reports how
 		}
 		for _, cs := range pod.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil {
 				switch w.Reason {
 				case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
-					return "", fmt.Errorf("pod %s/%s cannot run: %s: %s", pf.ns, name, w.Reason, w.Message)
+					return "", "", fmt.Errorf("pod %s/%s cannot run: %s: %s", pf.ns, name, w.Reason, w.Message)
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("pod %s/%s not running in time (%s)", pf.ns, name, pod.Status.Phase)
+			return "", "", fmt.Errorf("pod %s/%s not running in time (%s)", pf.ns, name, pod.Status.Phase)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

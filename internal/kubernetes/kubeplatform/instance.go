@@ -149,6 +149,11 @@ func (in *instance) start(ctx context.Context) error {
 	if err != nil {
 		stdout.Close()
 		stderr.Close()
+		if prog := in.req.Args[0]; !filepath.IsAbs(prog) && prog != in.req.Binary {
+			// A program looked up in the pod's PATH: the node pods run the project's image.
+			return fmt.Errorf("start %s on %s: %w (on platform kubernetes a program runs in its node's pod, the project's image: "+
+				"give a program of that image, or the path of a file of this host, which is copied in, or run it as a container)", spec.Name, spec.Node, err)
+		}
 		return fmt.Errorf("start %s on %s: %w", spec.Name, spec.Node, err)
 	}
 	done := make(chan struct{})

@@ -19,6 +19,9 @@ type sampler struct {
 	first map[string]reading // by node, or node + "/" + instance
 	last  map[string]reading
 	lastT map[string]time.Duration
+	// Container pods: the CPU seconds of an instance's earlier pods, and its last reading.
+	podBase map[string]float64
+	podLast map[string]podReading
 }
 
 type reading struct {
@@ -27,7 +30,8 @@ type reading struct {
 }
 
 func newSampler(pf *Platform) *sampler {
-	return &sampler{pf: pf, first: map[string]reading{}, last: map[string]reading{}, lastT: map[string]time.Duration{}}
+	return &sampler{pf: pf, first: map[string]reading{}, last: map[string]reading{}, lastT: map[string]time.Duration{},
+		podBase: map[string]float64{}, podLast: map[string]podReading{}}
 }
 
 // take reads every node's agent at once and returns the rows, nodes in name order, each
@@ -78,7 +82,7 @@ func (s *sampler) take(ctx context.Context, t time.Duration) []platform.Sample {
 				RSS: in.RSS, Disk: in.Disk})
 		}
 	}
-	return rows
+	return append(rows, s.podRows(ctx, t)...)
 }
 
 // account records a reading of key and returns it counted from the first one, and the cores used
