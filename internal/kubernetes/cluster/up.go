@@ -202,6 +202,15 @@ func (c *Cluster) setupBridge(context.Context) error {
 	if err := netlink.AddrAdd(br, addr); err != nil {
 		return fmt.Errorf("address %s on %s: %w", addr, c.cfg.Bridge, err)
 	}
+	// A bridge whose address was not set takes the lowest of its ports' addresses, so it changes
+	// as pods come and go; the pods' ARP entries for the gateway (where CoreDNS listens) then
+	// point at an address the bridge no longer has, and DNS times out in every pod for seconds
+	// after a pod is deleted. A fixed address (locally administered, from the gateway's IPv4)
+	// stays.
+	gw4 := gw.As4()
+	if err := netlink.LinkSetHardwareAddr(br, net.HardwareAddr{0x02, 0x63, gw4[0], gw4[1], gw4[2], gw4[3]}); err != nil {
+		return fmt.Errorf("address of bridge %s: %w", c.cfg.Bridge, err)
+	}
 	if err := netlink.LinkSetUp(br); err != nil {
 		return err
 	}

@@ -188,7 +188,8 @@ func TestAppKindsOnCluster(t *testing.T) {
 		t.Errorf("app seconds 0-1 (before its restart): %+v %+v, want successes", app[0], app[1])
 	}
 	if app[8].ok+app[9].ok == 0 {
-		t.Errorf("app seconds 8-9 (after its restart at 3 s): %+v %+v, want successes", app[8], app[9])
+		errs, _ := os.ReadFile(filepath.Join(run, "workloads", "load", results.ErrorsFile))
+		t.Errorf("app seconds 8-9 (after its restart at 3 s): %+v %+v, want successes; seconds %+v; errors:\n%s", app[8], app[9], app, errs)
 	}
 
 	// The container's output, streamed from its pods: started twice. Its healthcheck ran inside
