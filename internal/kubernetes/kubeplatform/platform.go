@@ -265,10 +265,23 @@ func (pf *Platform) Apply(ctx context.Context, f platform.Fault) (string, error)
 			}
 		}
 		return detail, err
-	case platform.FaultPause:
-		return pf.signalNode(ctx, f.Node, syscall.SIGSTOP, "paused")
-	case platform.FaultResume:
-		return pf.signalNode(ctx, f.Node, syscall.SIGCONT, "resumed")
+	case platform.FaultPause, platform.FaultResume:
+		sig, what := syscall.SIGSTOP, "paused"
+		if f.Action == platform.FaultResume {
+			sig, what = syscall.SIGCONT, "resumed"
+		}
+		detail, err := pf.signalNode(ctx, f.Node, sig, what)
+		if pods := pf.podInstances(f.Node); len(pods) > 0 && err == nil {
+			// A pod's processes cannot be stopped from outside it: say so where the event is
+			// recorded rather than let the run look as if they were.
+			names := make([]string, 0, len(pods))
+			for _, p := range pods {
+				names = append(names, p.spec.Name)
+			}
+			sort.Strings(names)
+			detail += " (not its container pods, which run on: " + strings.Join(names, ", ") + ")"
+		}
+		return detail, err
 	case platform.FaultRestart:
 		in, err := pf.instance(f.Component)
 		if err != nil {
