@@ -19,6 +19,7 @@ func init() { commands = append(commands, newKubernetesAgentCmd) }
 func newKubernetesAgentCmd() *cobra.Command {
 	var listen string
 	var probe bool
+	var forwards []string
 	opts := agent.Options{}
 	c := &cobra.Command{
 		Use:   "kubernetes-agent --listen 127.0.0.1:7946 --node NAME",
@@ -29,10 +30,14 @@ measures it, for the runner, which reaches it through the API server's port-forw
 the pod's loopback only. SIGTERM stops every instance (SIGTERM, SIGKILL after --stop-grace), then
 the agent. As the pod's PID 1 it also reaps the orphans its instances leave behind.`,
 		Example: `  continuum kubernetes-agent --listen 127.0.0.1:7946 --node edge --state-dir /continuum/state
-  continuum kubernetes-agent --probe --listen 127.0.0.1:7946   # the pod's startup probe`,
+  continuum kubernetes-agent --probe --listen 127.0.0.1:7946   # the pod's startup probe
+  continuum kubernetes-agent --forward 8080=10.244.0.7:8080     # a container pod's port at the node's address`,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(forwards) > 0 { // started by the agent in a node pod: a container pod's ports
+				return agent.Forward(cmd.Context(), forwards)
+			}
 			if probe { // the node pod's startup probe: is the agent listening?
 				conn, err := net.DialTimeout("tcp", listen, 2*time.Second)
 				if err != nil {
@@ -61,6 +66,7 @@ the agent. As the pod's PID 1 it also reaps the orphans its instances leave behi
 	f.StringVar(&opts.Node, "node", "", "the scenario node this pod is (for logs and errors)")
 	f.StringVar(&opts.StateDir, "state-dir", "", "where instances' stdout and stderr are kept (default <temp>/continuum-agent)")
 	f.DurationVar(&opts.StopGrace, "stop-grace", 5*time.Second, "on SIGTERM, how long instances get between SIGTERM and SIGKILL")
+	f.StringArrayVar(&forwards, "forward", nil, "only relay TCP from PORT on every address of this pod to HOST:PORT (PORT=HOST:PORT, repeatable) until SIGTERM: a container pod's ports at its node's address")
 	f.BoolVar(&probe, "probe", false, "only check that an agent listens on --listen (exit 0) or not (exit 1), and exit")
 	return c
 }

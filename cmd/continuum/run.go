@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/continuum-project/continuum/internal/experiment"
+	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
 	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
@@ -72,6 +73,13 @@ func newRunCmd() *cobra.Command {
 					return err
 				}
 				kube.NodeMap = m
+				if kube.Containerd == "" { // a cluster of this host: its containerd takes local images
+					kc := kube.Kubeconfig
+					if kc == "" {
+						kc = os.Getenv("KUBECONFIG")
+					}
+					kube.Containerd = cluster.ContainerdFor(kc)
+				}
 				switch pullPolicy {
 				case "", "IfNotPresent", "Always", "Never":
 					kube.PullPolicy = corev1.PullPolicy(pullPolicy)
@@ -131,6 +139,7 @@ func newRunCmd() *cobra.Command {
 	c.Flags().StringVar(&kube.Kubeconfig, "kubeconfig", "", "kubernetes: the cluster's kubeconfig (default $KUBECONFIG, then ~/.kube/config)")
 	c.Flags().StringVar(&kube.Namespace, "namespace", "", "kubernetes: an existing namespace for the runs' objects (default: a namespace per run, continuum-<run>, deleted with it)")
 	c.Flags().StringVar(&kube.Image, "image", "", "kubernetes: the node pods' image (default "+kubeplatform.DefaultImage()+", from continuum image build)")
+	c.Flags().StringVar(&kube.Containerd, "containerd", "", "kubernetes: the cluster's containerd socket on this host, to import container components' local images (OCI layouts, tarballs) through (default: the one of a `continuum cluster up` cluster whose kubeconfig is given)")
 	c.Flags().StringVar(&pullPolicy, "pull-policy", "", "kubernetes: the image's pull policy: IfNotPresent (default), Always or Never")
 	c.Flags().StringArrayVar(&nodeMap, "node-map", nil, "kubernetes: pin scenario node to cluster node, NODE=CLUSTER_NODE (repeatable; default: nodes labelled "+kubeplatform.LabelNode+"=NODE, or the only schedulable node)")
 	c.Flags().BoolVar(&render, "render", false, "kubernetes, with --check: print the YAML of every object a run creates (validated by the cluster in a dry run when one is reachable)")

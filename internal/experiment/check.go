@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/platform"
 )
 
 // CheckResult is what Check found valid.
@@ -50,7 +51,14 @@ func Check(path string, opts Options) (*CheckResult, error) {
 	seen := map[string]bool{}
 	for _, r := range runs {
 		for _, inst := range append(append([]Instance{}, r.Scenario.Components...), r.Scenario.Workloads...) {
-			if _, err := dryCommand(r.Scenario, inst, filepath.Join(tmp, r.ID), opts); err != nil {
+			cmd, err := dryCommand(r.Scenario, inst, filepath.Join(tmp, r.ID), opts)
+			if ic, ok := opts.Platform.(platform.InstanceChecker); ok && err == nil {
+				// The platform refuses what it cannot run as specified (a limit, an image).
+				err = ic.CheckInstance(platform.InstanceSpec{Name: inst.Name, Node: inst.Node, Args: cmd.Args, Env: cmd.Env,
+					Dir: cmd.Dir, DataDirs: cmd.DataDirs, CPUs: cmd.CPUs, Memory: cmd.Memory, StopSignal: cmd.StopSignal,
+					Service: inst.service(), Image: cmd.Image})
+			}
+			if err != nil {
 				msg := fmt.Sprintf("%s: %v", inst.Name, err)
 				if len(r.Params) > 0 {
 					msg = fmt.Sprintf("run %s (%s): %s", r.ID, paramText(sortedParams(r.Params), r.Params, r.Labels), msg)

@@ -90,9 +90,14 @@ func (ex *execution) httpProbe(inst Instance, h *kind.HTTPProbe) *readyProbe {
 
 // execProbe runs argv as a short-lived instance on the node (as a Kubernetes exec probe runs in
 // the container); each try is its own instance, <name>.ready-N, its logs in logs/probes/, stopped
-// after r.TryTimeout (0: 10 s).
+// after r.TryTimeout (0: 10 s). With ExecInside, the platform may run that in the instance's
+// container instead.
 func (ex *execution) execProbe(inst Instance, r *kind.Ready, env []string) *readyProbe {
 	argv := r.Exec
+	var in *platform.Exec
+	if len(r.ExecInside) > 0 {
+		in = &platform.Exec{Instance: inst.Name, Args: r.ExecInside}
+	}
 	tryTimeout := r.TryTimeout
 	if tryTimeout <= 0 {
 		tryTimeout = 10 * time.Second
@@ -102,7 +107,7 @@ func (ex *execution) execProbe(inst Instance, r *kind.Ready, env []string) *read
 		n++
 		name := fmt.Sprintf("%s.ready-%d", inst.Name, n)
 		p, err := ex.pf.Start(ctx, platform.InstanceSpec{Name: name, Node: inst.Node, Args: argv, Env: env,
-			Dir: instanceDir(ex.dir, inst), LogDir: filepath.Join(ex.dir, results.LogsDir, "probes")})
+			Dir: instanceDir(ex.dir, inst), LogDir: filepath.Join(ex.dir, results.LogsDir, "probes"), ExecIn: in})
 		if err != nil {
 			return err
 		}

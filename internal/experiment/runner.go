@@ -308,7 +308,7 @@ func (ex *execution) start(ctx context.Context, inst Instance, stdout io.Writer)
 	}
 	p, err := ex.pf.Start(ctx, platform.InstanceSpec{Name: inst.Name, Node: inst.Node, Args: cmd.Args, Env: cmd.Env, Dir: dir,
 		LogDir: filepath.Join(ex.dir, results.LogsDir), DataDirs: cmd.DataDirs, CPUs: cmd.CPUs, Memory: cmd.Memory,
-		StopSignal: cmd.StopSignal, Stdout: stdout, Service: inst.service()})
+		StopSignal: cmd.StopSignal, Stdout: stdout, Service: inst.service(), Image: cmd.Image})
 	if err != nil {
 		return nil, err
 	}

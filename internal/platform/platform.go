@@ -114,6 +114,12 @@ type InstanceSpec struct {
 	// Service, if set, declares the instance an instance of a service, discoverable through
 	// the platform (see Endpoint).
 	Service *Service
+	// Image, if set, says the instance is a container of that image (see Image): a platform
+	// that runs images itself runs it and ignores Args.
+	Image *Image
+	// ExecIn, if set, says the instance is a command run inside another instance's container
+	// (see Exec): a platform that runs images itself runs it there and ignores Args.
+	ExecIn *Exec
 	// Stdout, if set, also receives the instance's stdout as it is written (the runner parses
 	// workloads' progress lines from it).
 	Stdout io.Writer

@@ -12,6 +12,7 @@ import (
 	"github.com/continuum-project/continuum/internal/app/oci"
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/tools"
 )
 
@@ -161,6 +162,7 @@ func containerCommand(env kind.Env, c *ContainerConfig) (kind.Command, error) {
 	if err != nil {
 		return kind.Command{}, err
 	}
+	cmd.Image = c.image(env, f)
 	// Readiness: ready if given, else the health check (the config's over the image's), else
 	// a connect to the first TCP endpoint.
 	if c.Ready == nil {
@@ -189,4 +191,22 @@ func hostEntries(env kind.Env, aliases map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// image is the container as a platform that runs images itself (Kubernetes) takes it: the same
+// image, overrides and volumes container-run gets from f.
+func (c *ContainerConfig) image(env kind.Env, f appcmd.Flags) *platform.Image {
+	img := &platform.Image{Ref: f.Image, Pick: c.ImageName, Entrypoint: c.Entrypoint, EntrypointSet: len(c.Entrypoint) > 0,
+		Cmd: c.Command, Env: f.Env, WorkingDir: c.WorkingDir, User: c.User, Hosts: f.AddHosts}
+	for _, v := range c.Volumes {
+		m, _ := appcmd.ParseVolume(v) // validated
+		if !filepath.IsAbs(m.Source) {
+			m.Source = filepath.Join(env.OutDir, m.Source) // container-run runs in the output directory
+		}
+		img.Volumes = append(img.Volumes, platform.Volume{Source: m.Source, Destination: m.Destination, ReadOnly: m.ReadOnly})
+	}
+	for _, e := range c.containerEndpoints() {
+		img.Ports = append(img.Ports, e.Port)
+	}
+	return img
 }

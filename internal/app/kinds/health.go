@@ -136,7 +136,7 @@ func healthReady(env kind.Env, h *oci.Health, shell []string) *kind.Ready {
 	ef := appcmd.DefaultExecFlags()
 	ef.ID, ef.Timeout = env.Instance, h.Timeout
 	probe := append([]string{env.Binary, "container-exec"}, cli.Args(appcmd.DefaultExecFlags(), ef)...)
-	return &kind.Ready{Exec: append(append(probe, "--"), argv...),
+	return &kind.Ready{Exec: append(append(probe, "--"), argv...), ExecInside: argv,
 		Interval: h.Interval, StartInterval: h.StartInterval, StartPeriod: h.StartPeriod, Retries: h.Retries,
 		// container-exec kills the test at its timeout; this only bounds a container-exec that hangs.
 		TryTimeout: h.Timeout + 10*time.Second}

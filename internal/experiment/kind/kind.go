@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/continuum-project/continuum/internal/platform"
 )
 
 // Role says whether a kind is a component (a server deployed on a node) or a workload (a client
@@ -194,6 +196,9 @@ type Command struct {
 	// runner waits at the end of the run before it kills it (the platform's own grace otherwise).
 	StopSignal syscall.Signal
 	StopGrace  time.Duration
+	// Image, if set, says Args run a container of this image (see platform.Image): a platform
+	// that runs images itself runs the image instead.
+	Image *platform.Image
 }
 
 // Ready is a readiness probe other than a TCP connect: exactly one of HTTP, Exec and Log is set.
@@ -202,6 +207,10 @@ type Ready struct {
 	HTTP *HTTPProbe
 	// Exec is a command run inside the instance's node that exits 0 once the instance is ready.
 	Exec []string
+	// ExecInside, with Exec, is the same command as the instance's container runs it (Exec
+	// being how the node runs it there): a platform that runs images itself runs ExecInside
+	// in the container (see platform.Exec).
+	ExecInside []string
 	// Log matches a line the instance writes on its stdout or stderr.
 	Log *regexp.Regexp
 	// Timeout bounds the wait (0: 60 s; no bound when Retries > 0).

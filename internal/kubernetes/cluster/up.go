@@ -202,6 +202,15 @@ func (c *Cluster) setupBridge(context.Context) error {
 	if err := netlink.AddrAdd(br, addr); err != nil {
 		return fmt.Errorf("address %s on %s: %w", addr, c.cfg.Bridge, err)
 	}
+	// A bridge whose address was not set takes the lowest of its ports' addresses, so it changes
+	// as pods come and go; the pods' ARP entries for the gateway (where CoreDNS listens) then
+	// point at an address the bridge no longer has, and DNS times out in every pod for seconds
+	// after a pod is deleted. A fixed address (locally administered, from the gateway's IPv4)
+	// stays.
+	gw4 := gw.As4()
+	if err := netlink.LinkSetHardwareAddr(br, net.HardwareAddr{0x02, 0x63, gw4[0], gw4[1], gw4[2], gw4[3]}); err != nil {
+		return fmt.Errorf("address of bridge %s: %w", c.cfg.Bridge, err)
+	}
 	if err := netlink.LinkSetUp(br); err != nil {
 		return err
 	}
@@ -346,4 +355,29 @@ func (c *Cluster) startKubeProxy(ctx context.Context) error {
 	return waitFor("kube-proxy", 60*time.Second, []*proc{pr}, func() error {
 		return httpOK(ctx, "http://127.0.0.1:10256/healthz")
 	})
+}
+
+// ContainerdSocket is the cluster's containerd socket: images imported through it (into its
+// k8s.io namespace) are the kubelet's.
+func (c *Cluster) ContainerdSocket() string { return c.p.containerdSock() }
+
+// ContainerdFor is the containerd socket of the running cluster whose admin kubeconfig is
+// kubeconfig (a cluster `continuum cluster up` started on this host), or "" when kubeconfig is
+// not one: `run --platform kubernetes` imports local images through it without being told.
+func ContainerdFor(kubeconfig string) string {
+	abs, err := filepath.Abs(kubeconfig)
+	if kubeconfig == "" || err != nil {
+		return ""
+	}
+	for dir, i := filepath.Dir(abs), 0; i < 4 && dir != "/"; dir, i = filepath.Dir(dir), i+1 {
+		st, err := readState(dir)
+		if err != nil {
+			continue
+		}
+		if st.Kubeconfig == abs && st.alive() {
+			return paths{dir}.containerdSock()
+		}
+		return ""
+	}
+	return ""
 }

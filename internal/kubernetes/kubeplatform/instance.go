@@ -15,6 +15,14 @@ import (
 	"github.com/continuum-project/continuum/internal/platform"
 )
 
+// runInstance is an instance of the run: a process in a node pod (instance) or a container pod
+// (podInstance).
+type runInstance interface {
+	platform.Instance
+	kill(ctx context.Context) error
+	restart(ctx context.Context, grace time.Duration) error
+}
+
 // instance is an instance started in a node pod by its agent. Each start is a new run of the
 // agent's; Done, Exit and Stop are about the current one.
 type instance struct {
@@ -37,13 +45,11 @@ func (pf *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (plat
 	if len(spec.Args) == 0 {
 		return nil, fmt.Errorf("instance %s: no command", spec.Name)
 	}
-	if spec.CPUs > 0 {
-		return nil, fmt.Errorf("platform kubernetes cannot limit instance %s to %g CPUs inside its node (one pod per node, one CPU limit per pod): give node %s its cpus in the topology instead",
-			spec.Name, spec.CPUs, spec.Node)
+	if err := checkInstance(spec, pf.containerd); err != nil {
+		return nil, err
 	}
-	if spec.Memory > 0 {
-		return nil, fmt.Errorf("platform kubernetes cannot limit instance %s to %d bytes of memory inside its node (one pod per node, one memory limit per pod): give node %s its memory in the topology instead",
-			spec.Name, spec.Memory, spec.Node)
+	if spec.ExecIn != nil {
+		return pf.startExec(ctx, spec)
 	}
 	np, err := pf.node(spec.Node)
 	if err != nil {
@@ -60,7 +66,13 @@ func (pf *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (plat
 	}
 	pf.insts[spec.Name] = nil // reserved while starting
 	pf.mu.Unlock()
-	in, err := pf.startInstance(ctx, np, spec)
+	var in runInstance
+	switch {
+	case spec.Image != nil:
+		in, err = pf.startPod(ctx, np, spec)
+	default:
+		in, err = pf.startInstance(ctx, np, spec)
+	}
 	pf.mu.Lock()
 	if err != nil {
 		delete(pf.insts, spec.Name)
@@ -137,6 +149,11 @@ func (in *instance) start(ctx context.Context) error {
 	if err != nil {
 		stdout.Close()
 		stderr.Close()
+		if prog := in.req.Args[0]; !filepath.IsAbs(prog) && prog != in.req.Binary {
+			// A program looked up in the pod's PATH: the node pods run the project's image.
+			return fmt.Errorf("start %s on %s: %w (on platform kubernetes a program runs in its node's pod, the project's image: "+
+				"give a program of that image, or the path of a file of this host, which is copied in, or run it as a container)", spec.Name, spec.Node, err)
+		}
 		return fmt.Errorf("start %s on %s: %w", spec.Name, spec.Node, err)
 	}
 	done := make(chan struct{})
@@ -251,4 +268,9 @@ func (in *instance) restart(ctx context.Context, grace time.Duration) error {
 		return err
 	}
 	return in.start(ctx)
+}
+
+// kill sends SIGKILL to the run's process group.
+func (in *instance) kill(ctx context.Context) error {
+	return in.node.agent.Signal(ctx, in.spec.Name, syscall.SIGKILL)
 }

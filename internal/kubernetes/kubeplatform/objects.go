@@ -27,6 +27,14 @@ const (
 	// LabelServicePrefix + <service> = "true" marks a node pod running an instance of a declared
 	// service (platform.Service), which a Service of that name selects.
 	LabelServicePrefix = "service.continuum.io/"
+	// LabelRole says what a pod is to its scenario node: RoleNode (the node pod, which its
+	// node's Service selects) or RoleContainer (a container component's pod, which carries its
+	// node's labels so that link emulation treats it as part of the node).
+	LabelRole     = "continuum.io/role"
+	RoleNode      = "node"
+	RoleContainer = "container"
+	// LabelInstance on a container pod names its instance.
+	LabelInstance = "continuum.io/instance"
 
 	// AgentPort is where the agent listens, on the pod's loopback only.
 	AgentPort = 7946
@@ -71,10 +79,11 @@ func runLabels(run string) map[string]string {
 	return map[string]string{LabelManagedBy: ManagedBy, LabelRun: labelValue(run)}
 }
 
-// nodeLabels select the pod of one scenario node of run.
+// nodeLabels select the pod of one scenario node of run (and not its container pods).
 func nodeLabels(run, node string) map[string]string {
 	l := runLabels(run)
 	l[LabelNode] = node
+	l[LabelRole] = RoleNode
 	return l
 }
 

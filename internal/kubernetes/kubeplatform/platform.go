@@ -36,13 +36,26 @@ type Platform struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	nodes    map[string]*nodePod
-	insts    map[string]*instance
-	services map[string]bool // declared services that have their Service
-	network  *chaos.Network  // link state, under mu
-	chaosOn  bool            // the run has NetworkChaos objects to keep in step (under mu)
-	down     bool
+	mu    sync.Mutex
+	nodes map[string]*nodePod
+	insts map[string]runInstance // nil while starting
+	// redirects are, per node, the container pods' ports its loopback reaches (port -> pod
+	// IP:port): Dial goes straight there, so that a readiness probe sees the container and not
+	// the node pod's forward, which accepts before the container listens.
+	redirects map[string]map[int]string
+	// helpers are the agents' instances the platform runs for itself (container pods' forwards):
+	// samples leave them out.
+	helpers map[string]bool
+	place   map[string]map[string]string // node selectors by scenario node
+	images  map[string]string            // local images loaded into the cluster: path + pick -> reference
+	imageMu sync.Mutex                   // one image load at a time (the same image is loaded once)
+	// containerd is the cluster's containerd socket on this host, which local images are
+	// imported through ("" none: local images are refused).
+	containerd string
+	services   map[string]bool // declared services that have their Service
+	network    *chaos.Network  // link state, under mu
+	chaosOn    bool            // the run has NetworkChaos objects to keep in step (under mu)
+	down       bool
 }
 
 // nodePod is a scenario node: its pod and the agent in it.
@@ -226,7 +239,7 @@ func (pf *Platform) Dial(ctx context.Context, node, network, addr string) (net.C
 	if err != nil {
 		return nil, err
 	}
-	return np.agent.Dial(ctx, network, addr)
+	return np.agent.Dial(ctx, network, pf.redirect(node, network, addr))
 }
 
 // Apply applies a fault: kill, pause and resume through the node's agent (process-group
@@ -240,13 +253,35 @@ func (pf *Platform) Apply(ctx context.Context, f platform.Fault) (string, error)
 			if err != nil {
 				return "", err
 			}
-			return "killed " + f.Component, in.node.agent.Signal(ctx, f.Component, syscall.SIGKILL)
+			return "killed " + f.Component, in.kill(ctx)
 		}
-		return pf.signalNode(ctx, f.Node, syscall.SIGKILL, "killed")
-	case platform.FaultPause:
-		return pf.signalNode(ctx, f.Node, syscall.SIGSTOP, "paused")
-	case platform.FaultResume:
-		return pf.signalNode(ctx, f.Node, syscall.SIGCONT, "resumed")
+		detail, err := pf.signalNode(ctx, f.Node, syscall.SIGKILL, "killed")
+		if err == nil {
+			// The node's container pods are part of it: they die with it.
+			for _, in := range pf.podInstances(f.Node) {
+				if kerr := in.kill(ctx); kerr != nil {
+					err = kerr
+				}
+			}
+		}
+		return detail, err
+	case platform.FaultPause, platform.FaultResume:
+		sig, what := syscall.SIGSTOP, "paused"
+		if f.Action == platform.FaultResume {
+			sig, what = syscall.SIGCONT, "resumed"
+		}
+		detail, err := pf.signalNode(ctx, f.Node, sig, what)
+		if pods := pf.podInstances(f.Node); len(pods) > 0 && err == nil {
+			// A pod's processes cannot be stopped from outside it: say so where the event is
+			// recorded rather than let the run look as if they were.
+			names := make([]string, 0, len(pods))
+			for _, p := range pods {
+				names = append(names, p.spec.Name)
+			}
+			sort.Strings(names)
+			detail += " (not its container pods, which run on: " + strings.Join(names, ", ") + ")"
+		}
+		return detail, err
 	case platform.FaultRestart:
 		in, err := pf.instance(f.Component)
 		if err != nil {
@@ -289,7 +324,7 @@ func (pf *Platform) syncNetwork(ctx context.Context) error {
 	return nil
 }
 
-func (pf *Platform) instance(name string) (*instance, error) {
+func (pf *Platform) instance(name string) (runInstance, error) {
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
 	in, ok := pf.insts[name]
@@ -354,7 +389,7 @@ func (pf *Platform) Down() error {
 		return nil
 	}
 	pf.down = true
-	insts := make([]*instance, 0, len(pf.insts))
+	insts := make([]runInstance, 0, len(pf.insts))
 	for _, in := range pf.insts {
 		if in != nil { // nil: still starting; Start sees down and stops it
 			insts = append(insts, in)

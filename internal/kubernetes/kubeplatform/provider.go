@@ -50,6 +50,11 @@ type Provider struct {
 	NodeMap map[string]string
 	// ReadyTimeout bounds how long Up waits for the node pods (default 3 minutes: an image pull).
 	ReadyTimeout time.Duration
+	// Containerd is the cluster's containerd socket on this host (a cluster `continuum cluster
+	// up` started: <state dir>/containerd/containerd.sock). A container component's image that
+	// is a file of this host (an OCI layout or tarball) is imported through it; without it such
+	// an image is refused, and only registry references run.
+	Containerd string
 	// Render, if set, receives from Check the YAML of every object a run creates (`run --check
 	// --render`).
 	Render io.Writer
@@ -378,8 +383,10 @@ func (p Provider) Up(ctx context.Context, cfg platform.Config) (platform.Platfor
 	run := labelValue(cfg.Name)
 	pf := &Platform{c: c, log: log, cfg: cfg, run: run, ns: ns, ownNS: p.Namespace == "",
 		spec:  podSpec{Run: run, Namespace: ns, Image: p.image(), PullPolicy: p.pullPolicy(), RunDir: cfg.Dir},
-		nodes: map[string]*nodePod{}, insts: map[string]*instance{}, services: map[string]bool{},
-		network: chaos.NewNetwork(cfg.Topology)}
+		nodes: map[string]*nodePod{}, insts: map[string]runInstance{}, services: map[string]bool{},
+		redirects: map[string]map[int]string{}, helpers: map[string]bool{}, place: place, images: map[string]string{},
+		containerd: p.Containerd,
+		network:    chaos.NewNetwork(cfg.Topology)}
 	pf.ctx, pf.cancel = context.WithCancel(context.Background())
 	if err := pf.up(ctx, place, p.readyTimeout()); err != nil {
 		_ = pf.Down()

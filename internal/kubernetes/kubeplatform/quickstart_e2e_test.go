@@ -2,10 +2,7 @@ package kubeplatform
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,12 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/continuum-project/continuum/internal/experiment"
-	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
-	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/chaos"
 	"github.com/continuum-project/continuum/internal/results"
 	_ "github.com/continuum-project/continuum/internal/systems/install" // the scenario's kinds
-	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // TestQuickstartOnCluster brings a one-node cluster up on this host (package cluster: the
@@ -29,47 +23,11 @@ import (
 // the kill and the restart, the instances' logs and output, samples per node and per instance,
 // and nothing of the run left in the cluster.
 func TestQuickstartOnCluster(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.SkipOrFail(t, "needs root (containerd, kubelet, the pod network)")
-	}
-	binDir, err := controlplane.FindBinDir()
-	if err != nil {
-		testenv.SkipOrFail(t, err.Error())
-	}
-	bin := os.Getenv("CONTINUUM_BIN")
-	if bin == "" {
-		testenv.SkipOrFail(t, "CONTINUUM_BIN: the static continuum binary the node pods' image is built from (make test sets it)")
-	}
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	images := t.TempDir()
-	build := exec.Command(bin, "image", "build", "--out", images, "--images", "continuum", "--tag", "kubeplatform-test",
-		"--continuum-binary", bin, "--root", root)
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", build, err, b)
-	}
-	cfg := cluster.DefaultConfig()
-	cfg.StateDir = filepath.Join(t.TempDir(), "cluster")
-	cfg.BinDir, cfg.ContinuumBin = binDir, bin
-	cfg.Images = []string{filepath.Join(images, "continuum.tar")}
-	if cfg.SandboxImage, err = cluster.SandboxFrom(cfg.Images); err != nil {
-		t.Fatal(err)
-	}
+	env := sharedCluster(t)
+	bin, root, prov := env.bin, env.root, env.prov
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-	cl, err := cluster.Up(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Down(context.Background()) })
-
-	prov := Provider{Kubeconfig: cl.Kubeconfig(), Image: "continuum-project/continuum:kubeplatform-test", PullPolicy: "Never"}
+	log := testLogger()
 	scenario := filepath.Join(root, "scenarios", "kubernetes", "quickstart.yaml")
 	if _, err := experiment.Check(scenario, experiment.Options{Platform: prov, Binary: bin}); err != nil {
 		t.Fatalf("run --check (with a server-side dry run): %v", err)

@@ -2,6 +2,7 @@ package kubeplatform
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -18,6 +19,9 @@ type sampler struct {
 	first map[string]reading // by node, or node + "/" + instance
 	last  map[string]reading
 	lastT map[string]time.Duration
+	// Container pods: the CPU seconds of an instance's earlier pods, and its last reading.
+	podBase map[string]float64
+	podLast map[string]podReading
 }
 
 type reading struct {
@@ -26,7 +30,8 @@ type reading struct {
 }
 
 func newSampler(pf *Platform) *sampler {
-	return &sampler{pf: pf, first: map[string]reading{}, last: map[string]reading{}, lastT: map[string]time.Duration{}}
+	return &sampler{pf: pf, first: map[string]reading{}, last: map[string]reading{}, lastT: map[string]time.Duration{},
+		podBase: map[string]float64{}, podLast: map[string]podReading{}}
 }
 
 // take reads every node's agent at once and returns the rows, nodes in name order, each
@@ -37,6 +42,7 @@ func (s *sampler) take(ctx context.Context, t time.Duration) []platform.Sample {
 	for _, np := range s.pf.nodes {
 		nodes = append(nodes, np)
 	}
+	helpers := maps.Clone(s.pf.helpers)
 	s.pf.mu.Unlock()
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
 	got := make([]*agent.Sample, len(nodes))
@@ -68,12 +74,15 @@ func (s *sampler) take(ctx context.Context, t time.Duration) []platform.Sample {
 			RxBytes: cum.rx, TxBytes: cum.tx, RxPackets: cum.rxp, TxPackets: cum.txp})
 		sort.Slice(a.Instances, func(i, j int) bool { return a.Instances[i].Name < a.Instances[j].Name })
 		for _, in := range a.Instances {
+			if helpers[in.Name] {
+				continue // the platform's own (a container pod's forward): part of the node's figures only
+			}
 			cum, util := s.account(np.name+"/"+in.Name, t, reading{cpu: in.CPUSeconds})
 			rows = append(rows, platform.Sample{T: t, Node: np.name, Component: in.Name, CPUSeconds: cum.cpu, CPUUtil: util,
 				RSS: in.RSS, Disk: in.Disk})
 		}
 	}
-	return rows
+	return append(rows, s.podRows(ctx, t)...)
 }
 
 // account records a reading of key and returns it counted from the first one, and the cores used

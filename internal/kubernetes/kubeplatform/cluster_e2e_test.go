@@ -1,0 +1,136 @@
+package kubeplatform
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
+	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
+	"github.com/continuum-project/continuum/internal/testenv"
+)
+
+// clusterEnv is the one-node cluster the package's end-to-end tests share (bringing one up
+// costs tens of seconds), with the project's image built and imported.
+type clusterEnv struct {
+	cl     *cluster.Cluster
+	dirs   []string // temporary directories, removed with the cluster
+	bin    string   // the static continuum binary the image holds
+	root   string   // the repository
+	images string   // the directory holding continuum.tar
+	prov   Provider
+}
+
+var shared struct {
+	once sync.Once
+	env  *clusterEnv
+	err  error
+	took time.Duration
+}
+
+// TestMain takes the shared cluster down after the package's tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.env != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		if err := shared.env.cl.Down(ctx); err != nil {
+			os.Stderr.WriteString("cluster down: " + err.Error() + "\n")
+			code = 1
+		}
+		cancel()
+		for _, d := range shared.env.dirs {
+			os.RemoveAll(d)
+		}
+	}
+	os.Exit(code)
+}
+
+func testLogger() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// sharedCluster skips (or fails, where the suite must run) without what a cluster needs, and
+// otherwise returns the package's cluster, bringing it up on first use.
+func sharedCluster(t *testing.T) *clusterEnv {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testenv.SkipOrFail(t, "needs root (containerd, kubelet, the pod network)")
+	}
+	binDir, err := controlplane.FindBinDir()
+	if err != nil {
+		testenv.SkipOrFail(t, err.Error())
+	}
+	bin := os.Getenv("CONTINUUM_BIN")
+	if bin == "" {
+		testenv.SkipOrFail(t, "CONTINUUM_BIN: the static continuum binary the node pods' image is built from (make test sets it)")
+	}
+	shared.once.Do(func() {
+		start := time.Now()
+		shared.env, shared.err = upCluster(binDir, bin)
+		shared.took = time.Since(start)
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	t.Logf("shared cluster: up in %v (once for the package)", shared.took.Round(time.Second))
+	return shared.env
+}
+
+func upCluster(binDir, bin string) (_ *clusterEnv, err error) {
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		return nil, err
+	}
+	images, err := os.MkdirTemp("", "kubeplatform-images-")
+	if err != nil {
+		return nil, err
+	}
+	state, err := os.MkdirTemp("", "kubeplatform-cluster-")
+	if err != nil {
+		os.RemoveAll(images)
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(images)
+			os.RemoveAll(state)
+		}
+	}()
+	build := exec.Command(bin, "image", "build", "--out", images, "--images", "continuum", "--tag", "kubeplatform-test",
+		"--continuum-binary", bin, "--root", root)
+	if b, err := build.CombinedOutput(); err != nil {
+		return nil, &buildError{cmd: build.String(), err: err, out: string(b)}
+	}
+	cfg := cluster.DefaultConfig()
+	cfg.StateDir = filepath.Join(state, "cluster")
+	cfg.BinDir, cfg.ContinuumBin = binDir, bin
+	cfg.Images = []string{filepath.Join(images, "continuum.tar")}
+	if cfg.SandboxImage, err = cluster.SandboxFrom(cfg.Images); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cl, err := cluster.Up(ctx, cfg, testLogger())
+	if err != nil {
+		return nil, err
+	}
+	return &clusterEnv{cl: cl, bin: bin, root: root, images: images, dirs: []string{images, state},
+		prov: Provider{Kubeconfig: cl.Kubeconfig(), Image: "continuum-project/continuum:kubeplatform-test", PullPolicy: "Never",
+			Containerd: cl.ContainerdSocket()}}, nil
+}
+
+type buildError struct {
+	cmd, out string
+	err      error
+}
+
+func (e *buildError) Error() string { return e.cmd + ": " + e.err.Error() + "\n" + e.out }
