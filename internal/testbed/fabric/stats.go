@@ -177,7 +177,8 @@ const rtPriority = 1
 // real-time throttling (sched_rt_runtime_us) keeps a share of the CPU for everything else.
 func (t *threadSet) add() {
 	tid := unix.Gettid()
-	err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: rtPriority}, 0)
+	// Reset on fork: a thread or process created from this one runs at ordinary priority.
+	err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: rtPriority, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
 	t.mu.Lock()
 	t.tids = append(t.tids, tid)
 	if err == nil {
