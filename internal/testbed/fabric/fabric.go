@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -174,21 +173,53 @@ type event struct {
 	p    packet
 }
 
+// eventHeap is a binary min-heap of events by (t, seq), typed so that pushing and popping a
+// packet's event allocates nothing (container/heap boxes every element in an interface).
 type eventHeap []event
 
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
+func (h eventHeap) less(i, j int) bool {
 	if h[i].t != h[j].t {
 		return h[i].t < h[j].t
 	}
 	return h[i].seq < h[j].seq
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	s := *h
+	e := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s[last] = event{} // drop the packet reference
+	s = s[:last]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= len(s) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(s) && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
 	return e
 }
 
@@ -565,7 +596,7 @@ func (f *Fabric) forward(out []delivery, e event) []delivery {
 			e.t = t
 			f.seq++
 			e.seq = f.seq
-			heap.Push(&f.events, e)
+			f.events.push(e)
 			f.timer.arm(f.events[0].t)
 			return out
 		}
@@ -605,7 +636,7 @@ const minGap = 50_000 // ns
 // Called with mu held.
 func (f *Fabric) advance(out []delivery, now, horizon int64) []delivery {
 	for len(f.events) > 0 && f.events[0].t <= horizon {
-		e := heap.Pop(&f.events).(event)
+		e := f.events.pop()
 		if f.blocked[e.src*len(f.nodes)+e.dst] {
 			out = f.drop(out, e.p, DropPartition, nil)
 			continue
