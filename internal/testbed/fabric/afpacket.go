@@ -70,7 +70,10 @@ func OpenAFPacket(ifname string, dst net.HardwareAddr) (*AFPacket, error) {
 		return nil, fmt.Errorf("afpacket: %s: destination %v is not an Ethernet address", ifname, dst)
 	}
 	proto := htons(unix.ETH_P_IP)
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(proto))
+	// Protocol 0 until bind: a packet socket opened for ETH_P_IP receives from every interface
+	// of the namespace (loopback included) until bind narrows it to one, and what arrived in
+	// between would stay queued and reach the fabric as packets from the node.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: socket: %w", err)
 	}
