@@ -115,16 +115,17 @@ func (f *Fabric) pollLoop() {
 		if err != nil {
 			continue // EINTR
 		}
-		fired, expired := false, false
+		fired := false
 		backlog := false
 		for _, ev := range events[:n] {
 			switch tag := int(ev.Fd); tag {
 			case tagStop:
 				return
 			case tagTimer:
+				// Readable means expired. Not read here: onTimer re-arms it when packets are
+				// still in flight, which clears the expiry as a read would (one system call
+				// fewer per wake-up); only an idle timer is read below.
 				fired = true
-				k, err := unix.Read(p.tfd, tbuf[:])
-				expired = err == nil && k == len(tbuf)
 			default:
 				ep := f.nodes[tag].ep.(pollable)
 				k, err := ep.readNow(rb.bufs, rb.sizes, rb.stamps)
@@ -136,7 +137,13 @@ func (f *Fabric) pollLoop() {
 			}
 		}
 		if fired {
-			out = f.onTimer(out, expired)
+			out = f.onTimer(out, true)
+			f.mu.Lock()
+			idle := f.timer.armed == 0
+			f.mu.Unlock()
+			if idle {
+				_, _ = unix.Read(p.tfd, tbuf[:]) // else level-triggered epoll would report it again
+			}
 		}
 		w.write(out)
 		clear(out) // drop packet references held by the reused slice
