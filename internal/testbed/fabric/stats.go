@@ -121,7 +121,7 @@ type Stats struct {
 	Drops    map[string]uint64 // by reason, over the whole fabric
 	Late     Histogram         // all links together
 	ReadLag  Histogram         // read time minus the kernel's send stamp, all nodes
-	CPU      time.Duration     // CPU time of the fabric's threads (readers and timer)
+	CPU      time.Duration     // CPU time of the fabric's threads (the poller, and readers of endpoints it cannot poll)
 	Threads  int               // how many threads that is
 	Realtime int               // how many of them run at real-time priority (0 when not allowed)
 	At       time.Time         // when CPU was read: the time to divide CPU differences by
