@@ -64,7 +64,7 @@ func releaseProcs(n int) {
 // expiry, a packet) come as interrupts on whatever CPU is at hand, often sysmon's own: the woken
 // real-time thread then preempts sysmon, spins waiting for it, and sysmon, an ordinary thread,
 // cannot run on that CPU until the scheduler migrates it to the other one. Traced on a 2-core
-// machine (sched_switch events and perf call stacks): the then timer thread spun in
+// machine (sched_switch events and perf call stacks): the timer thread (before the poller) spun in
 // exitsyscall/casgstatus for 25–53 ms, a few times per 10 s at 1k packets/s, which was the
 // p99.9 of tens of ms at low rates. Above the fabric's threads, sysmon is never preempted by
 // them and its hold lasts the few µs it is meant to.
