@@ -116,7 +116,7 @@ func (f *Fabric) pollLoop() {
 			continue // EINTR
 		}
 		fired := false
-		backlog := false
+		backlog, full := false, false
 		for _, ev := range events[:n] {
 			switch tag := int(ev.Fd); tag {
 			case tagStop:
@@ -129,11 +129,21 @@ func (f *Fabric) pollLoop() {
 			default:
 				ep := f.nodes[tag].ep.(pollable)
 				k, err := ep.readNow(rb.bufs, rb.sizes, rb.stamps)
-				if err != nil || k == 0 {
-					continue // closed (Close stops this thread first) or nothing after all
+				if err != nil {
+					// The interface is gone (its namespace deleted): stop polling it, as a
+					// reader would stop reading, rather than be woken for its error again.
+					_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, ep.pollFD(), nil)
+					continue
+				}
+				if k == 0 {
+					continue // nothing after all
 				}
 				out = f.take(out, tag, rb, k)
-				backlog = backlog || k > 1
+				if k == len(rb.bufs) {
+					full = true // more is queued: read again at once
+				} else if k > 1 {
+					backlog = true
+				}
 			}
 		}
 		if fired {
@@ -149,7 +159,7 @@ func (f *Fabric) pollLoop() {
 		clear(out) // drop packet references held by the reused slice
 		out = out[:0]
 		pause = 0
-		if backlog {
+		if backlog && !full {
 			pause = f.pollPause()
 		}
 	}
