@@ -70,7 +70,10 @@ func OpenAFPacket(ifname string, dst net.HardwareAddr) (*AFPacket, error) {
 		return nil, fmt.Errorf("afpacket: %s: destination %v is not an Ethernet address", ifname, dst)
 	}
 	proto := htons(unix.ETH_P_IP)
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(proto))
+	// Protocol 0 until bind: a packet socket opened for ETH_P_IP receives from every interface
+	// of the namespace (loopback included) until bind narrows it to one, and what arrived in
+	// between would stay queued and reach the fabric as packets from the node.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: socket: %w", err)
 	}
@@ -140,6 +143,27 @@ func shiftHdr(b []byte, by int) {
 // ReadBatch implements BatchEndpoint: it blocks until a packet arrives (or Close), then returns
 // what is queued, up to len(bufs).
 func (a *AFPacket) ReadBatch(bufs [][]byte, sizes []int, stamps []int64) (int, error) {
+	return a.recv(bufs, sizes, stamps, unix.MSG_WAITFORONE)
+}
+
+// pollFD and readNow make AFPacket pollable: the fabric's poller waits for the socket in epoll
+// and reads what is queued without blocking.
+func (a *AFPacket) pollFD() int { return a.fd }
+
+func (a *AFPacket) readNow(bufs [][]byte, sizes []int, stamps []int64) (int, error) {
+	n, err := a.recv(bufs, sizes, stamps, unix.MSG_DONTWAIT)
+	if err == errAgain {
+		return 0, nil
+	}
+	return n, err
+}
+
+var errAgain = errors.New("nothing queued")
+
+// recv is one recvmmsg with flags: MSG_WAITFORONE blocks for the first packet (retrying on
+// the receive timeout, which only serves Close); MSG_DONTWAIT returns errAgain when nothing is
+// queued.
+func (a *AFPacket) recv(bufs [][]byte, sizes []int, stamps []int64, flags int) (int, error) {
 	n := min(len(bufs), Batch)
 	if a.rmsgs == nil {
 		a.rmsgs = make([]unix.Mmsghdr, Batch)
@@ -166,11 +190,16 @@ func (a *AFPacket) ReadBatch(bufs [][]byte, sizes []int, stamps []int64) (int, e
 			return 0, errClosed
 		}
 		r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(a.fd), uintptr(unsafe.Pointer(&a.rmsgs[0])),
-			uintptr(n), unix.MSG_WAITFORONE, 0, 0)
+			uintptr(n), uintptr(flags), 0, 0)
 		a.mu.RUnlock()
 		switch errno {
 		case 0:
-		case unix.EAGAIN, unix.EINTR:
+		case unix.EAGAIN:
+			if flags&unix.MSG_DONTWAIT != 0 {
+				return 0, errAgain
+			}
+			continue
+		case unix.EINTR:
 			continue
 		default:
 			return 0, fmt.Errorf("afpacket: %s: recvmmsg: %w", a.Name, errno)

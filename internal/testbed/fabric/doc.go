@@ -12,9 +12,9 @@
 // Timing model: a packet read from node A at time t is scheduled through the first link of its
 // route: it waits for the link's transmitter (bandwidth), is serialised, then propagates for
 // delay±jitter, and arrives at the next node, where the same happens on the next link. Arrivals
-// are events in one heap served by a dedicated OS thread sleeping on a timerfd (hrtimer precision,
-// no timer slack), so a late wake-up never accumulates across hops: every hop is computed from the
-// scheduled, not the observed, time. A packet's first hop starts at the kernel's stamp of when the
+// are events in one heap served by the poller, one OS thread that waits in epoll for the nodes'
+// sockets and a timerfd together (hrtimer precision, no timer slack), so a late wake-up never
+// accumulates across hops: every hop is computed from the scheduled, not the observed, time. A packet's first hop starts at the kernel's stamp of when the
 // node sent it, so the reader's own lag is not added either. Within one link direction packets
 // never overtake each other (FIFO, like a wire); jitter therefore delays but does not reorder.
 package fabric

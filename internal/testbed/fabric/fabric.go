@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -132,7 +131,6 @@ type nodeState struct {
 	wmu                sync.Mutex // serialises writes to ep (its scratch is not shared)
 	lag                *lateness  // reader lag: read time minus the kernel's send stamp, guarded by the fabric's mu
 	stamps             bool       // the endpoint stamps packets with their send time
-	coalesceNs         atomic.Int64
 }
 
 // linkDir is one direction of a link. busyUntil and lastArrival are scheduled times (ns on the
@@ -175,21 +173,53 @@ type event struct {
 	p    packet
 }
 
+// eventHeap is a binary min-heap of events by (t, seq), typed so that pushing and popping a
+// packet's event allocates nothing (container/heap boxes every element in an interface).
 type eventHeap []event
 
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
+func (h eventHeap) less(i, j int) bool {
 	if h[i].t != h[j].t {
 		return h[i].t < h[j].t
 	}
 	return h[i].seq < h[j].seq
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	s := *h
+	e := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s[last] = event{} // drop the packet reference
+	s = s[:last]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= len(s) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(s) && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
 	return e
 }
 
@@ -203,8 +233,9 @@ type delivery struct {
 // Fabric is the running userspace network. All scheduling state is guarded by mu; endpoint I/O
 // happens outside it.
 //
-// Threads: one reader per node, each on its own OS thread blocked in the endpoint's batch read,
-// and the timer thread, which takes due packets and writes them to their nodes in batches. The
+// Threads: the poller (poller.go), one OS thread that waits for every pollable endpoint and the
+// timer at once, reads what nodes send, takes due packets and writes them to their nodes in
+// batches; and a reader per endpoint that is not pollable (in-memory ones in tests). The
 // fabric's CPU is what these threads use (CPU), which is what the testbed reports as its load.
 type Fabric struct {
 	cfg    Config
@@ -225,12 +256,19 @@ type Fabric struct {
 	drops   map[string]uint64
 	closed  bool
 	timer   *timer
+	poll    *poller
 	readers sync.WaitGroup
 	threads threadSet
+	// threadsUsed is how many threads New started (the poller and one reader per endpoint that
+	// is not pollable): the Ps reserved for them.
+	threadsUsed int
+	// coalesceAll is the poller's coalescing pause: the shortest of the nodes' (see coalesce).
+	coalesceAll atomic.Int64
 }
 
-// New builds the fabric and starts moving packets: one reader thread per endpoint and the timer
-// thread. Close stops everything and closes the endpoints.
+// New builds the fabric and starts moving packets: the poller thread, which serves the timer and
+// every pollable endpoint (AFPacket), and a reader goroutine for each other endpoint. Close stops
+// everything and closes the endpoints.
 func New(cfg Config) (*Fabric, error) {
 	f, err := newFabric(cfg)
 	if err != nil {
@@ -240,15 +278,26 @@ func New(cfg Config) (*Fabric, error) {
 		return nil, err
 	}
 	f.clock = newClock()
-	reserveProcs(len(f.nodes) + 1)
-	w := newBatchWriter(f)
-	var out []delivery
-	go f.timer.run(func(expired bool) {
-		out = f.onTimer(out[:0], expired)
-		w.write(out)
-		clear(out) // drop packet references held by the reused slice
-	}, f.threads.add)
-	for i := range f.nodes {
+	if f.poll, err = newPoller(f.timer.fd); err != nil {
+		unix.Close(f.timer.fd)
+		return nil, err
+	}
+	var readers []int
+	for i, n := range f.nodes {
+		if p, ok := n.ep.(pollable); ok {
+			if err := f.poll.add(p.pollFD(), i); err != nil {
+				f.poll.closeFDs()
+				unix.Close(f.timer.fd)
+				return nil, err
+			}
+			continue
+		}
+		readers = append(readers, i)
+	}
+	f.threadsUsed = 1 + len(readers)
+	reserveProcs(f.threadsUsed)
+	go f.pollLoop()
+	for _, i := range readers {
 		f.readers.Add(1)
 		go f.readLoop(i)
 	}
@@ -256,7 +305,7 @@ func New(cfg Config) (*Fabric, error) {
 }
 
 // newFabric builds the scheduling state (nodes, links, routes, random source) without the
-// clock, the timer thread or any endpoint I/O: New adds those, and the scheduling tests drive
+// clock, the poller thread or any endpoint I/O: New adds those, and the scheduling tests drive
 // ingress and advance with times of their own.
 func newFabric(cfg Config) (*Fabric, error) {
 	if cfg.MTU == 0 {
@@ -312,6 +361,8 @@ func (f *Fabric) Close() error {
 	}
 	f.closed = true
 	f.mu.Unlock()
+	// The poller first: it uses the endpoints' sockets without holding them open.
+	f.poll.close()
 	// Concurrently: closing an endpoint may wait for its reader's blocked read to time out.
 	errs := make([]error, len(f.nodes))
 	var wg sync.WaitGroup
@@ -321,87 +372,104 @@ func (f *Fabric) Close() error {
 	}
 	wg.Wait()
 	f.readers.Wait()
-	f.timer.close()
-	releaseProcs(len(f.nodes) + 1)
+	unix.Close(f.timer.fd)
+	releaseProcs(f.threadsUsed)
 	return errors.Join(errs...)
 }
 
-// readLoop moves what node i sends into the fabric, a batch per lock. Packets are read into
-// large buffers (a super-packet may arrive); one that fits a small (MTU-sized) buffer is copied
-// into one, so a packet waiting on a long link holds that, not 64 KiB.
+// readBufs are a reader's batch: large buffers (a super-packet may arrive), their sizes and the
+// kernel's send stamps.
+type readBufs struct {
+	bufs   [][]byte
+	held   []*[]byte
+	sizes  []int
+	stamps []int64
+	pkts   []packet
+}
+
+func newReadBufs(f *Fabric) *readBufs {
+	rb := &readBufs{bufs: make([][]byte, Batch), held: make([]*[]byte, Batch), sizes: make([]int, Batch),
+		stamps: make([]int64, Batch), pkts: make([]packet, 0, Batch)}
+	for j := range rb.bufs {
+		rb.held[j] = f.pools.large.Get().(*[]byte)
+		rb.bufs[j] = *rb.held[j]
+	}
+	return rb
+}
+
+func (rb *readBufs) release(f *Fabric) {
+	for _, b := range rb.held {
+		f.pools.large.Put(b)
+	}
+}
+
+// take moves the k packets node i sent (read into rb) into the fabric, under one lock, and
+// returns out with the packets to deliver at once (zero-delay paths). A packet that fits a small
+// (MTU-sized) buffer is copied into one, so a packet waiting on a long link holds that, not 64 KiB.
+func (f *Fabric) take(out []delivery, i int, rb *readBufs, k int) []delivery {
+	n := f.nodes[i]
+	now := f.clock.now()
+	wall := time.Now().UnixNano()
+	pkts := rb.pkts[:0]
+	for j := range k {
+		sz := rb.sizes[j]
+		var p packet
+		if sz <= f.pools.smallSize {
+			bp := f.pools.small.Get().(*[]byte)
+			copy(*bp, rb.bufs[j][:sz])
+			p = packet{bp: bp, n: sz}
+		} else {
+			p = packet{bp: rb.held[j], n: sz}
+			rb.held[j] = f.pools.large.Get().(*[]byte)
+			rb.bufs[j] = *rb.held[j]
+		}
+		pkts = append(pkts, p)
+		n.tx.Add(uint64(segments(p.bytes())))
+		n.txb.Add(uint64(sz - VnetHdrLen))
+	}
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		for _, p := range pkts {
+			f.pools.put(p.bp)
+		}
+		clear(pkts)
+		return out
+	}
+	for j, p := range pkts {
+		// Schedule from when the node sent the packet, when the kernel says: time the reader
+		// spent not running is then not added to the link's delay (it is measured instead).
+		sent := now
+		if rb.stamps[j] != 0 {
+			if lag := wall - rb.stamps[j]; lag > 0 && lag < int64(time.Second) {
+				sent = now - lag
+				n.lag.record(lag)
+			}
+		}
+		out = f.ingress(out, i, p, sent)
+	}
+	f.mu.Unlock()
+	clear(pkts)
+	return out
+}
+
+// readLoop moves what node i sends into the fabric, for an endpoint the poller cannot serve (one
+// without a file descriptor, as the tests' in-memory ones): a goroutine on its own OS thread,
+// blocked in the endpoint's batch read.
 func (f *Fabric) readLoop(i int) {
 	defer f.readers.Done()
 	runtime.LockOSThread() // the thread's CPU is the fabric's (threadSet); it ends with the loop
 	f.threads.add()
 	n := f.nodes[i]
-	bufs := make([][]byte, Batch)
-	held := make([]*[]byte, Batch)
-	for j := range bufs {
-		held[j] = f.pools.large.Get().(*[]byte)
-		bufs[j] = *held[j]
-	}
-	sizes := make([]int, Batch)
-	stamps := make([]int64, Batch)
-	pkts := make([]packet, 0, Batch)
+	rb := newReadBufs(f)
+	defer rb.release(f)
 	var out []delivery
-	for k := 0; ; {
-		// Interrupt coalescing, as a NIC's rx-usecs: under load (the last read found more than
-		// one packet), wait a little before reading again, so one wake-up takes many packets
-		// instead of the reader preempting the sender for each. It costs no accuracy while every
-		// link from this node is much longer than the wait, because packets are scheduled from
-		// their send stamps; f.coalesce(i) is 0 where that does not hold.
-		if w := f.coalesce(i); k > 1 && k < Batch && w > 0 {
-			ts := unix.NsecToTimespec(w)
-			_ = unix.Nanosleep(&ts, nil)
-		}
-		var err error
-		k, err = n.ep.ReadBatch(bufs, sizes, stamps)
+	for {
+		k, err := n.ep.ReadBatch(rb.bufs, rb.sizes, rb.stamps)
 		if err != nil {
-			for _, b := range held {
-				f.pools.large.Put(b)
-			}
 			return // endpoint closed (Close) or gone with its namespace
 		}
-		now := f.clock.now()
-		wall := time.Now().UnixNano()
-		pkts = pkts[:0]
-		for j := range k {
-			sz := sizes[j]
-			var p packet
-			if sz <= f.pools.smallSize {
-				bp := f.pools.small.Get().(*[]byte)
-				copy(*bp, bufs[j][:sz])
-				p = packet{bp: bp, n: sz}
-			} else {
-				p = packet{bp: held[j], n: sz}
-				held[j] = f.pools.large.Get().(*[]byte)
-				bufs[j] = *held[j]
-			}
-			pkts = append(pkts, p)
-			n.tx.Add(uint64(segments(p.bytes())))
-			n.txb.Add(uint64(sz - VnetHdrLen))
-		}
-		f.mu.Lock()
-		if f.closed {
-			f.mu.Unlock()
-			for _, p := range pkts {
-				f.pools.put(p.bp)
-			}
-			continue // the endpoint's next read fails
-		}
-		for j, p := range pkts {
-			// Schedule from when the node sent the packet, when the kernel says: time the reader
-			// spent not running is then not added to the link's delay (it is measured instead).
-			sent := now
-			if stamps[j] != 0 {
-				if lag := wall - stamps[j]; lag > 0 && lag < int64(time.Second) {
-					sent = now - lag
-					n.lag.record(lag)
-				}
-			}
-			out = f.ingress(out, i, p, sent)
-		}
-		f.mu.Unlock()
+		out = f.take(out, i, rb, k)
 		if len(out) > 0 {
 			f.writeNow(out)
 			clear(out)
@@ -410,20 +478,15 @@ func (f *Fabric) readLoop(i int) {
 	}
 }
 
-// coalesceWait is how long a reader under load waits between reads (see readLoop).
+// coalesceWait is how long the poller under load waits between rounds (see pollPause).
 const coalesceWait = 100_000 // ns
 
-// coalesce is the wait for node i's reader: coalesceWait, or 0 when a link from the node is
-// shorter than 4 waits (a packet read that late could miss its scheduled time) or the endpoint
-// gives no send stamps. Read without the lock: a stale answer only changes how often the reader
-// wakes.
-func (f *Fabric) coalesce(i int) int64 {
-	return f.nodes[i].coalesceNs.Load()
-}
-
-// updateCoalesce recomputes every node's reader wait from the links' delays; called with mu
-// held whenever links change.
+// updateCoalesce recomputes the poller's coalescing pause from the links' delays: coalesceWait,
+// or 0 when a link is shorter than 4 waits (a packet read that late could miss its scheduled
+// time) or an endpoint gives no send stamps. Called with mu held whenever links change; read
+// without it, since a stale answer only changes how often the poller wakes.
 func (f *Fabric) updateCoalesce() {
+	all := int64(coalesceWait)
 	for i, n := range f.nodes {
 		w := int64(coalesceWait)
 		if !n.stamps {
@@ -434,8 +497,9 @@ func (f *Fabric) updateCoalesce() {
 				w = 0
 			}
 		}
-		n.coalesceNs.Store(w)
+		all = min(all, w)
 	}
+	f.coalesceAll.Store(all)
 }
 
 // ingress classifies a packet sent by node src at time sent and routes it; called with mu held.
@@ -532,14 +596,14 @@ func (f *Fabric) forward(out []delivery, e event) []delivery {
 			e.t = t
 			f.seq++
 			e.seq = f.seq
-			heap.Push(&f.events, e)
+			f.events.push(e)
 			f.timer.arm(f.events[0].t)
 			return out
 		}
 	}
 }
 
-// onTimer runs on the timer thread when the timer fired. Re-arming happens under mu, like every
+// onTimer runs on the poller thread when the timer fired. Re-arming happens under mu, like every
 // arm() from forward, so an event pushed concurrently can never be left without a wake-up.
 //
 // An expired timerfd is disarmed even if the fabric's clock reads a little before the
@@ -572,7 +636,7 @@ const minGap = 50_000 // ns
 // Called with mu held.
 func (f *Fabric) advance(out []delivery, now, horizon int64) []delivery {
 	for len(f.events) > 0 && f.events[0].t <= horizon {
-		e := heap.Pop(&f.events).(event)
+		e := f.events.pop()
 		if f.blocked[e.src*len(f.nodes)+e.dst] {
 			out = f.drop(out, e.p, DropPartition, nil)
 			continue

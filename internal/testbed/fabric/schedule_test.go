@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
@@ -197,5 +198,22 @@ func TestScheduledBandwidthSerialisesAndQueueLimits(t *testing.T) {
 		if want := t0 + int64(k+1)*int64(10*time.Millisecond); a.id != byte(k) || a.at != want {
 			t.Errorf("packet %d arrived at +%v, want packet %d at +%v", a.id, time.Duration(a.at-t0), k, time.Duration(want-t0))
 		}
+	}
+}
+
+// The event heap pops in (time, sequence) order whatever the push order.
+func TestEventHeapOrder(t *testing.T) {
+	var h eventHeap
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 1000 {
+		h.push(event{t: r.Int64N(50), seq: uint64(i)})
+	}
+	prev := h.pop()
+	for len(h) > 0 {
+		e := h.pop()
+		if e.t < prev.t || (e.t == prev.t && e.seq < prev.seq) {
+			t.Fatalf("popped (%d,%d) after (%d,%d)", e.t, e.seq, prev.t, prev.seq)
+		}
+		prev = e
 	}
 }

@@ -121,7 +121,7 @@ type Stats struct {
 	Drops    map[string]uint64 // by reason, over the whole fabric
 	Late     Histogram         // all links together
 	ReadLag  Histogram         // read time minus the kernel's send stamp, all nodes
-	CPU      time.Duration     // CPU time of the fabric's threads (readers and timer)
+	CPU      time.Duration     // CPU time of the fabric's threads (the poller, and readers of endpoints it cannot poll)
 	Threads  int               // how many threads that is
 	Realtime int               // how many of them run at real-time priority (0 when not allowed)
 	At       time.Time         // when CPU was read: the time to divide CPU differences by
@@ -177,7 +177,8 @@ const rtPriority = 1
 // real-time throttling (sched_rt_runtime_us) keeps a share of the CPU for everything else.
 func (t *threadSet) add() {
 	tid := unix.Gettid()
-	err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: rtPriority}, 0)
+	// Reset on fork: a thread or process created from this one runs at ordinary priority.
+	err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: rtPriority, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
 	t.mu.Lock()
 	t.tids = append(t.tids, tid)
 	if err == nil {

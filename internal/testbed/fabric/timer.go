@@ -3,7 +3,6 @@ package fabric
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +18,7 @@ type clock struct {
 // newClock pairs a CLOCK_MONOTONIC reading with time.Now(). The pair is taken between two
 // clock_gettime calls and the tightest of a few tries is kept: a pair read far apart (the
 // goroutine preempted in between) would put the fabric's clock behind the timerfd's, so that
-// every wake-up would look early to the timer thread.
+// every wake-up would look early to the poller.
 func newClock() *clock {
 	var best *clock
 	bestGap := int64(math.MaxInt64)
@@ -42,7 +41,7 @@ var testClockSkew int64
 
 func (c *clock) now() int64 { return c.mono0 + int64(time.Since(c.base)) }
 
-// timer wakes the timer thread at absolute CLOCK_MONOTONIC times; with fd -1 it only records
+// timer wakes the poller thread at absolute CLOCK_MONOTONIC times; with fd -1 it only records
 // what it was armed for (the scheduling tests' injected time). armed (guarded by the fabric's
 // mu, like every call here except run and close) is the event time currently armed for, 0 if
 // none; arm only ever moves it earlier, so the earliest pending event always has a wake-up.
@@ -59,8 +58,6 @@ type timer struct {
 	programmed int64 // the expiry actually set (armed - lead)
 	lead       int64 // estimated wake-up lateness, ns
 	notBefore  int64 // no expiry is programmed earlier than this (see onTimer's minGap)
-	stop       chan struct{}
-	done       chan struct{}
 }
 
 const (
@@ -69,11 +66,13 @@ const (
 )
 
 func newTimer() (*timer, error) {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC)
+	// Non-blocking: the poller reads it only when epoll says it expired, and a read that finds
+	// nothing (it was re-armed meanwhile) must not block the thread.
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("fabric: timerfd_create: %w", err)
 	}
-	return &timer{fd: fd, lead: initialLead, stop: make(chan struct{}), done: make(chan struct{})}, nil
+	return &timer{fd: fd, lead: initialLead}, nil
 }
 
 func (t *timer) arm(at int64) {
@@ -99,40 +98,6 @@ func (t *timer) fired(now int64) {
 		t.lead += (late - t.lead) / 16
 	}
 	t.armed, t.programmed = 0, 0
-}
-
-// run blocks in read(2) on the timerfd on its own OS thread: a blocking read wakes within the
-// hrtimer's latency, where Go's runtime timers would round sub-millisecond waits up. onFire
-// learns whether the read consumed an expiration: the programmed time has then passed, whatever
-// the fabric's clock says, and the timer must be armed again for the next event.
-func (t *timer) run(onFire func(expired bool), onStart func()) {
-	runtime.LockOSThread()
-	defer close(t.done)
-	onStart()
-	// Timer slack only applies to some sleeps, but keep this thread's at the minimum anyway.
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	var buf [8]byte
-	for {
-		n, err := unix.Read(t.fd, buf[:])
-		select {
-		case <-t.stop:
-			return
-		default:
-		}
-		if err != nil && err != unix.EINTR && err != unix.EAGAIN {
-			return
-		}
-		onFire(err == nil && n == len(buf))
-	}
-}
-
-// close wakes the thread (by firing the timer now) and waits for it to exit.
-func (t *timer) close() {
-	close(t.stop)
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(1)}
-	_ = unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &spec, nil)
-	<-t.done
-	unix.Close(t.fd)
 }
 
 // newClockRef reads CLOCK_MONOTONIC directly (for tests).
