@@ -440,11 +440,15 @@ func (ex *execution) run(ctx context.Context) error {
 	if interval <= 0 {
 		interval = time.Second
 	}
-	go func() { defer swg.Done(); ex.pf.Sample(sctx, interval, samples.write) }()
+	var nodes nodesCPU // read once the sampler has stopped
+	go func() {
+		defer swg.Done()
+		ex.pf.Sample(sctx, interval, func(rows []platform.Sample) { nodes.add(rows); samples.write(rows) })
+	}()
 	defer func() {
 		stopSampler()
 		swg.Wait()
-		ex.fabric = writeNetwork(ex.pf, ex.dir, ex.opts.Logger)
+		ex.fabric = writeNetwork(ex.pf, ex.dir, nodes, ex.opts.Logger)
 	}()
 
 	counter := newRequestCounter()

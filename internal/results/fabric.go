@@ -31,6 +31,10 @@ type Fabric struct {
 	Drops            map[string]uint64 `json:"drops"`
 	UnexplainedDrops uint64            `json:"unexplained_drops"`
 	Unexplained      map[string]uint64 `json:"unexplained_by_reason,omitempty"`
+	// HostCPUs is how many CPUs the host had (0: not known); HostBusyMax the most of them the
+	// nodes and the emulator used together in one sampling interval, in cores.
+	HostCPUs    int     `json:"host_cpus,omitempty"`
+	HostBusyMax float64 `json:"host_busy_max,omitempty"`
 	// Threads the emulator ran on, RealtimeThreads of them at real-time priority.
 	Threads         int `json:"threads"`
 	RealtimeThreads int `json:"realtime_threads"`
@@ -63,6 +67,11 @@ const (
 	DistortLateMaxUS    = 5000
 	// DistortCPUCores: the emulator's CPU in one sampling interval, in cores.
 	DistortCPUCores = 0.9
+	// DistortHostShare: the share of the host's CPUs the nodes and the emulator used together
+	// in a sampling interval; DistortHostIntervals: in how many intervals at least (one busy
+	// second, a JVM starting, is not yet a run that measured the host).
+	DistortHostShare     = 0.9
+	DistortHostIntervals = 3
 )
 
 // Distortion applies the distortion rule to a run's fabric figures and its network.csv rows and
@@ -76,7 +85,10 @@ const (
 //   - its CPU exceeded 0.9 cores in any sampling interval: it was at (or near) the end of what
 //     it can forward, and its queues, not the configured links, shaped the traffic;
 //   - it dropped packets that no configuration explains (its sockets overflowed, a node's
-//     kernel refused a write): losses the scenario did not ask for.
+//     kernel refused a write): losses the scenario did not ask for;
+//   - the nodes and the emulator together kept more than 90% of the host's CPUs busy in at
+//     least 3 sampling intervals: the nodes, which stand for separate machines, waited for
+//     each other's CPU, so the run measured the host as much as the system.
 //
 // It depends only on its arguments, so the same results always give the same verdict.
 func Distortion(f Fabric, intervals []NetworkRow) []string {
@@ -90,6 +102,9 @@ func Distortion(f Fabric, intervals []NetworkRow) []string {
 			msText(f.LateMaxUS), limitText(DistortLateMaxUS), f.Delivered))
 	}
 	if r := cpuReason(intervals); r != "" {
+		out = append(out, r)
+	}
+	if r := hostReason(f.HostCPUs, intervals); r != "" {
 		out = append(out, r)
 	}
 	if f.UnexplainedDrops > 0 {
@@ -117,22 +132,9 @@ func Distortion(f Fabric, intervals []NetworkRow) []string {
 // cpuReason names the intervals in which the emulator used more than DistortCPUCores: the
 // peak, and when (from the first such interval's start to the last one's end).
 func cpuReason(intervals []NetworkRow) string {
-	first, last, over, peak := -1, -1, 0, 0.0
-	for i, r := range intervals {
-		if r.CPUCores > DistortCPUCores {
-			if first < 0 {
-				first = i
-			}
-			last, over, peak = i, over+1, math.Max(peak, r.CPUCores)
-		}
-	}
-	if first < 0 {
+	over, peak, when := busyIntervals(intervals, DistortCPUCores, func(r NetworkRow) float64 { return r.CPUCores })
+	if over == 0 {
 		return ""
-	}
-	from, to := intervals[first].T-intervals[first].IntervalS, intervals[last].T
-	when := fmt.Sprintf("from %s s to %s s", secText(from), secText(to))
-	if span := last - first + 1; over < span {
-		when = fmt.Sprintf("in %d of the %d intervals %s", over, span, when)
 	}
 	upTo := ""
 	if over > 1 {
@@ -140,6 +142,63 @@ func cpuReason(intervals []NetworkRow) string {
 	}
 	return fmt.Sprintf("the fabric used %s%s cores (> %s) %s", upTo, strconv.FormatFloat(peak, 'f', 2, 64),
 		strconv.FormatFloat(DistortCPUCores, 'f', -1, 64), when)
+}
+
+// hostBusy is what the nodes and the emulator used together in an interval, in cores (the
+// emulator alone in a file without the nodes' column).
+func hostBusy(r NetworkRow) float64 {
+	if math.IsNaN(r.NodesCPUCores) {
+		return r.CPUCores
+	}
+	return r.NodesCPUCores + r.CPUCores
+}
+
+// HostBusyMax is the most the nodes and the emulator used together in one interval.
+func HostBusyMax(intervals []NetworkRow) float64 {
+	peak := 0.0
+	for _, r := range intervals {
+		peak = math.Max(peak, hostBusy(r))
+	}
+	return peak
+}
+
+// hostReason names the intervals in which the nodes and the emulator kept more than
+// DistortHostShare of the host's cpus CPUs busy, when there were DistortHostIntervals of them.
+func hostReason(cpus int, intervals []NetworkRow) string {
+	if cpus <= 0 {
+		return ""
+	}
+	limit := DistortHostShare * float64(cpus)
+	over, peak, when := busyIntervals(intervals, limit, hostBusy)
+	if over < DistortHostIntervals {
+		return ""
+	}
+	return fmt.Sprintf("the nodes and the fabric used up to %s of the host's %d CPUs (> %s%%) %s: the nodes, which stand for separate machines, waited for each other's CPU (give them cpus limits that fit the host, or less load)",
+		strconv.FormatFloat(peak, 'f', 2, 64), cpus, strconv.FormatFloat(100*DistortHostShare, 'f', -1, 64), when)
+}
+
+// busyIntervals counts the intervals in which value exceeds limit and returns the peak and
+// when they were (from the first such interval's start to the last one's end, "in N of the M
+// intervals" when others lie between).
+func busyIntervals(intervals []NetworkRow, limit float64, value func(NetworkRow) float64) (int, float64, string) {
+	first, last, over, peak := -1, -1, 0, 0.0
+	for i, r := range intervals {
+		if v := value(r); v > limit {
+			if first < 0 {
+				first = i
+			}
+			last, over, peak = i, over+1, math.Max(peak, v)
+		}
+	}
+	if first < 0 {
+		return 0, 0, ""
+	}
+	from, to := intervals[first].T-intervals[first].IntervalS, intervals[last].T
+	when := fmt.Sprintf("from %s s to %s s", secText(from), secText(to))
+	if span := last - first + 1; over < span {
+		when = fmt.Sprintf("in %d of the %d intervals %s", over, span, when)
+	}
+	return over, peak, when
 }
 
 // msText prints µs as milliseconds with about three significant digits.

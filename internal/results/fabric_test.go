@@ -1,6 +1,7 @@
 package results
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +15,13 @@ func TestDistortion(t *testing.T) {
 		var rows []NetworkRow
 		for i, c := range cores {
 			rows = append(rows, NetworkRow{T: float64(i+1) * 2, IntervalS: 2, CPUCores: c})
+		}
+		return rows
+	}
+	host := func(busy ...float64) []NetworkRow { // the fabric at 0.1 cores, the nodes the rest
+		var rows []NetworkRow
+		for i, b := range busy {
+			rows = append(rows, NetworkRow{T: float64(i+1) * 2, IntervalS: 2, CPUCores: 0.1, NodesCPUCores: b - 0.1})
 		}
 		return rows
 	}
@@ -40,6 +48,15 @@ func TestDistortion(t *testing.T) {
 		{name: "unexplained drops, largest first", f: Fabric{Delivered: 100, UnexplainedDrops: 412,
 			Unexplained: map[string]uint64{"write": 12, "read": 400}, Drops: map[string]uint64{"loss": 30, "write": 12, "read": 400}},
 			intervals: calm, want: []string{"412 packets dropped that no configured loss explains (read 400, write 12)"}},
+		{name: "host busy in 3 intervals", f: Fabric{HostCPUs: 2}, intervals: host(1.9, 1.85, 1.2, 1.95),
+			want: []string{"the nodes and the fabric used up to 1.95 of the host's 2 CPUs (> 90%) in 3 of the 4 intervals from 0 s to 8 s"}},
+		{name: "host busy in only 2 intervals", f: Fabric{HostCPUs: 2}, intervals: host(1.9, 1.85, 1.2)},
+		{name: "host at 90% is not over it", f: Fabric{HostCPUs: 2}, intervals: host(1.8, 1.8, 1.8)},
+		{name: "host's CPUs unknown", intervals: host(1.9, 1.9, 1.9)},
+		{name: "no nodes' column: the fabric alone", f: Fabric{HostCPUs: 1}, intervals: []NetworkRow{
+			{T: 1, IntervalS: 1, CPUCores: 0.95, NodesCPUCores: math.NaN()}, {T: 2, IntervalS: 1, CPUCores: 0.95, NodesCPUCores: math.NaN()},
+			{T: 3, IntervalS: 1, CPUCores: 0.95, NodesCPUCores: math.NaN()}},
+			want: []string{"the fabric used up to 0.95 cores", "used up to 0.95 of the host's 1 CPUs"}},
 		{name: "everything at once", f: Fabric{Delivered: 200000, LateP99US: 163000, LateMaxUS: 240000, UnexplainedDrops: 3,
 			Unexplained: map[string]uint64{"read": 3}}, intervals: busy(1.4),
 			want: []string{"up to 240 ms late (p99 over the run 163 ms > 1 ms)", "used 1.40 cores (> 0.9) from 0 s to 2 s", "3 packets dropped"}},
@@ -68,7 +85,7 @@ func TestNetworkAndLinksRoundTrip(t *testing.T) {
 		{T: 1, IntervalS: 1, Packets: 100, Bytes: 6400, CPUCores: 0.25, Delivered: 100, LateP50US: 3, LateP99US: 40, LateMaxUS: 52,
 			ReadLagP99US: 8, DropsByReason: map[string]float64{}},
 		{T: 2, IntervalS: 1, Packets: 250, Bytes: 16000, CPUCores: 0.5, Delivered: 150, LateP50US: 4, LateP99US: 1200, LateMaxUS: 1300,
-			ReadLagP99US: 900, Drops: 7, UnexplainedDrops: 2, DropsByReason: map[string]float64{"loss": 5, "read": 2}},
+			ReadLagP99US: 900, Drops: 7, UnexplainedDrops: 2, DropsByReason: map[string]float64{"loss": 5, "read": 2}, NodesCPUCores: 1.25},
 	}
 	links := []LinkRow{{From: "a", To: "b", Packets: 130, Bytes: 8320, Delivered: 130, LateP50US: 4, LateP99US: 900, LateMaxUS: 1300,
 		Drops: 3, DropsByReason: map[string]float64{"loss": 3}}, {From: "b", To: "a", DropsByReason: map[string]float64{}}}

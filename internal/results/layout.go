@@ -41,7 +41,7 @@ const (
 var (
 	EventsHeader      = []string{"t_s", "action", "target", "detail", "status"}
 	SamplesHeader     = []string{"t_s", "node", "component", "cpu_seconds", "cpu_util", "rss_bytes", "disk_bytes", "rx_bytes", "tx_bytes", "power_w", "energy_j", "idle_energy_j", "rx_packets", "tx_packets"}
-	NetworkHeader     = []string{"t_s", "interval_s", "packets", "bytes", "cpu_cores", "delivered", "late_p50_us", "late_p99_us", "late_max_us", "read_lag_p99_us", "drops", "unexplained_drops", "drops_by_reason"}
+	NetworkHeader     = []string{"t_s", "interval_s", "packets", "bytes", "cpu_cores", "delivered", "late_p50_us", "late_p99_us", "late_max_us", "read_lag_p99_us", "drops", "unexplained_drops", "drops_by_reason", "nodes_cpu_cores"}
 	LinksHeader       = []string{"from", "to", "packets", "bytes", "delivered", "late_p50_us", "late_p99_us", "late_max_us", "drops", "drops_by_reason"}
 	TimeseriesHeader  = []string{"t_s", "series", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos"}
 	PercentilesHeader = []string{"series", "percentile", "latency_ms", "count"}

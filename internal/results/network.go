@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/csv"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -29,6 +30,10 @@ type NetworkRow struct {
 	// Drops are every drop; UnexplainedDrops those no configuration explains.
 	Drops, UnexplainedDrops float64
 	DropsByReason           map[string]float64
+	// NodesCPUCores is what every process in the emulated nodes used over the interval, in
+	// cores (the sum of samples.csv's node rows of the round; NaN in a file written before the
+	// column existed). With CPUCores it is how much of the host the run kept busy.
+	NodesCPUCores float64
 }
 
 // LinkRow is a row of links.csv: one link direction's totals over the sampling period.
@@ -47,7 +52,7 @@ func WriteNetwork(path string, rows []NetworkRow) error {
 		r := rows[i]
 		return []string{f3(r.T), f3(r.IntervalS), num(r.Packets), num(r.Bytes), f3(r.CPUCores), num(r.Delivered),
 			num(r.LateP50US), num(r.LateP99US), num(r.LateMaxUS), num(r.ReadLagP99US), num(r.Drops),
-			num(r.UnexplainedDrops), FormatDrops(r.DropsByReason)}
+			num(r.UnexplainedDrops), FormatDrops(r.DropsByReason), f3OrEmpty(r.NodesCPUCores)}
 	})
 }
 
@@ -73,9 +78,13 @@ func ReadNetwork(path string) ([]NetworkRow, error) {
 		if err != nil {
 			return err
 		}
+		nodes, err := r.Float("nodes_cpu_cores") // NaN when absent (an older file)
+		if err != nil {
+			return err
+		}
 		out = append(out, NetworkRow{T: v[0], IntervalS: v[1], Packets: v[2], Bytes: v[3], CPUCores: v[4],
 			Delivered: v[5], LateP50US: v[6], LateP99US: v[7], LateMaxUS: v[8], ReadLagP99US: v[9], Drops: v[10],
-			UnexplainedDrops: v[11], DropsByReason: by})
+			UnexplainedDrops: v[11], DropsByReason: by, NodesCPUCores: nodes})
 		return nil
 	})
 	return out, err
@@ -149,5 +158,13 @@ func writeCSV(path string, header []string, n int, row func(int) []string) error
 	return f.Close()
 }
 
-func f3(v float64) string  { return strconv.FormatFloat(v, 'f', 3, 64) }
+func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// f3OrEmpty is f3, or an empty cell for NaN (not measured), which ReadCSV reads back as NaN.
+func f3OrEmpty(v float64) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return f3(v)
+}
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -67,6 +67,7 @@ NETWORK: dict[str, str] = {
     "drops": _INT,
     "unexplained_drops": _INT,
     "drops_by_reason": _STR,
+    "nodes_cpu_cores": _FLOAT,
 }
 LINKS: dict[str, str] = {
     "from": _STR,
