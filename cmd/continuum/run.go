@@ -139,7 +139,7 @@ func newRunCmd() *cobra.Command {
 	c.Flags().StringVar(&kube.Kubeconfig, "kubeconfig", "", "kubernetes: the cluster's kubeconfig (default $KUBECONFIG, then ~/.kube/config)")
 	c.Flags().StringVar(&kube.Namespace, "namespace", "", "kubernetes: an existing namespace for the runs' objects (default: a namespace per run, continuum-<run>, deleted with it)")
 	c.Flags().StringVar(&kube.Image, "image", "", "kubernetes: the node pods' image (default "+kubeplatform.DefaultImage()+", from continuum image build)")
-	c.Flags().StringVar(&kube.Containerd, "containerd", "", "kubernetes: the cluster's containerd socket on this host, to import container components' local images (OCI layouts, tarballs) through (default: the one of a `continuum cluster up` cluster whose kubeconfig is given)")
+	c.Flags().StringVar(&kube.Containerd, "containerd", "", "kubernetes: the cluster's containerd socket on this host, to import container components' local images (OCI layouts, tarballs) through (default: for a cluster that continuum cluster up started, found from its kubeconfig)")
 	c.Flags().StringVar(&pullPolicy, "pull-policy", "", "kubernetes: the image's pull policy: IfNotPresent (default), Always or Never")
 	c.Flags().StringArrayVar(&nodeMap, "node-map", nil, "kubernetes: pin scenario node to cluster node, NODE=CLUSTER_NODE (repeatable; default: nodes labelled "+kubeplatform.LabelNode+"=NODE, or the only schedulable node)")
 	c.Flags().BoolVar(&render, "render", false, "kubernetes, with --check: print the YAML of every object a run creates (validated by the cluster in a dry run when one is reachable)")
