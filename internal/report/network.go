@@ -48,8 +48,9 @@ func distortionHeadline(ds []distortion, runs int) string {
 }
 
 // distortionAdvice follows the reasons in the warning box.
-const distortionAdvice = "Its figures measure the testbed's packet fabric as much as the system under test: " +
-	"the emulated network was slower or lossier than configured. See " + distortionDoc + " for what was measured and what to do."
+const distortionAdvice = "Its figures measure the testbed as much as the system under test: " +
+	"the emulated network was slower or lossier than configured, or the nodes waited for the host's CPUs. See " +
+	distortionDoc + " for what was measured and what to do."
 
 // networkSection is the engine's "Emulated network" section: per run what the fabric carried,
 // what it cost, how late it delivered and what it dropped that nothing configured explains, and
