@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,5 +133,41 @@ func TestRunnerWithoutNetworkReport(t *testing.T) {
 	}
 	if sum.Runs[0].Fabric != nil {
 		t.Errorf("summary.json has fabric figures: %+v", sum.Runs[0].Fabric)
+	}
+}
+
+// The nodes' CPU of each sampling round lands beside the fabric's in network.csv's rows (the
+// round nearest the interval's end; components' rows are inside their node's and do not count
+// again), and with the fabric's, against the host's CPUs, it decides the verdict's host reason.
+func TestNetworkResultsHostBusy(t *testing.T) {
+	var rep platform.NetworkReport
+	var nodes nodesCPU
+	for i := 1; i <= 4; i++ {
+		end := time.Duration(i) * time.Second
+		rep.Intervals = append(rep.Intervals, platform.NetworkSample{T: end, Interval: time.Second, CPUCores: 0.5, Drops: map[string]uint64{}})
+		if i == 3 {
+			continue // no round near this interval's end
+		}
+		at := end + 20*time.Millisecond
+		nodes.add([]platform.Sample{{T: at, Node: "a", CPUUtil: 0.8}, {T: at, Node: "b", CPUUtil: 0.6}, {T: at, Node: "a", Component: "x", CPUUtil: 0.7}})
+	}
+	rows, _, f := networkResults(rep, nodes, 2)
+	for i, r := range rows {
+		if i == 2 {
+			if !math.IsNaN(r.NodesCPUCores) {
+				t.Errorf("interval 3 without a round: nodes' CPU %v, want NaN", r.NodesCPUCores)
+			}
+			continue
+		}
+		if math.Abs(r.NodesCPUCores-1.4) > 1e-9 {
+			t.Errorf("interval %d: nodes' CPU %v, want 1.4 (a 0.8 + b 0.6)", i+1, r.NodesCPUCores)
+		}
+	}
+	if f.HostCPUs != 2 || math.Abs(f.HostBusyMax-1.9) > 1e-9 || !f.Distorted || len(f.Distortion) != 1 ||
+		!strings.Contains(f.Distortion[0], "used up to 1.90 of the host's 2 CPUs (> 90%) in 3 of the 4 intervals") {
+		t.Errorf("on 2 CPUs: host %d, busy max %v, distorted %v %q", f.HostCPUs, f.HostBusyMax, f.Distorted, f.Distortion)
+	}
+	if _, _, f := networkResults(rep, nodes, 4); f.Distorted {
+		t.Errorf("on 4 CPUs (1.9 busy): distorted %q", f.Distortion)
 	}
 }

@@ -274,18 +274,7 @@ func convert(p *types.Project, dir string) ([]byte, error) {
 	} else {
 		nodes = topologyNodes(sc["topology"])
 	}
-	order, err := startOrder(p, func(service string) (bool, error) {
-		src, pick := imageSource(p.Services[service].Image, ext, dir)
-		img, err := oci.Load(src, pick, filepath.Join(tools.CacheDir(), "oci"))
-		if err != nil {
-			return false, err
-		}
-		c, err := oci.ReadConfig(img)
-		if err != nil {
-			return false, err
-		}
-		return c.Health != nil && c.Health.Test[0] != "NONE", nil
-	})
+	order, err := startOrder(p, imageHealthcheck(p, ext, dir))
 	if err != nil {
 		return nil, err
 	}
@@ -620,4 +609,21 @@ func healthTest(t types.HealthCheckTest) ([]string, error) {
 		return t[:1], nil
 	}
 	return nil, fmt.Errorf("test %q: want [CMD, ...], [CMD-SHELL, ...], [NONE] or a string", t)
+}
+
+// imageHealthcheck says whether a service's image has a HEALTHCHECK of its own (not NONE):
+// startOrder asks it of a service_healthy dependency without a healthcheck in the file.
+func imageHealthcheck(p *types.Project, ext projectExt, dir string) func(service string) (bool, error) {
+	return func(service string) (bool, error) {
+		src, pick := imageSource(p.Services[service].Image, ext, dir)
+		img, err := oci.Load(src, pick, filepath.Join(tools.CacheDir(), "oci"))
+		if err != nil {
+			return false, err
+		}
+		c, err := oci.ReadConfig(img)
+		if err != nil {
+			return false, err
+		}
+		return c.Health != nil && c.Health.Test[0] != "NONE", nil
+	}
 }

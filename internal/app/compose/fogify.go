@@ -13,9 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/continuum-project/continuum/internal/app/oci"
 	"github.com/continuum-project/continuum/internal/spec"
-	"github.com/continuum-project/continuum/internal/tools"
 )
 
 // maxDevices bounds the devices a model may ask for: each is a node of the testbed, and every
@@ -288,18 +286,7 @@ func Fogify(ctx context.Context, path string, o Options) ([]byte, error) {
 	}
 
 	// Blueprints in their services' start order, then by label.
-	order, err := startOrder(p, func(service string) (bool, error) {
-		src, pick := imageSource(p.Services[service].Image, ext, dir)
-		img, err := oci.Load(src, pick, filepath.Join(tools.CacheDir(), "oci"))
-		if err != nil {
-			return false, err
-		}
-		c, err := oci.ReadConfig(img)
-		if err != nil {
-			return false, err
-		}
-		return c.Health != nil && c.Health.Test[0] != "NONE", nil
-	})
+	order, err := startOrder(p, imageHealthcheck(p, ext, dir))
 	if err != nil {
 		return nil, err
 	}
