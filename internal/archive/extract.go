@@ -45,6 +45,9 @@ type Policy struct {
 	// FileRoot lets a "." regular file be the whole archive: it is written at root's own path
 	// (the copy of a single file).
 	FileRoot bool
+	// Sync makes every regular file durable before it is closed, and the root directory at
+	// the end (a restored store's files).
+	Sync bool
 }
 
 // LayerPolicy is an OCI image layer's: everything a layer may carry, whiteouts turned into
@@ -106,7 +109,13 @@ func (x *extractor) extract(r io.Reader) error {
 	if err := x.checkLinks(); err != nil {
 		return err
 	}
-	return x.finishDirs()
+	if err := x.finishDirs(); err != nil {
+		return err
+	}
+	if p.Sync {
+		return unix.Fsync(x.root)
+	}
+	return nil
 }
 
 type extractor struct {
@@ -230,6 +239,9 @@ func (x *extractor) entry(h *tar.Header, name string, body io.Reader) error {
 		_, err = io.Copy(f, body)
 		if err == nil {
 			err = x.meta(fd, "", h, true)
+		}
+		if err == nil && x.p.Sync {
+			err = f.Sync()
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
