@@ -289,3 +289,72 @@ func FuzzExtract(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, p []byte) { checkHostile(t, p) })
 }
+
+// TestExtractPolicies: what each policy keeps, clears and refuses.
+func TestExtractPolicies(t *testing.T) {
+	tarOf := func(hdrs ...*tar.Header) []byte {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, h := range hdrs {
+			if h.Typeflag == tar.TypeReg {
+				h.Size = 1
+			}
+			if err := tw.WriteHeader(h); err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag == tar.TypeReg {
+				_, _ = tw.Write([]byte("x"))
+			}
+		}
+		_ = tw.Close()
+		return buf.Bytes()
+	}
+	files := policies["files"]
+	for _, tc := range []struct {
+		what string
+		p    Policy
+		hdrs []*tar.Header
+		err  string // "" for none
+	}{
+		{"dangling link without ..", files, []*tar.Header{{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "later/f"}}, ""},
+		{"dangling link with ..", files, []*tar.Header{{Name: "a/l", Typeflag: tar.TypeSymlink, Linkname: "../missing"}}, "cannot be checked"},
+		{"link inside", files, []*tar.Header{{Name: "a/", Typeflag: tar.TypeDir, Mode: 0o755}, {Name: "a/l", Typeflag: tar.TypeSymlink, Linkname: "../a"}}, ""},
+		{"device in a pull", files, []*tar.Header{{Name: "d", Typeflag: tar.TypeChar}}, "not carried"},
+		{"hard link in a pull", files, []*tar.Header{{Name: "f", Typeflag: tar.TypeReg, Mode: 0o644}, {Name: "g", Typeflag: tar.TypeLink, Linkname: "f"}}, "not carried"},
+		{"symlink in a layout", policies["layout"], []*tar.Header{{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "x"}}, "not carried"},
+		{"file over a directory in a pull", files, []*tar.Header{{Name: "a/", Typeflag: tar.TypeDir, Mode: 0o755}, {Name: "a", Typeflag: tar.TypeReg}}, "a directory is there"},
+		{"hard link to itself", LayerPolicy, []*tar.Header{{Name: "f", Typeflag: tar.TypeLink, Linkname: "f"}}, "itself"},
+		{"hard link to a missing file", LayerPolicy, []*tar.Header{{Name: "f", Typeflag: tar.TypeLink, Linkname: "nope"}}, "not in the archive"},
+		{"whiteout of ..", LayerPolicy, []*tar.Header{{Name: ".wh...", Typeflag: tar.TypeReg}}, "names no file"},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "root")
+			err := Extract(bytes.NewReader(tarOf(tc.hdrs...)), root, tc.p)
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("extract = %v; want %q", err, tc.err)
+			}
+		})
+	}
+
+	// Setuid: kept in a layer, cleared in a pull; a single file as the whole archive.
+	for _, tc := range []struct {
+		p    Policy
+		want uint32
+	}{{LayerPolicy, 0o4755}, {files, 0o755}} {
+		root := filepath.Join(t.TempDir(), "root")
+		if err := Extract(bytes.NewReader(tarOf(&tar.Header{Name: "f", Typeflag: tar.TypeReg, Mode: 0o4755})), root, tc.p); err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(root, "f"), &st); err != nil || st.Mode&0o7777 != tc.want {
+			t.Errorf("mode %o (%v); want %o", st.Mode&0o7777, err, tc.want)
+		}
+	}
+	one := filepath.Join(t.TempDir(), "new", "one")
+	if err := Extract(bytes.NewReader(tarOf(&tar.Header{Name: ".", Typeflag: tar.TypeReg, Mode: 0o640})), one, files); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(one); err != nil || string(b) != "x" {
+		t.Errorf("single file: %q, %v", b, err)
+	}
+}
