@@ -19,6 +19,7 @@
 //     attributes (the header's are not applied: the inode is the target's).
 //   - Names: with Policy.ClampNames ".." stops at the root and a leading "/" is dropped (as
 //     containerd reads layers); without it such names are refused.
+//   - Extended attributes never include overlayfs' own (trusted.overlay.*) or security.selinux.
 //   - Policy says what else an archive may carry: symbolic and hard links, devices and FIFOs
 //     (else refused), owners, extended attributes, setuid/setgid/sticky bits (else cleared),
 //     times, OCI whiteouts (turned into overlayfs' 0/0 character devices and

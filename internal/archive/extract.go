@@ -51,7 +51,9 @@ type Policy struct {
 }
 
 // LayerPolicy is an OCI image layer's: everything a layer may carry, whiteouts turned into
-// overlayfs', names clamped at the root.
+// overlayfs', names clamped at the root. Devices and setuid files are made as the image has
+// them: the caller keeps the layers in a directory only root may enter (internal/app/oci's
+// cache is 0700), and the container's device cgroup, not the node, decides who opens them.
 var LayerPolicy = Policy{Symlinks: true, HardLinks: true, Devices: true, Whiteouts: true, Owners: true,
 	Xattrs: true, SpecialBits: true, Times: true, ClampNames: true, ReplaceDirs: true, KeepRoot: true}
 
@@ -470,7 +472,7 @@ func (x *extractor) meta(fd int, _ string, h *tar.Header, now bool) error {
 	}
 	if x.p.Xattrs {
 		for k, v := range h.PAXRecords {
-			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && name != "security.selinux" {
+			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && carriedXattr(name) {
 				if err := unix.Fsetxattr(fd, name, []byte(v), 0); err != nil && !ignorableXattr(err) {
 					return fmt.Errorf("xattr %s: %w", name, err)
 				}
@@ -478,6 +480,14 @@ func (x *extractor) meta(fd int, _ string, h *tar.Header, now bool) error {
 		}
 	}
 	return nil
+}
+
+// carriedXattr says whether an archive may set the extended attribute: not the host's
+// SELinux label, and not overlayfs' own (trusted.overlay.*: redirects, metacopy, origin,
+// opaque), which only the whiteout conversion writes, so that a layer cannot steer the
+// overlay built from it.
+func carriedXattr(name string) bool {
+	return name != "security.selinux" && !strings.HasPrefix(name, "trusted.overlay.")
 }
 
 func ignorableXattr(err error) bool {
@@ -509,7 +519,7 @@ func (x *extractor) atMeta(pfd int, base string, h *tar.Header, mode bool) error
 		// The directory's descriptor through /proc, then base itself (l: not followed).
 		p := fmt.Sprintf("/proc/self/fd/%d/%s", pfd, base)
 		for k, v := range h.PAXRecords {
-			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && name != "security.selinux" {
+			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && carriedXattr(name) {
 				if err := unix.Lsetxattr(p, name, []byte(v), 0); err != nil && !ignorableXattr(err) {
 					return fmt.Errorf("tar entry %q: xattr %s: %w", h.Name, name, err)
 				}

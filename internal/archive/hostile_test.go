@@ -350,6 +350,21 @@ func TestExtractPolicies(t *testing.T) {
 			t.Errorf("mode %o (%v); want %o", st.Mode&0o7777, err, tc.want)
 		}
 	}
+	// A layer cannot set overlayfs' own attributes (a redirect would steer the overlay).
+	if os.Geteuid() == 0 {
+		root := filepath.Join(t.TempDir(), "root")
+		h := &tar.Header{Name: "d/", Typeflag: tar.TypeDir, Mode: 0o755, Format: tar.FormatPAX,
+			PAXRecords: map[string]string{"SCHILY.xattr.trusted.overlay.redirect": "/etc", "SCHILY.xattr.trusted.kept": "y"}}
+		if err := Extract(bytes.NewReader(tarOf(h)), root, LayerPolicy); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.Lgetxattr(filepath.Join(root, "d"), "trusted.overlay.redirect", make([]byte, 64)); err == nil {
+			t.Error("the layer set trusted.overlay.redirect")
+		}
+		if _, err := unix.Lgetxattr(filepath.Join(root, "d"), "trusted.kept", make([]byte, 64)); err != nil {
+			t.Errorf("trusted.kept: %v; want other xattrs kept", err)
+		}
+	}
 	one := filepath.Join(t.TempDir(), "new", "one")
 	if err := Extract(bytes.NewReader(tarOf(&tar.Header{Name: ".", Typeflag: tar.TypeReg, Mode: 0o640})), one, files); err != nil {
 		t.Fatal(err)
