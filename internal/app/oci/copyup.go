@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/continuum-project/continuum/internal/archive"
 )
 
@@ -27,17 +29,17 @@ func copyUp(rootfs, dest, volume string) error {
 	if len(entries) > 0 {
 		return nil // not new: Docker copies into an empty volume only
 	}
-	src, err := resolveIn(rootfs, dest)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	fd, err := resolveIn(rootfs, dest)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		return nil // the image has no directory there
 	}
 	if err != nil {
 		return err
 	}
-	st, err := os.Lstat(src)
-	if err != nil || !st.IsDir() {
-		return nil
-	}
+	defer unix.Close(fd)
+	// The directory the kernel found, by its descriptor ("/." so that it is read as the
+	// directory, not as /proc's link to it).
+	src := fmt.Sprintf("/proc/self/fd/%d/.", fd)
 	// The tree goes through the one extraction routine every archive takes: the volume is on
 	// the host, and what the image holds (its links above all) must not reach past it.
 	pr, pw := io.Pipe()
@@ -60,47 +62,23 @@ func copyUp(rootfs, dest, volume string) error {
 var copyUpPolicy = archive.Policy{Symlinks: true, HardLinks: true, Devices: true, Owners: true,
 	Xattrs: true, SpecialBits: true, Times: true}
 
-// maxLinks bounds the symlinks followed while resolving one path (as the kernel's 40).
-const maxLinks = 40
-
-// resolveIn is path inside root with every symlink on the way resolved as if root were / (an
-// absolute link starts again at root, ".." stops at root), so the result is always in root.
-func resolveIn(root, path string) (string, error) {
-	rest := strings.Split(filepath.Clean("/"+path), "/")
-	var done []string // resolved components below root
-	links := 0
-	for len(rest) > 0 {
-		c := rest[0]
-		rest = rest[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			if len(done) > 0 {
-				done = done[:len(done)-1]
-			}
-			continue
-		}
-		p := filepath.Join(append([]string{root}, append(done, c)...)...)
-		st, err := os.Lstat(p)
-		if err != nil {
-			return "", err
-		}
-		if st.Mode()&fs.ModeSymlink == 0 {
-			done = append(done, c)
-			continue
-		}
-		if links++; links > maxLinks {
-			return "", fmt.Errorf("%s: too many levels of symbolic links", path)
-		}
-		target, err := os.Readlink(p)
-		if err != nil {
-			return "", err
-		}
-		if strings.HasPrefix(target, "/") {
-			done = nil
-		}
-		rest = append(strings.Split(target, "/"), rest...)
+// resolveIn opens path inside root as the kernel resolves it with root as "/"
+// (openat2 RESOLVE_IN_ROOT: an absolute link starts again at root, ".." stops there), so what
+// it opens is always in root. The result is an O_PATH descriptor of a directory.
+func resolveIn(root, path string) (int, error) {
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
 	}
-	return filepath.Join(append([]string{root}, done...)...), nil
+	defer unix.Close(rfd)
+	for {
+		fd, err := unix.Openat2(rfd, strings.TrimPrefix(filepath.Clean("/"+path), "/")+"/.", &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return fd, err
+	}
 }
