@@ -1,15 +1,16 @@
 // Package archive extracts tar archives under a root directory: every archive Continuum
 // unpacks goes through Extract — image layers and OCI layout tars (internal/app/oci), the
-// volume copy-up (the image's tree streamed through WriteTree), and the files pushed to and
-// pulled from node pods (internal/kubernetes/kubeplatform/agent).
+// volume copy-up (the image's tree streamed through WriteTree), the files pushed to and
+// pulled from node pods (internal/kubernetes/kubeplatform/agent), and kv snapshots restored
+// (internal/kv/server).
 //
 // Invariants, which hold for any archive, however hostile:
 //
 //   - Nothing outside the root is created, removed, written, linked to, chowned, chmodded,
-//     given an extended attribute or timed. Every name is resolved by the kernel from a file
-//     descriptor of the root (openat2 with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS), one
-//     directory descriptor at a time, and every change is made relative to the descriptor of
-//     the entry's directory (mkdirat, openat with O_NOFOLLOW|O_EXCL, symlinkat, linkat, mknodat,
+//     given an extended attribute or timed. An entry's directory is opened by the kernel from
+//     the root's file descriptor (openat2 with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS; made
+//     one component at a time, each opened so, when missing), and every change is made
+//     relative to that directory's descriptor (mkdirat, openat with O_NOFOLLOW|O_EXCL, symlinkat, linkat, mknodat,
 //     fchownat and utimensat with AT_SYMLINK_NOFOLLOW, fchmod on an open descriptor).
 //   - A symbolic link is never followed, whoever made it: an entry whose directory is reached
 //     through one is refused (as is a hard link whose target is), so a link the archive made
