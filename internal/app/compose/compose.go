@@ -480,7 +480,9 @@ func containerConfig(name string, svc types.ServiceConfig, sx serviceExt, ext pr
 		case types.VolumeTypeBind:
 		case types.VolumeTypeVolume:
 			if src == "" {
-				src = "anonymous-" + strings.NewReplacer("/", "_").Replace(strings.Trim(v.Target, "/"))
+				src = anonymousVolume(v.Target)
+			} else if !volumeName.MatchString(src) {
+				return nil, fmt.Errorf("services.%s.volumes (%s): volume name %q not allowed: a name is a letter or digit followed by letters, digits, '_', '.' or '-' (Docker's [a-zA-Z0-9][a-zA-Z0-9_.-]); it names a directory under the instance's volumes/", name, v.Target, src)
 			}
 			src = filepath.Join("volumes", src) // in the instance's output directory
 		default:

@@ -11,7 +11,6 @@ import (
 	"archive/tar"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,6 +21,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/continuum-project/continuum/internal/archive"
 )
 
 // refNameAnnotations name an image inside an OCI layout: containerd's full name, then the tag.
@@ -182,42 +183,9 @@ func unpackLayoutTar(src string, st os.FileInfo, cacheDir string) (string, error
 		return "", err
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("image %s: %w", src, err)
-		}
-		p, err := within(tmp, h.Name)
-		if err != nil {
-			return "", fmt.Errorf("image %s: %w", src, err)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return "", err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return "", err
-			}
-			out, err := os.Create(p)
-			if err != nil {
-				return "", err
-			}
-			_, err = io.Copy(out, tr)
-			if cerr := out.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return "", err
-			}
-		default:
-			return "", fmt.Errorf("image %s: unexpected entry %s in an OCI layout", src, h.Name)
-		}
+	// A layout holds directories and regular files only (index.json, oci-layout, blobs/).
+	if err := archive.Extract(f, tmp, archive.Policy{KeepRoot: true}); err != nil {
+		return "", fmt.Errorf("image %s: an OCI layout tar: %w", src, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", err
@@ -237,17 +205,4 @@ func hashString(s string) uint64 {
 		h *= 1099511628211
 	}
 	return h
-}
-
-// within joins an archive entry's name to root, refusing names that leave it.
-func within(root, entry string) (string, error) {
-	clean := filepath.Clean("/" + entry)
-	if clean == "/" {
-		return root, nil
-	}
-	p := filepath.Join(root, clean)
-	if !strings.HasPrefix(p, root+string(filepath.Separator)) {
-		return "", fmt.Errorf("entry %q leaves the archive", entry)
-	}
-	return p, nil
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/continuum-project/continuum/internal/archive"
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
 )
 
@@ -152,6 +153,8 @@ func RestoreSnapshot(file, dataDir string) error {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return err
 	}
+	// A snapshot holds the store's files, flat: anything else is refused before a byte is
+	// written; the files are then written through the extraction routine every archive takes.
 	tr := tar.NewReader(bytes.NewReader(body))
 	for {
 		hdr, err := tr.Next()
@@ -165,20 +168,9 @@ func RestoreSnapshot(file, dataDir string) error {
 		if hdr.Typeflag != tar.TypeReg || name != filepath.Base(name) || name == "." || name == ".." {
 			return fmt.Errorf("%s: unexpected entry %q in a snapshot (want the store's files)", file, hdr.Name)
 		}
-		dst, err := os.OpenFile(filepath.Join(dataDir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(dst, tr)
-		if err == nil {
-			err = dst.Sync()
-		}
-		if cerr := dst.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
+	}
+	if err := archive.Extract(bytes.NewReader(body), dataDir, archive.Policy{Sync: true}); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	return mvcc.RestoredCopy(dataDir)
 }

@@ -150,3 +150,40 @@ func TestPushEscapingTarIsRefused(t *testing.T) {
 		t.Fatalf("push of an escaping tar = %v; want 400 naming the entry", err)
 	}
 }
+
+// TestExtractRefusesLinkChains (issue 41, defect 12): links judged one by one read as inside,
+// but the kernel resolves their chain out of the destination; the extraction is refused.
+func TestExtractRefusesLinkChains(t *testing.T) {
+	for what, hdrs := range map[string][]*tar.Header{
+		"up then esc": {
+			{Name: "a/", Typeflag: tar.TypeDir, Mode: 0o755},
+			{Name: "a/up", Typeflag: tar.TypeSymlink, Linkname: ".."},
+			{Name: "esc", Typeflag: tar.TypeSymlink, Linkname: "a/up/.."},
+		},
+		"esc then up": {
+			{Name: "a/", Typeflag: tar.TypeDir, Mode: 0o755},
+			{Name: "esc", Typeflag: tar.TypeSymlink, Linkname: "a/up/.."},
+			{Name: "a/up", Typeflag: tar.TypeSymlink, Linkname: ".."},
+		},
+		"through a missing name": {
+			{Name: "a/", Typeflag: tar.TypeDir, Mode: 0o755},
+			{Name: "a/up", Typeflag: tar.TypeSymlink, Linkname: ".."},
+			{Name: "esc", Typeflag: tar.TypeSymlink, Linkname: "a/up/missing/../.."},
+		},
+	} {
+		t.Run(what, func(t *testing.T) {
+			parent := t.TempDir()
+			dst := filepath.Join(parent, "dst")
+			err := extractTar(bytes.NewReader(tarOf(t, hdrs...)), dst)
+			if err == nil {
+				t.Fatal("extract: no error; want the escaping chain refused")
+			}
+			if !strings.Contains(err.Error(), "esc") {
+				t.Errorf("extract = %v; want the error to name the link esc", err)
+			}
+			if p, lerr := filepath.EvalSymlinks(filepath.Join(dst, "esc")); lerr == nil && !strings.HasPrefix(p, dst) {
+				t.Errorf("esc resolves to %s, outside %s", p, dst)
+			}
+		})
+	}
+}

@@ -1,0 +1,33 @@
+// Package archive extracts tar archives under a root directory: every archive Continuum
+// unpacks goes through Extract — image layers and OCI layout tars (internal/app/oci), the
+// volume copy-up (the image's tree streamed through WriteTree), the files pushed to and
+// pulled from node pods (internal/kubernetes/kubeplatform/agent), and kv snapshots restored
+// (internal/kv/server).
+//
+// Invariants, which hold for any archive, however hostile:
+//
+//   - Nothing outside the root is created, removed, written, linked to, chowned, chmodded,
+//     given an extended attribute or timed. An entry's directory is opened by the kernel from
+//     the root's file descriptor (openat2 with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS; made
+//     one component at a time, each opened so, when missing), and every change is made
+//     relative to that directory's descriptor (mkdirat, openat with O_NOFOLLOW|O_EXCL, symlinkat, linkat, mknodat,
+//     fchownat and utimensat with AT_SYMLINK_NOFOLLOW, fchmod on an open descriptor).
+//   - A symbolic link is never followed, whoever made it: an entry whose directory is reached
+//     through one is refused (as is a hard link whose target is), so a link the archive made
+//     cannot redirect a later entry, however the links chain. Directory modes and times, set
+//     at the end, are set on what is then a directory at that name, reached the same way.
+//   - A hard link links to a file inside the root only; it takes the target's owner, mode and
+//     attributes (the header's are not applied: the inode is the target's).
+//   - Names: with Policy.ClampNames ".." stops at the root and a leading "/" is dropped (as
+//     containerd reads layers); without it such names are refused.
+//   - Extended attributes never include overlayfs' own (trusted.overlay.*) or security.selinux.
+//   - Policy says what else an archive may carry: symbolic and hard links, devices and FIFOs
+//     (else refused), owners, extended attributes, setuid/setgid/sticky bits (else cleared),
+//     times, OCI whiteouts (turned into overlayfs' 0/0 character devices and
+//     trusted.overlay.opaque), and with LinksInside every symbolic link must, once the whole
+//     archive is written, resolve inside the root as the kernel resolves it (chains included).
+//
+// What it does not do: it is not a sandbox for what the extracted tree later does (a layer's
+// absolute symlinks are meant for the container's root), and a root that other processes
+// change while Extract runs is not defended beyond the rules above.
+package archive
