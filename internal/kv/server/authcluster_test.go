@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -148,13 +149,18 @@ func eventually(t *testing.T, what string, d time.Duration, f func() error) {
 
 func anonClient(t *testing.T, s *Server) *clientv3.Client { return userClient(t, s, "", "") }
 
-// TestAuthReplicatesAndBoundsPartition: users, roles and permissions made on one member reach
-// the others; a member cut off from the majority while a permission is revoked there keeps
-// allowing it only until --auth-majority-timeout, then refuses writes (reads go on); after the
-// heal it learns the revocation.
-func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
-	const timeout = minAuthMajorityTimeout
-	servers, links := startProxiedCluster(t, 3, fastAuth, func(c *Config) { c.AuthMajorityTimeout = timeout })
+// authCluster is n proxied members with auth enabled from m0: role kw may read and write
+// "k", user u (password upw) holds kw, root's password is rootpw; every member has the whole
+// store and u has written on each (users[i] is u's clientv3 client on member i).
+type authCluster struct {
+	servers []*Server
+	links   [][]*linkProxy
+	users   []*clientv3.Client
+}
+
+func startAuthCluster(t *testing.T, n int, opts ...func(*Config)) *authCluster {
+	t.Helper()
+	servers, links := startProxiedCluster(t, n, append([]func(*Config){fastAuth}, opts...)...)
 	ctx := ctxT(t)
 	admin := anonClient(t, servers[0])
 	must(admin.RoleAdd(ctx, "kw"))(t)
@@ -174,7 +180,7 @@ func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
 			return fmt.Errorf("anonymous get: %v", err)
 		})
 	}
-	var users []*clientv3.Client
+	ac := &authCluster{servers: servers, links: links}
 	for i, s := range servers {
 		var c *clientv3.Client
 		eventually(t, fmt.Sprintf("u authenticates on m%d", i), 20*time.Second, func() error {
@@ -185,16 +191,41 @@ func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
 		})
 		t.Cleanup(func() { c.Close() })
 		eventually(t, fmt.Sprintf("u writes on m%d", i), 20*time.Second, func() error {
-			_, err := c.Put(ctx, "k", fmt.Sprint(i)) // Unavailable until the members have met
+			_, err := c.Put(ctxT(t), "k", fmt.Sprint(i)) // Unavailable until the members have met
 			return err
 		})
-		users = append(users, c)
+		ac.users = append(ac.users, c)
 	}
+	return ac
+}
+
+// isolate cuts (or heals) every peer link between member i and the others.
+func (ac *authCluster) isolate(i int, cut bool) {
+	for j := range ac.servers {
+		if j != i {
+			ac.links[i][j].setCut(cut)
+			ac.links[j][i].setCut(cut)
+		}
+	}
+}
+
+// majorityRefusal tells whether err is the cut-off member's refusal.
+func majorityRefusal(err error) bool {
+	return status.Code(err) == codes.Unavailable && strings.Contains(err.Error(), "--auth-majority-timeout")
+}
+
+// TestAuthReplicatesAndBoundsPartition: users, roles and permissions made on one member reach
+// the others; a member cut off from the majority while a permission is revoked there keeps
+// allowing it only until --auth-majority-timeout, then refuses writes (reads go on); after the
+// heal it learns the revocation.
+func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
+	const timeout = minAuthMajorityTimeout
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = timeout })
+	servers, users := ac.servers, ac.users
+	ctx := ctxT(t)
 
 	// Partition m2 from m0 and m1; revoke on the majority side.
-	for _, l := range []*linkProxy{links[0][2], links[1][2], links[2][0], links[2][1]} {
-		l.setCut(true)
-	}
+	ac.isolate(2, true)
 	root := userClient(t, servers[0], "root", "rootpw")
 	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
 	eventually(t, "m1 learns the revocation", 20*time.Second, func() error {
@@ -210,7 +241,7 @@ func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
 		if rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) {
 			t.Fatal("m2 knew of the revocation through a cut link")
 		}
-		if status.Code(err) == codes.Unavailable && strings.Contains(err.Error(), "--auth-majority-timeout") {
+		if majorityRefusal(err) {
 			return nil
 		}
 		return fmt.Errorf("put on m2: %v", err)
@@ -220,9 +251,7 @@ func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
 	}
 
 	// Heal: m2 learns the revocation.
-	for _, l := range []*linkProxy{links[0][2], links[1][2], links[2][0], links[2][1]} {
-		l.setCut(false)
-	}
+	ac.isolate(2, false)
 	eventually(t, "m2 learns the revocation after the heal", 30*time.Second, func() error {
 		_, err := users[2].Put(ctx, "k", "z")
 		if rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) {
@@ -233,4 +262,86 @@ func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// authStampOf is the stamp of the member's copy of the auth store (equal stamps: the same copy).
+func authStampOf(s *Server) authStamp {
+	s.auth.mu.RLock()
+	defer s.auth.mu.RUnlock()
+	return s.auth.stamp
+}
+
+// TestAuthCutOffMemberRefusesAuthChanges: a member cut off from the majority for longer than
+// --auth-majority-timeout refuses every auth change, as it refuses KV writes, so that no
+// change of its own, stamped after a revocation made on the majority side, can win after the
+// heal and undo the revocation on every member (issue 41, defect 15).
+func TestAuthCutOffMemberRefusesAuthChanges(t *testing.T) {
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = minAuthMajorityTimeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cutRoot := userClient(t, ac.servers[2], "root", "rootpw") // authenticated before the cut
+
+	ac.isolate(2, true)
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
+	eventually(t, "m2 refuses KV writes once cut off for the timeout", 20*time.Second, func() error {
+		if _, err := ac.users[2].Put(ctx, "k", "y"); !majorityRefusal(err) {
+			return fmt.Errorf("put on m2: %v", err)
+		}
+		return nil
+	})
+
+	// Every auth change is refused on the cut-off member, each one a change that would
+	// succeed if it were not cut off (the last ones would open the whole cluster).
+	for _, step := range []struct {
+		name string
+		call func() error
+	}{
+		{"role add", func() error { _, err := cutRoot.RoleAdd(ctx, "x"); return err }},
+		{"role grant permission", func() error {
+			_, err := cutRoot.RoleGrantPermission(ctx, "kw", "k", "", clientv3.PermissionType(authpb.READWRITE))
+			return err
+		}},
+		{"role revoke permission", func() error {
+			_, err := cutRoot.RoleRevokePermission(ctx, "kw", "k", "") // m2 still has it
+			return err
+		}},
+		{"user add", func() error { _, err := cutRoot.UserAdd(ctx, "v", "vpw"); return err }},
+		{"user grant role", func() error { _, err := cutRoot.UserGrantRole(ctx, "u", "root"); return err }},
+		{"user revoke role", func() error { _, err := cutRoot.UserRevokeRole(ctx, "u", "kw"); return err }},
+		{"user change password", func() error { _, err := cutRoot.UserChangePassword(ctx, "u", "new"); return err }},
+		{"user delete", func() error { _, err := cutRoot.UserDelete(ctx, "u"); return err }},
+		{"role delete", func() error { _, err := cutRoot.RoleDelete(ctx, "kw"); return err }},
+		{"auth enable", func() error { _, err := cutRoot.AuthEnable(ctx); return err }},
+		{"auth disable", func() error { _, err := cutRoot.AuthDisable(ctx); return err }},
+	} {
+		if err := step.call(); !majorityRefusal(err) {
+			t.Errorf("%s on the cut-off member: %v, want the --auth-majority-timeout refusal", step.name, err)
+		}
+	}
+
+	// After the heal the revocation holds on every member.
+	ac.isolate(2, false)
+	eventually(t, "members agree on the auth store after the heal", 30*time.Second, func() error {
+		a, b, c := authStampOf(ac.servers[0]), authStampOf(ac.servers[1]), authStampOf(ac.servers[2])
+		if a != b || a != c {
+			return fmt.Errorf("stamps %v %v %v", a, b, c)
+		}
+		return nil
+	})
+	for i, u := range ac.users {
+		eventually(t, fmt.Sprintf("m%d serves writes again", i), 20*time.Second, func() error {
+			_, err := u.Put(ctx, "k", "after")
+			if majorityRefusal(err) {
+				return err
+			}
+			if err == nil {
+				t.Fatalf("u's put allowed on m%d after the heal: the revocation was undone", i)
+			}
+			if rpctypes.ErrorDesc(err) != rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) {
+				return fmt.Errorf("put on m%d: %v", i, err)
+			}
+			return nil
+		})
+	}
 }

@@ -158,9 +158,17 @@ func (s *Server) watchMajority() {
 	}
 }
 
-// checkMajority refuses a write while auth is enabled and this member has not heard from a
-// majority for longer than --auth-majority-timeout.
-func (s *Server) checkMajority() error {
+// The refusals of a member cut off from the majority (checkMajority's what).
+const (
+	writeRefused      = "write refused: authentication is enabled and this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so it may not know of a revocation; reads are served"
+	authChangeRefused = "auth change refused: this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so its copy of the auth store may be stale and its change would replace changes made on the majority side; make auth changes on a member that reaches the majority"
+)
+
+// checkMajority refuses a write (KV writes while auth is enabled, every auth change) when this
+// member has not heard from a majority for longer than --auth-majority-timeout, with
+// codes.Unavailable, as etcd refuses a write on a member without a leader; what is the
+// refusal's text, with the silence and the timeout.
+func (s *Server) checkMajority(what string) error {
 	if s.repl == nil || s.cfg.AuthMajorityTimeout <= 0 {
 		return nil
 	}
@@ -168,9 +176,7 @@ func (s *Server) checkMajority() error {
 	if since <= s.cfg.AuthMajorityTimeout {
 		return nil
 	}
-	return status.Errorf(codes.Unavailable,
-		"continuum kv: write refused: authentication is enabled and this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so it may not know of a revocation; reads are served",
-		since.Round(time.Millisecond), s.cfg.AuthMajorityTimeout)
+	return status.Errorf(codes.Unavailable, "continuum kv: "+what, since.Round(time.Millisecond), s.cfg.AuthMajorityTimeout)
 }
 
 // txnWrites reports whether a Txn may write (the bound spares read-only transactions).
