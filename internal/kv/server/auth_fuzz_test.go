@@ -26,7 +26,7 @@ func FuzzAuthAdopt(f *testing.F) {
 		}
 		before := a.rev()
 		if err := a.adopt(b); err != nil && a.rev() != before {
-			t.Fatalf("a copy that failed (%v) moved the revision %d -> %d", err, before, a.rev())
+			t.Fatalf("a copy that failed (%v) moved the revision %+v -> %+v", err, before, a.rev())
 		}
 		_ = a.permitted(authInfo{user: "u", rev: a.rev()}, []byte("b"), nil, false)
 		_ = a.permitted(authInfo{user: "u", rev: a.rev()}, []byte("a"), []byte{0}, true)
@@ -44,11 +44,11 @@ func FuzzSimpleToken(f *testing.F) {
 	f.Add("x.18446744073709551616")
 	f.Fuzz(func(t *testing.T, tok string) {
 		st := newSimpleTokens(DefaultAuthTokenTTL)
-		issued, err := st.assign("u", 1)
+		issued, err := st.assign("u", authRev{Rev: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ai, ok := st.info(tok, 3); ok != (tok == issued) || (ok && (ai.user != "u" || ai.rev != 3)) {
+		if ai, ok := st.info(tok, authRev{Rev: 3}); ok != (tok == issued) || (ok && (ai.user != "u" || ai.rev != authRev{Rev: 3})) {
 			t.Fatalf("token %q: %+v %v (issued %q)", tok, ai, ok, issued)
 		}
 	})

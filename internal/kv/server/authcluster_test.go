@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/authpb"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -264,12 +265,9 @@ func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
 	})
 }
 
-// authStampOf is the stamp of the member's copy of the auth store (equal stamps: the same copy).
-func authStampOf(s *Server) authStamp {
-	s.auth.mu.RLock()
-	defer s.auth.mu.RUnlock()
-	return s.auth.stamp
-}
+// authRevOf is the revision of the member's copy of the auth store (equal revisions: the
+// same copy).
+func authRevOf(s *Server) authRev { return s.auth.rev() }
 
 // TestAuthCutOffMemberRefusesAuthChanges: a member cut off from the majority for longer than
 // --auth-majority-timeout refuses every auth change, as it refuses KV writes, so that no
@@ -323,9 +321,9 @@ func TestAuthCutOffMemberRefusesAuthChanges(t *testing.T) {
 	// After the heal the revocation holds on every member.
 	ac.isolate(2, false)
 	eventually(t, "members agree on the auth store after the heal", 30*time.Second, func() error {
-		a, b, c := authStampOf(ac.servers[0]), authStampOf(ac.servers[1]), authStampOf(ac.servers[2])
+		a, b, c := authRevOf(ac.servers[0]), authRevOf(ac.servers[1]), authRevOf(ac.servers[2])
 		if a != b || a != c {
-			return fmt.Errorf("stamps %v %v %v", a, b, c)
+			return fmt.Errorf("revisions %+v %+v %+v", a, b, c)
 		}
 		return nil
 	})
@@ -343,5 +341,70 @@ func TestAuthCutOffMemberRefusesAuthChanges(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// TestAuthJWTOldRevisionClusterWide: a JWT issued on one member before a password change made
+// on another is refused on both ("auth revision is old", as etcd refuses it), and a token
+// issued after the change is accepted on both: the auth revision orders every change
+// cluster-wide, so a token's age is judged the same on every member (issue 41, defect 16).
+func TestAuthJWTOldRevisionClusterWide(t *testing.T) {
+	priv, pub := writeJWTKeys(t, "ES256")
+	servers, _ := startProxiedCluster(t, 2, fastAuth, func(c *Config) {
+		c.AuthToken = "jwt,pub-key=" + pub + ",priv-key=" + priv + ",sign-method=ES256,ttl=10m"
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	put := func(m int, tok string) error {
+		_, err := pb.NewKVClient(rawConn(t, servers[m])).Put(withToken(ctx, tok), &pb.PutRequest{Key: []byte("k"), Value: []byte("v")})
+		return err
+	}
+	m0, m1 := anonClient(t, servers[0]), anonClient(t, servers[1])
+	// Users and roles first, and m1 has them before auth is enabled: enabling is then a
+	// copy of its own on m1, as it is when an operator enables auth after setting it up.
+	must(m0.RoleAdd(ctx, "kw"))(t)
+	must(m0.RoleGrantPermission(ctx, "kw", "k", "", clientv3.PermissionType(authpb.READWRITE)))(t)
+	must(m0.UserAdd(ctx, "u", "upw"))(t)
+	must(m0.UserGrantRole(ctx, "u", "kw"))(t)
+	must(m0.UserAdd(ctx, "root", "rootpw"))(t)
+	must(m0.UserGrantRole(ctx, "root", "root"))(t)
+	eventually(t, "m1 has root", 20*time.Second, func() error {
+		r, err := m1.UserGet(ctx, "root")
+		if err == nil && len(r.Roles) == 0 {
+			err = errors.New("root without the root role")
+		}
+		return err
+	})
+	must(m0.AuthEnable(ctx))(t)
+	eventually(t, "m1 enables auth", 20*time.Second, func() error {
+		_, err := m1.Authenticate(ctx, "u", "upw")
+		return err
+	})
+	old := must(m1.Authenticate(ctx, "u", "upw"))(t).Token
+	for m := range servers {
+		if err := put(m, old); err != nil {
+			t.Fatalf("m1's token on m%d before the change: %v", m, err)
+		}
+	}
+
+	root := userClient(t, servers[0], "root", "rootpw")
+	must(root.UserChangePassword(ctx, "u", "upw2"))(t)
+	wantErr(t, "m1's token on m0 after the password change there", put(0, old), rpctypes.ErrGRPCAuthOldRevision)
+	eventually(t, "m1 learns the password change", 20*time.Second, func() error {
+		if _, err := m1.Authenticate(ctx, "u", "upw2"); err != nil {
+			return err
+		}
+		return nil
+	})
+	wantErr(t, "m1's token on m1 after the password change", put(1, old), rpctypes.ErrGRPCAuthOldRevision)
+
+	// Tokens issued after the change, on either member, are good on both.
+	for i, c := range []*clientv3.Client{m0, m1} {
+		tok := must(c.Authenticate(ctx, "u", "upw2"))(t).Token
+		for m := range servers {
+			if err := put(m, tok); err != nil {
+				t.Errorf("m%d's token issued after the change, on m%d: %v", i, m, err)
+			}
+		}
 	}
 }
