@@ -157,21 +157,20 @@ type connPool struct {
 const (
 	maxIdlePerInstance = 256
 	idleConnTimeout    = 90 * time.Second
-	// peekAfterIdle: a connection idle longer than this is checked (a non-blocking peek)
-	// before it is used; servers close idle connections after seconds, not milliseconds.
-	peekAfterIdle = time.Second
 )
 
 func newConnPool(dial dialFunc) *connPool {
 	return &connPool{dial: dial, idle: map[string][]*upConn{}, maxIdle: maxIdlePerInstance, maxAge: idleConnTimeout}
 }
 
-// get returns an idle connection to addr, or dials one. With check, or when the connection
-// has been idle for a while, it is first peeked at (a non-blocking read): a request that
-// cannot simply be sent again (a body, a non-idempotent method) must not meet a connection
-// the instance has closed. Without check, such a failure is retried on a fresh connection
-// (attempt), which saves the peek's system call on every request.
-func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, error) {
+// get returns an idle connection to addr, or dials one. A pooled connection is first
+// peeked at (a non-blocking read, idle): one the instance has closed, or on which it sent
+// anything while nothing was asked of it, is closed and the next one tried. Bytes that came
+// unasked are never read as the next request's answer — they would be another exchange's, or
+// none (net/http's Transport closes such a connection: "Unsolicited response received on idle
+// HTTP channel"). What an instance sends after the peek, before the request reaches it, cannot
+// be told from an answer by anyone; the peek closes the window up to then.
+func (p *connPool) get(ctx context.Context, addr string) (*upConn, error) {
 	now := time.Now()
 	for {
 		p.mu.Lock()
@@ -189,8 +188,7 @@ func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, e
 		if !uc.dl.IsZero() && !now.Before(uc.dl) {
 			uc.unbound() // an expired deadline would fail the usability check below
 		}
-		idle := now.Sub(uc.idleSince)
-		if idle < p.maxAge && ((!check && idle < peekAfterIdle) || connUsable(uc.c)) {
+		if now.Sub(uc.idleSince) < p.maxAge && idleUsable(uc.c) {
 			uc.reused = true
 			return uc, nil
 		}
@@ -208,8 +206,16 @@ func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, e
 	return &upConn{c: c, br: bufio.NewReaderSize(c, 4<<10), aw: aw, bw: bufio.NewWriterSize(aw, 4<<10), addr: addr}, nil
 }
 
-// put returns a connection whose exchange completed cleanly.
+// put returns a connection whose exchange completed cleanly: the answer was read exactly to
+// the end its framing gives, and the instance did not ask to close. It is the one way into the
+// pool, and it keeps a connection only if nothing is buffered past that end: bytes there
+// (past a Content-Length, a body on a HEAD, 204 or 304 answer) belong to no request, and the
+// next request on the connection would read them as its answer — another client's bytes.
 func (p *connPool) put(uc *upConn) {
+	if uc.br.Buffered() > 0 {
+		uc.c.Close()
+		return
+	}
 	uc.idleSince = time.Now()
 	p.mu.Lock()
 	if p.closed || len(p.idle[uc.addr]) >= p.maxIdle {

@@ -207,7 +207,7 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 	in.outstanding.Add(1)
 	for {
 		connStart := time.Now()
-		uc, err := s.conns.get(ctx, in.addr, !resendable)
+		uc, err := s.conns.get(ctx, in.addr)
 		if err != nil {
 			in.outstanding.Add(-1)
 			r.lat = time.Since(connStart)

@@ -1,0 +1,199 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
+	"golang.org/x/sys/unix"
+)
+
+// Regression tests of issue 41's proxy defects: what an instance or a client does with the
+// framing of an exchange must not reach another exchange, and must not be charged to the
+// other side.
+
+// rawInstance is an instance written by hand: answer writes whatever bytes it likes on c for
+// the request r (the n-th the instance got, from 1). Requests are read with net/http's parser.
+type rawInstance struct {
+	ln    net.Listener
+	url   string
+	n     atomic.Int64
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func startRawInstance(t testing.TB, answer func(c net.Conn, r *http.Request, n int64)) *rawInstance {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri := &rawInstance{ln: ln, url: "http://" + ln.Addr().String(), conns: map[net.Conn]struct{}{}}
+	ri.wg.Add(1)
+	go func() {
+		defer ri.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			ri.mu.Lock()
+			ri.conns[c] = struct{}{}
+			ri.mu.Unlock()
+			ri.wg.Add(1)
+			go func() {
+				defer ri.wg.Done()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					r, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					body, err := io.ReadAll(r.Body)
+					if err != nil {
+						return
+					}
+					r.Body = io.NopCloser(strings.NewReader(string(body)))
+					answer(c, r, ri.n.Add(1))
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		ri.mu.Lock()
+		for c := range ri.conns {
+			c.Close()
+		}
+		ri.mu.Unlock()
+		ri.wg.Wait()
+	})
+	return ri
+}
+
+// sentOut waits until what was written on c has reached the peer's socket (the kernel's
+// send queue is empty: everything was acknowledged).
+func sentOut(t testing.TB, c net.Conn) {
+	t.Helper()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, "the bytes reach the proxy", func() bool {
+		n := -1
+		rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) })
+		return n == 0
+	})
+}
+
+// ownAnswer is a well-behaved answer naming the request's path.
+func ownAnswer(r *http.Request) string {
+	body := "own " + r.URL.Path
+	return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}
+
+// leaked is a complete answer an instance sends where none is due.
+const leaked = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nLEAKED"
+
+// bigField makes a request head too large for the loop's buffer: net/http's path serves it.
+var bigField = "X-Big: " + strings.Repeat("b", 5<<10) + "\r\n"
+
+// oneService is a proxy with one instance at url for service dps, round-robin.
+func oneService(t *testing.T, url string, tune func(*Config)) *testProxy {
+	t.Helper()
+	cfg := testConfig(newTestSource(inst("a", "dps", url)))
+	cfg.Defaults.Strategy = StrategyRoundRobin
+	if tune != nil {
+		tune(&cfg)
+	}
+	return startProxy(t, cfg)
+}
+
+// TestProxyExtraBytesNotPooled (issue 41, defect 1): an instance that sends more than its
+// answer's framing says (bytes past Content-Length, a body on HEAD or 204) must not have them
+// read as the next client's answer, on the loop's path or on net/http's.
+func TestProxyExtraBytesNotPooled(t *testing.T) {
+	cases := []struct {
+		name, method, first string
+		big                 bool
+	}{
+		{"past-content-length", "GET", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" + leaked, false},
+		{"body-on-head", "HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n" + leaked, false},
+		{"body-on-204", "DELETE", "HTTP/1.1 204 No Content\r\n\r\n" + leaked, false},
+		{"past-content-length-fallback", "GET", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" + leaked, true},
+		{"body-on-head-fallback", "HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n" + leaked, true},
+		{"body-on-204-fallback", "DELETE", "HTTP/1.1 204 No Content\r\n\r\n" + leaked, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
+				if r.URL.Path == "/first" {
+					io.WriteString(c, tc.first) // one write: the extra bytes arrive with the answer
+					return
+				}
+				io.WriteString(c, ownAnswer(r))
+			})
+			tp := oneService(t, ri.url, nil)
+			extra := ""
+			if tc.big {
+				extra = bigField
+			}
+			a := dialRaw(t, tp)
+			resp, _ := a.roundTrip(tc.method+" /first HTTP/1.1\r\nHost: dps\r\n"+extra+"\r\n", tc.method)
+			if resp.StatusCode >= 500 {
+				t.Fatalf("first answer: %d", resp.StatusCode)
+			}
+			// Another client, on the instance connection the first one left (if pooled).
+			for i := range 3 {
+				b := dialRaw(t, tp)
+				path := fmt.Sprintf("/second%d", i)
+				resp, body := b.roundTrip("GET "+path+" HTTP/1.1\r\nHost: dps\r\n"+extra+"\r\n", http.MethodGet)
+				if body != "own "+path {
+					t.Fatalf("client %d got %d %q: another exchange's bytes (want %q)", i, resp.StatusCode, body, "own "+path)
+				}
+			}
+		})
+	}
+}
+
+// TestProxyUnsolicitedBytesOnIdleConn (issue 41, defect 2): bytes an instance writes on an idle
+// pooled connection are not the answer to the next request, however soon it comes.
+func TestProxyUnsolicitedBytesOnIdleConn(t *testing.T) {
+	for _, big := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", big), func(t *testing.T) {
+			wrote := make(chan net.Conn, 1)
+			answered := make(chan struct{})
+			ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
+				io.WriteString(c, ownAnswer(r))
+				if r.URL.Path == "/first" {
+					<-answered
+					io.WriteString(c, leaked) // after the answer, on the now idle connection
+					wrote <- c
+				}
+			})
+			tp := oneService(t, ri.url, nil)
+			extra := ""
+			if big {
+				extra = bigField
+			}
+			if _, body := dialRaw(t, tp).roundTrip("GET /first HTTP/1.1\r\nHost: dps\r\n"+extra+"\r\n", http.MethodGet); body != "own /first" {
+				t.Fatalf("first: %q", body)
+			}
+			close(answered)
+			sentOut(t, <-wrote)
+			if _, body := dialRaw(t, tp).roundTrip("GET /second HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet); body != "own /second" {
+				t.Fatalf("second client got %q: the bytes the instance sent unasked", body)
+			}
+		})
+	}
+}
