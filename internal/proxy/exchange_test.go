@@ -197,3 +197,45 @@ func TestProxyUnsolicitedBytesOnIdleConn(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyFallback304KeepsContentLength (issue 41, defect 7): a 304 whose head only net/http's
+// parser reads keeps the instance's Content-Length (RFC 9110 8.6), as on the loop's path; it
+// never becomes 0.
+func TestProxyFallback304KeepsContentLength(t *testing.T) {
+	for _, tc := range []struct{ big, bigReq bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		big := tc.big
+		t.Run(fmt.Sprintf("answer-head-over-4k=%v,net/http-server=%v", tc.big, tc.bigReq), func(t *testing.T) {
+			ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
+				if r.URL.Path == "/nm" {
+					extra := ""
+					if big {
+						extra = bigField // over the loop's 4 KiB: net/http's parser reads the answer
+					}
+					io.WriteString(c, "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n"+extra+"Content-Length: 1234\r\n\r\n")
+					return
+				}
+				io.WriteString(c, ownAnswer(r))
+			})
+			tp := oneService(t, ri.url, nil)
+			c := dialRaw(t, tp)
+			extra := ""
+			if tc.bigReq {
+				extra = bigField
+			}
+			resp, body := c.roundTrip("GET /nm HTTP/1.1\r\nHost: dps\r\n"+extra+"If-None-Match: \"x\"\r\n\r\n", http.MethodGet)
+			// The loop passes the instance's value on; net/http's server drops Content-Length
+			// from every 304 (its suppressedHeaders304), which RFC 9110 8.6 allows. Neither
+			// may say 0.
+			want := "1234"
+			if tc.bigReq {
+				want = ""
+			}
+			if resp.StatusCode != http.StatusNotModified || body != "" || resp.Header.Get("Content-Length") != want {
+				t.Fatalf("304: %d %q Content-Length %q, want %q", resp.StatusCode, body, resp.Header.Get("Content-Length"), want)
+			}
+			if _, body := c.roundTrip("GET /after HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet); body != "own /after" {
+				t.Fatalf("after the 304: %q", body)
+			}
+		})
+	}
+}
