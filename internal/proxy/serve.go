@@ -117,6 +117,11 @@ func (srv *server) newConn(c net.Conn) *clientConn {
 	} else {
 		cc.remoteHost = c.RemoteAddr().String()
 	}
+	// The first request's head must come within the header timeout from the accept, as with
+	// net/http's ReadHeaderTimeout: a connection that sends nothing is not an idle keep-alive
+	// connection and does not get idleTimeout.
+	c.SetReadDeadline(time.Now().Add(srv.readHeaderTimeout))
+	cc.headerLimit, cc.first = true, true
 	srv.conns[cc] = struct{}{}
 	srv.wg.Add(1)
 	return cc
@@ -201,6 +206,8 @@ type clientConn struct {
 	// headerLimit: the deadline in force is the header timeout's instead.
 	deadlineSet time.Time
 	headerLimit bool
+	// first: no request has been read yet (the header timeout runs from the accept).
+	first bool
 }
 
 func (cc *clientConn) serve() {
@@ -219,6 +226,7 @@ func (cc *clientConn) serve() {
 			}
 			return
 		}
+		cc.first = false
 		if !cc.state.CompareAndSwap(connIdle, connActive) {
 			return // shutdown closed it
 		}
@@ -252,7 +260,7 @@ func (cc *clientConn) readHead() (int, error) {
 				cc.c.SetReadDeadline(time.Now().Add(cc.srv.readHeaderTimeout))
 				cc.headerLimit, cc.deadlineSet = true, time.Time{}
 			}
-		} else if cc.headerLimit || time.Since(cc.deadlineSet) > deadlineSlack {
+		} else if !cc.first && (cc.headerLimit || time.Since(cc.deadlineSet) > deadlineSlack) {
 			now := time.Now()
 			cc.c.SetReadDeadline(now.Add(idleTimeout))
 			cc.deadlineSet, cc.headerLimit = now, false
