@@ -87,6 +87,9 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	// The data plane: the proxy's own HTTP/1.1 loop (serve.go), and net/http's server for the
 	// connections the loop hands over (upgrades, requests outside its parser).
 	fallback := &http.Server{Handler: p.h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: idleTimeout, ErrorLog: errLog}
+	// One request per handed-over connection: the next head on it is the loop's to read (and
+	// check, framing.go) once more, since a client reconnects.
+	fallback.SetKeepAlivesEnabled(false)
 	loop := newServer(p.h, p.cfg.ReadHeaderTimeout, fallback, ln.Addr())
 	p.loop.Store(loop)
 	type serveFunc struct {

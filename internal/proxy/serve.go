@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -282,11 +284,60 @@ func (cc *clientConn) clearDeadline() {
 	}
 }
 
-// handOver passes the connection, with what it has buffered, to net/http's server.
+// handOver passes the connection, with what it has read, to net/http's server, which serves
+// one request on it (keep-alives are off there, run.go) so that every request head on the
+// data port is read by the loop first. The head is read whole (up to maxHandoverHead) and a
+// head whose framing can be read two ways is refused here (framing.go), since net/http
+// accepts it. It reports whether the connection was handed over (else the caller closes it).
 func (cc *clientConn) handOver() bool {
+	var extra []byte // the head's bytes taken out of the loop's buffer, and what followed
+	b, _ := cc.br.Peek(cc.br.Buffered())
+	head := b
+	n, next := headEnd(b, 0)
+	if n < 0 {
+		// The loop's buffer ends before the head: read the rest (net/http would read it all
+		// the same), within the header timeout.
+		if !cc.headerLimit {
+			cc.c.SetReadDeadline(time.Now().Add(cc.srv.readHeaderTimeout))
+			cc.headerLimit, cc.deadlineSet = true, time.Time{}
+		}
+		for n < 0 && len(extra) < maxHandoverHead {
+			extra = append(extra, b...)
+			cc.br.Discard(len(b))
+			n, next = headEnd(extra, next)
+			if n >= 0 {
+				break
+			}
+			if _, err := cc.br.Peek(1); err != nil {
+				return false // the client is gone, or did not finish its head in time
+			}
+			b, _ = cc.br.Peek(cc.br.Buffered())
+		}
+		head = extra
+	}
+	if n >= 0 {
+		if why := framingConflict(head[:n]); why != "" {
+			cc.refuse(why)
+			return false
+		}
+	}
 	cc.clearDeadline()
 	cc.srv.handedOver.Add(1)
-	return cc.srv.handoff.give(&bufferedConn{Conn: cc.c, br: cc.br})
+	var r io.Reader = cc.br
+	if extra != nil {
+		r = io.MultiReader(bytes.NewReader(extra), cc.br)
+	}
+	return cc.srv.handoff.give(&bufferedConn{Conn: cc.c, r: r})
+}
+
+// refuse answers 400 with why to a request the loop will not serve, and the connection is
+// closed after it.
+func (cc *clientConn) refuse(why string) {
+	h := cc.srv.h
+	h.m.error("", errTypeBadRequest)
+	h.m.request("", "", http.StatusBadRequest, 0)
+	cc.headConsumed, cc.bodyDone, cc.isHead = true, false, false
+	cc.answerError(http.StatusBadRequest, why, "", 0, false)
 }
 
 func isTimeout(err error) bool {
@@ -297,10 +348,10 @@ func isTimeout(err error) bool {
 // bufferedConn is a connection handed to net/http with the bytes the loop had read.
 type bufferedConn struct {
 	net.Conn
-	br *bufio.Reader
+	r io.Reader
 }
 
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.br.Read(p) }
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // handoffListener is the net/http server's listener: the connections the loop hands over.
 type handoffListener struct {
