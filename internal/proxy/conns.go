@@ -109,10 +109,13 @@ func (st *slowTimer) arm(s *service, in *instance, epoch uint64, since time.Time
 	st.mu.Lock()
 	st.armed, st.fired, st.s, st.in, st.epoch, st.since, st.limit = true, false, s, in, epoch, since, limit
 	st.mu.Unlock()
+	// since may be in the past (an exchange whose body was sent first): the timer runs for
+	// what is left of limit.
+	d := max(limit-time.Since(since), 0)
 	if st.t == nil {
-		st.t = time.AfterFunc(limit, st.fire)
+		st.t = time.AfterFunc(d, st.fire)
 	} else {
-		st.t.Reset(limit)
+		st.t.Reset(d)
 	}
 }
 
@@ -294,7 +297,7 @@ func upgradeType(h http.Header) string {
 // writeRequest writes r's head (and body) to uc as the proxy forwards it: hop-by-hop headers
 // dropped, X-Forwarded-For appended to, X-Forwarded-Host and -Proto set, the body framed by
 // its length or chunked.
-func writeRequest(uc *upConn, r *http.Request, instHost, upgrade string, buf []byte) error {
+func writeRequest(uc *upConn, r *http.Request, body io.Reader, instHost, upgrade string, buf []byte) error {
 	bw := uc.bw
 	// The origin form (path and query) even when the client sent the absolute form, as the
 	// Transport sent it.
@@ -356,19 +359,21 @@ func writeRequest(uc *upConn, r *http.Request, instHost, upgrade string, buf []b
 		bw.WriteString(upgrade)
 		bw.WriteString("\r\n")
 	}
-	hasBody := r.Body != nil && r.Body != http.NoBody
+	hasBody := body != nil
 	switch {
 	case hasBody && r.ContentLength > 0:
 		bw.WriteString("Content-Length: ")
 		bw.WriteString(strconv.FormatInt(r.ContentLength, 10))
 		bw.WriteString("\r\n\r\n")
-		if _, err := io.CopyBuffer(bw, io.LimitReader(r.Body, r.ContentLength), buf); err != nil {
+		if n, err := io.CopyBuffer(bw, io.LimitReader(body, r.ContentLength), buf); err != nil {
 			return err
+		} else if n < r.ContentLength {
+			return clientBodyError(io.ErrUnexpectedEOF)
 		}
 	case hasBody && r.ContentLength < 0:
 		bw.WriteString("Transfer-Encoding: chunked\r\n\r\n")
 		cw := httputil.NewChunkedWriter(bw)
-		if _, err := io.CopyBuffer(cw, r.Body, buf); err != nil {
+		if _, err := io.CopyBuffer(cw, body, buf); err != nil {
 			return err
 		}
 		cw.Close()

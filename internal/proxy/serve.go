@@ -60,8 +60,10 @@ const (
 type server struct {
 	h                 *handler
 	readHeaderTimeout time.Duration
-	fallback          *http.Server
-	handoff           *handoffListener
+	// writeTimeout bounds each write to a client (0: none).
+	writeTimeout time.Duration
+	fallback     *http.Server
+	handoff      *handoffListener
 
 	mu       sync.Mutex
 	conns    map[*clientConn]struct{}
@@ -71,8 +73,8 @@ type server struct {
 	handedOver atomic.Int64
 }
 
-func newServer(h *handler, readHeaderTimeout time.Duration, fallback *http.Server, addr net.Addr) *server {
-	return &server{h: h, readHeaderTimeout: readHeaderTimeout, fallback: fallback,
+func newServer(h *handler, readHeaderTimeout, writeTimeout time.Duration, fallback *http.Server, addr net.Addr) *server {
+	return &server{h: h, readHeaderTimeout: readHeaderTimeout, writeTimeout: writeTimeout, fallback: fallback,
 		handoff: newHandoffListener(addr), conns: map[*clientConn]struct{}{}}
 }
 
@@ -111,7 +113,9 @@ func (srv *server) newConn(c net.Conn) *clientConn {
 	if srv.shutting.Load() {
 		return nil
 	}
-	cc := &clientConn{srv: srv, c: c, br: bufio.NewReaderSize(c, clientReadBuf), bw: bufio.NewWriterSize(c, clientWriteBuf)}
+	cc := &clientConn{srv: srv, c: c}
+	cc.br = bufio.NewReaderSize(clientReader{cc}, clientReadBuf)
+	cc.bw = bufio.NewWriterSize(clientWriter{cc}, clientWriteBuf)
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		cc.remoteHost = a.IP.String()
 	} else if host, _, err := net.SplitHostPort(c.RemoteAddr().String()); err == nil {
@@ -210,6 +214,57 @@ type clientConn struct {
 	headerLimit bool
 	// first: no request has been read yet (the header timeout runs from the accept).
 	first bool
+	// inBody: the request's body is being read (clientReader bounds each read by up.idle
+	// and puts its wait on up); bodyDL is the read deadline it set (zero: none yet).
+	inBody bool
+	bodyDL time.Time
+	up     uploadClock
+	// writeSet is when the write deadline was last set (zero: none is set).
+	writeSet time.Time
+}
+
+// clientReader is what the loop's read buffer reads the client connection through. Outside a
+// body it is the connection. While a body is read, each read has the upload clock's idle
+// bound (a client that stalls mid-body is cut, and frees its max_inflight slot, the instance's
+// connection and its count), and its wait goes on the upload clock (not the instance's time).
+type clientReader struct{ cc *clientConn }
+
+func (r clientReader) Read(p []byte) (int, error) {
+	cc := r.cc
+	if !cc.inBody || cc.up.idle <= 0 {
+		return cc.c.Read(p)
+	}
+	now := time.Now()
+	if d := now.Add(cc.up.idle); cc.bodyDL.Before(d) {
+		// The deadline is kept within [idle, idle+slack] from now, re-armed only when it
+		// falls short: a body arriving in many pieces re-arms once per slack, not per read.
+		cc.bodyDL = d.Add(deadlineSlackFor(cc.up.idle))
+		cc.c.SetReadDeadline(cc.bodyDL)
+		cc.deadlineSet, cc.headerLimit = time.Time{}, false // readHead sets its own again
+	}
+	n, err := cc.c.Read(p)
+	cc.up.waitedFor(time.Since(now))
+	if err != nil && isTimeout(err) {
+		err = clientStalled{cc.up.idle}
+	}
+	return n, err
+}
+
+// clientWriter is what the loop's write buffer writes the client connection through: every
+// write has writeTimeout to complete, so a client that does not read its answer is cut rather
+// than holding the request (and the instance's connection) for ever. The deadline is re-armed
+// at most once per deadlineSlack.
+type clientWriter struct{ cc *clientConn }
+
+func (w clientWriter) Write(p []byte) (int, error) {
+	cc := w.cc
+	if wt := cc.srv.writeTimeout; wt > 0 {
+		if now := time.Now(); now.Sub(cc.writeSet) > deadlineSlack {
+			cc.c.SetWriteDeadline(now.Add(wt))
+			cc.writeSet = now
+		}
+	}
+	return cc.c.Write(p)
 }
 
 func (cc *clientConn) serve() {
@@ -322,6 +377,9 @@ func (cc *clientConn) handOver() bool {
 		}
 	}
 	cc.clearDeadline()
+	if !cc.writeSet.IsZero() {
+		cc.c.SetWriteDeadline(time.Time{}) // net/http's server sets none of its own
+	}
 	cc.srv.handedOver.Add(1)
 	var r io.Reader = cc.br
 	if extra != nil {
