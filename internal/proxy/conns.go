@@ -299,11 +299,9 @@ func upgradeType(h http.Header) string {
 // its length or chunked.
 func writeRequest(uc *upConn, r *http.Request, body io.Reader, instHost, upgrade string, buf []byte) error {
 	bw := uc.bw
-	// The origin form (path and query) even when the client sent the absolute form, as the
-	// Transport sent it.
 	bw.WriteString(r.Method)
 	bw.WriteByte(' ')
-	bw.WriteString(r.URL.RequestURI())
+	bw.WriteString(originForm(r))
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	host := r.Host
 	if host == "" {
@@ -385,6 +383,28 @@ func writeRequest(uc *upConn, r *http.Request, body io.Reader, instHost, upgrade
 		bw.WriteString("\r\n")
 	}
 	return bw.Flush()
+}
+
+// originForm is the request target as the client sent it, in origin form (the path and query
+// of an absolute-form target, as sent). Never r.URL re-encoded: net/http's URL decodes the path
+// and EscapedPath encodes it again its own way ("%2F" becomes "/" for an absolute-form target,
+// "{" becomes "%7B"), so the instance would see another path than the one routing saw and the
+// client sent, as the loop forwards its bytes untouched.
+func originForm(r *http.Request) string {
+	u := r.RequestURI
+	if strings.HasPrefix(u, "/") {
+		return u
+	}
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		if i := strings.IndexAny(rest, "/?"); i >= 0 {
+			if rest[i] == '?' {
+				return "/" + rest[i:]
+			}
+			return rest[i:]
+		}
+		return "/"
+	}
+	return r.URL.RequestURI() // "*" (OPTIONS) and the like
 }
 
 // errNoAnswer: the instance closed the connection before any byte of an answer.

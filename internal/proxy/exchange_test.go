@@ -242,3 +242,39 @@ func TestProxyFallback304KeepsContentLength(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyForwardsTargetAsSent: the request target reaches the instance as the client sent it
+// (in origin form), on the loop's path and on net/http's: routing reads it, nothing re-encodes,
+// cleans or decodes it after.
+func TestProxyForwardsTargetAsSent(t *testing.T) {
+	seen := make(chan string, 1)
+	ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
+		seen <- r.RequestURI
+		io.WriteString(c, ownAnswer(r))
+	})
+	tp := oneService(t, ri.url, nil)
+	for _, tc := range []struct{ target, want string }{
+		{"/a%2Fb/c", "/a%2Fb/c"},
+		{"/{x}/%7e/", "/{x}/%7e/"},
+		{"/a/../b/./c", "/a/../b/./c"},
+		{"/p;q=1?x=%2F&y={}&z=%zz", "/p;q=1?x=%2F&y={}&z=%zz"},
+		{"/%2e%2e/secret", "/%2e%2e/secret"},
+		{"http://dps/{x}/a%2Fb?q=1", "/{x}/a%2Fb?q=1"},
+		{"http://dps?q=1", "/?q=1"},
+	} {
+		for _, big := range []bool{false, true} {
+			extra := ""
+			if big {
+				extra = bigField
+			}
+			resp, _ := dialRaw(t, tp).roundTrip("GET "+tc.target+" HTTP/1.1\r\nHost: dps\r\n"+extra+"\r\n", http.MethodGet)
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("%s (net/http's path %v): %d", tc.target, big, resp.StatusCode)
+				continue
+			}
+			if got := <-seen; got != tc.want {
+				t.Errorf("%s (net/http's path %v): the instance saw %q, want %q", tc.target, big, got, tc.want)
+			}
+		}
+	}
+}
