@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -50,6 +51,36 @@ type upConn struct {
 	// slow is the connection's in-flight timer (qos with a latency limit, observeSlow),
 	// made once and re-armed per request rather than a timer per request.
 	slow slowTimer
+	// headLeft, while net/http's parser reads an answer head (readResponse), is how many more
+	// bytes br may read from c for it (0: no bound). The loop's parser is bounded by br's size.
+	headLeft int64
+}
+
+// maxAnswerHead bounds an answer head read by net/http's parser: as a request head, net/http's
+// own 1 MiB and the 4 KiB it allows over it.
+const maxAnswerHead = maxHandoverHead
+
+var errAnswerHeadTooLarge = fmt.Errorf("the instance's answer head is over %d bytes", maxAnswerHead)
+
+// upReader is what an instance connection's read buffer reads c through (headLeft's bound).
+type upReader struct{ uc *upConn }
+
+func (r upReader) Read(p []byte) (int, error) {
+	uc := r.uc
+	if uc.headLeft == 0 {
+		return uc.c.Read(p)
+	}
+	if uc.headLeft < 0 {
+		return 0, errAnswerHeadTooLarge
+	}
+	if int64(len(p)) > uc.headLeft {
+		p = p[:uc.headLeft]
+	}
+	n, err := uc.c.Read(p)
+	if uc.headLeft -= int64(n); uc.headLeft == 0 {
+		uc.headLeft = -1
+	}
+	return n, err
 }
 
 // flushRequest writes what bw holds, the end of a request after which the instance sends
@@ -206,7 +237,9 @@ func (p *connPool) get(ctx context.Context, addr string) (*upConn, error) {
 	}
 	c = rawTCP(c)
 	aw := newAwaitWriter(c)
-	return &upConn{c: c, br: bufio.NewReaderSize(c, 4<<10), aw: aw, bw: bufio.NewWriterSize(aw, 4<<10), addr: addr}, nil
+	uc := &upConn{c: c, aw: aw, bw: bufio.NewWriterSize(aw, 4<<10), addr: addr}
+	uc.br = bufio.NewReaderSize(upReader{uc}, 4<<10)
+	return uc, nil
 }
 
 // put returns a connection whose exchange completed cleanly: the answer was read exactly to
@@ -413,7 +446,9 @@ var errNoAnswer = errors.New("connection closed before an answer")
 // readResponse reads the instance's answer headers, skipping 1xx interim answers but 101.
 func readResponse(uc *upConn, r *http.Request) (*http.Response, error) {
 	for {
+		uc.headLeft = maxAnswerHead
 		resp, err := http.ReadResponse(uc.br, r)
+		uc.headLeft = 0
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil, errNoAnswer

@@ -278,3 +278,31 @@ func TestProxyForwardsTargetAsSent(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyOverlongAnswerHeadBounded: an answer head that never ends is cut at the bound (502
+// naming it) on net/http's parser path as the loop's own parser is bounded by its buffer,
+// rather than read into memory until the service's timeout.
+func TestProxyOverlongAnswerHeadBounded(t *testing.T) {
+	ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Endless: " + strings.Repeat("e", 1000) + "\r\n"
+		for {
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	})
+	tp := oneService(t, ri.url, func(cfg *Config) { cfg.Defaults.Timeout = dur(time.Minute) })
+	for _, big := range []bool{false, true} {
+		extra := ""
+		if big {
+			extra = bigField
+		}
+		c := dialRaw(t, tp)
+		c.c.SetDeadline(time.Now().Add(20 * time.Second))
+		resp, body := c.roundTrip("GET /endless HTTP/1.1\r\nHost: dps\r\n"+extra+"\r\n", http.MethodGet)
+		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "answer head") {
+			t.Fatalf("endless answer head (net/http's path %v): %d %q, want 502 naming the head's bound", big, resp.StatusCode, body)
+		}
+	}
+}
