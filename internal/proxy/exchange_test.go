@@ -23,12 +23,36 @@ import (
 // rawInstance is an instance written by hand: answer writes whatever bytes it likes on c for
 // the request r (the n-th the instance got, from 1). Requests are read with net/http's parser.
 type rawInstance struct {
-	ln    net.Listener
-	url   string
-	n     atomic.Int64
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	ln  net.Listener
+	url string
+	n   atomic.Int64
+	mu  sync.Mutex
+	// conns: each connection and whether it is idle (waiting for a request, nothing unread).
+	conns map[net.Conn]*atomic.Bool
 	wg    sync.WaitGroup
+}
+
+// poisonIdle writes a complete answer nobody asked for (marked LEAK-idle) on every idle
+// connection and waits until each has reached the proxy's socket: a proxy that takes one of
+// them for its next request without noticing hands the bytes to a client.
+func (ri *rawInstance) poisonIdle(t testing.TB) int {
+	ri.mu.Lock()
+	var idle []net.Conn
+	for c, b := range ri.conns {
+		if b.Load() {
+			idle = append(idle, c)
+		}
+	}
+	ri.mu.Unlock()
+	for _, c := range idle {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nLEAK-idle")
+	}
+	for _, c := range idle {
+		if !waitSentOut(c) {
+			t.Errorf("bytes written on an idle connection did not reach the proxy within 5 s")
+		}
+	}
+	return len(idle)
 }
 
 func startRawInstance(t testing.TB, answer func(c net.Conn, r *http.Request, n int64)) *rawInstance {
@@ -37,7 +61,7 @@ func startRawInstance(t testing.TB, answer func(c net.Conn, r *http.Request, n i
 	if err != nil {
 		t.Fatal(err)
 	}
-	ri := &rawInstance{ln: ln, url: "http://" + ln.Addr().String(), conns: map[net.Conn]struct{}{}}
+	ri := &rawInstance{ln: ln, url: "http://" + ln.Addr().String(), conns: map[net.Conn]*atomic.Bool{}}
 	ri.wg.Add(1)
 	go func() {
 		defer ri.wg.Done()
@@ -46,16 +70,24 @@ func startRawInstance(t testing.TB, answer func(c net.Conn, r *http.Request, n i
 			if err != nil {
 				return
 			}
+			idle := new(atomic.Bool)
 			ri.mu.Lock()
-			ri.conns[c] = struct{}{}
+			ri.conns[c] = idle
 			ri.mu.Unlock()
 			ri.wg.Add(1)
 			go func() {
 				defer ri.wg.Done()
-				defer c.Close()
+				defer func() {
+					ri.mu.Lock()
+					delete(ri.conns, c)
+					ri.mu.Unlock()
+					c.Close()
+				}()
 				br := bufio.NewReader(c)
 				for {
+					idle.Store(br.Buffered() == 0)
 					r, err := http.ReadRequest(br)
+					idle.Store(false)
 					if err != nil {
 						return
 					}
@@ -85,14 +117,23 @@ func startRawInstance(t testing.TB, answer func(c net.Conn, r *http.Request, n i
 // send queue is empty: everything was acknowledged).
 func sentOut(t testing.TB, c net.Conn) {
 	t.Helper()
+	if !waitSentOut(c) {
+		t.Fatal("timed out after 5s waiting for the bytes to reach the proxy")
+	}
+}
+
+// waitSentOut is sentOut's wait (for any goroutine): false after 5 s.
+func waitSentOut(c net.Conn) bool {
 	rc, err := c.(*net.TCPConn).SyscallConn()
 	if err != nil {
-		t.Fatal(err)
+		return true
 	}
-	testenv.Eventually(t, 5*time.Second, "the bytes reach the proxy", func() bool {
-		n := -1
-		rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) })
-		return n == 0
+	return testenv.Poll(5*time.Second, func() bool {
+		n, err := -1, error(nil)
+		if cerr := rc.Control(func(fd uintptr) { n, err = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); cerr != nil {
+			return true // closed meanwhile (the proxy closed its end): nothing is pending
+		}
+		return n == 0 || err != nil
 	})
 }
 
