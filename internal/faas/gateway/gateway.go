@@ -203,8 +203,11 @@ func (g *Gateway) Handler() http.Handler {
 }
 
 func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
-	rest := strings.TrimPrefix(r.URL.Path, "/function/")
-	name, sub, _ := strings.Cut(rest, "/")
+	name, path, rawPath, err := functionPath(r.URL)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	fs := g.fns[name]
 	if fs == nil {
 		http.Error(w, fmt.Sprintf("no function %q (GET /system/functions lists them)", name), http.StatusNotFound)
@@ -221,7 +224,7 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 		r = r.Clone(r.Context())
 		r.Header.Del("Authorization")
 	}
-	fs.serve(w, r, "/"+sub)
+	fs.serve(w, r, path, rawPath)
 }
 
 // FunctionStatus is one row of GET /system/functions.
@@ -556,7 +559,8 @@ func (fs *fnState) pick(ctx context.Context) (*instance, error) {
 	}
 }
 
-func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path string) {
+// serve forwards r to an instance at path (rawPath: as the client escaped it, see functionPath).
+func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path, rawPath string) {
 	start := time.Now()
 	fs.inflight.Add(1)
 	fs.mInflight.Inc()
@@ -581,7 +585,7 @@ func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path string) {
 	// A shallow copy: the proxy copies the headers it sends anyway.
 	r2 := r.WithContext(ctx)
 	u := *r.URL
-	u.Path, u.RawPath = path, ""
+	u.Path, u.RawPath = path, rawPath
 	r2.URL = &u
 	in.proxy.ServeHTTP(sw, r2)
 }
