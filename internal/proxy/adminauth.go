@@ -1,13 +1,12 @@
 package proxy
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/continuum-project/continuum/internal/httpauth"
 )
 
 // DefaultAdminListen is where the admin endpoints listen unless told: loopback only, so that
@@ -15,24 +14,9 @@ import (
 // whoever can reach the node.
 const DefaultAdminListen = "127.0.0.1:9090"
 
-// isLoopback reports whether a listen address only accepts connections from this machine: an
-// IP literal in 127.0.0.0/8 or ::1, or "localhost". An empty host listens on every interface,
-// and any other name may resolve to anything, so both count as reachable from elsewhere.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // checkAdminExposure refuses an admin listener other machines can reach without a token.
 func checkAdminExposure(adminListen, tokenFile string) error {
-	if adminListen == "-" || tokenFile != "" || isLoopback(adminListen) {
+	if adminListen == "-" || tokenFile != "" || httpauth.IsLoopback(adminListen) {
 		return nil
 	}
 	return fmt.Errorf("admin_listen %q is reachable from other machines, and /metrics and /debug/pools would be open to them: "+
@@ -56,16 +40,8 @@ func readAdminToken(path string) (string, error) {
 	return tok, nil
 }
 
-// hasToken reports whether r carries token as its bearer token, comparing digests so that the
-// time taken does not depend on where or whether the lengths differ.
-func hasToken(r *http.Request, token string) bool {
-	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	a, b := sha256.Sum256([]byte(strings.TrimSpace(got))), sha256.Sum256([]byte(token))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
-}
+// hasToken reports whether r carries token as its bearer token, in constant time.
+func hasToken(r *http.Request, token string) bool { return httpauth.HasBearer(r, token) }
 
 // requireToken answers 401 with a Bearer challenge unless the request has the token.
 func requireToken(token string, next http.Handler) http.Handler {

@@ -42,6 +42,9 @@ type GatewayFlags struct {
 	Functions []string
 	OutDir    string
 	Tick      time.Duration
+	// ShutdownGrace bounds how long a stopping gateway lets requests under way finish
+	// (gateway.Config.ShutdownGrace).
+	ShutdownGrace time.Duration
 	// Testbed, StateDir (or Platform, a platform endpoint), Node, Name, LogDir, InstanceCPUs and
 	// InstancePort place the instances as processes of a testbed.
 	Testbed, Platform, StateDir, Node, Name, LogDir string
@@ -58,7 +61,7 @@ type GatewayFlags struct {
 
 // DefaultGatewayFlags are the defaults of `continuum faas gateway`'s flags.
 func DefaultGatewayFlags() GatewayFlags {
-	return GatewayFlags{Listen: ":8080", Tick: gateway.DefaultTick, Name: "gateway", InstanceCPUs: 1,
+	return GatewayFlags{Listen: ":8080", Tick: gateway.DefaultTick, ShutdownGrace: gateway.DefaultShutdownGrace, Name: "gateway", InstanceCPUs: 1,
 		InstancePort: gateway.DefaultBasePort, BasicAuth: true, DataDir: gateway.DefaultDataDir()}
 }
 
@@ -68,6 +71,7 @@ func (f *GatewayFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.Functions, "function", f.Functions, "a function: name=...,handler=...[,KEY=VALUE...], keys listed above (repeatable)")
 	fs.StringVar(&f.OutDir, "out", f.OutDir, "directory for replicas.csv, scaling.csv and gateway.json")
 	fs.DurationVar(&f.Tick, "tick", f.Tick, "how often autoscalers decide")
+	fs.DurationVar(&f.ShutdownGrace, "shutdown-grace", f.ShutdownGrace, "on stop, how long requests under way may finish before their instances are stopped and they fail with 503 (a function's exec timeout, if shorter, bounds its own)")
 	fs.StringVar(&f.Testbed, "testbed", f.Testbed, "start instances as processes of this testbed (default: in this process)")
 	fs.StringVar(&f.Platform, "platform", f.Platform, "start instances on the platform at this endpoint, as a scenario's run passes it (testbed:NAME@STATE_DIR); instead of --testbed and --state-dir")
 	fs.StringVar(&f.StateDir, "state-dir", f.StateDir, "the testbed's state directory (default $CONTINUUM_STATE_DIR or /run/continuum)")
@@ -141,7 +145,7 @@ Keys of --function (name, and handler or url, are required):
 			if len(flags.Functions) == 0 {
 				return fmt.Errorf("no function: give --function name=...,handler=...")
 			}
-			cfg := gateway.RunConfig{Listen: flags.Listen, OutDir: flags.OutDir, Gateway: gateway.Config{Tick: flags.Tick},
+			cfg := gateway.RunConfig{Listen: flags.Listen, OutDir: flags.OutDir, Gateway: gateway.Config{Tick: flags.Tick, ShutdownGrace: flags.ShutdownGrace},
 				TLSCert: flags.TLSCert, TLSKey: flags.TLSKey}
 			auth, generated, secretDir, err := flags.Auth()
 			if err != nil {

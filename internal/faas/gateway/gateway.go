@@ -40,7 +40,24 @@ type Config struct {
 	// Auth, if set, is what every /system/ request must carry as basic auth (401 otherwise).
 	// Nil leaves the system API open: the command line sets it unless told not to.
 	Auth *Credentials
+	// ShutdownGrace bounds how long Close lets requests under way finish (default
+	// DefaultShutdownGrace; a function's exec timeout, if shorter, bounds its own): past it, or
+	// past the exec timeout, each instance is stopped and what it still serves fails with 503.
+	ShutdownGrace time.Duration
 }
+
+// DefaultShutdownGrace is Config.ShutdownGrace's default, Kubernetes' default
+// terminationGracePeriodSeconds: a gateway asked to stop has stopped within it.
+const DefaultShutdownGrace = 30 * time.Second
+
+// errStopped fails the requests an instance still serves when it is stopped past its grace,
+// and those that arrive once Close has begun.
+//
+// abortWriteGrace is how long a failed request may take to write its 503 (or the rest of what
+// it had) before its writes are cut.
+const abortWriteGrace = time.Second
+
+var errStopped = errors.New("the instance was stopped (the gateway is shutting down or scaled it away) before the answer was complete")
 
 // DefaultTick is Config.Tick's default: autoscalers decide every second.
 const DefaultTick = time.Second
@@ -66,6 +83,10 @@ type Gateway struct {
 	starts sync.WaitGroup
 	drains sync.WaitGroup
 	clock  func() time.Time
+	// closing is closed when Close begins (requests then fail instead of waiting for an
+	// instance), graceOver when its shutdown grace has passed (every drain then ends).
+	closing, graceOver chan struct{}
+	closeOnce          sync.Once
 }
 
 type metrics struct {
@@ -84,7 +105,14 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	g := &Gateway{cfg: cfg, fns: map[string]*fnState{}, reg: prometheus.NewRegistry(), clock: time.Now}
+	if cfg.ShutdownGrace < 0 {
+		return nil, fmt.Errorf("shutdown grace %v: want >= 0 (0: the default, %v)", cfg.ShutdownGrace, DefaultShutdownGrace)
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	g := &Gateway{cfg: cfg, fns: map[string]*fnState{}, reg: prometheus.NewRegistry(), clock: time.Now,
+		closing: make(chan struct{}), graceOver: make(chan struct{})}
 	g.m = metrics{
 		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_function_invocation_total",
 			Help: "Invocations answered, by function and status code."}, []string{"function_name", "code"}),
@@ -159,8 +187,16 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// Close stops scaling and every instance (draining their requests).
+// Close stops scaling and every instance. It lets the requests under way finish for up to
+// Config.ShutdownGrace (each function's exec timeout, if shorter, bounds its own), then stops
+// the instances anyway and fails what they still serve with 503; requests that arrive once
+// Close has begun get 503 at once. So Close returns within the grace plus the time the
+// provider takes to stop the instances, however stuck a call is.
 func (g *Gateway) Close() {
+	g.closeOnce.Do(func() {
+		close(g.closing)
+		time.AfterFunc(g.cfg.ShutdownGrace, func() { close(g.graceOver) })
+	})
 	g.stop()
 	g.done.Wait()
 	g.starts.Wait()
@@ -203,8 +239,11 @@ func (g *Gateway) Handler() http.Handler {
 }
 
 func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
-	rest := strings.TrimPrefix(r.URL.Path, "/function/")
-	name, sub, _ := strings.Cut(rest, "/")
+	name, path, rawPath, err := functionPath(r.URL)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	fs := g.fns[name]
 	if fs == nil {
 		http.Error(w, fmt.Sprintf("no function %q (GET /system/functions lists them)", name), http.StatusNotFound)
@@ -221,7 +260,7 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 		r = r.Clone(r.Context())
 		r.Header.Del("Authorization")
 	}
-	fs.serve(w, r, "/"+sub)
+	fs.serve(w, r, path, rawPath)
 }
 
 // FunctionStatus is one row of GET /system/functions.
@@ -322,7 +361,37 @@ type instance struct {
 	Instance
 	proxy     *httputil.ReverseProxy
 	transport *http.Transport
-	inflight  atomic.Int64
+	// inflight counts the requests given to the instance (pick adds, under fnState.mu, only
+	// while it is ready; done subtracts). Once draining is set (after the instance left the
+	// ready set) it only falls, and whoever sees it at 0 with draining set closes idle: done,
+	// or startDrain when nothing is under way. Both read the other's atomic after writing
+	// their own, so one of them sees both and no wakeup is lost.
+	inflight atomic.Int64
+	draining atomic.Bool
+	idle     chan struct{}
+	idleOnce sync.Once
+	// aborted is cancelled when the instance is stopped past its grace: the requests it still
+	// serves are failed (their context cancelled, their writes to a client that does not read
+	// cut by a past write deadline).
+	aborted context.Context
+	abort   context.CancelFunc
+}
+
+// done ends a request on the instance.
+func (in *instance) done() {
+	if in.inflight.Add(-1) == 0 && in.draining.Load() {
+		in.idleOnce.Do(func() { close(in.idle) })
+	}
+}
+
+// startDrain marks the instance as draining (it must have left the ready set) and returns a
+// channel closed once it serves nothing.
+func (in *instance) startDrain() <-chan struct{} {
+	in.draining.Store(true)
+	if in.inflight.Load() == 0 {
+		in.idleOnce.Do(func() { close(in.idle) })
+	}
+	return in.idle
 }
 
 func newFnState(g *Gateway, f *Function) *fnState {
@@ -441,7 +510,9 @@ func (fs *fnState) start(ctx context.Context, id string) {
 		return
 	}
 	u, _ := url.Parse(inst.URL)
-	in := &instance{Instance: inst, transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second}}
+	in := &instance{Instance: inst, transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second},
+		idle: make(chan struct{})}
+	in.aborted, in.abort = context.WithCancel(context.Background())
 	in.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -454,6 +525,10 @@ func (fs *fnState) start(ctx context.Context, id string) {
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(context.Cause(r.Context()), errStopped) {
+				http.Error(w, fmt.Sprintf("function %s instance %s: %v", fs.fn.Name, inst.ID, errStopped), http.StatusServiceUnavailable)
+				return
+			}
 			if errors.Is(r.Context().Err(), context.DeadlineExceeded) {
 				http.Error(w, fmt.Sprintf("function %s exceeded its exec timeout of %v", fs.fn.Name, fs.fn.ExecTimeout), http.StatusGatewayTimeout)
 				return
@@ -466,11 +541,24 @@ func (fs *fnState) start(ctx context.Context, id string) {
 	fs.notifyLocked()
 }
 
-// drain stops an instance once the requests it was given are answered.
+// drain stops an instance once the requests it was given are answered, or once its grace is
+// over: the function's exec timeout from now (no request in time lasts longer: a request still
+// under way then is stuck, e.g. writing to a client that does not read) or the end of Close's
+// shutdown grace, whichever comes first. What is still under way then fails with 503.
 func (fs *fnState) drain(in *instance) {
-	for in.inflight.Load() > 0 {
-		time.Sleep(5 * time.Millisecond)
+	idle := in.startDrain()
+	t := time.NewTimer(fs.fn.ExecTimeout)
+	select {
+	case <-idle:
+	case <-t.C:
+		fs.g.cfg.Logger.Warn("instance stopped with requests under way: its exec timeout passed while draining",
+			"function", fs.fn.Name, "id", in.ID, "inflight", in.inflight.Load())
+	case <-fs.g.graceOver:
+		fs.g.cfg.Logger.Warn("instance stopped with requests under way: the shutdown grace passed",
+			"function", fs.fn.Name, "id", in.ID, "inflight", in.inflight.Load())
 	}
+	t.Stop()
+	in.abort()
 	if fs.fn.URL != "" {
 		// not ours to stop
 	} else if err := fs.g.cfg.Provider.Stop(context.Background(), in.Instance); err != nil {
@@ -551,12 +639,15 @@ func (fs *fnState) pick(ctx context.Context) (*instance, error) {
 		select {
 		case <-ctx.Done():
 			return nil, errNoInstance
+		case <-fs.g.closing:
+			return nil, errStopped
 		case <-ch:
 		}
 	}
 }
 
-func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path string) {
+// serve forwards r to an instance at path (rawPath: as the client escaped it, see functionPath).
+func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path, rawPath string) {
 	start := time.Now()
 	fs.inflight.Add(1)
 	fs.mInflight.Inc()
@@ -570,18 +661,47 @@ func (fs *fnState) serve(w http.ResponseWriter, r *http.Request, path string) {
 		fs.invocations(sw.code).Inc()
 		fs.mSeconds.Observe(time.Since(start).Seconds())
 	}()
-	ctx, cancel := context.WithTimeout(r.Context(), fs.fn.ExecTimeout)
+	cctx, cancelCause := context.WithCancelCause(r.Context())
+	defer cancelCause(nil)
+	ctx, cancel := context.WithTimeout(cctx, fs.fn.ExecTimeout)
 	defer cancel()
 	in, err := fs.pick(ctx)
 	if err != nil {
+		if errors.Is(err, errStopped) {
+			http.Error(sw, fmt.Sprintf("function %s: the gateway is shutting down", fs.fn.Name), http.StatusServiceUnavailable)
+			return
+		}
 		http.Error(sw, fmt.Sprintf("function %s: %v (within %v)", fs.fn.Name, err, fs.fn.ExecTimeout), http.StatusServiceUnavailable)
 		return
 	}
-	defer in.inflight.Add(-1)
+	defer in.done()
+	// Stopping the instance past its grace fails this request: its context is cancelled, so the
+	// proxy stops waiting for the instance and answers 503; if the request is still under way
+	// abortWriteGrace later, it is stuck writing to a client that does not read, and its writes
+	// get a past deadline. The abort finishes before serve returns, so no deadline is ever set on
+	// a connection that goes on to serve its next request.
+	served, aborting := make(chan struct{}), make(chan struct{})
+	stopAbort := context.AfterFunc(in.aborted, func() {
+		defer close(aborting)
+		cancelCause(errStopped)
+		t := time.NewTimer(abortWriteGrace)
+		defer t.Stop()
+		select {
+		case <-served:
+		case <-t.C:
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now())
+		}
+	})
+	defer func() {
+		close(served)
+		if !stopAbort() {
+			<-aborting
+		}
+	}()
 	// A shallow copy: the proxy copies the headers it sends anyway.
 	r2 := r.WithContext(ctx)
 	u := *r.URL
-	u.Path, u.RawPath = path, ""
+	u.Path, u.RawPath = path, rawPath
 	r2.URL = &u
 	in.proxy.ServeHTTP(sw, r2)
 }

@@ -118,10 +118,18 @@ func Run(ctx context.Context, cfg RunConfig, ready func(net.Addr)) error {
 		}
 	}
 	tick.Stop()
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// The server stops taking connections while the gateway drains: both are bounded by the
+	// shutdown grace (Close fails what is still under way past it, so the handlers the server
+	// waits for return), the server's wait with a margin for those last 503s.
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		g.Close()
+	}()
+	sctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace+abortWriteGrace+5*time.Second)
 	_ = srv.Shutdown(sctx)
 	cancel()
-	g.Close()
+	<-closed
 	if cfg.OutDir == "" {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/fl/orchestrator"
 	"github.com/continuum-project/continuum/internal/fl/plan"
+	"github.com/continuum-project/continuum/internal/httpauth"
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/pyenv"
 	"github.com/continuum-project/continuum/internal/testbed"
@@ -36,8 +37,14 @@ type OrchestrateFlags struct {
 	Train     bool
 	Exclude   []string
 	Group     bool
+	// TokenFile holds the API token ("": OUT/secrets/api-token, generated on the first start).
+	TokenFile string
 	JobFlags
 }
+
+// TokenFile is where an orchestrator whose output directory is out keeps its API token unless
+// told otherwise (--token-file): the file `fl train` and the fl-job kind read.
+func TokenFile(out string) string { return filepath.Join(out, "secrets", "api-token") }
 
 // DefaultOrchestrateFlags are the orchestrator's defaults.
 func DefaultOrchestrateFlags() OrchestrateFlags {
@@ -57,6 +64,7 @@ func (f *OrchestrateFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.BasePort, "base-port", f.BasePort, "the i-th node's service listens on base-port+i, its control API on base-port+1000+i")
 	fs.StringSliceVar(&f.Exclude, "exclude", f.Exclude, "nodes kept out of training until a PUT /nodes/excluded without them (a node that joins later)")
 	fs.BoolVar(&f.Group, "group-clients", f.Group, "run the clients of each host in one process (hundreds of clients: PyTorch's memory shared); a change to one restarts its host's group")
+	fs.StringVar(&f.TokenFile, "token-file", f.TokenFile, "file holding the API token callers send as Authorization: Bearer TOKEN (default OUT/secrets/api-token, generated on the first start, 0600)")
 	fs.BoolVar(&f.Train, "train", f.Train, "submit the job the job flags describe at once, and exit when it ends (otherwise jobs come through POST /jobs or continuum fl train)")
 	f.JobFlags.Bind(fs)
 }
@@ -102,6 +110,17 @@ func runOrchestrate(ctx context.Context, f OrchestrateFlags) error {
 	if err != nil {
 		return err
 	}
+	tokenFile := f.TokenFile
+	if tokenFile == "" {
+		tokenFile = TokenFile(out)
+	}
+	token, generated, err := httpauth.LoadOrCreateToken(tokenFile)
+	if err != nil {
+		return fmt.Errorf("--token-file: %w", err)
+	}
+	if generated {
+		logf("generated the API token into %s (0600): callers send it as Authorization: Bearer TOKEN", tokenFile)
+	}
 	ln, err := net.Listen("tcp", f.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.Listen, err)
@@ -109,7 +128,7 @@ func runOrchestrate(ctx context.Context, f OrchestrateFlags) error {
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
 	cfg := orchestrator.Config{Python: py, Out: out, Poll: f.Poll, BasePort: f.BasePort, Logf: logf, API: f.Advertise,
-		GroupClients: f.Group, Options: plan.DefaultOptions()}
+		GroupClients: f.Group, Options: plan.DefaultOptions(), Token: token}
 	var local *orchestrator.LocalRunner
 	if f.Local {
 		local = &orchestrator.LocalRunner{LogDir: filepath.Join(out, "logs")}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/continuum-project/continuum/internal/fl/orchestrator"
+	"github.com/continuum-project/continuum/internal/httpauth"
 )
 
 // TrainFlags are `continuum fl train`'s flags; the fl-job kind renders its command line from the
@@ -25,18 +26,21 @@ type TrainFlags struct {
 	Orchestrator string
 	Out          string
 	Duration     time.Duration
+	// TokenFile holds the orchestrator's API token (its --token-file).
+	TokenFile string
 	JobFlags
 }
 
 // DefaultTrainFlags are `fl train`'s defaults.
 func DefaultTrainFlags() TrainFlags {
-	return TrainFlags{Orchestrator: "http://127.0.0.1:7070", JobFlags: DefaultJobFlags()}
+	return TrainFlags{Orchestrator: "http://127.0.0.1:7070", TokenFile: TokenFile(DefaultOrchestrateFlags().Out), JobFlags: DefaultJobFlags()}
 }
 
 // Bind declares the flags on fs.
 func (f *TrainFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Orchestrator, "orchestrator", f.Orchestrator, "the orchestrator's URL")
 	fs.StringVar(&f.Out, "out", f.Out, "write the job's final status here as job.json")
+	fs.StringVar(&f.TokenFile, "token-file", f.TokenFile, "file holding the orchestrator's API token (its OUT/secrets/api-token)")
 	fs.DurationVar(&f.Duration, "duration", f.Duration, "stop the job after this long if it has not ended (0: wait for it)")
 	f.JobFlags.Bind(fs)
 }
@@ -66,13 +70,18 @@ func runTrain(ctx context.Context, f TrainFlags, w io.Writer) error {
 		return err
 	}
 	base := strings.TrimSuffix(f.Orchestrator, "/")
+	tok, err := httpauth.ReadToken(f.TokenFile)
+	if err != nil {
+		return fmt.Errorf("--token-file: the orchestrator's API token (its OUT/secrets/api-token, or its --token-file): %w", err)
+	}
+
 	body, _ := json.Marshal(f.Job)
 	var st orchestrator.Status
 	// The orchestrator may still be starting (a scenario starts both at once): a few seconds of
 	// retries, said on the first failure, then an error naming the address.
 	deadline := time.Now().Add(10 * time.Second)
 	for tries := 0; ; tries++ {
-		code, err := call(ctx, "POST", base+"/jobs", body, &st)
+		code, err := call(ctx, tok, "POST", base+"/jobs", body, &st)
 		if err == nil && code == 202 {
 			break
 		}
@@ -105,16 +114,16 @@ func runTrain(ctx context.Context, f TrainFlags, w io.Writer) error {
 		select {
 		case <-ctx.Done():
 			if !stopping {
-				_, _ = call(context.Background(), "POST", base+"/jobs/current/stop", []byte(`{"reason":"fl train was interrupted"}`), &st)
+				_, _ = call(context.Background(), tok, "POST", base+"/jobs/current/stop", []byte(`{"reason":"fl train was interrupted"}`), &st)
 				stopping = true
 			}
 		case <-stopAt:
 			fmt.Fprintf(w, "duration %v reached: stopping the job\n", f.Duration)
-			_, _ = call(ctx, "POST", base+"/jobs/current/stop", []byte(fmt.Sprintf(`{"reason":"the job's duration %v ended"}`, f.Duration)), &st)
+			_, _ = call(ctx, tok, "POST", base+"/jobs/current/stop", []byte(fmt.Sprintf(`{"reason":"the job's duration %v ended"}`, f.Duration)), &st)
 			stopping = true
 		case <-tick.C:
 		}
-		if _, err := call(context.Background(), "GET", base+"/jobs/current", nil, &st); err != nil {
+		if _, err := call(context.Background(), tok, "GET", base+"/jobs/current", nil, &st); err != nil {
 			if stopping && ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -151,12 +160,13 @@ func describeJob(j orchestrator.JobSpec) string {
 
 // call does one API request and decodes the JSON answer into out (an error object's "error"
 // into out's Reason when out is a Status).
-func call(ctx context.Context, method, url string, body []byte, out *orchestrator.Status) (int, error) {
+func call(ctx context.Context, token, method, url string, body []byte, out *orchestrator.Status) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := apiClient.Do(req)
 	if err != nil {
 		return 0, err

@@ -3,6 +3,7 @@ package kinds
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/cli"
@@ -10,6 +11,7 @@ import (
 	"github.com/continuum-project/continuum/internal/fl/flcmd"
 	"github.com/continuum-project/continuum/internal/fl/orchestrator"
 	"github.com/continuum-project/continuum/internal/fl/plan"
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 func init() {
@@ -83,6 +85,10 @@ func jobCommand(env kind.Env, c *JobConfig) (kind.Command, error) {
 	}
 	f := flcmd.DefaultTrainFlags()
 	f.Orchestrator, f.Out, f.Duration = api.Addr, env.OutDir, env.Duration
+	// The orchestrator generates its API token into its output directory, a component's
+	// directory of the same run (results.ComponentDir), before it listens: the job starts after.
+	runDir := filepath.Dir(filepath.Dir(env.OutDir))
+	f.TokenFile = flcmd.TokenFile(results.ComponentDir(runDir, c.Orchestrator))
 	f.Job = c.spec()
 	return kind.Command{Args: append([]string{env.Binary, "fl", "train"}, cli.Args(flcmd.DefaultTrainFlags(), f)...)}, nil
 }

@@ -42,13 +42,15 @@ func TestJobKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, orch := kindtest.Decode(t, "fl-orchestrator", "port: 7070\n")
-	env := kind.Env{Binary: "/bin/continuum", Instance: "job", Node: "n1", OutDir: "/r/job", Duration: 5 * time.Minute,
+	env := kind.Env{Binary: "/bin/continuum", Instance: "job", Node: "n1", OutDir: "/r/workloads/job", Duration: 5 * time.Minute,
 		Components: map[string]kind.Component{"orch": kindtest.Component(t, "n1", "fl-orchestrator", orch)}}
 	cmd, err := k.Command(env, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/bin/continuum", "fl", "train", "--orchestrator", "http://n1:7070", "--out", "/r/job", "--duration", "5m0s",
+	// The token file is the orchestrator's, in its component directory of the same run.
+	want := []string{"/bin/continuum", "fl", "train", "--orchestrator", "http://n1:7070", "--out", "/r/workloads/job",
+		"--token-file", "/r/components/orch/secrets/api-token", "--duration", "5m0s",
 		"--strategy", "centralized", "--epochs", "10", "--rounds", "6", "--labels-per-client", "2"}
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("args %q\nwant %q", cmd.Args, want)

@@ -19,6 +19,7 @@ import (
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/fl/flcmd"
+	"github.com/continuum-project/continuum/internal/httpauth"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -132,6 +133,11 @@ func orchestratorSet(ctx context.Context, env kind.Env, c *OrchestratorConfig, c
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	tok, err := httpauth.ReadToken(flcmd.TokenFile(env.OutDir))
+	if err != nil {
+		return fmt.Errorf("fl-orchestrator %s: the API token: %w", env.Instance, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: env.Dial, DisableKeepAlives: true}}
 	resp, err := client.Do(req)
 	if err != nil {

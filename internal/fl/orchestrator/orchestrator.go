@@ -43,6 +43,9 @@ type Config struct {
 	// machine: PyTorch's memory is shared); a change to one client restarts its host's group.
 	GroupClients bool
 	Logf         func(format string, args ...any)
+	// Token is what callers of the API send as "Authorization: Bearer TOKEN" (see auth.go);
+	// the services get tokens derived from it. Empty: New generates one (Orchestrator.Token).
+	Token string
 }
 
 // Orchestrator runs one training job at a time.
@@ -72,6 +75,9 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	if cfg.Token == "" {
+		cfg.Token = randomToken()
+	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
 	}
@@ -89,8 +95,11 @@ func New(cfg Config) (*Orchestrator, error) {
 // Close flushes the output files.
 func (o *Orchestrator) Close() error { return o.rec.close() }
 
-// Handler is the HTTP API: jobs, services' reports, the model repository, node changes.
-func (o *Orchestrator) Handler() http.Handler {
+// Handler is the HTTP API: jobs, services' reports, the model repository, node changes. Every
+// route but GET /health needs a token (auth.go).
+func (o *Orchestrator) Handler() http.Handler { return o.authorize(o.routes()) }
+
+func (o *Orchestrator) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /jobs", o.handleSubmit)
 	mux.HandleFunc("GET /jobs/current", o.handleJob)

@@ -125,7 +125,13 @@ func (j *run) python(role string, args ...string) []string {
 }
 
 func (j *run) env() []string {
-	return []string{"PYTHONPATH=" + j.o.cfg.Python.Src, "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}
+	return []string{"PYTHONPATH=" + j.o.cfg.Python.Src, "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1",
+		ServicesTokenEnv + "=" + j.o.ServicesToken()}
+}
+
+// aggregatorEnv is env plus the control API's token, which only aggregators get.
+func (j *run) aggregatorEnv() []string {
+	return append(j.env(), ControlTokenEnv+"="+j.o.ControlToken())
 }
 
 func (j *run) serviceOut(name string) string {
@@ -159,7 +165,7 @@ func (j *run) globalService(conf plan.Config, resume bool) Service {
 	if resume {
 		args = append(args, "--resume-url", strings.TrimSuffix(j.o.cfg.API, "/")+"/model/latest")
 	}
-	return Service{Name: name, Node: conf.Global, Host: j.members[conf.Global].Host, Args: j.python("aggregator", args...), Env: j.env(), Out: out}
+	return Service{Name: name, Node: conf.Global, Host: j.members[conf.Global].Host, Args: j.python("aggregator", args...), Env: j.aggregatorEnv(), Out: out}
 }
 
 func (j *run) localService(conf plan.Config, c plan.Cluster) Service {
@@ -168,7 +174,7 @@ func (j *run) localService(conf plan.Config, c plan.Cluster) Service {
 	args := j.aggregatorArgs(conf, c.Aggregator, conf.LocalRounds, len(c.Clients))
 	args = append(args, "--parent", j.flowerAddr(conf.Global))
 	args = append(args, j.trainArgs(out)...)
-	return Service{Name: name, Node: c.Aggregator, Host: j.members[c.Aggregator].Host, Args: j.python("aggregator", args...), Env: j.env(), Out: out}
+	return Service{Name: name, Node: c.Aggregator, Host: j.members[c.Aggregator].Host, Args: j.python("aggregator", args...), Env: j.aggregatorEnv(), Out: out}
 }
 
 func (j *run) clientService(id, parent string) Service {

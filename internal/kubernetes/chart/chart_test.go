@@ -124,6 +124,12 @@ func TestEveryComponentOn(t *testing.T) {
 	if c := fl.Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--local") || !strings.Contains(c.Image, "continuum-fl:") {
 		t.Errorf("fl orchestrator: args %q image %s, want --local on the FL image", c.Args, c.Image)
 	}
+	if c := fl.Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--token-file=/var/run/continuum/fl-api-token/token") {
+		t.Errorf("fl orchestrator args %q: its API is reachable in the pod network, want --token-file", c.Args)
+	}
+	if tok := find[*corev1.Secret](t, docs, "ct-continuum-fl-orchestrator-api-token"); len(tok.StringData["token"]) < 32 {
+		t.Errorf("fl orchestrator API token %q: want a random one of 32+ characters", tok.StringData["token"])
+	}
 	if fl.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("fl orchestrator strategy %q: want Recreate (one owner of the model repository)", fl.Spec.Strategy.Type)
 	}

@@ -19,10 +19,10 @@ DATASETS = ("digits", "mnist1d", "cifar10")
 MODELS = ("cnn",)
 
 EXAMPLES = """examples:
-  python -m continuum_fl aggregator --id n1 --listen 0.0.0.0:8080 --control 0.0.0.0:8081 \\
-      --rounds 20 --min-clients 2 --report http://orchestrator:9000
+  CONTINUUM_FL_CONTROL_TOKEN=... python -m continuum_fl aggregator --id n1 --listen 0.0.0.0:8080 \\
+      --control 0.0.0.0:8081 --rounds 20 --min-clients 2 --report http://orchestrator:9000
   python -m continuum_fl aggregator --id n2 --listen 0.0.0.0:8080 --parent n1:8080 \\
-      --control 0.0.0.0:8081 --local-rounds 4 --epochs 11 --min-clients 3
+      --local-rounds 4 --epochs 11 --min-clients 3
   python -m continuum_fl client --id n4 --server n2:8080 --partition partition.json --fail-prob 0.6
   python -m continuum_fl clients --plan plan.json --node n4
 """
@@ -109,8 +109,14 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     a.add_argument(
         "--control",
         type=hostport,
-        default="0.0.0.0:8081",
-        help="control API: GET /status, POST /config, POST /stop (default 0.0.0.0:8081)",
+        default="127.0.0.1:8081",
+        help="control API: GET /status, POST /config, POST /stop (default 127.0.0.1:8081; another address "
+        "needs a token: $CONTINUUM_FL_CONTROL_TOKEN or --control-token-file)",
+    )
+    a.add_argument(
+        "--control-token-file",
+        default=None,
+        help="file holding the token the control API requires (default: $CONTINUUM_FL_CONTROL_TOKEN)",
     )
     a.add_argument(
         "--rounds", type=positive, default=10, help="global rounds, the last round's number (default 10)"
@@ -195,6 +201,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, sub: argparse.ArgumentParser) -> int:
+    if args.role == "aggregator":
+        # Before anything slow: a control API that would be open to other machines is refused.
+        from .auth import check_exposure, control_token
+
+        args.control_token = control_token(args.control_token_file)
+        host, _, port = args.control.rpartition(":")
+        check_exposure(host, int(port), args.control_token)
     if not (args.role == "aggregator" and args.parent):  # a local aggregator holds no model
         import torch
 

@@ -75,6 +75,7 @@ class AggregatorConfig:
     report: str | None = None
     resume_url: str | None = None
     round_timeout: float | None = None
+    control_token: str | None = None  # the control API's (auth.py); None: loopback only
 
 
 def _nbytes(arrays: NDArrays) -> int:
@@ -228,7 +229,7 @@ def _start_children(
     children = Children(cfg.listen, control, reporter, cfg.round_timeout)
     box.append(children)
     host, port = _split_hostport(cfg.control)
-    ctl.serve(control, host, port)  # ready: the Flower server listens
+    ctl.serve(control, host, port, cfg.control_token)  # ready: the Flower server listens
     return children
 
 

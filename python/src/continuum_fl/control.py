@@ -7,6 +7,10 @@ http.server in a thread.
   the wait re-reads it every second.
 - ``POST /stop`` -> the current round finishes, then the service exits 0.
 
+With a token (the orchestrator passes CONTINUUM_FL_CONTROL_TOKEN; see auth.py) every request
+needs ``Authorization: Bearer TOKEN`` (401 otherwise, nothing changed); without one the API may
+only listen on loopback.
+
 The server is started only once the Flower server listens, so a 200 from /status means the
 aggregator is ready for children.
 """
@@ -19,6 +23,8 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .auth import check_exposure, has_bearer
 
 log = logging.getLogger("continuum_fl.control")
 
@@ -81,8 +87,10 @@ class Control:
         return self.status()
 
 
-def serve(control: Control, host: str, port: int) -> ThreadingHTTPServer:
-    """Starts the control API in a daemon thread; the caller shuts it down."""
+def serve(control: Control, host: str, port: int, token: str | None = None) -> ThreadingHTTPServer:
+    """Starts the control API in a daemon thread; the caller shuts it down. Without a token it
+    refuses (ValueError) an address other machines reach."""
+    check_exposure(host, port, token)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:  # quiet: the orchestrator polls
@@ -96,13 +104,33 @@ def serve(control: Control, host: str, port: int) -> ThreadingHTTPServer:
             self.end_headers()
             self.wfile.write(body)
 
+        def _authorized(self) -> bool:
+            if token is None or has_bearer(self.headers.get("Authorization"), token):
+                return True
+            body = json.dumps(
+                {"error": "the aggregator's control API needs its token: Authorization: Bearer TOKEN"}
+            ).encode()
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Bearer realm="continuum_fl control"')
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+            self.close_connection = True
+            return False
+
         def do_GET(self) -> None:
+            if not self._authorized():
+                return
             if self.path == "/status":
                 self._reply(200, control.status())
             else:
                 self._reply(404, {"error": f"no {self.path}: GET /status, POST /config, POST /stop"})
 
         def do_POST(self) -> None:
+            if not self._authorized():  # before the body is read: nothing of it is looked at
+                return
             length = int(self.headers.get("Content-Length") or 0)
             if length > MAX_BODY:
                 self._reply(413, {"error": f"body over {MAX_BODY} bytes"})

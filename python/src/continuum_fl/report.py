@@ -18,6 +18,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from .auth import services_headers
+
 log = logging.getLogger("continuum_fl.report")
 
 # One lock per file path: the threads of a `clients` process share one fl.jsonl, and a line
@@ -92,7 +94,10 @@ class Reporter:
                 return
             body = json.dumps(obj).encode()
             req = urllib.request.Request(
-                self._url, data=body, method="POST", headers={"Content-Type": "application/json"}
+                self._url,
+                data=body,
+                method="POST",
+                headers={"Content-Type": "application/json", **services_headers()},
             )
             try:
                 with urllib.request.urlopen(req, timeout=5) as resp:

@@ -15,6 +15,8 @@ import urllib.request
 import numpy as np
 from numpy.typing import NDArray
 
+from .auth import services_headers
+
 _KEY = re.compile(r"a(\d+)")
 
 
@@ -52,7 +54,10 @@ def upload(report_url: str, round_: int, arrays: list[NDArray], timeout: float =
     """PUT {report_url}/model?round=R with the arrays as .npz."""
     url = f"{report_url.rstrip('/')}/model?round={round_}"
     req = urllib.request.Request(
-        url, data=to_npz(arrays), method="PUT", headers={"Content-Type": "application/octet-stream"}
+        url,
+        data=to_npz(arrays),
+        method="PUT",
+        headers={"Content-Type": "application/octet-stream", **services_headers()},
     )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
@@ -64,7 +69,8 @@ def upload(report_url: str, round_: int, arrays: list[NDArray], timeout: float =
 def fetch(url: str, timeout: float = 30.0) -> tuple[int, list[NDArray]] | None:
     """GETs a snapshot: (round it was taken at, arrays), or None when the repository has none (404)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        req = urllib.request.Request(url, headers=services_headers())
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             header = resp.headers.get("X-Round")
             body = resp.read()
     except urllib.error.HTTPError as e:
