@@ -146,6 +146,7 @@ func checkPod(t *testing.T, name string, spec corev1.PodSpec) {
 	if sc := spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
 		t.Errorf("%s: pod securityContext %+v: want runAsNonRoot with user 65532 (the images' user)", name, sc)
 	}
+	checkSecretsReadable(t, name, spec)
 	for _, c := range spec.Containers {
 		if sc := c.SecurityContext; sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 			t.Errorf("%s/%s: allowPrivilegeEscalation not false", name, c.Name)
@@ -155,6 +156,43 @@ func checkPod(t *testing.T, name string, spec corev1.PodSpec) {
 		}
 		if !strings.HasSuffix(c.Image, ":"+version.Version) {
 			t.Errorf("%s/%s: image %s, want the tag %s (the chart's appVersion)", name, c.Name, c.Image, version.Version)
+		}
+	}
+}
+
+// checkSecretsReadable: a non-root container can read the files of every Secret and ConfigMap
+// volume it mounts. The kubelet writes those files owned by root with the volume's mode
+// (0644 unless defaultMode or an item's mode says otherwise); with a pod fsGroup it gives them
+// that group and adds group read (pkg/volume SetVolumeOwnership), and the container's process
+// has the fsGroup among its groups. So a file is readable when its mode lets others read or
+// the pod has an fsGroup. (A proxy whose token Secret was 0400 without an fsGroup crash-looped
+// with "permission denied": issue 42.)
+func checkSecretsReadable(t *testing.T, name string, spec corev1.PodSpec) {
+	t.Helper()
+	hasFSGroup := spec.SecurityContext != nil && spec.SecurityContext.FSGroup != nil
+	readable := func(mode *int32, items []corev1.KeyToPath) bool {
+		modes := []int32{0o644}
+		if mode != nil {
+			modes[0] = *mode
+		}
+		for _, it := range items {
+			if it.Mode != nil {
+				modes = append(modes, *it.Mode)
+			}
+		}
+		for _, m := range modes {
+			if m&0o004 == 0 && !hasFSGroup {
+				return false
+			}
+		}
+		return true
+	}
+	for _, v := range spec.Volumes {
+		switch {
+		case v.Secret != nil && !readable(v.Secret.DefaultMode, v.Secret.Items):
+			t.Errorf("%s: Secret volume %q (mode %o) is unreadable by the non-root user: give the pod an fsGroup", name, v.Name, *v.Secret.DefaultMode)
+		case v.ConfigMap != nil && !readable(v.ConfigMap.DefaultMode, v.ConfigMap.Items):
+			t.Errorf("%s: ConfigMap volume %q is unreadable by the non-root user: give the pod an fsGroup", name, v.Name)
 		}
 	}
 }
