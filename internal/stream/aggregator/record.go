@@ -24,6 +24,9 @@ type write struct {
 	leaves int
 	rec    *kgo.Record
 	dead   bool // a dead letter
+	// prev is the record of the same path this one superseded in its poll (nil: none), written
+	// instead if the database refuses this one.
+	prev *write
 }
 
 // maxDeadValue bounds the raw bytes a dead letter keeps (the record stays in Kafka, named by
