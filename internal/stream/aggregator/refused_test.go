@@ -136,3 +136,29 @@ func keys(m map[string]any) []string {
 	}
 	return out
 }
+
+// TestDuplicateKeyFieldIsDeadLetter (issue 41, defect 21): a record naming its key field twice
+// (produced by something other than the bridge, which refuses it) is keyed in Kafka by one value
+// and would be written at the other, out of that id's order; it becomes a dead letter saying
+// why, and the records of either id are untouched.
+func TestDuplicateKeyFieldIsDeadLetter(t *testing.T) {
+	base := startDB(t)
+	a := newWriter(t, base)
+	recs := []*kgo.Record{
+		{Topic: "t", Partition: 0, Offset: 1, Key: []byte("b"), Value: []byte(`{"id":"b","v":1}`)},
+		{Topic: "t", Partition: 1, Offset: 2, Key: []byte("a"), Value: []byte(`{"id":"a","v":2,"id":"b"}`)},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := a.writeAll(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(dbGet(t, base, "/records"))
+	if string(got) != `{"b":{"id":"b","v":1}}` {
+		t.Errorf("/records is %s, want only b's own record", got)
+	}
+	dl, _ := dbGet(t, base, "/dead/t-1-2").(map[string]any)
+	if e, _ := dl["error"].(string); !strings.Contains(e, `"id" appears 2 times`) {
+		t.Errorf("dead letter t-1-2 is %v, want one whose error says the key field appears twice", dl)
+	}
+}
