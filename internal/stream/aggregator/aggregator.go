@@ -94,6 +94,7 @@ func New(cfg Config) (*Aggregator, error) {
 		// started are not skipped.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.RebalanceTimeout(cfg.RebalanceTimeout),
 		kgo.DialTimeout(2 * time.Second),
 	}
 	if cfg.InstanceID != "" {

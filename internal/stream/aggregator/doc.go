@@ -45,6 +45,7 @@
 // database) can land that write after the new owner wrote a newer record of the same id; the
 // id then holds the older value until its next record. A member that stops, crashes or takes
 // part in a rebalance has no such write in flight (polls block rebalances until the poll's
-// records are written), so the window needs a member cut off from Kafka's coordinator while
-// it keeps writing.
+// records are written), so the window needs a member whose write outlasts its rebalance
+// timeout (Config.RebalanceTimeout) or session while it keeps writing. TestStaleWriteWindow
+// shows it.
 package aggregator
