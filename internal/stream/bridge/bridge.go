@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/continuum-project/continuum/internal/authtoken"
+	"github.com/continuum-project/continuum/internal/httpauth"
 )
 
 // Server is the bridge: an http.Handler producing to Kafka, safe for concurrent use.
@@ -167,10 +167,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case strings.HasPrefix(r.URL.Path, "/topics/"):
-		if s.cfg.Token != "" && !authtoken.Has(r, s.cfg.Token) {
+		if s.cfg.Token != "" && !httpauth.HasBearer(r, s.cfg.Token) {
 			// Before anything else is looked at: a caller without the token learns nothing
 			// about topics or input, and nothing reaches Kafka.
-			authtoken.Unauthorized(w, "continuum stream-bridge", "POST /topics/<topic> needs the bridge's token: Authorization: Bearer TOKEN (the --token-file of the bridge)")
+			httpauth.Unauthorized(w, "continuum stream-bridge")
 			return
 		}
 		if r.Method != http.MethodPost {
@@ -301,9 +301,8 @@ func (s *Server) fail(w http.ResponseWriter, topic string, i int, err error) {
 
 // Run serves cfg.ListenAddr until ctx ends, then drains posts in flight.
 func Run(ctx context.Context, cfg Config) error {
-	if cfg.Token == "" && !authtoken.IsLoopback(cfg.ListenAddr) {
-		return fmt.Errorf("listen %q is reachable from other machines and posts would need no credential: "+
-			"give the bridge a token (--token-file, on by default) or listen on loopback (127.0.0.1:PORT)", cfg.ListenAddr)
+	if err := httpauth.CheckExposure("stream-bridge listen", cfg.ListenAddr, cfg.Token != "", "give the bridge a token (--token-file, on by default)"); err != nil {
+		return err
 	}
 	s, err := New(cfg)
 	if err != nil {

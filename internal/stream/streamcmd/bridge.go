@@ -2,13 +2,14 @@ package streamcmd
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/continuum-project/continuum/internal/authtoken"
 	"github.com/continuum-project/continuum/internal/cli"
+	"github.com/continuum-project/continuum/internal/httpauth"
 	"github.com/continuum-project/continuum/internal/stream/bridge"
 )
 
@@ -29,7 +30,23 @@ type BridgeFlags struct {
 // DefaultBridgeFlags are the bridge's defaults (the latency path: linger 0, acks all, idempotent;
 // a token generated in the state directory).
 func DefaultBridgeFlags() BridgeFlags {
-	return BridgeFlags{Config: bridge.DefaultConfig(), Auth: true, DataDir: authtoken.StateDir("stream-bridge")}
+	return BridgeFlags{Config: bridge.DefaultConfig(), Auth: true, DataDir: defaultBridgeDataDir()}
+}
+
+// defaultBridgeDataDir is where a bridge keeps its generated token when not told:
+// /var/lib/continuum/stream-bridge for root, else $XDG_STATE_HOME/continuum/stream-bridge
+// (~/.local/state/... when that is unset), as the faas gateway's.
+func defaultBridgeDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/continuum/stream-bridge"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "continuum", "stream-bridge")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "continuum", "stream-bridge")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("continuum-stream-bridge-%d", os.Geteuid()))
 }
 
 // Token resolves the bridge's token from the flags ("" with --auth=false); generated says it
@@ -42,7 +59,7 @@ func (f *BridgeFlags) Token() (token string, generated bool, file string, err er
 	if file == "" {
 		file = filepath.Join(f.DataDir, "token")
 	}
-	token, generated, err = authtoken.Load(file)
+	token, generated, err = httpauth.LoadOrCreateToken(file)
 	return token, generated, file, err
 }
 
@@ -90,7 +107,7 @@ a loopback --listen. /healthz is open.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := flags.Config
 			cfg.Logger = cli.Logger()
-			if !flags.Auth && !authtoken.IsLoopback(cfg.ListenAddr) {
+			if !flags.Auth && !httpauth.IsLoopback(cfg.ListenAddr) {
 				return fmt.Errorf("--auth=false with --listen %q: other machines could post into Kafka uninvited; listen on loopback (127.0.0.1:PORT) or keep the token", cfg.ListenAddr)
 			}
 			tok, generated, file, err := flags.Token()

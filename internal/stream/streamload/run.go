@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/authtoken"
+	"github.com/continuum-project/continuum/internal/httpauth"
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/results"
 )
@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		err := waitHealthy(ctx, strings.TrimSuffix(cfg.SendURL, "/")+"/healthz", cfg.Timeout)
 		if err == nil && cfg.SendTokenFile != "" {
 			// Read once the bridge is up: it writes a generated token before it listens.
-			cfg.sendToken, err = authtoken.Read(cfg.SendTokenFile)
+			cfg.sendToken, err = httpauth.ReadToken(cfg.SendTokenFile)
 		}
 		if err != nil {
 			stopSub()
