@@ -35,8 +35,8 @@ import (
 // fault layer in front of it answers 400 to any write of a record marked "refuse", and the
 // database itself refuses a large record replacing another large one: over one kv
 // transaction), transient failures (503 before or after the write), the two aggregators of one
-// group started and stopped at random (rebalances, restarts), and the broker crashed (SIGKILL
-// and restarted) once. Once every record is consumed, for each id:
+// group started, stopped and crashed (closed without their last commit) at random (rebalances,
+// restarts, redelivery), and the broker crashed (SIGKILL and restarted) once. Once every record is consumed, for each id:
 //
 //   - the database holds the newest acknowledged record of the id that is not a dead letter
 //     (so no acknowledged record was superseded by one that was not stored, and no stale
@@ -88,6 +88,12 @@ func TestPipelineInvariant(t *testing.T) {
 			aggs[i] = nil
 		}
 	}
+	// crash stops member i without its last commit: the next owner writes its last records
+	// again (redelivery).
+	crash := func(i int) {
+		aggs[i].crash()
+		aggs[i] = nil
+	}
 	defer stop(0)
 	defer stop(1)
 
@@ -100,9 +106,12 @@ func TestPipelineInvariant(t *testing.T) {
 		switch r := rng.IntN(10); {
 		case r < 2:
 			i := rng.IntN(2)
-			if aggs[i] == nil {
+			switch {
+			case aggs[i] == nil:
 				start(i)
-			} else {
+			case rng.IntN(2) == 0:
+				crash(i)
+			default:
 				stop(i)
 			}
 		default:
@@ -438,4 +447,12 @@ func (ia *inprocAggregator) stop() {
 	ia.cancel()
 	<-ia.done
 	ia.a.Close()
+}
+
+// crash closes the member's Kafka client under it, so that its last offsets are not committed
+// (the closest an in-process member comes to kill -9; TestExactlyOnce kills a process).
+func (ia *inprocAggregator) crash() {
+	ia.a.Close()
+	ia.cancel()
+	<-ia.done
 }
