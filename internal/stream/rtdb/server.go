@@ -301,9 +301,9 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if f := q.Get("format"); f != "" && f != "export" {
 		return badRequest("Invalid format argument %q: want export", f)
 	}
-	var ifMatch *string
+	var ifMatch precondition
 	if v := r.Header.Get("if-match"); v != "" {
-		ifMatch = &v
+		ifMatch = etagIs(v)
 	}
 	switch method {
 	case http.MethodGet:

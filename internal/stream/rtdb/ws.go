@@ -410,32 +410,21 @@ func (c *wsConn) write(ctx context.Context, req *wsRequest) error {
 }
 
 // compareAndSet is a transaction's put: applied only while the value at the path has the SDK
-// hash h. It reads the value, checks its hash, and writes with the value's ETag as the
-// if-match guard, so that a change between the read and the write is caught by the store
-// (and rechecked: a value changed and changed back still has hash h).
+// hash h. The store judges it by the rules first (write, and read: the outcome tells whether
+// the value has hash h), then tests the hash and writes in one guarded Txn, so a change
+// between the read and the write is caught and the test rerun.
 func (c *wsConn) compareAndSet(ctx context.Context, u update, h string) (int64, error) {
-	for attempt := 0; ; attempt++ {
-		snap, err := c.s.st.read(ctx, c.ns, [][]string{u.path})
-		if err != nil {
+	_, rev, err := c.s.st.writeRev(ctx, c.ns, []update{u}, func(cur any) bool { return sdkHash(cur) == h })
+	var pf preconditionFailed
+	if errors.As(err, &pf) {
+		// The SDK reruns the transaction as soon as it reads "datastale", on the value its
+		// listen has: send that listen the current value first, or the rerun is stale too.
+		if err := c.settle(ctx, pf.rev); err != nil {
 			return 0, err
 		}
-		cur := snap.trees[0]
-		if sdkHash(cur) != h {
-			// The SDK reruns the transaction as soon as it reads "datastale", on the value its
-			// listen has: send that listen the current value first, or the rerun is stale too.
-			if err := c.settle(ctx, snap.rev); err != nil {
-				return 0, err
-			}
-			return 0, &wsFail{"datastale", "the value changed since the transaction read it"}
-		}
-		tag := etag(cur)
-		_, rev, err := c.s.st.writeRev(ctx, c.ns, []update{u}, &tag)
-		var pf preconditionFailed
-		if errors.As(err, &pf) && attempt < maxRetries {
-			continue
-		}
-		return rev, err
+		return 0, &wsFail{"datastale", "the value changed since the transaction read it"}
 	}
+	return rev, err
 }
 
 func (c *wsConn) get(ctx context.Context, req *wsRequest) (any, error) {
