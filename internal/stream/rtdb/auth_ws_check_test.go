@@ -2,6 +2,9 @@ package rtdb
 
 import (
 	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // TestWebSocketTransactionHashNeedsRules (issue 41, defect 17): a transaction's put (p with h)
@@ -36,5 +39,31 @@ func TestWebSocketTransactionHashNeedsRules(t *testing.T) {
 	}
 	if s, _ := w.do("p", map[string]any{"p": "/pub/n", "d": 2, "h": sdkHash(leaf("1"))}); s != "ok" {
 		t.Fatalf("allowed transaction: %s", s)
+	}
+}
+
+// TestWebSocketOnDisconnectCheckedAtRegistration (issue 41, defect 18): onDisconnect set and
+// update are judged by the rules when they are registered, as Firebase does (the SDK's promise
+// rejects); an allowed one runs at disconnect, a denied one never does.
+func TestWebSocketOnDisconnectCheckedAtRegistration(t *testing.T) {
+	base := startRevokeRTDB(t, nil, nil)
+	w := dialAuthWS(t, base, "default")
+	if s, _ := w.do("o", map[string]any{"p": "/secret/x", "d": "gone"}); s != "permission_denied" {
+		t.Errorf("onDisconnect set on a denied path: %s, want permission_denied", s)
+	}
+	if s, _ := w.do("om", map[string]any{"p": "/", "d": map[string]any{"pub/a": 1, "secret/y": 2}}); s != "permission_denied" {
+		t.Errorf("onDisconnect update with a denied path: %s, want permission_denied", s)
+	}
+	if s, _ := w.do("o", map[string]any{"p": "/pub/bye", "d": "gone"}); s != "ok" {
+		t.Errorf("onDisconnect set on an allowed path: %s", s)
+	}
+	w.c.Close()
+	var got string
+	testenv.Eventually(t, 20*time.Second, "the allowed onDisconnect write", func() bool {
+		got = do(t, "GET", base+"/.json?auth=s3cret", "").body
+		return got != "null"
+	})
+	if got != `{"pub":{"bye":"gone"}}` {
+		t.Fatalf("after disconnect: %s, want only the allowed write", got)
 	}
 }

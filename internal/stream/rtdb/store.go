@@ -182,6 +182,30 @@ func (s *store) write(ctx context.Context, ns string, ups []update, cond precond
 	return res, err
 }
 
+// mayWrite judges ups by the rules as the caller in ctx, on the database as it is now, without
+// writing: what an onDisconnect write is checked with when it is registered (Firebase checks
+// it then, and again when it runs).
+func (s *store) mayWrite(ctx context.Context, ns string, ups []update) error {
+	if s.rules == nil {
+		return nil
+	}
+	paths := make([][]string, len(ups))
+	for i, u := range ups {
+		paths[i] = u.path
+	}
+	snap, err := s.read(ctx, ns, paths)
+	if err != nil {
+		return err
+	}
+	nowMs := s.now().UnixMilli()
+	resolved := make([]any, len(ups))
+	for i, u := range ups {
+		resolved[i], _ = resolve(u.val, snap.trees[i], nowMs)
+	}
+	_, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved)
+	return err
+}
+
 // writeRev is write that also returns the kv revision of its Txn when the Txn changed a key (0
 // when it changed none: then no watcher sees an event for it), so that a WebSocket write can
 // be acknowledged only after its listeners were sent the change (ws.go).

@@ -304,9 +304,7 @@ func (c *wsConn) handle(req *wsRequest) (string, any) {
 	case "p", "m":
 		err = c.write(ctx, req)
 	case "o", "om":
-		if _, err = c.updates(req); err == nil {
-			c.onDisc = append(c.onDisc, *req)
-		}
+		err = c.onDisconnect(ctx, req)
 	case "oc":
 		err = c.cancelOnDisconnect(req)
 	case "g":
@@ -444,6 +442,23 @@ func (c *wsConn) get(ctx context.Context, req *wsRequest) (any, error) {
 		t = qu.apply(t)
 	}
 	return output(t), nil
+}
+
+// onDisconnect registers an onDisconnect put or merge. The rules judge it now, as the caller
+// is and on the data as it is, as Firebase does: a denied one answers permission_denied (the
+// SDK's promise rejects) and is not kept. It is judged again when it runs (runOnDisconnect).
+func (c *wsConn) onDisconnect(ctx context.Context, req *wsRequest) error {
+	ups, err := c.updates(req)
+	if err != nil {
+		return err
+	}
+	if len(ups) > 0 {
+		if err := c.s.st.mayWrite(ctx, c.ns, ups); err != nil {
+			return err
+		}
+	}
+	c.onDisc = append(c.onDisc, *req)
+	return nil
 }
 
 // cancelOnDisconnect drops the onDisconnect writes at or under the path.
