@@ -115,7 +115,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &wsConn{s: s, c: wc, ns: ns, log: s.log.With("ns", ns, "remote", r.RemoteAddr),
 		notify: make(chan struct{}, 1), closing: make(chan struct{}), listens: map[string]*wsListen{},
-		hubWake: make(chan struct{}, 1), fwd: map[*wsListen]struct{}{}}
+		hubWake: make(chan struct{}, 1), fwd: map[*wsListen]struct{}{}, recheck: make(chan chan struct{}), authSig: make(chan struct{}, 1)}
+	if c.rulesCh, err = s.hub.RulesChanged(r.Context(), ns); err != nil {
+		c.log.Warn("websocket: cannot follow the rules", "err", err)
+		wc.Close()
+		return
+	}
 	s.ws.mu.Lock()
 	if s.ws.closed {
 		s.ws.mu.Unlock()
@@ -155,6 +160,15 @@ type wsConn struct {
 	hubWake chan struct{}
 	fwdMu   sync.Mutex
 	fwd     map[*wsListen]struct{} // guarded by fwdMu
+	// rulesCh is the rules channel (Hub.RulesChanged) taken before the listens were last
+	// judged, authDirty says the caller changed since (ws_revoke.go); while either holds, the
+	// listens' events stay in the hub until the guard has judged them again.
+	rulesCh   <-chan struct{} // guarded by fwdMu
+	authDirty bool            // guarded by fwdMu
+	// recheck asks the guard goroutine to judge every listen again and close the channel it
+	// carries when done; authSig (capacity 1) asks it without waiting (markAuthDirty).
+	recheck chan chan struct{}
+	authSig chan struct{}
 
 	// Owned by the reading goroutine.
 	listens map[string]*wsListen
@@ -180,10 +194,14 @@ type wsRequest struct {
 
 func (c *wsConn) serve(host string) {
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		c.writeLoop()
+	}()
+	go func() {
+		defer wg.Done()
+		c.guard()
 	}()
 	session := make([]byte, 16)
 	rand.Read(session)
@@ -310,9 +328,12 @@ func (c *wsConn) handle(req *wsRequest) (string, any) {
 	case "g":
 		data, err = c.get(ctx, req)
 	case "auth", "gauth":
-		data, err = c.authenticate(req.B.Cred)
+		if data, err = c.authenticate(req.B.Cred); err == nil {
+			c.recheckListens() // its listens are judged as the new caller before the "ok"
+		}
 	case "unauth":
 		c.setAuth(nil)
+		c.recheckListens()
 	case "appcheck", "unappeck", "s":
 	default:
 		err = &wsFail{"invalid_action", fmt.Sprintf("unknown action %q: want q, n, p, m, o, om, oc, g, auth, gauth, unauth or s", req.A)}

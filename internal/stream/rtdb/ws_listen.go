@@ -24,11 +24,13 @@ type wsListen struct {
 	c    *wsConn
 	path []string
 	tag  json.RawMessage // nil for the default query
+	q    json.RawMessage // the query object the listen sent (with tag), named when it is revoked
 	sub  *Subscription
 
-	stopped bool          // guarded by c.fwdMu: unlistened; what is taken afterwards is dropped
+	stopped bool          // guarded by c.fwdMu: unlistened or revoked; nothing of it is queued after
 	first   chan struct{} // closed once the first value (the subscription's first event) is queued
 	queued  bool          // guarded by c.fwdMu: first is closed
+	denied  bool          // guarded by c.fwdMu: revoked before its first value (ws_revoke.go)
 }
 
 // listenKey names a listen as the SDK does for unlisten: its path and its query's tag.
@@ -44,10 +46,10 @@ func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tag json.RawMessage
+	var tag, rawq json.RawMessage
 	var hq *Query
 	if len(req.B.T) > 0 && string(req.B.T) != "null" {
-		tag = req.B.T
+		tag, rawq = req.B.T, req.B.Q
 		qu, err := wireQuery(req.B.Q)
 		if err != nil {
 			return nil, err
@@ -61,6 +63,8 @@ func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 		c.stopListen(old)
 		delete(c.listens, key)
 	}
+	// Judged after the connection's rules channel was taken (serve, judgeListens), so a rules
+	// change this judgement misses holds the listen's events until the guard judges it again.
 	if err := c.s.st.readAllowedLazy(ctx, c.ns, path); err != nil {
 		return nil, err
 	}
@@ -68,13 +72,20 @@ func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &wsListen{c: c, path: path, tag: tag, sub: sub, first: make(chan struct{})}
+	l := &wsListen{c: c, path: path, tag: tag, q: rawq, sub: sub, first: make(chan struct{})}
 	c.fwdMu.Lock()
 	c.fwd[l] = struct{}{}
 	c.takeAllLocked() // a path already listened to has its first event queued at once
 	c.fwdMu.Unlock()
 	select {
 	case <-l.first:
+		c.fwdMu.Lock()
+		denied := l.denied
+		c.fwdMu.Unlock()
+		if denied {
+			l.sub.Close()
+			return nil, ErrPermissionDenied
+		}
 	case <-c.closing:
 		c.stopListen(l)
 		return nil, errors.New("connection closing")
@@ -109,8 +120,12 @@ func (c *wsConn) stopListen(l *wsListen) {
 
 // takeAllLocked queues what every listen of the connection has waiting, and forgets the
 // listens whose subscription ended. The hub ending (the server closing) closes the connection:
-// the SDK reconnects and listens again. The caller holds c.fwdMu.
+// the SDK reconnects and listens again. While the listens await a judgement (heldLocked) it
+// takes nothing: their events wait in the hub. The caller holds c.fwdMu.
 func (c *wsConn) takeAllLocked() {
+	if c.heldLocked() {
+		return
+	}
 	for l := range c.fwd {
 		evs, err := l.sub.TryNext()
 		for _, ev := range evs {
