@@ -127,10 +127,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now, rules: rs},
 		push: NewPushIDs(cfg.Now), log: cfg.Logger, auth: auth, hub: hub, stream: stream}
 	if s.stream.ReadAuth == nil { // the rules on SSE listeners (auth_sse.go)
-		s.stream.ReadAuth = func(r *http.Request, ns string, path []string) (ReadGrant, error) {
-			ok, exp, err := s.StreamReadAuth(r, ns, path)
-			return ReadGrant{Allowed: ok, Expires: exp}, err
-		}
+		s.stream.ReadAuth = s.streamGrant
 	}
 	return s, nil
 }
