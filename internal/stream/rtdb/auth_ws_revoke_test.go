@@ -1,12 +1,16 @@
 package rtdb
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // revokeRules: users own their node, /pub and /open are open to everyone, /secret to no one, /drop may be
@@ -190,4 +194,40 @@ func TestWebSocketListenRevokedOnRulesChange(t *testing.T) {
 	if s, _ := w.do("q", map[string]any{"p": "/pub", "h": ""}); s != "permission_denied" {
 		t.Fatalf("a new listen on /pub: %s", s)
 	}
+}
+
+// TestFirstValueAheadOfTheWatch: a listen's first value read at a revision the hub's watch has
+// not reached (the kv's revision moved on with keys outside the prefix, which the watch never
+// delivers) is held until the hub reaches it, then sent, over WebSocket and SSE alike: the
+// listen does not hang and its value comes before its "ok".
+func TestFirstValueAheadOfTheWatch(t *testing.T) {
+	kvURL := startKV(t)
+	base := startRTDBOn(t, kvURL, func(c *Config) {
+		c.Security = Security{RulesFile: writeFile(t, "rules.json", revokeRules), AuthSecrets: []string{"s3cret"}}
+	})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{kvURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	do(t, "PUT", base+"/pub/a.json", `1`)
+	w := dialAuthWS(t, base, "default")
+	if s, _ := w.do("q", map[string]any{"p": "/open", "h": ""}); s != "ok" { // starts the hub's watch
+		t.Fatalf("listen /open: %s", s)
+	}
+	for i := range 3 {
+		if _, err := cli.Put(context.Background(), fmt.Sprintf("/elsewhere/%d", i), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.push = nil
+	if s, _ := w.do("q", map[string]any{"p": "/pub", "h": ""}); s != "ok" {
+		t.Fatalf("listen /pub: %s", s)
+	}
+	if len(w.push) != 1 || w.push[0]["a"] != "d" {
+		t.Fatalf("pushes before the listen's ok: %v, want its value", w.push)
+	}
+	cli.Put(context.Background(), "/elsewhere/sse", "x")
+	l := listen(t, base+"/pub/a.json")
+	l.expect(t, "put", "/", `1`)
 }

@@ -169,7 +169,9 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		case errors.As(err, &ae):
 			bw.WriteString("event: auth_revoked\ndata: \"credential is no longer valid\"\n\n")
 		case err != nil:
-			s.log.Warn("stream: cannot judge the read again; ending it", "err", err)
+			if !errors.Is(err, ErrHubClosed) {
+				s.log.Warn("stream: cannot judge the read again; ending it", "err", err)
+			}
 			return false // the client reconnects and is judged afresh
 		case !g.Allowed:
 			bw.WriteString("event: cancel\ndata: null\n\n")
@@ -191,7 +193,13 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			// Taken, then judged: a rules change before these events' revisions has closed
-			// Changed by now (the hub closes it before queueing later revisions).
+			// Changed once the hub reached them (it closes it before queueing later
+			// revisions); the first put may be of a revision read before the hub reached it.
+			if grant.Changed != nil {
+				if err := s.hub.WaitApplied(ctx, maxRev(evs)); err != nil {
+					return
+				}
+			}
 			if !judged() {
 				return
 			}

@@ -115,7 +115,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &wsConn{s: s, c: wc, ns: ns, log: s.log.With("ns", ns, "remote", r.RemoteAddr),
 		notify: make(chan struct{}, 1), closing: make(chan struct{}), listens: map[string]*wsListen{},
-		hubWake: make(chan struct{}, 1), fwd: map[*wsListen]struct{}{}, recheck: make(chan chan struct{}), authSig: make(chan struct{}, 1)}
+		hubWake: make(chan struct{}, 1), fwd: map[*wsListen]struct{}{}, recheck: make(chan chan struct{}), guardSig: make(chan struct{}, 1)}
 	if c.rulesCh, err = s.hub.RulesChanged(r.Context(), ns); err != nil {
 		c.log.Warn("websocket: cannot follow the rules", "err", err)
 		wc.Close()
@@ -165,10 +165,12 @@ type wsConn struct {
 	// listens' events stay in the hub until the guard has judged them again.
 	rulesCh   <-chan struct{} // guarded by fwdMu
 	authDirty bool            // guarded by fwdMu
+	waitRev   int64           // guarded by fwdMu: a revision held events wait for (ws_revoke.go)
 	// recheck asks the guard goroutine to judge every listen again and close the channel it
-	// carries when done; authSig (capacity 1) asks it without waiting (markAuthDirty).
-	recheck chan chan struct{}
-	authSig chan struct{}
+	// carries when done; guardSig (capacity 1) wakes it without waiting (markAuthDirty,
+	// waitRev).
+	recheck  chan chan struct{}
+	guardSig chan struct{}
 
 	// Owned by the reading goroutine.
 	listens map[string]*wsListen

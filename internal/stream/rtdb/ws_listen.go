@@ -31,6 +31,8 @@ type wsListen struct {
 	first   chan struct{} // closed once the first value (the subscription's first event) is queued
 	queued  bool          // guarded by c.fwdMu: first is closed
 	denied  bool          // guarded by c.fwdMu: revoked before its first value (ws_revoke.go)
+	held    []*Event      // guarded by c.fwdMu: taken, not queued until the hub reaches heldRev
+	heldRev int64         // guarded by c.fwdMu
 }
 
 // listenKey names a listen as the SDK does for unlisten: its path and its query's tag.
@@ -126,14 +128,25 @@ func (c *wsConn) takeAllLocked() {
 	if c.heldLocked() {
 		return
 	}
+	applied := c.s.hub.appliedRev()
 	for l := range c.fwd {
-		evs, err := l.sub.TryNext()
-		for _, ev := range evs {
-			c.sendBytes(l.message(ev))
+		if l.held != nil {
+			if l.heldRev > applied {
+				continue // the guard is waiting for the hub to reach it
+			}
+			c.queueLocked(l, l.held)
+			l.held = nil
 		}
-		if len(evs) > 0 && !l.queued {
-			l.queued = true
-			close(l.first)
+		evs, err := l.sub.TryNext()
+		if rev := maxRev(evs); rev > applied {
+			// A first value read at a revision the hub's watch has not reached: a rules change
+			// up to it may not have closed rulesCh yet. Kept until the hub reaches it (the
+			// guard waits, then takes again, or judges the listens when rulesCh closed).
+			l.held, l.heldRev = evs, rev
+			c.waitRev = max(c.waitRev, rev)
+			c.signalGuard()
+		} else {
+			c.queueLocked(l, evs)
 		}
 		if err != nil {
 			delete(c.fwd, l)
@@ -142,6 +155,26 @@ func (c *wsConn) takeAllLocked() {
 			}
 		}
 	}
+}
+
+// queueLocked queues evs, l's events; the first one closes l.first. The caller holds c.fwdMu.
+func (c *wsConn) queueLocked(l *wsListen, evs []*Event) {
+	for _, ev := range evs {
+		c.sendBytes(l.message(ev))
+	}
+	if len(evs) > 0 && !l.queued {
+		l.queued = true
+		close(l.first)
+	}
+}
+
+// maxRev is the latest revision of evs (0 for none).
+func maxRev(evs []*Event) int64 {
+	var r int64
+	for _, ev := range evs {
+		r = max(r, ev.Rev)
+	}
+	return r
 }
 
 // settle returns once every event up to revision rev (a write's, or a read's) is in the send

@@ -18,7 +18,11 @@ import (
 // channel, which it does before queueing any event of a later revision) until the guard has
 // judged every listen again, takeAllLocked leaves the listens' events in the hub, so no event
 // reaches a caller whose permission is being reconsidered. "auth"/"unauth" wait for the
-// judgement before their "ok", so the cancels come first.
+// judgement before their "ok", so the cancels come first. An event of a revision the hub has
+// applied comes after every rules change up to it was seen; a listen's first value, read at a
+// revision the watch may not have reached yet, is held (takeAllLocked) while the guard waits
+// for the hub to reach it (Hub.WaitApplied), so a rules change just before that read is seen
+// before the value is sent.
 
 // markAuthDirty records that the caller changed and wakes the guard. Called after the change,
 // with authn.mu held (the lock order is authn.mu, then fwdMu).
@@ -26,8 +30,13 @@ func (c *wsConn) markAuthDirty() {
 	c.fwdMu.Lock()
 	c.authDirty = true
 	c.fwdMu.Unlock()
+	c.signalGuard()
+}
+
+// signalGuard wakes the guard without waiting.
+func (c *wsConn) signalGuard() {
 	select {
-	case c.authSig <- struct{}{}:
+	case c.guardSig <- struct{}{}:
 	default:
 	}
 }
@@ -72,10 +81,10 @@ func (c *wsConn) guard() {
 		case <-c.closing:
 			return
 		case <-rules:
-		case <-c.authSig:
+		case <-c.guardSig:
 		case done = <-c.recheck:
 		}
-		if err := c.judgeListens(); err != nil {
+		if err := c.guardRound(done != nil); err != nil {
 			// Neither allowed nor denied (the kv did not answer): the connection ends, so the
 			// SDK reconnects and listens again, judged afresh, rather than keep reading unjudged.
 			select {
@@ -89,6 +98,34 @@ func (c *wsConn) guard() {
 			close(done)
 		}
 	}
+}
+
+// guardRound waits for the revision held first values wait for (takeAllLocked), then judges
+// every listen again when asked to (judge) or when a judgement is due (heldLocked), or else
+// takes the events that were held.
+func (c *wsConn) guardRound(judge bool) error {
+	c.fwdMu.Lock()
+	rev := c.waitRev
+	c.fwdMu.Unlock()
+	if rev > 0 {
+		ctx, cancel := context.WithTimeout(c.s.ws.ctx, c.s.cfg.RequestTimeout)
+		err := c.s.hub.WaitApplied(ctx, rev)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	c.fwdMu.Lock()
+	if c.waitRev == rev {
+		c.waitRev = 0 // a later one set meanwhile signalled the guard again
+	}
+	if !judge && !c.heldLocked() {
+		c.takeAllLocked()
+		c.fwdMu.Unlock()
+		return nil
+	}
+	c.fwdMu.Unlock()
+	return c.judgeListens()
 }
 
 // judgeListens judges every listen of the connection as its caller is now, under the rules in
@@ -125,7 +162,7 @@ func (c *wsConn) judgeListens() error {
 		if l.stopped {
 			continue
 		}
-		l.stopped = true
+		l.stopped, l.held = true, nil
 		delete(c.fwd, l)
 		if !l.queued { // not acknowledged yet: its listen request answers permission_denied
 			l.queued, l.denied = true, true
