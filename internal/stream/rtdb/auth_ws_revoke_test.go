@@ -231,3 +231,45 @@ func TestFirstValueAheadOfTheWatch(t *testing.T) {
 	l := listen(t, base+"/pub/a.json")
 	l.expect(t, "put", "/", `1`)
 }
+
+// TestWebSocketListenRacingRulesChange: a listen that starts while the rules change under it
+// ends denied either way: its request answers permission_denied, or it is cancelled with "c";
+// and no data written after the change reaches it.
+func TestWebSocketListenRacingRulesChange(t *testing.T) {
+	base := startRevokeRTDB(t, nil, nil)
+	for i := range 15 {
+		if r := do(t, "PUT", base+"/.settings/rules.json?auth=s3cret", revokeRules); r.code != 200 {
+			t.Fatalf("rules: %d %s", r.code, r.body)
+		}
+		w := dialAuthWS(t, base, "default")
+		if s, _ := w.do("q", map[string]any{"p": "/open", "h": ""}); s != "ok" {
+			t.Fatalf("listen /open: %s", s)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			do(t, "PUT", base+"/.settings/rules.json?auth=s3cret", lockedRules)
+		}()
+		s, _ := w.do("q", map[string]any{"p": "/pub", "h": ""})
+		<-done
+		if r := do(t, "PUT", base+"/pub/z.json?auth=s3cret", fmt.Sprint(i)); r.code != 200 {
+			t.Fatalf("admin write: %d %s", r.code, r.body)
+		}
+		if st, _ := w.do("p", map[string]any{"p": "/open/x", "d": i}); st != "ok" {
+			t.Fatalf("put /open/x: %s", st)
+		}
+		switch s {
+		case "permission_denied":
+		case "ok":
+			w.waitPush("c")
+		default:
+			t.Fatalf("listen /pub: %s", s)
+		}
+		for _, m := range w.push {
+			if b, _ := m["b"].(map[string]any); (m["a"] == "d" || m["a"] == "m") && b["p"] == "pub/z" {
+				t.Fatalf("round %d: data written after the rules change reached the listen: %v", i, m)
+			}
+		}
+		w.c.Close()
+	}
+}

@@ -161,11 +161,14 @@ type wsConn struct {
 	fwdMu   sync.Mutex
 	fwd     map[*wsListen]struct{} // guarded by fwdMu
 	// rulesCh is the rules channel (Hub.RulesChanged) taken before the listens were last
-	// judged, authDirty says the caller changed since (ws_revoke.go); while either holds, the
-	// listens' events stay in the hub until the guard has judged them again.
-	rulesCh   <-chan struct{} // guarded by fwdMu
-	authDirty bool            // guarded by fwdMu
-	waitRev   int64           // guarded by fwdMu: a revision held events wait for (ws_revoke.go)
+	// judged; judgeDue says a judgement is due anyway (the caller changed since, or a listen
+	// joined whose own judgement may be stale); while rulesCh is closed or judgeDue holds, the
+	// listens' events stay in the hub until the guard has judged them again (ws_revoke.go).
+	// epoch counts the changes of either, so a listen can tell one happened while it judged.
+	rulesCh  <-chan struct{} // guarded by fwdMu
+	judgeDue bool            // guarded by fwdMu
+	epoch    uint64          // guarded by fwdMu
+	waitRev  int64           // guarded by fwdMu: a revision held events wait for (ws_revoke.go)
 	// recheck asks the guard goroutine to judge every listen again and close the channel it
 	// carries when done; guardSig (capacity 1) wakes it without waiting (markAuthDirty,
 	// waitRev).

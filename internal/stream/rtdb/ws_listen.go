@@ -65,8 +65,13 @@ func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 		c.stopListen(old)
 		delete(c.listens, key)
 	}
-	// Judged after the connection's rules channel was taken (serve, judgeListens), so a rules
-	// change this judgement misses holds the listen's events until the guard judges it again.
+	// Judged as the caller is now, after noting the connection's epoch: a change of the
+	// caller or the rules that this judgement may have missed moves the epoch or closes
+	// rulesCh, and joinLocked then has every listen judged again before any event flows.
+	c.fwdMu.Lock()
+	epoch := c.epoch
+	c.fwdMu.Unlock()
+	ctx = c.withAuth(ctx)
 	if err := c.s.st.readAllowedLazy(ctx, c.ns, path); err != nil {
 		return nil, err
 	}
@@ -76,7 +81,7 @@ func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 	}
 	l := &wsListen{c: c, path: path, tag: tag, q: rawq, sub: sub, first: make(chan struct{})}
 	c.fwdMu.Lock()
-	c.fwd[l] = struct{}{}
+	c.joinLocked(l, epoch)
 	c.takeAllLocked() // a path already listened to has its first event queued at once
 	c.fwdMu.Unlock()
 	select {

@@ -28,7 +28,8 @@ import (
 // with authn.mu held (the lock order is authn.mu, then fwdMu).
 func (c *wsConn) markAuthDirty() {
 	c.fwdMu.Lock()
-	c.authDirty = true
+	c.judgeDue = true
+	c.epoch++
 	c.fwdMu.Unlock()
 	c.signalGuard()
 }
@@ -41,9 +42,21 @@ func (c *wsConn) signalGuard() {
 	}
 }
 
+// joinLocked adds a new listen l, judged by itself after the connection's epoch was epoch: if
+// the caller or the rules changed since (the epoch moved, or rulesCh is closed), a round that
+// did not see l may have judged the others, so a judgement of all is made due. The caller
+// holds fwdMu.
+func (c *wsConn) joinLocked(l *wsListen, epoch uint64) {
+	c.fwd[l] = struct{}{}
+	if c.epoch != epoch || c.heldLocked() {
+		c.judgeDue = true
+		c.signalGuard()
+	}
+}
+
 // heldLocked says whether the listens' events must wait for a judgement. The caller holds fwdMu.
 func (c *wsConn) heldLocked() bool {
-	if c.authDirty {
+	if c.judgeDue {
 		return true
 	}
 	select {
@@ -133,15 +146,15 @@ func (c *wsConn) guardRound(judge bool) error {
 func (c *wsConn) judgeListens() error {
 	ctx, cancel := context.WithTimeout(c.s.ws.ctx, c.s.cfg.RequestTimeout)
 	defer cancel()
-	// The rules channel is taken before the judgement, and authDirty cleared before the caller
-	// is read: a change during the judgement closes the new channel or sets authDirty again,
+	// The rules channel is taken before the judgement, and judgeDue cleared before the caller
+	// is read: a change during the judgement closes the new channel or sets judgeDue again,
 	// and the listens stay held until the next round.
 	rules, err := c.s.hub.RulesChanged(ctx, c.ns)
 	if err != nil {
 		return err
 	}
 	c.fwdMu.Lock()
-	c.authDirty = false
+	c.judgeDue = false
 	ls := make([]*wsListen, 0, len(c.fwd))
 	for l := range c.fwd {
 		ls = append(ls, l)
@@ -172,6 +185,7 @@ func (c *wsConn) judgeListens() error {
 		c.sendBytes(l.revokedMessage())
 	}
 	c.rulesCh = rules
+	c.epoch++
 	c.takeAllLocked()
 	c.fwdMu.Unlock()
 	for _, l := range denied {
