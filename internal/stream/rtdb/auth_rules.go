@@ -46,7 +46,7 @@ type cachedRules struct {
 
 // settingsKey is where ns's rules live. Data keys are <prefix>/<ns>[/...] and a namespace cannot
 // contain '.', so no data key starts with <prefix>/.settings/.
-func (r *ruleStore) settingsKey(ns string) string { return r.prefix + "/.settings/rules/" + ns }
+func (r *ruleStore) settingsKey(ns string) string { return rulesKeyPrefix(r.prefix) + ns }
 
 func newRuleStore(kv *clientv3.Client, cfg Config) (*ruleStore, error) {
 	r := &ruleStore{kv: kv, prefix: cfg.Prefix, now: cfg.Now, log: cfg.Logger, cache: map[string]cachedRules{}}

@@ -12,3 +12,14 @@ func TestSDKRules(t *testing.T) {
 	})
 	runSDKScript(t, base, "testdata/auth_sdk_rules.mjs", "rules-test", "ok an unauthenticated client")
 }
+
+// TestSDKRevocation runs testdata/auth_sdk_revoke.mjs: with the official Firebase JS SDK, an
+// onDisconnect write the rules deny rejects its promise with PERMISSION_DENIED when it is
+// registered, and a listener whose read a rules change denies gets its cancel callback (the
+// server's "c" push, the SDK's onListenRevoked_) and no value after it.
+func TestSDKRevocation(t *testing.T) {
+	base := startRTDB(t, func(c *Config) {
+		c.Security = Security{RulesFile: writeFile(t, "rules.json", revokeRules), Emulator: true}
+	})
+	runSDKScript(t, base, "testdata/auth_sdk_revoke.mjs", "revoke-test", "ok a listener the new rules deny")
+}

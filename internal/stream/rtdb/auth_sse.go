@@ -53,3 +53,19 @@ func (s *store) readAllowedLazy(ctx context.Context, ns string, path []string) e
 	}
 	return s.rules.checkReadPaths(ctx, s, ns, path, snap, nil)
 }
+
+// streamGrant is the security rules' ReadAuthorizer: StreamReadAuth, judged after taking the
+// database's rules channel (Hub.RulesChanged), so a rules change the judgement did not see
+// closes Changed, and the stream calls Recheck (the same judgement again).
+func (s *Server) streamGrant(r *http.Request, ns string, path []string) (ReadGrant, error) {
+	changed, err := s.hub.RulesChanged(r.Context(), ns)
+	if err != nil {
+		return ReadGrant{}, err
+	}
+	ok, exp, err := s.StreamReadAuth(r, ns, path)
+	if err != nil {
+		return ReadGrant{}, err
+	}
+	return ReadGrant{Allowed: ok, Expires: exp, Changed: changed,
+		Recheck: func() (ReadGrant, error) { return s.streamGrant(r, ns, path) }}, nil
+}

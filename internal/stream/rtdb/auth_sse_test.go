@@ -53,3 +53,28 @@ func TestSSERules(t *testing.T) {
 		t.Fatal("stream open after auth_revoked")
 	}
 }
+
+// TestSSECancelledOnRulesChange: a PUT of /.settings/rules.json that denies a running stream
+// ends it with "cancel" before any data written after the change.
+func TestSSECancelledOnRulesChange(t *testing.T) {
+	base := startRevokeRTDB(t, nil, nil)
+	l := listen(t, base+"/pub.json")
+	l.expect(t, "put", "/", `null`)
+	open := listen(t, base+"/open.json")
+	open.expect(t, "put", "/", `null`)
+	if r := do(t, "PUT", base+"/.settings/rules.json?auth=s3cret", lockedRules); r.code != 200 {
+		t.Fatalf("rules: %d %s", r.code, r.body)
+	}
+	if r := do(t, "PUT", base+"/pub/y.json?auth=s3cret", `"hidden"`); r.code != 200 {
+		t.Fatalf("admin write: %d %s", r.code, r.body)
+	}
+	if e, _ := l.next(t); e.Type != "cancel" {
+		t.Fatalf("want cancel, got %q %s", e.Type, e.Data)
+	}
+	if _, ok := l.next(t); ok {
+		t.Fatal("stream open after cancel")
+	}
+	// A stream the new rules still allow goes on.
+	do(t, "PUT", base+"/open/x.json", `1`)
+	open.expect(t, "put", "/x", `1`)
+}

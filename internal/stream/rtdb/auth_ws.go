@@ -65,6 +65,7 @@ func (c *wsConn) setAuth(a *Auth) {
 		c.authn.timer = nil
 	}
 	c.authn.auth, c.authn.expired = a, false
+	c.markAuthDirty() // after the change: the guard clears it before reading the caller
 	if a == nil || a.Expires.IsZero() {
 		return
 	}
@@ -76,6 +77,7 @@ func (c *wsConn) setAuth(a *Auth) {
 			return
 		}
 		c.authn.expired = true
+		c.markAuthDirty()
 		c.authn.mu.Unlock()
 		c.send(map[string]any{"t": "d", "d": map[string]any{"a": "ac",
 			"b": map[string]any{"s": "expired_token", "d": "Auth token is expired."}}})

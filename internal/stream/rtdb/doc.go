@@ -101,6 +101,13 @@
 // then takes for its connection under that lock queues its "ok" after its change. An untagged
 // push is encoded once per Event (Event.ws), shared by every connection listening at that path.
 //
+// Rules on listeners: a listen (SSE or WebSocket) is judged before it starts, and again when
+// the database's rules change (Hub.RulesChanged: the hub's watch sees the rules key, and
+// signals a change before it queues any event of a later revision) or, on a WebSocket, when the
+// connection's caller changes (auth, unauth, expiry); one no longer allowed is cancelled (SSE
+// "cancel", WebSocket "c") and sent nothing more. ws_revoke.go says how no event slips through
+// while a judgement is pending.
+//
 // Resume: a client reconnecting (after a server restart, or a dropped stream) gets a full put,
 // as Firebase clients expect; there is no Last-Event-ID resume.
 package rtdb

@@ -111,6 +111,9 @@ type Hub struct {
 	applied int64                // last revision dispatched; guarded by mu
 	// appliedCh is closed and replaced when applied grows (hub_wait.go); guarded by mu.
 	appliedCh chan struct{}
+	// rulesCh, per namespace, is closed and dropped when its rules change (hub_rules.go);
+	// guarded by mu.
+	rulesCh map[string]chan struct{}
 }
 
 // trieNode holds the topics at one path and the nodes below it; guarded by Hub.mu.
@@ -185,6 +188,7 @@ func (h *Hub) Close() {
 		})
 	}
 	h.roots = map[string]*trieNode{}
+	h.rulesChangedLocked("", true) // its waiters then find their connection or stream ending
 	h.mu.Unlock()
 	h.cancel()
 	for _, s := range subs {
@@ -401,6 +405,7 @@ func (h *Hub) resync() int64 {
 			for _, root := range h.roots {
 				walkTopics(root, func(t *topic) { h.load(t) })
 			}
+			h.rulesChangedLocked("", true) // the failed watch may have missed a change
 			h.mu.Unlock()
 			return resp.Header.Revision + 1
 		}
@@ -433,6 +438,10 @@ func (h *Hub) dispatch(rev int64, evs []*clientv3.Event) {
 	for _, ev := range evs {
 		k := string(ev.Kv.Key)
 		if !strings.HasPrefix(k, base) {
+			continue
+		}
+		if ns, ok := h.rulesNamespace(k); ok {
+			h.rulesChangedLocked(ns, false) // before any event of this revision is queued
 			continue
 		}
 		segs := strings.Split(k[len(base):], "/")

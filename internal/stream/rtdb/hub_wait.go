@@ -87,3 +87,11 @@ func (h *Hub) setAppliedLocked(rev int64) {
 		h.appliedCh = nil
 	}
 }
+
+// appliedRev is the last revision the hub dispatched (or knows, by a progress notification,
+// that it has been sent everything up to).
+func (h *Hub) appliedRev() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.applied
+}

@@ -127,10 +127,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now, rules: rs},
 		push: NewPushIDs(cfg.Now), log: cfg.Logger, auth: auth, hub: hub, stream: stream}
 	if s.stream.ReadAuth == nil { // the rules on SSE listeners (auth_sse.go)
-		s.stream.ReadAuth = func(r *http.Request, ns string, path []string) (ReadGrant, error) {
-			ok, exp, err := s.StreamReadAuth(r, ns, path)
-			return ReadGrant{Allowed: ok, Expires: exp}, err
-		}
+		s.stream.ReadAuth = s.streamGrant
 	}
 	return s, nil
 }
@@ -301,9 +298,9 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if f := q.Get("format"); f != "" && f != "export" {
 		return badRequest("Invalid format argument %q: want export", f)
 	}
-	var ifMatch *string
+	var ifMatch precondition
 	if v := r.Header.Get("if-match"); v != "" {
-		ifMatch = &v
+		ifMatch = etagIs(v)
 	}
 	switch method {
 	case http.MethodGet:
@@ -344,6 +341,9 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		if err != nil {
 			return err
 		}
+		if err := s.mayShowResolved(ctx, ns, []update{{path, val}}); err != nil {
+			return s.writtenUnseen(w, err)
+		}
 		if ifMatch != nil || strings.EqualFold(r.Header.Get("X-Firebase-ETag"), "true") {
 			w.Header().Set("ETag", etag(res[0])) // the ETag of the value now there
 		}
@@ -376,6 +376,9 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		if err != nil {
 			return err
 		}
+		if err := s.mayShowResolved(ctx, ns, ups); err != nil {
+			return s.writtenUnseen(w, err)
+		}
 		out := map[string]any{}
 		for i, k := range keys {
 			if res[i] != nil {
@@ -386,6 +389,45 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	}
 	w.Header().Set("Allow", "GET, PUT, PATCH, POST, DELETE")
 	return &httpError{http.StatusMethodNotAllowed, "Method not allowed: " + method}
+}
+
+// mayShowResolved says whether the answer to a write may carry the values it stored: nil, or
+// ErrPermissionDenied when one of them holds an increment (its stored value is the old one plus
+// n, so it tells the old one) at a path the caller may not read.
+func (s *Server) mayShowResolved(ctx context.Context, ns string, ups []update) error {
+	for _, u := range ups {
+		if hasIncrement(u.val) {
+			if err := s.st.readAllowedLazy(ctx, ns, u.path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writtenUnseen answers a write that committed but whose stored values the caller may not
+// read (mayShowResolved): 204 without a body or an ETag, as print=silent answers.
+func (s *Server) writtenUnseen(w http.ResponseWriter, err error) error {
+	if !errors.Is(err, ErrPermissionDenied) {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// hasIncrement says whether the value to write holds an increment server value.
+func hasIncrement(v any) bool {
+	switch x := v.(type) {
+	case serverValue:
+		return !x.timestamp
+	case map[string]any:
+		for _, e := range x {
+			if hasIncrement(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s *Server) reply(w http.ResponseWriter, print string, t any) error {

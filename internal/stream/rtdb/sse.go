@@ -38,6 +38,13 @@ type ReadGrant struct {
 	// Revoked, when not nil, is closed when the read is no longer allowed (the rules or the data
 	// they depend on changed); the stream then sends "cancel" and ends.
 	Revoked <-chan struct{}
+	// Changed, when not nil, is closed when the permission may have changed (the rules were
+	// replaced); the stream then calls Recheck, before it sends any event it has not sent, and
+	// goes on under the new grant, or sends "cancel" (denied) or "auth_revoked" (a credential
+	// no longer valid, an *AuthError) and ends. The security rules fill both
+	// (Hub.RulesChanged): a change is seen before any event of a later revision.
+	Changed <-chan struct{}
+	Recheck func() (ReadGrant, error)
 }
 
 // DefaultStreamConfig is Firebase's keep-alive interval and a 4 MiB listener buffer.
@@ -148,6 +155,33 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		defer t.Stop()
 		expiry = t.C
 	}
+	// judged is false once the stream ended because the read is no longer allowed: it asks
+	// grant.Recheck when grant.Changed is closed.
+	judged := func() bool {
+		select {
+		case <-grant.Changed:
+		default:
+			return true
+		}
+		g, err := grant.Recheck()
+		var ae *AuthError
+		switch {
+		case errors.As(err, &ae):
+			bw.WriteString("event: auth_revoked\ndata: \"credential is no longer valid\"\n\n")
+		case err != nil:
+			if !errors.Is(err, ErrHubClosed) {
+				s.log.Warn("stream: cannot judge the read again; ending it", "err", err)
+			}
+			return false // the client reconnects and is judged afresh
+		case !g.Allowed:
+			bw.WriteString("event: cancel\ndata: null\n\n")
+		default:
+			grant.Changed, grant.Recheck = g.Changed, g.Recheck
+			return true
+		}
+		flush()
+		return false
+	}
 	for {
 		select {
 		case <-sub.Ready():
@@ -157,6 +191,17 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 			}
 			if len(evs) == 0 {
 				continue
+			}
+			// Taken, then judged: a rules change before these events' revisions has closed
+			// Changed once the hub reached them (it closes it before queueing later
+			// revisions); the first put may be of a revision read before the hub reached it.
+			if grant.Changed != nil {
+				if err := s.hub.WaitApplied(ctx, maxRev(evs)); err != nil {
+					return
+				}
+			}
+			if !judged() {
+				return
 			}
 			for _, ev := range evs {
 				bw.Write(ev.SSE())
@@ -174,6 +219,10 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 			bw.WriteString("event: auth_revoked\ndata: \"credential is no longer valid\"\n\n")
 			flush()
 			return
+		case <-grant.Changed:
+			if !judged() {
+				return
+			}
 		case <-grant.Revoked:
 			bw.WriteString("event: cancel\ndata: null\n\n")
 			flush()

@@ -156,23 +156,60 @@ type update struct {
 	val  any
 }
 
-// preconditionFailed is a failed if-match: the current value.
-type preconditionFailed struct{ current any }
+// precondition is a conditional write's test of the value it replaces (one update only): a
+// REST if-match (the value's ETag) or a WebSocket transaction's put (the SDK's hash of it).
+// Its outcome tells the caller whether the value equals a guess, so a conditional write needs
+// the rules' read permission at its path as well as the write permission, and both are
+// checked before the test runs: a caller denied either gets a denial whatever the value is.
+type precondition func(cur any) bool
+
+// etagIs is REST's if-match: the value's ETag is tag.
+func etagIs(tag string) precondition { return func(cur any) bool { return etag(cur) == tag } }
+
+// preconditionFailed is a failed precondition: the current value, read at rev.
+type preconditionFailed struct {
+	current any
+	rev     int64
+}
 
 func (preconditionFailed) Error() string { return "precondition failed" }
 
 // write commits updates (non-overlapping paths) in one guarded Txn, recomputing it when a
-// concurrent write changed what it read. With ifMatch (one update only) it writes only while the
-// value's ETag is ifMatch, else returns preconditionFailed. It returns the resolved values.
-func (s *store) write(ctx context.Context, ns string, ups []update, ifMatch *string) ([]any, error) {
-	res, _, err := s.writeRev(ctx, ns, ups, ifMatch)
+// concurrent write changed what it read. With cond (one update only) it writes only while the
+// value there passes cond, else returns preconditionFailed. It returns the resolved values.
+func (s *store) write(ctx context.Context, ns string, ups []update, cond precondition) ([]any, error) {
+	res, _, err := s.writeRev(ctx, ns, ups, cond)
 	return res, err
+}
+
+// mayWrite judges ups by the rules as the caller in ctx, on the database as it is now, without
+// writing: what an onDisconnect write is checked with when it is registered (Firebase checks
+// it then, and again when it runs).
+func (s *store) mayWrite(ctx context.Context, ns string, ups []update) error {
+	if s.rules == nil {
+		return nil
+	}
+	paths := make([][]string, len(ups))
+	for i, u := range ups {
+		paths[i] = u.path
+	}
+	snap, err := s.read(ctx, ns, paths)
+	if err != nil {
+		return err
+	}
+	nowMs := s.now().UnixMilli()
+	resolved := make([]any, len(ups))
+	for i, u := range ups {
+		resolved[i], _ = resolve(u.val, snap.trees[i], nowMs)
+	}
+	_, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved)
+	return err
 }
 
 // writeRev is write that also returns the kv revision of its Txn when the Txn changed a key (0
 // when it changed none: then no watcher sees an event for it), so that a WebSocket write can
 // be acknowledged only after its listeners were sent the change (ws.go).
-func (s *store) writeRev(ctx context.Context, ns string, ups []update, ifMatch *string) ([]any, int64, error) {
+func (s *store) writeRev(ctx context.Context, ns string, ups []update, cond precondition) ([]any, int64, error) {
 	paths := make([][]string, len(ups))
 	for i, u := range ups {
 		paths[i] = u.path
@@ -189,13 +226,18 @@ func (s *store) writeRev(ctx context.Context, ns string, ups []update, ifMatch *
 			resolved[i], consumed[i] = resolve(u.val, snap.trees[i], nowMs)
 		}
 		var cmps []clientv3.Cmp
-		if s.rules != nil { // judged on the snapshot this attempt read (before if-match: no value leaks)
+		if s.rules != nil { // judged on the snapshot this attempt read, before cond looks at it
 			if cmps, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved); err != nil {
 				return nil, 0, err
 			}
+			if cond != nil {
+				if err := s.rules.checkRead(ctx, s, ns, ups[0].path, snap); err != nil {
+					return nil, 0, err
+				}
+			}
 		}
-		if ifMatch != nil && etag(snap.trees[0]) != *ifMatch {
-			return nil, 0, preconditionFailed{snap.trees[0]}
+		if cond != nil && !cond(snap.trees[0]) {
+			return nil, 0, preconditionFailed{snap.trees[0], snap.rev}
 		}
 		var ops []clientv3.Op
 		puts := map[string]string{}
@@ -206,7 +248,7 @@ func (s *store) writeRev(ctx context.Context, ns string, ups []update, ifMatch *
 			cmps = append(cmps,
 				clientv3.Compare(clientv3.ModRevision(k), "<", snap.rev+1),
 				clientv3.Compare(clientv3.ModRevision(k+"/"), "<", snap.rev+1).WithPrefix())
-			if consumed[i] || ifMatch != nil {
+			if consumed[i] || cond != nil {
 				for old, mr := range snap.keys[i] {
 					cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(old), "=", mr))
 				}

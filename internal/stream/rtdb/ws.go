@@ -115,7 +115,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &wsConn{s: s, c: wc, ns: ns, log: s.log.With("ns", ns, "remote", r.RemoteAddr),
 		notify: make(chan struct{}, 1), closing: make(chan struct{}), listens: map[string]*wsListen{},
-		hubWake: make(chan struct{}, 1), fwd: map[*wsListen]struct{}{}}
+		hubWake: make(chan struct{}, 1), fwd: map[*wsListen]struct{}{}, recheck: make(chan chan struct{}), guardSig: make(chan struct{}, 1)}
+	if c.rulesCh, err = s.hub.RulesChanged(r.Context(), ns); err != nil {
+		c.log.Warn("websocket: cannot follow the rules", "err", err)
+		wc.Close()
+		return
+	}
 	s.ws.mu.Lock()
 	if s.ws.closed {
 		s.ws.mu.Unlock()
@@ -155,6 +160,20 @@ type wsConn struct {
 	hubWake chan struct{}
 	fwdMu   sync.Mutex
 	fwd     map[*wsListen]struct{} // guarded by fwdMu
+	// rulesCh is the rules channel (Hub.RulesChanged) taken before the listens were last
+	// judged; judgeDue says a judgement is due anyway (the caller changed since, or a listen
+	// joined whose own judgement may be stale); while rulesCh is closed or judgeDue holds, the
+	// listens' events stay in the hub until the guard has judged them again (ws_revoke.go).
+	// epoch counts the changes of either, so a listen can tell one happened while it judged.
+	rulesCh  <-chan struct{} // guarded by fwdMu
+	judgeDue bool            // guarded by fwdMu
+	epoch    uint64          // guarded by fwdMu
+	waitRev  int64           // guarded by fwdMu: a revision held events wait for (ws_revoke.go)
+	// recheck asks the guard goroutine to judge every listen again and close the channel it
+	// carries when done; guardSig (capacity 1) wakes it without waiting (markAuthDirty,
+	// waitRev).
+	recheck  chan chan struct{}
+	guardSig chan struct{}
 
 	// Owned by the reading goroutine.
 	listens map[string]*wsListen
@@ -180,10 +199,14 @@ type wsRequest struct {
 
 func (c *wsConn) serve(host string) {
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		c.writeLoop()
+	}()
+	go func() {
+		defer wg.Done()
+		c.guard()
 	}()
 	session := make([]byte, 16)
 	rand.Read(session)
@@ -304,17 +327,18 @@ func (c *wsConn) handle(req *wsRequest) (string, any) {
 	case "p", "m":
 		err = c.write(ctx, req)
 	case "o", "om":
-		if _, err = c.updates(req); err == nil {
-			c.onDisc = append(c.onDisc, *req)
-		}
+		err = c.onDisconnect(ctx, req)
 	case "oc":
 		err = c.cancelOnDisconnect(req)
 	case "g":
 		data, err = c.get(ctx, req)
 	case "auth", "gauth":
-		data, err = c.authenticate(req.B.Cred)
+		if data, err = c.authenticate(req.B.Cred); err == nil {
+			c.recheckListens() // its listens are judged as the new caller before the "ok"
+		}
 	case "unauth":
 		c.setAuth(nil)
+		c.recheckListens()
 	case "appcheck", "unappeck", "s":
 	default:
 		err = &wsFail{"invalid_action", fmt.Sprintf("unknown action %q: want q, n, p, m, o, om, oc, g, auth, gauth, unauth or s", req.A)}
@@ -410,32 +434,21 @@ func (c *wsConn) write(ctx context.Context, req *wsRequest) error {
 }
 
 // compareAndSet is a transaction's put: applied only while the value at the path has the SDK
-// hash h. It reads the value, checks its hash, and writes with the value's ETag as the
-// if-match guard, so that a change between the read and the write is caught by the store
-// (and rechecked: a value changed and changed back still has hash h).
+// hash h. The store judges it by the rules first (write, and read: the outcome tells whether
+// the value has hash h), then tests the hash and writes in one guarded Txn, so a change
+// between the read and the write is caught and the test rerun.
 func (c *wsConn) compareAndSet(ctx context.Context, u update, h string) (int64, error) {
-	for attempt := 0; ; attempt++ {
-		snap, err := c.s.st.read(ctx, c.ns, [][]string{u.path})
-		if err != nil {
+	_, rev, err := c.s.st.writeRev(ctx, c.ns, []update{u}, func(cur any) bool { return sdkHash(cur) == h })
+	var pf preconditionFailed
+	if errors.As(err, &pf) {
+		// The SDK reruns the transaction as soon as it reads "datastale", on the value its
+		// listen has: send that listen the current value first, or the rerun is stale too.
+		if err := c.settle(ctx, pf.rev); err != nil {
 			return 0, err
 		}
-		cur := snap.trees[0]
-		if sdkHash(cur) != h {
-			// The SDK reruns the transaction as soon as it reads "datastale", on the value its
-			// listen has: send that listen the current value first, or the rerun is stale too.
-			if err := c.settle(ctx, snap.rev); err != nil {
-				return 0, err
-			}
-			return 0, &wsFail{"datastale", "the value changed since the transaction read it"}
-		}
-		tag := etag(cur)
-		_, rev, err := c.s.st.writeRev(ctx, c.ns, []update{u}, &tag)
-		var pf preconditionFailed
-		if errors.As(err, &pf) && attempt < maxRetries {
-			continue
-		}
-		return rev, err
+		return 0, &wsFail{"datastale", "the value changed since the transaction read it"}
 	}
+	return rev, err
 }
 
 func (c *wsConn) get(ctx context.Context, req *wsRequest) (any, error) {
@@ -455,6 +468,23 @@ func (c *wsConn) get(ctx context.Context, req *wsRequest) (any, error) {
 		t = qu.apply(t)
 	}
 	return output(t), nil
+}
+
+// onDisconnect registers an onDisconnect put or merge. The rules judge it now, as the caller
+// is and on the data as it is, as Firebase does: a denied one answers permission_denied (the
+// SDK's promise rejects) and is not kept. It is judged again when it runs (runOnDisconnect).
+func (c *wsConn) onDisconnect(ctx context.Context, req *wsRequest) error {
+	ups, err := c.updates(req)
+	if err != nil {
+		return err
+	}
+	if len(ups) > 0 {
+		if err := c.s.st.mayWrite(ctx, c.ns, ups); err != nil {
+			return err
+		}
+	}
+	c.onDisc = append(c.onDisc, *req)
+	return nil
 }
 
 // cancelOnDisconnect drops the onDisconnect writes at or under the path.

@@ -24,11 +24,15 @@ type wsListen struct {
 	c    *wsConn
 	path []string
 	tag  json.RawMessage // nil for the default query
+	q    json.RawMessage // the query object the listen sent (with tag), named when it is revoked
 	sub  *Subscription
 
-	stopped bool          // guarded by c.fwdMu: unlistened; what is taken afterwards is dropped
+	stopped bool          // guarded by c.fwdMu: unlistened or revoked; nothing of it is queued after
 	first   chan struct{} // closed once the first value (the subscription's first event) is queued
 	queued  bool          // guarded by c.fwdMu: first is closed
+	denied  bool          // guarded by c.fwdMu: revoked before its first value (ws_revoke.go)
+	held    []*Event      // guarded by c.fwdMu: taken, not queued until the hub reaches heldRev
+	heldRev int64         // guarded by c.fwdMu
 }
 
 // listenKey names a listen as the SDK does for unlisten: its path and its query's tag.
@@ -44,10 +48,10 @@ func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tag json.RawMessage
+	var tag, rawq json.RawMessage
 	var hq *Query
 	if len(req.B.T) > 0 && string(req.B.T) != "null" {
-		tag = req.B.T
+		tag, rawq = req.B.T, req.B.Q
 		qu, err := wireQuery(req.B.Q)
 		if err != nil {
 			return nil, err
@@ -61,6 +65,13 @@ func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 		c.stopListen(old)
 		delete(c.listens, key)
 	}
+	// Judged as the caller is now, after noting the connection's epoch: a change of the
+	// caller or the rules that this judgement may have missed moves the epoch or closes
+	// rulesCh, and joinLocked then has every listen judged again before any event flows.
+	c.fwdMu.Lock()
+	epoch := c.epoch
+	c.fwdMu.Unlock()
+	ctx = c.withAuth(ctx)
 	if err := c.s.st.readAllowedLazy(ctx, c.ns, path); err != nil {
 		return nil, err
 	}
@@ -68,13 +79,20 @@ func (c *wsConn) listen(ctx context.Context, req *wsRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &wsListen{c: c, path: path, tag: tag, sub: sub, first: make(chan struct{})}
+	l := &wsListen{c: c, path: path, tag: tag, q: rawq, sub: sub, first: make(chan struct{})}
 	c.fwdMu.Lock()
-	c.fwd[l] = struct{}{}
+	c.joinLocked(l, epoch)
 	c.takeAllLocked() // a path already listened to has its first event queued at once
 	c.fwdMu.Unlock()
 	select {
 	case <-l.first:
+		c.fwdMu.Lock()
+		denied := l.denied
+		c.fwdMu.Unlock()
+		if denied {
+			l.sub.Close()
+			return nil, ErrPermissionDenied
+		}
 	case <-c.closing:
 		c.stopListen(l)
 		return nil, errors.New("connection closing")
@@ -109,16 +127,31 @@ func (c *wsConn) stopListen(l *wsListen) {
 
 // takeAllLocked queues what every listen of the connection has waiting, and forgets the
 // listens whose subscription ended. The hub ending (the server closing) closes the connection:
-// the SDK reconnects and listens again. The caller holds c.fwdMu.
+// the SDK reconnects and listens again. While the listens await a judgement (heldLocked) it
+// takes nothing: their events wait in the hub. The caller holds c.fwdMu.
 func (c *wsConn) takeAllLocked() {
+	if c.heldLocked() {
+		return
+	}
+	applied := c.s.hub.appliedRev()
 	for l := range c.fwd {
-		evs, err := l.sub.TryNext()
-		for _, ev := range evs {
-			c.sendBytes(l.message(ev))
+		if l.held != nil {
+			if l.heldRev > applied {
+				continue // the guard is waiting for the hub to reach it
+			}
+			c.queueLocked(l, l.held)
+			l.held = nil
 		}
-		if len(evs) > 0 && !l.queued {
-			l.queued = true
-			close(l.first)
+		evs, err := l.sub.TryNext()
+		if rev := maxRev(evs); rev > applied {
+			// A first value read at a revision the hub's watch has not reached: a rules change
+			// up to it may not have closed rulesCh yet. Kept until the hub reaches it (the
+			// guard waits, then takes again, or judges the listens when rulesCh closed).
+			l.held, l.heldRev = evs, rev
+			c.waitRev = max(c.waitRev, rev)
+			c.signalGuard()
+		} else {
+			c.queueLocked(l, evs)
 		}
 		if err != nil {
 			delete(c.fwd, l)
@@ -127,6 +160,26 @@ func (c *wsConn) takeAllLocked() {
 			}
 		}
 	}
+}
+
+// queueLocked queues evs, l's events; the first one closes l.first. The caller holds c.fwdMu.
+func (c *wsConn) queueLocked(l *wsListen, evs []*Event) {
+	for _, ev := range evs {
+		c.sendBytes(l.message(ev))
+	}
+	if len(evs) > 0 && !l.queued {
+		l.queued = true
+		close(l.first)
+	}
+}
+
+// maxRev is the latest revision of evs (0 for none).
+func maxRev(evs []*Event) int64 {
+	var r int64
+	for _, ev := range evs {
+		r = max(r, ev.Rev)
+	}
+	return r
 }
 
 // settle returns once every event up to revision rev (a write's, or a read's) is in the send
