@@ -1,0 +1,50 @@
+package oci
+
+import (
+	"archive/tar"
+	"os"
+	"path/filepath"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Attacks found in review: each test fails while the defect it names is present.
+
+// TestAttackCopyUpRefusesBackslashNames: a layer's names are clamped (LayerPolicy), so an image
+// may hold "data/a\b" (a plain Linux name); copy-up streams the image's tree through
+// WriteTree into Extract with copyUpPolicy, whose clean() refuses any name with a backslash,
+// so the image makes every container run with a :copy volume over /data fail.
+func TestAttackCopyUpRefusesBackslashNames(t *testing.T) {
+	requireRoot(t)
+	img := image(t, v1.Config{},
+		layer(t, entry{name: "data/", typ: tar.TypeDir},
+			entry{name: `data/a\b`, body: "x"}))
+	root := mounted(t, img)
+	vol := t.TempDir()
+	if err := copyUp(root, "/data", vol); err != nil {
+		t.Fatalf("copyUp of an image directory holding a file named %q: %v", `a\b`, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, `a\b`)); err != nil || string(b) != "x" {
+		t.Fatalf("a\\b in the volume: %q, %v", b, err)
+	}
+}
+
+// TestAttackResolveUserFollowsImageLinks: the image's /etc/passwd is read by its host path
+// (filepath.Join(rootfs, "etc/passwd"), os.Open following links), so an image whose /etc is a
+// symbolic link to an absolute path makes the host's file be read (or, a FIFO there, hangs the
+// run). Here rootfs/etc -> <host dir> holding passwd with alice:4242.
+func TestAttackResolveUserFollowsImageLinks(t *testing.T) {
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "passwd"), []byte("alice:x:4242:4243::/:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rootfs := t.TempDir()
+	if err := os.Symlink(host, filepath.Join(rootfs, "etc")); err != nil { // as a layer's "etc" -> "/etc"
+		t.Fatal(err)
+	}
+	uid, gid, err := resolveUser(rootfs, "alice")
+	if err == nil {
+		t.Fatalf("resolveUser read the host's %s/passwd through the image's /etc link: uid %d gid %d", host, uid, gid)
+	}
+}
