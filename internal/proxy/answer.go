@@ -195,9 +195,21 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 		}
 	}
 	bw.WriteString(InstanceHeader + ": " + in.id + "\r\n")
+	length := resp.ContentLength
+	if resp.StatusCode == http.StatusNotModified {
+		// net/http's parser says 0 for every 304 (it has no body); the Content-Length the
+		// instance sent, if any, is the length of the representation (RFC 9110 8.6) and passes
+		// on as is, as on the loop's own path.
+		length = -1
+		if v := resp.Header["Content-Length"]; len(v) == 1 {
+			if n, ok := parseLength([]byte(v[0])); ok {
+				length = n
+			}
+		}
+	}
 	switch {
-	case resp.ContentLength >= 0 && (hasBody || cc.isHead || resp.StatusCode == http.StatusNotModified):
-		bw.WriteString("Content-Length: " + strconv.FormatInt(resp.ContentLength, 10) + "\r\n")
+	case length >= 0 && (hasBody || cc.isHead || resp.StatusCode == http.StatusNotModified):
+		bw.WriteString("Content-Length: " + strconv.FormatInt(length, 10) + "\r\n")
 	case chunkedOut:
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}

@@ -70,6 +70,10 @@ type Config struct {
 	// ReadHeaderTimeout is how long a client may take to send a request's headers (default
 	// 10 s): a slow client (slowloris) is disconnected after it and holds nothing longer.
 	ReadHeaderTimeout time.Duration
+	// WriteTimeout is how long a write of an answer to a client may take (default 60 s, as
+	// nginx's send_timeout): a client that reads nothing of its answer for that long is
+	// disconnected, and frees the request's slot and the instance's connection.
+	WriteTimeout time.Duration
 	// MaxInflight caps the requests the proxy handles at once (default 512; 0: no cap). Past it
 	// requests are answered 503 at once: each request in flight holds about 100 KiB (two
 	// connections' buffers and goroutines), and an overloaded node should shed load rather
@@ -183,6 +187,7 @@ func DefaultConfig() Config {
 		Defaults:          DefaultServiceConfig(),
 		ShutdownTimeout:   10 * time.Second,
 		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      60 * time.Second,
 		MaxInflight:       512,
 	}
 }
@@ -204,6 +209,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReadHeaderTimeout < 0 {
 		errs = append(errs, fmt.Errorf("read_header_timeout %v: must be > 0 (0: the default 10s)", c.ReadHeaderTimeout))
+	}
+	if c.WriteTimeout < 0 {
+		errs = append(errs, fmt.Errorf("write_timeout %v: must be > 0 (0: the default 60s)", c.WriteTimeout))
 	}
 	if c.MaxInflight < 0 {
 		errs = append(errs, fmt.Errorf("max_inflight %d: must be >= 0 (0: no cap)", c.MaxInflight))

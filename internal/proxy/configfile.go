@@ -26,6 +26,7 @@ type fileConfig struct {
 	ShutdownTimeout   spec.Duration        `yaml:"shutdown_timeout"`
 	MaxInflight       *int                 `yaml:"max_inflight"`
 	ReadHeaderTimeout spec.Duration        `yaml:"read_header_timeout"`
+	WriteTimeout      spec.Duration        `yaml:"write_timeout"`
 	Discovery         []yaml.Node          `yaml:"discovery"`
 	Defaults          yaml.Node            `yaml:"defaults"`
 	Services          map[string]yaml.Node `yaml:"services"`
@@ -88,6 +89,12 @@ func LoadConfig(path string) (Config, error) {
 		cfg.ReadHeaderTimeout = fc.ReadHeaderTimeout.Duration
 		if cfg.ReadHeaderTimeout <= 0 {
 			errs.Addf(path, spec.Locate(root, "read_header_timeout"), "read_header_timeout %v: must be > 0, e.g. 10s", fc.ReadHeaderTimeout)
+		}
+	}
+	if spec.Has(root, "write_timeout") {
+		cfg.WriteTimeout = fc.WriteTimeout.Duration
+		if cfg.WriteTimeout <= 0 {
+			errs.Addf(path, spec.Locate(root, "write_timeout"), "write_timeout %v: must be > 0, e.g. 60s", fc.WriteTimeout)
 		}
 	}
 

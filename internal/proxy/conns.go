@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -50,6 +51,36 @@ type upConn struct {
 	// slow is the connection's in-flight timer (qos with a latency limit, observeSlow),
 	// made once and re-armed per request rather than a timer per request.
 	slow slowTimer
+	// headLeft, while net/http's parser reads an answer head (readResponse), is how many more
+	// bytes br may read from c for it (0: no bound). The loop's parser is bounded by br's size.
+	headLeft int64
+}
+
+// maxAnswerHead bounds an answer head read by net/http's parser: as a request head, net/http's
+// own 1 MiB and the 4 KiB it allows over it.
+const maxAnswerHead = maxHandoverHead
+
+var errAnswerHeadTooLarge = fmt.Errorf("the instance's answer head is over %d bytes", maxAnswerHead)
+
+// upReader is what an instance connection's read buffer reads c through (headLeft's bound).
+type upReader struct{ uc *upConn }
+
+func (r upReader) Read(p []byte) (int, error) {
+	uc := r.uc
+	if uc.headLeft == 0 {
+		return uc.c.Read(p)
+	}
+	if uc.headLeft < 0 {
+		return 0, errAnswerHeadTooLarge
+	}
+	if int64(len(p)) > uc.headLeft {
+		p = p[:uc.headLeft]
+	}
+	n, err := uc.c.Read(p)
+	if uc.headLeft -= int64(n); uc.headLeft == 0 {
+		uc.headLeft = -1
+	}
+	return n, err
 }
 
 // flushRequest writes what bw holds, the end of a request after which the instance sends
@@ -109,10 +140,13 @@ func (st *slowTimer) arm(s *service, in *instance, epoch uint64, since time.Time
 	st.mu.Lock()
 	st.armed, st.fired, st.s, st.in, st.epoch, st.since, st.limit = true, false, s, in, epoch, since, limit
 	st.mu.Unlock()
+	// since may be in the past (an exchange whose body was sent first): the timer runs for
+	// what is left of limit.
+	d := max(limit-time.Since(since), 0)
 	if st.t == nil {
-		st.t = time.AfterFunc(limit, st.fire)
+		st.t = time.AfterFunc(d, st.fire)
 	} else {
-		st.t.Reset(limit)
+		st.t.Reset(d)
 	}
 }
 
@@ -157,21 +191,20 @@ type connPool struct {
 const (
 	maxIdlePerInstance = 256
 	idleConnTimeout    = 90 * time.Second
-	// peekAfterIdle: a connection idle longer than this is checked (a non-blocking peek)
-	// before it is used; servers close idle connections after seconds, not milliseconds.
-	peekAfterIdle = time.Second
 )
 
 func newConnPool(dial dialFunc) *connPool {
 	return &connPool{dial: dial, idle: map[string][]*upConn{}, maxIdle: maxIdlePerInstance, maxAge: idleConnTimeout}
 }
 
-// get returns an idle connection to addr, or dials one. With check, or when the connection
-// has been idle for a while, it is first peeked at (a non-blocking read): a request that
-// cannot simply be sent again (a body, a non-idempotent method) must not meet a connection
-// the instance has closed. Without check, such a failure is retried on a fresh connection
-// (attempt), which saves the peek's system call on every request.
-func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, error) {
+// get returns an idle connection to addr, or dials one. A pooled connection is first
+// peeked at (a non-blocking read, idle): one the instance has closed, or on which it sent
+// anything while nothing was asked of it, is closed and the next one tried. Bytes that came
+// unasked are never read as the next request's answer — they would be another exchange's, or
+// none (net/http's Transport closes such a connection: "Unsolicited response received on idle
+// HTTP channel"). What an instance sends after the peek, before the request reaches it, cannot
+// be told from an answer by anyone; the peek closes the window up to then.
+func (p *connPool) get(ctx context.Context, addr string) (*upConn, error) {
 	now := time.Now()
 	for {
 		p.mu.Lock()
@@ -189,8 +222,7 @@ func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, e
 		if !uc.dl.IsZero() && !now.Before(uc.dl) {
 			uc.unbound() // an expired deadline would fail the usability check below
 		}
-		idle := now.Sub(uc.idleSince)
-		if idle < p.maxAge && ((!check && idle < peekAfterIdle) || connUsable(uc.c)) {
+		if now.Sub(uc.idleSince) < p.maxAge && idleUsable(uc.c) {
 			uc.reused = true
 			return uc, nil
 		}
@@ -205,11 +237,21 @@ func (p *connPool) get(ctx context.Context, addr string, check bool) (*upConn, e
 	}
 	c = rawTCP(c)
 	aw := newAwaitWriter(c)
-	return &upConn{c: c, br: bufio.NewReaderSize(c, 4<<10), aw: aw, bw: bufio.NewWriterSize(aw, 4<<10), addr: addr}, nil
+	uc := &upConn{c: c, aw: aw, bw: bufio.NewWriterSize(aw, 4<<10), addr: addr}
+	uc.br = bufio.NewReaderSize(upReader{uc}, 4<<10)
+	return uc, nil
 }
 
-// put returns a connection whose exchange completed cleanly.
+// put returns a connection whose exchange completed cleanly: the answer was read exactly to
+// the end its framing gives, and the instance did not ask to close. It is the one way into the
+// pool, and it keeps a connection only if nothing is buffered past that end: bytes there
+// (past a Content-Length, a body on a HEAD, 204 or 304 answer) belong to no request, and the
+// next request on the connection would read them as its answer — another client's bytes.
 func (p *connPool) put(uc *upConn) {
+	if uc.br.Buffered() > 0 {
+		uc.c.Close()
+		return
+	}
 	uc.idleSince = time.Now()
 	p.mu.Lock()
 	if p.closed || len(p.idle[uc.addr]) >= p.maxIdle {
@@ -288,13 +330,11 @@ func upgradeType(h http.Header) string {
 // writeRequest writes r's head (and body) to uc as the proxy forwards it: hop-by-hop headers
 // dropped, X-Forwarded-For appended to, X-Forwarded-Host and -Proto set, the body framed by
 // its length or chunked.
-func writeRequest(uc *upConn, r *http.Request, instHost, upgrade string, buf []byte) error {
+func writeRequest(uc *upConn, r *http.Request, body io.Reader, instHost, upgrade string, buf []byte) error {
 	bw := uc.bw
-	// The origin form (path and query) even when the client sent the absolute form, as the
-	// Transport sent it.
 	bw.WriteString(r.Method)
 	bw.WriteByte(' ')
-	bw.WriteString(r.URL.RequestURI())
+	bw.WriteString(originForm(r))
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	host := r.Host
 	if host == "" {
@@ -350,19 +390,21 @@ func writeRequest(uc *upConn, r *http.Request, instHost, upgrade string, buf []b
 		bw.WriteString(upgrade)
 		bw.WriteString("\r\n")
 	}
-	hasBody := r.Body != nil && r.Body != http.NoBody
+	hasBody := body != nil
 	switch {
 	case hasBody && r.ContentLength > 0:
 		bw.WriteString("Content-Length: ")
 		bw.WriteString(strconv.FormatInt(r.ContentLength, 10))
 		bw.WriteString("\r\n\r\n")
-		if _, err := io.CopyBuffer(bw, io.LimitReader(r.Body, r.ContentLength), buf); err != nil {
+		if n, err := io.CopyBuffer(bw, io.LimitReader(body, r.ContentLength), buf); err != nil {
 			return err
+		} else if n < r.ContentLength {
+			return clientBodyError(io.ErrUnexpectedEOF)
 		}
 	case hasBody && r.ContentLength < 0:
 		bw.WriteString("Transfer-Encoding: chunked\r\n\r\n")
 		cw := httputil.NewChunkedWriter(bw)
-		if _, err := io.CopyBuffer(cw, r.Body, buf); err != nil {
+		if _, err := io.CopyBuffer(cw, body, buf); err != nil {
 			return err
 		}
 		cw.Close()
@@ -376,13 +418,37 @@ func writeRequest(uc *upConn, r *http.Request, instHost, upgrade string, buf []b
 	return bw.Flush()
 }
 
+// originForm is the request target as the client sent it, in origin form (the path and query
+// of an absolute-form target, as sent). Never r.URL re-encoded: net/http's URL decodes the path
+// and EscapedPath encodes it again its own way ("%2F" becomes "/" for an absolute-form target,
+// "{" becomes "%7B"), so the instance would see another path than the one routing saw and the
+// client sent, as the loop forwards its bytes untouched.
+func originForm(r *http.Request) string {
+	u := r.RequestURI
+	if strings.HasPrefix(u, "/") {
+		return u
+	}
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		if i := strings.IndexAny(rest, "/?"); i >= 0 {
+			if rest[i] == '?' {
+				return "/" + rest[i:]
+			}
+			return rest[i:]
+		}
+		return "/"
+	}
+	return r.URL.RequestURI() // "*" (OPTIONS) and the like
+}
+
 // errNoAnswer: the instance closed the connection before any byte of an answer.
 var errNoAnswer = errors.New("connection closed before an answer")
 
 // readResponse reads the instance's answer headers, skipping 1xx interim answers but 101.
 func readResponse(uc *upConn, r *http.Request) (*http.Response, error) {
 	for {
+		uc.headLeft = maxAnswerHead
 		resp, err := http.ReadResponse(uc.br, r)
+		uc.headLeft = 0
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil, errNoAnswer

@@ -21,6 +21,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	keepClient := !q.closeAfter
 	defer func() {
 		cc.consumeHead()
+		cc.inBody, cc.bodyDL = false, time.Time{}
 		if !cc.bodyDone {
 			keep = false // an unread body stands between this request and the next
 		}
@@ -223,6 +224,7 @@ func (cc *clientConn) consumeHead() {
 func (cc *clientConn) context() context.Context { return nil }
 func (cc *clientConn) method() string           { return methodString(cc.req.method) }
 func (cc *clientConn) hasBody() bool            { return cc.req.length != 0 }
+func (cc *clientConn) clock() *uploadClock      { return &cc.up }
 
 // methodString avoids an allocation for the common methods.
 func methodString(m []byte) string {
@@ -308,7 +310,7 @@ func (cc *clientConn) send(uc *upConn, instHost string) error {
 		if err := copyN(bw, cc.br, q.length, clientBodyError); err != nil {
 			return err
 		}
-		cc.bodyDone = true
+		cc.bodyDone, cc.inBody = true, false
 	case q.length < 0:
 		bw.WriteString("Transfer-Encoding: chunked\r\n\r\n")
 		if err := cc.startBody(); err != nil {
@@ -317,7 +319,7 @@ func (cc *clientConn) send(uc *upConn, instHost string) error {
 		if err := copyChunked(bw, cc.br, true, false, clientBodyError); err != nil {
 			return err
 		}
-		cc.bodyDone = true
+		cc.bodyDone, cc.inBody = true, false
 	default:
 		switch string(q.method) {
 		case http.MethodPost, http.MethodPut, http.MethodPatch:
@@ -344,8 +346,9 @@ func listedTokens(v []byte, tok string) bool {
 }
 
 // startBody is called when the head has been written on and the body is next: the head's
-// bytes are dropped, 100 Continue is sent to a client that waits for it, and the idle
-// deadline is lifted (a body may take its time).
+// bytes are dropped, 100 Continue is sent to a client that waits for it, and the body's reads
+// go through the upload clock (clientReader): each read bounded by its idle time, its waits
+// not the instance's.
 func (cc *clientConn) startBody() error {
 	cc.consumeHead()
 	if cc.req.expect && cc.req.minor == 1 {
@@ -354,9 +357,7 @@ func (cc *clientConn) startBody() error {
 			return clientBodyError(err)
 		}
 	}
-	if cc.br.Buffered() < int(min(cc.req.length, clientReadBuf)) || cc.req.length < 0 {
-		cc.clearDeadline()
-	}
+	cc.inBody, cc.bodyDL = true, time.Time{}
 	return nil
 }
 
@@ -370,6 +371,16 @@ func (e clientBodyErr) Error() string {
 func (e clientBodyErr) Unwrap() error { return e.err }
 
 func clientBodyError(err error) error { return clientBodyErr{err} }
+
+// clientBodyStatus is the answer to a request whose body broke off: 408 when it stalled past
+// its bound, else 400.
+func clientBodyStatus(cb clientBodyErr) (int, string) {
+	var stalled clientStalled
+	if errors.As(cb.err, &stalled) {
+		return http.StatusRequestTimeout, errTypeClientTimeout
+	}
+	return http.StatusBadRequest, errTypeBadRequest
+}
 
 // upstreamBodyError is a failure reading the answer's body from the instance after its head
 // was sent to the client: the client's connection is then closed so that the answer does not
@@ -392,7 +403,8 @@ func classifyProxyError(err error, ctx context.Context) (code int, typ string, r
 		// The client is gone; nobody reads an answer. 499 is nginx's code for it.
 		return 499, errTypeClientGone, 0
 	case errors.As(err, &cb):
-		return http.StatusBadRequest, errTypeBadRequest, 0
+		code, typ := clientBodyStatus(cb)
+		return code, typ, 0
 	case errors.As(err, &ni):
 		return http.StatusServiceUnavailable, errTypeNoInstance, ni.retryAfter
 	case errors.As(err, &ge) && ge.code == http.StatusGatewayTimeout:

@@ -27,7 +27,9 @@ type handler struct {
 	up  *upstream
 	// maxInflight caps inflight (0: no cap).
 	maxInflight int64
-	inflight    atomic.Int64
+	// writeTimeout bounds each write of an answer to a client (0: none).
+	writeTimeout time.Duration
+	inflight     atomic.Int64
 	// ctx and wg own the services' background work, started by their first request.
 	ctx context.Context
 	wg  *sync.WaitGroup
@@ -98,7 +100,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // forward sends r upstream and copies the answer to w, or answers the failure. It reports
 // whether the answer broke off after its headers were sent.
 func (h *handler) forward(w http.ResponseWriter, r *http.Request, st *reqState) (abort bool) {
-	resp, err := h.up.roundTrip(r, st)
+	ctl := http.NewResponseController(w)
+	resp, err := h.up.roundTrip(r, st, ctl)
 	if err != nil {
 		h.proxyError(w, r, st, err)
 		return false
@@ -128,9 +131,15 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, st *reqState) 
 	flushEach := flusher != nil && (resp.ContentLength == -1 || isEventStream(resp.Header.Get("Content-Type")))
 	bp := copyBufs.Get().(*[]byte)
 	buf := *bp
+	var writeSet time.Time
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
+			if now := time.Now(); h.writeTimeout > 0 && now.Sub(writeSet) > deadlineSlack {
+				// A client that reads nothing of its answer is cut after writeTimeout.
+				ctl.SetWriteDeadline(now.Add(h.writeTimeout))
+				writeSet = now
+			}
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				break // the client is gone; closing the body closes the connection
 			}
@@ -205,7 +214,11 @@ func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, st *reqStat
 	var typ string
 	var ni *noInstanceError
 	var ge *gatewayError
+	var cb clientBodyErr
 	switch {
+	case errors.As(err, &cb):
+		// Before the context: net/http cancels it when reading the body fails.
+		code, typ = clientBodyStatus(cb)
 	case r.Context().Err() != nil:
 		// The client is gone; nobody reads an answer. 499 is nginx's code for it.
 		code, typ = 499, errTypeClientGone

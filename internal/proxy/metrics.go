@@ -18,6 +18,7 @@ const (
 	errTypeTimeout        = "timeout"
 	errTypeUnreachable    = "unreachable"
 	errTypeClientGone     = "client_canceled"
+	errTypeClientTimeout  = "client_timeout"
 	errTypeOverloaded     = "overloaded"
 )
 

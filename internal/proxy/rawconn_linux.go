@@ -39,6 +39,10 @@ type rawConn struct {
 	// awaitFn is writeAwait's callback; awaitWrote: its first call has run.
 	awaitFn    func(fd uintptr) bool
 	awaitWrote bool
+
+	// peekFn is silent's callback, peekSilent its result.
+	peekFn     func(fd uintptr) bool
+	peekSilent bool
 }
 
 // rawTCP wraps c if it is a TCP connection, else returns it as is.
@@ -52,7 +56,7 @@ func rawTCP(c net.Conn) net.Conn {
 		return c
 	}
 	c2 := &rawConn{TCPConn: tc, rc: rc}
-	c2.readFn, c2.writeFn, c2.awaitFn = c2.readOnce, c2.writeAll, c2.writeThenWait
+	c2.readFn, c2.writeFn, c2.awaitFn, c2.peekFn = c2.readOnce, c2.writeAll, c2.writeThenWait, c2.peekOnce
 	return c2
 }
 
@@ -70,6 +74,38 @@ func (c *rawConn) readOnce(fd uintptr) bool {
 		c.rn, c.rerrno = int(r), e
 		return true
 	}
+}
+
+// peekOnce is silent's callback: a non-blocking peek that never waits for readability.
+func (c *rawConn) peekOnce(fd uintptr) bool {
+	var b [1]byte
+	for {
+		_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		c.peekSilent = e == syscall.EAGAIN // nothing to read: open, and nothing came unasked
+		return true
+	}
+}
+
+// silent reports whether the connection is open and nothing is waiting to be read on it
+// (connUsable without an allocation, for every pooled connection's reuse).
+func (c *rawConn) silent() bool {
+	c.peekSilent = false
+	if err := c.rc.Read(c.peekFn); err != nil {
+		return false
+	}
+	return c.peekSilent
+}
+
+// idleUsable: c is open and the peer has sent nothing on it.
+func idleUsable(c net.Conn) bool {
+	if rc, ok := c.(*rawConn); ok {
+		return rc.silent()
+	}
+	return connUsable(c)
 }
 
 // writeAll is the write callback: it writes all of wbuf, and returns false to wait until

@@ -16,3 +16,6 @@ type awaitWriter struct {
 }
 
 func (w *awaitWriter) Write(p []byte) (int, error) { w.await = false; return w.c.Write(p) }
+
+// idleUsable is connUsable where rawConn is not built.
+func idleUsable(c net.Conn) bool { return connUsable(c) }

@@ -54,6 +54,9 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.ReadHeaderTimeout == 0 {
 		cfg.ReadHeaderTimeout = DefaultConfig().ReadHeaderTimeout
 	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultConfig().WriteTimeout
+	}
 	tok, err := readAdminToken(cfg.AdminTokenFile)
 	if err != nil {
 		return nil, err
@@ -65,6 +68,7 @@ func New(cfg Config) (*Proxy, error) {
 	p.u = newUnion(cfg.Sources, p.log, p.m, p.rt.apply, p.rt.setReady)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.h = newHandler(p.ctx, &p.wg, p.rt, p.m, p.log, cfg.MaxInflight)
+	p.h.writeTimeout = cfg.WriteTimeout
 	return p, nil
 }
 
@@ -87,7 +91,10 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	// The data plane: the proxy's own HTTP/1.1 loop (serve.go), and net/http's server for the
 	// connections the loop hands over (upgrades, requests outside its parser).
 	fallback := &http.Server{Handler: p.h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: idleTimeout, ErrorLog: errLog}
-	loop := newServer(p.h, p.cfg.ReadHeaderTimeout, fallback, ln.Addr())
+	// One request per handed-over connection: the next head on it is the loop's to read (and
+	// check, framing.go) once more, since a client reconnects.
+	fallback.SetKeepAlivesEnabled(false)
+	loop := newServer(p.h, p.cfg.ReadHeaderTimeout, p.cfg.WriteTimeout, fallback, ln.Addr())
 	p.loop.Store(loop)
 	type serveFunc struct {
 		addr  net.Addr

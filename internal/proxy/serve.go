@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -58,8 +60,10 @@ const (
 type server struct {
 	h                 *handler
 	readHeaderTimeout time.Duration
-	fallback          *http.Server
-	handoff           *handoffListener
+	// writeTimeout bounds each write to a client (0: none).
+	writeTimeout time.Duration
+	fallback     *http.Server
+	handoff      *handoffListener
 
 	mu       sync.Mutex
 	conns    map[*clientConn]struct{}
@@ -69,8 +73,8 @@ type server struct {
 	handedOver atomic.Int64
 }
 
-func newServer(h *handler, readHeaderTimeout time.Duration, fallback *http.Server, addr net.Addr) *server {
-	return &server{h: h, readHeaderTimeout: readHeaderTimeout, fallback: fallback,
+func newServer(h *handler, readHeaderTimeout, writeTimeout time.Duration, fallback *http.Server, addr net.Addr) *server {
+	return &server{h: h, readHeaderTimeout: readHeaderTimeout, writeTimeout: writeTimeout, fallback: fallback,
 		handoff: newHandoffListener(addr), conns: map[*clientConn]struct{}{}}
 }
 
@@ -109,7 +113,9 @@ func (srv *server) newConn(c net.Conn) *clientConn {
 	if srv.shutting.Load() {
 		return nil
 	}
-	cc := &clientConn{srv: srv, c: c, br: bufio.NewReaderSize(c, clientReadBuf), bw: bufio.NewWriterSize(c, clientWriteBuf)}
+	cc := &clientConn{srv: srv, c: c}
+	cc.br = bufio.NewReaderSize(clientReader{cc}, clientReadBuf)
+	cc.bw = bufio.NewWriterSize(clientWriter{cc}, clientWriteBuf)
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		cc.remoteHost = a.IP.String()
 	} else if host, _, err := net.SplitHostPort(c.RemoteAddr().String()); err == nil {
@@ -117,6 +123,11 @@ func (srv *server) newConn(c net.Conn) *clientConn {
 	} else {
 		cc.remoteHost = c.RemoteAddr().String()
 	}
+	// The first request's head must come within the header timeout from the accept, as with
+	// net/http's ReadHeaderTimeout: a connection that sends nothing is not an idle keep-alive
+	// connection and does not get idleTimeout.
+	c.SetReadDeadline(time.Now().Add(srv.readHeaderTimeout))
+	cc.headerLimit, cc.first = true, true
 	srv.conns[cc] = struct{}{}
 	srv.wg.Add(1)
 	return cc
@@ -201,6 +212,59 @@ type clientConn struct {
 	// headerLimit: the deadline in force is the header timeout's instead.
 	deadlineSet time.Time
 	headerLimit bool
+	// first: no request has been read yet (the header timeout runs from the accept).
+	first bool
+	// inBody: the request's body is being read (clientReader bounds each read by up.idle
+	// and puts its wait on up); bodyDL is the read deadline it set (zero: none yet).
+	inBody bool
+	bodyDL time.Time
+	up     uploadClock
+	// writeSet is when the write deadline was last set (zero: none is set).
+	writeSet time.Time
+}
+
+// clientReader is what the loop's read buffer reads the client connection through. Outside a
+// body it is the connection. While a body is read, each read has the upload clock's idle
+// bound (a client that stalls mid-body is cut, and frees its max_inflight slot, the instance's
+// connection and its count), and its wait goes on the upload clock (not the instance's time).
+type clientReader struct{ cc *clientConn }
+
+func (r clientReader) Read(p []byte) (int, error) {
+	cc := r.cc
+	if !cc.inBody || cc.up.idle <= 0 {
+		return cc.c.Read(p)
+	}
+	now := time.Now()
+	if d := now.Add(cc.up.idle); cc.bodyDL.Before(d) {
+		// The deadline is kept within [idle, idle+slack] from now, re-armed only when it
+		// falls short: a body arriving in many pieces re-arms once per slack, not per read.
+		cc.bodyDL = d.Add(deadlineSlackFor(cc.up.idle))
+		cc.c.SetReadDeadline(cc.bodyDL)
+		cc.deadlineSet, cc.headerLimit = time.Time{}, false // readHead sets its own again
+	}
+	n, err := cc.c.Read(p)
+	cc.up.waitedFor(time.Since(now))
+	if err != nil && isTimeout(err) {
+		err = clientStalled{cc.up.idle}
+	}
+	return n, err
+}
+
+// clientWriter is what the loop's write buffer writes the client connection through: every
+// write has writeTimeout to complete, so a client that does not read its answer is cut rather
+// than holding the request (and the instance's connection) for ever. The deadline is re-armed
+// at most once per deadlineSlack.
+type clientWriter struct{ cc *clientConn }
+
+func (w clientWriter) Write(p []byte) (int, error) {
+	cc := w.cc
+	if wt := cc.srv.writeTimeout; wt > 0 {
+		if now := time.Now(); now.Sub(cc.writeSet) > deadlineSlack {
+			cc.c.SetWriteDeadline(now.Add(wt))
+			cc.writeSet = now
+		}
+	}
+	return cc.c.Write(p)
 }
 
 func (cc *clientConn) serve() {
@@ -219,6 +283,7 @@ func (cc *clientConn) serve() {
 			}
 			return
 		}
+		cc.first = false
 		if !cc.state.CompareAndSwap(connIdle, connActive) {
 			return // shutdown closed it
 		}
@@ -252,7 +317,7 @@ func (cc *clientConn) readHead() (int, error) {
 				cc.c.SetReadDeadline(time.Now().Add(cc.srv.readHeaderTimeout))
 				cc.headerLimit, cc.deadlineSet = true, time.Time{}
 			}
-		} else if cc.headerLimit || time.Since(cc.deadlineSet) > deadlineSlack {
+		} else if !cc.first && (cc.headerLimit || time.Since(cc.deadlineSet) > deadlineSlack) {
 			now := time.Now()
 			cc.c.SetReadDeadline(now.Add(idleTimeout))
 			cc.deadlineSet, cc.headerLimit = now, false
@@ -274,11 +339,63 @@ func (cc *clientConn) clearDeadline() {
 	}
 }
 
-// handOver passes the connection, with what it has buffered, to net/http's server.
+// handOver passes the connection, with what it has read, to net/http's server, which serves
+// one request on it (keep-alives are off there, run.go) so that every request head on the
+// data port is read by the loop first. The head is read whole (up to maxHandoverHead) and a
+// head whose framing can be read two ways is refused here (framing.go), since net/http
+// accepts it. It reports whether the connection was handed over (else the caller closes it).
 func (cc *clientConn) handOver() bool {
+	var extra []byte // the head's bytes taken out of the loop's buffer, and what followed
+	b, _ := cc.br.Peek(cc.br.Buffered())
+	head := b
+	n, next := headEnd(b, 0)
+	if n < 0 {
+		// The loop's buffer ends before the head: read the rest (net/http would read it all
+		// the same), within the header timeout.
+		if !cc.headerLimit {
+			cc.c.SetReadDeadline(time.Now().Add(cc.srv.readHeaderTimeout))
+			cc.headerLimit, cc.deadlineSet = true, time.Time{}
+		}
+		for n < 0 && len(extra) < maxHandoverHead {
+			extra = append(extra, b...)
+			cc.br.Discard(len(b))
+			n, next = headEnd(extra, next)
+			if n >= 0 {
+				break
+			}
+			if _, err := cc.br.Peek(1); err != nil {
+				return false // the client is gone, or did not finish its head in time
+			}
+			b, _ = cc.br.Peek(cc.br.Buffered())
+		}
+		head = extra
+	}
+	if n >= 0 {
+		if why := framingConflict(head[:n]); why != "" {
+			cc.refuse(why)
+			return false
+		}
+	}
 	cc.clearDeadline()
+	if !cc.writeSet.IsZero() {
+		cc.c.SetWriteDeadline(time.Time{}) // net/http's server sets none of its own
+	}
 	cc.srv.handedOver.Add(1)
-	return cc.srv.handoff.give(&bufferedConn{Conn: cc.c, br: cc.br})
+	var r io.Reader = cc.br
+	if extra != nil {
+		r = io.MultiReader(bytes.NewReader(extra), cc.br)
+	}
+	return cc.srv.handoff.give(&bufferedConn{Conn: cc.c, r: r})
+}
+
+// refuse answers 400 with why to a request the loop will not serve, and the connection is
+// closed after it.
+func (cc *clientConn) refuse(why string) {
+	h := cc.srv.h
+	h.m.error("", errTypeBadRequest)
+	h.m.request("", "", http.StatusBadRequest, 0)
+	cc.headConsumed, cc.bodyDone, cc.isHead = true, false, false
+	cc.answerError(http.StatusBadRequest, why, "", 0, false)
 }
 
 func isTimeout(err error) bool {
@@ -289,10 +406,10 @@ func isTimeout(err error) bool {
 // bufferedConn is a connection handed to net/http with the bytes the loop had read.
 type bufferedConn struct {
 	net.Conn
-	br *bufio.Reader
+	r io.Reader
 }
 
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.br.Read(p) }
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // handoffListener is the net/http server's listener: the connections the loop hands over.
 type handoffListener struct {

@@ -76,7 +76,7 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	if st == nil {
 		return nil, errors.New("proxy: request without routing state")
 	}
-	return u.roundTrip(req, st)
+	return u.roundTrip(req, st, nil)
 }
 
 // exchange is one request as the upstream sends it, whichever server read it from the
@@ -92,23 +92,109 @@ type exchange interface {
 	// another request after its body.
 	send(uc *upConn, instHost string) error
 	recv(uc *upConn) (status int, keep bool, err error)
+	// clock is the exchange's upload clock: send reports on it the time spent waiting for
+	// the client's body.
+	clock() *uploadClock
 }
+
+// uploadClock keeps the client's upload time out of the instance's account. The service's
+// timeout bounds what the instance does — accepting the connection, taking the request,
+// answering — and not how fast the client sends its body: a request whose body trickles in
+// must not end in a 504 with the instance put in cooldown, or any client could push every
+// instance out (the client's side has its own bound, idle). So the time send spends waiting
+// for the client's body moves the attempt's deadline on by as much, and is left out of the
+// latency the instance is measured by.
+type uploadClock struct {
+	uc       *upConn
+	deadline time.Time     // the attempt's deadline before the client's waits
+	slack    time.Duration // upConn.bound's slack
+	// waited is the time spent waiting for the client's body so far.
+	waited time.Duration
+	// idle bounds each wait for the next piece of the client's body (the service's timeout):
+	// a client that stalls mid-body is cut (408) and frees what it holds.
+	idle time.Duration
+}
+
+func (u *uploadClock) start(uc *upConn, deadline time.Time, slack, idle time.Duration) {
+	*u = uploadClock{uc: uc, deadline: deadline, slack: slack, idle: idle}
+}
+
+// waitedFor records d spent waiting for the client and moves the instance's deadline on.
+func (u *uploadClock) waitedFor(d time.Duration) {
+	u.waited += d
+	if u.uc != nil {
+		u.uc.bound(u.deadline.Add(u.waited), u.slack)
+	}
+}
+
+// due is the attempt's deadline with the client's waits added.
+func (u *uploadClock) due() time.Time { return u.deadline.Add(u.waited) }
+
+// clientStalled is the client's body not progressing for idle: 408, not the instance's
+// failure (it is a clientBodyErr's cause).
+type clientStalled struct{ idle time.Duration }
+
+func (e clientStalled) Error() string {
+	return fmt.Sprintf("no part of the request body came for %v (the service's timeout)", e.idle)
+}
+func (e clientStalled) Timeout() bool   { return true }
+func (e clientStalled) Temporary() bool { return false }
 
 // httpExchange is a request net/http's server read; recv leaves the answer in resp.
 type httpExchange struct {
 	r    *http.Request
 	upg  string
 	resp *http.Response
+	// ctl sets the client connection's deadlines (nil: none, RoundTrip's tests).
+	ctl *http.ResponseController
+	up  uploadClock
 }
 
 func (x *httpExchange) context() context.Context { return x.r.Context() }
 func (x *httpExchange) method() string           { return x.r.Method }
 func (x *httpExchange) hasBody() bool            { return x.r.Body != nil && x.r.Body != http.NoBody }
+func (x *httpExchange) clock() *uploadClock      { return &x.up }
 func (x *httpExchange) send(uc *upConn, instHost string) error {
 	bp := copyBufs.Get().(*[]byte)
-	err := writeRequest(uc, x.r, instHost, x.upg, *bp)
+	var body io.Reader
+	if x.hasBody() {
+		body = &clientBody{r: x.r.Body, ctl: x.ctl, clk: &x.up}
+	}
+	err := writeRequest(uc, x.r, body, instHost, x.upg, *bp)
 	copyBufs.Put(bp)
 	return err
+}
+
+// clientBody is the request body net/http's server reads, as send copies it: each read has
+// the upload clock's idle bound as the client connection's read deadline, its wait is put on
+// the clock, and its failures are the client's (clientBodyErr), not the instance's.
+type clientBody struct {
+	r   io.Reader
+	ctl *http.ResponseController
+	clk *uploadClock
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	now := time.Now()
+	if b.ctl != nil && b.clk.idle > 0 {
+		b.ctl.SetReadDeadline(now.Add(b.clk.idle))
+	}
+	n, err := b.r.Read(p)
+	b.clk.waitedFor(time.Since(now))
+	switch {
+	case err == io.EOF:
+		// The body is read: no deadline is left on the connection, where net/http's
+		// background read watches for the client leaving.
+		if b.ctl != nil {
+			b.ctl.SetReadDeadline(time.Time{})
+		}
+		return n, err
+	case err != nil && isTimeout(err) && b.clk.idle > 0:
+		return n, clientBodyError(clientStalled{b.clk.idle})
+	case err != nil:
+		return n, clientBodyError(err)
+	}
+	return n, nil
 }
 func (x *httpExchange) recv(uc *upConn) (int, bool, error) {
 	resp, err := readResponse(uc, x.r)
@@ -121,8 +207,8 @@ func (x *httpExchange) recv(uc *upConn) (int, bool, error) {
 
 // roundTrip is tryInstances for a request net/http's server read: the answer with a body
 // whose Close returns the connection to the pool.
-func (u *upstream) roundTrip(req *http.Request, st *reqState) (*http.Response, error) {
-	x := &httpExchange{r: req, upg: upgradeType(req.Header)}
+func (u *upstream) roundTrip(req *http.Request, st *reqState, ctl *http.ResponseController) (*http.Response, error) {
+	x := &httpExchange{r: req, upg: upgradeType(req.Header), ctl: ctl}
 	uc, keep, stop, err := u.tryInstances(x, st)
 	if err != nil {
 		return nil, err
@@ -203,11 +289,12 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 	ctx := x.context()
 	epoch := in.epoch.Load()
 	r := attemptResult{epoch: epoch}
-	resendable := !x.hasBody() && idempotent(x.method())
+	noBody := !x.hasBody()
+	resendable := noBody && idempotent(x.method())
 	in.outstanding.Add(1)
 	for {
 		connStart := time.Now()
-		uc, err := s.conns.get(ctx, in.addr, !resendable)
+		uc, err := s.conns.get(ctx, in.addr)
 		if err != nil {
 			in.outstanding.Add(-1)
 			r.lat = time.Since(connStart)
@@ -221,22 +308,33 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 			return nil, false, nil, err
 		}
 		gotConn := time.Now()
-		if limit := s.cfg.QoS.Latency.Duration; limit > 0 && s.cfg.Strategy == StrategyQoS {
-			// Armed when the connection is ready, like the latency it stands for.
+		limit := s.cfg.QoS.Latency.Duration
+		if s.cfg.Strategy != StrategyQoS {
+			limit = 0
+		}
+		if limit > 0 && noBody {
+			// Armed when the connection is ready, like the latency it stands for; with a
+			// body, once the body is sent (the client's upload is not the instance's time).
 			uc.slow.arm(s, in, epoch, gotConn, limit)
 		}
-		uc.bound(deadline, deadlineSlackFor(s.cfg.Timeout.Duration))
+		slack := deadlineSlackFor(s.cfg.Timeout.Duration)
+		uc.bound(deadline, slack)
+		clk := x.clock()
+		clk.start(uc, deadline, slack, s.cfg.Timeout.Duration)
 		var stop func() bool
 		if ctx != nil {
 			stop = context.AfterFunc(ctx, func() { uc.c.SetDeadline(aLongTimeAgo) })
 		}
 		err = x.send(uc, in.target.Host)
+		if limit > 0 && !noBody && err == nil {
+			uc.slow.arm(s, in, epoch, gotConn.Add(clk.waited), limit)
+		}
 		var status int
 		var keep bool
 		if err == nil {
 			status, keep, err = x.recv(uc)
 		}
-		r.lat = time.Since(gotConn)
+		r.lat = time.Since(gotConn) - clk.waited
 		r.sampled = uc.slow.disarm()
 		if err != nil {
 			if stop != nil {
@@ -244,17 +342,18 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 			}
 			uc.c.Close()
 			var cb clientBodyErr
+			clientBroke := errors.As(err, &cb) // first: net/http cancels ctx when a body read fails
 			switch {
-			case ctx != nil && ctx.Err() != nil, errors.As(err, &cb):
-				// The client left, or its body broke off: not the instance's failure.
+			case clientBroke, ctx != nil && ctx.Err() != nil:
+				// The client left, or its body broke off or stalled: not the instance's failure.
 				in.outstanding.Add(-1)
 				r.oc = outcomeCanceled
 				s.record(in, r)
-				if cb.err != nil {
+				if clientBroke {
 					return nil, false, nil, err
 				}
 				return nil, false, nil, ctx.Err()
-			case !time.Now().Before(deadline):
+			case !time.Now().Before(clk.due()):
 				in.outstanding.Add(-1)
 				r.oc, r.errMsg = outcomeFailure, errTimeoutMsg
 				s.record(in, r)

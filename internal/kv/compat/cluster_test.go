@@ -14,7 +14,14 @@ import (
 // the members it pulls from (nil: all others).
 func startKVCluster(t *testing.T, n int, peers map[string][]string) []*server {
 	t.Helper()
-	bin := kvTarget.require(t)
+	return startCluster(t, kvTarget, n, serverOptions{}, peers)
+}
+
+// startCluster starts n members m0.. of tg as one cluster (peers: continuum kv only), every
+// process before waiting for any, as an etcd member serves only once it has a quorum.
+func startCluster(t *testing.T, tg *target, n int, o serverOptions, peers map[string][]string) []*server {
+	t.Helper()
+	bin := tg.require(t)
 	clientPorts, peerPorts := make([]int, n), make([]int, n)
 	var ic []string
 	for i := 0; i < n; i++ {
@@ -26,15 +33,22 @@ func startKVCluster(t *testing.T, n int, peers map[string][]string) []*server {
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("m%d", i)
 		client := fmt.Sprintf("http://127.0.0.1:%d", clientPorts[i])
-		s := &server{tg: kvTarget, name: name, dataDir: filepath.Join(dir, name), endpoint: client[len("http://"):], bin: bin}
-		s.args = []string{"kv", "--name", name, "--data-dir", s.dataDir,
+		peer := fmt.Sprintf("http://127.0.0.1:%d", peerPorts[i])
+		s := &server{tg: tg, name: name, dataDir: filepath.Join(dir, name), endpoint: client[len("http://"):], bin: bin}
+		s.args = []string{"--name", name, "--data-dir", s.dataDir,
 			"--listen-client-urls", client, "--advertise-client-urls", client,
-			"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPorts[i]),
+			"--listen-peer-urls", peer,
 			"--initial-cluster", strings.Join(ic, ","), "--initial-cluster-token", "compat"}
-		if p := peers[name]; p != nil {
-			s.args = append(s.args, "--peers", strings.Join(p, ","))
+		if tg.continuum {
+			s.args = append([]string{"kv"}, s.args...)
+			if p := peers[name]; p != nil {
+				s.args = append(s.args, "--peers", strings.Join(p, ","))
+			}
+		} else {
+			s.args = append(s.args, "--initial-advertise-peer-urls", peer, "--log-level", "warn")
 		}
-		s.launch(t, filepath.Join(dir, name+".log"))
+		s.args = append(s.args, o.flags()...)
+		s.proc = startProcess(t, filepath.Join(dir, name+".log"), bin, s.args...)
 		t.Cleanup(func() {
 			s.proc.stop(10 * time.Second)
 			if t.Failed() {
@@ -42,6 +56,9 @@ func startKVCluster(t *testing.T, n int, peers map[string][]string) []*server {
 			}
 		})
 		out = append(out, s)
+	}
+	for _, s := range out {
+		s.waitReady(t)
 	}
 	return out
 }

@@ -26,6 +26,8 @@ type target struct {
 	binary func() (string, error)
 	// args builds the server's command line.
 	args func(name, dataDir string, clientPort, peerPort int, o serverOptions) []string
+	// continuum: the binary is continuum (`continuum kv ...`), not etcd.
+	continuum bool
 }
 
 // serverOptions are the knobs some suites need; zero values keep the server's defaults.
@@ -74,8 +76,9 @@ var etcdTarget = &target{
 }
 
 var kvTarget = &target{
-	name:   "kv",
-	binary: kvBinary,
+	name:      "kv",
+	binary:    kvBinary,
+	continuum: true,
 	args: func(name, dataDir string, clientPort, _ int, o serverOptions) []string {
 		client := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
 		return append([]string{

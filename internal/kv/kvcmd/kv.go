@@ -79,7 +79,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&cfg.ProgressNotifyInterval, "watch-progress-notify-interval", cfg.ProgressNotifyInterval, "how often idle watches with progress_notify get a progress notification")
 	fs.StringVar(&cfg.AuthToken, "auth-token", cfg.AuthToken, "token type issued by Authenticate: simple (random, kept in memory) or jwt,pub-key=<file>,priv-key=<file>,sign-method=RS256|ES256|...[,ttl=5m]")
 	fs.UintVar(&f.AuthTokenTTL, "auth-token-ttl", f.AuthTokenTTL, "seconds an unused simple token lives")
-	fs.DurationVar(&cfg.AuthMajorityTimeout, "auth-majority-timeout", cfg.AuthMajorityTimeout, "in a cluster with authentication enabled, refuse writes after this long without hearing from a majority of the members, so a revocation made on the majority side is in force here or writes stop (0: never)")
+	fs.DurationVar(&cfg.AuthMajorityTimeout, "auth-majority-timeout", cfg.AuthMajorityTimeout, "in a cluster, refuse auth changes (and writes, with authentication enabled) after this long without hearing from a majority of the members, so a revocation made on the majority side is in force here or writes stop, and no change made here can undo it (0: never)")
 	fs.IntVar(&cfg.BcryptCost, "bcrypt-cost", cfg.BcryptCost, "bcrypt cost of stored passwords (4-31)")
 	fs.StringVar(&cfg.CertFile, "cert-file", cfg.CertFile, "TLS certificate for https client URLs")
 	fs.StringVar(&cfg.KeyFile, "key-file", cfg.KeyFile, "TLS key for https client URLs")

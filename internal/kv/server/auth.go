@@ -98,6 +98,20 @@ func (s *Server) requireUser(ctx context.Context) error {
 	return nil
 }
 
+// checkAuthChange gates every call that changes the auth store: the caller must be root (while
+// auth is enabled), and the member must have heard from a majority of the cluster within
+// --auth-majority-timeout, whether auth is enabled or not. The store replicates whole, the
+// copy with the largest revision winning (authreplicate.go), so a change made on a member cut
+// off from the majority would, after the heal, replace every change the majority made
+// meanwhile: a revocation would be undone, or auth disabled. The gate is the one KV writes
+// pass through while auth is enabled.
+func (s *Server) checkAuthChange(ctx context.Context) error {
+	if err := s.checkAdmin(ctx); err != nil {
+		return err
+	}
+	return s.checkMajority(authChangeRefused)
+}
+
 func (as *authServer) header() *pb.ResponseHeader {
 	h := &pb.ResponseHeader{}
 	as.s.fill(h)
@@ -105,7 +119,7 @@ func (as *authServer) header() *pb.ResponseHeader {
 }
 
 func (as *authServer) AuthEnable(ctx context.Context, _ *pb.AuthEnableRequest) (*pb.AuthEnableResponse, error) {
-	if err := as.s.checkAdmin(ctx); err != nil {
+	if err := as.s.checkAuthChange(ctx); err != nil {
 		return nil, err
 	}
 	if err := as.s.auth.enable(); err != nil {
@@ -116,7 +130,7 @@ func (as *authServer) AuthEnable(ctx context.Context, _ *pb.AuthEnableRequest) (
 }
 
 func (as *authServer) AuthDisable(ctx context.Context, _ *pb.AuthDisableRequest) (*pb.AuthDisableResponse, error) {
-	if err := as.s.checkAdmin(ctx); err != nil {
+	if err := as.s.checkAuthChange(ctx); err != nil {
 		return nil, err
 	}
 	if err := as.s.auth.disable(); err != nil {
@@ -175,7 +189,7 @@ func (as *authServer) password(password, hashed string) ([]byte, error) {
 }
 
 func (as *authServer) UserAdd(ctx context.Context, r *pb.AuthUserAddRequest) (*pb.AuthUserAddResponse, error) {
-	if err := as.s.checkAdmin(ctx); err != nil {
+	if err := as.s.checkAuthChange(ctx); err != nil {
 		return nil, err
 	}
 	var hash []byte
@@ -213,7 +227,7 @@ func (as *authServer) UserList(ctx context.Context, _ *pb.AuthUserListRequest) (
 }
 
 func (as *authServer) UserDelete(ctx context.Context, r *pb.AuthUserDeleteRequest) (*pb.AuthUserDeleteResponse, error) {
-	if err := as.s.checkAdmin(ctx); err != nil {
+	if err := as.s.checkAuthChange(ctx); err != nil {
 		return nil, err
 	}
 	if err := as.s.auth.userDelete(r.Name); err != nil {
@@ -223,7 +237,7 @@ func (as *authServer) UserDelete(ctx context.Context, r *pb.AuthUserDeleteReques
 }
 
 func (as *authServer) UserChangePassword(ctx context.Context, r *pb.AuthUserChangePasswordRequest) (*pb.AuthUserChangePasswordResponse, error) {
-	if err := as.s.checkAdmin(ctx); err != nil {
+	if err := as.s.checkAuthChange(ctx); err != nil {
 		return nil, err
 	}
 	hash, err := as.password(r.Password, r.HashedPassword)
@@ -237,7 +251,7 @@ func (as *authServer) UserChangePassword(ctx context.Context, r *pb.AuthUserChan
 }
 
 func (as *authServer) UserGrantRole(ctx context.Context, r *pb.AuthUserGrantRoleRequest) (*pb.AuthUserGrantRoleResponse, error) {
-	if err := as.s.checkAdmin(ctx); err != nil {
+	if err := as.s.checkAuthChange(ctx); err != nil {
 		return nil, err
 	}
 	if err := as.s.auth.userGrantRole(r.User, r.Role); err != nil {
@@ -247,7 +261,7 @@ func (as *authServer) UserGrantRole(ctx context.Context, r *pb.AuthUserGrantRole
 }
 
 func (as *authServer) UserRevokeRole(ctx context.Context, r *pb.AuthUserRevokeRoleRequest) (*pb.AuthUserRevokeRoleResponse, error) {
-	if err := as.s.checkAdmin(ctx); err != nil {
+	if err := as.s.checkAuthChange(ctx); err != nil {
 		return nil, err
 	}
 	if err := as.s.auth.userRevokeRole(r.Name, r.Role); err != nil {
@@ -257,7 +271,7 @@ func (as *authServer) UserRevokeRole(ctx context.Context, r *pb.AuthUserRevokeRo
 }
 
 func (as *authServer) RoleAdd(ctx context.Context, r *pb.AuthRoleAddRequest) (*pb.AuthRoleAddResponse, error) {
-	if err := as.s.checkAdmin(ctx); err != nil {
+	if err := as.s.checkAuthChange(ctx); err != nil {
 		return nil, err
 	}
 	if err := as.s.auth.roleAdd(r.Name); err != nil {
@@ -288,7 +302,7 @@ func (as *authServer) RoleList(ctx context.Context, _ *pb.AuthRoleListRequest) (
 }
 
 func (as *authServer) RoleDelete(ctx context.Context, r *pb.AuthRoleDeleteRequest) (*pb.AuthRoleDeleteResponse, error) {
-	if err := as.s.checkAdmin(ctx); err != nil {
+	if err := as.s.checkAuthChange(ctx); err != nil {
 		return nil, err
 	}
 	if err := as.s.auth.roleDelete(r.Role); err != nil {
@@ -298,7 +312,7 @@ func (as *authServer) RoleDelete(ctx context.Context, r *pb.AuthRoleDeleteReques
 }
 
 func (as *authServer) RoleGrantPermission(ctx context.Context, r *pb.AuthRoleGrantPermissionRequest) (*pb.AuthRoleGrantPermissionResponse, error) {
-	if err := as.s.checkAdmin(ctx); err != nil {
+	if err := as.s.checkAuthChange(ctx); err != nil {
 		return nil, err
 	}
 	if err := as.s.auth.roleGrantPermission(r.Name, r.Perm); err != nil {
@@ -308,7 +322,7 @@ func (as *authServer) RoleGrantPermission(ctx context.Context, r *pb.AuthRoleGra
 }
 
 func (as *authServer) RoleRevokePermission(ctx context.Context, r *pb.AuthRoleRevokePermissionRequest) (*pb.AuthRoleRevokePermissionResponse, error) {
-	if err := as.s.checkAdmin(ctx); err != nil {
+	if err := as.s.checkAuthChange(ctx); err != nil {
 		return nil, err
 	}
 	if err := as.s.auth.roleRevokePermission(r.Role, r.Key, r.RangeEnd); err != nil {

@@ -60,7 +60,7 @@ func (s *Server) checkPut(ctx context.Context, r *pb.PutRequest) error {
 	if err := s.checkPutAuth(ai, r); err != nil {
 		return err
 	}
-	return s.checkMajority()
+	return s.checkMajority(writeRefused)
 }
 
 func (s *Server) checkDelete(ctx context.Context, r *pb.DeleteRangeRequest) error {
@@ -79,7 +79,7 @@ func (s *Server) checkDelete(ctx context.Context, r *pb.DeleteRangeRequest) erro
 			return err
 		}
 	}
-	return s.checkMajority()
+	return s.checkMajority(writeRefused)
 }
 
 func (s *Server) checkTxnAuth(ctx context.Context, r *pb.TxnRequest) error {
@@ -94,7 +94,7 @@ func (s *Server) checkTxnAuth(ctx context.Context, r *pb.TxnRequest) error {
 		return err
 	}
 	if txnWrites(r) {
-		return s.checkMajority()
+		return s.checkMajority(writeRefused)
 	}
 	return nil
 }
@@ -175,7 +175,7 @@ func (s *Server) checkLeaseRevoke(ctx context.Context, id int64) error {
 	if err := s.checkLeaseKeysWritable(ai, id); err != nil {
 		return err
 	}
-	return s.checkMajority()
+	return s.checkMajority(writeRefused)
 }
 
 // checkLeaseKeys is etcd's checkLeaseRenew (write) and checkLeaseTimeToLive /

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/authpb"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -148,13 +150,18 @@ func eventually(t *testing.T, what string, d time.Duration, f func() error) {
 
 func anonClient(t *testing.T, s *Server) *clientv3.Client { return userClient(t, s, "", "") }
 
-// TestAuthReplicatesAndBoundsPartition: users, roles and permissions made on one member reach
-// the others; a member cut off from the majority while a permission is revoked there keeps
-// allowing it only until --auth-majority-timeout, then refuses writes (reads go on); after the
-// heal it learns the revocation.
-func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
-	const timeout = minAuthMajorityTimeout
-	servers, links := startProxiedCluster(t, 3, fastAuth, func(c *Config) { c.AuthMajorityTimeout = timeout })
+// authCluster is n proxied members with auth enabled from m0: role kw may read and write
+// "k", user u (password upw) holds kw, root's password is rootpw; every member has the whole
+// store and u has written on each (users[i] is u's clientv3 client on member i).
+type authCluster struct {
+	servers []*Server
+	links   [][]*linkProxy
+	users   []*clientv3.Client
+}
+
+func startAuthCluster(t *testing.T, n int, opts ...func(*Config)) *authCluster {
+	t.Helper()
+	servers, links := startProxiedCluster(t, n, append([]func(*Config){fastAuth}, opts...)...)
 	ctx := ctxT(t)
 	admin := anonClient(t, servers[0])
 	must(admin.RoleAdd(ctx, "kw"))(t)
@@ -174,7 +181,7 @@ func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
 			return fmt.Errorf("anonymous get: %v", err)
 		})
 	}
-	var users []*clientv3.Client
+	ac := &authCluster{servers: servers, links: links}
 	for i, s := range servers {
 		var c *clientv3.Client
 		eventually(t, fmt.Sprintf("u authenticates on m%d", i), 20*time.Second, func() error {
@@ -185,16 +192,41 @@ func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
 		})
 		t.Cleanup(func() { c.Close() })
 		eventually(t, fmt.Sprintf("u writes on m%d", i), 20*time.Second, func() error {
-			_, err := c.Put(ctx, "k", fmt.Sprint(i)) // Unavailable until the members have met
+			_, err := c.Put(ctxT(t), "k", fmt.Sprint(i)) // Unavailable until the members have met
 			return err
 		})
-		users = append(users, c)
+		ac.users = append(ac.users, c)
 	}
+	return ac
+}
+
+// isolate cuts (or heals) every peer link between member i and the others.
+func (ac *authCluster) isolate(i int, cut bool) {
+	for j := range ac.servers {
+		if j != i {
+			ac.links[i][j].setCut(cut)
+			ac.links[j][i].setCut(cut)
+		}
+	}
+}
+
+// majorityRefusal tells whether err is the cut-off member's refusal.
+func majorityRefusal(err error) bool {
+	return status.Code(err) == codes.Unavailable && strings.Contains(err.Error(), "--auth-majority-timeout")
+}
+
+// TestAuthReplicatesAndBoundsPartition: users, roles and permissions made on one member reach
+// the others; a member cut off from the majority while a permission is revoked there keeps
+// allowing it only until --auth-majority-timeout, then refuses writes (reads go on); after the
+// heal it learns the revocation.
+func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
+	const timeout = minAuthMajorityTimeout
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = timeout })
+	servers, users := ac.servers, ac.users
+	ctx := ctxT(t)
 
 	// Partition m2 from m0 and m1; revoke on the majority side.
-	for _, l := range []*linkProxy{links[0][2], links[1][2], links[2][0], links[2][1]} {
-		l.setCut(true)
-	}
+	ac.isolate(2, true)
 	root := userClient(t, servers[0], "root", "rootpw")
 	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
 	eventually(t, "m1 learns the revocation", 20*time.Second, func() error {
@@ -210,7 +242,7 @@ func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
 		if rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) {
 			t.Fatal("m2 knew of the revocation through a cut link")
 		}
-		if status.Code(err) == codes.Unavailable && strings.Contains(err.Error(), "--auth-majority-timeout") {
+		if majorityRefusal(err) {
 			return nil
 		}
 		return fmt.Errorf("put on m2: %v", err)
@@ -220,9 +252,7 @@ func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
 	}
 
 	// Heal: m2 learns the revocation.
-	for _, l := range []*linkProxy{links[0][2], links[1][2], links[2][0], links[2][1]} {
-		l.setCut(false)
-	}
+	ac.isolate(2, false)
 	eventually(t, "m2 learns the revocation after the heal", 30*time.Second, func() error {
 		_, err := users[2].Put(ctx, "k", "z")
 		if rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) {
@@ -233,4 +263,148 @@ func TestAuthReplicatesAndBoundsPartition(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// authRevOf is the revision of the member's copy of the auth store (equal revisions: the
+// same copy).
+func authRevOf(s *Server) authRev { return s.auth.rev() }
+
+// TestAuthCutOffMemberRefusesAuthChanges: a member cut off from the majority for longer than
+// --auth-majority-timeout refuses every auth change, as it refuses KV writes, so that no
+// change of its own, stamped after a revocation made on the majority side, can win after the
+// heal and undo the revocation on every member (issue 41, defect 15).
+func TestAuthCutOffMemberRefusesAuthChanges(t *testing.T) {
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = minAuthMajorityTimeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cutRoot := userClient(t, ac.servers[2], "root", "rootpw") // authenticated before the cut
+
+	ac.isolate(2, true)
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
+	eventually(t, "m2 refuses KV writes once cut off for the timeout", 20*time.Second, func() error {
+		if _, err := ac.users[2].Put(ctx, "k", "y"); !majorityRefusal(err) {
+			return fmt.Errorf("put on m2: %v", err)
+		}
+		return nil
+	})
+
+	// Every auth change is refused on the cut-off member, each one a change that would
+	// succeed if it were not cut off (the last ones would open the whole cluster).
+	for _, step := range []struct {
+		name string
+		call func() error
+	}{
+		{"role add", func() error { _, err := cutRoot.RoleAdd(ctx, "x"); return err }},
+		{"role grant permission", func() error {
+			_, err := cutRoot.RoleGrantPermission(ctx, "kw", "k", "", clientv3.PermissionType(authpb.READWRITE))
+			return err
+		}},
+		{"role revoke permission", func() error {
+			_, err := cutRoot.RoleRevokePermission(ctx, "kw", "k", "") // m2 still has it
+			return err
+		}},
+		{"user add", func() error { _, err := cutRoot.UserAdd(ctx, "v", "vpw"); return err }},
+		{"user grant role", func() error { _, err := cutRoot.UserGrantRole(ctx, "u", "root"); return err }},
+		{"user revoke role", func() error { _, err := cutRoot.UserRevokeRole(ctx, "u", "kw"); return err }},
+		{"user change password", func() error { _, err := cutRoot.UserChangePassword(ctx, "u", "new"); return err }},
+		{"user delete", func() error { _, err := cutRoot.UserDelete(ctx, "u"); return err }},
+		{"role delete", func() error { _, err := cutRoot.RoleDelete(ctx, "kw"); return err }},
+		{"auth enable", func() error { _, err := cutRoot.AuthEnable(ctx); return err }},
+		{"auth disable", func() error { _, err := cutRoot.AuthDisable(ctx); return err }},
+	} {
+		if err := step.call(); !majorityRefusal(err) {
+			t.Errorf("%s on the cut-off member: %v, want the --auth-majority-timeout refusal", step.name, err)
+		}
+	}
+
+	// After the heal the revocation holds on every member.
+	ac.isolate(2, false)
+	eventually(t, "members agree on the auth store after the heal", 30*time.Second, func() error {
+		a, b, c := authRevOf(ac.servers[0]), authRevOf(ac.servers[1]), authRevOf(ac.servers[2])
+		if a != b || a != c {
+			return fmt.Errorf("revisions %+v %+v %+v", a, b, c)
+		}
+		return nil
+	})
+	for i, u := range ac.users {
+		eventually(t, fmt.Sprintf("m%d serves writes again", i), 20*time.Second, func() error {
+			_, err := u.Put(ctx, "k", "after")
+			if majorityRefusal(err) {
+				return err
+			}
+			if err == nil {
+				t.Fatalf("u's put allowed on m%d after the heal: the revocation was undone", i)
+			}
+			if rpctypes.ErrorDesc(err) != rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) {
+				return fmt.Errorf("put on m%d: %v", i, err)
+			}
+			return nil
+		})
+	}
+}
+
+// TestAuthJWTOldRevisionClusterWide: a JWT issued on one member before a password change made
+// on another is refused on both ("auth revision is old", as etcd refuses it), and a token
+// issued after the change is accepted on both: the auth revision orders every change
+// cluster-wide, so a token's age is judged the same on every member (issue 41, defect 16).
+func TestAuthJWTOldRevisionClusterWide(t *testing.T) {
+	priv, pub := writeJWTKeys(t, "ES256")
+	servers, _ := startProxiedCluster(t, 2, fastAuth, func(c *Config) {
+		c.AuthToken = "jwt,pub-key=" + pub + ",priv-key=" + priv + ",sign-method=ES256,ttl=10m"
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	put := func(m int, tok string) error {
+		_, err := pb.NewKVClient(rawConn(t, servers[m])).Put(withToken(ctx, tok), &pb.PutRequest{Key: []byte("k"), Value: []byte("v")})
+		return err
+	}
+	m0, m1 := anonClient(t, servers[0]), anonClient(t, servers[1])
+	// Users and roles first, and m1 has them before auth is enabled: enabling is then a
+	// copy of its own on m1, as it is when an operator enables auth after setting it up.
+	must(m0.RoleAdd(ctx, "kw"))(t)
+	must(m0.RoleGrantPermission(ctx, "kw", "k", "", clientv3.PermissionType(authpb.READWRITE)))(t)
+	must(m0.UserAdd(ctx, "u", "upw"))(t)
+	must(m0.UserGrantRole(ctx, "u", "kw"))(t)
+	must(m0.UserAdd(ctx, "root", "rootpw"))(t)
+	must(m0.UserGrantRole(ctx, "root", "root"))(t)
+	eventually(t, "m1 has root", 20*time.Second, func() error {
+		r, err := m1.UserGet(ctx, "root")
+		if err == nil && len(r.Roles) == 0 {
+			err = errors.New("root without the root role")
+		}
+		return err
+	})
+	must(m0.AuthEnable(ctx))(t)
+	eventually(t, "m1 enables auth", 20*time.Second, func() error {
+		_, err := m1.Authenticate(ctx, "u", "upw")
+		return err
+	})
+	old := must(m1.Authenticate(ctx, "u", "upw"))(t).Token
+	for m := range servers {
+		if err := put(m, old); err != nil {
+			t.Fatalf("m1's token on m%d before the change: %v", m, err)
+		}
+	}
+
+	root := userClient(t, servers[0], "root", "rootpw")
+	must(root.UserChangePassword(ctx, "u", "upw2"))(t)
+	wantErr(t, "m1's token on m0 after the password change there", put(0, old), rpctypes.ErrGRPCAuthOldRevision)
+	eventually(t, "m1 learns the password change", 20*time.Second, func() error {
+		if _, err := m1.Authenticate(ctx, "u", "upw2"); err != nil {
+			return err
+		}
+		return nil
+	})
+	wantErr(t, "m1's token on m1 after the password change", put(1, old), rpctypes.ErrGRPCAuthOldRevision)
+
+	// Tokens issued after the change, on either member, are good on both.
+	for i, c := range []*clientv3.Client{m0, m1} {
+		tok := must(c.Authenticate(ctx, "u", "upw2"))(t).Token
+		for m := range servers {
+			if err := put(m, tok); err != nil {
+				t.Errorf("m%d's token issued after the change, on m%d: %v", i, m, err)
+			}
+		}
+	}
 }

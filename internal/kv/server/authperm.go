@@ -103,24 +103,25 @@ func (a *authStore) rebuildLocked() {
 // tokens and certificates carry the current one).
 type authInfo struct {
 	user string
-	rev  uint64
+	rev  authRev
 }
 
 // permitted is etcd's isOpPermitted: nobody (no token, no certificate) gets "user name is
-// empty", a token older than the store's revision "auth revision is old", and otherwise the
-// root role or a covering permission is needed.
+// empty", a token issued before the store's revision (in the cluster's order of revisions,
+// authRev.less) "auth revision is old", and otherwise the root role or a covering permission
+// is needed. The revision is read under the lock, with the permissions it is the revision of.
 func (a *authStore) permitted(ai authInfo, key, end []byte, write bool) error {
 	if !a.enabled.Load() {
 		return nil
 	}
-	if ai.rev == 0 {
+	if ai.rev.Rev == 0 {
 		return rpctypes.ErrGRPCUserEmpty
-	}
-	if ai.rev < a.revision.Load() {
-		return rpctypes.ErrGRPCAuthOldRevision
 	}
 	a.mu.RLock()
 	defer a.mu.RUnlock()
+	if ai.rev.less(a.rev()) {
+		return rpctypes.ErrGRPCAuthOldRevision
+	}
 	up := a.perms[ai.user]
 	if up == nil {
 		return rpctypes.ErrGRPCPermissionDenied

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,37 +20,84 @@ import (
 //
 // Replication: the whole store (enabled flag, users, roles) travels as one value beside the
 // data, on every Sync stream's first batch and heartbeats (replication.Config.StateOut/In),
-// and each copy carries the stamp of the change that made it: (wall time, member id), the
-// wall time made larger than the previous stamp's. A member adopts a copy whose stamp is
-// larger than its own, so every member ends with the copy of the last change, whatever the
-// order copies arrive in, and a member that relays its copy spreads it through a partial
-// mesh. Two changes made concurrently on two members (a partition) do not merge: the later
-// stamp wins whole. Make auth changes on one member, or on the majority side.
+// and each copy carries the revision of the change that made it (authRev): etcd's counter,
+// then the change's stamp (wall time, member id), the wall time made larger than the previous
+// stamp's as a hybrid logical clock does. A member adopts a copy whose revision is larger than
+// its own and takes that revision as it is, so every member ends with the copy of the last
+// change, and with the same revision, whatever the order copies arrive in, and a member that
+// relays its copy spreads it through a partial mesh.
 //
-// The bound on what a member that has not heard of a revocation may allow: a member that has
-// not heard from a majority of the cluster (itself included) for longer than
-// Config.AuthMajorityTimeout refuses every write while auth is enabled. A revocation made on
-// the majority side thus either reaches a member or stops its writes within the timeout plus
-// the heartbeat. Reads are not bounded (a member cut off keeps serving reads with the
-// permissions it knows), as reads of its own state are what a local-first member is for.
+// Invariants, which token checks rely on: a member's revision only grows; a change made on a
+// member is ordered after every copy that member had adopted (its counter is one more, its
+// stamp later); two members with the same revision hold the same copy. So a token issued at
+// revision r (carried whole in a JWT) is judged the same on every member: old wherever the
+// store has moved past r, whichever member made the change.
+//
+// Two changes made concurrently on two members (a partition) do not merge: the copy with the
+// larger revision wins whole (the side that made more changes, else the later stamp), and the
+// other side's changes are lost. What bounds this is the majority gate: a member that has not
+// heard from a majority of the cluster (itself included) for longer than
+// Config.AuthMajorityTimeout refuses every auth change (checkAuthChange), and every KV write
+// while auth is enabled. A member cut off from the majority therefore stops making auth
+// changes within the timeout, and a revocation made on the majority side either reaches a
+// member or stops its writes within the timeout plus the heartbeat. Inside that window (and
+// in the first timeout after a member starts) a change on the cut-off side can still win
+// over one made on the majority side; make auth changes on one member, or on the majority
+// side. Reads are not bounded (a member cut off keeps serving reads with the permissions it
+// knows), as reads of its own state are what a local-first member is for.
 
-// authStamp orders copies of the auth store: the larger wins.
+// authStamp is a change's stamp: the wall time on the member that made it (larger than the
+// stamp of every copy it had), then the member's id.
 type authStamp struct {
 	Wall   int64  `json:"wall"`
 	Member uint64 `json:"member"`
 }
 
-func (a authStamp) after(b authStamp) bool {
-	return a.Wall > b.Wall || (a.Wall == b.Wall && a.Member > b.Member)
+// String is the stamp as a JWT carries it (the "stamp" claim): wall.member, in decimal.
+func (a authStamp) String() string {
+	return strconv.FormatInt(a.Wall, 10) + "." + strconv.FormatUint(a.Member, 10)
 }
 
-// restampLocked stamps a local change.
-func (a *authStore) restampLocked() {
-	w := time.Now().UnixNano()
-	if w <= a.stamp.Wall {
-		w = a.stamp.Wall + 1
+func parseAuthStamp(s string) (authStamp, bool) {
+	w, m, ok := strings.Cut(s, ".")
+	if !ok {
+		return authStamp{}, false
 	}
-	a.stamp = authStamp{Wall: w, Member: a.member}
+	wall, err1 := strconv.ParseInt(w, 10, 64)
+	member, err2 := strconv.ParseUint(m, 10, 64)
+	return authStamp{Wall: wall, Member: member}, err1 == nil && err2 == nil
+}
+
+// authRev is the auth store's revision as the cluster orders it: etcd's counter (every change
+// but auth enable bumps it, as in etcd; what AuthStatus shows and a JWT's "revision" claim
+// holds), then the stamp of the change that made the copy. Rev 0 is nobody's revision.
+type authRev struct {
+	Rev   uint64
+	Stamp authStamp
+}
+
+// less is the cluster's order of revisions: a token issued at r is old where r.less(current).
+func (r authRev) less(o authRev) bool {
+	if r.Rev != o.Rev {
+		return r.Rev < o.Rev
+	}
+	if r.Stamp.Wall != o.Stamp.Wall {
+		return r.Stamp.Wall < o.Stamp.Wall
+	}
+	return r.Stamp.Member < o.Stamp.Member
+}
+
+// next is the revision of a local change on a store at r.
+func (r authRev) next(bump bool, member uint64) authRev {
+	if bump {
+		r.Rev++
+	}
+	w := time.Now().UnixNano()
+	if w <= r.Stamp.Wall {
+		w = r.Stamp.Wall + 1
+	}
+	r.Stamp = authStamp{Wall: w, Member: member}
+	return r
 }
 
 // replicaState is StateOut: the encoded copy, kept by commitLocked (nil before any change:
@@ -60,9 +109,9 @@ func (a *authStore) replicaState() []byte {
 	return nil
 }
 
-// adopt is StateIn: take a peer's copy if its stamp is larger. The auth revision moves past
-// both (JWTs issued before are old here), and tokens of users whose password changed or who
-// are gone are dropped, as a local change would.
+// adopt is StateIn: take a peer's copy if its revision is larger, with that revision (JWTs
+// issued before are old here, as on the member that made the change), and drop the simple
+// tokens of users whose password changed or who are gone, as a local change would.
 func (a *authStore) adopt(b []byte) error {
 	var st authState
 	if err := json.Unmarshal(b, &st); err != nil {
@@ -73,7 +122,8 @@ func (a *authStore) adopt(b []byte) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !st.Stamp.after(a.stamp) {
+	rev := authRev{Rev: st.Revision, Stamp: st.Stamp}
+	if !a.rev().less(rev) {
 		return nil
 	}
 	old := a.users
@@ -98,13 +148,7 @@ func (a *authStore) adopt(b []byte) error {
 	case !wasOn && st.Enabled:
 		a.tokens.enable()
 	}
-	rev := a.revision.Load() + 1
-	if st.Revision > rev {
-		rev = st.Revision
-	}
-	a.revision.Store(rev)
-	a.stamp = st.Stamp
-	return a.commitLocked(false, false)
+	return a.commitLocked(rev)
 }
 
 // majorityWatch keeps when this member last heard from a majority of the cluster, for the
@@ -158,9 +202,17 @@ func (s *Server) watchMajority() {
 	}
 }
 
-// checkMajority refuses a write while auth is enabled and this member has not heard from a
-// majority for longer than --auth-majority-timeout.
-func (s *Server) checkMajority() error {
+// The refusals of a member cut off from the majority (checkMajority's what).
+const (
+	writeRefused      = "write refused: authentication is enabled and this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so it may not know of a revocation; reads are served"
+	authChangeRefused = "auth change refused: this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so its copy of the auth store may be stale and its change would replace changes made on the majority side; make auth changes on a member that reaches the majority"
+)
+
+// checkMajority refuses a write (KV writes while auth is enabled, every auth change) when this
+// member has not heard from a majority for longer than --auth-majority-timeout, with
+// codes.Unavailable, as etcd refuses a write on a member without a leader; what is the
+// refusal's text, with the silence and the timeout.
+func (s *Server) checkMajority(what string) error {
 	if s.repl == nil || s.cfg.AuthMajorityTimeout <= 0 {
 		return nil
 	}
@@ -168,9 +220,7 @@ func (s *Server) checkMajority() error {
 	if since <= s.cfg.AuthMajorityTimeout {
 		return nil
 	}
-	return status.Errorf(codes.Unavailable,
-		"continuum kv: write refused: authentication is enabled and this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so it may not know of a revocation; reads are served",
-		since.Round(time.Millisecond), s.cfg.AuthMajorityTimeout)
+	return status.Errorf(codes.Unavailable, "continuum kv: "+what, since.Round(time.Millisecond), s.cfg.AuthMajorityTimeout)
 }
 
 // txnWrites reports whether a Txn may write (the bound spares read-only transactions).

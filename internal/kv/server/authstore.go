@@ -90,16 +90,17 @@ type authStore struct {
 	path string
 	cost int // bcrypt cost of new passwords
 
-	enabled  atomic.Bool
-	revision atomic.Uint64
+	enabled atomic.Bool
+	// revision is written under mu (with the state it is the revision of), read without it.
+	revision atomic.Pointer[authRev]
 
 	mu    sync.RWMutex
 	users map[string]*authpb.User // guarded by mu
 	roles map[string]*authpb.Role // guarded by mu
 	perms map[string]*userPerms   // guarded by mu; per user, rebuilt on every change
-	stamp authStamp               // guarded by mu; the stamp of the change that made this copy
 
-	// member is this member's id (stamps); encoded is the copy peers get (replicaState).
+	// member is this member's id (revisions' stamps); encoded is the copy peers get
+	// (replicaState).
 	member  uint64
 	encoded atomic.Pointer[[]byte]
 
@@ -149,9 +150,8 @@ func openAuthStore(dataDir string, cost int, tokens tokenProvider) (*authStore, 
 	for _, r := range st.Roles {
 		a.roles[string(r.Name)] = r
 	}
-	a.revision.Store(st.Revision)
+	a.revision.Store(&authRev{Rev: st.Revision, Stamp: st.Stamp})
 	a.enabled.Store(st.Enabled)
-	a.stamp = st.Stamp
 	if st.Stamp != (authStamp{}) {
 		a.encoded.Store(&b)
 	}
@@ -162,20 +162,21 @@ func openAuthStore(dataDir string, cost int, tokens tokenProvider) (*authStore, 
 // isEnabled is the request path's whole cost while auth is off.
 func (a *authStore) isEnabled() bool { return a.enabled.Load() }
 
-func (a *authStore) rev() uint64 { return a.revision.Load() }
+func (a *authStore) rev() authRev { return *a.revision.Load() }
 
-// commitLocked bumps the revision (if bump), stamps a local change (if restamp: not a copy
-// adopted from a peer), rebuilds the permission cache and writes the store; on a write error
-// the in-memory state is still changed, and the caller reports the error.
-func (a *authStore) commitLocked(bump, restamp bool) error {
-	if bump {
-		a.revision.Add(1)
-	}
-	if restamp {
-		a.restampLocked()
-	}
+// changeLocked commits a local change: a new revision (the counter bumped if bump; a new
+// stamp always, so that the change is ordered after every copy this member had).
+func (a *authStore) changeLocked(bump bool) error {
+	return a.commitLocked(a.rev().next(bump, a.member))
+}
+
+// commitLocked sets the revision (a local change's, or an adopted copy's), rebuilds the
+// permission cache and writes the store; on a write error the in-memory state is still
+// changed, and the caller reports the error.
+func (a *authStore) commitLocked(rev authRev) error {
+	a.revision.Store(&rev)
 	a.rebuildLocked()
-	st := authState{Enabled: a.enabled.Load(), Revision: a.revision.Load(), Stamp: a.stamp}
+	st := authState{Enabled: a.enabled.Load(), Revision: rev.Rev, Stamp: rev.Stamp}
 	for _, n := range sortedKeys(a.users) {
 		st.Users = append(st.Users, a.users[n])
 	}
@@ -246,7 +247,7 @@ func (a *authStore) enable() error {
 	}
 	a.enabled.Store(true)
 	a.tokens.enable()
-	return a.commitLocked(false, true)
+	return a.changeLocked(false)
 }
 
 func (a *authStore) disable() error {
@@ -257,29 +258,29 @@ func (a *authStore) disable() error {
 	}
 	a.enabled.Store(false)
 	a.tokens.disable()
-	return a.commitLocked(true, true)
+	return a.changeLocked(true)
 }
 
 // checkPassword is etcd's CheckPassword: the bcrypt comparison runs outside the lock. An
 // unknown user is compared against a dummy hash of the same cost, so the answer takes as long
 // as for a wrong password.
-func (a *authStore) checkPassword(name, password string) (uint64, error) {
+func (a *authStore) checkPassword(name, password string) (authRev, error) {
 	if !a.enabled.Load() {
-		return 0, rpctypes.ErrGRPCAuthNotEnabled
+		return authRev{}, rpctypes.ErrGRPCAuthNotEnabled
 	}
 	a.mu.RLock()
 	u := a.users[name]
-	rev := a.revision.Load()
+	rev := a.rev()
 	a.mu.RUnlock()
 	hash := a.dummyHash
 	if u != nil {
 		if u.Options != nil && u.Options.NoPassword {
-			return 0, errNoPasswordUser
+			return authRev{}, errNoPasswordUser
 		}
 		hash = u.Password
 	}
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || u == nil {
-		return 0, rpctypes.ErrGRPCAuthFailed
+		return authRev{}, rpctypes.ErrGRPCAuthFailed
 	}
 	return rev, nil
 }
@@ -306,7 +307,7 @@ func (a *authStore) userAdd(name string, hash []byte, opts *authpb.UserAddOption
 		u.Password = hash
 	}
 	a.users[name] = u
-	return a.commitLocked(true, true)
+	return a.changeLocked(true)
 }
 
 func (a *authStore) userDelete(name string) error {
@@ -320,7 +321,7 @@ func (a *authStore) userDelete(name string) error {
 	}
 	delete(a.users, name)
 	a.tokens.invalidateUser(name)
-	return a.commitLocked(true, true)
+	return a.changeLocked(true)
 }
 
 func (a *authStore) userChangePassword(name string, hash []byte) error {
@@ -336,7 +337,7 @@ func (a *authStore) userChangePassword(name string, hash []byte) error {
 	}
 	a.users[name] = nu
 	a.tokens.invalidateUser(name)
-	return a.commitLocked(true, true)
+	return a.changeLocked(true)
 }
 
 func (a *authStore) userGrantRole(user, role string) error {
@@ -356,7 +357,7 @@ func (a *authStore) userGrantRole(user, role string) error {
 	roles := append(append([]string{}, u.Roles...), role)
 	sort.Strings(roles)
 	a.users[user] = &authpb.User{Name: u.Name, Password: u.Password, Options: u.Options, Roles: roles}
-	return a.commitLocked(true, true)
+	return a.changeLocked(true)
 }
 
 func (a *authStore) userRevokeRole(user, role string) error {
@@ -379,7 +380,7 @@ func (a *authStore) userRevokeRole(user, role string) error {
 		return rpctypes.ErrGRPCRoleNotGranted
 	}
 	a.users[user] = &authpb.User{Name: u.Name, Password: u.Password, Options: u.Options, Roles: roles}
-	return a.commitLocked(true, true)
+	return a.changeLocked(true)
 }
 
 func (a *authStore) userGet(name string) ([]string, error) {
@@ -423,7 +424,7 @@ func (a *authStore) roleAdd(name string) error {
 		return rpctypes.ErrGRPCRoleAlreadyExist
 	}
 	a.roles[name] = &authpb.Role{Name: []byte(name)}
-	return a.commitLocked(true, true)
+	return a.changeLocked(true)
 }
 
 // rootPerm is what RoleGet shows for the root role: read and write on every key.
@@ -471,7 +472,7 @@ func (a *authStore) roleDelete(name string) error {
 			a.users[n] = &authpb.User{Name: u.Name, Password: u.Password, Options: u.Options, Roles: roles}
 		}
 	}
-	return a.commitLocked(true, true)
+	return a.changeLocked(true)
 }
 
 // validPermRange is etcd's rule: a key is required; the end is empty (one key), after the key,
@@ -514,7 +515,7 @@ func (a *authStore) roleGrantPermission(name string, p *authpb.Permission) error
 		sort.SliceStable(perms, func(i, j int) bool { return bytes.Compare(perms[i].Key, perms[j].Key) < 0 })
 	}
 	a.roles[name] = &authpb.Role{Name: r.Name, KeyPermission: perms}
-	return a.commitLocked(true, true)
+	return a.changeLocked(true)
 }
 
 func (a *authStore) roleRevokePermission(name string, key, end []byte) error {
@@ -534,10 +535,10 @@ func (a *authStore) roleRevokePermission(name string, key, end []byte) error {
 		return rpctypes.ErrGRPCPermissionNotGranted
 	}
 	a.roles[name] = &authpb.Role{Name: r.Name, KeyPermission: perms}
-	return a.commitLocked(true, true)
+	return a.changeLocked(true)
 }
 
 // status is AuthStatus' answer.
 func (a *authStore) status() *pb.AuthStatusResponse {
-	return &pb.AuthStatusResponse{Header: &pb.ResponseHeader{}, Enabled: a.enabled.Load(), AuthRevision: a.revision.Load()}
+	return &pb.AuthStatusResponse{Header: &pb.ResponseHeader{}, Enabled: a.enabled.Load(), AuthRevision: a.rev().Rev}
 }

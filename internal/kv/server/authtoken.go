@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"os"
 	"strconv"
@@ -22,10 +23,10 @@ import (
 // Authenticate (etcd's --auth-token).
 type tokenProvider interface {
 	// assign issues a token for user, valid at auth revision rev.
-	assign(user string, rev uint64) (string, error)
+	assign(user string, rev authRev) (string, error)
 	// info resolves a token to its user and the revision it is valid at; current is the
 	// store's revision (simple tokens are always current).
-	info(token string, current uint64) (authInfo, bool)
+	info(token string, current authRev) (authInfo, bool)
 	invalidateUser(user string)
 	enable()
 	disable()
@@ -96,7 +97,7 @@ func newSimpleTokens(ttl time.Duration) *simpleTokens {
 	return &simpleTokens{ttl: ttl, tokens: map[string]simpleEntry{}, now: time.Now}
 }
 
-func (t *simpleTokens) assign(user string, _ uint64) (string, error) {
+func (t *simpleTokens) assign(user string, _ authRev) (string, error) {
 	var b [16]byte
 	for i := range b {
 		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(tokenLetters))))
@@ -123,7 +124,7 @@ func (t *simpleTokens) assign(user string, _ uint64) (string, error) {
 	return tok, nil
 }
 
-func (t *simpleTokens) info(tok string, current uint64) (authInfo, bool) {
+func (t *simpleTokens) info(tok string, current authRev) (authInfo, bool) {
 	head, idx, ok := strings.Cut(tok, ".")
 	if !ok || head == "" {
 		return authInfo{}, false
@@ -167,7 +168,11 @@ func (t *simpleTokens) disable() {
 }
 
 // jwtTokens are etcd's JWT tokens: claims username, revision and exp, signed with the
-// private key; a member given only the public key verifies tokens and issues none.
+// private key; a member given only the public key verifies tokens and issues none. Beside
+// etcd's claims a token carries "stamp", the rest of the auth revision it was issued at
+// (authRev: etcd's counter alone does not order copies made on two members), so that every
+// member judges its age alike; a token without it (etcd's, or an older member's) is older
+// than any change at its counter, so at worst the client authenticates again.
 type jwtTokens struct {
 	method     jwt.SigningMethod
 	sign       any // private key (nil: verify only)
@@ -277,19 +282,20 @@ func newJWTTokens(opts map[string]string) (*jwtTokens, error) {
 	return t, nil
 }
 
-func (t *jwtTokens) assign(user string, rev uint64) (string, error) {
+func (t *jwtTokens) assign(user string, rev authRev) (string, error) {
 	if t.verifyOnly {
 		return "", errors.New("auth: token signing attempted with verify-only key")
 	}
 	tk := jwt.NewWithClaims(t.method, jwt.MapClaims{
 		"username": user,
-		"revision": rev,
+		"revision": rev.Rev,
+		"stamp":    rev.Stamp.String(),
 		"exp":      time.Now().Add(t.ttl).Unix(),
 	})
 	return tk.SignedString(t.sign)
 }
 
-func (t *jwtTokens) info(tok string, _ uint64) (authInfo, bool) {
+func (t *jwtTokens) info(tok string, _ authRev) (authInfo, bool) {
 	parsed, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return t.verify, nil },
 		jwt.WithValidMethods([]string{t.method.Alg()}), jwt.WithExpirationRequired())
 	if err != nil || !parsed.Valid {
@@ -304,10 +310,16 @@ func (t *jwtTokens) info(tok string, _ uint64) (authInfo, bool) {
 		return authInfo{}, false
 	}
 	rev, ok := claims["revision"].(float64)
-	if !ok {
+	if !ok || rev < 0 || rev > 1<<53 || rev != math.Trunc(rev) {
 		return authInfo{}, false
 	}
-	return authInfo{user: user, rev: uint64(rev)}, true
+	ar := authRev{Rev: uint64(rev)}
+	if s, ok := claims["stamp"].(string); ok {
+		if ar.Stamp, ok = parseAuthStamp(s); !ok {
+			return authInfo{}, false
+		}
+	}
+	return authInfo{user: user, rev: ar}, true
 }
 
 // JWT tokens are self-contained: nothing to drop (a deleted user's token still names a user

@@ -122,9 +122,10 @@ type Config struct {
 	AuthTokenTTL time.Duration
 	// BcryptCost is the bcrypt cost of stored passwords (etcd's --bcrypt-cost; 0: 10).
 	BcryptCost int
-	// AuthMajorityTimeout: in a cluster with auth enabled, a member that has not heard from a
-	// majority of the members for longer than this refuses writes, so that it cannot go on
-	// allowing what a revocation on the majority side took away (authreplicate.go; 0: never).
+	// AuthMajorityTimeout: in a cluster, a member that has not heard from a majority of the
+	// members for longer than this refuses every auth change, and every write while auth is
+	// enabled, so that it cannot go on allowing what a revocation on the majority side took
+	// away, nor undo it with a change of its own (authreplicate.go; 0: never).
 	AuthMajorityTimeout time.Duration
 	// Logger receives the server's logs (nil: discard).
 	Logger *slog.Logger

@@ -1,0 +1,138 @@
+package proxy
+
+import (
+	"fmt"
+	"github.com/continuum-project/continuum/internal/testenv"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestProxyNewConnGetsHeaderTimeout (issue 41, defect 5): a connection that sends nothing is
+// closed after read_header_timeout, as one that sends part of a head is.
+func TestProxyNewConnGetsHeaderTimeout(t *testing.T) {
+	ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) { io.WriteString(c, ownAnswer(r)) })
+	tp := oneService(t, ri.url, func(cfg *Config) { cfg.ReadHeaderTimeout = 200 * time.Millisecond })
+	c := dialRaw(t, tp)
+	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.br.ReadByte()
+	if err != io.EOF {
+		t.Fatalf("a silent new connection: %v, want it closed (EOF) after read_header_timeout", err)
+	}
+}
+
+// TestProxySlowUploadNotBlamedOnInstance (issue 41, defect 3): a client that uploads its body
+// slower than the service's timeout (but never stalls for that long) is not answered 504, and
+// the instance is not put in cooldown for it.
+func TestProxySlowUploadNotBlamedOnInstance(t *testing.T) {
+	for _, big := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", big), func(t *testing.T) {
+			ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
+				b, _ := io.ReadAll(r.Body)
+				body := fmt.Sprintf("got %q", b)
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			})
+			tp := oneService(t, ri.url, func(cfg *Config) { cfg.Defaults.Timeout = dur(time.Second) })
+			extra := ""
+			if big {
+				extra = bigField
+			}
+			c := dialRaw(t, tp)
+			const body = "abcdefgh"
+			io.WriteString(c.c, "POST /up HTTP/1.1\r\nHost: dps\r\n"+extra+"Content-Length: 8\r\n\r\n")
+			for i := range len(body) {
+				time.Sleep(200 * time.Millisecond) // the client's pace: 1.6 s for the body, each gap well within 1 s
+				io.WriteString(c.c, body[i:i+1])
+			}
+			resp, got := c.read(http.MethodPost)
+			if resp.StatusCode != http.StatusOK || got != `got "abcdefgh"` {
+				t.Fatalf("slow upload: %d %q, want 200 with the instance's answer", resp.StatusCode, got)
+			}
+			if in, _ := tp.pools(t).instance("dps", "a"); in.Failures != 0 || !in.CooldownUntil.IsZero() {
+				t.Fatalf("the instance was blamed for the client's slow upload: %+v", in)
+			}
+		})
+	}
+}
+
+// TestProxyStalledUploadTimesOut (issue 41, defect 4): a client that stops sending its body
+// is cut after the service's timeout (408), and frees its slot, the instance's connection and
+// the instance's outstanding count; the instance is not blamed.
+func TestProxyStalledUploadTimesOut(t *testing.T) {
+	for _, big := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", big), func(t *testing.T) {
+			ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) { io.WriteString(c, ownAnswer(r)) })
+			tp := oneService(t, ri.url, func(cfg *Config) {
+				cfg.Defaults.Timeout = dur(300 * time.Millisecond)
+				cfg.MaxInflight = 1
+			})
+			extra := ""
+			if big {
+				extra = bigField
+			}
+			c := dialRaw(t, tp)
+			io.WriteString(c.c, "POST /stall HTTP/1.1\r\nHost: dps\r\n"+extra+"Content-Length: 10\r\n\r\nhalf.")
+			c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(c.br, nil)
+			if err != nil {
+				t.Fatalf("a client stalled mid-body was not cut within 10 s: %v", err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestTimeout || !c.closed() {
+				t.Fatalf("stalled upload: %d, want 408 and the connection closed", resp.StatusCode)
+			}
+			testenv.Eventually(t, 5*time.Second, "the slot and the instance's count are freed", func() bool {
+				in, _ := tp.pools(t).instance("dps", "a")
+				return in.Outstanding == 0
+			})
+			if _, body := dialRaw(t, tp).roundTrip("GET /next HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet); body != "own /next" {
+				t.Fatalf("after the stalled client (max_inflight 1): %q", body)
+			}
+			if in, _ := tp.pools(t).instance("dps", "a"); in.Failures != 0 {
+				t.Fatalf("the instance was blamed for the client's stall: %+v", in)
+			}
+		})
+	}
+}
+
+// TestProxyClientThatNeverReadsIsCut: a client that reads nothing of a long answer is cut after
+// write_timeout, on the loop's path and on net/http's, and the instance's connection is freed
+// (its writes fail) rather than held for as long as the client keeps TCP open.
+func TestProxyClientThatNeverReadsIsCut(t *testing.T) {
+	for _, big := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", big), func(t *testing.T) {
+			freed := make(chan error, 1)
+			ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n") // until close
+				chunk := make([]byte, 64<<10)
+				for {
+					c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+					if _, err := c.Write(chunk); err != nil {
+						freed <- err
+						return
+					}
+				}
+			})
+			tp := oneService(t, ri.url, func(cfg *Config) { cfg.WriteTimeout = 300 * time.Millisecond })
+			extra := ""
+			if big {
+				extra = bigField
+			}
+			c := dialRaw(t, tp)
+			c.c.(*net.TCPConn).SetReadBuffer(4 << 10)
+			io.WriteString(c.c, "GET /stream HTTP/1.1\r\nHost: dps\r\n"+extra+"\r\n")
+			// The client reads nothing.
+			select {
+			case err := <-freed:
+				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					t.Fatalf("the instance's connection was held for 20 s by a client that reads nothing")
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("the instance's connection still held after 15 s")
+			}
+		})
+	}
+}
