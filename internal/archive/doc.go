@@ -24,8 +24,10 @@
 //   - Policy says what else an archive may carry: symbolic and hard links, devices and FIFOs
 //     (else refused), owners, extended attributes, setuid/setgid/sticky bits (else cleared),
 //     times, OCI whiteouts (turned into overlayfs' 0/0 character devices and
-//     trusted.overlay.opaque), and with LinksInside every symbolic link must, once the whole
-//     archive is written, resolve inside the root as the kernel resolves it (chains included).
+//     trusted.overlay.opaque), and with LinksInside every symbolic link the archive makes (a
+//     symlink entry, or a hard link to a symbolic link, which is a second one) must, once the
+//     whole archive is written, resolve inside the root as the kernel resolves it (chains
+//     included).
 //
 // What it does not do: it is not a sandbox for what the extracted tree later does (a layer's
 // absolute symlinks are meant for the container's root), and a root that other processes

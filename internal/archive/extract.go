@@ -38,7 +38,8 @@ type Policy struct {
 	// KeepRoot leaves the root's own owner, mode and times alone when the archive has a "."
 	// directory entry.
 	KeepRoot bool
-	// LinksInside requires every symbolic link, once the whole archive is written, to resolve
+	// LinksInside requires every symbolic link the archive makes — a symlink entry, or a hard
+	// link to a symbolic link, which is one too — once the whole archive is written, to resolve
 	// inside the root as the kernel resolves it (chains of links included); a dangling link
 	// must be relative and free of "..", since what it will resolve to cannot be checked.
 	LinksInside bool
@@ -126,7 +127,7 @@ type extractor struct {
 	root     int                    // the root directory, opened once; -1 until the first entry
 	fileRoot bool                   // the archive was a single file written at rootPath
 	dirs     map[string]*tar.Header // directory entries: modes and times set at the end
-	links    []string               // symbolic links made (LinksInside checks them at the end)
+	links    []string               // symbolic links made, by symlink entries or hard links to links (LinksInside checks them at the end)
 }
 
 func (x *extractor) close() {
@@ -324,6 +325,11 @@ func (x *extractor) hardLink(pfd int, base, name string, h *tar.Header) error {
 	// Flags 0: a target that is a symbolic link is linked itself, not followed.
 	if err := unix.Linkat(tfd, tbase, pfd, base, 0); err != nil {
 		return fmt.Errorf("hard link %q -> %q: %w", h.Name, h.Linkname, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		// A second name of a symbolic link is a symbolic link of its own: its text is read
+		// from this name's directory, so LinksInside checks it as one the archive made.
+		x.links = append(x.links, name)
 	}
 	return nil
 }
