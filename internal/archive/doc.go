@@ -20,6 +20,10 @@
 //     attributes (the header's are not applied: the inode is the target's).
 //   - Names: with Policy.ClampNames ".." stops at the root and a leading "/" is dropped (as
 //     containerd reads layers); without it such names are refused.
+//   - What it writes is bounded by the archive: a sparse entry (GNU's, whose holes archive/tar
+//     reads as zeros) is refused, so no file holds more than the archive carried for it, and
+//     the files' contents in all are at most Policy.MaxBytes (DefaultMaxBytes, 64 GiB, unless
+//     set), the entry that would pass it refused before it is written.
 //   - Extended attributes never include overlayfs' own (trusted.overlay.*) or security.selinux.
 //   - Policy says what else an archive may carry: symbolic and hard links, devices and FIFOs
 //     (else refused), owners, extended attributes, setuid/setgid/sticky bits (else cleared),

@@ -49,6 +49,30 @@ type Policy struct {
 	// Sync makes every regular file durable before it is closed, and the root directory at
 	// the end (a restored store's files).
 	Sync bool
+	// MaxBytes bounds the bytes of file contents the archive may write in all (0:
+	// DefaultMaxBytes); an entry that would pass it is refused before it is written. Sparse
+	// entries are always refused, so that no file holds more than the archive carried for
+	// it: the bound is what a compressed or endless stream can cost the disk.
+	MaxBytes int64
+}
+
+// DefaultMaxBytes is MaxBytes when a Policy leaves it 0: 64 GiB, above the largest image
+// layers and pulled outputs in use, below what fills a node's disk unnoticed.
+const DefaultMaxBytes int64 = 64 << 30
+
+// Sparse says whether h is a sparse file (GNU's old 'S' type or a PAX GNU.sparse.* entry,
+// which archive/tar reads as a regular file): Extract refuses them, since their holes would be
+// written as zeros — a few kilobytes of archive for any number of bytes of disk.
+func Sparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
 }
 
 // LayerPolicy is an OCI image layer's: everything a layer may carry, whiteouts turned into
@@ -87,6 +111,12 @@ func (x *extractor) extract(r io.Reader) error {
 		}
 		if x.fileRoot {
 			return fmt.Errorf("tar entry %q after the single file the archive copies", h.Name)
+		}
+		if Sparse(h) {
+			return fmt.Errorf("tar entry %q refused: a sparse file (its holes would be written out as zeros); archive it without --sparse", h.Name)
+		}
+		if err := x.budget(h); err != nil {
+			return err
 		}
 		name, err := x.clean(h.Name)
 		if err != nil {
@@ -128,6 +158,24 @@ type extractor struct {
 	fileRoot bool                   // the archive was a single file written at rootPath
 	dirs     map[string]*tar.Header // directory entries: modes and times set at the end
 	links    []string               // symbolic links made, by symlink entries or hard links to links (LinksInside checks them at the end)
+	written  int64                  // bytes of file contents written so far (MaxBytes)
+}
+
+// budget counts a regular file's contents against MaxBytes before a byte of it is written
+// (archive/tar gives a non-sparse entry exactly Size bytes).
+func (x *extractor) budget(h *tar.Header) error {
+	if !isReg(h.Typeflag) {
+		return nil
+	}
+	max := x.p.MaxBytes
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
+	if h.Size > max-x.written {
+		return fmt.Errorf("tar entry %q refused: the archive's files would exceed %d bytes, the most this extraction writes (archive.Policy.MaxBytes)", h.Name, max)
+	}
+	x.written += h.Size
+	return nil
 }
 
 func (x *extractor) close() {

@@ -118,19 +118,53 @@ func paxSparseTar(realsize int64) []byte {
 	return out
 }
 
-// TestAttackSparseEntryWritesZeros: archive/tar reads a GNU sparse entry's holes as zeros, and
-// Extract io.Copies them to disk, so a few KB of archive (any policy, a kv snapshot's TypeReg
-// check included: a PAX sparse entry is typeflag '0') write realsize bytes of real zeros: an
-// unbounded disk (and time) amplification, no compression needed. 64 MiB here; 2^62 hangs.
-func TestAttackSparseEntryWritesZeros(t *testing.T) {
+// TestExtractRefusesSparseEntries: archive/tar reads a GNU sparse entry's holes as zeros, so a
+// few KB of archive (any policy, a kv snapshot's TypeReg check included: a PAX sparse entry is
+// typeflag '0') would write realsize bytes of real zeros: an unbounded disk (and time)
+// amplification, no compression needed. 64 MiB here; 2^62 would hang. Sparse entries are
+// refused by name, before anything is written.
+func TestExtractRefusesSparseEntries(t *testing.T) {
 	const realsize = 64 << 20
 	tb := paxSparseTar(realsize)
 	root := filepath.Join(t.TempDir(), "root")
 	err := Extract(bytes.NewReader(tb), root, Policy{Sync: true})
+	if err == nil || !strings.Contains(err.Error(), "sparse") {
+		t.Errorf("extract = %v; want the sparse entry refused", err)
+	}
 	var st unix.Stat_t
 	if serr := unix.Lstat(filepath.Join(root, "f"), &st); serr == nil && st.Blocks*512 > 16*int64(len(tb)) {
 		t.Fatalf("extract = %v; a %d-byte archive wrote %d bytes of disk (%q is %d bytes, its holes written as zeros)",
 			err, len(tb), st.Blocks*512, "f", st.Size)
+	}
+}
+
+// TestExtractBoundsBytesWritten: MaxBytes refuses the entry that would pass it, naming the
+// limit, before writing it; the files before it are written whole.
+func TestExtractBoundsBytesWritten(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range []struct {
+		name string
+		size int
+	}{{"a", 600}, {"b", 400}, {"c", 1}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(f.size)}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write(bytes.Repeat([]byte("x"), f.size))
+	}
+	_ = tw.Close()
+	root := filepath.Join(t.TempDir(), "root")
+	err := Extract(bytes.NewReader(buf.Bytes()), root, Policy{MaxBytes: 1000})
+	if err == nil || !strings.Contains(err.Error(), `"c"`) || !strings.Contains(err.Error(), "1000 bytes") {
+		t.Fatalf("extract = %v; want c refused for passing 1000 bytes", err)
+	}
+	for name, want := range map[string]int64{"a": 600, "b": 400} {
+		if fi, err := os.Stat(filepath.Join(root, name)); err != nil || fi.Size() != want {
+			t.Errorf("%s: %v, %v; want %d bytes", name, fi, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(root, "c")); err == nil {
+		t.Error("c was written past the limit")
 	}
 }
 
