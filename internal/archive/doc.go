@@ -24,6 +24,9 @@
 //     reads as zeros) is refused, so no file holds more than the archive carried for it, and
 //     the files' contents in all are at most Policy.MaxBytes (DefaultMaxBytes, 64 GiB, unless
 //     set), the entry that would pass it refused before it is written.
+//   - What it holds in memory is bounded too: of a directory entry, whose mode and times are
+//     set at the end, only its name, mode and times are kept (not its PAX records), at most
+//     256 MiB of them.
 //   - Extended attributes never include overlayfs' own (trusted.overlay.*) or security.selinux.
 //   - Policy says what else an archive may carry: symbolic and hard links, devices and FIFOs
 //     (else refused), owners, extended attributes, setuid/setgid/sticky bits (else cleared),

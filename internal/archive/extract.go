@@ -86,7 +86,7 @@ var LayerPolicy = Policy{Symlinks: true, HardLinks: true, Devices: true, Whiteou
 // An error leaves what was extracted so far, all of it inside root (and with LinksInside,
 // no link that leads out of it).
 func Extract(r io.Reader, root string, p Policy) error {
-	x := &extractor{p: p, rootPath: filepath.Clean(root), root: -1, dirs: map[string]*tar.Header{}}
+	x := &extractor{p: p, rootPath: filepath.Clean(root), root: -1, dirs: map[string]dirMeta{}}
 	defer x.close()
 	err := x.extract(r)
 	if err != nil && x.root >= 0 {
@@ -156,9 +156,10 @@ type extractor struct {
 	rootPath string
 	root     int                    // the root directory, opened once; -1 until the first entry
 	fileRoot bool                   // the archive was a single file written at rootPath
-	dirs     map[string]*tar.Header // directory entries: modes and times set at the end
+	dirs     map[string]dirMeta     // directory entries: modes and times set at the end
 	links    []string               // symbolic links made, by symlink entries or hard links to links (LinksInside checks them at the end)
 	written  int64                  // bytes of file contents written so far (MaxBytes)
+	dirBytes int64                  // memory x.dirs takes, about (maxDirBytes)
 }
 
 // budget counts a regular file's contents against MaxBytes before a byte of it is written
@@ -176,6 +177,35 @@ func (x *extractor) budget(h *tar.Header) error {
 	}
 	x.written += h.Size
 	return nil
+}
+
+// dirMeta is what the final pass needs of a directory entry: its mode (as the policy allows)
+// and times. Only this is kept, not the header (whose PAX records may be a megabyte each), so
+// an extraction holds about its directories' names and 40 bytes each, whatever the archive.
+type dirMeta struct {
+	mode  uint32
+	times [2]unix.Timespec
+}
+
+// maxDirBytes bounds the memory the directories' metadata take until the end: 256 MiB,
+// a million directories with names of 200 bytes.
+const maxDirBytes = 256 << 20
+
+// keepDir keeps the directory entry name's metadata for the final pass.
+func (x *extractor) keepDir(name string, h *tar.Header) error {
+	if _, ok := x.dirs[name]; !ok {
+		x.dirBytes += int64(len(name)) + 64 // the name, the meta, the map's overhead
+		if x.dirBytes > maxDirBytes {
+			return fmt.Errorf("tar entry %q refused: the archive has more directories than an extraction keeps (%d MiB of their names and modes)", h.Name, maxDirBytes>>20)
+		}
+	}
+	x.dirs[name] = x.dirMeta(h)
+	return nil
+}
+
+func (x *extractor) dirMeta(h *tar.Header) dirMeta {
+	ts := timespecs(h)
+	return dirMeta{mode: x.mode(h), times: [2]unix.Timespec{ts[0], ts[1]}}
 }
 
 func (x *extractor) close() {
@@ -237,7 +267,7 @@ func (x *extractor) entry(h *tar.Header, name string, body io.Reader) error {
 			return fmt.Errorf("tar entry %q: the root can only be a directory", h.Name)
 		}
 		if !x.p.KeepRoot {
-			x.dirs["."] = h
+			x.dirs["."] = x.dirMeta(h)
 			if err := x.meta(x.root, "", h, false); err != nil {
 				return err
 			}
@@ -271,7 +301,9 @@ func (x *extractor) entry(h *tar.Header, name string, body io.Reader) error {
 		} else if err != nil {
 			return fmt.Errorf("tar entry %q: %w", h.Name, err)
 		}
-		x.dirs[name] = h
+		if err := x.keepDir(name, h); err != nil {
+			return err
+		}
 		fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("tar entry %q: %w", h.Name, err)
@@ -668,12 +700,12 @@ func (x *extractor) finishDirs() error {
 	return nil
 }
 
-func (x *extractor) finishDir(n string, h *tar.Header) error {
+func (x *extractor) finishDir(n string, d dirMeta) error {
 	if n == "." {
-		if err := unix.Fchmod(x.root, x.mode(h)); err != nil || !x.p.Times {
+		if err := unix.Fchmod(x.root, d.mode); err != nil || !x.p.Times {
 			return err
 		}
-		return unix.UtimesNanoAt(unix.AT_FDCWD, x.rootPath, timespecs(h), 0)
+		return unix.UtimesNanoAt(unix.AT_FDCWD, x.rootPath, d.times[:], 0)
 	}
 	dir, base := path.Split(n)
 	pfd, err := x.dir(strings.TrimSuffix(dir, "/"), false, n)
@@ -688,11 +720,11 @@ func (x *extractor) finishDir(n string, h *tar.Header) error {
 	if err != nil {
 		return err
 	}
-	err = unix.Fchmod(fd, x.mode(h))
+	err = unix.Fchmod(fd, d.mode)
 	unix.Close(fd)
 	if err != nil || !x.p.Times {
 		return err
 	}
 	// base was a directory just now, opened without following; nothing else writes here.
-	return unix.UtimesNanoAt(pfd, base, timespecs(h), unix.AT_SYMLINK_NOFOLLOW)
+	return unix.UtimesNanoAt(pfd, base, d.times[:], unix.AT_SYMLINK_NOFOLLOW)
 }
