@@ -154,12 +154,12 @@ func (x *extractor) extract(r io.Reader) error {
 type extractor struct {
 	p        Policy
 	rootPath string
-	root     int                    // the root directory, opened once; -1 until the first entry
-	fileRoot bool                   // the archive was a single file written at rootPath
-	dirs     map[string]dirMeta     // directory entries: modes and times set at the end
-	links    []string               // symbolic links made, by symlink entries or hard links to links (LinksInside checks them at the end)
-	written  int64                  // bytes of file contents written so far (MaxBytes)
-	dirBytes int64                  // memory x.dirs takes, about (maxDirBytes)
+	root     int                // the root directory, opened once; -1 until the first entry
+	fileRoot bool               // the archive was a single file written at rootPath
+	dirs     map[string]dirMeta // directory entries: modes and times set at the end
+	links    []string           // symbolic links made, by symlink entries or hard links to links (LinksInside checks them at the end)
+	written  int64              // bytes of file contents written so far (MaxBytes)
+	dirBytes int64              // memory x.dirs takes, about (maxDirBytes)
 }
 
 // budget counts a regular file's contents against MaxBytes before a byte of it is written
