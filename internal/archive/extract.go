@@ -240,7 +240,9 @@ func (x *extractor) clean(name string) (string, error) {
 		}
 		return ".", nil
 	}
-	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") {
+	// A backslash is an ordinary character of a Linux name (an image may hold a\b): only
+	// "/" separates, and only "/" and ".." are read here.
+	if name == "" || strings.HasPrefix(name, "/") {
 		return "", fmt.Errorf("tar entry %q refused: entries must be relative paths inside the destination", name)
 	}
 	for _, part := range strings.Split(name, "/") {

@@ -326,6 +326,7 @@ func TestExtractPolicies(t *testing.T) {
 		{"hard link to itself", LayerPolicy, []*tar.Header{{Name: "f", Typeflag: tar.TypeLink, Linkname: "f"}}, "itself"},
 		{"hard link to a missing file", LayerPolicy, []*tar.Header{{Name: "f", Typeflag: tar.TypeLink, Linkname: "nope"}}, "not in the archive"},
 		{"whiteout of ..", LayerPolicy, []*tar.Header{{Name: ".wh...", Typeflag: tar.TypeReg}}, "names no file"},
+		{"a backslash is a name's character", files, []*tar.Header{{Name: `a\b`, Typeflag: tar.TypeReg, Mode: 0o644}, {Name: `c\..\..`, Typeflag: tar.TypeReg, Mode: 0o644}}, ""},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "root")

@@ -133,3 +133,21 @@ func TestCopyUpFillsNewVolumes(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyUpTakesBackslashNames: an image may hold "data/a\b" (a plain Linux name); copy-up
+// streams the image's tree through WriteTree into Extract, which once refused any name with a
+// backslash, so such an image made every container run with a :copy volume over /data fail.
+func TestCopyUpTakesBackslashNames(t *testing.T) {
+	requireRoot(t)
+	img := image(t, v1.Config{},
+		layer(t, entry{name: "data/", typ: tar.TypeDir},
+			entry{name: `data/a\b`, body: "x"}))
+	root := mounted(t, img)
+	vol := t.TempDir()
+	if err := copyUp(root, "/data", vol); err != nil {
+		t.Fatalf("copyUp of an image directory holding a file named %q: %v", `a\b`, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, `a\b`)); err != nil || string(b) != "x" {
+		t.Fatalf("a\\b in the volume: %q, %v", b, err)
+	}
+}
