@@ -29,7 +29,9 @@
 //     256 MiB of them.
 //   - Extended attributes never include overlayfs' own (trusted.overlay.*) or security.selinux.
 //   - Policy says what else an archive may carry: symbolic and hard links, devices and FIFOs
-//     (else refused), owners, extended attributes, setuid/setgid/sticky bits (else cleared),
+//     (else refused), owners, extended attributes, setuid/setgid bits and file capabilities
+//     (security.capability, a setuid bit by other means; else cleared — the sticky bit, which
+//     only restricts, is kept), the root's own mode and owner (else, with KeepRoot, left as they are),
 //     times, OCI whiteouts (turned into overlayfs' 0/0 character devices and
 //     trusted.overlay.opaque), and with LinksInside every symbolic link the archive makes (a
 //     symlink entry, or a hard link to a symbolic link, which is a second one) must, once the

@@ -24,10 +24,12 @@ type Policy struct {
 	// Whiteouts turns OCI whiteouts into overlayfs' (for a layer stacked as a lower
 	// directory): ".wh.NAME" becomes a 0/0 character device NAME, ".wh..wh..opq" the
 	// trusted.overlay.opaque xattr on its directory.
-	Whiteouts   bool
-	Owners      bool // chown to the header's uid and gid (else the caller's)
-	Xattrs      bool // SCHILY.xattr.* PAX records as extended attributes (security.selinux excepted)
-	SpecialBits bool // keep setuid, setgid and sticky bits (else cleared)
+	Whiteouts bool
+	Owners    bool // chown to the header's uid and gid (else the caller's)
+	Xattrs    bool // SCHILY.xattr.* PAX records as extended attributes (security.selinux excepted)
+	// SpecialBits keeps setuid and setgid bits and security.capability (else cleared). The
+	// sticky bit is always kept: it only restricts (who may remove from a directory).
+	SpecialBits bool
 	Times       bool // set modification and access times from the header
 	// ClampNames reads ".." at the root as the root and drops a leading "/" (containerd's
 	// reading of a layer); else such names are refused.
@@ -36,7 +38,7 @@ type Policy struct {
 	// (its tree removed, as a later layer entry does); else that is refused.
 	ReplaceDirs bool
 	// KeepRoot leaves the root's own owner, mode and times alone when the archive has a "."
-	// directory entry.
+	// directory entry: the root is the caller's (an existing destination, a host directory).
 	KeepRoot bool
 	// LinksInside requires every symbolic link the archive makes — a symlink entry, or a hard
 	// link to a symbolic link, which is one too — once the whole archive is written, to resolve
@@ -257,7 +259,7 @@ func (x *extractor) clean(name string) (string, error) {
 func (x *extractor) mode(h *tar.Header) uint32 {
 	m := uint32(h.Mode) & 0o7777
 	if !x.p.SpecialBits {
-		m &= 0o777
+		m &^= unix.S_ISUID | unix.S_ISGID
 	}
 	return m
 }
