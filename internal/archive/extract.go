@@ -20,7 +20,11 @@ import (
 type Policy struct {
 	Symlinks  bool // symbolic links (else refused)
 	HardLinks bool // hard links to files already extracted (else refused)
-	Devices   bool // character and block devices and FIFOs (else refused)
+	Devices   bool // character and block devices and FIFOs (else refused, or see SkipDevices)
+	// SkipDevices, without Devices, leaves character and block devices (and hard links to
+	// them) out instead of refusing the archive, and makes FIFOs, which open nothing of the
+	// host's: a tree copied onto the host keeps its named pipes but no way into its hardware.
+	SkipDevices bool
 	// Whiteouts turns OCI whiteouts into overlayfs' (for a layer stacked as a lower
 	// directory): ".wh.NAME" becomes a 0/0 character device NAME, ".wh..wh..opq" the
 	// trusted.overlay.opaque xattr on its directory.
@@ -88,7 +92,7 @@ var LayerPolicy = Policy{Symlinks: true, HardLinks: true, Devices: true, Whiteou
 // An error leaves what was extracted so far, all of it inside root (and with LinksInside,
 // no link that leads out of it).
 func Extract(r io.Reader, root string, p Policy) error {
-	x := &extractor{p: p, rootPath: filepath.Clean(root), root: -1, dirs: map[string]dirMeta{}}
+	x := &extractor{p: p, rootPath: filepath.Clean(root), root: -1, dirs: map[string]dirMeta{}, skipped: map[string]bool{}}
 	defer x.close()
 	err := x.extract(r)
 	if err != nil && x.root >= 0 {
@@ -162,6 +166,7 @@ type extractor struct {
 	links    []string           // symbolic links made, by symlink entries or hard links to links (LinksInside checks them at the end)
 	written  int64              // bytes of file contents written so far (MaxBytes)
 	dirBytes int64              // memory x.dirs takes, about (maxDirBytes)
+	skipped  map[string]bool    // devices left out (SkipDevices), so hard links to them are too
 }
 
 // budget counts a regular file's contents against MaxBytes before a byte of it is written
@@ -360,7 +365,11 @@ func (x *extractor) entry(h *tar.Header, name string, body io.Reader) error {
 		}
 		return x.hardLink(pfd, base, name, h)
 	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
-		if !x.p.Devices {
+		if !x.p.Devices && x.p.SkipDevices && h.Typeflag != tar.TypeFifo {
+			x.skipped[name] = true
+			return x.clear(pfd, base, h.Name) // what the archive had there before is gone too
+		}
+		if !x.p.Devices && !(x.p.SkipDevices && h.Typeflag == tar.TypeFifo) {
 			return notCarried(h)
 		}
 		if err := x.clear(pfd, base, h.Name); err != nil {
@@ -389,6 +398,10 @@ func (x *extractor) hardLink(pfd int, base, name string, h *tar.Header) error {
 	}
 	if target == "." || target == name {
 		return fmt.Errorf("hard link %q -> %q refused: it links to itself or the root", h.Name, h.Linkname)
+	}
+	if x.skipped[target] {
+		x.skipped[name] = true
+		return x.clear(pfd, base, h.Name) // a second name of a device left out
 	}
 	tdir, tbase := path.Split(target)
 	tfd, err := x.dir(strings.TrimSuffix(tdir, "/"), false, h.Linkname)
@@ -562,7 +575,7 @@ func (x *extractor) meta(fd int, _ string, h *tar.Header, now bool) error {
 	}
 	if x.p.Xattrs {
 		for k, v := range h.PAXRecords {
-			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && carriedXattr(name) {
+			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && x.carriedXattr(name) {
 				if err := unix.Fsetxattr(fd, name, []byte(v), 0); err != nil && !ignorableXattr(err) {
 					return fmt.Errorf("xattr %s: %w", name, err)
 				}
@@ -575,8 +588,12 @@ func (x *extractor) meta(fd int, _ string, h *tar.Header, now bool) error {
 // carriedXattr says whether an archive may set the extended attribute: not the host's
 // SELinux label, and not overlayfs' own (trusted.overlay.*: redirects, metacopy, origin,
 // opaque), which only the whiteout conversion writes, so that a layer cannot steer the
-// overlay built from it.
-func carriedXattr(name string) bool {
+// overlay built from it; and without SpecialBits no file capability (security.capability
+// gives privileges on exec as a setuid bit does).
+func (x *extractor) carriedXattr(name string) bool {
+	if name == "security.capability" && !x.p.SpecialBits {
+		return false
+	}
 	return name != "security.selinux" && !strings.HasPrefix(name, "trusted.overlay.")
 }
 
@@ -609,7 +626,7 @@ func (x *extractor) atMeta(pfd int, base string, h *tar.Header, mode bool) error
 		// The directory's descriptor through /proc, then base itself (l: not followed).
 		p := fmt.Sprintf("/proc/self/fd/%d/%s", pfd, base)
 		for k, v := range h.PAXRecords {
-			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && carriedXattr(name) {
+			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && x.carriedXattr(name) {
 				if err := unix.Lsetxattr(p, name, []byte(v), 0); err != nil && !ignorableXattr(err) {
 					return fmt.Errorf("tar entry %q: xattr %s: %w", h.Name, name, err)
 				}

@@ -15,12 +15,13 @@ import (
 )
 
 // copyUp fills an empty volume directory (on the host) with what the image has at dest, as
-// Docker does the first time a new named volume is mounted over a path with content: files,
-// directories, symlinks, hard links, device nodes and FIFOs, with their owners, modes (setuid
-// and sticky bits too), times and extended attributes; the volume's root takes the image
-// directory's owner and mode. A volume with anything in it, or a dest the image lacks or that
-// is not a directory there, is left as it is. rootfs is the image's mounted filesystem; dest
-// is resolved inside it (its symlinks cannot lead out of it).
+// Docker does the first time a new named volume is mounted over a path with content, within
+// copyUpPolicy: files, directories, symlinks, hard links and FIFOs, with their owners, modes
+// (permission and sticky bits), times and extended attributes; no device nodes, setuid or
+// setgid bits or file capabilities, and the volume's root keeps its own owner and mode. A
+// volume with anything in it, or a dest the image lacks or that is not a directory there, is
+// left as it is. rootfs is the image's mounted filesystem; dest is resolved inside it (its
+// symlinks cannot lead out of it).
 func copyUp(rootfs, dest, volume string) error {
 	entries, err := os.ReadDir(volume)
 	if err != nil {
@@ -57,10 +58,21 @@ func copyUp(rootfs, dest, volume string) error {
 	return nil
 }
 
-// copyUpPolicy carries everything an image's tree holds, the volume's root taking the image
-// directory's owner, mode and times.
-var copyUpPolicy = archive.Policy{Symlinks: true, HardLinks: true, Devices: true, Owners: true,
-	Xattrs: true, SpecialBits: true, Times: true}
+// copyUpPolicy is narrower than Docker's copy-up. Docker copies a named volume's content with
+// devices, setuid bits and capabilities, and gives the volume's root the image directory's
+// owner and mode (copyOwnership), which is safe there: the volume is
+// /var/lib/docker/volumes/NAME/_data, which only root may enter, so what is in it is reached
+// only through containers (whose device cgroup decides who opens a device). Docker never
+// copies into a bind mount, a host directory the user names. A :copy volume here is such a
+// host directory (often in the run's output directory), where an image's 0666 block device
+// would be a raw disk and a setuid-root file a root shell for every host user who can reach
+// it, and the image's 0777 on the volume would open the user's directory. So the image's tree
+// comes without device nodes (left out; FIFOs stay), setuid or setgid bits or
+// security.capability, and the volume keeps its own owner and mode (KeepRoot); a non-root
+// image user who must write at the volume's root needs it prepared on the host, as for a
+// Docker bind mount.
+var copyUpPolicy = archive.Policy{Symlinks: true, HardLinks: true, SkipDevices: true, Owners: true,
+	Xattrs: true, Times: true, KeepRoot: true}
 
 // resolveIn opens path inside root as the kernel resolves it with root as "/"
 // (openat2 RESOLVE_IN_ROOT: an absolute link starts again at root, ".." stops there), so what

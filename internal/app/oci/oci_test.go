@@ -34,6 +34,7 @@ type entry struct {
 	typ              byte
 	mode             int64
 	uid, gid         int
+	xattrs           map[string]string
 }
 
 func layer(t *testing.T, entries ...entry) v1.Layer {
@@ -45,6 +46,12 @@ func layer(t *testing.T, entries ...entry) v1.Layer {
 			Uid: e.uid, Gid: e.gid}
 		if h.Typeflag == 0 {
 			h.Typeflag = tar.TypeReg
+		}
+		for k, v := range e.xattrs {
+			if h.PAXRecords == nil {
+				h.PAXRecords, h.Format = map[string]string{}, tar.FormatPAX
+			}
+			h.PAXRecords["SCHILY.xattr."+k] = v
 		}
 		if h.Typeflag != tar.TypeReg {
 			h.Size = 0
