@@ -74,18 +74,23 @@ func copyUp(rootfs, dest, volume string) error {
 var copyUpPolicy = archive.Policy{Symlinks: true, HardLinks: true, SkipDevices: true, Owners: true,
 	Xattrs: true, Times: true, KeepRoot: true}
 
-// resolveIn opens path inside root as the kernel resolves it with root as "/"
-// (openat2 RESOLVE_IN_ROOT: an absolute link starts again at root, ".." stops there), so what
-// it opens is always in root. The result is an O_PATH descriptor of a directory.
+// resolveIn opens the directory path inside root (openIn), as an O_PATH descriptor.
 func resolveIn(root, path string) (int, error) {
+	return openIn(root, strings.TrimPrefix(filepath.Clean("/"+path), "/")+"/.", unix.O_PATH|unix.O_DIRECTORY)
+}
+
+// openIn opens path inside root as the kernel resolves it with root as "/" (openat2
+// RESOLVE_IN_ROOT: an absolute link starts again at root, ".." stops there), so what it opens
+// is always in root, however the image's links lead; flags are openat's (O_CLOEXEC added).
+func openIn(root, path string, flags int) (int, error) {
 	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
 	}
 	defer unix.Close(rfd)
 	for {
-		fd, err := unix.Openat2(rfd, strings.TrimPrefix(filepath.Clean("/"+path), "/")+"/.", &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		fd, err := unix.Openat2(rfd, strings.TrimPrefix(path, "/"), &unix.OpenHow{
+			Flags:   uint64(flags) | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 		})
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
@@ -93,4 +98,34 @@ func resolveIn(root, path string) (int, error) {
 		}
 		return fd, err
 	}
+}
+
+// maxImageFile bounds what readImageFile reads: an image's /etc/passwd or /etc/group.
+const maxImageFile = 4 << 20
+
+// readImageFile reads the regular file path of the image's filesystem rootfs, resolved inside
+// it (openIn), without blocking (O_NONBLOCK: a FIFO there does not hang the run) and at most
+// maxImageFile bytes; anything but a regular file is an error.
+func readImageFile(rootfs, path string) ([]byte, error) {
+	fd, err := openIn(rootfs, path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if err != nil {
+		return nil, fmt.Errorf("the image's %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("the image's %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("the image's %s is not a regular file (mode %o)", path, st.Mode)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxImageFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("the image's %s: %w", path, err)
+	}
+	if len(b) > maxImageFile {
+		return nil, fmt.Errorf("the image's %s is larger than %d MiB", path, maxImageFile>>20)
+	}
+	return b, nil
 }
