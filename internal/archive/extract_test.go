@@ -69,9 +69,15 @@ func TestExtractLinksInsideChecksHardLinksToSymlinks(t *testing.T) {
 // paxSparseTar is a PAX (GNU sparse 1.0) tar of one regular file "f" of realsize bytes, all a
 // hole but its last byte: about 2.5 KB of archive.
 func paxSparseTar(realsize int64) []byte {
+	return append(paxSparseEntry("f", realsize), make([]byte, 1024)...)
+}
+
+// paxSparseEntry is the blocks of a PAX (GNU sparse 1.0) entry: a regular file name of
+// realsize bytes, all a hole but its last byte. archive/tar cannot write one.
+func paxSparseEntry(name string, realsize int64) []byte {
 	block := func(name string, typ byte, size int64) []byte {
 		b := make([]byte, 512)
-		copy(b[0:], name)
+		copy(b[0:100], name)
 		copy(b[100:], "0000644\x00")
 		copy(b[108:], "0000000\x00")
 		copy(b[116:], "0000000\x00")
@@ -105,17 +111,43 @@ func paxSparseTar(realsize int64) []byte {
 			n = len(s)
 		}
 	}
-	pax := rec("GNU.sparse.major", "1") + rec("GNU.sparse.minor", "0") + rec("GNU.sparse.name", "f") +
+	pax := rec("GNU.sparse.major", "1") + rec("GNU.sparse.minor", "0") + rec("GNU.sparse.name", name) +
 		rec("GNU.sparse.realsize", strconv.FormatInt(realsize, 10))
 	sparseMap := pad([]byte(fmt.Sprintf("1\n%d\n1\n", realsize-1)))
 	data := append(sparseMap, 'x')
 	var out []byte
 	out = append(out, block("PaxHeaders/f", tar.TypeXHeader, int64(len(pax)))...)
 	out = append(out, pad([]byte(pax))...)
-	out = append(out, block("f", tar.TypeReg, int64(len(data)))...)
-	out = append(out, pad(data)...)
-	out = append(out, make([]byte, 1024)...)
-	return out
+	out = append(out, block("GNUSparseFile/f", tar.TypeReg, int64(len(data)))...)
+	return append(out, pad(data)...)
+}
+
+// gnuSparseEntry is the blocks of an old GNU sparse entry (typeflag 'S', the map in the
+// header): a file name of realsize bytes, all a hole but its last byte.
+func gnuSparseEntry(name string, realsize int64) []byte {
+	b := make([]byte, 512)
+	copy(b[0:100], name)
+	copy(b[100:], "0000644\x00")
+	copy(b[108:], "0000000\x00")
+	copy(b[116:], "0000000\x00")
+	copy(b[124:], fmt.Sprintf("%011o\x00", 1))
+	copy(b[136:], "00000000000\x00")
+	b[156] = tar.TypeGNUSparse
+	copy(b[257:], "ustar  \x00")
+	copy(b[386:], fmt.Sprintf("%011o\x00", realsize-1)) // one data fragment: its offset,
+	copy(b[398:], fmt.Sprintf("%011o\x00", 1))          // its length
+	copy(b[483:], fmt.Sprintf("%011o\x00", realsize))   // the file's real size
+	for i := 148; i < 156; i++ {
+		b[i] = ' '
+	}
+	sum := 0
+	for _, c := range b {
+		sum += int(c)
+	}
+	copy(b[148:], fmt.Sprintf("%06o\x00 ", sum))
+	data := make([]byte, 512)
+	data[0] = 'x'
+	return append(b, data...)
 }
 
 // TestExtractRefusesSparseEntries: archive/tar reads a GNU sparse entry's holes as zeros, so a
@@ -135,6 +167,20 @@ func TestExtractRefusesSparseEntries(t *testing.T) {
 	if serr := unix.Lstat(filepath.Join(root, "f"), &st); serr == nil && st.Blocks*512 > 16*int64(len(tb)) {
 		t.Fatalf("extract = %v; a %d-byte archive wrote %d bytes of disk (%q is %d bytes, its holes written as zeros)",
 			err, len(tb), st.Blocks*512, "f", st.Size)
+	}
+}
+
+// TestExtractRefusesOldGNUSparseEntries: GNU's older sparse format (typeflag 'S') is refused
+// by name too.
+func TestExtractRefusesOldGNUSparseEntries(t *testing.T) {
+	tb := append(gnuSparseEntry("f", 64<<20), make([]byte, 1024)...)
+	root := filepath.Join(t.TempDir(), "root")
+	err := Extract(bytes.NewReader(tb), root, LayerPolicy)
+	if err == nil || !strings.Contains(err.Error(), "sparse") {
+		t.Errorf("extract = %v; want the sparse entry refused", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "f")); err == nil {
+		t.Error("the sparse file was written")
 	}
 }
 
