@@ -71,6 +71,7 @@ func copyUp(rootfs, dest, volume string) error {
 // security.capability, and the volume keeps its own owner and mode (KeepRoot); a non-root
 // image user who must write at the volume's root needs it prepared on the host, as for a
 // Docker bind mount.
+// (internal/archive/hostile_test.go runs its hostile tars under a copy of this policy.)
 var copyUpPolicy = archive.Policy{Symlinks: true, HardLinks: true, SkipDevices: true, Owners: true,
 	Xattrs: true, Times: true, KeepRoot: true}
 
