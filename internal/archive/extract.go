@@ -20,14 +20,20 @@ import (
 type Policy struct {
 	Symlinks  bool // symbolic links (else refused)
 	HardLinks bool // hard links to files already extracted (else refused)
-	Devices   bool // character and block devices and FIFOs (else refused)
+	Devices   bool // character and block devices and FIFOs (else refused, or see SkipDevices)
+	// SkipDevices, without Devices, leaves character and block devices (and hard links to
+	// them) out instead of refusing the archive, and makes FIFOs, which open nothing of the
+	// host's: a tree copied onto the host keeps its named pipes but no way into its hardware.
+	SkipDevices bool
 	// Whiteouts turns OCI whiteouts into overlayfs' (for a layer stacked as a lower
 	// directory): ".wh.NAME" becomes a 0/0 character device NAME, ".wh..wh..opq" the
 	// trusted.overlay.opaque xattr on its directory.
-	Whiteouts   bool
-	Owners      bool // chown to the header's uid and gid (else the caller's)
-	Xattrs      bool // SCHILY.xattr.* PAX records as extended attributes (security.selinux excepted)
-	SpecialBits bool // keep setuid, setgid and sticky bits (else cleared)
+	Whiteouts bool
+	Owners    bool // chown to the header's uid and gid (else the caller's)
+	Xattrs    bool // SCHILY.xattr.* PAX records as extended attributes (security.selinux excepted)
+	// SpecialBits keeps setuid and setgid bits and security.capability (else cleared). The
+	// sticky bit is always kept: it only restricts (who may remove from a directory).
+	SpecialBits bool
 	Times       bool // set modification and access times from the header
 	// ClampNames reads ".." at the root as the root and drops a leading "/" (containerd's
 	// reading of a layer); else such names are refused.
@@ -36,9 +42,10 @@ type Policy struct {
 	// (its tree removed, as a later layer entry does); else that is refused.
 	ReplaceDirs bool
 	// KeepRoot leaves the root's own owner, mode and times alone when the archive has a "."
-	// directory entry.
+	// directory entry: the root is the caller's (an existing destination, a host directory).
 	KeepRoot bool
-	// LinksInside requires every symbolic link, once the whole archive is written, to resolve
+	// LinksInside requires every symbolic link the archive makes — a symlink entry, or a hard
+	// link to a symbolic link, which is one too — once the whole archive is written, to resolve
 	// inside the root as the kernel resolves it (chains of links included); a dangling link
 	// must be relative and free of "..", since what it will resolve to cannot be checked.
 	LinksInside bool
@@ -48,6 +55,30 @@ type Policy struct {
 	// Sync makes every regular file durable before it is closed, and the root directory at
 	// the end (a restored store's files).
 	Sync bool
+	// MaxBytes bounds the bytes of file contents the archive may write in all (0:
+	// DefaultMaxBytes); an entry that would pass it is refused before it is written. Sparse
+	// entries are always refused, so that no file holds more than the archive carried for
+	// it: the bound is what a compressed or endless stream can cost the disk.
+	MaxBytes int64
+}
+
+// DefaultMaxBytes is MaxBytes when a Policy leaves it 0: 64 GiB, above the largest image
+// layers and pulled outputs in use, below what fills a node's disk unnoticed.
+const DefaultMaxBytes int64 = 64 << 30
+
+// Sparse says whether h is a sparse file (GNU's old 'S' type or a PAX GNU.sparse.* entry,
+// which archive/tar reads as a regular file): Extract refuses them, since their holes would be
+// written as zeros — a few kilobytes of archive for any number of bytes of disk.
+func Sparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
 }
 
 // LayerPolicy is an OCI image layer's: everything a layer may carry, whiteouts turned into
@@ -61,7 +92,7 @@ var LayerPolicy = Policy{Symlinks: true, HardLinks: true, Devices: true, Whiteou
 // An error leaves what was extracted so far, all of it inside root (and with LinksInside,
 // no link that leads out of it).
 func Extract(r io.Reader, root string, p Policy) error {
-	x := &extractor{p: p, rootPath: filepath.Clean(root), root: -1, dirs: map[string]*tar.Header{}}
+	x := &extractor{p: p, rootPath: filepath.Clean(root), root: -1, dirs: map[string]dirMeta{}, skipped: map[string]bool{}}
 	defer x.close()
 	err := x.extract(r)
 	if err != nil && x.root >= 0 {
@@ -86,6 +117,12 @@ func (x *extractor) extract(r io.Reader) error {
 		}
 		if x.fileRoot {
 			return fmt.Errorf("tar entry %q after the single file the archive copies", h.Name)
+		}
+		if Sparse(h) {
+			return fmt.Errorf("tar entry %q refused: a sparse file (its holes would be written out as zeros); archive it without --sparse", h.Name)
+		}
+		if err := x.budget(h); err != nil {
+			return err
 		}
 		name, err := x.clean(h.Name)
 		if err != nil {
@@ -123,10 +160,59 @@ func (x *extractor) extract(r io.Reader) error {
 type extractor struct {
 	p        Policy
 	rootPath string
-	root     int                    // the root directory, opened once; -1 until the first entry
-	fileRoot bool                   // the archive was a single file written at rootPath
-	dirs     map[string]*tar.Header // directory entries: modes and times set at the end
-	links    []string               // symbolic links made (LinksInside checks them at the end)
+	root     int                // the root directory, opened once; -1 until the first entry
+	fileRoot bool               // the archive was a single file written at rootPath
+	dirs     map[string]dirMeta // directory entries: modes and times set at the end
+	links    []string           // symbolic links made, by symlink entries or hard links to links (LinksInside checks them at the end)
+	written  int64              // bytes of file contents written so far (MaxBytes)
+	dirBytes int64              // memory x.dirs takes, about (maxDirBytes)
+	skipped  map[string]bool    // devices left out (SkipDevices), so hard links to them are too
+}
+
+// budget counts a regular file's contents against MaxBytes before a byte of it is written
+// (archive/tar gives a non-sparse entry exactly Size bytes).
+func (x *extractor) budget(h *tar.Header) error {
+	if !isReg(h.Typeflag) {
+		return nil
+	}
+	max := x.p.MaxBytes
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
+	if h.Size > max-x.written {
+		return fmt.Errorf("tar entry %q refused: the archive's files would exceed %d bytes, the most this extraction writes (archive.Policy.MaxBytes)", h.Name, max)
+	}
+	x.written += h.Size
+	return nil
+}
+
+// dirMeta is what the final pass needs of a directory entry: its mode (as the policy allows)
+// and times. Only this is kept, not the header (whose PAX records may be a megabyte each), so
+// an extraction holds about its directories' names and 40 bytes each, whatever the archive.
+type dirMeta struct {
+	mode  uint32
+	times [2]unix.Timespec
+}
+
+// maxDirBytes bounds the memory the directories' metadata take until the end: 256 MiB,
+// a million directories with names of 200 bytes.
+const maxDirBytes = 256 << 20
+
+// keepDir keeps the directory entry name's metadata for the final pass.
+func (x *extractor) keepDir(name string, h *tar.Header) error {
+	if _, ok := x.dirs[name]; !ok {
+		x.dirBytes += int64(len(name)) + 64 // the name, the meta, the map's overhead
+		if x.dirBytes > maxDirBytes {
+			return fmt.Errorf("tar entry %q refused: the archive has more directories than an extraction keeps (%d MiB of their names and modes)", h.Name, maxDirBytes>>20)
+		}
+	}
+	x.dirs[name] = x.dirMeta(h)
+	return nil
+}
+
+func (x *extractor) dirMeta(h *tar.Header) dirMeta {
+	ts := timespecs(h)
+	return dirMeta{mode: x.mode(h), times: [2]unix.Timespec{ts[0], ts[1]}}
 }
 
 func (x *extractor) close() {
@@ -161,7 +247,9 @@ func (x *extractor) clean(name string) (string, error) {
 		}
 		return ".", nil
 	}
-	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") {
+	// A backslash is an ordinary character of a Linux name (an image may hold a\b): only
+	// "/" separates, and only "/" and ".." are read here.
+	if name == "" || strings.HasPrefix(name, "/") {
 		return "", fmt.Errorf("tar entry %q refused: entries must be relative paths inside the destination", name)
 	}
 	for _, part := range strings.Split(name, "/") {
@@ -176,7 +264,7 @@ func (x *extractor) clean(name string) (string, error) {
 func (x *extractor) mode(h *tar.Header) uint32 {
 	m := uint32(h.Mode) & 0o7777
 	if !x.p.SpecialBits {
-		m &= 0o777
+		m &^= unix.S_ISUID | unix.S_ISGID
 	}
 	return m
 }
@@ -188,7 +276,7 @@ func (x *extractor) entry(h *tar.Header, name string, body io.Reader) error {
 			return fmt.Errorf("tar entry %q: the root can only be a directory", h.Name)
 		}
 		if !x.p.KeepRoot {
-			x.dirs["."] = h
+			x.dirs["."] = x.dirMeta(h)
 			if err := x.meta(x.root, "", h, false); err != nil {
 				return err
 			}
@@ -222,7 +310,9 @@ func (x *extractor) entry(h *tar.Header, name string, body io.Reader) error {
 		} else if err != nil {
 			return fmt.Errorf("tar entry %q: %w", h.Name, err)
 		}
-		x.dirs[name] = h
+		if err := x.keepDir(name, h); err != nil {
+			return err
+		}
 		fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("tar entry %q: %w", h.Name, err)
@@ -275,7 +365,11 @@ func (x *extractor) entry(h *tar.Header, name string, body io.Reader) error {
 		}
 		return x.hardLink(pfd, base, name, h)
 	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
-		if !x.p.Devices {
+		if !x.p.Devices && x.p.SkipDevices && h.Typeflag != tar.TypeFifo {
+			x.skipped[name] = true
+			return x.clear(pfd, base, h.Name) // what the archive had there before is gone too
+		}
+		if !x.p.Devices && !(x.p.SkipDevices && h.Typeflag == tar.TypeFifo) {
 			return notCarried(h)
 		}
 		if err := x.clear(pfd, base, h.Name); err != nil {
@@ -305,6 +399,10 @@ func (x *extractor) hardLink(pfd int, base, name string, h *tar.Header) error {
 	if target == "." || target == name {
 		return fmt.Errorf("hard link %q -> %q refused: it links to itself or the root", h.Name, h.Linkname)
 	}
+	if x.skipped[target] {
+		x.skipped[name] = true
+		return x.clear(pfd, base, h.Name) // a second name of a device left out
+	}
 	tdir, tbase := path.Split(target)
 	tfd, err := x.dir(strings.TrimSuffix(tdir, "/"), false, h.Linkname)
 	if err != nil {
@@ -324,6 +422,11 @@ func (x *extractor) hardLink(pfd int, base, name string, h *tar.Header) error {
 	// Flags 0: a target that is a symbolic link is linked itself, not followed.
 	if err := unix.Linkat(tfd, tbase, pfd, base, 0); err != nil {
 		return fmt.Errorf("hard link %q -> %q: %w", h.Name, h.Linkname, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		// A second name of a symbolic link is a symbolic link of its own: its text is read
+		// from this name's directory, so LinksInside checks it as one the archive made.
+		x.links = append(x.links, name)
 	}
 	return nil
 }
@@ -472,7 +575,7 @@ func (x *extractor) meta(fd int, _ string, h *tar.Header, now bool) error {
 	}
 	if x.p.Xattrs {
 		for k, v := range h.PAXRecords {
-			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && carriedXattr(name) {
+			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && x.carriedXattr(name) {
 				if err := unix.Fsetxattr(fd, name, []byte(v), 0); err != nil && !ignorableXattr(err) {
 					return fmt.Errorf("xattr %s: %w", name, err)
 				}
@@ -485,8 +588,12 @@ func (x *extractor) meta(fd int, _ string, h *tar.Header, now bool) error {
 // carriedXattr says whether an archive may set the extended attribute: not the host's
 // SELinux label, and not overlayfs' own (trusted.overlay.*: redirects, metacopy, origin,
 // opaque), which only the whiteout conversion writes, so that a layer cannot steer the
-// overlay built from it.
-func carriedXattr(name string) bool {
+// overlay built from it; and without SpecialBits no file capability (security.capability
+// gives privileges on exec as a setuid bit does).
+func (x *extractor) carriedXattr(name string) bool {
+	if name == "security.capability" && !x.p.SpecialBits {
+		return false
+	}
 	return name != "security.selinux" && !strings.HasPrefix(name, "trusted.overlay.")
 }
 
@@ -519,7 +626,7 @@ func (x *extractor) atMeta(pfd int, base string, h *tar.Header, mode bool) error
 		// The directory's descriptor through /proc, then base itself (l: not followed).
 		p := fmt.Sprintf("/proc/self/fd/%d/%s", pfd, base)
 		for k, v := range h.PAXRecords {
-			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && carriedXattr(name) {
+			if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && x.carriedXattr(name) {
 				if err := unix.Lsetxattr(p, name, []byte(v), 0); err != nil && !ignorableXattr(err) {
 					return fmt.Errorf("tar entry %q: xattr %s: %w", h.Name, name, err)
 				}
@@ -614,12 +721,12 @@ func (x *extractor) finishDirs() error {
 	return nil
 }
 
-func (x *extractor) finishDir(n string, h *tar.Header) error {
+func (x *extractor) finishDir(n string, d dirMeta) error {
 	if n == "." {
-		if err := unix.Fchmod(x.root, x.mode(h)); err != nil || !x.p.Times {
+		if err := unix.Fchmod(x.root, d.mode); err != nil || !x.p.Times {
 			return err
 		}
-		return unix.UtimesNanoAt(unix.AT_FDCWD, x.rootPath, timespecs(h), 0)
+		return unix.UtimesNanoAt(unix.AT_FDCWD, x.rootPath, d.times[:], 0)
 	}
 	dir, base := path.Split(n)
 	pfd, err := x.dir(strings.TrimSuffix(dir, "/"), false, n)
@@ -634,11 +741,11 @@ func (x *extractor) finishDir(n string, h *tar.Header) error {
 	if err != nil {
 		return err
 	}
-	err = unix.Fchmod(fd, x.mode(h))
+	err = unix.Fchmod(fd, d.mode)
 	unix.Close(fd)
 	if err != nil || !x.p.Times {
 		return err
 	}
 	// base was a directory just now, opened without following; nothing else writes here.
-	return unix.UtimesNanoAt(pfd, base, timespecs(h), unix.AT_SYMLINK_NOFOLLOW)
+	return unix.UtimesNanoAt(pfd, base, d.times[:], unix.AT_SYMLINK_NOFOLLOW)
 }

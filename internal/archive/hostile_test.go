@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -17,18 +18,26 @@ import (
 )
 
 // The hostile-tar harness: a program of bytes builds a tar (links, chains of links, hard
-// links to links, whiteouts, devices, setuid bits, xattrs, long names, absolute names, "..",
-// duplicate entries, directories replaced by links); it is extracted under every policy the
-// project uses into a root beside a decoy directory, and nothing outside the root may change:
-// the decoy's and the parent's entries, contents, modes, owners, link counts, times (ctime
-// too: any chown, chmod, xattr or link changes it) and xattrs are compared before and after.
+// links to links, whiteouts, devices, setuid bits, file capabilities, xattrs, big PAX
+// records, sparse files, long names, absolute names, "..", duplicate entries, directories
+// replaced by links); it is extracted under every policy the project uses into a root beside
+// a decoy directory, and nothing outside the root may change: the decoy's and the parent's
+// entries, contents, modes, owners, link counts, times (ctime too: any chown, chmod, xattr or
+// link changes it) and xattrs are compared before and after. Inside the root, what the policy
+// refuses must not be there (checkInside): no more bytes in files than the archive has, no
+// setuid, setgid or file capability without SpecialBits, no device without Devices, the root's
+// own mode and owner as they were with KeepRoot, every link inside with LinksInside; and the
+// memory Extract holds at the archive's end is bounded whatever its PAX records.
 
-// policies are the project's: a layer, a layout tar, a copy-up, a push or pull.
+// policies are the project's: a layer, a layout tar, a copy-up (internal/app/oci's
+// copyUpPolicy), a push or pull (agent's filesPolicy), and links checked with hard links
+// allowed (no caller's yet: LinksInside must hold for a hard link to a link too).
 var policies = map[string]Policy{
 	"layer":  LayerPolicy,
 	"layout": {KeepRoot: true},
-	"copyup": {Symlinks: true, HardLinks: true, Devices: true, Owners: true, Xattrs: true, SpecialBits: true, Times: true},
-	"files":  {Symlinks: true, LinksInside: true, FileRoot: true},
+	"copyup": {Symlinks: true, HardLinks: true, SkipDevices: true, Owners: true, Xattrs: true, Times: true, KeepRoot: true},
+	"files":  {Symlinks: true, LinksInside: true, FileRoot: true, KeepRoot: true},
+	"inside": {Symlinks: true, HardLinks: true, LinksInside: true, Xattrs: true},
 }
 
 // names and targets an op picks from; decoyAbs is replaced by the decoy's absolute path.
@@ -44,7 +53,19 @@ var vocab = []string{
 	"/proc/self/fd/3", "evil/sub/..",
 }
 
-// build turns a program into a tar: 4 bytes an entry (type, name, link target, flags).
+// fileCap is a security.capability value (VFS_CAP_REVISION_2, effective): CAP_NET_RAW.
+var fileCap = string([]byte{0x01, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+
+// bigPAX is a PAX record as big as archive/tar reads (1 MiB a header's records).
+var bigPAX = strings.Repeat("A", 1<<20-64)
+
+// sparseSize is a sparse entry's size: its holes, written as zeros, would pass any archive.
+const sparseSize = 64 << 20
+
+// build turns a program into a tar: 4 bytes an entry (type, name, link target, flags). Flags:
+// 1 setuid and setgid, 2 an owner, 4 xattrs, 8 mode 0777, 16 a directory's trailing "/", 32 a
+// 1 MiB PAX record on a directory, 64 a regular file written sparse (PAX 1.0, or GNU's old
+// format with 2), 128 a file capability.
 func build(prog []byte, decoy string) []byte {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -68,6 +89,27 @@ func build(prog []byte, decoy string) []byte {
 		}
 		if h.Typeflag == tar.TypeDir && f&16 != 0 {
 			h.Name += "/"
+		}
+		if h.Typeflag == tar.TypeDir && f&32 != 0 {
+			if h.PAXRecords == nil {
+				h.PAXRecords = map[string]string{}
+			}
+			h.PAXRecords["comment"] = bigPAX
+		}
+		if f&128 != 0 {
+			if h.PAXRecords == nil {
+				h.PAXRecords = map[string]string{}
+			}
+			h.PAXRecords["SCHILY.xattr.security.capability"] = fileCap
+		}
+		if h.Typeflag == tar.TypeReg && f&64 != 0 {
+			_ = tw.Flush() // archive/tar cannot write a sparse entry: its blocks, raw
+			if f&2 != 0 {
+				buf.Write(gnuSparseEntry(h.Name, sparseSize))
+			} else {
+				buf.Write(paxSparseEntry(h.Name, sparseSize))
+			}
+			continue
 		}
 		if h.Typeflag == tar.TypeChar || h.Typeflag == tar.TypeBlock {
 			h.Devmajor, h.Devminor = 1, 3 // /dev/null
@@ -165,14 +207,22 @@ func arena(t testing.TB) (parent, root, decoy string) {
 }
 
 // checkHostile extracts the program's tar under every policy and fails if anything outside
-// the root changed.
+// the root changed, or inside it anything the policy refuses is there.
 func checkHostile(t *testing.T, prog []byte) {
 	for name, p := range policies {
-		p2 := p
 		parent, root, decoy := arena(t)
 		tarball := build(prog, decoy)
+		var rootBefore unix.Stat_t
+		if err := unix.Lstat(root, &rootBefore); err != nil {
+			t.Fatal(err)
+		}
 		before := snapshot(t, parent)
-		err := Extract(bytes.NewReader(tarball), root, p)
+		r := &heapAtEOF{r: bytes.NewReader(tarball)}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		base := ms.HeapAlloc
+		err := Extract(r, root, p)
 		after := snapshot(t, parent)
 		for k, v := range before {
 			if after[k] != v {
@@ -184,21 +234,70 @@ func checkHostile(t *testing.T, prog []byte) {
 				t.Errorf("policy %s: %s appeared outside the root (extract: %v); program %v", name, k, err, prog)
 			}
 		}
-		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, werr error) error {
-			if werr != nil {
-				return nil
-			}
-			if d.IsDir() {
-				_ = os.Chmod(p, 0o755) // so that t.TempDir can remove it
-			}
-			// With LinksInside, a link the extraction left resolves inside the root.
-			if d.Type()&os.ModeSymlink != 0 && p2.LinksInside {
-				if real, rerr := filepath.EvalSymlinks(p); rerr == nil && real != root && !strings.HasPrefix(real, root+"/") {
-					t.Errorf("policy %s: the link %s resolves to %s, outside the root (extract: %v); program %v", name, p, real, err, prog)
-				}
-			}
+		// The archive itself is in base; what Extract keeps of its entries is not. Checked
+		// when the reader got to the end (an archive refused earlier was not read whole).
+		if r.heap > base && r.heap-base > 8<<20 {
+			t.Errorf("policy %s: Extract held %d MiB at the archive's end (extract: %v); program %v", name, (r.heap-base)>>20, err, prog)
+		}
+		checkInside(t, name, p, root, &rootBefore, int64(len(tarball)), err, prog)
+	}
+}
+
+// checkInside fails if the root holds what p refuses (see the harness's comment at the top).
+func checkInside(t *testing.T, name string, p Policy, root string, rootBefore *unix.Stat_t, archive int64, err error, prog []byte) {
+	t.Helper()
+	var rootAfter unix.Stat_t
+	if serr := unix.Lstat(root, &rootAfter); serr != nil {
+		t.Fatal(serr)
+	}
+	if p.KeepRoot && (rootAfter.Mode != rootBefore.Mode || rootAfter.Uid != rootBefore.Uid || rootAfter.Gid != rootBefore.Gid) {
+		t.Errorf("policy %s: the root's mode and owner went from %o %d:%d to %o %d:%d with KeepRoot (extract: %v); program %v",
+			name, rootBefore.Mode, rootBefore.Uid, rootBefore.Gid, rootAfter.Mode, rootAfter.Uid, rootAfter.Gid, err, prog)
+	}
+	type inode struct{ dev, ino uint64 }
+	seen := map[inode]bool{}
+	var bytesIn int64
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, werr error) error {
+		if werr != nil {
 			return nil
-		})
+		}
+		var st unix.Stat_t
+		if unix.Lstat(path, &st) != nil {
+			return nil
+		}
+		if d.IsDir() {
+			_ = os.Chmod(path, 0o755) // so that t.TempDir can remove it
+		}
+		typ := st.Mode & unix.S_IFMT
+		if typ == unix.S_IFREG && !seen[inode{st.Dev, st.Ino}] {
+			seen[inode{st.Dev, st.Ino}] = true
+			bytesIn += st.Size
+		}
+		if !p.SpecialBits && path != root {
+			if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+				t.Errorf("policy %s: %s has mode %o: setuid or setgid without SpecialBits (extract: %v); program %v", name, path, st.Mode, err, prog)
+			}
+			if _, xerr := unix.Lgetxattr(path, "security.capability", make([]byte, 64)); xerr == nil {
+				t.Errorf("policy %s: %s has a file capability without SpecialBits (extract: %v); program %v", name, path, err, prog)
+			}
+		}
+		whiteout := p.Whiteouts && typ == unix.S_IFCHR && st.Rdev == 0
+		if (typ == unix.S_IFCHR || typ == unix.S_IFBLK) && !p.Devices && !whiteout {
+			t.Errorf("policy %s: %s is a device without Devices (extract: %v); program %v", name, path, err, prog)
+		}
+		if typ == unix.S_IFIFO && !p.Devices && !p.SkipDevices {
+			t.Errorf("policy %s: %s is a FIFO without Devices (extract: %v); program %v", name, path, err, prog)
+		}
+		// With LinksInside, a link the extraction left resolves inside the root.
+		if typ == unix.S_IFLNK && p.LinksInside {
+			if real, rerr := filepath.EvalSymlinks(path); rerr == nil && real != root && !strings.HasPrefix(real, root+"/") {
+				t.Errorf("policy %s: the link %s resolves to %s, outside the root (extract: %v); program %v", name, path, real, err, prog)
+			}
+		}
+		return nil
+	})
+	if bytesIn > archive {
+		t.Errorf("policy %s: the root's files hold %d bytes, more than the %d-byte archive (extract: %v); program %v", name, bytesIn, archive, err, prog)
 	}
 }
 
@@ -253,6 +352,18 @@ var seeds = map[string][]byte{
 	"links through /proc": prog(
 		op(tar.TypeSymlink, "evil", "/proc/self/root"+decoyAbs, 0), op(tar.TypeLink, "stolen", "evil/secret", 2),
 		op(tar.TypeSymlink, "l", "/proc/self/fd/3", 0), op(tar.TypeReg, "l/x", "x", 0)),
+	"hard link to a link, LinksInside": prog(
+		op(tar.TypeDir, "a", "x", 0), op(tar.TypeSymlink, "a/up", "../decoy", 0), op(tar.TypeLink, "stolen", "a/up", 0)),
+	"sparse files": prog(
+		op(tar.TypeReg, "x", "x", 64), op(tar.TypeReg, "a", "x", 64|2), op(tar.TypeReg, "../decoy/secret", "x", 64)),
+	"big PAX records on directories": prog(
+		op(tar.TypeDir, "a", "x", 32), op(tar.TypeDir, "a/b", "x", 32), op(tar.TypeDir, "esc", "x", 32),
+		op(tar.TypeDir, "evil", "x", 32), op(tar.TypeDir, "evil/sub", "x", 32), op(tar.TypeDir, "d", "x", 32),
+		op(tar.TypeDir, "d/sub", "x", 32), op(tar.TypeDir, "x", "x", 32), op(tar.TypeDir, "stolen", "x", 32),
+		op(tar.TypeDir, "l", "x", 32), op(tar.TypeDir, strings.Repeat("n", 300), "x", 32), op(tar.TypeDir, "a/up", "x", 32)),
+	"devices, setuid and capabilities (copy-up)": prog(
+		op(tar.TypeDir, ".", "x", 8|2|1), op(tar.TypeBlock, "a", "x", 8), op(tar.TypeLink, "stolen", "a", 0),
+		op(tar.TypeReg, "x", "x", 1|128), op(tar.TypeDir, "d", "x", 1|128), op(tar.TypeFifo, "l", "x", 1)),
 	"symlink metadata lands on the link": prog(
 		op(tar.TypeSymlink, "evil", decoyAbs+"/secret", 1|2|4|8), op(tar.TypeDir, "evil/sub", "x", 1|2|4)),
 }
@@ -326,6 +437,7 @@ func TestExtractPolicies(t *testing.T) {
 		{"hard link to itself", LayerPolicy, []*tar.Header{{Name: "f", Typeflag: tar.TypeLink, Linkname: "f"}}, "itself"},
 		{"hard link to a missing file", LayerPolicy, []*tar.Header{{Name: "f", Typeflag: tar.TypeLink, Linkname: "nope"}}, "not in the archive"},
 		{"whiteout of ..", LayerPolicy, []*tar.Header{{Name: ".wh...", Typeflag: tar.TypeReg}}, "names no file"},
+		{"a backslash is a name's character", files, []*tar.Header{{Name: `a\b`, Typeflag: tar.TypeReg, Mode: 0o644}, {Name: `c\..\..`, Typeflag: tar.TypeReg, Mode: 0o644}}, ""},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "root")

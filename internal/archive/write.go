@@ -22,7 +22,8 @@ import (
 // (security.selinux is the host's labelling and is left out).
 func WriteTree(w io.Writer, dir string) error {
 	tw := tar.NewWriter(w)
-	links := map[uint64]string{} // inode -> the name written first
+	type inode struct{ dev, ino uint64 } // an inode is its number on its filesystem
+	links := map[inode]string{}          // -> the name written first
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -43,11 +44,11 @@ func WriteTree(w io.Writer, dir string) error {
 		}
 		typ := st.Mode & unix.S_IFMT
 		if typ != unix.S_IFDIR && st.Nlink > 1 {
-			if first, ok := links[st.Ino]; ok {
+			if first, ok := links[inode{st.Dev, st.Ino}]; ok {
 				h.Typeflag, h.Linkname, h.PAXRecords = tar.TypeLink, first, nil
 				return tw.WriteHeader(h)
 			}
-			links[st.Ino] = rel
+			links[inode{st.Dev, st.Ino}] = rel
 		}
 		var body *os.File
 		switch typ {

@@ -15,12 +15,13 @@ import (
 )
 
 // copyUp fills an empty volume directory (on the host) with what the image has at dest, as
-// Docker does the first time a new named volume is mounted over a path with content: files,
-// directories, symlinks, hard links, device nodes and FIFOs, with their owners, modes (setuid
-// and sticky bits too), times and extended attributes; the volume's root takes the image
-// directory's owner and mode. A volume with anything in it, or a dest the image lacks or that
-// is not a directory there, is left as it is. rootfs is the image's mounted filesystem; dest
-// is resolved inside it (its symlinks cannot lead out of it).
+// Docker does the first time a new named volume is mounted over a path with content, within
+// copyUpPolicy: files, directories, symlinks, hard links and FIFOs, with their owners, modes
+// (permission and sticky bits), times and extended attributes; no device nodes, setuid or
+// setgid bits or file capabilities, and the volume's root keeps its own owner and mode. A
+// volume with anything in it, or a dest the image lacks or that is not a directory there, is
+// left as it is. rootfs is the image's mounted filesystem; dest is resolved inside it (its
+// symlinks cannot lead out of it).
 func copyUp(rootfs, dest, volume string) error {
 	entries, err := os.ReadDir(volume)
 	if err != nil {
@@ -57,23 +58,40 @@ func copyUp(rootfs, dest, volume string) error {
 	return nil
 }
 
-// copyUpPolicy carries everything an image's tree holds, the volume's root taking the image
-// directory's owner, mode and times.
-var copyUpPolicy = archive.Policy{Symlinks: true, HardLinks: true, Devices: true, Owners: true,
-	Xattrs: true, SpecialBits: true, Times: true}
+// copyUpPolicy is narrower than Docker's copy-up. Docker copies a named volume's content with
+// devices, setuid bits and capabilities, and gives the volume's root the image directory's
+// owner and mode (copyOwnership), which is safe there: the volume is
+// /var/lib/docker/volumes/NAME/_data, which only root may enter, so what is in it is reached
+// only through containers (whose device cgroup decides who opens a device). Docker never
+// copies into a bind mount, a host directory the user names. A :copy volume here is such a
+// host directory (often in the run's output directory), where an image's 0666 block device
+// would be a raw disk and a setuid-root file a root shell for every host user who can reach
+// it, and the image's 0777 on the volume would open the user's directory. So the image's tree
+// comes without device nodes (left out; FIFOs stay), setuid or setgid bits or
+// security.capability, and the volume keeps its own owner and mode (KeepRoot); a non-root
+// image user who must write at the volume's root needs it prepared on the host, as for a
+// Docker bind mount.
+// (internal/archive/hostile_test.go runs its hostile tars under a copy of this policy.)
+var copyUpPolicy = archive.Policy{Symlinks: true, HardLinks: true, SkipDevices: true, Owners: true,
+	Xattrs: true, Times: true, KeepRoot: true}
 
-// resolveIn opens path inside root as the kernel resolves it with root as "/"
-// (openat2 RESOLVE_IN_ROOT: an absolute link starts again at root, ".." stops there), so what
-// it opens is always in root. The result is an O_PATH descriptor of a directory.
+// resolveIn opens the directory path inside root (openIn), as an O_PATH descriptor.
 func resolveIn(root, path string) (int, error) {
+	return openIn(root, strings.TrimPrefix(filepath.Clean("/"+path), "/")+"/.", unix.O_PATH|unix.O_DIRECTORY)
+}
+
+// openIn opens path inside root as the kernel resolves it with root as "/" (openat2
+// RESOLVE_IN_ROOT: an absolute link starts again at root, ".." stops there), so what it opens
+// is always in root, however the image's links lead; flags are openat's (O_CLOEXEC added).
+func openIn(root, path string, flags int) (int, error) {
 	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
 	}
 	defer unix.Close(rfd)
 	for {
-		fd, err := unix.Openat2(rfd, strings.TrimPrefix(filepath.Clean("/"+path), "/")+"/.", &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		fd, err := unix.Openat2(rfd, strings.TrimPrefix(path, "/"), &unix.OpenHow{
+			Flags:   uint64(flags) | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 		})
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
@@ -81,4 +99,34 @@ func resolveIn(root, path string) (int, error) {
 		}
 		return fd, err
 	}
+}
+
+// maxImageFile bounds what readImageFile reads: an image's /etc/passwd or /etc/group.
+const maxImageFile = 4 << 20
+
+// readImageFile reads the regular file path of the image's filesystem rootfs, resolved inside
+// it (openIn), without blocking (O_NONBLOCK: a FIFO there does not hang the run) and at most
+// maxImageFile bytes; anything but a regular file is an error.
+func readImageFile(rootfs, path string) ([]byte, error) {
+	fd, err := openIn(rootfs, path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if err != nil {
+		return nil, fmt.Errorf("the image's %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("the image's %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("the image's %s is not a regular file (mode %o)", path, st.Mode)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxImageFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("the image's %s: %w", path, err)
+	}
+	if len(b) > maxImageFile {
+		return nil, fmt.Errorf("the image's %s is larger than %d MiB", path, maxImageFile>>20)
+	}
+	return b, nil
 }

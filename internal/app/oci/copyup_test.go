@@ -30,8 +30,8 @@ func mounted(t *testing.T, img v1.Image) string {
 }
 
 // TestCopyUpFillsNewVolumes: an empty volume over a path the image has content at gets that
-// content, with owners, modes (setuid, sticky), times, symlinks, hard links and FIFOs kept, and
-// the volume's root takes the image directory's owner and mode, as Docker does; the path is
+// content, with owners, modes (sticky, not setuid), times, symlinks, hard links and FIFOs kept,
+// and the volume's root keeps its own owner and mode (a host directory, as a bind mount); the path is
 // resolved inside the image (an absolute symlink there does not lead to the host's); a volume
 // with something in it, or a path the image lacks, is left alone.
 func TestCopyUpFillsNewVolumes(t *testing.T) {
@@ -63,9 +63,9 @@ func TestCopyUpFillsNewVolumes(t *testing.T) {
 			mode     uint32
 			uid, gid uint32
 		}{
-			".":        {syscall.S_IFDIR | 0o750, 1000, 1001},
+			".":        {syscall.S_IFDIR | 0o710, 0, 0}, // the volume's own
 			"conf":     {syscall.S_IFREG | 0o640, 1000, 1001},
-			"bin/tool": {syscall.S_IFREG | 0o4755, 0, 0},
+			"bin/tool": {syscall.S_IFREG | 0o755, 0, 0},
 			"tmp":      {syscall.S_IFDIR | 0o1777, 0, 0},
 			"pipe":     {syscall.S_IFIFO | 0o600, 1000, 0},
 			"ln":       {syscall.S_IFLNK | 0o777, 1000, 1001},
@@ -87,13 +87,20 @@ func TestCopyUpFillsNewVolumes(t *testing.T) {
 			t.Errorf("conf's mtime %v, want the image's", time.Unix(m.Sec, m.Nsec))
 		}
 	}
-	vol := t.TempDir()
+	newVolume := func() string {
+		vol := t.TempDir()
+		if err := os.Chmod(vol, 0o710); err != nil {
+			t.Fatal(err)
+		}
+		return vol
+	}
+	vol := newVolume()
 	if err := copyUp(root, "/data", vol); err != nil {
 		t.Fatal(err)
 	}
 	check(vol)
 	// Through the image's absolute symlink /srv -> /data: the image's /data, not the host's.
-	vol = t.TempDir()
+	vol = newVolume()
 	if err := copyUp(root, "/srv/", vol); err != nil {
 		t.Fatal(err)
 	}
@@ -133,3 +140,70 @@ func TestCopyUpFillsNewVolumes(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyUpTakesBackslashNames: an image may hold "data/a\b" (a plain Linux name); copy-up
+// streams the image's tree through WriteTree into Extract, which once refused any name with a
+// backslash, so such an image made every container run with a :copy volume over /data fail.
+func TestCopyUpTakesBackslashNames(t *testing.T) {
+	requireRoot(t)
+	img := image(t, v1.Config{},
+		layer(t, entry{name: "data/", typ: tar.TypeDir},
+			entry{name: `data/a\b`, body: "x"}))
+	root := mounted(t, img)
+	vol := t.TempDir()
+	if err := copyUp(root, "/data", vol); err != nil {
+		t.Fatalf("copyUp of an image directory holding a file named %q: %v", `a\b`, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, `a\b`)); err != nil || string(b) != "x" {
+		t.Fatalf("a\\b in the volume: %q, %v", b, err)
+	}
+}
+
+// TestCopyUpLeavesNoDevicesOrSetuidOnTheHost: LayerPolicy keeps a layer's devices and setuid
+// bits on the ground that the layers sit in a 0700 cache and the container's device cgroup
+// decides who opens a device; copy-up once copied them into the volume, a host directory
+// named by HOST_DIR, whose root took the image directory's mode. An image's /data (0777) with
+// a 0666 block device (any major:minor the layer names, 8:0 a disk), a hard link to it, a
+// setuid-root file and a file capability so became a world-open raw disk and root shells on
+// the host, outside any cgroup, for every host user who can reach HOST_DIR.
+func TestCopyUpLeavesNoDevicesOrSetuidOnTheHost(t *testing.T) {
+	requireRoot(t)
+	img := image(t, v1.Config{},
+		layer(t, entry{name: "data/", typ: tar.TypeDir, mode: 0o777},
+			entry{name: "data/disk", typ: tar.TypeBlock, mode: 0o666},
+			entry{name: "data/disk2", typ: tar.TypeLink, link: "data/disk"},
+			entry{name: "data/sh", body: "#!/bin/sh\n", mode: 0o4755},
+			entry{name: "data/cap", body: "#!/bin/sh\n", mode: 0o755, xattrs: map[string]string{"security.capability": string(fileCap)}}))
+	root := mounted(t, img)
+	vol := t.TempDir()
+	if err := os.Chmod(vol, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyUp(root, "/data", vol); err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	for _, n := range []string{"disk", "disk2"} {
+		if fi, err := os.Lstat(filepath.Join(vol, n)); err == nil {
+			bad = append(bad, n+": "+fi.Mode().String())
+		}
+	}
+	if _, err := unix.Lgetxattr(filepath.Join(vol, "cap"), "security.capability", make([]byte, 64)); err == nil {
+		bad = append(bad, "cap: security.capability")
+	}
+	if _, err := unix.Lgetxattr(filepath.Join(root, "data/cap"), "security.capability", make([]byte, 64)); err != nil {
+		t.Errorf("the image's data/cap has no capability (%v): the test tests nothing", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(vol, "sh")); err == nil && fi.Mode()&os.ModeSetuid != 0 {
+		bad = append(bad, "sh: "+fi.Mode().String())
+	}
+	if fi, err := os.Lstat(vol); err == nil && fi.Mode().Perm()&0o007 != 0 {
+		bad = append(bad, "the volume root: "+fi.Mode().String())
+	}
+	if len(bad) > 0 {
+		t.Fatalf("the image put on the host volume %s: %v", vol, bad)
+	}
+}
+
+// fileCap is a security.capability value (VFS_CAP_REVISION_2, effective): CAP_NET_RAW.
+var fileCap = []byte{0x01, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}

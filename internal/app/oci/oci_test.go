@@ -34,6 +34,7 @@ type entry struct {
 	typ              byte
 	mode             int64
 	uid, gid         int
+	xattrs           map[string]string
 }
 
 func layer(t *testing.T, entries ...entry) v1.Layer {
@@ -45,6 +46,12 @@ func layer(t *testing.T, entries ...entry) v1.Layer {
 			Uid: e.uid, Gid: e.gid}
 		if h.Typeflag == 0 {
 			h.Typeflag = tar.TypeReg
+		}
+		for k, v := range e.xattrs {
+			if h.PAXRecords == nil {
+				h.PAXRecords, h.Format = map[string]string{}, tar.FormatPAX
+			}
+			h.PAXRecords["SCHILY.xattr."+k] = v
 		}
 		if h.Typeflag != tar.TypeReg {
 			h.Size = 0
@@ -325,5 +332,62 @@ func TestExecWaitsForTheContainer(t *testing.T) {
 		}
 	case <-time.After(2 * time.Minute):
 		t.Fatal("exec did not finish within its timeout")
+	}
+}
+
+// TestResolveUserReadsInsideTheImage: the image's /etc/passwd was read by its host path
+// (filepath.Join(rootfs, "etc/passwd"), os.Open following links), so an image whose /etc is a
+// symbolic link to an absolute path made the host's file be read, and a FIFO there hung the
+// run. It is read inside the image as the container sees it: an absolute link leads to the
+// image's own file, a FIFO or a directory is an error at once.
+func TestResolveUserReadsInsideTheImage(t *testing.T) {
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "passwd"), []byte("alice:x:4242:4243::/:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rootfs := t.TempDir()
+	if err := os.Symlink(host, filepath.Join(rootfs, "etc")); err != nil { // as a layer's "etc" -> "/etc"
+		t.Fatal(err)
+	}
+	uid, gid, err := resolveUser(rootfs, "alice")
+	if err == nil {
+		t.Fatalf("resolveUser read the host's %s/passwd through the image's /etc link: uid %d gid %d", host, uid, gid)
+	}
+	// The same absolute link, resolved in the image: its own file.
+	if err := os.MkdirAll(filepath.Join(rootfs, host), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, host, "passwd"), []byte("alice:x:1000:1001::/:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, host, "group"), []byte("staff:x:50:alice\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if uid, gid, err := resolveUser(rootfs, "alice"); err != nil || uid != 1000 || gid != 1001 {
+		t.Errorf("resolveUser(alice) = %d, %d, %v; want the image's 1000, 1001", uid, gid, err)
+	}
+	if uid, gid, err := resolveUser(rootfs, "alice:staff"); err != nil || uid != 1000 || gid != 50 {
+		t.Errorf("resolveUser(alice:staff) = %d, %d, %v; want 1000, 50", uid, gid, err)
+	}
+	if uid, gid, err := resolveUser(rootfs, "1000"); err != nil || uid != 1000 || gid != 1001 {
+		t.Errorf("resolveUser(1000) = %d, %d, %v; want 1000 and its group 1001", uid, gid, err)
+	}
+	// A FIFO (or anything but a regular file) as /etc/passwd: an error, not a hang.
+	fifo := t.TempDir()
+	if err := os.Mkdir(filepath.Join(fifo, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(fifo, "etc", "passwd"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := resolveUser(fifo, "alice"); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("resolveUser with a FIFO as /etc/passwd = %v; want it refused as not a regular file", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("resolveUser hangs on a FIFO as the image's /etc/passwd")
 	}
 }

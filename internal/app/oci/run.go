@@ -2,6 +2,7 @@ package oci
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -272,16 +273,22 @@ func hasVar(env []string, k string) bool {
 }
 
 // resolveUser turns "uid[:gid]" or "name[:group]" into ids, names from the image's /etc/passwd
-// and /etc/group (read through the mounted rootfs) as a container runtime does.
+// and /etc/group as a container runtime does. They are read inside the mounted rootfs as the
+// container would see them (readImageFile: the image's links cannot lead to the host's files,
+// and a FIFO or a huge file there is an error, not a hang); a file that cannot be read is an
+// error when a name must be looked up in it.
 func resolveUser(rootfs, user string) (uint32, uint32, error) {
 	if user == "" {
 		return 0, 0, nil
 	}
 	u, g, hasGroup := strings.Cut(user, ":")
 	uid, gid := -1, -1
+	passwd := func() ([]byte, error) { return readImageFile(rootfs, "/etc/passwd") }
 	if n, err := strconv.Atoi(u); err == nil {
 		uid = n
-	} else if e := lookup(filepath.Join(rootfs, "etc/passwd"), u); e != nil {
+	} else if b, err := passwd(); err != nil {
+		return 0, 0, fmt.Errorf("user %q: not a number, and %w", u, err)
+	} else if e := scanEntries(b, func(f []string) bool { return f[0] == u }); e != nil {
 		uid, _ = strconv.Atoi(e[2])
 		gid, _ = strconv.Atoi(e[3])
 	} else {
@@ -290,37 +297,29 @@ func resolveUser(rootfs, user string) (uint32, uint32, error) {
 	if hasGroup {
 		if n, err := strconv.Atoi(g); err == nil {
 			gid = n
-		} else if e := lookup(filepath.Join(rootfs, "etc/group"), g); e != nil {
+		} else if b, err := readImageFile(rootfs, "/etc/group"); err != nil {
+			return 0, 0, fmt.Errorf("group %q: not a number, and %w", g, err)
+		} else if e := scanEntries(b, func(f []string) bool { return f[0] == g }); e != nil {
 			gid, _ = strconv.Atoi(e[2])
 		} else {
 			return 0, 0, fmt.Errorf("group %q: not a number and not in the image's /etc/group", g)
 		}
 	}
 	if gid < 0 {
-		gid = 0
-		if e := lookupID(filepath.Join(rootfs, "etc/passwd"), uid); e != nil {
-			gid, _ = strconv.Atoi(e[3])
+		gid = 0 // a numeric user the image's passwd does not name (or no readable passwd): group 0
+		if b, err := passwd(); err == nil {
+			if e := scanEntries(b, func(f []string) bool { return f[2] == strconv.Itoa(uid) }); e != nil {
+				gid, _ = strconv.Atoi(e[3])
+			}
 		}
 	}
 	return uint32(uid), uint32(gid), nil
 }
 
-// lookup is the colon-separated entry named n in a passwd or group file.
-func lookup(file, n string) []string {
-	return scanEntries(file, func(f []string) bool { return f[0] == n })
-}
-
-func lookupID(file string, id int) []string {
-	return scanEntries(file, func(f []string) bool { return f[2] == strconv.Itoa(id) })
-}
-
-func scanEntries(file string, match func([]string) bool) []string {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+// scanEntries is the first colon-separated entry of a passwd or group file that match takes.
+func scanEntries(b []byte, match func([]string) bool) []string {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, maxImageFile)
 	for sc.Scan() {
 		fields := strings.Split(sc.Text(), ":")
 		if len(fields) >= 4 && match(fields) {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sys/unix"
 
 	"github.com/continuum-project/continuum/internal/archive"
 )
@@ -24,7 +25,7 @@ func Unpack(img v1.Image, cacheDir string) ([]string, error) {
 		return nil, err
 	}
 	base := filepath.Join(cacheDir, "layers")
-	if err := os.MkdirAll(base, 0o700); err != nil {
+	if err := privateDir(base); err != nil {
 		return nil, err
 	}
 	dirs := make([]string, len(layers))
@@ -74,4 +75,29 @@ func dirExists(p string) bool {
 // converted to overlayfs', nothing outside root touched, no link followed).
 func extractLayer(root string, r io.Reader) error {
 	return archive.Extract(r, root, archive.LayerPolicy)
+}
+
+// privateDir makes dir, or checks the one there, a directory only its owner, this process's
+// user, may enter (0700), whatever mode it had: LayerPolicy keeps a layer's devices and
+// setuid files because nobody else can reach them under it.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("the layer cache %s: %w (want a directory, not a link)", dir, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("the layer cache %s is owned by uid %d, not this user (%d): it must be private to the runner", dir, st.Uid, os.Geteuid())
+	}
+	if st.Mode&0o7777 != 0o700 {
+		return unix.Fchmod(fd, 0o700)
+	}
+	return nil
 }

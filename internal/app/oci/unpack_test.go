@@ -104,3 +104,31 @@ func TestUnpackDirTimesNotThroughSymlink(t *testing.T) {
 		t.Errorf("the host directory's times changed: mtime %v -> %v", time.Unix(before.Mtim.Unix()), time.Unix(after.Mtim.Unix()))
 	}
 }
+
+// TestUnpackKeepsTheLayerCachePrivate: the layers keep their devices and setuid files because
+// the cache is 0700; a cache directory that was already there with another mode (made by hand,
+// an older version) is made 0700 too, and a link in its place is refused.
+func TestUnpackKeepsTheLayerCachePrivate(t *testing.T) {
+	requireRoot(t)
+	img := image(t, v1.Config{}, layer(t, entry{name: "f", body: "x"}))
+	cache := t.TempDir()
+	if err := os.Mkdir(filepath.Join(cache, "layers"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(cache, "layers"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Unpack(img, cache); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(cache, "layers")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the layer cache: %v, %v; want 0700", fi.Mode(), err)
+	}
+	linked := t.TempDir()
+	if err := os.Symlink(t.TempDir(), filepath.Join(linked, "layers")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Unpack(img, linked); err == nil {
+		t.Error("Unpack took a symbolic link as its layer cache")
+	}
+}

@@ -168,8 +168,13 @@ func RestoreSnapshot(file, dataDir string) error {
 		if hdr.Typeflag != tar.TypeReg || name != filepath.Base(name) || name == "." || name == ".." {
 			return fmt.Errorf("%s: unexpected entry %q in a snapshot (want the store's files)", file, hdr.Name)
 		}
+		if archive.Sparse(hdr) { // typeflag '0' too, but its holes would be written as zeros
+			return fmt.Errorf("%s: entry %q is a sparse file; a snapshot holds the store's files whole", file, hdr.Name)
+		}
 	}
-	if err := archive.Extract(bytes.NewReader(body), dataDir, archive.Policy{Sync: true}); err != nil {
+	// The files hold no more than the snapshot carries (sparse files refused): its size bounds
+	// what the restore writes.
+	if err := archive.Extract(bytes.NewReader(body), dataDir, archive.Policy{Sync: true, MaxBytes: int64(len(body))}); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	return mvcc.RestoredCopy(dataDir)

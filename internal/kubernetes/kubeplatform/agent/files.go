@@ -77,9 +77,12 @@ func extractTar(r io.Reader, dst string) error {
 	return archive.Extract(r, dst, filesPolicy)
 }
 
-// filesPolicy is a push's and a pull's: modes (permission bits) but not owners, times or
-// special bits; a single file may be the whole tree.
-var filesPolicy = archive.Policy{Symlinks: true, LinksInside: true, FileRoot: true}
+// filesPolicy is a push's and a pull's: modes (permission bits and the sticky bit, not setuid
+// or setgid) but not owners or times; a single file may be the whole tree. The destination's
+// own owner and mode stay as they are (KeepRoot): the stream's "." entry must not open a
+// user's 0700 directory to the world, nor take /tmp's sticky bit away.
+// (internal/archive/hostile_test.go runs its hostile tars under a copy of this policy.)
+var filesPolicy = archive.Policy{Symlinks: true, LinksInside: true, FileRoot: true, KeepRoot: true}
 
 // podPath reads the absolute path a files request names.
 func podPath(r *http.Request) (string, error) {

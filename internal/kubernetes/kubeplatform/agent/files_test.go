@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestPushPullRoundTrip(t *testing.T) {
@@ -183,6 +185,45 @@ func TestExtractRefusesLinkChains(t *testing.T) {
 			}
 			if p, lerr := filepath.EvalSymlinks(filepath.Join(dst, "esc")); lerr == nil && !strings.HasPrefix(p, dst) {
 				t.Errorf("esc resolves to %s, outside %s", p, dst)
+			}
+		})
+	}
+}
+
+// TestPullKeepsTheDestinationsMode: a pull into a directory that exists (the documented
+// "existing files overwritten" case) once applied the stream's "." entry to it, so the pod
+// chose the host directory's mode (0777 on the user's 0700 directory), and an honest pull of
+// the pod's /tmp (01777) into the host's /tmp stripped its sticky bit. The destination keeps
+// its own mode; a directory inside keeps its sticky bit but not setuid or setgid.
+func TestPullKeepsTheDestinationsMode(t *testing.T) {
+	for _, tc := range []struct {
+		what       string
+		have, sent int64
+	}{
+		{"a hostile pod opens the user's private directory", 0o700, 0o777},
+		{"an honest pull of /tmp into /tmp clears the sticky bit", 0o1777, 0o1777},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "dst")
+			if err := os.Mkdir(dst, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Chmod(dst, uint32(tc.have)); err != nil {
+				t.Fatal(err)
+			}
+			tb := tarOf(t, &tar.Header{Name: ".", Typeflag: tar.TypeDir, Mode: tc.sent},
+				&tar.Header{Name: "f", Typeflag: tar.TypeReg, Mode: 0o644},
+				&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o7777})
+			err := extractTar(bytes.NewReader(tb), dst)
+			var st unix.Stat_t
+			if serr := unix.Stat(dst, &st); serr != nil {
+				t.Fatal(serr)
+			}
+			if got := int64(st.Mode & 0o7777); got != tc.have {
+				t.Fatalf("extract = %v; the existing destination's mode went from %o to %o (the stream's \".\" said %o)", err, tc.have, got, tc.sent)
+			}
+			if serr := unix.Stat(filepath.Join(dst, "tmp"), &st); serr != nil || st.Mode&0o7777 != 0o1777 {
+				t.Errorf("tmp: mode %o (%v); want 1777: the sticky bit kept, setuid and setgid cleared", st.Mode&0o7777, serr)
 			}
 		})
 	}
