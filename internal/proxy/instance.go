@@ -39,7 +39,10 @@ type instance struct {
 	idHeader []string
 	target   *url.URL // scheme and host of disc.URL
 	addr     string   // host:port that TCP probes and the transport dial
-	disc     discovery.Instance
+	// tlsName is the TLS server name for an https:// instance ("" for http://): the
+	// transport speaks TLS to it, verified for that name.
+	tlsName string
+	disc    discovery.Instance
 
 	outstanding atomic.Int64
 	// series are its metrics that every request updates (read without the lock).
@@ -114,6 +117,9 @@ func newInstance(d discovery.Instance, latWindow, outcomes int) (*instance, erro
 	in := &instance{id: d.ID, idHeader: []string{d.ID}, disc: d, target: &url.URL{Scheme: u.Scheme, Host: u.Host},
 		win: newWindow(latWindow, outcomes), estFrom: estNone, success: 1}
 	in.addr = in.hostPort()
+	if u.Scheme == "https" {
+		in.tlsName = u.Hostname()
+	}
 	return in, nil
 }
 

@@ -294,7 +294,7 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 	in.outstanding.Add(1)
 	for {
 		connStart := time.Now()
-		uc, err := s.conns.get(ctx, in.addr)
+		uc, err := s.conns.get(ctx, in.addr, in.tlsName)
 		if err != nil {
 			in.outstanding.Add(-1)
 			r.lat = time.Since(connStart)
