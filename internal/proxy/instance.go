@@ -110,6 +110,11 @@ type instance struct {
 }
 
 func newInstance(d discovery.Instance, latWindow, outcomes int) (*instance, error) {
+	if err := discovery.CheckInstanceID(d.ID); err != nil {
+		// The union refuses these already (sources.go); an instance made another way must
+		// not carry such an ID into answers either.
+		return nil, fmt.Errorf("instance id %w", err)
+	}
 	u, err := url.Parse(d.URL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("instance %s: url %q: want http://host:port", d.ID, d.URL)
