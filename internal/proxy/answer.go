@@ -144,7 +144,9 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 	bw.WriteString("\r\n")
 	uc.br.Discard(cc.respLen)
 	if hasBody && (r.length < 0 || int64(uc.br.Buffered()) < r.length) {
-		uc.unbound() // the rest of the body may take longer than the service's timeout
+		// The rest of the body may take longer than the service's timeout, but not longer
+		// than the client stays: while the body is awaited, the client is checked on.
+		uc.watch = cc.c
 	}
 	var err error
 	switch {
@@ -166,7 +168,7 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 // relayHTTPResponse is relayAnswer for an answer net/http's parser read.
 func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, keepUp bool) (bool, bool, error) {
 	resp := cc.fbResp
-	uc.unbound()
+	uc.watch = cc.c         // the body may take as long as the client stays (upReader)
 	defer resp.Body.Close() // net/http's body; the connection is the caller's to close or pool
 	bw := cc.bw
 	hasBody := !cc.isHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified

@@ -168,41 +168,6 @@ func TestAttackHandedOverUnreadBodyHoldsConnection(t *testing.T) {
 	}
 }
 
-// TestAttackLeftStreamsHoldInflightSlots: on the loop's path nothing watches the client while
-// an answer's body streams, and an answer body has no deadline; so a client that opens a
-// stream that is quiet for a while (an event stream, a long poll sending headers first) and
-// leaves keeps its max_inflight slot, its goroutine and the instance's connection until the
-// instance next writes. Repeating it max_inflight times makes the proxy answer 503 to every
-// other client (net/http's path notices the client leaving and frees them).
-func TestAttackLeftStreamsHoldInflightSlots(t *testing.T) {
-	release := make(chan struct{})
-	ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
-		if r.URL.Path == "/events" {
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: hello\n\n")
-			<-release // no event for a while
-			c.Close()
-			return
-		}
-		io.WriteString(c, ownAnswer(r))
-	})
-	tp := oneService(t, ri.url, func(c *Config) { c.MaxInflight = 4 })
-	t.Cleanup(func() { close(release) }) // first: the proxy's own cleanup would wait for the streams
-	for range 4 {
-		cl := dialRaw(t, tp)
-		io.WriteString(cl.c, "GET /events HTTP/1.1\r\nHost: dps\r\n\r\n")
-		resp, err := http.ReadResponse(cl.br, nil)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("stream: %v %v", resp, err)
-		}
-		cl.c.Close() // the client leaves
-	}
-	time.Sleep(time.Second)
-	resp, body := dialRaw(t, tp).roundTrip("GET /fast HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("a new client got %d %q: the streams their clients left still hold every max_inflight slot", resp.StatusCode, body)
-	}
-}
-
 // TestAttackPartialHugeHeadsPinHeap: the loop reads a head over its 4 KiB buffer whole (up to
 // 1 MiB) into a slice of its own before handing the connection over, for up to
 // read_header_timeout, and nothing bounds the connections doing so (max_inflight counts

@@ -2,12 +2,14 @@ package proxy
 
 import (
 	"fmt"
-	"github.com/continuum-project/continuum/internal/testenv"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // TestProxyNewConnGetsHeaderTimeout (issue 41, defect 5): a connection that sends nothing is
@@ -134,5 +136,57 @@ func TestProxyClientThatNeverReadsIsCut(t *testing.T) {
 				t.Fatal("the instance's connection still held after 15 s")
 			}
 		})
+	}
+}
+
+// TestProxyLeftStreamFreesInflightSlot (issue 41, attack 3): a client that opens a quiet
+// stream (server-sent events, a long poll that sent its head) and leaves must free its
+// max_inflight slot, goroutine and instance connection without waiting for the instance's
+// next write: the loop checks on the client while the body is silent (clientCheckEvery) and
+// ends the exchange, counted as 499. Once every slot was held for as long as the instance
+// stayed quiet, and everyone else got 503. Answer heads the loop parses and heads over its
+// buffer (net/http's parser) alike.
+func TestProxyLeftStreamFreesInflightSlot(t *testing.T) {
+	release := make(chan struct{})
+	ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
+		if r.URL.Path == "/events" {
+			extra := ""
+			if r.URL.RawQuery == "big" {
+				extra = bigField
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"+extra+"\r\ndata: hello\n\n")
+			<-release // no event for a while
+			c.Close()
+			return
+		}
+		io.WriteString(c, ownAnswer(r))
+	})
+	tp := oneService(t, ri.url, func(c *Config) { c.MaxInflight = 4 })
+	t.Cleanup(func() { close(release) }) // first: the instance's cleanup waits for its handlers
+	for i := range 4 {
+		cl := dialRaw(t, tp)
+		q := ""
+		if i%2 == 1 {
+			q = "?big"
+		}
+		io.WriteString(cl.c, "GET /events"+q+" HTTP/1.1\r\nHost: dps\r\n\r\n")
+		resp, err := http.ReadResponse(cl.br, nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream: %v %v", resp, err)
+		}
+		cl.c.Close() // the client leaves
+	}
+	if resp, _ := dialRaw(t, tp).roundTrip("GET /fast HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("with 4 streams in flight and max_inflight 4: %d (the test no longer tests)", resp.StatusCode)
+	}
+	testenv.Eventually(t, 10*time.Second, "the left streams free their slots", func() bool {
+		return tp.p.h.inflight.Load() == 0
+	})
+	resp, body := dialRaw(t, tp).roundTrip("GET /fast HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a new client got %d %q", resp.StatusCode, body)
+	}
+	if m := grep(tp.metrics(t), `code="499"`); !strings.Contains(m, " 4") {
+		t.Errorf("the left streams are not counted as 499: %q", m)
 	}
 }

@@ -60,7 +60,21 @@ type upConn struct {
 	// headLeft, while net/http's parser reads an answer head (readResponse), is how many more
 	// bytes br may read from c for it (0: no bound). The loop's parser is bounded by br's size.
 	headLeft int64
+	// watch, while an answer's body is relayed to a loop client, is that client's connection:
+	// a read that waits for the instance longer than clientCheckEvery checks that the client
+	// is still there (clientGone), and ends the exchange with errClientLeft if it is not.
+	watch net.Conn
 }
+
+// clientCheckEvery is how long an answer's body may be silent before the loop checks that
+// its client is still there. A client that leaves a quiet stream (server-sent events, a long
+// poll) frees its max_inflight slot, the goroutine and the instance's connection within
+// about this much, rather than when the instance next writes.
+const clientCheckEvery = time.Second
+
+// errClientLeft: the client left while its answer's body was relayed (counted as 499, the
+// instance not blamed).
+var errClientLeft = errors.New("the client closed its connection while the answer streamed")
 
 // maxAnswerHead bounds an answer head read by net/http's parser: as a request head, net/http's
 // own 1 MiB and the 4 KiB it allows over it.
@@ -74,7 +88,20 @@ type upReader struct{ uc *upConn }
 func (r upReader) Read(p []byte) (int, error) {
 	uc := r.uc
 	if uc.headLeft == 0 {
-		return uc.c.Read(p)
+		if uc.watch == nil {
+			return uc.c.Read(p)
+		}
+		for {
+			// The deadline is re-armed at most once per half interval (bound's slack).
+			uc.bound(time.Now().Add(clientCheckEvery), clientCheckEvery/2)
+			n, err := uc.c.Read(p)
+			if n > 0 || err == nil || !isTimeout(err) {
+				return n, err
+			}
+			if clientGone(uc.watch) {
+				return 0, errClientLeft
+			}
+		}
 	}
 	if uc.headLeft < 0 {
 		return 0, errAnswerHeadTooLarge

@@ -63,6 +63,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	cc.consumeHead()
 	st.code = cc.respStatus()
 	keepClient, upKeep, err = cc.relayAnswer(uc, st.in, keepClient, upKeep)
+	uc.watch = nil
 	st.in.outstanding.Add(-1)
 	if upKeep && err == nil {
 		s.conns.put(uc)
@@ -72,6 +73,12 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	if cc.fbResp != nil {
 		cc.fbResp = nil
 	}
+	if err != nil && errors.Is(err, errClientLeft) {
+		// Counted as net/http's path counts a client that left: nobody reads an answer any
+		// more (nginx's 499); not the instance's failure.
+		st.code = 499
+		h.m.error(s.name, errTypeClientGone)
+	}
 	if st.code == http.StatusOK && st.in.series != nil {
 		st.in.series.requestOK(time.Since(start))
 	} else {
@@ -79,7 +86,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	}
 	if err != nil {
 		var ue upstreamBodyError
-		if errors.As(err, &ue) {
+		if errors.As(err, &ue) && !errors.Is(err, errClientLeft) {
 			h.log.Warn("answer broke off", "service", s.name, "instance", st.instance, "err", ue.err)
 		}
 		return false
