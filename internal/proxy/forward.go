@@ -64,6 +64,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	st.code = cc.respStatus()
 	keepClient, upKeep, err = cc.relayAnswer(uc, st.in, keepClient, upKeep)
 	uc.watch = nil
+	cc.upc.Store(nil)
 	st.in.outstanding.Add(-1)
 	if upKeep && err == nil {
 		s.conns.put(uc)
@@ -232,6 +233,14 @@ func (cc *clientConn) context() context.Context { return nil }
 func (cc *clientConn) method() string           { return methodString(cc.req.method) }
 func (cc *clientConn) hasBody() bool            { return cc.req.length != 0 }
 func (cc *clientConn) clock() *uploadClock      { return &cc.up }
+
+// using records the instance connection the request uses (closeAll cuts it at shutdown).
+func (cc *clientConn) using(uc *upConn) {
+	cc.upc.Store(uc)
+	if cc.srv.cut.Load() {
+		uc.c.Close() // closeAll ran before the store
+	}
+}
 
 // methodString avoids an allocation for the common methods.
 func methodString(m []byte) string {

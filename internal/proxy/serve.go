@@ -68,6 +68,9 @@ type server struct {
 	mu       sync.Mutex
 	conns    map[*clientConn]struct{}
 	shutting atomic.Bool
+	// cut: closeAll ran (the grace is over); an instance connection taken after it is closed
+	// at once (clientConn.using).
+	cut atomic.Bool
 	wg       sync.WaitGroup
 	// handedOver counts the connections handed to net/http (tests, and the log at exit).
 	handedOver atomic.Int64
@@ -174,11 +177,17 @@ func (srv *server) shutdown(ctx context.Context) error {
 	}
 }
 
-// closeAll closes every connection of the loop (requests in flight are cut).
+// closeAll closes every connection of the loop and the instance connections their requests
+// use (requests in flight are cut: a goroutine blocked reading an instance, a stalled answer
+// body, is woken only by closing that connection).
 func (srv *server) closeAll() {
+	srv.cut.Store(true)
 	srv.mu.Lock()
 	for cc := range srv.conns {
 		cc.c.Close()
+		if uc := cc.upc.Load(); uc != nil {
+			uc.c.Close()
+		}
 	}
 	srv.mu.Unlock()
 }
@@ -221,6 +230,9 @@ type clientConn struct {
 	up     uploadClock
 	// writeSet is when the write deadline was last set (zero: none is set).
 	writeSet time.Time
+	// upc is the instance connection the request in flight uses (nil: none), for closeAll:
+	// a goroutine blocked reading the instance is woken by nothing else.
+	upc atomic.Pointer[upConn]
 }
 
 // clientReader is what the loop's read buffer reads the client connection through. Outside a
