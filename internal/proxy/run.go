@@ -145,6 +145,11 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 			}
 		}
 	}
+	// Upgraded (WebSocket) connections: net/http forgot them when they were hijacked. They
+	// get what is left of the grace, then are cut, so that none outlives Serve.
+	if p.h.upgraded.shutdown(sctx) && err == nil {
+		err = fmt.Errorf("shutdown: upgraded connections cut: %w", context.DeadlineExceeded)
+	}
 	serving.Wait()
 	p.log.Info("proxy stopped", "connections_handed_to_net_http", loop.handedOver.Load())
 	return err
