@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"io"
-	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -10,38 +8,6 @@ import (
 )
 
 // Attack tests (branch attack-proxy): each fails while the defect it names is in the code.
-
-// TestAttackHandedOverUnreadBodyHoldsConnection: a request net/http's server serves (a head
-// over the loop's 4 KiB) whose body the proxy never reads (an unknown service: 404 at once)
-// leaves net/http discarding the rest of the body after the answer with no deadline at all
-// (the loop cleared its own before the hand-over, the fallback server has no ReadTimeout, and
-// clientBody's per-read bound only applies to reads the proxy makes). A client that declares
-// a body and sends none of it holds the connection (and its goroutine) for ever, where the
-// loop closes at once and the docs promise every client wait is bounded (read_header_timeout,
-// the service's timeout for a stalled body).
-func TestAttackHandedOverUnreadBodyHoldsConnection(t *testing.T) {
-	up := upstreamServer(t, "a", nil)
-	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.Defaults.Timeout = dur(500 * time.Millisecond)
-	cfg.ReadHeaderTimeout = 500 * time.Millisecond
-	tp := startProxy(t, cfg)
-	for _, tc := range []struct{ name, extra string }{{"loop", ""}, {"handed-over", bigField}} {
-		cl := dialRaw(t, tp)
-		io.WriteString(cl.c, "POST / HTTP/1.1\r\nHost: nosuch\r\nContent-Length: 1000\r\n"+tc.extra+"\r\n0123456789")
-		resp, _ := cl.read(http.MethodPost)
-		if resp.StatusCode != http.StatusNotFound {
-			t.Fatalf("%s: %d", tc.name, resp.StatusCode)
-		}
-		start := time.Now()
-		cl.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, err := cl.br.ReadByte()
-		if err != io.EOF {
-			t.Errorf("%s: connection still open %v after the answer to a request whose declared body never comes (read: %v)",
-				tc.name, time.Since(start).Round(time.Second), err)
-		}
-	}
-}
 
 // TestAttackPartialHugeHeadsPinHeap: the loop reads a head over its 4 KiB buffer whole (up to
 // 1 MiB) into a slice of its own before handing the connection over, for up to

@@ -190,3 +190,34 @@ func TestProxyLeftStreamFreesInflightSlot(t *testing.T) {
 		t.Errorf("the left streams are not counted as 499: %q", m)
 	}
 }
+
+// TestProxyUnreadBodyBounded (issue 41, attack 6): a request whose body the proxy never
+// reads (an unknown service: 404 at once) and whose client never sends the body it declared
+// must not hold its connection: the loop closes it after the answer; on net/http's server (a
+// head over the loop's 4 KiB) the drain net/http does after the answer is bounded by
+// unreadBodyDrain. net/http's drain once had no deadline at all (the loop cleared its own at
+// the hand-over, the fallback server has no ReadTimeout).
+func TestProxyUnreadBodyBounded(t *testing.T) {
+	up := upstreamServer(t, "a", nil)
+	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
+	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Timeout = dur(500 * time.Millisecond)
+	cfg.ReadHeaderTimeout = 500 * time.Millisecond
+	tp := startProxy(t, cfg)
+	for _, tc := range []struct{ name, extra string }{{"loop", ""}, {"handed-over", bigField}} {
+		cl := dialRaw(t, tp)
+		io.WriteString(cl.c, "POST / HTTP/1.1\r\nHost: nosuch\r\nContent-Length: 1000\r\n"+tc.extra+"\r\n0123456789")
+		resp, _ := cl.read(http.MethodPost)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("%s: %d", tc.name, resp.StatusCode)
+		}
+		start := time.Now()
+		cl.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := cl.br.ReadByte()
+		if err != io.EOF {
+			t.Errorf("%s: connection still open %v after the answer to a request whose declared body never comes (read: %v)",
+				tc.name, time.Since(start).Round(time.Second), err)
+		}
+	}
+}
+
