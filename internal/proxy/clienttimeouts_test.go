@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -221,3 +222,79 @@ func TestProxyUnreadBodyBounded(t *testing.T) {
 	}
 }
 
+// TestProxyBigHeadsBoundedHeap (issue 41, attack 7): the loop reads a head over its 4 KiB
+// buffer whole (up to 1 MiB) into a slice of its own before handing the connection over, for
+// up to read_header_timeout; at most maxBigHeads connections do so at once. Before, 48 clients
+// that each sent ~1 MiB of head and never ended it pinned ~51 MiB of heap (the Helm chart's
+// limit is 128 MiB, GOMEMLIMIT 48 MiB: ~100 such clients got the proxy killed). Meanwhile
+// requests with small heads are served, and a big head that finds no token within
+// read_header_timeout gets 431.
+func TestProxyBigHeadsBoundedHeap(t *testing.T) {
+	up := upstreamServer(t, "a", nil)
+	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
+	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.ReadHeaderTimeout = 20 * time.Second
+	tp := startProxy(t, cfg)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	head := []byte("GET / HTTP/1.1\r\nHost: dps\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 1000))
+	const clients = 48
+	loop := tp.p.loop.Load()
+	for range clients {
+		cl := dialRaw(t, tp)
+		go cl.c.Write(head) // never ends the head
+	}
+	testenv.Eventually(t, 10*time.Second, "every token taken", func() bool { return len(loop.bigHeads) == min(maxBigHeads, clients) })
+	// Wait until the heads being read stop growing (the readers have what the clients sent):
+	// two samples 200 ms apart within 1 MiB of each other.
+	prev := int64(-1 << 40)
+	testenv.Eventually(t, 20*time.Second, "the heads being read stop growing", func() bool {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		g := int64(m.HeapInuse) - int64(before.HeapInuse)
+		stable := g > 4<<20 && g-prev < 1<<20
+		prev = g
+		time.Sleep(200 * time.Millisecond) // the sampling interval
+		return stable
+	})
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("heap in use grew by %d MiB for %d clients", grew>>20, clients)
+	if grew > 16<<20 {
+		t.Fatalf("%d clients with unfinished ~1 MiB heads pin %d MiB of heap (no bound on heads being read)", clients, grew>>20)
+	}
+	if resp, body := dialRaw(t, tp).roundTrip("GET /small HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a small head while the big ones are read: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestProxyBigHeadWithoutTokenGets431: a head over the loop's buffer that finds no token
+// (maxBigHeads) within read_header_timeout is answered 431 naming the bound, and closed.
+func TestProxyBigHeadWithoutTokenGets431(t *testing.T) {
+	up := upstreamServer(t, "a", nil)
+	tp := oneService(t, up.URL, func(c *Config) { c.ReadHeaderTimeout = 300 * time.Millisecond })
+	loop := tp.p.loop.Load()
+	for range maxBigHeads {
+		loop.bigHeads <- struct{}{} // as if maxBigHeads clients were sending big heads
+	}
+	cl := dialRaw(t, tp)
+	resp, body := cl.roundTrip("GET / HTTP/1.1\r\nHost: dps\r\n"+bigField+"\r\n", http.MethodGet)
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !strings.Contains(body, "at most 8 at once") {
+		t.Fatalf("big head without a token: %d %q", resp.StatusCode, body)
+	}
+	cl.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := cl.br.ReadByte(); err == nil || isTimeout(err) {
+		t.Fatalf("the connection stays open after the 431: %v", err) // EOF, or a reset (the head's rest unread)
+	}
+	for range maxBigHeads {
+		<-loop.bigHeads
+	}
+	resp, body = dialRaw(t, tp).roundTrip("GET / HTTP/1.1\r\nHost: dps\r\n"+bigField+"\r\n", http.MethodGet)
+	if resp.StatusCode != http.StatusOK || body != "a got 0 bytes" {
+		t.Fatalf("big head with tokens free: %d %q", resp.StatusCode, body)
+	}
+}

@@ -340,4 +340,3 @@ func TestProxyUpgradedConnectionEndsWithServe(t *testing.T) {
 		t.Fatalf("after Serve returned the upgraded connection still carries traffic (%q)", line)
 	}
 }
-

@@ -265,4 +265,3 @@ func serveManually(t *testing.T, cfg Config) (*testProxy, context.CancelFunc, ch
 	warm.c.Close()
 	return tp, cancel, served
 }
-

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -71,14 +72,31 @@ type server struct {
 	// cut: closeAll ran (the grace is over); an instance connection taken after it is closed
 	// at once (clientConn.using).
 	cut atomic.Bool
-	wg       sync.WaitGroup
+	wg  sync.WaitGroup
 	// handedOver counts the connections handed to net/http (tests, and the log at exit).
 	handedOver atomic.Int64
+	// bigHeads holds a token per connection reading a head past the loop's buffer (up to
+	// maxHandoverHead into a slice of its own): at most maxBigHeads at once (see there).
+	bigHeads chan struct{}
+	// quit is closed when the shutdown begins (wakes connections waiting for a bigHeads token).
+	quit     chan struct{}
+	quitOnce sync.Once
 }
+
+// maxBigHeads bounds the connections reading a head past the loop's 4 KiB buffer at once.
+// Each holds up to maxHandoverHead (1 MiB + 4 KiB) of heap until its head ends or
+// read_header_timeout passes, and the number of connections is not bounded otherwise
+// (max_inflight counts requests being served, not heads being read): without this bound ~100
+// clients sending unfinished 1 MiB heads took ~100 MiB, past the Helm chart's 128 MiB memory
+// limit. With it, those heads hold at most 8 x ~1.3 MiB (the slice grows by doubling), about
+// 10 MiB, within GOMEMLIMIT's 48 MiB with room for everything else. Others wait for a token
+// until read_header_timeout, their bytes in the kernel's socket buffers, then get 431.
+const maxBigHeads = 8
 
 func newServer(h *handler, readHeaderTimeout, writeTimeout time.Duration, fallback *http.Server, addr net.Addr) *server {
 	return &server{h: h, readHeaderTimeout: readHeaderTimeout, writeTimeout: writeTimeout, fallback: fallback,
-		handoff: newHandoffListener(addr), conns: map[*clientConn]struct{}{}}
+		handoff: newHandoffListener(addr), conns: map[*clientConn]struct{}{},
+		bigHeads: make(chan struct{}, maxBigHeads), quit: make(chan struct{})}
 }
 
 // serve accepts connections until ln is closed; the net/http fallback serves what is handed
@@ -148,6 +166,7 @@ func (srv *server) done(cc *clientConn) {
 // their request, or when ctx ends. The listener must be closed by the caller first.
 func (srv *server) shutdown(ctx context.Context) error {
 	srv.shutting.Store(true)
+	srv.quitOnce.Do(func() { close(srv.quit) })
 	closeIdle := func() {
 		srv.mu.Lock()
 		for cc := range srv.conns {
@@ -363,11 +382,15 @@ func (cc *clientConn) handOver() bool {
 	n, next := headEnd(b, 0)
 	if n < 0 {
 		// The loop's buffer ends before the head: read the rest (net/http would read it all
-		// the same), within the header timeout.
+		// the same), within the header timeout, holding one of maxBigHeads tokens.
 		if !cc.headerLimit {
 			cc.c.SetReadDeadline(time.Now().Add(cc.srv.readHeaderTimeout))
 			cc.headerLimit, cc.deadlineSet = true, time.Time{}
 		}
+		if !cc.bigHeadToken() {
+			return false
+		}
+		defer func() { <-cc.srv.bigHeads }()
 		for n < 0 && len(extra) < maxHandoverHead {
 			extra = append(extra, b...)
 			cc.br.Discard(len(b))
@@ -398,6 +421,33 @@ func (cc *clientConn) handOver() bool {
 		r = io.MultiReader(bytes.NewReader(extra), cc.br)
 	}
 	return cc.srv.handoff.give(&bufferedConn{Conn: cc.c, r: r})
+}
+
+// bigHeadToken takes a bigHeads token, waiting up to the header timeout for one; without
+// one the client gets 431 (and the connection is closed), and false.
+func (cc *clientConn) bigHeadToken() bool {
+	select {
+	case cc.srv.bigHeads <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(cc.srv.readHeaderTimeout)
+	defer t.Stop()
+	select {
+	case cc.srv.bigHeads <- struct{}{}:
+		return true
+	case <-cc.srv.quit:
+		return false
+	case <-t.C:
+	}
+	h := cc.srv.h
+	h.m.error("", errTypeBadRequest)
+	h.m.request("", "", http.StatusRequestHeaderFieldsTooLarge, 0)
+	cc.headConsumed, cc.bodyDone, cc.isHead = true, false, false
+	cc.answerError(http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf(
+		"request head over %d bytes while %d other such heads were being read (the proxy reads at most %d at once); send a smaller head, or retry",
+		clientReadBuf, maxBigHeads, maxBigHeads), "", 0, false)
+	return false
 }
 
 // refuse answers 400 with why to a request the loop will not serve, and the connection is

@@ -444,4 +444,3 @@ func TestProxyLoopShutdownCutsStalledInstance(t *testing.T) {
 		t.Error("the stalled answer reads as complete: its client connection must be aborted")
 	}
 }
-
