@@ -43,6 +43,9 @@ func (cc *clientConn) recv(uc *upConn) (int, bool, error) {
 				return 0, false, err
 			}
 		}
+		if err == errAnswerFraming {
+			return 0, false, err
+		}
 		if err != nil {
 			// Not the loop's: net/http's parser reads it (1xx skipped there).
 			resp, err := readResponse(uc, &http.Request{Method: cc.method()})

@@ -416,3 +416,36 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestProxyAnswerFramedTwoWaysRefused: an instance's answer whose framing reads two ways
+// (Content-Length with Transfer-Encoding; Transfer-Encoding in HTTP/1.0) is the instance's
+// failure: the client gets 502 naming it, never a guess at where the answer ends, and the
+// connection is not pooled (the next request gets its own answer).
+func TestProxyAnswerFramedTwoWaysRefused(t *testing.T) {
+	ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
+		switch r.URL.Path {
+		case "/cl-te":
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"+leaked)
+		case "/te-10":
+			io.WriteString(c, "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"+leaked)
+		default:
+			io.WriteString(c, ownAnswer(r))
+		}
+	})
+	tp := oneService(t, ri.url, nil)
+	cl := dialRaw(t, tp)
+	for _, path := range []string{"/cl-te", "/te-10"} {
+		resp, body := cl.roundTrip("GET "+path+" HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
+		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "framed two ways") {
+			t.Fatalf("%s: %d %q", path, resp.StatusCode, body)
+		}
+		// The instance is in cooldown after the failure: wait until it serves again.
+		testenv.Eventually(t, 5*time.Second, "the instance serves again", func() bool {
+			resp, body := dialRaw(t, tp).roundTrip("GET /own HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
+			if resp.StatusCode == http.StatusOK && body != "own /own" {
+				t.Fatalf("after %s: someone else's answer %q", path, body)
+			}
+			return resp.StatusCode == http.StatusOK
+		})
+	}
+}
