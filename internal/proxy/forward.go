@@ -35,6 +35,11 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 			return cc.answerError(http.StatusServiceUnavailable, fmt.Sprintf("proxy overloaded: more than %d requests in flight (max_inflight)", h.maxInflight), "", time.Second, keepClient)
 		}
 	}
+	if string(q.method) == http.MethodConnect {
+		h.m.error("", errTypeBadRequest)
+		h.m.request("", "", http.StatusMethodNotAllowed, time.Since(start))
+		return cc.answerError(http.StatusMethodNotAllowed, errConnectRefused, "", 0, false)
+	}
 	s, code, msg, retry := cc.route()
 	if s == nil {
 		return cc.answerError(code, msg, string(cc.lastName), retry, keepClient)

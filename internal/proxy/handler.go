@@ -110,6 +110,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.Method == http.MethodConnect {
+		h.m.error("", errTypeBadRequest)
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusMethodNotAllowed, errConnectRefused, "", 0)
+		h.m.request("", "", http.StatusMethodNotAllowed, time.Since(start))
+		return
+	}
 	name, err := serviceName(r.Header.Values(ServiceHeader), r.Host)
 	if err != nil {
 		h.m.error("", errTypeBadRequest)
@@ -153,6 +160,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 }
+
+// errConnectRefused is the answer to CONNECT: the proxy is a reverse proxy for the services
+// it knows, not a tunnel to wherever a client asks (which a CONNECT forwarded to an instance
+// could become), on either server.
+const errConnectRefused = "CONNECT is not served: the proxy forwards requests to services, it does not open tunnels"
 
 // forward sends r upstream and copies the answer to w, or answers the failure. It reports
 // whether the answer broke off after its headers were sent.
