@@ -33,9 +33,11 @@ import (
 // upgrades, 400/417/431 answers). So the loop need not be lenient, and each request is served
 // by exactly one of the two.
 //
-// What the loop does not do that net/http did: watch the client while the instance works.
-// A client that leaves is noticed when its answer is written (the instance's work is not
-// cancelled early; the service's timeout bounds it).
+// What the loop does not do that net/http did: watch the client while the instance works on
+// the answer's head. A client that leaves then is noticed when its answer is written (the
+// instance's work is not cancelled early; the service's timeout bounds it). While an answer's
+// body is awaited it does check on the client (upReader, clientCheckEvery): a body may stream
+// for ever, so only the client's leaving ends it.
 
 // Per-connection buffers of the loop. A request head must fit the read buffer (else net/http
 // serves it, with its 1 MiB limit); bodies stream through in pieces of these sizes.
