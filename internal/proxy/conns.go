@@ -318,7 +318,7 @@ func (uc *upConn) idleUsable() bool {
 	uc.tc.SetReadDeadline(aLongTimeAgo)
 	var b [1]byte
 	n, err := uc.tc.Read(b[:])
-	uc.tc.SetReadDeadline(time.Time{})
+	uc.tc.SetDeadline(time.Time{})
 	uc.dl = time.Time{}
 	return n == 0 && isTimeout(err)
 }

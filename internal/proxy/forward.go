@@ -21,6 +21,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	keepClient := !q.closeAfter
 	defer func() {
 		cc.consumeHead()
+		cc.upc.Store(nil)
 		cc.inBody, cc.bodyDL = false, time.Time{}
 		if !cc.bodyDone {
 			keep = false // an unread body stands between this request and the next
@@ -69,7 +70,6 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	st.code = cc.respStatus()
 	keepClient, upKeep, err = cc.relayAnswer(uc, st.in, keepClient, upKeep)
 	uc.watch = nil
-	cc.upc.Store(nil)
 	st.in.outstanding.Add(-1)
 	if upKeep && err == nil {
 		s.conns.put(uc)
