@@ -307,7 +307,7 @@ func TestProxyUpgradedConnectionEndsWithServe(t *testing.T) {
 	})
 	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
 	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.ShutdownTimeout = 300 * time.Millisecond
+	cfg.ShutdownTimeout = 3 * time.Second // long enough for the echo during the grace under load
 	tp, cancel, served := serveManually(t, cfg)
 	cl := dialRaw(t, tp)
 	io.WriteString(cl.c, "GET / HTTP/1.1\r\nHost: dps\r\nConnection: Upgrade\r\nUpgrade: echo-proto\r\n\r\n")
@@ -327,7 +327,7 @@ func TestProxyUpgradedConnectionEndsWithServe(t *testing.T) {
 	}
 	select {
 	case <-served:
-	case <-time.After(5 * time.Second):
+	case <-time.After(15 * time.Second):
 		t.Fatal("Serve did not return")
 	}
 	// No frame of the splice is left (polled briefly: a copy goroutine that has sent its
