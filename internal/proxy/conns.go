@@ -60,6 +60,9 @@ type upConn struct {
 	// headLeft, while net/http's parser reads an answer head (readResponse), is how many more
 	// bytes br may read from c for it (0: no bound). The loop's parser is bounded by br's size.
 	headLeft int64
+	// headBytes, while net/http's parser reads an answer head, are the bytes it reads (those
+	// buffered before, then each read's), for readResponse's check of the head's framing.
+	headBytes []byte
 	// watch, while an answer's body is relayed to a loop client, is that client's connection:
 	// a read that waits for the instance longer than clientCheckEvery checks that the client
 	// is still there (clientGone), and ends the exchange with errClientLeft if it is not.
@@ -110,6 +113,7 @@ func (r upReader) Read(p []byte) (int, error) {
 		p = p[:uc.headLeft]
 	}
 	n, err := uc.c.Read(p)
+	uc.headBytes = append(uc.headBytes, p[:n]...)
 	if uc.headLeft -= int64(n); uc.headLeft == 0 {
 		uc.headLeft = -1
 	}
@@ -529,6 +533,8 @@ var errNoAnswer = errors.New("connection closed before an answer")
 func readResponse(uc *upConn, r *http.Request) (*http.Response, error) {
 	for {
 		uc.headLeft = maxAnswerHead
+		b, _ := uc.br.Peek(uc.br.Buffered())
+		uc.headBytes = append(uc.headBytes[:0], b...)
 		resp, err := http.ReadResponse(uc.br, r)
 		uc.headLeft = 0
 		if err != nil {
@@ -536,6 +542,14 @@ func readResponse(uc *upConn, r *http.Request) (*http.Response, error) {
 				return nil, errNoAnswer
 			}
 			return nil, err
+		}
+		n, _ := headEnd(uc.headBytes, 0)
+		twoWays := n > 0 && answerFramedTwoWays(uc.headBytes[:n])
+		if cap(uc.headBytes) > 16<<10 {
+			uc.headBytes = nil // a long head's bytes are not kept with the connection
+		}
+		if twoWays {
+			return nil, errAnswerFraming // the body is not drained: the caller closes the connection
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			return resp, nil

@@ -426,6 +426,8 @@ func TestProxyAnswerFramedTwoWaysRefused(t *testing.T) {
 		switch r.URL.Path {
 		case "/cl-te":
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"+leaked)
+		case "/cl-te-big": // a head over the loop's buffer: net/http's parser reads it
+			io.WriteString(c, "HTTP/1.1 200 OK\r\n"+bigField+"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"+leaked)
 		case "/te-10":
 			io.WriteString(c, "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"+leaked)
 		default:
@@ -433,11 +435,14 @@ func TestProxyAnswerFramedTwoWaysRefused(t *testing.T) {
 		}
 	})
 	tp := oneService(t, ri.url, nil)
-	cl := dialRaw(t, tp)
-	for _, path := range []string{"/cl-te", "/te-10"} {
-		resp, body := cl.roundTrip("GET "+path+" HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
+	for _, tc := range []struct{ path, extra string }{
+		{"/cl-te", ""}, {"/te-10", ""}, {"/cl-te-big", ""}, // the loop's server
+		{"/cl-te", bigField}, {"/te-10", bigField}, // net/http's server (a request head over 4 KiB)
+	} {
+		path := tc.path
+		resp, body := dialRaw(t, tp).roundTrip("GET "+path+" HTTP/1.1\r\nHost: dps\r\n"+tc.extra+"\r\n", http.MethodGet)
 		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "framed two ways") {
-			t.Fatalf("%s: %d %q", path, resp.StatusCode, body)
+			t.Fatalf("%s (head %d bytes): %d %q", path, len(tc.extra), resp.StatusCode, body)
 		}
 		// The instance is in cooldown after the failure: wait until it serves again.
 		testenv.Eventually(t, 5*time.Second, "the instance serves again", func() bool {
