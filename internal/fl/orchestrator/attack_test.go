@@ -61,3 +61,33 @@ func TestAttackLocalAggregatorHoldsGlobalControlToken(t *testing.T) {
 		t.Fatalf("the edge node's local aggregator gets the global aggregator's control token (%q == %q)", l, g)
 	}
 }
+
+// TestAttackClientTokenStopsTheJob: auth.go says a client node "cannot submit or stop jobs", but
+// the services token every client holds may POST /report, and a report claiming role "global"
+// with a round at the job's target ends the job: one client node stops everyone's training.
+func TestAttackClientTokenStopsTheJob(t *testing.T) {
+	o := newAPIOrchestrator(t, "api-t0ken")
+	j := newRun(o, JobSpec{Rounds: 50})
+	o.mu.Lock()
+	o.job = j
+	o.mu.Unlock()
+	defer func() { o.mu.Lock(); o.job = nil; o.mu.Unlock() }()
+	srv := httptest.NewServer(o.Handler())
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/report", strings.NewReader(`{"id":"e7","role":"global","event":"round","round":50}`))
+	req.Header.Set("Authorization", "Bearer "+o.ServicesToken()) // a client node's token
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var rep Report
+	select {
+	case rep = <-j.reports:
+	default:
+		return // refused: fine
+	}
+	if reason := j.onReport(rep); reason != "" {
+		t.Fatalf("a client node's forged report (answer %d) stops the job: %q", resp.StatusCode, reason)
+	}
+}
