@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -9,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/continuum-project/continuum/internal/faas/gateway"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // TestAttackHostHeaderPicksUpstreamVhost: two url functions on one upstream server that routes
@@ -54,5 +57,58 @@ func TestAttackHostHeaderPicksUpstreamVhost(t *testing.T) {
 	defer mu.Unlock()
 	if len(privateHits) > 0 {
 		t.Fatalf("a keyless caller of pub reached the keyed function's virtual host by choosing Host: %q", privateHits)
+	}
+}
+
+// TestAttackRequestsAfterCloseBeganAreServed: Close's doc (and docs/faas.md) say requests that
+// arrive once Close has begun get 503 at once. But pick hands out a ready instance without
+// looking at g.closing, and Close removes the ready instances only after waiting for the drains
+// under way (up to the whole shutdown grace): meanwhile new calls are still forwarded.
+func TestAttackRequestsAfterCloseBeganAreServed(t *testing.T) {
+	p := newRecProvider(t)
+	fn := recFunction("fn", 2)
+	fn.ExecTimeout = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := gateway.New(ctx, gateway.Config{Functions: []*gateway.Function{fn}, Provider: p, Tick: time.Hour,
+		ShutdownGrace: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	defer srv.Close()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(p.hold)
+		}
+	}
+	defer release()
+	for i := 0; i < 2; i++ { // one stuck call on each instance
+		go func() {
+			if resp, err := http.Get(srv.URL + "/function/fn/hold"); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	testenv.Eventually(t, 30*time.Second, "two calls under way", func() bool { return g.Status()[0].Inflight == 2 })
+	if err := g.Scale("fn", 1, "test"); err != nil { // one instance drains, stuck on its call
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "one instance draining", func() bool { return g.Status()[0].Draining == 1 })
+	closed := make(chan struct{})
+	go func() { g.Close(); close(closed) }()
+	time.Sleep(200 * time.Millisecond) // Close has begun: it waits for the drain
+	select {
+	case <-closed:
+		t.Fatal("Close returned before the grace: the set-up did not hold")
+	default:
+	}
+	code, body := rawGet(t, srv.URL, "/function/fn/x")
+	release()
+	<-closed
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("a call arriving after Close began got %d %q, want 503 at once", code, body)
 	}
 }
