@@ -3,6 +3,7 @@ package httpauth_test
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/continuum-project/continuum/internal/httpauth"
@@ -38,6 +39,32 @@ func TestAttackTokenFileOthersCanWrite(t *testing.T) {
 	if _, gen, err := httpauth.LoadOrCreateToken(fresh); err == nil && gen {
 		if fi, _ := os.Stat(dir); fi.Mode().Perm()&0o022 != 0 {
 			t.Errorf("generated a token into %s, mode %v: another user can replace it", dir, fi.Mode().Perm())
+		}
+	}
+}
+
+// TestAttackConcurrentStartReadsEmptyToken: LoadOrCreateToken says two servers started at once
+// on one path cannot each write a token, "the second reads the first's". But the first creates
+// the file (O_EXCL) and writes the token afterwards: a second that arrives in between reads an
+// empty file and fails to start ("token file ... is empty"); a crash in that window leaves the
+// empty file behind for good.
+func TestAttackConcurrentStartReadsEmptyToken(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		path := filepath.Join(t.TempDir(), "secrets", "api-token")
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for k := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, errs[k] = httpauth.LoadOrCreateToken(path)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("attempt %d: a server started alongside another failed: %v", i, err)
+			}
 		}
 	}
 }
