@@ -107,6 +107,13 @@ func TestEveryComponentOn(t *testing.T) {
 	if tok := find[*corev1.Secret](t, docs, "ct-continuum-proxy-admin-token"); len(tok.StringData["token"]) < 32 {
 		t.Errorf("proxy admin token Secret %v: want a long random token", tok.StringData)
 	}
+	br := find[*appsv1.Deployment](t, docs, "ct-continuum-stream-bridge").Spec.Template.Spec.Containers[0]
+	if !slices.Contains(br.Args, "--token-file=/etc/continuum/bridge/token") || br.ReadinessProbe.HTTPGet.Path != "/healthz" {
+		t.Errorf("stream-bridge args %q: its Service is reachable in the pod network, want --token-file and /healthz probed", br.Args)
+	}
+	if tok := find[*corev1.Secret](t, docs, "ct-continuum-stream-bridge-token"); len(tok.StringData["token"]) < 32 {
+		t.Errorf("stream-bridge token Secret %v: want a long random token", tok.StringData)
+	}
 	if !strings.Contains(gw.Image, "continuum-python:") {
 		t.Errorf("gateway image %s: want the Python runtime image", gw.Image)
 	}

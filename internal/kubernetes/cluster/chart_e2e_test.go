@@ -222,7 +222,19 @@ stream:
 
 	t.Run("stream", func(t *testing.T) {
 		bridge := "http://" + svcIP("c1-continuum-stream-bridge") + ":8090"
-		mustHTTP(t, hc, http.MethodPost, bridge+"/topics/events", `{"id":"m1","v":42}`, http.StatusOK)
+		// Posts need the token the chart generated into its Secret.
+		mustHTTP(t, hc, http.MethodPost, bridge+"/topics/events", `{"id":"m0","v":1}`, http.StatusUnauthorized)
+		sec, err := cl.client.CoreV1().Secrets("default").Get(ctx, "c1-continuum-stream-bridge-token", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPost, bridge+"/topics/events", strings.NewReader(`{"id":"m1","v":42}`))
+		req.Header.Set("Authorization", "Bearer "+string(sec.Data["token"]))
+		if resp, err := hc.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST with the bridge's token: %v %v, want 200", resp, err)
+		} else {
+			resp.Body.Close()
+		}
 		testenv.Eventually(t, 2*time.Minute, "the aggregator writes the record into the database", func() bool {
 			resp, err := hc.Get(rtdb + "/records/m1.json")
 			if err != nil {

@@ -94,6 +94,7 @@ func New(cfg Config) (*Aggregator, error) {
 		// started are not skipped.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.RebalanceTimeout(cfg.RebalanceTimeout),
 		kgo.DialTimeout(2 * time.Second),
 	}
 	if cfg.InstanceID != "" {
@@ -231,8 +232,9 @@ func commitError(resp *kmsg.OffsetCommitResponse) error {
 // so it refuses a write of more than 63 paths with a 400.
 const maxBatchPaths = 60
 
-// batches turns one poll's records into PATCH bodies: the last record of each path only, packed
-// in poll order into batches of at most MaxLeaves leaves and maxBatchPaths records.
+// batches turns one poll's records into PATCH bodies: the last record of each path only (each
+// carrying the records of its path it superseded, newest first, in prev), packed in poll order
+// into batches of at most MaxLeaves leaves and maxBatchPaths records.
 func (a *Aggregator) batches(recs []*kgo.Record) [][]write {
 	ws := make([]write, 0, len(recs))
 	last := make(map[string]int, len(recs))
@@ -243,7 +245,11 @@ func (a *Aggregator) batches(recs []*kgo.Record) [][]write {
 				"offset", r.Offset, "path", "/"+w.path, "why", string(w.value))
 		}
 		if i, ok := last[w.path]; ok {
-			ws[i].value = nil // superseded by a later record of the same id
+			// Superseded by a later record of the same id; kept beside it, to be written in
+			// its place if the database refuses the later one (see writeBatch).
+			prev := ws[i]
+			w.prev = &prev
+			ws[i].value = nil
 		}
 		last[w.path] = len(ws)
 		ws = append(ws, w)
@@ -292,6 +298,12 @@ func (a *Aggregator) writeAll(ctx context.Context, recs []*kgo.Record) error {
 // writeBatch writes one batch, retrying until it is written or ctx ends. A batch the database
 // refuses (400) is written record by record, and a record it refuses alone becomes a dead
 // letter: the database is the judge of what it can store, so the local checks need not be exact.
+//
+// A refused record stored nothing, so the records of its id it superseded in this poll are not
+// superseded after all: the newest of them is written in its place (and, refused too, becomes a
+// dead letter in turn and hands on to the one before). Every record of the poll thus ends
+// stored, superseded by a newer record of its id that was stored, or in the dead letters (the
+// package's invariant): an acknowledged record is never dropped for a record that was not stored.
 func (a *Aggregator) writeBatch(ctx context.Context, b []write) error {
 	code, msg, err := a.patchRetry(ctx, b)
 	if err != nil {
@@ -320,7 +332,13 @@ func (a *Aggregator) writeBatch(ctx context.Context, b []write) error {
 		return a.writeBatch(ctx, b)
 	}
 	a.log.Warn("the database refused a record; writing it to the dead-letter path", "path", b[0].path, "answer", msg)
-	return a.writeBatch(ctx, []write{deadLetter(b[0].rec, a.deadPath, fmt.Errorf("refused by the database: %s", msg))})
+	if err := a.writeBatch(ctx, []write{deadLetter(b[0].rec, a.deadPath, fmt.Errorf("refused by the database: %s", msg))}); err != nil {
+		return err
+	}
+	if prev := b[0].prev; prev != nil {
+		return a.writeBatch(ctx, []write{*prev})
+	}
+	return nil
 }
 
 func (a *Aggregator) count(b []write) {

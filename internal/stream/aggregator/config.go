@@ -23,6 +23,10 @@ type Config struct {
 	Group          string
 	InstanceID     string
 	SessionTimeout time.Duration // default 10 s (Kafka's lower bound is 6 s)
+	// RebalanceTimeout is how long the group waits, in a rebalance, for this member to rejoin
+	// (default 60 s). A member still writing a poll's records when it passes loses its
+	// partitions (the package doc's window).
+	RebalanceTimeout time.Duration
 	// RTDB is the realtime database's base URL, http://host:port (required); Namespace its
 	// ?ns= (empty: the server's default).
 	RTDB      string
@@ -57,7 +61,7 @@ type Config struct {
 // DefaultConfig is a group "continuum-aggregator" writing to /records of the default database.
 func DefaultConfig() Config {
 	return Config{
-		Group: "continuum-aggregator", SessionTimeout: 10 * time.Second, RTDB: "http://127.0.0.1:9000",
+		Group: "continuum-aggregator", SessionTimeout: 10 * time.Second, RebalanceTimeout: time.Minute, RTDB: "http://127.0.0.1:9000",
 		Path: "/records", DeadLetterPath: "/dead-letters", KeyField: "id", MaxLeaves: 120,
 		PollRecords: 2000, Parallel: 4, WriteTimeout: 10 * time.Second, StartTimeout: 10 * time.Second,
 		RetryMin: 50 * time.Millisecond, RetryMax: 5 * time.Second,
@@ -88,6 +92,9 @@ func (c Config) Validate() error {
 	}
 	if c.SessionTimeout < 6*time.Second {
 		errs = append(errs, fmt.Errorf("session timeout %v: must be >= 6s (the broker's group.min.session.timeout.ms)", c.SessionTimeout))
+	}
+	if c.RebalanceTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("rebalance timeout %v: must be >= 1s", c.RebalanceTimeout))
 	}
 	if u, err := url.Parse(c.RTDB); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("rtdb %q: want the realtime database's base URL, http://host:port", c.RTDB))

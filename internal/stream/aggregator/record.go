@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/continuum-project/continuum/internal/stream/bridge"
 	"github.com/continuum-project/continuum/internal/stream/rtdb"
 )
 
@@ -24,6 +25,9 @@ type write struct {
 	leaves int
 	rec    *kgo.Record
 	dead   bool // a dead letter
+	// prev is the record of the same path this one superseded in its poll (nil: none), written
+	// instead if the database refuses this one.
+	prev *write
 }
 
 // maxDeadValue bounds the raw bytes a dead letter keeps (the record stays in Kafka, named by
@@ -88,6 +92,11 @@ func inspect(value []byte, keyField string, base, maxLeaves int) (id string, lea
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return "", 0, fmt.Errorf("not a JSON object (%T): every record must be an object", v)
+	}
+	// The key field as the bridge reads it, which refuses it named twice: Kafka keyed the
+	// record by the first value, and obj holds the last.
+	if _, err := bridge.KeyValue(value, keyField); err != nil {
+		return "", 0, err
 	}
 	if k, ok := obj[keyField]; ok {
 		switch x := k.(type) {

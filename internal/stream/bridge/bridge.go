@@ -17,6 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/continuum-project/continuum/internal/httpauth"
 )
 
 // Server is the bridge: an http.Handler producing to Kafka, safe for concurrent use.
@@ -165,6 +167,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case strings.HasPrefix(r.URL.Path, "/topics/"):
+		if s.cfg.Token != "" && !httpauth.HasBearer(r, s.cfg.Token) {
+			// Before anything else is looked at: a caller without the token learns nothing
+			// about topics or input, and nothing reaches Kafka.
+			httpauth.Unauthorized(w, "continuum stream-bridge")
+			return
+		}
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			writeError(w, http.StatusMethodNotAllowed, "method %s: only POST is allowed on /topics/<topic>", r.Method)
@@ -293,6 +301,9 @@ func (s *Server) fail(w http.ResponseWriter, topic string, i int, err error) {
 
 // Run serves cfg.ListenAddr until ctx ends, then drains posts in flight.
 func Run(ctx context.Context, cfg Config) error {
+	if err := httpauth.CheckExposure("stream-bridge listen", cfg.ListenAddr, cfg.Token != "", "give the bridge a token (--token-file, on by default)"); err != nil {
+		return err
+	}
 	s, err := New(cfg)
 	if err != nil {
 		return err
@@ -304,7 +315,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	s.log.Info("stream-bridge listening", "addr", ln.Addr().String(), "brokers", strings.Join(cfg.Brokers, ","),
-		"linger", cfg.Linger.String(), "acks", cfg.Acks, "idempotent", strconv.FormatBool(cfg.Idempotent))
+		"linger", cfg.Linger.String(), "acks", cfg.Acks, "idempotent", strconv.FormatBool(cfg.Idempotent), "token", strconv.FormatBool(cfg.Token != ""))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -67,6 +67,7 @@ func TestBadInput(t *testing.T) {
 		{"/topics/t", `{"v":1}`, 400, `no "id" field`},
 		{"/topics/t", `[{"id":1},{"id":[1]}]`, 400, `element 1: field "id" is an array`},
 		{"/topics/t", `"x"`, 400, "not a JSON object"},
+		{"/topics/t", `{"id":"a","id":"b"}`, 400, `field "id" appears 2 times`},
 		{"/topics/b%20d", `{"id":1}`, 400, "want 1-249 of [a-zA-Z0-9._-]"},
 		{"/topics/t", `{"id":"` + strings.Repeat("x", 1000) + `"}`, 413, "over 1000 bytes"},
 		{"/nope", `{}`, 404, "POST /topics/<topic>"},

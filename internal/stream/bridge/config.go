@@ -39,7 +39,11 @@ type Config struct {
 	// MaxBufferedRecords bounds the records waiting for their ack across all posts (default
 	// 100000); a post that finds the buffer full waits, within AckTimeout.
 	MaxBufferedRecords int
-	Logger             *slog.Logger // default slog.Default()
+	// Token is the bearer token POST /topics/ requires (Authorization: Bearer TOKEN), compared
+	// in constant time; GET /healthz stays open. Empty: posts need none, which Run allows only
+	// on a loopback ListenAddr, so that nobody else can post into Kafka uninvited.
+	Token  string
+	Logger *slog.Logger // default slog.Default()
 }
 
 // DefaultConfig is the latency path's configuration: linger 0, acks=all, idempotent.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // entry is one posted object: its record key and its bytes, unchanged.
@@ -54,16 +55,45 @@ func parseBody(body []byte, keyField string) ([]entry, error) {
 // keyOf finds the top-level field keyField of obj (valid JSON) and returns the record key: a
 // string's text, or a number as written.
 func keyOf(obj []byte, keyField string) ([]byte, error) {
+	raw, err := KeyValue(obj, keyField)
+	switch {
+	case err != nil:
+		return nil, err
+	case raw == nil:
+		return nil, fmt.Errorf("no %q field: every record needs one (a string or a number), its Kafka key", keyField)
+	}
+	switch raw[0] {
+	case '"':
+		k := unquote(raw)
+		if k == "" {
+			return nil, fmt.Errorf("field %q is an empty string: the key must not be empty", keyField)
+		}
+		return []byte(k), nil
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return raw, nil
+	}
+	return nil, fmt.Errorf("field %q is %s: want a string or a number", keyField, kindOf(raw[0]))
+}
+
+// KeyValue returns the raw JSON value of obj's top-level field keyField (nil when obj has none).
+// obj must be valid JSON. A field named twice (however its name is escaped) is an error: the
+// bridge would key the record by one value while a JSON decoder (the aggregator's, the
+// database's) keeps the other, so the record would land at an id whose records Kafka orders on
+// another partition. The bridge refuses such a post, and the aggregator, which reads the key
+// field through this function too, makes such a record (from another producer) a dead letter.
+func KeyValue(obj []byte, keyField string) ([]byte, error) {
 	s := scanner{b: obj}
 	s.space()
 	if s.peek() != '{' {
 		return nil, fmt.Errorf("not a JSON object (it starts with %q): every record must be an object with a %q field", kindOf(s.peek()), keyField)
 	}
 	s.i++
+	var raw []byte
+	n := 0
 	for {
 		s.space()
 		if s.peek() == '}' {
-			return nil, fmt.Errorf("no %q field: every record needs one (a string or a number), its Kafka key", keyField)
+			break
 		}
 		name := s.str()
 		s.space()
@@ -72,24 +102,19 @@ func keyOf(obj []byte, keyField string) ([]byte, error) {
 		start := s.i
 		s.value()
 		if string(name[1:len(name)-1]) == keyField || (bytes.IndexByte(name, '\\') >= 0 && unquote(name) == keyField) {
-			raw := obj[start:s.i]
-			switch raw[0] {
-			case '"':
-				k := unquote(raw)
-				if k == "" {
-					return nil, fmt.Errorf("field %q is an empty string: the key must not be empty", keyField)
-				}
-				return []byte(k), nil
-			case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-				return raw, nil
+			if n++; n == 1 {
+				raw = obj[start:s.i]
 			}
-			return nil, fmt.Errorf("field %q is %s: want a string or a number", keyField, kindOf(raw[0]))
 		}
 		s.space()
 		if s.peek() == ',' {
 			s.i++
 		}
 	}
+	if n > 1 {
+		return nil, fmt.Errorf("field %q appears %d times: a record's key field must appear once (Kafka would key the record by the first value, a JSON decoder keeps the last)", keyField, n)
+	}
+	return raw, nil
 }
 
 func kindOf(c byte) string {
@@ -108,9 +133,10 @@ func kindOf(c byte) string {
 	return "a number"
 }
 
-// unquote decodes a JSON string literal (valid, quotes included).
+// unquote decodes a JSON string literal (valid, quotes included) as encoding/json does, invalid
+// UTF-8 becoming U+FFFD: the key is then the id the aggregator reads.
 func unquote(lit []byte) string {
-	if bytes.IndexByte(lit, '\\') < 0 {
+	if bytes.IndexByte(lit, '\\') < 0 && utf8.Valid(lit) {
 		return string(lit[1 : len(lit)-1])
 	}
 	var s string

@@ -1,6 +1,9 @@
 package bridge
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -28,6 +31,10 @@ func TestParseBody(t *testing.T) {
 		{body: `{"id":true}`, err: `"id" is a boolean`},
 		{body: `{"id":""}`, err: "empty string"},
 		{body: `{"id":"a"} {"id":"b"}`, err: "not JSON"},
+		// Issue 41, defect 21: Kafka would be keyed by one value and the database written at
+		// the other (encoding/json keeps the last).
+		{body: `{"id":"a","id":"b"}`, err: `field "id" appears 2 times`},
+		{body: `[{"id":1},{"id":"a","v":{"id":2},"i\u0064":"b"}]`, err: `element 1: field "id" appears 2 times`},
 	} {
 		es, err := parseBody([]byte(c.body), "id")
 		if c.err != "" {
@@ -60,7 +67,7 @@ func TestParseBodyKeepsBytes(t *testing.T) {
 }
 
 func FuzzParseBody(f *testing.F) {
-	for _, s := range []string{`{"id":"a"}`, `[{"id":1},{"id":"b","x":[{}]}]`, `{"a":"\"","id":2}`, `[`, `{"id":"a\\"}`} {
+	for _, s := range []string{`{"id":"a"}`, `[{"id":1},{"id":"b","x":[{}]}]`, `{"a":"\"","id":2}`, `[`, `{"id":"a\\"}`, `{"id":"a","id":"b"}`, `{"i\\u0064":"a","id":"a"}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
@@ -71,6 +78,16 @@ func FuzzParseBody(f *testing.F) {
 		for _, e := range es {
 			if len(e.key) == 0 || len(e.value) == 0 || e.value[0] != '{' {
 				t.Fatalf("body %q: entry key %q value %q", body, e.key, e.value)
+			}
+			// The key is the id a JSON decoder (the aggregator's) reads: one record, one id.
+			d := json.NewDecoder(bytes.NewReader(e.value))
+			d.UseNumber()
+			var obj map[string]any
+			if err := d.Decode(&obj); err != nil {
+				t.Fatalf("body %q: entry %q does not decode: %v", body, e.value, err)
+			}
+			if id := fmt.Sprint(obj["id"]); id != string(e.key) {
+				t.Fatalf("body %q: keyed %q, but a JSON decoder reads id %q", body, e.key, id)
 			}
 		}
 	})

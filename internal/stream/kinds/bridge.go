@@ -3,6 +3,7 @@ package kinds
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 
 	"github.com/continuum-project/continuum/internal/cli"
@@ -109,6 +110,14 @@ func bridgeCommand(env kind.Env, c *BridgeConfig) (kind.Command, error) {
 	f := streamcmd.DefaultBridgeFlags()
 	f.Config = c.bridgeConfig()
 	f.Config.Brokers = brokers
+	// Each run's bridge generates its token on its first start into its output directory
+	// (0600): nothing carries over between runs, a restart (the crash scenarios) reuses it,
+	// and the run's workloads read it there (BridgeTokenFile).
+	f.TokenFile = BridgeTokenFile(env.OutDir)
 	return kind.Command{Args: append([]string{env.Binary, "stream-bridge"}, cli.Args(streamcmd.DefaultBridgeFlags(), f)...),
 		ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port)}, nil
 }
+
+// BridgeTokenFile is where the stream-bridge whose instance output directory is outDir keeps
+// its token in a run.
+func BridgeTokenFile(outDir string) string { return filepath.Join(outDir, "secrets", "token") }

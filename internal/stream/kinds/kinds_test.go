@@ -82,7 +82,7 @@ func TestBridgeAndAggregatorKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/bin/continuum", "stream-bridge", "--listen", ":8091", "--brokers", "edge:9092", "--linger", "5ms", "--compression", "lz4"}
+	want := []string{"/bin/continuum", "stream-bridge", "--listen", ":8091", "--brokers", "edge:9092", "--linger", "5ms", "--compression", "lz4", "--token-file", "/o/secrets/token"}
 	if !slices.Equal(cmd.Args, want) || cmd.ReadyAddr != "127.0.0.1:8091" {
 		t.Errorf("bridge args %q ready %q, want %q", cmd.Args, cmd.ReadyAddr, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/stream/streamcmd"
 	"github.com/continuum-project/continuum/internal/stream/streamload"
@@ -184,6 +186,13 @@ func usersCommand(env kind.Env, c *UsersConfig) (kind.Command, error) {
 	}
 	f := streamcmd.DefaultUsersFlags()
 	f.Config = c.loadConfig(send, sendURL, sub, subURL, brokers, env.Duration, env.Warmup, env.Seed, env.OutDir)
+	if send == streamload.SendBridge {
+		// The bridge's token, which it wrote into its own output directory before it listened
+		// (the run starts workloads once components are ready): env.OutDir is the run's
+		// workloads/<name>, the bridge's is components/<bridge>.
+		runDir := filepath.Dir(filepath.Dir(env.OutDir))
+		f.Config.SendTokenFile = BridgeTokenFile(results.ComponentDir(runDir, r.Send))
+	}
 	if err := f.Config.Validate(); err != nil {
 		return kind.Command{}, err
 	}

@@ -24,6 +24,7 @@ func (f *UsersFlags) Bind(fs *pflag.FlagSet) {
 	c := &f.Config
 	fs.StringVar(&c.Send, "send", c.Send, "how users send: rest (PUT to a realtime-db) or bridge (POST to a stream-bridge)")
 	fs.StringVar(&c.SendURL, "send-url", c.SendURL, "base URL of the realtime-db or stream-bridge the users send to")
+	fs.StringVar(&c.SendTokenFile, "send-token-file", c.SendTokenFile, "with --send bridge: file holding the bridge's token (its --token-file), sent as Authorization: Bearer TOKEN")
 	fs.StringVar(&c.Subscribe, "subscribe", c.Subscribe, "how the subscriber receives: sse (a realtime-db listener) or kafka (a consumer of --topic)")
 	fs.StringVar(&c.SubscribeURL, "subscribe-url", c.SubscribeURL, "base URL of the realtime-db the subscriber listens to (sse)")
 	fs.StringSliceVar(&c.Brokers, "brokers", c.Brokers, "Kafka bootstrap servers host:port (kafka)")

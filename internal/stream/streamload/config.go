@@ -23,6 +23,10 @@ type Config struct {
 	// Send is how users send: SendREST or SendBridge; SendURL is the server's base URL
 	// (http://host:port).
 	Send, SendURL string
+	// SendTokenFile holds the bridge's token, sent as Authorization: Bearer TOKEN with each
+	// post (SendBridge; empty: none, for a bridge run with --auth=false).
+	SendTokenFile string
+	sendToken     string // read from SendTokenFile by Run
 	// Subscribe is how the subscriber receives: SubscribeSSE (SubscribeURL is the realtime
 	// database's base URL) or SubscribeKafka (Brokers are its bootstrap servers).
 	Subscribe, SubscribeURL string

@@ -102,6 +102,12 @@ func TestUsersBridgeKafka(t *testing.T) {
 	brokers := k.Target.Endpoints
 	bc := bridge.DefaultConfig()
 	bc.Brokers = brokers
+	// The bridge needs its token, which the users read from its file (as in a run).
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	bc.Token = "users-token-0123456789"
+	if err := os.WriteFile(tokenFile, []byte(bc.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	br, err := bridge.New(bc)
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +145,7 @@ func TestUsersBridgeKafka(t *testing.T) {
 	out := t.TempDir()
 	cfg := DefaultConfig()
 	cfg.Send, cfg.SendURL, cfg.Subscribe, cfg.Brokers, cfg.Run = SendBridge, hs.URL, SubscribeKafka, brokers, "t1"
+	cfg.SendTokenFile = tokenFile
 	cfg.Users, cfg.Requests, cfg.Interval, cfg.IntervalSD, cfg.Payload = 20, 15, 40*time.Millisecond, 10*time.Millisecond, 1024
 	cfg.Duration, cfg.Grace, cfg.OutDir = time.Minute, 20*time.Second, out
 	rep, err := Run(context.Background(), cfg)

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/httpauth"
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/results"
 )
@@ -165,7 +166,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("subscriber (%s) not ready within %v", cfg.Subscribe, cfg.Timeout)
 	}
 	if cfg.Send == SendBridge {
-		if err := waitHealthy(ctx, strings.TrimSuffix(cfg.SendURL, "/")+"/healthz", cfg.Timeout); err != nil {
+		err := waitHealthy(ctx, strings.TrimSuffix(cfg.SendURL, "/")+"/healthz", cfg.Timeout)
+		if err == nil && cfg.SendTokenFile != "" {
+			// Read once the bridge is up: it writes a generated token before it listens.
+			cfg.sendToken, err = httpauth.ReadToken(cfg.SendTokenFile)
+		}
+		if err != nil {
 			stopSub()
 			close(sessReady)
 			subDone.Wait()
@@ -353,6 +359,9 @@ func send(ctx context.Context, client *http.Client, cfg Config, id string, body 
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if cfg.sendToken != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.sendToken)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return err

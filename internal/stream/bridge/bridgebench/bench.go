@@ -244,7 +244,8 @@ func bridgeRun(ctx context.Context, cfg Config, broker string, brokerPID int, cp
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	args := append(prefix, cfg.Binary, "stream-bridge", "--listen", addr, "--brokers", broker)
+	// Loopback only, so no token: the bench measures the producer path.
+	args := append(prefix, cfg.Binary, "stream-bridge", "--listen", addr, "--brokers", broker, "--auth=false")
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	var logb bytes.Buffer
