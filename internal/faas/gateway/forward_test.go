@@ -16,15 +16,19 @@ import (
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
-// TestAttackHostHeaderPicksUpstreamVhost: two url functions on one upstream server that routes
-// by Host (name-based virtual hosts: nginx, a Kubernetes Ingress), the public one as
-// http://127.0.0.1:P, the keyed one as http://localhost:P. The gateway forwards the client's
-// Host header (pr.Out.Host = pr.In.Host), so a caller of the public function without the key
-// chooses which virtual host it reaches: Host: localhost:P lands on the keyed function.
-func TestAttackHostHeaderPicksUpstreamVhost(t *testing.T) {
+// TestUpstreamHostIsTheFunctionsNotTheClients: two url functions on one upstream server that
+// routes by Host (name-based virtual hosts: nginx, a Kubernetes Ingress), the public one as
+// http://127.0.0.1:P, the keyed one as http://localhost:P. The function's server gets the
+// function URL's host as Host (the client's goes in X-Forwarded-Host, as on OpenFaaS), so a
+// caller of the public function cannot choose which virtual host it reaches: once the client's
+// Host was forwarded, and Host: localhost:P landed on the keyed function without its key.
+func TestUpstreamHostIsTheFunctionsNotTheClients(t *testing.T) {
 	var mu sync.Mutex
-	var privateHits []string
+	var privateHits, pubSeen []string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		pubSeen = append(pubSeen, r.Host+" "+r.Header.Get("X-Forwarded-Host"))
+		mu.Unlock()
 		if strings.HasPrefix(r.Host, "localhost:") {
 			mu.Lock()
 			privateHits = append(privateHits, r.Host+r.URL.Path+" auth="+r.Header.Get("Authorization"))
@@ -58,13 +62,16 @@ func TestAttackHostHeaderPicksUpstreamVhost(t *testing.T) {
 	if len(privateHits) > 0 {
 		t.Fatalf("a keyless caller of pub reached the keyed function's virtual host by choosing Host: %q", privateHits)
 	}
+	if want := "127.0.0.1:" + u.Port() + " localhost:" + u.Port(); len(pubSeen) != 1 || pubSeen[0] != want {
+		t.Fatalf("upstream saw Host and X-Forwarded-Host %q, want one request with %q", pubSeen, want)
+	}
 }
 
-// TestAttackRequestsAfterCloseBeganAreServed: Close's doc (and docs/faas.md) say requests that
-// arrive once Close has begun get 503 at once. But pick hands out a ready instance without
-// looking at g.closing, and Close removes the ready instances only after waiting for the drains
-// under way (up to the whole shutdown grace): meanwhile new calls are still forwarded.
-func TestAttackRequestsAfterCloseBeganAreServed(t *testing.T) {
+// TestRequestsAfterCloseBeganGet503: Close's doc (and docs/faas.md) say requests that arrive
+// once Close has begun get 503 at once, even while ready instances remain (Close removes them
+// only after waiting for the drains under way, up to the whole shutdown grace). pick once
+// handed out a ready instance without looking at closing, so new calls were still forwarded.
+func TestRequestsAfterCloseBeganGet503(t *testing.T) {
 	p := newRecProvider(t)
 	fn := recFunction("fn", 2)
 	fn.ExecTimeout = time.Hour
@@ -99,7 +106,7 @@ func TestAttackRequestsAfterCloseBeganAreServed(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "one instance draining", func() bool { return g.Status()[0].Draining == 1 })
 	closed := make(chan struct{})
 	go func() { g.Close(); close(closed) }()
-	time.Sleep(200 * time.Millisecond) // Close has begun: it waits for the drain
+	<-gateway.ClosingOf(g) // Close has begun: it waits for the drain
 	select {
 	case <-closed:
 		t.Fatal("Close returned before the grace: the set-up did not hold")
