@@ -1,0 +1,90 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestAttackCutOffMemberRemovesPeersToReopenGate: a member cut off from the majority past
+// --auth-majority-timeout refuses auth changes and writes. But MemberRemove is not gated: root
+// on the cut-off member removes the unreachable members from its own membership, the member
+// then is "a majority of one", and the gate reopens: the revoked user writes on the stale copy
+// forever, and auth changes (which win after the heal if they outnumber the majority's) pass.
+func TestAttackCutOffMemberRemovesPeersToReopenGate(t *testing.T) {
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = minAuthMajorityTimeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cutRoot := userClient(t, ac.servers[2], "root", "rootpw")
+
+	ac.isolate(2, true)
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
+	eventually(t, "m2 refuses KV writes once cut off for the timeout", 20*time.Second, func() error {
+		if _, err := ac.users[2].Put(ctx, "k", "y"); !majorityRefusal(err) {
+			return fmt.Errorf("put on m2: %v", err)
+		}
+		return nil
+	})
+
+	// Root on the cut-off member removes the members it cannot reach.
+	ml := must(cutRoot.MemberList(ctx))(t)
+	for _, m := range ml.Members {
+		if m.ID != ac.servers[2].memberID {
+			if _, err := cutRoot.MemberRemove(ctx, m.ID); majorityRefusal(err) {
+				t.Logf("member remove refused by the gate (good): %v", err)
+				return
+			} else if err != nil {
+				t.Fatalf("member remove: %v", err)
+			}
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if _, err := ac.users[2].Put(ctx, "k", "stale"); err == nil {
+		t.Errorf("revoked user's write accepted on the cut-off member %v after it last heard from the majority (bound: --auth-majority-timeout %v)", "> timeout", minAuthMajorityTimeout)
+	}
+	if _, err := cutRoot.RoleAdd(ctx, "x"); err == nil {
+		t.Errorf("auth change accepted on the cut-off member past --auth-majority-timeout")
+	}
+}
+
+// TestAttackRestartResetsMajorityGrace: the write bound is documented as "at most the timeout
+// after the member last heard from the majority". A member that was down while a permission
+// was revoked, restarted with its data dir while still cut off, gets a fresh timeout of grace
+// on its stale copy: the revoked user authenticates and writes there (and every restart buys
+// another timeout; the same window lets root make auth changes).
+func TestAttackRestartResetsMajorityGrace(t *testing.T) {
+	const timeout = 5 * time.Second
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = timeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	cfg := ac.servers[2].cfg
+	ac.users[2].Close()
+	ac.servers[2].Close()
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
+	time.Sleep(timeout + time.Second) // m2 last heard from the majority more than the timeout ago
+
+	ac.isolate(2, true)
+	s, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	u := userClient(t, s, "u", "upw")
+	_, err = u.Put(ctx, "k", "after-revocation")
+	if err == nil {
+		t.Errorf("revoked user's write accepted on a restarted member that last heard from the majority more than --auth-majority-timeout ago")
+	} else if rpctypes.ErrorDesc(err) != rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) && !majorityRefusal(err) {
+		t.Fatalf("put: %v", err)
+	}
+	if _, err := userClient(t, s, "root", "rootpw").RoleAdd(ctx, "x"); err == nil {
+		t.Errorf("auth change accepted on a restarted cut-off member whose last contact is older than the timeout")
+	}
+	_ = clientv3.WithPrefix
+}
