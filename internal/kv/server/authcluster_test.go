@@ -344,6 +344,108 @@ func TestAuthCutOffMemberRefusesAuthChanges(t *testing.T) {
 	}
 }
 
+// cutOffPastTimeout cuts m2 off, revokes kw's permission on k on m0, and waits until m2
+// refuses u's writes (it has not heard from the majority for the timeout).
+func (ac *authCluster) cutOffPastTimeout(t *testing.T, ctx context.Context) {
+	t.Helper()
+	ac.isolate(2, true)
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
+	eventually(t, "m2 refuses KV writes once cut off for the timeout", 20*time.Second, func() error {
+		if _, err := ac.users[2].Put(ctx, "k", "y"); !majorityRefusal(err) {
+			return fmt.Errorf("put on m2: %v", err)
+		}
+		return nil
+	})
+}
+
+// TestAuthCutOffMemberRefusesMemberChanges: a member cut off from the majority refuses every
+// membership change (as etcd needs a quorum for one), so root there cannot remove the members
+// it cannot reach, count itself a majority of one and reopen the gate: the revoked user's
+// writes and root's auth changes stay refused (issue 41, defect 16).
+func TestAuthCutOffMemberRefusesMemberChanges(t *testing.T) {
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = minAuthMajorityTimeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cutRoot := userClient(t, ac.servers[2], "root", "rootpw")
+	ac.cutOffPastTimeout(t, ctx)
+
+	ml := must(cutRoot.MemberList(ctx))(t)
+	for _, m := range ml.Members {
+		if m.ID != ac.servers[2].memberID {
+			if _, err := cutRoot.MemberRemove(ctx, m.ID); !majorityRefusal(err) {
+				t.Fatalf("member remove of %x on the cut-off member: %v, want the majority refusal", m.ID, err)
+			}
+		}
+	}
+	if _, err := cutRoot.MemberAdd(ctx, []string{"http://127.0.0.1:1"}); !majorityRefusal(err) {
+		t.Errorf("member add on the cut-off member: %v, want the majority refusal", err)
+	}
+	if _, err := cutRoot.MemberUpdate(ctx, ac.servers[0].memberID, []string{"http://127.0.0.1:1"}); !majorityRefusal(err) {
+		t.Errorf("member update on the cut-off member: %v, want the majority refusal", err)
+	}
+	if _, err := cutRoot.MemberPromote(ctx, ac.servers[0].memberID); !majorityRefusal(err) {
+		t.Errorf("member promote on the cut-off member: %v, want the majority refusal", err)
+	}
+	if n := len(must(cutRoot.MemberList(ctx))(t).Members); n != 3 {
+		t.Errorf("the cut-off member lists %d members, want 3", n)
+	}
+	if _, err := ac.users[2].Put(ctx, "k", "stale"); !majorityRefusal(err) {
+		t.Errorf("revoked user's write on the cut-off member: %v, want the majority refusal", err)
+	}
+	if _, err := cutRoot.RoleAdd(ctx, "x"); !majorityRefusal(err) {
+		t.Errorf("auth change on the cut-off member: %v, want the majority refusal", err)
+	}
+}
+
+// TestAuthCutOffMemberCannotEvictMajority: after the cut-off member's refused removals and
+// auth changes, the heal leaves the majority's revocation in force everywhere and no member
+// takes itself for removed (before, the removals made on the cut-off member spread and the
+// majority members took themselves for removed).
+func TestAuthCutOffMemberCannotEvictMajority(t *testing.T) {
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = minAuthMajorityTimeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cutRoot := userClient(t, ac.servers[2], "root", "rootpw")
+	ac.cutOffPastTimeout(t, ctx)
+	ml := must(cutRoot.MemberList(ctx))(t)
+	for _, m := range ml.Members {
+		if m.ID != ac.servers[2].memberID {
+			if _, err := cutRoot.MemberRemove(ctx, m.ID); !majorityRefusal(err) {
+				t.Fatalf("member remove of %x on the cut-off member: %v, want the majority refusal", m.ID, err)
+			}
+		}
+	}
+	for i := range 3 {
+		if _, err := cutRoot.RoleAdd(ctx, fmt.Sprint("pad", i)); !majorityRefusal(err) {
+			t.Fatalf("auth change on the cut-off member: %v, want the majority refusal", err)
+		}
+	}
+	ac.isolate(2, false)
+	eventually(t, "every member has the majority's copy", 20*time.Second, func() error {
+		if a, b := authRevOf(ac.servers[0]), authRevOf(ac.servers[2]); a != b {
+			return fmt.Errorf("%+v vs %+v", a, b)
+		}
+		return nil
+	})
+	for i, u := range ac.users {
+		eventually(t, fmt.Sprintf("m%d refuses the revoked user's write", i), 20*time.Second, func() error {
+			if _, err := u.Put(ctx, "k", "undone"); rpctypes.ErrorDesc(err) != rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) {
+				return fmt.Errorf("put on m%d: %v", i, err)
+			}
+			return nil
+		})
+	}
+	for i, s := range ac.servers {
+		if s.selfRemoved() {
+			t.Errorf("m%d takes itself for removed after the heal", i)
+		}
+		if n := len(must(ac.users[i].MemberList(ctx))(t).Members); n != 3 {
+			t.Errorf("m%d lists %d members, want 3", i, n)
+		}
+	}
+}
+
 // TestAuthJWTOldRevisionClusterWide: a JWT issued on one member before a password change made
 // on another is refused on both ("auth revision is old", as etcd refuses it), and a token
 // issued after the change is accepted on both: the auth revision orders every change

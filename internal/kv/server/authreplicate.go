@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -204,14 +205,15 @@ func (s *Server) watchMajority() {
 
 // The refusals of a member cut off from the majority (checkMajority's what).
 const (
-	writeRefused      = "write refused: authentication is enabled and this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so it may not know of a revocation; reads are served"
-	authChangeRefused = "auth change refused: this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so its copy of the auth store may be stale and its change would replace changes made on the majority side; make auth changes on a member that reaches the majority"
+	writeRefused        = "write refused: authentication is enabled and this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so it may not know of a revocation; reads are served"
+	memberChangeRefused = "member change refused: this member has not heard from a majority of the cluster for %v; a membership change needs one within %v (three replication heartbeats, whatever --auth-majority-timeout %v), as etcd's needs a quorum; make it on a member that reaches the majority"
+	authChangeRefused   = "auth change refused: this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so its copy of the auth store may be stale and its change would replace changes made on the majority side; make auth changes on a member that reaches the majority"
 )
 
-// checkMajority refuses a write (KV writes while auth is enabled, every auth change) when this
-// member has not heard from a majority for longer than --auth-majority-timeout, with
-// codes.Unavailable, as etcd refuses a write on a member without a leader; what is the
-// refusal's text, with the silence and the timeout.
+// checkMajority refuses a write (KV writes and lease grants, renewals and revocations while
+// auth is enabled, every auth change) when this member has not heard from a majority for
+// longer than --auth-majority-timeout, with codes.Unavailable, as etcd refuses a write on a
+// member without a leader; what is the refusal's text, with the silence and the timeout.
 func (s *Server) checkMajority(what string) error {
 	if s.repl == nil || s.cfg.AuthMajorityTimeout <= 0 {
 		return nil
@@ -221,6 +223,28 @@ func (s *Server) checkMajority(what string) error {
 		return nil
 	}
 	return status.Errorf(codes.Unavailable, "continuum kv: "+what, since.Round(time.Millisecond), s.cfg.AuthMajorityTimeout)
+}
+
+// checkMemberChange gates every membership change (MemberAdd, MemberRemove, MemberUpdate,
+// MemberPromote), whether auth is enabled or not and whatever --auth-majority-timeout (0
+// included): the member must have heard from a majority of the cluster within three
+// replication heartbeats (minAuthMajorityTimeout), as etcd needs a quorum for a membership
+// change. A member cut off from the majority could otherwise remove the members it cannot
+// reach, count itself a majority of what is left, reopen the auth gate, and after the heal
+// spread removals that evict the real majority.
+func (s *Server) checkMemberChange(ctx context.Context) error {
+	if err := s.checkAdmin(ctx); err != nil {
+		return err
+	}
+	if s.repl == nil {
+		return nil
+	}
+	bound := minAuthMajorityTimeout
+	since := time.Duration(time.Now().UnixNano() - s.majority.heardAt.Load())
+	if since <= bound {
+		return nil
+	}
+	return status.Errorf(codes.Unavailable, "continuum kv: "+memberChangeRefused, since.Round(time.Millisecond), bound, s.cfg.AuthMajorityTimeout)
 }
 
 // txnWrites reports whether a Txn may write (the bound spares read-only transactions).
