@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -444,6 +446,64 @@ func TestAuthCutOffMemberCannotEvictMajority(t *testing.T) {
 			t.Errorf("m%d lists %d members, want 3", i, n)
 		}
 	}
+}
+
+// TestAuthRestartKeepsMajoritySilence: the write bound is "at most the timeout after the member
+// last heard from the majority", across restarts: a member that was down while a permission
+// was revoked, restarted with its data dir while still cut off, starts from when it last heard
+// from the majority (<data-dir>/majority-heard), not with a fresh timeout of grace, so the
+// revoked user's writes and root's auth changes are refused there; without the record (lost,
+// or a member that never saved one) it starts as never having heard, and after the heal it
+// serves writes again (issue 41, defect 16).
+func TestAuthRestartKeepsMajoritySilence(t *testing.T) {
+	const timeout = 5 * time.Second
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = timeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	cfg := ac.servers[2].cfg
+	ac.users[2].Close()
+	ac.servers[2].Close()
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
+	time.Sleep(timeout + time.Second) // m2 last heard from the majority more than the timeout ago
+
+	ac.isolate(2, true)
+	s, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	u := userClient(t, s, "u", "upw")
+	_, err = u.Put(ctx, "k", "after-revocation")
+	if err == nil {
+		t.Errorf("revoked user's write accepted on a restarted member that last heard from the majority more than --auth-majority-timeout ago")
+	} else if rpctypes.ErrorDesc(err) != rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) && !majorityRefusal(err) {
+		t.Fatalf("put: %v", err)
+	}
+	if _, err := userClient(t, s, "root", "rootpw").RoleAdd(ctx, "x"); err == nil {
+		t.Errorf("auth change accepted on a restarted cut-off member whose last contact is older than the timeout")
+	}
+	s.Close()
+
+	// Without the record: never heard from a majority, until the heal.
+	if err := os.Remove(filepath.Join(cfg.DataDir, majorityFile)); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	rootC := userClient(t, s, "root", "rootpw")
+	if _, err := rootC.Put(ctx, "k", "x"); !majorityRefusal(err) {
+		t.Errorf("root's write on a restarted cut-off member without a record: %v, want the majority refusal", err)
+	}
+	ac.isolate(2, false)
+	eventually(t, "the healed member serves writes again", 20*time.Second, func() error {
+		_, err := rootC.Put(ctx, "k", "x")
+		return err
+	})
 }
 
 // TestAuthJWTOldRevisionClusterWide: a JWT issued on one member before a password change made

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -155,11 +157,60 @@ func (a *authStore) adopt(b []byte) error {
 // majorityWatch keeps when this member last heard from a majority of the cluster, for the
 // write bound. It is computed every tick from the replicator's per-peer contact times, not per
 // request, so a write pays one atomic load for it.
+//
+// The time survives a restart: it is saved in <data-dir>/majority-heard (unix ns, decimal) at
+// most once a second while it moves, and when the member stops, and a restarted member starts
+// from it, so a restart does not buy a fresh timeout of grace on a copy that may have missed a
+// revocation (the saved time lags the real one by at most a second, which only closes the gate
+// earlier). A member without the file starts as having never heard from a majority if auth
+// is enabled in its data dir and --initial-cluster names other members (its gate is closed
+// until it hears from a majority), else as having heard at its start.
 type majorityWatch struct {
 	heardAt atomic.Int64 // unix ns
+	path    string
+	saved   int64 // the time last saved (watchMajority's goroutine only)
 }
 
-const majorityTick = 100 * time.Millisecond
+const (
+	majorityTick = 100 * time.Millisecond
+	majorityFile = "majority-heard"
+	majoritySave = time.Second
+)
+
+// initMajority sets heardAt before the member serves (clustered members only).
+func (s *Server) initMajority() {
+	w := &s.majority
+	w.path = filepath.Join(s.cfg.DataDir, majorityFile)
+	now := time.Now().UnixNano()
+	if b, err := os.ReadFile(w.path); err == nil {
+		if at, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && at > 0 {
+			w.heardAt.Store(min(at, now)) // a clock stepped back does not extend the grace
+			w.saved = at
+			return
+		}
+		s.log.Warn("unreadable record of when this member last heard from a majority; starting as never having heard", "file", w.path)
+	}
+	if s.auth.isEnabled() && len(s.cfg.InitialCluster) > 1 {
+		w.heardAt.Store(0)
+		return
+	}
+	w.heardAt.Store(now)
+}
+
+// saveMajority writes heardAt if it moved by majoritySave since the last save (force: if it
+// moved at all).
+func (s *Server) saveMajority(force bool) {
+	w := &s.majority
+	at := w.heardAt.Load()
+	if at == w.saved || (!force && at-w.saved < int64(majoritySave)) {
+		return
+	}
+	if err := writeFileAtomic(w.path, []byte(strconv.FormatInt(at, 10)+"\n")); err != nil {
+		s.log.Warn("save when this member last heard from a majority", "file", w.path, "err", err)
+		return
+	}
+	w.saved = at
+}
 
 // DefaultAuthMajorityTimeout is --auth-majority-timeout's default; minAuthMajorityTimeout is
 // three replication heartbeats (replication.Config.Heartbeat, 1 s), the silence after which
@@ -169,10 +220,10 @@ const (
 	minAuthMajorityTimeout     = 3 * time.Second
 )
 
-// watchMajority runs until the server stops (clustered members only).
+// watchMajority runs until the server stops (clustered members only, after initMajority).
 func (s *Server) watchMajority() {
 	defer s.wg.Done()
-	s.majority.heardAt.Store(time.Now().UnixNano()) // a fresh start gets one timeout of grace
+	defer s.saveMajority(true)
 	t := time.NewTicker(majorityTick)
 	defer t.Stop()
 	for {
@@ -181,6 +232,7 @@ func (s *Server) watchMajority() {
 			return
 		case <-t.C:
 		}
+		s.saveMajority(false)
 		n := len((&clusterServer{s: s}).members())
 		need := n / 2 // peers needed besides this member for a majority of n
 		if need == 0 {
@@ -194,7 +246,7 @@ func (s *Server) watchMajority() {
 			}
 		}
 		if len(contacts) < need {
-			continue // never heard from enough peers: keep the last time (start, at worst)
+			continue // never heard from enough peers: keep the last time
 		}
 		sort.Slice(contacts, func(i, j int) bool { return contacts[i] > contacts[j] })
 		if at := contacts[need-1]; at > s.majority.heardAt.Load() {
