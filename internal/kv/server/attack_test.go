@@ -6,41 +6,8 @@ import (
 	"testing"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// TestAttackSimpleTokenSurvivesRemoteDisableEnable: auth disable drops every simple token (as
-// etcd's does, on every member, since it is a Raft entry). A member that adopts the copy made
-// after a disable and re-enable on another member never sees auth off, and keeps its simple
-// tokens: a token issued there before the disable still works after it.
-func TestAttackSimpleTokenSurvivesRemoteDisableEnable(t *testing.T) {
-	ac := startAuthCluster(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	tok := must(anonClient(t, ac.servers[2]).Authenticate(ctx, "u", "upw"))(t).Token
-	put := func(m int) error {
-		_, err := pb.NewKVClient(rawConn(t, ac.servers[m])).Put(withToken(ctx, tok), &pb.PutRequest{Key: []byte("k"), Value: []byte("v")})
-		return err
-	}
-	if err := put(2); err != nil {
-		t.Fatal(err)
-	}
-	ac.isolate(2, true)
-	root := userClient(t, ac.servers[0], "root", "rootpw")
-	must(root.AuthDisable(ctx))(t)
-	must(anonClient(t, ac.servers[0]).AuthEnable(ctx))(t)
-	ac.isolate(2, false)
-	eventually(t, "m2 adopts the copy", 20*time.Second, func() error {
-		if a, b := authRevOf(ac.servers[0]), authRevOf(ac.servers[2]); a != b {
-			return fmt.Errorf("%+v vs %+v", a, b)
-		}
-		return nil
-	})
-	if err := put(2); err == nil {
-		t.Errorf("m2's simple token issued before auth was disabled (and re-enabled) on m0 still accepted on m2")
-	}
-}
 
 // TestAttackCutOffMemberKeepsRevokedLeaseAlive: past --auth-majority-timeout a cut-off member
 // refuses writes because it may not know of a revocation, but LeaseKeepAlive (etcd: refused

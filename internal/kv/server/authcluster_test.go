@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -504,6 +505,66 @@ func TestAuthRestartKeepsMajoritySilence(t *testing.T) {
 		_, err := rootC.Put(ctx, "k", "x")
 		return err
 	})
+}
+
+// TestAuthRemoteDisableEnableDropsSimpleTokens: auth disable drops every simple token (as
+// etcd's does, on every member, since it is a Raft entry), also on a member that adopts the
+// copy made after a disable and re-enable on another member and so never sees auth off (the
+// copy's enable revision differs from its own); likewise a user deleted and added again
+// elsewhere with the same password hash loses the tokens issued here (issue 41, defect 16).
+func TestAuthRemoteDisableEnableDropsSimpleTokens(t *testing.T) {
+	ac := startAuthCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tok := must(anonClient(t, ac.servers[2]).Authenticate(ctx, "u", "upw"))(t).Token
+	var putWith func(m int, tok string) error
+	put := func(m int) error {
+		return putWith(m, tok)
+	}
+	putWith = func(m int, tok string) error {
+		_, err := pb.NewKVClient(rawConn(t, ac.servers[m])).Put(withToken(ctx, tok), &pb.PutRequest{Key: []byte("k"), Value: []byte("v")})
+		return err
+	}
+	if err := put(2); err != nil {
+		t.Fatal(err)
+	}
+	ac.isolate(2, true)
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.AuthDisable(ctx))(t)
+	must(anonClient(t, ac.servers[0]).AuthEnable(ctx))(t)
+	ac.isolate(2, false)
+	adopted := func() {
+		eventually(t, "m2 adopts the copy", 20*time.Second, func() error {
+			if a, b := authRevOf(ac.servers[0]), authRevOf(ac.servers[2]); a != b {
+				return fmt.Errorf("%+v vs %+v", a, b)
+			}
+			return nil
+		})
+	}
+	adopted()
+	if err := put(2); err == nil {
+		t.Errorf("m2's simple token issued before auth was disabled (and re-enabled) on m0 still accepted on m2")
+	}
+
+	// u deleted and added again on m0 with the same password hash (hashed_password).
+	tok2 := must(anonClient(t, ac.servers[2]).Authenticate(ctx, "u", "upw"))(t).Token
+	if err := putWith(2, tok2); err != nil {
+		t.Fatal(err)
+	}
+	ac.servers[0].auth.mu.RLock()
+	hash := ac.servers[0].auth.users["u"].Password
+	ac.servers[0].auth.mu.RUnlock()
+	ac.isolate(2, true)
+	rootTok := must(anonClient(t, ac.servers[0]).Authenticate(ctx, "root", "rootpw"))(t).Token
+	authC := pb.NewAuthClient(rawConn(t, ac.servers[0]))
+	must(authC.UserDelete(withToken(ctx, rootTok), &pb.AuthUserDeleteRequest{Name: "u"}))(t)
+	must(authC.UserAdd(withToken(ctx, rootTok), &pb.AuthUserAddRequest{Name: "u", HashedPassword: base64.StdEncoding.EncodeToString(hash)}))(t)
+	must(authC.UserGrantRole(withToken(ctx, rootTok), &pb.AuthUserGrantRoleRequest{User: "u", Role: "kw"}))(t)
+	ac.isolate(2, false)
+	adopted()
+	if err := putWith(2, tok2); err == nil {
+		t.Errorf("m2's simple token of u issued before u was deleted and added again (same hash) on m0 still accepted on m2")
+	}
 }
 
 // TestAuthJWTOldRevisionClusterWide: a JWT issued on one member before a password change made

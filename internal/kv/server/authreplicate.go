@@ -138,17 +138,28 @@ func (a *authStore) adopt(b []byte) error {
 	for _, r := range st.Roles {
 		a.roles[string(r.Name)] = r
 	}
+	// A user deleted and added again, or whose password changed, has another PasswordAt
+	// (compared beside the hash for copies made by members that kept none).
+	oldAt := a.passwordAt
+	a.passwordAt = map[string]authRev{}
+	for n, r := range st.PasswordAt {
+		a.passwordAt[n] = r
+	}
 	for name, u := range old {
-		if nu := a.users[name]; nu == nil || !bytes.Equal(nu.Password, u.Password) {
+		if nu := a.users[name]; nu == nil || !bytes.Equal(nu.Password, u.Password) || oldAt[name] != a.passwordAt[name] {
 			a.tokens.invalidateUser(name)
 		}
 	}
+	// Auth disabled, or disabled and enabled again (another EnabledAt) where this member did
+	// not see it: every simple token goes, as on the member that disabled it.
 	wasOn := a.enabled.Load()
+	reenabled := st.EnabledAt != a.enabledAt
 	a.enabled.Store(st.Enabled)
-	switch {
-	case wasOn && !st.Enabled:
+	a.enabledAt = st.EnabledAt
+	if wasOn && (!st.Enabled || reenabled) {
 		a.tokens.disable()
-	case !wasOn && st.Enabled:
+	}
+	if st.Enabled && (!wasOn || reenabled) {
 		a.tokens.enable()
 	}
 	return a.commitLocked(rev)
