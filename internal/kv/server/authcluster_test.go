@@ -567,6 +567,61 @@ func TestAuthRemoteDisableEnableDropsSimpleTokens(t *testing.T) {
 	}
 }
 
+// TestAuthCutOffMemberRefusesLeaseWrites: past --auth-majority-timeout a cut-off member
+// refuses writes because it may not know of a revocation, and so lease keep-alives, grants
+// and revocations (etcd's member without a leader refuses them), compaction and alarm
+// changes: a user whose write permission on k was revoked on the majority side cannot keep
+// its leased k alive through the cut-off member (issue 41, defect 16).
+func TestAuthCutOffMemberRefusesLeaseWrites(t *testing.T) {
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = minAuthMajorityTimeout })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u := ac.users[2]
+	l := must(u.Grant(ctx, 5))(t)
+	must(u.Put(ctx, "k", "leased", clientv3.WithLease(l.ID)))(t)
+	ac.isolate(2, true)
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
+	eventually(t, "m2 refuses KV writes once cut off for the timeout", 20*time.Second, func() error {
+		if _, err := u.Put(ctx, "k", "y"); !majorityRefusal(err) {
+			return fmt.Errorf("put on m2: %v", err)
+		}
+		return nil
+	})
+	// The server's answer on the stream: the majority refusal.
+	tok := must(anonClient(t, ac.servers[2]).Authenticate(ctx, "u", "upw"))(t).Token
+	ka, err := pb.NewLeaseClient(rawConn(t, ac.servers[2])).LeaseKeepAlive(withToken(ctx, tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ka.Send(&pb.LeaseKeepAliveRequest{ID: int64(l.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := ka.Recv(); !majorityRefusal(err) {
+		t.Errorf("revoked user's lease keep-alive on the cut-off member: %+v %v, want the majority refusal", resp, err)
+	}
+	// clientv3 retries an unavailable member until its context ends, as against etcd's
+	// member without a leader.
+	kctx, kcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer kcancel()
+	if _, err := u.KeepAliveOnce(kctx, l.ID); err == nil {
+		t.Errorf("revoked user's lease keep-alive accepted on the cut-off member past --auth-majority-timeout (its writes are refused)")
+	}
+	if _, err := u.Grant(ctx, 5); !majorityRefusal(err) {
+		t.Errorf("lease grant on the cut-off member: %v, want the majority refusal", err)
+	}
+	if _, err := u.Revoke(ctx, l.ID); !majorityRefusal(err) {
+		t.Errorf("lease revoke on the cut-off member: %v, want the majority refusal", err)
+	}
+	cutRoot := userClient(t, ac.servers[2], "root", "rootpw")
+	if _, err := cutRoot.Compact(ctx, 1); !majorityRefusal(err) {
+		t.Errorf("compaction on the cut-off member: %v, want the majority refusal", err)
+	}
+	if _, err := cutRoot.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: ac.servers[2].memberID, Alarm: pb.AlarmType_NOSPACE}); !majorityRefusal(err) {
+		t.Errorf("alarm disarm on the cut-off member: %v, want the majority refusal", err)
+	}
+}
+
 // TestAuthJWTOldRevisionClusterWide: a JWT issued on one member before a password change made
 // on another is refused on both ("auth revision is old", as etcd refuses it), and a token
 // issued after the change is accepted on both: the auth revision orders every change
