@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -341,6 +344,281 @@ func TestAuthCutOffMemberRefusesAuthChanges(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// cutOffPastTimeout cuts m2 off, revokes kw's permission on k on m0, and waits until m2
+// refuses u's writes (it has not heard from the majority for the timeout).
+func (ac *authCluster) cutOffPastTimeout(t *testing.T, ctx context.Context) {
+	t.Helper()
+	ac.isolate(2, true)
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
+	eventually(t, "m2 refuses KV writes once cut off for the timeout", 20*time.Second, func() error {
+		if _, err := ac.users[2].Put(ctx, "k", "y"); !majorityRefusal(err) {
+			return fmt.Errorf("put on m2: %v", err)
+		}
+		return nil
+	})
+}
+
+// TestAuthCutOffMemberRefusesMemberChanges: a member cut off from the majority refuses every
+// membership change (as etcd needs a quorum for one), so root there cannot remove the members
+// it cannot reach, count itself a majority of one and reopen the gate: the revoked user's
+// writes and root's auth changes stay refused (issue 41, defect 16).
+func TestAuthCutOffMemberRefusesMemberChanges(t *testing.T) {
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = minAuthMajorityTimeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cutRoot := userClient(t, ac.servers[2], "root", "rootpw")
+	ac.cutOffPastTimeout(t, ctx)
+
+	ml := must(cutRoot.MemberList(ctx))(t)
+	for _, m := range ml.Members {
+		if m.ID != ac.servers[2].memberID {
+			if _, err := cutRoot.MemberRemove(ctx, m.ID); !majorityRefusal(err) {
+				t.Fatalf("member remove of %x on the cut-off member: %v, want the majority refusal", m.ID, err)
+			}
+		}
+	}
+	if _, err := cutRoot.MemberAdd(ctx, []string{"http://127.0.0.1:1"}); !majorityRefusal(err) {
+		t.Errorf("member add on the cut-off member: %v, want the majority refusal", err)
+	}
+	if _, err := cutRoot.MemberUpdate(ctx, ac.servers[0].memberID, []string{"http://127.0.0.1:1"}); !majorityRefusal(err) {
+		t.Errorf("member update on the cut-off member: %v, want the majority refusal", err)
+	}
+	if _, err := cutRoot.MemberPromote(ctx, ac.servers[0].memberID); !majorityRefusal(err) {
+		t.Errorf("member promote on the cut-off member: %v, want the majority refusal", err)
+	}
+	if n := len(must(cutRoot.MemberList(ctx))(t).Members); n != 3 {
+		t.Errorf("the cut-off member lists %d members, want 3", n)
+	}
+	if _, err := ac.users[2].Put(ctx, "k", "stale"); !majorityRefusal(err) {
+		t.Errorf("revoked user's write on the cut-off member: %v, want the majority refusal", err)
+	}
+	if _, err := cutRoot.RoleAdd(ctx, "x"); !majorityRefusal(err) {
+		t.Errorf("auth change on the cut-off member: %v, want the majority refusal", err)
+	}
+}
+
+// TestAuthCutOffMemberCannotEvictMajority: after the cut-off member's refused removals and
+// auth changes, the heal leaves the majority's revocation in force everywhere and no member
+// takes itself for removed (before, the removals made on the cut-off member spread and the
+// majority members took themselves for removed).
+func TestAuthCutOffMemberCannotEvictMajority(t *testing.T) {
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = minAuthMajorityTimeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cutRoot := userClient(t, ac.servers[2], "root", "rootpw")
+	ac.cutOffPastTimeout(t, ctx)
+	ml := must(cutRoot.MemberList(ctx))(t)
+	for _, m := range ml.Members {
+		if m.ID != ac.servers[2].memberID {
+			if _, err := cutRoot.MemberRemove(ctx, m.ID); !majorityRefusal(err) {
+				t.Fatalf("member remove of %x on the cut-off member: %v, want the majority refusal", m.ID, err)
+			}
+		}
+	}
+	for i := range 3 {
+		if _, err := cutRoot.RoleAdd(ctx, fmt.Sprint("pad", i)); !majorityRefusal(err) {
+			t.Fatalf("auth change on the cut-off member: %v, want the majority refusal", err)
+		}
+	}
+	ac.isolate(2, false)
+	eventually(t, "every member has the majority's copy", 20*time.Second, func() error {
+		if a, b := authRevOf(ac.servers[0]), authRevOf(ac.servers[2]); a != b {
+			return fmt.Errorf("%+v vs %+v", a, b)
+		}
+		return nil
+	})
+	for i, u := range ac.users {
+		eventually(t, fmt.Sprintf("m%d refuses the revoked user's write", i), 20*time.Second, func() error {
+			if _, err := u.Put(ctx, "k", "undone"); rpctypes.ErrorDesc(err) != rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) {
+				return fmt.Errorf("put on m%d: %v", i, err)
+			}
+			return nil
+		})
+	}
+	for i, s := range ac.servers {
+		if s.selfRemoved() {
+			t.Errorf("m%d takes itself for removed after the heal", i)
+		}
+		if n := len(must(ac.users[i].MemberList(ctx))(t).Members); n != 3 {
+			t.Errorf("m%d lists %d members, want 3", i, n)
+		}
+	}
+}
+
+// TestAuthRestartKeepsMajoritySilence: the write bound is "at most the timeout after the member
+// last heard from the majority", across restarts: a member that was down while a permission
+// was revoked, restarted with its data dir while still cut off, starts from when it last heard
+// from the majority (<data-dir>/majority-heard), not with a fresh timeout of grace, so the
+// revoked user's writes and root's auth changes are refused there; without the record (lost,
+// or a member that never saved one) it starts as never having heard, and after the heal it
+// serves writes again (issue 41, defect 16).
+func TestAuthRestartKeepsMajoritySilence(t *testing.T) {
+	const timeout = 5 * time.Second
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = timeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	cfg := ac.servers[2].cfg
+	ac.users[2].Close()
+	ac.servers[2].Close()
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
+	time.Sleep(timeout + time.Second) // m2 last heard from the majority more than the timeout ago
+
+	ac.isolate(2, true)
+	s, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	u := userClient(t, s, "u", "upw")
+	_, err = u.Put(ctx, "k", "after-revocation")
+	if err == nil {
+		t.Errorf("revoked user's write accepted on a restarted member that last heard from the majority more than --auth-majority-timeout ago")
+	} else if rpctypes.ErrorDesc(err) != rpctypes.ErrorDesc(rpctypes.ErrGRPCPermissionDenied) && !majorityRefusal(err) {
+		t.Fatalf("put: %v", err)
+	}
+	if _, err := userClient(t, s, "root", "rootpw").RoleAdd(ctx, "x"); err == nil {
+		t.Errorf("auth change accepted on a restarted cut-off member whose last contact is older than the timeout")
+	}
+	s.Close()
+
+	// Without the record: never heard from a majority, until the heal.
+	if err := os.Remove(filepath.Join(cfg.DataDir, majorityFile)); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	rootC := userClient(t, s, "root", "rootpw")
+	if _, err := rootC.Put(ctx, "k", "x"); !majorityRefusal(err) {
+		t.Errorf("root's write on a restarted cut-off member without a record: %v, want the majority refusal", err)
+	}
+	ac.isolate(2, false)
+	eventually(t, "the healed member serves writes again", 20*time.Second, func() error {
+		_, err := rootC.Put(ctx, "k", "x")
+		return err
+	})
+}
+
+// TestAuthRemoteDisableEnableDropsSimpleTokens: auth disable drops every simple token (as
+// etcd's does, on every member, since it is a Raft entry), also on a member that adopts the
+// copy made after a disable and re-enable on another member and so never sees auth off (the
+// copy's enable revision differs from its own); likewise a user deleted and added again
+// elsewhere with the same password hash loses the tokens issued here (issue 41, defect 16).
+func TestAuthRemoteDisableEnableDropsSimpleTokens(t *testing.T) {
+	ac := startAuthCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tok := must(anonClient(t, ac.servers[2]).Authenticate(ctx, "u", "upw"))(t).Token
+	var putWith func(m int, tok string) error
+	put := func(m int) error {
+		return putWith(m, tok)
+	}
+	putWith = func(m int, tok string) error {
+		_, err := pb.NewKVClient(rawConn(t, ac.servers[m])).Put(withToken(ctx, tok), &pb.PutRequest{Key: []byte("k"), Value: []byte("v")})
+		return err
+	}
+	if err := put(2); err != nil {
+		t.Fatal(err)
+	}
+	ac.isolate(2, true)
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.AuthDisable(ctx))(t)
+	must(anonClient(t, ac.servers[0]).AuthEnable(ctx))(t)
+	ac.isolate(2, false)
+	adopted := func() {
+		eventually(t, "m2 adopts the copy", 20*time.Second, func() error {
+			if a, b := authRevOf(ac.servers[0]), authRevOf(ac.servers[2]); a != b {
+				return fmt.Errorf("%+v vs %+v", a, b)
+			}
+			return nil
+		})
+	}
+	adopted()
+	if err := put(2); err == nil {
+		t.Errorf("m2's simple token issued before auth was disabled (and re-enabled) on m0 still accepted on m2")
+	}
+
+	// u deleted and added again on m0 with the same password hash (hashed_password).
+	tok2 := must(anonClient(t, ac.servers[2]).Authenticate(ctx, "u", "upw"))(t).Token
+	if err := putWith(2, tok2); err != nil {
+		t.Fatal(err)
+	}
+	ac.servers[0].auth.mu.RLock()
+	hash := ac.servers[0].auth.users["u"].Password
+	ac.servers[0].auth.mu.RUnlock()
+	ac.isolate(2, true)
+	rootTok := must(anonClient(t, ac.servers[0]).Authenticate(ctx, "root", "rootpw"))(t).Token
+	authC := pb.NewAuthClient(rawConn(t, ac.servers[0]))
+	must(authC.UserDelete(withToken(ctx, rootTok), &pb.AuthUserDeleteRequest{Name: "u"}))(t)
+	must(authC.UserAdd(withToken(ctx, rootTok), &pb.AuthUserAddRequest{Name: "u", HashedPassword: base64.StdEncoding.EncodeToString(hash)}))(t)
+	must(authC.UserGrantRole(withToken(ctx, rootTok), &pb.AuthUserGrantRoleRequest{User: "u", Role: "kw"}))(t)
+	ac.isolate(2, false)
+	adopted()
+	if err := putWith(2, tok2); err == nil {
+		t.Errorf("m2's simple token of u issued before u was deleted and added again (same hash) on m0 still accepted on m2")
+	}
+}
+
+// TestAuthCutOffMemberRefusesLeaseWrites: past --auth-majority-timeout a cut-off member
+// refuses writes because it may not know of a revocation, and so lease keep-alives, grants
+// and revocations (etcd's member without a leader refuses them), compaction and alarm
+// changes: a user whose write permission on k was revoked on the majority side cannot keep
+// its leased k alive through the cut-off member (issue 41, defect 16).
+func TestAuthCutOffMemberRefusesLeaseWrites(t *testing.T) {
+	ac := startAuthCluster(t, 3, func(c *Config) { c.AuthMajorityTimeout = minAuthMajorityTimeout })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u := ac.users[2]
+	l := must(u.Grant(ctx, 5))(t)
+	must(u.Put(ctx, "k", "leased", clientv3.WithLease(l.ID)))(t)
+	ac.isolate(2, true)
+	root := userClient(t, ac.servers[0], "root", "rootpw")
+	must(root.RoleRevokePermission(ctx, "kw", "k", ""))(t)
+	eventually(t, "m2 refuses KV writes once cut off for the timeout", 20*time.Second, func() error {
+		if _, err := u.Put(ctx, "k", "y"); !majorityRefusal(err) {
+			return fmt.Errorf("put on m2: %v", err)
+		}
+		return nil
+	})
+	// The server's answer on the stream: the majority refusal.
+	tok := must(anonClient(t, ac.servers[2]).Authenticate(ctx, "u", "upw"))(t).Token
+	ka, err := pb.NewLeaseClient(rawConn(t, ac.servers[2])).LeaseKeepAlive(withToken(ctx, tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ka.Send(&pb.LeaseKeepAliveRequest{ID: int64(l.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := ka.Recv(); !majorityRefusal(err) {
+		t.Errorf("revoked user's lease keep-alive on the cut-off member: %+v %v, want the majority refusal", resp, err)
+	}
+	// clientv3 retries an unavailable member until its context ends, as against etcd's
+	// member without a leader.
+	kctx, kcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer kcancel()
+	if _, err := u.KeepAliveOnce(kctx, l.ID); err == nil {
+		t.Errorf("revoked user's lease keep-alive accepted on the cut-off member past --auth-majority-timeout (its writes are refused)")
+	}
+	if _, err := u.Grant(ctx, 5); !majorityRefusal(err) {
+		t.Errorf("lease grant on the cut-off member: %v, want the majority refusal", err)
+	}
+	if _, err := u.Revoke(ctx, l.ID); !majorityRefusal(err) {
+		t.Errorf("lease revoke on the cut-off member: %v, want the majority refusal", err)
+	}
+	cutRoot := userClient(t, ac.servers[2], "root", "rootpw")
+	if _, err := cutRoot.Compact(ctx, 1); !majorityRefusal(err) {
+		t.Errorf("compaction on the cut-off member: %v, want the majority refusal", err)
+	}
+	if _, err := cutRoot.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: ac.servers[2].memberID, Alarm: pb.AlarmType_NOSPACE}); !majorityRefusal(err) {
+		t.Errorf("alarm disarm on the cut-off member: %v, want the majority refusal", err)
 	}
 }
 

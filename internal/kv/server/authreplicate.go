@@ -2,8 +2,11 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,17 +138,28 @@ func (a *authStore) adopt(b []byte) error {
 	for _, r := range st.Roles {
 		a.roles[string(r.Name)] = r
 	}
+	// A user deleted and added again, or whose password changed, has another PasswordAt
+	// (compared beside the hash for copies made by members that kept none).
+	oldAt := a.passwordAt
+	a.passwordAt = map[string]authRev{}
+	for n, r := range st.PasswordAt {
+		a.passwordAt[n] = r
+	}
 	for name, u := range old {
-		if nu := a.users[name]; nu == nil || !bytes.Equal(nu.Password, u.Password) {
+		if nu := a.users[name]; nu == nil || !bytes.Equal(nu.Password, u.Password) || oldAt[name] != a.passwordAt[name] {
 			a.tokens.invalidateUser(name)
 		}
 	}
+	// Auth disabled, or disabled and enabled again (another EnabledAt) where this member did
+	// not see it: every simple token goes, as on the member that disabled it.
 	wasOn := a.enabled.Load()
+	reenabled := st.EnabledAt != a.enabledAt
 	a.enabled.Store(st.Enabled)
-	switch {
-	case wasOn && !st.Enabled:
+	a.enabledAt = st.EnabledAt
+	if wasOn && (!st.Enabled || reenabled) {
 		a.tokens.disable()
-	case !wasOn && st.Enabled:
+	}
+	if st.Enabled && (!wasOn || reenabled) {
 		a.tokens.enable()
 	}
 	return a.commitLocked(rev)
@@ -154,11 +168,60 @@ func (a *authStore) adopt(b []byte) error {
 // majorityWatch keeps when this member last heard from a majority of the cluster, for the
 // write bound. It is computed every tick from the replicator's per-peer contact times, not per
 // request, so a write pays one atomic load for it.
+//
+// The time survives a restart: it is saved in <data-dir>/majority-heard (unix ns, decimal) at
+// most once a second while it moves, and when the member stops, and a restarted member starts
+// from it, so a restart does not buy a fresh timeout of grace on a copy that may have missed a
+// revocation (the saved time lags the real one by at most a second, which only closes the gate
+// earlier). A member without the file starts as having never heard from a majority if auth
+// is enabled in its data dir and --initial-cluster names other members (its gate is closed
+// until it hears from a majority), else as having heard at its start.
 type majorityWatch struct {
 	heardAt atomic.Int64 // unix ns
+	path    string
+	saved   int64 // the time last saved (watchMajority's goroutine only)
 }
 
-const majorityTick = 100 * time.Millisecond
+const (
+	majorityTick = 100 * time.Millisecond
+	majorityFile = "majority-heard"
+	majoritySave = time.Second
+)
+
+// initMajority sets heardAt before the member serves (clustered members only).
+func (s *Server) initMajority() {
+	w := &s.majority
+	w.path = filepath.Join(s.cfg.DataDir, majorityFile)
+	now := time.Now().UnixNano()
+	if b, err := os.ReadFile(w.path); err == nil {
+		if at, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && at > 0 {
+			w.heardAt.Store(min(at, now)) // a clock stepped back does not extend the grace
+			w.saved = at
+			return
+		}
+		s.log.Warn("unreadable record of when this member last heard from a majority; starting as never having heard", "file", w.path)
+	}
+	if s.auth.isEnabled() && len(s.cfg.InitialCluster) > 1 {
+		w.heardAt.Store(0)
+		return
+	}
+	w.heardAt.Store(now)
+}
+
+// saveMajority writes heardAt if it moved by majoritySave since the last save (force: if it
+// moved at all).
+func (s *Server) saveMajority(force bool) {
+	w := &s.majority
+	at := w.heardAt.Load()
+	if at == w.saved || (!force && at-w.saved < int64(majoritySave)) {
+		return
+	}
+	if err := writeFileAtomic(w.path, []byte(strconv.FormatInt(at, 10)+"\n")); err != nil {
+		s.log.Warn("save when this member last heard from a majority", "file", w.path, "err", err)
+		return
+	}
+	w.saved = at
+}
 
 // DefaultAuthMajorityTimeout is --auth-majority-timeout's default; minAuthMajorityTimeout is
 // three replication heartbeats (replication.Config.Heartbeat, 1 s), the silence after which
@@ -168,10 +231,10 @@ const (
 	minAuthMajorityTimeout     = 3 * time.Second
 )
 
-// watchMajority runs until the server stops (clustered members only).
+// watchMajority runs until the server stops (clustered members only, after initMajority).
 func (s *Server) watchMajority() {
 	defer s.wg.Done()
-	s.majority.heardAt.Store(time.Now().UnixNano()) // a fresh start gets one timeout of grace
+	defer s.saveMajority(true)
 	t := time.NewTicker(majorityTick)
 	defer t.Stop()
 	for {
@@ -180,6 +243,7 @@ func (s *Server) watchMajority() {
 			return
 		case <-t.C:
 		}
+		s.saveMajority(false)
 		n := len((&clusterServer{s: s}).members())
 		need := n / 2 // peers needed besides this member for a majority of n
 		if need == 0 {
@@ -193,7 +257,7 @@ func (s *Server) watchMajority() {
 			}
 		}
 		if len(contacts) < need {
-			continue // never heard from enough peers: keep the last time (start, at worst)
+			continue // never heard from enough peers: keep the last time
 		}
 		sort.Slice(contacts, func(i, j int) bool { return contacts[i] > contacts[j] })
 		if at := contacts[need-1]; at > s.majority.heardAt.Load() {
@@ -204,14 +268,15 @@ func (s *Server) watchMajority() {
 
 // The refusals of a member cut off from the majority (checkMajority's what).
 const (
-	writeRefused      = "write refused: authentication is enabled and this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so it may not know of a revocation; reads are served"
-	authChangeRefused = "auth change refused: this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so its copy of the auth store may be stale and its change would replace changes made on the majority side; make auth changes on a member that reaches the majority"
+	writeRefused        = "write refused: authentication is enabled and this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so it may not know of a revocation; reads are served"
+	memberChangeRefused = "member change refused: this member has not heard from a majority of the cluster for %v; a membership change needs one within %v (three replication heartbeats, whatever --auth-majority-timeout %v), as etcd's needs a quorum; make it on a member that reaches the majority"
+	authChangeRefused   = "auth change refused: this member has not heard from a majority of the cluster for %v (--auth-majority-timeout %v), so its copy of the auth store may be stale and its change would replace changes made on the majority side; make auth changes on a member that reaches the majority"
 )
 
-// checkMajority refuses a write (KV writes while auth is enabled, every auth change) when this
-// member has not heard from a majority for longer than --auth-majority-timeout, with
-// codes.Unavailable, as etcd refuses a write on a member without a leader; what is the
-// refusal's text, with the silence and the timeout.
+// checkMajority refuses a write (KV writes and lease grants, renewals and revocations while
+// auth is enabled, every auth change) when this member has not heard from a majority for
+// longer than --auth-majority-timeout, with codes.Unavailable, as etcd refuses a write on a
+// member without a leader; what is the refusal's text, with the silence and the timeout.
 func (s *Server) checkMajority(what string) error {
 	if s.repl == nil || s.cfg.AuthMajorityTimeout <= 0 {
 		return nil
@@ -221,6 +286,28 @@ func (s *Server) checkMajority(what string) error {
 		return nil
 	}
 	return status.Errorf(codes.Unavailable, "continuum kv: "+what, since.Round(time.Millisecond), s.cfg.AuthMajorityTimeout)
+}
+
+// checkMemberChange gates every membership change (MemberAdd, MemberRemove, MemberUpdate,
+// MemberPromote), whether auth is enabled or not and whatever --auth-majority-timeout (0
+// included): the member must have heard from a majority of the cluster within three
+// replication heartbeats (minAuthMajorityTimeout), as etcd needs a quorum for a membership
+// change. A member cut off from the majority could otherwise remove the members it cannot
+// reach, count itself a majority of what is left, reopen the auth gate, and after the heal
+// spread removals that evict the real majority.
+func (s *Server) checkMemberChange(ctx context.Context) error {
+	if err := s.checkAdmin(ctx); err != nil {
+		return err
+	}
+	if s.repl == nil {
+		return nil
+	}
+	bound := minAuthMajorityTimeout
+	since := time.Duration(time.Now().UnixNano() - s.majority.heardAt.Load())
+	if since <= bound {
+		return nil
+	}
+	return status.Errorf(codes.Unavailable, "continuum kv: "+memberChangeRefused, since.Round(time.Millisecond), bound, s.cfg.AuthMajorityTimeout)
 }
 
 // txnWrites reports whether a Txn may write (the bound spares read-only transactions).

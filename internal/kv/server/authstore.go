@@ -45,6 +45,12 @@ type authState struct {
 	Roles    []*authpb.Role `json:"roles,omitempty"`
 	// Stamp orders copies of the store between members (authreplicate.go).
 	Stamp authStamp `json:"stamp"`
+	// EnabledAt is the revision of the last auth enable, PasswordAt per user the revision of
+	// its add or last password change: a member adopting a copy whose EnabledAt differs from
+	// its own missed a disable (and enable) and drops every simple token, one whose
+	// PasswordAt for a user differs drops that user's (authStore.adopt).
+	EnabledAt  authRev            `json:"enabled_at"`
+	PasswordAt map[string]authRev `json:"password_at,omitempty"`
 }
 
 // validate checks a state read from disk or from a peer: named, non-null users, roles and
@@ -104,6 +110,10 @@ type authStore struct {
 	member  uint64
 	encoded atomic.Pointer[[]byte]
 
+	// enabledAt and passwordAt are authState's EnabledAt and PasswordAt; guarded by mu.
+	enabledAt  authRev
+	passwordAt map[string]authRev
+
 	// dummyHash is compared against when a user is unknown, so that "no such user" costs
 	// the same bcrypt work as "wrong password" (etcd answers the first at once; see
 	// docs/kv.md, Authentication).
@@ -127,7 +137,7 @@ func openAuthStore(dataDir string, cost int, tokens tokenProvider) (*authStore, 
 	}
 	a := &authStore{
 		path: filepath.Join(dataDir, authFile), cost: cost, dummyHash: dummy, tokens: tokens,
-		users: map[string]*authpb.User{}, roles: map[string]*authpb.Role{},
+		users: map[string]*authpb.User{}, roles: map[string]*authpb.Role{}, passwordAt: map[string]authRev{},
 	}
 	var st authState
 	b, err := os.ReadFile(a.path)
@@ -152,6 +162,10 @@ func openAuthStore(dataDir string, cost int, tokens tokenProvider) (*authStore, 
 	}
 	a.revision.Store(&authRev{Rev: st.Revision, Stamp: st.Stamp})
 	a.enabled.Store(st.Enabled)
+	a.enabledAt = st.EnabledAt
+	for n, r := range st.PasswordAt {
+		a.passwordAt[n] = r
+	}
 	if st.Stamp != (authStamp{}) {
 		a.encoded.Store(&b)
 	}
@@ -176,7 +190,7 @@ func (a *authStore) changeLocked(bump bool) error {
 func (a *authStore) commitLocked(rev authRev) error {
 	a.revision.Store(&rev)
 	a.rebuildLocked()
-	st := authState{Enabled: a.enabled.Load(), Revision: rev.Rev, Stamp: rev.Stamp}
+	st := authState{Enabled: a.enabled.Load(), Revision: rev.Rev, Stamp: rev.Stamp, EnabledAt: a.enabledAt, PasswordAt: a.passwordAt}
 	for _, n := range sortedKeys(a.users) {
 		st.Users = append(st.Users, a.users[n])
 	}
@@ -247,7 +261,9 @@ func (a *authStore) enable() error {
 	}
 	a.enabled.Store(true)
 	a.tokens.enable()
-	return a.changeLocked(false)
+	rev := a.rev().next(false, a.member)
+	a.enabledAt = rev
+	return a.commitLocked(rev)
 }
 
 func (a *authStore) disable() error {
@@ -307,7 +323,9 @@ func (a *authStore) userAdd(name string, hash []byte, opts *authpb.UserAddOption
 		u.Password = hash
 	}
 	a.users[name] = u
-	return a.changeLocked(true)
+	rev := a.rev().next(true, a.member)
+	a.passwordAt[name] = rev
+	return a.commitLocked(rev)
 }
 
 func (a *authStore) userDelete(name string) error {
@@ -320,6 +338,7 @@ func (a *authStore) userDelete(name string) error {
 		return rpctypes.ErrGRPCUserNotFound
 	}
 	delete(a.users, name)
+	delete(a.passwordAt, name)
 	a.tokens.invalidateUser(name)
 	return a.changeLocked(true)
 }
@@ -337,7 +356,9 @@ func (a *authStore) userChangePassword(name string, hash []byte) error {
 	}
 	a.users[name] = nu
 	a.tokens.invalidateUser(name)
-	return a.changeLocked(true)
+	rev := a.rev().next(true, a.member)
+	a.passwordAt[name] = rev
+	return a.commitLocked(rev)
 }
 
 func (a *authStore) userGrantRole(user, role string) error {

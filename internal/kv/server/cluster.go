@@ -85,14 +85,14 @@ func (c *clusterServer) MemberList(ctx context.Context, r *pb.MemberListRequest)
 }
 
 func (c *clusterServer) MemberUpdate(ctx context.Context, _ *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {
-	if err := c.s.checkAdmin(ctx); err != nil {
+	if err := c.s.checkMemberChange(ctx); err != nil {
 		return nil, err
 	}
 	return nil, errUnsupported("member update", "start the member with a new data directory at its new peer URLs, add it (member add), then remove the old one")
 }
 
 func (c *clusterServer) MemberPromote(ctx context.Context, _ *pb.MemberPromoteRequest) (*pb.MemberPromoteResponse, error) {
-	if err := c.s.checkAdmin(ctx); err != nil {
+	if err := c.s.checkMemberChange(ctx); err != nil {
 		return nil, err
 	}
 	return nil, errUnsupported("member promote", "there are no learners; every member is a full member from the start")

@@ -88,9 +88,17 @@ func (k *kvServer) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, 
 	return resp, nil
 }
 
+// Compact is a write, refused like one by a member cut off from the majority while auth is
+// enabled (etcd's needs a leader): its copy may still count a user as root whom the majority
+// side took the root role from.
 func (k *kvServer) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error) {
 	if err := k.s.checkAdmin(ctx); err != nil {
 		return nil, err
+	}
+	if k.s.auth.isEnabled() {
+		if err := k.s.checkMajority(writeRefused); err != nil {
+			return nil, err
+		}
 	}
 	if err := k.s.store.Compact(ctx, r.Revision, r.Physical); err != nil {
 		return nil, togRPCError(err)

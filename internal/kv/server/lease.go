@@ -17,7 +17,16 @@ type leaseServer struct {
 	s *Server
 }
 
+// LeaseGrant, LeaseRevoke and LeaseKeepAlive are writes: while auth is enabled, a member cut
+// off from the majority past --auth-majority-timeout refuses them (checkMajority), as etcd's
+// member without a leader does (codes.Unavailable), so a user whose permission was revoked
+// on the majority side cannot keep a leased key alive through it.
 func (l *leaseServer) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
+	if l.s.auth.isEnabled() {
+		if err := l.s.checkMajority(writeRefused); err != nil {
+			return nil, err
+		}
+	}
 	id, ttl, err := l.s.store.LeaseGrant(ctx, r.ID, r.TTL)
 	if err != nil {
 		return nil, togRPCError(err)
@@ -82,6 +91,11 @@ func (l *leaseServer) LeaseKeepAlive(stream pb.Lease_LeaseKeepAliveServer) error
 		}
 		if err := l.s.checkLeaseKeys(stream.Context(), true, req.ID); err != nil {
 			return err
+		}
+		if l.s.auth.isEnabled() {
+			if err := l.s.checkMajority(writeRefused); err != nil {
+				return err
+			}
 		}
 		ttl, err := l.s.store.LeaseKeepAlive(req.ID)
 		if err != nil && !errors.Is(err, mvcc.ErrLeaseNotFound) {

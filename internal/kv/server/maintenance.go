@@ -62,6 +62,14 @@ func (m *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.
 	if err := check(ctx); err != nil {
 		return nil, err
 	}
+	// Raising or disarming an alarm is a write (etcd's goes through Raft), refused like one
+	// by a member cut off from the majority while auth is enabled; Defragment, which etcd's
+	// member runs without a leader, is not.
+	if r.Action != pb.AlarmRequest_GET && m.s.auth.isEnabled() {
+		if err := m.s.checkMajority(writeRefused); err != nil {
+			return nil, err
+		}
+	}
 	resp := &pb.AlarmResponse{Header: &pb.ResponseHeader{}}
 	switch r.Action {
 	case pb.AlarmRequest_GET:

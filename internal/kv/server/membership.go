@@ -126,7 +126,7 @@ func placeholderID(token, key string) uint64 {
 }
 
 func (c *clusterServer) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
-	if err := c.s.checkAdmin(ctx); err != nil {
+	if err := c.s.checkMemberChange(ctx); err != nil {
 		return nil, err
 	}
 	s := c.s
@@ -167,7 +167,7 @@ func (c *clusterServer) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (
 }
 
 func (c *clusterServer) MemberRemove(ctx context.Context, r *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
-	if err := c.s.checkAdmin(ctx); err != nil {
+	if err := c.s.checkMemberChange(ctx); err != nil {
 		return nil, err
 	}
 	s := c.s

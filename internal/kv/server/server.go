@@ -291,6 +291,9 @@ func Start(cfg Config) (*Server, error) {
 		fmt.Fprintf(h, "continuum-kv/%d", s.memberID)
 		s.clusterID = h.Sum64()
 	}
+	if cfg.clustered() {
+		s.initMajority() // before serving: the gate holds from the first request
+	}
 	if cfg.EventsFile != "" {
 		if s.events, err = openEventLog(cfg.EventsFile, cfg.Name); err != nil {
 			store.Close()
