@@ -1,0 +1,67 @@
+package rtdb
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// probeStates runs probe against each hidden state of /drop (written by an admin first) and
+// fails when the answers differ: the caller (who may write /drop but not read it) learns
+// something about the hidden value.
+func probeStates(t *testing.T, base, at string, states []string, name string, probe func() string) {
+	t.Helper()
+	answers := map[string]string{}
+	for _, st := range states {
+		if r := do(t, "DELETE", base+"/"+at+".json?auth=s3cret", ""); r.code != 200 {
+			t.Fatalf("admin delete: %d %s", r.code, r.body)
+		}
+		if r := do(t, "PUT", base+"/"+at+".json?auth=s3cret", st); r.code != 200 {
+			t.Fatalf("admin put: %d %s", r.code, r.body)
+		}
+		answers[probe()] = st
+	}
+	if len(answers) != 1 {
+		var b strings.Builder
+		for a, st := range answers {
+			fmt.Fprintf(&b, "\n  hidden %.60s: %.300s", st, a)
+		}
+		t.Errorf("%s: the answer depends on the hidden value:%s", name, b.String())
+	}
+}
+
+// fresh is an object of n leaves whose names no hidden value uses.
+func fresh(n int) string {
+	m := map[string]int{}
+	for i := 0; i < n; i++ {
+		m[fmt.Sprintf("zz%03d", i)] = i
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestAttackWriteOnlyTooBigCountsHiddenKeys: a caller who may write /drop but not read it
+// learns how many leaves are hidden there: the kv-Txn limit counts the deletes of the hidden
+// keys, and the 400 even prints the count ("it sets or deletes N keys"). Without the message,
+// the status alone (200 vs 400) tells whether the hidden value has more than 128-K leaves, and
+// a write naming a guessed key (overwritten, so not deleted) tells whether that key exists.
+func TestAttackWriteOnlyTooBigCountsHiddenKeys(t *testing.T) {
+	base := startRevokeRTDB(t, nil, nil)
+	states := []string{`null`, `{"a":1,"b":2,"c":3}`, `{"a":1}`}
+	probeStates(t, base, "drop", states, "REST PUT 128 fresh leaves", func() string {
+		r := do(t, "PUT", base+"/drop.json", fresh(128))
+		return fmt.Sprintf("%d %s", r.code, r.body)
+	})
+	probeStates(t, base, "drop", states, "REST PUT 126 fresh leaves (print=silent)", func() string {
+		r := do(t, "PUT", base+"/drop.json?print=silent", fresh(126))
+		return fmt.Sprintf("%d %s", r.code, r.body)
+	})
+	w := dialAuthWS(t, base, "default")
+	probeStates(t, base, "drop", states, "WS put 126 fresh leaves", func() string {
+		var d map[string]any
+		json.Unmarshal([]byte(fresh(126)), &d)
+		s, b := w.do("p", map[string]any{"p": "/drop", "d": d})
+		return fmt.Sprintf("%s %v", s, b)
+	})
+}
