@@ -65,3 +65,37 @@ func TestAttackWriteOnlyTooBigCountsHiddenKeys(t *testing.T) {
 		return fmt.Sprintf("%s %v", s, b)
 	})
 }
+
+// TestAttackValidateBypassedByWritingBelow: Firebase's own example ("data written to /foo must
+// be a string less than 100 characters", and the widget whose size must be a number in 0..99
+// and that may have no other child, "$other": {".validate": false}). A .validate holds on the
+// node's new value whatever location the write names: Firebase evaluates it on every node whose
+// value the write changes, the ancestors of the written path included. Here it is only
+// evaluated at and under the written path, so writing one level below the validated node turns
+// it into an object nobody validated.
+func TestAttackValidateBypassedByWritingBelow(t *testing.T) {
+	const rulesText = `{"rules": {
+	  ".read": true,
+	  "foo": {".write": true, ".validate": "newData.isString() && newData.val().length < 100"},
+	  "widget": {".write": true,
+	    "size": {".validate": "newData.isNumber() && newData.val() >= 0 && newData.val() <= 99"},
+	    "$other": {".validate": false}}
+	}}`
+	base := startRTDB(t, func(c *Config) {
+		c.Security = Security{RulesFile: writeFile(t, "rules.json", rulesText), AuthSecrets: []string{"s3cret"}}
+	})
+	// The direct writes are refused, as they must be.
+	for _, w := range [][2]string{{"/foo.json", `1`}, {"/widget/size.json", `"big"`}, {"/widget/junk.json", `1`}} {
+		if r := do(t, "PUT", base+w[0], w[1]); r.code != 401 {
+			t.Fatalf("PUT %s %s: %d %s, want 401", w[0], w[1], r.code, r.body)
+		}
+	}
+	// One level down, they pass.
+	for _, w := range [][2]string{{"/foo/x.json", `1`}, {"/widget/size/x.json", `"big"`}, {"/widget/junk/x.json", `1`}} {
+		if r := do(t, "PUT", base+w[0], w[1]); r.code != 401 {
+			t.Errorf("PUT %s %s: %d %s, want 401 (the .validate above the written path fails on its new value)", w[0], w[1], r.code, r.body)
+		}
+	}
+	r := do(t, "GET", base+"/.json", "")
+	t.Logf("database now: %s", r.body)
+}
