@@ -3,8 +3,10 @@ package rtdb
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // probeStates runs probe against each hidden state of /drop (written by an admin first) and
@@ -98,4 +100,40 @@ func TestAttackValidateBypassedByWritingBelow(t *testing.T) {
 	}
 	r := do(t, "GET", base+"/.json", "")
 	t.Logf("database now: %s", r.body)
+}
+
+// TestAttackDeniedReadTimeDependsOnHiddenData: a REST GET (and a WebSocket get) reads the whole
+// subtree before the rules judge it, so a caller denied /secret learns its size from the
+// answer's latency (and any anonymous caller can make the server read and decode the whole
+// database, GET /.json, as often as it likes). The denial itself needs none of it.
+func TestAttackDeniedReadTimeDependsOnHiddenData(t *testing.T) {
+	base := startRevokeRTDB(t, nil, nil)
+	median := func(f func()) time.Duration {
+		var ds []time.Duration
+		for i := 0; i < 15; i++ {
+			t0 := time.Now()
+			f()
+			ds = append(ds, time.Since(t0))
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	get := func() {
+		if r := do(t, "GET", base+"/secret.json", ""); r.code != 401 {
+			t.Fatalf("GET: %d", r.code)
+		}
+	}
+	do(t, "PUT", base+"/secret.json?auth=s3cret", `"x"`)
+	small := median(get)
+	big := `"` + strings.Repeat("a", 1<<20) + `"`
+	for i := 0; i < 12; i++ {
+		if r := do(t, "PUT", fmt.Sprintf("%s/secret/k%d.json?auth=s3cret", base, i), big); r.code != 200 {
+			t.Fatalf("admin put: %d %.200s", r.code, r.body)
+		}
+	}
+	large := median(get)
+	t.Logf("denied GET: hidden 3 bytes %v, hidden 12 MiB %v", small, large)
+	if large > 4*small+5*time.Millisecond {
+		t.Errorf("a denied GET takes %v when the hidden value is 12 MiB, %v when it is 3 bytes: its latency tells the hidden size", large, small)
+	}
 }
