@@ -137,3 +137,36 @@ func TestAttackDeniedReadTimeDependsOnHiddenData(t *testing.T) {
 		t.Errorf("a denied GET takes %v when the hidden value is 12 MiB, %v when it is 3 bytes: its latency tells the hidden size", large, small)
 	}
 }
+
+// TestAttackWriteOnlyIncrementCountsHiddenKeys: the same oracle without a large body: an
+// increment at /drop (write, no read) compares every hidden key it read, so its answer is 204
+// for a small hidden value and a 400 naming the count for one of 130 leaves.
+func TestAttackWriteOnlyIncrementCountsHiddenKeys(t *testing.T) {
+	base := startRevokeRTDB(t, nil, nil)
+	half := func(from int) string {
+		m := map[string]int{}
+		for i := from; i < from+65; i++ {
+			m[fmt.Sprintf("h%03d", i)] = i
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	answers := map[string]string{}
+	for _, big := range []bool{false, true} {
+		do(t, "DELETE", base+"/drop.json?auth=s3cret", "")
+		if big { // 130 hidden leaves, written in two PUTs (a write holds at most 128 keys)
+			for _, from := range []int{0, 65} {
+				if r := do(t, "PUT", fmt.Sprintf("%s/drop/p%d.json?auth=s3cret", base, from), half(from)); r.code != 200 {
+					t.Fatalf("admin patch: %d %.200s", r.code, r.body)
+				}
+			}
+		} else {
+			do(t, "PUT", base+"/drop.json?auth=s3cret", `{"h000":1}`)
+		}
+		r := do(t, "PUT", base+"/drop.json", `{".sv":{"increment":1}}`)
+		answers[fmt.Sprintf("%d %s", r.code, r.body)] = fmt.Sprint("big=", big)
+	}
+	if len(answers) != 1 {
+		t.Errorf("a write-only increment's answer depends on the hidden value: %v", answers)
+	}
+}
