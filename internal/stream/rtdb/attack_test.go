@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // probeStates runs probe against each hidden state of /drop (written by an admin first) and
@@ -168,5 +170,33 @@ func TestAttackWriteOnlyIncrementCountsHiddenKeys(t *testing.T) {
 	}
 	if len(answers) != 1 {
 		t.Errorf("a write-only increment's answer depends on the hidden value: %v", answers)
+	}
+}
+
+// TestAttackTokenClaimsLooserThanDocumented: docs/stream.md says ID tokens are verified "as
+// Firebase documents it": iat and auth_time in the past (Firebase: both required), aud = the
+// project id (Firebase: exactly that string). Tokens without iat, without auth_time, or with an
+// audience list naming another project too are accepted. Low severity: each still needs a
+// signature by a configured key.
+func TestAttackTokenClaimsLooserThanDocumented(t *testing.T) {
+	ka, _ := testKeys(t)
+	good := signer{ka, "k1"}
+	now := time.Now()
+	rulesFile := writeFile(t, "rules.json", `{"rules": {"$uid": {".read": "auth != null && auth.uid === $uid"}}}`)
+	base := startRTDB(t, func(c *Config) {
+		c.Security = Security{RulesFile: rulesFile, ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
+	})
+	for _, c := range []struct {
+		name string
+		edit func(jwt.MapClaims)
+	}{
+		{"no iat", func(c jwt.MapClaims) { delete(c, "iat") }},
+		{"no auth_time", func(c jwt.MapClaims) { delete(c, "auth_time") }},
+		{"aud a list with another project", func(c jwt.MapClaims) { c["aud"] = []string{"another-project", project} }},
+	} {
+		r := do(t, "GET", base+"/ada.json", "", "Authorization", "Bearer "+good.token(t, claimsFor("ada", now, c.edit)))
+		if r.code != 401 {
+			t.Errorf("%s: %d %s, want 401 (not a valid Firebase ID token)", c.name, r.code, r.body)
+		}
 	}
 }
