@@ -200,3 +200,21 @@ func TestAttackTokenClaimsLooserThanDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackIncrementOverflowCorruptsDatabase: an increment that overflows a float64 stores
+// +Inf, which is not JSON ("+Inf" in kv). Anyone who may write one leaf (here the open /pub)
+// then breaks every read at or above it: GET /pub.json and even an admin's GET /.json answer
+// 200 with an empty body, and a WebSocket get or listen there is never answered (the server
+// logs "websocket message not encodable" and drops the reply, so the SDK hangs).
+func TestAttackIncrementOverflowCorruptsDatabase(t *testing.T) {
+	base := startRevokeRTDB(t, nil, nil)
+	do(t, "PUT", base+"/pub/y.json", `"fine"`)
+	do(t, "PUT", base+"/pub/x.json", `1e308`)
+	r := do(t, "PUT", base+"/pub/x.json", `{".sv":{"increment":1e308}}`)
+	t.Logf("overflowing increment: %d %q", r.code, r.body)
+	for _, p := range []string{"/pub/x.json", "/pub.json", "/.json?auth=s3cret"} {
+		if g := do(t, "GET", base+p, ""); g.code != 200 || !json.Valid([]byte(g.body)) {
+			t.Errorf("GET %s after an overflowing increment: %d %q, want valid JSON", p, g.code, g.body)
+		}
+	}
+}
