@@ -1,6 +1,7 @@
 // Package httpauth is the bearer-token check Continuum's control APIs share (the FL
 // orchestrator's API, the proxy's admin endpoints): a token kept in a file, generated on the
-// first start (160 random bits, hex, file 0600 in a 0700 directory) and reused after, compared
+// first start (160 random bits, hex, file 0600 in a 0700 directory) and reused after, trusted
+// only when nobody but its owner could have written it, compared
 // in constant time, and the refusal to listen where other machines reach without one.
 //
 // It owns no server and no user model: a server wraps the handlers that need the token with
@@ -15,34 +16,83 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // TokenBits is the entropy of a generated token.
 const TokenBits = 160
 
 // ReadToken reads a token file: its text, surrounding white space ignored. An empty file is an
-// error (a token nobody can guess must not be "").
+// error (a token nobody can guess must not be ""), and so is a file others could have written
+// (see ReadSecret).
 func ReadToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	tok, err := ReadSecret("token file", path)
+	if err == nil && tok == "" {
+		err = fmt.Errorf("token file %s is empty: want the token callers send as Authorization: Bearer TOKEN", path)
+	}
+	return tok, err
+}
+
+// ReadSecret reads a secret kept in a file (what names it in errors: "token file", "key_file"):
+// its text, surrounding white space ignored, possibly "" (the caller says what an empty one
+// should hold). Like ssh's StrictModes, it trusts only a file that nobody but its owner could
+// have written: the file that is opened (symbolic links followed, so a Kubernetes Secret
+// mounted as token -> ..data/token works) must be a regular file, owned by this process's
+// effective user or root, and not writable by group or others (0600, 0400, 0440 or 0644 are
+// fine; 0664 or 0666 are refused). The checks are made on the opened file (fstat), so the file
+// cannot be swapped between the check and the read.
+func ReadSecret(what, path string) (string, error) {
+	// O_NONBLOCK: a FIFO planted at path must not block the open; it is then refused as not a
+	// regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("token file %s is empty: want the token callers send as Authorization: Bearer TOKEN", path)
+	defer f.Close()
+	if err := checkOwnerOnly(what, path, f); err != nil {
+		return "", err
 	}
-	return tok, nil
+	b, err := io.ReadAll(io.LimitReader(f, 1<<16))
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// checkOwnerOnly refuses an opened secret file that is not a regular file, is writable by group
+// or others, or belongs to someone other than this process's effective user or root.
+func checkOwnerOnly(what, path string, f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s %s is not a regular file (%v): want a file only its owner can write", what, path, fi.Mode().Type())
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("%s %s has mode %#o: group or others can write it and so choose the secret; want no group/other write (chmod 600 %s)", what, path, perm, path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if euid := os.Geteuid(); int(st.Uid) != euid && st.Uid != 0 {
+			return fmt.Errorf("%s %s is owned by uid %d: want a file owned by this user (uid %d) or root", what, path, st.Uid, euid)
+		}
+	}
+	return nil
 }
 
 // LoadOrCreateToken reads the token at path or, when there is no file, generates one and writes
-// it (0600, the directory made 0700); generated says it did. O_EXCL: two servers started at once
-// on one path cannot each write a token of their own; the second reads the first's.
+// it (0600; a missing directory is made 0700, and an existing one that group or others can
+// write is refused, as someone else could replace the file in it). Two servers started at once
+// on one path cannot each keep a token of their own, and neither ever reads a half-written
+// file: the token is written and synced to a temporary file in the same directory, then linked
+// to path (link(2) fails if path exists: the one that lost reads the winner's).
 func LoadOrCreateToken(path string) (token string, generated bool, err error) {
 	tok, err := ReadToken(path)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
@@ -53,25 +103,53 @@ func LoadOrCreateToken(path string) (token string, generated bool, err error) {
 		return "", false, err
 	}
 	tok = hex.EncodeToString(b)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", false, fmt.Errorf("token file: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		tok, err := ReadToken(path)
-		return tok, false, err
+	if err := checkDir(dir); err != nil {
+		return "", false, err
 	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return "", false, fmt.Errorf("token file: %w", err)
 	}
-	_, werr := f.WriteString(tok + "\n")
-	if cerr := f.Close(); werr == nil {
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.WriteString(tok + "\n")
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr != nil {
 		return "", false, fmt.Errorf("token file %s: %w", path, werr)
 	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		tok, err := ReadToken(path)
+		return tok, false, err
+	} else if err != nil {
+		return "", false, fmt.Errorf("token file: %w", err)
+	}
 	return tok, true, nil
+}
+
+// checkDir refuses a directory to generate a token in that group or others can write (and so
+// rename another file over the token), or that belongs to someone other than this user or root.
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("token file: %w", err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("token directory %s has mode %#o: group or others can write it and replace the token; want a directory only its owner can write (chmod 700 %s), or a token path elsewhere", dir, perm, dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if euid := os.Geteuid(); int(st.Uid) != euid && st.Uid != 0 {
+			return fmt.Errorf("token directory %s is owned by uid %d: want one owned by this user (uid %d) or root", dir, st.Uid, euid)
+		}
+	}
+	return nil
 }
 
 // Equal compares two secrets in time independent of where they differ and of their lengths

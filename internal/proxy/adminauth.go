@@ -3,8 +3,6 @@ package proxy
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"strings"
 
 	"github.com/continuum-project/continuum/internal/httpauth"
 )
@@ -24,18 +22,15 @@ func checkAdminExposure(adminListen, tokenFile string) error {
 		"or listen on loopback (%s, the default)", adminListen, DefaultAdminListen)
 }
 
-// readAdminToken reads the admin token file ("" when none is configured).
+// readAdminToken reads the admin token file ("" when none is configured), trusted only when
+// nobody but its owner could have written it (httpauth.ReadToken).
 func readAdminToken(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(path)
+	tok, err := httpauth.ReadToken(path)
 	if err != nil {
 		return "", fmt.Errorf("admin_token_file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("admin_token_file %s is empty: want the token callers send as Authorization: Bearer TOKEN", path)
 	}
 	return tok, nil
 }

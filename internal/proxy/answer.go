@@ -43,6 +43,9 @@ func (cc *clientConn) recv(uc *upConn) (int, bool, error) {
 				return 0, false, err
 			}
 		}
+		if err == errAnswerFraming {
+			return 0, false, err
+		}
 		if err != nil {
 			// Not the loop's: net/http's parser reads it (1xx skipped there).
 			resp, err := readResponse(uc, &http.Request{Method: cc.method()})
@@ -125,7 +128,7 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 		bw.WriteString("\r\n")
 	}
 	bw.WriteString(InstanceHeader + ": ")
-	bw.WriteString(in.id)
+	writeFieldValue(bw, in.id)
 	bw.WriteString("\r\n")
 	switch {
 	case r.length >= 0 && (hasBody || cc.isHead || r.status == http.StatusNotModified):
@@ -144,7 +147,9 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 	bw.WriteString("\r\n")
 	uc.br.Discard(cc.respLen)
 	if hasBody && (r.length < 0 || int64(uc.br.Buffered()) < r.length) {
-		uc.unbound() // the rest of the body may take longer than the service's timeout
+		// The rest of the body may take longer than the service's timeout, but not longer
+		// than the client stays: while the body is awaited, the client is checked on.
+		uc.watch = cc.c
 	}
 	var err error
 	switch {
@@ -166,7 +171,7 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 // relayHTTPResponse is relayAnswer for an answer net/http's parser read.
 func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, keepUp bool) (bool, bool, error) {
 	resp := cc.fbResp
-	uc.unbound()
+	uc.watch = cc.c         // the body may take as long as the client stays (upReader)
 	defer resp.Body.Close() // net/http's body; the connection is the caller's to close or pool
 	bw := cc.bw
 	hasBody := !cc.isHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
@@ -194,7 +199,9 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 			bw.WriteString("\r\n")
 		}
 	}
-	bw.WriteString(InstanceHeader + ": " + in.id + "\r\n")
+	bw.WriteString(InstanceHeader + ": ")
+	writeFieldValue(bw, in.id)
+	bw.WriteString("\r\n")
 	length := resp.ContentLength
 	if resp.StatusCode == http.StatusNotModified {
 		// net/http's parser says 0 for every 304 (it has no body); the Content-Length the
@@ -241,6 +248,24 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 		err = bw.Flush()
 	}
 	return keepClient, keepUp && err == nil, err
+}
+
+// writeFieldValue writes v as a header field's value, leaving out the bytes a field value
+// must not hold (CR, LF, NUL and the other controls but HT; RFC 9110 5.5): the loop writes the
+// values it makes itself, and no such value, whatever its origin, can end the field or the
+// head early. (The values the loop relays were checked by its parser or net/http's.)
+func writeFieldValue(bw *bufio.Writer, v string) {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			for j := 0; j < len(v); j++ {
+				if c := v[j]; c >= ' ' && c != 0x7f || c == '\t' {
+					bw.WriteByte(c)
+				}
+			}
+			return
+		}
+	}
+	bw.WriteString(v)
 }
 
 // flushingWriter writes through w and flushes bw after each write (net/http's body reads

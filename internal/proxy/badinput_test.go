@@ -243,3 +243,19 @@ func TestProxyRequestForms(t *testing.T) {
 		t.Errorf("Expect: 100-continue: instance saw %+v", s)
 	}
 }
+
+// TestProxyConnectRefused: CONNECT is answered 405 and the connection closed, on the loop
+// (an origin-form target) and on net/http's server (authority form), never forwarded.
+func TestProxyConnectRefused(t *testing.T) {
+	up := upstreamServer(t, "a", func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the instance got a %s %s", r.Method, r.RequestURI)
+	})
+	tp := oneService(t, up.URL, nil)
+	for _, target := range []string{"/x", "dps:443"} {
+		cl := dialRaw(t, tp)
+		resp, body := cl.roundTrip("CONNECT "+target+" HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
+		if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(body, "CONNECT is not served") || !cl.closed() {
+			t.Fatalf("CONNECT %s: %d %q", target, resp.StatusCode, body)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,6 +80,9 @@ type Config struct {
 	// connections' buffers and goroutines), and an overloaded node should shed load rather
 	// than grow until it is killed.
 	MaxInflight int
+	// InstanceRootCAs are the roots the certificates of https:// instances are verified
+	// against, by the transport and the probes alike (nil: the system's roots).
+	InstanceRootCAs *x509.CertPool
 	// Logger receives the proxy's logs; nil means slog.Default().
 	Logger *slog.Logger
 }

@@ -3,6 +3,8 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -36,12 +38,16 @@ import (
 
 // upConn is one keep-alive connection to an instance.
 type upConn struct {
-	c  net.Conn
-	br *bufio.Reader
-	bw *bufio.Writer
+	c net.Conn
+	// tc is c when the instance's URL is https:// (c is then TLS over raw); nil otherwise.
+	tc  *tls.Conn
+	raw net.Conn
+	br  *bufio.Reader
+	bw  *bufio.Writer
 	// aw is bw's writer: flushRequest sets its await.
-	aw   *awaitWriter
-	addr string
+	aw *awaitWriter
+	// key is the pool's key: the address, prefixed with "https://" for TLS connections.
+	key string
 	// idleSince is when it went back to the pool.
 	idleSince time.Time
 	// reused: it carried a request before this one.
@@ -54,7 +60,24 @@ type upConn struct {
 	// headLeft, while net/http's parser reads an answer head (readResponse), is how many more
 	// bytes br may read from c for it (0: no bound). The loop's parser is bounded by br's size.
 	headLeft int64
+	// headBytes, while net/http's parser reads an answer head, are the bytes it reads (those
+	// buffered before, then each read's), for readResponse's check of the head's framing.
+	headBytes []byte
+	// watch, while an answer's body is relayed to a loop client, is that client's connection:
+	// a read that waits for the instance longer than clientCheckEvery checks that the client
+	// is still there (clientGone), and ends the exchange with errClientLeft if it is not.
+	watch net.Conn
 }
+
+// clientCheckEvery is how long an answer's body may be silent before the loop checks that
+// its client is still there. A client that leaves a quiet stream (server-sent events, a long
+// poll) frees its max_inflight slot, the goroutine and the instance's connection within
+// about this much, rather than when the instance next writes.
+const clientCheckEvery = time.Second
+
+// errClientLeft: the client left while its answer's body was relayed (counted as 499, the
+// instance not blamed).
+var errClientLeft = errors.New("the client closed its connection while the answer streamed")
 
 // maxAnswerHead bounds an answer head read by net/http's parser: as a request head, net/http's
 // own 1 MiB and the 4 KiB it allows over it.
@@ -68,7 +91,20 @@ type upReader struct{ uc *upConn }
 func (r upReader) Read(p []byte) (int, error) {
 	uc := r.uc
 	if uc.headLeft == 0 {
-		return uc.c.Read(p)
+		if uc.watch == nil {
+			return uc.c.Read(p)
+		}
+		for {
+			// The deadline is re-armed at most once per half interval (bound's slack).
+			uc.bound(time.Now().Add(clientCheckEvery), clientCheckEvery/2)
+			n, err := uc.c.Read(p)
+			if n > 0 || err == nil || !isTimeout(err) {
+				return n, err
+			}
+			if clientGone(uc.watch) {
+				return 0, errClientLeft
+			}
+		}
 	}
 	if uc.headLeft < 0 {
 		return 0, errAnswerHeadTooLarge
@@ -77,6 +113,7 @@ func (r upReader) Read(p []byte) (int, error) {
 		p = p[:uc.headLeft]
 	}
 	n, err := uc.c.Read(p)
+	uc.headBytes = append(uc.headBytes, p[:n]...)
 	if uc.headLeft -= int64(n); uc.headLeft == 0 {
 		uc.headLeft = -1
 	}
@@ -179,7 +216,11 @@ func (st *slowTimer) disarm() bool {
 
 // connPool keeps idle connections per instance address, newest last.
 type connPool struct {
-	dial    dialFunc
+	dial dialFunc
+	// tlsTimeout bounds a TLS handshake with an https:// instance.
+	tlsTimeout time.Duration
+	// rootCAs verify https:// instances' certificates (nil: the system's roots).
+	rootCAs *x509.CertPool
 	mu      sync.Mutex
 	idle    map[string][]*upConn
 	closed  bool
@@ -193,27 +234,34 @@ const (
 	idleConnTimeout    = 90 * time.Second
 )
 
-func newConnPool(dial dialFunc) *connPool {
-	return &connPool{dial: dial, idle: map[string][]*upConn{}, maxIdle: maxIdlePerInstance, maxAge: idleConnTimeout}
+func newConnPool(dial dialFunc, tlsTimeout time.Duration) *connPool {
+	return &connPool{dial: dial, tlsTimeout: tlsTimeout, idle: map[string][]*upConn{}, maxIdle: maxIdlePerInstance, maxAge: idleConnTimeout}
 }
 
-// get returns an idle connection to addr, or dials one. A pooled connection is first
-// peeked at (a non-blocking read, idle): one the instance has closed, or on which it sent
-// anything while nothing was asked of it, is closed and the next one tried. Bytes that came
-// unasked are never read as the next request's answer — they would be another exchange's, or
-// none (net/http's Transport closes such a connection: "Unsolicited response received on idle
-// HTTP channel"). What an instance sends after the peek, before the request reaches it, cannot
-// be told from an answer by anyone; the peek closes the window up to then.
-func (p *connPool) get(ctx context.Context, addr string) (*upConn, error) {
+// get returns an idle connection to addr, or dials one; with tlsName set (an https://
+// instance) the connection is TLS, verified against the system's roots for that name, as the
+// probes' http.Transport does (the proxy's own transport never sends plaintext to an https://
+// URL). A pooled connection is first peeked at (a non-blocking read, idle): one the instance
+// has closed, or on which it sent anything while nothing was asked of it, is closed and the
+// next one tried. Bytes that came unasked are never read as the next request's answer — they
+// would be another exchange's, or none (net/http's Transport closes such a connection:
+// "Unsolicited response received on idle HTTP channel"). What an instance sends after the
+// peek, before the request reaches it, cannot be told from an answer by anyone; the peek
+// closes the window up to then.
+func (p *connPool) get(ctx context.Context, addr, tlsName string) (*upConn, error) {
 	now := time.Now()
+	key := addr
+	if tlsName != "" {
+		key = tlsKey(addr)
+	}
 	for {
 		p.mu.Lock()
-		list := p.idle[addr]
+		list := p.idle[key]
 		var uc *upConn
 		if n := len(list); n > 0 {
 			uc = list[n-1]
 			list[n-1] = nil
-			p.idle[addr] = list[:n-1]
+			p.idle[key] = list[:n-1]
 		}
 		p.mu.Unlock()
 		if uc == nil {
@@ -222,7 +270,7 @@ func (p *connPool) get(ctx context.Context, addr string) (*upConn, error) {
 		if !uc.dl.IsZero() && !now.Before(uc.dl) {
 			uc.unbound() // an expired deadline would fail the usability check below
 		}
-		if now.Sub(uc.idleSince) < p.maxAge && idleUsable(uc.c) {
+		if now.Sub(uc.idleSince) < p.maxAge && uc.idleUsable() {
 			uc.reused = true
 			return uc, nil
 		}
@@ -236,10 +284,47 @@ func (p *connPool) get(ctx context.Context, addr string) (*upConn, error) {
 		return nil, err
 	}
 	c = rawTCP(c)
-	aw := newAwaitWriter(c)
-	uc := &upConn{c: c, aw: aw, bw: bufio.NewWriterSize(aw, 4<<10), addr: addr}
+	uc := &upConn{c: c, raw: c, key: key}
+	if tlsName != "" {
+		tc := tls.Client(c, &tls.Config{ServerName: tlsName, RootCAs: p.rootCAs, MinVersion: tls.VersionTLS12})
+		hctx, cancel := context.WithTimeout(ctx, p.tlsTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			c.Close()
+			// The request was not sent: a failure to establish the connection (retried
+			// elsewhere for any method, isDialError).
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: c.RemoteAddr(), Err: fmt.Errorf("TLS handshake with %s: %w", tlsName, err)}
+		}
+		uc.c, uc.tc = tc, tc
+	}
+	uc.aw = newAwaitWriter(uc.c)
+	uc.bw = bufio.NewWriterSize(uc.aw, 4<<10)
 	uc.br = bufio.NewReaderSize(upReader{uc}, 4<<10)
 	return uc, nil
+}
+
+// tlsKey is the pool key of TLS connections to addr.
+func tlsKey(addr string) string { return "https://" + addr }
+
+// idleUsable: the pooled connection is open and the instance sent nothing on it while it was
+// idle. A TLS connection is also checked for decrypted bytes crypto/tls holds (a read with a
+// deadline in the past returns them, or a timeout without touching the socket), and is
+// closed when records wait on the socket: they may be a late session ticket, but may be
+// anything, and telling them apart would mean waiting for them.
+func (uc *upConn) idleUsable() bool {
+	if !idleUsable(uc.raw) {
+		return false
+	}
+	if uc.tc == nil {
+		return true
+	}
+	uc.tc.SetReadDeadline(aLongTimeAgo)
+	var b [1]byte
+	n, err := uc.tc.Read(b[:])
+	uc.tc.SetDeadline(time.Time{})
+	uc.dl = time.Time{}
+	return n == 0 && isTimeout(err)
 }
 
 // put returns a connection whose exchange completed cleanly: the answer was read exactly to
@@ -254,12 +339,12 @@ func (p *connPool) put(uc *upConn) {
 	}
 	uc.idleSince = time.Now()
 	p.mu.Lock()
-	if p.closed || len(p.idle[uc.addr]) >= p.maxIdle {
+	if p.closed || len(p.idle[uc.key]) >= p.maxIdle {
 		p.mu.Unlock()
 		uc.c.Close()
 		return
 	}
-	p.idle[uc.addr] = append(p.idle[uc.addr], uc)
+	p.idle[uc.key] = append(p.idle[uc.key], uc)
 	p.mu.Unlock()
 }
 
@@ -287,8 +372,9 @@ func (p *connPool) close() {
 // forget closes the idle connections to addr (an instance discovery no longer reports).
 func (p *connPool) forget(addr string) {
 	p.mu.Lock()
-	list := p.idle[addr]
+	list := append(p.idle[addr], p.idle[tlsKey(addr)]...)
 	delete(p.idle, addr)
+	delete(p.idle, tlsKey(addr))
 	p.mu.Unlock()
 	for _, uc := range list {
 		uc.c.Close()
@@ -447,6 +533,8 @@ var errNoAnswer = errors.New("connection closed before an answer")
 func readResponse(uc *upConn, r *http.Request) (*http.Response, error) {
 	for {
 		uc.headLeft = maxAnswerHead
+		b, _ := uc.br.Peek(uc.br.Buffered())
+		uc.headBytes = append(uc.headBytes[:0], b...)
 		resp, err := http.ReadResponse(uc.br, r)
 		uc.headLeft = 0
 		if err != nil {
@@ -454,6 +542,14 @@ func readResponse(uc *upConn, r *http.Request) (*http.Response, error) {
 				return nil, errNoAnswer
 			}
 			return nil, err
+		}
+		n, _ := headEnd(uc.headBytes, 0)
+		twoWays := n > 0 && answerFramedTwoWays(uc.headBytes[:n])
+		if cap(uc.headBytes) > 16<<10 {
+			uc.headBytes = nil // a long head's bytes are not kept with the connection
+		}
+		if twoWays {
+			return nil, errAnswerFraming // the body is not drained: the caller closes the connection
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			return resp, nil

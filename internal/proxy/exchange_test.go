@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/testenv"
 	"golang.org/x/sys/unix"
 )
@@ -345,5 +348,109 @@ func TestProxyOverlongAnswerHeadBounded(t *testing.T) {
 		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "answer head") {
 			t.Fatalf("endless answer head (net/http's path %v): %d %q, want 502 naming the head's bound", big, resp.StatusCode, body)
 		}
+	}
+}
+
+// TestProxyInstanceIDNeverSplitsAnswer (issue 41, attack 2): an instance ID is written into
+// every answer's X-Continuum-Instance field, and sources take IDs from places anyone who
+// registers an instance writes (a kv key takes any bytes). An ID with CRLF once split the
+// answer (a header, or a whole second answer, of the registrant's choosing). Such an instance
+// is refused where snapshots are united, for every source, with a log naming the source and
+// ID; the others serve, and each client gets exactly its one answer, on both servers.
+func TestProxyInstanceIDNeverSplitsAnswer(t *testing.T) {
+	up := upstreamServer(t, "b", nil)
+	id := "a\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 8\r\nX-Split: 1\r\n\r\nINJECTED"
+	var logs syncBuffer
+	tp := oneService(t, up.URL, func(c *Config) {
+		c.Sources = []discovery.Source{newTestSource(inst(id, "dps", up.URL), inst("b", "dps", up.URL))}
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	for _, extra := range []string{"", bigField} {
+		cl := dialRaw(t, tp)
+		resp, body := cl.roundTrip("GET /x HTTP/1.1\r\nHost: dps\r\n"+extra+"\r\n", http.MethodGet)
+		if got := resp.Header.Get(InstanceHeader); got != "b" || body != "b got 0 bytes" || resp.Header.Get("X-Split") != "" {
+			t.Fatalf("answer %d %q from %q", resp.StatusCode, body, got)
+		}
+		if rest := peekConn(cl); rest != "" {
+			t.Fatalf("bytes after the answer: %q", rest)
+		}
+	}
+	if l := logs.String(); !strings.Contains(l, "source=test") || !strings.Contains(l, `Content-Length: 0`) {
+		t.Errorf("the refusal is not logged with the source and the ID:\n%s", l)
+	}
+	// Defence in depth: an instance made without the union refuses the ID too, and the loop's
+	// writer leaves controls out of any value it makes.
+	if _, err := newInstance(inst(id, "dps", up.URL), 8, 8); err == nil {
+		t.Error("newInstance took an ID with CRLF")
+	}
+	var buf bytes.Buffer
+	bw := bufio.NewWriter(&buf)
+	writeFieldValue(bw, "a\r\nb\x00c\td\x7f")
+	bw.Flush()
+	if buf.String() != "abc\td" {
+		t.Errorf("writeFieldValue wrote %q", buf.String())
+	}
+}
+
+func peekConn(rc *rawClient) string {
+	rc.c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	b := make([]byte, 256)
+	n, _ := rc.br.Read(b)
+	return string(b[:n])
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestProxyAnswerFramedTwoWaysRefused: an instance's answer whose framing reads two ways
+// (Content-Length with Transfer-Encoding; Transfer-Encoding in HTTP/1.0) is the instance's
+// failure: the client gets 502 naming it, never a guess at where the answer ends, and the
+// connection is not pooled (the next request gets its own answer).
+func TestProxyAnswerFramedTwoWaysRefused(t *testing.T) {
+	ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
+		switch r.URL.Path {
+		case "/cl-te":
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"+leaked)
+		case "/cl-te-big": // a head over the loop's buffer: net/http's parser reads it
+			io.WriteString(c, "HTTP/1.1 200 OK\r\n"+bigField+"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"+leaked)
+		case "/te-10":
+			io.WriteString(c, "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"+leaked)
+		default:
+			io.WriteString(c, ownAnswer(r))
+		}
+	})
+	tp := oneService(t, ri.url, nil)
+	for _, tc := range []struct{ path, extra string }{
+		{"/cl-te", ""}, {"/te-10", ""}, {"/cl-te-big", ""}, // the loop's server
+		{"/cl-te", bigField}, {"/te-10", bigField}, // net/http's server (a request head over 4 KiB)
+	} {
+		path := tc.path
+		resp, body := dialRaw(t, tp).roundTrip("GET "+path+" HTTP/1.1\r\nHost: dps\r\n"+tc.extra+"\r\n", http.MethodGet)
+		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "framed two ways") {
+			t.Fatalf("%s (head %d bytes): %d %q", path, len(tc.extra), resp.StatusCode, body)
+		}
+		// The instance is in cooldown after the failure: wait until it serves again.
+		testenv.Eventually(t, 5*time.Second, "the instance serves again", func() bool {
+			resp, body := dialRaw(t, tp).roundTrip("GET /own HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
+			if resp.StatusCode == http.StatusOK && body != "own /own" {
+				t.Fatalf("after %s: someone else's answer %q", path, body)
+			}
+			return resp.StatusCode == http.StatusOK
+		})
 	}
 }

@@ -21,6 +21,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	keepClient := !q.closeAfter
 	defer func() {
 		cc.consumeHead()
+		cc.upc.Store(nil)
 		cc.inBody, cc.bodyDL = false, time.Time{}
 		if !cc.bodyDone {
 			keep = false // an unread body stands between this request and the next
@@ -34,6 +35,11 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 			h.m.request("", "", http.StatusServiceUnavailable, time.Since(start))
 			return cc.answerError(http.StatusServiceUnavailable, fmt.Sprintf("proxy overloaded: more than %d requests in flight (max_inflight)", h.maxInflight), "", time.Second, keepClient)
 		}
+	}
+	if string(q.method) == http.MethodConnect {
+		h.m.error("", errTypeBadRequest)
+		h.m.request("", "", http.StatusMethodNotAllowed, time.Since(start))
+		return cc.answerError(http.StatusMethodNotAllowed, errConnectRefused, "", 0, false)
 	}
 	s, code, msg, retry := cc.route()
 	if s == nil {
@@ -63,6 +69,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	cc.consumeHead()
 	st.code = cc.respStatus()
 	keepClient, upKeep, err = cc.relayAnswer(uc, st.in, keepClient, upKeep)
+	uc.watch = nil
 	st.in.outstanding.Add(-1)
 	if upKeep && err == nil {
 		s.conns.put(uc)
@@ -72,6 +79,12 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	if cc.fbResp != nil {
 		cc.fbResp = nil
 	}
+	if err != nil && errors.Is(err, errClientLeft) {
+		// Counted as net/http's path counts a client that left: nobody reads an answer any
+		// more (nginx's 499); not the instance's failure.
+		st.code = 499
+		h.m.error(s.name, errTypeClientGone)
+	}
 	if st.code == http.StatusOK && st.in.series != nil {
 		st.in.series.requestOK(time.Since(start))
 	} else {
@@ -79,7 +92,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	}
 	if err != nil {
 		var ue upstreamBodyError
-		if errors.As(err, &ue) {
+		if errors.As(err, &ue) && !errors.Is(err, errClientLeft) {
 			h.log.Warn("answer broke off", "service", s.name, "instance", st.instance, "err", ue.err)
 		}
 		return false
@@ -225,6 +238,14 @@ func (cc *clientConn) context() context.Context { return nil }
 func (cc *clientConn) method() string           { return methodString(cc.req.method) }
 func (cc *clientConn) hasBody() bool            { return cc.req.length != 0 }
 func (cc *clientConn) clock() *uploadClock      { return &cc.up }
+
+// using records the instance connection the request uses (closeAll cuts it at shutdown).
+func (cc *clientConn) using(uc *upConn) {
+	cc.upc.Store(uc)
+	if cc.srv.cut.Load() {
+		uc.c.Close() // closeAll ran before the store
+	}
+}
 
 // methodString avoids an allocation for the common methods.
 func methodString(m []byte) string {

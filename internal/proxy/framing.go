@@ -42,11 +42,35 @@ func headEnd(b []byte, from int) (n, next int) {
 // reads leniently (any line with a colon is a field, names compared ignoring case and
 // surrounding blanks) so that whatever another parser might take for a framing field counts.
 func framingConflict(head []byte) string {
-	line, rest, _ := bytes.Cut(head, []byte("\n"))
+	line, _, _ := bytes.Cut(head, []byte("\n"))
 	line = bytes.TrimRight(line, "\r")
 	http10 := bytes.HasSuffix(line, []byte("HTTP/1.0"))
-	var cl, te bool
+	cl, te := framingFields(head)
+	switch {
+	case cl && te:
+		return "the request has both Content-Length and Transfer-Encoding, which frame its body two ways (RFC 9112 6.1): send one of them"
+	case te && http10:
+		return "Transfer-Encoding in an HTTP/1.0 request (RFC 9112 6.1): send Content-Length, or use HTTP/1.1"
+	}
+	return ""
+}
+
+// answerFramedTwoWays reports an answer head framed two ways (Content-Length with
+// Transfer-Encoding, or Transfer-Encoding in HTTP/1.0), read as leniently as framingConflict.
+// net/http's parser settles both its own way (chunked wins; the coding ignored in HTTP/1.0)
+// and keeps no trace of it, so readResponse checks the head's bytes.
+func answerFramedTwoWays(head []byte) bool {
+	cl, te := framingFields(head)
+	return te && (cl || bytes.HasPrefix(head, []byte("HTTP/1.0")))
+}
+
+// framingFields reports whether the head (its first line skipped) has Content-Length and
+// Transfer-Encoding fields: any line with a colon is a field, names compared ignoring case and
+// surrounding blanks, so that whatever another parser might take for a framing field counts.
+func framingFields(head []byte) (cl, te bool) {
+	_, rest, _ := bytes.Cut(head, []byte("\n"))
 	for len(rest) > 0 {
+		var line []byte
 		line, rest, _ = bytes.Cut(rest, []byte("\n"))
 		name, _, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
@@ -60,11 +84,5 @@ func framingConflict(head []byte) string {
 			te = true
 		}
 	}
-	switch {
-	case cl && te:
-		return "the request has both Content-Length and Transfer-Encoding, which frame its body two ways (RFC 9112 6.1): send one of them"
-	case te && http10:
-		return "Transfer-Encoding in an HTTP/1.0 request (RFC 9112 6.1): send Content-Length, or use HTTP/1.1"
-	}
-	return ""
+	return cl, te
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -33,6 +34,62 @@ type handler struct {
 	// ctx and wg own the services' background work, started by their first request.
 	ctx context.Context
 	wg  *sync.WaitGroup
+	// upgraded tracks the spliced (upgraded) connections, which net/http's Shutdown neither
+	// waits for nor closes once hijacked.
+	upgraded splices
+}
+
+// splices are the upgraded connections being spliced; Serve's shutdown waits for them for
+// its grace, then closes them and waits for their goroutines, so none outlives Serve.
+type splices struct {
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// add tracks a splice's two connections; false once the shutdown closed them (the caller
+// then closes them and returns).
+func (sp *splices) add(a, b net.Conn) bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.closed {
+		return false
+	}
+	if sp.conns == nil {
+		sp.conns = map[net.Conn]struct{}{}
+	}
+	sp.conns[a], sp.conns[b] = struct{}{}, struct{}{}
+	sp.wg.Add(1)
+	return true
+}
+
+func (sp *splices) done(a, b net.Conn) {
+	sp.mu.Lock()
+	delete(sp.conns, a)
+	delete(sp.conns, b)
+	sp.mu.Unlock()
+	sp.wg.Done()
+}
+
+// shutdown waits for the splices to end until ctx ends, then closes what is left and waits
+// for their goroutines. It reports whether the splices were cut.
+func (sp *splices) shutdown(ctx context.Context) bool {
+	done := make(chan struct{})
+	go func() { sp.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	sp.mu.Lock()
+	sp.closed = true
+	cut := len(sp.conns) > 0
+	for c := range sp.conns {
+		c.Close()
+	}
+	sp.mu.Unlock()
+	<-done
+	return cut
 }
 
 func newHandler(ctx context.Context, wg *sync.WaitGroup, rt *router, m *metrics, logger *slog.Logger, maxInflight int) *handler {
@@ -52,6 +109,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.m.request("", "", http.StatusServiceUnavailable, time.Since(start))
 			return
 		}
+	}
+	if r.Method == http.MethodConnect {
+		h.m.error("", errTypeBadRequest)
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusMethodNotAllowed, errConnectRefused, "", 0)
+		h.m.request("", "", http.StatusMethodNotAllowed, time.Since(start))
+		return
 	}
 	name, err := serviceName(r.Header.Values(ServiceHeader), r.Host)
 	if err != nil {
@@ -96,6 +160,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 }
+
+// errConnectRefused is the answer to CONNECT: the proxy is a reverse proxy for the services
+// it knows, not a tunnel to wherever a client asks (which a CONNECT forwarded to an instance
+// could become), on either server.
+const errConnectRefused = "CONNECT is not served: the proxy forwards requests to services, it does not open tunnels"
 
 // forward sends r upstream and copies the answer to w, or answers the failure. It reports
 // whether the answer broke off after its headers were sent.
@@ -187,6 +256,11 @@ func (h *handler) switchProtocols(w http.ResponseWriter, r *http.Request, st *re
 		return
 	}
 	defer conn.Close()
+	up := ub.uc
+	if !h.upgraded.add(conn, up.c) {
+		return // shutting down: the deferred closes end it
+	}
+	defer h.upgraded.done(conn, up.c)
 	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
 	if err := resp.Header.Write(brw); err != nil {
 		return
@@ -195,7 +269,6 @@ func (h *handler) switchProtocols(w http.ResponseWriter, r *http.Request, st *re
 	if err := brw.Flush(); err != nil {
 		return
 	}
-	up := ub.uc
 	errc := make(chan error, 2)
 	go func() { _, err := io.Copy(up.c, brw.Reader); errc <- err }() // client -> instance (buffered bytes first)
 	go func() { _, err := io.Copy(conn, up.br); errc <- err }()      // instance -> client

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -274,5 +275,74 @@ func TestProxyUpgradedConnection(t *testing.T) {
 	fmt.Fprint(conn, "ping\n")
 	if line, err := rd.ReadString('\n'); err != nil || line != "echo ping\n" {
 		t.Fatalf("over the upgraded connection: %q, %v", line, err)
+	}
+}
+
+// TestProxyUpgradedConnectionEndsWithServe (issue 41, attack 5): an upgraded (WebSocket)
+// connection open at shutdown gets the grace, then is cut, and its splice goroutines end
+// before Serve returns (Serve returns once every goroutine it started has). net/http's
+// Shutdown does not track hijacked connections: once Serve returned while the splice went on,
+// the client talking to the instance through a proxy that had stopped.
+func TestProxyUpgradedConnectionEndsWithServe(t *testing.T) {
+	up := upstreamServer(t, "ws", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "" {
+			io.WriteString(w, "plain")
+			return
+		}
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo-proto\r\nConnection: Upgrade\r\n\r\n")
+		rw.Flush()
+		for {
+			line, err := rw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			rw.WriteString("echo " + line)
+			rw.Flush()
+		}
+	})
+	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
+	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.ShutdownTimeout = 3 * time.Second // long enough for the echo during the grace under load
+	tp, cancel, served := serveManually(t, cfg)
+	cl := dialRaw(t, tp)
+	io.WriteString(cl.c, "GET / HTTP/1.1\r\nHost: dps\r\nConnection: Upgrade\r\nUpgrade: echo-proto\r\n\r\n")
+	resp, err := http.ReadResponse(cl.br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	io.WriteString(cl.c, "before\n")
+	if line, err := cl.br.ReadString('\n'); err != nil || line != "echo before\n" {
+		t.Fatalf("through the upgraded connection: %q %v", line, err)
+	}
+	cancel()
+	// During the grace the splice goes on.
+	io.WriteString(cl.c, "grace\n")
+	if line, err := cl.br.ReadString('\n'); err != nil || line != "echo grace\n" {
+		t.Fatalf("during the grace: %q %v", line, err)
+	}
+	select {
+	case <-served:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	// No frame of the splice is left (polled briefly: a copy goroutine that has sent its
+	// result may still be returning).
+	var stacks string
+	if !testenv.Poll(time.Second, func() bool {
+		buf := make([]byte, 1<<20)
+		stacks = string(buf[:runtime.Stack(buf, true)])
+		return !strings.Contains(stacks, "switchProtocols(") && !strings.Contains(stacks, "switchProtocols.func")
+	}) {
+		t.Errorf("a splice goroutine outlived Serve:\n%s", stacks)
+	}
+	cl.c.SetDeadline(time.Now().Add(2 * time.Second))
+	io.WriteString(cl.c, "after\n")
+	if line, err := cl.br.ReadString('\n'); err == nil {
+		t.Fatalf("after Serve returned the upgraded connection still carries traffic (%q)", line)
 	}
 }

@@ -233,3 +233,35 @@ func grep(text, substr string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// serveManually runs the proxy for cfg like startProxy, but hands the cancel and the result
+// of Serve to the test (for shutdown tests).
+func serveManually(t *testing.T, cfg Config) (*testProxy, context.CancelFunc, chan error) {
+	t.Helper()
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ctx, ln, nil) }()
+	tp := &testProxy{p: p, url: "http://" + ln.Addr().String()}
+	warm := dialRaw(t, tp)
+	testenv.Eventually(t, 10*time.Second, "the proxy serves", func() bool {
+		io.WriteString(warm.c, "GET /warm HTTP/1.1\r\nHost: dps\r\n\r\n")
+		resp, err := http.ReadResponse(warm.br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	warm.c.Close()
+	return tp, cancel, served
+}

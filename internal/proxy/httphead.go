@@ -303,6 +303,12 @@ type respHead struct {
 	connTokens bool
 }
 
+// errAnswerFraming: an answer whose framing reads two ways (Content-Length with
+// Transfer-Encoding, or Transfer-Encoding in HTTP/1.0; RFC 9112 6.1, 6.3). The loop does not
+// guess which end the instance meant: the answer is refused as the instance's failure (502),
+// and its connection is closed, since what follows on it cannot be trusted.
+var errAnswerFraming = errors.New("the instance's answer is framed two ways (Content-Length with Transfer-Encoding, or Transfer-Encoding in HTTP/1.0)")
+
 // parseResponseHead parses an answer head at the start of b.
 func parseResponseHead(b []byte, h *respHead) (int, error) {
 	e, err := lineEnd(b)
@@ -379,11 +385,8 @@ func parseResponseHead(b []byte, h *respHead) (int, error) {
 			}
 		}
 	}
-	if h.chunked && h.length >= 0 {
-		return 0, errHeadFallback
-	}
-	if h.chunked && h.minor == 0 {
-		return 0, errHeadFallback
+	if h.chunked && (h.length >= 0 || h.minor == 0) {
+		return 0, errAnswerFraming
 	}
 	return e + 2 + n, nil
 }

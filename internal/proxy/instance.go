@@ -39,7 +39,10 @@ type instance struct {
 	idHeader []string
 	target   *url.URL // scheme and host of disc.URL
 	addr     string   // host:port that TCP probes and the transport dial
-	disc     discovery.Instance
+	// tlsName is the TLS server name for an https:// instance ("" for http://): the
+	// transport speaks TLS to it, verified for that name.
+	tlsName string
+	disc    discovery.Instance
 
 	outstanding atomic.Int64
 	// series are its metrics that every request updates (read without the lock).
@@ -107,6 +110,11 @@ type instance struct {
 }
 
 func newInstance(d discovery.Instance, latWindow, outcomes int) (*instance, error) {
+	if err := discovery.CheckInstanceID(d.ID); err != nil {
+		// The union refuses these already (sources.go); an instance made another way must
+		// not carry such an ID into answers either.
+		return nil, fmt.Errorf("instance id %w", err)
+	}
 	u, err := url.Parse(d.URL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("instance %s: url %q: want http://host:port", d.ID, d.URL)
@@ -114,6 +122,9 @@ func newInstance(d discovery.Instance, latWindow, outcomes int) (*instance, erro
 	in := &instance{id: d.ID, idHeader: []string{d.ID}, disc: d, target: &url.URL{Scheme: u.Scheme, Host: u.Host},
 		win: newWindow(latWindow, outcomes), estFrom: estNone, success: 1}
 	in.addr = in.hostPort()
+	if u.Scheme == "https" {
+		in.tlsName = u.Hostname()
+	}
 	return in, nil
 }
 

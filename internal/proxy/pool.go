@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"math"
@@ -80,11 +82,18 @@ func newService(name string, cfg ServiceConfig, now func() time.Time, log *slog.
 		insts: map[string]*instance{}, initProgress: make(chan struct{}), kick: make(chan struct{}, 1)}
 	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout.Duration, KeepAlive: 30 * time.Second}
 	s.spares = newSpares(dialer.DialContext, spareMaxAge)
-	s.conns = newConnPool(s.spares.dialContext)
+	s.conns = newConnPool(s.spares.dialContext, cfg.ConnectTimeout.Duration+time.Second)
 	s.probeTransport = newTransport(cfg.Probe.Timeout.Duration, dialer.DialContext)
 	s.probeTransport.DisableKeepAlives = true
 	s.probe = s.defaultProbe
 	return s, nil
+}
+
+// setRootCAs makes roots (nil: the system's) the roots https:// instances are verified
+// against, by the transport and the probes.
+func (s *service) setRootCAs(roots *x509.CertPool) {
+	s.conns.rootCAs = roots
+	s.probeTransport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 }
 
 // close releases the service's connections; the maintainer must have stopped.

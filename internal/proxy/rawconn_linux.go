@@ -229,3 +229,34 @@ func (w *awaitWriter) Write(p []byte) (int, error) {
 	w.await = false
 	return w.c.Write(p)
 }
+
+// clientGone reports whether the peer of c has closed or reset the connection, by a
+// non-blocking peek (nothing is consumed: bytes a client pipelined stay for the loop). A
+// client that half-closes its sending side counts as gone, as net/http's server counts it.
+func clientGone(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	gone := false
+	var b [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+				syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+			switch {
+			case e == syscall.EINTR:
+				continue
+			case e == syscall.EAGAIN:
+			case e != 0, n == 0:
+				gone = true // reset, or the end of the stream
+			}
+			return true
+		}
+	})
+	return gone || err != nil
+}

@@ -70,6 +70,7 @@ func (rt *router) ensure(name string) (*service, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.setRootCAs(rt.cfg.InstanceRootCAs)
 	rt.services[name] = s
 	return s, nil
 }

@@ -90,7 +90,7 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	errLog := log.New(slogWriter{p.log}, "", 0)
 	// The data plane: the proxy's own HTTP/1.1 loop (serve.go), and net/http's server for the
 	// connections the loop hands over (upgrades, requests outside its parser).
-	fallback := &http.Server{Handler: p.h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: idleTimeout, ErrorLog: errLog}
+	fallback := &http.Server{Handler: boundUnreadBody{p.h}, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: idleTimeout, ErrorLog: errLog}
 	// One request per handed-over connection: the next head on it is the loop's to read (and
 	// check, framing.go) once more, since a client reconnects.
 	fallback.SetKeepAlivesEnabled(false)
@@ -145,9 +145,37 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 			}
 		}
 	}
+	// Upgraded (WebSocket) connections: net/http forgot them when they were hijacked. They
+	// get what is left of the grace, then are cut, so that none outlives Serve.
+	if p.h.upgraded.shutdown(sctx) && err == nil {
+		err = fmt.Errorf("shutdown: upgraded connections cut: %w", context.DeadlineExceeded)
+	}
 	serving.Wait()
 	p.log.Info("proxy stopped", "connections_handed_to_net_http", loop.handedOver.Load())
 	return err
+}
+
+// unreadBodyDrain bounds what net/http's server does with a request body the proxy did not
+// read (it answered without forwarding, an unknown service say): net/http reads up to
+// 256 KiB of it after the answer, so that the client sees the answer before the close rather
+// than a reset; past this it closes.
+const unreadBodyDrain = time.Second
+
+// boundUnreadBody is the fallback server's handler: after the proxy's answer, the client
+// connection's read deadline bounds net/http's drain of a body nobody read (without it, a
+// client that declares a body and sends none held the connection for ever: the fallback
+// server has no ReadTimeout, and the loop's deadlines were cleared at the hand-over). A body
+// that was read whole is not waited for at all.
+type boundUnreadBody struct{ h http.Handler }
+
+func (b boundUnreadBody) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Body != nil && r.Body != http.NoBody {
+		defer func() {
+			// ErrHijacked after an upgrade: the splice has its own life.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyDrain))
+		}()
+	}
+	b.h.ServeHTTP(w, r)
 }
 
 // close stops the background work and waits for it; Serve calls it on the way out.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -32,9 +33,11 @@ import (
 // upgrades, 400/417/431 answers). So the loop need not be lenient, and each request is served
 // by exactly one of the two.
 //
-// What the loop does not do that net/http did: watch the client while the instance works.
-// A client that leaves is noticed when its answer is written (the instance's work is not
-// cancelled early; the service's timeout bounds it).
+// What the loop does not do that net/http did: watch the client while the instance works on
+// the answer's head. A client that leaves then is noticed when its answer is written (the
+// instance's work is not cancelled early; the service's timeout bounds it). While an answer's
+// body is awaited it does check on the client (upReader, clientCheckEvery): a body may stream
+// for ever, so only the client's leaving ends it.
 
 // Per-connection buffers of the loop. A request head must fit the read buffer (else net/http
 // serves it, with its 1 MiB limit); bodies stream through in pieces of these sizes.
@@ -68,14 +71,34 @@ type server struct {
 	mu       sync.Mutex
 	conns    map[*clientConn]struct{}
 	shutting atomic.Bool
-	wg       sync.WaitGroup
+	// cut: closeAll ran (the grace is over); an instance connection taken after it is closed
+	// at once (clientConn.using).
+	cut atomic.Bool
+	wg  sync.WaitGroup
 	// handedOver counts the connections handed to net/http (tests, and the log at exit).
 	handedOver atomic.Int64
+	// bigHeads holds a token per connection reading a head past the loop's buffer (up to
+	// maxHandoverHead into a slice of its own): at most maxBigHeads at once (see there).
+	bigHeads chan struct{}
+	// quit is closed when the shutdown begins (wakes connections waiting for a bigHeads token).
+	quit     chan struct{}
+	quitOnce sync.Once
 }
+
+// maxBigHeads bounds the connections reading a head past the loop's 4 KiB buffer at once.
+// Each holds up to maxHandoverHead (1 MiB + 4 KiB) of heap until its head ends or
+// read_header_timeout passes, and the number of connections is not bounded otherwise
+// (max_inflight counts requests being served, not heads being read): without this bound ~100
+// clients sending unfinished 1 MiB heads took ~100 MiB, past the Helm chart's 128 MiB memory
+// limit. With it, those heads hold at most 8 x ~1.3 MiB (the slice grows by doubling), about
+// 10 MiB, within GOMEMLIMIT's 48 MiB with room for everything else. Others wait for a token
+// until read_header_timeout, their bytes in the kernel's socket buffers, then get 431.
+const maxBigHeads = 8
 
 func newServer(h *handler, readHeaderTimeout, writeTimeout time.Duration, fallback *http.Server, addr net.Addr) *server {
 	return &server{h: h, readHeaderTimeout: readHeaderTimeout, writeTimeout: writeTimeout, fallback: fallback,
-		handoff: newHandoffListener(addr), conns: map[*clientConn]struct{}{}}
+		handoff: newHandoffListener(addr), conns: map[*clientConn]struct{}{},
+		bigHeads: make(chan struct{}, maxBigHeads), quit: make(chan struct{})}
 }
 
 // serve accepts connections until ln is closed; the net/http fallback serves what is handed
@@ -145,6 +168,7 @@ func (srv *server) done(cc *clientConn) {
 // their request, or when ctx ends. The listener must be closed by the caller first.
 func (srv *server) shutdown(ctx context.Context) error {
 	srv.shutting.Store(true)
+	srv.quitOnce.Do(func() { close(srv.quit) })
 	closeIdle := func() {
 		srv.mu.Lock()
 		for cc := range srv.conns {
@@ -174,11 +198,17 @@ func (srv *server) shutdown(ctx context.Context) error {
 	}
 }
 
-// closeAll closes every connection of the loop (requests in flight are cut).
+// closeAll closes every connection of the loop and the instance connections their requests
+// use (requests in flight are cut: a goroutine blocked reading an instance, a stalled answer
+// body, is woken only by closing that connection).
 func (srv *server) closeAll() {
+	srv.cut.Store(true)
 	srv.mu.Lock()
 	for cc := range srv.conns {
 		cc.c.Close()
+		if uc := cc.upc.Load(); uc != nil {
+			uc.c.Close()
+		}
 	}
 	srv.mu.Unlock()
 }
@@ -221,6 +251,9 @@ type clientConn struct {
 	up     uploadClock
 	// writeSet is when the write deadline was last set (zero: none is set).
 	writeSet time.Time
+	// upc is the instance connection the request in flight uses (nil: none), for closeAll:
+	// a goroutine blocked reading the instance is woken by nothing else.
+	upc atomic.Pointer[upConn]
 }
 
 // clientReader is what the loop's read buffer reads the client connection through. Outside a
@@ -351,11 +384,15 @@ func (cc *clientConn) handOver() bool {
 	n, next := headEnd(b, 0)
 	if n < 0 {
 		// The loop's buffer ends before the head: read the rest (net/http would read it all
-		// the same), within the header timeout.
+		// the same), within the header timeout, holding one of maxBigHeads tokens.
 		if !cc.headerLimit {
 			cc.c.SetReadDeadline(time.Now().Add(cc.srv.readHeaderTimeout))
 			cc.headerLimit, cc.deadlineSet = true, time.Time{}
 		}
+		if !cc.bigHeadToken() {
+			return false
+		}
+		defer func() { <-cc.srv.bigHeads }()
 		for n < 0 && len(extra) < maxHandoverHead {
 			extra = append(extra, b...)
 			cc.br.Discard(len(b))
@@ -386,6 +423,33 @@ func (cc *clientConn) handOver() bool {
 		r = io.MultiReader(bytes.NewReader(extra), cc.br)
 	}
 	return cc.srv.handoff.give(&bufferedConn{Conn: cc.c, r: r})
+}
+
+// bigHeadToken takes a bigHeads token, waiting up to the header timeout for one; without
+// one the client gets 431 (and the connection is closed), and false.
+func (cc *clientConn) bigHeadToken() bool {
+	select {
+	case cc.srv.bigHeads <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(cc.srv.readHeaderTimeout)
+	defer t.Stop()
+	select {
+	case cc.srv.bigHeads <- struct{}{}:
+		return true
+	case <-cc.srv.quit:
+		return false
+	case <-t.C:
+	}
+	h := cc.srv.h
+	h.m.error("", errTypeBadRequest)
+	h.m.request("", "", http.StatusRequestHeaderFieldsTooLarge, 0)
+	cc.headConsumed, cc.bodyDone, cc.isHead = true, false, false
+	cc.answerError(http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf(
+		"request head over %d bytes while %d other such heads were being read (the proxy reads at most %d at once); send a smaller head, or retry",
+		clientReadBuf, maxBigHeads, maxBigHeads), "", 0, false)
+	return false
 }
 
 // refuse answers 400 with why to a request the loop will not serve, and the connection is

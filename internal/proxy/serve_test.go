@@ -398,3 +398,49 @@ func TestProxyLoopInstanceClosedIdleConnection(t *testing.T) {
 		<-closed // the instance has closed the connection the proxy keeps in its pool
 	}
 }
+
+// TestProxyLoopShutdownCutsStalledInstance (issue 41, attack 4): when the shutdown's grace
+// is over, the loop cuts the instance connections of the requests still in flight, not only
+// the clients': an instance that sends an answer's head and part of its body, then nothing
+// (or no head at all, within a long timeout), once held Serve's shutdown for ever (the
+// goroutine blocked reading the instance, closeAll closing only the client).
+func TestProxyLoopShutdownCutsStalledInstance(t *testing.T) {
+	release := make(chan struct{})
+	ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) {
+		switch r.URL.Path {
+		case "/stall":
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
+			<-release
+			return
+		case "/nohead":
+			<-release
+			return
+		}
+		io.WriteString(c, ownAnswer(r))
+	})
+	t.Cleanup(func() { close(release) }) // runs before the instance's cleanup (LIFO)
+	cfg := testConfig(newTestSource(inst("a", "dps", ri.url)))
+	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.ShutdownTimeout = 300 * time.Millisecond
+	cfg.Defaults.Timeout = dur(time.Minute)
+	tp, cancel, served := serveManually(t, cfg)
+	noHead := dialRaw(t, tp)
+	io.WriteString(noHead.c, "GET /nohead HTTP/1.1\r\nHost: dps\r\n\r\n")
+
+	cl := dialRaw(t, tp)
+	io.WriteString(cl.c, "GET /stall HTTP/1.1\r\nHost: dps\r\n\r\n")
+	resp, err := http.ReadResponse(cl.br, nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("head of the stalled answer: %v %v", resp, err)
+	}
+	testenv.Eventually(t, 5*time.Second, "both requests in flight", func() bool { return tp.p.h.inflight.Load() == 2 })
+	cancel()
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return 5 s after cancel with ShutdownTimeout 300ms: an instance that stalls holds the shutdown for ever")
+	}
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Error("the stalled answer reads as complete: its client connection must be aborted")
+	}
+}

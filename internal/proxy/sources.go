@@ -24,6 +24,8 @@ type union struct {
 	snaps   []*discovery.Snapshot
 	pending int // sources that have not delivered yet
 	status  []sourceStatus
+	// refused: the (source, ID) pairs already logged as refused (logged once each).
+	refused map[[2]string]bool
 }
 
 // sourceStatus is what /debug/pools and /readyz show about a source.
@@ -50,6 +52,7 @@ func (u *union) update(i int, snap discovery.Snapshot) {
 	if u.snaps[i] == nil {
 		u.pending--
 	}
+	snap.Instances = u.checkLocked(i, snap.Instances)
 	u.snaps[i] = &snap
 	u.status[i].Delivered, u.status[i].Instances, u.status[i].Updated = true, len(snap.Instances), time.Now()
 	u.m.discovery(u.status[i].Name, len(snap.Instances))
@@ -58,6 +61,40 @@ func (u *union) update(i int, snap discovery.Snapshot) {
 		u.onReady()
 		u.onReady = nil
 	}
+}
+
+// checkLocked drops the instances whose ID the proxy cannot carry (discovery.CheckInstanceID:
+// it is written into every answer's X-Continuum-Instance field, and a CR or LF in it would let
+// whoever registered the instance split answers). This is the one check every source's
+// instances pass, whatever the source; each refusal is logged once, naming the source and ID.
+func (u *union) checkLocked(i int, list []discovery.Instance) []discovery.Instance {
+	var out []discovery.Instance
+	for j, in := range list {
+		err := discovery.CheckInstanceID(in.ID)
+		if err == nil {
+			if out != nil {
+				out = append(out, in)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]discovery.Instance, 0, len(list)), list[:j]...)
+		}
+		key := [2]string{u.status[i].Name, in.ID}
+		if !u.refused[key] {
+			if u.refused == nil || len(u.refused) >= 1024 {
+				u.refused = map[[2]string]bool{} // bounded: at worst a refusal is logged again
+			}
+			u.refused[key] = true
+			u.log.Warn("discovery: refusing an instance whose ID the proxy cannot send", "source", u.status[i].Name,
+				"service", in.Service, "id", in.ID, "err", err)
+			u.m.discoveryError(u.status[i].Name)
+		}
+	}
+	if out == nil {
+		return list
+	}
+	return out
 }
 
 // mergeLocked unites the snapshots: an instance ID reported by several sources is taken from

@@ -95,6 +95,8 @@ type exchange interface {
 	// clock is the exchange's upload clock: send reports on it the time spent waiting for
 	// the client's body.
 	clock() *uploadClock
+	// using is told the instance connection an attempt uses, before anything is sent on it.
+	using(uc *upConn)
 }
 
 // uploadClock keeps the client's upload time out of the instance's account. The service's
@@ -154,6 +156,10 @@ func (x *httpExchange) context() context.Context { return x.r.Context() }
 func (x *httpExchange) method() string           { return x.r.Method }
 func (x *httpExchange) hasBody() bool            { return x.r.Body != nil && x.r.Body != http.NoBody }
 func (x *httpExchange) clock() *uploadClock      { return &x.up }
+
+// using: net/http's server cancels the request's context when it closes the connection, and
+// attempt's AfterFunc then interrupts the instance connection.
+func (x *httpExchange) using(*upConn) {}
 func (x *httpExchange) send(uc *upConn, instHost string) error {
 	bp := copyBufs.Get().(*[]byte)
 	var body io.Reader
@@ -294,7 +300,7 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 	in.outstanding.Add(1)
 	for {
 		connStart := time.Now()
-		uc, err := s.conns.get(ctx, in.addr)
+		uc, err := s.conns.get(ctx, in.addr, in.tlsName)
 		if err != nil {
 			in.outstanding.Add(-1)
 			r.lat = time.Since(connStart)
@@ -307,6 +313,7 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 			s.record(in, r)
 			return nil, false, nil, err
 		}
+		x.using(uc)
 		gotConn := time.Now()
 		limit := s.cfg.QoS.Latency.Duration
 		if s.cfg.Strategy != StrategyQoS {

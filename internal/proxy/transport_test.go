@@ -2,10 +2,15 @@ package proxy
 
 import (
 	"context"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,5 +133,104 @@ func TestProxyHTTPProbeMeasuresNetworkAndResponse(t *testing.T) {
 		if err != nil || res.net <= 0 || res.lat <= 0 {
 			t.Fatalf("HTTP probe: %+v, %v", res, err)
 		}
+	}
+}
+
+// TestProxyHTTPSInstanceGetsTLS (issue 41, attack 1): discovery accepts https:// instance
+// URLs (the file source; the kubernetes source makes them for a port named https), and the
+// proxy's own transport must speak TLS to them: the first bytes such an instance gets are a
+// TLS handshake (0x16), never the request in clear (it once dialed plain TCP and sent the
+// client's request, Authorization included, unencrypted). See also
+// TestProxyHTTPSInstanceServed.
+func TestProxyHTTPSInstanceGetsTLS(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	first := make(chan []byte, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(3 * time.Second))
+				b := make([]byte, 64)
+				n, _ := c.Read(b)
+				if n > 0 {
+					first <- b[:n]
+				}
+			}()
+		}
+	}()
+	cfg := testConfig(newTestSource(inst("a", "dps", "https://"+ln.Addr().String())))
+	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Timeout = dur(time.Second)
+	tp := startProxy(t, cfg)
+	cl := dialRaw(t, tp)
+	io.WriteString(cl.c, "GET /secret HTTP/1.1\r\nHost: dps\r\nAuthorization: Bearer s3cr3t\r\n\r\n")
+	select {
+	case b := <-first:
+		if b[0] != 0x16 {
+			t.Fatalf("an https:// instance got plaintext from the proxy: %q", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing reached the instance")
+	}
+}
+
+// TestProxyHTTPSInstanceServed: an https:// instance whose certificate verifies against
+// InstanceRootCAs is served on both servers (the loop's and net/http's, a head over 4 KiB),
+// its connections pooled; one whose certificate does not verify gets nothing but a failed
+// handshake (502), never the request.
+func TestProxyHTTPSInstanceServed(t *testing.T) {
+	var mu sync.Mutex
+	var conns []string // the connection that carried each request
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns = append(conns, r.RemoteAddr)
+		mu.Unlock()
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "tls %v got %d bytes", r.TLS != nil, len(b))
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	// httptest's certificate is for 127.0.0.1 and example.com: as https://localhost:port the
+	// instance's certificate does not verify.
+	untrusted := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("an instance whose certificate does not verify got a request: %s", r.URL)
+	}))
+	untrusted.Config.ErrorLog = log.New(io.Discard, "", 0)
+	untrusted.StartTLS()
+	t.Cleanup(untrusted.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	tp := oneService(t, srv.URL, func(c *Config) {
+		c.InstanceRootCAs = roots
+		c.Sources = []discovery.Source{newTestSource(inst("a", "dps", srv.URL), inst("b", "bad", strings.Replace(untrusted.URL, "127.0.0.1", "localhost", 1)))}
+	})
+	cl := dialRaw(t, tp)
+	for i, extra := range []string{"", "", bigField} {
+		if extra != "" {
+			cl = dialRaw(t, tp)
+		}
+		resp, body := cl.roundTrip("POST /x HTTP/1.1\r\nHost: dps\r\nContent-Length: 3\r\n"+extra+"\r\nabc", http.MethodPost)
+		if resp.StatusCode != http.StatusOK || body != "tls true got 3 bytes" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+	}
+	// The loop puts the connection back before it reads the client's next request: the second
+	// request reuses the first one's TLS connection.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(conns) != 3 || conns[0] != conns[1] {
+		t.Errorf("the TLS connection of a request is not reused by the next (%v): not pooled", conns)
+	}
+	resp, body := dialRaw(t, tp).roundTrip("GET /secret HTTP/1.1\r\nHost: bad\r\n\r\n", http.MethodGet)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "certificate") {
+		t.Fatalf("untrusted certificate: %d %q", resp.StatusCode, body)
 	}
 }

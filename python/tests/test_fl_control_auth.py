@@ -154,3 +154,37 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("length", ["-5", "+5", "5x", "5_0", "0x5"])
+def test_bad_content_length_is_refused(api, length):
+    """A Content-Length that is not digits is refused with 400 at once: "-5" once made the
+    handler read until the client closed, holding its thread."""
+    control, base = api
+    host, port = base.removeprefix("http://").rsplit(":", 1)
+    before = control.status()
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(
+            (
+                f"POST /config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                f"Content-Length: {length}\r\n\r\n{{}}"
+            ).encode()
+        )
+        head = s.recv(4096).decode("latin-1")
+    assert head.startswith("HTTP/1.0 400") or head.startswith("HTTP/1.1 400"), head
+    assert "Content-Length" in head
+    assert control.status() == before
+
+
+def test_services_headers_per_client(monkeypatch):
+    """A `clients` process sends each client's own token (CONTINUUM_FL_TOKENS); a single
+    service sends CONTINUUM_FL_TOKEN."""
+    monkeypatch.setenv(auth.GROUP_TOKENS_ENV, json.dumps({"c1": "t1", "c2": "t2"}))
+    monkeypatch.delenv(auth.SERVICES_TOKEN_ENV, raising=False)
+    assert auth.services_headers("c1") == {"Authorization": "Bearer t1"}
+    assert auth.services_headers("c2") == {"Authorization": "Bearer t2"}
+    assert auth.services_headers("c3") == {}
+    monkeypatch.delenv(auth.GROUP_TOKENS_ENV)
+    monkeypatch.setenv(auth.SERVICES_TOKEN_ENV, "mine")
+    assert auth.services_headers("g") == {"Authorization": "Bearer mine"}
+    assert auth.services_headers() == {"Authorization": "Bearer mine"}

@@ -4,7 +4,9 @@ package appcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/signal"
@@ -138,6 +140,9 @@ instance's limits hold). Arguments after -- replace the image's command. Signals
 				}
 				if m.Source, err = filepath.Abs(m.Source); err != nil {
 					return err
+				}
+				if _, err := os.Lstat(m.Source); errors.Is(err, fs.ErrNotExist) {
+					m.Fresh = true
 				}
 				if err := os.MkdirAll(m.Source, 0o755); err != nil {
 					return fmt.Errorf("volume %s: %w", v, err)

@@ -18,11 +18,13 @@ import (
 // Docker does the first time a new named volume is mounted over a path with content, within
 // copyUpPolicy: files, directories, symlinks, hard links and FIFOs, with their owners, modes
 // (permission and sticky bits), times and extended attributes; no device nodes, setuid or
-// setgid bits or file capabilities, and the volume's root keeps its own owner and mode. A
-// volume with anything in it, or a dest the image lacks or that is not a directory there, is
-// left as it is. rootfs is the image's mounted filesystem; dest is resolved inside it (its
-// symlinks cannot lead out of it).
-func copyUp(rootfs, dest, volume string) error {
+// setgid bits or file capabilities. The volume's root keeps its own owner and mode unless
+// fresh (the caller made it for this container): then it takes the image directory's owner,
+// and its mode without write for group and other (Docker's copyOwnership, less what a host
+// directory must not give every host user). A volume with anything in it, or a dest the image
+// lacks or that is not a directory there, is left as it is. rootfs is the image's mounted
+// filesystem; dest is resolved inside it (its symlinks cannot lead out of it).
+func copyUp(rootfs, dest, volume string, fresh bool) error {
 	entries, err := os.ReadDir(volume)
 	if err != nil {
 		return err
@@ -55,6 +57,31 @@ func copyUp(rootfs, dest, volume string) error {
 	if err != nil {
 		return fmt.Errorf("copy the image's %s into the volume %s: %w", dest, volume, err)
 	}
+	if fresh {
+		return ownLikeImage(fd, volume)
+	}
+	return nil
+}
+
+// ownLikeImage gives the volume directory the owner of the image's directory (open as fd) and
+// its permission and sticky bits without write for group and other, through a descriptor of
+// the volume opened without following a link.
+func ownLikeImage(fd int, volume string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat the image's directory: %w", err)
+	}
+	vfd, err := unix.Open(volume, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the volume %s: %w", volume, err)
+	}
+	defer unix.Close(vfd)
+	if err := unix.Fchown(vfd, int(st.Uid), int(st.Gid)); err != nil {
+		return fmt.Errorf("give the volume %s the image directory's owner: %w", volume, err)
+	}
+	if err := unix.Fchmod(vfd, st.Mode&(0o1755)); err != nil {
+		return fmt.Errorf("give the volume %s the image directory's mode: %w", volume, err)
+	}
 	return nil
 }
 
@@ -68,9 +95,8 @@ func copyUp(rootfs, dest, volume string) error {
 // would be a raw disk and a setuid-root file a root shell for every host user who can reach
 // it, and the image's 0777 on the volume would open the user's directory. So the image's tree
 // comes without device nodes (left out; FIFOs stay), setuid or setgid bits or
-// security.capability, and the volume keeps its own owner and mode (KeepRoot); a non-root
-// image user who must write at the volume's root needs it prepared on the host, as for a
-// Docker bind mount.
+// security.capability, and a volume the user had keeps its own owner and mode (KeepRoot; a
+// fresh one is given the image directory's afterwards, without write for group and other).
 // (internal/archive/hostile_test.go runs its hostile tars under a copy of this policy.)
 var copyUpPolicy = archive.Policy{Symlinks: true, HardLinks: true, SkipDevices: true, Owners: true,
 	Xattrs: true, Times: true, KeepRoot: true}

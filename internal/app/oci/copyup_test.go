@@ -31,7 +31,8 @@ func mounted(t *testing.T, img v1.Image) string {
 
 // TestCopyUpFillsNewVolumes: an empty volume over a path the image has content at gets that
 // content, with owners, modes (sticky, not setuid), times, symlinks, hard links and FIFOs kept,
-// and the volume's root keeps its own owner and mode (a host directory, as a bind mount); the path is
+// and the volume's root keeps its own owner and mode (a host directory, as a bind mount) unless
+// the volume is fresh (then the image directory's, less write for group and other); the path is
 // resolved inside the image (an absolute symlink there does not lead to the host's); a volume
 // with something in it, or a path the image lacks, is left alone.
 func TestCopyUpFillsNewVolumes(t *testing.T) {
@@ -95,16 +96,32 @@ func TestCopyUpFillsNewVolumes(t *testing.T) {
 		return vol
 	}
 	vol := newVolume()
-	if err := copyUp(root, "/data", vol); err != nil {
+	if err := copyUp(root, "/data", vol, false); err != nil {
 		t.Fatal(err)
 	}
 	check(vol)
 	// Through the image's absolute symlink /srv -> /data: the image's /data, not the host's.
 	vol = newVolume()
-	if err := copyUp(root, "/srv/", vol); err != nil {
+	if err := copyUp(root, "/srv/", vol, false); err != nil {
 		t.Fatal(err)
 	}
 	check(vol)
+	// Fresh (made for this container): its root takes the image directory's owner and mode,
+	// less write for group and other (the image's 1777 /data/tmp gives 1755).
+	for dest, want := range map[string]uint32{"/data": syscall.S_IFDIR | 0o750, "/data/tmp": syscall.S_IFDIR | 0o1755} {
+		vol = newVolume()
+		if err := copyUp(root, dest, vol, true); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Lstat(vol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid := map[string]uint32{"/data": 1000, "/data/tmp": 0}[dest]
+		if s := fi.Sys().(*syscall.Stat_t); s.Mode != want || s.Uid != uid {
+			t.Errorf("fresh volume over %s: mode %o owner %d, want %o %d", dest, s.Mode, s.Uid, want, uid)
+		}
+	}
 	// A relative symlink climbing past the root stays in it.
 	if fd, err := resolveIn(root, "/up"); err != nil {
 		t.Errorf("resolveIn(/up): %v", err)
@@ -120,7 +137,7 @@ func TestCopyUpFillsNewVolumes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(used, "mine"), []byte("m"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := copyUp(root, "/data", used); err != nil {
+	if err := copyUp(root, "/data", used, false); err != nil {
 		t.Fatal(err)
 	}
 	if ents, _ := os.ReadDir(used); len(ents) != 1 {
@@ -132,7 +149,7 @@ func TestCopyUpFillsNewVolumes(t *testing.T) {
 	// A path the image lacks, or a file: nothing to copy.
 	for _, p := range []string{"/missing", "/data/conf"} {
 		empty := t.TempDir()
-		if err := copyUp(root, p, empty); err != nil {
+		if err := copyUp(root, p, empty, false); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 		if ents, _ := os.ReadDir(empty); len(ents) != 0 {
@@ -151,7 +168,7 @@ func TestCopyUpTakesBackslashNames(t *testing.T) {
 			entry{name: `data/a\b`, body: "x"}))
 	root := mounted(t, img)
 	vol := t.TempDir()
-	if err := copyUp(root, "/data", vol); err != nil {
+	if err := copyUp(root, "/data", vol, false); err != nil {
 		t.Fatalf("copyUp of an image directory holding a file named %q: %v", `a\b`, err)
 	}
 	if b, err := os.ReadFile(filepath.Join(vol, `a\b`)); err != nil || string(b) != "x" {
@@ -179,7 +196,7 @@ func TestCopyUpLeavesNoDevicesOrSetuidOnTheHost(t *testing.T) {
 	if err := os.Chmod(vol, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := copyUp(root, "/data", vol); err != nil {
+	if err := copyUp(root, "/data", vol, false); err != nil {
 		t.Fatal(err)
 	}
 	var bad []string

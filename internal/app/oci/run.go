@@ -28,6 +28,11 @@ type Mount struct {
 	// Copy fills an empty Source with the image's content at Destination before the container
 	// starts, as Docker does for a new named volume (copyUp).
 	Copy bool
+	// Fresh says the caller made Source for this container (it did not exist before): with
+	// Copy its root then takes the image directory's owner and mode, as Docker gives a new
+	// named volume, so a non-root image user can write there. A directory the user had keeps
+	// its own.
+	Fresh bool
 }
 
 // Options is one container run.
@@ -94,7 +99,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 	defer func() { _ = unix.Unmount(rootfs, unix.MNT_DETACH) }()
 	for _, m := range o.Mounts {
 		if m.Copy {
-			if err := copyUp(rootfs, m.Destination, m.Source); err != nil {
+			if err := copyUp(rootfs, m.Destination, m.Source, m.Fresh); err != nil {
 				return -1, err
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/continuum-project/continuum/internal/httpauth"
 )
 
 // The OpenFaaS convention for the gateway's credentials: two files in a secrets directory
@@ -73,16 +75,18 @@ func (a AuthFiles) Load() (c Credentials, generated bool, err error) {
 		a.SecretDir, UserFileName, PasswordFileName)
 }
 
+// readCredentials reads the user and password files, each trusted only when nobody but its
+// owner could have written it (httpauth.ReadSecret).
 func readCredentials(userFile, passFile string) (Credentials, error) {
-	u, err := os.ReadFile(userFile)
+	u, err := httpauth.ReadSecret("basic auth user file", userFile)
 	if err != nil {
-		return Credentials{}, fmt.Errorf("basic auth user: %w", err)
+		return Credentials{}, err
 	}
-	p, err := os.ReadFile(passFile)
+	p, err := httpauth.ReadSecret("basic auth password file", passFile)
 	if err != nil {
-		return Credentials{}, fmt.Errorf("basic auth password: %w", err)
+		return Credentials{}, err
 	}
-	c := Credentials{User: strings.TrimSpace(string(u)), Password: strings.TrimSpace(string(p))}
+	c := Credentials{User: u, Password: p}
 	switch {
 	case c.User == "":
 		return c, fmt.Errorf("basic auth user file %s is empty: want the user's name", userFile)
@@ -148,13 +152,13 @@ func requireBasicAuth(c *Credentials, next http.Handler) http.Handler {
 	})
 }
 
-// readKey reads a function's key file (Function.KeyFile).
+// readKey reads a function's key file (Function.KeyFile), trusted only when nobody but its
+// owner could have written it (httpauth.ReadSecret).
 func readKey(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	k, err := httpauth.ReadSecret("key_file", path)
 	if err != nil {
-		return "", fmt.Errorf("key_file: %w", err)
+		return "", err
 	}
-	k := strings.TrimSpace(string(b))
 	if k == "" {
 		return "", fmt.Errorf("key_file %s is empty: want the key callers send as Authorization: Bearer KEY", path)
 	}

@@ -514,9 +514,13 @@ func (fs *fnState) start(ctx context.Context, id string) {
 		idle: make(chan struct{})}
 	in.aborted, in.abort = context.WithCancel(context.Background())
 	in.proxy = &httputil.ReverseProxy{
+		// The function's server gets its own URL's host as Host, never the client's: with the
+		// client's, a caller of a public function could pick another virtual host on the same
+		// server (a key-protected function's). The client's Host goes in X-Forwarded-Host, with
+		// X-Forwarded-For and -Proto, as OpenFaaS' gateway does.
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
-			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
 		},
 		Transport:  in.transport,
 		BufferPool: copybuf.Shared,
@@ -610,6 +614,13 @@ func (fs *fnState) waitReady(ctx context.Context, n int) error {
 func (fs *fnState) pick(ctx context.Context) (*instance, error) {
 	var waitedSince time.Time
 	for {
+		// Once Close has begun nothing new is forwarded, ready instances or not (Close removes
+		// them only after the drains under way, up to the whole shutdown grace).
+		select {
+		case <-fs.g.closing:
+			return nil, errStopped
+		default:
+		}
 		fs.mu.Lock()
 		if n := len(fs.ready); n > 0 {
 			start := int(fs.rr.Add(1) % uint64(n))

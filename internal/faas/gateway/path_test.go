@@ -119,6 +119,18 @@ func TestEncodedDotSegmentsCannotReachAnotherFunction(t *testing.T) {
 		"/function/pub/..%5C..%5Cprivate%5Cx",
 		"/function/pub/%2e",
 		"/function/pub/..;/..;/private",
+		// What some server reads as "..": C servers stop at NUL, some drop white space and
+		// controls, old decoders take overlong UTF-8 for '.', NFKC maps look-alike dots to '.',
+		// a server that decodes twice sees %2e.
+		"/function/pub/..%00/..%00/private/x",
+		"/function/pub/.%00./..%20/private",
+		"/function/pub/..%09/..%0d%0a/private",
+		"/function/pub/%c0%ae%c0%ae/%c0%ae%c0%ae/private",
+		"/function/pub/%e0%80%ae%e0%80%ae/private",
+		"/function/pub/%e2%80%a4%e2%80%a4/private",
+		"/function/pub/%e2%80%a5/private",
+		"/function/pub/%ef%bc%8e%ef%bc%8e/private",
+		"/function/pub/%252e%252e/%252E%252E/private",
 	} {
 		code, body := rawGet(t, url, p)
 		if code != http.StatusBadRequest || !strings.Contains(body, "dot segments") {
@@ -137,6 +149,7 @@ func TestEncodedDotSegmentsCannotReachAnotherFunction(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"/function/pub/a%2Fb", "/pub-base/a%2Fb"},
 		{"/function/pub/x..y/.hidden", "/pub-base/x..y/.hidden"},
+		{"/function/pub/a%00b/..x/%e2%80%a4b", "/pub-base/a%00b/..x/%e2%80%a4b"},
 		{"/function/pub/sp%20ace", "/pub-base/sp%20ace"},
 	} {
 		if code, body := rawGet(t, url, c.in); code != http.StatusOK || body != "pub answered" {

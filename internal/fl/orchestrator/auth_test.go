@@ -29,7 +29,7 @@ var guardedCalls = []apiCall{
 	{"POST", "/jobs", `{"rounds": 1}`},
 	{"GET", "/jobs/current", ""},
 	{"POST", "/jobs/current/stop", `{"reason":"x"}`},
-	{"POST", "/report", `{"id":"n1","event":"round","round":1}`},
+	{"POST", "/report", `{"id":"n1","role":"client","event":"round","round":1}`},
 	{"PUT", "/model?round=1", "model"},
 	{"GET", "/model/latest", ""},
 	{"POST", "/nodes/n1/leave", ""},
@@ -40,9 +40,9 @@ var guardedCalls = []apiCall{
 
 // TestAPINeedsToken: without the token, with a wrong one, or with a token of another kind, every
 // route but /health answers 401 with a Bearer challenge and changes nothing: no job starts, no
-// node is excluded, no model is stored. The services token opens only the services' routes
-// (report, model upload and download); the API token opens all (issue 41: the orchestrator's
-// API took anyone's word).
+// node is excluded, no model is stored. A service token opens only the services' routes
+// (report; model upload and download for the global aggregator's alone, 403 for the others);
+// the API token opens all (issue 41: the orchestrator's API took anyone's word).
 func TestAPINeedsToken(t *testing.T) {
 	o := newAPIOrchestrator(t, "api-t0ken")
 	srv := httptest.NewServer(o.Handler())
@@ -60,19 +60,32 @@ func TestAPINeedsToken(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, resp.Header
 	}
-	for _, auth := range []string{"", "Bearer", "Bearer api-t0ken!", "Basic api-t0ken", "api-t0ken", "Bearer " + o.ControlToken()} {
+	for _, auth := range []string{"", "Bearer", "Bearer api-t0ken!", "Basic api-t0ken", "api-t0ken", "Bearer " + o.ControlToken("n1"),
+		"Bearer " + strings.Replace(o.ServiceToken("client", "n1"), ".client.n1", ".client.n2", 1)} {
 		for _, c := range guardedCalls {
 			if code, h := send(c, auth); code != http.StatusUnauthorized || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Bearer") {
 				t.Errorf("%s %s with Authorization %q = %d, want 401 with a Bearer challenge", c.method, c.path, auth, code)
 			}
 		}
 	}
-	// The services token: only what a service does.
+	// A service token: only what that service does.
 	for _, c := range guardedCalls {
-		code, _ := send(c, "Bearer "+o.ServicesToken())
-		service := c.path == "/report" || strings.HasPrefix(c.path, "/model")
-		if service == (code == http.StatusUnauthorized) {
-			t.Errorf("%s %s with the services token = %d (a service route: %v)", c.method, c.path, code, service)
+		for _, role := range []string{"client", "global"} {
+			code, _ := send(c, "Bearer "+o.ServiceToken(role, "n1"))
+			want := http.StatusUnauthorized
+			switch {
+			case c.path == "/report" && role == "client":
+				want = http.StatusNoContent
+			case c.path == "/report":
+				want = http.StatusForbidden // the report says no role, so it is not the global's
+			case strings.HasPrefix(c.path, "/model") && role == "client":
+				want = http.StatusForbidden
+			case strings.HasPrefix(c.path, "/model"):
+				want = map[string]int{"PUT": http.StatusNoContent, "GET": http.StatusOK}[c.method]
+			}
+			if code != want {
+				t.Errorf("%s %s with %s n1's token = %d, want %d", c.method, c.path, role, code, want)
+			}
 		}
 	}
 	if _, ok := o.Current(); ok {

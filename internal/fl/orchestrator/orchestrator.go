@@ -310,6 +310,13 @@ func (o *Orchestrator) handleReport(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, map[string]string{"error": "report: " + err.Error()})
 		return
 	}
+	// A service reports its own events only: a client's report claiming the global
+	// aggregator's role (whose round reports end the job) or another node's id is refused.
+	if c := callerOf(r); c.service && (rep.Role != c.role || rep.ID != c.id) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": fmt.Sprintf(
+			"report of %s %q with the token of %s %q: a service reports its own events only", rep.Role, rep.ID, c.role, c.id)})
+		return
+	}
 	o.mu.Lock()
 	j := o.job
 	o.mu.Unlock()

@@ -656,7 +656,7 @@ func (j *run) control(ctx context.Context, id, path string, body any) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+j.o.ControlToken())
+	req.Header.Set("Authorization", "Bearer "+j.o.ControlToken(id))
 	resp, err := controlClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("aggregator %s %s: %w", id, path, err)
@@ -678,7 +678,7 @@ func (j *run) waitReady(ctx context.Context, id string) error {
 	name := serviceName(roleIn(j.status().Config, id), id)
 	for {
 		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-		req.Header.Set("Authorization", "Bearer "+j.o.ControlToken())
+		req.Header.Set("Authorization", "Bearer "+j.o.ControlToken(id))
 		resp, err := controlClient.Do(req)
 		if err == nil {
 			resp.Body.Close()

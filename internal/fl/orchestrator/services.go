@@ -125,13 +125,18 @@ func (j *run) python(role string, args ...string) []string {
 }
 
 func (j *run) env() []string {
-	return []string{"PYTHONPATH=" + j.o.cfg.Python.Src, "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1",
-		ServicesTokenEnv + "=" + j.o.ServicesToken()}
+	return []string{"PYTHONPATH=" + j.o.cfg.Python.Src, "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}
 }
 
-// aggregatorEnv is env plus the control API's token, which only aggregators get.
-func (j *run) aggregatorEnv() []string {
-	return append(j.env(), ControlTokenEnv+"="+j.o.ControlToken())
+// serviceEnv is env plus the token of node id's service in role (auth.go).
+func (j *run) serviceEnv(role, id string) []string {
+	return append(j.env(), ServicesTokenEnv+"="+j.o.ServiceToken(role, id))
+}
+
+// aggregatorEnv is serviceEnv plus the token of aggregator id's control API, which only that
+// aggregator gets.
+func (j *run) aggregatorEnv(role, id string) []string {
+	return append(j.serviceEnv(role, id), ControlTokenEnv+"="+j.o.ControlToken(id))
 }
 
 func (j *run) serviceOut(name string) string {
@@ -165,7 +170,7 @@ func (j *run) globalService(conf plan.Config, resume bool) Service {
 	if resume {
 		args = append(args, "--resume-url", strings.TrimSuffix(j.o.cfg.API, "/")+"/model/latest")
 	}
-	return Service{Name: name, Node: conf.Global, Host: j.members[conf.Global].Host, Args: j.python("aggregator", args...), Env: j.aggregatorEnv(), Out: out}
+	return Service{Name: name, Node: conf.Global, Host: j.members[conf.Global].Host, Args: j.python("aggregator", args...), Env: j.aggregatorEnv("global", conf.Global), Out: out}
 }
 
 func (j *run) localService(conf plan.Config, c plan.Cluster) Service {
@@ -174,7 +179,7 @@ func (j *run) localService(conf plan.Config, c plan.Cluster) Service {
 	args := j.aggregatorArgs(conf, c.Aggregator, conf.LocalRounds, len(c.Clients))
 	args = append(args, "--parent", j.flowerAddr(conf.Global))
 	args = append(args, j.trainArgs(out)...)
-	return Service{Name: name, Node: c.Aggregator, Host: j.members[c.Aggregator].Host, Args: j.python("aggregator", args...), Env: j.aggregatorEnv(), Out: out}
+	return Service{Name: name, Node: c.Aggregator, Host: j.members[c.Aggregator].Host, Args: j.python("aggregator", args...), Env: j.aggregatorEnv("local", c.Aggregator), Out: out}
 }
 
 func (j *run) clientService(id, parent string) Service {
@@ -185,7 +190,7 @@ func (j *run) clientService(id, parent string) Service {
 		args = append(args, "--fail-prob", strconv.FormatFloat(p, 'g', -1, 64))
 	}
 	args = append(args, j.trainArgs(out)...)
-	return Service{Name: name, Node: id, Host: j.members[id].Host, Args: j.python("client", args...), Env: j.env(), Out: out}
+	return Service{Name: name, Node: id, Host: j.members[id].Host, Args: j.python("client", args...), Env: j.serviceEnv("client", id), Out: out}
 }
 
 // groupService is the process running the clients ids of host h (Config.GroupClients): one
@@ -215,6 +220,11 @@ func (j *run) groupService(h string, ids []string, parent map[string]string) (Se
 		return Service{}, err
 	}
 	args := append([]string{"--plan", planFile, "--node", h, "--partition", j.partitionPath()}, j.trainArgs(out)...)
-	return Service{Name: name, Host: h, Args: j.python("clients", args...), Env: j.env(), Out: out,
+	tokens := make(map[string]string, len(ids))
+	for _, id := range ids {
+		tokens[id] = j.o.ServiceToken("client", id)
+	}
+	tb, _ := json.Marshal(tokens)
+	return Service{Name: name, Host: h, Args: j.python("clients", args...), Env: append(j.env(), GroupTokensEnv+"="+string(tb)), Out: out,
 		Clients: append([]string(nil), ids...), Signature: string(sig)}, nil
 }

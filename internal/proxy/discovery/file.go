@@ -232,6 +232,8 @@ func ParseInstancesFile(file string, data []byte) (Snapshot, error) {
 		where := fmt.Sprintf("instances[%d]", i)
 		if fi.ID == "" {
 			errs.Addf(file, at, "%s.id: required (unique across all services)", where)
+		} else if err := CheckInstanceID(fi.ID); err != nil {
+			errs.Addf(file, spec.Locate(root, "instances", i, "id"), "%s.id: %v", where, err)
 		} else if j, dup := seen[fi.ID]; dup {
 			errs.Addf(file, spec.Locate(root, "instances", i, "id"), "%s.id %q: already used by instances[%d]", where, fi.ID, j)
 		} else {
@@ -268,6 +270,27 @@ func ParseInstancesFile(file string, data []byte) (Snapshot, error) {
 	}
 	snap.Nodes = doc.Nodes
 	return snap, nil
+}
+
+// MaxInstanceIDLen bounds an instance ID.
+const MaxInstanceIDLen = 256
+
+// CheckInstanceID accepts what the proxy can write into the X-Continuum-Instance field of
+// every answer: 1..MaxInstanceIDLen bytes of visible ASCII, spaces inside. A control
+// character (CR, LF, NUL, ...) would split or corrupt the answer's head, and sources take IDs
+// from places anyone registering an instance writes (a kv key takes any bytes). The proxy
+// checks every instance of every source with it as the snapshots are united
+// (internal/proxy/sources.go); sources that can say where an ID came from check it too.
+func CheckInstanceID(id string) error {
+	if id == "" || len(id) > MaxInstanceIDLen {
+		return fmt.Errorf("%q: want 1 to %d bytes", id, MaxInstanceIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < ' ' || c > '~' || c == ' ' && (i == 0 || i == len(id)-1) {
+			return fmt.Errorf("%q: byte %d (0x%02x) is not allowed: want visible ASCII (spaces only inside), since the ID is sent in the %s header", id, i, c, "X-Continuum-Instance")
+		}
+	}
+	return nil
 }
 
 // CheckInstanceURL accepts what the proxy can forward to: http or https with a host and a

@@ -222,3 +222,23 @@ func FuzzProxyParseInstancesFile(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckInstanceID: an ID is written into every answer's X-Continuum-Instance field, so
+// control characters (a CRLF would split the answer), non-ASCII bytes, edge spaces and
+// overlong IDs are refused, with the offending byte named.
+func TestCheckInstanceID(t *testing.T) {
+	for _, ok := range []string{"s3", "ns/pod-1@10.0.0.3:8080", "a b", strings.Repeat("x", MaxInstanceIDLen)} {
+		if err := CheckInstanceID(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "a\r\nX: 1", "a\x00", "a\tb", " a", "a ", "é", strings.Repeat("x", MaxInstanceIDLen+1)} {
+		if err := CheckInstanceID(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	_, err := ParseInstancesFile("i.yaml", []byte("instances:\n  - {id: \"a\\r\\nb\", service: dps, url: \"http://h:1\"}\n"))
+	if err == nil || !strings.Contains(err.Error(), "i.yaml:2") || !strings.Contains(err.Error(), "0x0d") {
+		t.Errorf("file with a CR in an id: %v", err)
+	}
+}

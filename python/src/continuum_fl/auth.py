@@ -1,10 +1,14 @@
 """Tokens between the FL services and their orchestrator (internal/fl/orchestrator/auth.go).
 
-The orchestrator starts every service with ``CONTINUUM_FL_TOKEN``, which the service sends as
-``Authorization: Bearer TOKEN`` with its reports and model uploads and downloads, and starts
-aggregators with ``CONTINUUM_FL_CONTROL_TOKEN`` too, which their control API requires. A
-service started by hand may take the control token from ``--control-token-file`` instead; its
-control API then refuses to listen beyond loopback without one.
+The orchestrator starts every service with ``CONTINUUM_FL_TOKEN``, its own token (it names
+the service's role and node id; the orchestrator takes only that service's reports with it, and
+the model repository only from the global aggregator's), which the service sends as
+``Authorization: Bearer TOKEN`` with its reports and model uploads and downloads. A ``clients``
+process, running several clients, gets ``CONTINUUM_FL_TOKENS`` instead: a JSON object from
+client id to that client's token. Aggregators also get ``CONTINUUM_FL_CONTROL_TOKEN``, their
+own, which their control API requires. A service started by hand may take the control token
+from ``--control-token-file`` instead; its control API then refuses to listen beyond loopback
+without one.
 """
 
 from __future__ import annotations
@@ -12,15 +16,26 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import json
 import os
 
 SERVICES_TOKEN_ENV = "CONTINUUM_FL_TOKEN"
+GROUP_TOKENS_ENV = "CONTINUUM_FL_TOKENS"
 CONTROL_TOKEN_ENV = "CONTINUUM_FL_CONTROL_TOKEN"
 
 
-def services_headers() -> dict[str, str]:
-    """The Authorization header for the orchestrator's API, when the service has a token."""
-    tok = os.environ.get(SERVICES_TOKEN_ENV, "").strip()
+def services_headers(service_id: str | None = None) -> dict[str, str]:
+    """The Authorization header for the orchestrator's API, when the service has a token: the
+    token of service_id from ``CONTINUUM_FL_TOKENS`` when it has one there, else
+    ``CONTINUUM_FL_TOKEN``."""
+    tok = ""
+    group = os.environ.get(GROUP_TOKENS_ENV, "").strip()
+    if group and service_id is not None:
+        tokens = json.loads(group)
+        if not isinstance(tokens, dict):
+            raise ValueError(f"{GROUP_TOKENS_ENV}: want a JSON object from client id to token")
+        tok = str(tokens.get(service_id) or "").strip()
+    tok = tok or os.environ.get(SERVICES_TOKEN_ENV, "").strip()
     return {"Authorization": f"Bearer {tok}"} if tok else {}
 
 

@@ -131,7 +131,14 @@ def serve(control: Control, host: str, port: int, token: str | None = None) -> T
         def do_POST(self) -> None:
             if not self._authorized():  # before the body is read: nothing of it is looked at
                 return
-            length = int(self.headers.get("Content-Length") or 0)
+            text = (self.headers.get("Content-Length") or "0").strip()
+            # Digits only: int() takes "-5" (read(-5) would wait for the client to close) and
+            # "+5", " 5", "5_0", which no HTTP parser should (RFC 9110 8.6: 1*DIGIT).
+            if not (text.isascii() and text.isdigit()):
+                self._reply(400, {"error": f"Content-Length {text!r}: want a number of bytes (digits only)"})
+                self.close_connection = True
+                return
+            length = int(text)
             if length > MAX_BODY:
                 self._reply(413, {"error": f"body over {MAX_BODY} bytes"})
                 return

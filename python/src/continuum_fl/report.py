@@ -97,7 +97,7 @@ class Reporter:
                 self._url,
                 data=body,
                 method="POST",
-                headers={"Content-Type": "application/json", **services_headers()},
+                headers={"Content-Type": "application/json", **services_headers(self.id)},
             )
             try:
                 with urllib.request.urlopen(req, timeout=5) as resp:
