@@ -1,6 +1,7 @@
 package rtdb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -199,11 +200,16 @@ func (s *store) mayWrite(ctx context.Context, ns string, ups []update) error {
 	}
 	nowMs := s.now().UnixMilli()
 	resolved := make([]any, len(ups))
+	var bad error
 	for i, u := range ups {
-		resolved[i], _ = resolve(u.val, snap.trees[i], nowMs)
+		var e error
+		resolved[i], _, e = resolveAt(u.val, snap.trees[i], nowMs, u.path)
+		bad = cmp.Or(bad, e)
 	}
-	_, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved)
-	return err
+	if _, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved); err != nil {
+		return err
+	}
+	return bad
 }
 
 // writeRev is write that also returns the kv revision of its Txn when the Txn changed a key (0
@@ -222,8 +228,11 @@ func (s *store) writeRev(ctx context.Context, ns string, ups []update, cond prec
 		nowMs := s.now().UnixMilli()
 		resolved := make([]any, len(ups))
 		consumed := make([]bool, len(ups))
+		var bad error // an increment whose sum is not finite: reported after the rules allowed the write
 		for i, u := range ups {
-			resolved[i], consumed[i] = resolve(u.val, snap.trees[i], nowMs)
+			var e error
+			resolved[i], consumed[i], e = resolveAt(u.val, snap.trees[i], nowMs, u.path)
+			bad = cmp.Or(bad, e)
 		}
 		var cmps []clientv3.Cmp
 		if s.rules != nil { // judged on the snapshot this attempt read, before cond looks at it
@@ -238,6 +247,9 @@ func (s *store) writeRev(ctx context.Context, ns string, ups []update, cond prec
 		}
 		if cond != nil && !cond(snap.trees[0]) {
 			return nil, 0, preconditionFailed{snap.trees[0], snap.rev}
+		}
+		if bad != nil {
+			return nil, 0, bad
 		}
 		var ops []clientv3.Op
 		puts := map[string]string{}
