@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"time"
 
@@ -251,39 +252,66 @@ func (s *store) writeRev(ctx context.Context, ns string, ups []update, cond prec
 		if bad != nil {
 			return nil, 0, bad
 		}
-		var ops []clientv3.Op
+		// Whether the caller may read every written path: if not, the size limit below is judged
+		// on what it writes alone, so that its answer does not depend on the data it cannot see.
+		seesAll := true
+		if s.rules != nil && cond == nil {
+			for _, u := range ups {
+				switch err := s.rules.checkReadPaths(ctx, s, ns, u.path, snap, paths); {
+				case errors.Is(err, ErrPermissionDenied):
+					seesAll = false
+				case err != nil:
+					return nil, 0, err
+				}
+			}
+		}
 		puts := map[string]string{}
-		dels := map[string]bool{}
+		ancestors := map[string]bool{}
 		for i, u := range ups {
 			k := s.key(ns, u.path)
-			val := resolved[i]
+			flatten(k, resolved[i], puts)
+			for j := range u.path { // ancestors: a leaf there would shadow the new children
+				ancestors[s.key(ns, u.path[:j])] = true
+			}
+		}
+		var ops, dels []clientv3.Op
+		worst := len(puts) + len(ancestors) // the most operations any hidden data could need
+		for i, u := range ups {
+			k := s.key(ns, u.path)
 			cmps = append(cmps,
 				clientv3.Compare(clientv3.ModRevision(k), "<", snap.rev+1),
 				clientv3.Compare(clientv3.ModRevision(k+"/"), "<", snap.rev+1).WithPrefix())
-			if consumed[i] || cond != nil {
+			switch {
+			case cond != nil: // the value was compared whole: any change to it, deletes included, fails the Txn
 				for old, mr := range snap.keys[i] {
 					cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(old), "=", mr))
 				}
-			}
-			flatten(k, val, puts)
-			for old := range snap.keys[i] {
-				if _, ok := puts[old]; !ok {
-					dels[old] = true
+			case consumed[i]: // the leaves the increments added to must still be there, unchanged
+				for _, inc := range increments(k, u.val, nil) {
+					if mr, ok := snap.keys[i][inc]; ok {
+						cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(inc), "=", mr))
+					}
 				}
 			}
-			for j := range u.path { // ancestors: a leaf there would shadow the new children
-				dels[s.key(ns, u.path[:j])] = true
-			}
+			d, w := replaceDeletes(k, puts, snap.keys[i])
+			dels = append(dels, d...)
+			worst += w
 		}
 		for k, v := range puts {
-			delete(dels, k)
 			ops = append(ops, clientv3.OpPut(k, v))
 		}
-		for k := range dels {
-			ops = append(ops, clientv3.OpDelete(k))
+		for k := range ancestors {
+			if _, ok := puts[k]; !ok {
+				ops = append(ops, clientv3.OpDelete(k))
+			}
+		}
+		ops = append(ops, dels...)
+		if !seesAll && (worst > maxTxnOps || len(cmps) > maxTxnOps) {
+			return nil, 0, fmt.Errorf("%w: it sets %d keys and compares %d; replacing data the caller may not read takes up to %d operations whatever that data is (at most %d per write: one kv key per leaf set, one range delete per gap between them, one Txn per write)",
+				errTooLarge, len(puts), len(cmps), worst, maxTxnOps)
 		}
 		if len(ops) > maxTxnOps || len(cmps) > maxTxnOps {
-			return nil, 0, fmt.Errorf("%w: it sets or deletes %d keys and compares %d (at most %d each per write: one kv key per leaf, one Txn per write)",
+			return nil, 0, fmt.Errorf("%w: it sets or deletes %d keys and ranges and compares %d (at most %d each per write: one kv key per leaf, one Txn per write)",
 				errTooLarge, len(ops), len(cmps), maxTxnOps)
 		}
 		resp, err := s.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
@@ -304,6 +332,63 @@ func (s *store) writeRev(ctx context.Context, ns string, ups []update, cond prec
 		case <-time.After(d):
 		}
 	}
+}
+
+// replaceDeletes is what removes the old keys under k (olds, as read) that the write's puts do
+// not overwrite: k itself if it was a leaf, and one range delete per gap between the sorted put
+// keys under k that holds an old key (a range must not contain a key the Txn puts: the kv
+// refuses that as a duplicate key). The write's guard (no key under k changed since the read)
+// makes a range delete remove exactly what was read. worst is how many operations this could
+// take for any old value: the caller's own data bounds it, so a limit judged on worst does not
+// depend on data the caller may not see.
+func replaceDeletes(k string, puts map[string]string, olds map[string]int64) (ops []clientv3.Op, worst int) {
+	var under []string
+	for p := range puts {
+		if strings.HasPrefix(p, k+"/") {
+			under = append(under, p)
+		}
+	}
+	sort.Strings(under)
+	worst = len(under) + 1
+	if _, put := puts[k]; !put {
+		worst++
+		if _, ok := olds[k]; ok {
+			ops = append(ops, clientv3.OpDelete(k))
+		}
+	}
+	gaps := map[int]bool{}
+	for old := range olds {
+		if _, put := puts[old]; put || old == k {
+			continue
+		}
+		gaps[sort.SearchStrings(under, old)] = true
+	}
+	for g := range gaps {
+		lo, hi := k+"/", clientv3.GetPrefixRangeEnd(k+"/")
+		if g > 0 {
+			lo = under[g-1] + "\x00"
+		}
+		if g < len(under) {
+			hi = under[g]
+		}
+		ops = append(ops, clientv3.OpDelete(lo, clientv3.WithRange(hi)))
+	}
+	return ops, worst
+}
+
+// increments lists the kv keys (k plus the path below it) where v holds an increment.
+func increments(k string, v any, out []string) []string {
+	switch x := v.(type) {
+	case serverValue:
+		if !x.timestamp {
+			out = append(out, k)
+		}
+	case map[string]any:
+		for c, e := range x {
+			out = increments(k+"/"+c, e, out)
+		}
+	}
+	return out
 }
 
 // kvRefused maps the kv's refusal of a request by its size (too many operations in one Txn, a
