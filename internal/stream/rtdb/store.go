@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -59,15 +60,24 @@ type snapshot struct {
 	rulesRev int64
 }
 
+// kvBytesRead counts the bytes of values the database read from kv (data and what rules read):
+// what tests use to check that a denied request reads nothing it does not need.
+var kvBytesRead atomic.Int64
+
 // read reads the subtrees at paths in one Txn (one revision).
 func (s *store) read(ctx context.Context, ns string, paths [][]string) (*snapshot, error) {
+	return s.readAt(ctx, ns, paths, 0)
+}
+
+// readAt is read at revision rev (0: the latest).
+func (s *store) readAt(ctx context.Context, ns string, paths [][]string, rev int64) (*snapshot, error) {
 	ops := make([]clientv3.Op, 0, 2*len(paths))
 	for _, p := range paths {
 		k := s.key(ns, p)
-		ops = append(ops, clientv3.OpGet(k), clientv3.OpGet(k+"/", clientv3.WithPrefix()))
+		ops = append(ops, clientv3.OpGet(k, clientv3.WithRev(rev)), clientv3.OpGet(k+"/", clientv3.WithPrefix(), clientv3.WithRev(rev)))
 	}
 	if s.rules != nil { // the rules in force at this revision (keys only: just the mod revision)
-		ops = append(ops, clientv3.OpGet(s.rules.settingsKey(ns), clientv3.WithKeysOnly()))
+		ops = append(ops, clientv3.OpGet(s.rules.settingsKey(ns), clientv3.WithKeysOnly(), clientv3.WithRev(rev)))
 	}
 	if len(ops) > maxTxnOps {
 		return nil, fmt.Errorf("%w: it writes %d paths, each read with 2 kv ranges in one Txn of at most %d operations: at most %d paths per write",
@@ -78,6 +88,9 @@ func (s *store) read(ctx context.Context, ns string, paths [][]string) (*snapsho
 		return nil, kvRefused(err)
 	}
 	snap := &snapshot{rev: resp.Header.Revision}
+	if rev > 0 {
+		snap.rev = rev
+	}
 	if s.rules != nil {
 		if kvs := resp.Responses[len(resp.Responses)-1].GetResponseRange().Kvs; len(kvs) > 0 {
 			snap.rulesRev = kvs[0].ModRevision
@@ -90,6 +103,7 @@ func (s *store) read(ctx context.Context, ns string, paths [][]string) (*snapsho
 		for _, r := range resp.Responses[2*i : 2*i+2] {
 			for _, kv := range r.GetResponseRange().Kvs {
 				k := string(kv.Key)
+				kvBytesRead.Add(int64(len(kv.Value)))
 				keys[k] = kv.ModRevision
 				var rel []string
 				if k != base {
@@ -104,18 +118,53 @@ func (s *store) read(ctx context.Context, ns string, paths [][]string) (*snapsho
 	return snap, nil
 }
 
-// get returns the tree at path.
+// get returns the tree at path. The rules judge the read first, reading only what their
+// expressions ask for (nothing for a rule on auth alone), and the subtree is then read at the
+// revision they judged: a denied read never reads the data it denies, so neither its latency
+// nor its cost depends on that data (GET /.json by anyone is one rules evaluation, not a read of
+// the whole database).
 func (s *store) get(ctx context.Context, ns string, path []string) (any, error) {
-	snap, err := s.read(ctx, ns, [][]string{path})
+	rev, err := s.readAllowedRev(ctx, ns, path)
 	if err != nil {
 		return nil, err
 	}
-	if s.rules != nil {
-		if err := s.rules.checkRead(ctx, s, ns, path, snap); err != nil {
-			return nil, err
+	snap, err := s.readAt(ctx, ns, [][]string{path}, rev)
+	if errors.Is(err, rpctypes.ErrCompacted) { // the judged revision is gone: read now, judge again
+		if snap, err = s.read(ctx, ns, [][]string{path}); err == nil && s.rules != nil {
+			err = s.rules.checkRead(ctx, s, ns, path, snap)
 		}
 	}
+	if err != nil {
+		return nil, err
+	}
 	return snap.trees[0], nil
+}
+
+// writeAllowedLazy judges ups by the rules before anything under their paths is read, reading
+// only what the expressions ask for: a write the rules deny whatever the data is denied without
+// reading (or retrying on) the subtree it names. Writes with an increment are judged only with
+// the data (newData depends on it); an allowed write is judged again on what it read.
+func (s *store) writeAllowedLazy(ctx context.Context, ns string, ups []update) error {
+	if s.rules == nil {
+		return nil
+	}
+	if a := AuthFrom(ctx); a != nil && a.Admin {
+		return nil
+	}
+	resolved := make([]any, len(ups))
+	nowMs := s.now().UnixMilli()
+	for i, u := range ups {
+		if len(increments("", u.val, nil)) > 0 {
+			return nil
+		}
+		resolved[i], _ = resolve(u.val, nil, nowMs)
+	}
+	snap, err := s.rulesSnapshot(ctx, ns)
+	if err != nil {
+		return err
+	}
+	_, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved)
+	return err
 }
 
 // shallow returns the node at path with each child truncated to true (a primitive as itself), as
@@ -191,6 +240,9 @@ func (s *store) mayWrite(ctx context.Context, ns string, ups []update) error {
 	if s.rules == nil {
 		return nil
 	}
+	if err := s.writeAllowedLazy(ctx, ns, ups); err != nil {
+		return err
+	}
 	paths := make([][]string, len(ups))
 	for i, u := range ups {
 		paths[i] = u.path
@@ -217,6 +269,9 @@ func (s *store) mayWrite(ctx context.Context, ns string, ups []update) error {
 // when it changed none: then no watcher sees an event for it), so that a WebSocket write can
 // be acknowledged only after its listeners were sent the change (ws.go).
 func (s *store) writeRev(ctx context.Context, ns string, ups []update, cond precondition) ([]any, int64, error) {
+	if err := s.writeAllowedLazy(ctx, ns, ups); err != nil {
+		return nil, 0, err
+	}
 	paths := make([][]string, len(ups))
 	for i, u := range ups {
 		paths[i] = u.path
