@@ -70,17 +70,18 @@ func TestWriteOnlyWriteLimitIgnoresHiddenKeys(t *testing.T) {
 	})
 }
 
-// TestAttackValidateBypassedByWritingBelow: Firebase's own example ("data written to /foo must
+// TestValidateHoldsOnAncestorsOfTheWrite: Firebase's own example ("data written to /foo must
 // be a string less than 100 characters", and the widget whose size must be a number in 0..99
 // and that may have no other child, "$other": {".validate": false}). A .validate holds on the
 // node's new value whatever location the write names: Firebase evaluates it on every node whose
-// value the write changes, the ancestors of the written path included. Here it is only
-// evaluated at and under the written path, so writing one level below the validated node turns
-// it into an object nobody validated.
-func TestAttackValidateBypassedByWritingBelow(t *testing.T) {
+// value the write changes, the ancestors of the written path included. It was only evaluated
+// at and under the written path, so writing one level below the validated node turned it into
+// an object nobody validated. A delete below a validated node is judged on what remains.
+func TestValidateHoldsOnAncestorsOfTheWrite(t *testing.T) {
 	const rulesText = `{"rules": {
 	  ".read": true,
 	  "foo": {".write": true, ".validate": "newData.isString() && newData.val().length < 100"},
+	  "user": {".write": true, ".validate": "newData.hasChildren(['name', 'age'])"},
 	  "widget": {".write": true,
 	    "size": {".validate": "newData.isNumber() && newData.val() >= 0 && newData.val() <= 99"},
 	    "$other": {".validate": false}}
@@ -100,8 +101,22 @@ func TestAttackValidateBypassedByWritingBelow(t *testing.T) {
 			t.Errorf("PUT %s %s: %d %s, want 401 (the .validate above the written path fails on its new value)", w[0], w[1], r.code, r.body)
 		}
 	}
-	r := do(t, "GET", base+"/.json", "")
-	t.Logf("database now: %s", r.body)
+	if r := do(t, "GET", base+"/.json", ""); r.body != "null" {
+		t.Errorf("database now: %s, want nothing written", r.body)
+	}
+	// Deletes: of a child the parent's .validate needs, refused; of the whole node, allowed.
+	if r := do(t, "PUT", base+"/user.json", `{"name":"ada","age":36}`); r.code != 200 {
+		t.Fatalf("PUT /user: %d %s", r.code, r.body)
+	}
+	if r := do(t, "DELETE", base+"/user/name.json", ""); r.code != 401 {
+		t.Errorf("DELETE /user/name: %d %s, want 401 (/user would lose a child its .validate requires)", r.code, r.body)
+	}
+	if r := do(t, "PUT", base+"/user/age.json", `37`); r.code != 200 {
+		t.Errorf("PUT /user/age: %d %s, want 200 (/user still valid)", r.code, r.body)
+	}
+	if r := do(t, "DELETE", base+"/user.json", ""); r.code != 200 {
+		t.Errorf("DELETE /user: %d %s, want 200 (a deleted node is not validated)", r.code, r.body)
+	}
 }
 
 // TestDeniedRequestsReadNoHiddenData: a REST GET (and a WebSocket get) read the whole subtree
