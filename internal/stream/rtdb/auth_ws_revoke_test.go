@@ -273,3 +273,28 @@ func TestWebSocketListenRacingRulesChange(t *testing.T) {
 		w.c.Close()
 	}
 }
+
+// TestWebSocketRequestAfterExpiryIsUnauthenticated: a request after the ID token's exp runs as
+// an unauthenticated caller even when the expiry timer has not fired yet (it was armed for an
+// hour of real time here; on a busy machine it may fire late): the clock is checked at each
+// request.
+func TestWebSocketRequestAfterExpiryIsUnauthenticated(t *testing.T) {
+	ka, _ := testKeys(t)
+	var clock atomic.Int64
+	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	clock.Store(exp.Add(-time.Hour).UnixNano())
+	base := startRevokeRTDB(t, func() time.Time { return time.Unix(0, clock.Load()) }, nil)
+	do(t, "PUT", base+"/users/ada.json?auth=s3cret", `"hers"`)
+	w := dialAuthWS(t, base, "default")
+	tok := signer{ka, "k1"}.token(t, claimsFor("ada", exp.Add(-2*time.Hour), func(c jwt.MapClaims) { c["exp"] = exp.Unix() }))
+	if s, d := w.do("auth", map[string]any{"cred": tok}); s != "ok" {
+		t.Fatalf("auth: %s %v", s, d)
+	}
+	if s, d := w.do("g", map[string]any{"p": "/users/ada"}); s != "ok" || d != "hers" {
+		t.Fatalf("get before expiry: %s %v", s, d)
+	}
+	clock.Store(exp.Add(time.Second).UnixNano())
+	if s, d := w.do("g", map[string]any{"p": "/users/ada"}); s != "permission_denied" {
+		t.Errorf("get after the token's exp (timer not fired): %s %v, want permission_denied", s, d)
+	}
+}
