@@ -298,3 +298,25 @@ func TestWebSocketRequestAfterExpiryIsUnauthenticated(t *testing.T) {
 		t.Errorf("get after the token's exp (timer not fired): %s %v, want permission_denied", s, d)
 	}
 }
+
+// TestWebSocketOnDisconnectIsBounded: a connection keeps at most maxOnDisconnect onDisconnect
+// writes (each holds its body until the connection ends); one more is too_big, and a cancel
+// makes room again.
+func TestWebSocketOnDisconnectIsBounded(t *testing.T) {
+	base := startRevokeRTDB(t, nil, nil)
+	w := dialAuthWS(t, base, "default")
+	for i := 0; i < maxOnDisconnect; i++ {
+		if s, d := w.do("o", map[string]any{"p": fmt.Sprintf("/pub/k%d", i), "d": i}); s != "ok" {
+			t.Fatalf("onDisconnect %d: %s %v", i, s, d)
+		}
+	}
+	if s, d := w.do("o", map[string]any{"p": "/pub/one-more", "d": 1}); s != "too_big" {
+		t.Errorf("onDisconnect past the bound: %s %v, want too_big", s, d)
+	}
+	if s, d := w.do("oc", map[string]any{"p": "/pub/k0"}); s != "ok" {
+		t.Fatalf("cancel: %s %v", s, d)
+	}
+	if s, d := w.do("o", map[string]any{"p": "/pub/one-more", "d": 1}); s != "ok" {
+		t.Errorf("onDisconnect after a cancel: %s %v, want ok", s, d)
+	}
+}
