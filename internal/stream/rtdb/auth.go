@@ -3,7 +3,6 @@ package rtdb
 import (
 	"context"
 	"crypto/rsa"
-	"crypto/subtle"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/continuum-project/continuum/internal/httpauth"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/rules"
 )
 
@@ -171,10 +171,16 @@ func (a *authenticator) verify(tok string) (*Auth, error) {
 	if tok == "" {
 		return nil, nil
 	}
+	// Every secret is compared, each hashed first (httpauth.Equal), so the time taken tells
+	// neither a secret's length nor which one matched.
+	admin := false
 	for _, s := range a.secrets {
-		if subtle.ConstantTimeCompare(s, []byte(tok)) == 1 {
-			return &Auth{Admin: true}, nil
+		if httpauth.Equal(string(s), tok) {
+			admin = true
 		}
+	}
+	if admin {
+		return &Auth{Admin: true}, nil
 	}
 	if tok == "owner" {
 		if a.emulator {
@@ -208,8 +214,9 @@ func (a *authenticator) verify(tok string) (*Auth, error) {
 }
 
 // idToken verifies a Firebase ID token as Firebase documents it: RS256 with a known key id,
-// exp in the future, iat in the past, aud the project id, iss the project's issuer, sub a
-// non-empty string of at most 128 characters, auth_time in the past.
+// exp in the future, iat (required) in the past, aud exactly the project id (a string, not a
+// list), iss the project's issuer, sub a non-empty string of at most 128 characters, auth_time
+// (required) in the past.
 func (a *authenticator) idToken(tok string) (*Auth, error) {
 	if a.emulator {
 		if au, ok := a.unsignedToken(tok); ok {
@@ -258,8 +265,20 @@ func (a *authenticator) idToken(tok string) (*Auth, error) {
 	if sub == "" || len(sub) > 128 {
 		return nil, &AuthError{msgCannotParse + " (sub must be a non-empty string of at most 128 characters)"}
 	}
-	if at, ok := claims["auth_time"].(float64); ok && time.Unix(int64(at), 0).After(a.now()) {
+	// Firebase requires iat and auth_time (the parser checks iat only when present) and an aud
+	// that is the project id itself: a list naming other projects too is a token for them.
+	if _, ok := claims["iat"].(float64); !ok {
+		return nil, &AuthError{msgCannotParse + " (iat is missing: an ID token carries its issue time)"}
+	}
+	at, ok := claims["auth_time"].(float64)
+	if !ok {
+		return nil, &AuthError{msgCannotParse + " (auth_time is missing: an ID token carries the time its user signed in)"}
+	}
+	if time.Unix(int64(at), 0).After(a.now()) {
 		return nil, &AuthError{msgCannotParse + " (auth_time is in the future)"}
+	}
+	if aud, ok := claims["aud"].(string); a.projectID != "" && (!ok || aud != a.projectID) {
+		return nil, &AuthError{fmt.Sprintf("%s (aud must be the string %q, the project id; got %v)", msgCannotParse, a.projectID, claims["aud"])}
 	}
 	exp, _ := claims.GetExpirationTime()
 	return authOf(claims, sub, exp.Time), nil

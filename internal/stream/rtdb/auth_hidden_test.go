@@ -16,7 +16,9 @@ import (
 func TestDeniedAnswersDoNotDependOnHiddenData(t *testing.T) {
 	base := startRevokeRTDB(t, nil, nil)
 	const guess = `"hunter2"`
-	states := []string{guess, `41`, `{"deep":{"x":1}}`, `null`}
+	// The last state has 100 leaves: a write-only caller's writes near the per-write limit must
+	// not tell how many leaves they replace.
+	states := []string{guess, `41`, `{"deep":{"x":1}}`, `null`, object("h", 100, "1")}
 	tag := etag(leaf(guess))
 	hash := sdkHash(leaf(guess))
 	sse := []string{"Accept", "text/event-stream"}
@@ -56,6 +58,9 @@ func TestDeniedAnswersDoNotDependOnHiddenData(t *testing.T) {
 		{"REST DELETE if-match write-only", rest("DELETE", "/drop.json", "", "if-match", tag)},
 		{"REST PUT increment write-only", rest("PUT", "/drop.json", inc, "X-Firebase-ETag", "true")},
 		{"REST PATCH increment write-only", rest("PATCH", "/.json", `{"drop":`+inc+`}`)},
+		{"REST PUT 60 leaves write-only", rest("PUT", "/drop.json", object("zz", 60, "1"))},
+		{"REST PUT 100 leaves write-only", rest("PUT", "/drop.json", object("zz", 100, "1"))},
+		{"REST PATCH 60 leaves write-only", rest("PATCH", "/drop.json", object("zz", 60, "1"))},
 		{"SSE listen", rest("GET", "/secret.json", "", sse...)},
 		{"SSE listen query", rest("GET", "/secret.json"+keyQuery, "", sse...)},
 		{"SSE listen write-only", rest("GET", "/drop.json", "", sse...)},
@@ -68,6 +73,8 @@ func TestDeniedAnswersDoNotDependOnHiddenData(t *testing.T) {
 		{"WS transaction", ws("p", map[string]any{"p": "/secret", "d": "mine", "h": hash})},
 		{"WS transaction write-only", ws("p", map[string]any{"p": "/drop", "d": "mine", "h": hash})},
 		{"WS put increment write-only", ws("p", map[string]any{"p": "/drop", "d": map[string]any{".sv": map[string]any{"increment": 1}}})},
+		{"WS put 60 leaves write-only", ws("p", map[string]any{"p": "/drop", "d": decodeJSON(t, object("zz", 60, "1"))})},
+		{"WS put 100 leaves write-only", ws("p", map[string]any{"p": "/drop", "d": decodeJSON(t, object("zz", 100, "1"))})},
 		{"WS onDisconnect set", ws("o", map[string]any{"p": "/secret", "d": "mine"})},
 		{"WS onDisconnect update", ws("om", map[string]any{"p": "/", "d": map[string]any{"secret/a": 1}})},
 		{"WS onDisconnect increment", ws("o", map[string]any{"p": "/secret", "d": map[string]any{".sv": map[string]any{"increment": 1}}})},

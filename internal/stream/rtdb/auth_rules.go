@@ -129,6 +129,7 @@ func (d *kvData) Get(path []string) (any, error) {
 	}
 	var t any
 	for _, kv := range append(one.Kvs, below.Kvs...) {
+		kvBytesRead.Add(int64(len(kv.Value)))
 		var rel []string
 		if key := string(kv.Key); key != k {
 			rel = strings.Split(key[len(k)+1:], "/")
@@ -216,7 +217,9 @@ func (r *ruleStore) checkWrite(ctx context.Context, st *store, ns string, snap *
 	d := &kvData{ctx: ctx, st: st, ns: ns, snap: snap, guard: true}
 	rups := make([]rules.Update, len(ups))
 	for i, u := range ups {
-		d.paths = append(d.paths, u.path)
+		if len(snap.trees) > 0 { // else (a snapshot with no trees) everything is read at snap.rev
+			d.paths = append(d.paths, u.path)
+		}
 		rups[i] = rules.Update{Path: u.path, Value: toRulesValue(resolved[i])}
 	}
 	ok, err := rs.CanWrite(a.forRules(), rups, d, r.now())

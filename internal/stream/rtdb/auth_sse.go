@@ -37,21 +37,38 @@ func (s *Server) StreamReadAuth(r *http.Request, ns string, path []string) (allo
 // one keys-only read of the rules key gives the revision, and the rules read at that revision
 // only what their expressions ask for (a listener then reads the value itself).
 func (s *store) readAllowedLazy(ctx context.Context, ns string, path []string) error {
+	_, err := s.readAllowedRev(ctx, ns, path)
+	return err
+}
+
+// readAllowedRev is readAllowedLazy that also returns the revision it judged at (0 when it
+// judged nothing: no rules, or an admin).
+func (s *store) readAllowedRev(ctx context.Context, ns string, path []string) (int64, error) {
 	if s.rules == nil {
-		return nil
+		return 0, nil
 	}
 	if a := AuthFrom(ctx); a != nil && a.Admin {
-		return nil
+		return 0, nil
 	}
+	snap, err := s.rulesSnapshot(ctx, ns)
+	if err != nil {
+		return 0, err
+	}
+	return snap.rev, s.rules.checkReadPaths(ctx, s, ns, path, snap, nil)
+}
+
+// rulesSnapshot is a snapshot with no trees: the current revision and the mod revision of ns's
+// rules key there (read keys-only). Rules judged on it read whatever they need at its revision.
+func (s *store) rulesSnapshot(ctx context.Context, ns string) (*snapshot, error) {
 	resp, err := s.kv.Get(ctx, s.rules.settingsKey(ns), clientv3.WithKeysOnly())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	snap := &snapshot{rev: resp.Header.Revision}
 	if len(resp.Kvs) > 0 {
 		snap.rulesRev = resp.Kvs[0].ModRevision
 	}
-	return s.rules.checkReadPaths(ctx, s, ns, path, snap, nil)
+	return snap, nil
 }
 
 // streamGrant is the security rules' ReadAuthorizer: StreamReadAuth, judged after taking the

@@ -22,7 +22,9 @@ type wsAuth struct {
 func (c *wsConn) withAuth(ctx context.Context) context.Context {
 	c.authn.mu.Lock()
 	a := c.authn.auth
-	if c.authn.expired {
+	// The timer may fire late (a busy machine, a stopped process); the clock decides too, so
+	// no request after the token's exp runs as its caller.
+	if c.authn.expired || (a != nil && !a.Expires.IsZero() && !c.s.cfg.Now().Before(a.Expires)) {
 		a = nil
 	}
 	c.authn.mu.Unlock()

@@ -273,3 +273,50 @@ func TestWebSocketListenRacingRulesChange(t *testing.T) {
 		w.c.Close()
 	}
 }
+
+// TestWebSocketRequestAfterExpiryIsUnauthenticated: a request after the ID token's exp runs as
+// an unauthenticated caller even when the expiry timer has not fired yet (it was armed for an
+// hour of real time here; on a busy machine it may fire late): the clock is checked at each
+// request.
+func TestWebSocketRequestAfterExpiryIsUnauthenticated(t *testing.T) {
+	ka, _ := testKeys(t)
+	var clock atomic.Int64
+	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	clock.Store(exp.Add(-time.Hour).UnixNano())
+	base := startRevokeRTDB(t, func() time.Time { return time.Unix(0, clock.Load()) }, nil)
+	do(t, "PUT", base+"/users/ada.json?auth=s3cret", `"hers"`)
+	w := dialAuthWS(t, base, "default")
+	tok := signer{ka, "k1"}.token(t, claimsFor("ada", exp.Add(-2*time.Hour), func(c jwt.MapClaims) { c["exp"] = exp.Unix() }))
+	if s, d := w.do("auth", map[string]any{"cred": tok}); s != "ok" {
+		t.Fatalf("auth: %s %v", s, d)
+	}
+	if s, d := w.do("g", map[string]any{"p": "/users/ada"}); s != "ok" || d != "hers" {
+		t.Fatalf("get before expiry: %s %v", s, d)
+	}
+	clock.Store(exp.Add(time.Second).UnixNano())
+	if s, d := w.do("g", map[string]any{"p": "/users/ada"}); s != "permission_denied" {
+		t.Errorf("get after the token's exp (timer not fired): %s %v, want permission_denied", s, d)
+	}
+}
+
+// TestWebSocketOnDisconnectIsBounded: a connection keeps at most maxOnDisconnect onDisconnect
+// writes (each holds its body until the connection ends); one more is too_big, and a cancel
+// makes room again.
+func TestWebSocketOnDisconnectIsBounded(t *testing.T) {
+	base := startRevokeRTDB(t, nil, nil)
+	w := dialAuthWS(t, base, "default")
+	for i := 0; i < maxOnDisconnect; i++ {
+		if s, d := w.do("o", map[string]any{"p": fmt.Sprintf("/pub/k%d", i), "d": i}); s != "ok" {
+			t.Fatalf("onDisconnect %d: %s %v", i, s, d)
+		}
+	}
+	if s, d := w.do("o", map[string]any{"p": "/pub/one-more", "d": 1}); s != "too_big" {
+		t.Errorf("onDisconnect past the bound: %s %v, want too_big", s, d)
+	}
+	if s, d := w.do("oc", map[string]any{"p": "/pub/k0"}); s != "ok" {
+		t.Fatalf("cancel: %s %v", s, d)
+	}
+	if s, d := w.do("o", map[string]any{"p": "/pub/one-more", "d": 1}); s != "ok" {
+		t.Errorf("onDisconnect after a cancel: %s %v, want ok", s, d)
+	}
+}

@@ -1,11 +1,14 @@
 package rtdb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -57,15 +60,24 @@ type snapshot struct {
 	rulesRev int64
 }
 
+// kvBytesRead counts the bytes of values the database read from kv (data and what rules read):
+// what tests use to check that a denied request reads nothing it does not need.
+var kvBytesRead atomic.Int64
+
 // read reads the subtrees at paths in one Txn (one revision).
 func (s *store) read(ctx context.Context, ns string, paths [][]string) (*snapshot, error) {
+	return s.readAt(ctx, ns, paths, 0)
+}
+
+// readAt is read at revision rev (0: the latest).
+func (s *store) readAt(ctx context.Context, ns string, paths [][]string, rev int64) (*snapshot, error) {
 	ops := make([]clientv3.Op, 0, 2*len(paths))
 	for _, p := range paths {
 		k := s.key(ns, p)
-		ops = append(ops, clientv3.OpGet(k), clientv3.OpGet(k+"/", clientv3.WithPrefix()))
+		ops = append(ops, clientv3.OpGet(k, clientv3.WithRev(rev)), clientv3.OpGet(k+"/", clientv3.WithPrefix(), clientv3.WithRev(rev)))
 	}
 	if s.rules != nil { // the rules in force at this revision (keys only: just the mod revision)
-		ops = append(ops, clientv3.OpGet(s.rules.settingsKey(ns), clientv3.WithKeysOnly()))
+		ops = append(ops, clientv3.OpGet(s.rules.settingsKey(ns), clientv3.WithKeysOnly(), clientv3.WithRev(rev)))
 	}
 	if len(ops) > maxTxnOps {
 		return nil, fmt.Errorf("%w: it writes %d paths, each read with 2 kv ranges in one Txn of at most %d operations: at most %d paths per write",
@@ -76,6 +88,9 @@ func (s *store) read(ctx context.Context, ns string, paths [][]string) (*snapsho
 		return nil, kvRefused(err)
 	}
 	snap := &snapshot{rev: resp.Header.Revision}
+	if rev > 0 {
+		snap.rev = rev
+	}
 	if s.rules != nil {
 		if kvs := resp.Responses[len(resp.Responses)-1].GetResponseRange().Kvs; len(kvs) > 0 {
 			snap.rulesRev = kvs[0].ModRevision
@@ -88,6 +103,7 @@ func (s *store) read(ctx context.Context, ns string, paths [][]string) (*snapsho
 		for _, r := range resp.Responses[2*i : 2*i+2] {
 			for _, kv := range r.GetResponseRange().Kvs {
 				k := string(kv.Key)
+				kvBytesRead.Add(int64(len(kv.Value)))
 				keys[k] = kv.ModRevision
 				var rel []string
 				if k != base {
@@ -102,18 +118,53 @@ func (s *store) read(ctx context.Context, ns string, paths [][]string) (*snapsho
 	return snap, nil
 }
 
-// get returns the tree at path.
+// get returns the tree at path. The rules judge the read first, reading only what their
+// expressions ask for (nothing for a rule on auth alone), and the subtree is then read at the
+// revision they judged: a denied read never reads the data it denies, so neither its latency
+// nor its cost depends on that data (GET /.json by anyone is one rules evaluation, not a read of
+// the whole database).
 func (s *store) get(ctx context.Context, ns string, path []string) (any, error) {
-	snap, err := s.read(ctx, ns, [][]string{path})
+	rev, err := s.readAllowedRev(ctx, ns, path)
 	if err != nil {
 		return nil, err
 	}
-	if s.rules != nil {
-		if err := s.rules.checkRead(ctx, s, ns, path, snap); err != nil {
-			return nil, err
+	snap, err := s.readAt(ctx, ns, [][]string{path}, rev)
+	if errors.Is(err, rpctypes.ErrCompacted) { // the judged revision is gone: read now, judge again
+		if snap, err = s.read(ctx, ns, [][]string{path}); err == nil && s.rules != nil {
+			err = s.rules.checkRead(ctx, s, ns, path, snap)
 		}
 	}
+	if err != nil {
+		return nil, err
+	}
 	return snap.trees[0], nil
+}
+
+// writeAllowedLazy judges ups by the rules before anything under their paths is read, reading
+// only what the expressions ask for: a write the rules deny whatever the data is denied without
+// reading (or retrying on) the subtree it names. Writes with an increment are judged only with
+// the data (newData depends on it); an allowed write is judged again on what it read.
+func (s *store) writeAllowedLazy(ctx context.Context, ns string, ups []update) error {
+	if s.rules == nil {
+		return nil
+	}
+	if a := AuthFrom(ctx); a != nil && a.Admin {
+		return nil
+	}
+	resolved := make([]any, len(ups))
+	nowMs := s.now().UnixMilli()
+	for i, u := range ups {
+		if len(increments("", u.val, nil)) > 0 {
+			return nil
+		}
+		resolved[i], _ = resolve(u.val, nil, nowMs)
+	}
+	snap, err := s.rulesSnapshot(ctx, ns)
+	if err != nil {
+		return err
+	}
+	_, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved)
+	return err
 }
 
 // shallow returns the node at path with each child truncated to true (a primitive as itself), as
@@ -189,6 +240,9 @@ func (s *store) mayWrite(ctx context.Context, ns string, ups []update) error {
 	if s.rules == nil {
 		return nil
 	}
+	if err := s.writeAllowedLazy(ctx, ns, ups); err != nil {
+		return err
+	}
 	paths := make([][]string, len(ups))
 	for i, u := range ups {
 		paths[i] = u.path
@@ -199,17 +253,25 @@ func (s *store) mayWrite(ctx context.Context, ns string, ups []update) error {
 	}
 	nowMs := s.now().UnixMilli()
 	resolved := make([]any, len(ups))
+	var bad error
 	for i, u := range ups {
-		resolved[i], _ = resolve(u.val, snap.trees[i], nowMs)
+		var e error
+		resolved[i], _, e = resolveAt(u.val, snap.trees[i], nowMs, u.path)
+		bad = cmp.Or(bad, e)
 	}
-	_, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved)
-	return err
+	if _, err = s.rules.checkWrite(ctx, s, ns, snap, ups, resolved); err != nil {
+		return err
+	}
+	return bad
 }
 
 // writeRev is write that also returns the kv revision of its Txn when the Txn changed a key (0
 // when it changed none: then no watcher sees an event for it), so that a WebSocket write can
 // be acknowledged only after its listeners were sent the change (ws.go).
 func (s *store) writeRev(ctx context.Context, ns string, ups []update, cond precondition) ([]any, int64, error) {
+	if err := s.writeAllowedLazy(ctx, ns, ups); err != nil {
+		return nil, 0, err
+	}
 	paths := make([][]string, len(ups))
 	for i, u := range ups {
 		paths[i] = u.path
@@ -222,8 +284,11 @@ func (s *store) writeRev(ctx context.Context, ns string, ups []update, cond prec
 		nowMs := s.now().UnixMilli()
 		resolved := make([]any, len(ups))
 		consumed := make([]bool, len(ups))
+		var bad error // an increment whose sum is not finite: reported after the rules allowed the write
 		for i, u := range ups {
-			resolved[i], consumed[i] = resolve(u.val, snap.trees[i], nowMs)
+			var e error
+			resolved[i], consumed[i], e = resolveAt(u.val, snap.trees[i], nowMs, u.path)
+			bad = cmp.Or(bad, e)
 		}
 		var cmps []clientv3.Cmp
 		if s.rules != nil { // judged on the snapshot this attempt read, before cond looks at it
@@ -239,39 +304,69 @@ func (s *store) writeRev(ctx context.Context, ns string, ups []update, cond prec
 		if cond != nil && !cond(snap.trees[0]) {
 			return nil, 0, preconditionFailed{snap.trees[0], snap.rev}
 		}
-		var ops []clientv3.Op
+		if bad != nil {
+			return nil, 0, bad
+		}
+		// Whether the caller may read every written path: if not, the size limit below is judged
+		// on what it writes alone, so that its answer does not depend on the data it cannot see.
+		seesAll := true
+		if s.rules != nil && cond == nil {
+			for _, u := range ups {
+				switch err := s.rules.checkReadPaths(ctx, s, ns, u.path, snap, paths); {
+				case errors.Is(err, ErrPermissionDenied):
+					seesAll = false
+				case err != nil:
+					return nil, 0, err
+				}
+			}
+		}
 		puts := map[string]string{}
-		dels := map[string]bool{}
+		ancestors := map[string]bool{}
 		for i, u := range ups {
 			k := s.key(ns, u.path)
-			val := resolved[i]
+			flatten(k, resolved[i], puts)
+			for j := range u.path { // ancestors: a leaf there would shadow the new children
+				ancestors[s.key(ns, u.path[:j])] = true
+			}
+		}
+		var ops, dels []clientv3.Op
+		worst := len(puts) + len(ancestors) // the most operations any hidden data could need
+		for i, u := range ups {
+			k := s.key(ns, u.path)
 			cmps = append(cmps,
 				clientv3.Compare(clientv3.ModRevision(k), "<", snap.rev+1),
 				clientv3.Compare(clientv3.ModRevision(k+"/"), "<", snap.rev+1).WithPrefix())
-			if consumed[i] || cond != nil {
+			switch {
+			case cond != nil: // the value was compared whole: any change to it, deletes included, fails the Txn
 				for old, mr := range snap.keys[i] {
 					cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(old), "=", mr))
 				}
-			}
-			flatten(k, val, puts)
-			for old := range snap.keys[i] {
-				if _, ok := puts[old]; !ok {
-					dels[old] = true
+			case consumed[i]: // the leaves the increments added to must still be there, unchanged
+				for _, inc := range increments(k, u.val, nil) {
+					if mr, ok := snap.keys[i][inc]; ok {
+						cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(inc), "=", mr))
+					}
 				}
 			}
-			for j := range u.path { // ancestors: a leaf there would shadow the new children
-				dels[s.key(ns, u.path[:j])] = true
-			}
+			d, w := replaceDeletes(k, puts, snap.keys[i])
+			dels = append(dels, d...)
+			worst += w
 		}
 		for k, v := range puts {
-			delete(dels, k)
 			ops = append(ops, clientv3.OpPut(k, v))
 		}
-		for k := range dels {
-			ops = append(ops, clientv3.OpDelete(k))
+		for k := range ancestors {
+			if _, ok := puts[k]; !ok {
+				ops = append(ops, clientv3.OpDelete(k))
+			}
+		}
+		ops = append(ops, dels...)
+		if !seesAll && (worst > maxTxnOps || len(cmps) > maxTxnOps) {
+			return nil, 0, fmt.Errorf("%w: it sets %d keys and compares %d; replacing data the caller may not read takes up to %d operations whatever that data is (at most %d per write: one kv key per leaf set, one range delete per gap between them, one Txn per write)",
+				errTooLarge, len(puts), len(cmps), worst, maxTxnOps)
 		}
 		if len(ops) > maxTxnOps || len(cmps) > maxTxnOps {
-			return nil, 0, fmt.Errorf("%w: it sets or deletes %d keys and compares %d (at most %d each per write: one kv key per leaf, one Txn per write)",
+			return nil, 0, fmt.Errorf("%w: it sets or deletes %d keys and ranges and compares %d (at most %d each per write: one kv key per leaf, one Txn per write)",
 				errTooLarge, len(ops), len(cmps), maxTxnOps)
 		}
 		resp, err := s.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
@@ -292,6 +387,63 @@ func (s *store) writeRev(ctx context.Context, ns string, ups []update, cond prec
 		case <-time.After(d):
 		}
 	}
+}
+
+// replaceDeletes is what removes the old keys under k (olds, as read) that the write's puts do
+// not overwrite: k itself if it was a leaf, and one range delete per gap between the sorted put
+// keys under k that holds an old key (a range must not contain a key the Txn puts: the kv
+// refuses that as a duplicate key). The write's guard (no key under k changed since the read)
+// makes a range delete remove exactly what was read. worst is how many operations this could
+// take for any old value: the caller's own data bounds it, so a limit judged on worst does not
+// depend on data the caller may not see.
+func replaceDeletes(k string, puts map[string]string, olds map[string]int64) (ops []clientv3.Op, worst int) {
+	var under []string
+	for p := range puts {
+		if strings.HasPrefix(p, k+"/") {
+			under = append(under, p)
+		}
+	}
+	sort.Strings(under)
+	worst = len(under) + 1
+	if _, put := puts[k]; !put {
+		worst++
+		if _, ok := olds[k]; ok {
+			ops = append(ops, clientv3.OpDelete(k))
+		}
+	}
+	gaps := map[int]bool{}
+	for old := range olds {
+		if _, put := puts[old]; put || old == k {
+			continue
+		}
+		gaps[sort.SearchStrings(under, old)] = true
+	}
+	for g := range gaps {
+		lo, hi := k+"/", clientv3.GetPrefixRangeEnd(k+"/")
+		if g > 0 {
+			lo = under[g-1] + "\x00"
+		}
+		if g < len(under) {
+			hi = under[g]
+		}
+		ops = append(ops, clientv3.OpDelete(lo, clientv3.WithRange(hi)))
+	}
+	return ops, worst
+}
+
+// increments lists the kv keys (k plus the path below it) where v holds an increment.
+func increments(k string, v any, out []string) []string {
+	switch x := v.(type) {
+	case serverValue:
+		if !x.timestamp {
+			out = append(out, k)
+		}
+	case map[string]any:
+		for c, e := range x {
+			out = increments(k+"/"+c, e, out)
+		}
+	}
+	return out
 }
 
 // kvRefused maps the kv's refusal of a request by its size (too many operations in one Txn, a

@@ -156,38 +156,57 @@ func parseServerValue(sv any) (any, error) {
 // resolve replaces the server values of v (written at a path whose old value is old) by their
 // values; consumed reports whether an old value was read (an increment).
 func resolve(v, old any, nowMs int64) (out any, consumed bool) {
+	out, consumed, _ = resolveAt(v, old, nowMs, nil)
+	return out, consumed
+}
+
+// resolveAt is resolve that also reports, as a 400 naming the node (at is the path below the
+// write's location), an increment whose sum is not a finite number: JSON has no Inf or NaN, so
+// such a leaf, once stored, would make every read at or above it unencodable. The tree it
+// returns is complete either way (the bad sum as its Go rendering, which rules see as null), so
+// a caller can judge the write by the rules first and report the error only to whom they allow.
+func resolveAt(v, old any, nowMs int64, at []string) (out any, consumed bool, err error) {
 	switch x := v.(type) {
 	case serverValue:
 		if x.timestamp {
-			return leaf(strconv.FormatInt(nowMs, 10)), false
+			return leaf(strconv.FormatInt(nowMs, 10)), false, nil
 		}
 		if l, ok := old.(leaf); ok {
 			if x.isInt {
 				if i, err := strconv.ParseInt(string(l), 10, 64); err == nil {
 					if s := i + x.incInt; (s > i) == (x.incInt > 0) || x.incInt == 0 {
-						return numberLeaf(float64(s), ""), true
+						return numberLeaf(float64(s), ""), true, nil
 					}
 				}
 			}
-			if f, err := strconv.ParseFloat(string(l), 64); err == nil {
-				return numberLeaf(f+x.inc, ""), true
+			if f, perr := strconv.ParseFloat(string(l), 64); perr == nil {
+				sum := f + x.inc
+				if math.IsInf(sum, 0) || math.IsNaN(sum) {
+					err = badRequest("Invalid increment at /%s: %v + %v is %v, not a finite number (JSON numbers are finite doubles, at most ±%g)",
+						strings.Join(at, "/"), string(l), x.inc, sum, math.MaxFloat64)
+					return leaf(strconv.FormatFloat(sum, 'g', -1, 64)), true, err
+				}
+				return numberLeaf(sum, ""), true, nil
 			}
 		}
 		if x.isInt {
-			return leaf(strconv.FormatInt(x.incInt, 10)), true
+			return leaf(strconv.FormatInt(x.incInt, 10)), true, nil
 		}
-		return numberLeaf(x.inc, ""), true
+		return numberLeaf(x.inc, ""), true, nil
 	case map[string]any:
 		om, _ := old.(map[string]any)
 		m := make(map[string]any, len(x))
 		for k, e := range x {
-			r, c := resolve(e, om[k], nowMs)
+			r, c, e2 := resolveAt(e, om[k], nowMs, append(at[:len(at):len(at)], k))
 			consumed = consumed || c
+			if err == nil {
+				err = e2
+			}
 			m[k] = r
 		}
-		return m, consumed
+		return m, consumed, err
 	}
-	return v, false
+	return v, false, nil
 }
 
 // flatten lists the leaves of t under key.
@@ -218,6 +237,13 @@ func insert(root *any, rel []string, val leaf) {
 	m[rel[0]] = child
 }
 
+// finiteLeaf is false for the renderings strconv gives Inf and NaN, which are not JSON. No write
+// stores them (resolveAt refuses such sums, normalize such numbers); a kv written by an older
+// server might hold one, and a read then treats it as null rather than failing whole.
+func finiteLeaf(l leaf) bool {
+	return !(l == "+Inf" || l == "-Inf" || l == "NaN")
+}
+
 // output converts a tree into what encoding/json writes as Firebase does: leaves as their JSON,
 // objects whose keys are all array indexes (and at least half of the slots filled) as arrays.
 func output(t any) any {
@@ -225,6 +251,9 @@ func output(t any) any {
 	case nil:
 		return nil
 	case leaf:
+		if !finiteLeaf(x) { // written before increments were checked: read as absent, not as broken JSON
+			return nil
+		}
 		return json.RawMessage(x)
 	case map[string]any:
 		maxIdx, isArr := -1, true

@@ -470,6 +470,10 @@ func (c *wsConn) get(ctx context.Context, req *wsRequest) (any, error) {
 	return output(t), nil
 }
 
+// maxOnDisconnect bounds the onDisconnect writes one connection keeps (each holds its body in
+// memory until the connection ends): a client cannot grow the server's memory without bound.
+const maxOnDisconnect = 256
+
 // onDisconnect registers an onDisconnect put or merge. The rules judge it now, as the caller
 // is and on the data as it is, as Firebase does: a denied one answers permission_denied (the
 // SDK's promise rejects) and is not kept. It is judged again when it runs (runOnDisconnect).
@@ -477,6 +481,9 @@ func (c *wsConn) onDisconnect(ctx context.Context, req *wsRequest) error {
 	ups, err := c.updates(req)
 	if err != nil {
 		return err
+	}
+	if len(c.onDisc) >= maxOnDisconnect {
+		return &wsFail{"too_big", fmt.Sprintf("at most %d onDisconnect writes per connection: cancel some (oc) first", maxOnDisconnect)}
 	}
 	if len(ups) > 0 {
 		if err := c.s.st.mayWrite(ctx, c.ns, ups); err != nil {

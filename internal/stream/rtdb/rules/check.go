@@ -86,7 +86,8 @@ func (r *Ruleset) CanRead(auth *Auth, path []string, data Data, now time.Time) (
 
 // CanWrite reports whether auth may make all of ups at once (non-overlapping paths; values
 // with server values already resolved): each path needs a .write grant on its way from the root,
-// and every .validate at or under each path must hold on the new data. Expressions see data
+// and every .validate at, under or above each path must hold on the new data (where it is not
+// null). Expressions see data
 // (before) through data and the result of all the updates as newData.
 func (r *Ruleset) CanWrite(auth *Auth, ups []Update, data Data, now time.Time) (bool, error) {
 	old := newView(data)
@@ -111,6 +112,28 @@ func (r *Ruleset) CanWrite(auth *Auth, ups []Update, data Data, now time.Time) (
 		}
 		if !granted {
 			return false, nil
+		}
+		// The ancestors' .validate: a write below a node changes that node's value, so its
+		// .validate must hold on the new value too (as Firebase evaluates it on every node along
+		// the write's path whose new value exists); otherwise writing one level below a validated
+		// node would turn it into anything.
+		for d, st := range steps {
+			if d >= len(u.Path) || st.n.validate == nil {
+				continue
+			}
+			if u.Value == nil { // a delete: the ancestor is validated only if it still exists
+				nv, err := en.newRoot.get(u.Path[:d])
+				if err != nil {
+					return false, err
+				}
+				if nv == nil {
+					continue
+				}
+			}
+			en.path, en.vars = u.Path[:d], st.vars
+			if ok, err := eval(st.n.validate, en); !ok || err != nil {
+				return false, err
+			}
 		}
 		if len(steps) != len(u.Path)+1 {
 			continue // no rules at the written path, so none under it
