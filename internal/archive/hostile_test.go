@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/continuum-project/continuum/internal/archive/archivetest"
 )
 
 // The hostile-tar harness: a program of bytes builds a tar (links, chains of links, hard
@@ -107,7 +109,7 @@ func build(prog []byte, decoy string) []byte {
 			if f&2 != 0 {
 				buf.Write(gnuSparseEntry(h.Name, sparseSize))
 			} else {
-				buf.Write(paxSparseEntry(h.Name, sparseSize))
+				buf.Write(archivetest.PAXSparseEntry(h.Name, sparseSize))
 			}
 			continue
 		}

@@ -4,14 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/continuum-project/continuum/internal/archive/archivetest"
 )
 
 // snapshotOf builds a snapshot file's bytes: a tar archive of files and its SHA-256.
@@ -74,55 +74,10 @@ func TestRestoreSnapshotRefusesPathsAndNonStores(t *testing.T) {
 	}
 }
 
-// sparseSnapshotBody is a PAX (GNU sparse 1.0) tar of one regular file "f" of realsize bytes,
-// all a hole but its last byte: typeflag '0', so RestoreSnapshot's "regular files, flat" check
-// passes it.
+// sparseSnapshotBody is a tar of one regular file "f" of realsize bytes, all a hole but its
+// last byte (archivetest.PAXSparseEntry), with the end-of-archive blocks.
 func sparseSnapshotBody(realsize int64) []byte {
-	block := func(name string, typ byte, size int64) []byte {
-		b := make([]byte, 512)
-		copy(b[0:], name)
-		copy(b[100:], "0000644\x00")
-		copy(b[108:], "0000000\x00")
-		copy(b[116:], "0000000\x00")
-		copy(b[124:], fmt.Sprintf("%011o\x00", size))
-		copy(b[136:], "00000000000\x00")
-		b[156] = typ
-		copy(b[257:], "ustar\x0000")
-		for i := 148; i < 156; i++ {
-			b[i] = ' '
-		}
-		sum := 0
-		for _, c := range b {
-			sum += int(c)
-		}
-		copy(b[148:], fmt.Sprintf("%06o\x00 ", sum))
-		return b
-	}
-	pad := func(b []byte) []byte {
-		if r := len(b) % 512; r != 0 {
-			b = append(b, make([]byte, 512-r)...)
-		}
-		return b
-	}
-	rec := func(k, v string) string {
-		n := len(k) + len(v) + 3
-		for {
-			s := fmt.Sprintf("%d %s=%s\n", n, k, v)
-			if len(s) == n {
-				return s
-			}
-			n = len(s)
-		}
-	}
-	pax := rec("GNU.sparse.major", "1") + rec("GNU.sparse.minor", "0") + rec("GNU.sparse.name", "f") +
-		rec("GNU.sparse.realsize", strconv.FormatInt(realsize, 10))
-	data := append(pad([]byte(fmt.Sprintf("1\n%d\n1\n", realsize-1))), 'x')
-	var out []byte
-	out = append(out, block("PaxHeaders/f", tar.TypeXHeader, int64(len(pax)))...)
-	out = append(out, pad([]byte(pax))...)
-	out = append(out, block("f", tar.TypeReg, int64(len(data)))...)
-	out = append(out, pad(data)...)
-	return append(out, make([]byte, 1024)...)
+	return append(archivetest.PAXSparseEntry("f", realsize), make([]byte, 1024)...)
 }
 
 // TestRestoreSnapshotRefusesSparseFiles: a 3.5 KB snapshot file (its SHA-256 is the file's
