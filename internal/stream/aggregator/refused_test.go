@@ -101,18 +101,18 @@ func leavesObject(id, prefix string, n int) []byte {
 }
 
 // TestRefusedRecordKeepsSuperseded (issue 41, defect 20): one poll holds two records of id x, a
-// small valid one and then one the database refuses (100 new leaves over the 100 already there
-// is over one kv transaction's 128 operations). The refused one becomes a dead letter, and the
+// small valid one and then one the database refuses (200 leaves are over one kv transaction's
+// 128 operations, whatever the path held before). The refused one becomes a dead letter, and the
 // earlier record, which Kafka acknowledged and which the later one can no longer replace, must
 // be written: before the fix the batch kept only the last record, and the earlier one was
 // written nowhere while both offsets were committed.
 func TestRefusedRecordKeepsSuperseded(t *testing.T) {
 	base := startDB(t)
 	a := newWriter(t, base)
-	dbPut(t, base, "/records/x", leavesObject("x", "a", 99)) // 100 leaves with the id
+	dbPut(t, base, "/records/x", leavesObject("x", "a", 9)) // an earlier value
 	recs := []*kgo.Record{
 		{Topic: "t", Partition: 0, Offset: 7, Value: []byte(`{"id":"x","v":1}`)},
-		{Topic: "t", Partition: 0, Offset: 8, Value: leavesObject("x", "b", 99)},
+		{Topic: "t", Partition: 0, Offset: 8, Value: leavesObject("x", "b", 199)},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
