@@ -32,9 +32,7 @@ import (
 // TestPipelineInvariant checks the pipeline's guarantee (the package doc's invariant) with
 // random operations against the real bridge, Kafka broker and realtime database: records of
 // random ids and sizes posted through the bridge, some of them refused by the database (a
-// fault layer in front of it answers 400 to any write of a record marked "refuse", and the
-// database itself refuses a large record replacing another large one: over one kv
-// transaction), transient failures (503 before or after the write), the two aggregators of one
+// fault layer in front of it answers 400 to any write of a record marked "refuse"), transient failures (503 before or after the write), the two aggregators of one
 // group started, stopped and crashed (closed without their last commit) at random (rebalances,
 // restarts, redelivery), and the broker crashed (SIGKILL and restarted) once. Once every record is consumed, for each id:
 //
@@ -199,8 +197,9 @@ type posting struct {
 }
 
 // newPosting is a record of id: mostly a few leaves; one in eight 60 to 100 leaves of names
-// of its own (so that it replacing another large one is more than one kv transaction, and the
-// database refuses it); one in eight marked for the fault layer to refuse.
+// of its own (replacing another large one: before the realtime database stopped counting the
+// leaves a write replaces, it refused that as over one kv transaction); one in eight marked for
+// the fault layer to refuse.
 func newPosting(rng *rand.Rand, id string, seq int) posting {
 	v := map[string]any{"id": id, "seq": seq}
 	refuse := rng.IntN(8) == 0
