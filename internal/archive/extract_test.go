@@ -19,28 +19,6 @@ import (
 // Guarantees found wanting in review (issue 41's attacks on the extraction routine): each
 // test failed before its fix.
 
-// tarHeaders writes hdrs (regular files get a one-byte body).
-func tarHeaders(t *testing.T, hdrs ...*tar.Header) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, h := range hdrs {
-		if h.Typeflag == tar.TypeReg {
-			h.Size = 1
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			_, _ = tw.Write([]byte("x"))
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // TestExtractLinksInsideChecksHardLinksToSymlinks: with LinksInside and HardLinks, a hard link
 // to a symbolic link the archive made is a second symbolic link (linkat does not follow) whose
 // text is read from the hard link's directory, not the original's: "a/l" -> "../decoy"
@@ -49,7 +27,7 @@ func tarHeaders(t *testing.T, hdrs ...*tar.Header) []byte {
 func TestExtractLinksInsideChecksHardLinksToSymlinks(t *testing.T) {
 	_, root, decoy := arena(t)
 	p := Policy{Symlinks: true, HardLinks: true, LinksInside: true}
-	tb := tarHeaders(t,
+	tb := archivetest.Headers(t,
 		&tar.Header{Name: "a/", Typeflag: tar.TypeDir, Mode: 0o755},
 		&tar.Header{Name: "decoy/", Typeflag: tar.TypeDir, Mode: 0o755},
 		&tar.Header{Name: "a/l", Typeflag: tar.TypeSymlink, Linkname: "../decoy"},

@@ -405,23 +405,7 @@ func FuzzExtract(f *testing.F) {
 
 // TestExtractPolicies: what each policy keeps, clears and refuses.
 func TestExtractPolicies(t *testing.T) {
-	tarOf := func(hdrs ...*tar.Header) []byte {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		for _, h := range hdrs {
-			if h.Typeflag == tar.TypeReg {
-				h.Size = 1
-			}
-			if err := tw.WriteHeader(h); err != nil {
-				t.Fatal(err)
-			}
-			if h.Typeflag == tar.TypeReg {
-				_, _ = tw.Write([]byte("x"))
-			}
-		}
-		_ = tw.Close()
-		return buf.Bytes()
-	}
+	tarOf := func(hdrs ...*tar.Header) []byte { return archivetest.Headers(t, hdrs...) }
 	files := policies["files"]
 	for _, tc := range []struct {
 		what string

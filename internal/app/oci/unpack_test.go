@@ -12,30 +12,14 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"golang.org/x/sys/unix"
+
+	"github.com/continuum-project/continuum/internal/archive/archivetest"
 )
 
 // rawLayer is a layer of exactly these headers (regular files get body "x").
 func rawLayer(t *testing.T, hdrs ...*tar.Header) v1.Layer {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, h := range hdrs {
-		if h.Typeflag == tar.TypeReg {
-			h.Size = 1
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write([]byte("x")); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b := buf.Bytes()
+	b := archivetest.Headers(t, hdrs...)
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
 	if err != nil {
 		t.Fatal(err)
