@@ -362,6 +362,19 @@ func (ac *authCluster) cutOffPastTimeout(t *testing.T, ctx context.Context) {
 	})
 }
 
+// removePeersRefused: root on the cut-off member (servers[2]) tries to remove every other
+// member, and each removal is refused by the majority gate.
+func (ac *authCluster) removePeersRefused(t *testing.T, ctx context.Context, cutRoot *clientv3.Client) {
+	t.Helper()
+	for _, m := range must(cutRoot.MemberList(ctx))(t).Members {
+		if m.ID != ac.servers[2].memberID {
+			if _, err := cutRoot.MemberRemove(ctx, m.ID); !majorityRefusal(err) {
+				t.Fatalf("member remove of %x on the cut-off member: %v, want the majority refusal", m.ID, err)
+			}
+		}
+	}
+}
+
 // TestAuthCutOffMemberRefusesMemberChanges: a member cut off from the majority refuses every
 // membership change (as etcd needs a quorum for one), so root there cannot remove the members
 // it cannot reach, count itself a majority of one and reopen the gate: the revoked user's
@@ -373,14 +386,7 @@ func TestAuthCutOffMemberRefusesMemberChanges(t *testing.T) {
 	cutRoot := userClient(t, ac.servers[2], "root", "rootpw")
 	ac.cutOffPastTimeout(t, ctx)
 
-	ml := must(cutRoot.MemberList(ctx))(t)
-	for _, m := range ml.Members {
-		if m.ID != ac.servers[2].memberID {
-			if _, err := cutRoot.MemberRemove(ctx, m.ID); !majorityRefusal(err) {
-				t.Fatalf("member remove of %x on the cut-off member: %v, want the majority refusal", m.ID, err)
-			}
-		}
-	}
+	ac.removePeersRefused(t, ctx, cutRoot)
 	if _, err := cutRoot.MemberAdd(ctx, []string{"http://127.0.0.1:1"}); !majorityRefusal(err) {
 		t.Errorf("member add on the cut-off member: %v, want the majority refusal", err)
 	}
@@ -411,14 +417,7 @@ func TestAuthCutOffMemberCannotEvictMajority(t *testing.T) {
 	defer cancel()
 	cutRoot := userClient(t, ac.servers[2], "root", "rootpw")
 	ac.cutOffPastTimeout(t, ctx)
-	ml := must(cutRoot.MemberList(ctx))(t)
-	for _, m := range ml.Members {
-		if m.ID != ac.servers[2].memberID {
-			if _, err := cutRoot.MemberRemove(ctx, m.ID); !majorityRefusal(err) {
-				t.Fatalf("member remove of %x on the cut-off member: %v, want the majority refusal", m.ID, err)
-			}
-		}
-	}
+	ac.removePeersRefused(t, ctx, cutRoot)
 	for i := range 3 {
 		if _, err := cutRoot.RoleAdd(ctx, fmt.Sprint("pad", i)); !majorityRefusal(err) {
 			t.Fatalf("auth change on the cut-off member: %v, want the majority refusal", err)
