@@ -1,14 +1,21 @@
-# Continuum: `make demo` runs the main job, `make test` runs the tests. Both run `make setup` first.
+# Continuum: `make demo` runs the main job (after the core setup only: the quickstart needs no
+# system's stack), `make test` runs the tests (after `make setup`: every stack).
 GO      ?= go
 BIN     := bin/continuum
 COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup build test test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check
+.PHONY: setup setup-core build test test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check
 
-setup:
+# The core (Debian packages of the testbed and the report, Go): scripts/setup.sh. Each system's
+# stack installs on first use (`continuum setup STACK`, internal/setup); `make setup` installs all
+# of them, with a progress line each (`bin/continuum setup --status` shows what is there).
+setup-core:
 	./scripts/setup.sh
+
+setup: setup-core build
+	$(BIN) setup all
 
 # Static binaries (no cgo): the same file runs on the host, in the testbed's nodes and as the only
 # program in the container images (`continuum image build`, which has no libc to offer).
@@ -102,10 +109,10 @@ SOAK ?= 20
 soak:
 	CONTINUUM_SOAK=$(SOAK) $(GO) test -count=1 -timeout 60m -run 'TestReplicasConverge|TestDeletionsCollected|TestKDurable' ./internal/kv/mvcc/
 
-test-short: build
+test-short: setup-core build
 	CONTINUUM_BIN=$(CURDIR)/$(BIN) $(GO) test -short -count=1 ./...
 
-demo: setup build
+demo: setup-core build
 	$(BIN) run scenarios/quickstart.yaml --out $(OUT)
 
 bench-testbed: build

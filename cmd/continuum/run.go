@@ -16,6 +16,7 @@ import (
 	"github.com/continuum-project/continuum/internal/experiment"
 	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
 	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform"
+	"github.com/continuum-project/continuum/internal/setup"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
 
@@ -23,7 +24,7 @@ func init() { commands = append(commands, newRunCmd) }
 
 func newRunCmd() *cobra.Command {
 	var opts experiment.Options
-	var check bool
+	var check, yes bool
 	var (
 		platformName string
 		tb           testbed.Provider      // --platform testbed
@@ -106,6 +107,26 @@ func newRunCmd() *cobra.Command {
 			default:
 				return fmt.Errorf("--platform %q: want %s or %s", platformName, testbed.PlatformName, kubeplatform.PlatformName)
 			}
+			// The stacks the scenario's kinds need, before anything starts (or is checked, since
+			// a kind's command line looks for what its stack installs). On a cluster the images
+			// carry them.
+			if platformName == testbed.PlatformName {
+				needs, err := experiment.Stacks(args[0], opts)
+				if err != nil {
+					return err
+				}
+				eo := setup.EnsureOptions{Who: "scenario " + args[0], Yes: yes, In: os.Stdin,
+					Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr), Out: cmd.ErrOrStderr()}
+				if check {
+					eo.Yes, eo.Interactive = false, false // --check installs nothing
+				}
+				if err := setup.Ensure(cmd.Context(), needs, eo); err != nil {
+					return err
+				}
+				if check && len(needs) > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: needs the stacks %s (installed)\n", args[0], strings.Join(needs, ", "))
+				}
+			}
 			if check {
 				res, err := experiment.Check(args[0], opts)
 				if err != nil {
@@ -128,6 +149,7 @@ func newRunCmd() *cobra.Command {
 			return err
 		},
 	}
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "install the setup stacks the scenario needs without asking (as $"+setup.AutoEnv+"=1); without it a missing stack stops the run at once, naming `continuum setup STACK` (a terminal asks)")
 	c.Flags().BoolVar(&check, "check", false, "only validate the scenario, every sweep combination and every instance's command line; start nothing")
 	c.Flags().StringVar(&opts.Out, "out", "results", "parent directory for the results directory")
 	c.Flags().StringArrayVar(&opts.Sets, "set", nil, "override a scenario value: path=value (repeatable)")

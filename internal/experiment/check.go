@@ -143,3 +143,30 @@ func sortedParams(p map[string]string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Stacks lists the setup stacks (kind.Kind.Stacks) the runs of the scenario at path need, in
+// name order: what `continuum run` makes sure is installed before it starts anything.
+func Stacks(path string, opts Options) ([]string, error) {
+	_, runs, err := loadRuns(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range runs {
+		for _, inst := range append(append([]Instance{}, r.Scenario.Components...), r.Scenario.Workloads...) {
+			k, ok := kind.Lookup(inst.Kind)
+			if !ok {
+				continue // loadRuns has refused unknown kinds already
+			}
+			for _, s := range k.Stacks {
+				if !seen[s] {
+					seen[s] = true
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -15,6 +15,7 @@ import (
 func init() {
 	kind.Register(kind.Def[KafkaConfig]{
 		Name:     "kafka",
+		Stacks:   []string{"stream"},
 		Role:     kind.RoleComponent,
 		Summary:  "Apache Kafka 4.4 broker in KRaft combined mode (.tools/kafka, java); topics created on start; brokers with the same `cluster` form one quorum (an odd number)",
 		Defaults: func() *KafkaConfig { return &KafkaConfig{Port: 9092, ControllerPort: 9093} },

@@ -14,6 +14,7 @@ import (
 func init() {
 	kind.Register(kind.Def[RedisClusterConfig]{
 		Name:    "redis-cluster",
+		Stacks:  []string{"baselines"},
 		Role:    kind.RoleComponent,
 		Helper:  true,
 		Summary: "joins redis components of one `cluster` into a Redis Cluster (redis-cli --cluster create); ready once every slot is served and every replica linked",

@@ -15,6 +15,7 @@ import (
 func init() {
 	kind.Register(kind.Def[EtcdConfig]{
 		Name:     "etcd",
+		Stacks:   []string{"baselines"},
 		Role:     kind.RoleComponent,
 		Summary:  "etcd 3.6 member (.tools/bin/etcd or $CONTINUUM_ETCD_BIN), etcd's default fsync; members with the same `cluster` form one cluster",
 		Defaults: func() *EtcdConfig { return &EtcdConfig{ClientPort: 2379, PeerPort: 2380} },
@@ -27,6 +28,7 @@ func init() {
 	})
 	kind.Register(kind.Def[RedisConfig]{
 		Name:     "redis",
+		Stacks:   []string{"baselines"},
 		Role:     kind.RoleComponent,
 		Summary:  "Redis 7 (redis-server) with AOF on, appendfsync everysec (or always); with `cluster`, an instance of a Redis Cluster (joined by a redis-cluster component)",
 		Defaults: func() *RedisConfig { return &RedisConfig{Port: 6379, AppendFsync: baselines.RedisFsyncEverySec} },
@@ -41,6 +43,7 @@ func init() {
 	})
 	kind.Register(kind.Def[MosquittoConfig]{
 		Name:     "mosquitto",
+		Stacks:   []string{"baselines"},
 		Role:     kind.RoleComponent,
 		Summary:  "MQTT broker (Debian's mosquitto 2.0), anonymous, no persistence: the broker IoT devices publish to (iot workload's broker)",
 		Defaults: func() *MosquittoConfig { return &MosquittoConfig{Port: 1883} },

@@ -76,6 +76,9 @@ type Kind struct {
 	// Helper marks a component kind that sets the system under test up (a cluster joiner)
 	// rather than being part of it: summary.json's resource metrics leave its instances out.
 	Helper bool
+	// Stacks names the setup stacks (internal/setup's catalog: `continuum setup --status`) its
+	// instances need beyond the core: a scenario using the kind does not start without them.
+	Stacks []string
 }
 
 // Well-known endpoint protocols. A kind may use others; a workload asks for the ones it speaks.
@@ -264,6 +267,8 @@ type Def[C any] struct {
 	// Helper marks a component kind that sets the system under test up rather than being part
 	// of it.
 	Helper bool
+	// Stacks names the setup stacks its instances need beyond the core. Optional.
+	Stacks []string
 }
 
 // Register adds the kind d declares; it panics on a duplicate name or a missing field (a
@@ -294,6 +299,7 @@ func Register[C any](d Def[C]) {
 		Command:   func(env Env, cfg any) (Command, error) { return d.Command(env, cfgOf(cfg)) },
 		Metrics:   d.Metrics,
 		Helper:    d.Helper,
+		Stacks:    d.Stacks,
 	}
 	if d.Validate != nil {
 		k.Validate = func(cfg any) error { return d.Validate(cfgOf(cfg)) }

@@ -21,6 +21,7 @@ import (
 func init() {
 	kind.Register(kind.Def[FunctionConfig]{
 		Name:    "function",
+		Stacks:  []string{"functions"},
 		Role:    kind.RoleComponent,
 		Summary: "one instance of a python3-http handler behind Continuum's watchdog: mode classic (a process per request) or http (one reused upstream process)",
 		Defaults: func() *FunctionConfig {
@@ -33,6 +34,7 @@ func init() {
 	})
 	kind.Register(kind.Def[MicroConfig]{
 		Name:      "microservice",
+		Stacks:    []string{"functions"},
 		Role:      kind.RoleComponent,
 		Summary:   "a python3-http handler in a long-lived server exposed directly (seeds/001's microservice: Flask + Waitress, one thread)",
 		Defaults:  func() *MicroConfig { return &MicroConfig{Server: faas.ServerFlask, Port: 8080, CPUs: 1} },
