@@ -149,7 +149,7 @@ func newRunCmd() *cobra.Command {
 			return err
 		},
 	}
-	c.Flags().BoolVarP(&yes, "yes", "y", false, "install the setup stacks the scenario needs without asking (as $"+setup.AutoEnv+"=1); without it a missing stack stops the run at once, naming `continuum setup STACK` (a terminal asks)")
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "install the setup stacks the scenario needs without asking (as $"+setup.AutoEnv+"=1); without it a missing stack stops the run at once, naming the continuum setup command to run (a terminal asks)")
 	c.Flags().BoolVar(&check, "check", false, "only validate the scenario, every sweep combination and every instance's command line; start nothing")
 	c.Flags().StringVar(&opts.Out, "out", "results", "parent directory for the results directory")
 	c.Flags().StringArrayVar(&opts.Sets, "set", nil, "override a scenario value: path=value (repeatable)")

@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-
-	"github.com/continuum-project/continuum/internal/tools"
 )
 
 // AutoEnv is the environment variable that, set to 1, has commands install the stacks they need
@@ -24,6 +22,7 @@ type EnsureOptions struct {
 	Interactive bool
 	Out         io.Writer // the question and the installer's lines
 	Checker     *Checker  // nil: DefaultChecker()
+	Root        string    // the clone to install from; "": FindClone()
 }
 
 // Ensure returns once the named stacks (names or aliases) are installed. Missing ones are
@@ -45,7 +44,7 @@ func Ensure(ctx context.Context, names []string, o EnsureOptions) error {
 	for _, m := range missing {
 		stacks = append(stacks, m.Stack)
 		cmdNames = append(cmdNames, m.Name)
-		est := estimateFor(tools.CacheDir(), m.Stack)
+		est := estimateFor(c.Finder.Cache, m.Stack)
 		parts = append(parts, fmt.Sprintf("%s: %s (~%s, ~%s %s; missing %s)", m.Name, m.Summary, HumanBytes(m.Size), humanDuration(est.Time), est.where(), m.Missing()))
 	}
 	what := fmt.Sprintf("%s needs %s not installed:\n  %s", o.Who, map[bool]string{true: "a stack", false: "stacks"}[len(missing) == 1], strings.Join(parts, "\n  "))
@@ -63,12 +62,17 @@ func Ensure(ctx context.Context, names []string, o EnsureOptions) error {
 	if !install {
 		return missingError(fmt.Sprintf("%s\nRun `%s` first (or pass --yes, or set %s=1, to install it now)", what, Command(cmdNames), AutoEnv))
 	}
-	root, err := FindClone()
-	if err != nil {
-		return err
+	root := o.Root
+	if root == "" {
+		if root, err = FindClone(); err != nil {
+			return err
+		}
 	}
 	in := NewInstaller(root, o.Out, o.Interactive)
 	in.Checker = c
+	if c.Finder.Cache != "" {
+		in.Cache = c.Finder.Cache
+	}
 	return in.Install(ctx, stacks)
 }
 

@@ -126,7 +126,7 @@ func (in *Installer) Install(ctx context.Context, stacks []Stack) error {
 		}
 		again := in.Checker.Status([]Stack{st.Stack})[0]
 		if !again.Installed() {
-			return fmt.Errorf("setup %s finished but %s is still missing", st.Name, again.Missing())
+			return fmt.Errorf("setup %s finished but is still missing %s: nothing was linked; look at the lines above", st.Name, again.Missing())
 		}
 		took := time.Since(start)
 		if st.Installed() {
@@ -380,7 +380,8 @@ func writtenSince(cache string, start time.Time) int64 {
 	var n int64
 	for _, e := range ents {
 		fi, err := e.Info()
-		if err != nil || !e.IsDir() || fi.ModTime().Before(start) {
+		// The file system stamps times from a coarse clock, a few ms behind time.Now.
+		if err != nil || !e.IsDir() || fi.ModTime().Before(start.Add(-time.Second)) {
 			continue
 		}
 		n += diskUsage(filepath.Join(cache, e.Name()))

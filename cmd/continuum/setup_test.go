@@ -1,0 +1,120 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/continuum-project/continuum/internal/experiment"
+	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/setup"
+	"github.com/continuum-project/continuum/internal/testbed"
+)
+
+// Every stack a kind names is in the catalog, so that `run` can install it.
+func TestKindsNeedKnownStacks(t *testing.T) {
+	for _, k := range kind.All() {
+		if _, err := setup.Resolve(k.Stacks); err != nil {
+			t.Errorf("kind %s: %v", k.Name, err)
+		}
+	}
+}
+
+// make demo's path installs no system stack: its scenario needs none, make demo runs the core
+// setup only, and the core's dry run on an empty cache plans no stack and writes nothing.
+func TestQuickstartInstallsNoStack(t *testing.T) {
+	needs, err := experiment.Stacks("../../scenarios/quickstart.yaml", experiment.Options{Platform: testbed.Provider{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(needs) != 0 {
+		t.Errorf("the quickstart needs the stacks %v; make demo installs none", needs)
+	}
+	out, err := exec.Command("make", "-C", "../..", "-n", "demo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n demo: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, " setup ") || strings.Contains(l, "--stack") {
+			t.Errorf("make demo would run %q: it must install the core only", l)
+		}
+	}
+	if !strings.Contains(string(out), "./scripts/setup.sh\n") {
+		t.Errorf("make demo does not run the core setup:\n%s", out)
+	}
+	cache := t.TempDir()
+	cmd := exec.Command("bash", "scripts/setup.sh", "--dry-run")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "CONTINUUM_CACHE="+cache)
+	out, err = cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("setup.sh --dry-run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "system stacks: none") {
+		t.Errorf("setup.sh --dry-run does not say it installs no stack:\n%s", out)
+	}
+	if ents, _ := os.ReadDir(cache); len(ents) != 0 {
+		t.Errorf("the dry run wrote into the cache: %v", ents)
+	}
+}
+
+// On a machine without the fl stack (a binary outside any clone, an empty cache), running the
+// seed's FL scenario stops before starting anything, naming the command that installs it; the
+// quickstart is checked fine in the same place.
+func TestRunStopsOnMissingStack(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	lone := filepath.Join(dir, "continuum")
+	copyFile(t, bin, lone)
+	abs, err := filepath.Abs("../../scenarios")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(lone, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CONTINUUM_CACHE="+cache, "CONTINUUM_AUTO_SETUP=", "CONTINUUM_STATE_DIR="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, args := range [][]string{
+		{"run", filepath.Join(abs, "fl", "seed-orchestration.yaml"), "--out", dir},
+		{"run", "--check", filepath.Join(abs, "fl", "seed-orchestration.yaml")},
+	} {
+		out, err := run(args...)
+		if err == nil || !strings.Contains(out, "`continuum setup fl`") || !strings.Contains(out, "GiB") {
+			t.Errorf("continuum %s: %v, want a refusal naming `continuum setup fl` and its size:\n%s", strings.Join(args, " "), err, out)
+		}
+		if ents, _ := os.ReadDir(cache); len(ents) != 0 {
+			t.Errorf("continuum %s installed something: %v", strings.Join(args, " "), ents)
+		}
+	}
+	if out, err := run("run", "--check", filepath.Join(abs, "quickstart.yaml")); err != nil {
+		t.Errorf("run --check quickstart without any stack: %v\n%s", err, out)
+	}
+	out, err := run("setup", "--status")
+	if err != nil || !strings.Contains(out, "not installed: continuum setup fl") || !strings.Contains(out, "host: ") {
+		t.Errorf("setup --status on an empty cache: %v\n%s", err, out)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,328 @@
+package setup
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/tools"
+)
+
+// repo is the clone these tests run in.
+const repo = "../.."
+
+func read(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repo, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The core's package list lives in the script (it runs before this binary exists) and here (for
+// --status): they must be the same list.
+func TestCoreMatchesScript(t *testing.T) {
+	m := regexp.MustCompile(`(?m)^CORE_APT=\(([^)]*)\)`).FindStringSubmatch(read(t, Script))
+	if m == nil {
+		t.Fatalf("%s has no CORE_APT=(...) line", Script)
+	}
+	if got, want := strings.Fields(m[1]), Core; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("%s CORE_APT = %v, internal/setup Core = %v: keep them the same", Script, got, want)
+	}
+}
+
+// Every stack in the catalog has a step in the script (stack_NAME), and every step a stack.
+func TestEveryStackHasAScriptStep(t *testing.T) {
+	steps := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^stack_([a-z0-9_]+)\(\)`).FindAllStringSubmatch(read(t, Script), -1) {
+		steps[m[1]] = true
+	}
+	for _, s := range Stacks {
+		if !steps[s.Name] {
+			t.Errorf("stack %s has no stack_%s() in %s", s.Name, s.Name, Script)
+		}
+		delete(steps, s.Name)
+	}
+	for s := range steps {
+		t.Errorf("%s defines stack_%s(), which the catalog does not list", Script, s)
+	}
+}
+
+// The versions --status shows are the pinned ones.
+func TestVersionsMatchPins(t *testing.T) {
+	pins := map[string]struct{ file, text string }{
+		"etcd 3.6.16":        {"tools/etcd/go.mod", "go.etcd.io/etcd/server/v3 v3.6.16"},
+		"Redis 7.0.15":       {Script, "REDIS_VERSION=7.0.15"},
+		"Kafka 4.4.0":        {Script, "KAFKA_VERSION=4.4.0"},
+		"firebase 12.19.0":   {"tools/npm-firebase/package.json", `"firebase": "12.19.0"`},
+		"Kubernetes v1.37.2": {Script, "KUBE_VERSION=v1.37.2"},
+		"helm v4.3.1":        {"tools/helm/go.mod", "helm.sh/helm/v4 v4.3.1"},
+		"CoreDNS v1.15.0":    {"tools/coredns/go.mod", "github.com/coredns/coredns v1.15.0"},
+	}
+	reqs := map[string]string{"functions": "python/requirements.txt", "fl": "python/requirements-fl.txt"}
+	for _, s := range Stacks {
+		for _, part := range strings.Split(s.Version, ", ") {
+			if strings.HasPrefix(part, "Debian's ") {
+				continue
+			}
+			p, ok := pins[part]
+			if req, isPy := reqs[s.Name]; isPy && !ok {
+				name, ver, _ := strings.Cut(part, " ")
+				p, ok = struct{ file, text string }{req, name + "==" + ver}, true
+			}
+			if !ok {
+				t.Errorf("stack %s: version %q: the test does not know where it is pinned", s.Name, part)
+				continue
+			}
+			if !strings.Contains(read(t, p.file), p.text) {
+				t.Errorf("stack %s says %q but %s does not pin %q", s.Name, part, p.file, p.text)
+			}
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	got, err := Resolve([]string{"faas", "fl", "functions"})
+	if err != nil || len(got) != 2 || got[0].Name != "functions" || got[1].Name != "fl" {
+		t.Fatalf("Resolve(faas fl functions) = %v, %v; want functions, fl once each in catalog order", got, err)
+	}
+	all, _ := Resolve([]string{"all"})
+	if len(all) != len(Stacks) {
+		t.Errorf("all = %d stacks, want %d", len(all), len(Stacks))
+	}
+	if _, err := Resolve([]string{"torch"}); err == nil || !strings.Contains(err.Error(), "baselines") {
+		t.Errorf("unknown stack: err = %v, want one listing the stacks", err)
+	}
+}
+
+// fakeHost is a clone with a scripts/setup.sh of the test's making and an empty setup cache,
+// checked with a dpkg that has every package.
+type fakeHost struct {
+	root, cache string
+	checker     Checker
+}
+
+func newFakeHost(t *testing.T, script string) fakeHost {
+	t.Helper()
+	h := fakeHost{root: t.TempDir(), cache: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(h.root, "go.mod"), []byte("module github.com/continuum-project/continuum\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(h.root, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.root, Script), []byte("#!/usr/bin/env bash\nset -euo pipefail\n"+script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.checker = Checker{Finder: tools.Finder{WD: h.root, Cache: h.cache}, Dpkg: func(pkgs []string) map[string]bool {
+		m := map[string]bool{}
+		for _, p := range pkgs {
+			m[p] = true
+		}
+		return m
+	}}
+	return h
+}
+
+func (h fakeHost) installer(out *bytes.Buffer) *Installer {
+	return &Installer{Root: h.root, Out: out, Cache: h.cache, Checker: h.checker,
+		Apt: func(context.Context, ...string) error { return errors.New("no apt in tests") }}
+}
+
+// makeFLVenv is a script step that builds the fl stack as setup does: a venv-fl-<hash>-py<v>
+// in the cache, linked as .tools/venv-fl; it compiles three "packages" on the way.
+const makeFLVenv = `[ "$1 $2" = "--stack fl" ] || { echo "unexpected $*" >&2; exit 2; }
+d="$CONTINUUM_CACHE/venv-fl-0123456789abcdef-py3.11"
+mkdir -p "$d/bin" .tools
+echo "setup: creating the Python venv venv-fl in $d"
+for p in a b c; do echo "progress: pkg example.org/$p"; done
+rm -f "$d/bin/python" # never write through a link
+head -c 100000 /dev/zero >"$d/bin/python"
+ln -sfn "$d" .tools/venv-fl
+`
+
+func TestEnsureStopsAtOnceNamingTheCommand(t *testing.T) {
+	h := newFakeHost(t, "echo ran >\"$CONTINUUM_CACHE/ran\"\n")
+	t.Setenv(AutoEnv, "")
+	var out bytes.Buffer
+	err := Ensure(context.Background(), []string{"fl"}, EnsureOptions{Who: "scenario x.yaml", Out: &out, Checker: &h.checker, Root: h.root})
+	if !errors.Is(err, ErrMissing) {
+		t.Fatalf("Ensure = %v, want ErrMissing", err)
+	}
+	for _, want := range []string{"scenario x.yaml needs a stack not installed", "fl: the Python venv", "GiB", "min", ".tools/venv-fl/bin/python", "`continuum setup fl`", AutoEnv} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.cache, "ran")); err == nil {
+		t.Error("the script ran, though nothing said yes")
+	}
+	// At a terminal, "n" (or nothing) is a no.
+	err = Ensure(context.Background(), []string{"fl"}, EnsureOptions{Who: "x", Out: &out, Checker: &h.checker, Root: h.root,
+		Interactive: true, In: strings.NewReader("\n")})
+	if !errors.Is(err, ErrMissing) || !strings.Contains(out.String(), "Install now with `continuum setup fl`? [y/N]") {
+		t.Errorf("prompt answered empty: err %v, output %q", err, out.String())
+	}
+	if err := Ensure(context.Background(), []string{"nosuch"}, EnsureOptions{Checker: &h.checker}); err == nil || errors.Is(err, ErrMissing) {
+		t.Errorf("unknown stack: %v, want a usage error", err)
+	}
+	if err := Ensure(context.Background(), nil, EnsureOptions{Checker: &h.checker}); err != nil {
+		t.Errorf("no stacks needed: %v", err)
+	}
+}
+
+func TestEnsureInstallsWhenAskedWithProgress(t *testing.T) {
+	for _, how := range []string{"yes", "env", "prompt"} {
+		t.Run(how, func(t *testing.T) {
+			h := newFakeHost(t, makeFLVenv)
+			o := EnsureOptions{Who: "x", Checker: &h.checker, Root: h.root}
+			var out bytes.Buffer
+			o.Out = &out
+			t.Setenv(AutoEnv, "")
+			switch how {
+			case "yes":
+				o.Yes = true
+			case "env":
+				t.Setenv(AutoEnv, "1")
+			case "prompt":
+				o.Interactive, o.In = true, strings.NewReader("y\n")
+			}
+			if err := Ensure(context.Background(), []string{"fl"}, o); err != nil {
+				t.Fatalf("Ensure: %v\n%s", err, out.String())
+			}
+			if st := h.checker.Status([]Stack{mustLookup(t, "fl")})[0]; !st.Installed() {
+				t.Fatalf("after Ensure, fl still misses %s", st.Missing())
+			}
+			if strings.Contains(out.String(), "progress:") {
+				t.Errorf("the script's progress lines were printed rather than counted:\n%s", out.String())
+			}
+			if !strings.Contains(out.String(), "setup fl: installing") || !strings.Contains(out.String(), "creating the Python venv") {
+				t.Errorf("output lacks the install's lines:\n%s", out.String())
+			}
+		})
+	}
+}
+
+func mustLookup(t *testing.T, name string) Stack {
+	t.Helper()
+	s, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("no stack %s", name)
+	}
+	return s
+}
+
+func TestProgressLineCountsPackagesAndBytes(t *testing.T) {
+	h := newFakeHost(t, makeFLVenv)
+	var out bytes.Buffer
+	in := h.installer(&out)
+	p := in.startProgress("fl", timeZero(), estimate{Time: 4 * 60e9, Packages: 10})
+	if err := in.runScript(context.Background(), "fl", p); err != nil {
+		t.Fatal(err)
+	}
+	line := p.line()
+	p.stop()
+	for _, want := range []string{"setup fl: ", "of ~4 min", "KiB written", "3 of ~10 Go packages compiled"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("progress line %q lacks %q", line, want)
+		}
+	}
+}
+
+func TestInstallIsNeverHalf(t *testing.T) {
+	// The script "succeeds" but leaves no venv: Install says what is missing.
+	h := newFakeHost(t, "echo did nothing\n")
+	var out bytes.Buffer
+	err := h.installer(&out).Install(context.Background(), []Stack{mustLookup(t, "fl")})
+	if err == nil || !strings.Contains(err.Error(), "still missing .tools/venv-fl/bin/python") {
+		t.Errorf("Install = %v, want it to name what is still missing", err)
+	}
+	// The script fails: the error carries its last lines.
+	h = newFakeHost(t, "echo compiling; echo 'progress: pkg x'; echo 'boom: no space left' >&2; exit 3\n")
+	err = h.installer(&out).Install(context.Background(), []Stack{mustLookup(t, "fl")})
+	if err == nil || !strings.Contains(err.Error(), "boom: no space left") || !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("Install = %v, want the script's failure with its last lines", err)
+	}
+	// Missing Debian packages without root, or apt failing, stop before the script.
+	h = newFakeHost(t, makeFLVenv)
+	h.checker.Dpkg = func([]string) map[string]bool { return nil }
+	in := h.installer(&out)
+	err = in.Install(context.Background(), []Stack{mustLookup(t, "fl")})
+	if err == nil || (!strings.Contains(err.Error(), "no apt in tests") && !strings.Contains(err.Error(), "needs root")) {
+		t.Errorf("Install without its Debian packages = %v, want apt's failure", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.root, ".tools", "venv-fl")); err == nil {
+		t.Error("the script ran although the Debian packages could not be installed")
+	}
+}
+
+func TestInstallRecordsThisMachinesTime(t *testing.T) {
+	h := newFakeHost(t, makeFLVenv)
+	in := h.installer(&bytes.Buffer{})
+	in.record("fl", history{Seconds: 123, Packages: 7})
+	e := in.estimate(mustLookup(t, "fl"))
+	if !e.measured || e.Time.Seconds() != 123 || e.Packages != 7 {
+		t.Errorf("estimate after a recorded install = %+v, want 123 s, 7 packages, measured", e)
+	}
+	// A damaged history only loses the estimate.
+	if err := os.WriteFile(filepath.Join(h.cache, historyFile), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if e := in.estimate(mustLookup(t, "fl")); e.measured || e.Time != mustLookup(t, "fl").Time {
+		t.Errorf("estimate from a damaged history = %+v, want the catalog's", e)
+	}
+}
+
+func TestStatusWhereAndSize(t *testing.T) {
+	h := newFakeHost(t, makeFLVenv)
+	if err := h.installer(&bytes.Buffer{}).Install(context.Background(), []Stack{mustLookup(t, "fl")}); err != nil {
+		t.Fatal(err)
+	}
+	// A venv's bin/python links out of the venv (to the system's python; here a file of the
+	// test's own): the entry is still the venv's cache directory.
+	py := filepath.Join(h.cache, "venv-fl-0123456789abcdef-py3.11", "bin", "python")
+	if err := os.Remove(py); err != nil {
+		t.Fatal(err)
+	}
+	system := filepath.Join(t.TempDir(), "python3.11")
+	if err := os.WriteFile(system, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(system, py); err != nil {
+		t.Fatal(err)
+	}
+	c := h.checker
+	c.Sizes = true
+	st := c.Status([]Stack{mustLookup(t, "fl")})[0]
+	want := filepath.Join(h.cache, "venv-fl-0123456789abcdef-py3.11")
+	if r, err := filepath.EvalSymlinks(h.cache); err == nil {
+		want = filepath.Join(r, "venv-fl-0123456789abcdef-py3.11")
+	}
+	if !st.Installed() || len(st.Where) != 1 || st.Where[0] != want || st.Bytes <= 0 {
+		t.Errorf("status = %+v, want installed in %s with a size", st, want)
+	}
+	// Without .tools in the clone the cache still counts (a fresh clone on a warm machine),
+	// and Install links it again.
+	if err := os.RemoveAll(filepath.Join(h.root, ".tools")); err != nil {
+		t.Fatal(err)
+	}
+	if !h.checker.Status([]Stack{mustLookup(t, "fl")})[0].Installed() {
+		t.Error("a stack in the cache but not linked in the clone counts as missing")
+	}
+	var out bytes.Buffer
+	if err := h.installer(&out).Install(context.Background(), []Stack{mustLookup(t, "fl")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(h.root, ".tools", "venv-fl")); err != nil || !strings.Contains(out.String(), "linking it into") {
+		t.Errorf("Install of a cached stack did not link it (%v):\n%s", err, out.String())
+	}
+}
+
+func timeZero() time.Time { return time.Now() }
