@@ -16,6 +16,7 @@ import (
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
+	"github.com/continuum-project/continuum/internal/setup"
 	"github.com/continuum-project/continuum/internal/tools"
 )
 
@@ -52,7 +53,7 @@ func clusterStateDir(cmd *cobra.Command) string {
 
 func newClusterUpCmd() *cobra.Command {
 	cfg := cluster.DefaultConfig()
-	var foreground bool
+	var foreground, yes bool
 	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "up --image TARBALL [--image TARBALL ...]",
@@ -63,6 +64,10 @@ func newClusterUpCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.StateDir = clusterStateDir(cmd)
 			if cfg.BinDir == "" {
+				if err := setup.Ensure(cmd.Context(), []string{"kubernetes"}, setup.EnsureOptions{Who: "cluster up", Yes: yes,
+					In: os.Stdin, Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr), Out: cmd.ErrOrStderr()}); err != nil {
+					return err
+				}
 				d, err := clusterBinDir(cfg.StateDir)
 				if err != nil {
 					return err
@@ -109,6 +114,7 @@ func newClusterUpCmd() *cobra.Command {
 	f.StringArrayVar(&cfg.Images, "image", nil, "OCI image tarball to import into containerd (repeatable)")
 	f.StringVar(&cfg.SandboxImage, "sandbox-image", "", "image of the pods' sandbox containers (default: the continuum image among --image)")
 	f.BoolVar(&foreground, "foreground", false, "supervise the cluster in this process instead of a background daemon")
+	f.BoolVarP(&yes, "yes", "y", false, "install the kubernetes setup stack first if it is missing, without asking (as $"+setup.AutoEnv+"=1)")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the cluster to be ready")
 	return c
 }
@@ -282,7 +288,7 @@ func clusterBinDir(stateDir string) (string, error) {
 		}
 		p, ok := tools.Find(tools.Bin(name))
 		if !ok {
-			return "", fmt.Errorf("%s not found beside %s nor in %s: run `make setup` in a clone", name, d, tools.Searched())
+			return "", fmt.Errorf("%s not found beside %s nor in %s: run `continuum setup kubernetes` in a clone", name, d, tools.Searched())
 		}
 		extra[name] = p
 	}

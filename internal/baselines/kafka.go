@@ -52,7 +52,7 @@ func KafkaHome(dir string) (string, error) {
 		}
 		return filepath.EvalSymlinks(abs)
 	}
-	return "", fmt.Errorf("Apache Kafka not found (no libs/kafka_2.13-*.jar in %s): run `make setup` (installs Kafka %s into .tools/kafka) or set $CONTINUUM_KAFKA_HOME",
+	return "", fmt.Errorf("Apache Kafka not found (no libs/kafka_2.13-*.jar in %s): run `continuum setup stream` (installs Kafka %s into .tools/kafka) or set $CONTINUUM_KAFKA_HOME",
 		where, KafkaVersion)
 }
 

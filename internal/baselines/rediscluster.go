@@ -151,7 +151,7 @@ func redisCLI(server string) (string, error) {
 	}
 	p, err := exec.LookPath("redis-cli")
 	if err != nil {
-		return "", fmt.Errorf("redis-cli not found next to %s or in PATH: run `make setup` (Debian's redis-server package has it)", server)
+		return "", fmt.Errorf("redis-cli not found next to %s or in PATH: run `continuum setup baselines`", server)
 	}
 	return p, nil
 }

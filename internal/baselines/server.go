@@ -251,7 +251,7 @@ func lookBinary(explicit, env, name string) (string, error) {
 	}
 	p, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("%s not found in %s, nor in PATH: set $%s or run `make setup` in the clone (builds .tools/bin/%s)", name, tools.Searched(), env, name)
+		return "", fmt.Errorf("%s not found in %s, nor in PATH: set $%s or run `continuum setup baselines` in the clone (builds .tools/bin/%s)", name, tools.Searched(), env, name)
 	}
 	return p, nil
 }

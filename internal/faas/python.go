@@ -38,7 +38,7 @@ type Python struct {
 // $CONTINUUM_PYTHON / $CONTINUUM_PYTHON_SRC, else in the working directory or a parent (the
 // repository), else above the running executable (bin/continuum in a clone).
 func FindPython() (Python, error) {
-	p, err := pyenv.Find(pyenv.Venv{Dir: "venv", Package: "continuum_functions", PythonEnv: "CONTINUUM_PYTHON", SrcEnv: "CONTINUUM_PYTHON_SRC"})
+	p, err := pyenv.Find(pyenv.Venv{Dir: "venv", Package: "continuum_functions", PythonEnv: "CONTINUUM_PYTHON", SrcEnv: "CONTINUUM_PYTHON_SRC", Stack: "functions"})
 	return Python(p), err
 }
 

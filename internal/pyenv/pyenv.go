@@ -20,6 +20,7 @@ type Venv struct {
 	Package   string // e.g. "continuum_functions"
 	PythonEnv string // e.g. "CONTINUUM_PYTHON"
 	SrcEnv    string // e.g. "CONTINUUM_PYTHON_SRC"
+	Stack     string // the setup stack that builds it (internal/setup), for messages: "functions"
 }
 
 // Python is an interpreter and the directory to put on PYTHONPATH.
@@ -37,8 +38,8 @@ func Find(v Venv) (Python, error) {
 	if p.Interpreter == "" {
 		py, ok := tools.Find(tools.Venv(v.Dir))
 		if !ok {
-			return p, fmt.Errorf("python venv .tools/%s not found in %s: run `make setup` in the clone, or set $%s and $%s",
-				v.Dir, tools.Searched(), v.PythonEnv, v.SrcEnv)
+			return p, fmt.Errorf("python venv .tools/%s not found in %s: run `continuum setup %s` in the clone, or set $%s and $%s",
+				v.Dir, tools.Searched(), v.Stack, v.PythonEnv, v.SrcEnv)
 		}
 		p.Interpreter = py
 	}
@@ -50,7 +51,7 @@ func Find(v Venv) (Python, error) {
 		p.Src = filepath.Join(root, "python", "src")
 	}
 	if _, err := os.Stat(p.Interpreter); err != nil {
-		return p, fmt.Errorf("python interpreter %s: %w (run `make setup`, or set $%s)", p.Interpreter, err, v.PythonEnv)
+		return p, fmt.Errorf("python interpreter %s: %w (run `continuum setup %s`, or set $%s)", p.Interpreter, err, v.Stack, v.PythonEnv)
 	}
 	if _, err := os.Stat(filepath.Join(p.Src, v.Package)); err != nil {
 		return p, fmt.Errorf("%s not in %s (set $%s to the clone's python/src)", v.Package, p.Src, v.SrcEnv)
@@ -66,7 +67,7 @@ func Root(venv string) (string, error) {
 			return d, nil
 		}
 	}
-	return "", errors.New("no clone with .tools/" + venv + " and python/src in " + tools.Searched() + ": run `make setup` in the clone")
+	return "", errors.New("no clone with .tools/" + venv + " and python/src in " + tools.Searched() + ": run `continuum setup` in the clone (continuum setup --status says which stack has it)")
 }
 
 func isDir(p string) bool {

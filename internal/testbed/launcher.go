@@ -45,7 +45,7 @@ func launch(args []string) error {
 	}
 	ip, err := exec.LookPath("ip")
 	if err != nil {
-		return fmt.Errorf("iproute2 'ip' not found (run make setup): %w", err)
+		return fmt.Errorf("iproute2 'ip' not found (run make demo or scripts/setup.sh: the core setup installs it): %w", err)
 	}
 	argv := append([]string{"ip", "netns", "exec", ns}, cmd...)
 	return syscall.Exec(ip, argv, os.Environ())

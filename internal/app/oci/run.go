@@ -119,7 +119,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 	runc := o.Runc
 	if runc == "" {
 		if runc, err = exec.LookPath("runc"); err != nil {
-			return -1, errors.New("runc not found in PATH: make setup installs it (Debian's runc)")
+			return -1, errors.New("runc not found in PATH: `continuum setup kubernetes` installs it (Debian's runc), or apt-get install runc")
 		}
 	}
 	state := filepath.Join(o.Bundle, "runc")
@@ -403,7 +403,7 @@ func Exec(ctx context.Context, runc, bundle, id string, args []string, timeout t
 	if runc == "" {
 		var err error
 		if runc, err = exec.LookPath("runc"); err != nil {
-			return -1, errors.New("runc not found in PATH: make setup installs it (Debian's runc)")
+			return -1, errors.New("runc not found in PATH: `continuum setup kubernetes` installs it (Debian's runc), or apt-get install runc")
 		}
 	}
 	started := time.Now()

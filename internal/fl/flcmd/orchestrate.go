@@ -85,7 +85,14 @@ continues from it. See docs/fl.md.`,
 		Example: `  continuum fl orchestrate --local --topology scenarios/fl/seed-topology.csv --train --rounds 5
   continuum fl orchestrate --platform testbed:fl@/run/continuum --listen 0.0.0.0:7070 --out results/fl`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runOrchestrate(cmd.Context(), flags) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Getenv("CONTINUUM_FL_PYTHON") == "" { // the fl stack's venv, unless told another
+				if err := cli.NeedStacks(cmd, "fl"); err != nil {
+					return err
+				}
+			}
+			return runOrchestrate(cmd.Context(), flags)
+		},
 	}
 	flags.Bind(cmd.Flags())
 	return cmd
@@ -102,7 +109,7 @@ func runOrchestrate(ctx context.Context, f OrchestrateFlags) error {
 			return err
 		}
 	}
-	py, err := pyenv.Find(pyenv.Venv{Dir: "venv-fl", Package: "continuum_fl", PythonEnv: "CONTINUUM_FL_PYTHON", SrcEnv: "CONTINUUM_PYTHON_SRC"})
+	py, err := pyenv.Find(pyenv.Venv{Dir: "venv-fl", Package: "continuum_fl", PythonEnv: "CONTINUUM_FL_PYTHON", SrcEnv: "CONTINUUM_PYTHON_SRC", Stack: "fl"})
 	if err != nil {
 		return err
 	}

@@ -183,7 +183,7 @@ func checkBinaries(cfg Config) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("missing %v: run `make setup` (Kubernetes, CoreDNS and etcd are built into .tools/bin; containerd, runc and the CNI plugins are Debian packages)", missing)
+		return fmt.Errorf("missing %v: run `continuum setup kubernetes` (Kubernetes, CoreDNS and etcd are built into .tools/bin; containerd, runc and the CNI plugins are Debian packages)", missing)
 	}
 	return nil
 }

@@ -126,7 +126,7 @@ func FindBinDir() (string, error) {
 	if p, ok := tools.Find(t); ok {
 		return filepath.Dir(p), nil
 	}
-	return "", fmt.Errorf("%s not found in %s: run `make setup` in the clone or set $%s to the directory holding it", APIServerBinary, tools.Searched(), BinDirEnv)
+	return "", fmt.Errorf("%s not found in %s: run `continuum setup kubernetes` in the clone or set $%s to the directory holding it", APIServerBinary, tools.Searched(), BinDirEnv)
 }
 
 // checkBinaries reports the first of names that is not an executable file in dir.

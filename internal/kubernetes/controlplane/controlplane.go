@@ -64,7 +64,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		need = append(need, SchedulerBinary)
 	}
 	if err := checkBinaries(cfg.BinDir, need...); err != nil {
-		return nil, fmt.Errorf("kubernetes binaries in %s: %w (run `make setup` or set $%s)", cfg.BinDir, err, BinDirEnv)
+		return nil, fmt.Errorf("kubernetes binaries in %s: %w (run `continuum setup kubernetes` or set $%s)", cfg.BinDir, err, BinDirEnv)
 	}
 	for _, d := range []string{cfg.Dir, filepath.Join(cfg.Dir, "logs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -101,10 +101,10 @@ func pythonRuntime(h *hostFiles) (version string, err error) {
 func venvTree(h *hostFiles, dst, venv, version string) error {
 	real, err := filepath.EvalSymlinks(venv)
 	if err != nil {
-		return fmt.Errorf("venv %s: %w (run `make setup`)", venv, err)
+		return fmt.Errorf("venv %s: %w (run `continuum setup functions fl`)", venv, err)
 	}
 	if _, err := os.Stat(filepath.Join(real, "lib", "python"+version)); err != nil {
-		return fmt.Errorf("venv %s: no lib/python%s: it was made with another Python than this host's python3 (%s); rebuild it with `make setup`", venv, version, version)
+		return fmt.Errorf("venv %s: no lib/python%s: it was made with another Python than this host's python3 (%s); rebuild it with `continuum setup functions fl`", venv, version, version)
 	}
 	if err := h.t.HostTree(dst, real, nil); err != nil {
 		return err

@@ -39,6 +39,14 @@ against the store's goals (docs/kv.md) and the raw JSON.`,
 				}
 				return benchkit.Write(cmd.OutOrStdout(), out, kvbench.Markdown(res), res)
 			}
+			for _, s := range cfg.Stores {
+				if s == "etcd" || s == "redis" { // the third-party stores are the baselines stack's
+					if err := cli.NeedStacks(cmd, "baselines"); err != nil {
+						return err
+					}
+					break
+				}
+			}
 			if quick {
 				q := kvbench.DefaultConfig(true)
 				f := cmd.Flags()

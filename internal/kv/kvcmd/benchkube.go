@@ -39,6 +39,9 @@ by repeat.`,
 				}
 				return benchkit.Write(cmd.OutOrStdout(), out, kubebench.Markdown(res), res)
 			}
+			if err := cli.NeedStacks(cmd, "kubernetes"); err != nil { // kube-apiserver, and etcd
+				return err
+			}
 			if quick {
 				q := kubebench.DefaultConfig(true)
 				f := cmd.Flags()

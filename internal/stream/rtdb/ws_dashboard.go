@@ -74,7 +74,7 @@ func (s *Server) serveDashboard(w http.ResponseWriter, r *http.Request) {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			writeError(w, http.StatusNotFound, "Firebase JS SDK module "+name+" not found in "+dir+
-				": run make setup and start realtime-db with --firebase-sdk-dir <clone>/"+DefaultFirebaseSDKDir)
+				": run continuum setup stream and start realtime-db with --firebase-sdk-dir <clone>/"+DefaultFirebaseSDKDir)
 			return
 		}
 		if err != nil {

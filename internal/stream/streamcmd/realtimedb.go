@@ -38,7 +38,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&sec.ProjectID, "project-id", sec.ProjectID, "Firebase project id: the aud of accepted ID tokens")
 	fs.StringVar(&sec.JWTIssuer, "jwt-issuer", sec.JWTIssuer, "exact iss of accepted ID tokens (default: any ending in /<project-id>)")
 	fs.StringVar(&sec.JWTKeysFile, "jwt-keys", sec.JWTKeysFile, "public keys ID tokens are signed with: a JWKS, a JSON object of key id to PEM certificate, or PEM blocks")
-	fs.StringVar(&c.FirebaseSDKDir, "firebase-sdk-dir", c.FirebaseSDKDir, "the npm firebase package whose browser modules /.dashboard/ loads (default "+rtdb.DefaultFirebaseSDKDir+", from make setup)")
+	fs.StringVar(&c.FirebaseSDKDir, "firebase-sdk-dir", c.FirebaseSDKDir, "the npm firebase package whose browser modules /.dashboard/ loads (default "+rtdb.DefaultFirebaseSDKDir+", from continuum setup stream)")
 	fs.DurationVar(&c.Stream.KeepAlive, "keep-alive", c.Stream.KeepAlive, "interval of keep-alive events on an idle stream (SSE)")
 	fs.IntVar(&c.Stream.ListenerBufferBytes, "listener-buffer-bytes", c.Stream.ListenerBufferBytes, "events queued per listener before they are coalesced into one full put")
 }

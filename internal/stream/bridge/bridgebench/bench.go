@@ -368,7 +368,7 @@ func perfRun(ctx context.Context, cfg Config, broker string, brokerPID int, cpus
 		return PerfRun{}, err
 	}
 	if m, _ := filepath.Glob(filepath.Join(home, "libs", "kafka-tools-*.jar")); len(m) == 0 {
-		return PerfRun{}, fmt.Errorf("kafka-tools is not in %s/libs: run `make setup` (tools/kafka/pom.xml lists it)", home)
+		return PerfRun{}, fmt.Errorf("kafka-tools is not in %s/libs: run `continuum setup stream` (tools/kafka/pom.xml lists it)", home)
 	}
 	prefix, undo, err := pin(brokerPID, cpus)
 	if err != nil {
