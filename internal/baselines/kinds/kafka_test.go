@@ -81,7 +81,7 @@ func TestKafkaKindCommand(t *testing.T) {
 
 	t.Setenv("CONTINUUM_KAFKA_HOME", t.TempDir())
 	_, noHome := kindtest.Decode(t, "kafka", "java: "+java+"\n")
-	if _, err := k.Command(env, noHome); err == nil || !strings.Contains(err.Error(), "make setup") {
+	if _, err := k.Command(env, noHome); err == nil || !strings.Contains(err.Error(), "continuum setup stream") {
 		t.Errorf("missing Kafka: %v", err)
 	}
 }

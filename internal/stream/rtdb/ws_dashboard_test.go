@@ -106,7 +106,7 @@ func TestDashboardServing(t *testing.T) {
 		}
 	}
 	nodir := startRTDB(t, func(c *Config) { c.FirebaseSDKDir = t.TempDir() })
-	if r := do(t, "GET", nodir+"/.dashboard/sdk/firebase-app.js", ""); r.code != 404 || !strings.Contains(r.body, "make setup") {
-		t.Errorf("missing SDK: %d %s, want 404 saying to run make setup", r.code, r.body)
+	if r := do(t, "GET", nodir+"/.dashboard/sdk/firebase-app.js", ""); r.code != 404 || !strings.Contains(r.body, "continuum setup stream") {
+		t.Errorf("missing SDK: %d %s, want 404 naming continuum setup stream", r.code, r.body)
 	}
 }
