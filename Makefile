@@ -6,7 +6,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup setup-core build test test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check
+.PHONY: setup setup-core build build-continuum test test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check
 
 # The core (Debian packages of the testbed and the report, Go): scripts/setup.sh. Each system's
 # stack installs on first use (`continuum setup STACK`, internal/setup); `make setup` installs all
@@ -19,9 +19,12 @@ setup: setup-core build
 
 # Static binaries (no cgo): the same file runs on the host, in the testbed's nodes and as the only
 # program in the container images (`continuum image build`, which has no libc to offer).
-build:
-	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/continuum
+build: build-continuum
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS) -s -w" -o bin/continuum-proxy ./cmd/continuum-proxy
+
+# The main binary alone: all `make demo` needs.
+build-continuum:
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/continuum
 
 # Unit and integration tests (network namespaces, delays, faults, cleanup, the Chromium report test).
 # Needs root; tests that need root fail rather than skip when CONTINUUM_REQUIRE_ROOT=1. Two passes,
@@ -112,7 +115,7 @@ soak:
 test-short: setup-core build
 	CONTINUUM_BIN=$(CURDIR)/$(BIN) $(GO) test -short -count=1 ./...
 
-demo: setup-core build
+demo: setup-core build-continuum
 	$(BIN) run scenarios/quickstart.yaml --out $(OUT)
 
 bench-testbed: build

@@ -21,18 +21,20 @@ import (
 const Script = "scripts/setup.sh"
 
 // FindClone is the Continuum clone holding the setup script: the nearest directory above the
-// working directory, or above the running executable (symlinks resolved: bin/continuum of a
-// clone), that has scripts/setup.sh beside a go.mod of this module.
+// running executable (symlinks resolved: bin/continuum of a clone), else above the working
+// directory, that has scripts/setup.sh beside a go.mod of this module. The executable's own
+// clone comes first: its script is the one that goes with this binary, and a directory the user
+// happens to stand in should not choose what runs as root.
 func FindClone() (string, error) {
 	f := tools.Default()
 	var starts []string
-	if f.WD != "" {
-		starts = append(starts, f.WD)
-	}
 	if f.Exe != "" {
 		if r, err := filepath.EvalSymlinks(f.Exe); err == nil {
 			starts = append(starts, filepath.Dir(r))
 		}
+	}
+	if f.WD != "" {
+		starts = append(starts, f.WD)
 	}
 	for _, s := range starts {
 		for d := s; ; d = filepath.Dir(d) {
