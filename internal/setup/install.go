@@ -261,9 +261,24 @@ func (in *Installer) record(name string, h history) {
 	if err != nil || os.MkdirAll(in.Cache, 0o755) != nil {
 		return
 	}
-	tmp := filepath.Join(in.Cache, historyFile+".tmp")
-	if os.WriteFile(tmp, b, 0o644) == nil {
-		_ = os.Rename(tmp, filepath.Join(in.Cache, historyFile))
+	// A temporary file of its own (O_EXCL, a fresh name): a fixed name could be a link planted
+	// beside the history, and writing it would write through the link, as root.
+	f, err := os.CreateTemp(in.Cache, historyFile+".tmp.*")
+	if err != nil {
+		return
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(in.Cache, historyFile))
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
 	}
 }
 

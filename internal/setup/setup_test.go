@@ -326,3 +326,24 @@ func TestStatusWhereAndSize(t *testing.T) {
 }
 
 func timeZero() time.Time { return time.Now() }
+
+// The history's temporary file is the installer's own: a link planted in its place (the cache
+// may be shared, or a damaged earlier run's) is replaced, never written through.
+func TestRecordWritesThroughNoLink(t *testing.T) {
+	h := newFakeHost(t, "")
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(h.cache, historyFile+".tmp")); err != nil {
+		t.Fatal(err)
+	}
+	in := h.installer(&bytes.Buffer{})
+	in.record("fl", history{Seconds: 42})
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("record wrote through the link %s.tmp: the file it points to now holds %q", historyFile, b)
+	}
+	if e := in.estimate(mustLookup(t, "fl")); !e.measured || e.Time.Seconds() != 42 {
+		t.Errorf("estimate after record = %+v, want the recorded 42 s", e)
+	}
+}
