@@ -145,6 +145,7 @@ echo "setup: creating the Python venv venv-fl in $d"
 for p in a b c; do echo "progress: pkg example.org/$p"; done
 rm -f "$d/bin/python" # never write through a link
 head -c 100000 /dev/zero >"$d/bin/python"
+touch "$d/.complete" # the script's stamp, written last
 ln -sfn "$d" .tools/venv-fl
 `
 
@@ -345,5 +346,36 @@ func TestRecordWritesThroughNoLink(t *testing.T) {
 	}
 	if e := in.estimate(mustLookup(t, "fl")); !e.measured || e.Time.Seconds() != 42 {
 		t.Errorf("estimate after record = %+v, want the recorded 42 s", e)
+	}
+}
+
+// A venv whose pip install was interrupted has its bin/python but not the .complete stamp the
+// script writes last: the stack is missing, in the cache and through a clone's .tools link alike.
+func TestHalfBuiltVenvIsMissing(t *testing.T) {
+	h := newFakeHost(t, "")
+	d := filepath.Join(h.cache, "venv-fl-0123456789abcdef-py3.11")
+	if err := os.MkdirAll(filepath.Join(d, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "bin", "python"), []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.checker.Status([]Stack{mustLookup(t, "fl")})[0]; st.Installed() {
+		t.Errorf("a venv without .complete (pip interrupted) counts as installed: %+v", st.Where)
+	}
+	if err := os.MkdirAll(filepath.Join(h.root, ".tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(d, filepath.Join(h.root, ".tools", "venv-fl")); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.checker.Status([]Stack{mustLookup(t, "fl")})[0]; st.Installed() {
+		t.Errorf("a half-built venv linked from .tools counts as installed: %+v", st.Where)
+	}
+	if err := os.WriteFile(filepath.Join(d, ".complete"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.checker.Status([]Stack{mustLookup(t, "fl")})[0]; !st.Installed() {
+		t.Errorf("the whole venv counts as missing: %s", st.Missing())
 	}
 }

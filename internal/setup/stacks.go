@@ -12,6 +12,8 @@ package setup
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -81,7 +83,7 @@ var Stacks = []Stack{
 		Summary:  "the Python venv of the function runtimes and handlers (pandas, Flask, Waitress) and of the Python tests (pytest, ruff)",
 		NeededBy: "kinds function, micro, faas-gateway; faas gateway; the iot scenarios; make test",
 		Apt:      []string{"python3", "python3-venv"},
-		Tools:    []tools.Tool{tools.Venv("venv")},
+		Tools:    []tools.Tool{venv("venv")},
 		Size:     340 * mib,
 		Time:     90 * time.Second,
 	},
@@ -91,7 +93,7 @@ var Stacks = []Stack{
 		Summary:  "the Python venv of the federated-learning services (PyTorch, Flower, scikit-learn)",
 		NeededBy: "kinds fl-job, fl-orchestrator; fl orchestrate; the fl scenarios",
 		Apt:      []string{"python3", "python3-venv"},
-		Tools:    []tools.Tool{tools.Venv("venv-fl")},
+		Tools:    []tools.Tool{venv("venv-fl")},
 		Size:     5900 * mib,
 		Time:     4 * time.Minute,
 	},
@@ -116,6 +118,21 @@ var Stacks = []Stack{
 		Size:     300 * mib,
 		Time:     time.Minute,
 	},
+}
+
+// venv is a Python venv of the script's (tools.Venv) that is whole: the script writes its
+// .complete stamp last, so a venv whose pip install was cut short has bin/python but no stamp,
+// and counts as missing (the script rebuilds it) rather than installed.
+func venv(name string) tools.Tool {
+	t := tools.Venv(name)
+	t.OK = func(python string) bool {
+		if _, err := os.Stat(python); err != nil {
+			return false
+		}
+		_, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(python)), ".complete"))
+		return err == nil
+	}
+	return t
 }
 
 // Lookup finds a stack by name or alias.
