@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/tools"
@@ -177,7 +178,19 @@ func (in *Installer) installApt(ctx context.Context, pkgs []string, updated *boo
 func (in *Installer) runScript(ctx context.Context, name string, p *progress) error {
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(in.Root, Script), "--stack", name)
 	cmd.Dir = in.Root
-	cmd.Env = append(os.Environ(), "CONTINUUM_CACHE="+in.Cache)
+	// The script runs in the clone: a relative cache (CONTINUUM_CACHE=cache) is made absolute
+	// here, where it means what this process's lookups mean by it.
+	cache, err := filepath.Abs(in.Cache)
+	if err != nil {
+		return err
+	}
+	cmd.Env = append(os.Environ(), "CONTINUUM_CACHE="+cache)
+	// Its own process group, killed whole on cancel (Ctrl-C, SIGTERM): go build, pip or mvn
+	// would otherwise outlive bash, keep writing into the cache and hold its output open, and
+	// Wait would wait for them. WaitDelay bounds the wait for that output all the same.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
@@ -187,10 +200,21 @@ func (in *Installer) runScript(ctx context.Context, name string, p *progress) er
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
+		r := bufio.NewReaderSize(pr, 64<<10)
+		for {
+			// ReadLine, not a Scanner: a line longer than the buffer is cut (its rest dropped)
+			// rather than ending the reading and hiding every line after it.
+			b, more, err := r.ReadLine()
+			if err != nil {
+				break
+			}
+			line := string(b)
+			if more {
+				line += " […]"
+			}
+			for more && err == nil {
+				_, more, err = r.ReadLine()
+			}
 			if len(last) == 40 {
 				last = last[1:]
 			}
@@ -203,7 +227,7 @@ func (in *Installer) runScript(ctx context.Context, name string, p *progress) er
 		}
 		_, _ = io.Copy(io.Discard, pr)
 	}()
-	err := cmd.Wait()
+	err = cmd.Wait()
 	pw.Close()
 	<-done
 	if err != nil {

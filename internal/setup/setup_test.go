@@ -7,10 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/testenv"
 	"github.com/continuum-project/continuum/internal/tools"
 )
 
@@ -378,4 +382,100 @@ func TestHalfBuiltVenvIsMissing(t *testing.T) {
 	if st := h.checker.Status([]Stack{mustLookup(t, "fl")})[0]; !st.Installed() {
 		t.Errorf("the whole venv counts as missing: %s", st.Missing())
 	}
+}
+
+// Cancelling the context (Ctrl-C, SIGTERM) ends the script's step at once, the processes it
+// started included, though they hold its output open; the stack is not counted.
+func TestInstallCancelKillsTheStep(t *testing.T) {
+	h := newFakeHost(t, `sleep 300 & echo $! >"$CONTINUUM_CACHE/child"; wait
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	in := h.installer(nil)
+	in.Out = &out
+	done := make(chan error, 1)
+	go func() { done <- in.Install(ctx, []Stack{mustLookup(t, "fl")}) }()
+	var pid int
+	testenv.Eventually(t, 10*time.Second, "the script's child to start", func() bool {
+		b, err := os.ReadFile(filepath.Join(h.cache, "child"))
+		if err != nil || len(b) == 0 || b[len(b)-1] != '\n' {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Install after cancel = nil, want an error")
+		}
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatal("Install still waiting 20 s after its context was cancelled: the script's child holds its output open")
+	}
+	testenv.Eventually(t, 10*time.Second, "the script's child to be killed", func() bool { return syscall.Kill(pid, 0) != nil })
+	if st := h.checker.Status([]Stack{mustLookup(t, "fl")})[0]; st.Installed() {
+		t.Error("the cancelled stack counts as installed")
+	}
+}
+
+// A line longer than any buffer (a script dumping 2 MB on one line) neither stops the reading
+// nor hides what the script prints after it: the failure's last lines still say why.
+func TestScriptsHugeLineKeepsTheRest(t *testing.T) {
+	h := newFakeHost(t, `head -c 2097152 /dev/zero | tr '\0' x; echo
+echo 'progress: pkg after'
+echo 'boom: the real error' >&2; exit 4
+`)
+	var out bytes.Buffer
+	in := h.installer(&out)
+	p := in.startProgress("fl", time.Now(), estimate{Time: time.Minute})
+	err := in.runScript(context.Background(), "fl", p)
+	p.stop()
+	if err == nil || !strings.Contains(err.Error(), "boom: the real error") {
+		t.Errorf("runScript = %v, want the error's last lines to hold the line after the 2 MB one", err)
+	}
+	if p.packages() != 1 {
+		t.Errorf("packages counted = %d, want the 1 after the long line", p.packages())
+	}
+	if out.Len() > 1<<20 {
+		t.Errorf("printed %d bytes for one line: an over-long line should be cut", out.Len())
+	}
+}
+
+// A relative $CONTINUUM_CACHE is relative to where the command runs; the script runs in the
+// clone: it must get the same directory, or what it builds is found by nobody (and its links
+// dangle) and every install ends "still missing".
+func TestRelativeCacheIsTheSameForTheScript(t *testing.T) {
+	h := newFakeHost(t, makeFLVenv)
+	wd := t.TempDir()
+	t.Chdir(wd)
+	h.cache = "cache"
+	h.checker.Finder = tools.Finder{WD: wd, Cache: h.cache}
+	var out bytes.Buffer
+	if err := h.installer(&out).Install(context.Background(), []Stack{mustLookup(t, "fl")}); err != nil {
+		t.Fatalf("Install with CONTINUUM_CACHE=cache from %s: %v\n%s", wd, err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(h.root, ".tools", "venv-fl", "bin", "python")); err != nil {
+		t.Errorf("the clone's .tools/venv-fl does not lead to the venv: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the installer's goroutines and the test's.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
