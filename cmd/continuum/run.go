@@ -118,7 +118,7 @@ func newRunCmd() *cobra.Command {
 				eo := setup.EnsureOptions{Who: "scenario " + args[0], Yes: yes, In: os.Stdin,
 					Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr), Out: cmd.ErrOrStderr()}
 				if check {
-					eo.Yes, eo.Interactive = false, false // --check installs nothing
+					eo.NoInstall = true // --check installs nothing, $CONTINUUM_AUTO_SETUP=1 or not
 				}
 				if err := setup.Ensure(cmd.Context(), needs, eo); err != nil {
 					return err

@@ -118,3 +118,44 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// run --check installs nothing, whatever else says yes: with CONTINUUM_AUTO_SETUP=1, from a
+// clone whose setup script and apt-get only leave a mark, checking the FL seed (whose stack is
+// missing) refuses and runs neither.
+func TestRunCheckInstallsNothingWithAutoSetup(t *testing.T) {
+	clone, cache, fake := t.TempDir(), t.TempDir(), t.TempDir()
+	mk := func(path, text string, mode os.FileMode) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(filepath.Join(clone, "go.mod"), "module github.com/continuum-project/continuum\n\ngo 1.26\n", 0o644)
+	mk(filepath.Join(clone, setup.Script), "#!/usr/bin/env bash\necho ran >\"$CONTINUUM_CACHE/script-ran\"; exit 1\n", 0o755)
+	mk(filepath.Join(fake, "apt-get"), "#!/bin/sh\necho ran >\""+cache+"/apt-ran\"; exit 1\n", 0o755)
+	lone := filepath.Join(clone, "bin", "continuum")
+	if err := os.MkdirAll(filepath.Dir(lone), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, bin, lone)
+	scenario, err := filepath.Abs("../../scenarios/fl/seed-orchestration.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(lone, "run", "--check", scenario)
+	cmd.Dir = clone
+	cmd.Env = append(os.Environ(), "CONTINUUM_CACHE="+cache, "CONTINUUM_AUTO_SETUP=1", "CONTINUUM_STATE_DIR="+t.TempDir(),
+		"PATH="+fake+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "`continuum setup fl`") {
+		t.Errorf("run --check with %s=1: %v, want a refusal naming `continuum setup fl`:\n%s", setup.AutoEnv, err, out)
+	}
+	for _, mark := range []string{"script-ran", "apt-ran"} {
+		if _, err := os.Stat(filepath.Join(cache, mark)); err == nil {
+			t.Errorf("run --check with %s=1 installed: %s", setup.AutoEnv, mark)
+		}
+	}
+}

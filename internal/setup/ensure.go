@@ -17,6 +17,9 @@ const AutoEnv = "CONTINUUM_AUTO_SETUP"
 type EnsureOptions struct {
 	Who string // what needs them, for the message: "scenario fl-seed", "cluster up"
 	Yes bool   // install without asking (--yes)
+	// NoInstall only looks (run --check): a missing stack is an error whatever would otherwise
+	// say yes, $CONTINUUM_AUTO_SETUP included.
+	NoInstall bool
 	// In and Interactive: when In is a terminal, the user is asked (y/N).
 	In          io.Reader
 	Interactive bool
@@ -48,8 +51,8 @@ func Ensure(ctx context.Context, names []string, o EnsureOptions) error {
 		parts = append(parts, fmt.Sprintf("%s: %s (~%s, ~%s %s; missing %s)", m.Name, m.Summary, HumanBytes(m.Size), humanDuration(est.Time), est.where(), m.Missing()))
 	}
 	what := fmt.Sprintf("%s needs %s not installed:\n  %s", o.Who, map[bool]string{true: "a stack", false: "stacks"}[len(missing) == 1], strings.Join(parts, "\n  "))
-	install := o.Yes || os.Getenv(AutoEnv) == "1"
-	if !install && o.Interactive && o.In != nil {
+	install := !o.NoInstall && (o.Yes || os.Getenv(AutoEnv) == "1")
+	if !install && !o.NoInstall && o.Interactive && o.In != nil {
 		fmt.Fprintf(o.Out, "%s\nInstall now with `%s`? [y/N] ", what, Command(cmdNames))
 		line, _ := bufio.NewReader(o.In).ReadString('\n')
 		switch strings.ToLower(strings.TrimSpace(line)) {
