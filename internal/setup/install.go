@@ -91,29 +91,30 @@ func (in *Installer) Plan(stacks []Stack) []string {
 	return out
 }
 
-// Install installs each stack that is not installed yet: its Debian packages, then the script's
-// step. A stack that is still incomplete afterwards is an error: never silently half.
+// Install installs each stack: its missing Debian packages, then the script's step (which, for a
+// stack already built from the clone's pins, only checks and links). A stack that is still
+// incomplete afterwards is an error: never silently half.
 func (in *Installer) Install(ctx context.Context, stacks []Stack) error {
 	aptUpdated := false
-	// A stack counts as installed for this clone when its Debian packages are there and the
-	// clone's .tools links to every tool: found only in the cache (a fresh clone on a warm
-	// machine), the script still runs, which only checks the cache and links.
+	// The script's step runs even for a stack that looks installed: only the script knows the
+	// cache keys (the hash of the pins, the Go or Python release), so after a pull that bumps a
+	// pin, the clone's .tools still links the old build and only the step rebuilds it. On an
+	// up-to-date stack it only checks and links, in seconds.
 	local := in.Checker
 	local.Finder = tools.Finder{WD: in.Root}
 	linked := local.Status(stacks)
 	for i, st := range in.Checker.Status(stacks) {
-		if st.Installed() && linked[i].Installed() {
+		est := in.estimate(st.Stack)
+		switch {
+		case st.Installed() && linked[i].Installed():
 			where := strings.Join(st.Where, ", ")
 			if where == "" {
 				where = "Debian packages " + strings.Join(st.Apt, " ")
 			}
-			fmt.Fprintf(in.Out, "setup %s: installed (%s)\n", st.Name, where)
-			continue
-		}
-		est := in.estimate(st.Stack)
-		if st.Installed() {
+			fmt.Fprintf(in.Out, "setup %s: installed (%s); checking it against the clone's pins\n", st.Name, where)
+		case st.Installed():
 			fmt.Fprintf(in.Out, "setup %s: in the cache (%s); linking it into %s/.tools\n", st.Name, strings.Join(st.Where, ", "), in.Root)
-		} else {
+		default:
 			fmt.Fprintf(in.Out, "setup %s: installing %s: %s (~%s, ~%s %s)\n", st.Name, st.Summary, st.Missing(),
 				HumanBytes(st.Size), humanDuration(est.Time), est.where())
 		}
@@ -132,7 +133,7 @@ func (in *Installer) Install(ctx context.Context, stacks []Stack) error {
 			return fmt.Errorf("setup %s finished but is still missing %s: nothing was linked; look at the lines above", st.Name, again.Missing())
 		}
 		took := time.Since(start)
-		if st.Installed() {
+		if took <= 10*time.Second && st.Installed() {
 			fmt.Fprintf(in.Out, "setup %s: linked\n", st.Name)
 			continue
 		}

@@ -479,3 +479,34 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// After a pull that bumps a stack's pins (a new requirements file, go.sum, Kafka version), the
+// clone's .tools still links the old build, which Status counts as installed. `continuum setup`
+// (make setup) must still run the script's step, which keys the cache by the pins and rebuilds;
+// otherwise the old build is kept for ever.
+func TestSetupRunsTheStepAfterAPinBump(t *testing.T) {
+	h := newFakeHost(t, makeFLVenv)
+	old := filepath.Join(h.cache, "venv-fl-aaaaaaaaaaaaaaaa-py3.11")
+	if err := os.MkdirAll(filepath.Join(old, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"bin/python", ".complete"} {
+		if err := os.WriteFile(filepath.Join(old, f), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(h.root, ".tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(old, filepath.Join(h.root, ".tools", "venv-fl")); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := h.installer(&out).Install(context.Background(), []Stack{mustLookup(t, "fl")}); err != nil {
+		t.Fatalf("Install: %v\n%s", err, out.String())
+	}
+	want := filepath.Join(h.cache, "venv-fl-0123456789abcdef-py3.11")
+	if got, _ := os.Readlink(filepath.Join(h.root, ".tools", "venv-fl")); got != want {
+		t.Errorf(".tools/venv-fl -> %s after setup, want the pinned build %s: the script's step did not run\n%s", got, want, out.String())
+	}
+}
