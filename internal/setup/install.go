@@ -86,7 +86,8 @@ func (in *Installer) Plan(stacks []Stack) []string {
 			out = append(out, fmt.Sprintf("%s: installed", st.Name))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: would install %s (~%s, ~%s here)", st.Name, st.Missing(), HumanBytes(st.Size), humanDuration(in.estimate(st.Stack).Time)))
+		est := in.estimate(st.Stack)
+		out = append(out, fmt.Sprintf("%s: would install %s (~%s, ~%s %s)", st.Name, st.Missing(), HumanBytes(st.Size), humanDuration(est.Time), est.where()))
 	}
 	return out
 }
@@ -255,7 +256,9 @@ func (e estimate) where() string {
 }
 
 func estimateFor(cache string, st Stack) estimate {
-	if h, ok := readHistory(cache)[st.Name]; ok && h.Seconds > 0 {
+	// The history is a file anyone with the cache can edit: a time that is not one (negative,
+	// beyond a day, or overflowing a Duration) or a negative count is no estimate.
+	if h, ok := readHistory(cache)[st.Name]; ok && h.Seconds > 0 && h.Seconds <= 24*3600 && h.Packages >= 0 {
 		return estimate{Time: time.Duration(h.Seconds * float64(time.Second)), Packages: h.Packages, measured: true}
 	}
 	return estimate{Time: st.Time}

@@ -510,3 +510,26 @@ func TestSetupRunsTheStepAfterAPinBump(t *testing.T) {
 		t.Errorf(".tools/venv-fl -> %s after setup, want the pinned build %s: the script's step did not run\n%s", got, want, out.String())
 	}
 }
+
+// The dry run's estimate says where it comes from: the catalog's 2-core machine until this
+// machine has installed the stack once, and a crafted or damaged history (a negative or absurd
+// time) is no estimate at all.
+func TestPlanSaysWhereTheEstimateComesFrom(t *testing.T) {
+	h := newFakeHost(t, "")
+	in := h.installer(&bytes.Buffer{})
+	if got := strings.Join(in.Plan([]Stack{mustLookup(t, "fl")}), "\n"); !strings.Contains(got, "~4 min on a 2-core machine") {
+		t.Errorf("Plan with no history here = %q, want the catalog's time named as a 2-core machine's", got)
+	}
+	for _, bad := range []string{`{"fl": {"seconds": 1e300}}`, `{"fl": {"seconds": 30, "packages": -5}}`} {
+		if err := os.WriteFile(filepath.Join(h.cache, historyFile), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if e := in.estimate(mustLookup(t, "fl")); e.measured || e.Time != mustLookup(t, "fl").Time {
+			t.Errorf("estimate from the history %s = %+v, want the catalog's", bad, e)
+		}
+	}
+	in.record("fl", history{Seconds: 150})
+	if got := strings.Join(in.Plan([]Stack{mustLookup(t, "fl")}), "\n"); !strings.Contains(got, "~3 min as the last install here took") {
+		t.Errorf("Plan after an install here = %q, want this machine's time", got)
+	}
+}
