@@ -533,3 +533,24 @@ func TestPlanSaysWhereTheEstimateComesFrom(t *testing.T) {
 		t.Errorf("Plan after an install here = %q, want this machine's time", got)
 	}
 }
+
+// Kafka is installed when its jars are: a libs folder without kafka_2.13-*.jar (what the script
+// and the broker's lookup check) is missing, not installed.
+func TestKafkaWithoutItsJarIsMissing(t *testing.T) {
+	h := newFakeHost(t, "")
+	for _, d := range []string{"kafka-4.4.0-0123456789abcdef/libs", "npm-firebase-12.19.0-0123456789abcdef/node_modules/firebase"} {
+		if err := os.MkdirAll(filepath.Join(h.cache, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := h.checker.Status([]Stack{mustLookup(t, "stream")})[0]; st.Installed() {
+		t.Errorf("Kafka's libs without its jar counts as installed: %v", st.Where)
+	}
+	jar := filepath.Join(h.cache, "kafka-4.4.0-0123456789abcdef/libs/kafka_2.13-4.4.0.jar")
+	if err := os.WriteFile(jar, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.checker.Status([]Stack{mustLookup(t, "stream")})[0]; !st.Installed() {
+		t.Errorf("Kafka with its jar counts as missing: %s", st.Missing())
+	}
+}

@@ -70,7 +70,7 @@ var Stacks = []Stack{
 		NeededBy: "kind kafka; the stream scenarios; the realtime database's dashboard",
 		Apt:      []string{"openjdk-17-jre-headless", "maven"},
 		Tools: []tools.Tool{
-			{Path: "kafka/libs", CacheDir: "kafka-*", CacheRel: "libs"},
+			{Path: "kafka/libs", CacheDir: "kafka-*", CacheRel: "libs", OK: hasKafkaJar},
 			{Path: "npm-firebase/node_modules/firebase", CacheDir: "npm-firebase-*", CacheRel: "node_modules/firebase"},
 		},
 		Size: 310 * mib,
@@ -133,6 +133,13 @@ func venv(name string) tools.Tool {
 		return err == nil
 	}
 	return t
+}
+
+// hasKafkaJar accepts a libs folder holding Kafka's own jar, as the script's step and the
+// broker's lookup (internal/baselines KafkaHome) do: the folder alone is not Kafka.
+func hasKafkaJar(libs string) bool {
+	m, _ := filepath.Glob(filepath.Join(libs, "kafka_2.13-*.jar"))
+	return len(m) > 0
 }
 
 // Lookup finds a stack by name or alias.
