@@ -96,6 +96,11 @@ func printSetupStatus(out io.Writer) {
 		coreStatus = "missing " + strings.Join(coreMissing, " ") + " (run scripts/setup.sh)"
 	}
 	fmt.Fprintf(tw, "core\t%s\t-\t%s\tDebian packages, Go\tevery command (make demo installs it)\n", coreStatus, orNone(h.Go))
+	// The checker names entries with the cache's links resolved (a cache on another disk).
+	cacheReal, err := filepath.EvalSymlinks(h.Cache)
+	if err != nil {
+		cacheReal = h.Cache
+	}
 	for _, st := range c.Status(setup.Stacks) {
 		state, size := "installed", setup.HumanBytes(st.Bytes)
 		if !st.Installed() {
@@ -104,7 +109,7 @@ func printSetupStatus(out io.Writer) {
 		}
 		var where []string
 		for _, w := range st.Where {
-			if filepath.Dir(w) == h.Cache {
+			if d := filepath.Dir(w); d == h.Cache || d == cacheReal {
 				w = filepath.Base(w) // the cache is named once, below
 			}
 			where = append(where, short(w))

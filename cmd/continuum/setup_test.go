@@ -159,3 +159,36 @@ func TestRunCheckInstallsNothingWithAutoSetup(t *testing.T) {
 		}
 	}
 }
+
+// A cache reached through a link (~/.cache/continuum on another disk) is named once, below the
+// table; its entries are named by their own names in WHERE, as a cache that is no link.
+func TestSetupStatusNamesEntriesOfALinkedCache(t *testing.T) {
+	dir, real := t.TempDir(), t.TempDir()
+	venv := filepath.Join(real, "venv-0123456789abcdef-py3.11")
+	if err := os.MkdirAll(filepath.Join(venv, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"bin/python", ".complete"} {
+		if err := os.WriteFile(filepath.Join(venv, f), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := filepath.Join(dir, "cache")
+	if err := os.Symlink(real, cache); err != nil {
+		t.Fatal(err)
+	}
+	lone := filepath.Join(dir, "continuum")
+	copyFile(t, bin, lone)
+	cmd := exec.Command(lone, "setup", "--status")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CONTINUUM_CACHE="+cache)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("setup --status: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "functions ") && (!strings.Contains(l, " venv-0123456789abcdef-py3.11 ") || strings.Contains(l, real)) {
+			t.Errorf("functions' WHERE names the linked cache's entry by its full path, want its name:\n%s", l)
+		}
+	}
+}
