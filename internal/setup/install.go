@@ -24,8 +24,10 @@ const Script = "scripts/setup.sh"
 // FindClone is the Continuum clone holding the setup script: the nearest directory above the
 // running executable (symlinks resolved: bin/continuum of a clone), else above the working
 // directory, that has scripts/setup.sh beside a go.mod of this module. The executable's own
-// clone comes first: its script is the one that goes with this binary, and a directory the user
-// happens to stand in should not choose what runs as root.
+// clone comes first: its script is the one that goes with this binary, so a directory the user
+// happens to stand in does not choose what runs as root. Only a binary that belongs to no clone
+// (copied to /usr/local/bin) falls back to the working directory: there the clone the user
+// stands in is the one they mean, as with `make setup` run in it.
 func FindClone() (string, error) {
 	f := tools.Default()
 	var starts []string
@@ -322,7 +324,16 @@ type progress struct {
 	shown bool // an interactive line is on screen
 	quit  chan struct{}
 	wg    sync.WaitGroup
+	// written and writtenAt cache the bytes written: counting walks the cache (0.4 s for the
+	// fl venv's 44k files), so an interactive line that is redrawn every second recounts them
+	// only every bytesEvery.
+	wmu       sync.Mutex
+	written   int64
+	writtenAt time.Time
 }
+
+// bytesEvery bounds how often the progress line walks the cache to count bytes written.
+const bytesEvery = 10 * time.Second
 
 func (in *Installer) startProgress(name string, start time.Time, est estimate) *progress {
 	p := &progress{in: in, name: name, start: start, est: est, quit: make(chan struct{})}
@@ -365,8 +376,14 @@ func (p *progress) packages() int {
 // line is the progress text: "setup fl: 1m20s of ~4 min, 1.2 GiB written, 412 of ~1650 Go packages compiled".
 func (p *progress) line() string {
 	s := fmt.Sprintf("setup %s: %s of ~%s", p.name, time.Since(p.start).Round(time.Second), humanDuration(p.est.Time))
-	if n := writtenSince(p.in.Cache, p.start); n > 0 {
-		s += ", " + HumanBytes(n) + " written"
+	p.wmu.Lock()
+	if time.Since(p.writtenAt) >= bytesEvery {
+		p.written, p.writtenAt = writtenSince(p.in.Cache, p.start), time.Now()
+	}
+	written := p.written
+	p.wmu.Unlock()
+	if written > 0 {
+		s += ", " + HumanBytes(written) + " written"
 	}
 	p.mu.Lock()
 	n := p.pkgs
