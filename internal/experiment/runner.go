@@ -452,16 +452,17 @@ func (ex *execution) run(ctx context.Context) error {
 	}()
 
 	counter := newRequestCounter()
+	work := newWorkProgress(ex.sc.Workloads)
 	var workloads []platform.Instance
 	for _, w := range ex.sc.Workloads {
 		ex.pr.phase(ex.index, ex.id, "starting "+w.Name)
-		p, err := ex.start(ctx, w, counter.writer(w.Name))
+		p, err := ex.start(ctx, w, io.MultiWriter(counter.writer(w.Name), work.writer(w)))
 		if err != nil {
 			return err
 		}
 		workloads = append(workloads, p)
 	}
-	ex.pr.running(ex.index, ex.id, t0, ex.sc.Duration.Duration, counter)
+	ex.pr.running(ex.index, ex.id, t0, ex.sc.Duration.Duration, work.text)
 	sched := &scheduler{ex: ex, t0: t0, log: evlog, counter: counter}
 	ectx, stopEvents := context.WithCancel(ctx)
 	var ewg sync.WaitGroup

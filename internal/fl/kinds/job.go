@@ -25,6 +25,7 @@ func init() {
 		Overrun: func(c *JobConfig) time.Duration {
 			return time.Duration(c.RoundTimeout*float64(time.Second)) + time.Minute
 		},
+		Progress: newJobProgress,
 	})
 }
 
