@@ -3,12 +3,14 @@ package experiment
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 type countingConfig struct {
@@ -49,6 +51,7 @@ func init() {
 		Progress: func(cfgs map[string]*countingConfig) kind.Progress {
 			return &countingProgress{cfgs: cfgs, n: map[string]int{}}
 		},
+		Outputs: []string{"job.json"},
 	})
 }
 
@@ -84,5 +87,22 @@ func TestWorkProgress(t *testing.T) {
 	write(wp.writer(ws[2]), `{"type":"progress","t_s":1,"sent":40,"ok":39,"errors":1,"throughput_rps":39,"series":{}}`)
 	if got, want := wp.text(), "test-counting: a 1 rounds   fake-load: 39 ops/s  sent 40, 1 failed (2.5%)"; got != want {
 		t.Errorf("two kinds: text = %q, want %q", got, want)
+	}
+}
+
+// TestInstanceRecordOutputs: run.json records the files a workload's kind says it writes, the
+// load engine's when it does not say, and none for a component.
+func TestInstanceRecordOutputs(t *testing.T) {
+	for _, tc := range []struct {
+		inst Instance
+		want []string
+	}{
+		{Instance{Name: "job", Kind: "test-counting"}, []string{"job.json"}},
+		{Instance{Name: "load", Kind: "fake-load"}, results.LoadFiles},
+		{Instance{Name: "srv", Kind: "fake-server"}, nil},
+	} {
+		if got := instanceRecord(tc.inst).Outputs; !slices.Equal(got, tc.want) {
+			t.Errorf("%s (%s): outputs %q, want %q", tc.inst.Name, tc.inst.Kind, got, tc.want)
+		}
 	}
 }

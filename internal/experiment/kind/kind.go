@@ -80,6 +80,10 @@ type Kind struct {
 	// config) and says how far they are in the kind's own terms. Optional: nil leaves the
 	// runner to count the load engine's progress lines as plain operations.
 	NewProgress func(cfgs map[string]any) Progress
+	// Outputs are the files a workload writes into its output directory for the report, as
+	// run.json records them (results.Instance.Outputs). Nil: the load engine's files
+	// (stats.json, timeseries.csv, percentiles.csv, errors.csv).
+	Outputs []string
 }
 
 // Progress is what a workload kind says about its running instances on the runner's live
@@ -284,6 +288,9 @@ type Def[C any] struct {
 	// Progress follows the run's instances of the kind (instance name -> config) for the
 	// runner's live line. Optional; workloads only.
 	Progress func(cfgs map[string]*C) Progress
+	// Outputs are the files a workload writes for the report (nil: the load engine's). Workloads
+	// only.
+	Outputs []string
 }
 
 // Register adds the kind d declares; it panics on a duplicate name or a missing field (a
@@ -314,6 +321,7 @@ func Register[C any](d Def[C]) {
 		Command:   func(env Env, cfg any) (Command, error) { return d.Command(env, cfgOf(cfg)) },
 		Metrics:   d.Metrics,
 		Helper:    d.Helper,
+		Outputs:   d.Outputs,
 	}
 	if d.Progress != nil {
 		k.NewProgress = func(cfgs map[string]any) Progress {
@@ -357,8 +365,8 @@ func register(k *Kind) {
 	if k.Role == RoleWorkload && k.Endpoints != nil {
 		panic(fmt.Sprintf("kind.Register: workload %q declares endpoints; only components serve", k.Name))
 	}
-	if k.Role == RoleComponent && k.NewProgress != nil {
-		panic(fmt.Sprintf("kind.Register: component %q declares a workload's progress", k.Name))
+	if k.Role == RoleComponent && (k.NewProgress != nil || k.Outputs != nil) {
+		panic(fmt.Sprintf("kind.Register: component %q declares a workload's progress or outputs", k.Name))
 	}
 	registryMu.Lock()
 	defer registryMu.Unlock()

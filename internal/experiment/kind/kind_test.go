@@ -115,7 +115,7 @@ func TestRegisterTypedOptional(t *testing.T) {
 	})
 	k, _ := kind.Lookup(name)
 	if k.Validate != nil || k.Endpoints != nil || k.Prepare != nil || k.Set != nil || k.Overrun != nil || k.Metrics != nil ||
-		k.NewProgress != nil {
+		k.NewProgress != nil || k.Outputs != nil {
 		t.Errorf("optional functions set: %+v", k)
 	}
 	if d := k.OverrunOf(k.NewConfig()); d != kind.DefaultOverrun {
@@ -132,7 +132,7 @@ func (p typedProgress) Text() string {
 }
 
 // TestRegisterTypedProgress: a workload's Progress gets every instance's config as its own
-// type.
+// type, and its Outputs reach the Kind.
 func TestRegisterTypedProgress(t *testing.T) {
 	name := uniqueKind("test-typed-progress")
 	kind.Register(kind.Def[typedConfig]{
@@ -140,11 +140,15 @@ func TestRegisterTypedProgress(t *testing.T) {
 		Defaults: func() *typedConfig { return &typedConfig{} },
 		Command:  func(kind.Env, *typedConfig) (kind.Command, error) { return kind.Command{}, nil },
 		Progress: func(cfgs map[string]*typedConfig) kind.Progress { return typedProgress{cfgs} },
+		Outputs:  []string{"job.json"},
 	})
 	k, _ := kind.Lookup(name)
 	p := k.NewProgress(map[string]any{"a": &typedConfig{Port: 7}, "b": &typedConfig{}})
 	if got, want := p.Text(), "2 instances, a on port 7"; got != want {
 		t.Errorf("progress text %q, want %q", got, want)
+	}
+	if len(k.Outputs) != 1 || k.Outputs[0] != "job.json" {
+		t.Errorf("outputs %q", k.Outputs)
 	}
 }
 
@@ -213,9 +217,9 @@ func TestRegisterIncomplete(t *testing.T) {
 		kind.Register(kind.Def[typedConfig]{Name: "test-workload-endpoints", Role: kind.RoleWorkload,
 			Defaults: defaults, Command: command, Endpoints: func(*typedConfig) []kind.Endpoint { return nil }})
 	})
-	mustPanic("component progress", `component "test-component-progress" declares a workload's progress`, func() {
+	mustPanic("component progress", `component "test-component-progress" declares a workload's progress or outputs`, func() {
 		kind.Register(kind.Def[typedConfig]{Name: "test-component-progress", Role: kind.RoleComponent,
-			Defaults: defaults, Command: command, Progress: func(map[string]*typedConfig) kind.Progress { return nil }})
+			Defaults: defaults, Command: command, Outputs: []string{"x.json"}})
 	})
 	dup := uniqueKind("test-dup")
 	kind.Register(kind.Def[typedConfig]{Name: dup, Role: kind.RoleWorkload, Defaults: defaults, Command: command})
