@@ -18,7 +18,7 @@ import (
 )
 
 // requestCounter follows the workloads' progress lines (see package loadgen) so the runner can
-// show live throughput and fire after_requests events.
+// fire after_requests events (the live line is the kinds' own: workProgress).
 type requestCounter struct {
 	mu      sync.Mutex
 	last    map[string]loadgen.ProgressLine
@@ -65,21 +65,6 @@ func (c *requestCounter) writer(name string) io.Writer {
 		default:
 		}
 	}}
-}
-
-// totals sums the latest progress of every workload.
-func (c *requestCounter) totals() (sent, errs int64, rps float64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, pl := range c.last {
-		if pl.Type == "done" {
-			sent += pl.Sent
-			errs += pl.Errors
-			continue
-		}
-		sent, errs, rps = sent+pl.Sent, errs+pl.Errors, rps+pl.ThroughputRPS
-	}
-	return sent, errs, rps
 }
 
 // sentBy estimates how many requests the workloads have sent by now: each one's last count

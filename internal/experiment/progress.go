@@ -63,8 +63,9 @@ func (p *progress) note(msg string) {
 	fmt.Fprintln(p.w, msg)
 }
 
-// running updates the line every second until the next phase.
-func (p *progress) running(index int, id string, t0 time.Time, duration time.Duration, c *requestCounter) {
+// running updates the line every second until the next phase, with what the workloads say of
+// their progress (work).
+func (p *progress) running(index int, id string, t0 time.Time, duration time.Duration, work func() string) {
 	p.stopTicker()
 	p.mu.Lock()
 	p.stop = make(chan struct{})
@@ -87,9 +88,12 @@ func (p *progress) running(index int, id string, t0 time.Time, duration time.Dur
 			}
 			el := time.Since(t0).Truncate(time.Second)
 			eta := max(duration-el, 0).Truncate(time.Second)
-			sent, errs, rps := c.totals()
+			line := fmt.Sprintf("[run %s %d/%d] running %v/%v  ETA %v", id, index+1, p.total, el, duration, eta)
+			if w := work(); w != "" {
+				line += "  " + w
+			}
 			p.mu.Lock()
-			p.printf("[run %s %d/%d] running %v/%v  ETA %v  %s", id, index+1, p.total, el, duration, eta, requestsLine(rps, sent, errs))
+			p.printf("%s", line)
 			p.mu.Unlock()
 		}
 	}()
@@ -112,18 +116,4 @@ func (p *progress) finish() {
 	if p.w != nil && p.interactive && p.lastWidth > 0 {
 		fmt.Fprintln(p.w)
 	}
-}
-
-// requestsLine is the progress line's request counts: failures as "N failed" with their share,
-// not "errors N", which read like an HTTP status ("errors 503").
-func requestsLine(rps float64, sent, failed int64) string {
-	line := fmt.Sprintf("%.0f req/s  sent %d", rps, sent)
-	if failed == 0 {
-		return line + ", none failed"
-	}
-	share := 100.0
-	if sent > 0 {
-		share = 100 * float64(failed) / float64(sent)
-	}
-	return fmt.Sprintf("%s, %d failed (%.1f%%)", line, failed, share)
 }

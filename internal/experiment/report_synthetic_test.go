@@ -52,7 +52,7 @@ func syntheticResults(t *testing.T, path string) string {
 		}
 		rec.instances = append(append([]Instance{}, rs.Components...), rs.Workloads...)
 		for _, in := range rec.instances {
-			rec.Instances = append(rec.Instances, results.Instance{Name: in.Name, Kind: in.Kind, Node: in.Node})
+			rec.Instances = append(rec.Instances, instanceRecord(in))
 		}
 		for _, w := range rs.Workloads {
 			rec.workloads = append(rec.workloads, w.Name)

@@ -195,7 +195,7 @@ func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr 
 	}
 	rec.instances = append(append([]Instance{}, sc.Components...), sc.Workloads...)
 	for _, inst := range rec.instances {
-		rec.Instances = append(rec.Instances, results.Instance{Name: inst.Name, Kind: inst.Kind, Node: inst.Node})
+		rec.Instances = append(rec.Instances, instanceRecord(inst))
 	}
 	err := func() (err error) {
 		if err := os.MkdirAll(filepath.Join(rdir, results.LogsDir), 0o755); err != nil {
@@ -276,6 +276,18 @@ func instanceEnv(sc *Scenario, inst Instance, nodes map[string]string, runDir, b
 	return kind.Env{Instance: inst.Name, Node: inst.Node, Nodes: nodes, Components: comps,
 		OutDir: instanceDir(runDir, inst), Binary: binary, Platform: endpoint,
 		Seed: sc.Seed, Duration: sc.Duration.Duration, Warmup: sc.Warmup.Duration, ScenarioDir: filepath.Dir(sc.File)}
+}
+
+// instanceRecord is inst as run.json records it: a workload with the files its kind writes.
+func instanceRecord(inst Instance) results.Instance {
+	rec := results.Instance{Name: inst.Name, Kind: inst.Kind, Node: inst.Node}
+	if k, _ := kind.Lookup(inst.Kind); k != nil && k.Role == kind.RoleWorkload {
+		rec.Outputs = k.Outputs
+		if rec.Outputs == nil {
+			rec.Outputs = results.LoadFiles
+		}
+	}
+	return rec
 }
 
 // instanceDir is an instance's output directory in a run: components/<name> or workloads/<name>.
@@ -452,16 +464,17 @@ func (ex *execution) run(ctx context.Context) error {
 	}()
 
 	counter := newRequestCounter()
+	work := newWorkProgress(ex.sc.Workloads)
 	var workloads []platform.Instance
 	for _, w := range ex.sc.Workloads {
 		ex.pr.phase(ex.index, ex.id, "starting "+w.Name)
-		p, err := ex.start(ctx, w, counter.writer(w.Name))
+		p, err := ex.start(ctx, w, io.MultiWriter(counter.writer(w.Name), work.writer(w)))
 		if err != nil {
 			return err
 		}
 		workloads = append(workloads, p)
 	}
-	ex.pr.running(ex.index, ex.id, t0, ex.sc.Duration.Duration, counter)
+	ex.pr.running(ex.index, ex.id, t0, ex.sc.Duration.Duration, work.text)
 	sched := &scheduler{ex: ex, t0: t0, log: evlog, counter: counter}
 	ectx, stopEvents := context.WithCancel(ctx)
 	var ewg sync.WaitGroup

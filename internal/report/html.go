@@ -203,11 +203,12 @@ details.run > summary { cursor: pointer; font-size: 17px; font-weight: 600; padd
 {{end}}</table></div>{{else}}<p class="small">No events.</p>{{end}}
 {{range .Workloads}}
 <h3>Workload {{.Name}}</h3>
+{{with .Note}}<p class="small workload-note">{{.}}</p>{{end}}
 {{range .Figures}}{{template "figure" .}}{{end}}
-<h4>Errors by type</h4>
+{{if .Requests}}<h4>Errors by type</h4>
 {{if .Errors}}<div class="tbl"><table class="errors"><tr><th>series</th><th>type</th><th class="n">count</th></tr>
 {{range .Errors}}<tr><td>{{.Series}}</td><td>{{.Type}}</td><td class="n">{{num .Count}}</td></tr>
-{{end}}</table></div>{{else}}<p class="small">No errors.</p>{{end}}
+{{end}}</table></div>{{else}}<p class="small">No errors.</p>{{end}}{{end}}
 {{end}}
 <h3>Nodes</h3>
 {{with .NodesNote}}<p class="small">{{.}}</p>{{end}}

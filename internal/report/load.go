@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/continuum-project/continuum/internal/results"
@@ -63,6 +64,9 @@ type Workload struct {
 	Timeseries  []TimePoint
 	Percentiles []PercentilePoint
 	Errors      []ErrorCount
+	// Requests says the workload's kind writes the load engine's request series
+	// (results.LoadFiles): only then does the page draw its latency and throughput charts.
+	Requests bool
 	// Instances are the rows of instances.csv (requests per serving instance per second),
 	// written only by workloads whose answers name their instance (behind a proxy).
 	Instances []InstancePoint
@@ -180,11 +184,15 @@ func loadRun(dir, id string) (*Run, error) {
 	if len(wdirs) == 0 {
 		run.Missing = append(run.Missing, "workloads/")
 	}
+	outputs := map[string][]string{}
+	for _, in := range run.Instances {
+		outputs[in.Name] = in.Outputs
+	}
 	for _, e := range wdirs {
 		if !e.IsDir() {
 			continue
 		}
-		w, missing, err := loadWorkload(results.WorkloadDir(dir, e.Name()), e.Name())
+		w, missing, err := loadWorkload(results.WorkloadDir(dir, e.Name()), e.Name(), outputs[e.Name()])
 		if err != nil {
 			return nil, err
 		}
@@ -213,10 +221,24 @@ func loadSamples(path string, run *Run) error {
 }
 
 // loadWorkload reads one workload folder; it returns the names of absent files for the run's
-// Missing list.
-func loadWorkload(dir, name string) (*Workload, []string, error) {
-	w := &Workload{Name: name, Stats: map[string]results.SeriesStats{}}
+// Missing list: the files its kind says it writes (outputs, as run.json records them; nil:
+// results.LoadFiles, what every workload wrote before run.json said).
+func loadWorkload(dir, name string, outputs []string) (*Workload, []string, error) {
+	if outputs == nil {
+		outputs = results.LoadFiles
+	}
+	w := &Workload{Name: name, Stats: map[string]results.SeriesStats{}, Requests: slices.ContainsFunc(outputs, isLoadFile)}
 	var missing []string
+	expected := map[string]bool{}
+	for _, f := range outputs {
+		expected[f] = true
+		if isLoadFile(f) {
+			continue // read below
+		}
+		if _, err := os.Stat(filepath.Join(dir, f)); errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, results.WorkloadsDir+"/"+name+"/"+f)
+		}
+	}
 	seen := map[string]bool{}
 	addSeries := func(s string) {
 		if !seen[s] {
@@ -226,7 +248,9 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 	}
 	check := func(file string, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
-			missing = append(missing, results.WorkloadsDir+"/"+name+"/"+file)
+			if expected[file] {
+				missing = append(missing, results.WorkloadsDir+"/"+name+"/"+file)
+			}
 			return nil
 		}
 		return err
@@ -291,6 +315,8 @@ func loadWorkload(dir, name string) (*Workload, []string, error) {
 	}
 	return w, missing, nil
 }
+
+func isLoadFile(f string) bool { return slices.Contains(results.LoadFiles, f) }
 
 // summaryFromRuns rebuilds summary.json's per-run metrics from stats.json when the runner did
 // not write it; groups are left empty, so the report shows runs without confidence intervals.

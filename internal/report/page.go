@@ -87,9 +87,11 @@ func eventRows(evs []Event) []eventRow {
 }
 
 type workloadSection struct {
-	Name    string
-	Figures []chart.Figure
-	Errors  []ErrorCount
+	Name     string
+	Requests bool   // it records request series: the request charts and errors table are shown
+	Note     string // for a workload without request series: where its results are
+	Figures  []chart.Figure
+	Errors   []ErrorCount
 }
 
 func buildPage(res *Results) *page {
@@ -153,8 +155,12 @@ func buildRunSection(res *Results, r *Run, first bool) runSection {
 		s.Title += fmt.Sprintf(" — repeat %d", r.Repeat)
 	}
 	for _, w := range r.Workloads {
-		ws := workloadSection{Name: w.Name, Errors: errorRows(w)}
-		ws.Figures = []chart.Figure{cdfFigure(r, w), latencyTimeFigure(r, w), throughputFigure(r, w)}
+		ws := workloadSection{Name: w.Name, Requests: w.Requests, Errors: errorRows(w)}
+		if w.Requests {
+			ws.Figures = []chart.Figure{cdfFigure(r, w), latencyTimeFigure(r, w), throughputFigure(r, w)}
+		} else {
+			ws.Note = "This workload records no request series (no latency or throughput charts); its results are in its system's section."
+		}
 		ws.Figures = append(ws.Figures, workloadFigures(res, r, w)...)
 		s.Workloads = append(s.Workloads, ws)
 	}

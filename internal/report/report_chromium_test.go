@@ -3,13 +3,16 @@
 package report
 
 import (
+	"html"
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/continuum-project/continuum/internal/report/reporttest"
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // These tests open the rendered report in headless Chromium, the way a reader would, and check
@@ -99,3 +102,74 @@ func TestReportDOMChromium(t *testing.T) {
 		})
 	}
 }
+
+// TestReportWorkloadWithoutRequestsChromium: a workload whose kind writes no request series
+// (an FL training job: job.json only, as run.json's outputs say) gets neither request charts
+// nor a missing-file warning, while a load workload that should have written stats.json and
+// did not is still flagged, and one from before run.json named outputs is judged as a load.
+func TestReportWorkloadWithoutRequestsChromium(t *testing.T) {
+	bin := reporttest.Chromium(t)
+	dir := copyFixture(t, "quickstart")
+	runDir := results.RunDir(dir, "001")
+	var run results.Run
+	if err := results.ReadJSON(filepath.Join(runDir, results.RunFile), &run); err != nil {
+		t.Fatal(err)
+	}
+	run.Instances = append(run.Instances,
+		results.Instance{Name: "job", Kind: "train-job", Node: "cloud", Outputs: []string{"job.json"}},
+		results.Instance{Name: "lost", Kind: "http-load", Node: "device", Outputs: results.LoadFiles})
+	reporttest.WriteJSON(t, filepath.Join(runDir, results.RunFile), run)
+	reporttest.WriteJSON(t, filepath.Join(results.WorkloadDir(runDir, "job"), "job.json"), map[string]any{"state": "done"})
+	// lost wrote its time series but not its stats.json.
+	src := results.WorkloadDir(runDir, "load")
+	if err := os.MkdirAll(results.WorkloadDir(runDir, "lost"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{results.TimeseriesFile, results.PercentilesFile, results.ErrorsFile} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(results.WorkloadDir(runDir, "lost"), f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs(HTMLPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := reporttest.DumpDOM(t, bin, "file://"+abs)
+
+	var missing []string
+	for _, m := range missingRE.FindAllStringSubmatch(dom, -1) {
+		missing = append(missing, html.UnescapeString(tagRE.ReplaceAllString(m[1], "")))
+	}
+	text := strings.Join(missing, " | ")
+	if strings.Contains(text, "workloads/job/") {
+		t.Errorf("the training job is reported missing files it never writes: %q", text)
+	}
+	if !strings.Contains(text, "workloads/lost/stats.json") {
+		t.Errorf("the load workload's absent stats.json is not flagged: %q", text)
+	}
+	for _, id := range []string{"cdf-001-job", "lat-001-job", "tput-001-job"} {
+		if strings.Contains(dom, `id="`+id+`"`) {
+			t.Errorf("the training job has the request chart %s", id)
+		}
+	}
+	for _, id := range []string{"cdf-001-load", "lat-001-load", "cdf-001-lost"} {
+		if !strings.Contains(dom, `id="`+id+`"`) {
+			t.Errorf("load workload chart %s is missing", id)
+		}
+	}
+	if !strings.Contains(html.UnescapeString(dom), "This workload records no request series") {
+		t.Error("the training job's part does not say why it has no request charts")
+	}
+}
+
+var (
+	missingRE = regexp.MustCompile(`(?s)<div class="missing">(.*?)</div>`)
+	tagRE     = regexp.MustCompile(`<[^>]*>`)
+)

@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/continuum-project/continuum/internal/report/reporttest"
 	"github.com/continuum-project/continuum/internal/results"
 )
 
@@ -296,7 +298,7 @@ func FuzzLoadWorkload(f *testing.F) {
 		dir := t.TempDir()
 		_ = os.WriteFile(filepath.Join(dir, "timeseries.csv"), []byte(ts), 0o644)
 		_ = os.WriteFile(filepath.Join(dir, "percentiles.csv"), []byte(pct), 0o644)
-		w, _, err := loadWorkload(dir, "w")
+		w, _, err := loadWorkload(dir, "w", nil)
 		if err != nil {
 			return
 		}
@@ -305,4 +307,31 @@ func FuzzLoadWorkload(f *testing.F) {
 		_ = latencyTimeFigure(run, w)
 		_ = throughputFigure(run, w)
 	})
+}
+
+// TestLoadFlagsDeclaredOutputs: a workload is held to the files its kind says it writes: one
+// that declared job.json and wrote nothing is flagged for job.json alone, and gets no request
+// charts.
+func TestLoadFlagsDeclaredOutputs(t *testing.T) {
+	dir := copyFixture(t, "quickstart")
+	runDir := results.RunDir(dir, "001")
+	reporttest.WriteJSON(t, filepath.Join(runDir, results.RunFile), results.Run{ID: "001", Status: "ok",
+		Instances: []results.Instance{{Name: "load", Kind: "http-load", Outputs: results.LoadFiles},
+			{Name: "job", Kind: "train-job", Outputs: []string{"job.json"}}}})
+	if err := os.MkdirAll(results.WorkloadDir(runDir, "job"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Runs[0]
+	if want := []string{"workloads/job/job.json"}; !slices.Equal(r.Missing, want) {
+		t.Errorf("missing %q, want %q", r.Missing, want)
+	}
+	for _, w := range r.Workloads {
+		if w.Requests != (w.Name == "load") {
+			t.Errorf("workload %s: Requests = %v", w.Name, w.Requests)
+		}
+	}
 }

@@ -36,6 +36,11 @@ const (
 	InstancesFile = "instances.csv"
 )
 
+// LoadFiles are the files the load engine (package loadgen) writes into a workload's folder,
+// the request series the report charts: what a workload writes unless its kind says otherwise
+// (Instance.Outputs).
+var LoadFiles = []string{StatsFile, TimeseriesFile, PercentilesFile, ErrorsFile}
+
 // CSV headers, in column order. Readers look columns up by name, so a column may be added at the
 // end without breaking them; renaming or removing one is a schema change.
 var (

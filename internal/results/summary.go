@@ -36,6 +36,11 @@ type Instance struct {
 	Name string `json:"name"`
 	Kind string `json:"kind"`
 	Node string `json:"node"`
+	// Outputs, for a workload, are the files its kind writes into workloads/<name>/: the report
+	// flags those absent and draws request charts only for a workload that writes LoadFiles'
+	// series. Absent for components, and in results written before it was recorded, for which
+	// the report expects LoadFiles.
+	Outputs []string `json:"outputs,omitempty"`
 }
 
 // Summary is summary.json: every run's metrics, and the sweep combinations aggregated across

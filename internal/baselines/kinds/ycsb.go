@@ -9,6 +9,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
+	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
 	"github.com/continuum-project/continuum/internal/spec"
@@ -25,6 +26,12 @@ func init() {
 		Validate: (*YCSBConfig).validate,
 		Command:  ycsbCommand,
 		Overrun:  func(c *YCSBConfig) time.Duration { return c.overrun() },
+		// Operations of every type, the load phase's inserts included.
+		Progress: func(map[string]*YCSBConfig) kind.Progress {
+			return loadgen.Follow(func(t loadgen.ProgressLine) string {
+				return loadgen.CountsText(t.ThroughputRPS, t.Sent, t.Errors, "ops")
+			})
+		},
 	})
 }
 

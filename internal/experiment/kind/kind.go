@@ -79,6 +79,27 @@ type Kind struct {
 	// Stacks names the setup stacks (internal/setup's catalog: `continuum setup --status`) its
 	// instances need beyond the core: a scenario using the kind does not start without them.
 	Stacks []string
+	// NewProgress follows a run's instances of a workload kind (instance name -> decoded
+	// config) and says how far they are in the kind's own terms. Optional: nil leaves the
+	// runner to count the load engine's progress lines as plain operations.
+	NewProgress func(cfgs map[string]any) Progress
+	// Outputs are the files a workload writes into its output directory for the report, as
+	// run.json records them (results.Instance.Outputs). Nil: the load engine's files
+	// (stats.json, timeseries.csv, percentiles.csv, errors.csv).
+	Outputs []string
+}
+
+// Progress is what a workload kind says about its running instances on the runner's live
+// line: each instance's stdout comes in a line at a time, and Text sums them up in the kind's
+// own units ("round 12, accuracy 0.843"; "1200 records delivered, lag p99 35 ms";
+// "120 req/s  sent 1200, none failed"). Line is called from the instances' output goroutines
+// and Text from the runner's, at the same time: implementations lock.
+type Progress interface {
+	// Line is one line instance wrote on its stdout, without the newline; lines that are not
+	// the kind's progress are ignored.
+	Line(instance string, line []byte)
+	// Text is the kind's progress in a few words, "" while there is nothing to say yet.
+	Text() string
 }
 
 // Well-known endpoint protocols. A kind may use others; a workload asks for the ones it speaks.
@@ -269,6 +290,12 @@ type Def[C any] struct {
 	Helper bool
 	// Stacks names the setup stacks its instances need beyond the core. Optional.
 	Stacks []string
+	// Progress follows the run's instances of the kind (instance name -> config) for the
+	// runner's live line. Optional; workloads only.
+	Progress func(cfgs map[string]*C) Progress
+	// Outputs are the files a workload writes for the report (nil: the load engine's). Workloads
+	// only.
+	Outputs []string
 }
 
 // Register adds the kind d declares; it panics on a duplicate name or a missing field (a
@@ -300,6 +327,16 @@ func Register[C any](d Def[C]) {
 		Metrics:   d.Metrics,
 		Helper:    d.Helper,
 		Stacks:    d.Stacks,
+		Outputs:   d.Outputs,
+	}
+	if d.Progress != nil {
+		k.NewProgress = func(cfgs map[string]any) Progress {
+			typed := make(map[string]*C, len(cfgs))
+			for name, cfg := range cfgs {
+				typed[name] = cfgOf(cfg)
+			}
+			return d.Progress(typed)
+		}
 	}
 	if d.Validate != nil {
 		k.Validate = func(cfg any) error { return d.Validate(cfgOf(cfg)) }
@@ -333,6 +370,9 @@ func register(k *Kind) {
 	}
 	if k.Role == RoleWorkload && k.Endpoints != nil {
 		panic(fmt.Sprintf("kind.Register: workload %q declares endpoints; only components serve", k.Name))
+	}
+	if k.Role == RoleComponent && (k.NewProgress != nil || k.Outputs != nil) {
+		panic(fmt.Sprintf("kind.Register: component %q declares a workload's progress or outputs", k.Name))
 	}
 	registryMu.Lock()
 	defer registryMu.Unlock()

@@ -114,11 +114,41 @@ func TestRegisterTypedOptional(t *testing.T) {
 		Command:  func(kind.Env, *typedConfig) (kind.Command, error) { return kind.Command{}, nil },
 	})
 	k, _ := kind.Lookup(name)
-	if k.Validate != nil || k.Endpoints != nil || k.Prepare != nil || k.Set != nil || k.Overrun != nil || k.Metrics != nil {
+	if k.Validate != nil || k.Endpoints != nil || k.Prepare != nil || k.Set != nil || k.Overrun != nil || k.Metrics != nil ||
+		k.NewProgress != nil || k.Outputs != nil {
 		t.Errorf("optional functions set: %+v", k)
 	}
 	if d := k.OverrunOf(k.NewConfig()); d != kind.DefaultOverrun {
 		t.Errorf("overrun %v, want %v", d, kind.DefaultOverrun)
+	}
+}
+
+// typedProgress remembers the configs it was made with.
+type typedProgress struct{ cfgs map[string]*typedConfig }
+
+func (typedProgress) Line(string, []byte) {}
+func (p typedProgress) Text() string {
+	return fmt.Sprintf("%d instances, a on port %d", len(p.cfgs), p.cfgs["a"].Port)
+}
+
+// TestRegisterTypedProgress: a workload's Progress gets every instance's config as its own
+// type, and its Outputs reach the Kind.
+func TestRegisterTypedProgress(t *testing.T) {
+	name := uniqueKind("test-typed-progress")
+	kind.Register(kind.Def[typedConfig]{
+		Name: name, Role: kind.RoleWorkload,
+		Defaults: func() *typedConfig { return &typedConfig{} },
+		Command:  func(kind.Env, *typedConfig) (kind.Command, error) { return kind.Command{}, nil },
+		Progress: func(cfgs map[string]*typedConfig) kind.Progress { return typedProgress{cfgs} },
+		Outputs:  []string{"job.json"},
+	})
+	k, _ := kind.Lookup(name)
+	p := k.NewProgress(map[string]any{"a": &typedConfig{Port: 7}, "b": &typedConfig{}})
+	if got, want := p.Text(), "2 instances, a on port 7"; got != want {
+		t.Errorf("progress text %q, want %q", got, want)
+	}
+	if len(k.Outputs) != 1 || k.Outputs[0] != "job.json" {
+		t.Errorf("outputs %q", k.Outputs)
 	}
 }
 
@@ -186,6 +216,10 @@ func TestRegisterIncomplete(t *testing.T) {
 	mustPanic("workload endpoints", `workload "test-workload-endpoints" declares endpoints`, func() {
 		kind.Register(kind.Def[typedConfig]{Name: "test-workload-endpoints", Role: kind.RoleWorkload,
 			Defaults: defaults, Command: command, Endpoints: func(*typedConfig) []kind.Endpoint { return nil }})
+	})
+	mustPanic("component progress", `component "test-component-progress" declares a workload's progress or outputs`, func() {
+		kind.Register(kind.Def[typedConfig]{Name: "test-component-progress", Role: kind.RoleComponent,
+			Defaults: defaults, Command: command, Outputs: []string{"x.json"}})
 	})
 	dup := uniqueKind("test-dup")
 	kind.Register(kind.Def[typedConfig]{Name: dup, Role: kind.RoleWorkload, Defaults: defaults, Command: command})

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,11 +133,11 @@ func runTrain(ctx context.Context, f TrainFlags, w io.Writer) error {
 		}
 		if st.Round != lastRound {
 			lastRound = st.Round
-			fmt.Fprintf(w, "round %d: accuracy %s, loss %s, cost spent %.0f\n", st.Round, fmtAcc(st.Accuracy), fmtAcc(st.Loss), st.Spent)
+			fmt.Fprintln(w, roundLine(st.Round, st.Accuracy, st.Loss, st.Spent))
 		}
 		for ; lastReconf < len(st.Reconfigurations); lastReconf++ {
 			r := st.Reconfigurations[lastReconf]
-			fmt.Fprintf(w, "reconfigured after %s in %.2f s: %s\n", r.Cause, r.ApplyS, r.Decision)
+			fmt.Fprintf(w, "%s%s in %.2f s: %s\n", reconfiguredPrefix, r.Cause, r.ApplyS, r.Decision)
 		}
 		if st.State == "done" || st.State == "failed" {
 			break
@@ -144,7 +146,7 @@ func runTrain(ctx context.Context, f TrainFlags, w io.Writer) error {
 	if f.Out != "" {
 		if err := os.MkdirAll(f.Out, 0o755); err == nil {
 			b, _ := json.MarshalIndent(st, "", "  ")
-			_ = os.WriteFile(filepath.Join(f.Out, "job.json"), b, 0o644)
+			_ = os.WriteFile(filepath.Join(f.Out, JobFile), b, 0o644)
 		}
 	}
 	fmt.Fprintf(w, "job %s: %s (round %d, accuracy %s)\n", st.State, st.Reason, st.Round, fmtAcc(st.Accuracy))
@@ -152,6 +154,48 @@ func runTrain(ctx context.Context, f TrainFlags, w io.Writer) error {
 		return errors.New("job failed: " + st.Reason)
 	}
 	return nil
+}
+
+// JobFile is the job's final status (orchestrator.Status) that `fl train --out DIR` writes.
+const JobFile = "job.json"
+
+// roundLine is `fl train`'s line per global round; ReadTrainLine reads it back for the fl-job
+// kind's progress, so the two live side by side.
+func roundLine(round int, acc, loss *float64, spent float64) string {
+	return fmt.Sprintf("round %d: accuracy %s, loss %s, cost spent %.0f", round, fmtAcc(acc), fmtAcc(loss), spent)
+}
+
+const reconfiguredPrefix = "reconfigured after "
+
+var roundLineRE = regexp.MustCompile(`^round (\d+): accuracy (\S+), loss (\S+), cost spent (\d+)$`)
+
+// TrainLine is what a line of `fl train`'s output says about the job's progress.
+type TrainLine struct {
+	// Round is set (>= 0) on a round's line, with Accuracy as printed ("0.8431", "-" before
+	// the first evaluation) and Spent, the communication cost spent so far.
+	Round    int
+	Accuracy string
+	Spent    float64
+	// Reconfigured is set on a reconfiguration's line.
+	Reconfigured bool
+}
+
+// ReadTrainLine reads one line of `fl train`'s output; ok is false for lines that say nothing
+// of the job's progress.
+func ReadTrainLine(line string) (tl TrainLine, ok bool) {
+	if strings.HasPrefix(line, reconfiguredPrefix) {
+		return TrainLine{Round: -1, Reconfigured: true}, true
+	}
+	m := roundLineRE.FindStringSubmatch(line)
+	if m == nil {
+		return TrainLine{}, false
+	}
+	round, err1 := strconv.Atoi(m[1])
+	spent, err2 := strconv.ParseFloat(m[4], 64)
+	if err1 != nil || err2 != nil {
+		return TrainLine{}, false
+	}
+	return TrainLine{Round: round, Accuracy: m[2], Spent: spent}, true
 }
 
 func describeJob(j orchestrator.JobSpec) string {

@@ -25,6 +25,9 @@ func init() {
 		Overrun: func(c *JobConfig) time.Duration {
 			return time.Duration(c.RoundTimeout*float64(time.Second)) + time.Minute
 		},
+		Progress: newJobProgress,
+		// The job's final status; it measures no requests (no stats.json or time series).
+		Outputs: []string{flcmd.JobFile},
 	})
 }
 

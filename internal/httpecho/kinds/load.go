@@ -33,6 +33,11 @@ func init() {
 		Command:  loadCommand,
 		Overrun:  func(c *LoadConfig) time.Duration { return c.Timeout.Duration + 15*time.Second },
 		Metrics:  loadMetrics,
+		Progress: func(map[string]*LoadConfig) kind.Progress {
+			return loadgen.Follow(func(t loadgen.ProgressLine) string {
+				return loadgen.CountsText(t.ThroughputRPS, t.Sent, t.Errors, "req")
+			})
+		},
 	})
 }
 

@@ -35,6 +35,7 @@ func init() {
 		Command:  command,
 		Overrun:  func(c *Config) time.Duration { return c.Timeout.Duration + 30*time.Second },
 		Metrics:  metrics,
+		Progress: newProgress,
 	})
 }
 

@@ -23,7 +23,8 @@ func init() {
 		Validate: (*LagConfig).validate,
 		Command:  lagCommand,
 		// A probe written just before the end may wait its whole timeout.
-		Overrun: func(c *LagConfig) time.Duration { return c.Timeout.Duration + 15*time.Second },
+		Overrun:  func(c *LagConfig) time.Duration { return c.Timeout.Duration + 15*time.Second },
+		Progress: lagProgress,
 	})
 }
 

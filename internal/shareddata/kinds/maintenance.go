@@ -34,6 +34,8 @@ func init() {
 		Command:  maintenanceCommand,
 		Overrun:  func(*MaintenanceConfig) time.Duration { return time.Minute },
 		Metrics:  maintenanceMetrics,
+		// Its rounds and summary; it measures no requests (no stats.json or time series).
+		Outputs: []string{maintain.RoundsFile, maintain.SummaryFile},
 	})
 }
 

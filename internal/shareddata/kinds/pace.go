@@ -34,6 +34,7 @@ func init() {
 		Command:  command,
 		Overrun:  func(c *Config) time.Duration { return c.Timeout.Duration + time.Minute },
 		Metrics:  metrics,
+		Progress: paceProgress,
 	})
 }
 

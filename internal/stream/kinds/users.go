@@ -34,7 +34,8 @@ func init() {
 		Overrun: func(c *UsersConfig) time.Duration {
 			return c.Grace.Duration + c.Timeout.Duration + 30*time.Second
 		},
-		Metrics: usersMetrics,
+		Metrics:  usersMetrics,
+		Progress: usersProgress,
 	})
 }
 
