@@ -325,3 +325,25 @@ func TestVenvWithSystemSitePackages(t *testing.T) {
 		}
 	}
 }
+
+// A library reached through a link into another directory (Debian's alternatives:
+// libblas.so.3 -> openblas-serial/libblas.so.3) finds its own needs through $ORIGIN of the
+// link's directory at run time, then the system directories: what it needs comes at the path
+// the loader will look, not only beside the link's target.
+func TestLibraryThroughAlternativesLink(t *testing.T) {
+	const blas, openblas = "/usr/lib/x86_64-linux-gnu/libblas.so.3", "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"
+	real, err := filepath.EvalSymlinks(blas)
+	if err != nil || !strings.Contains(real, "openblas") {
+		t.Skip("libblas.so.3 is not OpenBLAS here (libopenblas0-serial, which the FL stack installs)")
+	}
+	tr := NewTree()
+	if err := newHostFiles(tr).Add(blas); err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Has(real) {
+		t.Fatalf("the tree lacks %s, the link's target", real)
+	}
+	if !tr.Has(openblas) {
+		t.Errorf("the tree lacks %s: libblas.so.3 would not load (its $ORIGIN is %s)", openblas, filepath.Dir(blas))
+	}
+}

@@ -130,7 +130,30 @@ func venvTree(h *hostFiles, dst, venv, version string) error {
 	if err := h.Map(systemSitePackages); err != nil {
 		return err
 	}
-	return h.ScanTree(systemSitePackages)
+	if err := h.ScanTree(systemSitePackages); err != nil {
+		return err
+	}
+	// Links out of the tree come with their targets: Debian's torch/lib holds links to
+	// /usr/lib/x86_64-linux-gnu/libtorch*.so.1.13, which torch loads by path (no ELF names them).
+	return filepath.WalkDir(systemSitePackages, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return err
+		}
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			return nil // dangling, or a directory
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		if h.isMapped(filepath.Clean(target)) {
+			return nil
+		}
+		return h.Add(target)
+	})
 }
 
 // systemSitePackages is where Debian's python3-* packages are, which a venv made with
