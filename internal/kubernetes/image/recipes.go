@@ -29,7 +29,7 @@ var Images = []struct{ Name, Repos, About string }{
 	{"continuum", "continuum, continuum-pause", "the static continuum binary (kv, realtime-db, stream-*), and the same layers as the pods' sandbox image (`continuum cluster pause`)"},
 	{"proxy", "continuum-proxy", "the slim per-node proxy binary"},
 	{"python", "continuum-python", "continuum + this host's Python 3 + .tools/venv + python/src and python/functions: the function gateway"},
-	{"fl", "continuum-fl", "continuum + Python 3 + .tools/venv-fl (Debian's PyTorch, Flower; about 1.3 GB): the FL orchestrator; only on request"},
+	{"fl", "continuum-fl", "continuum + Python 3 + .tools/venv-fl (Debian's PyTorch, Flower; about 1.7 GB): the FL orchestrator; only on request"},
 }
 
 // baseTree is the bottom layer of every image: the unprivileged user, /tmp, its home, and the
