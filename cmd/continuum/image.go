@@ -41,7 +41,7 @@ make setup builds. The images:` + about + `
 Prints each image's name and digest. See docs/kubernetes.md ("Images").`,
 		Example: `  continuum image build --out images/
   continuum image build --images continuum --continuum-binary bin/continuum-static --tag dev
-  continuum image build --fl --out images/        # also the FL image (several GB)`,
+  continuum image build --fl --out images/        # also the FL image (about 1.7 GB)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if fl {
@@ -72,7 +72,7 @@ Prints each image's name and digest. See docs/kubernetes.md ("Images").`,
 	f := c.Flags()
 	f.StringVar(&cfg.Out, "out", cfg.Out, "directory the tarballs go to")
 	f.StringSliceVar(&cfg.Images, "images", cfg.Images, "images to build: continuum, proxy, python, fl")
-	f.BoolVar(&fl, "fl", false, "also build the FL image (.tools/venv-fl: several GB)")
+	f.BoolVar(&fl, "fl", false, "also build the FL image (.tools/venv-fl and Debian's PyTorch: about 1.7 GB)")
 	f.StringVar(&cfg.Repository, "repository", cfg.Repository, "prefix of the images' repositories (a registry host may lead it)")
 	f.StringVar(&cfg.Tag, "tag", cfg.Tag, "tag of every image (the chart's appVersion by default)")
 	f.StringVar(&cfg.ContinuumBinary, "continuum-binary", "", "static continuum binary to use (default: build one)")

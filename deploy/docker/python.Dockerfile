@@ -25,12 +25,18 @@ RUN CGO_ENABLED=0 go build -trimpath \
 FROM python:${PYTHON_VERSION}-slim-bookworm
 ARG VARIANT=functions
 # The pinned requirements make setup installs (python/requirements.txt for functions,
-# python/requirements-fl.txt for FL), in a venv named as the daemonless image names it.
+# python/requirements-fl.txt for FL), in a venv named as the daemonless image names it. FL's
+# PyTorch is Debian's CPU build (python3-torch, with OpenBLAS), so its venv is made by Debian's
+# python3 with --system-site-packages, as make setup makes it.
 COPY python/requirements.txt python/requirements-fl.txt /tmp/req/
 RUN set -e; \
-    if [ "$VARIANT" = fl ]; then venv=/opt/continuum/venv-fl req=/tmp/req/requirements-fl.txt; \
-    else venv=/opt/continuum/venv req=/tmp/req/requirements.txt; fi; \
-    python -m venv "$venv" && "$venv/bin/pip" install --no-cache-dir -r "$req" && rm -rf /tmp/req && \
+    if [ "$VARIANT" = fl ]; then \
+      apt-get update && apt-get install -y --no-install-recommends python3-torch libopenblas0-serial python3-venv && \
+      rm -rf /var/lib/apt/lists/* && \
+      /usr/bin/python3 -m venv --system-site-packages /opt/continuum/venv-fl && \
+      /opt/continuum/venv-fl/bin/pip install --no-cache-dir --ignore-installed -r /tmp/req/requirements-fl.txt; \
+    else python -m venv /opt/continuum/venv && /opt/continuum/venv/bin/pip install --no-cache-dir -r /tmp/req/requirements.txt; fi; \
+    rm -rf /tmp/req && \
     groupadd -g 65532 continuum && useradd -u 65532 -g 65532 -d /home/continuum -m -s /sbin/nologin continuum
 COPY python/src /opt/continuum/python/src
 COPY python/functions /opt/continuum/python/functions

@@ -202,6 +202,22 @@ func (h *hostFiles) scanELF(p string) error {
 		if err := h.Add(found); err != nil {
 			return fmt.Errorf("%s needs %s: %w", p, lib, err)
 		}
+		// The loader expands $ORIGIN from the path the file was opened by, which may be a link
+		// elsewhere (Debian's alternatives: libblas.so.3 -> openblas-serial/libblas.so.3, whose
+		// $ORIGIN/libopenblas.so.0 the loader then misses); it falls back to the system
+		// directories, so the library found there comes too.
+		for _, d := range h.libDirs {
+			c := filepath.Join(d, lib)
+			if _, err := os.Stat(c); err != nil {
+				continue
+			}
+			if c != found {
+				if err := h.Add(c); err != nil {
+					return fmt.Errorf("%s needs %s: %w", p, lib, err)
+				}
+			}
+			break
+		}
 	}
 	return nil
 }

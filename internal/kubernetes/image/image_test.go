@@ -4,7 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -284,5 +286,64 @@ func TestDynamicBinaryRefused(t *testing.T) {
 	_, err := Run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "dynamically linked") || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
 		t.Fatalf("Run with /bin/true: %v, want a refusal naming CGO_ENABLED=0", err)
+	}
+}
+
+// A venv made with --system-site-packages (the FL venv, whose PyTorch is Debian's python3-torch)
+// imports the host's dist-packages after its own: its image carries them at the same path. One
+// made without does not.
+func TestVenvWithSystemSitePackages(t *testing.T) {
+	var probe string // a file of the host's dist-packages
+	_ = filepath.WalkDir(systemSitePackages, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			probe = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if probe == "" {
+		t.Skip("no file in " + systemSitePackages)
+	}
+	for _, system := range []bool{false, true} {
+		venv := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(venv, "lib", "python3.11", "site-packages"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cfg := fmt.Sprintf("home = /usr/bin\ninclude-system-site-packages = %t\nversion = 3.11.2\n", system)
+		if err := os.WriteFile(filepath.Join(venv, "pyvenv.cfg"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tr := NewTree()
+		if err := venvTree(newHostFiles(tr), PythonRoot+"/venv-fl", venv, "3.11"); err != nil {
+			t.Fatal(err)
+		}
+		if !tr.Has(PythonRoot + "/venv-fl/pyvenv.cfg") {
+			t.Fatalf("system site packages %t: the venv itself is not in the tree", system)
+		}
+		if got := tr.Has(probe); got != system {
+			t.Errorf("system site packages %t: the tree has %s: %t, want %t", system, probe, got, system)
+		}
+	}
+}
+
+// A library reached through a link into another directory (Debian's alternatives:
+// libblas.so.3 -> openblas-serial/libblas.so.3) finds its own needs through $ORIGIN of the
+// link's directory at run time, then the system directories: what it needs comes at the path
+// the loader will look, not only beside the link's target.
+func TestLibraryThroughAlternativesLink(t *testing.T) {
+	const blas, openblas = "/usr/lib/x86_64-linux-gnu/libblas.so.3", "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"
+	real, err := filepath.EvalSymlinks(blas)
+	if err != nil || !strings.Contains(real, "openblas") {
+		t.Skip("libblas.so.3 is not OpenBLAS here (libopenblas0-serial, which the FL stack installs)")
+	}
+	tr := NewTree()
+	if err := newHostFiles(tr).Add(blas); err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Has(real) {
+		t.Fatalf("the tree lacks %s, the link's target", real)
+	}
+	if !tr.Has(openblas) {
+		t.Errorf("the tree lacks %s: libblas.so.3 would not load (its $ORIGIN is %s)", openblas, filepath.Dir(blas))
 	}
 }

@@ -29,7 +29,7 @@ var Images = []struct{ Name, Repos, About string }{
 	{"continuum", "continuum, continuum-pause", "the static continuum binary (kv, realtime-db, stream-*), and the same layers as the pods' sandbox image (`continuum cluster pause`)"},
 	{"proxy", "continuum-proxy", "the slim per-node proxy binary"},
 	{"python", "continuum-python", "continuum + this host's Python 3 + .tools/venv + python/src and python/functions: the function gateway"},
-	{"fl", "continuum-fl", "continuum + Python 3 + .tools/venv-fl (PyTorch, Flower; several GB): the FL orchestrator; only on request"},
+	{"fl", "continuum-fl", "continuum + Python 3 + .tools/venv-fl (Debian's PyTorch, Flower; about 1.7 GB): the FL orchestrator; only on request"},
 }
 
 // baseTree is the bottom layer of every image: the unprivileged user, /tmp, its home, and the
@@ -112,8 +112,53 @@ func venvTree(h *hostFiles, dst, venv, version string) error {
 	if err := h.Map(real); err != nil {
 		return err
 	}
-	return h.ScanTree(real)
+	if err := h.ScanTree(real); err != nil {
+		return err
+	}
+	if !venvFlag(real, "include-system-site-packages") {
+		return nil
+	}
+	// The venv also imports the host's Debian packages (the FL venv: its PyTorch is Debian's
+	// python3-torch, python/requirements-fl.txt): the image carries them at the same path, with
+	// the libraries they load, so the venv imports in the image what it imports on the host.
+	if _, err := os.Stat(systemSitePackages); err != nil {
+		return fmt.Errorf("venv %s uses the system site packages: %w", venv, err)
+	}
+	if err := h.t.HostTree(systemSitePackages, systemSitePackages, nil); err != nil {
+		return err
+	}
+	if err := h.Map(systemSitePackages); err != nil {
+		return err
+	}
+	if err := h.ScanTree(systemSitePackages); err != nil {
+		return err
+	}
+	// Links out of the tree come with their targets: Debian's torch/lib holds links to
+	// /usr/lib/x86_64-linux-gnu/libtorch*.so.1.13, which torch loads by path (no ELF names them).
+	return filepath.WalkDir(systemSitePackages, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return err
+		}
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			return nil // dangling, or a directory
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		if h.isMapped(filepath.Clean(target)) {
+			return nil
+		}
+		return h.Add(target)
+	})
 }
+
+// systemSitePackages is where Debian's python3-* packages are, which a venv made with
+// --system-site-packages imports after its own.
+const systemSitePackages = "/usr/lib/python3/dist-packages"
 
 // sourcesTree holds the clone's python/src and python/functions under PythonRoot/python, dated
 // the epoch (a clone's file times are those of its checkout) and without bytecode caches (which
@@ -132,7 +177,13 @@ func sourcesTree(root string) (*Tree, error) {
 }
 
 // readVenvVersion is the "version" line of a venv's pyvenv.cfg ("" when absent).
-func readVenvVersion(venv string) string {
+func readVenvVersion(venv string) string { return venvConfig(venv, "version") }
+
+// venvFlag reports whether the venv's pyvenv.cfg sets key to true.
+func venvFlag(venv, key string) bool { return strings.EqualFold(venvConfig(venv, key), "true") }
+
+// venvConfig is the value of key in a venv's pyvenv.cfg ("" when absent).
+func venvConfig(venv, key string) string {
 	f, err := os.Open(filepath.Join(venv, "pyvenv.cfg"))
 	if err != nil {
 		return ""
@@ -140,7 +191,7 @@ func readVenvVersion(venv string) string {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.TrimSpace(k) == "version" {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.TrimSpace(k) == key {
 			return strings.TrimSpace(v)
 		}
 	}
