@@ -197,16 +197,19 @@ stack_kubernetes() {
 # installed in them: they are used from the clone's python/src (pytest's pythonpath, the services'
 # PYTHONPATH), so one venv serves every clone. The .complete stamp is written last: a half-built venv
 # is rebuilt.
-python_venv() { # python_venv NAME REQUIREMENTS
-  local name=$1 req=$2 PY=/usr/bin/python3 pyver
+# python_venv NAME REQUIREMENTS [--system-site-packages]: with --system-site-packages the venv also
+# imports Debian's python3-* packages (the FL venv: Debian's PyTorch), and pip still installs every
+# requirement into the venv (--ignore-installed), so only what the requirements leave out is Debian's.
+python_venv() {
+  local name=$1 req=$2 site=${3:-} PY=/usr/bin/python3 pyver
   pyver="$($PY -c 'import sys; print("py%d.%d" % sys.version_info[:2])')"
   local dir="$CROOT/$name-$(sha256sum "$req" | cut -c1-16)-$pyver"
   if [ ! -f "$dir/.complete" ]; then
     echo "setup: creating the Python venv $name in $dir"
     local start=$SECONDS
     rm -rf "$dir"
-    "$PY" -m venv "$dir"
-    "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+    "$PY" -m venv $site "$dir"
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check ${site:+--ignore-installed} -r "$req"
     touch "$dir/.complete"
     echo "setup: venv $name built in $((SECONDS - start)) s ($(du -sh "$dir" | cut -f1))"
   fi
@@ -217,9 +220,11 @@ python_venv() { # python_venv NAME REQUIREMENTS
 # of the Python tests and linters (pytest, ruff).
 stack_functions() { python_venv venv python/requirements.txt; }
 
-# The federated-learning services (continuum_fl: PyTorch, Flower, scikit-learn), a venv of its own
-# so that a function never loads PyTorch (docs/fl.md says why it is the size it is).
-stack_fl() { python_venv venv-fl python/requirements-fl.txt; }
+# The federated-learning services (continuum_fl: PyTorch, Flower, scikit-learn), a venv of their
+# own so that a function never loads PyTorch. PyTorch is Debian's CPU build (python3-torch with
+# OpenBLAS, the stack's Debian packages; PyPI's is the 6 GB CUDA build: docs/fl.md, "The FL
+# stack's size"), the rest comes from python/requirements-fl.txt. 1.3 GB in all.
+stack_fl() { python_venv venv-fl python/requirements-fl.txt --system-site-packages; }
 
 # What only the test suite needs beside the stacks: Chromium (Debian's), installed by `continuum
 # setup` as the stack's Debian package. Nothing to build.

@@ -328,6 +328,7 @@ type progress struct {
 	// fl venv's 44k files), so an interactive line that is redrawn every second recounts them
 	// only every bytesEvery.
 	wmu       sync.Mutex
+	before    map[string]bool // the cache's directories when the step started
 	written   int64
 	writtenAt time.Time
 }
@@ -336,7 +337,7 @@ type progress struct {
 const bytesEvery = 10 * time.Second
 
 func (in *Installer) startProgress(name string, start time.Time, est estimate) *progress {
-	p := &progress{in: in, name: name, start: start, est: est, quit: make(chan struct{})}
+	p := &progress{in: in, name: name, start: start, est: est, quit: make(chan struct{}), before: cacheEntries(in.Cache)}
 	every := in.ProgressEvery
 	if every == 0 {
 		every = 30 * time.Second
@@ -378,7 +379,7 @@ func (p *progress) line() string {
 	s := fmt.Sprintf("setup %s: %s of ~%s", p.name, time.Since(p.start).Round(time.Second), humanDuration(p.est.Time))
 	p.wmu.Lock()
 	if time.Since(p.writtenAt) >= bytesEvery {
-		p.written, p.writtenAt = writtenSince(p.in.Cache, p.start), time.Now()
+		p.written, p.writtenAt = writtenSince(p.in.Cache, p.before), time.Now()
 	}
 	written := p.written
 	p.wmu.Unlock()
@@ -432,21 +433,27 @@ func (p *progress) stop() {
 	}
 }
 
-// writtenSince is the size of the cache's entries made or changed since start (a venv being
-// filled, a build's <dir>.tmp.<pid>, Maven's repository).
-func writtenSince(cache string, start time.Time) int64 {
-	ents, err := os.ReadDir(cache)
-	if err != nil {
-		return 0
-	}
-	var n int64
+// cacheEntries lists the setup cache's directories.
+func cacheEntries(cache string) map[string]bool {
+	m := map[string]bool{}
+	ents, _ := os.ReadDir(cache)
 	for _, e := range ents {
-		fi, err := e.Info()
-		// The file system stamps times from a coarse clock, a few ms behind time.Now.
-		if err != nil || !e.IsDir() || fi.ModTime().Before(start.Add(-time.Second)) {
-			continue
+		if e.IsDir() {
+			m[e.Name()] = true
 		}
-		n += diskUsage(filepath.Join(cache, e.Name()))
+	}
+	return m
+}
+
+// writtenSince is the size of the cache's directories that were not there before the step (a
+// venv being filled, a build's <dir>.tmp.<pid>): what this step wrote, not what another clone's
+// setup or an image build is writing into the cache at the same time.
+func writtenSince(cache string, before map[string]bool) int64 {
+	var n int64
+	for name := range cacheEntries(cache) {
+		if !before[name] {
+			n += diskUsage(filepath.Join(cache, name))
+		}
 	}
 	return n
 }

@@ -517,7 +517,7 @@ func TestSetupRunsTheStepAfterAPinBump(t *testing.T) {
 func TestPlanSaysWhereTheEstimateComesFrom(t *testing.T) {
 	h := newFakeHost(t, "")
 	in := h.installer(&bytes.Buffer{})
-	if got := strings.Join(in.Plan([]Stack{mustLookup(t, "fl")}), "\n"); !strings.Contains(got, "~4 min on a 2-core machine") {
+	if got := strings.Join(in.Plan([]Stack{mustLookup(t, "fl")}), "\n"); !strings.Contains(got, "~"+humanDuration(mustLookup(t, "fl").Time)+" on a 2-core machine") {
 		t.Errorf("Plan with no history here = %q, want the catalog's time named as a 2-core machine's", got)
 	}
 	for _, bad := range []string{`{"fl": {"seconds": 1e300}}`, `{"fl": {"seconds": 30, "packages": -5}}`} {

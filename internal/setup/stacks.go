@@ -89,13 +89,13 @@ var Stacks = []Stack{
 	},
 	{
 		Name:     "fl",
-		Version:  "torch 2.15.0, flwr 1.41.0",
-		Summary:  "the Python venv of the federated-learning services (PyTorch, Flower, scikit-learn)",
+		Version:  "flwr 1.41.0, Debian's python3-torch 1.13.1",
+		Summary:  "the Python venv of the federated-learning services (Flower, scikit-learn; PyTorch is Debian's CPU build, with OpenBLAS)",
 		NeededBy: "kinds fl-job, fl-orchestrator; fl orchestrate; the fl scenarios",
-		Apt:      []string{"python3", "python3-venv"},
+		Apt:      []string{"python3", "python3-venv", "python3-torch", "libopenblas0-serial"},
 		Tools:    []tools.Tool{venv("venv-fl")},
-		Size:     5900 * mib,
-		Time:     4 * time.Minute,
+		Size:     1303 * mib,
+		Time:     5 * time.Minute,
 	},
 	{
 		Name:     "kubernetes",
