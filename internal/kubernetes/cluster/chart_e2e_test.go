@@ -30,11 +30,12 @@ import (
 // function through the gateway (and its autoscaler adding instances under load), the realtime database, and a record posted to the stream bridge
 // that the aggregator writes into the database through Kafka (a real broker on the node).
 //
-// It takes minutes (three images, Kafka, the chart's pods), so it runs in `make
-// test-kubernetes`, not in `make test`: CONTINUUM_CHART_E2E=1 turns it on.
+// It takes minutes (three images, Kafka, the chart's pods) and runs in `make test`'s serial
+// pass: `make test` once left it out, and a chart whose proxy crash-looped on an unreadable
+// Secret shipped (issue 42). `make test-kubernetes` runs it alone; -short skips it.
 func TestChartOnCluster(t *testing.T) {
-	if os.Getenv("CONTINUUM_CHART_E2E") != "1" {
-		t.Skip("the chart's end-to-end run (images, Kafka, every component, ~3 min): `make test-kubernetes` or CONTINUUM_CHART_E2E=1")
+	if testing.Short() {
+		t.Skip("the chart's end-to-end run (images, Kafka, every component, ~2.5 min)")
 	}
 	requireRoot(t)
 	binDir, err := controlplane.FindBinDir()
