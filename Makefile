@@ -28,7 +28,8 @@ build:
 #    linger, kv/server's stall bound under compaction, shareddata/freshness, experiment), that
 #    bring up testbeds in network namespaces (cmd/continuum, experiment, kv/nemesis, testbed) or
 #    a cluster that changes the host's network and mounts and checks they are restored
-#    (kubernetes/cluster; kubernetes/kubeplatform, which runs a scenario on one), or that
+#    (kubernetes/cluster, the chart's end-to-end run included; kubernetes/kubeplatform, which
+#    runs a scenario on one; cmd/continuum, whose TestREADMETour runs the README's tour), or that
 #    render in Chromium (report, proxy/kinds, stream/rtdb): the
 #    delay-accuracy tests must not share the 2 CPUs with a Chromium render or with other
 #    packages. A new package goes here only if it is of one of these kinds.
