@@ -63,7 +63,7 @@ var tourSteps = map[string]tourStep{
 	"bin/continuum run scenarios/iot/scenario-a.yaml":          checked,
 	"bin/continuum run scenarios/iot/scenario-b.yaml":          checked,
 	"bin/continuum run scenarios/iot/mqtt-ingress.yaml":        checked,
-	"bin/continuum bench coldstart --out results/coldstart.md": quick("--runs", "1", "--handler", "python/functions/hello"),
+	"bin/continuum bench coldstart --out results/coldstart.md": quick(),
 
 	"(cd examples/proxy && ../../bin/continuum proxy --config proxy.yaml)": serve("http://127.0.0.1:9090/readyz"),
 	"bin/continuum run scenarios/proxy/dynamic.yaml":                       checked,
@@ -310,7 +310,8 @@ func checked(tr *tourRun, line string) {
 // directory so that a smoke run never replaces a real result of the user's.
 var outFlag = regexp.MustCompile(`--out results/(\S+)`)
 
-// quick runs a bench line with extra flags (its smoke form) and its output redirected.
+// quick runs a bench line with extra flags (its smoke form; none for a bench of seconds) and
+// its output redirected.
 func quick(extra ...string) tourStep {
 	return func(tr *tourRun, line string) {
 		m := outFlag.FindStringSubmatch(line)
