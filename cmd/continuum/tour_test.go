@@ -63,7 +63,7 @@ var tourSteps = map[string]tourStep{
 	"bin/continuum run scenarios/iot/scenario-a.yaml":          checked,
 	"bin/continuum run scenarios/iot/scenario-b.yaml":          checked,
 	"bin/continuum run scenarios/iot/mqtt-ingress.yaml":        checked,
-	"bin/continuum bench coldstart --out results/coldstart.md": quick(),
+	"bin/continuum bench coldstart --out results/coldstart.md": quick("--runs", "1"),
 
 	"(cd examples/proxy && ../../bin/continuum proxy --config proxy.yaml)": serve("http://127.0.0.1:9090/readyz"),
 	"bin/continuum run scenarios/proxy/dynamic.yaml":                       checked,
@@ -550,8 +550,10 @@ func clusterDown(tr *tourRun, line string) {
 	added("network namespace", tr.hostBefore.netns, after.netns)
 	added("link", tr.hostBefore.links, after.links)
 	added("mount point", tr.hostBefore.mounts, after.mounts)
-	if _, err := os.Stat(tourClusterDir); err == nil {
-		tr.t.Errorf("cluster down left %s", tourClusterDir)
+	for _, p := range []string{tourClusterDir, tourClusterDir + ".daemon.log"} {
+		if _, err := os.Stat(p); err == nil {
+			tr.t.Errorf("cluster down left %s", p)
+		}
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
