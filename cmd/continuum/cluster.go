@@ -185,6 +185,8 @@ func newClusterDownCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The daemon's log, beside the state dir, goes with it (as a testbed's does).
+			_ = os.Remove(dir + ".daemon.log")
 			fmt.Fprintf(cmd.OutOrStdout(), "cluster in %s removed\n", dir)
 			return nil
 		},

@@ -30,11 +30,12 @@ import (
 // function through the gateway (and its autoscaler adding instances under load), the realtime database, and a record posted to the stream bridge
 // that the aggregator writes into the database through Kafka (a real broker on the node).
 //
-// It takes minutes (three images, Kafka, the chart's pods), so it runs in `make
-// test-kubernetes`, not in `make test`: CONTINUUM_CHART_E2E=1 turns it on.
+// It takes minutes (three images, Kafka, the chart's pods) and runs in `make test`'s serial
+// pass: `make test` once left it out, and a chart whose proxy crash-looped on an unreadable
+// Secret shipped (issue 42). `make test-kubernetes` runs it alone; -short skips it.
 func TestChartOnCluster(t *testing.T) {
-	if os.Getenv("CONTINUUM_CHART_E2E") != "1" {
-		t.Skip("the chart's end-to-end run (images, Kafka, every component, ~3 min): `make test-kubernetes` or CONTINUUM_CHART_E2E=1")
+	if testing.Short() {
+		t.Skip("the chart's end-to-end run (images, Kafka, every component, ~2.5 min)")
 	}
 	requireRoot(t)
 	binDir, err := controlplane.FindBinDir()
@@ -146,7 +147,12 @@ stream:
 
 	rtdb := "http://" + svcIP("c1-continuum-realtime-db") + ":9000"
 	t.Run("realtime-db", func(t *testing.T) {
-		mustHTTP(t, hc, http.MethodPut, rtdb+"/smoke.json", `{"a":1}`, http.StatusOK)
+		// helm --wait returns once the pods are Ready; kube-proxy may program the Service's
+		// rules a moment later (connection refused until then).
+		testenv.EventuallyNoError(t, time.Minute, "the realtime database's Service takes a write", func() error {
+			_, err := doHTTP(hc, http.MethodPut, rtdb+"/smoke.json", `{"a":1}`, http.StatusOK)
+			return err
+		})
 		if got := mustHTTP(t, hc, http.MethodGet, rtdb+"/smoke.json", "", http.StatusOK); strings.TrimSpace(got) != `{"a":1}` {
 			t.Fatalf("GET /smoke.json = %s", got)
 		}
@@ -223,7 +229,10 @@ stream:
 	t.Run("stream", func(t *testing.T) {
 		bridge := "http://" + svcIP("c1-continuum-stream-bridge") + ":8090"
 		// Posts need the token the chart generated into its Secret.
-		mustHTTP(t, hc, http.MethodPost, bridge+"/topics/events", `{"id":"m0","v":1}`, http.StatusUnauthorized)
+		testenv.EventuallyNoError(t, time.Minute, "the bridge's Service refuses a post without the token", func() error {
+			_, err := doHTTP(hc, http.MethodPost, bridge+"/topics/events", `{"id":"m0","v":1}`, http.StatusUnauthorized)
+			return err
+		})
 		sec, err := cl.client.CoreV1().Secrets("default").Get(ctx, "c1-continuum-stream-bridge-token", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -249,20 +258,29 @@ stream:
 
 func mustHTTP(t *testing.T, hc *http.Client, method, url, body string, want int) string {
 	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader([]byte(body)))
+	b, err := doHTTP(hc, method, url, body, want)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// doHTTP sends one request and returns the body, or an error unless the status is want.
+func doHTTP(hc *http.Client, method, url, body string, want int) (string, error) {
+	req, err := http.NewRequest(method, url, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return "", err
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %s: %s", method, url, resp.Status, b)
+		return string(b), fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, b)
 	}
-	return string(b)
+	return string(b), nil
 }
 
 // podSummary lists the pods and their states, for a failed install's message.

@@ -2,7 +2,6 @@ package image
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // Tree is the content of one layer: files, directories and symlinks by their path in the image.
@@ -216,7 +217,10 @@ func (t *Tree) WriteTar(w io.Writer, epoch time.Time) error {
 }
 
 // writeGzip writes the tree's tar, gzip-compressed, to a new file in dir and returns its path.
-// gzip's header carries no name and no time, so the bytes depend on the tree only.
+// gzip's header carries no name and no time, so the bytes depend on the tree only. klauspost's
+// gzip, not the standard library's: as deterministic, about 4x faster at the default level for
+// 3% more bytes (the Python image's venv layer: 33 s against 8 s on a 2-core machine), and every
+// `image build` and the cluster tests wait for it.
 func (t *Tree) writeGzip(dir string, epoch time.Time) (string, error) {
 	f, err := os.CreateTemp(dir, "layer-*.tar.gz")
 	if err != nil {

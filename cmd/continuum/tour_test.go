@@ -1,0 +1,585 @@
+package main
+
+// The README's "A short tour", run as a user would: every command line of its block, in order,
+// from the clone's root. A line that takes seconds runs as written; a line whose full run takes
+// minutes to half an hour (a scenario, a benchmark) runs in a checked form of the same line
+// (`run --check`, a bench's --quick); a server starts, is seen serving and is stopped. A line the
+// table below does not know fails the test, and so does an entry whose line left the README: the
+// tour and its test change together, so a README line cannot silently break (issue 42).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
+)
+
+// tourStep checks one line of the tour; line is the command as the README writes it, without
+// its comment.
+type tourStep func(tr *tourRun, line string)
+
+// tourSteps is every line of the tour and how it is checked. Keyed by the exact line: a changed
+// line fails the test until its entry is changed with it.
+var tourSteps = map[string]tourStep{
+	"make build": asWritten,
+	"bin/continuum testbed up -f scenarios/topologies/three-tier.yaml --name lab": asWritten,
+	"bin/continuum testbed exec --name lab device -- ping -c 3 edge":              asWritten,
+	"bin/continuum testbed fault --name lab partition --node cloud":               asWritten,
+	"bin/continuum testbed fault --name lab heal":                                 asWritten,
+	"bin/continuum testbed status --name lab":                                     asWritten,
+	"bin/continuum testbed down --name lab":                                       testbedDown("lab", "device", "edge", "cloud"),
+	"bin/continuum run scenarios/quickstart.yaml --out results":                   runQuickstart,
+	"bin/continuum report results/quickstart-<timestamp>":                         reportAgain,
+	"bin/continuum bench testbed --out results/testbed.md":                        quick("--quick", "--only", "accuracy"),
+
+	kvLine: serve(kvURL),
+	"bin/continuum bench kv --out results/kv-single-node.md":                                                                         quick("--quick"),
+	"bin/continuum bench kv --stores kv,etcd --maintenance --closed-clients 0 --footprint-records 0 --out results/kv-maintenance.md": quick("--quick"),
+	"bin/continuum bench kube-store --out results/kubernetes.md":                                                                     quick("--quick", "--restart-downs", "0s"),
+	"bin/continuum run scenarios/kv/cluster-3.yaml --repeats 3":                                                                      checked,
+	"bin/continuum run scenarios/kv/partition.yaml":                                                                                  checked,
+	"bin/continuum run --check scenarios/kv/partition.yaml":                                                                          asWritten,
+	"bin/continuum run --only etcd scenarios/kv/partition.yaml":                                                                      checked,
+
+	paceConsumer: paceLoop,
+	paceProducer: ranWith(paceConsumer),
+	"bin/continuum run scenarios/shareddata/distributed-1x.yaml":   checked,
+	"bin/continuum run scenarios/shareddata/maintenance-etcd.yaml": checked,
+	"bin/continuum run scenarios/shareddata/failover.yaml":         checked,
+
+	gatewayLine:               serve(gatewayURL),
+	"bin/continuum faas list": withServer(gatewayLine, gatewayURL, "hello"),
+	"bin/continuum run scenarios/iot/scenario-a.yaml":          checked,
+	"bin/continuum run scenarios/iot/scenario-b.yaml":          checked,
+	"bin/continuum run scenarios/iot/mqtt-ingress.yaml":        checked,
+	"bin/continuum bench coldstart --out results/coldstart.md": quick("--runs", "1"),
+
+	"(cd examples/proxy && ../../bin/continuum proxy --config proxy.yaml)": serve("http://127.0.0.1:9090/readyz"),
+	"bin/continuum run scenarios/proxy/dynamic.yaml":                       checked,
+
+	"bin/continuum fl plan --topology scenarios/fl/seed-topology.csv --remove n9": asWritten,
+	"bin/continuum run scenarios/fl/seed-orchestration.yaml":                      checked,
+
+	"bin/continuum run scenarios/app/process.yaml": asWritten,
+	composeLine: compose,
+
+	imageBuild: ranWith(composeLine),
+	"bin/continuum cluster up --image images/continuum.tar --image images/proxy.tar --image images/python.tar": clusterUp,
+	"export KUBECONFIG=$(bin/continuum cluster status --kubeconfig)":                                           export,
+	".tools/bin/helm install continuum deploy/helm/continuum --wait --timeout 5m":                              asWritten,
+	"bin/continuum run --platform kubernetes --pull-policy Never scenarios/kubernetes/quickstart.yaml":         asWritten,
+	"bin/continuum cluster down": clusterDown,
+	"make test-kubernetes":       chartEndToEnd,
+}
+
+// The PACE lines: a consumer in the background, then a producer in the same group, on the kv
+// line's server.
+const (
+	paceConsumer = "bin/continuum pace consumer --backend etcd --endpoints http://127.0.0.1:2379 --group g1 --id c1 --class wave --out /tmp/c1 &"
+	paceProducer = "bin/continuum pace producer --backend etcd --endpoints http://127.0.0.1:2379 --group g1 --id p1 --class wave --out /tmp/p1"
+	kvLine       = "bin/continuum kv --name a --data-dir /tmp/a.kv --listen-client-urls http://127.0.0.1:2379"
+	kvURL        = "http://127.0.0.1:2379/health"
+	// faas list talks to the gateway of the line above it (/system/ answers 401 without auth).
+	gatewayLine = "bin/continuum faas gateway --function name=hello,handler=python/functions/hello,min=0,idle_timeout=30s,zygote=true"
+	gatewayURL  = "http://127.0.0.1:8080/system/functions"
+	// The Kubernetes block's image build is the compose line's first command; it runs once.
+	imageBuild  = "bin/continuum image build --out images/"
+	composeLine = imageBuild + " && bin/continuum run examples/compose/notes/compose.yaml"
+)
+
+// TestREADMETourLinesKnown: every line of the tour has an entry in tourSteps and every entry a
+// line. It needs neither root nor time, so it holds under -short too.
+func TestREADMETourLinesKnown(t *testing.T) {
+	knownTourLines(t, tourLines(t, filepath.Join("..", "..", "README.md")))
+}
+
+func knownTourLines(t *testing.T, lines []string) {
+	t.Helper()
+	var unknown []string
+	for _, l := range lines {
+		if tourSteps[l] == nil {
+			unknown = append(unknown, l)
+		}
+	}
+	for l := range tourSteps {
+		if !slices.Contains(lines, l) {
+			t.Errorf("the test checks a line the README's tour no longer has (remove its entry): %s", l)
+		}
+	}
+	if len(unknown) > 0 {
+		t.Fatalf("the README's tour has lines this test does not know how to check; add each to tourSteps:\n%s", strings.Join(unknown, "\n"))
+	}
+}
+
+// TestREADMETour runs the README's tour (see the top of this file).
+func TestREADMETour(t *testing.T) {
+	requireRoot(t)
+	start := time.Now()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := tourLines(t, filepath.Join(root, "README.md"))
+	knownTourLines(t, lines)
+	if t.Failed() {
+		return
+	}
+	tr := newTourRun(t, root)
+	for _, l := range lines {
+		if t.Failed() {
+			break // later lines build on earlier ones (the testbed, the cluster)
+		}
+		began := time.Now()
+		t.Run(l, func(t *testing.T) {
+			tr.t = t
+			tourSteps[l](tr, l)
+		})
+		t.Logf("%6.1fs  %s", time.Since(began).Seconds(), l)
+	}
+	t.Logf("the tour took %s", time.Since(start).Round(time.Second))
+}
+
+// tourLines are the commands of the README's "A short tour" block: its first ```sh block, each
+// line without its comment, blank and comment-only lines left out.
+func tourLines(t *testing.T, readme string) []string {
+	t.Helper()
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "\n## A short tour\n")
+	if !ok {
+		t.Fatalf("%s: no \"## A short tour\" section", readme)
+	}
+	_, block, ok := strings.Cut(after, "```sh\n")
+	if !ok {
+		t.Fatalf("%s: the tour has no ```sh block", readme)
+	}
+	block, _, ok = strings.Cut(block, "```")
+	if !ok {
+		t.Fatalf("%s: the tour's block is not closed", readme)
+	}
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(block))
+	for sc.Scan() {
+		l := strings.TrimSpace(stripComment(sc.Text()))
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 10 {
+		t.Fatalf("%s: the tour has %d lines, want its whole block", readme, len(lines))
+	}
+	return lines
+}
+
+// stripComment cuts a shell line at its comment: a # at the start or after a blank, outside quotes.
+func stripComment(l string) string {
+	var quote rune
+	for i, r := range l {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '#' && (i == 0 || l[i-1] == ' ' || l[i-1] == '\t'):
+			return l[:i]
+		}
+	}
+	return l
+}
+
+// tourRun is the state the tour's lines share: the clone they run in, the environment the
+// export lines set, and what the quickstart wrote.
+type tourRun struct {
+	t       *testing.T
+	root    string
+	state   string   // CONTINUUM_STATE_DIR: this test's testbeds, not the user's
+	env     []string // NAME=value from the tour's export lines
+	scratch string   // where checked forms write instead of results/
+	// quickstart is the results directory the quickstart line wrote, relative to the clone.
+	quickstart string
+	// ran are lines an earlier line's step ran beside it.
+	ran []string
+	// hostBefore is the host's namespaces, links and mounts before `cluster up`.
+	hostBefore hostSets
+}
+
+func newTourRun(t *testing.T, root string) *tourRun {
+	tr := &tourRun{t: t, root: root, state: t.TempDir(), scratch: t.TempDir()}
+	// The tour writes where the README says: results/, images/, /tmp/a.kv, /tmp/c1, /tmp/p1 and
+	// the gateway's secrets. What was not there before the test is removed after it (results/ is
+	// the user's: only its new entries go; images/ holds only what `image build` makes again).
+	for _, p := range []string{"results", "images", "/tmp/a.kv", "/tmp/c1", "/tmp/p1", "/var/lib/continuum/faas-gateway"} {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		if _, err := os.Stat(p); err == nil {
+			if p == filepath.Join(root, "results") {
+				before, _ := os.ReadDir(p)
+				t.Cleanup(func() {
+					now, _ := os.ReadDir(p)
+					for _, e := range now {
+						if !slices.ContainsFunc(before, func(b os.DirEntry) bool { return b.Name() == e.Name() }) {
+							os.RemoveAll(filepath.Join(p, e.Name()))
+						}
+					}
+				})
+			}
+			continue
+		}
+		t.Cleanup(func() { os.RemoveAll(p) })
+	}
+	t.Cleanup(func() {
+		// A line that failed half way may leave a testbed or the cluster behind.
+		out, err := tr.command(context.Background(), "bin/continuum testbed down --all").CombinedOutput()
+		if err != nil {
+			t.Errorf("cleanup: testbed down --all: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(tourClusterDir); err == nil {
+			out, err := tr.command(context.Background(), "bin/continuum cluster down").CombinedOutput()
+			if err != nil {
+				t.Errorf("cleanup: cluster down: %v\n%s", err, out)
+			}
+		}
+	})
+	return tr
+}
+
+// tourClusterDir is `continuum cluster`'s default --state-dir, which the tour's lines use.
+const tourClusterDir = "/var/lib/continuum/cluster"
+
+// command is line run by bash in the clone, in its own process group so that stopping it stops
+// whatever it started.
+func (tr *tourRun) command(ctx context.Context, line string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "bash", "-c", line)
+	cmd.Dir = tr.root
+	cmd.Env = append(append(os.Environ(), "CONTINUUM_STATE_DIR="+tr.state), tr.env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// must runs line to its end within timeout and fails the test unless it exits 0; it returns
+// the output.
+func (tr *tourRun) must(line string, timeout time.Duration) string {
+	tr.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, err := tr.command(ctx, line).CombinedOutput()
+	if ctx.Err() != nil {
+		tr.t.Fatalf("%s: still running after %v\n%s", line, timeout, out)
+	}
+	if err != nil {
+		tr.t.Fatalf("%s: %v\n%s", line, err, out)
+	}
+	return string(out)
+}
+
+// asWritten runs the line as the README writes it.
+func asWritten(tr *tourRun, line string) { tr.must(line, 10*time.Minute) }
+
+// checked runs a scenario line as `run --check`: the scenario loads, every run's command lines
+// build and the stacks it needs are there, without the minutes the runs take.
+func checked(tr *tourRun, line string) {
+	rest, ok := strings.CutPrefix(line, "bin/continuum run ")
+	if !ok {
+		tr.t.Fatalf("checked: %q is not a `bin/continuum run` line", line)
+	}
+	out := tr.must("bin/continuum run --check "+rest, time.Minute)
+	if !strings.Contains(out, ": ok (") {
+		tr.t.Fatalf("run --check did not say ok:\n%s", out)
+	}
+}
+
+// outFlag is a bench's --out into results/, which a checked form points at the scratch
+// directory so that a smoke run never replaces a real result of the user's.
+var outFlag = regexp.MustCompile(`--out results/(\S+)`)
+
+// quick runs a bench line with extra flags (its smoke form; none for a bench of seconds) and
+// its output redirected.
+func quick(extra ...string) tourStep {
+	return func(tr *tourRun, line string) {
+		m := outFlag.FindStringSubmatch(line)
+		if m == nil {
+			tr.t.Fatalf("quick: %q has no --out results/FILE", line)
+		}
+		l := outFlag.ReplaceAllString(line, "--out "+filepath.Join(tr.scratch, "$1"))
+		l += " " + strings.Join(extra, " ")
+		tr.must(l, 5*time.Minute)
+		if b, err := os.ReadFile(filepath.Join(tr.scratch, m[1])); err != nil || len(b) == 0 {
+			tr.t.Fatalf("%s wrote no report: %v", l, err)
+		}
+	}
+}
+
+// serve starts a server line, waits until url answers, and stops it.
+func serve(url string) tourStep {
+	return func(tr *tourRun, line string) { tr.startServer(line, url) }
+}
+
+// withServer runs the line while the server line (an earlier line of the tour that this one
+// talks to) serves at url; the line's output must contain want.
+func withServer(server, url, want string) tourStep {
+	return func(tr *tourRun, line string) {
+		tr.startServer(server, url)
+		if out := tr.must(line, 2*time.Minute); !strings.Contains(out, want) {
+			tr.t.Fatalf("%s: want %q in its output:\n%s", line, want, out)
+		}
+	}
+}
+
+// paceLoop runs the consumer line (without its &, for 8 s) and, while it runs, the producer
+// line (for 5 s) on the kv line's server; both must end with "status":"ok": each saw the other's
+// messages.
+func paceLoop(tr *tourRun, line string) {
+	tr.startServer(kvLine, kvURL)
+	consumer := strings.TrimSpace(strings.TrimSuffix(line, "&")) + " --duration 8s"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := tr.command(ctx, consumer)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		tr.t.Fatal(err)
+	}
+	produced := tr.must(paceProducer+" --duration 5s", 2*time.Minute)
+	err := cmd.Wait()
+	if err != nil {
+		tr.t.Fatalf("%s: %v\n%s", consumer, err, out.String())
+	}
+	for _, o := range []string{out.String(), produced} {
+		if !strings.Contains(o, `"status":"ok"`) {
+			tr.t.Fatalf("a PACE side did not end ok:\n%s", o)
+		}
+	}
+	tr.ran = append(tr.ran, paceProducer)
+}
+
+// compose runs the compose line as written. Its image build is the Kubernetes block's image
+// build line to the byte, and the build is reproducible (the same tree gives the same tarballs),
+// so that line is not run a second time: the cluster line after it takes these tarballs.
+func compose(tr *tourRun, line string) {
+	tr.must(line, 10*time.Minute)
+	for _, n := range []string{"continuum", "proxy", "python"} {
+		if _, err := os.Stat(filepath.Join(tr.root, "images", n+".tar")); err != nil {
+			tr.t.Fatal(err)
+		}
+	}
+	tr.ran = append(tr.ran, imageBuild)
+}
+
+// ranWith: the line ran in the step of an earlier line (which needs it running beside it).
+func ranWith(earlier string) tourStep {
+	return func(tr *tourRun, line string) {
+		if !slices.Contains(tr.ran, line) {
+			tr.t.Fatalf("%s should have run with %s", line, earlier)
+		}
+	}
+}
+
+// startServer starts line and waits until url answers an HTTP request (any status: a 401 from
+// an endpoint behind auth is a server that serves); the server is stopped when the step ends.
+func (tr *tourRun) startServer(line, url string) {
+	t := tr.t
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := tr.command(ctx, line)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cancel() // SIGKILL to the group
+			<-exited
+		}
+		cancel()
+	})
+	hc := &http.Client{Timeout: 2 * time.Second}
+	var exitErr error
+	testenv.Eventually(t, time.Minute, line+" answering "+url, func() bool {
+		select {
+		case exitErr = <-exited:
+			t.Fatalf("%s exited before serving: %v\n%s", line, exitErr, out.String())
+		default:
+		}
+		resp, err := hc.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+}
+
+// testbedDown runs the down line and checks that the testbed left nothing on the host.
+func testbedDown(name string, nodes ...string) tourStep {
+	return func(tr *tourRun, line string) {
+		tr.must(line, 2*time.Minute)
+		c := &binRunner{t: tr.t, state: tr.state}
+		c.assertNothingLeft(name, nodes)
+	}
+}
+
+// runQuickstart runs the quickstart as written and keeps its results directory for the report line.
+func runQuickstart(tr *tourRun, line string) {
+	out := tr.must(line, 5*time.Minute)
+	m := regexp.MustCompile(`(?m)^results:\s+(\S+)$`).FindStringSubmatch(out)
+	if m == nil {
+		tr.t.Fatalf("the quickstart printed no results directory:\n%s", out)
+	}
+	rel, err := filepath.Rel(tr.root, m[1])
+	if err != nil || !strings.HasPrefix(rel, "results/quickstart-") {
+		tr.t.Fatalf("the quickstart wrote %s, want results/quickstart-<timestamp> in the clone", m[1])
+	}
+	tr.quickstart = rel
+}
+
+// reportAgain re-renders the quickstart's results: the line's <timestamp> is the quickstart's.
+func reportAgain(tr *tourRun, line string) {
+	if tr.quickstart == "" {
+		tr.t.Fatal("no quickstart results to report on")
+	}
+	dir := filepath.Join(tr.root, tr.quickstart)
+	if err := os.Remove(filepath.Join(dir, "report.html")); err != nil {
+		tr.t.Fatal(err)
+	}
+	tr.must(strings.Replace(line, "results/quickstart-<timestamp>", tr.quickstart, 1), 2*time.Minute)
+	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
+		tr.t.Fatalf("report did not write report.html again: %v", err)
+	}
+}
+
+// export runs an `export NAME=VALUE` line and keeps NAME for the lines after it.
+func export(tr *tourRun, line string) {
+	assign, ok := strings.CutPrefix(line, "export ")
+	name, _, ok2 := strings.Cut(assign, "=")
+	if !ok || !ok2 {
+		tr.t.Fatalf("export: %q is not `export NAME=VALUE`", line)
+	}
+	v := strings.TrimSpace(tr.must(line+` && printf '%s' "$`+name+`"`, time.Minute))
+	if v == "" {
+		tr.t.Fatalf("%s: %s is empty", line, name)
+	}
+	tr.env = append(tr.env, name+"="+v)
+}
+
+// hostSets is what a cluster adds to the host and `cluster down` must take away: network
+// namespaces, links, mount points and processes working in the cluster's state directory.
+type hostSets struct{ netns, links, mounts []string }
+
+func snapshotHostSets(t *testing.T) hostSets {
+	t.Helper()
+	var s hostSets
+	list := func(name string, args ...string) []string {
+		out, err := exec.Command(name, args...).Output()
+		if err != nil {
+			t.Fatalf("%s %v: %v", name, args, err)
+		}
+		var v []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if f := strings.Fields(l); len(f) > 0 {
+				v = append(v, f[0])
+			}
+		}
+		return v
+	}
+	s.netns = list("ip", "netns", "list")
+	links, err := os.ReadDir("/sys/class/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		s.links = append(s.links, l.Name())
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(mi), "\n") {
+		if f := strings.Fields(l); len(f) > 4 {
+			s.mounts = append(s.mounts, f[4])
+		}
+	}
+	return s
+}
+
+// clusterUp starts the cluster as written, after noting the host as it was.
+func clusterUp(tr *tourRun, line string) {
+	if _, err := os.Stat(tourClusterDir); err == nil {
+		tr.t.Fatalf("a cluster is already up in %s: the tour brings up its own (`bin/continuum cluster down` first)", tourClusterDir)
+	}
+	tr.hostBefore = snapshotHostSets(tr.t)
+	tr.must(line, 5*time.Minute)
+}
+
+// clusterDown runs the down line and checks that the cluster gave the host back: no namespace,
+// link or mount point that was not there before `cluster up` (testbeds' own, ctm-*, aside:
+// other tests' testbeds come and go), no process left in its state directory.
+func clusterDown(tr *tourRun, line string) {
+	tr.must(line, 3*time.Minute)
+	after := snapshotHostSets(tr.t)
+	added := func(what string, before, now []string) {
+		for _, v := range now {
+			if !slices.Contains(before, v) && !strings.HasPrefix(v, "ctm") && !strings.HasPrefix(v, "/run/netns/ctm") {
+				tr.t.Errorf("cluster down left the %s %s", what, v)
+			}
+		}
+	}
+	added("network namespace", tr.hostBefore.netns, after.netns)
+	added("link", tr.hostBefore.links, after.links)
+	added("mount point", tr.hostBefore.mounts, after.mounts)
+	for _, p := range []string{tourClusterDir, tourClusterDir + ".daemon.log"} {
+		if _, err := os.Stat(p); err == nil {
+			tr.t.Errorf("cluster down left %s", p)
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if bytes.Contains(b, []byte(tourClusterDir)) {
+			tr.t.Errorf("cluster down left process %s: %s", filepath.Base(filepath.Dir(p)), bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
+	if out, err := tr.command(context.Background(), "bin/continuum cluster status").CombinedOutput(); err == nil {
+		tr.t.Errorf("cluster status after down: exit 0, want no cluster\n%s", out)
+	}
+}
+
+// chartEndToEnd: `make test-kubernetes` is TestChartOnCluster, which `make test` runs in its
+// serial pass; here the target is checked to be that test, not run a second time.
+func chartEndToEnd(tr *tourRun, line string) {
+	out := tr.must("make -n test-kubernetes", time.Minute)
+	if !strings.Contains(out, "-run 'TestChartOnCluster'") || !strings.Contains(out, "./internal/kubernetes/cluster/") {
+		tr.t.Fatalf("make test-kubernetes no longer runs TestChartOnCluster:\n%s", out)
+	}
+	mk, err := os.ReadFile(filepath.Join(tr.root, "Makefile"))
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	serial := regexp.MustCompile(`(?s)SERIAL_TESTS\s*:=(.*?)\n\S`).FindSubmatch(mk)
+	if serial == nil || !regexp.MustCompile(`\./internal/kubernetes/cluster\s`).Match(serial[1]) {
+		tr.t.Fatalf("the Makefile's SERIAL_TESTS lacks ./internal/kubernetes/cluster, whose TestChartOnCluster `make test` runs")
+	}
+}
