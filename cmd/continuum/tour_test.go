@@ -70,6 +70,7 @@ var tourSteps = map[string]tourStep{
 
 	"bin/continuum fl plan --topology scenarios/fl/seed-topology.csv --remove n9": asWritten,
 	"bin/continuum run scenarios/fl/seed-orchestration.yaml":                      checked,
+	"bin/continuum run scenarios/fl/seed-orchestration-small.yaml":                checked,
 
 	"bin/continuum run scenarios/app/process.yaml": asWritten,
 	composeLine: compose,

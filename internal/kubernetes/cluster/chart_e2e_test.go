@@ -24,7 +24,7 @@ import (
 )
 
 // TestChartOnCluster installs deploy/helm/continuum with every component but the FL
-// orchestrator (whose image carries PyTorch: several GB, built on request) on a one-node
+// orchestrator (whose image carries PyTorch: 1.7 GB unpacked, built on request) on a one-node
 // cluster, waits for every pod to be Ready, and talks to each component: kv through the writer
 // Service and a replica, the proxy on the node's port routing to a Service it discovered, a
 // function through the gateway (and its autoscaler adding instances under load), the realtime database, and a record posted to the stream bridge
