@@ -360,7 +360,7 @@ func TestProxyOverlongAnswerHeadBounded(t *testing.T) {
 func TestProxyInstanceIDNeverSplitsAnswer(t *testing.T) {
 	up := upstreamServer(t, "b", nil)
 	id := "a\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 8\r\nX-Split: 1\r\n\r\nINJECTED"
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	tp := oneService(t, up.URL, func(c *Config) {
 		c.Sources = []discovery.Source{newTestSource(inst(id, "dps", up.URL), inst("b", "dps", up.URL))}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -397,24 +397,6 @@ func peekConn(rc *rawClient) string {
 	b := make([]byte, 256)
 	n, _ := rc.br.Read(b)
 	return string(b[:n])
-}
-
-// syncBuffer is a bytes.Buffer for a logger written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestProxyAnswerFramedTwoWaysRefused: an instance's answer whose framing reads two ways

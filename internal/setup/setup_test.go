@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -391,7 +390,7 @@ func TestInstallCancelKillsTheStep(t *testing.T) {
 `)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	in := h.installer(nil)
 	in.Out = &out
 	done := make(chan error, 1)
@@ -460,24 +459,6 @@ func TestRelativeCacheIsTheSameForTheScript(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.root, ".tools", "venv-fl", "bin", "python")); err != nil {
 		t.Errorf("the clone's .tools/venv-fl does not lead to the venv: %v", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the installer's goroutines and the test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // After a pull that bumps a stack's pins (a new requirements file, go.sum, Kafka version), the
