@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -212,7 +213,9 @@ func (in *Installer) runScript(ctx context.Context, name string, p *progress) er
 			if err != nil {
 				break
 			}
-			line := string(b)
+			// A tool's colours and cursor moves (Maven's "\x1b[0m" despite -Dstyle.color=never)
+			// would garble the progress line and a log: dropped.
+			line := ansi.ReplaceAllString(string(b), "")
 			if more {
 				line += " […]"
 			}
@@ -239,6 +242,9 @@ func (in *Installer) runScript(ctx context.Context, name string, p *progress) er
 	}
 	return nil
 }
+
+// ansi matches a terminal escape sequence (CSI ... final byte).
+var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
 
 // estimate is what installing st is expected to take here.
 type estimate struct {

@@ -535,3 +535,19 @@ func TestKafkaWithoutItsJarIsMissing(t *testing.T) {
 		t.Errorf("Kafka with its jar counts as missing: %s", st.Missing())
 	}
 }
+
+// A tool's terminal escapes (Maven prints "\x1b[0m" with colours off) are not passed through.
+func TestScriptEscapesDropped(t *testing.T) {
+	h := newFakeHost(t, `printf '\033[0m\033[0msetup: resolving Kafka\033[1;31m\n'`+"\n")
+	var out bytes.Buffer
+	in := h.installer(&out)
+	p := in.startProgress("stream", timeZero(), estimate{})
+	err := in.runScript(context.Background(), "stream", p)
+	p.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "setup: resolving Kafka\n" {
+		t.Errorf("printed %q, want the line without its escapes", got)
+	}
+}
