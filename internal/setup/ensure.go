@@ -51,7 +51,7 @@ func Ensure(ctx context.Context, names []string, o EnsureOptions) error {
 		parts = append(parts, fmt.Sprintf("%s: %s (~%s, ~%s %s; missing %s)", m.Name, m.Summary, HumanBytes(m.Size), humanDuration(est.Time), est.where(), m.Missing()))
 	}
 	what := fmt.Sprintf("%s needs %s not installed:\n  %s", o.Who, map[bool]string{true: "a stack", false: "stacks"}[len(missing) == 1], strings.Join(parts, "\n  "))
-	install := !o.NoInstall && (o.Yes || os.Getenv(AutoEnv) == "1")
+	install := !o.NoInstall && (o.Yes || autoSetup())
 	if !install && !o.NoInstall && o.Interactive && o.In != nil {
 		fmt.Fprintf(o.Out, "%s\nInstall now with `%s`? [y/N] ", what, Command(cmdNames))
 		line, _ := bufio.NewReader(o.In).ReadString('\n')
@@ -91,3 +91,13 @@ type missingError string
 
 func (e missingError) Error() string        { return string(e) }
 func (e missingError) Is(target error) bool { return target == ErrMissing }
+
+// autoSetup reports whether $CONTINUUM_AUTO_SETUP says yes: 1, true or yes (any case), as people
+// write a boolean in the environment; anything else, unset included, is no.
+func autoSetup() bool {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(AutoEnv))) {
+	case "1", "true", "yes":
+		return true
+	}
+	return false
+}

@@ -551,3 +551,12 @@ func TestScriptEscapesDropped(t *testing.T) {
 		t.Errorf("printed %q, want the line without its escapes", got)
 	}
 }
+
+func TestAutoSetupValues(t *testing.T) {
+	for v, want := range map[string]bool{"1": true, "true": true, "YES": true, " yes ": true, "": false, "0": false, "no": false, "false": false, "2": false} {
+		t.Setenv(AutoEnv, v)
+		if got := autoSetup(); got != want {
+			t.Errorf("%s=%q: autoSetup = %v, want %v", AutoEnv, v, got, want)
+		}
+	}
+}
