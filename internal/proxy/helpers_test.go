@@ -234,6 +234,22 @@ func grep(text, substr string) string {
 	return strings.Join(out, "\n")
 }
 
+// waitServing sends GET /warm on rc until the proxy answers 200: it has started serving. The
+// connection stays open (and keep-alive) for the test's next request.
+func (rc *rawClient) waitServing() {
+	rc.t.Helper()
+	testenv.Eventually(rc.t, 10*time.Second, "the proxy serves", func() bool {
+		io.WriteString(rc.c, "GET /warm HTTP/1.1\r\nHost: dps\r\n\r\n")
+		resp, err := http.ReadResponse(rc.br, nil)
+		if err != nil {
+			rc.t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
 // serveManually runs the proxy for cfg like startProxy, but hands the cancel and the result
 // of Serve to the test (for shutdown tests).
 func serveManually(t *testing.T, cfg Config) (*testProxy, context.CancelFunc, chan error) {
@@ -252,16 +268,7 @@ func serveManually(t *testing.T, cfg Config) (*testProxy, context.CancelFunc, ch
 	go func() { served <- p.Serve(ctx, ln, nil) }()
 	tp := &testProxy{p: p, url: "http://" + ln.Addr().String()}
 	warm := dialRaw(t, tp)
-	testenv.Eventually(t, 10*time.Second, "the proxy serves", func() bool {
-		io.WriteString(warm.c, "GET /warm HTTP/1.1\r\nHost: dps\r\n\r\n")
-		resp, err := http.ReadResponse(warm.br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	warm.waitServing()
 	warm.c.Close()
 	return tp, cancel, served
 }

@@ -273,16 +273,7 @@ func TestProxyLoopShutdownDrains(t *testing.T) {
 	tp := &testProxy{p: p, url: "http://" + ln.Addr().String()}
 
 	idle := dialRaw(t, tp)
-	testenv.Eventually(t, 10*time.Second, "the proxy serves", func() bool {
-		io.WriteString(idle.c, "GET /warm HTTP/1.1\r\nHost: dps\r\n\r\n")
-		resp, err := http.ReadResponse(idle.br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	idle.waitServing()
 	busy := dialRaw(t, tp)
 	io.WriteString(busy.c, "GET /slow HTTP/1.1\r\nHost: dps\r\n\r\n")
 	<-entered
