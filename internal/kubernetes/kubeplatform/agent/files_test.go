@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/continuum-project/continuum/internal/archive/archivetest"
 )
 
 func TestPushPullRoundTrip(t *testing.T) {
@@ -78,28 +80,12 @@ func TestPushPullRoundTrip(t *testing.T) {
 
 // tarOf builds a tar stream of the given headers (regular files get body "x").
 func tarOf(t *testing.T, hdrs ...*tar.Header) []byte {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
 	for _, h := range hdrs {
-		if h.Typeflag == tar.TypeReg {
-			h.Size = 1
-		}
 		if h.Mode == 0 {
 			h.Mode = 0o644
 		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write([]byte("x")); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return archivetest.Headers(t, hdrs...)
 }
 
 func TestExtractRefusesEscapes(t *testing.T) {
