@@ -2,7 +2,6 @@ package replication
 
 import (
 	"crypto/tls"
-	"fmt"
 	"time"
 
 	"google.golang.org/grpc"
@@ -10,6 +9,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
+
+	"github.com/continuum-project/continuum/internal/kv/kvclient"
 )
 
 // Peer connections: how a member connects to its peers, and notices that a link died or healed.
@@ -77,28 +78,6 @@ func (r *Replicator) ServerOptions() []grpc.ServerOption {
 	}
 }
 
-// wireCodec is the client-side codec for the peer protocol's messages.
-type wireCodec struct{}
-
-type wireMessage interface {
-	Marshal() ([]byte, error)
-	Unmarshal([]byte) error
-}
-
-func (wireCodec) Marshal(v any) ([]byte, error) {
-	m, ok := v.(wireMessage)
-	if !ok {
-		return nil, fmt.Errorf("replication codec: cannot marshal %T", v)
-	}
-	return m.Marshal()
-}
-
-func (wireCodec) Unmarshal(data []byte, v any) error {
-	m, ok := v.(wireMessage)
-	if !ok {
-		return fmt.Errorf("replication codec: cannot unmarshal into %T", v)
-	}
-	return m.Unmarshal(data)
-}
-
-func (wireCodec) Name() string { return "proto" }
+// wireCodec is the client-side codec for the peer protocol's messages: kvclient's, for
+// messages that encode themselves.
+type wireCodec = kvclient.Codec

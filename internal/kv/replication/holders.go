@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/continuum-project/continuum/internal/kv/kvclient"
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
 )
 
@@ -127,15 +128,13 @@ func (r *Replicator) WaitHolders(ctx context.Context, id mvcc.ChangeID, k int) (
 
 // The Status service (served on the client listeners).
 
-const holdersMethod = "/continuum.kv.replication.v1.Status/Holders"
-
 type statusServer interface {
 	holders(ctx context.Context, req *HoldersRequest) (*HoldersResponse, error)
 	conflicts(ctx context.Context, req *ConflictsRequest) (*ConflictsResponse, error)
 }
 
 var statusDesc = grpc.ServiceDesc{
-	ServiceName: "continuum.kv.replication.v1.Status",
+	ServiceName: kvclient.StatusService,
 	HandlerType: (*statusServer)(nil),
 	Methods: []grpc.MethodDesc{{
 		MethodName: "Holders",
@@ -163,7 +162,7 @@ var statusDesc = grpc.ServiceDesc{
 func (r *Replicator) RegisterStatus(g *grpc.Server) { g.RegisterService(&statusDesc, r) }
 
 func (r *Replicator) holders(_ context.Context, req *HoldersRequest) (*HoldersResponse, error) {
-	id := req.ID
+	id := mvcc.ChangeID(req.ID)
 	if req.Revision != 0 {
 		c, err := r.store.ChangeAt(req.Revision)
 		switch {
@@ -179,13 +178,5 @@ func (r *Replicator) holders(_ context.Context, req *HoldersRequest) (*HoldersRe
 	if id.Origin == 0 || id.Seq == 0 {
 		return nil, status.Error(codes.InvalidArgument, "name a change: a revision, or an origin and a sequence (both non-zero)")
 	}
-	return &HoldersResponse{ID: id, Holders: r.Holders(id)}, nil
-}
-
-// QueryHolders asks a member's Status service (over conn, a client connection to its client
-// URL) which members hold the change at revision rev of that member.
-func QueryHolders(ctx context.Context, conn *grpc.ClientConn, rev int64) (*HoldersResponse, error) {
-	resp := new(HoldersResponse)
-	err := conn.Invoke(ctx, holdersMethod, &HoldersRequest{Revision: rev}, resp, grpc.ForceCodec(wireCodec{}))
-	return resp, err
+	return &HoldersResponse{ID: kvclient.ChangeID(id), Holders: r.Holders(id)}, nil
 }

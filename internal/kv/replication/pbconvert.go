@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
+	"github.com/continuum-project/continuum/internal/kv/kvclient"
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
 	pb "github.com/continuum-project/continuum/internal/kv/replication/replicationpb"
 )
@@ -48,18 +48,6 @@ func vvFromPB(vv mvcc.VersionVector, es []*pb.VersionVectorEntry) error {
 		vv[e.Origin] = e.Seq
 	}
 	return nil
-}
-
-func memberToPB(m *Member, p *pb.Member) *pb.Member {
-	p.Id, p.Name, p.PeerUrls, p.ClientUrls = m.ID, m.Name, m.PeerURLs, m.ClientURLs
-	return p
-}
-
-func memberFromPB(p *pb.Member, owned bool) Member {
-	if p == nil {
-		return Member{}
-	}
-	return Member{ID: p.Id, Name: ownString(p.Name, owned), PeerURLs: ownStrings(p.PeerUrls, owned), ClientURLs: ownStrings(p.ClientUrls, owned)}
 }
 
 func changesToPB(cs []mvcc.Change) []*pb.Change {
@@ -141,24 +129,6 @@ func own[T any](s []T, owned bool) []T {
 	return slices.Clone(s)
 }
 
-func ownString(s string, owned bool) string {
-	if owned {
-		return s
-	}
-	return strings.Clone(s)
-}
-
-func ownStrings(ss []string, owned bool) []string {
-	if len(ss) == 0 {
-		return nil
-	}
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = ownString(s, owned)
-	}
-	return out
-}
-
 func snapshotToPB(es []mvcc.SnapshotEntry) []*pb.SnapshotEntry {
 	if len(es) == 0 {
 		return nil
@@ -193,7 +163,7 @@ func (m *SyncBatch) toPB() *pb.SyncBatch {
 	p := &pb.SyncBatch{
 		Changes:       changesToPB(m.Changes),
 		Have:          vvToPB(m.Have),
-		Sender:        memberToPB(&m.Sender, new(pb.Member)),
+		Sender:        kvclient.MemberToPB(&m.Sender, new(pb.Member)),
 		SentUnixNano:  m.SentNano,
 		Snapshot:      snapshotToPB(m.Snapshot),
 		SnapshotDone:  m.SnapshotDone,
@@ -204,7 +174,7 @@ func (m *SyncBatch) toPB() *pb.SyncBatch {
 		ms := make([]pb.Member, len(m.Members))
 		p.Members = make([]*pb.Member, len(m.Members))
 		for i := range m.Members {
-			p.Members[i] = memberToPB(&m.Members[i], &ms[i])
+			p.Members[i] = kvclient.MemberToPB(&m.Members[i], &ms[i])
 		}
 	}
 	if len(m.Known) > 0 {
@@ -234,7 +204,7 @@ func (m *SyncBatch) toPB() *pb.SyncBatch {
 }
 
 func (m *SyncBatch) fromPB(p *pb.SyncBatch, owned bool) error {
-	*m = SyncBatch{Have: mvcc.VersionVector{}, Sender: memberFromPB(p.Sender, owned), SentNano: p.SentUnixNano,
+	*m = SyncBatch{Have: mvcc.VersionVector{}, Sender: kvclient.MemberFromPB(p.Sender, owned), SentNano: p.SentUnixNano,
 		Removed: own(p.Removed, owned), SnapshotDone: p.SnapshotDone, CollectBefore: p.CollectBefore}
 	var err error
 	if m.Changes, err = changesFromPB(p.Changes, owned); err != nil {
@@ -246,7 +216,7 @@ func (m *SyncBatch) fromPB(p *pb.SyncBatch, owned bool) error {
 	if len(p.Members) > 0 {
 		m.Members = make([]Member, len(p.Members))
 		for i, pm := range p.Members {
-			m.Members[i] = memberFromPB(pm, owned)
+			m.Members[i] = kvclient.MemberFromPB(pm, owned)
 		}
 	}
 	if len(p.Known) > 0 {
@@ -293,12 +263,12 @@ func (m *SyncBatch) fromPB(p *pb.SyncBatch, owned bool) error {
 }
 
 func (r *SyncRequest) toPB() *pb.SyncRequest {
-	return &pb.SyncRequest{Caller: memberToPB(&r.Caller, new(pb.Member)), Have: vvToPB(r.Have),
+	return &pb.SyncRequest{Caller: kvclient.MemberToPB(&r.Caller, new(pb.Member)), Have: vvToPB(r.Have),
 		ClusterToken: r.ClusterToken, Direct: r.Direct}
 }
 
 func (r *SyncRequest) fromPB(p *pb.SyncRequest, owned bool) error {
-	*r = SyncRequest{Caller: memberFromPB(p.Caller, owned), Have: mvcc.VersionVector{}, ClusterToken: ownString(p.ClusterToken, owned),
+	*r = SyncRequest{Caller: kvclient.MemberFromPB(p.Caller, owned), Have: mvcc.VersionVector{}, ClusterToken: kvclient.OwnString(p.ClusterToken, owned),
 		Direct: own(p.Direct, owned)}
 	return vvFromPB(r.Have, p.Have)
 }
@@ -327,37 +297,4 @@ func (m *SyncMessage) fromPB(p *pb.SyncMessage, owned bool) error {
 		return vvFromPB(m.Ack, p.Ack.Have)
 	}
 	return nil
-}
-
-func (r *HoldersRequest) toPB() *pb.HoldersRequest {
-	return &pb.HoldersRequest{Revision: r.Revision, Origin: r.ID.Origin, Seq: r.ID.Seq}
-}
-
-func (r *HoldersRequest) fromPB(p *pb.HoldersRequest) {
-	*r = HoldersRequest{Revision: p.Revision, ID: mvcc.ChangeID{Origin: p.Origin, Seq: p.Seq}}
-}
-
-func (r *HoldersResponse) toPB() *pb.HoldersResponse {
-	p := &pb.HoldersResponse{Origin: r.ID.Origin, Seq: r.ID.Seq}
-	if len(r.Holders) > 0 {
-		hs := make([]pb.Holder, len(r.Holders))
-		ms := make([]pb.Member, len(r.Holders))
-		p.Holders = make([]*pb.Holder, len(r.Holders))
-		for i := range r.Holders {
-			h := &r.Holders[i]
-			hs[i].Member, hs[i].Has, hs[i].LastContactUnixNano = memberToPB(&h.Member, &ms[i]), h.Has, h.LastContact
-			p.Holders[i] = &hs[i]
-		}
-	}
-	return p
-}
-
-func (r *HoldersResponse) fromPB(p *pb.HoldersResponse, owned bool) {
-	*r = HoldersResponse{ID: mvcc.ChangeID{Origin: p.Origin, Seq: p.Seq}}
-	if len(p.Holders) > 0 {
-		r.Holders = make([]Holder, len(p.Holders))
-		for i, h := range p.Holders {
-			r.Holders[i] = Holder{Member: memberFromPB(h.Member, owned), Has: h.Has, LastContact: h.LastContactUnixNano}
-		}
-	}
 }

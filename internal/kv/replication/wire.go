@@ -12,14 +12,6 @@ import (
 // preceded it because it was faster on the replication path, conversion included
 // (docs/benchmarks/kv-replication-wire.md); the wire format is unchanged.
 
-// Member describes a cluster member as peers learn it.
-type Member struct {
-	ID         uint64
-	Name       string
-	PeerURLs   []string
-	ClientURLs []string
-}
-
 // SyncRequest opens a Sync stream.
 type SyncRequest struct {
 	Caller       Member
@@ -72,25 +64,6 @@ type SyncMessage struct {
 	Ack     mvcc.VersionVector // non-nil: an ack
 }
 
-// HoldersRequest asks which members hold a change (by revision of the member asked, or by id).
-type HoldersRequest struct {
-	Revision int64
-	ID       mvcc.ChangeID
-}
-
-// Holder is one member's part of a HoldersResponse.
-type Holder struct {
-	Member      Member
-	Has         bool
-	LastContact int64 // unix nanoseconds; 0: the member answering, or never heard from
-}
-
-// HoldersResponse answers a HoldersRequest.
-type HoldersResponse struct {
-	ID      mvcc.ChangeID
-	Holders []Holder
-}
-
 // Decoding takes a generated message from its pool, decodes into it without copying (the
 // "unsafe" unmarshal: bytes and strings alias b) and converts, copying whatever the result
 // keeps; the generated message goes back to the pool. gRPC reuses b after Unmarshal returns, and
@@ -134,32 +107,4 @@ func (m *SyncMessage) Unmarshal(b []byte) error {
 		return err
 	}
 	return m.fromPB(p, false)
-}
-
-// Marshal encodes r.
-func (r *HoldersRequest) Marshal() ([]byte, error) { return r.toPB().MarshalVT() }
-
-// Unmarshal decodes r.
-func (r *HoldersRequest) Unmarshal(b []byte) error {
-	p := pb.HoldersRequestFromVTPool()
-	defer p.ReturnToVTPool()
-	if err := p.UnmarshalVTUnsafe(b); err != nil {
-		return err
-	}
-	r.fromPB(p)
-	return nil
-}
-
-// Marshal encodes r.
-func (r *HoldersResponse) Marshal() ([]byte, error) { return r.toPB().MarshalVT() }
-
-// Unmarshal decodes r.
-func (r *HoldersResponse) Unmarshal(b []byte) error {
-	p := pb.HoldersResponseFromVTPool()
-	defer p.ReturnToVTPool()
-	if err := p.UnmarshalVTUnsafe(b); err != nil {
-		return err
-	}
-	r.fromPB(p, false)
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/continuum-project/continuum/internal/kv/kvclient"
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
 )
 
@@ -74,13 +75,13 @@ func goldenMessages() map[string]goldenMessage {
 		"message-ack":       msg(&SyncMessage{Ack: mvcc.VersionVector{1: 5, 2: 1 << 40}}),
 		"message-empty-ack": msg(&SyncMessage{Ack: mvcc.VersionVector{}}),
 		"holders-request": func() goldenMessage {
-			m := &HoldersRequest{Revision: 12, ID: mvcc.ChangeID{Origin: 3, Seq: 9}}
+			m := &HoldersRequest{Revision: 12, ID: kvclient.ChangeID{Origin: 3, Seq: 9}}
 			return goldenMessage{m, func() ([]byte, error) { return legacyMarshalHoldersRequest(m) },
 				func(b []byte) (any, error) { var o HoldersRequest; return &o, legacyUnmarshalHoldersRequest(b, &o) },
 				func(b []byte) (any, error) { var o HoldersRequest; return &o, o.Unmarshal(b) }}
 		}(),
 		"holders-response": func() goldenMessage {
-			m := &HoldersResponse{ID: mvcc.ChangeID{Origin: 3, Seq: 9}, Holders: []Holder{
+			m := &HoldersResponse{ID: kvclient.ChangeID{Origin: 3, Seq: 9}, Holders: []Holder{
 				{Member: Member{ID: 3, Name: "a"}, Has: true}, {Member: Member{ID: 4}, LastContact: 77}}}
 			return goldenMessage{m, func() ([]byte, error) { return legacyMarshalHoldersResponse(m) },
 				func(b []byte) (any, error) { var o HoldersResponse; return &o, legacyUnmarshalHoldersResponse(b, &o) },

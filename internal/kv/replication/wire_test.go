@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/continuum-project/continuum/internal/kv/kvclient"
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
 )
 
@@ -58,7 +59,7 @@ func TestWireRoundTrip(t *testing.T) {
 			t.Fatalf("sync message round trip: %+v %v, want %+v", got, err, msg)
 		}
 	}
-	hr := &HoldersResponse{ID: mvcc.ChangeID{Origin: 3, Seq: 9}, Holders: []Holder{{Member: Member{ID: 3, Name: "a"}, Has: true}, {Member: Member{ID: 4}, LastContact: 77}}}
+	hr := &HoldersResponse{ID: kvclient.ChangeID{Origin: 3, Seq: 9}, Holders: []Holder{{Member: Member{ID: 3, Name: "a"}, Has: true}, {Member: Member{ID: 4}, LastContact: 77}}}
 	b, _ = hr.Marshal()
 	var hr2 HoldersResponse
 	if err := hr2.Unmarshal(b); err != nil || !reflect.DeepEqual(hr, &hr2) {

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/continuum-project/continuum/internal/kv/replication"
+	"github.com/continuum-project/continuum/internal/kv/kvclient"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -245,7 +245,7 @@ func TestDurabilityAndHolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	hr, err := replication.QueryHolders(ctx, conn, put.Header.Revision)
+	hr, err := kvclient.QueryHolders(ctx, conn, put.Header.Revision)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestDurabilityAndHolders(t *testing.T) {
 			t.Fatalf("member %s does not hold an acknowledged 3-durable write: %+v", h.Member.Name, hr.Holders)
 		}
 	}
-	if _, err := replication.QueryHolders(ctx, conn, put.Header.Revision+100); status.Code(err) != codes.OutOfRange {
+	if _, err := kvclient.QueryHolders(ctx, conn, put.Header.Revision+100); status.Code(err) != codes.OutOfRange {
 		t.Fatalf("holders of a future revision: %v, want OutOfRange", err)
 	}
 

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/continuum-project/continuum/internal/kv/replication"
+	"github.com/continuum-project/continuum/internal/kv/kvclient"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -88,10 +88,10 @@ func TestConflictReported(t *testing.T) {
 		loser = "cloud"
 	}
 
-	var resp *replication.ConflictsResponse
+	var resp *kvclient.ConflictsResponse
 	testenv.EventuallyNoError(t, 10*time.Second, winner+" lists the lost write", func() error {
 		var err error
-		resp, err = replication.QueryConflicts(ctx, clis[winner].ActiveConnection(), []byte("k"))
+		resp, err = kvclient.QueryConflicts(ctx, clis[winner].ActiveConnection(), []byte("k"))
 		if err == nil && len(resp.Conflicts) == 0 {
 			err = fmt.Errorf("no conflict yet")
 		}
@@ -102,7 +102,7 @@ func TestConflictReported(t *testing.T) {
 		resp.Name(c.Lost.Origin) != loser || resp.Name(c.Kept.Origin) != winner || resp.Name(resp.MemberID) != winner || !c.Lost.Less(c.Kept) {
 		t.Fatalf("%s's conflicts: %+v (total %d)", winner, resp.Conflicts, resp.Total)
 	}
-	if other, err := replication.QueryConflicts(ctx, clis[loser].ActiveConnection(), nil); err != nil || len(other.Conflicts) != 0 {
+	if other, err := kvclient.QueryConflicts(ctx, clis[loser].ActiveConnection(), nil); err != nil || len(other.Conflicts) != 0 {
 		t.Errorf("%s, whose write lost, lists %+v (%v): the winner arrived after its own write, in order", loser, other, err)
 	}
 
@@ -137,7 +137,7 @@ func TestConflictReported(t *testing.T) {
 	}
 
 	_, single := startKV(t)
-	if _, err := replication.QueryConflicts(ctx, single.ActiveConnection(), nil); status.Code(err) != codes.Unimplemented {
+	if _, err := kvclient.QueryConflicts(ctx, single.ActiveConnection(), nil); status.Code(err) != codes.Unimplemented {
 		t.Errorf("a single member's conflict log: %v, want Unimplemented", err)
 	}
 }

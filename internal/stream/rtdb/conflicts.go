@@ -13,8 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/continuum-project/continuum/internal/kv/mvcc"
-	"github.com/continuum-project/continuum/internal/kv/replication"
+	"github.com/continuum-project/continuum/internal/kv/kvclient"
 )
 
 // ConflictsPath is where a server lists the writes that lost to concurrent ones on its kv member
@@ -81,7 +80,7 @@ func (s *Server) serveConflicts(ctx context.Context, w http.ResponseWriter, meth
 		return badRequest("Invalid print argument %q: want pretty or silent", print)
 	}
 	base := s.st.key(ns, nil)
-	resp, err := replication.QueryConflicts(ctx, s.kv.ActiveConnection(), []byte(base))
+	resp, err := kvclient.QueryConflicts(ctx, s.kv.ActiveConnection(), []byte(base))
 	if status.Code(err) == codes.Unimplemented {
 		return &httpError{http.StatusNotImplemented, fmt.Sprintf("%s: the kv store at %s keeps no conflict log "+
 			"(it is not a member of a continuum kv cluster: conflicts arise only between members)", ConflictsPath, strings.Join(s.cfg.KVEndpoints, ","))}
@@ -137,7 +136,7 @@ func leafPath(base, k string) (string, bool) {
 	return "", false
 }
 
-func stampText(st mvcc.Stamp) string {
+func stampText(st kvclient.Stamp) string {
 	return fmt.Sprintf("%d.%d@%x", st.Time.Wall, st.Time.Logical, st.Origin)
 }
 

@@ -1,23 +1,21 @@
-package replication
+package kvclient
 
 import (
 	"reflect"
 	"testing"
-
-	"github.com/continuum-project/continuum/internal/kv/mvcc"
 )
 
 // TestConflictsWireRoundTrip: a conflict log survives the Status service's encoding, a lost
 // empty value stays distinct from a lost deletion, and Name finds the origins' names.
 func TestConflictsWireRoundTrip(t *testing.T) {
 	in := &ConflictsResponse{MemberID: 9, Total: 5, Members: []Member{{ID: 9, Name: "cloud"}, {ID: 7, Name: "edge"}},
-		Conflicts: []mvcc.Conflict{
-			{Key: []byte("/rtdb/default/a"), Kept: mvcc.Stamp{Time: mvcc.Timestamp{Wall: 20, Logical: 1}, Origin: 9},
-				Lost: mvcc.Stamp{Time: mvcc.Timestamp{Wall: 10}, Origin: 7}, Change: mvcc.ChangeID{Origin: 7, Seq: 3},
+		Conflicts: []Conflict{
+			{Key: []byte("/rtdb/default/a"), Kept: Stamp{Time: Timestamp{Wall: 20, Logical: 1}, Origin: 9},
+				Lost: Stamp{Time: Timestamp{Wall: 10}, Origin: 7}, Change: ChangeID{Origin: 7, Seq: 3},
 				LostValue: []byte(`"x"`), Revision: 12},
-			{Key: []byte("k"), Kept: mvcc.Stamp{Time: mvcc.Timestamp{Wall: 2}, Origin: 9}, KeptDeleted: true,
-				Lost: mvcc.Stamp{Time: mvcc.Timestamp{Wall: 1}, Origin: 7}, Change: mvcc.ChangeID{Origin: 7, Seq: 4}, LostValue: []byte{}},
-			{Key: []byte("d"), Lost: mvcc.Stamp{Time: mvcc.Timestamp{Wall: 1}, Origin: 7}, Change: mvcc.ChangeID{Origin: 7, Seq: 5}, LostDeleted: true},
+			{Key: []byte("k"), Kept: Stamp{Time: Timestamp{Wall: 2}, Origin: 9}, KeptDeleted: true,
+				Lost: Stamp{Time: Timestamp{Wall: 1}, Origin: 7}, Change: ChangeID{Origin: 7, Seq: 4}, LostValue: []byte{}},
+			{Key: []byte("d"), Lost: Stamp{Time: Timestamp{Wall: 1}, Origin: 7}, Change: ChangeID{Origin: 7, Seq: 5}, LostDeleted: true},
 		}}
 	b, err := in.Marshal()
 	if err != nil {
