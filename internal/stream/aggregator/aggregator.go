@@ -22,7 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/continuum-project/continuum/internal/stream/rtdb"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
 )
 
 // Aggregator consumes its topics into the realtime database.
@@ -104,8 +104,8 @@ func New(cfg Config) (*Aggregator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	path, _ := rtdb.ParsePath(cfg.Path)
-	dead, _ := rtdb.ParsePath(cfg.DeadLetterPath)
+	path, _ := tree.ParsePath(cfg.Path)
+	dead, _ := tree.ParsePath(cfg.DeadLetterPath)
 	q := url.Values{"print": {"silent"}}
 	if cfg.Namespace != "" {
 		q.Set("ns", cfg.Namespace)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/stream/bridge"
-	"github.com/continuum-project/continuum/internal/stream/rtdb"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
 )
 
 // Config is the aggregator's configuration.
@@ -102,8 +102,8 @@ func (c Config) Validate() error {
 	if c.Namespace != "" && strings.Trim(c.Namespace, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
 		errs = append(errs, fmt.Errorf("ns %q: lowercase letters, digits and '-' only", c.Namespace))
 	}
-	p, perr := rtdb.ParsePath(c.Path)
-	d, derr := rtdb.ParsePath(c.DeadLetterPath)
+	p, perr := tree.ParsePath(c.Path)
+	d, derr := tree.ParsePath(c.DeadLetterPath)
 	switch {
 	case perr != nil:
 		errs = append(errs, fmt.Errorf("path %q: %v", c.Path, perr))

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/continuum-project/continuum/internal/stream/bridge"
-	"github.com/continuum-project/continuum/internal/stream/rtdb"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
 )
 
 // write is one child of a multi-path PATCH at the database's root: the path (segments joined
@@ -107,7 +107,7 @@ func inspect(value []byte, keyField string, base, maxLeaves int) (id string, lea
 		default:
 			return "", 0, fmt.Errorf("key field %q is %T: want a string or a number", keyField, k)
 		}
-		if err := rtdb.ValidateKey(id); err != nil {
+		if err := tree.ValidateKey(id); err != nil {
 			return "", 0, fmt.Errorf("key field %q: %v", keyField, err)
 		}
 	}
@@ -125,10 +125,10 @@ func inspect(value []byte, keyField string, base, maxLeaves int) (id string, lea
 }
 
 // countLeaves counts the non-null scalars of v at depth, checking keys and depth as the
-// database does (rtdb.ValidateKey, rtdb.MaxDepth).
+// database does (tree.ValidateKey, tree.MaxDepth).
 func countLeaves(v any, depth int) (int, error) {
-	if depth > rtdb.MaxDepth {
-		return 0, fmt.Errorf("too deep: more than %d levels with the path", rtdb.MaxDepth)
+	if depth > tree.MaxDepth {
+		return 0, fmt.Errorf("too deep: more than %d levels with the path", tree.MaxDepth)
 	}
 	switch x := v.(type) {
 	case nil:
@@ -136,7 +136,7 @@ func countLeaves(v any, depth int) (int, error) {
 	case map[string]any:
 		n := 0
 		for k, e := range x {
-			if err := rtdb.ValidateKey(k); err != nil {
+			if err := tree.ValidateKey(k); err != nil {
 				return 0, err
 			}
 			c, err := countLeaves(e, depth+1)

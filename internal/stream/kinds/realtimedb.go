@@ -8,7 +8,7 @@ import (
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/spec"
-	"github.com/continuum-project/continuum/internal/stream/rtdb"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
 	"github.com/continuum-project/continuum/internal/stream/streamcmd"
 )
 
@@ -69,7 +69,7 @@ func realtimeDBCommand(env kind.Env, c *RealtimeDBConfig) (kind.Command, error) 
 	if c.MaxBodyBytes > 0 {
 		f.Config.MaxBodyBytes = int64(c.MaxBodyBytes)
 	}
-	f.Config.Security = rtdb.Security{RulesFile: c.Rules, AuthSecrets: c.AuthSecrets, Emulator: c.Emulator,
+	f.Config.Security = auth.Security{RulesFile: c.Rules, AuthSecrets: c.AuthSecrets, Emulator: c.Emulator,
 		ProjectID: c.ProjectID, JWTKeysFile: c.JWTKeys}
 	return kind.Command{Args: append([]string{env.Binary, "realtime-db"}, cli.Args(streamcmd.DefaultFlags(), f)...), ReadyAddr: "127.0.0.1:" + port}, nil
 }

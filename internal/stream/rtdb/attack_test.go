@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/store"
+
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -87,7 +90,7 @@ func TestValidateHoldsOnAncestorsOfTheWrite(t *testing.T) {
 	    "$other": {".validate": false}}
 	}}`
 	base := startRTDB(t, func(c *Config) {
-		c.Security = Security{RulesFile: writeFile(t, "rules.json", rulesText), AuthSecrets: []string{"s3cret"}}
+		c.Security = auth.Security{RulesFile: writeFile(t, "rules.json", rulesText), AuthSecrets: []string{"s3cret"}}
 	})
 	// The direct writes are refused, as they must be.
 	for _, w := range [][2]string{{"/foo.json", `1`}, {"/widget/size.json", `"big"`}, {"/widget/junk.json", `1`}} {
@@ -146,9 +149,9 @@ func TestDeniedRequestsReadNoHiddenData(t *testing.T) {
 		{"WS put", func() string { s, _ := w.do("p", map[string]any{"p": "/secret", "d": 1}); return s }},
 		{"WS onDisconnect set", func() string { s, _ := w.do("o", map[string]any{"p": "/secret", "d": 1}); return s }},
 	} {
-		before := kvBytesRead.Load()
+		before := store.KVBytesRead.Load()
 		ans := c.run()
-		read := kvBytesRead.Load() - before
+		read := store.KVBytesRead.Load() - before
 		if ans != "401" && ans != "permission_denied" {
 			t.Errorf("%s: %s, want a denial", c.name, ans)
 		}
@@ -157,11 +160,11 @@ func TestDeniedRequestsReadNoHiddenData(t *testing.T) {
 		}
 	}
 	// The admin still reads it all.
-	before := kvBytesRead.Load()
+	before := store.KVBytesRead.Load()
 	if r := do(t, "GET", base+"/secret.json?auth=s3cret", ""); r.code != 200 || len(r.body) < 4<<20 {
 		t.Errorf("admin GET: %d, %d bytes", r.code, len(r.body))
 	}
-	if read := kvBytesRead.Load() - before; read < 4<<20 {
+	if read := store.KVBytesRead.Load() - before; read < 4<<20 {
 		t.Errorf("admin GET read %d bytes: the counter does not count reads", read)
 	}
 }
@@ -212,7 +215,7 @@ func TestIDTokenClaimsAsFirebaseRequires(t *testing.T) {
 	now := time.Now()
 	rulesFile := writeFile(t, "rules.json", `{"rules": {"$uid": {".read": "auth != null && auth.uid === $uid"}}}`)
 	base := startRTDB(t, func(c *Config) {
-		c.Security = Security{RulesFile: rulesFile, ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
+		c.Security = auth.Security{RulesFile: rulesFile, ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
 	})
 	for _, c := range []struct {
 		name string

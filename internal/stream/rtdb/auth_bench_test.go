@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
+
 	"github.com/continuum-project/continuum/internal/kv/server"
 )
 
@@ -47,10 +49,10 @@ func BenchmarkRESTWriteRules(b *testing.B) {
 	targets := []*target{
 		{name: "none", base: startRTDBOn(b, kvURL, nil)},
 		{name: "rules_idtoken", base: startRTDBOn(b, kvURL, func(c *Config) {
-			c.Security = Security{RulesFile: rulesFile, ProjectID: project, JWTKeysFile: keys}
+			c.Security = auth.Security{RulesFile: rulesFile, ProjectID: project, JWTKeysFile: keys}
 		}), cred: sg.token(b, claimsFor("ada", time.Now(), nil))},
 		{name: "rules_secret", base: startRTDBOn(b, kvURL, func(c *Config) {
-			c.Security = Security{RulesFile: rulesFile, AuthSecrets: []string{"s3cret"}}
+			c.Security = auth.Security{RulesFile: rulesFile, AuthSecrets: []string{"s3cret"}}
 		}), cred: "s3cret"},
 	}
 	i := 0

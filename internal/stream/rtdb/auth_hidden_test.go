@@ -6,6 +6,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/ws"
 )
 
 // TestDeniedAnswersDoNotDependOnHiddenData: the rules run before anything that depends on the
@@ -19,13 +22,13 @@ func TestDeniedAnswersDoNotDependOnHiddenData(t *testing.T) {
 	// The last state has 100 leaves: a write-only caller's writes near the per-write limit must
 	// not tell how many leaves they replace.
 	states := []string{guess, `41`, `{"deep":{"x":1}}`, `null`, object("h", 100, "1")}
-	tag := etag(leaf(guess))
-	hash := sdkHash(leaf(guess))
+	tag := tree.ETag(tree.Leaf(guess))
+	hash := ws.Hash(tree.Leaf(guess))
 	sse := []string{"Accept", "text/event-stream"}
 	rest := func(method, path, body string, hdr ...string) func() string {
 		return func() string {
 			r := do(t, method, base+path, body, hdr...)
-			return fmt.Sprintf("%d %s etag=%q", r.code, r.body, r.hdr.Get("ETag"))
+			return fmt.Sprintf("%d %s tree.ETag=%q", r.code, r.body, r.hdr.Get("ETag"))
 		}
 	}
 	var w *authWSClient

@@ -1,6 +1,10 @@
 package rtdb
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
+)
 
 // TestSDKRules runs testdata/auth_sdk_rules.mjs: the official Firebase JS SDK under Node, with
 // connectDatabaseEmulator's mockUserToken, against a server enforcing the documentation's rules
@@ -8,7 +12,7 @@ import "testing"
 // (PERMISSION_DENIED), a listener on a denied path cancelled, an unauthenticated client denied.
 func TestSDKRules(t *testing.T) {
 	base := startRTDB(t, func(c *Config) {
-		c.Security = Security{RulesFile: writeFile(t, "rules.json", docRules), Emulator: true}
+		c.Security = auth.Security{RulesFile: writeFile(t, "rules.json", docRules), Emulator: true}
 	})
 	runSDKScript(t, base, "testdata/auth_sdk_rules.mjs", "rules-test", "ok an unauthenticated client")
 }
@@ -19,7 +23,7 @@ func TestSDKRules(t *testing.T) {
 // server's "c" push, the SDK's onListenRevoked_) and no value after it.
 func TestSDKRevocation(t *testing.T) {
 	base := startRTDB(t, func(c *Config) {
-		c.Security = Security{RulesFile: writeFile(t, "rules.json", revokeRules), Emulator: true}
+		c.Security = auth.Security{RulesFile: writeFile(t, "rules.json", revokeRules), Emulator: true}
 	})
 	runSDKScript(t, base, "testdata/auth_sdk_revoke.mjs", "revoke-test", "ok a listener the new rules deny")
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
+
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -16,7 +18,7 @@ func TestSSERules(t *testing.T) {
 	ka, _ := testKeys(t)
 	sg := signer{ka, "k1"}
 	base := startRTDB(t, func(c *Config) {
-		c.Security = Security{RulesFile: writeFile(t, "rules.json", docRules), AuthSecrets: []string{"s3cret"},
+		c.Security = auth.Security{RulesFile: writeFile(t, "rules.json", docRules), AuthSecrets: []string{"s3cret"},
 			ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
 	})
 	now := time.Now()

@@ -20,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/rest"
+
 	"github.com/golang-jwt/jwt/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -152,7 +155,7 @@ func TestRESTRulesFromTheFirebaseDocs(t *testing.T) {
 	ka, _ := testKeys(t)
 	sg := signer{ka, "k1"}
 	base := startRTDB(t, func(c *Config) {
-		c.Security = Security{RulesFile: writeFile(t, "rules.json", docRules), AuthSecrets: []string{"s3cret"},
+		c.Security = auth.Security{RulesFile: writeFile(t, "rules.json", docRules), AuthSecrets: []string{"s3cret"},
 			ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
 	})
 	now := time.Now()
@@ -222,11 +225,11 @@ func TestTokens(t *testing.T) {
 	now := time.Now()
 	rulesFile := writeFile(t, "rules.json", `{"rules": {"$uid": {".read": "auth != null && auth.uid === $uid"}, "open": {".read": true}}}`)
 	strict := startRTDB(t, func(c *Config) {
-		c.Security = Security{RulesFile: rulesFile, AuthSecrets: []string{"s1", "s2"}, ProjectID: project,
+		c.Security = auth.Security{RulesFile: rulesFile, AuthSecrets: []string{"s1", "s2"}, ProjectID: project,
 			JWTKeysFile: certMap(t, ka, "k1")}
 	})
 	emu := startRTDB(t, func(c *Config) {
-		c.Security = Security{RulesFile: rulesFile, Emulator: true, ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
+		c.Security = auth.Security{RulesFile: rulesFile, Emulator: true, ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
 	})
 	parse := func(detail string) func(string) bool {
 		return func(b string) bool {
@@ -292,7 +295,7 @@ func TestVerifyTokenExpiry(t *testing.T) {
 	ka, _ := testKeys(t)
 	cfg := DefaultConfig()
 	cfg.KVEndpoints = []string{"http://127.0.0.1:1"}
-	cfg.Security = Security{ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
+	cfg.Security = auth.Security{ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
 	cfg.Now = func() time.Time { return time.Unix(0, clock.Load()) }
@@ -310,7 +313,7 @@ func TestVerifyTokenExpiry(t *testing.T) {
 		}
 	}
 	clock.Store(exp.Add(time.Second).UnixNano()) // a cached token expires too
-	var ae *AuthError
+	var ae *auth.AuthError
 	if _, err := s.VerifyToken(tok); !errors.As(err, &ae) || ae.Msg != "Auth token is expired" {
 		t.Fatalf("after exp: %v", err)
 	}
@@ -318,14 +321,14 @@ func TestVerifyTokenExpiry(t *testing.T) {
 
 func TestBadSecurityConfig(t *testing.T) {
 	for _, c := range []struct {
-		sec  Security
+		sec  auth.Security
 		want string
 	}{
-		{Security{RulesFile: writeFile(t, "r.json", "{\"rules\": {\n  \".read\": \"auth.uid ==\"\n}}")}, "line 2, column 24"},
-		{Security{RulesFile: "/nonexistent/rules.json"}, "rules"},
-		{Security{JWTKeysFile: writeFile(t, "k.json", `{"keys":[]}`)}, "--project-id"},
-		{Security{ProjectID: "p", JWTKeysFile: writeFile(t, "k.pem", "not pem")}, "no PEM block"},
-		{Security{ProjectID: "p", JWTKeysFile: writeFile(t, "k.json", `{"keys":[{"kty":"EC","kid":"x"}]}`)}, "only RSA"},
+		{auth.Security{RulesFile: writeFile(t, "r.json", "{\"rules\": {\n  \".read\": \"auth.uid ==\"\n}}")}, "line 2, column 24"},
+		{auth.Security{RulesFile: "/nonexistent/rules.json"}, "rules"},
+		{auth.Security{JWTKeysFile: writeFile(t, "k.json", `{"keys":[]}`)}, "--project-id"},
+		{auth.Security{ProjectID: "p", JWTKeysFile: writeFile(t, "k.pem", "not pem")}, "no PEM block"},
+		{auth.Security{ProjectID: "p", JWTKeysFile: writeFile(t, "k.json", `{"keys":[{"kty":"EC","kid":"x"}]}`)}, "only RSA"},
 	} {
 		cfg := DefaultConfig()
 		cfg.Security = c.sec
@@ -360,15 +363,15 @@ func startRTDBOn(t testing.TB, kvURL string, edit func(*Config)) string {
 
 func TestSettingsRulesRoundTripAcrossServers(t *testing.T) {
 	kvURL := startKV(t)
-	sec := func(c *Config) { c.Security = Security{AuthSecrets: []string{"adm"}} }
+	sec := func(c *Config) { c.Security = auth.Security{AuthSecrets: []string{"adm"}} }
 	edge, cloud := startRTDBOn(t, kvURL, sec), startRTDBOn(t, kvURL, func(c *Config) {
-		c.Security = Security{Emulator: true}
+		c.Security = auth.Security{Emulator: true}
 	})
 	// No rules: everything allowed, and GET says so.
 	if r := do(t, "PUT", edge+"/a.json?ns=db1", `1`); r.code != 200 {
 		t.Fatalf("write without rules: %d %s", r.code, r.body)
 	}
-	if r := do(t, "GET", edge+"/.settings/rules.json?ns=db1&auth=adm", ""); r.code != 200 || r.body != defaultRules {
+	if r := do(t, "GET", edge+"/.settings/rules.json?ns=db1&auth=adm", ""); r.code != 200 || r.body != rest.DefaultRules {
 		t.Fatalf("default rules: %d %q", r.code, r.body)
 	}
 	// Only admins see or change rules.
@@ -433,7 +436,7 @@ func TestWriteRulesSeeTheWritesSnapshot(t *testing.T) {
 	defer cli.Close()
 	var armed atomic.Bool
 	base := startRTDBOn(t, kvURL, func(c *Config) {
-		c.Security = Security{RulesFile: writeFile(t, "r.json", `{"rules": {"doc": {".write": "root.child('open').val() === true"}}}`),
+		c.Security = auth.Security{RulesFile: writeFile(t, "r.json", `{"rules": {"doc": {".write": "root.child('open').val() === true"}}}`),
 			AuthSecrets: []string{"adm"}}
 		c.Now = func() time.Time {
 			if armed.CompareAndSwap(true, false) { // after the write read its snapshot, before it commits
@@ -463,12 +466,12 @@ func TestWriteRulesSeeTheWritesSnapshot(t *testing.T) {
 }
 
 // TestStreamReadAuth is the check SSE listeners call before subscribing: allowed or not, the
-// token's expiry, and a bad credential as an *AuthError.
+// token's expiry, and a bad credential as an *auth.AuthError.
 func TestStreamReadAuth(t *testing.T) {
 	ka, _ := testKeys(t)
 	cfg := DefaultConfig()
 	cfg.KVEndpoints = []string{startKV(t)}
-	cfg.Security = Security{RulesFile: writeFile(t, "rules.json", docRules), AuthSecrets: []string{"s3cret"},
+	cfg.Security = auth.Security{RulesFile: writeFile(t, "rules.json", docRules), AuthSecrets: []string{"s3cret"},
 		ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
 	s, err := New(cfg)
 	if err != nil {
@@ -494,7 +497,7 @@ func TestStreamReadAuth(t *testing.T) {
 	} {
 		r := httptest.NewRequest("GET", "/"+c.path+".json?"+c.query, nil)
 		ok, e, err := s.StreamReadAuth(r, "default", strings.Split(c.path, "/"))
-		var ae *AuthError
+		var ae *auth.AuthError
 		if ok != c.allowed || !e.Equal(c.expires) || errors.As(err, &ae) != c.authErr || (err != nil && !c.authErr) {
 			t.Errorf("%s: %v %v %v", c.name, ok, e, err)
 		}

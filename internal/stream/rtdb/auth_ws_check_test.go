@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/ws"
+
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -18,8 +21,8 @@ func TestWebSocketTransactionHashNeedsRules(t *testing.T) {
 			t.Fatalf("admin put %s: %d %s", p, r.code, r.body)
 		}
 	}
-	right := sdkHash(leaf(`"hunter2"`))
-	wrong := sdkHash(leaf(`"hunter3"`))
+	right := ws.Hash(tree.Leaf(`"hunter2"`))
+	wrong := ws.Hash(tree.Leaf(`"hunter3"`))
 	w := dialAuthWS(t, base, "default")
 	for _, p := range []string{"/secret", "/drop"} {
 		for _, h := range []string{right, wrong} {
@@ -34,10 +37,10 @@ func TestWebSocketTransactionHashNeedsRules(t *testing.T) {
 	}
 	// A caller who may read and write still gets datastale and ok.
 	do(t, "PUT", base+"/pub/n.json", `1`)
-	if s, _ := w.do("p", map[string]any{"p": "/pub/n", "d": 2, "h": sdkHash(leaf("5"))}); s != "datastale" {
+	if s, _ := w.do("p", map[string]any{"p": "/pub/n", "d": 2, "h": ws.Hash(tree.Leaf("5"))}); s != "datastale" {
 		t.Fatalf("allowed transaction with a stale hash: %s", s)
 	}
-	if s, _ := w.do("p", map[string]any{"p": "/pub/n", "d": 2, "h": sdkHash(leaf("1"))}); s != "ok" {
+	if s, _ := w.do("p", map[string]any{"p": "/pub/n", "d": 2, "h": ws.Hash(tree.Leaf("1"))}); s != "ok" {
 		t.Fatalf("allowed transaction: %s", s)
 	}
 }

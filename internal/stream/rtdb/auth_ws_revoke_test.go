@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/ws"
+
 	"github.com/golang-jwt/jwt/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -31,7 +34,7 @@ func startRevokeRTDB(t *testing.T, now func() time.Time, edit func(*Config)) str
 	t.Helper()
 	return startRTDB(t, func(c *Config) {
 		ka, _ := testKeys(t)
-		c.Security = Security{RulesFile: writeFile(t, "rules.json", revokeRules), Emulator: true,
+		c.Security = auth.Security{RulesFile: writeFile(t, "rules.json", revokeRules), Emulator: true,
 			AuthSecrets: []string{"s3cret"}, ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
 		if now != nil {
 			c.Now = now
@@ -203,7 +206,7 @@ func TestWebSocketListenRevokedOnRulesChange(t *testing.T) {
 func TestFirstValueAheadOfTheWatch(t *testing.T) {
 	kvURL := startKV(t)
 	base := startRTDBOn(t, kvURL, func(c *Config) {
-		c.Security = Security{RulesFile: writeFile(t, "rules.json", revokeRules), AuthSecrets: []string{"s3cret"}}
+		c.Security = auth.Security{RulesFile: writeFile(t, "rules.json", revokeRules), AuthSecrets: []string{"s3cret"}}
 	})
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{kvURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
@@ -299,13 +302,13 @@ func TestWebSocketRequestAfterExpiryIsUnauthenticated(t *testing.T) {
 	}
 }
 
-// TestWebSocketOnDisconnectIsBounded: a connection keeps at most maxOnDisconnect onDisconnect
+// TestWebSocketOnDisconnectIsBounded: a connection keeps at most ws.MaxOnDisconnect onDisconnect
 // writes (each holds its body until the connection ends); one more is too_big, and a cancel
 // makes room again.
 func TestWebSocketOnDisconnectIsBounded(t *testing.T) {
 	base := startRevokeRTDB(t, nil, nil)
 	w := dialAuthWS(t, base, "default")
-	for i := 0; i < maxOnDisconnect; i++ {
+	for i := 0; i < ws.MaxOnDisconnect; i++ {
 		if s, d := w.do("o", map[string]any{"p": fmt.Sprintf("/pub/k%d", i), "d": i}); s != "ok" {
 			t.Fatalf("onDisconnect %d: %s %v", i, s, d)
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
+
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/gorilla/websocket"
 )
@@ -86,7 +88,7 @@ func TestWebSocketRules(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
 	base := startRTDB(t, func(c *Config) {
-		c.Security = Security{RulesFile: writeFile(t, "rules.json", docRules), Emulator: true,
+		c.Security = auth.Security{RulesFile: writeFile(t, "rules.json", docRules), Emulator: true,
 			ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
 		c.Now = func() time.Time { return time.Unix(0, clock.Load()) }
 	})

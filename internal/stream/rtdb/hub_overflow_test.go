@@ -10,11 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb/hub"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/sse"
 )
 
 // slowHubEnv is a REST server for writes and, on the same kv, a hub whose listeners queue at
 // most limit bytes.
-func slowHubEnv(t *testing.T, limit int) (base string, h *Hub) {
+func slowHubEnv(t *testing.T, limit int) (base string, h *hub.Hub) {
 	t.Helper()
 	kvURL := startKV(t)
 	base = startRTDB(t, func(c *Config) { c.KVEndpoints = []string{kvURL} })
@@ -25,13 +28,13 @@ func slowHubEnv(t *testing.T, limit int) (base string, h *Hub) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	h = NewHub(s.kv, HubConfig{Prefix: cfg.Prefix, ListenerBufferBytes: limit})
+	h = hub.New(s.kv, hub.Config{Prefix: cfg.Prefix, ListenerBufferBytes: limit})
 	t.Cleanup(h.Close)
 	return base, h
 }
 
 // next takes the queued events of sub, waiting at most 20 s for some.
-func next(t *testing.T, sub *Subscription) []*Event {
+func next(t *testing.T, sub *hub.Subscription) []*hub.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -44,12 +47,12 @@ func next(t *testing.T, sub *Subscription) []*Event {
 
 // apply applies evs to state as a Firebase client does; it returns the state and the bytes
 // of event data received.
-func apply(t *testing.T, state any, evs []*Event) (any, int) {
+func apply(t *testing.T, state any, evs []*hub.Event) (any, int) {
 	t.Helper()
 	n := 0
 	for _, e := range evs {
 		var err error
-		if state, err = applyEvent(state, StreamEvent{Type: e.Type, Data: sseData(e)}); err != nil {
+		if state, err = applyEvent(state, sse.StreamEvent{Type: e.Type, Data: sseData(e)}); err != nil {
 			t.Fatal(err)
 		}
 		n += len(e.Data)
@@ -69,7 +72,7 @@ func current(t *testing.T, base, path string, qs ...string) any {
 
 // keepUp reads fast until its state equals the database's value at path (so the hub has
 // dispatched every write made so far to every listener of path).
-func keepUp(t *testing.T, fast *Subscription, state any, base, path string) any {
+func keepUp(t *testing.T, fast *hub.Subscription, state any, base, path string) any {
 	t.Helper()
 	want := current(t, base, path)
 	for !reflect.DeepEqual(state, want) {
@@ -197,13 +200,13 @@ func TestHubSlowListenerFallsBackToFullPut(t *testing.T) {
 	const limit = 4 << 10
 	base, h := slowHubEnv(t, limit)
 	ctx := context.Background()
-	q, err := ParseQuery(url.Values{"orderBy": {`"$key"`}, "limitToFirst": {"3"}})
+	q, err := hub.ParseQuery(url.Values{"orderBy": {`"$key"`}, "limitToFirst": {"3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name  string
-		query *Query
+		query *hub.Query
 		write func(path string)
 	}{
 		{"put at the node", nil, func(path string) {

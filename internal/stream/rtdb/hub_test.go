@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/hub"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/sse"
+
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -23,7 +26,7 @@ func TestHubSlowListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	h := NewHub(s.kv, HubConfig{Prefix: cfg.Prefix, ListenerBufferBytes: 64})
+	h := hub.New(s.kv, hub.Config{Prefix: cfg.Prefix, ListenerBufferBytes: 64})
 	defer h.Close()
 	ctx := context.Background()
 	sub, err := h.Subscribe(ctx, "default", []string{"slow"}, nil)
@@ -43,7 +46,7 @@ func TestHubSlowListener(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range evs {
-			if fs, err = applyEvent(fs, StreamEvent{Type: e.Type, Data: sseData(e)}); err != nil {
+			if fs, err = applyEvent(fs, sse.StreamEvent{Type: e.Type, Data: sseData(e)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -55,7 +58,7 @@ func TestHubSlowListener(t *testing.T) {
 	}
 	var state any
 	for _, e := range evs {
-		if state, err = applyEvent(state, StreamEvent{Type: e.Type, Data: sseData(e)}); err != nil {
+		if state, err = applyEvent(state, sse.StreamEvent{Type: e.Type, Data: sseData(e)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +70,7 @@ func TestHubSlowListener(t *testing.T) {
 	}
 }
 
-func sseData(e *Event) []byte {
+func sseData(e *hub.Event) []byte {
 	b, _ := json.Marshal(map[string]any{"path": e.Path, "data": e.Data})
 	return b
 }
@@ -90,7 +93,7 @@ func TestHubResync(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	next := func() *Event {
+	next := func() *hub.Event {
 		t.Helper()
 		nctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
@@ -107,7 +110,7 @@ func TestHubResync(t *testing.T) {
 	if e := next(); e.Path != "/a" {
 		t.Fatalf("got %s %s %s", e.Type, e.Path, e.Data)
 	}
-	s.Hub().resync()
+	s.Hub().Resync()
 	if e := next(); e.Type != "put" || e.Path != "/" || string(e.Data) != `{"a":1}` {
 		t.Fatalf("after resync: %s %s %s, want a full put", e.Type, e.Path, e.Data)
 	}

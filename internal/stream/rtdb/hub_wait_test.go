@@ -5,6 +5,10 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb/hub"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/store"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
 )
 
 // TestHubWaitApplied: once WaitApplied(rev) returns, a write's event is already queued on the
@@ -18,7 +22,7 @@ func TestHubWaitApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	h := NewHub(s.kv, HubConfig{Prefix: cfg.Prefix})
+	h := hub.New(s.kv, hub.Config{Prefix: cfg.Prefix})
 	defer h.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -34,7 +38,7 @@ func TestHubWaitApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 20 {
-		_, rev, err := s.st.writeRev(ctx, "default", []update{{[]string{"w", "k"}, leaf(`"v"`)}, {[]string{"w", "i"}, leaf(string(rune('0' + i%10)))}}, nil)
+		_, rev, err := s.st.WriteRev(ctx, "default", []store.Update{{Path: []string{"w", "k"}, Val: tree.Leaf(`"v"`)}, {Path: []string{"w", "i"}, Val: tree.Leaf(string(rune('0' + i%10)))}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +59,7 @@ func TestHubWaitApplied(t *testing.T) {
 		t.Fatalf("revision without an event: %v", err)
 	}
 	h.Close()
-	if err := h.WaitApplied(ctx, resp.Header.Revision+1); !errors.Is(err, ErrHubClosed) {
+	if err := h.WaitApplied(ctx, resp.Header.Revision+1); !errors.Is(err, hub.ErrClosed) {
 		t.Errorf("after Close: %v, want ErrHubClosed", err)
 	}
 }

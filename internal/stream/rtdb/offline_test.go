@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/rest"
+
 	"github.com/continuum-project/continuum/internal/kv/server"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
@@ -252,7 +254,7 @@ func TestOfflineEdgeServesAndConverges(t *testing.T) {
 	ok(t, "PUT", c+"/records/e0.json", record("e0", 1, 100), "if-match", tag)
 	// Nothing here was written twice, so neither member recorded a conflict.
 	for _, s := range []*site{p.edge, p.cloud} {
-		var cs Conflicts
+		var cs rest.Conflicts
 		if r := ok(t, "GET", s.url+"/.conflicts.json?auth="+offlineSecret, ""); json.Unmarshal([]byte(r.body), &cs) != nil || len(cs.Conflicts) != 0 || cs.Member != s.name {
 			t.Errorf("%s: /.conflicts.json = %s, want no conflict from member %s", s.name, r.body, s.name)
 		}
@@ -260,8 +262,8 @@ func TestOfflineEdgeServesAndConverges(t *testing.T) {
 }
 
 // TestOfflineConflictLoserObservable: both sides write one node while cut off. After the heal
-// both read the same value: last writer wins, per leaf, by the writes' HLC stamps. The write that
-// lost is not silently gone: the member that took the winning write lists every losing leaf,
+// both read the same value: last writer wins, per tree.Leaf, by the writes' HLC stamps. The write that
+// lost is not silently gone: the member that took the winning write lists every losing tree.Leaf,
 // with its value and the member it came from, at /.conflicts.json, in its --events-file and in
 // continuum_kv_conflicts_total.
 func TestOfflineConflictLoserObservable(t *testing.T) {
@@ -285,7 +287,7 @@ func TestOfflineConflictLoserObservable(t *testing.T) {
 		t.Errorf("/shape after the heal = %v, want the children {x:1}", shape)
 	}
 	for _, s := range []*site{p.edge, p.cloud} {
-		var cs Conflicts
+		var cs rest.Conflicts
 		r := ok(t, "GET", s.url+"/.conflicts.json?auth="+offlineSecret, "")
 		if err := json.Unmarshal([]byte(r.body), &cs); err != nil || len(cs.Hidden) != 1 || cs.Hidden[0].Path != "/shape" || string(cs.Hidden[0].Value) != "5" {
 			t.Errorf("%s: /.conflicts.json hidden = %+v (%v), want /shape's 5", s.name, cs.Hidden, err)
@@ -311,13 +313,13 @@ func TestOfflineConflictLoserObservable(t *testing.T) {
 	}
 	t.Logf("%s's write won", winner.name)
 
-	var cs Conflicts
+	var cs rest.Conflicts
 	testenv.EventuallyNoError(t, 10*time.Second, "the losing leaves in the winner's conflict log", func() error {
 		r := do(t, "GET", winner.url+"/.conflicts.json?print=pretty&auth="+offlineSecret, "")
 		if r.code != 200 {
 			return fmt.Errorf("%d %s", r.code, r.body)
 		}
-		cs = Conflicts{}
+		cs = rest.Conflicts{}
 		if err := json.Unmarshal([]byte(r.body), &cs); err != nil {
 			return err
 		}
@@ -326,7 +328,7 @@ func TestOfflineConflictLoserObservable(t *testing.T) {
 		}
 		return nil
 	})
-	lost := map[string]Conflict{}
+	lost := map[string]rest.Conflict{}
 	for _, c := range cs.Conflicts {
 		lost[c.Path] = c
 	}
@@ -632,7 +634,7 @@ func TestOfflineTransactionsPerMember(t *testing.T) {
 		lost, winner = "7", p.edge
 	}
 	testenv.EventuallyNoError(t, 10*time.Second, "the other transaction's value listed as lost", func() error {
-		var cs Conflicts
+		var cs rest.Conflicts
 		r := do(t, "GET", winner.url+"/.conflicts.json?auth="+offlineSecret, "")
 		if err := json.Unmarshal([]byte(r.body), &cs); err != nil {
 			return fmt.Errorf("%d %s", r.code, r.body)

@@ -2,19 +2,25 @@ package rtdb
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/hub"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/rest"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/sse"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/store"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/ws"
 )
 
 // Config is the server's start-up configuration.
@@ -33,9 +39,9 @@ type Config struct {
 	ShutdownTimeout time.Duration // drain on shutdown (default 10 s)
 	Logger          *slog.Logger  // default slog.Default()
 	Now             func() time.Time
-	Security        Security // rules and authentication (auth.go)
+	Security        auth.Security // rules and authentication (package auth)
 	// Stream configures listeners (SSE and the subscription hub); zero fields take defaults.
-	Stream StreamConfig
+	Stream sse.StreamConfig
 
 	// FirebaseSDKDir is the npm firebase package whose browser modules the dashboard loads
 	// (default DefaultFirebaseSDKDir, the one make setup links into the clone).
@@ -47,7 +53,7 @@ func DefaultConfig() Config {
 	return Config{
 		ListenAddr: ":9000", KVEndpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/rtdb",
 		DefaultNamespace: "default", MaxBodyBytes: 16 << 20, RequestTimeout: 30 * time.Second,
-		DialTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second, Stream: DefaultStreamConfig(),
+		DialTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second, Stream: sse.DefaultStreamConfig(),
 	}
 }
 
@@ -68,7 +74,7 @@ func (c Config) Validate() error {
 	if !strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/") {
 		errs = append(errs, fmt.Errorf("prefix %q: must start with / and not end with one", c.Prefix))
 	}
-	if !validNamespace(c.DefaultNamespace) {
+	if !tree.ValidNamespace(c.DefaultNamespace) {
 		errs = append(errs, fmt.Errorf("default namespace %q: lowercase letters, digits and '-' only", c.DefaultNamespace))
 	}
 	if c.MaxBodyBytes < 1 {
@@ -77,26 +83,29 @@ func (c Config) Validate() error {
 	if c.RequestTimeout <= 0 || c.DialTimeout <= 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("request and dial timeouts must be > 0, the shutdown timeout >= 0"))
 	}
-	if err := c.Stream.validate(); err != nil {
+	if err := c.Stream.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-// Server serves the Firebase Realtime Database REST protocol; it is an http.Handler safe for
-// concurrent use.
+// Server serves the Firebase Realtime Database's protocols (REST, SSE streaming, WebSocket)
+// on one store and one listener hub; it is an http.Handler safe for concurrent use.
 type Server struct {
 	cfg  Config
 	kv   *clientv3.Client
-	st   *store
-	push *PushIDs
+	st   *store.Store
 	log  *slog.Logger
-	auth *authenticator
-	// hub serves every listener (SSE here, the WebSocket protocol too) from one kv watch.
-	hub    *Hub
-	stream StreamConfig
-	ws     wsState // the WebSocket protocol's connections (ws.go); their listens are on hub
+	auth *auth.Verifier
+	// hub serves every listener (SSE and WebSocket) from one kv watch.
+	hub  *hub.Hub
+	rest *rest.Server
+	sse  *sse.Server
+	ws   *ws.Server
 }
+
+// DefaultFirebaseSDKDir is where the dashboard finds the Firebase JS SDK by default.
+const DefaultFirebaseSDKDir = ws.DefaultFirebaseSDKDir
 
 // New connects to the kv endpoints (lazily: the first request fails if none answers).
 func New(cfg Config) (*Server, error) {
@@ -109,7 +118,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	auth, err := newAuthenticator(cfg)
+	verifier, err := auth.NewVerifier(cfg.Security, cfg.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -117,27 +126,47 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kv client: %w", err)
 	}
-	rs, err := newRuleStore(kv, cfg)
+	st, err := store.New(kv, store.Config{Prefix: cfg.Prefix, Now: cfg.Now, Logger: cfg.Logger, RulesFile: cfg.Security.RulesFile})
 	if err != nil {
 		kv.Close()
 		return nil, err
 	}
-	stream := cfg.Stream.withDefaults()
-	hub := NewHub(kv, HubConfig{Prefix: cfg.Prefix, ListenerBufferBytes: stream.ListenerBufferBytes, Logger: cfg.Logger})
-	s := &Server{cfg: cfg, kv: kv, st: &store{kv: kv, prefix: cfg.Prefix, now: cfg.Now, rules: rs},
-		push: NewPushIDs(cfg.Now), log: cfg.Logger, auth: auth, hub: hub, stream: stream}
-	if s.stream.ReadAuth == nil { // the rules on SSE listeners (auth_sse.go)
-		s.stream.ReadAuth = s.streamGrant
-	}
+	stream := cfg.Stream.WithDefaults()
+	h := hub.New(kv, hub.Config{Prefix: cfg.Prefix, ListenerBufferBytes: stream.ListenerBufferBytes, Logger: cfg.Logger})
+	s := &Server{cfg: cfg, kv: kv, st: st, log: cfg.Logger, auth: verifier, hub: h}
+	s.rest = rest.New(rest.Config{KV: kv, Store: st, Verifier: verifier, PushIDs: tree.NewPushIDs(cfg.Now), Logger: cfg.Logger,
+		DefaultNamespace: cfg.DefaultNamespace, MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, KVEndpoints: cfg.KVEndpoints})
+	s.sse = sse.New(sse.Config{Hub: h, Store: st, Verifier: verifier, Logger: cfg.Logger,
+		DefaultNamespace: cfg.DefaultNamespace, RequestTimeout: cfg.RequestTimeout, Stream: stream})
+	s.ws = ws.New(ws.Config{Hub: h, Store: st, Verifier: verifier, Logger: cfg.Logger, DefaultNamespace: cfg.DefaultNamespace,
+		MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, Now: cfg.Now, FirebaseSDKDir: cfg.FirebaseSDKDir})
 	return s, nil
 }
 
-// Hub is the server's subscription hub, for protocols served beside REST (the WebSocket one).
-func (s *Server) Hub() *Hub { return s.hub }
+// Hub is the server's subscription hub.
+func (s *Server) Hub() *hub.Hub { return s.hub }
+
+// Authenticate identifies the caller of r: nil for none, an *auth.AuthError for a bad credential.
+func (s *Server) Authenticate(r *http.Request) (*auth.Auth, error) { return s.auth.Authenticate(r) }
+
+// VerifyToken identifies the caller presenting tok (auth.Verifier.Verify).
+func (s *Server) VerifyToken(tok string) (*auth.Auth, error) { return s.auth.Verify(tok) }
+
+// MayRead reports whether the caller in ctx (auth.WithAuth) may read path in ns now: nil, or
+// auth.ErrPermissionDenied, or the kv error. A query is allowed exactly when a read of its
+// location is.
+func (s *Server) MayRead(ctx context.Context, ns string, path []string) error {
+	return s.st.ReadAllowedLazy(ctx, ns, path)
+}
+
+// StreamReadAuth is the rules' check for a listener (sse.Server.StreamReadAuth).
+func (s *Server) StreamReadAuth(r *http.Request, ns string, path []string) (allowed bool, expires time.Time, err error) {
+	return s.sse.StreamReadAuth(r, ns, path)
+}
 
 // Close ends the WebSocket connections and the listeners, then closes the kv client.
 func (s *Server) Close() error {
-	s.closeWS()
+	s.ws.Close()
 	s.hub.Close()
 	return s.kv.Close()
 }
@@ -192,338 +221,23 @@ func Run(ctx context.Context, cfg Config) error {
 	return hs.Shutdown(sctx)
 }
 
-// httpError is an answer other than 200.
-type httpError struct {
-	code int
-	msg  string
-}
-
-func (e *httpError) Error() string { return e.msg }
-
-func badRequest(format string, a ...any) error {
-	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, a...)}
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(code)
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	w.Write(b)
-}
-
-// ServeHTTP answers GET, PUT, PATCH, POST and DELETE on /<path>.json.
+// ServeHTTP routes a request to its protocol: WebSocket (/.ws), the dashboard, SSE streaming
+// (a GET accepting text/event-stream) or REST.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/healthz":
 		io.WriteString(w, "ok\n")
 		return
 	case r.URL.Path == "/.ws":
-		s.serveWS(w, r) // the SDKs' WebSocket protocol (ws.go)
+		s.ws.ServeHTTP(w, r) // the SDKs' WebSocket protocol
 		return
-	case strings.HasPrefix(r.URL.Path, dashboardPath):
-		s.serveDashboard(w, r) // the live page on the JS SDK (ws_dashboard.go)
-		return
-	}
-	if wantsEventStream(r) {
-		s.serveSSE(w, r) // a stream: not bounded by RequestTimeout
+	case strings.HasPrefix(r.URL.Path, ws.DashboardPath):
+		s.ws.ServeDashboard(w, r) // the live page on the JS SDK
 		return
 	}
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	method := r.Method
-	if o := r.Header.Get("X-HTTP-Method-Override"); o != "" && method == http.MethodPost {
-		method = strings.ToUpper(o)
-	}
-	if o := r.URL.Query().Get("x-http-method-override"); o != "" && method == http.MethodPost {
-		method = strings.ToUpper(o)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	defer cancel()
-	a, err := s.Authenticate(r)
-	if err != nil {
-		writeAuthError(w, err)
+	if sse.WantsEventStream(r) {
+		s.sse.ServeHTTP(w, r) // a stream: not bounded by RequestTimeout
 		return
 	}
-	ctx = WithAuth(ctx, a)
-	if r.URL.Path == settingsPath {
-		err = s.serveSettings(ctx, w, r, method)
-	} else {
-		err = s.serve(ctx, w, r, method)
-	}
-	if err != nil {
-		var he *httpError
-		var pf preconditionFailed
-		switch {
-		case errors.As(err, &he):
-			writeError(w, he.code, he.msg)
-		case errors.As(err, &pf):
-			w.Header().Set("ETag", etag(pf.current))
-			w.Header().Set("Content-Type", "application/json; charset=utf-8")
-			w.WriteHeader(http.StatusPreconditionFailed)
-			w.Write(encode(pf.current, false))
-		case errors.Is(err, errTooLarge):
-			writeError(w, http.StatusBadRequest, err.Error())
-		case errors.Is(err, ErrPermissionDenied):
-			writeAuthError(w, err)
-		case errors.Is(err, errBusy):
-			writeError(w, http.StatusServiceUnavailable, err.Error())
-		default:
-			s.log.Warn("request failed", "method", method, "path", r.URL.Path, "err", err)
-			writeError(w, http.StatusInternalServerError, "Internal error: "+err.Error())
-		}
-	}
-}
-
-func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Request, method string) error {
-	q := r.URL.Query()
-	ns := q.Get("ns")
-	if ns == "" {
-		ns = s.cfg.DefaultNamespace
-	}
-	if !validNamespace(ns) {
-		return badRequest("Invalid namespace %q: lowercase letters, digits and '-' only", ns)
-	}
-	if r.URL.Path == ConflictsPath {
-		return s.serveConflicts(ctx, w, method, ns, q.Get("print"))
-	}
-	path, err := ParseURLPath(r.URL.EscapedPath())
-	if err != nil {
-		return badRequest("%s", err.Error())
-	}
-	print := q.Get("print")
-	switch print {
-	case "", "pretty", "silent":
-	default:
-		return badRequest("Invalid print argument %q: want pretty or silent", print)
-	}
-	if f := q.Get("format"); f != "" && f != "export" {
-		return badRequest("Invalid format argument %q: want export", f)
-	}
-	var ifMatch precondition
-	if v := r.Header.Get("if-match"); v != "" {
-		ifMatch = etagIs(v)
-	}
-	switch method {
-	case http.MethodGet:
-		if ifMatch != nil {
-			return badRequest("if-match is only supported on PUT and DELETE")
-		}
-		qu, err := parseQuery(q)
-		if err != nil {
-			return badRequest("%s", err.Error())
-		}
-		var t any
-		if q.Get("shallow") == "true" {
-			if print == "pretty" || qu != nil {
-				return badRequest("shallow cannot be combined with print=pretty or orderBy")
-			}
-			t, err = s.st.shallow(ctx, ns, path)
-		} else {
-			t, err = s.st.get(ctx, ns, path)
-		}
-		if err != nil {
-			return err
-		}
-		if qu != nil {
-			t = qu.apply(t)
-		}
-		if strings.EqualFold(r.Header.Get("X-Firebase-ETag"), "true") {
-			w.Header().Set("ETag", etag(t))
-		}
-		return s.reply(w, print, t)
-	case http.MethodPut, http.MethodDelete:
-		var val any
-		if method == http.MethodPut {
-			if val, err = s.body(w, r, len(path)); err != nil {
-				return err
-			}
-		}
-		res, err := s.st.write(ctx, ns, []update{{path, val}}, ifMatch)
-		if err != nil {
-			return err
-		}
-		if err := s.mayShowResolved(ctx, ns, []update{{path, val}}); err != nil {
-			return s.writtenUnseen(w, err)
-		}
-		if ifMatch != nil || strings.EqualFold(r.Header.Get("X-Firebase-ETag"), "true") {
-			w.Header().Set("ETag", etag(res[0])) // the ETag of the value now there
-		}
-		return s.reply(w, print, res[0])
-	case http.MethodPost:
-		if ifMatch != nil {
-			return badRequest("if-match is only supported on PUT and DELETE")
-		}
-		val, err := s.body(w, r, len(path)+1)
-		if err != nil {
-			return err
-		}
-		id := s.push.Next()
-		if _, err := s.st.write(ctx, ns, []update{{append(path[:len(path):len(path)], id), val}}, nil); err != nil {
-			return err
-		}
-		return s.reply(w, print, map[string]any{"name": leaf(`"` + id + `"`)})
-	case http.MethodPatch:
-		if ifMatch != nil {
-			return badRequest("if-match is only supported on PUT and DELETE")
-		}
-		ups, keys, err := s.patchBody(w, r, path)
-		if err != nil {
-			return err
-		}
-		if len(ups) == 0 {
-			return s.reply(w, print, nil)
-		}
-		res, err := s.st.write(ctx, ns, ups, nil)
-		if err != nil {
-			return err
-		}
-		if err := s.mayShowResolved(ctx, ns, ups); err != nil {
-			return s.writtenUnseen(w, err)
-		}
-		out := map[string]any{}
-		for i, k := range keys {
-			if res[i] != nil {
-				out[k] = res[i]
-			}
-		}
-		return s.reply(w, print, out)
-	}
-	w.Header().Set("Allow", "GET, PUT, PATCH, POST, DELETE")
-	return &httpError{http.StatusMethodNotAllowed, "Method not allowed: " + method}
-}
-
-// mayShowResolved says whether the answer to a write may carry the values it stored: nil, or
-// ErrPermissionDenied when one of them holds an increment (its stored value is the old one plus
-// n, so it tells the old one) at a path the caller may not read.
-func (s *Server) mayShowResolved(ctx context.Context, ns string, ups []update) error {
-	for _, u := range ups {
-		if hasIncrement(u.val) {
-			if err := s.st.readAllowedLazy(ctx, ns, u.path); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// writtenUnseen answers a write that committed but whose stored values the caller may not
-// read (mayShowResolved): 204 without a body or an ETag, as print=silent answers.
-func (s *Server) writtenUnseen(w http.ResponseWriter, err error) error {
-	if !errors.Is(err, ErrPermissionDenied) {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-// hasIncrement says whether the value to write holds an increment server value.
-func hasIncrement(v any) bool {
-	switch x := v.(type) {
-	case serverValue:
-		return !x.timestamp
-	case map[string]any:
-		for _, e := range x {
-			if hasIncrement(e) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (s *Server) reply(w http.ResponseWriter, print string, t any) error {
-	if print == "silent" {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Write(encode(t, print == "pretty"))
-	return nil
-}
-
-// readBody reads the request body within MaxBodyBytes and parses it as JSON.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (any, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return nil, badRequest("Data too large: the body exceeds %d bytes", s.cfg.MaxBodyBytes)
-		}
-		return nil, badRequest("Reading the body: %v", err)
-	}
-	v, err := parseJSON(body)
-	if err != nil {
-		return nil, badRequest("%s", err.Error())
-	}
-	return v, nil
-}
-
-// body reads and normalizes a value to be written at the given depth.
-func (s *Server) body(w http.ResponseWriter, r *http.Request, depth int) (any, error) {
-	v, err := s.readBody(w, r)
-	if err != nil {
-		return nil, err
-	}
-	t, err := normalize(v, depth)
-	if err != nil {
-		return nil, badRequest("%s", err.Error())
-	}
-	return t, nil
-}
-
-// patchBody turns a PATCH body into updates: each key a child path (multi-path "a/b" allowed),
-// none an ancestor of another.
-func (s *Server) patchBody(w http.ResponseWriter, r *http.Request, base []string) ([]update, []string, error) {
-	v, err := s.readBody(w, r)
-	if err != nil {
-		return nil, nil, err
-	}
-	return patchUpdates(base, v)
-}
-
-// patchUpdates turns a PATCH body (or a WebSocket merge's data) into updates of base's children.
-func patchUpdates(base []string, v any) ([]update, []string, error) {
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, nil, badRequest("Invalid data; couldn't parse JSON object. PATCH needs an object of children to update.")
-	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var ups []update
-	var outKeys []string
-	joined := map[string]bool{}
-	for _, k := range keys {
-		rel, err := ParsePath(k)
-		if err != nil {
-			return nil, nil, badRequest("%s", err.Error())
-		}
-		if len(rel) == 0 {
-			return nil, nil, badRequest("Invalid PATCH key %q: empty path", k)
-		}
-		p := append(append([]string(nil), base...), rel...)
-		if len(p) > MaxDepth {
-			return nil, nil, badRequest("Path is too deep: more than %d segments", MaxDepth)
-		}
-		t, err := normalize(obj[k], len(p))
-		if err != nil {
-			return nil, nil, badRequest("%s", err.Error())
-		}
-		j := strings.Join(rel, "/")
-		if joined[j] {
-			return nil, nil, badRequest("Invalid PATCH: path %q given twice", j)
-		}
-		joined[j] = true
-		ups = append(ups, update{p, t})
-		outKeys = append(outKeys, k)
-	}
-	for a := range joined { // sorted order would do, but the map is small
-		for b := range joined {
-			if a != b && strings.HasPrefix(b, a+"/") {
-				return nil, nil, badRequest("Invalid PATCH: path %q is an ancestor of %q", a, b)
-			}
-		}
-	}
-	return ups, outKeys, nil
+	s.rest.ServeHTTP(w, r)
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
+
 	"github.com/continuum-project/continuum/internal/kv/server"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
@@ -120,7 +122,7 @@ func TestRESTSemantics(t *testing.T) {
 		{"PUT", "/list.json", `[1,"two",null,{"x":3}]`, 200, `[1,"two",null,{"x":3}]`},
 		{"GET", "/list/1.json", "", 200, `"two"`},
 		{"GET", "/list.json?shallow=true", "", 200, `[true,true,null,true]`},
-		// Numbers are canonical; .value unwraps and .priority is dropped.
+		// Numbers are tree.Canonical; .value unwraps and .priority is dropped.
 		{"PUT", "/n.json", `{"a":1.0,"b":2.5e0,"c":{".value":7,".priority":1}}`, 200, `{"a":1,"b":2.5,"c":7}`},
 		{"GET", "/n.json?shallow=true", "", 200, `{"a":true,"b":true,"c":true}`},
 		{"GET", "/n/a.json?shallow=true", "", 200, `1`},
@@ -168,23 +170,6 @@ func TestPostPushIDsOrdered(t *testing.T) {
 	}
 }
 
-func TestPushIDsWithinOneMillisecond(t *testing.T) {
-	at := time.UnixMilli(1_700_000_000_000)
-	g := NewPushIDs(func() time.Time { return at })
-	prev := g.Next()
-	for range 1000 {
-		id := g.Next()
-		if len(id) != 20 || id <= prev || id[:8] != prev[:8] {
-			t.Fatalf("%q after %q", id, prev)
-		}
-		prev = id
-	}
-	at = at.Add(-time.Second) // the clock steps back: order holds
-	if id := g.Next(); id <= prev {
-		t.Fatalf("%q after %q with the clock stepped back", id, prev)
-	}
-}
-
 func TestETagIfMatch(t *testing.T) {
 	base := startRTDB(t, nil)
 	do(t, "PUT", base+"/counter.json", `{"n":1}`)
@@ -200,7 +185,7 @@ func TestETagIfMatch(t *testing.T) {
 	do(t, "PUT", base+"/counter/n.json", `2`)
 	r = do(t, "PUT", base+"/counter.json", `{"n":100}`, "if-match", tag)
 	if r.code != 412 || r.body != `{"n":2}` || r.hdr.Get("ETag") == "" || r.hdr.Get("ETag") == tag {
-		t.Fatalf("stale if-match: %d %s etag %q", r.code, r.body, r.hdr.Get("ETag"))
+		t.Fatalf("stale if-match: %d %s tree.ETag %q", r.code, r.body, r.hdr.Get("ETag"))
 	}
 	// Retrying with the returned ETag succeeds.
 	r = do(t, "PUT", base+"/counter.json", `{"n":3}`, "if-match", r.hdr.Get("ETag"))
@@ -308,7 +293,7 @@ func TestBadInput(t *testing.T) {
 	base := startRTDB(t, func(c *Config) { c.MaxBodyBytes = 1024 })
 	deep := strings.Repeat(`{"a":`, 33) + "1" + strings.Repeat("}", 33)
 	deepPath := "/" + strings.Repeat("a/", 33) + "b.json"
-	long := strings.Repeat("k", MaxKeyBytes+1)
+	long := strings.Repeat("k", tree.MaxKeyBytes+1)
 	cases := []struct {
 		name, method, path, body, wantErr string
 	}{

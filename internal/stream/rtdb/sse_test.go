@@ -12,13 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/sse"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
+
 	"github.com/continuum-project/continuum/internal/kv/server"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // sseClient is a listener over HTTP: its events arrive on ev (keep-alives included).
 type sseClient struct {
-	ev   chan StreamEvent
+	ev   chan sse.StreamEvent
 	resp *http.Response
 }
 
@@ -44,7 +47,7 @@ func listen(t *testing.T, url string, hdr ...string) *sseClient {
 }
 
 // next is the next event other than keep-alive; ok false when the stream ended.
-func (c *sseClient) next(t *testing.T) (StreamEvent, bool) {
+func (c *sseClient) next(t *testing.T) (sse.StreamEvent, bool) {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
@@ -87,7 +90,7 @@ func (c *sseClient) expect(t *testing.T, typ, path, data string) {
 }
 
 // applyEvent is what a Firebase client does with a put or patch: the state after it.
-func applyEvent(state any, e StreamEvent) (any, error) {
+func applyEvent(state any, e sse.StreamEvent) (any, error) {
 	var m struct {
 		Path string
 		Data any
@@ -95,7 +98,7 @@ func applyEvent(state any, e StreamEvent) (any, error) {
 	if err := json.Unmarshal(e.Data, &m); err != nil {
 		return nil, err
 	}
-	segs, _ := ParsePath(m.Path)
+	segs, _ := tree.ParsePath(m.Path)
 	switch e.Type {
 	case "put":
 		return setAt(state, segs, m.Data), nil
@@ -300,12 +303,12 @@ func listenWith(t *testing.T, tr *http.Transport, url string) *sseClient {
 // readSSE reads resp's events onto a client's channel (of capacity buf) until the stream ends;
 // the body is closed and the reader waited for at cleanup.
 func readSSE(t *testing.T, resp *http.Response, buf int) *sseClient {
-	c := &sseClient{ev: make(chan StreamEvent, buf), resp: resp}
+	c := &sseClient{ev: make(chan sse.StreamEvent, buf), resp: resp}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer close(c.ev)
-		rd := NewEventReader(resp.Body)
+		rd := sse.NewEventReader(resp.Body)
 		for {
 			e, err := rd.Next()
 			if err != nil {
@@ -371,16 +374,16 @@ func TestSSEKeepAliveAndAuth(t *testing.T) {
 	revoke := make(chan struct{})
 	base := startRTDB(t, func(c *Config) {
 		c.Stream.KeepAlive = 50 * time.Millisecond
-		c.Stream.ReadAuth = func(r *http.Request, ns string, path []string) (ReadGrant, error) {
+		c.Stream.ReadAuth = func(r *http.Request, ns string, path []string) (sse.ReadGrant, error) {
 			switch r.URL.Query().Get("auth") {
 			case "expiring":
-				return ReadGrant{Allowed: true, Expires: time.Now().Add(300 * time.Millisecond)}, nil
+				return sse.ReadGrant{Allowed: true, Expires: time.Now().Add(300 * time.Millisecond)}, nil
 			case "revocable":
-				return ReadGrant{Allowed: true, Revoked: revoke}, nil
+				return sse.ReadGrant{Allowed: true, Revoked: revoke}, nil
 			case "ok":
-				return ReadGrant{Allowed: true}, nil
+				return sse.ReadGrant{Allowed: true}, nil
 			}
-			return ReadGrant{}, nil
+			return sse.ReadGrant{}, nil
 		}
 	})
 	if r := do(t, "GET", base+"/a.json", "", "Accept", "text/event-stream"); r.code != 401 || !strings.Contains(r.body, "Permission denied") {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
 )
 
 // object is {"<prefix>0": v, ..., "<prefix><n-1>": v} as JSON text.
@@ -28,7 +30,7 @@ func object(prefix string, n int, v string) string {
 func TestWritesAtTheTxnOpLimit(t *testing.T) {
 	const rules = `{"rules": {".read": true, "$top": {".write": "$top !== 'guarded'"},
 	  "guarded": {"$k": {".write": "root.child('allow').child($k).exists()"}}}}`
-	base := startRTDB(t, func(c *Config) { c.Security = Security{RulesFile: writeFile(t, "rules.json", rules)} })
+	base := startRTDB(t, func(c *Config) { c.Security = auth.Security{RulesFile: writeFile(t, "rules.json", rules)} })
 	if r := do(t, "PUT", base+"/allow.json", object("k", 70, "true")); r.code != 200 {
 		t.Fatalf("setup: %d %s", r.code, r.body)
 	}
@@ -58,12 +60,12 @@ func TestWritesAtTheTxnOpLimit(t *testing.T) {
 		// The leaves an increment replaces go in one range delete, and it compares only the
 		// leaves it adds to (here none): it fits.
 		{"increment over 127 leaves", "PUT", "/wide2.json", `{".sv":{"increment":1}}`, nil, true},
-		{"if-match over 127 leaves", "PUT", "/wide.json", `1`, []string{"if-match", "*etag*"}, false},
+		{"if-match over 127 leaves", "PUT", "/wide.json", `1`, []string{"if-match", "*tree.ETag*"}, false},
 		{"rules' reads: 30 guarded paths", "PATCH", "/guarded.json", object("k", 30, "1"), nil, true},
 		{"rules' reads: 35 guarded paths", "PATCH", "/guarded.json", object("k", 35, "1"), nil, false},
 	} {
 		hdr := tc.hdr
-		if len(hdr) == 2 && hdr[1] == "*etag*" {
+		if len(hdr) == 2 && hdr[1] == "*tree.ETag*" {
 			hdr = []string{hdr[0], etagOf("/wide.json")}
 		}
 		r := do(t, tc.method, base+tc.path, tc.body, hdr...)

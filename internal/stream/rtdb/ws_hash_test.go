@@ -12,9 +12,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/ws"
 )
 
-// TestSDKHashMatchesSDK compares sdkHash with the hash the Firebase JS SDK itself computes
+// TestSDKHashMatchesSDK compares ws.Hash with the hash the Firebase JS SDK itself computes
 // (testdata/hash_oracle.mjs) for values that exercise each part of its definition: numbers
 // of every exponent (where the SDK's logarithm is one off, or its scaling overflows, its bits
 // are not IEEE's), random doubles, integers, strings beyond the BMP, booleans, and objects
@@ -57,18 +60,18 @@ func TestSDKHashMatchesSDK(t *testing.T) {
 	bad := 0
 	for i, v := range values {
 		got := do(t, "GET", fmt.Sprintf("%s/h/%d.json?ns=hash", base, i), "")
-		tree, err := parseJSON([]byte(got.body))
+		val, err := tree.ParseJSON([]byte(got.body))
 		if err == nil {
-			tree, err = normalize(tree, 2)
+			val, err = tree.Normalize(val, 2)
 		}
 		if err != nil {
 			t.Fatalf("value %d: %v", i, err)
 		}
-		if h := sdkHash(tree); h != want[i] {
+		if h := ws.Hash(val); h != want[i] {
 			bad++
 			if bad <= 10 {
 				vb, _ := json.Marshal(v)
-				t.Errorf("value %s (stored %s): sdkHash %q, the SDK's %q", vb, strings.TrimSpace(got.body), h, want[i])
+				t.Errorf("value %s (stored %s): ws.Hash %q, the SDK's %q", vb, strings.TrimSpace(got.body), h, want[i])
 			}
 		}
 	}

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/ws"
+
 	"github.com/gorilla/websocket"
 )
 
@@ -295,7 +298,7 @@ func TestWSOrderAcrossListens(t *testing.T) {
 		if s, _ := b.call("p", map[string]any{"p": "/x/y", "d": v}); s != "ok" {
 			t.Fatal(s)
 		}
-		s, _, before := a.reply(a.req("p", map[string]any{"p": "/x/y", "d": 1, "h": sdkHash(leaf("-1"))}))
+		s, _, before := a.reply(a.req("p", map[string]any{"p": "/x/y", "d": 1, "h": ws.Hash(tree.Leaf("-1"))}))
 		if s != "datastale" || pushed(before, v) != len(paths) {
 			t.Fatalf("stale transaction %d: %s after %d pushes of %v, want datastale after %d", i, s, pushed(before, v), v, len(paths))
 		}
@@ -311,10 +314,10 @@ func TestWSTransactionHash(t *testing.T) {
 	base := startRTDB(t, nil)
 	w := dialWS(t, base, "tx")
 	w.call("p", map[string]any{"p": "/c", "d": 7})
-	if s, d := w.call("p", map[string]any{"p": "/c", "d": 8, "h": sdkHash(leaf("6"))}); s != "datastale" || d == "" {
+	if s, d := w.call("p", map[string]any{"p": "/c", "d": 8, "h": ws.Hash(tree.Leaf("6"))}); s != "datastale" || d == "" {
 		t.Errorf("stale hash: %s %v, want datastale with a reason", s, d)
 	}
-	if s, _ := w.call("p", map[string]any{"p": "/c", "d": 8, "h": sdkHash(leaf("7"))}); s != "ok" {
+	if s, _ := w.call("p", map[string]any{"p": "/c", "d": 8, "h": ws.Hash(tree.Leaf("7"))}); s != "ok" {
 		t.Errorf("current hash: %s, want ok", s)
 	}
 	if s, _ := w.call("p", map[string]any{"p": "/new", "d": 1, "h": ""}); s != "ok" {
@@ -370,64 +373,4 @@ func TestWSOnDisconnectAndClose(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-}
-
-// TestEncodePush: a hub event becomes a data push at the listen's path joined with the
-// event's, a patch a merge of children there, a tagged listen's push carries its tag.
-func TestEncodePush(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		base string
-		ev   *Event
-		tag  string
-		want string
-	}{
-		{"put at the listen", "a/b", &Event{Type: "put", Path: "/", Data: json.RawMessage(`{"x":1}`)}, "",
-			`{"t":"d","d":{"a":"d","b":{"p":"a/b","d":{"x":1}}}}`},
-		{"put below it", "a", &Event{Type: "put", Path: "/x/y", Data: json.RawMessage(`1`)}, "",
-			`{"t":"d","d":{"a":"d","b":{"p":"a/x/y","d":1}}}`},
-		{"patch at the root", "", &Event{Type: "patch", Path: "/r", Data: json.RawMessage(`{"k":null,"l":"\u00e9"}`)}, "",
-			`{"t":"d","d":{"a":"m","b":{"p":"r","d":{"k":null,"l":"\u00e9"}}}}`},
-		{"tagged", "q", &Event{Type: "put", Path: "/k", Data: json.RawMessage(`null`)}, "3",
-			`{"t":"d","d":{"a":"d","b":{"p":"q/k","d":null,"t":3}}}`},
-	} {
-		var tag json.RawMessage
-		if tc.tag != "" {
-			tag = json.RawMessage(tc.tag)
-		}
-		base := []string{}
-		if tc.base != "" {
-			base = strings.Split(tc.base, "/")
-		}
-		if got := string(encodePush(base, tc.ev, tag)); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
-		}
-		var v any
-		if err := json.Unmarshal(encodePush(base, tc.ev, tag), &v); err != nil {
-			t.Errorf("%s: not JSON: %v", tc.name, err)
-		}
-	}
-}
-
-// FuzzWSRequest feeds arbitrary request bodies to the decoding a write and a query go
-// through: they may be refused, never panic, and what is accepted is a valid tree.
-func FuzzWSRequest(f *testing.F) {
-	f.Add(`{"r":1,"a":"p","b":{"p":"/a","d":{"x":1}}}`)
-	f.Add(`{"r":2,"a":"m","b":{"p":"/","d":{"a/b":null,"c":[1,2]}}}`)
-	f.Add(`{"r":3,"a":"q","b":{"p":"/a","q":{"i":".value","sp":1,"ep":"z","l":3,"vf":"r"},"t":1}}`)
-	f.Add(`{"r":4,"a":"p","b":{"p":"/a/.sv","d":{".sv":"timestamp"}}}`)
-	c := &wsConn{s: &Server{cfg: DefaultConfig()}}
-	f.Fuzz(func(t *testing.T, msg string) {
-		var req wsRequest
-		if json.Unmarshal([]byte(msg), &req) != nil {
-			return
-		}
-		if ups, err := c.updates(&req); err == nil {
-			for _, u := range ups {
-				out := map[string]string{}
-				flatten("k", u.val, out)
-			}
-		}
-		wireQuery(req.B.Q)
-	})
 }

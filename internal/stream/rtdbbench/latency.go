@@ -14,7 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/continuum-project/continuum/internal/benchkit"
-	"github.com/continuum-project/continuum/internal/stream/rtdb"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/sse"
 )
 
 // recorder keeps the latencies of deliveries made after the warmup.
@@ -96,7 +96,7 @@ func sseLatency(ctx context.Context, cfg Config, hc *http.Client, base string, r
 				return
 			}
 			defer body.Close()
-			rd := rtdb.NewEventReader(body)
+			rd := sse.NewEventReader(body)
 			if _, err := rd.Next(); err != nil { // the first put
 				ready <- err
 				return

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/stream/rtdb"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/sse"
 )
 
 // reconnect: cfg.Listeners listeners on /lat0; the realtime database stops and starts again on
@@ -33,7 +33,7 @@ func reconnect(ctx context.Context, cfg Config, hc *http.Client, rs *rtdbServer,
 				back.Done()
 				return
 			}
-			rd := rtdb.NewEventReader(body)
+			rd := sse.NewEventReader(body)
 			_, err = rd.Next()
 			ready <- err
 			for err == nil { // until the server goes
@@ -44,7 +44,7 @@ func reconnect(ctx context.Context, cfg Config, hc *http.Client, rs *rtdbServer,
 			for attempt := 0; lctx.Err() == nil; attempt++ {
 				time.Sleep(time.Duration(rand.Int64N(int64(delay) + 1)))
 				if body, err = openStream(lctx, hc, url); err == nil {
-					rd = rtdb.NewEventReader(body)
+					rd = sse.NewEventReader(body)
 					if _, err = rd.Next(); err == nil {
 						backN.Add(1)
 						back.Done()

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/stream/rtdb"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/sse"
 )
 
 // closedLoop runs cfg.ThroughputWriters writers calling write until the duration ends.
@@ -53,14 +53,14 @@ func rawPutThroughput(ctx context.Context, cfg Config, kvURL string) (Throughput
 func restThroughput(ctx context.Context, cfg Config, hc *http.Client, base string) (Throughput, error) {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var readers []*rtdb.EventReader
+	var readers []*sse.EventReader
 	for i := 0; i < cfg.ThroughputListeners; i++ {
 		body, err := openStream(lctx, hc, base+"/tput.json?ns=bench")
 		if err != nil {
 			return Throughput{}, err
 		}
 		defer body.Close()
-		rd := rtdb.NewEventReader(body)
+		rd := sse.NewEventReader(body)
 		if _, err := rd.Next(); err != nil {
 			return Throughput{}, err
 		}

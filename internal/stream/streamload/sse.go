@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/stream/rtdb"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/sse"
 )
 
 // sseSub listens to a realtime-db location with Firebase's REST streaming protocol: a GET with
@@ -157,11 +157,11 @@ func dispatchEvent(event, path string, data json.RawMessage, snapshot bool, deli
 }
 
 // readEvents parses a text/event-stream with the realtime database's own client reader
-// (rtdb.EventReader: "field: value" lines, an event ending at a blank line, several data lines
+// (sse.EventReader: "field: value" lines, an event ending at a blank line, several data lines
 // joined by newlines, comments starting with ':') and calls fn per event until the stream ends
 // (io.ErrUnexpectedEOF: a listener's stream never ends by itself) or fn fails.
 func readEvents(r io.Reader, fn func(event string, data []byte) error) error {
-	er := rtdb.NewEventReader(r)
+	er := sse.NewEventReader(r)
 	for {
 		ev, err := er.Next()
 		if err != nil {
