@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/store"
-
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // probeStates runs probe against each hidden state of /drop (written by an admin first) and

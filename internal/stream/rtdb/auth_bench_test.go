@@ -9,25 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
-
-	"github.com/continuum-project/continuum/internal/kv/server"
 )
-
-// startKVTB is startKV for benchmarks too.
-func startKVTB(tb testing.TB) string {
-	tb.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Name = "bench"
-	cfg.DataDir = tb.TempDir()
-	cfg.ListenClientURLs = []string{"http://127.0.0.1:0"}
-	s, err := server.Start(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
-	return s.ClientURLs()[0]
-}
 
 // BenchmarkRESTWriteRules measures one client's PUTs of a user-owned record over HTTP against a
 // kv in this process, interleaving three servers on that kv request by request (so a busy
@@ -39,7 +23,7 @@ func startKVTB(tb testing.TB) string {
 func BenchmarkRESTWriteRules(b *testing.B) {
 	ka, _ := testKeys(b)
 	sg := signer{ka, "k1"}
-	kvURL := startKVTB(b)
+	kvURL := kvtest.URL(b)
 	rulesFile := writeFile(b, "rules.json", docRules)
 	keys := jwks(b, ka, "k1")
 	type target struct {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
-
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
 )
 
 // TestSSERules: REST streaming under the rules: a listener needs read permission at its path,

@@ -20,12 +20,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
-	"github.com/continuum-project/continuum/internal/stream/rtdb/rest"
-
 	"github.com/golang-jwt/jwt/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/rest"
 )
 
 const project = "demo-project"
@@ -362,7 +363,7 @@ func startRTDBOn(t testing.TB, kvURL string, edit func(*Config)) string {
 }
 
 func TestSettingsRulesRoundTripAcrossServers(t *testing.T) {
-	kvURL := startKV(t)
+	kvURL := kvtest.URL(t)
 	sec := func(c *Config) { c.Security = auth.Security{AuthSecrets: []string{"adm"}} }
 	edge, cloud := startRTDBOn(t, kvURL, sec), startRTDBOn(t, kvURL, func(c *Config) {
 		c.Security = auth.Security{Emulator: true}
@@ -428,7 +429,7 @@ func TestSettingsRulesRoundTripAcrossServers(t *testing.T) {
 // on: a rule reading a key outside the written path, changed between the write's read and its
 // commit, makes the write retry and be judged again.
 func TestWriteRulesSeeTheWritesSnapshot(t *testing.T) {
-	kvURL := startKV(t)
+	kvURL := kvtest.URL(t)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{kvURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
@@ -470,7 +471,7 @@ func TestWriteRulesSeeTheWritesSnapshot(t *testing.T) {
 func TestStreamReadAuth(t *testing.T) {
 	ka, _ := testKeys(t)
 	cfg := DefaultConfig()
-	cfg.KVEndpoints = []string{startKV(t)}
+	cfg.KVEndpoints = []string{kvtest.URL(t)}
 	cfg.Security = auth.Security{RulesFile: writeFile(t, "rules.json", docRules), AuthSecrets: []string{"s3cret"},
 		ProjectID: project, JWTKeysFile: jwks(t, ka, "k1")}
 	s, err := New(cfg)

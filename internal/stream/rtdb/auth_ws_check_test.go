@@ -6,7 +6,6 @@ import (
 
 	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/ws"
-
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 

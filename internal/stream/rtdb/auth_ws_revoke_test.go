@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
-	"github.com/continuum-project/continuum/internal/stream/rtdb/ws"
-
 	"github.com/golang-jwt/jwt/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/ws"
 )
 
 // revokeRules: users own their node, /pub and /open are open to everyone, /secret to no one, /drop may be
@@ -204,7 +205,7 @@ func TestWebSocketListenRevokedOnRulesChange(t *testing.T) {
 // delivers) is held until the hub reaches it, then sent, over WebSocket and SSE alike: the
 // listen does not hang and its value comes before its "ok".
 func TestFirstValueAheadOfTheWatch(t *testing.T) {
-	kvURL := startKV(t)
+	kvURL := kvtest.URL(t)
 	base := startRTDBOn(t, kvURL, func(c *Config) {
 		c.Security = auth.Security{RulesFile: writeFile(t, "rules.json", revokeRules), AuthSecrets: []string{"s3cret"}}
 	})

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
-
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/gorilla/websocket"
+
+	"github.com/continuum-project/continuum/internal/stream/rtdb/auth"
 )
 
 // authWSClient speaks the SDK's framing to a server: requests {"t":"d","d":{"r":n,"a":..,"b":..}}.

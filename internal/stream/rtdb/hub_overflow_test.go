@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/hub"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/sse"
 )
@@ -19,7 +20,7 @@ import (
 // most limit bytes.
 func slowHubEnv(t *testing.T, limit int) (base string, h *hub.Hub) {
 	t.Helper()
-	kvURL := startKV(t)
+	kvURL := kvtest.URL(t)
 	base = startRTDB(t, func(c *Config) { c.KVEndpoints = []string{kvURL} })
 	cfg := DefaultConfig()
 	cfg.KVEndpoints = []string{kvURL}

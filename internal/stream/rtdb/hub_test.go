@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/hub"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/sse"
-
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -17,7 +17,7 @@ import (
 // the reader never took even the first put, it becomes one full put of the current value; a
 // reader taking it then has the right state.
 func TestHubSlowListener(t *testing.T) {
-	kvURL := startKV(t)
+	kvURL := kvtest.URL(t)
 	base := startRTDB(t, func(c *Config) { c.KVEndpoints = []string{kvURL} })
 	cfg := DefaultConfig()
 	cfg.KVEndpoints = []string{kvURL}
@@ -78,7 +78,7 @@ func sseData(e *hub.Event) []byte {
 // TestHubResync: what the hub does when its watch fails (a compacted revision): every listened
 // path is read again and each listener's queue becomes a full put; later writes follow it.
 func TestHubResync(t *testing.T) {
-	kvURL := startKV(t)
+	kvURL := kvtest.URL(t)
 	base := startRTDB(t, func(c *Config) { c.KVEndpoints = []string{kvURL} })
 	cfg := DefaultConfig()
 	cfg.KVEndpoints = []string{kvURL}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/hub"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/store"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
@@ -16,7 +17,7 @@ import (
 // progress notification; a closed hub says so.
 func TestHubWaitApplied(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.KVEndpoints = []string{startKV(t)}
+	cfg.KVEndpoints = []string{kvtest.URL(t)}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

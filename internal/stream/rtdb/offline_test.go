@@ -16,9 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/stream/rtdb/rest"
-
 	"github.com/continuum-project/continuum/internal/kv/server"
+	"github.com/continuum-project/continuum/internal/stream/rtdb/rest"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 

@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
-
-	"github.com/continuum-project/continuum/internal/kv/server"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -22,26 +21,11 @@ func TestMain(m *testing.M) {
 	testenv.ExitUnlessLeaked(code, "stream/rtdb.", "etcd/client/v3.", "internal/kv/")
 }
 
-// startKV starts continuum kv in this process and returns its client URL.
-func startKV(t testing.TB) string {
-	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Name = "test"
-	cfg.DataDir = t.TempDir()
-	cfg.ListenClientURLs = []string{"http://127.0.0.1:0"}
-	s, err := server.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s.ClientURLs()[0]
-}
-
 // startRTDB starts a realtime database on a fresh kv and returns its base URL.
 func startRTDB(t *testing.T, edit func(*Config)) string {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.KVEndpoints = []string{startKV(t)}
+	cfg.KVEndpoints = []string{kvtest.URL(t)}
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
+	"github.com/continuum-project/continuum/internal/kv/server"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/sse"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
-
-	"github.com/continuum-project/continuum/internal/kv/server"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -325,7 +325,7 @@ func readSSE(t *testing.T, resp *http.Response, buf int) *sseClient {
 // the stream ends, the client reconnects as Firebase's does and its first event, a full put,
 // holds every write, the ones made while it was away included.
 func TestSSEReconnectAfterServerRestart(t *testing.T) {
-	kvURL := startKV(t)
+	kvURL := kvtest.URL(t)
 	addr := testenv.FreeAddr(t)
 	start := func() func() {
 		cfg := DefaultConfig()

@@ -13,6 +13,8 @@ import (
 	"github.com/gorilla/websocket"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
 )
 
 // BenchmarkWSNotify measures one write's trip to a listener: a put by one WebSocket client
@@ -24,7 +26,7 @@ import (
 //	go test -run '^$' -bench BenchmarkWSNotify -benchtime 2000x -count 5 ./internal/stream/rtdb/
 func BenchmarkWSNotify(b *testing.B) {
 	b.Run("kv-watch", func(b *testing.B) {
-		url := startKV(b)
+		url := kvtest.URL(b)
 		kv, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, Logger: zap.NewNop()})
 		if err != nil {
 			b.Fatal(err)
@@ -47,7 +49,7 @@ func BenchmarkWSNotify(b *testing.B) {
 	})
 	b.Run("ws", func(b *testing.B) {
 		cfg := DefaultConfig()
-		cfg.KVEndpoints = []string{startKV(b)}
+		cfg.KVEndpoints = []string{kvtest.URL(b)}
 		s, err := New(cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -94,7 +96,7 @@ func report(b *testing.B, lat []time.Duration) {
 func BenchmarkWSFanout(b *testing.B) {
 	const listeners = 1000
 	cfg := DefaultConfig()
-	cfg.KVEndpoints = []string{startKV(b)}
+	cfg.KVEndpoints = []string{kvtest.URL(b)}
 	s, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)

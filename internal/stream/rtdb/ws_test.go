@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/continuum-project/continuum/internal/stream/rtdb/tree"
 	"github.com/continuum-project/continuum/internal/stream/rtdb/ws"
-
-	"github.com/gorilla/websocket"
 )
 
 // wsClient speaks the protocol by hand, to test what the SDK never sends (bad input) and the

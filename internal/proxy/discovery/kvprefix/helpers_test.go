@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/continuum-project/continuum/internal/baselines"
-	"github.com/continuum-project/continuum/internal/kv/server"
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/discovery/discoverytest"
 	"github.com/continuum-project/continuum/internal/testenv"
@@ -58,22 +58,7 @@ func startEtcd(t *testing.T) string {
 // startKV starts Continuum's kv in this process.
 func startKV(t *testing.T) string {
 	t.Helper()
-	s := startKVAt(t, t.TempDir(), "127.0.0.1:0")
-	t.Cleanup(func() { s.Close() })
-	return strings.TrimPrefix(s.ClientURLs()[0], "http://")
-}
-
-func startKVAt(t *testing.T, dir, addr string) *server.Server {
-	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Name = "test"
-	cfg.DataDir = dir
-	cfg.ListenClientURLs = []string{"http://" + addr}
-	s, err := server.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return strings.TrimPrefix(kvtest.URL(t), "http://")
 }
 
 func newClient(t *testing.T, endpoint string) *clientv3.Client {

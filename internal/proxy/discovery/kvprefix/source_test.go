@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 )
 
@@ -227,7 +228,7 @@ func TestLeaseExpiry(t *testing.T) {
 // keeps its snapshot while the server is down and sees writes made after it is back.
 func TestKVRestart(t *testing.T) {
 	dir := t.TempDir()
-	srv := startKVAt(t, dir, "127.0.0.1:0")
+	srv := kvtest.Start(t, kvtest.At(dir, "127.0.0.1:0"))
 	addr := strings.TrimPrefix(srv.ClientURLs()[0], "http://")
 	cli := newClient(t, addr)
 	ctx := ctxT(t)
@@ -240,8 +241,7 @@ func TestKVRestart(t *testing.T) {
 		t.Fatalf("first snapshot:%s", dump(s))
 	}
 	srv.Close()
-	srv = startKVAt(t, dir, addr)
-	t.Cleanup(func() { srv.Close() })
+	srv = kvtest.Start(t, kvtest.At(dir, addr))
 	if _, err := cli.Put(ctx, prefix+"dps/s2", `{"url": "http://10.0.0.2:8080"}`); err != nil {
 		t.Fatal(err)
 	}
