@@ -10,8 +10,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/benchkit"
-	"github.com/continuum-project/continuum/internal/kv/server"
 	"github.com/continuum-project/continuum/internal/stream/rtdb"
 )
 
@@ -31,8 +31,12 @@ type Config struct {
 	// ReconnectBackoff is the largest first delay of a reconnecting client (uniform jitter in
 	// [0, it)); later attempts double it, up to 4x.
 	ReconnectBackoff time.Duration
-	Command          string    `json:"-"`
-	Log              io.Writer `json:"-"`
+	// KVURL is a running kv's client URL (tests pass one started in their process); empty, Run
+	// starts `<KVBin> kv` as a child process (KVBin empty: this executable, the continuum binary).
+	KVURL   string    `json:"-"`
+	KVBin   string    `json:"-"`
+	Command string    `json:"-"`
+	Log     io.Writer `json:"-"`
 }
 
 // DefaultConfig is the issue's setting: 1000 listeners.
@@ -117,11 +121,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Header: benchkit.Start(cfg.Command), Config: cfg}
 	cfg.Log = nil
 
-	kvURL, stopKV, err := startKV()
-	if err != nil {
-		return nil, err
+	kvURL := cfg.KVURL
+	if kvURL == "" {
+		url, stopKV, err := startKV(ctx, cfg.KVBin)
+		if err != nil {
+			return nil, err
+		}
+		defer stopKV()
+		kvURL = url
 	}
-	defer stopKV()
 
 	rs, err := startRTDB(kvURL, "127.0.0.1:0")
 	if err != nil {
@@ -177,20 +185,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// startKV starts continuum kv in this process on a loopback port with a temporary data dir.
-func startKV() (url string, stop func(), err error) {
+// startKV starts `<bin> kv` (bin empty: this executable) as a child process on a loopback port
+// with a temporary data dir. A process of its own: the realtime database under test does not
+// link kv's storage engine, and the two do not share one Go runtime.
+func startKV(ctx context.Context, bin string) (url string, stop func(), err error) {
 	dir, err := os.MkdirTemp("", "bench-stream-notify-")
 	if err != nil {
 		return "", nil, err
 	}
-	kcfg := server.DefaultConfig()
-	kcfg.Name, kcfg.DataDir, kcfg.ListenClientURLs = "bench", dir, []string{"http://127.0.0.1:0"}
-	ks, err := server.Start(kcfg)
+	ks, err := baselines.StartKV(ctx, baselines.Config{Dir: dir, Bin: bin})
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("start kv: %w", err)
 	}
-	return ks.ClientURLs()[0], func() { ks.Close(); os.RemoveAll(dir) }, nil
+	return ks.Target.Endpoints[0], func() { ks.Stop(); os.RemoveAll(dir) }, nil
 }
 
 // rtdbServer is a realtime database served in this process, on a port that may be reused by the

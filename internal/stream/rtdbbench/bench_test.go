@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
 )
 
 // TestRunSmall runs every phase at a small size: each write reaches each listener, the report
@@ -14,6 +16,7 @@ func TestRunSmall(t *testing.T) {
 	cfg.Listeners, cfg.Rate, cfg.Duration, cfg.Warmup, cfg.Repeats = 20, 50, time.Second, 200*time.Millisecond, 2
 	cfg.ThroughputWriters, cfg.ThroughputDuration = 4, 500*time.Millisecond
 	cfg.ReconnectBackoff = 100 * time.Millisecond
+	cfg.KVURL = kvtest.URL(t)
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/kv/kvtest"
 )
 
 // TestProfileSSE runs the SSE latency phase alone at a size worth profiling, when
@@ -16,12 +18,7 @@ func TestProfileSSE(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.Listeners, cfg.Rate, cfg.Duration, cfg.Warmup = 1000, 100, 5*time.Second, time.Second
-	kvURL, stop, err := startKV()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	rs, err := startRTDB(kvURL, "127.0.0.1:0")
+	rs, err := startRTDB(kvtest.URL(t), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func newBenchNotifyCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "stream-notify [--listeners 1000] [--rate 100] [--out FILE.md] [--quick]",
 		Short: "Realtime database listeners: write -> SSE listener latency (p50/p99) beside a raw kv watch, writes/s, reconnect after a restart",
-		Long: `Starts continuum kv and a realtime database in this process on loopback, connects --listeners SSE
+		Long: `Starts continuum kv (a child process) and a realtime database in this process on loopback, connects --listeners SSE
 listeners to one path and PUTs records under it at --rate writes/s (open loop; latency from each write's
 intended send time to each listener's receipt). In the same run, the floor: as many raw kv watches (etcd API)
 on one key with kv Puts at the same rate. Then --throughput-writers closed-loop writers measure REST writes/s
