@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/continuum-project/continuum/internal/testenv"
+	"github.com/continuum-project/continuum/internal/testenv/etcdtest"
 )
 
 // requireOrSkip skips without the binaries, or fails under CONTINUUM_REQUIRE_ROOT=1 (as
@@ -27,83 +27,6 @@ func requireOrSkip(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 	t.Skip(err)
-}
-
-// startEtcd starts a single etcd member from .tools/bin (this engine package may not use the
-// baselines system's starter) and returns its client URL.
-func startEtcd(t *testing.T) string {
-	t.Helper()
-	etcd, err := etcdBinary()
-	if err != nil {
-		requireOrSkip(t, err)
-	}
-	// Ports picked from the ephemeral range can be taken before etcd binds them: try again.
-	for attempt := 1; ; attempt++ {
-		client, pr := launchEtcd(t, etcd)
-		healthy := testenv.Poll(30*time.Second, func() bool {
-			if pr.exited() {
-				return true
-			}
-			resp, err := http.Get(client + "/health")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		})
-		if healthy && !pr.exited() {
-			return client
-		}
-		pr.kill()
-		if attempt == 3 || !strings.Contains(pr.logTail(20), "address already in use") {
-			t.Fatalf("etcd not healthy (exited: %v, %v); log:\n%s", pr.exited(), pr.waitErr, pr.logTail(20))
-		}
-	}
-}
-
-// launchEtcd starts one member on fresh ports, killed at cleanup.
-func launchEtcd(t *testing.T, etcd string) (string, *process) {
-	t.Helper()
-	cp, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pp, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	client, peer := fmt.Sprintf("http://127.0.0.1:%d", cp), fmt.Sprintf("http://127.0.0.1:%d", pp)
-	pr, err := startProcess("etcd", filepath.Join(dir, "etcd.log"), []string{etcd,
-		"--name", "cp", "--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "cp=" + peer, "--log-level", "warn"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pr.kill)
-	return client, pr
-}
-
-// etcdBinary is $CONTINUUM_ETCD_BIN or the nearest .tools/bin/etcd above the working directory.
-func etcdBinary() (string, error) {
-	if p := os.Getenv("CONTINUUM_ETCD_BIN"); p != "" {
-		return p, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, ".tools", "bin", "etcd")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("etcd not found in .tools/bin above %s: run `make setup` or set $CONTINUUM_ETCD_BIN", wd)
-		}
-	}
 }
 
 func TestValidate(t *testing.T) {
@@ -169,7 +92,7 @@ func TestStartFailsWithTheLogTail(t *testing.T) {
 // promises: files, clients, the controllers and scheduler acting, an apiserver restart, Stop.
 func TestControlPlane(t *testing.T) {
 	t.Parallel()
-	etcd := startEtcd(t)
+	etcd := etcdtest.Start(t)
 	cfg := DefaultConfig()
 	cfg.Dir = t.TempDir()
 	cfg.EtcdServers = []string{etcd}

@@ -2,14 +2,7 @@ package chaos
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -22,67 +15,13 @@ import (
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane/cptest"
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/testenv"
+	"github.com/continuum-project/continuum/internal/testenv/etcdtest"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startKV runs `continuum kv` as a process (an engine package's tests may not import the kv
-// system) and returns its client URL; it is killed at cleanup.
-func startKV(t *testing.T) string {
-	t.Helper()
-	bin, cleanup, err := testenv.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cleanup)
-	client := "http://127.0.0.1:" + strconv.Itoa(freePort(t))
-	metrics := "http://127.0.0.1:" + strconv.Itoa(freePort(t))
-	dir := t.TempDir()
-	log, err := os.Create(filepath.Join(dir, "kv.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "kv", "--name", "chaos-test", "--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", client, "--listen-metrics-urls", metrics)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); log.Close(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	testenv.EventuallyNoError(t, 60*time.Second, "continuum kv /health", func() error {
-		select {
-		case <-exited:
-			out, _ := os.ReadFile(log.Name())
-			t.Fatalf("continuum kv exited:\n%s", out)
-		default:
-		}
-		resp, err := http.Get(metrics + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s", resp.Status)
-		}
-		return nil
-	})
-	return client
-}
 
 func startControlPlane(t *testing.T) *controlplane.ControlPlane {
 	t.Helper()
 	cptest.RequireBinaries(t)
-	return cptest.Start(t, []string{startKV(t)})
+	return cptest.Start(t, []string{etcdtest.StartKV(t)})
 }
 
 // TestAgainstAPIServer checks the objects and their life cycle on a real kube-apiserver on

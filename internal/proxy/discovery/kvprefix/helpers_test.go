@@ -2,7 +2,6 @@ package kvprefix
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,11 +9,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/kv/kvtest"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/discovery/discoverytest"
 	"github.com/continuum-project/continuum/internal/testenv"
+	"github.com/continuum-project/continuum/internal/testenv/etcdtest"
 )
 
 // TestMain fails the package when a test leaves a watch, a keep-alive loop or a server
@@ -32,28 +31,7 @@ type backend struct {
 	start func(t *testing.T) string // returns the client endpoint
 }
 
-var backends = []backend{{"etcd", startEtcd}, {"kv", startKV}}
-
-// startEtcd starts a single-member etcd (.tools/bin/etcd from `make setup`, or
-// $CONTINUUM_ETCD_BIN). Without the binary the test is skipped, except under
-// CONTINUUM_REQUIRE_ROOT=1 (`make test`), where it fails.
-func startEtcd(t *testing.T) string {
-	t.Helper()
-	if _, err := baselines.EtcdBinary(""); err != nil {
-		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := baselines.StartEtcd(ctx, baselines.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	return s.Target.Endpoints[0]
-}
+var backends = []backend{{"etcd", func(t *testing.T) string { return etcdtest.Start(t) }}, {"kv", startKV}}
 
 // startKV starts Continuum's kv in this process.
 func startKV(t *testing.T) string {
