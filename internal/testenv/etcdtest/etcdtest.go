@@ -7,7 +7,7 @@
 package etcdtest
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -79,10 +79,13 @@ func start(t testing.TB, name string, args func(client, peer, metrics string) []
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		client, peer, metrics := loopbackURL(t), loopbackURL(t), loopbackURL(t)
-		p := launch(t, name, args(client, peer, metrics))
+		logPath := filepath.Join(t.TempDir(), "server.log")
+		exited, stop := launch(t, name, logPath, args(client, peer, metrics))
 		healthy := testenv.Poll(60*time.Second, func() bool {
-			if p.exited() {
+			select {
+			case <-exited:
 				return true
+			default:
 			}
 			resp, err := http.Get(metrics + "/health")
 			if err != nil {
@@ -91,77 +94,61 @@ func start(t testing.TB, name string, args func(client, peer, metrics string) []
 			resp.Body.Close()
 			return resp.StatusCode == http.StatusOK
 		})
-		if healthy && !p.exited() {
-			return client
+		select {
+		case <-exited:
+		default:
+			if healthy {
+				return client
+			}
 		}
-		p.kill()
-		if attempt == 3 || !strings.Contains(p.logTail(20), "address already in use") {
-			t.Fatalf("%s not healthy (exited: %v); log:\n%s", name, p.exited(), p.logTail(20))
+		stop()
+		log := logEnd(logPath)
+		if attempt == 3 || !strings.Contains(log, "address already in use") {
+			t.Fatalf("%s did not answer /health on %s; its log ends:\n%s", name, metrics, log)
 		}
 	}
 }
 
 func loopbackURL(t testing.TB) string { return "http://" + testenv.FreeAddr(t) }
 
-// process is a server started by launch; its output goes to logPath.
-type process struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{} // closed once the process has exited
-}
-
-// launch starts args in its own process group, killed with it at cleanup (and by the kernel
-// if the test binary dies first: a crashed test leaves no server holding its ports).
-func launch(t testing.TB, name string, args []string) *process {
+// launch starts args with its output in logPath, in its own process group, which stop (also
+// run at cleanup) kills; exited is closed once the process has exited. The kernel kills it too
+// if the test binary dies first, so a crashed test leaves no server holding its ports.
+func launch(t testing.TB, name, logPath string, args []string) (exited <-chan struct{}, stop func()) {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), "server.log")
 	lf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(args[0], args[1:]...)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Start(); err != nil {
+		cancel()
 		lf.Close()
 		t.Fatalf("start %s: %v", name, err)
 	}
-	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	done := make(chan struct{})
 	go func() {
 		cmd.Wait()
 		lf.Close()
-		close(p.done)
+		close(done)
 	}()
-	t.Cleanup(p.kill)
-	return p
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
+	stop = func() {
+		cancel()
+		<-done
 	}
+	t.Cleanup(stop)
+	return done, stop
 }
 
-// kill kills the process group and waits for the exit; safe to call more than once.
-func (p *process) kill() {
-	if !p.exited() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	}
-	<-p.done
-}
-
-// logTail is the last n lines of the log, for failure messages.
-func (p *process) logTail(n int) string {
-	b, err := os.ReadFile(p.logPath)
+// logEnd is the last 4 KiB of a server's log, for failure messages.
+func logEnd(path string) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
+	return string(b[max(0, len(b)-4096):])
 }
