@@ -28,7 +28,7 @@ func TestDeniedAnswersDoNotDependOnHiddenData(t *testing.T) {
 	rest := func(method, path, body string, hdr ...string) func() string {
 		return func() string {
 			r := do(t, method, base+path, body, hdr...)
-			return fmt.Sprintf("%d %s tree.ETag=%q", r.code, r.body, r.hdr.Get("ETag"))
+			return fmt.Sprintf("%d %s etag=%q", r.code, r.body, r.hdr.Get("ETag"))
 		}
 	}
 	var w *authWSClient

@@ -261,8 +261,8 @@ func TestOfflineEdgeServesAndConverges(t *testing.T) {
 }
 
 // TestOfflineConflictLoserObservable: both sides write one node while cut off. After the heal
-// both read the same value: last writer wins, per tree.Leaf, by the writes' HLC stamps. The write that
-// lost is not silently gone: the member that took the winning write lists every losing tree.Leaf,
+// both read the same value: last writer wins, per leaf, by the writes' HLC stamps. The write that
+// lost is not silently gone: the member that took the winning write lists every losing leaf,
 // with its value and the member it came from, at /.conflicts.json, in its --events-file and in
 // continuum_kv_conflicts_total.
 func TestOfflineConflictLoserObservable(t *testing.T) {

@@ -106,7 +106,7 @@ func TestRESTSemantics(t *testing.T) {
 		{"PUT", "/list.json", `[1,"two",null,{"x":3}]`, 200, `[1,"two",null,{"x":3}]`},
 		{"GET", "/list/1.json", "", 200, `"two"`},
 		{"GET", "/list.json?shallow=true", "", 200, `[true,true,null,true]`},
-		// Numbers are tree.Canonical; .value unwraps and .priority is dropped.
+		// Numbers are canonical; .value unwraps and .priority is dropped.
 		{"PUT", "/n.json", `{"a":1.0,"b":2.5e0,"c":{".value":7,".priority":1}}`, 200, `{"a":1,"b":2.5,"c":7}`},
 		{"GET", "/n.json?shallow=true", "", 200, `{"a":true,"b":true,"c":true}`},
 		{"GET", "/n/a.json?shallow=true", "", 200, `1`},
@@ -169,7 +169,7 @@ func TestETagIfMatch(t *testing.T) {
 	do(t, "PUT", base+"/counter/n.json", `2`)
 	r = do(t, "PUT", base+"/counter.json", `{"n":100}`, "if-match", tag)
 	if r.code != 412 || r.body != `{"n":2}` || r.hdr.Get("ETag") == "" || r.hdr.Get("ETag") == tag {
-		t.Fatalf("stale if-match: %d %s tree.ETag %q", r.code, r.body, r.hdr.Get("ETag"))
+		t.Fatalf("stale if-match: %d %s etag %q", r.code, r.body, r.hdr.Get("ETag"))
 	}
 	// Retrying with the returned ETag succeeds.
 	r = do(t, "PUT", base+"/counter.json", `{"n":3}`, "if-match", r.hdr.Get("ETag"))

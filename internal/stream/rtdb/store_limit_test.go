@@ -60,12 +60,12 @@ func TestWritesAtTheTxnOpLimit(t *testing.T) {
 		// The leaves an increment replaces go in one range delete, and it compares only the
 		// leaves it adds to (here none): it fits.
 		{"increment over 127 leaves", "PUT", "/wide2.json", `{".sv":{"increment":1}}`, nil, true},
-		{"if-match over 127 leaves", "PUT", "/wide.json", `1`, []string{"if-match", "*tree.ETag*"}, false},
+		{"if-match over 127 leaves", "PUT", "/wide.json", `1`, []string{"if-match", "*etag*"}, false},
 		{"rules' reads: 30 guarded paths", "PATCH", "/guarded.json", object("k", 30, "1"), nil, true},
 		{"rules' reads: 35 guarded paths", "PATCH", "/guarded.json", object("k", 35, "1"), nil, false},
 	} {
 		hdr := tc.hdr
-		if len(hdr) == 2 && hdr[1] == "*tree.ETag*" {
+		if len(hdr) == 2 && hdr[1] == "*etag*" {
 			hdr = []string{hdr[0], etagOf("/wide.json")}
 		}
 		r := do(t, tc.method, base+tc.path, tc.body, hdr...)

@@ -22,7 +22,7 @@ import (
 // enforces the same rules; a database without them uses the --rules file; with neither,
 // everything is allowed (the emulator's default).
 //
-// Consistency: store.read fetches the mod revision of the rules key in the same Txn as the data
+// Consistency: Store.Read fetches the mod revision of the rules key in the same Txn as the data
 // (a keys-only Get: no bytes of the rules), so a request is judged by the rules in force at the
 // revision of the data it read; the parsed rules are cached by that mod revision, so a change
 // costs one read and one parse per server, and an unchanged key costs nothing more.
@@ -173,7 +173,7 @@ func toRulesValue(t any) any {
 	return nil
 }
 
-// checkRead is called by store.get with what it read: nil when auth (from ctx) may read path.
+// checkRead is called by Store.Get with what it read: nil when auth (from ctx) may read path.
 func (r *ruleStore) checkRead(ctx context.Context, st *Store, ns string, path []string, snap *Snapshot) error {
 	return r.checkReadPaths(ctx, st, ns, path, snap, [][]string{path})
 }
@@ -200,7 +200,7 @@ func (r *ruleStore) checkReadPaths(ctx context.Context, st *Store, ns string, pa
 	return nil
 }
 
-// checkWrite is called by store.write on each attempt, with the snapshot it read and its
+// checkWrite is called by Store.Write on each attempt, with the snapshot it read and its
 // updates with server values resolved (so newData sees the timestamp the write will store). It
 // returns the compares the Txn must add (the keys the rules read outside the written subtrees).
 func (r *ruleStore) checkWrite(ctx context.Context, st *Store, ns string, snap *Snapshot, ups []Update, resolved []any) ([]clientv3.Cmp, error) {
@@ -232,8 +232,8 @@ func (r *ruleStore) checkWrite(ctx context.Context, st *Store, ns string, snap *
 	return d.cmps, nil
 }
 
-// ReadAllowed checks the caller in ctx against the rules for a read of path that store.read
-// returned as snap (its first path): what a listener that reads through store.read directly
+// ReadAllowed checks the caller in ctx against the rules for a read of path that Store.Read
+// returned as snap (its first path): what a listener that reads through Store.Read directly
 // (to know the revision to follow from) calls before sending anything.
 func (s *Store) ReadAllowed(ctx context.Context, ns string, path []string, snap *Snapshot) error {
 	if s.rules == nil {
