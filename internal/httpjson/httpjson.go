@@ -33,6 +33,11 @@ func Error(w http.ResponseWriter, code int, msg string) {
 	Write(w, code, ErrorBody{Error: msg})
 }
 
+// Errorf answers code with the formatted message as the error body.
+func Errorf(w http.ResponseWriter, code int, format string, args ...any) {
+	Error(w, code, fmt.Sprintf(format, args...))
+}
+
 // Decode reads r's body as exactly one JSON value into v. It reads at most max bytes (through
 // http.MaxBytesReader, so that the server closes a connection whose body is left unread),
 // rejects fields v does not have and anything after the value. Its errors say what was wrong

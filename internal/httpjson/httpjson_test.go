@@ -25,7 +25,7 @@ func TestWrite(t *testing.T) {
 	}
 
 	rec = httptest.NewRecorder()
-	Error(rec, http.StatusNotFound, "no such thing")
+	Errorf(rec, http.StatusNotFound, "no such %s", "thing")
 	if rec.Code != http.StatusNotFound || rec.Body.String() != "{\"error\":\"no such thing\"}\n" {
 		t.Fatalf("error: got %d %q", rec.Code, rec.Body.String())
 	}
