@@ -17,8 +17,8 @@
 //   - Whether to re-optimise the clusters at all is plan.Replan's cost/benefit decision (the
 //     seed's phase 6).
 //
-// Files in the output directory: fl-events.jsonl (one JSON object per decision: configure,
-// node-change, reconfigure with its timings, resumed, service-exited, service-restarted, stop),
+// Files in the output directory: fl-events.jsonl (one Event per line: configure, node-change,
+// reconfigure with its timings, resumed, service-exited, service-restarted, stop; events.go),
 // rounds.csv (the global model's accuracy and loss per round, with bytes and the cost spent),
 // model-repo/ (round-R.npz), partition.json (every client's data), services/<name>/ (each
 // service's own fl.jsonl and logs).

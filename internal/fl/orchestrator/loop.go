@@ -47,7 +47,7 @@ func (j *run) loop(ctx context.Context) {
 		return
 	}
 	conf = j.spec.withOverrides(conf)
-	j.o.rec.event("configure", time.Now(), map[string]any{"config": conf, "available": j.status().Available})
+	j.o.rec.event(time.Now(), Event{Kind: EventConfigure, Config: &conf, Available: j.status().Available})
 	j.logf("configuration: %s", describe(conf))
 	if _, err := j.apply(ctx, nil, conf, j.spec.Resume); err != nil {
 		j.fail(fmt.Errorf("deploy: %w", err))
@@ -111,7 +111,7 @@ func (j *run) onReport(r Report) string {
 	if p := j.pending; p != nil && r.T >= p.AppliedAt {
 		p.ResumedAt, p.ResumeS = r.T, r.T-p.DetectedAt
 		j.st.Reconfigurations[len(j.st.Reconfigurations)-1] = *p
-		j.o.rec.event("resumed", time.Now(), map[string]any{"round": r.Round, "resume_s": p.ResumeS, "detected_at": p.DetectedAt})
+		j.o.rec.event(time.Now(), Event{Kind: EventResumed, Round: r.Round, ResumeS: p.ResumeS, DetectedAt: p.DetectedAt})
 		j.pending = nil
 	}
 	switch {
@@ -135,7 +135,7 @@ func (j *run) setDone(reason string) {
 	}
 	st := j.st
 	j.mu.Unlock()
-	j.o.rec.event("stop", time.Now(), map[string]any{"reason": st.Reason, "round": st.Round, "accuracy": st.Accuracy, "cost_spent": st.Spent})
+	j.o.rec.event(time.Now(), Event{Kind: EventStop, Reason: st.Reason, Round: st.Round, Accuracy: st.Accuracy, CostSpent: st.Spent})
 	j.logf("job done: %s", st.Reason)
 }
 

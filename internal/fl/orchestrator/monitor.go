@@ -31,7 +31,7 @@ func (j *run) monitor(ctx context.Context) (finished bool, err error) {
 		if !ok {
 			continue
 		}
-		j.o.rec.event("service-exited", now, map[string]any{"service": name, "node": svc.Node, "how": how})
+		j.o.rec.event(now, Event{Kind: EventServiceExited, Service: name, Node: svc.Node, How: how})
 		if svc.Node == conf.Global {
 			if how == "exit 0" {
 				return true, nil // its rounds are done
@@ -42,7 +42,7 @@ func (j *run) monitor(ctx context.Context) (finished bool, err error) {
 			if err := j.startService(ctx, j.globalService(conf, true)); err != nil {
 				return false, err
 			}
-			j.o.rec.event("service-restarted", time.Now(), map[string]any{"service": name, "resume": true, "restart_s": time.Since(now).Seconds()})
+			j.o.rec.event(time.Now(), Event{Kind: EventServiceRestarted, Service: name, Resume: true, RestartS: time.Since(now).Seconds()})
 			continue
 		}
 		j.mu.Lock()
@@ -125,12 +125,12 @@ func (j *run) reconfigure(ctx context.Context, detected time.Time, avail map[str
 	j.mu.Unlock()
 	j.logf("node change: %v", cause)
 	for _, c := range cause {
-		j.o.rec.event("node-change", detected, map[string]any{"change": c})
+		j.o.rec.event(detected, Event{Kind: EventNodeChange, Change: c})
 	}
 	conf, change, err := plan.Replan(old, j.availableNodes(), j.spec.Strategy, j.spec.budget(), j.options())
 	if err != nil {
 		// No valid configuration (e.g. no client left): keep what runs and wait for a change.
-		j.o.rec.event("reconfigure-failed", time.Now(), map[string]any{"error": err.Error(), "cause": cause})
+		j.o.rec.event(time.Now(), Event{Kind: EventReconfigureFailed, Error: err.Error(), Cause: cause})
 		j.logf("reconfigure: %v (waiting for the next node change)", err)
 		return nil
 	}
@@ -150,7 +150,7 @@ func (j *run) reconfigure(ctx context.Context, detected time.Time, avail map[str
 	cp := rc
 	j.pending = &cp
 	j.mu.Unlock()
-	j.o.rec.event("reconfigure", applied, map[string]any{"config": conf, "change": change, "reconfiguration": rc})
+	j.o.rec.event(applied, Event{Kind: EventReconfigure, Config: &conf, Replan: &change, Reconfiguration: &rc})
 	j.logf("reconfigured in %.2f s: %s (%s)", rc.ApplyS, describe(conf), change.Reason)
 	return nil
 }

@@ -118,7 +118,7 @@ func (j *run) logf(format string, args ...any) { j.o.cfg.Logf(format, args...) }
 
 func (j *run) fail(err error) {
 	j.logf("job failed: %v", err)
-	j.o.rec.event("failed", time.Now(), map[string]any{"error": err.Error()})
+	j.o.rec.event(time.Now(), Event{Kind: EventFailed, Error: err.Error()})
 	j.mu.Lock()
 	j.st.State, j.st.Reason = "failed", err.Error()
 	j.mu.Unlock()
