@@ -10,6 +10,7 @@ import (
 	"github.com/continuum-project/continuum/internal/fl/plan"
 )
 
+// actions is what apply did, by service name: a Reconfiguration's Restarted, Configured, Stopped.
 type actions struct{ restarted, configured, stopped []string }
 
 // apply moves the running services from old (nil: nothing runs) to conf, touching only what
