@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/qos"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -309,7 +310,7 @@ func (c ServiceConfig) problems() []problem {
 		add(fmt.Sprintf("%v: want a fraction between 0 and 1, e.g. 0.99", q.MinSuccessRate), "qos", "min_success_rate")
 	}
 	for i, r := range q.Require {
-		if _, err := ParseRequirement(r); err != nil {
+		if _, err := qos.ParseRequirement(r); err != nil {
 			add(err.Error(), "qos", fmt.Sprintf("require[%d]", i))
 		}
 	}

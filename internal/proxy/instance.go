@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/qos"
 )
 
 // Reasons an instance is not in its service's pool (instanceView.Reason, metrics labels).
@@ -55,7 +56,7 @@ type instance struct {
 	epoch atomic.Uint64
 
 	// guarded by service.mu
-	win window
+	win qos.Window
 	// rtt is the EWMA of probe times (TCP connect, or HTTP probe response) taken in rttEpoch;
 	// after an eviction it is stale like the samples, and the estimate waits for a new probe.
 	rtt      time.Duration
@@ -120,7 +121,7 @@ func newInstance(d discovery.Instance, latWindow, outcomes int) (*instance, erro
 		return nil, fmt.Errorf("instance %s: url %q: want http://host:port", d.ID, d.URL)
 	}
 	in := &instance{id: d.ID, idHeader: []string{d.ID}, disc: d, target: &url.URL{Scheme: u.Scheme, Host: u.Host},
-		win: newWindow(latWindow, outcomes), estFrom: estNone, success: 1}
+		win: qos.NewWindow(latWindow, outcomes), estFrom: estNone, success: 1}
 	in.addr = in.hostPort()
 	if u.Scheme == "https" {
 		in.tlsName = u.Hostname()

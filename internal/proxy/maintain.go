@@ -243,7 +243,7 @@ func (s *service) probeAtLocked(in *instance, now time.Time) time.Time {
 	}
 	at := in.probeDue
 	if in.inPool {
-		if last := in.win.lastAt(); !last.IsZero() && last.Add(s.cfg.Probe.Interval.Duration).After(at) {
+		if last := in.win.LastAt(); !last.IsZero() && last.Add(s.cfg.Probe.Interval.Duration).After(at) {
 			at = last.Add(s.cfg.Probe.Interval.Duration)
 		}
 	}

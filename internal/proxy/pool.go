@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/qos"
 )
 
 // service holds one service's instances, their estimates and its QoS pool. Membership is
@@ -25,7 +26,7 @@ import (
 type service struct {
 	name string
 	cfg  ServiceConfig
-	req  requirements
+	req  qos.Requirements
 	now  func() time.Time
 	log  *slog.Logger
 	m    *metrics
@@ -68,7 +69,7 @@ type service struct {
 }
 
 func newService(name string, cfg ServiceConfig, now func() time.Time, log *slog.Logger, m *metrics) (*service, error) {
-	req, err := parseRequirements(cfg.QoS.Require)
+	req, err := qos.ParseRequirements(cfg.QoS.Require)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func (s *service) setInstances(list []discovery.Instance, nodes map[string]disco
 	defer s.mu.Unlock()
 	now := s.now()
 	next := make(map[string]*instance, len(list))
-	outcomes := outcomeWindow(s.cfg.Estimate.Window, s.cfg.QoS.MinSuccessRate)
+	outcomes := qos.OutcomeWindow(s.cfg.Estimate.Window, s.cfg.QoS.MinSuccessRate)
 	for _, d := range list {
 		in := s.insts[d.ID]
 		if in == nil || in.disc.URL != d.URL {
@@ -125,7 +126,7 @@ func (s *service) setInstances(list []discovery.Instance, nodes map[string]disco
 			}
 		}
 		in.disc = d
-		in.attrOK, in.attrWhy = s.req.met(d.Attributes)
+		in.attrOK, in.attrWhy = s.req.Met(d.Attributes)
 		load := nodes[d.Node]
 		in.overloaded = load.CPU > s.cfg.OverloadThreshold || load.Memory > s.cfg.OverloadThreshold
 		next[d.ID] = in
@@ -194,7 +195,7 @@ func (s *service) evalLocked(in *instance, now time.Time) bool {
 		hold := backoff(c.Cooldown, in.evictions)
 		in.holdUntil = now.Add(hold)
 		in.holdWhy = fmt.Sprintf("left the pool: %s; held %v (eviction %d in a row)", why, hold, in.evictions)
-		in.win.clear()
+		in.win.Clear()
 		in.epoch.Add(1)
 		in.probation = false
 		if !in.probing {
@@ -229,7 +230,7 @@ func (s *service) evalLocked(in *instance, now time.Time) bool {
 }
 
 func (s *service) estimateLocked(in *instance, now time.Time) {
-	q, n := in.win.quantile(s.cfg.QoS.Percentile, now.Add(-s.cfg.Estimate.MaxAge.Duration))
+	q, n := in.win.Quantile(s.cfg.QoS.Percentile, now.Add(-s.cfg.Estimate.MaxAge.Duration))
 	in.samples = n
 	switch {
 	case n > 0:
@@ -239,7 +240,7 @@ func (s *service) estimateLocked(in *instance, now time.Time) {
 	default:
 		in.est, in.estFrom = 0, estNone
 	}
-	in.success, in.outcomes = in.win.successRate()
+	in.success, in.outcomes = in.win.SuccessRate()
 }
 
 // reasonLocked says why an instance is not in the pool ("" if it is). The order matters: the
@@ -384,9 +385,9 @@ func (s *service) record(in *instance, r attemptResult) {
 			return // nothing changed
 		}
 		if !r.sampled {
-			in.win.addLatency(now, r.lat)
+			in.win.AddLatency(now, r.lat)
 		}
-		in.win.addOutcome(false)
+		in.win.AddOutcome(false)
 		in.failures = 0
 		if limit := s.cfg.QoS.Latency.Duration; limit == 0 || (!r.sampled && r.lat <= limit) {
 			in.probation = false
@@ -395,12 +396,12 @@ func (s *service) record(in *instance, r attemptResult) {
 		if !current {
 			return
 		}
-		in.win.addOutcome(true)
+		in.win.AddOutcome(true)
 	case outcomeFailure:
 		if current {
-			in.win.addOutcome(true)
+			in.win.AddOutcome(true)
 			if r.lat > 0 && r.errMsg == errTimeoutMsg && !r.sampled {
-				in.win.addLatency(now, r.lat) // it was at least this slow
+				in.win.AddLatency(now, r.lat) // it was at least this slow
 			}
 		}
 		s.failLocked(in, now, r.errMsg)
@@ -423,7 +424,7 @@ func (s *service) observeSlow(in *instance, epoch uint64, waited time.Duration) 
 		return
 	}
 	now := s.now()
-	in.win.addLatency(now, waited)
+	in.win.AddLatency(now, waited)
 	if s.evalLocked(in, now) {
 		s.rebuildLocked(now)
 	}
@@ -468,15 +469,15 @@ func (s *service) probeDone(in *instance, res probeResult, err error) {
 		// change shows within two or three probes. The first probe of an epoch starts
 		// afresh: the probes before an eviction are as stale as the samples.
 		epoch := in.epoch.Load()
-		in.rtt = ewma(in.rtt, res.lat, 0.5, !in.rttKnown || in.rttEpoch != epoch)
+		in.rtt = qos.EWMA(in.rtt, res.lat, 0.5, !in.rttKnown || in.rttEpoch != epoch)
 		in.rttKnown, in.rttEpoch = true, epoch
 		if res.net > 0 {
-			in.net = ewma(in.net, res.net, 0.5, !in.netKnown)
+			in.net = qos.EWMA(in.net, res.net, 0.5, !in.netKnown)
 			in.netKnown = true
 		}
 		in.needsProbe = false
 		if s.cfg.Probe.Path != "" {
-			in.win.addLatency(now, res.lat) // an HTTP probe is a full response, like traffic
+			in.win.AddLatency(now, res.lat) // an HTTP probe is a full response, like traffic
 		}
 	}
 	if s.evalLocked(in, now) {

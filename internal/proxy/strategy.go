@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/qos"
 )
 
 // noInstanceError is returned by pick when nothing can serve; the handler answers 503 with
@@ -47,7 +49,7 @@ func (s *service) pick(tried []*instance) (*instance, error) {
 		}
 	case StrategyProximity:
 		if set := s.untried(s.candidates, tried); len(set) > 0 {
-			in = set[weightedIndex(proximityWeights(s.networkMs(set, now), s.cfg.Alpha), rand.Float64())]
+			in = set[qos.WeightedIndex(qos.ProximityWeights(s.networkMs(set, now), s.cfg.Alpha), rand.Float64())]
 		}
 	}
 	if in != nil {
@@ -104,7 +106,7 @@ func (s *service) balanceLocked(set []*instance) *instance {
 		bestScore := math.Inf(1)
 		for i := range len(set) {
 			in := set[(start+i)%len(set)]
-			if sc := headroomScore(in.outstanding.Load(), in.est, limit); !busyOnProbation(in) && (best == nil || sc < bestScore) {
+			if sc := qos.HeadroomScore(in.outstanding.Load(), in.est, limit); !busyOnProbation(in) && (best == nil || sc < bestScore) {
 				best, bestScore = in, sc
 			}
 		}
@@ -126,17 +128,6 @@ func (s *service) balanceLocked(set []*instance) *instance {
 // still out (instance.probation).
 func busyOnProbation(in *instance) bool {
 	return in.probation && in.outstanding.Load() > 0
-}
-
-// headroomScore is (outstanding+1) / headroom, headroom being the share of the latency limit
-// the estimate leaves free (at least 5%, so that an instance at the limit still takes some
-// load when the others are busy). Without a limit it is least-outstanding.
-func headroomScore(outstanding int64, est, limit time.Duration) float64 {
-	h := 1.0
-	if limit > 0 {
-		h = max(float64(limit-est)/float64(limit), 0.05)
-	}
-	return float64(outstanding+1) / h
 }
 
 // untried returns set without the instances in tried, in s.scratch (valid until the next call).
@@ -177,43 +168,6 @@ func (s *service) networkMs(set []*instance, now time.Time) []float64 {
 		ls[i] = float64(d) / float64(time.Millisecond)
 	}
 	return ls
-}
-
-// proximityWeights is proxy-mity's rule: w_i = (1-alpha)/n + alpha*exp(-l_i/2)/sum_j exp(-l_j/2)
-// with l in milliseconds. The exponentials are taken relative to the smallest l, which leaves
-// the ratios unchanged but keeps them from all underflowing to 0 when every instance is far.
-func proximityWeights(lms []float64, alpha float64) []float64 {
-	n := float64(len(lms))
-	lmin := math.Inf(1)
-	for _, l := range lms {
-		lmin = min(lmin, l)
-	}
-	e := make([]float64, len(lms))
-	sum := 0.0
-	for i, l := range lms {
-		e[i] = math.Exp(-(l - lmin) / 2)
-		sum += e[i]
-	}
-	for i := range e {
-		e[i] = (1-alpha)/n + alpha*e[i]/sum
-	}
-	return e
-}
-
-// weightedIndex picks index i with probability w[i]/sum(w), given u uniform in [0, 1).
-func weightedIndex(w []float64, u float64) int {
-	sum := 0.0
-	for _, x := range w {
-		sum += x
-	}
-	target := u * sum
-	for i, x := range w {
-		if target < x {
-			return i
-		}
-		target -= x
-	}
-	return len(w) - 1
 }
 
 // unavailableLocked explains why nothing could be picked, for the 503 body.

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/qos"
 )
 
 // counts picks n times and counts the instances chosen.
@@ -58,42 +60,12 @@ func TestProxyRandomIsUniform(t *testing.T) {
 	}
 }
 
-func TestProxyProximityWeights(t *testing.T) {
-	tests := []struct {
-		l     []float64
-		alpha float64
-	}{
-		{[]float64{1, 3, 10}, 0.8},
-		{[]float64{1, 3, 10}, 1},
-		{[]float64{1, 3, 10}, 0},
-		{[]float64{2000, 2002}, 0.5}, // far away: exp(-1000) underflows without the shift
-	}
-	for _, tt := range tests {
-		w := proximityWeights(tt.l, tt.alpha)
-		n := float64(len(tt.l))
-		sum, total := 0.0, 0.0
-		for _, l := range tt.l {
-			sum += math.Exp(-(l - tt.l[0]) / 2) // same ratios as exp(-l/2), finite
-		}
-		for i, l := range tt.l {
-			want := (1-tt.alpha)/n + tt.alpha*math.Exp(-(l-tt.l[0])/2)/sum
-			if math.Abs(w[i]-want) > 1e-12 || math.IsNaN(w[i]) {
-				t.Errorf("l=%v alpha=%v: w[%d] = %v, want %v", tt.l, tt.alpha, i, w[i], want)
-			}
-			total += w[i]
-		}
-		if math.Abs(total-1) > 1e-9 {
-			t.Errorf("l=%v alpha=%v: weights sum to %v", tt.l, tt.alpha, total)
-		}
-	}
-}
-
 func TestProxyProximityDistribution(t *testing.T) {
 	cfg := qosConfig(0)
 	cfg.Strategy = StrategyProximity
 	cfg.Alpha = 0.8
 	s, _ := probed(t, cfg, time.Millisecond, 2*time.Millisecond, 4*time.Millisecond, 20*time.Millisecond)
-	want := proximityWeights([]float64{1, 2, 4, 20}, 0.8)
+	want := qos.ProximityWeights([]float64{1, 2, 4, 20}, 0.8)
 	const n = 40000
 	c := counts(t, s, n)
 	for i, id := range []string{"i0", "i1", "i2", "i3"} {

@@ -1,4 +1,4 @@
-package proxy
+package qos
 
 import (
 	"math"
@@ -14,7 +14,7 @@ import (
 // has an EWMA around 30 ms and would stay in the pool while one request in ten misses the
 // limit; its windowed p95 is 200 ms. The quantile also reacts in a bounded number of samples:
 // with fewer than 1/(1-p) samples the p-quantile is the maximum, so after being cleared (see
-// pool.go) one slow answer is enough to act on, and in a full window of 32 the p95 moves past
+// package pool) one slow answer is enough to act on, and in a full window of 32 the p95 moves past
 // the limit after two slow answers, where an EWMA from 10 ms needs six answers of 110 ms to
 // cross 80 ms. MaxAge keeps an idle instance's estimate from freezing on old traffic: once its
 // samples age out the estimate falls back to the latest probe.
@@ -25,7 +25,7 @@ import (
 //
 // A sample is the time from the request having a connection to its response headers:
 // connection set-up is a cost of the proxy's connection pool, paid once per connection, and
-// would otherwise evict an instance just as it starts to take traffic (preconnect.go).
+// would otherwise evict an instance just as it starts to take traffic (the pool's preconnect).
 
 // sample is one observed response.
 type sample struct {
@@ -34,7 +34,7 @@ type sample struct {
 }
 
 // window is a ring of the latest latency samples and of the latest outcomes.
-type window struct {
+type Window struct {
 	lat  []sample
 	next int
 	n    int
@@ -47,14 +47,14 @@ type window struct {
 	scratch  []time.Duration
 }
 
-func newWindow(size, outcomes int) window {
-	return window{lat: make([]sample, size), fail: make([]bool, outcomes), scratch: make([]time.Duration, 0, size)}
+func NewWindow(size, outcomes int) Window {
+	return Window{lat: make([]sample, size), fail: make([]bool, outcomes), scratch: make([]time.Duration, 0, size)}
 }
 
 // outcomeWindow is how many outcomes the success rate is computed over: enough that a rate
 // just under the minimum shows up as several failures (10 / (1-min)), at least the latency
 // window, at most 4096.
-func outcomeWindow(latWindow int, minSuccess float64) int {
+func OutcomeWindow(latWindow int, minSuccess float64) int {
 	n := latWindow
 	if minSuccess > 0 && minSuccess < 1 {
 		n = max(n, int(math.Ceil(10/(1-minSuccess)-1e-9)))
@@ -62,13 +62,13 @@ func outcomeWindow(latWindow int, minSuccess float64) int {
 	return min(max(n, 1), 4096)
 }
 
-func (w *window) addLatency(at time.Time, lat time.Duration) {
+func (w *Window) AddLatency(at time.Time, lat time.Duration) {
 	w.lat[w.next] = sample{at, lat}
 	w.next = (w.next + 1) % len(w.lat)
 	w.n = min(w.n+1, len(w.lat))
 }
 
-func (w *window) addOutcome(failed bool) {
+func (w *Window) AddOutcome(failed bool) {
 	if w.fn == len(w.fail) && w.fail[w.fnext] {
 		w.failures--
 	}
@@ -80,7 +80,7 @@ func (w *window) addOutcome(failed bool) {
 	w.fn = min(w.fn+1, len(w.fail))
 }
 
-func (w *window) clear() {
+func (w *Window) Clear() {
 	w.n, w.next = 0, 0
 	w.fn, w.fnext, w.failures = 0, 0, 0
 	clear(w.fail)
@@ -90,7 +90,7 @@ func (w *window) clear() {
 // since, and how many there were. It runs on every answer, so for the tail percentiles
 // requirements use (the rank-th smallest being among the few largest: 2nd largest for p95 of
 // 32) it keeps the largest few in a small sorted array instead of sorting the window.
-func (w *window) quantile(p float64, since time.Time) (time.Duration, int) {
+func (w *Window) Quantile(p float64, since time.Time) (time.Duration, int) {
 	n := 0
 	for i := 0; i < w.n; i++ {
 		if w.lat[i].at.After(since) {
@@ -137,7 +137,7 @@ func (w *window) quantile(p float64, since time.Time) (time.Duration, int) {
 type topK [8]time.Duration
 
 // lastAt is when the newest sample was taken (zero if none).
-func (w *window) lastAt() time.Time {
+func (w *Window) LastAt() time.Time {
 	if w.n == 0 {
 		return time.Time{}
 	}
@@ -145,7 +145,7 @@ func (w *window) lastAt() time.Time {
 }
 
 // successRate is the share of recorded outcomes that did not fail, and their number.
-func (w *window) successRate() (float64, int) {
+func (w *Window) SuccessRate() (float64, int) {
 	if w.fn == 0 {
 		return 1, 0
 	}
@@ -153,7 +153,7 @@ func (w *window) successRate() (float64, int) {
 }
 
 // ewma folds v into avg with weight alpha; the first value is taken as is.
-func ewma(avg, v time.Duration, alpha float64, first bool) time.Duration {
+func EWMA(avg, v time.Duration, alpha float64, first bool) time.Duration {
 	if first {
 		return v
 	}

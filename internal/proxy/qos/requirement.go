@@ -1,4 +1,4 @@
-package proxy
+package qos
 
 import (
 	"fmt"
@@ -280,10 +280,10 @@ func (r Requirement) String() string {
 }
 
 // requirements is a service's parsed Require list.
-type requirements []Requirement
+type Requirements []Requirement
 
-func parseRequirements(list []string) (requirements, error) {
-	rs := make(requirements, 0, len(list))
+func ParseRequirements(list []string) (Requirements, error) {
+	rs := make(Requirements, 0, len(list))
 	for _, s := range list {
 		r, err := ParseRequirement(s)
 		if err != nil {
@@ -295,7 +295,7 @@ func parseRequirements(list []string) (requirements, error) {
 }
 
 // met reports whether attrs satisfy every requirement, and the first failure.
-func (rs requirements) met(attrs map[string]string) (bool, string) {
+func (rs Requirements) Met(attrs map[string]string) (bool, string) {
 	for _, r := range rs {
 		if ok, why := r.Met(attrs); !ok {
 			return false, why
