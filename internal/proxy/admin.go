@@ -132,7 +132,7 @@ func (p *Proxy) adminHandler() http.Handler {
 		return requireToken(p.adminToken, h)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", guard(promhttp.HandlerFor(p.m.reg, promhttp.HandlerOpts{ErrorLog: slogPromLogger{p.log}})))
+	mux.Handle("GET /metrics", guard(promhttp.HandlerFor(p.m.Registry, promhttp.HandlerOpts{ErrorLog: slogPromLogger{p.log}})))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
 // serveRequest serves the request whose head (n bytes) cc.req holds, as handler.ServeHTTP
@@ -31,14 +33,14 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 		k := h.inflight.Add(1)
 		defer h.inflight.Add(-1)
 		if k > h.maxInflight {
-			h.m.error("", errTypeOverloaded)
-			h.m.request("", "", http.StatusServiceUnavailable, time.Since(start))
+			h.m.CountError("", metrics.ErrTypeOverloaded)
+			h.m.Request("", "", http.StatusServiceUnavailable, time.Since(start))
 			return cc.answerError(http.StatusServiceUnavailable, fmt.Sprintf("proxy overloaded: more than %d requests in flight (max_inflight)", h.maxInflight), "", time.Second, keepClient)
 		}
 	}
 	if string(q.method) == http.MethodConnect {
-		h.m.error("", errTypeBadRequest)
-		h.m.request("", "", http.StatusMethodNotAllowed, time.Since(start))
+		h.m.CountError("", metrics.ErrTypeBadRequest)
+		h.m.Request("", "", http.StatusMethodNotAllowed, time.Since(start))
 		return cc.answerError(http.StatusMethodNotAllowed, errConnectRefused, "", 0, false)
 	}
 	s, code, msg, retry := cc.route()
@@ -59,11 +61,11 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 		if code == http.StatusServiceUnavailable {
 			st.instance = ""
 		}
-		h.m.error(s.name, typ)
+		h.m.CountError(s.name, typ)
 		if code != http.StatusServiceUnavailable {
 			h.log.Warn("request failed", "service", s.name, "status", code, "err", err)
 		}
-		h.m.request(s.name, st.instance, code, time.Since(start))
+		h.m.Request(s.name, st.instance, code, time.Since(start))
 		return cc.answerError(code, err.Error(), s.name, retryAfter, keepClient)
 	}
 	cc.consumeHead()
@@ -83,12 +85,12 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 		// Counted as net/http's path counts a client that left: nobody reads an answer any
 		// more (nginx's 499); not the instance's failure.
 		st.code = 499
-		h.m.error(s.name, errTypeClientGone)
+		h.m.CountError(s.name, metrics.ErrTypeClientGone)
 	}
 	if st.code == http.StatusOK && st.in.series != nil {
-		st.in.series.requestOK(time.Since(start))
+		st.in.series.RequestOK(time.Since(start))
 	} else {
-		h.m.request(s.name, st.instance, st.code, time.Since(start))
+		h.m.Request(s.name, st.instance, st.code, time.Since(start))
 	}
 	if err != nil {
 		var ue upstreamBodyError
@@ -133,8 +135,8 @@ func (cc *clientConn) route() (s *service, code int, msg string, retry time.Dura
 	cc.lastName, cc.lastSvc = cc.lastName[:0], nil
 	nm, err := serviceName(hdr, string(q.host))
 	if err != nil {
-		h.m.error("", errTypeBadRequest)
-		h.m.request("", "", http.StatusBadRequest, 0)
+		h.m.CountError("", metrics.ErrTypeBadRequest)
+		h.m.Request("", "", http.StatusBadRequest, 0)
 		return nil, http.StatusBadRequest, err.Error(), 0
 	}
 	if s := h.rt.get(nm); s != nil {
@@ -143,12 +145,12 @@ func (cc *clientConn) route() (s *service, code int, msg string, retry time.Dura
 	}
 	cc.lastName = append(cc.lastName[:0], nm...)
 	if !h.rt.isReady() {
-		h.m.error("", errTypeNoInstance)
-		h.m.request("", "", http.StatusServiceUnavailable, 0)
+		h.m.CountError("", metrics.ErrTypeNoInstance)
+		h.m.Request("", "", http.StatusServiceUnavailable, 0)
 		return nil, http.StatusServiceUnavailable, fmt.Sprintf("service %q: instance discovery has not completed yet", nm), time.Second
 	}
-	h.m.error("", errTypeUnknownService)
-	h.m.request("", "", http.StatusNotFound, 0)
+	h.m.CountError("", metrics.ErrTypeUnknownService)
+	h.m.Request("", "", http.StatusNotFound, 0)
 	return nil, http.StatusNotFound, fmt.Sprintf("unknown service %q: no discovery source reports it and the configuration does not list it", nm), 0
 }
 
@@ -398,9 +400,9 @@ func clientBodyError(err error) error { return clientBodyErr{err} }
 func clientBodyStatus(cb clientBodyErr) (int, string) {
 	var stalled clientStalled
 	if errors.As(cb.err, &stalled) {
-		return http.StatusRequestTimeout, errTypeClientTimeout
+		return http.StatusRequestTimeout, metrics.ErrTypeClientTimeout
 	}
-	return http.StatusBadRequest, errTypeBadRequest
+	return http.StatusBadRequest, metrics.ErrTypeBadRequest
 }
 
 // upstreamBodyError is a failure reading the answer's body from the instance after its head
@@ -422,14 +424,14 @@ func classifyProxyError(err error, ctx context.Context) (code int, typ string, r
 	switch {
 	case ctx != nil && ctx.Err() != nil:
 		// The client is gone; nobody reads an answer. 499 is nginx's code for it.
-		return 499, errTypeClientGone, 0
+		return 499, metrics.ErrTypeClientGone, 0
 	case errors.As(err, &cb):
 		code, typ := clientBodyStatus(cb)
 		return code, typ, 0
 	case errors.As(err, &ni):
-		return http.StatusServiceUnavailable, errTypeNoInstance, ni.retryAfter
+		return http.StatusServiceUnavailable, metrics.ErrTypeNoInstance, ni.retryAfter
 	case errors.As(err, &ge) && ge.code == http.StatusGatewayTimeout:
-		return http.StatusGatewayTimeout, errTypeTimeout, 0
+		return http.StatusGatewayTimeout, metrics.ErrTypeTimeout, 0
 	}
-	return http.StatusBadGateway, errTypeUnreachable, 0
+	return http.StatusBadGateway, metrics.ErrTypeUnreachable, 0
 }

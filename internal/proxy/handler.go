@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
 // handler is the data plane: it routes each request to a service's instance through
@@ -23,7 +25,7 @@ import (
 // length and event streams are flushed as they arrive.
 type handler struct {
 	rt  *router
-	m   *metrics
+	m   *metrics.Metrics
 	log *slog.Logger
 	up  *upstream
 	// maxInflight caps inflight (0: no cap).
@@ -92,7 +94,7 @@ func (sp *splices) shutdown(ctx context.Context) bool {
 	return cut
 }
 
-func newHandler(ctx context.Context, wg *sync.WaitGroup, rt *router, m *metrics, logger *slog.Logger, maxInflight int) *handler {
+func newHandler(ctx context.Context, wg *sync.WaitGroup, rt *router, m *metrics.Metrics, logger *slog.Logger, maxInflight int) *handler {
 	return &handler{rt: rt, m: m, log: logger, ctx: ctx, wg: wg, maxInflight: int64(maxInflight), up: &upstream{m: m}}
 }
 
@@ -104,38 +106,38 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n := h.inflight.Add(1)
 		defer h.inflight.Add(-1)
 		if n > h.maxInflight {
-			h.m.error("", errTypeOverloaded)
+			h.m.CountError("", metrics.ErrTypeOverloaded)
 			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("proxy overloaded: more than %d requests in flight (max_inflight)", h.maxInflight), "", time.Second)
-			h.m.request("", "", http.StatusServiceUnavailable, time.Since(start))
+			h.m.Request("", "", http.StatusServiceUnavailable, time.Since(start))
 			return
 		}
 	}
 	if r.Method == http.MethodConnect {
-		h.m.error("", errTypeBadRequest)
+		h.m.CountError("", metrics.ErrTypeBadRequest)
 		w.Header().Set("Connection", "close")
 		writeError(w, http.StatusMethodNotAllowed, errConnectRefused, "", 0)
-		h.m.request("", "", http.StatusMethodNotAllowed, time.Since(start))
+		h.m.Request("", "", http.StatusMethodNotAllowed, time.Since(start))
 		return
 	}
 	name, err := serviceName(r.Header.Values(ServiceHeader), r.Host)
 	if err != nil {
-		h.m.error("", errTypeBadRequest)
+		h.m.CountError("", metrics.ErrTypeBadRequest)
 		writeError(w, http.StatusBadRequest, err.Error(), "", 0)
-		h.m.request("", "", http.StatusBadRequest, time.Since(start))
+		h.m.Request("", "", http.StatusBadRequest, time.Since(start))
 		return
 	}
 	s := h.rt.get(name)
 	if s == nil {
 		if !h.rt.isReady() {
 			// Before every source has answered, an unknown name may just not be known yet.
-			h.m.error("", errTypeNoInstance)
+			h.m.CountError("", metrics.ErrTypeNoInstance)
 			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("service %q: instance discovery has not completed yet", name), name, time.Second)
-			h.m.request("", "", http.StatusServiceUnavailable, time.Since(start))
+			h.m.Request("", "", http.StatusServiceUnavailable, time.Since(start))
 			return
 		}
-		h.m.error("", errTypeUnknownService)
+		h.m.CountError("", metrics.ErrTypeUnknownService)
 		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown service %q: no discovery source reports it and the configuration does not list it", name), name, 0)
-		h.m.request("", "", http.StatusNotFound, time.Since(start))
+		h.m.Request("", "", http.StatusNotFound, time.Since(start))
 		return
 	}
 	if !s.activeFlag.Load() {
@@ -150,9 +152,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.code = http.StatusBadGateway
 	}
 	if st.code == http.StatusOK && st.in != nil && st.in.series != nil {
-		st.in.series.requestOK(time.Since(start))
+		st.in.series.RequestOK(time.Since(start))
 	} else {
-		h.m.request(s.name, st.instance, st.code, time.Since(start))
+		h.m.Request(s.name, st.instance, st.code, time.Since(start))
 	}
 	if abort {
 		// The answer's body broke off: abort the client's connection so that it sees an
@@ -294,21 +296,21 @@ func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, st *reqStat
 		code, typ = clientBodyStatus(cb)
 	case r.Context().Err() != nil:
 		// The client is gone; nobody reads an answer. 499 is nginx's code for it.
-		code, typ = 499, errTypeClientGone
+		code, typ = 499, metrics.ErrTypeClientGone
 	case errors.As(err, &ni):
-		code, typ, retryAfter = http.StatusServiceUnavailable, errTypeNoInstance, ni.retryAfter
+		code, typ, retryAfter = http.StatusServiceUnavailable, metrics.ErrTypeNoInstance, ni.retryAfter
 	case errors.As(err, &ge) && ge.code == http.StatusGatewayTimeout:
-		code, typ = http.StatusGatewayTimeout, errTypeTimeout
+		code, typ = http.StatusGatewayTimeout, metrics.ErrTypeTimeout
 	case errors.As(err, &ge):
-		code, typ = http.StatusBadGateway, errTypeUnreachable
+		code, typ = http.StatusBadGateway, metrics.ErrTypeUnreachable
 	default:
-		code, typ = http.StatusBadGateway, errTypeUnreachable
+		code, typ = http.StatusBadGateway, metrics.ErrTypeUnreachable
 	}
 	st.code = code
 	if code == http.StatusServiceUnavailable {
 		st.instance = ""
 	}
-	h.m.error(name, typ)
+	h.m.CountError(name, typ)
 	if code == 499 {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/metrics"
 	"github.com/continuum-project/continuum/internal/proxy/qos"
 )
 
@@ -47,7 +48,7 @@ type instance struct {
 
 	outstanding atomic.Int64
 	// series are its metrics that every request updates (read without the lock).
-	series *instanceSeries
+	series *metrics.InstanceSeries
 
 	// epoch counts the times the instance's samples were cleared (QoS evictions). An attempt
 	// records it when it starts; an answer from an older epoch was sent before the samples

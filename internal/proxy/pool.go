@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/metrics"
 	"github.com/continuum-project/continuum/internal/proxy/qos"
 )
 
@@ -29,7 +30,7 @@ type service struct {
 	req  qos.Requirements
 	now  func() time.Time
 	log  *slog.Logger
-	m    *metrics
+	m    *metrics.Metrics
 	// conns are the keep-alive connections carrying this service's requests (conns.go); new
 	// ones are dialed with the service's connect timeout, or taken from spares (qos only,
 	// preconnect.go).
@@ -68,7 +69,7 @@ type service struct {
 	scratch        []*instance
 }
 
-func newService(name string, cfg ServiceConfig, now func() time.Time, log *slog.Logger, m *metrics) (*service, error) {
+func newService(name string, cfg ServiceConfig, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*service, error) {
 	req, err := qos.ParseRequirements(cfg.QoS.Require)
 	if err != nil {
 		return nil, err
@@ -135,9 +136,9 @@ func (s *service) setInstances(list []discovery.Instance, nodes map[string]disco
 		if next[id] != in {
 			s.spares.forget(in.addr)
 			s.conns.forget(in.addr)
-			s.m.forget(s.name, id)
+			s.m.Forget(s.name, id)
 			if in.inPool {
-				s.m.poolChange(s.name, id, false, "removed")
+				s.m.PoolChange(s.name, id, false, "removed")
 			}
 		}
 	}
@@ -145,7 +146,7 @@ func (s *service) setInstances(list []discovery.Instance, nodes map[string]disco
 		if in.series == nil {
 			// After the forgets above: an instance replaced under the same ID (a new URL)
 			// must not cache the series they just deleted.
-			in.series = s.m.series(s.name, in.id)
+			in.series = s.m.Series(s.name, in.id)
 		}
 	}
 	s.insts = next
@@ -219,7 +220,7 @@ func (s *service) evalLocked(in *instance, now time.Time) bool {
 			}
 			s.spares.setWant(in.addr, want)
 		}
-		s.m.poolChange(s.name, in.disc.ID, inPool, reason)
+		s.m.PoolChange(s.name, in.disc.ID, inPool, reason)
 		if inPool {
 			s.log.Debug("instance joined the pool", "service", s.name, "instance", in.disc.ID, "estimate", in.est)
 		} else {
@@ -293,7 +294,7 @@ func (s *service) rebuildLocked(now time.Time) {
 			s.healthy = append(s.healthy, in)
 		}
 	}
-	s.m.setPoolSize(s.name, len(s.pool), len(s.candidates))
+	s.m.SetPoolSize(s.name, len(s.pool), len(s.candidates))
 	// Instances not probed yet are being probed anyway and are not a shrinking pool.
 	probed := 0
 	for _, in := range s.candidates {
@@ -314,7 +315,7 @@ func (s *service) rebuildLocked(now time.Time) {
 	}
 	s.lastReestimate = now
 	s.reestimations++
-	s.m.reestimation(s.name)
+	s.m.Reestimation(s.name)
 	for _, in := range s.candidates {
 		if !in.probing && !now.Before(in.cooldownUntil) {
 			in.reprobe = true
@@ -460,11 +461,11 @@ func (s *service) probeDone(in *instance, res probeResult, err error) {
 	in.probeDue = now.Add(s.cfg.Probe.Interval.Duration)
 	if err != nil {
 		in.probeErr = err.Error()
-		s.m.probe(s.name, false)
+		s.m.Probe(s.name, false)
 		s.failLocked(in, now, "probe: "+err.Error())
 	} else {
 		in.probeErr = ""
-		s.m.probe(s.name, true)
+		s.m.Probe(s.name, true)
 		// Probe times are smoothed more lightly than QEdgeProxy's 0.2 so that a network
 		// change shows within two or three probes. The first probe of an epoch starts
 		// afresh: the probes before an eviction are as stale as the samples.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
 // router maps service names to services. Services are created when discovery first reports
@@ -17,14 +18,14 @@ type router struct {
 	cfg Config
 	now func() time.Time
 	log *slog.Logger
-	m   *metrics
+	m   *metrics.Metrics
 
 	mu       sync.RWMutex
 	services map[string]*service // by lower-cased name
 	ready    bool                // every source delivered a snapshot
 }
 
-func newRouter(cfg Config, now func() time.Time, log *slog.Logger, m *metrics) (*router, error) {
+func newRouter(cfg Config, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*router, error) {
 	rt := &router{cfg: cfg, now: now, log: log, m: m, services: map[string]*service{}}
 	for name := range cfg.Services {
 		if _, err := rt.ensure(strings.ToLower(name)); err != nil {

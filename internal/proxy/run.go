@@ -12,13 +12,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
 // Proxy is one node's proxy: discovery, the services' pools and the two HTTP servers.
 type Proxy struct {
 	cfg Config
 	log *slog.Logger
-	m   *metrics
+	m   *metrics.Metrics
 	// adminToken is AdminTokenFile's token ("" = the admin endpoints are open).
 	adminToken string
 	rt         *router
@@ -61,7 +63,7 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Node), adminToken: tok}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, m: metrics.New(cfg.Node), adminToken: tok}
 	if p.rt, err = newRouter(cfg, time.Now, p.log, p.m); err != nil {
 		return nil, err
 	}

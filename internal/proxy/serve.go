@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
 // The data plane's server: an HTTP/1.1 server loop of the proxy's own in front of net/http's.
@@ -443,8 +445,8 @@ func (cc *clientConn) bigHeadToken() bool {
 	case <-t.C:
 	}
 	h := cc.srv.h
-	h.m.error("", errTypeBadRequest)
-	h.m.request("", "", http.StatusRequestHeaderFieldsTooLarge, 0)
+	h.m.CountError("", metrics.ErrTypeBadRequest)
+	h.m.Request("", "", http.StatusRequestHeaderFieldsTooLarge, 0)
 	cc.headConsumed, cc.bodyDone, cc.isHead = true, false, false
 	cc.answerError(http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf(
 		"request head over %d bytes while %d other such heads were being read (the proxy reads at most %d at once); send a smaller head, or retry",
@@ -456,8 +458,8 @@ func (cc *clientConn) bigHeadToken() bool {
 // closed after it.
 func (cc *clientConn) refuse(why string) {
 	h := cc.srv.h
-	h.m.error("", errTypeBadRequest)
-	h.m.request("", "", http.StatusBadRequest, 0)
+	h.m.CountError("", metrics.ErrTypeBadRequest)
+	h.m.Request("", "", http.StatusBadRequest, 0)
 	cc.headConsumed, cc.bodyDone, cc.isHead = true, false, false
 	cc.answerError(http.StatusBadRequest, why, "", 0, false)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
 // union keeps the latest snapshot of every source and hands their union to apply. apply runs
@@ -15,7 +16,7 @@ import (
 // can never overwrite a newer one.
 type union struct {
 	log     *slog.Logger
-	m       *metrics
+	m       *metrics.Metrics
 	sources []discovery.Source
 	apply   func(discovery.Snapshot)
 	onReady func()
@@ -37,7 +38,7 @@ type sourceStatus struct {
 	LastError string    `json:"last_error,omitempty"`
 }
 
-func newUnion(sources []discovery.Source, log *slog.Logger, m *metrics, apply func(discovery.Snapshot), onReady func()) *union {
+func newUnion(sources []discovery.Source, log *slog.Logger, m *metrics.Metrics, apply func(discovery.Snapshot), onReady func()) *union {
 	u := &union{log: log, m: m, sources: sources, apply: apply, onReady: onReady,
 		snaps: make([]*discovery.Snapshot, len(sources)), pending: len(sources), status: make([]sourceStatus, len(sources))}
 	for i, s := range sources {
@@ -55,7 +56,7 @@ func (u *union) update(i int, snap discovery.Snapshot) {
 	snap.Instances = u.checkLocked(i, snap.Instances)
 	u.snaps[i] = &snap
 	u.status[i].Delivered, u.status[i].Instances, u.status[i].Updated = true, len(snap.Instances), time.Now()
-	u.m.discovery(u.status[i].Name, len(snap.Instances))
+	u.m.Discovery(u.status[i].Name, len(snap.Instances))
 	u.apply(u.mergeLocked())
 	if u.pending == 0 && u.onReady != nil {
 		u.onReady()
@@ -88,7 +89,7 @@ func (u *union) checkLocked(i int, list []discovery.Instance) []discovery.Instan
 			u.refused[key] = true
 			u.log.Warn("discovery: refusing an instance whose ID the proxy cannot send", "source", u.status[i].Name,
 				"service", in.Service, "id", in.ID, "err", err)
-			u.m.discoveryError(u.status[i].Name)
+			u.m.DiscoveryError(u.status[i].Name)
 		}
 	}
 	if out == nil {
@@ -152,7 +153,7 @@ func (u *union) run(ctx context.Context, wg *sync.WaitGroup) {
 					err = errors.New("returned before the proxy stopped")
 				}
 				u.log.Error("discovery source stopped; restarting", "source", src.Name(), "err", err, "in", delay)
-				u.m.discoveryError(src.Name())
+				u.m.DiscoveryError(src.Name())
 				u.mu.Lock()
 				u.status[i].LastError = err.Error()
 				u.mu.Unlock()

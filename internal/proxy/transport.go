@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
 // newTransport is the probes' HTTP client transport (probe.path), dialing with dial.
@@ -62,7 +64,7 @@ func stateOf(r *http.Request) *reqState {
 // upstream picks an instance for a request, sends it, measures and retries connection
 // failures on other instances.
 type upstream struct {
-	m *metrics
+	m *metrics.Metrics
 }
 
 // copyBufs are the copy buffers of request and response bodies: 16 KiB, recycled, since a
@@ -277,7 +279,7 @@ func (u *upstream) tryInstances(x exchange, st *reqState) (uc *upConn, keep bool
 			return nil, false, nil, &gatewayError{code: http.StatusBadGateway, instance: in.id,
 				msg: fmt.Sprintf("service %q: no instance answered after %d attempt(s): %s%s", s.name, len(tried), strings.Join(failures, "; "), why)}
 		}
-		u.m.retry(s.name)
+		u.m.Retry(s.name)
 	}
 }
 
@@ -385,7 +387,7 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 			r.errMsg = "HTTP " + strconv.Itoa(status)
 		}
 		s.record(in, r)
-		in.series.upstreamLatency(r.lat)
+		in.series.UpstreamLatency(r.lat)
 		return uc, keep, stop, nil
 	}
 }

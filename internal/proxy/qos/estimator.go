@@ -33,7 +33,7 @@ type sample struct {
 	lat time.Duration
 }
 
-// window is a ring of the latest latency samples and of the latest outcomes.
+// Window is a ring of the latest latency samples and of the latest outcomes.
 type Window struct {
 	lat  []sample
 	next int
@@ -51,7 +51,7 @@ func NewWindow(size, outcomes int) Window {
 	return Window{lat: make([]sample, size), fail: make([]bool, outcomes), scratch: make([]time.Duration, 0, size)}
 }
 
-// outcomeWindow is how many outcomes the success rate is computed over: enough that a rate
+// OutcomeWindow is how many outcomes the success rate is computed over: enough that a rate
 // just under the minimum shows up as several failures (10 / (1-min)), at least the latency
 // window, at most 4096.
 func OutcomeWindow(latWindow int, minSuccess float64) int {
@@ -86,7 +86,7 @@ func (w *Window) Clear() {
 	clear(w.fail)
 }
 
-// quantile returns the p-th percentile (0 < p <= 100, nearest rank) of the samples taken after
+// Quantile returns the p-th percentile (0 < p <= 100, nearest rank) of the samples taken after
 // since, and how many there were. It runs on every answer, so for the tail percentiles
 // requirements use (the rank-th smallest being among the few largest: 2nd largest for p95 of
 // 32) it keeps the largest few in a small sorted array instead of sorting the window.
@@ -136,7 +136,7 @@ func (w *Window) Quantile(p float64, since time.Time) (time.Duration, int) {
 // topK holds the largest samples for quantile's tail shortcut.
 type topK [8]time.Duration
 
-// lastAt is when the newest sample was taken (zero if none).
+// LastAt is when the newest sample was taken (zero if none).
 func (w *Window) LastAt() time.Time {
 	if w.n == 0 {
 		return time.Time{}
@@ -144,7 +144,7 @@ func (w *Window) LastAt() time.Time {
 	return w.lat[(w.next-1+len(w.lat))%len(w.lat)].at
 }
 
-// successRate is the share of recorded outcomes that did not fail, and their number.
+// SuccessRate is the share of recorded outcomes that did not fail, and their number.
 func (w *Window) SuccessRate() (float64, int) {
 	if w.fn == 0 {
 		return 1, 0
@@ -152,7 +152,7 @@ func (w *Window) SuccessRate() (float64, int) {
 	return 1 - float64(w.failures)/float64(w.fn), w.fn
 }
 
-// ewma folds v into avg with weight alpha; the first value is taken as is.
+// EWMA folds v into avg with weight alpha; the first value is taken as is.
 func EWMA(avg, v time.Duration, alpha float64, first bool) time.Duration {
 	if first {
 		return v

@@ -279,7 +279,7 @@ func (r Requirement) String() string {
 	return r.Attr + " " + r.Op + " " + q(r.Values[0])
 }
 
-// requirements is a service's parsed Require list.
+// Requirements is a service's parsed Require list.
 type Requirements []Requirement
 
 func ParseRequirements(list []string) (Requirements, error) {
@@ -294,7 +294,7 @@ func ParseRequirements(list []string) (Requirements, error) {
 	return rs, nil
 }
 
-// met reports whether attrs satisfy every requirement, and the first failure.
+// Met reports whether attrs satisfy every requirement, and the first failure.
 func (rs Requirements) Met(attrs map[string]string) (bool, string) {
 	for _, r := range rs {
 		if ok, why := r.Met(attrs); !ok {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// headroomScore is (outstanding+1) / headroom, headroom being the share of the latency limit
+// HeadroomScore is (outstanding+1) / headroom, headroom being the share of the latency limit
 // the estimate leaves free (at least 5%, so that an instance at the limit still takes some
 // load when the others are busy). Without a limit it is least-outstanding.
 func HeadroomScore(outstanding int64, est, limit time.Duration) float64 {
@@ -16,7 +16,7 @@ func HeadroomScore(outstanding int64, est, limit time.Duration) float64 {
 	return float64(outstanding+1) / h
 }
 
-// proximityWeights is proxy-mity's rule: w_i = (1-alpha)/n + alpha*exp(-l_i/2)/sum_j exp(-l_j/2)
+// ProximityWeights is proxy-mity's rule: w_i = (1-alpha)/n + alpha*exp(-l_i/2)/sum_j exp(-l_j/2)
 // with l in milliseconds. The exponentials are taken relative to the smallest l, which leaves
 // the ratios unchanged but keeps them from all underflowing to 0 when every instance is far.
 func ProximityWeights(lms []float64, alpha float64) []float64 {
@@ -37,7 +37,7 @@ func ProximityWeights(lms []float64, alpha float64) []float64 {
 	return e
 }
 
-// weightedIndex picks index i with probability w[i]/sum(w), given u uniform in [0, 1).
+// WeightedIndex picks index i with probability w[i]/sum(w), given u uniform in [0, 1).
 func WeightedIndex(w []float64, u float64) int {
 	sum := 0.0
 	for _, x := range w {

@@ -1,4 +1,4 @@
-package proxy
+package metrics
 
 import (
 	"strconv"
@@ -12,25 +12,25 @@ import (
 
 // Error types of continuum_proxy_errors_total.
 const (
-	errTypeBadRequest     = "bad_request"
-	errTypeUnknownService = "unknown_service"
-	errTypeNoInstance     = "no_instance"
-	errTypeTimeout        = "timeout"
-	errTypeUnreachable    = "unreachable"
-	errTypeClientGone     = "client_canceled"
-	errTypeClientTimeout  = "client_timeout"
-	errTypeOverloaded     = "overloaded"
+	ErrTypeBadRequest     = "bad_request"
+	ErrTypeUnknownService = "unknown_service"
+	ErrTypeNoInstance     = "no_instance"
+	ErrTypeTimeout        = "timeout"
+	ErrTypeUnreachable    = "unreachable"
+	ErrTypeClientGone     = "client_canceled"
+	ErrTypeClientTimeout  = "client_timeout"
+	ErrTypeOverloaded     = "overloaded"
 )
 
-// metrics are the proxy's Prometheus metrics, in a registry of their own (several proxies may
-// share a process in tests, and the global registry is mutable package state). A nil *metrics
+// Metrics are the proxy's Prometheus metrics, in a registry of their own (several proxies may
+// share a process in tests, and the global registry is mutable package state). A nil *Metrics
 // records nothing, which keeps the pool's unit tests free of it.
 //
 // Label values come from discovery (service, instance) or from fixed sets, never from request
 // headers: a request for an unknown service is counted under service="", so arbitrary Host
 // headers cannot grow the series without bound.
-type metrics struct {
-	reg           *prometheus.Registry
+type Metrics struct {
+	Registry      *prometheus.Registry
 	requests      *prometheus.CounterVec
 	upstream      *prometheus.HistogramVec
 	duration      *prometheus.HistogramVec
@@ -48,14 +48,14 @@ type metrics struct {
 // latencyBuckets span loopback to cloud round trips (0.25 ms .. 10 s).
 var latencyBuckets = []float64{.00025, .0005, .001, .0025, .005, .01, .02, .04, .06, .08, .1, .15, .2, .3, .5, 1, 2.5, 5, 10}
 
-func newMetrics(node string) *metrics {
+func New(node string) *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: "continuum_proxy_info", Help: "Constant 1, labelled with the proxy's node and version.",
 		ConstLabels: prometheus.Labels{"node": node, "version": version.Version}})
 	info.Set(1)
-	m := &metrics{
-		reg: reg,
+	m := &Metrics{
+		Registry: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "continuum_proxy_requests_total",
 			Help: "Requests answered, by service, instance that answered (empty if none) and status code sent to the client (499: client went away)."},
 			[]string{"service", "instance", "code"}),
@@ -91,7 +91,7 @@ func newMetrics(node string) *metrics {
 	return m
 }
 
-func (m *metrics) request(service, instance string, code int, d time.Duration) {
+func (m *Metrics) Request(service, instance string, code int, d time.Duration) {
 	if m == nil {
 		return
 	}
@@ -101,46 +101,46 @@ func (m *metrics) request(service, instance string, code int, d time.Duration) {
 	}
 }
 
-// instanceSeries are an instance's series that every request updates, looked up once when
+// InstanceSeries are an instance's series that every request updates, looked up once when
 // the instance is created instead of by label values per request (hashing three labels and
 // formatting the code). A removed instance's series are deleted (forget) with the instance,
 // and a returning one gets a new instance and new series.
-type instanceSeries struct {
+type InstanceSeries struct {
 	ok       prometheus.Counter  // requests_total{code="200"}
 	upstream prometheus.Observer // upstream_latency_seconds
 	duration prometheus.Observer // request_duration_seconds of its service
 }
 
-// series looks up an instance's series; nil m gives nil series (which record nothing).
-func (m *metrics) series(service, instance string) *instanceSeries {
+// Series looks up an instance's series; nil m gives nil series (which record nothing).
+func (m *Metrics) Series(service, instance string) *InstanceSeries {
 	if m == nil {
 		return nil
 	}
-	return &instanceSeries{ok: m.requests.WithLabelValues(service, instance, "200"),
+	return &InstanceSeries{ok: m.requests.WithLabelValues(service, instance, "200"),
 		upstream: m.upstream.WithLabelValues(service, instance), duration: m.duration.WithLabelValues(service)}
 }
 
-// requestOK counts a 200 answered by the instance whose series ser are.
-func (ser *instanceSeries) requestOK(d time.Duration) {
+// RequestOK counts a 200 answered by the instance whose series ser are.
+func (ser *InstanceSeries) RequestOK(d time.Duration) {
 	if ser != nil {
 		ser.ok.Inc()
 		ser.duration.Observe(d.Seconds())
 	}
 }
 
-func (ser *instanceSeries) upstreamLatency(d time.Duration) {
+func (ser *InstanceSeries) UpstreamLatency(d time.Duration) {
 	if ser != nil {
 		ser.upstream.Observe(d.Seconds())
 	}
 }
 
-func (m *metrics) upstreamLatency(service, instance string, d time.Duration) {
+func (m *Metrics) upstreamLatency(service, instance string, d time.Duration) {
 	if m != nil {
 		m.upstream.WithLabelValues(service, instance).Observe(d.Seconds())
 	}
 }
 
-func (m *metrics) poolChange(service, instance string, joined bool, reason string) {
+func (m *Metrics) PoolChange(service, instance string, joined bool, reason string) {
 	if m == nil {
 		return
 	}
@@ -151,26 +151,26 @@ func (m *metrics) poolChange(service, instance string, joined bool, reason strin
 	}
 }
 
-func (m *metrics) setPoolSize(service string, pool, candidates int) {
+func (m *Metrics) SetPoolSize(service string, pool, candidates int) {
 	if m != nil {
 		m.poolSize.WithLabelValues(service).Set(float64(pool))
 		m.candidates.WithLabelValues(service).Set(float64(candidates))
 	}
 }
 
-func (m *metrics) retry(service string) {
+func (m *Metrics) Retry(service string) {
 	if m != nil {
 		m.retries.WithLabelValues(service).Inc()
 	}
 }
 
-func (m *metrics) error(service, typ string) {
+func (m *Metrics) CountError(service, typ string) {
 	if m != nil {
 		m.errors.WithLabelValues(service, typ).Inc()
 	}
 }
 
-func (m *metrics) probe(service string, ok bool) {
+func (m *Metrics) Probe(service string, ok bool) {
 	if m == nil {
 		return
 	}
@@ -181,27 +181,27 @@ func (m *metrics) probe(service string, ok bool) {
 	m.probes.WithLabelValues(service, result).Inc()
 }
 
-func (m *metrics) reestimation(service string) {
+func (m *Metrics) Reestimation(service string) {
 	if m != nil {
 		m.reestimations.WithLabelValues(service).Inc()
 	}
 }
 
-func (m *metrics) discovery(source string, instances int) {
+func (m *Metrics) Discovery(source string, instances int) {
 	if m != nil {
 		m.discInstances.WithLabelValues(source).Set(float64(instances))
 	}
 }
 
-func (m *metrics) discoveryError(source string) {
+func (m *Metrics) DiscoveryError(source string) {
 	if m != nil {
 		m.discErrors.WithLabelValues(source).Inc()
 	}
 }
 
-// forget drops an instance's series when discovery no longer reports it, so that instances
+// Forget drops an instance's series when discovery no longer reports it, so that instances
 // that come and go (Pods) do not accumulate.
-func (m *metrics) forget(service, instance string) {
+func (m *Metrics) Forget(service, instance string) {
 	if m == nil {
 		return
 	}
