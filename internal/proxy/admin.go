@@ -6,17 +6,18 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/sources"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // poolsView is GET /debug/pools: every service the proxy knows, with each instance's
 // estimate and why it is or is not in the pool.
 type poolsView struct {
-	Node     string         `json:"node"`
-	Time     time.Time      `json:"time"`
-	Ready    bool           `json:"ready"`
-	Sources  []sourceStatus `json:"sources"`
-	Services []serviceView  `json:"services"`
+	Node     string           `json:"node"`
+	Time     time.Time        `json:"time"`
+	Ready    bool             `json:"ready"`
+	Sources  []sources.Status `json:"sources"`
+	Services []serviceView    `json:"services"`
 }
 
 type serviceView struct {
@@ -144,7 +145,7 @@ func (p *Proxy) adminHandler() http.Handler {
 		}
 		body := map[string]any{"ready": code == http.StatusOK}
 		if p.adminToken == "" || hasToken(r, p.adminToken) {
-			body["sources"] = p.u.statuses()
+			body["sources"] = p.u.Statuses()
 		}
 		writeJSON(w, code, body)
 	})
@@ -155,7 +156,7 @@ func (p *Proxy) adminHandler() http.Handler {
 }
 
 func (p *Proxy) pools() poolsView {
-	v := poolsView{Node: p.cfg.Node, Time: time.Now(), Ready: p.rt.isReady(), Sources: p.u.statuses(), Services: []serviceView{}}
+	v := poolsView{Node: p.cfg.Node, Time: time.Now(), Ready: p.rt.isReady(), Sources: p.u.Statuses(), Services: []serviceView{}}
 	for _, s := range p.rt.all() {
 		v.Services = append(v.Services, s.view())
 	}

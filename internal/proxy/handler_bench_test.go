@@ -22,7 +22,7 @@ func BenchmarkProxyRequest(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.close()
-	p.u.update(0, *cfg.Sources[0].(*testSource).first)
+	p.u.Update(0, *cfg.Sources[0].(*testSource).first)
 	p.rt.setReady()
 	h := p.Handler()
 	req := httptest.NewRequest(http.MethodGet, "/", nil)

@@ -113,7 +113,7 @@ type instance struct {
 
 func newInstance(d discovery.Instance, latWindow, outcomes int) (*instance, error) {
 	if err := discovery.CheckInstanceID(d.ID); err != nil {
-		// The union refuses these already (sources.go); an instance made another way must
+		// The union refuses these already (package sources); an instance made another way must
 		// not carry such an ID into answers either.
 		return nil, fmt.Errorf("instance id %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
+	"github.com/continuum-project/continuum/internal/proxy/sources"
 )
 
 // Proxy is one node's proxy: discovery, the services' pools and the two HTTP servers.
@@ -24,7 +25,7 @@ type Proxy struct {
 	// adminToken is AdminTokenFile's token ("" = the admin endpoints are open).
 	adminToken string
 	rt         *router
-	u          *union
+	u          *sources.Union
 	h          *handler
 	// loop is the data plane's server while Serve runs.
 	loop atomic.Pointer[server]
@@ -67,7 +68,7 @@ func New(cfg Config) (*Proxy, error) {
 	if p.rt, err = newRouter(cfg, time.Now, p.log, p.m); err != nil {
 		return nil, err
 	}
-	p.u = newUnion(cfg.Sources, p.log, p.m, p.rt.apply, p.rt.setReady)
+	p.u = sources.New(cfg.Sources, p.log, p.m, p.rt.apply, p.rt.setReady)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.h = newHandler(p.ctx, &p.wg, p.rt, p.m, p.log, cfg.MaxInflight)
 	p.h.writeTimeout = cfg.WriteTimeout
@@ -88,7 +89,7 @@ func (p *Proxy) AdminHandler() http.Handler { return p.adminHandler() }
 // has. Call it once.
 func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	defer p.close()
-	p.u.run(p.ctx, &p.wg)
+	p.u.Run(p.ctx, &p.wg)
 	errLog := log.New(slogWriter{p.log}, "", 0)
 	// The data plane: the proxy's own HTTP/1.1 loop (serve.go), and net/http's server for the
 	// connections the loop hands over (upgrades, requests outside its parser).

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/sources"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -164,11 +165,11 @@ func TestProxyBeforeDiscovery(t *testing.T) {
 
 func TestProxyUnionOfSources(t *testing.T) {
 	var got discovery.Snapshot
-	u := newUnion([]discovery.Source{&testSource{name: "one"}, &testSource{name: "two"}}, discard, nil,
+	u := sources.New([]discovery.Source{&testSource{name: "one"}, &testSource{name: "two"}}, discard, nil,
 		func(s discovery.Snapshot) { got = s }, nil)
-	u.update(1, discovery.Snapshot{Instances: []discovery.Instance{{ID: "x", URL: "http://two"}, {ID: "y"}},
+	u.Update(1, discovery.Snapshot{Instances: []discovery.Instance{{ID: "x", URL: "http://two"}, {ID: "y"}},
 		Nodes: map[string]discovery.NodeLoad{"n": {CPU: 0.2, Memory: 0.9}}})
-	u.update(0, discovery.Snapshot{Instances: []discovery.Instance{{ID: "x", URL: "http://one"}},
+	u.Update(0, discovery.Snapshot{Instances: []discovery.Instance{{ID: "x", URL: "http://one"}},
 		Nodes: map[string]discovery.NodeLoad{"n": {CPU: 0.5, Memory: 0.1}}})
 	if len(got.Instances) != 2 || got.Instances[0].URL != "http://one" {
 		t.Errorf("instances: %+v (want x from the first source, and y)", got.Instances)

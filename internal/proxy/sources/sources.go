@@ -1,4 +1,4 @@
-package proxy
+package sources
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
-// union keeps the latest snapshot of every source and hands their union to apply. apply runs
+// Union keeps the latest snapshot of every source and hands their union to apply. apply runs
 // under mu, so united snapshots are applied in the order they were formed and an older union
 // can never overwrite a newer one.
-type union struct {
+type Union struct {
 	log     *slog.Logger
 	m       *metrics.Metrics
 	sources []discovery.Source
@@ -24,13 +24,13 @@ type union struct {
 	mu      sync.Mutex
 	snaps   []*discovery.Snapshot
 	pending int // sources that have not delivered yet
-	status  []sourceStatus
+	status  []Status
 	// refused: the (source, ID) pairs already logged as refused (logged once each).
 	refused map[[2]string]bool
 }
 
-// sourceStatus is what /debug/pools and /readyz show about a source.
-type sourceStatus struct {
+// Status is what /debug/pools and /readyz show about a source.
+type Status struct {
 	Name      string    `json:"name"`
 	Delivered bool      `json:"delivered"`
 	Instances int       `json:"instances"`
@@ -38,16 +38,16 @@ type sourceStatus struct {
 	LastError string    `json:"last_error,omitempty"`
 }
 
-func newUnion(sources []discovery.Source, log *slog.Logger, m *metrics.Metrics, apply func(discovery.Snapshot), onReady func()) *union {
-	u := &union{log: log, m: m, sources: sources, apply: apply, onReady: onReady,
-		snaps: make([]*discovery.Snapshot, len(sources)), pending: len(sources), status: make([]sourceStatus, len(sources))}
+func New(sources []discovery.Source, log *slog.Logger, m *metrics.Metrics, apply func(discovery.Snapshot), onReady func()) *Union {
+	u := &Union{log: log, m: m, sources: sources, apply: apply, onReady: onReady,
+		snaps: make([]*discovery.Snapshot, len(sources)), pending: len(sources), status: make([]Status, len(sources))}
 	for i, s := range sources {
 		u.status[i].Name = s.Name()
 	}
 	return u
 }
 
-func (u *union) update(i int, snap discovery.Snapshot) {
+func (u *Union) Update(i int, snap discovery.Snapshot) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.snaps[i] == nil {
@@ -68,7 +68,7 @@ func (u *union) update(i int, snap discovery.Snapshot) {
 // it is written into every answer's X-Continuum-Instance field, and a CR or LF in it would let
 // whoever registered the instance split answers). This is the one check every source's
 // instances pass, whatever the source; each refusal is logged once, naming the source and ID.
-func (u *union) checkLocked(i int, list []discovery.Instance) []discovery.Instance {
+func (u *Union) checkLocked(i int, list []discovery.Instance) []discovery.Instance {
 	var out []discovery.Instance
 	for j, in := range list {
 		err := discovery.CheckInstanceID(in.ID)
@@ -101,7 +101,7 @@ func (u *union) checkLocked(i int, list []discovery.Instance) []discovery.Instan
 // mergeLocked unites the snapshots: an instance ID reported by several sources is taken from
 // the first source in configuration order; a node's load is the highest any source reports
 // (the cautious reading when sources disagree).
-func (u *union) mergeLocked() discovery.Snapshot {
+func (u *Union) mergeLocked() discovery.Snapshot {
 	var out discovery.Snapshot
 	seen := map[string]string{}
 	for i, s := range u.snaps {
@@ -129,23 +129,23 @@ func (u *union) mergeLocked() discovery.Snapshot {
 	return out
 }
 
-func (u *union) statuses() []sourceStatus {
+func (u *Union) Statuses() []Status {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return append([]sourceStatus(nil), u.status...)
+	return append([]Status(nil), u.status...)
 }
 
-// run runs every source until ctx ends. A source that stops with an error keeps its last
+// Run runs every source until ctx ends. A source that stops with an error keeps its last
 // snapshot and is restarted after a backoff (1 s doubling to 30 s): the proxy keeps routing
 // on what it knows rather than exiting because, say, the API server restarted.
-func (u *union) run(ctx context.Context, wg *sync.WaitGroup) {
+func (u *Union) Run(ctx context.Context, wg *sync.WaitGroup) {
 	for i, src := range u.sources {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			delay := time.Second
 			for {
-				err := src.Run(ctx, func(s discovery.Snapshot) { u.update(i, s) })
+				err := src.Run(ctx, func(s discovery.Snapshot) { u.Update(i, s) })
 				if ctx.Err() != nil {
 					return
 				}
