@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/sources"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -91,9 +92,9 @@ func (s *service) view() serviceView {
 		v.Requirement.Latency = c.QoS.Latency.String()
 	}
 	switch c.Strategy {
-	case StrategyQoS:
+	case config.StrategyQoS:
 		v.Balance = c.Balance
-	case StrategyProximity:
+	case config.StrategyProximity:
 		v.Alpha = c.Alpha
 	}
 	for _, in := range s.order {

@@ -7,21 +7,6 @@ import (
 	"github.com/continuum-project/continuum/internal/httpauth"
 )
 
-// DefaultAdminListen is where the admin endpoints listen unless told: loopback only, so that
-// /metrics and /debug/pools (every instance's address, attributes and errors) are not served to
-// whoever can reach the node.
-const DefaultAdminListen = "127.0.0.1:9090"
-
-// checkAdminExposure refuses an admin listener other machines can reach without a token.
-func checkAdminExposure(adminListen, tokenFile string) error {
-	if adminListen == "-" || tokenFile != "" || httpauth.IsLoopback(adminListen) {
-		return nil
-	}
-	return fmt.Errorf("admin_listen %q is reachable from other machines, and /metrics and /debug/pools would be open to them: "+
-		"give admin_token_file (--admin-token-file), a file with a token callers send as \"Authorization: Bearer TOKEN\", "+
-		"or listen on loopback (%s, the default)", adminListen, DefaultAdminListen)
-}
-
 // readAdminToken reads the admin token file ("" when none is configured), trusted only when
 // nobody but its owner could have written it (httpauth.ReadToken).
 func readAdminToken(path string) (string, error) {

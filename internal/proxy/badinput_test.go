@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -39,7 +40,7 @@ func TestProxyBadInputKeepsServing(t *testing.T) {
 	cfg := testConfig(newTestSource(inst("a", "dps", a.URL), inst("b", "dps", b.URL)))
 	// Round-robin: the data path is every strategy's, and qos's spare connections (dialed and
 	// expired in the background) would make the counts move without any leak.
-	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
 	cfg.ReadHeaderTimeout = 300 * time.Millisecond
 	tp := startProxy(t, cfg)
 	var base [2]int

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/testenv"
 	"golang.org/x/sys/unix"
@@ -153,10 +154,10 @@ const leaked = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nLEAKED"
 var bigField = "X-Big: " + strings.Repeat("b", 5<<10) + "\r\n"
 
 // oneService is a proxy with one instance at url for service dps, round-robin.
-func oneService(t *testing.T, url string, tune func(*Config)) *testProxy {
+func oneService(t *testing.T, url string, tune func(*config.Config)) *testProxy {
 	t.Helper()
 	cfg := testConfig(newTestSource(inst("a", "dps", url)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -336,7 +337,7 @@ func TestProxyOverlongAnswerHeadBounded(t *testing.T) {
 			}
 		}
 	})
-	tp := oneService(t, ri.url, func(cfg *Config) { cfg.Defaults.Timeout = dur(time.Minute) })
+	tp := oneService(t, ri.url, func(cfg *config.Config) { cfg.Defaults.Timeout = config.Dur(time.Minute) })
 	for _, big := range []bool{false, true} {
 		extra := ""
 		if big {
@@ -361,7 +362,7 @@ func TestProxyInstanceIDNeverSplitsAnswer(t *testing.T) {
 	up := upstreamServer(t, "b", nil)
 	id := "a\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 8\r\nX-Split: 1\r\n\r\nINJECTED"
 	var logs testenv.SyncBuffer
-	tp := oneService(t, up.URL, func(c *Config) {
+	tp := oneService(t, up.URL, func(c *config.Config) {
 		c.Sources = []discovery.Source{newTestSource(inst(id, "dps", up.URL), inst("b", "dps", up.URL))}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
@@ -50,7 +51,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	if !s.activeFlag.Load() {
 		s.activate(h.ctx, h.wg)
 	}
-	if s.cfg.Strategy == StrategyQoS || s.cfg.Strategy == StrategyProximity {
+	if s.cfg.Strategy == config.StrategyQoS || s.cfg.Strategy == config.StrategyProximity {
 		s.waitInit(context.Background()) // these strategies need the initial estimates
 	}
 	st := reqState{svc: s, start: start}

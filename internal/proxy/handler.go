@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
@@ -143,7 +144,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.activeFlag.Load() {
 		s.activate(h.ctx, h.wg)
 	}
-	if s.cfg.Strategy == StrategyQoS || s.cfg.Strategy == StrategyProximity {
+	if s.cfg.Strategy == config.StrategyQoS || s.cfg.Strategy == config.StrategyProximity {
 		s.waitInit(r.Context()) // these strategies need the initial estimates
 	}
 	st := &reqState{svc: s, start: start}

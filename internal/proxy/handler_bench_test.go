@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 )
 
@@ -79,8 +80,8 @@ func qosPoolOfThree(tb testing.TB) (*service, func()) {
 			conns = append(conns, c)
 		}
 	}()
-	cfg := DefaultServiceConfig()
-	cfg.QoS.Latency = dur(80 * time.Millisecond)
+	cfg := config.DefaultServiceConfig()
+	cfg.QoS.Latency = config.Dur(80 * time.Millisecond)
 	s, err := newService("dps", cfg, time.Now, discard, nil)
 	if err != nil {
 		tb.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -97,12 +98,12 @@ func TestProxyErrorResponses(t *testing.T) {
 		inst("d1", "gone-rr", dead1), inst("d2", "gone-rr", dead2),
 		inst("d3", "gone-qos", dead1),
 	))
-	cfg.Services = map[string]ServiceConfig{"empty": cfg.Defaults, "slow": cfg.Defaults, "gone-rr": cfg.Defaults}
+	cfg.Services = map[string]config.ServiceConfig{"empty": cfg.Defaults, "slow": cfg.Defaults, "gone-rr": cfg.Defaults}
 	sc := cfg.Services["slow"]
-	sc.Timeout = dur(100 * time.Millisecond)
+	sc.Timeout = config.Dur(100 * time.Millisecond)
 	cfg.Services["slow"] = sc
 	rr := cfg.Services["gone-rr"]
-	rr.Strategy = StrategyRoundRobin
+	rr.Strategy = config.StrategyRoundRobin
 	cfg.Services["gone-rr"] = rr
 	tp := startProxy(t, cfg)
 
@@ -306,7 +307,7 @@ func TestProxyUpgradedConnectionEndsWithServe(t *testing.T) {
 		}
 	})
 	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
 	cfg.ShutdownTimeout = 3 * time.Second // long enough for the echo during the grace under load
 	tp, cancel, served := serveManually(t, cfg)
 	cl := dialRaw(t, tp)

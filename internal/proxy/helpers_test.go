@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
@@ -82,22 +83,22 @@ type testProxy struct {
 }
 
 // testConfig is a proxy config with fast probes and short backoffs.
-func testConfig(sources ...discovery.Source) Config {
-	cfg := DefaultConfig()
+func testConfig(sources ...discovery.Source) config.Config {
+	cfg := config.DefaultConfig()
 	cfg.Node = "test-node"
 	cfg.Sources = sources
 	cfg.Logger = discard
 	d := &cfg.Defaults
-	d.QoS.Latency = dur(time.Second)
-	d.Probe.Interval = dur(50 * time.Millisecond)
-	d.Probe.Timeout = dur(time.Second)
-	d.Cooldown = BackoffConfig{Base: dur(50 * time.Millisecond), Max: dur(200 * time.Millisecond)}
+	d.QoS.Latency = config.Dur(time.Second)
+	d.Probe.Interval = config.Dur(50 * time.Millisecond)
+	d.Probe.Timeout = config.Dur(time.Second)
+	d.Cooldown = config.BackoffConfig{Base: config.Dur(50 * time.Millisecond), Max: config.Dur(200 * time.Millisecond)}
 	return cfg
 }
 
 // startProxy serves cfg on loopback until the test ends, then checks that Serve returned and
 // left no goroutine behind.
-func startProxy(t testing.TB, cfg Config) *testProxy {
+func startProxy(t testing.TB, cfg config.Config) *testProxy {
 	t.Helper()
 	p, err := New(cfg)
 	if err != nil {
@@ -252,7 +253,7 @@ func (rc *rawClient) waitServing() {
 
 // serveManually runs the proxy for cfg like startProxy, but hands the cancel and the result
 // of Serve to the test (for shutdown tests).
-func serveManually(t *testing.T, cfg Config) (*testProxy, context.CancelFunc, chan error) {
+func serveManually(t *testing.T, cfg config.Config) (*testProxy, context.CancelFunc, chan error) {
 	t.Helper()
 	p, err := New(cfg)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 	"github.com/continuum-project/continuum/internal/proxy/qos"
@@ -142,7 +143,7 @@ func (in *instance) hostPort() string {
 }
 
 // backoff is base * 2^(n-1), capped at max (n >= 1).
-func backoff(b BackoffConfig, n int) time.Duration {
+func backoff(b config.BackoffConfig, n int) time.Duration {
 	d := b.Base.Duration
 	for i := 1; i < n && d < b.Max.Duration; i++ {
 		d *= 2

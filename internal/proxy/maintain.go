@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/config"
 )
 
 // probeFunc measures an instance once; tests replace it.
@@ -125,14 +127,14 @@ func (s *service) initWaitLocked(now time.Time) time.Duration {
 	}
 	deadline := s.cfg.Probe.Timeout.Duration
 	switch s.cfg.Strategy {
-	case StrategyQoS:
+	case config.StrategyQoS:
 		if len(s.pool) > 0 {
 			return 0
 		}
 		if limit := s.cfg.QoS.Latency.Duration; limit > 0 {
 			deadline = min(deadline, limit)
 		}
-	case StrategyProximity:
+	case config.StrategyProximity:
 		nearest, ok := time.Duration(0), false
 		for _, in := range s.candidates {
 			if in.netKnown && (!ok || in.net < nearest) {
@@ -269,7 +271,7 @@ func (s *service) defaultProbe(ctx context.Context, in *instance) (probeResult, 
 			return probeResult{}, err
 		}
 		lat := time.Since(start)
-		if s.cfg.Strategy == StrategyQoS {
+		if s.cfg.Strategy == config.StrategyQoS {
 			s.spares.put(in.addr, c)
 		} else {
 			c.Close()

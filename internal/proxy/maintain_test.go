@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/config"
 )
 
 func TestProxyInitialWait(t *testing.T) {
@@ -15,15 +17,15 @@ func TestProxyInitialWait(t *testing.T) {
 		elapsed  time.Duration         // since the probes started
 		want     time.Duration         // how much longer the first requests wait
 	}{
-		{"qos, nothing answered", StrategyQoS, nil, 10 * time.Millisecond, 70 * time.Millisecond},
-		{"qos, a near instance answered", StrategyQoS, map[int]time.Duration{0: time.Millisecond}, 2 * time.Millisecond, 0},
-		{"qos, only far instances answered", StrategyQoS, map[int]time.Duration{2: cloud}, cloud, 0}, // past the limit: best effort
-		{"qos, a far one answered early", StrategyQoS, map[int]time.Duration{2: 90 * time.Millisecond}, 50 * time.Millisecond, 30 * time.Millisecond},
-		{"proximity, nothing answered", StrategyProximity, nil, 10 * time.Millisecond, 990 * time.Millisecond},
-		{"proximity, the nearest answered", StrategyProximity, map[int]time.Duration{0: 5 * time.Millisecond}, 6 * time.Millisecond, 19 * time.Millisecond},
-		{"proximity, margin over", StrategyProximity, map[int]time.Duration{0: 5 * time.Millisecond}, 25 * time.Millisecond, 0},
-		{"proximity, all answered", StrategyProximity, map[int]time.Duration{0: 5 * time.Millisecond, 1: 6 * time.Millisecond, 2: cloud}, 7 * time.Millisecond, 0},
-		{"round-robin never waits", StrategyRoundRobin, nil, 0, 0},
+		{"qos, nothing answered", config.StrategyQoS, nil, 10 * time.Millisecond, 70 * time.Millisecond},
+		{"qos, a near instance answered", config.StrategyQoS, map[int]time.Duration{0: time.Millisecond}, 2 * time.Millisecond, 0},
+		{"qos, only far instances answered", config.StrategyQoS, map[int]time.Duration{2: cloud}, cloud, 0}, // past the limit: best effort
+		{"qos, a far one answered early", config.StrategyQoS, map[int]time.Duration{2: 90 * time.Millisecond}, 50 * time.Millisecond, 30 * time.Millisecond},
+		{"proximity, nothing answered", config.StrategyProximity, nil, 10 * time.Millisecond, 990 * time.Millisecond},
+		{"proximity, the nearest answered", config.StrategyProximity, map[int]time.Duration{0: 5 * time.Millisecond}, 6 * time.Millisecond, 19 * time.Millisecond},
+		{"proximity, margin over", config.StrategyProximity, map[int]time.Duration{0: 5 * time.Millisecond}, 25 * time.Millisecond, 0},
+		{"proximity, all answered", config.StrategyProximity, map[int]time.Duration{0: 5 * time.Millisecond, 1: 6 * time.Millisecond, 2: cloud}, 7 * time.Millisecond, 0},
+		{"round-robin never waits", config.StrategyRoundRobin, nil, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,8 +55,8 @@ func TestProxyInitialWait(t *testing.T) {
 func TestProxyFirstRequestsDoNotWaitForFarProbes(t *testing.T) {
 	clk := newFakeClock()
 	cfg := qosConfig(80 * time.Millisecond)
-	cfg.QoS.Latency = dur(time.Hour) // the deadline cannot end the wait: only a probe can
-	cfg.Probe.Timeout = dur(time.Hour)
+	cfg.QoS.Latency = config.Dur(time.Hour) // the deadline cannot end the wait: only a probe can
+	cfg.Probe.Timeout = config.Dur(time.Hour)
 	s, in := testService(t, cfg, clk, 2, nil)
 	s.schedule()
 	done := make(chan struct{})

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 	"github.com/continuum-project/continuum/internal/proxy/qos"
@@ -26,7 +27,7 @@ import (
 // take it twice (pick and observe), which is cheap next to a network round trip.
 type service struct {
 	name string
-	cfg  ServiceConfig
+	cfg  config.ServiceConfig
 	req  qos.Requirements
 	now  func() time.Time
 	log  *slog.Logger
@@ -69,7 +70,7 @@ type service struct {
 	scratch        []*instance
 }
 
-func newService(name string, cfg ServiceConfig, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*service, error) {
+func newService(name string, cfg config.ServiceConfig, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*service, error) {
 	req, err := qos.ParseRequirements(cfg.QoS.Require)
 	if err != nil {
 		return nil, err
@@ -191,7 +192,7 @@ func (s *service) evalLocked(in *instance, now time.Time) bool {
 	// out until they age out (estimate.max_age), probes or not. The probe estimate is stale
 	// too, so the instance is probed now, during the hold: after the hold its estimate is
 	// that fresh probe until requests sent after the eviction measure it.
-	if in.inPool && c.Strategy == StrategyQoS && (reason == reasonLatency || reason == reasonSuccessRate) {
+	if in.inPool && c.Strategy == config.StrategyQoS && (reason == reasonLatency || reason == reasonSuccessRate) {
 		in.evictions++
 		hold := backoff(c.Cooldown, in.evictions)
 		in.holdUntil = now.Add(hold)
@@ -212,8 +213,8 @@ func (s *service) evalLocked(in *instance, now time.Time) bool {
 		in.inPool, in.since = inPool, now
 		// Back from a QoS eviction: its probe cannot tell whether the service recovered (a
 		// TCP probe does not see processing), so its first request tells, alone.
-		in.probation = inPool && in.evictions > 0 && c.Strategy == StrategyQoS
-		if c.Strategy == StrategyQoS {
+		in.probation = inPool && in.evictions > 0 && c.Strategy == config.StrategyQoS
+		if c.Strategy == config.StrategyQoS {
 			want := 0
 			if inPool {
 				want = sparesPerInstance
@@ -302,7 +303,7 @@ func (s *service) rebuildLocked(now time.Time) {
 			probed++
 		}
 	}
-	if !s.active || s.cfg.Strategy != StrategyQoS || probed == 0 {
+	if !s.active || s.cfg.Strategy != config.StrategyQoS || probed == 0 {
 		return
 	}
 	if float64(len(s.pool)) >= s.cfg.QoS.PoolMinShare*float64(probed) {

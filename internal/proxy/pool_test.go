@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 )
 
@@ -37,7 +38,7 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // testService builds an active service (as after its first request) whose instances i0..i(n-1)
 // each run on node n<i>; no goroutine runs: the test drives schedule and probeDone itself.
-func testService(t *testing.T, cfg ServiceConfig, clk *fakeClock, n int, nodes map[string]discovery.NodeLoad) (*service, []*instance) {
+func testService(t *testing.T, cfg config.ServiceConfig, clk *fakeClock, n int, nodes map[string]discovery.NodeLoad) (*service, []*instance) {
 	t.Helper()
 	s, err := newService("svc", cfg, clk.Now, discard, nil)
 	if err != nil {
@@ -73,11 +74,11 @@ func probeAll(s *service, lat map[*instance]time.Duration) []*instance {
 	return due
 }
 
-func qosConfig(latency time.Duration) ServiceConfig {
-	c := DefaultServiceConfig()
-	c.QoS.Latency = dur(latency)
-	c.Cooldown = BackoffConfig{Base: dur(time.Second), Max: dur(8 * time.Second)}
-	c.Probe.Interval = dur(2 * time.Second)
+func qosConfig(latency time.Duration) config.ServiceConfig {
+	c := config.DefaultServiceConfig()
+	c.QoS.Latency = config.Dur(latency)
+	c.Cooldown = config.BackoffConfig{Base: config.Dur(time.Second), Max: config.Dur(8 * time.Second)}
+	c.Probe.Interval = config.Dur(2 * time.Second)
 	return c
 }
 
@@ -293,7 +294,7 @@ func TestProxyBestEffortAndNoInstance(t *testing.T) {
 		t.Fatalf("best effort picked %v, want the lowest estimate i1", got)
 	}
 	s.mu.Lock()
-	s.cfg.QoS.Fallback = FallbackNone
+	s.cfg.QoS.Fallback = config.FallbackNone
 	s.mu.Unlock()
 	_, err := s.pick(nil)
 	var ni *noInstanceError
@@ -302,7 +303,7 @@ func TestProxyBestEffortAndNoInstance(t *testing.T) {
 	}
 	// Everything in cooldown: Retry-After is the earliest cooldown end, rounded up to 1 s.
 	s.mu.Lock()
-	s.cfg.QoS.Fallback = FallbackBestEffort
+	s.cfg.QoS.Fallback = config.FallbackBestEffort
 	s.mu.Unlock()
 	for _, x := range in {
 		s.observe(x, 0, outcomeFailure, "connection refused")
@@ -313,7 +314,7 @@ func TestProxyBestEffortAndNoInstance(t *testing.T) {
 }
 
 func TestProxyAttributeRequirementsApplyToEveryStrategy(t *testing.T) {
-	for _, strategy := range strategies {
+	for _, strategy := range config.Strategies {
 		clk := newFakeClock()
 		cfg := qosConfig(0)
 		cfg.Strategy = strategy
@@ -338,7 +339,7 @@ func TestProxyAttributeRequirementsApplyToEveryStrategy(t *testing.T) {
 }
 
 func TestProxyBackoff(t *testing.T) {
-	b := BackoffConfig{Base: dur(time.Second), Max: dur(30 * time.Second)}
+	b := config.BackoffConfig{Base: config.Dur(time.Second), Max: config.Dur(30 * time.Second)}
 	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 5: 16 * time.Second, 6: 30 * time.Second, 1000: 30 * time.Second} {
 		if got := backoff(b, n); got != want {
 			t.Errorf("backoff(%d) = %v, want %v", n, got, want)

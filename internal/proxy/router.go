@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
@@ -15,7 +16,7 @@ import (
 // them (or from the configuration's services section) and kept when their instances
 // disappear, so that a known service without instances answers 503, not 404.
 type router struct {
-	cfg Config
+	cfg config.Config
 	now func() time.Time
 	log *slog.Logger
 	m   *metrics.Metrics
@@ -25,7 +26,7 @@ type router struct {
 	ready    bool                // every source delivered a snapshot
 }
 
-func newRouter(cfg Config, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*router, error) {
+func newRouter(cfg config.Config, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*router, error) {
 	rt := &router{cfg: cfg, now: now, log: log, m: m, services: map[string]*service{}}
 	for name := range cfg.Services {
 		if _, err := rt.ensure(strings.ToLower(name)); err != nil {
@@ -67,7 +68,7 @@ func (rt *router) ensure(name string) (*service, error) {
 	if s := rt.services[name]; s != nil {
 		return s, nil
 	}
-	s, err := newService(name, rt.cfg.service(name), rt.now, rt.log, rt.m)
+	s, err := newService(name, rt.cfg.Service(name), rt.now, rt.log, rt.m)
 	if err != nil {
 		return nil, err
 	}

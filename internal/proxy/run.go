@@ -13,13 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 	"github.com/continuum-project/continuum/internal/proxy/sources"
 )
 
 // Proxy is one node's proxy: discovery, the services' pools and the two HTTP servers.
 type Proxy struct {
-	cfg Config
+	cfg config.Config
 	log *slog.Logger
 	m   *metrics.Metrics
 	// adminToken is AdminTokenFile's token ("" = the admin endpoints are open).
@@ -38,7 +39,7 @@ type Proxy struct {
 }
 
 // New validates cfg and builds a proxy; nothing runs until Serve.
-func New(cfg Config) (*Proxy, error) {
+func New(cfg config.Config) (*Proxy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -52,13 +53,13 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.ShutdownTimeout == 0 {
-		cfg.ShutdownTimeout = DefaultConfig().ShutdownTimeout
+		cfg.ShutdownTimeout = config.DefaultConfig().ShutdownTimeout
 	}
 	if cfg.ReadHeaderTimeout == 0 {
-		cfg.ReadHeaderTimeout = DefaultConfig().ReadHeaderTimeout
+		cfg.ReadHeaderTimeout = config.DefaultConfig().ReadHeaderTimeout
 	}
 	if cfg.WriteTimeout == 0 {
-		cfg.WriteTimeout = DefaultConfig().WriteTimeout
+		cfg.WriteTimeout = config.DefaultConfig().WriteTimeout
 	}
 	tok, err := readAdminToken(cfg.AdminTokenFile)
 	if err != nil {
@@ -193,7 +194,7 @@ func (p *Proxy) close() {
 }
 
 // Run listens on cfg.Listen (and cfg.AdminListen unless "-") and serves until ctx ends.
-func Run(ctx context.Context, cfg Config) error {
+func Run(ctx context.Context, cfg config.Config) error {
 	p, err := New(cfg)
 	if err != nil {
 		return err

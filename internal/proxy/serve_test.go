@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -257,7 +258,7 @@ func TestProxyLoopShutdownDrains(t *testing.T) {
 		io.WriteString(w, "done "+r.URL.Path)
 	})
 	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -320,8 +321,8 @@ func TestProxyLoopBodyOutlastsTimeout(t *testing.T) {
 		io.WriteString(w, "-last")
 	})
 	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.Defaults.Timeout = dur(100 * time.Millisecond)
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
+	cfg.Defaults.Timeout = config.Dur(100 * time.Millisecond)
 	tp := startProxy(t, cfg)
 	rc := dialRaw(t, tp)
 	for _, path := range []string{"/chunked", "/length"} {
@@ -373,8 +374,8 @@ func TestProxyLoopInstanceClosedIdleConnection(t *testing.T) {
 		}
 	}()
 	cfg := testConfig(newTestSource(inst("a", "dps", "http://"+ln.Addr().String())))
-	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.Defaults.Timeout = dur(time.Minute) // a wait for the timeout would fail the test's deadline
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
+	cfg.Defaults.Timeout = config.Dur(time.Minute) // a wait for the timeout would fail the test's deadline
 	tp := startProxy(t, cfg)
 	rc := dialRaw(t, tp)
 	for i := range 5 {
@@ -411,9 +412,9 @@ func TestProxyLoopShutdownCutsStalledInstance(t *testing.T) {
 	})
 	t.Cleanup(func() { close(release) }) // runs before the instance's cleanup (LIFO)
 	cfg := testConfig(newTestSource(inst("a", "dps", ri.url)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
 	cfg.ShutdownTimeout = 300 * time.Millisecond
-	cfg.Defaults.Timeout = dur(time.Minute)
+	cfg.Defaults.Timeout = config.Dur(time.Minute)
 	tp, cancel, served := serveManually(t, cfg)
 	noHead := dialRaw(t, tp)
 	io.WriteString(noHead.c, "GET /nohead HTTP/1.1\r\nHost: dps\r\n\r\n")

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/qos"
 )
 
@@ -36,18 +37,18 @@ func (s *service) pick(tried []*instance) (*instance, error) {
 	now := s.now()
 	var in *instance
 	switch s.cfg.Strategy {
-	case StrategyQoS:
+	case config.StrategyQoS:
 		in = s.pickQoSLocked(tried)
-	case StrategyRoundRobin:
+	case config.StrategyRoundRobin:
 		if set := s.untried(s.candidates, tried); len(set) > 0 {
 			s.rr++
 			in = set[s.rr%uint64(len(set))]
 		}
-	case StrategyRandom:
+	case config.StrategyRandom:
 		if set := s.untried(s.candidates, tried); len(set) > 0 {
 			in = set[rand.IntN(len(set))]
 		}
-	case StrategyProximity:
+	case config.StrategyProximity:
 		if set := s.untried(s.candidates, tried); len(set) > 0 {
 			in = set[qos.WeightedIndex(qos.ProximityWeights(s.networkMs(set, now), s.cfg.Alpha), rand.Float64())]
 		}
@@ -65,7 +66,7 @@ func (s *service) pickQoSLocked(tried []*instance) *instance {
 	if set := s.untried(s.overflow, tried); len(set) > 0 {
 		return s.balanceLocked(set)
 	}
-	if s.cfg.QoS.Fallback != FallbackBestEffort {
+	if s.cfg.QoS.Fallback != config.FallbackBestEffort {
 		return nil
 	}
 	var best *instance
@@ -92,7 +93,7 @@ func (s *service) balanceLocked(set []*instance) *instance {
 	start := int(s.rr % uint64(len(set)))
 	var best *instance
 	switch s.cfg.Balance {
-	case BalanceLeastOutstanding:
+	case config.BalanceLeastOutstanding:
 		// Scanning from a rotating start breaks ties in turn rather than always to the first.
 		var bestN int64
 		for i := range len(set) {
@@ -101,7 +102,7 @@ func (s *service) balanceLocked(set []*instance) *instance {
 				best, bestN = in, n
 			}
 		}
-	case BalanceHeadroom:
+	case config.BalanceHeadroom:
 		limit := s.cfg.QoS.Latency.Duration
 		bestScore := math.Inf(1)
 		for i := range len(set) {

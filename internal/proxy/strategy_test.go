@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/qos"
 )
 
@@ -23,7 +24,7 @@ func counts(t *testing.T, s *service, n int) map[string]int {
 }
 
 // probed builds an active service of len(lat) instances whose probes answered in lat.
-func probed(t *testing.T, cfg ServiceConfig, lat ...time.Duration) (*service, []*instance) {
+func probed(t *testing.T, cfg config.ServiceConfig, lat ...time.Duration) (*service, []*instance) {
 	t.Helper()
 	s, in := testService(t, cfg, newFakeClock(), len(lat), nil)
 	m := map[*instance]time.Duration{}
@@ -36,7 +37,7 @@ func probed(t *testing.T, cfg ServiceConfig, lat ...time.Duration) (*service, []
 
 func TestProxyRoundRobinIgnoresQoSState(t *testing.T) {
 	cfg := qosConfig(80 * time.Millisecond)
-	cfg.Strategy = StrategyRoundRobin
+	cfg.Strategy = config.StrategyRoundRobin
 	s, in := probed(t, cfg, time.Millisecond, 200*time.Millisecond, time.Millisecond)
 	s.observe(in[2], 0, outcomeFailure, "connection refused") // kube-proxy does not know
 	c := counts(t, s, 300)
@@ -49,7 +50,7 @@ func TestProxyRoundRobinIgnoresQoSState(t *testing.T) {
 
 func TestProxyRandomIsUniform(t *testing.T) {
 	cfg := qosConfig(0)
-	cfg.Strategy = StrategyRandom
+	cfg.Strategy = config.StrategyRandom
 	s, _ := probed(t, cfg, time.Millisecond, 50*time.Millisecond, 100*time.Millisecond, time.Millisecond)
 	const n = 8000
 	c := counts(t, s, n)
@@ -62,7 +63,7 @@ func TestProxyRandomIsUniform(t *testing.T) {
 
 func TestProxyProximityDistribution(t *testing.T) {
 	cfg := qosConfig(0)
-	cfg.Strategy = StrategyProximity
+	cfg.Strategy = config.StrategyProximity
 	cfg.Alpha = 0.8
 	s, _ := probed(t, cfg, time.Millisecond, 2*time.Millisecond, 4*time.Millisecond, 20*time.Millisecond)
 	want := qos.ProximityWeights([]float64{1, 2, 4, 20}, 0.8)
@@ -96,7 +97,7 @@ func TestProxyQoSEqualBalance(t *testing.T) {
 
 func TestProxyLeastOutstandingAndHeadroom(t *testing.T) {
 	cfg := qosConfig(80 * time.Millisecond)
-	cfg.Balance = BalanceLeastOutstanding
+	cfg.Balance = config.BalanceLeastOutstanding
 	s, in := probed(t, cfg, time.Millisecond, 10*time.Millisecond, 70*time.Millisecond)
 	in[0].outstanding.Store(3)
 	in[1].outstanding.Store(1)
@@ -115,7 +116,7 @@ func TestProxyLeastOutstandingAndHeadroom(t *testing.T) {
 	}
 
 	s.mu.Lock()
-	s.cfg.Balance = BalanceHeadroom
+	s.cfg.Balance = config.BalanceHeadroom
 	s.mu.Unlock()
 	// Headroom: i0 (1 ms of 80) has 98.75% free, i2 (70 ms) 12.5%: with 2 requests on i0 and
 	// none on i2, i0 scores 3/0.9875 = 3.04 and i2 1/0.125 = 8, so i0 still wins.
@@ -132,7 +133,7 @@ func TestProxyLeastOutstandingAndHeadroom(t *testing.T) {
 }
 
 func TestProxyPickSkipsTried(t *testing.T) {
-	for _, strategy := range strategies {
+	for _, strategy := range config.Strategies {
 		cfg := qosConfig(80 * time.Millisecond)
 		cfg.Strategy = strategy
 		s, in := probed(t, cfg, time.Millisecond, time.Millisecond)
@@ -151,7 +152,7 @@ func TestProxyPickSkipsTried(t *testing.T) {
 // proximity is proxy-mity: weights from the network round trip, blind to processing time.
 func TestProxyProximityUsesNetworkRoundTrip(t *testing.T) {
 	cfg := qosConfig(80 * time.Millisecond)
-	cfg.Strategy = StrategyProximity
+	cfg.Strategy = config.StrategyProximity
 	cfg.Alpha = 1
 	s, in := probed(t, cfg, time.Millisecond, 20*time.Millisecond)
 	for range 32 { // the near instance is overloaded: its answers take 115 ms
@@ -172,7 +173,7 @@ func TestProxyProximityUsesNetworkRoundTrip(t *testing.T) {
 func TestProxyProximityPendingProbeLowerBound(t *testing.T) {
 	clk := newFakeClock()
 	cfg := qosConfig(0)
-	cfg.Strategy = StrategyProximity
+	cfg.Strategy = config.StrategyProximity
 	s, in := testService(t, cfg, clk, 2, nil)
 	s.schedule()
 	clk.Advance(30 * time.Millisecond)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
@@ -318,7 +319,7 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 		x.using(uc)
 		gotConn := time.Now()
 		limit := s.cfg.QoS.Latency.Duration
-		if s.cfg.Strategy != StrategyQoS {
+		if s.cfg.Strategy != config.StrategyQoS {
 			limit = 0
 		}
 		if limit > 0 && noBody {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
@@ -21,7 +22,7 @@ import (
 // directService is a service of one instance at url, probed once by its real probe (dial,
 // if not nil, is how its transport dials), with no maintainer running: the test sends
 // attempts through roundTrip.
-func directService(t *testing.T, cfg ServiceConfig, url string, dial dialFunc) (*service, *instance) {
+func directService(t *testing.T, cfg config.ServiceConfig, url string, dial dialFunc) (*service, *instance) {
 	t.Helper()
 	s, err := newService("dps", cfg, time.Now, discard, nil)
 	if err != nil {
@@ -60,7 +61,7 @@ func TestProxyConnectTimeNotChargedToEstimate(t *testing.T) {
 	// The network to the instance: a handshake takes 150 ms, more than the limit, and the
 	// instance answers at once. Round-robin, so that no spare connection hides the dial.
 	cfg := qosConfig(100 * time.Millisecond)
-	cfg.Strategy = StrategyRoundRobin
+	cfg.Strategy = config.StrategyRoundRobin
 	handshake := 150 * time.Millisecond
 	s, in := directService(t, cfg, up.URL, func(ctx context.Context, network, addr string) (net.Conn, error) {
 		time.Sleep(handshake) // the simulated round trip, not a wait for the test
@@ -90,8 +91,8 @@ func TestProxyEvictsSlowInstanceWhileItsRequestIsInFlight(t *testing.T) {
 		}
 	})
 	cfg := testConfig(newTestSource(inst("slow", "dps", slow.URL)))
-	cfg.Defaults.QoS.Latency = dur(100 * time.Millisecond)
-	cfg.Defaults.Cooldown = BackoffConfig{Base: dur(time.Minute), Max: dur(time.Minute)} // the hold outlasts the test
+	cfg.Defaults.QoS.Latency = config.Dur(100 * time.Millisecond)
+	cfg.Defaults.Cooldown = config.BackoffConfig{Base: config.Dur(time.Minute), Max: config.Dur(time.Minute)} // the hold outlasts the test
 	tp := startProxy(t, cfg)
 	done := make(chan int, 1)
 	go func() {
@@ -167,8 +168,8 @@ func TestProxyHTTPSInstanceGetsTLS(t *testing.T) {
 		}
 	}()
 	cfg := testConfig(newTestSource(inst("a", "dps", "https://"+ln.Addr().String())))
-	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.Defaults.Timeout = dur(time.Second)
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
+	cfg.Defaults.Timeout = config.Dur(time.Second)
 	tp := startProxy(t, cfg)
 	cl := dialRaw(t, tp)
 	io.WriteString(cl.c, "GET /secret HTTP/1.1\r\nHost: dps\r\nAuthorization: Bearer s3cr3t\r\n\r\n")
@@ -208,7 +209,7 @@ func TestProxyHTTPSInstanceServed(t *testing.T) {
 	t.Cleanup(untrusted.Close)
 	roots := x509.NewCertPool()
 	roots.AddCert(srv.Certificate())
-	tp := oneService(t, srv.URL, func(c *Config) {
+	tp := oneService(t, srv.URL, func(c *config.Config) {
 		c.InstanceRootCAs = roots
 		c.Sources = []discovery.Source{newTestSource(inst("a", "dps", srv.URL), inst("b", "bad", strings.Replace(untrusted.URL, "127.0.0.1", "localhost", 1)))}
 	})

@@ -1,4 +1,4 @@
-package proxy
+package config
 
 import (
 	"os"
@@ -61,7 +61,7 @@ services:
 		t.Errorf("near: %+v", near)
 	}
 	// A service only discovery knows gets the defaults.
-	if other := cfg.service("other"); other.Timeout.Duration != 3*time.Second || other.QoS.PoolMinShare != 0.5 {
+	if other := cfg.Service("other"); other.Timeout.Duration != 3*time.Second || other.QoS.PoolMinShare != 0.5 {
 		t.Errorf("unlisted service: %+v", other)
 	}
 	if err := cfg.Validate(); err != nil {

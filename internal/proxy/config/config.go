@@ -1,4 +1,4 @@
-package proxy
+package config
 
 import (
 	"crypto/x509"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/httpauth"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/qos"
 	"github.com/continuum-project/continuum/internal/spec"
@@ -39,12 +40,12 @@ const (
 )
 
 var (
-	strategies = []string{StrategyQoS, StrategyRoundRobin, StrategyRandom, StrategyProximity}
+	Strategies = []string{StrategyQoS, StrategyRoundRobin, StrategyRandom, StrategyProximity}
 	balances   = []string{BalanceEqual, BalanceLeastOutstanding, BalanceHeadroom}
 	fallbacks  = []string{FallbackBestEffort, FallbackNone}
 )
 
-// Config is everything Run needs. Build it with DefaultConfig and change fields, or load it
+// Config is everything proxy.Run needs. Build it with DefaultConfig and change fields, or load it
 // with LoadConfig.
 type Config struct {
 	// Node is the node this proxy runs on (labels metrics and /debug/pools). Default: hostname.
@@ -67,7 +68,7 @@ type Config struct {
 	// Services overrides Defaults per service (keys are service names, matched case-insensitively).
 	// LoadConfig fills each entry from Defaults first, so an entry only holds what it changes.
 	Services map[string]ServiceConfig
-	// ShutdownTimeout bounds the drain of requests in flight when Run's context ends.
+	// ShutdownTimeout bounds the drain of requests in flight when proxy.Run's context ends.
 	ShutdownTimeout time.Duration
 	// ReadHeaderTimeout is how long a client may take to send a request's headers (default
 	// 10 s): a slow client (slowloris) is disconnected after it and holds nothing longer.
@@ -166,20 +167,20 @@ type EstimateConfig struct {
 	MaxAge spec.Duration `yaml:"max_age"`
 }
 
-func dur(d time.Duration) spec.Duration { return spec.Duration{Duration: d} }
+func Dur(d time.Duration) spec.Duration { return spec.Duration{Duration: d} }
 
 // DefaultServiceConfig is the built-in default for every service.
 func DefaultServiceConfig() ServiceConfig {
 	return ServiceConfig{
 		Strategy:          StrategyQoS,
 		Balance:           BalanceEqual,
-		Timeout:           dur(10 * time.Second),
-		ConnectTimeout:    dur(time.Second),
+		Timeout:           Dur(10 * time.Second),
+		ConnectTimeout:    Dur(time.Second),
 		Retries:           2,
 		QoS:               QoSConfig{Percentile: 95, PoolMinShare: 0.3, Fallback: FallbackBestEffort},
-		Probe:             ProbeConfig{Interval: dur(2 * time.Second), Timeout: dur(time.Second)},
-		Cooldown:          BackoffConfig{Base: dur(time.Second), Max: dur(30 * time.Second)},
-		Estimate:          EstimateConfig{Window: 32, MaxAge: dur(30 * time.Second)},
+		Probe:             ProbeConfig{Interval: Dur(2 * time.Second), Timeout: Dur(time.Second)},
+		Cooldown:          BackoffConfig{Base: Dur(time.Second), Max: Dur(30 * time.Second)},
+		Estimate:          EstimateConfig{Window: 32, MaxAge: Dur(30 * time.Second)},
 		OverloadThreshold: 0.95,
 	}
 }
@@ -281,8 +282,8 @@ func oneOf(v string, allowed []string) bool {
 func (c ServiceConfig) problems() []problem {
 	var ps []problem
 	add := func(msg string, path ...string) { ps = append(ps, problem{path, msg}) }
-	if !oneOf(c.Strategy, strategies) {
-		add(fmt.Sprintf("%q: want one of %s", c.Strategy, strings.Join(strategies, ", ")), "strategy")
+	if !oneOf(c.Strategy, Strategies) {
+		add(fmt.Sprintf("%q: want one of %s", c.Strategy, strings.Join(Strategies, ", ")), "strategy")
 	}
 	if !(c.Alpha >= 0 && c.Alpha <= 1) {
 		add(fmt.Sprintf("%v: want a number between 0 and 1", c.Alpha), "alpha")
@@ -356,8 +357,8 @@ func (c ServiceConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// service returns the configuration of a service by name.
-func (c Config) service(name string) ServiceConfig {
+// Service returns the configuration of a service by name.
+func (c Config) Service(name string) ServiceConfig {
 	if sc, ok := c.Services[name]; ok {
 		return sc
 	}
@@ -367,4 +368,19 @@ func (c Config) service(name string) ServiceConfig {
 		}
 	}
 	return c.Defaults
+}
+
+// DefaultAdminListen is where the admin endpoints listen unless told: loopback only, so that
+// /metrics and /debug/pools (every instance's address, attributes and errors) are not served to
+// whoever can reach the node.
+const DefaultAdminListen = "127.0.0.1:9090"
+
+// checkAdminExposure refuses an admin listener other machines can reach without a token.
+func checkAdminExposure(adminListen, tokenFile string) error {
+	if adminListen == "-" || tokenFile != "" || httpauth.IsLoopback(adminListen) {
+		return nil
+	}
+	return fmt.Errorf("admin_listen %q is reachable from other machines, and /metrics and /debug/pools would be open to them: "+
+		"give admin_token_file (--admin-token-file), a file with a token callers send as \"Authorization: Bearer TOKEN\", "+
+		"or listen on loopback (%s, the default)", adminListen, DefaultAdminListen)
 }
