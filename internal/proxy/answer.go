@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 )
 
 // The loop's side of an instance's answer: reading its head (recv) and relaying it to the
@@ -32,8 +34,8 @@ func (cc *clientConn) recv(uc *upConn) (int, bool, error) {
 		for {
 			buffered := uc.br.Buffered()
 			b, _ := uc.br.Peek(buffered)
-			n, err = parseResponseHead(b, &cc.resp)
-			if err != errHeadIncomplete || buffered == uc.br.Size() {
+			n, err = http1.ParseResponseHead(b, &cc.resp)
+			if err != http1.ErrHeadIncomplete || buffered == uc.br.Size() {
 				break
 			}
 			if _, err := uc.br.Peek(buffered + 1); err != nil {
@@ -43,7 +45,7 @@ func (cc *clientConn) recv(uc *upConn) (int, bool, error) {
 				return 0, false, err
 			}
 		}
-		if err == errAnswerFraming {
+		if err == http1.ErrAnswerFraming {
 			return 0, false, err
 		}
 		if err != nil {
@@ -59,7 +61,7 @@ func (cc *clientConn) recv(uc *upConn) (int, bool, error) {
 			cc.fbResp = resp
 			return resp.StatusCode, !resp.Close, nil
 		}
-		switch st := cc.resp.status; {
+		switch st := cc.resp.Status; {
 		case st == http.StatusSwitchingProtocols:
 			return 0, false, errors.New("the instance switched protocols though no upgrade was asked for")
 		case st < 200:
@@ -67,8 +69,8 @@ func (cc *clientConn) recv(uc *upConn) (int, bool, error) {
 			continue
 		}
 		cc.respLen = n
-		keep := !cc.resp.close && (cc.resp.length >= 0 || cc.resp.chunked || !cc.respHasBody())
-		return cc.resp.status, keep, nil
+		keep := !cc.resp.Close && (cc.resp.Length >= 0 || cc.resp.Chunked || !cc.respHasBody())
+		return cc.resp.Status, keep, nil
 	}
 }
 
@@ -76,12 +78,12 @@ func (cc *clientConn) respStatus() int {
 	if cc.fbResp != nil {
 		return cc.fbResp.StatusCode
 	}
-	return cc.resp.status
+	return cc.resp.Status
 }
 
 // respHasBody: the answer carries a body (RFC 9112 6.3: not to HEAD, not 1xx, 204, 304).
 func (cc *clientConn) respHasBody() bool {
-	st := cc.resp.status
+	st := cc.resp.Status
 	return !cc.isHead && st != http.StatusNoContent && st != http.StatusNotModified
 }
 
@@ -96,8 +98,8 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 	bw := cc.bw
 	chunkedOut := false
 	hasBody := cc.respHasBody()
-	if hasBody && r.length < 0 {
-		if cc.req.minor == 1 {
+	if hasBody && r.Length < 0 {
+		if cc.req.Minor == 1 {
 			chunkedOut = true
 		} else {
 			keepClient = false // an HTTP/1.0 client learns the end from the close
@@ -107,33 +109,33 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 		keepClient = false
 	}
 	bw.WriteString("HTTP/1.1 ")
-	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(r.status), 10))
+	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(r.Status), 10))
 	bw.WriteByte(' ')
-	bw.Write(r.reason)
+	bw.Write(r.Reason)
 	bw.WriteString("\r\n")
-	for _, f := range r.fields {
+	for _, f := range r.Fields {
 		switch {
-		case fieldIs(f.name, "Content-Length"):
+		case http1.FieldIs(f.Name, "Content-Length"):
 			continue
-		case fieldIs(f.name, "Trailer"):
+		case http1.FieldIs(f.Name, "Trailer"):
 			if !chunkedOut {
 				continue
 			}
-		case hopField(f.name), r.connTokens && listedIn(r.fields, f.name), fieldIs(f.name, InstanceHeader):
+		case http1.HopField(f.Name), r.ConnTokens && http1.ListedIn(r.Fields, f.Name), http1.FieldIs(f.Name, http1.InstanceHeader):
 			continue
 		}
-		bw.Write(f.name)
+		bw.Write(f.Name)
 		bw.WriteString(": ")
-		bw.Write(f.value)
+		bw.Write(f.Value)
 		bw.WriteString("\r\n")
 	}
-	bw.WriteString(InstanceHeader + ": ")
+	bw.WriteString(http1.InstanceHeader + ": ")
 	writeFieldValue(bw, in.id)
 	bw.WriteString("\r\n")
 	switch {
-	case r.length >= 0 && (hasBody || cc.isHead || r.status == http.StatusNotModified):
+	case r.Length >= 0 && (hasBody || cc.isHead || r.Status == http.StatusNotModified):
 		bw.WriteString("Content-Length: ")
-		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), r.length, 10))
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), r.Length, 10))
 		bw.WriteString("\r\n")
 	case chunkedOut:
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
@@ -141,12 +143,12 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 	switch {
 	case !keepClient:
 		bw.WriteString("Connection: close\r\n")
-	case cc.req.minor == 0:
+	case cc.req.Minor == 0:
 		bw.WriteString("Connection: keep-alive\r\n")
 	}
 	bw.WriteString("\r\n")
 	uc.br.Discard(cc.respLen)
-	if hasBody && (r.length < 0 || int64(uc.br.Buffered()) < r.length) {
+	if hasBody && (r.Length < 0 || int64(uc.br.Buffered()) < r.Length) {
 		// The rest of the body may take longer than the service's timeout, but not longer
 		// than the client stays: while the body is awaited, the client is checked on.
 		uc.watch = cc.c
@@ -154,12 +156,12 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 	var err error
 	switch {
 	case !hasBody:
-	case r.length >= 0:
-		err = copyN(bw, uc.br, r.length, upstreamError)
-	case r.chunked:
-		err = copyChunked(bw, uc.br, chunkedOut, chunkedOut, upstreamError)
+	case r.Length >= 0:
+		err = http1.CopyN(bw, uc.br, r.Length, http1.UpstreamError)
+	case r.Chunked:
+		err = http1.CopyChunked(bw, uc.br, chunkedOut, chunkedOut, http1.UpstreamError)
 	default:
-		err = copyToEOF(bw, uc.br, chunkedOut)
+		err = http1.CopyToEOF(bw, uc.br, chunkedOut)
 		keepUp = false
 	}
 	if err == nil {
@@ -177,7 +179,7 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 	hasBody := !cc.isHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
 	chunkedOut := false
 	if hasBody && resp.ContentLength < 0 {
-		if cc.req.minor == 1 {
+		if cc.req.Minor == 1 {
 			chunkedOut = true
 		} else {
 			keepClient = false
@@ -189,7 +191,7 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 	fmt.Fprintf(bw, "HTTP/1.1 %03d %s\r\n", resp.StatusCode, http.StatusText(resp.StatusCode))
 	conn := resp.Header["Connection"]
 	for k, vv := range resp.Header {
-		if hopHeader(k) || k == "Content-Length" || k == InstanceHeader || (len(conn) > 0 && connectionListed(conn, k)) {
+		if hopHeader(k) || k == "Content-Length" || k == http1.InstanceHeader || (len(conn) > 0 && connectionListed(conn, k)) {
 			continue
 		}
 		for _, v := range vv {
@@ -199,7 +201,7 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 			bw.WriteString("\r\n")
 		}
 	}
-	bw.WriteString(InstanceHeader + ": ")
+	bw.WriteString(http1.InstanceHeader + ": ")
 	writeFieldValue(bw, in.id)
 	bw.WriteString("\r\n")
 	length := resp.ContentLength
@@ -209,7 +211,7 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 		// on as is, as on the loop's own path.
 		length = -1
 		if v := resp.Header["Content-Length"]; len(v) == 1 {
-			if n, ok := parseLength([]byte(v[0])); ok {
+			if n, ok := http1.ParseLength([]byte(v[0])); ok {
 				length = n
 			}
 		}
@@ -223,7 +225,7 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 	switch {
 	case !keepClient:
 		bw.WriteString("Connection: close\r\n")
-	case cc.req.minor == 0:
+	case cc.req.Minor == 0:
 		bw.WriteString("Connection: keep-alive\r\n")
 	}
 	bw.WriteString("\r\n")
@@ -232,14 +234,14 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 		var w io.Writer = bw
 		var cw io.WriteCloser
 		if chunkedOut {
-			cw = newChunkWriter(bw)
+			cw = http1.NewChunkWriter(bw)
 			w = cw
 		}
 		bp := copyBufs.Get().(*[]byte)
 		_, err = io.CopyBuffer(flushingWriter{w: w, bw: bw}, resp.Body, *bp)
 		copyBufs.Put(bp)
 		if err != nil {
-			err = upstreamError(err)
+			err = http1.UpstreamError(err)
 		} else if cw != nil {
 			cw.Close()
 		}
@@ -292,10 +294,10 @@ func (cc *clientConn) answerError(code int, msg, service string, retryAfter time
 		Service string `json:"service,omitempty"`
 	}{msg, service})
 	body = append(body, '\n')
-	if !cc.bodyDone && cc.req.length > 0 && !cc.headConsumed && cc.br.Buffered() >= cc.headLen+int(cc.req.length) {
+	if !cc.bodyDone && cc.req.Length > 0 && !cc.headConsumed && cc.br.Buffered() >= cc.headLen+int(cc.req.Length) {
 		// The whole body has arrived: skip it, and the connection can go on.
 		cc.consumeHead()
-		cc.br.Discard(int(cc.req.length))
+		cc.br.Discard(int(cc.req.Length))
 		cc.bodyDone = true
 	}
 	if !cc.bodyDone || cc.srv.shutting.Load() {
@@ -309,7 +311,7 @@ func (cc *clientConn) answerError(code int, msg, service string, retryAfter time
 	switch {
 	case !keepClient:
 		bw.WriteString("Connection: close\r\n")
-	case cc.req.minor == 0:
+	case cc.req.Minor == 0:
 		bw.WriteString("Connection: keep-alive\r\n")
 	}
 	bw.WriteString("\r\n")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -47,7 +48,7 @@ func TestProxyBadInputKeepsServing(t *testing.T) {
 	do := func(method, path string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, tp.url+path, nil)
-		req.Header.Set(ServiceHeader, "dps")
+		req.Header.Set(http1.ServiceHeader, "dps")
 		resp, err := tp.client.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, path, err)
@@ -163,7 +164,7 @@ func badInputRound(t *testing.T, tp *testProxy, do func(method, path string) (in
 	}
 	var reqs strings.Builder
 	for i := 1; i <= 3; i++ {
-		fmt.Fprintf(&reqs, "GET /p%d HTTP/1.1\r\nHost: x\r\n%s: dps\r\n\r\n", i, ServiceHeader)
+		fmt.Fprintf(&reqs, "GET /p%d HTTP/1.1\r\nHost: x\r\n%s: dps\r\n\r\n", i, http1.ServiceHeader)
 	}
 	if _, err := io.WriteString(c, reqs.String()); err != nil {
 		t.Fatal(err)
@@ -227,7 +228,7 @@ func TestProxyRequestForms(t *testing.T) {
 			t.Fatalf("%q: %d %q", head, resp.StatusCode, b)
 		}
 	}
-	send("GET /ten?x=1 HTTP/1.0\r\n"+ServiceHeader+": dps\r\n\r\n", "")
+	send("GET /ten?x=1 HTTP/1.0\r\n"+http1.ServiceHeader+": dps\r\n\r\n", "")
 	if s := <-got; s.uri != "/ten?x=1" || s.host != strings.TrimPrefix(up.URL, "http://") {
 		t.Errorf("HTTP/1.0 without Host: instance saw %+v", s)
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 )
 
 // The proxy speaks HTTP/1.1 to instances itself instead of through net/http's Transport and
@@ -81,7 +83,7 @@ var errClientLeft = errors.New("the client closed its connection while the answe
 
 // maxAnswerHead bounds an answer head read by net/http's parser: as a request head, net/http's
 // own 1 MiB and the 4 KiB it allows over it.
-const maxAnswerHead = maxHandoverHead
+const maxAnswerHead = http1.MaxHandoverHead
 
 var errAnswerHeadTooLarge = fmt.Errorf("the instance's answer head is over %d bytes", maxAnswerHead)
 
@@ -543,13 +545,13 @@ func readResponse(uc *upConn, r *http.Request) (*http.Response, error) {
 			}
 			return nil, err
 		}
-		n, _ := headEnd(uc.headBytes, 0)
-		twoWays := n > 0 && answerFramedTwoWays(uc.headBytes[:n])
+		n, _ := http1.HeadEnd(uc.headBytes, 0)
+		twoWays := n > 0 && http1.AnswerFramedTwoWays(uc.headBytes[:n])
 		if cap(uc.headBytes) > 16<<10 {
 			uc.headBytes = nil // a long head's bytes are not kept with the connection
 		}
 		if twoWays {
-			return nil, errAnswerFraming // the body is not drained: the caller closes the connection
+			return nil, http1.ErrAnswerFraming // the body is not drained: the caller closes the connection
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			return resp, nil

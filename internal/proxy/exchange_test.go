@@ -16,6 +16,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/testenv"
 	"golang.org/x/sys/unix"
 )
@@ -369,7 +370,7 @@ func TestProxyInstanceIDNeverSplitsAnswer(t *testing.T) {
 	for _, extra := range []string{"", bigField} {
 		cl := dialRaw(t, tp)
 		resp, body := cl.roundTrip("GET /x HTTP/1.1\r\nHost: dps\r\n"+extra+"\r\n", http.MethodGet)
-		if got := resp.Header.Get(InstanceHeader); got != "b" || body != "b got 0 bytes" || resp.Header.Get("X-Split") != "" {
+		if got := resp.Header.Get(http1.InstanceHeader); got != "b" || body != "b got 0 bytes" || resp.Header.Get("X-Split") != "" {
 			t.Fatalf("answer %d %q from %q", resp.StatusCode, body, got)
 		}
 		if rest := peekConn(cl); rest != "" {

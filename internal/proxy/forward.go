@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
@@ -19,9 +20,9 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	h := cc.srv.h
 	start := time.Now()
 	q := &cc.req
-	cc.headLen, cc.headConsumed, cc.bodyDone = n, false, q.length == 0
-	cc.isHead = string(q.method) == http.MethodHead
-	keepClient := !q.closeAfter
+	cc.headLen, cc.headConsumed, cc.bodyDone = n, false, q.Length == 0
+	cc.isHead = string(q.Method) == http.MethodHead
+	keepClient := !q.CloseAfter
 	defer func() {
 		cc.consumeHead()
 		cc.upc.Store(nil)
@@ -39,7 +40,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 			return cc.answerError(http.StatusServiceUnavailable, fmt.Sprintf("proxy overloaded: more than %d requests in flight (max_inflight)", h.maxInflight), "", time.Second, keepClient)
 		}
 	}
-	if string(q.method) == http.MethodConnect {
+	if string(q.Method) == http.MethodConnect {
 		h.m.CountError("", metrics.ErrTypeBadRequest)
 		h.m.Request("", "", http.StatusMethodNotAllowed, time.Since(start))
 		return cc.answerError(http.StatusMethodNotAllowed, errConnectRefused, "", 0, false)
@@ -94,9 +95,9 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 		h.m.Request(s.name, st.instance, st.code, time.Since(start))
 	}
 	if err != nil {
-		var ue upstreamBodyError
+		var ue http1.UpstreamBodyError
 		if errors.As(err, &ue) && !errors.Is(err, errClientLeft) {
-			h.log.Warn("answer broke off", "service", s.name, "instance", st.instance, "err", ue.err)
+			h.log.Warn("answer broke off", "service", s.name, "instance", st.instance, "err", ue.Err)
 		}
 		return false
 	}
@@ -109,10 +110,10 @@ func (cc *clientConn) route() (s *service, code int, msg string, retry time.Dura
 	h := cc.srv.h
 	q := &cc.req
 	var name []byte
-	if q.nService == 1 {
-		name = q.service
-	} else if q.nService == 0 {
-		name = serviceLabel(q.host)
+	if q.NService == 1 {
+		name = q.Service
+	} else if q.NService == 0 {
+		name = serviceLabel(q.Host)
 	}
 	if name != nil && len(name) <= 253 {
 		if cc.lastSvc != nil && asciiEqualFoldBytes(name, cc.lastName) {
@@ -128,13 +129,13 @@ func (cc *clientConn) route() (s *service, code int, msg string, retry time.Dura
 	}
 	// The slow way, with net/http's semantics and messages.
 	var hdr []string
-	for _, f := range q.fields {
-		if fieldIs(f.name, ServiceHeader) {
-			hdr = append(hdr, string(f.value))
+	for _, f := range q.Fields {
+		if http1.FieldIs(f.Name, http1.ServiceHeader) {
+			hdr = append(hdr, string(f.Value))
 		}
 	}
 	cc.lastName, cc.lastSvc = cc.lastName[:0], nil
-	nm, err := serviceName(hdr, string(q.host))
+	nm, err := http1.ServiceName(hdr, string(q.Host))
 	if err != nil {
 		h.m.CountError("", metrics.ErrTypeBadRequest)
 		h.m.Request("", "", http.StatusBadRequest, 0)
@@ -238,8 +239,8 @@ func (cc *clientConn) consumeHead() {
 // The loop's request as an exchange (transport.go).
 
 func (cc *clientConn) context() context.Context { return nil }
-func (cc *clientConn) method() string           { return methodString(cc.req.method) }
-func (cc *clientConn) hasBody() bool            { return cc.req.length != 0 }
+func (cc *clientConn) method() string           { return methodString(cc.req.Method) }
+func (cc *clientConn) hasBody() bool            { return cc.req.Length != 0 }
 func (cc *clientConn) clock() *uploadClock      { return &cc.up }
 
 // using records the instance connection the request uses (closeAll cuts it at shutdown).
@@ -277,75 +278,75 @@ func methodString(m []byte) string {
 func (cc *clientConn) send(uc *upConn, instHost string) error {
 	q := &cc.req
 	bw := uc.bw
-	bw.Write(q.method)
+	bw.Write(q.Method)
 	bw.WriteByte(' ')
-	bw.Write(q.uri)
+	bw.Write(q.URI)
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
-	if q.hasHost && len(q.host) > 0 {
-		bw.Write(q.host)
+	if q.HasHost && len(q.Host) > 0 {
+		bw.Write(q.Host)
 	} else {
 		bw.WriteString(instHost) // an HTTP/1.0 client that named the service by header only
 	}
 	bw.WriteString("\r\n")
 	nXFF := 0
-	for _, f := range q.fields {
+	for _, f := range q.Fields {
 		switch {
-		case fieldIs(f.name, "X-Forwarded-For"):
+		case http1.FieldIs(f.Name, "X-Forwarded-For"):
 			nXFF++
 			continue
-		case fieldIs(f.name, "Host"), fieldIs(f.name, "Content-Length"), fieldIs(f.name, "Expect"),
-			fieldIs(f.name, "Forwarded"), fieldIs(f.name, "X-Forwarded-Host"), fieldIs(f.name, "X-Forwarded-Proto"):
+		case http1.FieldIs(f.Name, "Host"), http1.FieldIs(f.Name, "Content-Length"), http1.FieldIs(f.Name, "Expect"),
+			http1.FieldIs(f.Name, "Forwarded"), http1.FieldIs(f.Name, "X-Forwarded-Host"), http1.FieldIs(f.Name, "X-Forwarded-Proto"):
 			continue
-		case fieldIs(f.name, "Te"):
+		case http1.FieldIs(f.Name, "Te"):
 			// "TE: trailers" is the one value that passes (gRPC needs it).
-			if listedTokens(f.value, "trailers") {
+			if listedTokens(f.Value, "trailers") {
 				bw.WriteString("Te: trailers\r\n")
 			}
 			continue
-		case hopField(f.name), q.connTokens && listedIn(q.fields, f.name):
+		case http1.HopField(f.Name), q.ConnTokens && http1.ListedIn(q.Fields, f.Name):
 			continue
 		}
-		bw.Write(f.name)
+		bw.Write(f.Name)
 		bw.WriteString(": ")
-		bw.Write(f.value)
+		bw.Write(f.Value)
 		bw.WriteString("\r\n")
 	}
 	bw.WriteString("X-Forwarded-For: ")
 	if nXFF > 0 {
-		for _, f := range q.fields {
-			if fieldIs(f.name, "X-Forwarded-For") {
-				bw.Write(f.value)
+		for _, f := range q.Fields {
+			if http1.FieldIs(f.Name, "X-Forwarded-For") {
+				bw.Write(f.Value)
 				bw.WriteString(", ")
 			}
 		}
 	}
 	bw.WriteString(cc.remoteHost)
 	bw.WriteString("\r\nX-Forwarded-Host: ")
-	bw.Write(q.host)
+	bw.Write(q.Host)
 	bw.WriteString("\r\nX-Forwarded-Proto: http\r\n")
 	switch {
-	case q.length > 0:
+	case q.Length > 0:
 		bw.WriteString("Content-Length: ")
-		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), q.length, 10))
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), q.Length, 10))
 		bw.WriteString("\r\n\r\n")
 		if err := cc.startBody(); err != nil {
 			return err
 		}
-		if err := copyN(bw, cc.br, q.length, clientBodyError); err != nil {
+		if err := http1.CopyN(bw, cc.br, q.Length, clientBodyError); err != nil {
 			return err
 		}
 		cc.bodyDone, cc.inBody = true, false
-	case q.length < 0:
+	case q.Length < 0:
 		bw.WriteString("Transfer-Encoding: chunked\r\n\r\n")
 		if err := cc.startBody(); err != nil {
 			return err
 		}
-		if err := copyChunked(bw, cc.br, true, false, clientBodyError); err != nil {
+		if err := http1.CopyChunked(bw, cc.br, true, false, clientBodyError); err != nil {
 			return err
 		}
 		cc.bodyDone, cc.inBody = true, false
 	default:
-		switch string(q.method) {
+		switch string(q.Method) {
 		case http.MethodPost, http.MethodPut, http.MethodPatch:
 			bw.WriteString("Content-Length: 0\r\n")
 		}
@@ -361,8 +362,8 @@ func (cc *clientConn) send(uc *upConn, instHost string) error {
 func listedTokens(v []byte, tok string) bool {
 	for len(v) > 0 {
 		var t []byte
-		t, v = nextToken(v)
-		if asciiEqualFold(t, tok) {
+		t, v = http1.NextToken(v)
+		if http1.ASCIIEqualFold(t, tok) {
 			return true
 		}
 	}
@@ -375,7 +376,7 @@ func listedTokens(v []byte, tok string) bool {
 // not the instance's.
 func (cc *clientConn) startBody() error {
 	cc.consumeHead()
-	if cc.req.expect && cc.req.minor == 1 {
+	if cc.req.Expect && cc.req.Minor == 1 {
 		cc.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
 		if err := cc.bw.Flush(); err != nil {
 			return clientBodyError(err)
@@ -405,16 +406,6 @@ func clientBodyStatus(cb clientBodyErr) (int, string) {
 	}
 	return http.StatusBadRequest, metrics.ErrTypeBadRequest
 }
-
-// upstreamBodyError is a failure reading the answer's body from the instance after its head
-// was sent to the client: the client's connection is then closed so that the answer does not
-// look complete.
-type upstreamBodyError struct{ err error }
-
-func (e upstreamBodyError) Error() string { return e.err.Error() }
-func (e upstreamBodyError) Unwrap() error { return e.err }
-
-func upstreamError(err error) error { return upstreamBodyError{err} }
 
 // classifyProxyError maps a failure without an answer to its status, error type (metrics)
 // and Retry-After. ctx is the client's context (nil: not watched).

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
@@ -120,7 +121,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.m.Request("", "", http.StatusMethodNotAllowed, time.Since(start))
 		return
 	}
-	name, err := serviceName(r.Header.Values(ServiceHeader), r.Host)
+	name, err := http1.ServiceName(r.Header.Values(http1.ServiceHeader), r.Host)
 	if err != nil {
 		h.m.CountError("", metrics.ErrTypeBadRequest)
 		writeError(w, http.StatusBadRequest, err.Error(), "", 0)

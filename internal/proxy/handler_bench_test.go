@@ -10,6 +10,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 )
 
 // BenchmarkProxyRequest is the request path in process (no network between client, proxy
@@ -27,7 +28,7 @@ func BenchmarkProxyRequest(b *testing.B) {
 	p.rt.setReady()
 	h := p.Handler()
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
-	req.Header.Set(ServiceHeader, "dps")
+	req.Header.Set(http1.ServiceHeader, "dps")
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

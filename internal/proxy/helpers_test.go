@@ -15,6 +15,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -173,7 +174,7 @@ func (tp *testProxy) do(t *testing.T, method, service, body string) (*http.Respo
 		t.Fatal(err)
 	}
 	if service != "" {
-		req.Header.Set(ServiceHeader, service)
+		req.Header.Set(http1.ServiceHeader, service)
 	}
 	resp, err := tp.client.Do(req)
 	if err != nil {

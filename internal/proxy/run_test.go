@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/proxy/sources"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
@@ -113,14 +114,14 @@ func TestProxyFollowsDiscovery(t *testing.T) {
 	a, b := upstreamServer(t, "a", nil), upstreamServer(t, "b", nil)
 	src := newTestSource(inst("a", "dps", a.URL))
 	tp := startProxy(t, testConfig(src))
-	if resp, _ := tp.do(t, http.MethodGet, "dps", ""); resp.Header.Get(InstanceHeader) != "a" {
-		t.Fatalf("served by %q", resp.Header.Get(InstanceHeader))
+	if resp, _ := tp.do(t, http.MethodGet, "dps", ""); resp.Header.Get(http1.InstanceHeader) != "a" {
+		t.Fatalf("served by %q", resp.Header.Get(http1.InstanceHeader))
 	}
 	src.updates <- discovery.Snapshot{Instances: []discovery.Instance{inst("b", "dps", b.URL)}}
 	testenv.Eventually(t, 30*time.Second, "b in the pool", func() bool { in, _ := tp.pools(t).instance("dps", "b"); return in.InPool })
 	for range 4 {
-		if resp, _ := tp.do(t, http.MethodGet, "dps", ""); resp.Header.Get(InstanceHeader) != "b" {
-			t.Fatalf("after the update, served by %q", resp.Header.Get(InstanceHeader))
+		if resp, _ := tp.do(t, http.MethodGet, "dps", ""); resp.Header.Get(http1.InstanceHeader) != "b" {
+			t.Fatalf("after the update, served by %q", resp.Header.Get(http1.InstanceHeader))
 		}
 	}
 	// A service whose instances all went away is still known: 503, not 404.
@@ -147,7 +148,7 @@ func TestProxyBeforeDiscovery(t *testing.T) {
 		checkNoGoroutines(t)
 	}()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
-	req.Header.Set(ServiceHeader, "dps")
+	req.Header.Set(http1.ServiceHeader, "dps")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func TestProxyConcurrentTrafficAndUpdates(t *testing.T) {
 				default:
 				}
 				req, _ := http.NewRequest(http.MethodPost, tp.url+"/", strings.NewReader("x"))
-				req.Header.Set(ServiceHeader, "dps")
+				req.Header.Set(http1.ServiceHeader, "dps")
 				resp, err := tp.client.Do(req)
 				if err != nil {
 					errs <- err

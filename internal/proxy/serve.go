@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
@@ -224,8 +225,8 @@ type clientConn struct {
 	remoteHost string
 	state      atomic.Int32
 
-	req  reqHead
-	resp respHead
+	req  http1.RequestHead
+	resp http1.ResponseHead
 	// The request being served: its head's length in the read buffer and whether it was
 	// dropped from it, whether its body was read (or it has none), whether it is a HEAD.
 	headLen      int
@@ -313,7 +314,7 @@ func (cc *clientConn) serve() {
 	for {
 		n, err := cc.readHead()
 		if err != nil {
-			if errors.Is(err, errHeadFallback) {
+			if errors.Is(err, http1.ErrHeadFallback) {
 				handedOver = cc.handOver()
 			}
 			return
@@ -340,12 +341,12 @@ func (cc *clientConn) readHead() (int, error) {
 	for {
 		if buffered := cc.br.Buffered(); buffered > 0 {
 			b, _ := cc.br.Peek(buffered)
-			n, err := parseRequestHead(b, &cc.req)
+			n, err := http1.ParseRequestHead(b, &cc.req)
 			if err == nil {
 				return n, nil
 			}
-			if err != errHeadIncomplete || buffered == clientReadBuf {
-				return 0, errHeadFallback
+			if err != http1.ErrHeadIncomplete || buffered == clientReadBuf {
+				return 0, http1.ErrHeadFallback
 			}
 			if !cc.headerLimit {
 				// Part of a head: the rest must come within the header timeout.
@@ -359,7 +360,7 @@ func (cc *clientConn) readHead() (int, error) {
 		}
 		if _, err := cc.br.Peek(cc.br.Buffered() + 1); err != nil {
 			if cc.br.Buffered() > 0 && !isTimeout(err) {
-				return 0, errHeadFallback // let net/http say what is wrong
+				return 0, http1.ErrHeadFallback // let net/http say what is wrong
 			}
 			return 0, err
 		}
@@ -383,7 +384,7 @@ func (cc *clientConn) handOver() bool {
 	var extra []byte // the head's bytes taken out of the loop's buffer, and what followed
 	b, _ := cc.br.Peek(cc.br.Buffered())
 	head := b
-	n, next := headEnd(b, 0)
+	n, next := http1.HeadEnd(b, 0)
 	if n < 0 {
 		// The loop's buffer ends before the head: read the rest (net/http would read it all
 		// the same), within the header timeout, holding one of maxBigHeads tokens.
@@ -395,10 +396,10 @@ func (cc *clientConn) handOver() bool {
 			return false
 		}
 		defer func() { <-cc.srv.bigHeads }()
-		for n < 0 && len(extra) < maxHandoverHead {
+		for n < 0 && len(extra) < http1.MaxHandoverHead {
 			extra = append(extra, b...)
 			cc.br.Discard(len(b))
-			n, next = headEnd(extra, next)
+			n, next = http1.HeadEnd(extra, next)
 			if n >= 0 {
 				break
 			}
@@ -410,7 +411,7 @@ func (cc *clientConn) handOver() bool {
 		head = extra
 	}
 	if n >= 0 {
-		if why := framingConflict(head[:n]); why != "" {
+		if why := http1.FramingConflict(head[:n]); why != "" {
 			cc.refuse(why)
 			return false
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -109,7 +110,7 @@ func TestProxyLoopHTTP11(t *testing.T) {
 	// Keep-alive: several requests on one connection.
 	for i := range 3 {
 		resp, body := rc.roundTrip(fmt.Sprintf("GET /k%d HTTP/1.1\r\nHost: dps\r\n\r\n", i), http.MethodGet)
-		if resp.StatusCode != 200 || body != fmt.Sprintf("GET /k%d 0:", i) || resp.Close || resp.Header.Get(InstanceHeader) != "a" {
+		if resp.StatusCode != 200 || body != fmt.Sprintf("GET /k%d 0:", i) || resp.Close || resp.Header.Get(http1.InstanceHeader) != "a" {
 			t.Fatalf("request %d: %d %q close=%v %v", i, resp.StatusCode, body, resp.Close, resp.Header)
 		}
 	}
@@ -164,7 +165,7 @@ func TestProxyLoopHTTP11(t *testing.T) {
 	// An answer head larger than the instance connection's buffer: net/http's parser reads it.
 	rc2 := dialRaw(t, tp)
 	resp, body = rc2.roundTrip("GET /bighead HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
-	if resp.StatusCode != 200 || body != "big head" || len(resp.Header.Get("X-Big")) != 8<<10 || resp.Header.Get(InstanceHeader) != "a" {
+	if resp.StatusCode != 200 || body != "big head" || len(resp.Header.Get("X-Big")) != 8<<10 || resp.Header.Get(http1.InstanceHeader) != "a" {
 		t.Fatalf("large answer head: %d %q", resp.StatusCode, body)
 	}
 	if _, body := rc2.roundTrip("GET /x HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet); body != "GET /x 0:" {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
@@ -223,7 +224,7 @@ func (u *upstream) roundTrip(req *http.Request, st *reqState, ctl *http.Response
 		return nil, err
 	}
 	resp := x.resp
-	resp.Header[InstanceHeader] = st.in.idHeader
+	resp.Header[http1.InstanceHeader] = st.in.idHeader
 	resp.Body = &upBody{rc: resp.Body, uc: uc, pool: st.svc.conns, stop: stop, in: st.in, keep: keep}
 	return resp, nil
 }

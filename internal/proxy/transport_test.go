@@ -16,6 +16,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -97,7 +98,7 @@ func TestProxyEvictsSlowInstanceWhileItsRequestIsInFlight(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodGet, tp.url+"/", nil)
-		req.Header.Set(ServiceHeader, "dps")
+		req.Header.Set(http1.ServiceHeader, "dps")
 		resp, err := tp.client.Do(req)
 		if err != nil {
 			done <- 0

@@ -1,4 +1,4 @@
-package proxy
+package http1
 
 import (
 	"bufio"
@@ -19,9 +19,9 @@ const maxChunkLine = 4 << 10
 
 var errChunkFormat = errors.New("malformed chunked encoding")
 
-// copyN copies n bytes from src to dst. Read failures are wrapped with wrapRead (whose side
+// CopyN copies n bytes from src to dst. Read failures are wrapped with wrapRead (whose side
 // failed matters to the caller); a body that ends early is io.ErrUnexpectedEOF.
-func copyN(dst *bufio.Writer, src *bufio.Reader, n int64, wrapRead func(error) error) error {
+func CopyN(dst *bufio.Writer, src *bufio.Reader, n int64, wrapRead func(error) error) error {
 	for n > 0 {
 		if src.Buffered() == 0 && dst.Buffered() > 0 {
 			if err := dst.Flush(); err != nil {
@@ -53,9 +53,9 @@ func copyN(dst *bufio.Writer, src *bufio.Reader, n int64, wrapRead func(error) e
 	return nil
 }
 
-// copyToEOF copies src to dst until src ends (an answer delimited by the close of its
+// CopyToEOF copies src to dst until src ends (an answer delimited by the close of its
 // connection), as chunks when chunked.
-func copyToEOF(dst *bufio.Writer, src *bufio.Reader, chunked bool) error {
+func CopyToEOF(dst *bufio.Writer, src *bufio.Reader, chunked bool) error {
 	for {
 		if src.Buffered() == 0 && dst.Buffered() > 0 {
 			if err := dst.Flush(); err != nil {
@@ -89,7 +89,7 @@ func copyToEOF(dst *bufio.Writer, src *bufio.Reader, chunked bool) error {
 				return werr
 			}
 			if err != nil {
-				return upstreamError(err)
+				return UpstreamError(err)
 			}
 			continue
 		}
@@ -108,15 +108,15 @@ func copyToEOF(dst *bufio.Writer, src *bufio.Reader, chunked bool) error {
 			return nil
 		}
 		if err != nil {
-			return upstreamError(err)
+			return UpstreamError(err)
 		}
 	}
 }
 
-// copyChunked copies a chunked body from src to dst: as chunks (normalized size lines,
+// CopyChunked copies a chunked body from src to dst: as chunks (normalized size lines,
 // extensions dropped) when chunkedOut, else as the bytes of the body. Trailer fields are
 // passed on when trailers (and chunkedOut), else dropped.
-func copyChunked(dst *bufio.Writer, src *bufio.Reader, chunkedOut, trailers bool, wrapRead func(error) error) error {
+func CopyChunked(dst *bufio.Writer, src *bufio.Reader, chunkedOut, trailers bool, wrapRead func(error) error) error {
 	for {
 		if src.Buffered() == 0 && dst.Buffered() > 0 {
 			if err := dst.Flush(); err != nil {
@@ -147,7 +147,7 @@ func copyChunked(dst *bufio.Writer, src *bufio.Reader, chunkedOut, trailers bool
 			dst.Write(strconv.AppendInt(dst.AvailableBuffer(), size, 16))
 			dst.WriteString("\r\n")
 		}
-		if err := copyN(dst, src, size, wrapRead); err != nil {
+		if err := CopyN(dst, src, size, wrapRead); err != nil {
 			return err
 		}
 		crlf, err := readLine(src)
@@ -244,9 +244,9 @@ func parseHex(b []byte) (int64, bool) {
 	return n, true
 }
 
-// newChunkWriter writes chunks to w; Close writes the last chunk (no trailers) and the
+// NewChunkWriter writes chunks to w; Close writes the last chunk (no trailers) and the
 // trailer section's end.
-func newChunkWriter(w io.Writer) io.WriteCloser { return chunkCloser{httputil.NewChunkedWriter(w), w} }
+func NewChunkWriter(w io.Writer) io.WriteCloser { return chunkCloser{httputil.NewChunkedWriter(w), w} }
 
 type chunkCloser struct {
 	cw io.WriteCloser
@@ -261,3 +261,13 @@ func (c chunkCloser) Close() error {
 	_, err := io.WriteString(c.w, "\r\n")
 	return err
 }
+
+// UpstreamBodyError is a failure reading the answer's body from the instance after its head
+// was sent to the client: the client's connection is then closed so that the answer does not
+// look complete.
+type UpstreamBodyError struct{ Err error }
+
+func (e UpstreamBodyError) Error() string { return e.Err.Error() }
+func (e UpstreamBodyError) Unwrap() error { return e.Err }
+
+func UpstreamError(err error) error { return UpstreamBodyError{err} }

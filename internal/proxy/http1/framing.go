@@ -1,4 +1,4 @@
-package proxy
+package http1
 
 import (
 	"bytes"
@@ -14,16 +14,16 @@ import (
 // (serve.go: a head it hands over is read whole and checked here, and net/http serves one
 // request per handed-over connection), answers 400 and closes the connection.
 
-// maxHandoverHead bounds the head the loop reads whole before it hands a connection over:
+// MaxHandoverHead bounds the head the loop reads whole before it hands a connection over:
 // net/http's own limit (MaxHeaderBytes' default, 1 MiB, plus the 4 KiB it allows over it). A
 // longer head is handed over as it is, and net/http answers 431.
-const maxHandoverHead = 1<<20 + 4<<10
+const MaxHandoverHead = 1<<20 + 4<<10
 
-// headEnd looks for the end of the head at the start of b, from from (the start of a line):
+// HeadEnd looks for the end of the head at the start of b, from from (the start of a line):
 // it returns the head's length (up to and including the empty line that ends it; a bare LF
 // ends a line, as net/http's reader takes it), or -1 and the start of the last, unfinished line
 // to go on from when more bytes have come.
-func headEnd(b []byte, from int) (n, next int) {
+func HeadEnd(b []byte, from int) (n, next int) {
 	for i := from; i < len(b); {
 		j := bytes.IndexByte(b[i:], '\n')
 		if j < 0 {
@@ -38,10 +38,10 @@ func headEnd(b []byte, from int) (n, next int) {
 	return -1, len(b)
 }
 
-// framingConflict returns why the request head is framed ambiguously ("" if it is not). It
+// FramingConflict returns why the request head is framed ambiguously ("" if it is not). It
 // reads leniently (any line with a colon is a field, names compared ignoring case and
 // surrounding blanks) so that whatever another parser might take for a framing field counts.
-func framingConflict(head []byte) string {
+func FramingConflict(head []byte) string {
 	line, _, _ := bytes.Cut(head, []byte("\n"))
 	line = bytes.TrimRight(line, "\r")
 	http10 := bytes.HasSuffix(line, []byte("HTTP/1.0"))
@@ -55,11 +55,11 @@ func framingConflict(head []byte) string {
 	return ""
 }
 
-// answerFramedTwoWays reports an answer head framed two ways (Content-Length with
+// AnswerFramedTwoWays reports an answer head framed two ways (Content-Length with
 // Transfer-Encoding, or Transfer-Encoding in HTTP/1.0), read as leniently as framingConflict.
 // net/http's parser settles both its own way (chunked wins; the coding ignored in HTTP/1.0)
 // and keeps no trace of it, so readResponse checks the head's bytes.
-func answerFramedTwoWays(head []byte) bool {
+func AnswerFramedTwoWays(head []byte) bool {
 	cl, te := framingFields(head)
 	return te && (cl || bytes.HasPrefix(head, []byte("HTTP/1.0")))
 }

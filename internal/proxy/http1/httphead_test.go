@@ -1,4 +1,4 @@
-package proxy
+package http1
 
 import (
 	"bufio"
@@ -38,10 +38,10 @@ func FuzzRequestHead(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var h reqHead
-		n, err := parseRequestHead(b, &h)
+		var h RequestHead
+		n, err := ParseRequestHead(b, &h)
 		if err != nil {
-			if err != errHeadFallback && err != errHeadIncomplete {
+			if err != ErrHeadFallback && err != ErrHeadIncomplete {
 				t.Fatalf("unexpected error %v", err)
 			}
 			return
@@ -53,25 +53,25 @@ func FuzzRequestHead(f *testing.F) {
 		if rerr != nil {
 			t.Fatalf("the loop accepts %q, net/http does not: %v", b[:n], rerr)
 		}
-		if req.Method != string(h.method) || req.RequestURI != string(h.uri) {
-			t.Fatalf("%q: method/target %q %q, net/http %q %q", b[:n], h.method, h.uri, req.Method, req.RequestURI)
+		if req.Method != string(h.Method) || req.RequestURI != string(h.URI) {
+			t.Fatalf("%q: method/target %q %q, net/http %q %q", b[:n], h.Method, h.URI, req.Method, req.RequestURI)
 		}
-		if req.Host != string(h.host) {
-			t.Fatalf("%q: host %q, net/http %q", b[:n], h.host, req.Host)
+		if req.Host != string(h.Host) {
+			t.Fatalf("%q: host %q, net/http %q", b[:n], h.Host, req.Host)
 		}
 		switch {
-		case h.length < 0:
+		case h.Length < 0:
 			if len(req.TransferEncoding) != 1 || req.TransferEncoding[0] != "chunked" {
 				t.Fatalf("%q: chunked, net/http %v", b[:n], req.TransferEncoding)
 			}
-		case req.ContentLength != h.length:
-			t.Fatalf("%q: length %d, net/http %d", b[:n], h.length, req.ContentLength)
+		case req.ContentLength != h.Length:
+			t.Fatalf("%q: length %d, net/http %d", b[:n], h.Length, req.ContentLength)
 		}
-		if h.closeAfter != req.Close {
-			t.Fatalf("%q: close %v, net/http %v", b[:n], h.closeAfter, req.Close)
+		if h.CloseAfter != req.Close {
+			t.Fatalf("%q: close %v, net/http %v", b[:n], h.CloseAfter, req.Close)
 		}
-		if h.nService > 0 && req.Header.Values(ServiceHeader)[0] != string(h.service) {
-			t.Fatalf("%q: service %q, net/http %q", b[:n], h.service, req.Header.Values(ServiceHeader))
+		if h.NService > 0 && req.Header.Values(ServiceHeader)[0] != string(h.Service) {
+			t.Fatalf("%q: service %q, net/http %q", b[:n], h.Service, req.Header.Values(ServiceHeader))
 		}
 	})
 }
@@ -93,10 +93,10 @@ func FuzzResponseHead(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var h respHead
-		n, err := parseResponseHead(b, &h)
+		var h ResponseHead
+		n, err := ParseResponseHead(b, &h)
 		if err != nil {
-			if err != errHeadFallback && err != errHeadIncomplete && err != errAnswerFraming {
+			if err != ErrHeadFallback && err != ErrHeadIncomplete && err != ErrAnswerFraming {
 				t.Fatalf("unexpected error %v", err)
 			}
 			return
@@ -108,23 +108,23 @@ func FuzzResponseHead(f *testing.F) {
 		if rerr != nil {
 			t.Fatalf("the loop accepts %q, net/http does not: %v", b[:n], rerr)
 		}
-		if h.status < 200 {
+		if h.Status < 200 {
 			return // the loop skips interim answers; net/http returns them
 		}
-		if resp.StatusCode != h.status {
-			t.Fatalf("%q: status %d, net/http %d", b[:n], h.status, resp.StatusCode)
+		if resp.StatusCode != h.Status {
+			t.Fatalf("%q: status %d, net/http %d", b[:n], h.Status, resp.StatusCode)
 		}
 		switch {
-		case h.chunked:
+		case h.Chunked:
 			if len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" {
 				t.Fatalf("%q: chunked, net/http %v", b[:n], resp.TransferEncoding)
 			}
-		case h.status == http.StatusNoContent || h.status == http.StatusNotModified:
-		case resp.ContentLength != h.length:
-			t.Fatalf("%q: length %d, net/http %d", b[:n], h.length, resp.ContentLength)
+		case h.Status == http.StatusNoContent || h.Status == http.StatusNotModified:
+		case resp.ContentLength != h.Length:
+			t.Fatalf("%q: length %d, net/http %d", b[:n], h.Length, resp.ContentLength)
 		}
 		// The loop may close where net/http would keep the connection (never the reverse).
-		if resp.Close && !h.close && !(h.length < 0 && !h.chunked) {
+		if resp.Close && !h.Close && !(h.Length < 0 && !h.Chunked) {
 			t.Fatalf("%q: net/http closes, the loop would keep the connection", b[:n])
 		}
 	})
@@ -153,21 +153,21 @@ func TestRequestHeadDeclines(t *testing.T) {
 		"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: a\r\n" + strings.Repeat("X-A: 1\r\n", maxHeaders) + "\r\n",
 	} {
-		var h reqHead
-		if _, err := parseRequestHead([]byte(s), &h); err != errHeadFallback {
+		var h RequestHead
+		if _, err := ParseRequestHead([]byte(s), &h); err != ErrHeadFallback {
 			t.Errorf("%q: %v, want errHeadFallback", s, err)
 		}
 	}
 	full := "GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n"
 	for i := range len(full) {
-		var h reqHead
-		if _, err := parseRequestHead([]byte(full[:i]), &h); err != errHeadIncomplete {
+		var h RequestHead
+		if _, err := ParseRequestHead([]byte(full[:i]), &h); err != ErrHeadIncomplete {
 			t.Errorf("prefix %q: %v, want errHeadIncomplete", full[:i], err)
 		}
 	}
-	var h reqHead
-	n, err := parseRequestHead([]byte(full+"abc"), &h)
-	if err != nil || n != len(full) || h.length != 3 || string(h.host) != "a" || string(h.uri) != "/x" {
+	var h RequestHead
+	n, err := ParseRequestHead([]byte(full+"abc"), &h)
+	if err != nil || n != len(full) || h.Length != 3 || string(h.Host) != "a" || string(h.URI) != "/x" {
 		t.Fatalf("%q: n %d, err %v, head %+v", full, n, err, h)
 	}
 }
@@ -201,7 +201,7 @@ func FuzzChunkedBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var plain bytes.Buffer
 		pw := bufio.NewWriter(&plain)
-		if err := copyChunked(pw, bufio.NewReader(bytes.NewReader(b)), false, false, func(err error) error { return err }); err != nil {
+		if err := CopyChunked(pw, bufio.NewReader(bytes.NewReader(b)), false, false, func(err error) error { return err }); err != nil {
 			return
 		}
 		pw.Flush()
@@ -214,7 +214,7 @@ func FuzzChunkedBody(f *testing.F) {
 		}
 		var chunked bytes.Buffer
 		cw := bufio.NewWriter(&chunked)
-		if err := copyChunked(cw, bufio.NewReader(bytes.NewReader(b)), true, true, func(err error) error { return err }); err != nil {
+		if err := CopyChunked(cw, bufio.NewReader(bytes.NewReader(b)), true, true, func(err error) error { return err }); err != nil {
 			t.Fatalf("%q: decodes but does not re-encode: %v", b, err)
 		}
 		cw.Flush()

@@ -1,4 +1,4 @@
-package proxy
+package http1
 
 import (
 	"strings"
@@ -33,7 +33,7 @@ func TestProxyServiceName(t *testing.T) {
 		{nil, "%zz.local", "", "first label"},
 	}
 	for _, tt := range tests {
-		got, err := serviceName(tt.header, tt.host)
+		got, err := ServiceName(tt.header, tt.host)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("%q %q: err = %v, want %q", tt.header, tt.host, err, tt.wantErr)
@@ -59,7 +59,7 @@ func FuzzProxyServiceName(f *testing.F) {
 		if header != "" {
 			hs = strings.Split(header, "\n")
 		}
-		name, err := serviceName(hs, host)
+		name, err := ServiceName(hs, host)
 		if err != nil {
 			if len(err.Error()) > 300 {
 				t.Fatalf("error too long (%d bytes): %.100s", len(err.Error()), err)

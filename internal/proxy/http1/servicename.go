@@ -1,4 +1,4 @@
-package proxy
+package http1
 
 import (
 	"fmt"
@@ -17,11 +17,11 @@ const InstanceHeader = "X-Continuum-Instance"
 // errNoService is a request that names no service at all.
 var errNoService = fmt.Errorf("no service named: set the %s header, or send Host: SERVICE[.anything][:port]", ServiceHeader)
 
-// serviceName returns the lower-cased service a request is for: the X-Continuum-Service
+// ServiceName returns the lower-cased service a request is for: the X-Continuum-Service
 // header if present (repeated headers must agree), else the first label of the Host header
 // without its port. A Host that is an IP address names no service. Errors describe the
 // problem for a 400 answer and quote at most a short prefix of the input.
-func serviceName(header []string, host string) (string, error) {
+func ServiceName(header []string, host string) (string, error) {
 	if len(header) > 0 {
 		name := strings.TrimSpace(header[0])
 		for _, h := range header[1:] {
