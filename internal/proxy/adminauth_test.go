@@ -75,7 +75,7 @@ func TestAdminTokenFileFromConfig(t *testing.T) {
 		t.Errorf("admin_token_file = %q (validate: %v), want %s", cfg.AdminTokenFile, cfg.Validate(), filepath.Join(dir, "token"))
 	}
 	// The token file must exist and hold a token.
-	cfg.Logger = discard
+	cfg.Logger = quiet
 	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "admin_token_file") {
 		t.Errorf("New with a missing token file: %v", err)
 	}

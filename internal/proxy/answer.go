@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/http1"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 )
 
 // The loop's side of an instance's answer: reading its head (recv) and relaying it to the
@@ -19,26 +20,26 @@ import (
 
 // recv reads the answer's head into cc.resp (or, for a head outside the loop's parser, with
 // net/http's parser into cc.fbResp). 1xx interim answers are skipped.
-func (cc *clientConn) recv(uc *upConn) (int, bool, error) {
+func (cc *clientConn) recv(uc *pool.UpConn) (int, bool, error) {
 	cc.fbResp = nil
 	for {
-		b, err := uc.br.Peek(1)
+		b, err := uc.Br.Peek(1)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return 0, false, errNoAnswer
+				return 0, false, pool.ErrNoAnswer
 			}
 			return 0, false, err
 		}
 		_ = b
 		var n int
 		for {
-			buffered := uc.br.Buffered()
-			b, _ := uc.br.Peek(buffered)
+			buffered := uc.Br.Buffered()
+			b, _ := uc.Br.Peek(buffered)
 			n, err = http1.ParseResponseHead(b, &cc.resp)
-			if err != http1.ErrHeadIncomplete || buffered == uc.br.Size() {
+			if err != http1.ErrHeadIncomplete || buffered == uc.Br.Size() {
 				break
 			}
-			if _, err := uc.br.Peek(buffered + 1); err != nil {
+			if _, err := uc.Br.Peek(buffered + 1); err != nil {
 				if errors.Is(err, io.EOF) {
 					err = io.ErrUnexpectedEOF
 				}
@@ -50,7 +51,7 @@ func (cc *clientConn) recv(uc *upConn) (int, bool, error) {
 		}
 		if err != nil {
 			// Not the loop's: net/http's parser reads it (1xx skipped there).
-			resp, err := readResponse(uc, &http.Request{Method: cc.method()})
+			resp, err := pool.ReadResponse(uc, &http.Request{Method: cc.method()})
 			if err != nil {
 				return 0, false, err
 			}
@@ -65,7 +66,7 @@ func (cc *clientConn) recv(uc *upConn) (int, bool, error) {
 		case st == http.StatusSwitchingProtocols:
 			return 0, false, errors.New("the instance switched protocols though no upgrade was asked for")
 		case st < 200:
-			uc.br.Discard(n) // interim answer (100 Continue, 103 Early Hints)
+			uc.Br.Discard(n) // interim answer (100 Continue, 103 Early Hints)
 			continue
 		}
 		cc.respLen = n
@@ -90,7 +91,7 @@ func (cc *clientConn) respHasBody() bool {
 // relayAnswer writes the answer's head and body to the client. It returns whether the client
 // connection and the instance's connection may carry more requests, and an error when either
 // side failed (an upstreamBodyError when the instance's side did).
-func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp bool) (bool, bool, error) {
+func (cc *clientConn) relayAnswer(uc *pool.UpConn, in *pool.Instance, keepClient, keepUp bool) (bool, bool, error) {
 	if cc.fbResp != nil {
 		return cc.relayHTTPResponse(uc, in, keepClient, keepUp)
 	}
@@ -130,7 +131,7 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 		bw.WriteString("\r\n")
 	}
 	bw.WriteString(http1.InstanceHeader + ": ")
-	writeFieldValue(bw, in.id)
+	writeFieldValue(bw, in.ID)
 	bw.WriteString("\r\n")
 	switch {
 	case r.Length >= 0 && (hasBody || cc.isHead || r.Status == http.StatusNotModified):
@@ -147,21 +148,21 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 		bw.WriteString("Connection: keep-alive\r\n")
 	}
 	bw.WriteString("\r\n")
-	uc.br.Discard(cc.respLen)
-	if hasBody && (r.Length < 0 || int64(uc.br.Buffered()) < r.Length) {
+	uc.Br.Discard(cc.respLen)
+	if hasBody && (r.Length < 0 || int64(uc.Br.Buffered()) < r.Length) {
 		// The rest of the body may take longer than the service's timeout, but not longer
 		// than the client stays: while the body is awaited, the client is checked on.
-		uc.watch = cc.c
+		uc.Watch = cc.c
 	}
 	var err error
 	switch {
 	case !hasBody:
 	case r.Length >= 0:
-		err = http1.CopyN(bw, uc.br, r.Length, http1.UpstreamError)
+		err = http1.CopyN(bw, uc.Br, r.Length, http1.UpstreamError)
 	case r.Chunked:
-		err = http1.CopyChunked(bw, uc.br, chunkedOut, chunkedOut, http1.UpstreamError)
+		err = http1.CopyChunked(bw, uc.Br, chunkedOut, chunkedOut, http1.UpstreamError)
 	default:
-		err = http1.CopyToEOF(bw, uc.br, chunkedOut)
+		err = http1.CopyToEOF(bw, uc.Br, chunkedOut)
 		keepUp = false
 	}
 	if err == nil {
@@ -171,9 +172,9 @@ func (cc *clientConn) relayAnswer(uc *upConn, in *instance, keepClient, keepUp b
 }
 
 // relayHTTPResponse is relayAnswer for an answer net/http's parser read.
-func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, keepUp bool) (bool, bool, error) {
+func (cc *clientConn) relayHTTPResponse(uc *pool.UpConn, in *pool.Instance, keepClient, keepUp bool) (bool, bool, error) {
 	resp := cc.fbResp
-	uc.watch = cc.c         // the body may take as long as the client stays (upReader)
+	uc.Watch = cc.c         // the body may take as long as the client stays (upReader)
 	defer resp.Body.Close() // net/http's body; the connection is the caller's to close or pool
 	bw := cc.bw
 	hasBody := !cc.isHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
@@ -191,7 +192,7 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 	fmt.Fprintf(bw, "HTTP/1.1 %03d %s\r\n", resp.StatusCode, http.StatusText(resp.StatusCode))
 	conn := resp.Header["Connection"]
 	for k, vv := range resp.Header {
-		if hopHeader(k) || k == "Content-Length" || k == http1.InstanceHeader || (len(conn) > 0 && connectionListed(conn, k)) {
+		if pool.HopHeader(k) || k == "Content-Length" || k == http1.InstanceHeader || (len(conn) > 0 && pool.ConnectionListed(conn, k)) {
 			continue
 		}
 		for _, v := range vv {
@@ -202,7 +203,7 @@ func (cc *clientConn) relayHTTPResponse(uc *upConn, in *instance, keepClient, ke
 		}
 	}
 	bw.WriteString(http1.InstanceHeader + ": ")
-	writeFieldValue(bw, in.id)
+	writeFieldValue(bw, in.ID)
 	bw.WriteString("\r\n")
 	length := resp.ContentLength
 	if resp.StatusCode == http.StatusNotModified {

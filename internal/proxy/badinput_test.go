@@ -61,8 +61,8 @@ func TestProxyBadInputKeepsServing(t *testing.T) {
 	// open then is what requests left behind.
 	quiet := func() {
 		tp.client.CloseIdleConnections()
-		for _, s := range tp.p.rt.all() {
-			s.conns.CloseIdleConnections()
+		for _, s := range tp.p.rt.All() {
+			s.Conns.CloseIdleConnections()
 		}
 	}
 	// The first round of bad input sets up what stays (pools, spares, the services' background

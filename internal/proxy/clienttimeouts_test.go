@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -288,7 +289,7 @@ func TestProxyBigHeadWithoutTokenGets431(t *testing.T) {
 		t.Fatalf("big head without a token: %d %q", resp.StatusCode, body)
 	}
 	cl.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := cl.br.ReadByte(); err == nil || isTimeout(err) {
+	if _, err := cl.br.ReadByte(); err == nil || pool.IsTimeout(err) {
 		t.Fatalf("the connection stays open after the 431: %v", err) // EOF, or a reset (the head's rest unread)
 	}
 	for range maxBigHeads {

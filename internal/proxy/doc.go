@@ -4,14 +4,18 @@
 // pool of the instances expected to meet the service's requirement, and offers round-robin,
 // random and proximity (proxy-mity) routing as baselines.
 //
-// What it owns: the configuration (config.go, configfile.go), attribute requirements
-// (requirement.go), per-instance estimates (estimator.go), pool maintenance (pool.go,
-// maintain.go), selection (strategy.go), the data plane's HTTP/1.1 server loop (serve.go,
-// forward.go, answer.go, body.go, httphead.go) with net/http's server behind it for what the
-// loop hands over (handler.go), the forwarding path to instances (transport.go, conns.go,
-// preconnect.go), metrics and /debug/pools (metrics.go, admin.go), and the union of discovery
-// snapshots (sources.go). What it does not: finding instances — that is package discovery and its
-// sources, which register themselves by YAML key so that this package imports none of them.
+// This package is the data plane and its wiring: the HTTP/1.1 server loop (serve.go,
+// forward.go, answer.go) with net/http's server behind it for what the loop hands over
+// (handler.go), the forwarding path that tries instances and records each attempt
+// (transport.go), the admin endpoints and their token (admin.go, adminauth.go), and Run/New,
+// which wire the packages below together (run.go).
+//
+// The rooms below it, each with one job: config (Config, LoadConfig, validation), qos
+// (requirements, the estimator window, the selection rules), pool (instances, estimates,
+// pools, probes, Pick, connections to instances), http1 (the wire format the loop parses),
+// metrics (the Prometheus series), sources (the union of discovery snapshots), and
+// discovery with its sources, which register themselves by YAML key so that nothing here
+// imports them.
 //
 // docs/proxy.md explains the decisions for operators.
 package proxy

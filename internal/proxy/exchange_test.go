@@ -17,6 +17,7 @@ import (
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/http1"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/testenv"
 	"golang.org/x/sys/unix"
 )
@@ -382,7 +383,7 @@ func TestProxyInstanceIDNeverSplitsAnswer(t *testing.T) {
 	}
 	// Defence in depth: an instance made without the union refuses the ID too, and the loop's
 	// writer leaves controls out of any value it makes.
-	if _, err := newInstance(inst(id, "dps", up.URL), 8, 8); err == nil {
+	if _, err := pool.NewInstance(inst(id, "dps", up.URL), 8, 8); err == nil {
 		t.Error("newInstance took an ID with CRLF")
 	}
 	var buf bytes.Buffer

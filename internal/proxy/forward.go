@@ -11,6 +11,7 @@ import (
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 )
 
 // serveRequest serves the request whose head (n bytes) cc.req holds, as handler.ServeHTTP
@@ -49,11 +50,11 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	if s == nil {
 		return cc.answerError(code, msg, string(cc.lastName), retry, keepClient)
 	}
-	if !s.activeFlag.Load() {
-		s.activate(h.ctx, h.wg)
+	if !s.ActiveFlag.Load() {
+		s.Activate(h.ctx, h.wg)
 	}
-	if s.cfg.Strategy == config.StrategyQoS || s.cfg.Strategy == config.StrategyProximity {
-		s.waitInit(context.Background()) // these strategies need the initial estimates
+	if s.Config.Strategy == config.StrategyQoS || s.Config.Strategy == config.StrategyProximity {
+		s.WaitInit(context.Background()) // these strategies need the initial estimates
 	}
 	st := reqState{svc: s, start: start}
 	uc, upKeep, _, err := h.up.tryInstances(cc, &st)
@@ -63,41 +64,41 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 		if code == http.StatusServiceUnavailable {
 			st.instance = ""
 		}
-		h.m.CountError(s.name, typ)
+		h.m.CountError(s.Name, typ)
 		if code != http.StatusServiceUnavailable {
-			h.log.Warn("request failed", "service", s.name, "status", code, "err", err)
+			h.log.Warn("request failed", "service", s.Name, "status", code, "err", err)
 		}
-		h.m.Request(s.name, st.instance, code, time.Since(start))
-		return cc.answerError(code, err.Error(), s.name, retryAfter, keepClient)
+		h.m.Request(s.Name, st.instance, code, time.Since(start))
+		return cc.answerError(code, err.Error(), s.Name, retryAfter, keepClient)
 	}
 	cc.consumeHead()
 	st.code = cc.respStatus()
 	keepClient, upKeep, err = cc.relayAnswer(uc, st.in, keepClient, upKeep)
-	uc.watch = nil
-	st.in.outstanding.Add(-1)
+	uc.Watch = nil
+	st.in.Outstanding.Add(-1)
 	if upKeep && err == nil {
-		s.conns.put(uc)
+		s.Conns.Put(uc)
 	} else {
-		uc.c.Close()
+		uc.C.Close()
 	}
 	if cc.fbResp != nil {
 		cc.fbResp = nil
 	}
-	if err != nil && errors.Is(err, errClientLeft) {
+	if err != nil && errors.Is(err, pool.ErrClientLeft) {
 		// Counted as net/http's path counts a client that left: nobody reads an answer any
 		// more (nginx's 499); not the instance's failure.
 		st.code = 499
-		h.m.CountError(s.name, metrics.ErrTypeClientGone)
+		h.m.CountError(s.Name, metrics.ErrTypeClientGone)
 	}
-	if st.code == http.StatusOK && st.in.series != nil {
-		st.in.series.RequestOK(time.Since(start))
+	if st.code == http.StatusOK && st.in.Series != nil {
+		st.in.Series.RequestOK(time.Since(start))
 	} else {
-		h.m.Request(s.name, st.instance, st.code, time.Since(start))
+		h.m.Request(s.Name, st.instance, st.code, time.Since(start))
 	}
 	if err != nil {
 		var ue http1.UpstreamBodyError
-		if errors.As(err, &ue) && !errors.Is(err, errClientLeft) {
-			h.log.Warn("answer broke off", "service", s.name, "instance", st.instance, "err", ue.Err)
+		if errors.As(err, &ue) && !errors.Is(err, pool.ErrClientLeft) {
+			h.log.Warn("answer broke off", "service", s.Name, "instance", st.instance, "err", ue.Err)
 		}
 		return false
 	}
@@ -106,7 +107,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 
 // route finds the service the request names. Without one it returns the status, message and
 // Retry-After of the answer.
-func (cc *clientConn) route() (s *service, code int, msg string, retry time.Duration) {
+func (cc *clientConn) route() (s *pool.Service, code int, msg string, retry time.Duration) {
 	h := cc.srv.h
 	q := &cc.req
 	var name []byte
@@ -121,7 +122,7 @@ func (cc *clientConn) route() (s *service, code int, msg string, retry time.Dura
 		}
 		var lower [253]byte
 		if l, ok := lowerServiceName(lower[:0], name); ok {
-			if s := h.rt.getBytes(l); s != nil {
+			if s := h.rt.GetBytes(l); s != nil {
 				cc.lastName, cc.lastSvc = append(cc.lastName[:0], l...), s
 				return s, 0, "", 0
 			}
@@ -141,12 +142,12 @@ func (cc *clientConn) route() (s *service, code int, msg string, retry time.Dura
 		h.m.Request("", "", http.StatusBadRequest, 0)
 		return nil, http.StatusBadRequest, err.Error(), 0
 	}
-	if s := h.rt.get(nm); s != nil {
+	if s := h.rt.Get(nm); s != nil {
 		cc.lastName, cc.lastSvc = append(cc.lastName[:0], nm...), s
 		return s, 0, "", 0
 	}
 	cc.lastName = append(cc.lastName[:0], nm...)
-	if !h.rt.isReady() {
+	if !h.rt.IsReady() {
 		h.m.CountError("", metrics.ErrTypeNoInstance)
 		h.m.Request("", "", http.StatusServiceUnavailable, 0)
 		return nil, http.StatusServiceUnavailable, fmt.Sprintf("service %q: instance discovery has not completed yet", nm), time.Second
@@ -244,10 +245,10 @@ func (cc *clientConn) hasBody() bool            { return cc.req.Length != 0 }
 func (cc *clientConn) clock() *uploadClock      { return &cc.up }
 
 // using records the instance connection the request uses (closeAll cuts it at shutdown).
-func (cc *clientConn) using(uc *upConn) {
+func (cc *clientConn) using(uc *pool.UpConn) {
 	cc.upc.Store(uc)
 	if cc.srv.cut.Load() {
-		uc.c.Close() // closeAll ran before the store
+		uc.C.Close() // closeAll ran before the store
 	}
 }
 
@@ -275,9 +276,9 @@ func methodString(m []byte) string {
 // send writes the request on to the instance as the proxy forwards it: hop-by-hop fields
 // dropped (and those the Connection field names), X-Forwarded-For appended to,
 // X-Forwarded-Host and -Proto set, the body framed by its length or chunked.
-func (cc *clientConn) send(uc *upConn, instHost string) error {
+func (cc *clientConn) send(uc *pool.UpConn, instHost string) error {
 	q := &cc.req
-	bw := uc.bw
+	bw := uc.Bw
 	bw.Write(q.Method)
 	bw.WriteByte(' ')
 	bw.Write(q.URI)
@@ -332,7 +333,7 @@ func (cc *clientConn) send(uc *upConn, instHost string) error {
 		if err := cc.startBody(); err != nil {
 			return err
 		}
-		if err := http1.CopyN(bw, cc.br, q.Length, clientBodyError); err != nil {
+		if err := http1.CopyN(bw, cc.br, q.Length, pool.ClientBodyError); err != nil {
 			return err
 		}
 		cc.bodyDone, cc.inBody = true, false
@@ -341,7 +342,7 @@ func (cc *clientConn) send(uc *upConn, instHost string) error {
 		if err := cc.startBody(); err != nil {
 			return err
 		}
-		if err := http1.CopyChunked(bw, cc.br, true, false, clientBodyError); err != nil {
+		if err := http1.CopyChunked(bw, cc.br, true, false, pool.ClientBodyError); err != nil {
 			return err
 		}
 		cc.bodyDone, cc.inBody = true, false
@@ -353,7 +354,7 @@ func (cc *clientConn) send(uc *upConn, instHost string) error {
 		bw.WriteString("\r\n")
 		// No body: the instance has been sent nothing since its last answer was read whole,
 		// so nothing else can be pending on the connection.
-		return uc.flushRequest()
+		return uc.FlushRequest()
 	}
 	return bw.Flush()
 }
@@ -379,29 +380,18 @@ func (cc *clientConn) startBody() error {
 	if cc.req.Expect && cc.req.Minor == 1 {
 		cc.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
 		if err := cc.bw.Flush(); err != nil {
-			return clientBodyError(err)
+			return pool.ClientBodyError(err)
 		}
 	}
 	cc.inBody, cc.bodyDL = true, time.Time{}
 	return nil
 }
 
-// clientBodyError marks a failure to read the request body from the client (not the
-// instance's failure, and not retried: the body is gone).
-type clientBodyErr struct{ err error }
-
-func (e clientBodyErr) Error() string {
-	return "reading the request body from the client: " + e.err.Error()
-}
-func (e clientBodyErr) Unwrap() error { return e.err }
-
-func clientBodyError(err error) error { return clientBodyErr{err} }
-
 // clientBodyStatus is the answer to a request whose body broke off: 408 when it stalled past
 // its bound, else 400.
-func clientBodyStatus(cb clientBodyErr) (int, string) {
+func clientBodyStatus(cb pool.ClientBodyErr) (int, string) {
 	var stalled clientStalled
-	if errors.As(cb.err, &stalled) {
+	if errors.As(cb.Err, &stalled) {
 		return http.StatusRequestTimeout, metrics.ErrTypeClientTimeout
 	}
 	return http.StatusBadRequest, metrics.ErrTypeBadRequest
@@ -410,9 +400,9 @@ func clientBodyStatus(cb clientBodyErr) (int, string) {
 // classifyProxyError maps a failure without an answer to its status, error type (metrics)
 // and Retry-After. ctx is the client's context (nil: not watched).
 func classifyProxyError(err error, ctx context.Context) (code int, typ string, retryAfter time.Duration) {
-	var ni *noInstanceError
+	var ni *pool.NoInstanceError
 	var ge *gatewayError
-	var cb clientBodyErr
+	var cb pool.ClientBodyErr
 	switch {
 	case ctx != nil && ctx.Err() != nil:
 		// The client is gone; nobody reads an answer. 499 is nginx's code for it.
@@ -421,7 +411,7 @@ func classifyProxyError(err error, ctx context.Context) (code int, typ string, r
 		code, typ := clientBodyStatus(cb)
 		return code, typ, 0
 	case errors.As(err, &ni):
-		return http.StatusServiceUnavailable, metrics.ErrTypeNoInstance, ni.retryAfter
+		return http.StatusServiceUnavailable, metrics.ErrTypeNoInstance, ni.RetryAfter
 	case errors.As(err, &ge) && ge.code == http.StatusGatewayTimeout:
 		return http.StatusGatewayTimeout, metrics.ErrTypeTimeout, 0
 	}

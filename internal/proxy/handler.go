@@ -19,14 +19,15 @@ import (
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 )
 
 // handler is the data plane: it routes each request to a service's instance through
-// upstream (which picks the instance and speaks HTTP/1.1 to it, conns.go) and copies the
+// upstream (which picks the instance and speaks HTTP/1.1 to it on a pool.UpConn) and copies the
 // answer back. Status, headers (but hop-by-hop ones) and body pass through; bodies of unknown
 // length and event streams are flushed as they arrive.
 type handler struct {
-	rt  *router
+	rt  *pool.Router
 	m   *metrics.Metrics
 	log *slog.Logger
 	up  *upstream
@@ -96,7 +97,7 @@ func (sp *splices) shutdown(ctx context.Context) bool {
 	return cut
 }
 
-func newHandler(ctx context.Context, wg *sync.WaitGroup, rt *router, m *metrics.Metrics, logger *slog.Logger, maxInflight int) *handler {
+func newHandler(ctx context.Context, wg *sync.WaitGroup, rt *pool.Router, m *metrics.Metrics, logger *slog.Logger, maxInflight int) *handler {
 	return &handler{rt: rt, m: m, log: logger, ctx: ctx, wg: wg, maxInflight: int64(maxInflight), up: &upstream{m: m}}
 }
 
@@ -128,9 +129,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.m.Request("", "", http.StatusBadRequest, time.Since(start))
 		return
 	}
-	s := h.rt.get(name)
+	s := h.rt.Get(name)
 	if s == nil {
-		if !h.rt.isReady() {
+		if !h.rt.IsReady() {
 			// Before every source has answered, an unknown name may just not be known yet.
 			h.m.CountError("", metrics.ErrTypeNoInstance)
 			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("service %q: instance discovery has not completed yet", name), name, time.Second)
@@ -142,21 +143,21 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.m.Request("", "", http.StatusNotFound, time.Since(start))
 		return
 	}
-	if !s.activeFlag.Load() {
-		s.activate(h.ctx, h.wg)
+	if !s.ActiveFlag.Load() {
+		s.Activate(h.ctx, h.wg)
 	}
-	if s.cfg.Strategy == config.StrategyQoS || s.cfg.Strategy == config.StrategyProximity {
-		s.waitInit(r.Context()) // these strategies need the initial estimates
+	if s.Config.Strategy == config.StrategyQoS || s.Config.Strategy == config.StrategyProximity {
+		s.WaitInit(r.Context()) // these strategies need the initial estimates
 	}
 	st := &reqState{svc: s, start: start}
 	abort := h.forward(w, r, st)
 	if st.code == 0 {
 		st.code = http.StatusBadGateway
 	}
-	if st.code == http.StatusOK && st.in != nil && st.in.series != nil {
-		st.in.series.RequestOK(time.Since(start))
+	if st.code == http.StatusOK && st.in != nil && st.in.Series != nil {
+		st.in.Series.RequestOK(time.Since(start))
 	} else {
-		h.m.Request(s.name, st.instance, st.code, time.Since(start))
+		h.m.Request(s.Name, st.instance, st.code, time.Since(start))
 	}
 	if abort {
 		// The answer's body broke off: abort the client's connection so that it sees an
@@ -187,7 +188,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, st *reqState) 
 	hdr := w.Header()
 	conn := resp.Header["Connection"]
 	for k, vv := range resp.Header {
-		if hopHeader(k) || (len(conn) > 0 && connectionListed(conn, k)) {
+		if pool.HopHeader(k) || (len(conn) > 0 && pool.ConnectionListed(conn, k)) {
 			continue
 		}
 		hdr[k] = vv
@@ -227,7 +228,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, st *reqState) 
 			break
 		}
 		if rerr != nil {
-			h.log.Warn("answer broke off", "service", st.svc.name, "instance", st.instance, "err", rerr)
+			h.log.Warn("answer broke off", "service", st.svc.Name, "instance", st.instance, "err", rerr)
 			abort = true
 			break
 		}
@@ -248,23 +249,23 @@ func isEventStream(ct string) bool {
 func (h *handler) switchProtocols(w http.ResponseWriter, r *http.Request, st *reqState, resp *http.Response) {
 	ub := resp.Body.(*upBody)
 	defer ub.Close() // the upstream connection is never pooled after an upgrade (keep false)
-	if want, got := upgradeType(r.Header), resp.Header.Get("Upgrade"); want == "" || !strings.EqualFold(want, got) {
+	if want, got := pool.UpgradeType(r.Header), resp.Header.Get("Upgrade"); want == "" || !strings.EqualFold(want, got) {
 		st.code = http.StatusBadGateway
-		writeError(w, http.StatusBadGateway, fmt.Sprintf("instance %s switched to protocol %q when %q was asked for", st.instance, got, want), st.svc.name, 0)
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("instance %s switched to protocol %q when %q was asked for", st.instance, got, want), st.svc.Name, 0)
 		return
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		st.code = http.StatusInternalServerError
-		writeError(w, http.StatusInternalServerError, "cannot take over the client connection: "+err.Error(), st.svc.name, 0)
+		writeError(w, http.StatusInternalServerError, "cannot take over the client connection: "+err.Error(), st.svc.Name, 0)
 		return
 	}
 	defer conn.Close()
 	up := ub.uc
-	if !h.upgraded.add(conn, up.c) {
+	if !h.upgraded.add(conn, up.C) {
 		return // shutting down: the deferred closes end it
 	}
-	defer h.upgraded.done(conn, up.c)
+	defer h.upgraded.done(conn, up.C)
 	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
 	if err := resp.Header.Write(brw); err != nil {
 		return
@@ -274,24 +275,24 @@ func (h *handler) switchProtocols(w http.ResponseWriter, r *http.Request, st *re
 		return
 	}
 	errc := make(chan error, 2)
-	go func() { _, err := io.Copy(up.c, brw.Reader); errc <- err }() // client -> instance (buffered bytes first)
-	go func() { _, err := io.Copy(conn, up.br); errc <- err }()      // instance -> client
+	go func() { _, err := io.Copy(up.C, brw.Reader); errc <- err }() // client -> instance (buffered bytes first)
+	go func() { _, err := io.Copy(conn, up.Br); errc <- err }()      // instance -> client
 	<-errc
 	// One side is done: closing both ends the other copy.
 	conn.Close()
-	up.c.Close()
+	up.C.Close()
 	<-errc
 }
 
 // proxyError answers a request that got no upstream response.
 func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, st *reqState, err error) {
-	name := st.svc.name
+	name := st.svc.Name
 	var code int
 	var retryAfter time.Duration
 	var typ string
-	var ni *noInstanceError
+	var ni *pool.NoInstanceError
 	var ge *gatewayError
-	var cb clientBodyErr
+	var cb pool.ClientBodyErr
 	switch {
 	case errors.As(err, &cb):
 		// Before the context: net/http cancels it when reading the body fails.
@@ -300,7 +301,7 @@ func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, st *reqStat
 		// The client is gone; nobody reads an answer. 499 is nginx's code for it.
 		code, typ = 499, metrics.ErrTypeClientGone
 	case errors.As(err, &ni):
-		code, typ, retryAfter = http.StatusServiceUnavailable, metrics.ErrTypeNoInstance, ni.retryAfter
+		code, typ, retryAfter = http.StatusServiceUnavailable, metrics.ErrTypeNoInstance, ni.RetryAfter
 	case errors.As(err, &ge) && ge.code == http.StatusGatewayTimeout:
 		code, typ = http.StatusGatewayTimeout, metrics.ErrTypeTimeout
 	case errors.As(err, &ge):

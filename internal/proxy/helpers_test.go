@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/http1"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -88,7 +90,7 @@ func testConfig(sources ...discovery.Source) config.Config {
 	cfg := config.DefaultConfig()
 	cfg.Node = "test-node"
 	cfg.Sources = sources
-	cfg.Logger = discard
+	cfg.Logger = quiet
 	d := &cfg.Defaults
 	d.QoS.Latency = config.Dur(time.Second)
 	d.Probe.Interval = config.Dur(50 * time.Millisecond)
@@ -202,7 +204,7 @@ func (tp *testProxy) pools(t *testing.T) poolsView {
 	return v
 }
 
-func (v poolsView) instance(service, id string) (instanceView, bool) {
+func (v poolsView) instance(service, id string) (pool.InstanceView, bool) {
 	for _, s := range v.Services {
 		if s.Name == service {
 			for _, in := range s.Instances {
@@ -212,7 +214,7 @@ func (v poolsView) instance(service, id string) (instanceView, bool) {
 			}
 		}
 	}
-	return instanceView{}, false
+	return pool.InstanceView{}, false
 }
 
 func (tp *testProxy) metrics(t *testing.T) string {
@@ -273,4 +275,17 @@ func serveManually(t *testing.T, cfg config.Config) (*testProxy, context.CancelF
 	warm.waitServing()
 	warm.c.Close()
 	return tp, cancel, served
+}
+
+// quiet is the logger of pools and proxies whose logs no test reads.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// qosServiceConfig is a qos service with the given latency limit and short cooldowns and
+// probe interval (the pool package's tests have the same helper, qosConfig).
+func qosServiceConfig(latency time.Duration) config.ServiceConfig {
+	c := config.DefaultServiceConfig()
+	c.QoS.Latency = config.Dur(latency)
+	c.Cooldown = config.BackoffConfig{Base: config.Dur(time.Second), Max: config.Dur(8 * time.Second)}
+	c.Probe.Interval = config.Dur(2 * time.Second)
+	return c
 }

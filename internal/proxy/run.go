@@ -15,6 +15,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/proxy/sources"
 )
 
@@ -25,7 +26,7 @@ type Proxy struct {
 	m   *metrics.Metrics
 	// adminToken is AdminTokenFile's token ("" = the admin endpoints are open).
 	adminToken string
-	rt         *router
+	rt         *pool.Router
 	u          *sources.Union
 	h          *handler
 	// loop is the data plane's server while Serve runs.
@@ -66,10 +67,10 @@ func New(cfg config.Config) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, m: metrics.New(cfg.Node), adminToken: tok}
-	if p.rt, err = newRouter(cfg, time.Now, p.log, p.m); err != nil {
+	if p.rt, err = pool.NewRouter(cfg, time.Now, p.log, p.m); err != nil {
 		return nil, err
 	}
-	p.u = sources.New(cfg.Sources, p.log, p.m, p.rt.apply, p.rt.setReady)
+	p.u = sources.New(cfg.Sources, p.log, p.m, p.rt.Apply, p.rt.SetReady)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.h = newHandler(p.ctx, &p.wg, p.rt, p.m, p.log, cfg.MaxInflight)
 	p.h.writeTimeout = cfg.WriteTimeout
@@ -187,8 +188,8 @@ func (p *Proxy) close() {
 	p.once.Do(func() {
 		p.cancel()
 		p.wg.Wait()
-		for _, s := range p.rt.all() {
-			s.close()
+		for _, s := range p.rt.All() {
+			s.Close()
 		}
 	})
 }

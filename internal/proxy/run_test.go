@@ -14,6 +14,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/http1"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/proxy/sources"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
@@ -91,11 +92,11 @@ func TestProxyMetricsAndDebugPools(t *testing.T) {
 		t.Errorf("pools header: %+v", v)
 	}
 	ina, _ := v.instance("dps", "a")
-	if !ina.InPool || ina.EstimateFrom != estFromTraffic || ina.Samples != 3 || ina.Served != 3 || ina.ProbeMs <= 0 {
+	if !ina.InPool || ina.EstimateFrom != pool.EstFromTraffic || ina.Samples != 3 || ina.Served != 3 || ina.ProbeMs <= 0 {
 		t.Errorf("instance a: %+v", ina)
 	}
 	inb, _ := v.instance("dps", "b")
-	if inb.InPool || inb.Reason != reasonNotReady || inb.Why == "" {
+	if inb.InPool || inb.Reason != pool.ReasonNotReady || inb.Why == "" {
 		t.Errorf("instance b: %+v", inb)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -166,7 +167,7 @@ func TestProxyBeforeDiscovery(t *testing.T) {
 
 func TestProxyUnionOfSources(t *testing.T) {
 	var got discovery.Snapshot
-	u := sources.New([]discovery.Source{&testSource{name: "one"}, &testSource{name: "two"}}, discard, nil,
+	u := sources.New([]discovery.Source{&testSource{name: "one"}, &testSource{name: "two"}}, quiet, nil,
 		func(s discovery.Snapshot) { got = s }, nil)
 	u.Update(1, discovery.Snapshot{Instances: []discovery.Instance{{ID: "x", URL: "http://two"}, {ID: "y"}},
 		Nodes: map[string]discovery.NodeLoad{"n": {CPU: 0.2, Memory: 0.9}}})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 )
 
 // The data plane's server: an HTTP/1.1 server loop of the proxy's own in front of net/http's.
@@ -124,7 +125,7 @@ func (srv *server) serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		cc := srv.newConn(rawTCP(c))
+		cc := srv.newConn(pool.RawTCP(c))
 		if cc == nil {
 			c.Close()
 			continue
@@ -210,7 +211,7 @@ func (srv *server) closeAll() {
 	for cc := range srv.conns {
 		cc.c.Close()
 		if uc := cc.upc.Load(); uc != nil {
-			uc.c.Close()
+			uc.C.Close()
 		}
 	}
 	srv.mu.Unlock()
@@ -240,7 +241,7 @@ type clientConn struct {
 	// lastName and lastSvc: the service the previous request named, so that a connection
 	// that keeps naming the same service finds it without a lookup.
 	lastName []byte
-	lastSvc  *service
+	lastSvc  *pool.Service
 	// deadlineSet is when the idle read deadline was last set (zero: none is set);
 	// headerLimit: the deadline in force is the header timeout's instead.
 	deadlineSet time.Time
@@ -256,7 +257,7 @@ type clientConn struct {
 	writeSet time.Time
 	// upc is the instance connection the request in flight uses (nil: none), for closeAll:
 	// a goroutine blocked reading the instance is woken by nothing else.
-	upc atomic.Pointer[upConn]
+	upc atomic.Pointer[pool.UpConn]
 }
 
 // clientReader is what the loop's read buffer reads the client connection through. Outside a
@@ -274,13 +275,13 @@ func (r clientReader) Read(p []byte) (int, error) {
 	if d := now.Add(cc.up.idle); cc.bodyDL.Before(d) {
 		// The deadline is kept within [idle, idle+slack] from now, re-armed only when it
 		// falls short: a body arriving in many pieces re-arms once per slack, not per read.
-		cc.bodyDL = d.Add(deadlineSlackFor(cc.up.idle))
+		cc.bodyDL = d.Add(pool.DeadlineSlackFor(cc.up.idle))
 		cc.c.SetReadDeadline(cc.bodyDL)
 		cc.deadlineSet, cc.headerLimit = time.Time{}, false // readHead sets its own again
 	}
 	n, err := cc.c.Read(p)
 	cc.up.waitedFor(time.Since(now))
-	if err != nil && isTimeout(err) {
+	if err != nil && pool.IsTimeout(err) {
 		err = clientStalled{cc.up.idle}
 	}
 	return n, err
@@ -359,7 +360,7 @@ func (cc *clientConn) readHead() (int, error) {
 			cc.deadlineSet, cc.headerLimit = now, false
 		}
 		if _, err := cc.br.Peek(cc.br.Buffered() + 1); err != nil {
-			if cc.br.Buffered() > 0 && !isTimeout(err) {
+			if cc.br.Buffered() > 0 && !pool.IsTimeout(err) {
 				return 0, http1.ErrHeadFallback // let net/http say what is wrong
 			}
 			return 0, err
@@ -463,11 +464,6 @@ func (cc *clientConn) refuse(why string) {
 	h.m.Request("", "", http.StatusBadRequest, 0)
 	cc.headConsumed, cc.bodyDone, cc.isHead = true, false, false
 	cc.answerError(http.StatusBadRequest, why, "", 0, false)
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // bufferedConn is a connection handed to net/http with the bytes the loop had read.

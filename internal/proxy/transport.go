@@ -16,25 +16,8 @@ import (
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 )
-
-// newTransport is the probes' HTTP client transport (probe.path), dialing with dial.
-// Compression is off so that bodies pass through byte for byte; no proxy from the
-// environment, since instances are reached directly.
-func newTransport(connectTimeout time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
-	return &http.Transport{
-		DialContext:           dial,
-		MaxIdleConns:          0,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   connectTimeout + time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-	}
-}
-
-// errTimeoutMsg is the failure message of an attempt cut by the service's timeout.
-const errTimeoutMsg = "timeout"
 
 // gatewayError is an attempt sequence that ended without a response: 502 or 504.
 type gatewayError struct {
@@ -48,10 +31,10 @@ func (e *gatewayError) Error() string { return e.msg }
 // reqState follows one request: the handler creates it, the upstream fills in which instance
 // answered and the status sent.
 type reqState struct {
-	svc      *service
+	svc      *pool.Service
 	start    time.Time
 	instance string
-	in       *instance // the instance that answered (nil: none)
+	in       *pool.Instance // the instance that answered (nil: none)
 	code     int
 	errType  string
 }
@@ -94,13 +77,13 @@ type exchange interface {
 	// send writes the request to uc; recv reads the answer's head (1xx interim answers
 	// skipped, 101 returned) and reports its status and whether the connection can carry
 	// another request after its body.
-	send(uc *upConn, instHost string) error
-	recv(uc *upConn) (status int, keep bool, err error)
+	send(uc *pool.UpConn, instHost string) error
+	recv(uc *pool.UpConn) (status int, keep bool, err error)
 	// clock is the exchange's upload clock: send reports on it the time spent waiting for
 	// the client's body.
 	clock() *uploadClock
 	// using is told the instance connection an attempt uses, before anything is sent on it.
-	using(uc *upConn)
+	using(uc *pool.UpConn)
 }
 
 // uploadClock keeps the client's upload time out of the instance's account. The service's
@@ -111,7 +94,7 @@ type exchange interface {
 // for the client's body moves the attempt's deadline on by as much, and is left out of the
 // latency the instance is measured by.
 type uploadClock struct {
-	uc       *upConn
+	uc       *pool.UpConn
 	deadline time.Time     // the attempt's deadline before the client's waits
 	slack    time.Duration // upConn.bound's slack
 	// waited is the time spent waiting for the client's body so far.
@@ -121,7 +104,7 @@ type uploadClock struct {
 	idle time.Duration
 }
 
-func (u *uploadClock) start(uc *upConn, deadline time.Time, slack, idle time.Duration) {
+func (u *uploadClock) start(uc *pool.UpConn, deadline time.Time, slack, idle time.Duration) {
 	*u = uploadClock{uc: uc, deadline: deadline, slack: slack, idle: idle}
 }
 
@@ -129,7 +112,7 @@ func (u *uploadClock) start(uc *upConn, deadline time.Time, slack, idle time.Dur
 func (u *uploadClock) waitedFor(d time.Duration) {
 	u.waited += d
 	if u.uc != nil {
-		u.uc.bound(u.deadline.Add(u.waited), u.slack)
+		u.uc.Bound(u.deadline.Add(u.waited), u.slack)
 	}
 }
 
@@ -163,14 +146,14 @@ func (x *httpExchange) clock() *uploadClock      { return &x.up }
 
 // using: net/http's server cancels the request's context when it closes the connection, and
 // attempt's AfterFunc then interrupts the instance connection.
-func (x *httpExchange) using(*upConn) {}
-func (x *httpExchange) send(uc *upConn, instHost string) error {
+func (x *httpExchange) using(*pool.UpConn) {}
+func (x *httpExchange) send(uc *pool.UpConn, instHost string) error {
 	bp := copyBufs.Get().(*[]byte)
 	var body io.Reader
 	if x.hasBody() {
 		body = &clientBody{r: x.r.Body, ctl: x.ctl, clk: &x.up}
 	}
-	err := writeRequest(uc, x.r, body, instHost, x.upg, *bp)
+	err := pool.WriteRequest(uc, x.r, body, instHost, x.upg, *bp)
 	copyBufs.Put(bp)
 	return err
 }
@@ -199,15 +182,15 @@ func (b *clientBody) Read(p []byte) (int, error) {
 			b.ctl.SetReadDeadline(time.Time{})
 		}
 		return n, err
-	case err != nil && isTimeout(err) && b.clk.idle > 0:
-		return n, clientBodyError(clientStalled{b.clk.idle})
+	case err != nil && pool.IsTimeout(err) && b.clk.idle > 0:
+		return n, pool.ClientBodyError(clientStalled{b.clk.idle})
 	case err != nil:
-		return n, clientBodyError(err)
+		return n, pool.ClientBodyError(err)
 	}
 	return n, nil
 }
-func (x *httpExchange) recv(uc *upConn) (int, bool, error) {
-	resp, err := readResponse(uc, x.r)
+func (x *httpExchange) recv(uc *pool.UpConn) (int, bool, error) {
+	resp, err := pool.ReadResponse(uc, x.r)
 	if err != nil {
 		return 0, false, err
 	}
@@ -218,14 +201,14 @@ func (x *httpExchange) recv(uc *upConn) (int, bool, error) {
 // roundTrip is tryInstances for a request net/http's server read: the answer with a body
 // whose Close returns the connection to the pool.
 func (u *upstream) roundTrip(req *http.Request, st *reqState, ctl *http.ResponseController) (*http.Response, error) {
-	x := &httpExchange{r: req, upg: upgradeType(req.Header), ctl: ctl}
+	x := &httpExchange{r: req, upg: pool.UpgradeType(req.Header), ctl: ctl}
 	uc, keep, stop, err := u.tryInstances(x, st)
 	if err != nil {
 		return nil, err
 	}
 	resp := x.resp
-	resp.Header[http1.InstanceHeader] = st.in.idHeader
-	resp.Body = &upBody{rc: resp.Body, uc: uc, pool: st.svc.conns, stop: stop, in: st.in, keep: keep}
+	resp.Header[http1.InstanceHeader] = st.in.IDHeader
+	resp.Body = &upBody{rc: resp.Body, uc: uc, pool: st.svc.Conns, stop: stop, in: st.in, keep: keep}
 	return resp, nil
 }
 
@@ -237,40 +220,40 @@ func (u *upstream) roundTrip(req *http.Request, st *reqState, ctl *http.Response
 // connection; the caller reads the body, then calls stop (if not nil), returns the
 // connection to the pool (keep, body read to its end) or closes it, and ends the request's
 // count on st.in (outstanding).
-func (u *upstream) tryInstances(x exchange, st *reqState) (uc *upConn, keep bool, stop func() bool, err error) {
+func (u *upstream) tryInstances(x exchange, st *reqState) (uc *pool.UpConn, keep bool, stop func() bool, err error) {
 	s := st.svc
-	deadline := st.start.Add(s.cfg.Timeout.Duration)
-	var triedBuf [4]*instance
+	deadline := st.start.Add(s.Config.Timeout.Duration)
+	var triedBuf [4]*pool.Instance
 	tried := triedBuf[:0]
 	var failures []string
 	noBody := !x.hasBody()
 	ctx := x.context()
 	for {
-		in, err := s.pick(tried)
+		in, err := s.Pick(tried)
 		if err != nil {
 			if len(tried) == 0 {
 				return nil, false, nil, err
 			}
 			return nil, false, nil, &gatewayError{code: http.StatusBadGateway, instance: st.instance,
-				msg: fmt.Sprintf("service %q: no instance answered after %d attempt(s): %s; no other instance to try", s.name, len(tried), strings.Join(failures, "; "))}
+				msg: fmt.Sprintf("service %q: no instance answered after %d attempt(s): %s; no other instance to try", s.Name, len(tried), strings.Join(failures, "; "))}
 		}
 		tried = append(tried, in)
-		st.instance = in.id
+		st.instance = in.ID
 		uc, keep, stop, err := u.attempt(x, s, in, deadline)
 		if err == nil {
 			st.in = in
 			return uc, keep, stop, nil
 		}
 		var ge *gatewayError
-		var cb clientBodyErr
+		var cb pool.ClientBodyErr
 		if errors.As(err, &ge) || (ctx != nil && ctx.Err() != nil) || errors.As(err, &cb) {
 			return nil, false, nil, err // timeout (504), the client left or its body broke off: nothing to retry
 		}
-		failures = append(failures, in.id+": "+err.Error())
+		failures = append(failures, in.ID+": "+err.Error())
 		retryable := isDialError(err) || (noBody && idempotent(x.method()))
 		budget := time.Until(deadline)
 		switch {
-		case !retryable, len(tried) > s.cfg.Retries, budget <= 0:
+		case !retryable, len(tried) > s.Config.Retries, budget <= 0:
 			why := ""
 			switch {
 			case !retryable:
@@ -278,118 +261,115 @@ func (u *upstream) tryInstances(x exchange, st *reqState) (uc *upConn, keep bool
 			case budget <= 0:
 				why = "; no time left to retry"
 			}
-			return nil, false, nil, &gatewayError{code: http.StatusBadGateway, instance: in.id,
-				msg: fmt.Sprintf("service %q: no instance answered after %d attempt(s): %s%s", s.name, len(tried), strings.Join(failures, "; "), why)}
+			return nil, false, nil, &gatewayError{code: http.StatusBadGateway, instance: in.ID,
+				msg: fmt.Sprintf("service %q: no instance answered after %d attempt(s): %s%s", s.Name, len(tried), strings.Join(failures, "; "), why)}
 		}
-		u.m.Retry(s.name)
+		u.m.Retry(s.Name)
 	}
 }
-
-// aLongTimeAgo is a deadline in the past: setting it interrupts a connection's blocked I/O.
-var aLongTimeAgo = time.Unix(1, 0)
 
 // attempt sends x to one instance. The connection's deadline is the service's deadline
 // only until the response headers arrive; the body may then stream for as long as it takes.
 // The client leaving interrupts the exchange (context.AfterFunc sets a past deadline).
-func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.Time) (*upConn, bool, func() bool, error) {
+func (u *upstream) attempt(x exchange, s *pool.Service, in *pool.Instance, deadline time.Time) (*pool.UpConn, bool, func() bool, error) {
 	if time.Until(deadline) <= 0 {
-		return nil, false, nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.id,
-			msg: fmt.Sprintf("service %q: no answer within the timeout %v", s.name, s.cfg.Timeout)}
+		return nil, false, nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.ID,
+			msg: fmt.Sprintf("service %q: no answer within the timeout %v", s.Name, s.Config.Timeout)}
 	}
 	ctx := x.context()
-	epoch := in.epoch.Load()
-	r := attemptResult{epoch: epoch}
+	epoch := in.Epoch.Load()
+	r := pool.AttemptResult{Epoch: epoch}
 	noBody := !x.hasBody()
 	resendable := noBody && idempotent(x.method())
-	in.outstanding.Add(1)
+	in.Outstanding.Add(1)
 	for {
 		connStart := time.Now()
-		uc, err := s.conns.get(ctx, in.addr, in.tlsName)
+		uc, err := s.Conns.Get(ctx, in.Addr, in.TLSName)
 		if err != nil {
-			in.outstanding.Add(-1)
-			r.lat = time.Since(connStart)
+			in.Outstanding.Add(-1)
+			r.Lat = time.Since(connStart)
 			if ctx != nil && ctx.Err() != nil {
-				r.oc = outcomeCanceled
-				s.record(in, r)
+				r.Outcome = pool.OutcomeCanceled
+				s.Record(in, r)
 				return nil, false, nil, ctx.Err()
 			}
-			r.oc, r.errMsg = outcomeFailure, err.Error()
-			s.record(in, r)
+			r.Outcome, r.ErrMsg = pool.OutcomeFailure, err.Error()
+			s.Record(in, r)
 			return nil, false, nil, err
 		}
 		x.using(uc)
 		gotConn := time.Now()
-		limit := s.cfg.QoS.Latency.Duration
-		if s.cfg.Strategy != config.StrategyQoS {
+		limit := s.Config.QoS.Latency.Duration
+		if s.Config.Strategy != config.StrategyQoS {
 			limit = 0
 		}
 		if limit > 0 && noBody {
 			// Armed when the connection is ready, like the latency it stands for; with a
 			// body, once the body is sent (the client's upload is not the instance's time).
-			uc.slow.arm(s, in, epoch, gotConn, limit)
+			uc.Slow.Arm(s, in, epoch, gotConn, limit)
 		}
-		slack := deadlineSlackFor(s.cfg.Timeout.Duration)
-		uc.bound(deadline, slack)
+		slack := pool.DeadlineSlackFor(s.Config.Timeout.Duration)
+		uc.Bound(deadline, slack)
 		clk := x.clock()
-		clk.start(uc, deadline, slack, s.cfg.Timeout.Duration)
+		clk.start(uc, deadline, slack, s.Config.Timeout.Duration)
 		var stop func() bool
 		if ctx != nil {
-			stop = context.AfterFunc(ctx, func() { uc.c.SetDeadline(aLongTimeAgo) })
+			stop = context.AfterFunc(ctx, func() { uc.C.SetDeadline(pool.ALongTimeAgo) })
 		}
-		err = x.send(uc, in.target.Host)
+		err = x.send(uc, in.Target.Host)
 		if limit > 0 && !noBody && err == nil {
-			uc.slow.arm(s, in, epoch, gotConn.Add(clk.waited), limit)
+			uc.Slow.Arm(s, in, epoch, gotConn.Add(clk.waited), limit)
 		}
 		var status int
 		var keep bool
 		if err == nil {
 			status, keep, err = x.recv(uc)
 		}
-		r.lat = time.Since(gotConn) - clk.waited
-		r.sampled = uc.slow.disarm()
+		r.Lat = time.Since(gotConn) - clk.waited
+		r.Sampled = uc.Slow.Disarm()
 		if err != nil {
 			if stop != nil {
 				stop()
 			}
-			uc.c.Close()
-			var cb clientBodyErr
+			uc.C.Close()
+			var cb pool.ClientBodyErr
 			clientBroke := errors.As(err, &cb) // first: net/http cancels ctx when a body read fails
 			switch {
 			case clientBroke, ctx != nil && ctx.Err() != nil:
 				// The client left, or its body broke off or stalled: not the instance's failure.
-				in.outstanding.Add(-1)
-				r.oc = outcomeCanceled
-				s.record(in, r)
+				in.Outstanding.Add(-1)
+				r.Outcome = pool.OutcomeCanceled
+				s.Record(in, r)
 				if clientBroke {
 					return nil, false, nil, err
 				}
 				return nil, false, nil, ctx.Err()
 			case !time.Now().Before(clk.due()):
-				in.outstanding.Add(-1)
-				r.oc, r.errMsg = outcomeFailure, errTimeoutMsg
-				s.record(in, r)
-				return nil, false, nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.id,
-					msg: fmt.Sprintf("service %q: instance %s did not answer within the timeout %v", s.name, in.id, s.cfg.Timeout)}
-			case uc.reused && !r.sampled && resendable && staleConn(err):
+				in.Outstanding.Add(-1)
+				r.Outcome, r.ErrMsg = pool.OutcomeFailure, pool.ErrTimeoutMsg
+				s.Record(in, r)
+				return nil, false, nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.ID,
+					msg: fmt.Sprintf("service %q: instance %s did not answer within the timeout %v", s.Name, in.ID, s.Config.Timeout)}
+			case uc.Reused && !r.Sampled && resendable && staleConn(err):
 				// A pooled connection the instance had closed: not the instance's failure.
 				continue
 			}
-			in.outstanding.Add(-1)
-			r.oc, r.errMsg = outcomeFailure, err.Error()
-			s.record(in, r)
+			in.Outstanding.Add(-1)
+			r.Outcome, r.ErrMsg = pool.OutcomeFailure, err.Error()
+			s.Record(in, r)
 			return nil, false, nil, err
 		}
 		if ctx != nil {
 			// net/http's path reads the body through upBody, which knows nothing of
 			// deadlines; the loop clears it itself when a body must be waited for.
-			uc.unbound()
+			uc.Unbound()
 		}
-		r.oc, r.errMsg = classifyStatus(status), ""
-		if r.oc != outcomeOK {
-			r.errMsg = "HTTP " + strconv.Itoa(status)
+		r.Outcome, r.ErrMsg = pool.ClassifyStatus(status), ""
+		if r.Outcome != pool.OutcomeOK {
+			r.ErrMsg = "HTTP " + strconv.Itoa(status)
 		}
-		s.record(in, r)
-		in.series.UpstreamLatency(r.lat)
+		s.Record(in, r)
+		in.Series.UpstreamLatency(r.Lat)
 		return uc, keep, stop, nil
 	}
 }
@@ -397,7 +377,7 @@ func (u *upstream) attempt(x exchange, s *service, in *instance, deadline time.T
 // staleConn: the exchange failed the way a pooled connection the server has closed fails
 // (writing to it, or reading its end before any answer).
 func staleConn(err error) bool {
-	return errors.Is(err, errNoAnswer) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+	return errors.Is(err, pool.ErrNoAnswer) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // upBody is an answer's body: closing it returns the connection to the pool if the body was
@@ -405,10 +385,10 @@ func staleConn(err error) bool {
 // either way it ends the request's count on the instance.
 type upBody struct {
 	rc   io.ReadCloser
-	uc   *upConn
-	pool *connPool
+	uc   *pool.UpConn
+	pool *pool.ConnPool
 	stop func() bool
-	in   *instance
+	in   *pool.Instance
 	keep bool
 	eof  bool
 	done bool
@@ -427,16 +407,16 @@ func (b *upBody) Close() error {
 		return nil
 	}
 	b.done = true
-	b.in.outstanding.Add(-1)
+	b.in.Outstanding.Add(-1)
 	// stop reports false when the client's leaving already poisoned the deadline.
 	if b.stop() && b.eof && b.keep {
 		b.rc.Close()
-		b.pool.put(b.uc)
+		b.pool.Put(b.uc)
 		return nil
 	}
 	// Not read to its end: closing the connection ends the body (net/http's Close would
 	// drain it, however long it streams).
-	return b.uc.c.Close()
+	return b.uc.C.Close()
 }
 
 // isDialError reports a failure to establish the connection: the request was not sent.

@@ -17,37 +17,38 @@ import (
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/http1"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // directService is a service of one instance at url, probed once by its real probe (dial,
 // if not nil, is how its transport dials), with no maintainer running: the test sends
 // attempts through roundTrip.
-func directService(t *testing.T, cfg config.ServiceConfig, url string, dial dialFunc) (*service, *instance) {
+func directService(t *testing.T, cfg config.ServiceConfig, url string, dial pool.DialFunc) (*pool.Service, *pool.Instance) {
 	t.Helper()
-	s, err := newService("dps", cfg, time.Now, discard, nil)
+	s, err := pool.NewService("dps", cfg, time.Now, quiet, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if dial != nil {
-		s.spares.dial = dial // before anything can dial
+		s.Spares.Dial = dial // before anything can dial
 	}
-	t.Cleanup(s.close)
-	s.setInstances([]discovery.Instance{{ID: "a", Service: "dps", URL: url, Ready: true}}, nil)
-	in := s.lookup("a")
-	s.mu.Lock()
-	s.activateLocked()
-	s.mu.Unlock()
-	res, err := s.defaultProbe(context.Background(), in)
-	s.probeDone(in, res, err)
-	if !in.inPool {
-		t.Fatalf("not in the pool: %s", in.why)
+	t.Cleanup(s.Close)
+	s.SetInstances([]discovery.Instance{{ID: "a", Service: "dps", URL: url, Ready: true}}, nil)
+	in := s.Lookup("a")
+	s.Mu.Lock()
+	s.ActivateLocked()
+	s.Mu.Unlock()
+	res, err := s.DefaultProbe(context.Background(), in)
+	s.ProbeDone(in, res, err)
+	if !in.InPool {
+		t.Fatalf("not in the pool: %s", in.Why)
 	}
 	return s, in
 }
 
 // roundTrip sends one request through the service's attempt path, as the handler would.
-func roundTrip(s *service, method string) (*http.Response, error) {
+func roundTrip(s *pool.Service, method string) (*http.Response, error) {
 	req := httptest.NewRequest(method, "http://dps.example/", nil)
 	req = req.WithContext(context.WithValue(req.Context(), stateKey{}, &reqState{svc: s, start: time.Now()}))
 	resp, err := (&upstream{}).RoundTrip(req)
@@ -61,7 +62,7 @@ func TestProxyConnectTimeNotChargedToEstimate(t *testing.T) {
 	up := upstreamServer(t, "a", nil)
 	// The network to the instance: a handshake takes 150 ms, more than the limit, and the
 	// instance answers at once. Round-robin, so that no spare connection hides the dial.
-	cfg := qosConfig(100 * time.Millisecond)
+	cfg := qosServiceConfig(100 * time.Millisecond)
 	cfg.Strategy = config.StrategyRoundRobin
 	handshake := 150 * time.Millisecond
 	s, in := directService(t, cfg, up.URL, func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -75,11 +76,11 @@ func TestProxyConnectTimeNotChargedToEstimate(t *testing.T) {
 	if took := time.Since(start); took < handshake {
 		t.Fatalf("request took %v, the dial alone %v", took, handshake)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if in.samples != 1 || in.est >= handshake || !in.inPool {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	if in.Samples != 1 || in.Est >= handshake || !in.InPool {
 		t.Fatalf("after a request over a new connection: %d samples, estimate %v, in pool %v (%s); want the handshake left out",
-			in.samples, in.est, in.inPool, in.why)
+			in.Samples, in.Est, in.InPool, in.Why)
 	}
 }
 
@@ -109,7 +110,7 @@ func TestProxyEvictsSlowInstanceWhileItsRequestIsInFlight(t *testing.T) {
 	}()
 	testenv.Eventually(t, 30*time.Second, "eviction with the request still in flight", func() bool {
 		in, _ := tp.pools(t).instance("dps", "slow")
-		return in.Reason == reasonHold && in.Outstanding == 1
+		return in.Reason == pool.ReasonHold && in.Outstanding == 1
 	})
 	close(release)
 	if code := <-done; code != http.StatusOK {
@@ -127,12 +128,12 @@ func TestProxyHTTPProbeMeasuresNetworkAndResponse(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	})
-	cfg := qosConfig(time.Second)
+	cfg := qosServiceConfig(time.Second)
 	cfg.Probe.Path = "/healthz"
 	s, in := directService(t, cfg, up.URL, nil)
 	for range 2 { // a new connection each time: every probe measures the connect time
-		res, err := s.defaultProbe(context.Background(), in)
-		if err != nil || res.net <= 0 || res.lat <= 0 {
+		res, err := s.DefaultProbe(context.Background(), in)
+		if err != nil || res.Net <= 0 || res.Lat <= 0 {
 			t.Fatalf("HTTP probe: %+v, %v", res, err)
 		}
 	}
@@ -234,5 +235,27 @@ func TestProxyHTTPSInstanceServed(t *testing.T) {
 	resp, body := dialRaw(t, tp).roundTrip("GET /secret HTTP/1.1\r\nHost: bad\r\n\r\n", http.MethodGet)
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "certificate") {
 		t.Fatalf("untrusted certificate: %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestProxyProbeConnectionServesTheFirstRequest(t *testing.T) {
+	var mu sync.Mutex
+	var remotes []string
+	up := upstreamServer(t, "a", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		remotes = append(remotes, r.RemoteAddr)
+		mu.Unlock()
+	})
+	s, in := directService(t, qosServiceConfig(time.Second), up.URL, nil) // probed: the pool has it
+	s.Spares.Mu.Lock()
+	probeConn := s.Spares.Slots[in.Addr].Idle[0].C.LocalAddr().String()
+	s.Spares.Mu.Unlock()
+	if resp, err := roundTrip(s, http.MethodGet); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("request: %v, %v", resp, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(remotes) != 1 || remotes[0] != probeConn {
+		t.Fatalf("request came over %v, want the probe's connection %s", remotes, probeConn)
 	}
 }

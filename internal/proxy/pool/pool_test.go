@@ -1,4 +1,4 @@
-package proxy
+package pool
 
 import (
 	"errors"
@@ -38,9 +38,9 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // testService builds an active service (as after its first request) whose instances i0..i(n-1)
 // each run on node n<i>; no goroutine runs: the test drives schedule and probeDone itself.
-func testService(t *testing.T, cfg config.ServiceConfig, clk *fakeClock, n int, nodes map[string]discovery.NodeLoad) (*service, []*instance) {
+func testService(t *testing.T, cfg config.ServiceConfig, clk *fakeClock, n int, nodes map[string]discovery.NodeLoad) (*Service, []*Instance) {
 	t.Helper()
-	s, err := newService("svc", cfg, clk.Now, discard, nil)
+	s, err := NewService("svc", cfg, clk.Now, discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,26 +49,26 @@ func testService(t *testing.T, cfg config.ServiceConfig, clk *fakeClock, n int, 
 		list = append(list, discovery.Instance{ID: fmt.Sprintf("i%d", i), Service: "svc",
 			URL: fmt.Sprintf("http://10.0.0.%d:80", i+1), Node: fmt.Sprintf("n%d", i), Ready: true})
 	}
-	s.setInstances(list, nodes)
-	s.mu.Lock()
-	s.activateLocked()
-	s.mu.Unlock()
-	ins := make([]*instance, n)
+	s.SetInstances(list, nodes)
+	s.Mu.Lock()
+	s.ActivateLocked()
+	s.Mu.Unlock()
+	ins := make([]*Instance, n)
 	for i := range n {
-		ins[i] = s.lookup(fmt.Sprintf("i%d", i))
+		ins[i] = s.Lookup(fmt.Sprintf("i%d", i))
 	}
 	return s, ins
 }
 
 // probeAll runs the probes schedule says are due, each answering with lat[instance] (absent:
 // a failure).
-func probeAll(s *service, lat map[*instance]time.Duration) []*instance {
+func probeAll(s *Service, lat map[*Instance]time.Duration) []*Instance {
 	due, _ := s.schedule()
 	for _, in := range due {
 		if d, ok := lat[in]; ok {
-			s.probeDone(in, probeResult{lat: d, net: d}, nil)
+			s.ProbeDone(in, probeResult{Lat: d, Net: d}, nil)
 		} else {
-			s.probeDone(in, probeResult{}, errors.New("connection refused"))
+			s.ProbeDone(in, probeResult{}, errors.New("connection refused"))
 		}
 	}
 	return due
@@ -82,9 +82,9 @@ func qosConfig(latency time.Duration) config.ServiceConfig {
 	return c
 }
 
-func reasons(s *service) map[string]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func reasons(s *Service) map[string]string {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	out := map[string]string{}
 	for _, in := range s.order {
 		r := in.reason
@@ -102,7 +102,7 @@ func TestProxyInitialEstimateFromProbes(t *testing.T) {
 	if r := reasons(s); r["i0"] != reasonUnprobed {
 		t.Fatalf("before probes: %v", r)
 	}
-	due := probeAll(s, map[*instance]time.Duration{in[0]: 5 * time.Millisecond, in[1]: 60 * time.Millisecond, in[2]: 120 * time.Millisecond})
+	due := probeAll(s, map[*Instance]time.Duration{in[0]: 5 * time.Millisecond, in[1]: 60 * time.Millisecond, in[2]: 120 * time.Millisecond})
 	if len(due) != 3 {
 		t.Fatalf("activation probes %d instances, want 3", len(due))
 	}
@@ -115,11 +115,11 @@ func TestProxyInitialEstimateFromProbes(t *testing.T) {
 func TestProxyCooldownBackoffGrowsAndProbeReadmits(t *testing.T) {
 	clk := newFakeClock()
 	s, in := testService(t, qosConfig(80*time.Millisecond), clk, 2, nil)
-	probeAll(s, map[*instance]time.Duration{in[0]: time.Millisecond, in[1]: time.Millisecond})
+	probeAll(s, map[*Instance]time.Duration{in[0]: time.Millisecond, in[1]: time.Millisecond})
 	a := in[0]
 
-	s.observe(a, time.Millisecond, outcomeFailure, "connection refused")
-	s.observe(a, time.Millisecond, outcomeFailure, "connection refused") // same outage
+	s.observe(a, time.Millisecond, OutcomeFailure, "connection refused")
+	s.observe(a, time.Millisecond, OutcomeFailure, "connection refused") // same outage
 	if a.failures != 1 || a.reason != reasonCooldown || !a.cooldownUntil.Equal(clk.Now().Add(time.Second)) {
 		t.Fatalf("after failures: failures %d, reason %q, cooldown until +%v", a.failures, a.reason, a.cooldownUntil.Sub(clk.Now()))
 	}
@@ -129,7 +129,7 @@ func TestProxyCooldownBackoffGrowsAndProbeReadmits(t *testing.T) {
 			t.Fatalf("step %d: probed %d instances during the cooldown", i, len(due))
 		}
 		clk.Advance(a.cooldownUntil.Sub(clk.Now()))
-		due := probeAll(s, map[*instance]time.Duration{in[1]: time.Millisecond})
+		due := probeAll(s, map[*Instance]time.Duration{in[1]: time.Millisecond})
 		if len(due) == 0 || due[0] != a {
 			t.Fatalf("step %d: cooldown ended but %v probed", i, due)
 		}
@@ -140,16 +140,16 @@ func TestProxyCooldownBackoffGrowsAndProbeReadmits(t *testing.T) {
 	// Recovered: the next probe succeeds and the instance rejoins with no request sent to it.
 	clk.Advance(a.cooldownUntil.Sub(clk.Now()))
 	served := a.served
-	probeAll(s, map[*instance]time.Duration{a: 2 * time.Millisecond, in[1]: time.Millisecond})
-	if a.reason != "" || !a.inPool || a.served != served {
-		t.Fatalf("after a good probe: reason %q, in pool %v, served %d -> %d", a.reason, a.inPool, served, a.served)
+	probeAll(s, map[*Instance]time.Duration{a: 2 * time.Millisecond, in[1]: time.Millisecond})
+	if a.reason != "" || !a.InPool || a.served != served {
+		t.Fatalf("after a good probe: reason %q, in pool %v, served %d -> %d", a.reason, a.InPool, served, a.served)
 	}
 	// The failure count survives the probe (a flapping instance keeps its long cooldown) and
 	// resets with the first successful request.
 	if a.failures == 0 {
 		t.Fatal("failures reset by a probe")
 	}
-	s.observe(a, time.Millisecond, outcomeOK, "")
+	s.observe(a, time.Millisecond, OutcomeOK, "")
 	if a.failures != 0 {
 		t.Fatalf("failures = %d after a success", a.failures)
 	}
@@ -159,26 +159,26 @@ func TestProxyLatencyEvictionHoldAndReadmissionWithoutTraffic(t *testing.T) {
 	clk := newFakeClock()
 	s, in := testService(t, qosConfig(80*time.Millisecond), clk, 2, nil)
 	a, b := in[0], in[1]
-	probeAll(s, map[*instance]time.Duration{a: time.Millisecond, b: time.Millisecond})
+	probeAll(s, map[*Instance]time.Duration{a: time.Millisecond, b: time.Millisecond})
 
 	// One answer over the limit: with fewer than 20 samples the p95 is the maximum.
-	s.observe(a, 120*time.Millisecond, outcomeOK, "")
-	if a.reason != reasonHold || a.evictions != 1 || a.holdUntil.Sub(clk.Now()) != time.Second {
+	s.observe(a, 120*time.Millisecond, OutcomeOK, "")
+	if a.reason != ReasonHold || a.evictions != 1 || a.holdUntil.Sub(clk.Now()) != time.Second {
 		t.Fatalf("after a slow answer: reason %q, evictions %d, hold %v", a.reason, a.evictions, a.holdUntil.Sub(clk.Now()))
 	}
 	for range 50 {
-		if got, _ := s.pick(nil); got != b {
+		if got, _ := s.Pick(nil); got != b {
 			t.Fatalf("picked %s while it is held", got.disc.ID)
 		}
 	}
 	// The hold ends; probes (no traffic) bring it back.
 	clk.Advance(time.Second)
-	probeAll(s, map[*instance]time.Duration{a: time.Millisecond, b: time.Millisecond})
+	probeAll(s, map[*Instance]time.Duration{a: time.Millisecond, b: time.Millisecond})
 	if a.reason != "" {
-		t.Fatalf("after the hold and a probe: reason %q (%s)", a.reason, a.why)
+		t.Fatalf("after the hold and a probe: reason %q (%s)", a.reason, a.Why)
 	}
 	// Slow again on its first request: held twice as long.
-	s.observe(a, 150*time.Millisecond, outcomeOK, "")
+	s.observe(a, 150*time.Millisecond, OutcomeOK, "")
 	if a.evictions != 2 || a.holdUntil.Sub(clk.Now()) != 2*time.Second {
 		t.Fatalf("second eviction: evictions %d, hold %v", a.evictions, a.holdUntil.Sub(clk.Now()))
 	}
@@ -188,17 +188,17 @@ func TestProxyNetworkChangeSeenByProbes(t *testing.T) {
 	clk := newFakeClock()
 	s, in := testService(t, qosConfig(80*time.Millisecond), clk, 2, nil)
 	a, b := in[0], in[1]
-	probeAll(s, map[*instance]time.Duration{a: 90 * time.Millisecond, b: time.Millisecond})
+	probeAll(s, map[*Instance]time.Duration{a: 90 * time.Millisecond, b: time.Millisecond})
 	if a.reason != reasonLatency {
 		t.Fatalf("far instance: reason %q", a.reason)
 	}
 	// The link gets faster: probes every interval see it, and it joins without traffic.
 	for range 3 {
 		clk.Advance(2 * time.Second)
-		probeAll(s, map[*instance]time.Duration{a: 20 * time.Millisecond, b: time.Millisecond})
+		probeAll(s, map[*Instance]time.Duration{a: 20 * time.Millisecond, b: time.Millisecond})
 	}
 	if a.reason != "" {
-		t.Fatalf("after faster probes: reason %q (%s), estimate %v", a.reason, a.why, a.est)
+		t.Fatalf("after faster probes: reason %q (%s), estimate %v", a.reason, a.Why, a.Est)
 	}
 }
 
@@ -207,23 +207,23 @@ func TestProxyOverloadedOnlyWhenPoolEmpty(t *testing.T) {
 	nodes := map[string]discovery.NodeLoad{"n0": {CPU: 0.99}, "n1": {Memory: 0.5}}
 	s, in := testService(t, qosConfig(80*time.Millisecond), clk, 2, nodes)
 	hot, cool := in[0], in[1]
-	probeAll(s, map[*instance]time.Duration{hot: time.Millisecond, cool: time.Millisecond})
+	probeAll(s, map[*Instance]time.Duration{hot: time.Millisecond, cool: time.Millisecond})
 	if hot.reason != reasonOverloaded {
 		t.Fatalf("hot: reason %q", hot.reason)
 	}
 	for range 100 {
-		if got, _ := s.pick(nil); got != cool {
+		if got, _ := s.Pick(nil); got != cool {
 			t.Fatal("picked the overloaded instance while the pool has another")
 		}
 	}
-	s.observe(cool, time.Millisecond, outcomeFailure, "connection refused")
+	s.observe(cool, time.Millisecond, OutcomeFailure, "connection refused")
 	for range 10 {
-		if got, err := s.pick(nil); got != hot {
+		if got, err := s.Pick(nil); got != hot {
 			t.Fatalf("pool empty: picked %v (%v), want the overloaded instance", got, err)
 		}
 	}
 	// The node's load drops: the instance joins the pool.
-	s.setInstances([]discovery.Instance{hot.disc, cool.disc}, map[string]discovery.NodeLoad{"n0": {CPU: 0.5}})
+	s.SetInstances([]discovery.Instance{hot.disc, cool.disc}, map[string]discovery.NodeLoad{"n0": {CPU: 0.5}})
 	if hot.reason != "" {
 		t.Fatalf("after the load dropped: reason %q", hot.reason)
 	}
@@ -232,7 +232,7 @@ func TestProxyOverloadedOnlyWhenPoolEmpty(t *testing.T) {
 func TestProxyReestimationBelowPoolMinShare(t *testing.T) {
 	clk := newFakeClock()
 	s, in := testService(t, qosConfig(80*time.Millisecond), clk, 4, nil)
-	all := map[*instance]time.Duration{}
+	all := map[*Instance]time.Duration{}
 	for _, x := range in {
 		all[x] = time.Millisecond
 	}
@@ -242,13 +242,13 @@ func TestProxyReestimationBelowPoolMinShare(t *testing.T) {
 	}
 	clk.Advance(100 * time.Millisecond)
 	// Traffic keeps i0 fresh, so it is not due a probe of its own.
-	s.observe(in[0], time.Millisecond, outcomeOK, "")
-	s.observe(in[1], 200*time.Millisecond, outcomeOK, "") // 3/4 in pool
-	s.observe(in[2], 200*time.Millisecond, outcomeOK, "") // 2/4 = 50%
+	s.observe(in[0], time.Millisecond, OutcomeOK, "")
+	s.observe(in[1], 200*time.Millisecond, OutcomeOK, "") // 3/4 in pool
+	s.observe(in[2], 200*time.Millisecond, OutcomeOK, "") // 2/4 = 50%
 	if s.reestimations != 0 {
 		t.Fatalf("re-estimated at 50%% (share 30%%)")
 	}
-	s.observe(in[3], 200*time.Millisecond, outcomeOK, "") // 1/4 = 25% < 30%
+	s.observe(in[3], 200*time.Millisecond, OutcomeOK, "") // 1/4 = 25% < 30%
 	if s.reestimations != 1 {
 		t.Fatalf("reestimations = %d at 25%%, want 1", s.reestimations)
 	}
@@ -257,7 +257,7 @@ func TestProxyReestimationBelowPoolMinShare(t *testing.T) {
 		t.Fatalf("re-estimation probed %d instances, want all 4 (in-pool ones too)", len(due))
 	}
 	// At most once per probe interval.
-	s.observe(in[0], 300*time.Millisecond, outcomeOK, "")
+	s.observe(in[0], 300*time.Millisecond, OutcomeOK, "")
 	if s.reestimations != 1 {
 		t.Fatalf("re-estimated twice within one probe interval")
 	}
@@ -269,19 +269,19 @@ func TestProxySuccessRateEviction(t *testing.T) {
 	cfg.QoS.MinSuccessRate = 0.9 // needs 10 outcomes before it can evict
 	s, in := testService(t, cfg, clk, 2, nil)
 	a := in[0]
-	probeAll(s, map[*instance]time.Duration{a: time.Millisecond, in[1]: time.Millisecond})
+	probeAll(s, map[*Instance]time.Duration{a: time.Millisecond, in[1]: time.Millisecond})
 	for i := range 9 {
-		oc := outcomeOK
+		oc := OutcomeOK
 		if i < 2 {
-			oc = outcomeError // HTTP 500: answered, but counts against the rate
+			oc = OutcomeError // HTTP 500: answered, but counts against the rate
 		}
 		s.observe(a, time.Millisecond, oc, "HTTP 500")
 	}
 	if a.reason != "" {
-		t.Fatalf("evicted after 9 outcomes: %s", a.why)
+		t.Fatalf("evicted after 9 outcomes: %s", a.Why)
 	}
-	s.observe(a, time.Millisecond, outcomeOK, "")
-	if a.reason != reasonHold {
+	s.observe(a, time.Millisecond, OutcomeOK, "")
+	if a.reason != ReasonHold {
 		t.Fatalf("success rate 0.8 < 0.9 over 10 requests: reason %q", a.reason)
 	}
 }
@@ -289,26 +289,26 @@ func TestProxySuccessRateEviction(t *testing.T) {
 func TestProxyBestEffortAndNoInstance(t *testing.T) {
 	clk := newFakeClock()
 	s, in := testService(t, qosConfig(10*time.Millisecond), clk, 3, nil)
-	probeAll(s, map[*instance]time.Duration{in[0]: 40 * time.Millisecond, in[1]: 20 * time.Millisecond, in[2]: 30 * time.Millisecond})
-	if got, _ := s.pick(nil); got != in[1] {
+	probeAll(s, map[*Instance]time.Duration{in[0]: 40 * time.Millisecond, in[1]: 20 * time.Millisecond, in[2]: 30 * time.Millisecond})
+	if got, _ := s.Pick(nil); got != in[1] {
 		t.Fatalf("best effort picked %v, want the lowest estimate i1", got)
 	}
-	s.mu.Lock()
-	s.cfg.QoS.Fallback = config.FallbackNone
-	s.mu.Unlock()
-	_, err := s.pick(nil)
-	var ni *noInstanceError
-	if !errors.As(err, &ni) || ni.retryAfter < time.Second {
+	s.Mu.Lock()
+	s.Config.QoS.Fallback = config.FallbackNone
+	s.Mu.Unlock()
+	_, err := s.Pick(nil)
+	var ni *NoInstanceError
+	if !errors.As(err, &ni) || ni.RetryAfter < time.Second {
 		t.Fatalf("fallback none: err = %v", err)
 	}
 	// Everything in cooldown: Retry-After is the earliest cooldown end, rounded up to 1 s.
-	s.mu.Lock()
-	s.cfg.QoS.Fallback = config.FallbackBestEffort
-	s.mu.Unlock()
+	s.Mu.Lock()
+	s.Config.QoS.Fallback = config.FallbackBestEffort
+	s.Mu.Unlock()
 	for _, x := range in {
-		s.observe(x, 0, outcomeFailure, "connection refused")
+		s.observe(x, 0, OutcomeFailure, "connection refused")
 	}
-	if _, err := s.pick(nil); !errors.As(err, &ni) {
+	if _, err := s.Pick(nil); !errors.As(err, &ni) {
 		t.Fatalf("all in cooldown: err = %v", err)
 	}
 }
@@ -319,18 +319,18 @@ func TestProxyAttributeRequirementsApplyToEveryStrategy(t *testing.T) {
 		cfg := qosConfig(0)
 		cfg.Strategy = strategy
 		cfg.QoS.Require = []string{"accuracy >= 0.95", "tier in [edge]"}
-		s, err := newService("svc", cfg, clk.Now, discard, nil)
+		s, err := NewService("svc", cfg, clk.Now, discard, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.setInstances([]discovery.Instance{
+		s.SetInstances([]discovery.Instance{
 			{ID: "good", URL: "http://h1:80", Ready: true, Attributes: map[string]string{"accuracy": "0.97", "tier": "edge"}},
 			{ID: "inaccurate", URL: "http://h2:80", Ready: true, Attributes: map[string]string{"accuracy": "0.9", "tier": "edge"}},
 			{ID: "cloud", URL: "http://h3:80", Ready: true, Attributes: map[string]string{"accuracy": "0.99", "tier": "cloud"}},
 			{ID: "unready", URL: "http://h4:80", Ready: false, Attributes: map[string]string{"accuracy": "0.99", "tier": "edge"}},
 		}, nil)
 		for range 50 {
-			got, err := s.pick(nil)
+			got, err := s.Pick(nil)
 			if err != nil || got.disc.ID != "good" {
 				t.Fatalf("%s: picked %v, %v", strategy, got, err)
 			}
@@ -351,38 +351,38 @@ func TestProxyLateAnswersAfterEvictionAreDiscarded(t *testing.T) {
 	clk := newFakeClock()
 	s, in := testService(t, qosConfig(80*time.Millisecond), clk, 2, nil)
 	a, b := in[0], in[1]
-	probeAll(s, map[*instance]time.Duration{a: 40 * time.Millisecond, b: 20 * time.Millisecond})
-	before := a.epoch.Load() // the epoch of requests sent now, before the eviction
+	probeAll(s, map[*Instance]time.Duration{a: 40 * time.Millisecond, b: 20 * time.Millisecond})
+	before := a.Epoch.Load() // the epoch of requests sent now, before the eviction
 
-	s.observe(a, 166*time.Millisecond, outcomeOK, "") // the first slow answer evicts it
-	if a.reason != reasonHold || a.epoch.Load() == before {
-		t.Fatalf("after a slow answer: reason %q, epoch %d -> %d", a.reason, before, a.epoch.Load())
+	s.observe(a, 166*time.Millisecond, OutcomeOK, "") // the first slow answer evicts it
+	if a.reason != ReasonHold || a.Epoch.Load() == before {
+		t.Fatalf("after a slow answer: reason %q, epoch %d -> %d", a.reason, before, a.Epoch.Load())
 	}
 	// The answers of the requests that were on their way when it was evicted arrive late.
 	for range 13 {
-		s.record(a, attemptResult{epoch: before, lat: 170 * time.Millisecond, oc: outcomeOK})
+		s.Record(a, AttemptResult{Epoch: before, Lat: 170 * time.Millisecond, Outcome: OutcomeOK})
 	}
-	s.record(a, attemptResult{epoch: before, oc: outcomeError, errMsg: "HTTP 500"})
-	if a.samples != 0 || a.outcomes != 0 {
-		t.Fatalf("late answers counted: %d samples, %d outcomes", a.samples, a.outcomes)
+	s.Record(a, AttemptResult{Epoch: before, Outcome: OutcomeError, ErrMsg: "HTTP 500"})
+	if a.Samples != 0 || a.outcomes != 0 {
+		t.Fatalf("late answers counted: %d samples, %d outcomes", a.Samples, a.outcomes)
 	}
 	// The estimate from before the eviction is stale too: no estimate until a new probe,
 	// which is due at once, during the hold.
 	if a.estFrom != estNone {
-		t.Fatalf("estimate from %s (%v) right after the eviction, want none until a probe", a.estFrom, a.est)
+		t.Fatalf("estimate from %s (%v) right after the eviction, want none until a probe", a.estFrom, a.Est)
 	}
-	if due := probeAll(s, map[*instance]time.Duration{a: 40 * time.Millisecond, b: 20 * time.Millisecond}); len(due) != 1 || due[0] != a {
+	if due := probeAll(s, map[*Instance]time.Duration{a: 40 * time.Millisecond, b: 20 * time.Millisecond}); len(due) != 1 || due[0] != a {
 		t.Fatalf("probes due after the eviction: %v, want only the evicted instance", due)
 	}
 	// The hold ends: the probe taken during it brings the instance back, with no traffic.
 	clk.Advance(time.Second)
 	s.schedule()
-	if a.reason != "" || a.estFrom != estFromProbe || a.est != 40*time.Millisecond {
-		t.Fatalf("after the hold: reason %q (%s), estimate %v from %s", a.reason, a.why, a.est, a.estFrom)
+	if a.reason != "" || a.estFrom != estFromProbe || a.Est != 40*time.Millisecond {
+		t.Fatalf("after the hold: reason %q (%s), estimate %v from %s", a.reason, a.Why, a.Est, a.estFrom)
 	}
 	// A failure of a request sent before the eviction still starts a cooldown: whether the
 	// instance can be reached does not depend on when the request left.
-	s.record(a, attemptResult{epoch: before, oc: outcomeFailure, errMsg: "connection refused"})
+	s.Record(a, AttemptResult{Epoch: before, Outcome: OutcomeFailure, ErrMsg: "connection refused"})
 	if a.reason != reasonCooldown {
 		t.Fatalf("late connection failure: reason %q", a.reason)
 	}
@@ -392,19 +392,19 @@ func TestProxyHoldEndsWithoutProbeStaysOut(t *testing.T) {
 	clk := newFakeClock()
 	s, in := testService(t, qosConfig(80*time.Millisecond), clk, 2, nil)
 	a := in[0]
-	probeAll(s, map[*instance]time.Duration{a: time.Millisecond, in[1]: time.Millisecond})
-	s.observe(a, 200*time.Millisecond, outcomeOK, "")
+	probeAll(s, map[*Instance]time.Duration{a: time.Millisecond, in[1]: time.Millisecond})
+	s.observe(a, 200*time.Millisecond, OutcomeOK, "")
 	due, _ := s.schedule() // the probe starts but does not answer before the hold ends
 	clk.Advance(time.Second)
 	s.schedule()
-	if a.reason != reasonUnprobed || !strings.Contains(a.why, "no probe since") {
-		t.Fatalf("hold over, probe not back: reason %q (%s), want unprobed", a.reason, a.why)
+	if a.reason != reasonUnprobed || !strings.Contains(a.Why, "no probe since") {
+		t.Fatalf("hold over, probe not back: reason %q (%s), want unprobed", a.reason, a.Why)
 	}
 	for _, x := range due {
-		s.probeDone(x, probeResult{lat: 150 * time.Millisecond, net: 150 * time.Millisecond}, nil) // the link is slower now
+		s.ProbeDone(x, probeResult{Lat: 150 * time.Millisecond, Net: 150 * time.Millisecond}, nil) // the link is slower now
 	}
-	if a.reason != reasonLatency || a.est != 150*time.Millisecond {
-		t.Fatalf("fresh probe of 150ms: reason %q, estimate %v (the old 1ms probe must not be averaged in)", a.reason, a.est)
+	if a.reason != reasonLatency || a.Est != 150*time.Millisecond {
+		t.Fatalf("fresh probe of 150ms: reason %q, estimate %v (the old 1ms probe must not be averaged in)", a.reason, a.Est)
 	}
 }
 
@@ -412,12 +412,12 @@ func TestProxyProbationAfterEviction(t *testing.T) {
 	clk := newFakeClock()
 	s, in := testService(t, qosConfig(80*time.Millisecond), clk, 2, nil)
 	a, b := in[0], in[1]
-	lat := map[*instance]time.Duration{a: time.Millisecond, b: time.Millisecond}
+	lat := map[*Instance]time.Duration{a: time.Millisecond, b: time.Millisecond}
 	probeAll(s, lat)
 	if a.probation {
 		t.Fatal("on probation before any eviction")
 	}
-	s.observe(a, 120*time.Millisecond, outcomeOK, "")
+	s.observe(a, 120*time.Millisecond, OutcomeOK, "")
 	probeAll(s, lat)
 	clk.Advance(time.Second)
 	s.schedule()
@@ -425,24 +425,24 @@ func TestProxyProbationAfterEviction(t *testing.T) {
 		t.Fatalf("back after the hold: reason %q, probation %v", a.reason, a.probation)
 	}
 	// One request at a time until it answers within the limit.
-	first, _ := s.pick(nil)
-	second, _ := s.pick(nil)
+	first, _ := s.Pick(nil)
+	second, _ := s.Pick(nil)
 	if first == second {
-		t.Fatalf("picks %s twice in a row with two in the pool", first.id)
+		t.Fatalf("picks %s twice in a row with two in the pool", first.ID)
 	}
-	a.outstanding.Add(1) // a's request is out
+	a.Outstanding.Add(1) // a's request is out
 	for range 10 {
-		if got, _ := s.pick(nil); got != b {
-			t.Fatalf("picked %s while its probation request is in flight", got.id)
+		if got, _ := s.Pick(nil); got != b {
+			t.Fatalf("picked %s while its probation request is in flight", got.ID)
 		}
 	}
 	// With only a in the pool there is no one else: it takes the requests.
-	s.observe(b, 0, outcomeFailure, "connection refused")
-	if got, _ := s.pick(nil); got != a {
+	s.observe(b, 0, OutcomeFailure, "connection refused")
+	if got, _ := s.Pick(nil); got != a {
 		t.Fatalf("with the pool {a} picked %v", got)
 	}
-	a.outstanding.Add(-1)
-	s.observe(a, 30*time.Millisecond, outcomeOK, "")
+	a.Outstanding.Add(-1)
+	s.observe(a, 30*time.Millisecond, OutcomeOK, "")
 	if a.probation {
 		t.Fatal("still on probation after an answer within the limit")
 	}
@@ -452,23 +452,23 @@ func TestProxySlowInFlightEvictsBeforeTheAnswer(t *testing.T) {
 	clk := newFakeClock()
 	s, in := testService(t, qosConfig(80*time.Millisecond), clk, 2, nil)
 	a := in[0]
-	probeAll(s, map[*instance]time.Duration{a: time.Millisecond, in[1]: time.Millisecond})
+	probeAll(s, map[*Instance]time.Duration{a: time.Millisecond, in[1]: time.Millisecond})
 	for range 32 { // a full window: its p95 is the second slowest sample
-		s.observe(a, 30*time.Millisecond, outcomeOK, "")
+		s.observe(a, 30*time.Millisecond, OutcomeOK, "")
 	}
-	e := a.epoch.Load()
+	e := a.Epoch.Load()
 	s.observeSlow(a, e, 81*time.Millisecond) // one request has waited past the limit
 	if a.reason != "" {
-		t.Fatalf("one request past the limit in a full window: reason %q (%s)", a.reason, a.why)
+		t.Fatalf("one request past the limit in a full window: reason %q (%s)", a.reason, a.Why)
 	}
 	s.observeSlow(a, e, 81*time.Millisecond) // and a second one: p95 = 81ms > 80ms
-	if a.reason != reasonHold {
-		t.Fatalf("two requests in flight past the limit: reason %q (estimate %v)", a.reason, a.est)
+	if a.reason != ReasonHold {
+		t.Fatalf("two requests in flight past the limit: reason %q (estimate %v)", a.reason, a.Est)
 	}
 	// Their answers arrive: already sampled, and from before the eviction anyway.
-	s.record(a, attemptResult{epoch: e, lat: 240 * time.Millisecond, oc: outcomeOK, sampled: true})
+	s.Record(a, AttemptResult{Epoch: e, Lat: 240 * time.Millisecond, Outcome: OutcomeOK, Sampled: true})
 	s.observeSlow(a, e, 90*time.Millisecond) // a third one, of the old epoch
-	if a.samples != 0 {
-		t.Fatalf("%d samples after the eviction, want 0", a.samples)
+	if a.Samples != 0 {
+		t.Fatalf("%d samples after the eviction, want 0", a.Samples)
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package pool
 
 import (
 	"io"
@@ -45,8 +45,8 @@ type rawConn struct {
 	peekSilent bool
 }
 
-// rawTCP wraps c if it is a TCP connection, else returns it as is.
-func rawTCP(c net.Conn) net.Conn {
+// RawTCP wraps c if it is a TCP connection, else returns it as is.
+func RawTCP(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return c

@@ -1,4 +1,4 @@
-package proxy
+package pool
 
 import (
 	"math"
@@ -10,11 +10,11 @@ import (
 )
 
 // counts picks n times and counts the instances chosen.
-func counts(t *testing.T, s *service, n int) map[string]int {
+func counts(t *testing.T, s *Service, n int) map[string]int {
 	t.Helper()
 	c := map[string]int{}
 	for range n {
-		in, err := s.pick(nil)
+		in, err := s.Pick(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -24,10 +24,10 @@ func counts(t *testing.T, s *service, n int) map[string]int {
 }
 
 // probed builds an active service of len(lat) instances whose probes answered in lat.
-func probed(t *testing.T, cfg config.ServiceConfig, lat ...time.Duration) (*service, []*instance) {
+func probed(t *testing.T, cfg config.ServiceConfig, lat ...time.Duration) (*Service, []*Instance) {
 	t.Helper()
 	s, in := testService(t, cfg, newFakeClock(), len(lat), nil)
-	m := map[*instance]time.Duration{}
+	m := map[*Instance]time.Duration{}
 	for i, d := range lat {
 		m[in[i]] = d
 	}
@@ -39,7 +39,7 @@ func TestProxyRoundRobinIgnoresQoSState(t *testing.T) {
 	cfg := qosConfig(80 * time.Millisecond)
 	cfg.Strategy = config.StrategyRoundRobin
 	s, in := probed(t, cfg, time.Millisecond, 200*time.Millisecond, time.Millisecond)
-	s.observe(in[2], 0, outcomeFailure, "connection refused") // kube-proxy does not know
+	s.observe(in[2], 0, OutcomeFailure, "connection refused") // kube-proxy does not know
 	c := counts(t, s, 300)
 	for _, id := range []string{"i0", "i1", "i2"} {
 		if c[id] != 100 {
@@ -79,9 +79,9 @@ func TestProxyProximityDistribution(t *testing.T) {
 	}
 	// alpha 1: no even share; the instance 19 ms further than the nearest gets exp(-9.5) of its
 	// weight (0.004% of the picks).
-	s.mu.Lock()
-	s.cfg.Alpha = 1
-	s.mu.Unlock()
+	s.Mu.Lock()
+	s.Config.Alpha = 1
+	s.Mu.Unlock()
 	if c := counts(t, s, 2000); !(c["i0"] > c["i1"] && c["i1"] > c["i2"]) || c["i3"] > 3 {
 		t.Errorf("alpha 1: %v", c)
 	}
@@ -99,35 +99,35 @@ func TestProxyLeastOutstandingAndHeadroom(t *testing.T) {
 	cfg := qosConfig(80 * time.Millisecond)
 	cfg.Balance = config.BalanceLeastOutstanding
 	s, in := probed(t, cfg, time.Millisecond, 10*time.Millisecond, 70*time.Millisecond)
-	in[0].outstanding.Store(3)
-	in[1].outstanding.Store(1)
-	in[2].outstanding.Store(2)
+	in[0].Outstanding.Store(3)
+	in[1].Outstanding.Store(1)
+	in[2].Outstanding.Store(2)
 	for range 10 {
-		if got, _ := s.pick(nil); got != in[1] {
+		if got, _ := s.Pick(nil); got != in[1] {
 			t.Fatalf("least outstanding picked %s", got.disc.ID)
 		}
 	}
 	// Ties are broken in turn.
-	in[0].outstanding.Store(0)
-	in[1].outstanding.Store(0)
-	in[2].outstanding.Store(0)
+	in[0].Outstanding.Store(0)
+	in[1].Outstanding.Store(0)
+	in[2].Outstanding.Store(0)
 	if c := counts(t, s, 300); c["i0"] != 100 || c["i1"] != 100 || c["i2"] != 100 {
 		t.Fatalf("ties: %v", c)
 	}
 
-	s.mu.Lock()
-	s.cfg.Balance = config.BalanceHeadroom
-	s.mu.Unlock()
+	s.Mu.Lock()
+	s.Config.Balance = config.BalanceHeadroom
+	s.Mu.Unlock()
 	// Headroom: i0 (1 ms of 80) has 98.75% free, i2 (70 ms) 12.5%: with 2 requests on i0 and
 	// none on i2, i0 scores 3/0.9875 = 3.04 and i2 1/0.125 = 8, so i0 still wins.
-	in[0].outstanding.Store(2)
-	in[1].outstanding.Store(5)
-	if got, _ := s.pick(nil); got != in[0] {
+	in[0].Outstanding.Store(2)
+	in[1].Outstanding.Store(5)
+	if got, _ := s.Pick(nil); got != in[0] {
 		t.Fatalf("headroom picked %s", got.disc.ID)
 	}
-	in[0].outstanding.Store(9) // 10/0.9875 = 10.1 > 8
-	in[1].outstanding.Store(9) // 10/0.875 = 11.4 > 8
-	if got, _ := s.pick(nil); got != in[2] {
+	in[0].Outstanding.Store(9) // 10/0.9875 = 10.1 > 8
+	in[1].Outstanding.Store(9) // 10/0.875 = 11.4 > 8
+	if got, _ := s.Pick(nil); got != in[2] {
 		t.Fatalf("headroom with i0 busy picked %s", got.disc.ID)
 	}
 }
@@ -138,12 +138,12 @@ func TestProxyPickSkipsTried(t *testing.T) {
 		cfg.Strategy = strategy
 		s, in := probed(t, cfg, time.Millisecond, time.Millisecond)
 		for range 20 {
-			got, err := s.pick([]*instance{in[0]})
+			got, err := s.Pick([]*Instance{in[0]})
 			if err != nil || got != in[1] {
 				t.Fatalf("%s: picked %v, %v with i0 tried", strategy, got, err)
 			}
 		}
-		if _, err := s.pick(in); err == nil {
+		if _, err := s.Pick(in); err == nil {
 			t.Fatalf("%s: picked although every instance was tried", strategy)
 		}
 	}
@@ -156,10 +156,10 @@ func TestProxyProximityUsesNetworkRoundTrip(t *testing.T) {
 	cfg.Alpha = 1
 	s, in := probed(t, cfg, time.Millisecond, 20*time.Millisecond)
 	for range 32 { // the near instance is overloaded: its answers take 115 ms
-		s.observe(in[0], 115*time.Millisecond, outcomeOK, "")
+		s.observe(in[0], 115*time.Millisecond, OutcomeOK, "")
 	}
-	if in[0].est != 115*time.Millisecond {
-		t.Fatalf("estimate %v", in[0].est)
+	if in[0].Est != 115*time.Millisecond {
+		t.Fatalf("estimate %v", in[0].Est)
 	}
 	if c := counts(t, s, 1000); c["i0"] < 995 {
 		t.Fatalf("alpha 1 with l = 1 ms and 20 ms: %v, want (nearly) all on i0", c)
@@ -177,10 +177,10 @@ func TestProxyProximityPendingProbeLowerBound(t *testing.T) {
 	s, in := testService(t, cfg, clk, 2, nil)
 	s.schedule()
 	clk.Advance(30 * time.Millisecond)
-	s.probeDone(in[0], probeResult{lat: 2 * time.Millisecond, net: 2 * time.Millisecond}, nil)
-	s.mu.Lock()
+	s.ProbeDone(in[0], probeResult{Lat: 2 * time.Millisecond, Net: 2 * time.Millisecond}, nil)
+	s.Mu.Lock()
 	got := s.networkMs(in, clk.Now())
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if got[0] != 2 || got[1] != 30 {
 		t.Fatalf("l = %v ms, want [2 30] (the pending probe has run 30 ms)", got)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package pool
 
 import (
 	"fmt"
@@ -10,19 +10,19 @@ import (
 	"github.com/continuum-project/continuum/internal/proxy/qos"
 )
 
-// noInstanceError is returned by pick when nothing can serve; the handler answers 503 with
+// NoInstanceError is returned by pick when nothing can serve; the handler answers 503 with
 // Retry-After.
-type noInstanceError struct {
+type NoInstanceError struct {
 	service    string
 	detail     string
-	retryAfter time.Duration
+	RetryAfter time.Duration
 }
 
-func (e *noInstanceError) Error() string {
+func (e *NoInstanceError) Error() string {
 	return fmt.Sprintf("no instance of service %q is available: %s", e.service, e.detail)
 }
 
-// pick chooses the instance for an attempt, skipping those in tried (earlier attempts of the
+// Pick chooses the instance for an attempt, skipping those in tried (earlier attempts of the
 // same request).
 //
 // qos uses the pool, then instances on overloaded nodes, then (fallback best-effort) the
@@ -31,12 +31,12 @@ func (e *noInstanceError) Error() string {
 // the attribute requirements) like kube-proxy behind a NodePort, including instances in
 // cooldown; proximity weighs every candidate by the network round trip to it (TCP connect
 // time) as proxy-mity does, blind to processing delays.
-func (s *service) pick(tried []*instance) (*instance, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Service) Pick(tried []*Instance) (*Instance, error) {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	now := s.now()
-	var in *instance
-	switch s.cfg.Strategy {
+	var in *Instance
+	switch s.Config.Strategy {
 	case config.StrategyQoS:
 		in = s.pickQoSLocked(tried)
 	case config.StrategyRoundRobin:
@@ -50,26 +50,26 @@ func (s *service) pick(tried []*instance) (*instance, error) {
 		}
 	case config.StrategyProximity:
 		if set := s.untried(s.candidates, tried); len(set) > 0 {
-			in = set[qos.WeightedIndex(qos.ProximityWeights(s.networkMs(set, now), s.cfg.Alpha), rand.Float64())]
+			in = set[qos.WeightedIndex(qos.ProximityWeights(s.networkMs(set, now), s.Config.Alpha), rand.Float64())]
 		}
 	}
 	if in != nil {
 		return in, nil
 	}
-	return nil, &noInstanceError{service: s.name, detail: s.unavailableLocked(tried), retryAfter: s.retryAfterLocked(now)}
+	return nil, &NoInstanceError{service: s.Name, detail: s.unavailableLocked(tried), RetryAfter: s.retryAfterLocked(now)}
 }
 
-func (s *service) pickQoSLocked(tried []*instance) *instance {
+func (s *Service) pickQoSLocked(tried []*Instance) *Instance {
 	if set := s.untried(s.pool, tried); len(set) > 0 {
 		return s.balanceLocked(set)
 	}
 	if set := s.untried(s.overflow, tried); len(set) > 0 {
 		return s.balanceLocked(set)
 	}
-	if s.cfg.QoS.Fallback != config.FallbackBestEffort {
+	if s.Config.QoS.Fallback != config.FallbackBestEffort {
 		return nil
 	}
-	var best *instance
+	var best *Instance
 	for _, in := range s.untried(s.healthy, tried) {
 		if best == nil || better(in, best) {
 			best = in
@@ -79,35 +79,35 @@ func (s *service) pickQoSLocked(tried []*instance) *instance {
 }
 
 // better orders best-effort candidates: known estimates before unknown ones, lower first.
-func better(a, b *instance) bool {
+func better(a, b *Instance) bool {
 	if (a.estFrom == estNone) != (b.estFrom == estNone) {
 		return b.estFrom == estNone
 	}
-	return a.est < b.est
+	return a.Est < b.Est
 }
 
 // balanceLocked spreads requests over set (non-empty) as Balance says. An instance on
 // probation with a request in flight is passed over while another can take the request.
-func (s *service) balanceLocked(set []*instance) *instance {
+func (s *Service) balanceLocked(set []*Instance) *Instance {
 	s.rr++
 	start := int(s.rr % uint64(len(set)))
-	var best *instance
-	switch s.cfg.Balance {
+	var best *Instance
+	switch s.Config.Balance {
 	case config.BalanceLeastOutstanding:
 		// Scanning from a rotating start breaks ties in turn rather than always to the first.
 		var bestN int64
 		for i := range len(set) {
 			in := set[(start+i)%len(set)]
-			if n := in.outstanding.Load(); !busyOnProbation(in) && (best == nil || n < bestN) {
+			if n := in.Outstanding.Load(); !busyOnProbation(in) && (best == nil || n < bestN) {
 				best, bestN = in, n
 			}
 		}
 	case config.BalanceHeadroom:
-		limit := s.cfg.QoS.Latency.Duration
+		limit := s.Config.QoS.Latency.Duration
 		bestScore := math.Inf(1)
 		for i := range len(set) {
 			in := set[(start+i)%len(set)]
-			if sc := qos.HeadroomScore(in.outstanding.Load(), in.est, limit); !busyOnProbation(in) && (best == nil || sc < bestScore) {
+			if sc := qos.HeadroomScore(in.Outstanding.Load(), in.Est, limit); !busyOnProbation(in) && (best == nil || sc < bestScore) {
 				best, bestScore = in, sc
 			}
 		}
@@ -127,12 +127,12 @@ func (s *service) balanceLocked(set []*instance) *instance {
 
 // busyOnProbation: the instance rejoined after an eviction and its first request since is
 // still out (instance.probation).
-func busyOnProbation(in *instance) bool {
-	return in.probation && in.outstanding.Load() > 0
+func busyOnProbation(in *Instance) bool {
+	return in.probation && in.Outstanding.Load() > 0
 }
 
 // untried returns set without the instances in tried, in s.scratch (valid until the next call).
-func (s *service) untried(set, tried []*instance) []*instance {
+func (s *Service) untried(set, tried []*Instance) []*Instance {
 	if len(tried) == 0 {
 		return set
 	}
@@ -156,10 +156,10 @@ outer:
 // An instance whose first probe is still running is at least as far as that probe has run
 // (waitInit routes first requests on this lower bound once it makes the instance's weight
 // negligible); one that never answered a probe counts as far as the probe timeout.
-func (s *service) networkMs(set []*instance, now time.Time) []float64 {
+func (s *Service) networkMs(set []*Instance, now time.Time) []float64 {
 	ls := make([]float64, len(set))
 	for i, in := range set {
-		d := s.cfg.Probe.Timeout.Duration
+		d := s.Config.Probe.Timeout.Duration
 		switch {
 		case in.netKnown:
 			d = in.net
@@ -172,7 +172,7 @@ func (s *service) networkMs(set []*instance, now time.Time) []float64 {
 }
 
 // unavailableLocked explains why nothing could be picked, for the 503 body.
-func (s *service) unavailableLocked(tried []*instance) string {
+func (s *Service) unavailableLocked(tried []*Instance) string {
 	if len(s.order) == 0 {
 		return "discovery reports no instances"
 	}
@@ -185,8 +185,8 @@ func (s *service) unavailableLocked(tried []*instance) string {
 		counts[r]++
 	}
 	msg := fmt.Sprintf("%d known", len(s.order))
-	for _, r := range []string{"in pool", reasonNotReady, reasonAttributes, reasonCooldown, reasonAwaitingProbe,
-		reasonHold, reasonUnprobed, reasonLatency, reasonSuccessRate, reasonOverloaded} {
+	for _, r := range []string{"in pool", ReasonNotReady, reasonAttributes, reasonCooldown, reasonAwaitingProbe,
+		ReasonHold, reasonUnprobed, reasonLatency, reasonSuccessRate, reasonOverloaded} {
 		if counts[r] > 0 {
 			msg += fmt.Sprintf(", %d %s", counts[r], r)
 		}

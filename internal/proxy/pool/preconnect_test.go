@@ -1,11 +1,10 @@
-package proxy
+package pool
 
 import (
 	"context"
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"runtime"
 	"sync"
 	"testing"
@@ -53,10 +52,10 @@ func pipeConn(t *testing.T) net.Conn {
 }
 
 func (sp *spares) idleCount(addr string) int {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	if sl := sp.slots[addr]; sl != nil {
-		return len(sl.idle)
+	sp.Mu.Lock()
+	defer sp.Mu.Unlock()
+	if sl := sp.Slots[addr]; sl != nil {
+		return len(sl.Idle)
 	}
 	return 0
 }
@@ -175,28 +174,6 @@ func TestProxySpareClosedByServerIsNotUsed(t *testing.T) {
 		c.Close()
 	}
 	mu.Unlock()
-}
-
-func TestProxyProbeConnectionServesTheFirstRequest(t *testing.T) {
-	var mu sync.Mutex
-	var remotes []string
-	up := upstreamServer(t, "a", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		remotes = append(remotes, r.RemoteAddr)
-		mu.Unlock()
-	})
-	s, in := directService(t, qosConfig(time.Second), up.URL, nil) // probed: the pool has it
-	s.spares.mu.Lock()
-	probeConn := s.spares.slots[in.addr].idle[0].c.LocalAddr().String()
-	s.spares.mu.Unlock()
-	if resp, err := roundTrip(s, http.MethodGet); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("request: %v, %v", resp, err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(remotes) != 1 || remotes[0] != probeConn {
-		t.Fatalf("request came over %v, want the probe's connection %s", remotes, probeConn)
-	}
 }
 
 // An instance out of the pool is probed every interval; only its newest probe connection is

@@ -1,11 +1,11 @@
 //go:build !linux
 
-package proxy
+package pool
 
 import "net"
 
-// rawTCP is the identity where rawConn (rawconn_linux.go) is not built.
-func rawTCP(c net.Conn) net.Conn { return c }
+// RawTCP is the identity where rawConn (rawconn_linux.go) is not built.
+func RawTCP(c net.Conn) net.Conn { return c }
 
 // awaitWriter is the plain writer where rawConn is not built.
 func newAwaitWriter(c net.Conn) *awaitWriter { return &awaitWriter{c: c} }

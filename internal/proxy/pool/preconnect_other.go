@@ -1,6 +1,6 @@
 //go:build !linux
 
-package proxy
+package pool
 
 import "net"
 

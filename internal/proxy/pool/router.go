@@ -1,4 +1,4 @@
-package proxy
+package pool
 
 import (
 	"log/slog"
@@ -12,22 +12,22 @@ import (
 	"github.com/continuum-project/continuum/internal/proxy/metrics"
 )
 
-// router maps service names to services. Services are created when discovery first reports
+// Router maps service names to services. Services are created when discovery first reports
 // them (or from the configuration's services section) and kept when their instances
 // disappear, so that a known service without instances answers 503, not 404.
-type router struct {
+type Router struct {
 	cfg config.Config
 	now func() time.Time
 	log *slog.Logger
 	m   *metrics.Metrics
 
 	mu       sync.RWMutex
-	services map[string]*service // by lower-cased name
+	services map[string]*Service // by lower-cased name
 	ready    bool                // every source delivered a snapshot
 }
 
-func newRouter(cfg config.Config, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*router, error) {
-	rt := &router{cfg: cfg, now: now, log: log, m: m, services: map[string]*service{}}
+func NewRouter(cfg config.Config, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*Router, error) {
+	rt := &Router{cfg: cfg, now: now, log: log, m: m, services: map[string]*Service{}}
 	for name := range cfg.Services {
 		if _, err := rt.ensure(strings.ToLower(name)); err != nil {
 			return nil, err
@@ -36,39 +36,39 @@ func newRouter(cfg config.Config, now func() time.Time, log *slog.Logger, m *met
 	return rt, nil
 }
 
-// get returns the service for a lower-cased name, or nil.
-func (rt *router) get(name string) *service {
+// Get returns the service for a lower-cased name, or nil.
+func (rt *Router) Get(name string) *Service {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
 	return rt.services[name]
 }
 
-// getBytes is get for a name in bytes (the map lookup does not allocate).
-func (rt *router) getBytes(name []byte) *service {
+// GetBytes is get for a name in bytes (the map lookup does not allocate).
+func (rt *Router) GetBytes(name []byte) *Service {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
 	return rt.services[string(name)]
 }
 
-func (rt *router) isReady() bool {
+func (rt *Router) IsReady() bool {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
 	return rt.ready
 }
 
-func (rt *router) setReady() {
+func (rt *Router) SetReady() {
 	rt.mu.Lock()
 	rt.ready = true
 	rt.mu.Unlock()
 }
 
-func (rt *router) ensure(name string) (*service, error) {
+func (rt *Router) ensure(name string) (*Service, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if s := rt.services[name]; s != nil {
 		return s, nil
 	}
-	s, err := newService(name, rt.cfg.Service(name), rt.now, rt.log, rt.m)
+	s, err := NewService(name, rt.cfg.Service(name), rt.now, rt.log, rt.m)
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +77,8 @@ func (rt *router) ensure(name string) (*service, error) {
 	return s, nil
 }
 
-// apply hands each service its instances from a united snapshot.
-func (rt *router) apply(snap discovery.Snapshot) {
+// Apply hands each service its instances from a united snapshot.
+func (rt *Router) Apply(snap discovery.Snapshot) {
 	bySvc := map[string][]discovery.Instance{}
 	for _, in := range snap.Instances {
 		name := strings.ToLower(in.Service)
@@ -90,19 +90,19 @@ func (rt *router) apply(snap discovery.Snapshot) {
 			rt.log.Error("cannot route service", "service", name, "err", err)
 		}
 	}
-	for _, s := range rt.all() {
-		s.setInstances(bySvc[s.name], snap.Nodes)
+	for _, s := range rt.All() {
+		s.SetInstances(bySvc[s.Name], snap.Nodes)
 	}
 }
 
-// all lists the services by name.
-func (rt *router) all() []*service {
+// All lists the services by name.
+func (rt *Router) All() []*Service {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
-	out := make([]*service, 0, len(rt.services))
+	out := make([]*Service, 0, len(rt.services))
 	for _, s := range rt.services {
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

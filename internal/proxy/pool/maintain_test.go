@@ -1,4 +1,4 @@
-package proxy
+package pool
 
 import (
 	"context"
@@ -39,11 +39,11 @@ func TestProxyInitialWait(t *testing.T) {
 			}
 			clk.Advance(tt.elapsed)
 			for i, d := range tt.answered {
-				s.probeDone(in[i], probeResult{lat: d, net: d}, nil)
+				s.ProbeDone(in[i], probeResult{Lat: d, Net: d}, nil)
 			}
-			s.mu.Lock()
+			s.Mu.Lock()
 			got := max(s.initWaitLocked(clk.Now()), 0)
-			s.mu.Unlock()
+			s.Mu.Unlock()
 			if got != tt.want {
 				t.Fatalf("wait %v, want %v", got, tt.want)
 			}
@@ -62,14 +62,14 @@ func TestProxyFirstRequestsDoNotWaitForFarProbes(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.waitInit(context.Background())
+		s.WaitInit(context.Background())
 	}()
 	select {
 	case <-done:
 		t.Fatal("waitInit returned before any probe answered")
 	default:
 	}
-	s.probeDone(in[0], probeResult{lat: time.Millisecond, net: time.Millisecond}, nil) // in[1] (the cloud) is still out
+	s.ProbeDone(in[0], probeResult{Lat: time.Millisecond, Net: time.Millisecond}, nil) // in[1] (the cloud) is still out
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):

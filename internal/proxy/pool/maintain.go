@@ -1,28 +1,12 @@
-package proxy
+package pool
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
 )
-
-// probeFunc measures an instance once; tests replace it.
-type probeFunc func(ctx context.Context, in *instance) (probeResult, error)
-
-// probeResult is what a probe measured.
-type probeResult struct {
-	// lat is the probe's time: the TCP connect time, or for an HTTP probe the time from its
-	// connection being ready to the response headers.
-	lat time.Duration
-	// net is the TCP connect time (the network round trip); 0 if not measured.
-	net time.Duration
-}
 
 // proximityMargin is how much later than the nearest instance's probe answer the first
 // requests of a proximity service wait for the other probes. An instance whose probe has
@@ -34,16 +18,16 @@ const proximityMargin = 20 * time.Millisecond
 // service does not open hundreds of connections at once.
 const maxConcurrentProbes = 16
 
-// activate starts the service's background work on its first request: every candidate is
+// Activate starts the service's background work on its first request: every candidate is
 // probed at once (the initial estimate) and then as maintain schedules; initDone is closed
 // when the initial probes are done. wg tracks the maintainer, which returns when ctx ends.
-func (s *service) activate(ctx context.Context, wg *sync.WaitGroup) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Service) Activate(ctx context.Context, wg *sync.WaitGroup) {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	if s.active {
 		return
 	}
-	s.activateLocked()
+	s.ActivateLocked()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -51,10 +35,10 @@ func (s *service) activate(ctx context.Context, wg *sync.WaitGroup) {
 	}()
 }
 
-// activateLocked marks every candidate due for its initial probe.
-func (s *service) activateLocked() {
+// ActivateLocked marks every candidate due for its initial probe.
+func (s *Service) ActivateLocked() {
 	s.active = true
-	s.activeFlag.Store(true)
+	s.ActiveFlag.Store(true)
 	now := s.now()
 	s.initStart = now
 	pending := 0
@@ -69,16 +53,16 @@ func (s *service) activateLocked() {
 }
 
 // initAnsweredLocked wakes the requests waiting in waitInit after an initial probe answered.
-func (s *service) initAnsweredLocked() {
+func (s *Service) initAnsweredLocked() {
 	close(s.initProgress)
 	s.initProgress = make(chan struct{})
 }
 
-// waitInit holds a request of a newly active service until its initial probes can route it,
+// WaitInit holds a request of a newly active service until its initial probes can route it,
 // and no longer: the probes answer in the order of the round trips, and the farthest
 // instance (the cloud, 160 ms in the QEdgeProxy set-up) would otherwise delay the first
 // requests of a service that a near instance could serve at once.
-func (s *service) waitInit(ctx context.Context) {
+func (s *Service) WaitInit(ctx context.Context) {
 	if s.initSettled.Load() {
 		return
 	}
@@ -89,10 +73,10 @@ func (s *service) waitInit(ctx context.Context) {
 		}
 	}()
 	for {
-		s.mu.Lock()
+		s.Mu.Lock()
 		wait := s.initWaitLocked(s.now())
 		progress := s.initProgress
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		if wait <= 0 {
 			// Once requests are routed, later ones have nothing to wait for, even if the
 			// pool empties again before the last initial probe answers.
@@ -121,17 +105,17 @@ func (s *service) waitInit(ctx context.Context) {
 //   - proximity: until proximityMargin after the nearest probe answered; the instances still
 //     unprobed then weigh as far as their probes have been running (strategy.go).
 //   - always: at most one probe timeout, and not once every initial probe answered.
-func (s *service) initWaitLocked(now time.Time) time.Duration {
+func (s *Service) initWaitLocked(now time.Time) time.Duration {
 	if s.initPending <= 0 {
 		return 0
 	}
-	deadline := s.cfg.Probe.Timeout.Duration
-	switch s.cfg.Strategy {
+	deadline := s.Config.Probe.Timeout.Duration
+	switch s.Config.Strategy {
 	case config.StrategyQoS:
 		if len(s.pool) > 0 {
 			return 0
 		}
-		if limit := s.cfg.QoS.Latency.Duration; limit > 0 {
+		if limit := s.Config.QoS.Latency.Duration; limit > 0 {
 			deadline = min(deadline, limit)
 		}
 	case config.StrategyProximity:
@@ -153,7 +137,7 @@ func (s *service) initWaitLocked(now time.Time) time.Duration {
 // maintain re-evaluates time-driven state and runs due probes until ctx ends, then waits for
 // its probes. It sleeps until the next due probe, cooldown end or hold end, or until woken
 // (a failure, a discovery change, a re-estimation).
-func (s *service) maintain(ctx context.Context) {
+func (s *Service) maintain(ctx context.Context) {
 	var probes sync.WaitGroup
 	defer probes.Wait()
 	sem := make(chan struct{}, maxConcurrentProbes)
@@ -173,7 +157,7 @@ func (s *service) maintain(ctx context.Context) {
 				res, err := s.probe(ctx, in)
 				<-sem
 				if ctx.Err() == nil {
-					s.probeDone(in, res, err)
+					s.ProbeDone(in, res, err)
 				}
 			}()
 		}
@@ -196,9 +180,9 @@ func (s *service) maintain(ctx context.Context) {
 // schedule re-evaluates every instance (cooldowns and holds end with time alone), marks the
 // instances whose probe is due as probing and returns them with the time until the next
 // thing to do.
-func (s *service) schedule() ([]*instance, time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Service) schedule() ([]*Instance, time.Duration) {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	now := s.now()
 	changed := false
 	for _, in := range s.order {
@@ -207,10 +191,10 @@ func (s *service) schedule() ([]*instance, time.Duration) {
 	if changed {
 		s.rebuildLocked(now)
 	}
-	s.spares.sweep()
-	interval := s.cfg.Probe.Interval.Duration
+	s.Spares.sweep()
+	interval := s.Config.Probe.Interval.Duration
 	next := now.Add(interval) // at least this often: samples age, estimates fall back to probes
-	var due []*instance
+	var due []*Instance
 	soonest := func(t time.Time) {
 		if t.After(now) && t.Before(next) {
 			next = t
@@ -236,7 +220,7 @@ func (s *service) schedule() ([]*instance, time.Duration) {
 // probeAtLocked is when an instance should be probed next. Instances outside the pool are
 // probed every interval (so that they can rejoin without traffic); instances in it only when
 // no response has refreshed their estimate for an interval.
-func (s *service) probeAtLocked(in *instance, now time.Time) time.Time {
+func (s *Service) probeAtLocked(in *Instance, now time.Time) time.Time {
 	if now.Before(in.cooldownUntil) {
 		return in.cooldownUntil
 	}
@@ -244,57 +228,10 @@ func (s *service) probeAtLocked(in *instance, now time.Time) time.Time {
 		return now
 	}
 	at := in.probeDue
-	if in.inPool {
-		if last := in.win.LastAt(); !last.IsZero() && last.Add(s.cfg.Probe.Interval.Duration).After(at) {
-			at = last.Add(s.cfg.Probe.Interval.Duration)
+	if in.InPool {
+		if last := in.win.LastAt(); !last.IsZero() && last.Add(s.Config.Probe.Interval.Duration).After(at) {
+			at = last.Add(s.Config.Probe.Interval.Duration)
 		}
 	}
 	return at
-}
-
-// defaultProbe is a TCP connect to the instance's host:port (the network round trip, no
-// request is sent) or, with Probe.Path set, an HTTP GET of that path over a new connection:
-// its connect time is the network round trip and its time from the connection to the
-// response headers a latency sample; a 5xx answer counts as a failed probe.
-//
-// With the qos strategy a TCP probe's connection is not closed but kept as a spare for the
-// service's transport: the first request after the probe (the first request of all, or the
-// first after the instance rejoins the pool) then does not wait for a TCP handshake.
-func (s *service) defaultProbe(ctx context.Context, in *instance) (probeResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Probe.Timeout.Duration)
-	defer cancel()
-	start := time.Now()
-	if s.cfg.Probe.Path == "" {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", in.addr)
-		if err != nil {
-			return probeResult{}, err
-		}
-		lat := time.Since(start)
-		if s.cfg.Strategy == config.StrategyQoS {
-			s.spares.put(in.addr, c)
-		} else {
-			c.Close()
-		}
-		return probeResult{lat: lat, net: lat}, nil
-	}
-	u := *in.target
-	u.Path = s.cfg.Probe.Path
-	ct := &connTimes{base: start}
-	req, err := http.NewRequestWithContext(ct.trace(ctx), http.MethodGet, u.String(), nil)
-	if err != nil {
-		return probeResult{}, err
-	}
-	req.Header.Set("User-Agent", "continuum-proxy-probe")
-	resp, err := s.probeTransport.RoundTrip(req)
-	if err != nil {
-		return probeResult{}, err
-	}
-	res := probeResult{lat: ct.sinceConn(), net: ct.connect()}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if resp.StatusCode >= 500 {
-		return res, fmt.Errorf("GET %s: HTTP %d", s.cfg.Probe.Path, resp.StatusCode)
-	}
-	return res, nil
 }

@@ -1,4 +1,4 @@
-package proxy
+package pool
 
 import (
 	"context"
@@ -38,15 +38,15 @@ const (
 	maxSparesPerAddr = 4
 )
 
-type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 type spareConn struct {
-	c  net.Conn
+	C  net.Conn
 	at time.Time
 }
 
 type spareSlot struct {
-	idle    []spareConn // oldest first
+	Idle    []spareConn // oldest first
 	want    int         // spares to keep ready (0: only what probes leave)
 	dialing int         // spares being dialed
 	arrived chan struct{}
@@ -55,38 +55,38 @@ type spareSlot struct {
 // spares holds one service's spare connections by address. Its background dials end when
 // close is called, which waits for them.
 type spares struct {
-	dial   dialFunc
+	Dial   DialFunc
 	maxAge time.Duration
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	slots  map[string]*spareSlot
+	Mu     sync.Mutex
+	Slots  map[string]*spareSlot
 	closed bool
 }
 
-func newSpares(dial dialFunc, maxAge time.Duration) *spares {
+func newSpares(dial DialFunc, maxAge time.Duration) *spares {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &spares{dial: dial, maxAge: maxAge, ctx: ctx, cancel: cancel, slots: map[string]*spareSlot{}}
+	return &spares{Dial: dial, maxAge: maxAge, ctx: ctx, cancel: cancel, Slots: map[string]*spareSlot{}}
 }
 
 func (sp *spares) slotLocked(addr string) *spareSlot {
-	sl := sp.slots[addr]
+	sl := sp.Slots[addr]
 	if sl == nil {
 		sl = &spareSlot{arrived: make(chan struct{})}
-		sp.slots[addr] = sl
+		sp.Slots[addr] = sl
 	}
 	return sl
 }
 
 // addLocked keeps c as a spare of sl and wakes the dials racing for one.
 func (sp *spares) addLocked(addr string, sl *spareSlot, c net.Conn) {
-	if sp.closed || sp.slots[addr] != sl || len(sl.idle) >= maxSparesPerAddr {
+	if sp.closed || sp.Slots[addr] != sl || len(sl.Idle) >= maxSparesPerAddr {
 		c.Close()
 		return
 	}
-	sl.idle = append(sl.idle, spareConn{c, time.Now()})
+	sl.Idle = append(sl.Idle, spareConn{c, time.Now()})
 	close(sl.arrived)
 	sl.arrived = make(chan struct{})
 }
@@ -95,19 +95,19 @@ func (sp *spares) addLocked(addr string, sl *spareSlot, c net.Conn) {
 // spares (its instance is out of the pool, probed every interval) keeps only the newest: it
 // is there for the first request if the instance rejoins.
 func (sp *spares) put(addr string, c net.Conn) {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
+	sp.Mu.Lock()
+	defer sp.Mu.Unlock()
 	if sp.closed {
 		c.Close()
 		return
 	}
 	sl := sp.slotLocked(addr)
 	if sl.want == 0 {
-		for _, s := range sl.idle {
-			s.c.Close()
+		for _, s := range sl.Idle {
+			s.C.Close()
 		}
-		clear(sl.idle)
-		sl.idle = sl.idle[:0]
+		clear(sl.Idle)
+		sl.Idle = sl.Idle[:0]
 	}
 	sp.addLocked(addr, sl, c)
 }
@@ -115,9 +115,9 @@ func (sp *spares) put(addr string, c net.Conn) {
 // setWant sets how many spares to keep ready for addr (0 when its instance leaves the pool;
 // the spares it has expire).
 func (sp *spares) setWant(addr string, n int) {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	if sp.closed || (n == 0 && sp.slots[addr] == nil) {
+	sp.Mu.Lock()
+	defer sp.Mu.Unlock()
+	if sp.closed || (n == 0 && sp.Slots[addr] == nil) {
 		return
 	}
 	sl := sp.slotLocked(addr)
@@ -127,13 +127,13 @@ func (sp *spares) setWant(addr string, n int) {
 
 // forget closes addr's spares (its instance is gone).
 func (sp *spares) forget(addr string) {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	if sl := sp.slots[addr]; sl != nil {
-		for _, s := range sl.idle {
-			s.c.Close()
+	sp.Mu.Lock()
+	defer sp.Mu.Unlock()
+	if sl := sp.Slots[addr]; sl != nil {
+		for _, s := range sl.Idle {
+			s.C.Close()
 		}
-		delete(sp.slots, addr)
+		delete(sp.Slots, addr)
 	}
 }
 
@@ -141,14 +141,14 @@ func (sp *spares) forget(addr string) {
 // failed dial is not retried here: the next take, setWant or sweep tries again, so an
 // unreachable instance costs a dial per probe interval at most (and it soon leaves the pool).
 func (sp *spares) refillLocked(addr string, sl *spareSlot) {
-	for !sp.closed && len(sl.idle)+sl.dialing < sl.want {
+	for !sp.closed && len(sl.Idle)+sl.dialing < sl.want {
 		sl.dialing++
 		sp.wg.Add(1)
 		go func() {
 			defer sp.wg.Done()
-			c, err := sp.dial(sp.ctx, "tcp", addr)
-			sp.mu.Lock()
-			defer sp.mu.Unlock()
+			c, err := sp.Dial(sp.ctx, "tcp", addr)
+			sp.Mu.Lock()
+			defer sp.Mu.Unlock()
 			sl.dialing--
 			if err == nil {
 				sp.addLocked(addr, sl, c)
@@ -159,28 +159,28 @@ func (sp *spares) refillLocked(addr string, sl *spareSlot) {
 
 // expireLocked closes sl's spares older than maxAge.
 func (sp *spares) expireLocked(sl *spareSlot, now time.Time) {
-	keep := sl.idle[:0]
-	for _, s := range sl.idle {
+	keep := sl.Idle[:0]
+	for _, s := range sl.Idle {
 		if now.Sub(s.at) < sp.maxAge {
 			keep = append(keep, s)
 		} else {
-			s.c.Close()
+			s.C.Close()
 		}
 	}
-	clear(sl.idle[len(keep):])
-	sl.idle = keep
+	clear(sl.Idle[len(keep):])
+	sl.Idle = keep
 }
 
 // sweep closes expired spares and tops up the ones wanted; the maintainer calls it.
 func (sp *spares) sweep() {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
+	sp.Mu.Lock()
+	defer sp.Mu.Unlock()
 	now := time.Now()
-	for addr, sl := range sp.slots {
+	for addr, sl := range sp.Slots {
 		sp.expireLocked(sl, now)
 		sp.refillLocked(addr, sl)
-		if len(sl.idle) == 0 && sl.want == 0 && sl.dialing == 0 {
-			delete(sp.slots, addr)
+		if len(sl.Idle) == 0 && sl.want == 0 && sl.dialing == 0 {
+			delete(sp.Slots, addr)
 		}
 	}
 }
@@ -188,19 +188,19 @@ func (sp *spares) sweep() {
 // take returns a usable spare for addr, or nil, and starts dialing its replacement.
 func (sp *spares) take(addr string) net.Conn {
 	for {
-		sp.mu.Lock()
-		sl := sp.slots[addr]
+		sp.Mu.Lock()
+		sl := sp.Slots[addr]
 		var c net.Conn
 		if sl != nil {
 			sp.expireLocked(sl, time.Now())
-			if n := len(sl.idle); n > 0 {
-				c = sl.idle[n-1].c // the newest is the likeliest to be open
-				sl.idle[n-1] = spareConn{}
-				sl.idle = sl.idle[:n-1]
+			if n := len(sl.Idle); n > 0 {
+				c = sl.Idle[n-1].C // the newest is the likeliest to be open
+				sl.Idle[n-1] = spareConn{}
+				sl.Idle = sl.Idle[:n-1]
 				sp.refillLocked(addr, sl)
 			}
 		}
-		sp.mu.Unlock()
+		sp.Mu.Unlock()
 		if c == nil || connUsable(c) {
 			return c
 		}
@@ -214,16 +214,16 @@ func (sp *spares) dialContext(ctx context.Context, network, addr string) (net.Co
 	if c := sp.take(addr); c != nil {
 		return c, nil
 	}
-	sp.mu.Lock()
-	sl := sp.slots[addr]
+	sp.Mu.Lock()
+	sl := sp.Slots[addr]
 	// A spare may have arrived since take looked: race then too, race takes it first.
-	racing := !sp.closed && sl != nil && (sl.dialing > 0 || len(sl.idle) > 0)
+	racing := !sp.closed && sl != nil && (sl.dialing > 0 || len(sl.Idle) > 0)
 	if racing {
 		sp.wg.Add(1) // the racing dial, below; under mu so that close cannot be waiting yet
 	}
-	sp.mu.Unlock()
+	sp.Mu.Unlock()
 	if !racing {
-		return sp.dial(ctx, network, addr)
+		return sp.Dial(ctx, network, addr)
 	}
 	return sp.race(ctx, network, addr)
 }
@@ -241,7 +241,7 @@ func (sp *spares) race(ctx context.Context, network, addr string) (net.Conn, err
 	abandoned := false
 	go func() {
 		defer sp.wg.Done()
-		c, err := sp.dial(ctx, network, addr)
+		c, err := sp.Dial(ctx, network, addr)
 		mu.Lock()
 		defer mu.Unlock()
 		if !abandoned {
@@ -253,11 +253,11 @@ func (sp *spares) race(ctx context.Context, network, addr string) (net.Conn, err
 	for {
 		// Read arrived before looking for a spare, so that one arriving in between wakes us.
 		var arrived chan struct{}
-		sp.mu.Lock()
-		if sl := sp.slots[addr]; sl != nil && sl.dialing > 0 {
+		sp.Mu.Lock()
+		if sl := sp.Slots[addr]; sl != nil && sl.dialing > 0 {
 			arrived = sl.arrived
 		}
-		sp.mu.Unlock()
+		sp.Mu.Unlock()
 		if c := sp.take(addr); c != nil {
 			mu.Lock()
 			abandoned = true
@@ -281,15 +281,15 @@ func (sp *spares) race(ctx context.Context, network, addr string) (net.Conn, err
 
 // close closes every spare and waits for the dials under way.
 func (sp *spares) close() {
-	sp.mu.Lock()
+	sp.Mu.Lock()
 	sp.closed = true
-	for addr, sl := range sp.slots {
-		for _, s := range sl.idle {
-			s.c.Close()
+	for addr, sl := range sp.Slots {
+		for _, s := range sl.Idle {
+			s.C.Close()
 		}
-		delete(sp.slots, addr)
+		delete(sp.Slots, addr)
 	}
-	sp.mu.Unlock()
+	sp.Mu.Unlock()
 	sp.cancel()
 	sp.wg.Wait()
 }

@@ -1,4 +1,4 @@
-package proxy
+package pool
 
 import (
 	"fmt"
@@ -14,11 +14,11 @@ import (
 
 // Reasons an instance is not in its service's pool (instanceView.Reason, metrics labels).
 const (
-	reasonNotReady      = "not_ready"
+	ReasonNotReady      = "not_ready"
 	reasonAttributes    = "attributes"
 	reasonCooldown      = "cooldown"
 	reasonAwaitingProbe = "awaiting_probe"
-	reasonHold          = "hold"
+	ReasonHold          = "hold"
 	reasonUnprobed      = "unprobed"
 	reasonLatency       = "latency"
 	reasonSuccessRate   = "success_rate"
@@ -27,35 +27,35 @@ const (
 
 // Where an estimate comes from.
 const (
-	estFromTraffic = "traffic"
+	EstFromTraffic = "traffic"
 	estFromProbe   = "probe"
 	estNone        = "none"
 )
 
-// instance is the proxy's view of one discovered instance. Fields below mu are guarded by the
+// Instance is the proxy's view of one discovered instance. Fields below mu are guarded by the
 // owning service's mu; outstanding is read without it by the balancers.
-type instance struct {
-	// id and target never change (a new URL makes a new instance), so the request path reads
+type Instance struct {
+	// ID and target never change (a new URL makes a new instance), so the request path reads
 	// them without the lock; disc is rewritten by discovery updates and needs it.
-	id string
-	// idHeader is the X-Continuum-Instance header's value, shared by every answer (read-only).
-	idHeader []string
-	target   *url.URL // scheme and host of disc.URL
-	addr     string   // host:port that TCP probes and the transport dial
-	// tlsName is the TLS server name for an https:// instance ("" for http://): the
+	ID string
+	// IDHeader is the X-Continuum-Instance header's value, shared by every answer (read-only).
+	IDHeader []string
+	Target   *url.URL // scheme and host of disc.URL
+	Addr     string   // host:port that TCP probes and the transport dial
+	// TLSName is the TLS server name for an https:// instance ("" for http://): the
 	// transport speaks TLS to it, verified for that name.
-	tlsName string
+	TLSName string
 	disc    discovery.Instance
 
-	outstanding atomic.Int64
-	// series are its metrics that every request updates (read without the lock).
-	series *metrics.InstanceSeries
+	Outstanding atomic.Int64
+	// Series are its metrics that every request updates (read without the lock).
+	Series *metrics.InstanceSeries
 
-	// epoch counts the times the instance's samples were cleared (QoS evictions). An attempt
+	// Epoch counts the times the instance's samples were cleared (QoS evictions). An attempt
 	// records it when it starts; an answer from an older epoch was sent before the samples
 	// were cleared and is not a sample of the instance as it is now (written under
 	// service.mu, read without it by the request path).
-	epoch atomic.Uint64
+	Epoch atomic.Uint64
 
 	// guarded by service.mu
 	win qos.Window
@@ -99,20 +99,20 @@ type instance struct {
 	attrWhy    string
 
 	// results of the last evaluation
-	est      time.Duration
+	Est      time.Duration
 	estFrom  string
-	samples  int
+	Samples  int
 	success  float64
 	outcomes int
 	reason   string // "" = in the pool
-	why      string // human explanation of reason
-	inPool   bool
+	Why      string // human explanation of reason
+	InPool   bool
 	since    time.Time // when inPool last changed
 	lastErr  string
 	served   int64
 }
 
-func newInstance(d discovery.Instance, latWindow, outcomes int) (*instance, error) {
+func NewInstance(d discovery.Instance, latWindow, outcomes int) (*Instance, error) {
 	if err := discovery.CheckInstanceID(d.ID); err != nil {
 		// The union refuses these already (package sources); an instance made another way must
 		// not carry such an ID into answers either.
@@ -122,24 +122,24 @@ func newInstance(d discovery.Instance, latWindow, outcomes int) (*instance, erro
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("instance %s: url %q: want http://host:port", d.ID, d.URL)
 	}
-	in := &instance{id: d.ID, idHeader: []string{d.ID}, disc: d, target: &url.URL{Scheme: u.Scheme, Host: u.Host},
+	in := &Instance{ID: d.ID, IDHeader: []string{d.ID}, disc: d, Target: &url.URL{Scheme: u.Scheme, Host: u.Host},
 		win: qos.NewWindow(latWindow, outcomes), estFrom: estNone, success: 1}
-	in.addr = in.hostPort()
+	in.Addr = in.hostPort()
 	if u.Scheme == "https" {
-		in.tlsName = u.Hostname()
+		in.TLSName = u.Hostname()
 	}
 	return in, nil
 }
 
 // hostPort is what TCP probes connect to.
-func (in *instance) hostPort() string {
-	if in.target.Port() != "" {
-		return in.target.Host
+func (in *Instance) hostPort() string {
+	if in.Target.Port() != "" {
+		return in.Target.Host
 	}
-	if in.target.Scheme == "https" {
-		return in.target.Host + ":443"
+	if in.Target.Scheme == "https" {
+		return in.Target.Host + ":443"
 	}
-	return in.target.Host + ":80"
+	return in.Target.Host + ":80"
 }
 
 // backoff is base * 2^(n-1), capped at max (n >= 1).
