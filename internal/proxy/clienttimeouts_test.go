@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/dataplane"
 	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
@@ -183,7 +184,7 @@ func TestProxyLeftStreamFreesInflightSlot(t *testing.T) {
 		t.Fatalf("with 4 streams in flight and max_inflight 4: %d (the test no longer tests)", resp.StatusCode)
 	}
 	testenv.Eventually(t, 10*time.Second, "the left streams free their slots", func() bool {
-		return tp.p.h.inflight.Load() == 0
+		return tp.p.h.Inflight.Load() == 0
 	})
 	resp, body := dialRaw(t, tp).roundTrip("GET /fast HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
 	if resp.StatusCode != http.StatusOK {
@@ -247,7 +248,7 @@ func TestProxyBigHeadsBoundedHeap(t *testing.T) {
 		cl := dialRaw(t, tp)
 		go cl.c.Write(head) // never ends the head
 	}
-	testenv.Eventually(t, 10*time.Second, "every token taken", func() bool { return len(loop.bigHeads) == min(maxBigHeads, clients) })
+	testenv.Eventually(t, 10*time.Second, "every token taken", func() bool { return len(loop.BigHeads) == min(dataplane.MaxBigHeads, clients) })
 	// Wait until the heads being read stop growing (the readers have what the clients sent):
 	// two samples 200 ms apart within 1 MiB of each other.
 	prev := int64(-1 << 40)
@@ -280,8 +281,8 @@ func TestProxyBigHeadWithoutTokenGets431(t *testing.T) {
 	up := upstreamServer(t, "a", nil)
 	tp := oneService(t, up.URL, func(c *config.Config) { c.ReadHeaderTimeout = 300 * time.Millisecond })
 	loop := tp.p.loop.Load()
-	for range maxBigHeads {
-		loop.bigHeads <- struct{}{} // as if maxBigHeads clients were sending big heads
+	for range dataplane.MaxBigHeads {
+		loop.BigHeads <- struct{}{} // as if maxBigHeads clients were sending big heads
 	}
 	cl := dialRaw(t, tp)
 	resp, body := cl.roundTrip("GET / HTTP/1.1\r\nHost: dps\r\n"+bigField+"\r\n", http.MethodGet)
@@ -292,8 +293,8 @@ func TestProxyBigHeadWithoutTokenGets431(t *testing.T) {
 	if _, err := cl.br.ReadByte(); err == nil || pool.IsTimeout(err) {
 		t.Fatalf("the connection stays open after the 431: %v", err) // EOF, or a reset (the head's rest unread)
 	}
-	for range maxBigHeads {
-		<-loop.bigHeads
+	for range dataplane.MaxBigHeads {
+		<-loop.BigHeads
 	}
 	resp, body = dialRaw(t, tp).roundTrip("GET / HTTP/1.1\r\nHost: dps\r\n"+bigField+"\r\n", http.MethodGet)
 	if resp.StatusCode != http.StatusOK || body != "a got 0 bytes" {

@@ -4,18 +4,16 @@
 // pool of the instances expected to meet the service's requirement, and offers round-robin,
 // random and proximity (proxy-mity) routing as baselines.
 //
-// This package is the data plane and its wiring: the HTTP/1.1 server loop (serve.go,
-// forward.go, answer.go) with net/http's server behind it for what the loop hands over
-// (handler.go), the forwarding path that tries instances and records each attempt
-// (transport.go), the admin endpoints and their token (admin.go, adminauth.go), and Run/New,
-// which wire the packages below together (run.go).
+// This package only wires the rooms below together (New, Serve, Run in run.go) and serves the
+// admin endpoints (/metrics, /healthz, /readyz, /debug/pools) with their token (admin.go,
+// adminauth.go). Its tests are the end-to-end ones: a whole proxy against real instances.
 //
-// The rooms below it, each with one job: config (Config, LoadConfig, validation), qos
-// (requirements, the estimator window, the selection rules), pool (instances, estimates,
-// pools, probes, Pick, connections to instances), http1 (the wire format the loop parses),
-// metrics (the Prometheus series), sources (the union of discovery snapshots), and
-// discovery with its sources, which register themselves by YAML key so that nothing here
-// imports them.
+// The rooms, each with one job: dataplane (the HTTP/1.1 server loop and the forwarding path),
+// pool (instances, estimates, pools, probes, Pick, connections to instances), qos
+// (requirements, the estimator window, the selection rules), http1 (the wire format the loop
+// parses), config (Config, LoadConfig, validation), metrics (the Prometheus series), sources
+// (the union of discovery snapshots), and discovery with its sources, which register
+// themselves by YAML key so that nothing here imports them.
 //
 // docs/proxy.md explains the decisions for operators.
 package proxy

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/dataplane"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/proxy/pool"
@@ -388,7 +389,7 @@ func TestProxyInstanceIDNeverSplitsAnswer(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	bw := bufio.NewWriter(&buf)
-	writeFieldValue(bw, "a\r\nb\x00c\td\x7f")
+	dataplane.WriteFieldValue(bw, "a\r\nb\x00c\td\x7f")
 	bw.Flush()
 	if buf.String() != "abc\td" {
 		t.Errorf("writeFieldValue wrote %q", buf.String())

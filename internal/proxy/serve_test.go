@@ -158,7 +158,7 @@ func TestProxyLoopHTTP11(t *testing.T) {
 		t.Fatalf("after a large head: %q", body)
 	}
 	// Everything before the large head was the loop's.
-	if n := tp.p.loop.Load().handedOver.Load(); n != 1 {
+	if n := tp.p.loop.Load().HandedOver.Load(); n != 1 {
 		t.Fatalf("%d connections handed to net/http, want 1 (the large head's)", n)
 	}
 
@@ -426,7 +426,7 @@ func TestProxyLoopShutdownCutsStalledInstance(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("head of the stalled answer: %v %v", resp, err)
 	}
-	testenv.Eventually(t, 5*time.Second, "both requests in flight", func() bool { return tp.p.h.inflight.Load() == 2 })
+	testenv.Eventually(t, 5*time.Second, "both requests in flight", func() bool { return tp.p.h.Inflight.Load() == 2 })
 	cancel()
 	select {
 	case <-served:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/dataplane"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/proxy/pool"
@@ -50,8 +51,8 @@ func directService(t *testing.T, cfg config.ServiceConfig, url string, dial pool
 // roundTrip sends one request through the service's attempt path, as the handler would.
 func roundTrip(s *pool.Service, method string) (*http.Response, error) {
 	req := httptest.NewRequest(method, "http://dps.example/", nil)
-	req = req.WithContext(context.WithValue(req.Context(), stateKey{}, &reqState{svc: s, start: time.Now()}))
-	resp, err := (&upstream{}).RoundTrip(req)
+	req = req.WithContext(context.WithValue(req.Context(), dataplane.StateKey{}, &dataplane.ReqState{Svc: s, Start: time.Now()}))
+	resp, err := (&dataplane.Upstream{}).RoundTrip(req)
 	if err == nil {
 		resp.Body.Close()
 	}

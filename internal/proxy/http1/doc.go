@@ -6,6 +6,6 @@
 // header's first label).
 //
 // What it does not own: connections, deadlines and what to do with a parsed head — that is
-// the server loop and the forwarding path (package proxy) — nor anything net/http's server
+// the server loop and the forwarding path (package dataplane) — nor anything net/http's server
 // answers for the requests the loop hands over.
 package http1

@@ -11,7 +11,7 @@ import (
 // proxy that reads such a request one way while the hop before it read it the other is how a
 // request is smuggled inside another's body. net/http's server accepts both (it drops the
 // Content-Length, or ignores the coding), so the loop, which reads every request head first
-// (serve.go: a head it hands over is read whole and checked here, and net/http serves one
+// (dataplane's serve.go: a head it hands over is read whole and checked here, and net/http serves one
 // request per handed-over connection), answers 400 and closes the connection.
 
 // MaxHandoverHead bounds the head the loop reads whole before it hands a connection over:

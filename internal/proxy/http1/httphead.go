@@ -5,7 +5,7 @@ import (
 	"errors"
 )
 
-// The server loop's parser of HTTP/1.1 message heads (the proxy's serve.go). It accepts a strict subset
+// The server loop's parser of HTTP/1.1 message heads (package dataplane). It accepts a strict subset
 // of RFC 9112 — what HTTP/1.1 clients and servers send in practice — and says "not mine"
 // (errHeadFallback) for everything else: obsolete line folding, bare LF line ends, a
 // request-target that is not in origin form, HTTP versions other than 1.0 and 1.1, more

@@ -9,6 +9,6 @@
 //
 // What it does not own: the QoS rules themselves (package qos), the configuration (package
 // config), where instances come from (packages discovery and sources), and the server loop
-// that accepts clients and relays their requests through these connections (package proxy).
+// that accepts clients and relays their requests through these connections (package dataplane).
 // The view it gives /debug/pools (view.go) is a snapshot taken under each service's lock.
 package pool

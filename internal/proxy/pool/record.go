@@ -37,7 +37,7 @@ type AttemptResult struct {
 	Epoch uint64
 	// Lat is the time to the response headers (or to the failure) from the connection being
 	// ready: setting up a connection is a cost of the proxy's connection pool, paid once per
-	// connection, not of the instance's service (the proxy's transport.go).
+	// connection, not of the instance's service (dataplane's transport.go).
 	Lat     time.Duration
 	Outcome Outcome
 	ErrMsg  string

@@ -1,4 +1,4 @@
-package proxy
+package dataplane
 
 import (
 	"context"
@@ -22,26 +22,26 @@ import (
 	"github.com/continuum-project/continuum/internal/proxy/pool"
 )
 
-// handler is the data plane: it routes each request to a service's instance through
+// Handler is the data plane: it routes each request to a service's instance through
 // upstream (which picks the instance and speaks HTTP/1.1 to it on a pool.UpConn) and copies the
 // answer back. Status, headers (but hop-by-hop ones) and body pass through; bodies of unknown
 // length and event streams are flushed as they arrive.
-type handler struct {
+type Handler struct {
 	rt  *pool.Router
 	m   *metrics.Metrics
 	log *slog.Logger
-	up  *upstream
+	up  *Upstream
 	// maxInflight caps inflight (0: no cap).
 	maxInflight int64
-	// writeTimeout bounds each write of an answer to a client (0: none).
-	writeTimeout time.Duration
-	inflight     atomic.Int64
+	// WriteTimeout bounds each write of an answer to a client (0: none).
+	WriteTimeout time.Duration
+	Inflight     atomic.Int64
 	// ctx and wg own the services' background work, started by their first request.
 	ctx context.Context
 	wg  *sync.WaitGroup
-	// upgraded tracks the spliced (upgraded) connections, which net/http's Shutdown neither
+	// Upgraded tracks the spliced (upgraded) connections, which net/http's Shutdown neither
 	// waits for nor closes once hijacked.
-	upgraded splices
+	Upgraded splices
 }
 
 // splices are the upgraded connections being spliced; Serve's shutdown waits for them for
@@ -77,9 +77,9 @@ func (sp *splices) done(a, b net.Conn) {
 	sp.wg.Done()
 }
 
-// shutdown waits for the splices to end until ctx ends, then closes what is left and waits
+// Shutdown waits for the splices to end until ctx ends, then closes what is left and waits
 // for their goroutines. It reports whether the splices were cut.
-func (sp *splices) shutdown(ctx context.Context) bool {
+func (sp *splices) Shutdown(ctx context.Context) bool {
 	done := make(chan struct{})
 	go func() { sp.wg.Wait(); close(done) }()
 	select {
@@ -97,17 +97,17 @@ func (sp *splices) shutdown(ctx context.Context) bool {
 	return cut
 }
 
-func newHandler(ctx context.Context, wg *sync.WaitGroup, rt *pool.Router, m *metrics.Metrics, logger *slog.Logger, maxInflight int) *handler {
-	return &handler{rt: rt, m: m, log: logger, ctx: ctx, wg: wg, maxInflight: int64(maxInflight), up: &upstream{m: m}}
+func NewHandler(ctx context.Context, wg *sync.WaitGroup, rt *pool.Router, m *metrics.Metrics, logger *slog.Logger, maxInflight int) *Handler {
+	return &Handler{rt: rt, m: m, log: logger, ctx: ctx, wg: wg, maxInflight: int64(maxInflight), up: &Upstream{m: m}}
 }
 
 // ServeHTTP never panics on input: every way a request can be malformed ends in a 4xx here
 // or in net/http before it.
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	if h.maxInflight > 0 {
-		n := h.inflight.Add(1)
-		defer h.inflight.Add(-1)
+		n := h.Inflight.Add(1)
+		defer h.Inflight.Add(-1)
 		if n > h.maxInflight {
 			h.m.CountError("", metrics.ErrTypeOverloaded)
 			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("proxy overloaded: more than %d requests in flight (max_inflight)", h.maxInflight), "", time.Second)
@@ -149,7 +149,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.Config.Strategy == config.StrategyQoS || s.Config.Strategy == config.StrategyProximity {
 		s.WaitInit(r.Context()) // these strategies need the initial estimates
 	}
-	st := &reqState{svc: s, start: start}
+	st := &ReqState{Svc: s, Start: start}
 	abort := h.forward(w, r, st)
 	if st.code == 0 {
 		st.code = http.StatusBadGateway
@@ -173,7 +173,7 @@ const errConnectRefused = "CONNECT is not served: the proxy forwards requests to
 
 // forward sends r upstream and copies the answer to w, or answers the failure. It reports
 // whether the answer broke off after its headers were sent.
-func (h *handler) forward(w http.ResponseWriter, r *http.Request, st *reqState) (abort bool) {
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request, st *ReqState) (abort bool) {
 	ctl := http.NewResponseController(w)
 	resp, err := h.up.roundTrip(r, st, ctl)
 	if err != nil {
@@ -209,9 +209,9 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, st *reqState) 
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
-			if now := time.Now(); h.writeTimeout > 0 && now.Sub(writeSet) > deadlineSlack {
+			if now := time.Now(); h.WriteTimeout > 0 && now.Sub(writeSet) > deadlineSlack {
 				// A client that reads nothing of its answer is cut after writeTimeout.
-				ctl.SetWriteDeadline(now.Add(h.writeTimeout))
+				ctl.SetWriteDeadline(now.Add(h.WriteTimeout))
 				writeSet = now
 			}
 			if _, werr := w.Write(buf[:n]); werr != nil {
@@ -228,7 +228,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, st *reqState) 
 			break
 		}
 		if rerr != nil {
-			h.log.Warn("answer broke off", "service", st.svc.Name, "instance", st.instance, "err", rerr)
+			h.log.Warn("answer broke off", "service", st.Svc.Name, "instance", st.instance, "err", rerr)
 			abort = true
 			break
 		}
@@ -246,26 +246,26 @@ func isEventStream(ct string) bool {
 
 // switchProtocols completes an Upgrade (WebSocket): it passes the 101 to the client and
 // splices the two connections until either side closes.
-func (h *handler) switchProtocols(w http.ResponseWriter, r *http.Request, st *reqState, resp *http.Response) {
+func (h *Handler) switchProtocols(w http.ResponseWriter, r *http.Request, st *ReqState, resp *http.Response) {
 	ub := resp.Body.(*upBody)
 	defer ub.Close() // the upstream connection is never pooled after an upgrade (keep false)
 	if want, got := pool.UpgradeType(r.Header), resp.Header.Get("Upgrade"); want == "" || !strings.EqualFold(want, got) {
 		st.code = http.StatusBadGateway
-		writeError(w, http.StatusBadGateway, fmt.Sprintf("instance %s switched to protocol %q when %q was asked for", st.instance, got, want), st.svc.Name, 0)
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("instance %s switched to protocol %q when %q was asked for", st.instance, got, want), st.Svc.Name, 0)
 		return
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		st.code = http.StatusInternalServerError
-		writeError(w, http.StatusInternalServerError, "cannot take over the client connection: "+err.Error(), st.svc.Name, 0)
+		writeError(w, http.StatusInternalServerError, "cannot take over the client connection: "+err.Error(), st.Svc.Name, 0)
 		return
 	}
 	defer conn.Close()
 	up := ub.uc
-	if !h.upgraded.add(conn, up.C) {
+	if !h.Upgraded.add(conn, up.C) {
 		return // shutting down: the deferred closes end it
 	}
-	defer h.upgraded.done(conn, up.C)
+	defer h.Upgraded.done(conn, up.C)
 	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
 	if err := resp.Header.Write(brw); err != nil {
 		return
@@ -285,8 +285,8 @@ func (h *handler) switchProtocols(w http.ResponseWriter, r *http.Request, st *re
 }
 
 // proxyError answers a request that got no upstream response.
-func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, st *reqState, err error) {
-	name := st.svc.Name
+func (h *Handler) proxyError(w http.ResponseWriter, r *http.Request, st *ReqState, err error) {
+	name := st.Svc.Name
 	var code int
 	var retryAfter time.Duration
 	var typ string
@@ -340,11 +340,11 @@ func writeError(w http.ResponseWriter, code int, msg, service string, retryAfter
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// slogWriter routes net/http's log.Logger output (the servers' errors) to slog.
-type slogWriter struct{ log *slog.Logger }
+// SlogWriter routes net/http's log.Logger output (the servers' errors) to slog.
+type SlogWriter struct{ Log *slog.Logger }
 
-func (w slogWriter) Write(p []byte) (int, error) {
-	w.log.Warn(string(trimNewline(p)), "component", "http")
+func (w SlogWriter) Write(p []byte) (int, error) {
+	w.Log.Warn(string(trimNewline(p)), "component", "http")
 	return len(p), nil
 }
 

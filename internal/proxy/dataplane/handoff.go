@@ -1,4 +1,4 @@
-package proxy
+package dataplane
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 )
 
 // handOver passes the connection, with what it has read, to net/http's server, which serves
-// one request on it (keep-alives are off there, run.go) so that every request head on the
+// one request on it (keep-alives are off there, the proxy's run.go) so that every request head on the
 // data port is read by the loop first. The head is read whole (up to maxHandoverHead) and a
 // head whose framing can be read two ways is refused here (http1.FramingConflict), since net/http
 // accepts it. It reports whether the connection was handed over (else the caller closes it).
@@ -33,7 +33,7 @@ func (cc *clientConn) handOver() bool {
 		if !cc.bigHeadToken() {
 			return false
 		}
-		defer func() { <-cc.srv.bigHeads }()
+		defer func() { <-cc.srv.BigHeads }()
 		for n < 0 && len(extra) < http1.MaxHandoverHead {
 			extra = append(extra, b...)
 			cc.br.Discard(len(b))
@@ -58,26 +58,26 @@ func (cc *clientConn) handOver() bool {
 	if !cc.writeSet.IsZero() {
 		cc.c.SetWriteDeadline(time.Time{}) // net/http's server sets none of its own
 	}
-	cc.srv.handedOver.Add(1)
+	cc.srv.HandedOver.Add(1)
 	var r io.Reader = cc.br
 	if extra != nil {
 		r = io.MultiReader(bytes.NewReader(extra), cc.br)
 	}
-	return cc.srv.handoff.give(&bufferedConn{Conn: cc.c, r: r})
+	return cc.srv.Handoff.give(&bufferedConn{Conn: cc.c, r: r})
 }
 
 // bigHeadToken takes a bigHeads token, waiting up to the header timeout for one; without
 // one the client gets 431 (and the connection is closed), and false.
 func (cc *clientConn) bigHeadToken() bool {
 	select {
-	case cc.srv.bigHeads <- struct{}{}:
+	case cc.srv.BigHeads <- struct{}{}:
 		return true
 	default:
 	}
 	t := time.NewTimer(cc.srv.readHeaderTimeout)
 	defer t.Stop()
 	select {
-	case cc.srv.bigHeads <- struct{}{}:
+	case cc.srv.BigHeads <- struct{}{}:
 		return true
 	case <-cc.srv.quit:
 		return false
@@ -89,7 +89,7 @@ func (cc *clientConn) bigHeadToken() bool {
 	cc.headConsumed, cc.bodyDone, cc.isHead = true, false, false
 	cc.answerError(http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf(
 		"request head over %d bytes while %d other such heads were being read (the proxy reads at most %d at once); send a smaller head, or retry",
-		clientReadBuf, maxBigHeads, maxBigHeads), "", 0, false)
+		clientReadBuf, MaxBigHeads, MaxBigHeads), "", 0, false)
 	return false
 }
 

@@ -1,4 +1,4 @@
-package proxy
+package dataplane
 
 import (
 	"context"
@@ -28,27 +28,27 @@ type gatewayError struct {
 
 func (e *gatewayError) Error() string { return e.msg }
 
-// reqState follows one request: the handler creates it, the upstream fills in which instance
+// ReqState follows one request: the handler creates it, the upstream fills in which instance
 // answered and the status sent.
-type reqState struct {
-	svc      *pool.Service
-	start    time.Time
+type ReqState struct {
+	Svc      *pool.Service
+	Start    time.Time
 	instance string
 	in       *pool.Instance // the instance that answered (nil: none)
 	code     int
 	errType  string
 }
 
-type stateKey struct{}
+type StateKey struct{}
 
-func stateOf(r *http.Request) *reqState {
-	st, _ := r.Context().Value(stateKey{}).(*reqState)
+func stateOf(r *http.Request) *ReqState {
+	st, _ := r.Context().Value(StateKey{}).(*ReqState)
 	return st
 }
 
-// upstream picks an instance for a request, sends it, measures and retries connection
+// Upstream picks an instance for a request, sends it, measures and retries connection
 // failures on other instances.
-type upstream struct {
+type Upstream struct {
 	m *metrics.Metrics
 }
 
@@ -58,7 +58,7 @@ type upstream struct {
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
 // RoundTrip is roundTrip for a request carrying its reqState in its context (tests).
-func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
+func (u *Upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	st := stateOf(req)
 	if st == nil {
 		return nil, errors.New("proxy: request without routing state")
@@ -200,7 +200,7 @@ func (x *httpExchange) recv(uc *pool.UpConn) (int, bool, error) {
 
 // roundTrip is tryInstances for a request net/http's server read: the answer with a body
 // whose Close returns the connection to the pool.
-func (u *upstream) roundTrip(req *http.Request, st *reqState, ctl *http.ResponseController) (*http.Response, error) {
+func (u *Upstream) roundTrip(req *http.Request, st *ReqState, ctl *http.ResponseController) (*http.Response, error) {
 	x := &httpExchange{r: req, upg: pool.UpgradeType(req.Header), ctl: ctl}
 	uc, keep, stop, err := u.tryInstances(x, st)
 	if err != nil {
@@ -208,7 +208,7 @@ func (u *upstream) roundTrip(req *http.Request, st *reqState, ctl *http.Response
 	}
 	resp := x.resp
 	resp.Header[http1.InstanceHeader] = st.in.IDHeader
-	resp.Body = &upBody{rc: resp.Body, uc: uc, pool: st.svc.Conns, stop: stop, in: st.in, keep: keep}
+	resp.Body = &upBody{rc: resp.Body, uc: uc, pool: st.Svc.Conns, stop: stop, in: st.in, keep: keep}
 	return resp, nil
 }
 
@@ -220,9 +220,9 @@ func (u *upstream) roundTrip(req *http.Request, st *reqState, ctl *http.Response
 // connection; the caller reads the body, then calls stop (if not nil), returns the
 // connection to the pool (keep, body read to its end) or closes it, and ends the request's
 // count on st.in (outstanding).
-func (u *upstream) tryInstances(x exchange, st *reqState) (uc *pool.UpConn, keep bool, stop func() bool, err error) {
-	s := st.svc
-	deadline := st.start.Add(s.Config.Timeout.Duration)
+func (u *Upstream) tryInstances(x exchange, st *ReqState) (uc *pool.UpConn, keep bool, stop func() bool, err error) {
+	s := st.Svc
+	deadline := st.Start.Add(s.Config.Timeout.Duration)
 	var triedBuf [4]*pool.Instance
 	tried := triedBuf[:0]
 	var failures []string
@@ -271,7 +271,7 @@ func (u *upstream) tryInstances(x exchange, st *reqState) (uc *pool.UpConn, keep
 // attempt sends x to one instance. The connection's deadline is the service's deadline
 // only until the response headers arrive; the body may then stream for as long as it takes.
 // The client leaving interrupts the exchange (context.AfterFunc sets a past deadline).
-func (u *upstream) attempt(x exchange, s *pool.Service, in *pool.Instance, deadline time.Time) (*pool.UpConn, bool, func() bool, error) {
+func (u *Upstream) attempt(x exchange, s *pool.Service, in *pool.Instance, deadline time.Time) (*pool.UpConn, bool, func() bool, error) {
 	if time.Until(deadline) <= 0 {
 		return nil, false, nil, &gatewayError{code: http.StatusGatewayTimeout, instance: in.ID,
 			msg: fmt.Sprintf("service %q: no answer within the timeout %v", s.Name, s.Config.Timeout)}

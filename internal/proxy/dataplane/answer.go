@@ -1,4 +1,4 @@
-package proxy
+package dataplane
 
 import (
 	"bufio"
@@ -106,7 +106,7 @@ func (cc *clientConn) relayAnswer(uc *pool.UpConn, in *pool.Instance, keepClient
 			keepClient = false // an HTTP/1.0 client learns the end from the close
 		}
 	}
-	if cc.srv.shutting.Load() {
+	if cc.srv.Shutting.Load() {
 		keepClient = false
 	}
 	bw.WriteString("HTTP/1.1 ")
@@ -131,7 +131,7 @@ func (cc *clientConn) relayAnswer(uc *pool.UpConn, in *pool.Instance, keepClient
 		bw.WriteString("\r\n")
 	}
 	bw.WriteString(http1.InstanceHeader + ": ")
-	writeFieldValue(bw, in.ID)
+	WriteFieldValue(bw, in.ID)
 	bw.WriteString("\r\n")
 	switch {
 	case r.Length >= 0 && (hasBody || cc.isHead || r.Status == http.StatusNotModified):
@@ -186,7 +186,7 @@ func (cc *clientConn) relayHTTPResponse(uc *pool.UpConn, in *pool.Instance, keep
 			keepClient = false
 		}
 	}
-	if cc.srv.shutting.Load() {
+	if cc.srv.Shutting.Load() {
 		keepClient = false
 	}
 	fmt.Fprintf(bw, "HTTP/1.1 %03d %s\r\n", resp.StatusCode, http.StatusText(resp.StatusCode))
@@ -203,7 +203,7 @@ func (cc *clientConn) relayHTTPResponse(uc *pool.UpConn, in *pool.Instance, keep
 		}
 	}
 	bw.WriteString(http1.InstanceHeader + ": ")
-	writeFieldValue(bw, in.ID)
+	WriteFieldValue(bw, in.ID)
 	bw.WriteString("\r\n")
 	length := resp.ContentLength
 	if resp.StatusCode == http.StatusNotModified {
@@ -253,11 +253,11 @@ func (cc *clientConn) relayHTTPResponse(uc *pool.UpConn, in *pool.Instance, keep
 	return keepClient, keepUp && err == nil, err
 }
 
-// writeFieldValue writes v as a header field's value, leaving out the bytes a field value
+// WriteFieldValue writes v as a header field's value, leaving out the bytes a field value
 // must not hold (CR, LF, NUL and the other controls but HT; RFC 9110 5.5): the loop writes the
 // values it makes itself, and no such value, whatever its origin, can end the field or the
 // head early. (The values the loop relays were checked by its parser or net/http's.)
-func writeFieldValue(bw *bufio.Writer, v string) {
+func WriteFieldValue(bw *bufio.Writer, v string) {
 	for i := 0; i < len(v); i++ {
 		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
 			for j := 0; j < len(v); j++ {
@@ -301,7 +301,7 @@ func (cc *clientConn) answerError(code int, msg, service string, retryAfter time
 		cc.br.Discard(int(cc.req.Length))
 		cc.bodyDone = true
 	}
-	if !cc.bodyDone || cc.srv.shutting.Load() {
+	if !cc.bodyDone || cc.srv.Shutting.Load() {
 		keepClient = false
 	}
 	bw := cc.bw

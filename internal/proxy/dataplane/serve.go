@@ -1,4 +1,4 @@
-package proxy
+package dataplane
 
 import (
 	"bufio"
@@ -44,8 +44,8 @@ import (
 const (
 	clientReadBuf  = 4 << 10
 	clientWriteBuf = 4 << 10
-	// idleTimeout closes a keep-alive connection on which no request arrives.
-	idleTimeout = 2 * time.Minute
+	// IdleTimeout closes a keep-alive connection on which no request arrives.
+	IdleTimeout = 2 * time.Minute
 	// deadlineSlack: the loop re-arms the idle deadline only when it was set more than this
 	// long ago, so that a busy connection does not pay a timer update per request; a
 	// connection may then stay idle up to idleTimeout plus this.
@@ -59,33 +59,33 @@ const (
 	connClosed              // Shutdown closed it while idle
 )
 
-// server runs the loop on the data plane's listener.
-type server struct {
-	h                 *handler
+// Server runs the loop on the data plane's listener.
+type Server struct {
+	h                 *Handler
 	readHeaderTimeout time.Duration
 	// writeTimeout bounds each write to a client (0: none).
 	writeTimeout time.Duration
 	fallback     *http.Server
-	handoff      *handoffListener
+	Handoff      *handoffListener
 
 	mu       sync.Mutex
 	conns    map[*clientConn]struct{}
-	shutting atomic.Bool
+	Shutting atomic.Bool
 	// cut: closeAll ran (the grace is over); an instance connection taken after it is closed
 	// at once (clientConn.using).
 	cut atomic.Bool
 	wg  sync.WaitGroup
-	// handedOver counts the connections handed to net/http (tests, and the log at exit).
-	handedOver atomic.Int64
-	// bigHeads holds a token per connection reading a head past the loop's buffer (up to
+	// HandedOver counts the connections handed to net/http (tests, and the log at exit).
+	HandedOver atomic.Int64
+	// BigHeads holds a token per connection reading a head past the loop's buffer (up to
 	// maxHandoverHead into a slice of its own): at most maxBigHeads at once (see there).
-	bigHeads chan struct{}
+	BigHeads chan struct{}
 	// quit is closed when the shutdown begins (wakes connections waiting for a bigHeads token).
 	quit     chan struct{}
 	quitOnce sync.Once
 }
 
-// maxBigHeads bounds the connections reading a head past the loop's 4 KiB buffer at once.
+// MaxBigHeads bounds the connections reading a head past the loop's 4 KiB buffer at once.
 // Each holds up to maxHandoverHead (1 MiB + 4 KiB) of heap until its head ends or
 // read_header_timeout passes, and the number of connections is not bounded otherwise
 // (max_inflight counts requests being served, not heads being read): without this bound ~100
@@ -93,22 +93,22 @@ type server struct {
 // limit. With it, those heads hold at most 8 x ~1.3 MiB (the slice grows by doubling), about
 // 10 MiB, within GOMEMLIMIT's 48 MiB with room for everything else. Others wait for a token
 // until read_header_timeout, their bytes in the kernel's socket buffers, then get 431.
-const maxBigHeads = 8
+const MaxBigHeads = 8
 
-func newServer(h *handler, readHeaderTimeout, writeTimeout time.Duration, fallback *http.Server, addr net.Addr) *server {
-	return &server{h: h, readHeaderTimeout: readHeaderTimeout, writeTimeout: writeTimeout, fallback: fallback,
-		handoff: newHandoffListener(addr), conns: map[*clientConn]struct{}{},
-		bigHeads: make(chan struct{}, maxBigHeads), quit: make(chan struct{})}
+func NewServer(h *Handler, readHeaderTimeout, writeTimeout time.Duration, fallback *http.Server, addr net.Addr) *Server {
+	return &Server{h: h, readHeaderTimeout: readHeaderTimeout, writeTimeout: writeTimeout, fallback: fallback,
+		Handoff: newHandoffListener(addr), conns: map[*clientConn]struct{}{},
+		BigHeads: make(chan struct{}, MaxBigHeads), quit: make(chan struct{})}
 }
 
-// serve accepts connections until ln is closed; the net/http fallback serves what is handed
+// Serve accepts connections until ln is closed; the net/http fallback serves what is handed
 // over from its own goroutine (run by the caller with srv.fallback.Serve(srv.handoff)).
-func (srv *server) serve(ln net.Listener) error {
+func (srv *Server) Serve(ln net.Listener) error {
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			if srv.shutting.Load() {
+			if srv.Shutting.Load() {
 				return http.ErrServerClosed
 			}
 			var ne net.Error
@@ -130,10 +130,10 @@ func (srv *server) serve(ln net.Listener) error {
 	}
 }
 
-func (srv *server) newConn(c net.Conn) *clientConn {
+func (srv *Server) newConn(c net.Conn) *clientConn {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	if srv.shutting.Load() {
+	if srv.Shutting.Load() {
 		return nil
 	}
 	cc := &clientConn{srv: srv, c: c}
@@ -157,17 +157,17 @@ func (srv *server) newConn(c net.Conn) *clientConn {
 }
 
 // done forgets cc (it ended or was handed over).
-func (srv *server) done(cc *clientConn) {
+func (srv *Server) done(cc *clientConn) {
 	srv.mu.Lock()
 	delete(srv.conns, cc)
 	srv.mu.Unlock()
 	srv.wg.Done()
 }
 
-// shutdown stops the loop's connections: idle ones are closed at once, active ones after
+// Shutdown stops the loop's connections: idle ones are closed at once, active ones after
 // their request, or when ctx ends. The listener must be closed by the caller first.
-func (srv *server) shutdown(ctx context.Context) error {
-	srv.shutting.Store(true)
+func (srv *Server) Shutdown(ctx context.Context) error {
+	srv.Shutting.Store(true)
 	srv.quitOnce.Do(func() { close(srv.quit) })
 	closeIdle := func() {
 		srv.mu.Lock()
@@ -201,7 +201,7 @@ func (srv *server) shutdown(ctx context.Context) error {
 // closeAll closes every connection of the loop and the instance connections their requests
 // use (requests in flight are cut: a goroutine blocked reading an instance, a stalled answer
 // body, is woken only by closing that connection).
-func (srv *server) closeAll() {
+func (srv *Server) closeAll() {
 	srv.cut.Store(true)
 	srv.mu.Lock()
 	for cc := range srv.conns {
@@ -215,7 +215,7 @@ func (srv *server) closeAll() {
 
 // clientConn is one client connection served by the loop.
 type clientConn struct {
-	srv        *server
+	srv        *Server
 	c          net.Conn
 	br         *bufio.Reader
 	bw         *bufio.Writer
@@ -325,7 +325,7 @@ func (cc *clientConn) serve() {
 			return
 		}
 		cc.state.Store(connIdle)
-		if cc.srv.shutting.Load() {
+		if cc.srv.Shutting.Load() {
 			return
 		}
 	}
@@ -352,7 +352,7 @@ func (cc *clientConn) readHead() (int, error) {
 			}
 		} else if !cc.first && (cc.headerLimit || time.Since(cc.deadlineSet) > deadlineSlack) {
 			now := time.Now()
-			cc.c.SetReadDeadline(now.Add(idleTimeout))
+			cc.c.SetReadDeadline(now.Add(IdleTimeout))
 			cc.deadlineSet, cc.headerLimit = now, false
 		}
 		if _, err := cc.br.Peek(cc.br.Buffered() + 1); err != nil {

@@ -1,4 +1,4 @@
-package proxy
+package dataplane
 
 import (
 	"context"
@@ -33,8 +33,8 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 		}
 	}()
 	if h.maxInflight > 0 {
-		k := h.inflight.Add(1)
-		defer h.inflight.Add(-1)
+		k := h.Inflight.Add(1)
+		defer h.Inflight.Add(-1)
 		if k > h.maxInflight {
 			h.m.CountError("", metrics.ErrTypeOverloaded)
 			h.m.Request("", "", http.StatusServiceUnavailable, time.Since(start))
@@ -56,7 +56,7 @@ func (cc *clientConn) serveRequest(n int) (keep bool) {
 	if s.Config.Strategy == config.StrategyQoS || s.Config.Strategy == config.StrategyProximity {
 		s.WaitInit(context.Background()) // these strategies need the initial estimates
 	}
-	st := reqState{svc: s, start: start}
+	st := ReqState{Svc: s, Start: start}
 	uc, upKeep, _, err := h.up.tryInstances(cc, &st)
 	if err != nil {
 		code, typ, retryAfter := classifyProxyError(err, nil)
