@@ -1,9 +1,10 @@
 package proxy
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/httpjson"
 
 	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/proxy/sources"
@@ -46,10 +47,10 @@ func (p *Proxy) adminHandler() http.Handler {
 		if p.adminToken == "" || hasToken(r, p.adminToken) {
 			body["sources"] = p.u.Statuses()
 		}
-		writeJSON(w, code, body)
+		httpjson.Write(w, code, body)
 	})
 	mux.Handle("GET /debug/pools", guard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, p.pools())
+		httpjson.Write(w, http.StatusOK, p.pools())
 	})))
 	return mux
 }
@@ -60,17 +61,6 @@ func (p *Proxy) pools() poolsView {
 		v.Services = append(v.Services, s.View())
 	}
 	return v
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
 }
 
 // slogPromLogger adapts slog to promhttp's error logger.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/continuum-project/continuum/internal/httpjson"
+
 	"github.com/continuum-project/continuum/internal/httpauth"
 )
 
@@ -28,7 +30,7 @@ func requireToken(token string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hasToken(r, token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="continuum-proxy admin"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "this admin endpoint needs the proxy's admin token: Authorization: Bearer TOKEN"})
+			httpjson.Error(w, http.StatusUnauthorized, "this admin endpoint needs the proxy's admin token: Authorization: Bearer TOKEN")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/httpjson"
 
 	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/http1"
@@ -326,18 +327,15 @@ func (h *Handler) proxyError(w http.ResponseWriter, r *http.Request, st *ReqStat
 // writeError answers with a JSON body {"error": ..., "service": ...}; retryAfter > 0 adds a
 // Retry-After header in whole seconds (rounded up).
 func writeError(w http.ResponseWriter, code int, msg, service string, retryAfter time.Duration) {
-	body, _ := json.Marshal(struct {
-		Error   string `json:"error"`
-		Service string `json:"service,omitempty"`
-	}{msg, service})
 	hd := w.Header()
-	hd.Set("Content-Type", "application/json")
 	hd.Set("Cache-Control", "no-store")
 	if retryAfter > 0 {
 		hd.Set("Retry-After", strconv.Itoa(int(math.Ceil(retryAfter.Seconds()))))
 	}
-	w.WriteHeader(code)
-	_, _ = w.Write(append(body, '\n'))
+	httpjson.Write(w, code, struct {
+		Error   string `json:"error"`
+		Service string `json:"service,omitempty"`
+	}{msg, service})
 }
 
 // SlogWriter routes net/http's log.Logger output (the servers' errors) to slog.
