@@ -4,8 +4,6 @@ import (
 	"maps"
 	"time"
 
-	"github.com/continuum-project/continuum/internal/results"
-
 	"github.com/continuum-project/continuum/internal/proxy/config"
 )
 
@@ -64,6 +62,11 @@ type InstanceView struct {
 	Since         time.Time `json:"since,omitzero"`
 }
 
+// ms is d in milliseconds to the microsecond, as results.Millis; not that function itself,
+// since linking package results (its schema tables and their init) would grow the slim
+// continuum-proxy binary for one line.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
 // View snapshots the service for /debug/pools.
 func (s *Service) View() ServiceView {
 	s.Mu.Lock()
@@ -86,15 +89,15 @@ func (s *Service) View() ServiceView {
 	for _, in := range s.order {
 		iv := InstanceView{ID: in.disc.ID, URL: in.disc.URL, Node: in.disc.Node, Attributes: maps.Clone(in.disc.Attributes),
 			Ready: in.disc.Ready, InPool: in.InPool, Reason: in.reason, Why: in.Why,
-			EstimateMs: results.Millis(in.Est), EstimateFrom: in.estFrom, Samples: in.Samples,
+			EstimateMs: ms(in.Est), EstimateFrom: in.estFrom, Samples: in.Samples,
 			LastProbe: in.probedAt, ProbeError: in.probeErr, SuccessRate: in.success, Outcomes: in.outcomes,
 			Failures: in.failures, LastError: in.lastErr, Evictions: in.evictions, Overloaded: in.overloaded,
 			Outstanding: in.Outstanding.Load(), Served: in.served, Since: in.since}
 		if in.rttKnown {
-			iv.ProbeMs = results.Millis(in.rtt)
+			iv.ProbeMs = ms(in.rtt)
 		}
 		if in.netKnown {
-			iv.NetworkMs = results.Millis(in.net)
+			iv.NetworkMs = ms(in.net)
 		}
 		iv.Probation = in.probation
 		if in.cooldownUntil.After(now) {
