@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/continuum-project/continuum/internal/proxy"
+	proxyconfig "github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/version"
 )
@@ -65,7 +66,7 @@ func run(args []string) error {
 		fs.Usage()
 		return errors.New("--config FILE is required and no arguments are taken")
 	}
-	cfg, err := proxy.LoadConfig(*path)
+	cfg, err := proxyconfig.LoadConfig(*path)
 	if err != nil {
 		return err
 	}

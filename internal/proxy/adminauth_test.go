@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -37,12 +38,12 @@ func TestAdminPublicBindNeedsToken(t *testing.T) {
 			t.Errorf("admin_listen %q token %q: err = %v, want ok=%v", c.addr, c.token, err, c.ok)
 		}
 		if err != nil && (!strings.Contains(err.Error(), "admin_token_file (--admin-token-file)") ||
-			!strings.Contains(err.Error(), "reachable from other machines") || !strings.Contains(err.Error(), DefaultAdminListen)) {
+			!strings.Contains(err.Error(), "reachable from other machines") || !strings.Contains(err.Error(), config.DefaultAdminListen)) {
 			t.Errorf("admin_listen %q: error %q does not say why and what to do", c.addr, err)
 		}
 	}
-	if DefaultConfig().AdminListen != "127.0.0.1:9090" {
-		t.Errorf("default admin_listen %q: want loopback", DefaultConfig().AdminListen)
+	if config.DefaultConfig().AdminListen != "127.0.0.1:9090" {
+		t.Errorf("default admin_listen %q: want loopback", config.DefaultConfig().AdminListen)
 	}
 	// Run refuses before it listens on anything: the data port stays free.
 	cfg := testConfig(newTestSource())
@@ -66,7 +67,7 @@ func TestAdminTokenFileFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = os.WriteFile(filepath.Join(dir, "instances.yaml"), []byte("instances: []\n"), 0o644)
-	cfg, err := LoadConfig(path)
+	cfg, err := config.LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestAdminTokenFileFromConfig(t *testing.T) {
 		t.Errorf("admin_token_file = %q (validate: %v), want %s", cfg.AdminTokenFile, cfg.Validate(), filepath.Join(dir, "token"))
 	}
 	// The token file must exist and hold a token.
-	cfg.Logger = discard
+	cfg.Logger = quiet
 	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "admin_token_file") {
 		t.Errorf("New with a missing token file: %v", err)
 	}

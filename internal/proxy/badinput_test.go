@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -39,14 +41,14 @@ func TestProxyBadInputKeepsServing(t *testing.T) {
 	cfg := testConfig(newTestSource(inst("a", "dps", a.URL), inst("b", "dps", b.URL)))
 	// Round-robin: the data path is every strategy's, and qos's spare connections (dialed and
 	// expired in the background) would make the counts move without any leak.
-	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
 	cfg.ReadHeaderTimeout = 300 * time.Millisecond
 	tp := startProxy(t, cfg)
 	var base [2]int
 	do := func(method, path string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, tp.url+path, nil)
-		req.Header.Set(ServiceHeader, "dps")
+		req.Header.Set(http1.ServiceHeader, "dps")
 		resp, err := tp.client.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, path, err)
@@ -59,8 +61,8 @@ func TestProxyBadInputKeepsServing(t *testing.T) {
 	// open then is what requests left behind.
 	quiet := func() {
 		tp.client.CloseIdleConnections()
-		for _, s := range tp.p.rt.all() {
-			s.conns.CloseIdleConnections()
+		for _, s := range tp.p.rt.All() {
+			s.Conns.CloseIdleConnections()
 		}
 	}
 	// The first round of bad input sets up what stays (pools, spares, the services' background
@@ -162,7 +164,7 @@ func badInputRound(t *testing.T, tp *testProxy, do func(method, path string) (in
 	}
 	var reqs strings.Builder
 	for i := 1; i <= 3; i++ {
-		fmt.Fprintf(&reqs, "GET /p%d HTTP/1.1\r\nHost: x\r\n%s: dps\r\n\r\n", i, ServiceHeader)
+		fmt.Fprintf(&reqs, "GET /p%d HTTP/1.1\r\nHost: x\r\n%s: dps\r\n\r\n", i, http1.ServiceHeader)
 	}
 	if _, err := io.WriteString(c, reqs.String()); err != nil {
 		t.Fatal(err)
@@ -226,7 +228,7 @@ func TestProxyRequestForms(t *testing.T) {
 			t.Fatalf("%q: %d %q", head, resp.StatusCode, b)
 		}
 	}
-	send("GET /ten?x=1 HTTP/1.0\r\n"+ServiceHeader+": dps\r\n\r\n", "")
+	send("GET /ten?x=1 HTTP/1.0\r\n"+http1.ServiceHeader+": dps\r\n\r\n", "")
 	if s := <-got; s.uri != "/ten?x=1" || s.host != strings.TrimPrefix(up.URL, "http://") {
 		t.Errorf("HTTP/1.0 without Host: instance saw %+v", s)
 	}

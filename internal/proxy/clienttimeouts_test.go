@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/dataplane"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -17,7 +20,7 @@ import (
 // closed after read_header_timeout, as one that sends part of a head is.
 func TestProxyNewConnGetsHeaderTimeout(t *testing.T) {
 	ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) { io.WriteString(c, ownAnswer(r)) })
-	tp := oneService(t, ri.url, func(cfg *Config) { cfg.ReadHeaderTimeout = 200 * time.Millisecond })
+	tp := oneService(t, ri.url, func(cfg *config.Config) { cfg.ReadHeaderTimeout = 200 * time.Millisecond })
 	c := dialRaw(t, tp)
 	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, err := c.br.ReadByte()
@@ -37,7 +40,7 @@ func TestProxySlowUploadNotBlamedOnInstance(t *testing.T) {
 				body := fmt.Sprintf("got %q", b)
 				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 			})
-			tp := oneService(t, ri.url, func(cfg *Config) { cfg.Defaults.Timeout = dur(time.Second) })
+			tp := oneService(t, ri.url, func(cfg *config.Config) { cfg.Defaults.Timeout = config.Dur(time.Second) })
 			extra := ""
 			if big {
 				extra = bigField
@@ -67,8 +70,8 @@ func TestProxyStalledUploadTimesOut(t *testing.T) {
 	for _, big := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fallback=%v", big), func(t *testing.T) {
 			ri := startRawInstance(t, func(c net.Conn, r *http.Request, n int64) { io.WriteString(c, ownAnswer(r)) })
-			tp := oneService(t, ri.url, func(cfg *Config) {
-				cfg.Defaults.Timeout = dur(300 * time.Millisecond)
+			tp := oneService(t, ri.url, func(cfg *config.Config) {
+				cfg.Defaults.Timeout = config.Dur(300 * time.Millisecond)
 				cfg.MaxInflight = 1
 			})
 			extra := ""
@@ -119,7 +122,7 @@ func TestProxyClientThatNeverReadsIsCut(t *testing.T) {
 					}
 				}
 			})
-			tp := oneService(t, ri.url, func(cfg *Config) { cfg.WriteTimeout = 300 * time.Millisecond })
+			tp := oneService(t, ri.url, func(cfg *config.Config) { cfg.WriteTimeout = 300 * time.Millisecond })
 			extra := ""
 			if big {
 				extra = bigField
@@ -162,7 +165,7 @@ func TestProxyLeftStreamFreesInflightSlot(t *testing.T) {
 		}
 		io.WriteString(c, ownAnswer(r))
 	})
-	tp := oneService(t, ri.url, func(c *Config) { c.MaxInflight = 4 })
+	tp := oneService(t, ri.url, func(c *config.Config) { c.MaxInflight = 4 })
 	t.Cleanup(func() { close(release) }) // first: the instance's cleanup waits for its handlers
 	for i := range 4 {
 		cl := dialRaw(t, tp)
@@ -181,7 +184,7 @@ func TestProxyLeftStreamFreesInflightSlot(t *testing.T) {
 		t.Fatalf("with 4 streams in flight and max_inflight 4: %d (the test no longer tests)", resp.StatusCode)
 	}
 	testenv.Eventually(t, 10*time.Second, "the left streams free their slots", func() bool {
-		return tp.p.h.inflight.Load() == 0
+		return tp.p.h.Inflight.Load() == 0
 	})
 	resp, body := dialRaw(t, tp).roundTrip("GET /fast HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
 	if resp.StatusCode != http.StatusOK {
@@ -201,8 +204,8 @@ func TestProxyLeftStreamFreesInflightSlot(t *testing.T) {
 func TestProxyUnreadBodyBounded(t *testing.T) {
 	up := upstreamServer(t, "a", nil)
 	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.Defaults.Timeout = dur(500 * time.Millisecond)
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
+	cfg.Defaults.Timeout = config.Dur(500 * time.Millisecond)
 	cfg.ReadHeaderTimeout = 500 * time.Millisecond
 	tp := startProxy(t, cfg)
 	for _, tc := range []struct{ name, extra string }{{"loop", ""}, {"handed-over", bigField}} {
@@ -232,7 +235,7 @@ func TestProxyUnreadBodyBounded(t *testing.T) {
 func TestProxyBigHeadsBoundedHeap(t *testing.T) {
 	up := upstreamServer(t, "a", nil)
 	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
 	cfg.ReadHeaderTimeout = 20 * time.Second
 	tp := startProxy(t, cfg)
 	runtime.GC()
@@ -245,7 +248,7 @@ func TestProxyBigHeadsBoundedHeap(t *testing.T) {
 		cl := dialRaw(t, tp)
 		go cl.c.Write(head) // never ends the head
 	}
-	testenv.Eventually(t, 10*time.Second, "every token taken", func() bool { return len(loop.bigHeads) == min(maxBigHeads, clients) })
+	testenv.Eventually(t, 10*time.Second, "every token taken", func() bool { return len(loop.BigHeads) == min(dataplane.MaxBigHeads, clients) })
 	// Wait until the heads being read stop growing (the readers have what the clients sent):
 	// two samples 200 ms apart within 1 MiB of each other.
 	prev := int64(-1 << 40)
@@ -276,10 +279,10 @@ func TestProxyBigHeadsBoundedHeap(t *testing.T) {
 // (maxBigHeads) within read_header_timeout is answered 431 naming the bound, and closed.
 func TestProxyBigHeadWithoutTokenGets431(t *testing.T) {
 	up := upstreamServer(t, "a", nil)
-	tp := oneService(t, up.URL, func(c *Config) { c.ReadHeaderTimeout = 300 * time.Millisecond })
+	tp := oneService(t, up.URL, func(c *config.Config) { c.ReadHeaderTimeout = 300 * time.Millisecond })
 	loop := tp.p.loop.Load()
-	for range maxBigHeads {
-		loop.bigHeads <- struct{}{} // as if maxBigHeads clients were sending big heads
+	for range dataplane.MaxBigHeads {
+		loop.BigHeads <- struct{}{} // as if maxBigHeads clients were sending big heads
 	}
 	cl := dialRaw(t, tp)
 	resp, body := cl.roundTrip("GET / HTTP/1.1\r\nHost: dps\r\n"+bigField+"\r\n", http.MethodGet)
@@ -287,11 +290,11 @@ func TestProxyBigHeadWithoutTokenGets431(t *testing.T) {
 		t.Fatalf("big head without a token: %d %q", resp.StatusCode, body)
 	}
 	cl.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := cl.br.ReadByte(); err == nil || isTimeout(err) {
+	if _, err := cl.br.ReadByte(); err == nil || pool.IsTimeout(err) {
 		t.Fatalf("the connection stays open after the 431: %v", err) // EOF, or a reset (the head's rest unread)
 	}
-	for range maxBigHeads {
-		<-loop.bigHeads
+	for range dataplane.MaxBigHeads {
+		<-loop.BigHeads
 	}
 	resp, body = dialRaw(t, tp).roundTrip("GET / HTTP/1.1\r\nHost: dps\r\n"+bigField+"\r\n", http.MethodGet)
 	if resp.StatusCode != http.StatusOK || body != "a got 0 bytes" {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -403,8 +404,8 @@ func diffTargets(t testing.TB) map[string]diffTarget {
 	targets := map[string]diffTarget{}
 	inst1 := diffInstance(t)
 	cfg := testConfig(newTestSource(inst("a", "dps", inst1.url)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.Defaults.Timeout = dur(3 * time.Second)
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
+	cfg.Defaults.Timeout = config.Dur(3 * time.Second)
 	cfg.Defaults.Retries = 0
 	targets["continuum"] = diffTarget{strings.TrimPrefix(startProxy(t, cfg).url, "http://"), inst1}
 

@@ -4,14 +4,16 @@
 // pool of the instances expected to meet the service's requirement, and offers round-robin,
 // random and proximity (proxy-mity) routing as baselines.
 //
-// What it owns: the configuration (config.go, configfile.go), attribute requirements
-// (requirement.go), per-instance estimates (estimator.go), pool maintenance (pool.go,
-// maintain.go), selection (strategy.go), the data plane's HTTP/1.1 server loop (serve.go,
-// forward.go, answer.go, body.go, httphead.go) with net/http's server behind it for what the
-// loop hands over (handler.go), the forwarding path to instances (transport.go, conns.go,
-// preconnect.go), metrics and /debug/pools (metrics.go, admin.go), and the union of discovery
-// snapshots (sources.go). What it does not: finding instances — that is package discovery and its
-// sources, which register themselves by YAML key so that this package imports none of them.
+// This package only wires the rooms below together (New, Serve, Run in run.go) and serves the
+// admin endpoints (/metrics, /healthz, /readyz, /debug/pools) with their token (admin.go,
+// adminauth.go). Its tests are the end-to-end ones: a whole proxy against real instances.
+//
+// The rooms, each with one job: dataplane (the HTTP/1.1 server loop and the forwarding path),
+// pool (instances, estimates, pools, probes, Pick, connections to instances), qos
+// (requirements, the estimator window, the selection rules), http1 (the wire format the loop
+// parses), config (Config, LoadConfig, validation), metrics (the Prometheus series), sources
+// (the union of discovery snapshots), and discovery with its sources, which register
+// themselves by YAML key so that nothing here imports them.
 //
 // docs/proxy.md explains the decisions for operators.
 package proxy

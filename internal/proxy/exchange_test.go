@@ -14,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/dataplane"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/testenv"
 	"golang.org/x/sys/unix"
 )
@@ -153,10 +157,10 @@ const leaked = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nLEAKED"
 var bigField = "X-Big: " + strings.Repeat("b", 5<<10) + "\r\n"
 
 // oneService is a proxy with one instance at url for service dps, round-robin.
-func oneService(t *testing.T, url string, tune func(*Config)) *testProxy {
+func oneService(t *testing.T, url string, tune func(*config.Config)) *testProxy {
 	t.Helper()
 	cfg := testConfig(newTestSource(inst("a", "dps", url)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -336,7 +340,7 @@ func TestProxyOverlongAnswerHeadBounded(t *testing.T) {
 			}
 		}
 	})
-	tp := oneService(t, ri.url, func(cfg *Config) { cfg.Defaults.Timeout = dur(time.Minute) })
+	tp := oneService(t, ri.url, func(cfg *config.Config) { cfg.Defaults.Timeout = config.Dur(time.Minute) })
 	for _, big := range []bool{false, true} {
 		extra := ""
 		if big {
@@ -361,14 +365,14 @@ func TestProxyInstanceIDNeverSplitsAnswer(t *testing.T) {
 	up := upstreamServer(t, "b", nil)
 	id := "a\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 8\r\nX-Split: 1\r\n\r\nINJECTED"
 	var logs testenv.SyncBuffer
-	tp := oneService(t, up.URL, func(c *Config) {
+	tp := oneService(t, up.URL, func(c *config.Config) {
 		c.Sources = []discovery.Source{newTestSource(inst(id, "dps", up.URL), inst("b", "dps", up.URL))}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	for _, extra := range []string{"", bigField} {
 		cl := dialRaw(t, tp)
 		resp, body := cl.roundTrip("GET /x HTTP/1.1\r\nHost: dps\r\n"+extra+"\r\n", http.MethodGet)
-		if got := resp.Header.Get(InstanceHeader); got != "b" || body != "b got 0 bytes" || resp.Header.Get("X-Split") != "" {
+		if got := resp.Header.Get(http1.InstanceHeader); got != "b" || body != "b got 0 bytes" || resp.Header.Get("X-Split") != "" {
 			t.Fatalf("answer %d %q from %q", resp.StatusCode, body, got)
 		}
 		if rest := peekConn(cl); rest != "" {
@@ -380,12 +384,12 @@ func TestProxyInstanceIDNeverSplitsAnswer(t *testing.T) {
 	}
 	// Defence in depth: an instance made without the union refuses the ID too, and the loop's
 	// writer leaves controls out of any value it makes.
-	if _, err := newInstance(inst(id, "dps", up.URL), 8, 8); err == nil {
+	if _, err := pool.NewInstance(inst(id, "dps", up.URL), 8, 8); err == nil {
 		t.Error("newInstance took an ID with CRLF")
 	}
 	var buf bytes.Buffer
 	bw := bufio.NewWriter(&buf)
-	writeFieldValue(bw, "a\r\nb\x00c\td\x7f")
+	dataplane.WriteFieldValue(bw, "a\r\nb\x00c\td\x7f")
 	bw.Flush()
 	if buf.String() != "abc\td" {
 		t.Errorf("writeFieldValue wrote %q", buf.String())

@@ -6,9 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
-	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 )
 
 // BenchmarkProxyRequest is the request path in process (no network between client, proxy
@@ -22,11 +21,11 @@ func BenchmarkProxyRequest(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.close()
-	p.u.update(0, *cfg.Sources[0].(*testSource).first)
-	p.rt.setReady()
+	p.u.Update(0, *cfg.Sources[0].(*testSource).first)
+	p.rt.SetReady()
 	h := p.Handler()
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
-	req.Header.Set(ServiceHeader, "dps")
+	req.Header.Set(http1.ServiceHeader, "dps")
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -35,78 +34,6 @@ func BenchmarkProxyRequest(b *testing.B) {
 		if w.Code != http.StatusOK {
 			b.Fatalf("status %d", w.Code)
 		}
-	}
-}
-
-// BenchmarkQoSObservePick is the qos strategy's work per request, without the network: pick
-// an instance of the pool, then record its answer (the windowed quantile, the pool's
-// membership). It must not allocate (TestQoSObservePickDoesNotAllocate, docs/proxy.md).
-func BenchmarkQoSObservePick(b *testing.B) {
-	_, step := qosPoolOfThree(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		step()
-	}
-}
-
-func TestQoSObservePickDoesNotAllocate(t *testing.T) {
-	_, step := qosPoolOfThree(t)
-	if n := testing.AllocsPerRun(1000, step); n != 0 {
-		t.Fatalf("%v allocations per pick and record, want 0", n)
-	}
-}
-
-// qosPoolOfThree is a qos service with three instances in its pool (their spare connections
-// dial a local listener) and step, one request's pick and record.
-func qosPoolOfThree(tb testing.TB) (*service, func()) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ln.Close() })
-	go func() {
-		var conns []net.Conn
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	cfg := DefaultServiceConfig()
-	cfg.QoS.Latency = dur(80 * time.Millisecond)
-	s, err := newService("dps", cfg, time.Now, discard, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(s.close)
-	url := "http://" + ln.Addr().String()
-	s.setInstances([]discovery.Instance{{ID: "a", Service: "dps", URL: url, Ready: true},
-		{ID: "b", Service: "dps", URL: url, Ready: true}, {ID: "c", Service: "dps", URL: url, Ready: true}}, nil)
-	lat := []time.Duration{3 * time.Millisecond, 5 * time.Millisecond, 40 * time.Millisecond, 9 * time.Millisecond}
-	for i, id := range []string{"a", "b", "c"} {
-		in := s.lookup(id)
-		for j := range 40 {
-			s.record(in, attemptResult{epoch: in.epoch.Load(), lat: lat[(i+j)%len(lat)], oc: outcomeOK})
-		}
-	}
-	if len(s.pool) != 3 {
-		tb.Fatalf("pool of %d, want 3", len(s.pool))
-	}
-	i := 0
-	return s, func() {
-		in, err := s.pick(nil)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		s.record(in, attemptResult{epoch: in.epoch.Load(), lat: lat[i%len(lat)], oc: outcomeOK})
-		i++
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -34,7 +36,7 @@ func TestProxyPassesThrough(t *testing.T) {
 
 	resp, body := tp.do(t, http.MethodPost, "dps", "hello")
 	if resp.StatusCode != http.StatusTeapot || body != "body:hello" || resp.Header.Get("X-Custom") != "yes" ||
-		len(resp.Header.Values("Set-Cookie")) != 2 || resp.Header.Get(InstanceHeader) != "a" {
+		len(resp.Header.Values("Set-Cookie")) != 2 || resp.Header.Get(http1.InstanceHeader) != "a" {
 		t.Fatalf("got %d %q, headers %v", resp.StatusCode, body, resp.Header)
 	}
 	if gotPath.Load() != "/path?q=1" || gotXFF.Load() != "127.0.0.1" {
@@ -69,7 +71,7 @@ func TestProxyStreamsBodies(t *testing.T) {
 	})
 	tp := startProxy(t, testConfig(newTestSource(inst("s", "stream", up.URL))))
 	req, _ := http.NewRequest(http.MethodGet, tp.url+"/", nil)
-	req.Header.Set(ServiceHeader, "stream")
+	req.Header.Set(http1.ServiceHeader, "stream")
 	resp, err := tp.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -97,12 +99,12 @@ func TestProxyErrorResponses(t *testing.T) {
 		inst("d1", "gone-rr", dead1), inst("d2", "gone-rr", dead2),
 		inst("d3", "gone-qos", dead1),
 	))
-	cfg.Services = map[string]ServiceConfig{"empty": cfg.Defaults, "slow": cfg.Defaults, "gone-rr": cfg.Defaults}
+	cfg.Services = map[string]config.ServiceConfig{"empty": cfg.Defaults, "slow": cfg.Defaults, "gone-rr": cfg.Defaults}
 	sc := cfg.Services["slow"]
-	sc.Timeout = dur(100 * time.Millisecond)
+	sc.Timeout = config.Dur(100 * time.Millisecond)
 	cfg.Services["slow"] = sc
 	rr := cfg.Services["gone-rr"]
-	rr.Strategy = StrategyRoundRobin
+	rr.Strategy = config.StrategyRoundRobin
 	cfg.Services["gone-rr"] = rr
 	tp := startProxy(t, cfg)
 
@@ -128,7 +130,7 @@ func TestProxyErrorResponses(t *testing.T) {
 				req.Host = tt.host
 			}
 			if tt.service != "" {
-				req.Header.Set(ServiceHeader, tt.service)
+				req.Header.Set(http1.ServiceHeader, tt.service)
 			}
 			resp, err := tp.client.Do(req)
 			if err != nil {
@@ -170,7 +172,7 @@ func TestProxyRetriesConnectionFailure(t *testing.T) {
 	served := map[string]int{}
 	for range 4 {
 		resp, _ := tp.do(t, http.MethodGet, "dps", "")
-		served[resp.Header.Get(InstanceHeader)]++
+		served[resp.Header.Get(http1.InstanceHeader)]++
 	}
 	if served["doomed"] == 0 || served["live"] == 0 {
 		t.Fatalf("both instances should serve while alive: %v", served)
@@ -178,8 +180,8 @@ func TestProxyRetriesConnectionFailure(t *testing.T) {
 	doomed.Close() // new connections are refused from now on
 	for i := range 6 {
 		resp, body := tp.do(t, http.MethodPost, "dps", "payload")
-		if resp.StatusCode != http.StatusOK || body != "live got 7 bytes" || resp.Header.Get(InstanceHeader) != "live" {
-			t.Fatalf("request %d: %d %q from %q", i, resp.StatusCode, body, resp.Header.Get(InstanceHeader))
+		if resp.StatusCode != http.StatusOK || body != "live got 7 bytes" || resp.Header.Get(http1.InstanceHeader) != "live" {
+			t.Fatalf("request %d: %d %q from %q", i, resp.StatusCode, body, resp.Header.Get(http1.InstanceHeader))
 		}
 	}
 	if !strings.Contains(tp.metrics(t), `continuum_proxy_retries_total{service="dps"} 1`) {
@@ -207,7 +209,7 @@ func TestProxyShedsPastMaxInflight(t *testing.T) {
 	for range 2 {
 		go func() {
 			req, _ := http.NewRequest(http.MethodGet, tp.url+"/", nil)
-			req.Header.Set(ServiceHeader, "dps")
+			req.Header.Set(http1.ServiceHeader, "dps")
 			resp, err := tp.client.Do(req)
 			if err != nil {
 				done <- 0
@@ -269,8 +271,8 @@ func TestProxyUpgradedConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get(InstanceHeader) != "w1" {
-		t.Fatalf("upgrade: %d, instance %q", resp.StatusCode, resp.Header.Get(InstanceHeader))
+	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get(http1.InstanceHeader) != "w1" {
+		t.Fatalf("upgrade: %d, instance %q", resp.StatusCode, resp.Header.Get(http1.InstanceHeader))
 	}
 	fmt.Fprint(conn, "ping\n")
 	if line, err := rd.ReadString('\n'); err != nil || line != "echo ping\n" {
@@ -306,7 +308,7 @@ func TestProxyUpgradedConnectionEndsWithServe(t *testing.T) {
 		}
 	})
 	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
 	cfg.ShutdownTimeout = 3 * time.Second // long enough for the echo during the grace under load
 	tp, cancel, served := serveManually(t, cfg)
 	cl := dialRaw(t, tp)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -82,22 +86,22 @@ type testProxy struct {
 }
 
 // testConfig is a proxy config with fast probes and short backoffs.
-func testConfig(sources ...discovery.Source) Config {
-	cfg := DefaultConfig()
+func testConfig(sources ...discovery.Source) config.Config {
+	cfg := config.DefaultConfig()
 	cfg.Node = "test-node"
 	cfg.Sources = sources
-	cfg.Logger = discard
+	cfg.Logger = quiet
 	d := &cfg.Defaults
-	d.QoS.Latency = dur(time.Second)
-	d.Probe.Interval = dur(50 * time.Millisecond)
-	d.Probe.Timeout = dur(time.Second)
-	d.Cooldown = BackoffConfig{Base: dur(50 * time.Millisecond), Max: dur(200 * time.Millisecond)}
+	d.QoS.Latency = config.Dur(time.Second)
+	d.Probe.Interval = config.Dur(50 * time.Millisecond)
+	d.Probe.Timeout = config.Dur(time.Second)
+	d.Cooldown = config.BackoffConfig{Base: config.Dur(50 * time.Millisecond), Max: config.Dur(200 * time.Millisecond)}
 	return cfg
 }
 
 // startProxy serves cfg on loopback until the test ends, then checks that Serve returned and
 // left no goroutine behind.
-func startProxy(t testing.TB, cfg Config) *testProxy {
+func startProxy(t testing.TB, cfg config.Config) *testProxy {
 	t.Helper()
 	p, err := New(cfg)
 	if err != nil {
@@ -172,7 +176,7 @@ func (tp *testProxy) do(t *testing.T, method, service, body string) (*http.Respo
 		t.Fatal(err)
 	}
 	if service != "" {
-		req.Header.Set(ServiceHeader, service)
+		req.Header.Set(http1.ServiceHeader, service)
 	}
 	resp, err := tp.client.Do(req)
 	if err != nil {
@@ -200,7 +204,7 @@ func (tp *testProxy) pools(t *testing.T) poolsView {
 	return v
 }
 
-func (v poolsView) instance(service, id string) (instanceView, bool) {
+func (v poolsView) instance(service, id string) (pool.InstanceView, bool) {
 	for _, s := range v.Services {
 		if s.Name == service {
 			for _, in := range s.Instances {
@@ -210,7 +214,7 @@ func (v poolsView) instance(service, id string) (instanceView, bool) {
 			}
 		}
 	}
-	return instanceView{}, false
+	return pool.InstanceView{}, false
 }
 
 func (tp *testProxy) metrics(t *testing.T) string {
@@ -252,7 +256,7 @@ func (rc *rawClient) waitServing() {
 
 // serveManually runs the proxy for cfg like startProxy, but hands the cancel and the result
 // of Serve to the test (for shutdown tests).
-func serveManually(t *testing.T, cfg Config) (*testProxy, context.CancelFunc, chan error) {
+func serveManually(t *testing.T, cfg config.Config) (*testProxy, context.CancelFunc, chan error) {
 	t.Helper()
 	p, err := New(cfg)
 	if err != nil {
@@ -271,4 +275,17 @@ func serveManually(t *testing.T, cfg Config) (*testProxy, context.CancelFunc, ch
 	warm.waitServing()
 	warm.c.Close()
 	return tp, cancel, served
+}
+
+// quiet is the logger of pools and proxies whose logs no test reads.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// qosServiceConfig is a qos service with the given latency limit and short cooldowns and
+// probe interval (the pool package's tests have the same helper, qosConfig).
+func qosServiceConfig(latency time.Duration) config.ServiceConfig {
+	c := config.DefaultServiceConfig()
+	c.QoS.Latency = config.Dur(latency)
+	c.Cooldown = config.BackoffConfig{Base: config.Dur(time.Second), Max: config.Dur(8 * time.Second)}
+	c.Probe.Interval = config.Dur(2 * time.Second)
+	return c
 }

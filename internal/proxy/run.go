@@ -12,20 +12,26 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/dataplane"
+	"github.com/continuum-project/continuum/internal/proxy/metrics"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
+	"github.com/continuum-project/continuum/internal/proxy/sources"
 )
 
 // Proxy is one node's proxy: discovery, the services' pools and the two HTTP servers.
 type Proxy struct {
-	cfg Config
+	cfg config.Config
 	log *slog.Logger
-	m   *metrics
+	m   *metrics.Metrics
 	// adminToken is AdminTokenFile's token ("" = the admin endpoints are open).
 	adminToken string
-	rt         *router
-	u          *union
-	h          *handler
+	rt         *pool.Router
+	u          *sources.Union
+	h          *dataplane.Handler
 	// loop is the data plane's server while Serve runs.
-	loop atomic.Pointer[server]
+	loop atomic.Pointer[dataplane.Server]
 
 	// ctx ends the background work (sources, maintainers, probes), which wg tracks.
 	ctx    context.Context
@@ -35,7 +41,7 @@ type Proxy struct {
 }
 
 // New validates cfg and builds a proxy; nothing runs until Serve.
-func New(cfg Config) (*Proxy, error) {
+func New(cfg config.Config) (*Proxy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -49,30 +55,30 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.ShutdownTimeout == 0 {
-		cfg.ShutdownTimeout = DefaultConfig().ShutdownTimeout
+		cfg.ShutdownTimeout = config.DefaultConfig().ShutdownTimeout
 	}
 	if cfg.ReadHeaderTimeout == 0 {
-		cfg.ReadHeaderTimeout = DefaultConfig().ReadHeaderTimeout
+		cfg.ReadHeaderTimeout = config.DefaultConfig().ReadHeaderTimeout
 	}
 	if cfg.WriteTimeout == 0 {
-		cfg.WriteTimeout = DefaultConfig().WriteTimeout
+		cfg.WriteTimeout = config.DefaultConfig().WriteTimeout
 	}
 	tok, err := readAdminToken(cfg.AdminTokenFile)
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Node), adminToken: tok}
-	if p.rt, err = newRouter(cfg, time.Now, p.log, p.m); err != nil {
+	p := &Proxy{cfg: cfg, log: cfg.Logger, m: metrics.New(cfg.Node), adminToken: tok}
+	if p.rt, err = pool.NewRouter(cfg, time.Now, p.log, p.m); err != nil {
 		return nil, err
 	}
-	p.u = newUnion(cfg.Sources, p.log, p.m, p.rt.apply, p.rt.setReady)
+	p.u = sources.New(cfg.Sources, p.log, p.m, p.rt.Apply, p.rt.SetReady)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.h = newHandler(p.ctx, &p.wg, p.rt, p.m, p.log, cfg.MaxInflight)
-	p.h.writeTimeout = cfg.WriteTimeout
+	p.h = dataplane.NewHandler(p.ctx, &p.wg, p.rt, p.m, p.log, cfg.MaxInflight)
+	p.h.WriteTimeout = cfg.WriteTimeout
 	return p, nil
 }
 
-// Handler is the data plane as an http.Handler: what Serve's own HTTP/1.1 loop (serve.go)
+// Handler is the data plane as an http.Handler: what Serve's own HTTP/1.1 loop (package dataplane)
 // hands over to net/http's server (upgrades, requests outside the loop's parser), and a way to
 // mount the proxy in another server.
 func (p *Proxy) Handler() http.Handler { return p.h }
@@ -86,21 +92,21 @@ func (p *Proxy) AdminHandler() http.Handler { return p.adminHandler() }
 // has. Call it once.
 func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	defer p.close()
-	p.u.run(p.ctx, &p.wg)
-	errLog := log.New(slogWriter{p.log}, "", 0)
-	// The data plane: the proxy's own HTTP/1.1 loop (serve.go), and net/http's server for the
+	p.u.Run(p.ctx, &p.wg)
+	errLog := log.New(dataplane.SlogWriter{Log: p.log}, "", 0)
+	// The data plane: the proxy's own HTTP/1.1 loop (package dataplane), and net/http's server for the
 	// connections the loop hands over (upgrades, requests outside its parser).
-	fallback := &http.Server{Handler: boundUnreadBody{p.h}, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: idleTimeout, ErrorLog: errLog}
+	fallback := &http.Server{Handler: boundUnreadBody{p.h}, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: dataplane.IdleTimeout, ErrorLog: errLog}
 	// One request per handed-over connection: the next head on it is the loop's to read (and
 	// check, framing.go) once more, since a client reconnects.
 	fallback.SetKeepAlivesEnabled(false)
-	loop := newServer(p.h, p.cfg.ReadHeaderTimeout, p.cfg.WriteTimeout, fallback, ln.Addr())
+	loop := dataplane.NewServer(p.h, p.cfg.ReadHeaderTimeout, p.cfg.WriteTimeout, fallback, ln.Addr())
 	p.loop.Store(loop)
 	type serveFunc struct {
 		addr  net.Addr
 		serve func() error
 	}
-	serves := []serveFunc{{ln.Addr(), func() error { return loop.serve(ln) }}, {ln.Addr(), func() error { return fallback.Serve(loop.handoff) }}}
+	serves := []serveFunc{{ln.Addr(), func() error { return loop.Serve(ln) }}, {ln.Addr(), func() error { return fallback.Serve(loop.Handoff) }}}
 	servers := []*http.Server{fallback}
 	if admin != nil {
 		// The admin server has the data plane's header timeout: a client that never finishes
@@ -131,9 +137,9 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	sctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownTimeout)
 	defer cancel()
 	// The loop first: once it stops accepting, nothing more is handed over.
-	loop.shutting.Store(true)
+	loop.Shutting.Store(true)
 	ln.Close()
-	if serr := loop.shutdown(sctx); serr != nil && err == nil {
+	if serr := loop.Shutdown(sctx); serr != nil && err == nil {
 		err = fmt.Errorf("shutdown: %w", serr)
 	}
 	for _, srv := range servers {
@@ -147,11 +153,11 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	}
 	// Upgraded (WebSocket) connections: net/http forgot them when they were hijacked. They
 	// get what is left of the grace, then are cut, so that none outlives Serve.
-	if p.h.upgraded.shutdown(sctx) && err == nil {
+	if p.h.Upgraded.Shutdown(sctx) && err == nil {
 		err = fmt.Errorf("shutdown: upgraded connections cut: %w", context.DeadlineExceeded)
 	}
 	serving.Wait()
-	p.log.Info("proxy stopped", "connections_handed_to_net_http", loop.handedOver.Load())
+	p.log.Info("proxy stopped", "connections_handed_to_net_http", loop.HandedOver.Load())
 	return err
 }
 
@@ -183,14 +189,14 @@ func (p *Proxy) close() {
 	p.once.Do(func() {
 		p.cancel()
 		p.wg.Wait()
-		for _, s := range p.rt.all() {
-			s.close()
+		for _, s := range p.rt.All() {
+			s.Close()
 		}
 	})
 }
 
 // Run listens on cfg.Listen (and cfg.AdminListen unless "-") and serves until ctx ends.
-func Run(ctx context.Context, cfg Config) error {
+func Run(ctx context.Context, cfg config.Config) error {
 	p, err := New(cfg)
 	if err != nil {
 		return err

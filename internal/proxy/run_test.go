@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
+	"github.com/continuum-project/continuum/internal/proxy/sources"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -89,11 +92,11 @@ func TestProxyMetricsAndDebugPools(t *testing.T) {
 		t.Errorf("pools header: %+v", v)
 	}
 	ina, _ := v.instance("dps", "a")
-	if !ina.InPool || ina.EstimateFrom != estFromTraffic || ina.Samples != 3 || ina.Served != 3 || ina.ProbeMs <= 0 {
+	if !ina.InPool || ina.EstimateFrom != pool.EstFromTraffic || ina.Samples != 3 || ina.Served != 3 || ina.ProbeMs <= 0 {
 		t.Errorf("instance a: %+v", ina)
 	}
 	inb, _ := v.instance("dps", "b")
-	if inb.InPool || inb.Reason != reasonNotReady || inb.Why == "" {
+	if inb.InPool || inb.Reason != pool.ReasonNotReady || inb.Why == "" {
 		t.Errorf("instance b: %+v", inb)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -112,14 +115,14 @@ func TestProxyFollowsDiscovery(t *testing.T) {
 	a, b := upstreamServer(t, "a", nil), upstreamServer(t, "b", nil)
 	src := newTestSource(inst("a", "dps", a.URL))
 	tp := startProxy(t, testConfig(src))
-	if resp, _ := tp.do(t, http.MethodGet, "dps", ""); resp.Header.Get(InstanceHeader) != "a" {
-		t.Fatalf("served by %q", resp.Header.Get(InstanceHeader))
+	if resp, _ := tp.do(t, http.MethodGet, "dps", ""); resp.Header.Get(http1.InstanceHeader) != "a" {
+		t.Fatalf("served by %q", resp.Header.Get(http1.InstanceHeader))
 	}
 	src.updates <- discovery.Snapshot{Instances: []discovery.Instance{inst("b", "dps", b.URL)}}
 	testenv.Eventually(t, 30*time.Second, "b in the pool", func() bool { in, _ := tp.pools(t).instance("dps", "b"); return in.InPool })
 	for range 4 {
-		if resp, _ := tp.do(t, http.MethodGet, "dps", ""); resp.Header.Get(InstanceHeader) != "b" {
-			t.Fatalf("after the update, served by %q", resp.Header.Get(InstanceHeader))
+		if resp, _ := tp.do(t, http.MethodGet, "dps", ""); resp.Header.Get(http1.InstanceHeader) != "b" {
+			t.Fatalf("after the update, served by %q", resp.Header.Get(http1.InstanceHeader))
 		}
 	}
 	// A service whose instances all went away is still known: 503, not 404.
@@ -146,7 +149,7 @@ func TestProxyBeforeDiscovery(t *testing.T) {
 		checkNoGoroutines(t)
 	}()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
-	req.Header.Set(ServiceHeader, "dps")
+	req.Header.Set(http1.ServiceHeader, "dps")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -164,11 +167,11 @@ func TestProxyBeforeDiscovery(t *testing.T) {
 
 func TestProxyUnionOfSources(t *testing.T) {
 	var got discovery.Snapshot
-	u := newUnion([]discovery.Source{&testSource{name: "one"}, &testSource{name: "two"}}, discard, nil,
+	u := sources.New([]discovery.Source{&testSource{name: "one"}, &testSource{name: "two"}}, quiet, nil,
 		func(s discovery.Snapshot) { got = s }, nil)
-	u.update(1, discovery.Snapshot{Instances: []discovery.Instance{{ID: "x", URL: "http://two"}, {ID: "y"}},
+	u.Update(1, discovery.Snapshot{Instances: []discovery.Instance{{ID: "x", URL: "http://two"}, {ID: "y"}},
 		Nodes: map[string]discovery.NodeLoad{"n": {CPU: 0.2, Memory: 0.9}}})
-	u.update(0, discovery.Snapshot{Instances: []discovery.Instance{{ID: "x", URL: "http://one"}},
+	u.Update(0, discovery.Snapshot{Instances: []discovery.Instance{{ID: "x", URL: "http://one"}},
 		Nodes: map[string]discovery.NodeLoad{"n": {CPU: 0.5, Memory: 0.1}}})
 	if len(got.Instances) != 2 || got.Instances[0].URL != "http://one" {
 		t.Errorf("instances: %+v (want x from the first source, and y)", got.Instances)
@@ -220,7 +223,7 @@ func TestProxyConcurrentTrafficAndUpdates(t *testing.T) {
 				default:
 				}
 				req, _ := http.NewRequest(http.MethodPost, tp.url+"/", strings.NewReader("x"))
-				req.Header.Set(ServiceHeader, "dps")
+				req.Header.Set(http1.ServiceHeader, "dps")
 				resp, err := tp.client.Do(req)
 				if err != nil {
 					errs <- err

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -108,7 +110,7 @@ func TestProxyLoopHTTP11(t *testing.T) {
 	// Keep-alive: several requests on one connection.
 	for i := range 3 {
 		resp, body := rc.roundTrip(fmt.Sprintf("GET /k%d HTTP/1.1\r\nHost: dps\r\n\r\n", i), http.MethodGet)
-		if resp.StatusCode != 200 || body != fmt.Sprintf("GET /k%d 0:", i) || resp.Close || resp.Header.Get(InstanceHeader) != "a" {
+		if resp.StatusCode != 200 || body != fmt.Sprintf("GET /k%d 0:", i) || resp.Close || resp.Header.Get(http1.InstanceHeader) != "a" {
 			t.Fatalf("request %d: %d %q close=%v %v", i, resp.StatusCode, body, resp.Close, resp.Header)
 		}
 	}
@@ -156,14 +158,14 @@ func TestProxyLoopHTTP11(t *testing.T) {
 		t.Fatalf("after a large head: %q", body)
 	}
 	// Everything before the large head was the loop's.
-	if n := tp.p.loop.Load().handedOver.Load(); n != 1 {
+	if n := tp.p.loop.Load().HandedOver.Load(); n != 1 {
 		t.Fatalf("%d connections handed to net/http, want 1 (the large head's)", n)
 	}
 
 	// An answer head larger than the instance connection's buffer: net/http's parser reads it.
 	rc2 := dialRaw(t, tp)
 	resp, body = rc2.roundTrip("GET /bighead HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet)
-	if resp.StatusCode != 200 || body != "big head" || len(resp.Header.Get("X-Big")) != 8<<10 || resp.Header.Get(InstanceHeader) != "a" {
+	if resp.StatusCode != 200 || body != "big head" || len(resp.Header.Get("X-Big")) != 8<<10 || resp.Header.Get(http1.InstanceHeader) != "a" {
 		t.Fatalf("large answer head: %d %q", resp.StatusCode, body)
 	}
 	if _, body := rc2.roundTrip("GET /x HTTP/1.1\r\nHost: dps\r\n\r\n", http.MethodGet); body != "GET /x 0:" {
@@ -257,7 +259,7 @@ func TestProxyLoopShutdownDrains(t *testing.T) {
 		io.WriteString(w, "done "+r.URL.Path)
 	})
 	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -320,8 +322,8 @@ func TestProxyLoopBodyOutlastsTimeout(t *testing.T) {
 		io.WriteString(w, "-last")
 	})
 	cfg := testConfig(newTestSource(inst("a", "dps", up.URL)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.Defaults.Timeout = dur(100 * time.Millisecond)
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
+	cfg.Defaults.Timeout = config.Dur(100 * time.Millisecond)
 	tp := startProxy(t, cfg)
 	rc := dialRaw(t, tp)
 	for _, path := range []string{"/chunked", "/length"} {
@@ -373,8 +375,8 @@ func TestProxyLoopInstanceClosedIdleConnection(t *testing.T) {
 		}
 	}()
 	cfg := testConfig(newTestSource(inst("a", "dps", "http://"+ln.Addr().String())))
-	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.Defaults.Timeout = dur(time.Minute) // a wait for the timeout would fail the test's deadline
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
+	cfg.Defaults.Timeout = config.Dur(time.Minute) // a wait for the timeout would fail the test's deadline
 	tp := startProxy(t, cfg)
 	rc := dialRaw(t, tp)
 	for i := range 5 {
@@ -411,9 +413,9 @@ func TestProxyLoopShutdownCutsStalledInstance(t *testing.T) {
 	})
 	t.Cleanup(func() { close(release) }) // runs before the instance's cleanup (LIFO)
 	cfg := testConfig(newTestSource(inst("a", "dps", ri.url)))
-	cfg.Defaults.Strategy = StrategyRoundRobin
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
 	cfg.ShutdownTimeout = 300 * time.Millisecond
-	cfg.Defaults.Timeout = dur(time.Minute)
+	cfg.Defaults.Timeout = config.Dur(time.Minute)
 	tp, cancel, served := serveManually(t, cfg)
 	noHead := dialRaw(t, tp)
 	io.WriteString(noHead.c, "GET /nohead HTTP/1.1\r\nHost: dps\r\n\r\n")
@@ -424,7 +426,7 @@ func TestProxyLoopShutdownCutsStalledInstance(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("head of the stalled answer: %v %v", resp, err)
 	}
-	testenv.Eventually(t, 5*time.Second, "both requests in flight", func() bool { return tp.p.h.inflight.Load() == 2 })
+	testenv.Eventually(t, 5*time.Second, "both requests in flight", func() bool { return tp.p.h.Inflight.Load() == 2 })
 	cancel()
 	select {
 	case <-served:

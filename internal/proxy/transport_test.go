@@ -14,41 +14,45 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/proxy/config"
+	"github.com/continuum-project/continuum/internal/proxy/dataplane"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
+	"github.com/continuum-project/continuum/internal/proxy/pool"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // directService is a service of one instance at url, probed once by its real probe (dial,
 // if not nil, is how its transport dials), with no maintainer running: the test sends
 // attempts through roundTrip.
-func directService(t *testing.T, cfg ServiceConfig, url string, dial dialFunc) (*service, *instance) {
+func directService(t *testing.T, cfg config.ServiceConfig, url string, dial pool.DialFunc) (*pool.Service, *pool.Instance) {
 	t.Helper()
-	s, err := newService("dps", cfg, time.Now, discard, nil)
+	s, err := pool.NewService("dps", cfg, time.Now, quiet, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if dial != nil {
-		s.spares.dial = dial // before anything can dial
+		s.Spares.Dial = dial // before anything can dial
 	}
-	t.Cleanup(s.close)
-	s.setInstances([]discovery.Instance{{ID: "a", Service: "dps", URL: url, Ready: true}}, nil)
-	in := s.lookup("a")
-	s.mu.Lock()
-	s.activateLocked()
-	s.mu.Unlock()
-	res, err := s.defaultProbe(context.Background(), in)
-	s.probeDone(in, res, err)
-	if !in.inPool {
-		t.Fatalf("not in the pool: %s", in.why)
+	t.Cleanup(s.Close)
+	s.SetInstances([]discovery.Instance{{ID: "a", Service: "dps", URL: url, Ready: true}}, nil)
+	in := s.Lookup("a")
+	s.Mu.Lock()
+	s.ActivateLocked()
+	s.Mu.Unlock()
+	res, err := s.DefaultProbe(context.Background(), in)
+	s.ProbeDone(in, res, err)
+	if !in.InPool {
+		t.Fatalf("not in the pool: %s", in.Why)
 	}
 	return s, in
 }
 
 // roundTrip sends one request through the service's attempt path, as the handler would.
-func roundTrip(s *service, method string) (*http.Response, error) {
+func roundTrip(s *pool.Service, method string) (*http.Response, error) {
 	req := httptest.NewRequest(method, "http://dps.example/", nil)
-	req = req.WithContext(context.WithValue(req.Context(), stateKey{}, &reqState{svc: s, start: time.Now()}))
-	resp, err := (&upstream{}).RoundTrip(req)
+	req = req.WithContext(context.WithValue(req.Context(), dataplane.StateKey{}, &dataplane.ReqState{Svc: s, Start: time.Now()}))
+	resp, err := (&dataplane.Upstream{}).RoundTrip(req)
 	if err == nil {
 		resp.Body.Close()
 	}
@@ -59,8 +63,8 @@ func TestProxyConnectTimeNotChargedToEstimate(t *testing.T) {
 	up := upstreamServer(t, "a", nil)
 	// The network to the instance: a handshake takes 150 ms, more than the limit, and the
 	// instance answers at once. Round-robin, so that no spare connection hides the dial.
-	cfg := qosConfig(100 * time.Millisecond)
-	cfg.Strategy = StrategyRoundRobin
+	cfg := qosServiceConfig(100 * time.Millisecond)
+	cfg.Strategy = config.StrategyRoundRobin
 	handshake := 150 * time.Millisecond
 	s, in := directService(t, cfg, up.URL, func(ctx context.Context, network, addr string) (net.Conn, error) {
 		time.Sleep(handshake) // the simulated round trip, not a wait for the test
@@ -73,11 +77,11 @@ func TestProxyConnectTimeNotChargedToEstimate(t *testing.T) {
 	if took := time.Since(start); took < handshake {
 		t.Fatalf("request took %v, the dial alone %v", took, handshake)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if in.samples != 1 || in.est >= handshake || !in.inPool {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	if in.Samples != 1 || in.Est >= handshake || !in.InPool {
 		t.Fatalf("after a request over a new connection: %d samples, estimate %v, in pool %v (%s); want the handshake left out",
-			in.samples, in.est, in.inPool, in.why)
+			in.Samples, in.Est, in.InPool, in.Why)
 	}
 }
 
@@ -90,13 +94,13 @@ func TestProxyEvictsSlowInstanceWhileItsRequestIsInFlight(t *testing.T) {
 		}
 	})
 	cfg := testConfig(newTestSource(inst("slow", "dps", slow.URL)))
-	cfg.Defaults.QoS.Latency = dur(100 * time.Millisecond)
-	cfg.Defaults.Cooldown = BackoffConfig{Base: dur(time.Minute), Max: dur(time.Minute)} // the hold outlasts the test
+	cfg.Defaults.QoS.Latency = config.Dur(100 * time.Millisecond)
+	cfg.Defaults.Cooldown = config.BackoffConfig{Base: config.Dur(time.Minute), Max: config.Dur(time.Minute)} // the hold outlasts the test
 	tp := startProxy(t, cfg)
 	done := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodGet, tp.url+"/", nil)
-		req.Header.Set(ServiceHeader, "dps")
+		req.Header.Set(http1.ServiceHeader, "dps")
 		resp, err := tp.client.Do(req)
 		if err != nil {
 			done <- 0
@@ -107,7 +111,7 @@ func TestProxyEvictsSlowInstanceWhileItsRequestIsInFlight(t *testing.T) {
 	}()
 	testenv.Eventually(t, 30*time.Second, "eviction with the request still in flight", func() bool {
 		in, _ := tp.pools(t).instance("dps", "slow")
-		return in.Reason == reasonHold && in.Outstanding == 1
+		return in.Reason == pool.ReasonHold && in.Outstanding == 1
 	})
 	close(release)
 	if code := <-done; code != http.StatusOK {
@@ -125,12 +129,12 @@ func TestProxyHTTPProbeMeasuresNetworkAndResponse(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	})
-	cfg := qosConfig(time.Second)
+	cfg := qosServiceConfig(time.Second)
 	cfg.Probe.Path = "/healthz"
 	s, in := directService(t, cfg, up.URL, nil)
 	for range 2 { // a new connection each time: every probe measures the connect time
-		res, err := s.defaultProbe(context.Background(), in)
-		if err != nil || res.net <= 0 || res.lat <= 0 {
+		res, err := s.DefaultProbe(context.Background(), in)
+		if err != nil || res.Net <= 0 || res.Lat <= 0 {
 			t.Fatalf("HTTP probe: %+v, %v", res, err)
 		}
 	}
@@ -167,8 +171,8 @@ func TestProxyHTTPSInstanceGetsTLS(t *testing.T) {
 		}
 	}()
 	cfg := testConfig(newTestSource(inst("a", "dps", "https://"+ln.Addr().String())))
-	cfg.Defaults.Strategy = StrategyRoundRobin
-	cfg.Defaults.Timeout = dur(time.Second)
+	cfg.Defaults.Strategy = config.StrategyRoundRobin
+	cfg.Defaults.Timeout = config.Dur(time.Second)
 	tp := startProxy(t, cfg)
 	cl := dialRaw(t, tp)
 	io.WriteString(cl.c, "GET /secret HTTP/1.1\r\nHost: dps\r\nAuthorization: Bearer s3cr3t\r\n\r\n")
@@ -208,7 +212,7 @@ func TestProxyHTTPSInstanceServed(t *testing.T) {
 	t.Cleanup(untrusted.Close)
 	roots := x509.NewCertPool()
 	roots.AddCert(srv.Certificate())
-	tp := oneService(t, srv.URL, func(c *Config) {
+	tp := oneService(t, srv.URL, func(c *config.Config) {
 		c.InstanceRootCAs = roots
 		c.Sources = []discovery.Source{newTestSource(inst("a", "dps", srv.URL), inst("b", "bad", strings.Replace(untrusted.URL, "127.0.0.1", "localhost", 1)))}
 	})
@@ -232,5 +236,27 @@ func TestProxyHTTPSInstanceServed(t *testing.T) {
 	resp, body := dialRaw(t, tp).roundTrip("GET /secret HTTP/1.1\r\nHost: bad\r\n\r\n", http.MethodGet)
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "certificate") {
 		t.Fatalf("untrusted certificate: %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestProxyProbeConnectionServesTheFirstRequest(t *testing.T) {
+	var mu sync.Mutex
+	var remotes []string
+	up := upstreamServer(t, "a", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		remotes = append(remotes, r.RemoteAddr)
+		mu.Unlock()
+	})
+	s, in := directService(t, qosServiceConfig(time.Second), up.URL, nil) // probed: the pool has it
+	s.Spares.Mu.Lock()
+	probeConn := s.Spares.Slots[in.Addr].Idle[0].C.LocalAddr().String()
+	s.Spares.Mu.Unlock()
+	if resp, err := roundTrip(s, http.MethodGet); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("request: %v, %v", resp, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(remotes) != 1 || remotes[0] != probeConn {
+		t.Fatalf("request came over %v, want the probe's connection %s", remotes, probeConn)
 	}
 }

@@ -280,7 +280,7 @@ const MaxInstanceIDLen = 256
 // character (CR, LF, NUL, ...) would split or corrupt the answer's head, and sources take IDs
 // from places anyone registering an instance writes (a kv key takes any bytes). The proxy
 // checks every instance of every source with it as the snapshots are united
-// (internal/proxy/sources.go); sources that can say where an ID came from check it too.
+// (internal/proxy/sources); sources that can say where an ID came from check it too.
 func CheckInstanceID(id string) error {
 	if id == "" || len(id) > MaxInstanceIDLen {
 		return fmt.Errorf("%q: want 1 to %d bytes", id, MaxInstanceIDLen)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
-	"github.com/continuum-project/continuum/internal/proxy"
+	proxyconfig "github.com/continuum-project/continuum/internal/proxy/config"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 	"github.com/continuum-project/continuum/internal/proxy/proxycmd"
 	"github.com/continuum-project/continuum/internal/spec"
@@ -52,7 +52,7 @@ func init() {
 }
 
 // Proxy strategies, as the proxy's configuration names them.
-var proxyStrategies = []string{proxy.StrategyQoS, proxy.StrategyRoundRobin, proxy.StrategyRandom, proxy.StrategyProximity}
+var proxyStrategies = []string{proxyconfig.StrategyQoS, proxyconfig.StrategyRoundRobin, proxyconfig.StrategyRandom, proxyconfig.StrategyProximity}
 
 // ProxyConfig is the `config:` of a proxy component.
 type ProxyConfig struct {
@@ -86,7 +86,7 @@ func (c *ProxyConfig) strategy() (name string, alpha *float64, err error) {
 	if hasAlpha {
 		v, perr := strconv.ParseFloat(a, 64)
 		switch {
-		case name != proxy.StrategyProximity:
+		case name != proxyconfig.StrategyProximity:
 			return "", nil, fmt.Errorf("strategy %q: only proximity takes an alpha", c.Strategy)
 		case perr != nil:
 			return "", nil, fmt.Errorf("strategy %q: alpha %q is not a number", c.Strategy, a)
@@ -98,7 +98,7 @@ func (c *ProxyConfig) strategy() (name string, alpha *float64, err error) {
 	if alpha != nil && (*alpha < 0 || *alpha > 1) {
 		return "", nil, fmt.Errorf("alpha %v: must be between 0 and 1", *alpha)
 	}
-	if alpha != nil && name != proxy.StrategyProximity {
+	if alpha != nil && name != proxyconfig.StrategyProximity {
 		return "", nil, fmt.Errorf("alpha applies to strategy proximity, not %s", name)
 	}
 	return name, alpha, nil
@@ -135,7 +135,7 @@ func (c *ProxyConfig) validate() error {
 		if spec.IsNull(sec.node) {
 			continue
 		}
-		sc := proxy.DefaultServiceConfig()
+		sc := proxyconfig.DefaultServiceConfig()
 		if err := spec.DecodeAt("", sec.path, sec.node, &sc); err != nil {
 			return errors.New(spec.Messages(err))
 		}

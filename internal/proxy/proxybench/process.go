@@ -19,7 +19,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/httpecho"
 	"github.com/continuum-project/continuum/internal/loadgen"
-	"github.com/continuum-project/continuum/internal/proxy"
+	"github.com/continuum-project/continuum/internal/proxy/http1"
 )
 
 // target sends GET requests with the service header (ignored by the echo server when called
@@ -49,7 +49,7 @@ func newTarget(rawURL, service string, cfg Config) *target {
 	addr := strings.TrimSuffix(strings.TrimPrefix(rawURL, "http://"), "/")
 	req := "GET / HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: continuum-bench\r\n"
 	if service != "" {
-		req += proxy.ServiceHeader + ": " + service + "\r\n"
+		req += http1.ServiceHeader + ": " + service + "\r\n"
 	}
 	return &target{addr: addr, req: []byte(req + "\r\n"), timeout: cfg.Timeout}
 }

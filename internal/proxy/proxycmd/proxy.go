@@ -6,6 +6,8 @@ import (
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/proxy"
+	proxyconfig "github.com/continuum-project/continuum/internal/proxy/config"
+
 	// Discovery sources register their YAML keys; the file and testbed sources live in package
 	// discovery itself.
 	_ "github.com/continuum-project/continuum/internal/proxy/discovery/kubernetes"
@@ -63,7 +65,7 @@ Flags override the configuration file's listen, admin_listen, admin_token_file a
   curl -H "Authorization: Bearer $(cat admin-token)" http://worker3:9090/metrics`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := proxy.LoadConfig(flags.Config)
+			cfg, err := proxyconfig.LoadConfig(flags.Config)
 			if err != nil {
 				return err
 			}
