@@ -6,7 +6,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup setup-core build build-continuum test test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check
+.PHONY: setup setup-core build build-continuum test test-dev test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check
 
 # The core (Debian packages of the testbed and the report, Go): scripts/setup.sh. Each system's
 # stack installs on first use (`continuum setup STACK`, internal/setup); `make setup` installs all
@@ -45,6 +45,10 @@ build-continuum:
 #    packages. A new package goes here only if it is of one of these kinds.
 # GORACE: a -race binary sleeps 1 s before exiting (atexit_sleep_ms=1000), a minute over all the
 # packages; by then every test has returned and been checked for races by package testing.
+# Each pass runs through testtime (tools/testtime): go test's usual lines, the output of whatever
+# failed in full, then a table of every package's time, result and test count, slowest first,
+# with its compile and link time (-debug-actiongraph), and the pass's build totals. TEST_JSON=DIR
+# keeps the raw -json streams there (parallel.json, serial.json) to compare runs.
 TEST_P       ?= 3
 TEST_FIRST   := ./internal/kv/mvcc ./internal/baselines ./internal/kv/compat ./internal/fl/orchestrator \
 	./internal/shareddata ./internal/stream/aggregator ./internal/baselines/kinds \
@@ -55,15 +59,34 @@ SERIAL_TESTS := ./cmd/continuum ./internal/experiment ./internal/kv/nemesis ./in
 	./internal/kv/server ./internal/stream/rtdb ./internal/kubernetes/cluster ./internal/kubernetes/kubeplatform \
 	./internal/app/kinds
 TEST_ENV     := CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 GORACE=atexit_sleep_ms=50
-test: setup build test-python proto-check
-	@serial=$$($(GO) list $(SERIAL_TESTS)) && first=$$($(GO) list $(TEST_FIRST)) && \
+TEST_JSON    ?=
+TESTTIME     := bin/testtime
+# The two passes; $(1) is added to both go test command lines (make test: -count=1).
+define GO_TEST_PASSES
+	@$(GO) build -o $(TESTTIME) ./tools/testtime && \
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && json=$(if $(TEST_JSON),$(TEST_JSON),$$tmp) && mkdir -p "$$json" && \
+	serial=$$($(GO) list $(SERIAL_TESTS)) && first=$$($(GO) list $(TEST_FIRST)) && \
 	parallel="$$first $$($(GO) list ./... | grep -vxF "$$serial" | grep -vxF "$$first")" && \
-	echo "$(GO) test -race -count=1 -p $(TEST_P) [all but SERIAL_TESTS, TEST_FIRST first]" && \
-	$(TEST_ENV) $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $$parallel; p=$$?; \
-	echo "$(GO) test -race -count=1 -p 1 [SERIAL_TESTS]" && \
-	$(TEST_ENV) $(GO) test -race -count=1 -p 1 -timeout 30m $$serial; s=$$?; \
+	echo "$(GO) test -race $(1) -p $(TEST_P) [all but SERIAL_TESTS, TEST_FIRST first]" && \
+	$(TEST_ENV) $(TESTTIME) -title "parallel pass" -actiongraph $$tmp/parallel.graph -json "$$json/parallel.json" -- \
+		$(GO) test -json -debug-actiongraph=$$tmp/parallel.graph -race $(1) -p $(TEST_P) -timeout 30m $$parallel; p=$$?; \
+	echo "$(GO) test -race $(1) -p 1 [SERIAL_TESTS]" && \
+	$(TEST_ENV) $(TESTTIME) -title "serial pass" -actiongraph $$tmp/serial.graph -json "$$json/serial.json" -- \
+		$(GO) test -json -debug-actiongraph=$$tmp/serial.graph -race $(1) -p 1 -timeout 30m $$serial; s=$$?; \
 	test $$p = 0 && test $$s = 0
+endef
+test: setup build test-python proto-check
+	$(call GO_TEST_PASSES,-count=1)
 	@$(MAKE) --no-print-directory test-results-shipped
+
+# The inner loop: the same two passes with go's test cache (no -count=1), so a package whose
+# code, test files and the files and environment variables its tests read did not change is not
+# run again. It skips `make setup` (run it once), the Python tests, proto-check and
+# test-results-shipped. The cache does not see programs a test only executes: after changing a
+# command that tests run as bin/continuum (kv, the proxy, the function runtimes), run `make test`
+# or `go clean -testcache`.
+test-dev: build
+	$(call GO_TEST_PASSES,)
 
 # The Python results package (python/src/continuum_results) on the results of every shipped
 # scenario, made up by the runner's own writers from each file (Go's TestWriteShippedResults).
