@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/baselines/baselinetest"
 	"github.com/continuum-project/continuum/internal/kv/server"
 	"github.com/continuum-project/continuum/internal/stream/bridge"
 	"github.com/continuum-project/continuum/internal/stream/rtdb"
@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	if continuum.cleanup != nil {
 		continuum.cleanup()
 	}
-	stopSharedKafka()
+	kafka.Stop()
 	testenv.ExitUnlessLeaked(code, "stream/bridge.", "stream/aggregator.", "franz-go/pkg/kgo.")
 }
 
@@ -66,64 +66,19 @@ type pipeline struct {
 	bridge string // the bridge's base URL
 }
 
-// kafkaTopics are the topics of every test that starts a pipeline: the package's one broker
-// creates them all when it starts.
-var kafkaTopics = []baselines.KafkaTopic{
+// The exactly-once and invariant pipelines share one broker (a JVM start took a minute in make
+// test's parallel pass), with every topic they use. TestStaleWriteWindow, which times a
+// rebalance, keeps a broker of its own (startPipelineOn).
+var kafka = baselinetest.SharedKafka{Topics: []baselines.KafkaTopic{
 	{Name: "eo-aggkill", Partitions: 3, Replication: 1}, {Name: "eo-partition", Partitions: 3, Replication: 1},
 	{Name: "eo-brokerkill", Partitions: 3, Replication: 1}, {Name: "eo-poison", Partitions: 1, Replication: 1}, // TestExactlyOnce
 	{Name: "inv", Partitions: 3, Replication: 1}, // TestPipelineInvariant
-}
-
-// The exactly-once and invariant pipelines share one broker: a JVM start took a minute in make
-// test's parallel pass. Each test has its own topics, consumer groups and database; a test that
-// crashes the broker (Server.Crash: SIGKILL, then the same command line on the same data) leaves
-// it running again, and the tests that use it do not run in parallel, so one test's crash is
-// never another's. TestStaleWriteWindow, which times a rebalance, keeps a broker of its own
-// (startPipelineOn).
-var sharedKafka struct {
-	once sync.Once
-	srv  *baselines.Server
-	dir  string
-	err  error
-}
-
-func kafkaBroker(t *testing.T, topics []baselines.KafkaTopic) *baselines.Server {
-	t.Helper()
-	for _, want := range topics {
-		if !slices.Contains(kafkaTopics, want) {
-			t.Fatalf("topic %+v: add it to kafkaTopics, which the shared broker creates", want)
-		}
-	}
-	sharedKafka.once.Do(func() {
-		if sharedKafka.dir, sharedKafka.err = os.MkdirTemp("", "aggregator-kafka-"); sharedKafka.err != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		sharedKafka.srv, sharedKafka.err = baselines.StartKafka(ctx, baselines.KafkaConfig{Config: baselines.Config{Dir: sharedKafka.dir}, Topics: kafkaTopics})
-	})
-	if sharedKafka.err != nil {
-		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-			t.Fatal(sharedKafka.err)
-		}
-		t.Skip(sharedKafka.err)
-	}
-	return sharedKafka.srv
-}
-
-func stopSharedKafka() {
-	if sharedKafka.srv != nil {
-		_ = sharedKafka.srv.Stop()
-	}
-	if sharedKafka.dir != "" {
-		_ = os.RemoveAll(sharedKafka.dir)
-	}
-}
+}}
 
 // startPipeline is a pipeline on the package's shared broker.
 func startPipeline(t *testing.T, topics ...baselines.KafkaTopic) *pipeline {
 	t.Helper()
-	return startPipelineOn(t, kafkaBroker(t, topics))
+	return startPipelineOn(t, kafka.Broker(t, topics...))
 }
 
 // startPipelineOn is a pipeline on broker k.
