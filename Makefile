@@ -53,8 +53,8 @@ TEST_P       ?= 3
 # TEST_FIRST: the parallel pass's slowest packages, slowest first, from its table (issue 43:
 # aggregator 429 s, mvcc 267, compat 263, oci 250, archive 110, baselines 102, faas/gateway 87,
 # shareddata 79, fl/orchestrator 77, faas 65, streamload 58, controlplane 52, baselines/kinds 51,
-# kvbench 50 with TEST_P=3 on 2 cores, before aggregator's, bridge's and kvprefix's tests ran in
-# parallel; one run on the shared machine); oci and archive, left to their place, started 9 and
+# kvbench 50 with TEST_P=3 on 2 cores, before aggregator's and bridge's tests shared a Kafka
+# broker; one run on the shared machine); oci and archive, left to their place, started 9 and
 # 10 minutes in, aggregator (6th in the old list) 5 minutes in. kv/server's tests, 234 s in the
 # serial pass, now run here but for SERIAL_RUN.
 TEST_FIRST   := ./internal/stream/aggregator ./internal/kv/mvcc ./internal/kv/compat ./internal/kv/server \
