@@ -19,6 +19,7 @@ import (
 // same data), shut down cleanly or killed with SIGKILL. The subscription must resume by itself
 // and deliver what is published after the restart, with nothing delivered twice or skipped.
 func TestSubscriptionSurvivesRestart(t *testing.T) {
+	t.Parallel() // its own servers (startServer), never the shared cluster
 	for _, c := range []struct {
 		backend, how string
 	}{{BackendKV, "restart"}, {BackendEtcd, "restart"}, {BackendRedis, "restart"}, {BackendKV, "kill"}, {BackendEtcd, "kill"}, {BackendRedis, "kill"}} {
@@ -121,6 +122,7 @@ func TestGapIsReported(t *testing.T) {
 // its replica has taken over, publishing works again through the same Store and the running
 // subscription delivers what is published, without the application doing anything.
 func TestRedisClusterSurvivesMasterLoss(t *testing.T) {
+	t.Parallel() // its own servers (startServer), never the shared cluster
 	c := baselinetest.StartRedisCluster(t)
 	cfg := Config{Backend: BackendRedisCluster, Endpoints: c.Addrs}
 	s := openT(t, cfg)
@@ -175,6 +177,7 @@ func TestRedisClusterSurvivesMasterLoss(t *testing.T) {
 // every backend: kv and etcd fsync before acknowledging, Redis writes its AOF before replying).
 // The seed's separate steps could leave indices pointing past a deleted entry here.
 func TestStatePushSurvivesKill(t *testing.T) {
+	t.Parallel() // its own servers (startServer), never the shared cluster
 	for _, backend := range []string{BackendKV, BackendEtcd, BackendRedis} {
 		t.Run(backend, func(t *testing.T) {
 			cfg, srv := startServer(t, backend)

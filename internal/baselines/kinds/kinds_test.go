@@ -11,7 +11,6 @@ import (
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
-	_ "github.com/continuum-project/continuum/internal/systems/install"
 )
 
 // fakeBin creates an executable file standing in for a server binary.
@@ -74,7 +73,7 @@ func TestRedisKindCommand(t *testing.T) {
 }
 
 func TestClusterKindCommands(t *testing.T) {
-	for _, kindName := range []string{"kv", "etcd"} {
+	for _, kindName := range []string{"etcd"} { // kv's: internal/kv/kinds
 		t.Run(kindName, func(t *testing.T) {
 			env := kind.Env{Binary: "/bin/continuum", Node: "n2", OutDir: "/o",
 				Nodes:      map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"},
@@ -107,18 +106,9 @@ func TestClusterKindCommands(t *testing.T) {
 			}
 		})
 	}
-	k, cfg := kindtest.Decode(t, "kv", "cluster: c1\npeer_batch_linger: 0s\n")
-	env := kind.Env{Binary: "/bin/continuum", Instance: "m1", Components: map[string]kind.Component{"m1": kindtest.Component(t, "n1", "kv", cfg)}}
-	if cmd, err := k.Command(env, cfg); err != nil || !strings.Contains(strings.Join(cmd.Args, " "), "--peer-batch-linger 0s") {
-		t.Errorf("peer_batch_linger 0s: %v %v", cmd.Args, err)
-	}
-	k, cfg = kindtest.Decode(t, "kv", "cluster: c1\npeers: [m9]\n")
-	env = kind.Env{Instance: "m1", Components: map[string]kind.Component{"m1": kindtest.Component(t, "n1", "kv", cfg)}}
-	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), `peers names "m9"`) {
-		t.Errorf("unknown peer: %v", err)
-	}
 }
 
+// kv's rows: internal/kv/kinds TestKVKindConfigValidation.
 func TestKVComponentConfigValidation(t *testing.T) {
 	for _, c := range []struct{ kind, yaml, want string }{
 		{"etcd", "client_port: 0", "client_port"},
@@ -126,12 +116,6 @@ func TestKVComponentConfigValidation(t *testing.T) {
 		{"etcd", "data_dir: relative/dir", "absolute"},
 		{"redis", "appendfsync: no", "appendfsync"},
 		{"redis", "port: 70000", "port"},
-		{"kv", "fsync: sometimes", "fsync"},
-		{"kv", "peers: [a]", "peers needs cluster"},
-		{"kv", "peer_port: 2379", "peer_port are both"},
-		{"kv", "peer_batch_linger: 3ms", "peer_batch_linger needs cluster"},
-		{"kv", "cluster: c\npeer_batch_linger: 1s", "below 1s"},
-		{"kv", "cluster: c\npeer_batch_linger: -1ms", "below 1s"},
 	} {
 		k, cfg := kindtest.Decode(t, c.kind, c.yaml)
 		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {

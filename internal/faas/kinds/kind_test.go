@@ -7,7 +7,6 @@ import (
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
-	_ "github.com/continuum-project/continuum/internal/systems/install"
 )
 
 func env() kind.Env {

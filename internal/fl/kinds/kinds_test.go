@@ -8,7 +8,6 @@ import (
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
-	_ "github.com/continuum-project/continuum/internal/systems/install"
 )
 
 func TestOrchestratorKind(t *testing.T) {

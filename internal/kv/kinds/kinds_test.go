@@ -1,6 +1,7 @@
 package kinds_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
-	_ "github.com/continuum-project/continuum/internal/systems/install"
 )
 
 func TestKVKindCommand(t *testing.T) {
@@ -80,5 +80,67 @@ func TestKVKindPeerCompression(t *testing.T) {
 	}
 	if line := strings.Join(cmd.Args, " "); !strings.Contains(line, "--peer-compression none") {
 		t.Errorf("command %q lacks --peer-compression none", line)
+	}
+}
+
+func TestKVClusterCommand(t *testing.T) {
+	for _, kindName := range []string{"kv"} { // etcd's: internal/baselines/kinds
+		t.Run(kindName, func(t *testing.T) {
+			env := kind.Env{Binary: "/bin/continuum", Node: "n2", OutDir: "/o",
+				Nodes:      map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"},
+				Components: map[string]kind.Component{}}
+			var k *kind.Kind
+			for i, m := range []string{"m1", "m2", "m3"} {
+				var cfg any
+				k, cfg = kindtest.Decode(t, kindName, "cluster: c1\nclient_port: 2379\npeer_port: 2380\n")
+				if err := k.Validate(cfg); err != nil {
+					t.Fatal(err)
+				}
+				env.Components[m] = kindtest.Component(t, fmt.Sprintf("n%d", i+1), kindName, cfg)
+			}
+			_, other := kindtest.Decode(t, kindName, "cluster: c2\n")
+			env.Components["other"] = kindtest.Component(t, "n3", kindName, other)
+			env.Instance = "m2"
+			cmd, err := k.Command(env, env.Components["m2"].Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := strings.Join(cmd.Args, " ")
+			for _, want := range []string{
+				"--initial-cluster m1=http://10.0.0.1:2380,m2=http://10.0.0.2:2380,m3=http://10.0.0.3:2380",
+				"--initial-advertise-peer-urls http://10.0.0.2:2380", "--listen-peer-urls http://0.0.0.0:2380",
+				"--initial-cluster-token c1",
+			} {
+				if !strings.Contains(line, want) {
+					t.Errorf("command %q lacks %q", line, want)
+				}
+			}
+		})
+	}
+	k, cfg := kindtest.Decode(t, "kv", "cluster: c1\npeer_batch_linger: 0s\n")
+	env := kind.Env{Binary: "/bin/continuum", Instance: "m1", Components: map[string]kind.Component{"m1": kindtest.Component(t, "n1", "kv", cfg)}}
+	if cmd, err := k.Command(env, cfg); err != nil || !strings.Contains(strings.Join(cmd.Args, " "), "--peer-batch-linger 0s") {
+		t.Errorf("peer_batch_linger 0s: %v %v", cmd.Args, err)
+	}
+	k, cfg = kindtest.Decode(t, "kv", "cluster: c1\npeers: [m9]\n")
+	env = kind.Env{Instance: "m1", Components: map[string]kind.Component{"m1": kindtest.Component(t, "n1", "kv", cfg)}}
+	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), `peers names "m9"`) {
+		t.Errorf("unknown peer: %v", err)
+	}
+}
+
+func TestKVKindConfigValidation(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"fsync: sometimes", "fsync"},
+		{"peers: [a]", "peers needs cluster"},
+		{"peer_port: 2379", "peer_port are both"},
+		{"peer_batch_linger: 3ms", "peer_batch_linger needs cluster"},
+		{"cluster: c\npeer_batch_linger: 1s", "below 1s"},
+		{"cluster: c\npeer_batch_linger: -1ms", "below 1s"},
+	} {
+		k, cfg := kindtest.Decode(t, "kv", c.yaml)
+		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("kv %q: %v, want an error about %s", c.yaml, err, c.want)
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
 	"github.com/continuum-project/continuum/internal/shareddata/maintain"
-	_ "github.com/continuum-project/continuum/internal/systems/install"
 )
 
 func TestMaintenanceKind(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
 	"github.com/continuum-project/continuum/internal/shareddata/pace"
-	_ "github.com/continuum-project/continuum/internal/systems/install"
 )
 
 func env(t *testing.T) kind.Env {

@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 	if continuum.cleanup != nil {
 		continuum.cleanup()
 	}
+	kafka.Stop()
 	testenv.ExitUnlessLeaked(code, "stream/bridge.", "stream/aggregator.", "franz-go/pkg/kgo.")
 }
 
@@ -65,9 +66,24 @@ type pipeline struct {
 	bridge string // the bridge's base URL
 }
 
+// The exactly-once and invariant pipelines share one broker (a JVM start took a minute in make
+// test's parallel pass), with every topic they use. TestStaleWriteWindow, which times a
+// rebalance, keeps a broker of its own (startPipelineOn).
+var kafka = baselinetest.SharedKafka{Topics: []baselines.KafkaTopic{
+	{Name: "eo-aggkill", Partitions: 3, Replication: 1}, {Name: "eo-partition", Partitions: 3, Replication: 1},
+	{Name: "eo-brokerkill", Partitions: 3, Replication: 1}, {Name: "eo-poison", Partitions: 1, Replication: 1}, // TestExactlyOnce
+	{Name: "inv", Partitions: 3, Replication: 1}, // TestPipelineInvariant
+}}
+
+// startPipeline is a pipeline on the package's shared broker.
 func startPipeline(t *testing.T, topics ...baselines.KafkaTopic) *pipeline {
 	t.Helper()
-	k := baselinetest.StartKafka(t, topics...)
+	return startPipelineOn(t, kafka.Broker(t, topics...))
+}
+
+// startPipelineOn is a pipeline on broker k.
+func startPipelineOn(t *testing.T, k *baselines.Server) *pipeline {
+	t.Helper()
 	kcfg := server.DefaultConfig()
 	kcfg.Name = "eo"
 	kcfg.DataDir = t.TempDir()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/baselines/baselinetest"
 	"github.com/continuum-project/continuum/internal/stream/aggregator"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
@@ -29,7 +30,7 @@ func TestStaleWriteWindow(t *testing.T) {
 		t.Skip("a broker and two aggregators")
 	}
 	const topic = "window"
-	p := startPipeline(t, baselines.KafkaTopic{Name: topic, Partitions: 1, Replication: 1})
+	p := startPipelineOn(t, baselinetest.StartKafka(t, baselines.KafkaTopic{Name: topic, Partitions: 1, Replication: 1}))
 	// A reaches the database through a relay that holds writes until released; B directly.
 	target, _ := url.Parse(p.rtdb)
 	rp := httputil.NewSingleHostReverseProxy(target)

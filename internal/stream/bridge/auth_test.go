@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/baselines"
-	"github.com/continuum-project/continuum/internal/baselines/baselinetest"
 	"github.com/continuum-project/continuum/internal/stream/bridge"
 )
 
@@ -33,7 +32,7 @@ func postAuth(t *testing.T, url, auth, body string) (int, string, http.Header) {
 // at the topic or the body, and writes nothing to Kafka (the first post with the token lands at
 // offset 0); /healthz stays open.
 func TestTokenRequired(t *testing.T) {
-	k := baselinetest.StartKafka(t, baselines.KafkaTopic{Name: "auth", Partitions: 1, Replication: 1})
+	k := kafka.Broker(t, baselines.KafkaTopic{Name: "auth", Partitions: 1, Replication: 1})
 	const token = "0123456789abcdef0123456789abcdef01234567"
 	url := startBridge(t, func(c *bridge.Config) { c.Brokers = k.Target.Endpoints; c.Token = token })
 	for _, c := range []struct{ path, auth, body string }{

@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/continuum-project/continuum/internal/baselines"
-	"github.com/continuum-project/continuum/internal/baselines/baselinetest"
 	"github.com/continuum-project/continuum/internal/stream/bridge"
 )
 
@@ -117,7 +116,7 @@ func TestKafkaDown(t *testing.T) {
 }
 
 func TestProduce(t *testing.T) {
-	k := baselinetest.StartKafka(t, baselines.KafkaTopic{Name: "in", Partitions: 3, Replication: 1})
+	k := kafka.Broker(t, baselines.KafkaTopic{Name: "in", Partitions: 3, Replication: 1})
 	url := startBridge(t, func(c *bridge.Config) { c.Brokers = k.Target.Endpoints })
 	objs := []string{`{"id":"s1","temp":21.5}`, `{ "id" : 7, "n":1.0 }`, `{"id":"s1","temp":22}`}
 	code, body := post(t, url+"/topics/in", "["+strings.Join(objs, ",")+"]")

@@ -1,8 +1,10 @@
 // Package install registers every system's experiment kinds, report sections and commands by
 // importing each system's kinds package (which imports its command package), as Prometheus'
 // discovery/install does for its service discoveries. A binary or test that runs scenarios
-// imports it once; adding a system adds one line here. Its layering test holds every system to
-// the rules of docs/architecture.md.
+// imports it once; adding a system adds one line here. A command package that its kinds
+// package does not import, because it would bring a heavy dependency into every test that
+// loads the kind, is imported here directly (kv's kubebenchcmd, which links client-go). Its
+// layering test holds every system to the rules of docs/architecture.md.
 package install
 
 import (
@@ -13,6 +15,7 @@ import (
 	_ "github.com/continuum-project/continuum/internal/httpecho/kinds"   // http-echo, http-load
 	_ "github.com/continuum-project/continuum/internal/iot/kinds"        // iot + IoT section
 	_ "github.com/continuum-project/continuum/internal/kv/kinds"         // kv, kv-lag
+	_ "github.com/continuum-project/continuum/internal/kv/kubebenchcmd"  // bench kube-store
 	_ "github.com/continuum-project/continuum/internal/proxy/kinds"      // proxy + QoS routing section
 	_ "github.com/continuum-project/continuum/internal/shareddata/kinds" // pace, maintenance, freshness + Shared data section
 	_ "github.com/continuum-project/continuum/internal/stream/kinds"     // realtime-db

@@ -186,6 +186,8 @@ func compact(s []string) []string {
 }
 
 // systemsOf are the systems this package installs: the folders of the kinds packages it imports.
+// It may also import an installed system's command packages (internal/<system>/<name>cmd) that
+// the kinds package leaves out.
 func systemsOf(t *testing.T, g graph) layout {
 	cmd := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, ".")
 	out, err := cmd.Output()
@@ -193,13 +195,18 @@ func systemsOf(t *testing.T, g graph) layout {
 		t.Fatal(err)
 	}
 	var l layout
+	var commands []string
 	for _, p := range rel(strings.Fields(string(out))) {
-		root, ok := strings.CutSuffix(p, "/kinds")
-		if !ok {
-			t.Errorf("install imports %s: want only systems' kinds packages (internal/<system>/kinds)", p)
-			continue
+		if root, ok := strings.CutSuffix(p, "/kinds"); ok {
+			l.systems = append(l.systems, root)
+		} else {
+			commands = append(commands, p)
 		}
-		l.systems = append(l.systems, root)
+	}
+	for _, p := range commands {
+		if !l.isAdapter(p) {
+			t.Errorf("install imports %s: want only systems' kinds packages (internal/<system>/kinds) and their command packages (internal/<system>/<name>cmd)", p)
+		}
 	}
 	if len(l.systems) < 7 {
 		t.Fatalf("found %d systems in this package's imports (%v); want every system's kinds package", len(l.systems), l.systems)

@@ -13,6 +13,7 @@ import (
 // TestRegister follows a self-registered service: it appears with its fields, comes back by
 // itself when its lease is revoked behind its back, and leaves at once on Close.
 func TestRegister(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			ep := b.start(t)
@@ -76,6 +77,7 @@ func TestRegister(t *testing.T) {
 
 // TestRegisterEndsWithContext: cancelling Register's context ends the registration too.
 func TestRegisterEndsWithContext(t *testing.T) {
+	t.Parallel()
 	ep := startKV(t)
 	cli := newClient(t, ep)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,6 +20,7 @@ const prefix = "/continuum/services/"
 // TestSnapshots: records present before Run make the first snapshot; later puts and deletes
 // make the following ones. Each backend runs the same steps.
 func TestSnapshots(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			ep := b.start(t)
@@ -132,6 +133,7 @@ func TestSnapshots(t *testing.T) {
 
 // TestPagedList: a registry larger than a page is read whole, at one revision.
 func TestPagedList(t *testing.T) {
+	t.Parallel()
 	ep := startKV(t)
 	cli := newClient(t, ep)
 	ctx := ctxT(t)
@@ -151,6 +153,7 @@ func TestPagedList(t *testing.T) {
 // TestCompactedWatchRelists: changes made between the list and the watch, with the revision
 // after the list compacted away, still reach the snapshot through a second list.
 func TestCompactedWatchRelists(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			ep := b.start(t)
@@ -191,6 +194,7 @@ func TestCompactedWatchRelists(t *testing.T) {
 // TestLeaseExpiry: a record put with a lease that nobody keeps alive leaves the snapshot when
 // the lease expires; this is how a crashed service leaves the registry.
 func TestLeaseExpiry(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			ep := b.start(t)

@@ -1,4 +1,4 @@
-package kvcmd
+package kubebenchcmd
 
 import (
 	"github.com/spf13/cobra"
