@@ -107,16 +107,22 @@ func etcdctlOutputs(t *testing.T, ctl string, s *server) []string {
 	return runCtlScript(t, ctl, s, ctlScript)
 }
 
+// ctlTimeouts are etcdctl's timeouts for a busy machine. --dial-timeout (default 2 s) also
+// bounds the Authenticate a client with --user makes as it connects: a bcrypt comparison
+// that, at a load average of ~30, took longer and failed steps with "context deadline
+// exceeded" on both etcd and kv. --command-timeout (default 5 s) bounds the request itself.
+var ctlTimeouts = []string{"--dial-timeout", "10s", "--command-timeout", "10s"}
+
 // runCtlScript runs script against s and returns each step's normalised output.
 func runCtlScript(t *testing.T, ctl string, s *server, script []ctlStep) []string {
 	var outs []string
 	lease := "0"
 	for i, st := range script {
-		args := append([]string{"--endpoints", s.endpoint, "--command-timeout", "10s"}, st.args...)
+		args := append(append([]string{"--endpoints", s.endpoint}, ctlTimeouts...), st.args...)
 		for j := range args {
 			args[j] = strings.ReplaceAll(args[j], "{lease}", lease)
 		}
-		timeout := 20 * time.Second
+		timeout := 30 * time.Second // both of ctlTimeouts, and then some
 		if st.stream > 0 {
 			timeout = st.stream
 		}
