@@ -139,7 +139,7 @@ func TestAdminToken(t *testing.T) {
 // keeps serving meanwhile, and leaves no goroutine or descriptor behind.
 func TestAdminBadInputKeepsServing(t *testing.T) {
 	cfg := testConfig(newTestSource())
-	cfg.ReadHeaderTimeout = 300 * time.Millisecond
+	cfg.ReadHeaderTimeout = testenv.HeaderTimeout
 	cfg.AdminTokenFile = filepath.Join(t.TempDir(), "token")
 	_ = os.WriteFile(cfg.AdminTokenFile, []byte("t0ken"), 0o600)
 	tp := startProxy(t, cfg)

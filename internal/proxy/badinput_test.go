@@ -42,7 +42,7 @@ func TestProxyBadInputKeepsServing(t *testing.T) {
 	// Round-robin: the data path is every strategy's, and qos's spare connections (dialed and
 	// expired in the background) would make the counts move without any leak.
 	cfg.Defaults.Strategy = config.StrategyRoundRobin
-	cfg.ReadHeaderTimeout = 300 * time.Millisecond
+	cfg.ReadHeaderTimeout = testenv.HeaderTimeout
 	tp := startProxy(t, cfg)
 	var base [2]int
 	do := func(method, path string) (int, string) {

@@ -22,9 +22,20 @@ func OpenFDs(t testing.TB) int {
 	return len(ents)
 }
 
+// HeaderTimeout is the read-header timeout for a server under a bad-input test: short enough
+// that SlowHeaders' stalled client is cut within a round, long enough for a server built with
+// -race on a busy 2-core machine to read an oversized header up to its 1 MiB limit and answer
+// 431. With 300 ms, at a load average of ~30, the timeout expired first: the server closed
+// without an answer (net/http answers no read timeout) and RawHTTP saw a reset.
+const HeaderTimeout = 2 * time.Second
+
 // RawHTTP writes req as is to addr on a new connection and returns the status and body of the
 // answer (failing the test when there is none within 15 s). It writes from another goroutine:
-// a server may answer and stop reading mid-way (a header over its limit).
+// a server may answer and stop reading mid-way (a header over its limit). It then closes with
+// our unread bytes and its kernel resets the connection, but on Linux an answer already
+// received stays readable after the reset (checked: read 2 s late, the 431 is still there), so
+// a reset here means the server closed without answering, e.g. its header timeout expired
+// before it had read up to its limit (see HeaderTimeout).
 func RawHTTP(t testing.TB, addr, req string) (int, string) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
@@ -36,7 +47,7 @@ func RawHTTP(t testing.TB, addr, req string) (int, string) {
 	_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		t.Fatalf("%.60q: %v", req, err)
+		t.Fatalf("%.60q: no answer (the server closed without one: a timeout shorter than HeaderTimeout?): %v", req, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

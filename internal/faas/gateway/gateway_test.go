@@ -38,8 +38,15 @@ func handlerDir(t *testing.T, src string) string {
 	return d
 }
 
-// start runs a gateway with real instances (LocalProvider: watchdogs and Python processes).
+// start runs a gateway with real instances (LocalProvider: watchdogs and Python processes),
+// deciding every 100 ms.
 func start(t *testing.T, fns ...*gateway.Function) (*gateway.Gateway, string) {
+	t.Helper()
+	return startTick(t, 100*time.Millisecond, fns...)
+}
+
+// startTick is start with the autoscalers deciding every tick.
+func startTick(t *testing.T, tick time.Duration, fns ...*gateway.Function) (*gateway.Gateway, string) {
 	t.Helper()
 	py, err := faas.FindPython()
 	if err != nil {
@@ -47,7 +54,7 @@ func start(t *testing.T, fns ...*gateway.Function) (*gateway.Gateway, string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	g, err := gateway.New(ctx, gateway.Config{Functions: fns, Provider: &gateway.LocalProvider{Python: py}, Tick: 100 * time.Millisecond})
+	g, err := gateway.New(ctx, gateway.Config{Functions: fns, Provider: &gateway.LocalProvider{Python: py}, Tick: tick})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,10 +315,14 @@ func load(t *testing.T, url string, clients int, body string) (stop func()) {
 func TestCPUAutoscaler(t *testing.T) {
 	burn := handlerDir(t, "import time\n\ndef handle(event, context):\n"+
 		"    end = time.process_time() + 0.05\n    while time.process_time() < end:\n        pass\n    return {'body': 'ok'}\n")
-	// A 20% threshold: a busy instance reaches it even when other processes take most of a
-	// shared 2-core machine (with two busy loops beside it, it got less than half a core).
-	g, url := start(t, &gateway.Function{Name: "burn", Handler: burn, Mode: faas.ModeHTTP, Scaler: gateway.ScalerCPU,
-		MinReplicas: 1, MaxReplicas: 3, CPUThreshold: 0.2, CPUWindow: time.Second, CPUStep: 1})
+	// What a busy instance gets is its share of a shared 2-core machine: at a load average of
+	// 30, about 2/30 of a core. So the instances' limit is 0.05 cores and the threshold 20% of
+	// it: busy is above 1% of a core, idle below 0.5% (an idle Python process uses ~0). The
+	// scaler reads CPU time, counted in 10 ms steps, once a tick: with 100 ms ticks most
+	// readings of a process that gets 6 ms per 100 ms are 0, each one restarting the window.
+	// Ticks of a second see 60 ms in every reading; the window of one second is two ticks.
+	g, url := startTick(t, time.Second, &gateway.Function{Name: "burn", Handler: burn, Mode: faas.ModeHTTP, Scaler: gateway.ScalerCPU,
+		MinReplicas: 1, MaxReplicas: 3, CPULimit: 0.05, CPUThreshold: 0.2, CPUWindow: time.Second, CPUStep: 1})
 	stop := load(t, url+"/function/burn", 3, "")
 	testenv.Eventually(t, 60*time.Second, "a second instance for the busy one", func() bool { return status(t, g, "burn").AvailableReplicas >= 2 })
 	stop()

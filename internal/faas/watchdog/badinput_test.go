@@ -44,7 +44,7 @@ func catWatchdog(t testing.TB, tune func(*watchdog.Config)) *watchdog.Watchdog {
 // Each gets a clear 4xx (or is cut), the function keeps answering meanwhile, and goroutines and
 // descriptors come back to where they were.
 func TestWatchdogBadInputKeepsServing(t *testing.T) {
-	w := catWatchdog(t, func(c *watchdog.Config) { c.ReadHeaderTimeout = 300 * time.Millisecond })
+	w := catWatchdog(t, func(c *watchdog.Config) { c.ReadHeaderTimeout = testenv.HeaderTimeout })
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)
@@ -80,33 +80,34 @@ func TestWatchdogBadInputKeepsServing(t *testing.T) {
 	round := func() {
 		testenv.SlowHeaders(t, addr, "POST / HTTP/1.1\r\nHost: x\r\nX-Slow: ", "the watchdog", func() {
 			echo("meanwhile")
+			// The bad input goes in while the slow client stalls: a round waits for its cut once.
+			big := strings.Repeat("b", 2<<10)
+			for _, c := range []struct {
+				req  string
+				want int
+			}{
+				{"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("x", 2<<20) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+				{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: " + fmt.Sprint(len(big)) + "\r\n\r\n" + big, http.StatusRequestEntityTooLarge},
+				{"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" + big + "\r\n0\r\n\r\n", http.StatusRequestEntityTooLarge},
+				{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", http.StatusBadRequest},
+				{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", http.StatusBadRequest},
+				{"GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusBadRequest},
+				{"GET nopath HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusBadRequest},
+				{"GET / HTTP/9.9\r\nHost: x\r\n\r\n", http.StatusHTTPVersionNotSupported},
+				{"GET / HTTP/1.1\r\n\r\n", http.StatusBadRequest}, // no Host
+				{"\x00\x01\x02\r\n\r\n", http.StatusBadRequest},
+			} {
+				if code, body := raw(c.req); code != c.want {
+					t.Errorf("%.60q: %d %q, want %d", c.req, code, body, c.want)
+				}
+			}
+			// Odd but valid paths reach the function, which answers (cat: the body back).
+			for _, p := range []string{"/a/../../b", "//x", "/%2e%2e/", "/_/healthz", "/" + strings.Repeat("p", 8000)} {
+				if code, body := raw("POST " + p + " HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok"); code >= 500 {
+					t.Errorf("POST %.40s: %d %q, want no server error", p, code, body)
+				}
+			}
 		})
-		big := strings.Repeat("b", 2<<10)
-		for _, c := range []struct {
-			req  string
-			want int
-		}{
-			{"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("x", 2<<20) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
-			{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: " + fmt.Sprint(len(big)) + "\r\n\r\n" + big, http.StatusRequestEntityTooLarge},
-			{"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" + big + "\r\n0\r\n\r\n", http.StatusRequestEntityTooLarge},
-			{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", http.StatusBadRequest},
-			{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", http.StatusBadRequest},
-			{"GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusBadRequest},
-			{"GET nopath HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusBadRequest},
-			{"GET / HTTP/9.9\r\nHost: x\r\n\r\n", http.StatusHTTPVersionNotSupported},
-			{"GET / HTTP/1.1\r\n\r\n", http.StatusBadRequest}, // no Host
-			{"\x00\x01\x02\r\n\r\n", http.StatusBadRequest},
-		} {
-			if code, body := raw(c.req); code != c.want {
-				t.Errorf("%.60q: %d %q, want %d", c.req, code, body, c.want)
-			}
-		}
-		// Odd but valid paths reach the function, which answers (cat: the body back).
-		for _, p := range []string{"/a/../../b", "//x", "/%2e%2e/", "/_/healthz", "/" + strings.Repeat("p", 8000)} {
-			if code, body := raw("POST " + p + " HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok"); code >= 500 {
-				t.Errorf("POST %.40s: %d %q, want no server error", p, code, body)
-			}
-		}
 		echo("after")
 	}
 	testenv.NoLeaks(t, 20*time.Second, client.CloseIdleConnections, round)

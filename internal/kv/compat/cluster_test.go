@@ -65,7 +65,7 @@ func startCluster(t *testing.T, tg *target, n int, o serverOptions, peers map[st
 
 func etcdctlJSON(t *testing.T, ctl string, out any, args ...string) {
 	t.Helper()
-	b, err := exec.Command(ctl, append([]string{"--command-timeout", "10s", "-w", "json"}, args...)...).Output()
+	b, err := exec.Command(ctl, append(append([]string{"-w", "json"}, ctlTimeouts...), args...)...).Output()
 	if err != nil {
 		var stderr string
 		if ee, ok := err.(*exec.ExitError); ok {

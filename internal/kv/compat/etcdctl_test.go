@@ -1,7 +1,6 @@
 package compat
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // ctlStep is one etcdctl invocation. {lease} in args is replaced by the id the last
@@ -18,8 +19,35 @@ type ctlStep struct {
 	args  []string
 	stdin string
 	want  string
-	// stream: a command that never ends (watch); its output is what arrived within this time.
+	// stream: a command that never ends (watch); its output is what arrived until want did
+	// and for this time more (see streamUntil).
 	stream time.Duration
+}
+
+// streamUntil waits for a started command that never ends (a watch) to write want (at once
+// when want is empty), then for window more, then kills it; it returns early when the command
+// exits by itself (or its context's deadline kills it). Waiting for want rather than a fixed
+// window from the start: etcdctl with --user first waits for a bcrypt comparison, about a
+// second on a busy machine, and the watch's answer then came after the window had closed.
+func streamUntil(cmd *exec.Cmd, out *testenv.SyncBuffer, want string, window time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for want != "" && !strings.Contains(out.String(), want) {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+		}
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(window):
+	}
+	_ = cmd.Process.Kill()
+	return <-done
 }
 
 // ctlScript runs on a fresh member, so revisions are the same on every target.
@@ -107,25 +135,35 @@ func etcdctlOutputs(t *testing.T, ctl string, s *server) []string {
 	return runCtlScript(t, ctl, s, ctlScript)
 }
 
+// ctlTimeouts are etcdctl's timeouts for a busy machine. --dial-timeout (default 2 s) also
+// bounds the Authenticate a client with --user makes as it connects: a bcrypt comparison
+// that, at a load average of ~30, took longer and failed steps with "context deadline
+// exceeded" on both etcd and kv. --command-timeout (default 5 s) bounds the request itself.
+var ctlTimeouts = []string{"--dial-timeout", "10s", "--command-timeout", "10s"}
+
 // runCtlScript runs script against s and returns each step's normalised output.
 func runCtlScript(t *testing.T, ctl string, s *server, script []ctlStep) []string {
 	var outs []string
 	lease := "0"
 	for i, st := range script {
-		args := append([]string{"--endpoints", s.endpoint, "--command-timeout", "10s"}, st.args...)
+		args := append(append([]string{"--endpoints", s.endpoint}, ctlTimeouts...), st.args...)
 		for j := range args {
 			args[j] = strings.ReplaceAll(args[j], "{lease}", lease)
 		}
-		timeout := 20 * time.Second
-		if st.stream > 0 {
-			timeout = st.stream
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // both of ctlTimeouts, and then some
 		cmd := exec.CommandContext(ctx, ctl, args...)
 		cmd.Stdin = strings.NewReader(st.stdin)
-		var out bytes.Buffer
+		var out testenv.SyncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
+		var err error
+		if st.stream > 0 {
+			if err = cmd.Start(); err != nil {
+				t.Fatalf("step %d etcdctl %s: %v", i, strings.Join(st.args, " "), err)
+			}
+			err = streamUntil(cmd, &out, st.want, st.stream)
+		} else {
+			err = cmd.Run()
+		}
 		cancel()
 		code := 0
 		var ee *exec.ExitError

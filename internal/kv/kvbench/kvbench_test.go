@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/loadgen/ycsb"
 	"github.com/continuum-project/continuum/internal/testenv"
@@ -63,9 +64,37 @@ func TestQuickBenchEtcdRedis(t *testing.T) {
 		if len(sr.Sweep) != 2 || sr.Closed == nil || sr.Closed.ThroughputRPS <= 0 {
 			t.Errorf("%s: sweep %d steps, closed %+v", sr.Store, len(sr.Sweep), sr.Closed)
 		}
+		// Whether a store sustains a rate is what the benchmark measures, not what this test
+		// checks: on a busy machine etcd at 1000 ops/s had requests over the timeout (p99
+		// 1.9 s). So a timeout is a measurement, which must then fail the step's verdict;
+		// any other error is the harness's or the client's, and fails the test. A request
+		// over its timeout is "timeout" (loadgen) or, when etcd's client saw its deadline
+		// pass first, grpc_DeadlineExceeded (kvtarget types etcd errors by gRPC code), or
+		// "canceled": a step that ends gives requests in flight their timeout and 100 ms
+		// more, then cancels them (loadgen's Stopping), and every request was due by then.
 		for _, s := range sr.Sweep {
-			if s.Errors != 0 || s.Ops[ycsb.OpRead].OK == 0 || s.Ops[ycsb.OpUpdate].OK == 0 {
-				t.Errorf("%s at %.0f: %+v", sr.Store, s.Rate, s)
+			var timeouts int64
+			for _, op := range []string{ycsb.OpRead, ycsb.OpUpdate} {
+				st := s.Ops[op]
+				for typ, n := range st.ErrorsByType {
+					if typ == loadgen.ErrTimeout || typ == "grpc_DeadlineExceeded" || typ == loadgen.ErrCanceled {
+						timeouts += n
+					} else if n != 0 {
+						t.Errorf("%s at %.0f: %d %s errors of type %q: %+v", sr.Store, s.Rate, n, op, typ, s)
+					}
+				}
+				if st.OK == 0 {
+					t.Errorf("%s at %.0f: no %s answered: %+v", sr.Store, s.Rate, op, s)
+				}
+			}
+			if s.Errors != timeouts {
+				t.Errorf("%s at %.0f: %d errors, %d of them timeouts by type: %+v", sr.Store, s.Rate, s.Errors, timeouts, s)
+			}
+			if timeouts > 0 && s.Sustained {
+				t.Errorf("%s at %.0f: sustained with %d timeouts: %+v", sr.Store, s.Rate, timeouts, s)
+			}
+			if timeouts > 0 {
+				t.Logf("%s at %.0f: %d requests over the timeout (a busy machine), not sustained", sr.Store, s.Rate, timeouts)
 			}
 		}
 		if sr.RSSLoaded <= 0 || sr.DiskLoaded <= 0 || sr.LoadInsertsPS <= 0 {
