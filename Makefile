@@ -40,7 +40,7 @@ build-continuum:
 #    kv/nemesis, testbed) or a cluster that changes the host's network and mounts and checks
 #    they are restored (kubernetes/cluster, the chart's end-to-end run included;
 #    kubernetes/kubeplatform, which runs a scenario on one; cmd/continuum, whose TestREADMETour
-#    runs the README's tour), or that render in Chromium (report, proxy/kinds, stream/rtdb): the
+#    runs the README's tour), or that render in Chromium (report, proxy/kinds, stream/rtdb's dashboard: SERIAL_RUN): the
 #    delay-accuracy tests must not share the 2 CPUs with a Chromium render or with other
 #    packages. A new package goes here only if it is of one of these kinds.
 # GORACE: a -race binary sleeps 1 s before exiting (atexit_sleep_ms=1000), a minute over all the
@@ -57,22 +57,23 @@ TEST_P       ?= 3
 # broker; one run on the shared machine); oci and archive, left to their place, started 9 and
 # 10 minutes in, aggregator (6th in the old list) 5 minutes in. kv/server's tests, 234 s in the
 # serial pass, now run here but for SERIAL_RUN.
-TEST_FIRST   := ./internal/stream/aggregator ./internal/kv/mvcc ./internal/kv/compat ./internal/kv/server \
+TEST_FIRST   := ./internal/stream/aggregator ./internal/stream/rtdb ./internal/kv/mvcc ./internal/kv/compat ./internal/kv/server \
 	./internal/app/oci ./internal/archive ./internal/baselines ./internal/faas/gateway ./internal/shareddata \
 	./internal/fl/orchestrator ./internal/faas ./internal/stream/streamload ./internal/stream/bridge \
 	./internal/kubernetes/controlplane ./internal/baselines/kinds ./internal/kv/kvbench
 SERIAL_TESTS := ./cmd/continuum ./internal/experiment ./internal/kv/nemesis ./internal/testbed/... \
 	./internal/netbench ./internal/loadgen ./internal/loadgen/httptarget ./internal/httpecho \
 	./internal/kv/replication ./internal/shareddata/freshness ./internal/report ./internal/proxy/kinds \
-	./internal/stream/rtdb ./internal/kubernetes/cluster ./internal/kubernetes/kubeplatform \
+	./internal/kubernetes/cluster ./internal/kubernetes/kubeplatform \
 	./internal/app/kinds
 # SERIAL_RUN: tests of the kinds above in packages whose other tests are not: the parallel pass
 # skips them (-skip, so their names must be the module's only ones), the serial pass then runs
 # them alone in SERIAL_RUN_PKGS. kv/server: its stall bound under compaction and its
 # authentication timing ratio; its 58 other tests wait on sockets, and took 220 s of the serial
-# pass (issue 43's table).
-SERIAL_RUN_PKGS := ./internal/kv/server
-SERIAL_RUN      := ^(TestCompactionAndDefragUnderLoad|TestAuthTimingUnknownUserVsWrongPassword)$$
+# pass (issue 43's table). stream/rtdb: its dashboard render in Chromium; its other tests (the
+# Firebase SDKs under node included) assert protocol behaviour, and took 346 s of the serial pass.
+SERIAL_RUN_PKGS := ./internal/kv/server ./internal/stream/rtdb
+SERIAL_RUN      := ^(TestCompactionAndDefragUnderLoad|TestAuthTimingUnknownUserVsWrongPassword|TestDashboardInChromium)$$
 TEST_ENV     := CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 GORACE=atexit_sleep_ms=50
 TEST_JSON    ?=
 TESTTIME     := bin/testtime
