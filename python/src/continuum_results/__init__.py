@@ -25,16 +25,16 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, cast
 
 import pandas as pd
 
 __all__ = ["Results", "load", "plot_cdf", "plot_timeseries"]
 
 # The CSV files of a run and their columns' types, as internal/results declares them.
-_FLOAT = "float64"
-_INT = "int64"
-_STR = "string"
+_FLOAT: Final = "float64"
+_INT: Final = "int64"
+_STR: Final = "string"
 
 SAMPLES: dict[str, str] = {
     "t_s": _FLOAT,
@@ -126,7 +126,8 @@ def _read_csv(path: Path, columns: dict[str, str]) -> pd.DataFrame | None:
             df[col] = df[col].astype(_STR)
         else:
             num = pd.to_numeric(df[col].replace("", None))
-            df[col] = num.astype("Int64") if typ == "Int64" else num.fillna(0).astype(typ)
+            # typ is a numpy dtype name from the tables above; pandas-stubs types astype by literal.
+            df[col] = num.astype("Int64") if typ == "Int64" else num.fillna(0).astype(cast(Any, typ))
     return df
 
 
@@ -144,7 +145,8 @@ class Results:
 
     def run_info(self, run: str) -> dict[str, Any]:
         """A run's run.json as written."""
-        return json.loads((self.path / "runs" / run / "run.json").read_text())
+        info: dict[str, Any] = json.loads((self.path / "runs" / run / "run.json").read_text())
+        return info
 
     @cached_property
     def runs(self) -> pd.DataFrame:
