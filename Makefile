@@ -6,7 +6,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup setup-core build build-continuum lint vulncheck test test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check
+.PHONY: setup setup-core build build-continuum lint lint-gofmt lint-vet lint-staticcheck lint-tidy lint-ruff lint-mypy vulncheck test test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check
 
 # The core (Debian packages of the testbed and the report, Go): scripts/setup.sh. Each system's
 # stack installs on first use (`continuum setup STACK`, internal/setup); `make setup` installs all
@@ -41,18 +41,33 @@ build-continuum:
 # which only a Go upgrade fixes; a gate that is red until then would be ignored.
 STATICCHECK := .tools/bin/staticcheck
 GOVULNCHECK := .tools/bin/govulncheck
+LINTS := lint-gofmt lint-vet lint-staticcheck lint-tidy lint-ruff lint-mypy
+# Every check runs (make -k), so one failure does not hide the next; any failure fails lint.
 lint:
-	@echo "lint: gofmt" && out=$$(gofmt -l $$(git ls-files '*.go')) && \
-		if [ -n "$$out" ]; then echo "lint: gofmt: these files are not formatted (fix: gofmt -w FILE):" >&2; echo "$$out" >&2; exit 1; fi
+	@$(MAKE) --no-print-directory -k $(LINTS) || { echo "lint: FAILED (the checks above say what to fix)" >&2; exit 1; }
+
+lint-gofmt:
+	@echo "lint: gofmt -l" && out=$$(gofmt -l $$(git ls-files '*.go')) && \
+		if [ -n "$$out" ]; then echo "lint: gofmt: not formatted (fix: gofmt -w FILE):" >&2; echo "$$out" >&2; exit 1; fi
+
+lint-vet:
 	@echo "lint: go vet ./..." && $(GO) vet ./... || { echo "lint: go vet failed (above)" >&2; exit 1; }
-	@echo "lint: staticcheck ./..." && test -x $(STATICCHECK) || { echo "lint: $(STATICCHECK) missing: run make setup (or bin/continuum setup test)" >&2; exit 1; }
-	@$(STATICCHECK) ./... || { echo "lint: staticcheck found the problems above (a check wrong for one case: a //lint:ignore CHECK reason line)" >&2; exit 1; }
+
+lint-staticcheck:
+	@echo "lint: staticcheck ./..." && { test -x $(STATICCHECK) || { echo "lint: $(STATICCHECK) missing: run make setup (or bin/continuum setup test)" >&2; exit 1; }; } && \
+		$(STATICCHECK) ./... || { echo "lint: staticcheck found the problems above (where a check is wrong for one case: a //lint:ignore CHECK reason line)" >&2; exit 1; }
+
+lint-tidy:
 	@echo "lint: go mod tidy drift" && tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 		cp go.mod go.sum "$$tmp/" && $(GO) mod tidy -modfile="$$tmp/go.mod" && \
 		if ! diff -u go.mod "$$tmp/go.mod" >&2 || ! diff -u go.sum "$$tmp/go.sum" >&2; then \
 			echo "lint: go.mod/go.sum are not tidy (fix: go mod tidy, and commit both)" >&2; exit 1; fi
-	@echo "lint: ruff" && cd python && ../$(PYTHON) -m ruff check . && ../$(PYTHON) -m ruff format --check . || \
-		{ echo "lint: ruff failed (fix: ruff check --fix . / ruff format . in python/)" >&2; exit 1; }
+
+lint-ruff:
+	@echo "lint: ruff check, ruff format --check" && cd python && ../$(PYTHON) -m ruff check . && ../$(PYTHON) -m ruff format --check . || \
+		{ echo "lint: ruff failed (fix: ruff check --fix . and ruff format . in python/)" >&2; exit 1; }
+
+lint-mypy:
 	@echo "lint: mypy --strict" && cd python && ../$(PYTHON) -m mypy src/continuum_results && \
 		../$(PYTHON_FL) -m mypy src/continuum_fl || { echo "lint: mypy found type errors (above)" >&2; exit 1; }
 
