@@ -6,7 +6,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup setup-core build build-continuum test test-dev test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check results-schema results-schema-check
+.PHONY: setup setup-core build build-continuum lint lint-gofmt lint-vet lint-staticcheck lint-tidy lint-ruff lint-mypy vulncheck test test-dev test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check results-schema results-schema-check
 
 # The core (Debian packages of the testbed and the report, Go): scripts/setup.sh. Each system's
 # stack installs on first use (`continuum setup STACK`, internal/setup); `make setup` installs all
@@ -25,6 +25,54 @@ build: build-continuum
 # The main binary alone: all `make demo` needs.
 build-continuum:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/continuum
+
+# The lint gate, the first step of `make test` (so of .ci/run); each check names its fix when it
+# fails. Needs `make setup` (the test stack builds staticcheck; the venvs carry ruff and mypy).
+#   gofmt -l                  nothing unformatted (fix: gofmt -w FILE)
+#   go vet ./...
+#   staticcheck ./...         pinned in tools/lint; checks: staticcheck.conf
+#   go mod tidy drift         tidy runs on a copy of the module (fix: go mod tidy, commit go.mod/go.sum)
+#   ruff check, ruff format --check over python/
+#   mypy --strict             continuum_results in the functions venv, continuum_fl in the FL venv
+#                             (torch, flwr); config in python/pyproject.toml
+# govulncheck is `make vulncheck`, not part of the gate: it runs offline (the test stack indexes the
+# Go vulnerability database from the module proxy, tools/lint), but it reports the standard
+# library's vulnerabilities fixed after the pinned Go release (13 at go1.26.8, fixed in go1.26.9),
+# which only a Go upgrade fixes; a gate that is red until then would be ignored.
+STATICCHECK := .tools/bin/staticcheck
+GOVULNCHECK := .tools/bin/govulncheck
+LINTS := lint-gofmt lint-vet lint-staticcheck lint-tidy lint-ruff lint-mypy
+# Every check runs (make -k), so one failure does not hide the next; any failure fails lint.
+lint:
+	@$(MAKE) --no-print-directory -k $(LINTS) || { echo "lint: FAILED (the checks above say what to fix)" >&2; exit 1; }
+
+lint-gofmt:
+	@echo "lint: gofmt -l" && out=$$(gofmt -l $$(git ls-files '*.go')) && \
+		if [ -n "$$out" ]; then echo "lint: gofmt: not formatted (fix: gofmt -w FILE):" >&2; echo "$$out" >&2; exit 1; fi
+
+lint-vet:
+	@echo "lint: go vet ./..." && $(GO) vet ./... || { echo "lint: go vet failed (above)" >&2; exit 1; }
+
+lint-staticcheck:
+	@echo "lint: staticcheck ./..." && { test -x $(STATICCHECK) || { echo "lint: $(STATICCHECK) missing: run make setup (or bin/continuum setup test)" >&2; exit 1; }; } && \
+		$(STATICCHECK) ./... || { echo "lint: staticcheck found the problems above (where a check is wrong for one case: a //lint:ignore CHECK reason line)" >&2; exit 1; }
+
+lint-tidy:
+	@echo "lint: go mod tidy drift" && tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+		cp go.mod go.sum "$$tmp/" && $(GO) mod tidy -modfile="$$tmp/go.mod" && \
+		if ! diff -u go.mod "$$tmp/go.mod" >&2 || ! diff -u go.sum "$$tmp/go.sum" >&2; then \
+			echo "lint: go.mod/go.sum are not tidy (fix: go mod tidy, and commit both)" >&2; exit 1; fi
+
+lint-ruff:
+	@echo "lint: ruff check, ruff format --check" && cd python && ../$(PYTHON) -m ruff check . && ../$(PYTHON) -m ruff format --check . || \
+		{ echo "lint: ruff failed (fix: ruff check --fix . and ruff format . in python/)" >&2; exit 1; }
+
+lint-mypy:
+	@echo "lint: mypy --strict" && cd python && ../$(PYTHON) -m mypy src/continuum_results && \
+		../$(PYTHON_FL) -m mypy src/continuum_fl || { echo "lint: mypy found type errors (above)" >&2; exit 1; }
+
+vulncheck:
+	$(GOVULNCHECK) -db file://$(CURDIR)/.tools/vulndb ./...
 
 # Unit and integration tests (network namespaces, delays, faults, cleanup, the Chromium report test).
 # Needs root; tests that need root fail rather than skip when CONTINUUM_REQUIRE_ROOT=1. Two passes,
@@ -95,7 +143,7 @@ define GO_TEST_PASSES
 		-run '$(SERIAL_RUN)' $(SERIAL_RUN_PKGS); r=$$?; \
 	test $$p = 0 && test $$s = 0 && test $$r = 0
 endef
-test: setup build test-python proto-check results-schema-check
+test: setup lint build test-python proto-check results-schema-check
 	$(call GO_TEST_PASSES,-count=1)
 	@$(MAKE) --no-print-directory test-results-shipped
 
@@ -148,14 +196,13 @@ results-schema-check:
 		exit 1; \
 	fi
 
-# The Python side (python/): ruff over all of it, the function runtimes and handlers in the venv
+# The Python tests (python/; ruff and mypy are make lint's): the function runtimes and handlers in the venv
 # make setup built for them,
 PYTHON := .tools/venv/bin/python
 # and the federated-learning tests (tests/test_fl_*) in their own venv (PyTorch, Flower).
 PYTHON_FL := .tools/venv-fl/bin/python
 test-python:
-	cd python && ../$(PYTHON) -m ruff check . && ../$(PYTHON) -m ruff format --check . && \
-		../$(PYTHON) -m pytest -q --ignore-glob='tests/test_fl_*'
+	cd python && ../$(PYTHON) -m pytest -q --ignore-glob='tests/test_fl_*'
 	cd python && ../$(PYTHON_FL) -m pytest -q tests/test_fl_*.py
 
 # The chart's end-to-end run on a one-node cluster (internal/kubernetes/cluster TestChartOnCluster),

@@ -227,8 +227,28 @@ stack_functions() { python_venv venv python/requirements.txt; }
 stack_fl() { python_venv venv-fl python/requirements-fl.txt --system-site-packages; }
 
 # What only the test suite needs beside the stacks: Chromium (Debian's), installed by `continuum
-# setup` as the stack's Debian package. Nothing to build.
-stack_test() { :; }
+# setup` as the stack's Debian package; and the linters of `make lint`, pinned in tools/lint:
+# staticcheck and govulncheck, built from the Go module proxy, and the Go vulnerability database.
+# vuln.go.dev is not reachable from every machine, so the database comes from the module proxy too
+# (golang.org/x/vulndb at the pinned pseudo-version; its data/osv holds every report) and is indexed
+# by the repository's own indexdb into vulndb-<that version>, which govulncheck reads with
+# -db file://. Updating the database is bumping that pin.
+stack_test() {
+  go_tools lint tools/lint "" honnef.co/go/tools/cmd/staticcheck golang.org/x/vuln/cmd/govulncheck \
+    golang.org/x/vulndb/cmd/indexdb
+  local ver osv cache
+  ver="$(go -C tools/lint list -m -f '{{.Version}}' golang.org/x/vulndb)"
+  cache="$CROOT/vulndb-$ver"
+  if [ ! -f "$cache/index/db.json" ]; then
+    echo "setup: indexing the Go vulnerability database $ver into $cache"
+    (cd tools/lint && go mod download golang.org/x/vulndb)
+    osv="$(go -C tools/lint list -m -f '{{.Dir}}' golang.org/x/vulndb)/data/osv"
+    rm -rf "$cache.tmp.$$"
+    "$TOOLS/indexdb" -vulns "$osv" -out "$cache.tmp.$$"
+    rm -rf "$cache" && mv "$cache.tmp.$$" "$cache"
+  fi
+  ln -sfn "$cache" .tools/vulndb
+}
 
 case "${1:-}" in
 "") core ;;

@@ -47,7 +47,7 @@ func TestJitterStaysInItsBand(t *testing.T) {
 
 func TestMaxBelowMin(t *testing.T) {
 	b := Backoff{Min: 50 * time.Millisecond} // Max unset
-	if b.Delay() != 50*time.Millisecond || b.Delay() != 50*time.Millisecond {
+	if first, second := b.Delay(), b.Delay(); first != 50*time.Millisecond || second != 50*time.Millisecond {
 		t.Fatal("with Max < Min the delay should stay at Min")
 	}
 }

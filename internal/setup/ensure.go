@@ -79,13 +79,6 @@ func Ensure(ctx context.Context, names []string, o EnsureOptions) error {
 	return in.Install(ctx, stacks)
 }
 
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
 // missingError is Ensure's refusal: errors.Is(err, ErrMissing) holds.
 type missingError string
 

@@ -68,6 +68,9 @@ func TestVersionsMatchPins(t *testing.T) {
 		"Kubernetes v1.37.2": {Script, "KUBE_VERSION=v1.37.2"},
 		"helm v4.3.1":        {"tools/helm/go.mod", "helm.sh/helm/v4 v4.3.1"},
 		"CoreDNS v1.15.0":    {"tools/coredns/go.mod", "github.com/coredns/coredns v1.15.0"},
+		// staticcheck's release 2026.2.2 is module version v0.8.2.
+		"staticcheck 2026.2.2": {"tools/lint/go.mod", "honnef.co/go/tools v0.8.2"},
+		"govulncheck v1.10.0":  {"tools/lint/go.mod", "golang.org/x/vuln v1.10.0"},
 	}
 	reqs := map[string]string{"functions": "python/requirements.txt", "fl": "python/requirements-fl.txt"}
 	for _, s := range Stacks {

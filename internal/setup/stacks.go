@@ -111,12 +111,14 @@ var Stacks = []Stack{
 	},
 	{
 		Name:     "test",
-		Version:  "Debian's chromium",
-		Summary:  "what only the test suite needs beside every stack: Chromium, which renders the reports in the report tests",
-		NeededBy: "make test",
+		Version:  "Debian's chromium, staticcheck 2026.2.2, govulncheck v1.10.0",
+		Summary:  "what only the test suite needs beside every stack: Chromium, which renders the reports in the report tests; the linters of make lint (staticcheck, govulncheck and the Go vulnerability database, from the Go module proxy)",
+		NeededBy: "make test, make lint",
 		Apt:      []string{"chromium"},
-		Size:     300 * mib,
-		Time:     time.Minute,
+		Tools: []tools.Tool{tools.Bin("staticcheck"), tools.Bin("govulncheck"),
+			{Path: "vulndb/index/db.json", CacheDir: "vulndb-*", CacheRel: "index/db.json"}},
+		Size: 380 * mib,
+		Time: 6 * time.Minute,
 	},
 }
 

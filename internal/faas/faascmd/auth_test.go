@@ -93,7 +93,7 @@ var generatedLine = regexp.MustCompile(`generated a password for user admin: ([0
 // are refused without the password and work with it from each of its sources.
 func TestGatewayCredentialsGeneratedOncePrintedOnceAndUsedByTheCLI(t *testing.T) {
 	dataDir := t.TempDir()
-	addr, out, stop := runGateway(t, "--data-dir", dataDir)
+	_, out, stop := runGateway(t, "--data-dir", dataDir)
 	m := generatedLine.FindStringSubmatch(out.String())
 	if m == nil {
 		t.Fatalf("the first start did not print a generated password:\n%s", out.String())
@@ -105,7 +105,7 @@ func TestGatewayCredentialsGeneratedOncePrintedOnceAndUsedByTheCLI(t *testing.T)
 	}
 	stop()
 
-	addr, out, _ = runGateway(t, "--data-dir", dataDir)
+	addr, out, _ := runGateway(t, "--data-dir", dataDir)
 	if strings.Contains(out.String(), password) || generatedLine.MatchString(out.String()) {
 		t.Fatalf("the restart printed the password again:\n%s", out.String())
 	}

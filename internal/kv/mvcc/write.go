@@ -137,13 +137,6 @@ func (w *writeTxn) deleteAbsent(key []byte) {
 	w.ops = append(w.ops, Op{Delete: true, Key: key})
 }
 
-func (s *Store) syncOpts() *pebble.WriteOptions {
-	if s.cfg.Fsync == FsyncNever {
-		return pebble.NoSync
-	}
-	return pebble.Sync
-}
-
 // failIf makes the store refuse writes after a Pebble write error (caller holds writeMu): the
 // index already holds the failed write's versions.
 func (s *Store) failIf(err error) {

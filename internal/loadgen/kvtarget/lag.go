@@ -37,7 +37,6 @@ type LagProbe struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	ready  chan struct{}
-	err    error
 }
 
 // NewLagProbe connects to the writer and reader endpoints (http://HOST:PORT) and starts the

@@ -44,7 +44,7 @@ func (r *Redis) Read(ctx context.Context, key string) error {
 
 // Scan reads count records from startKey on, in key order, through the index.
 func (r *Redis) Scan(ctx context.Context, startKey string, count int) error {
-	keys, err := r.c.ZRangeByLex(ctx, indexKey, &redis.ZRangeBy{Min: "[" + startKey, Max: "+", Count: int64(count)}).Result()
+	keys, err := r.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: indexKey, Start: "[" + startKey, Stop: "+", ByLex: true, Count: int64(count)}).Result()
 	if err != nil || len(keys) == 0 {
 		return redisErr(err)
 	}

@@ -112,9 +112,7 @@ func OpenAFPacket(ifname string, dst net.HardwareAddr) (*AFPacket, error) {
 	a.to.Protocol = proto
 	a.to.Ifindex = int32(ifi.Index)
 	a.to.Halen = 6
-	for i, b := range dst {
-		a.to.Addr[i] = b
-	}
+	copy(a.to.Addr[:], dst)
 	copy(a.eth[0:6], dst)
 	copy(a.eth[6:12], ifi.HardwareAddr)
 	binary.BigEndian.PutUint16(a.eth[12:], unix.ETH_P_IP)

@@ -256,20 +256,20 @@ def _read_plan(path: Path, node: str) -> tuple[list[Any], dict[str, Any]]:
             f"plan {path}: no clients for node {node!r} (nodes: {', '.join(sorted(by_node)) or 'none'})"
         )
     specs = []
-    for i, e in enumerate(by_node[node]):
+    for i, entry in enumerate(by_node[node]):
         where = f"plan {path}: clients_by_node[{node}][{i}]"
         if (
-            not isinstance(e, dict)
-            or not isinstance(e.get("id"), str)
-            or not isinstance(e.get("server"), str)
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("id"), str)
+            or not isinstance(entry.get("server"), str)
         ):
             raise ValueError(f'{where}: want {{"id": str, "server": "HOST:PORT", "fail_prob"?: 0..1}}')
         try:
-            hostport(e["server"])
-            fail = probability(str(e.get("fail_prob", 0)))
+            hostport(entry["server"])
+            fail = probability(str(entry.get("fail_prob", 0)))
         except argparse.ArgumentTypeError as err:
             raise ValueError(f"{where}: {err}") from None
-        specs.append(ClientSpec(e["id"], e["server"], fail))
+        specs.append(ClientSpec(entry["id"], entry["server"], fail))
     if not specs:
         raise ValueError(f"plan {path}: node {node!r} has no clients")
     return specs, plan

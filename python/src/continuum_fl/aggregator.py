@@ -32,6 +32,7 @@ from typing import Any
 
 from flwr.client import NumPyClient
 from flwr.common import (
+    EvaluateIns,
     FitIns,
     FitRes,
     NDArrays,
@@ -116,7 +117,7 @@ class ChildrenFedAvg(FedAvg):
 
     def configure_evaluate(
         self, server_round: int, parameters: Parameters, client_manager: ClientManager
-    ) -> list:
+    ) -> list[tuple[ClientProxy, EvaluateIns]]:
         return []
 
     def aggregate_fit(

@@ -114,7 +114,7 @@ def _mnist1d(seed: int) -> Dataset:
     finally:
         np.random.set_state(state)
 
-    def x(a: NDArray) -> NDArray[np.float32]:
+    def x(a: NDArray[Any]) -> NDArray[np.float32]:
         return a.astype(np.float32).reshape(len(a), 1, -1)
 
     return Dataset(

@@ -49,7 +49,7 @@ class _QuietFlower(logging.Filter):
 
 
 def _quiet_grpc_race(
-    hook: Callable[[threading.ExceptHookArgs], None],
+    hook: Callable[[threading.ExceptHookArgs], object],
 ) -> Callable[[threading.ExceptHookArgs], None]:
     """gRPC's channel-state polling thread raises when Flower closes a channel it still
     watches, which a client that fails and reconnects at once does every round: a benign race

@@ -15,6 +15,7 @@ the order is fixed by the module definition, so every process agrees on it.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,6 +28,9 @@ MODELS = ("cnn",)
 class CNN(nn.Module):
     def __init__(self, dataset: str, num_classes: int = 10) -> None:
         super().__init__()
+        # Conv1d/MaxPool1d for mnist1d's 1-D signals, the 2-D ones for images: one shape of net.
+        conv: type[nn.Conv1d] | type[nn.Conv2d]
+        pool: type[nn.MaxPool1d] | type[nn.MaxPool2d]
         if dataset == "cifar10":
             conv, pool, k, pad, channels, side, dims = nn.Conv2d, nn.MaxPool2d, 5, 0, 3, 5, 2
         elif dataset == "digits":
@@ -45,7 +49,8 @@ class CNN(nn.Module):
         x = self.pool(torch.relu(self.conv1(x)))
         x = self.pool(torch.relu(self.conv2(x)))
         x = torch.flatten(x, 1)
-        return self.fc2(torch.relu(self.fc1(x)))
+        out: torch.Tensor = self.fc2(torch.relu(self.fc1(x)))
+        return out
 
 
 def build(model: str, dataset: str, num_classes: int, seed: int) -> CNN:
@@ -56,11 +61,11 @@ def build(model: str, dataset: str, num_classes: int, seed: int) -> CNN:
     return CNN(dataset, num_classes)
 
 
-def get_weights(net: nn.Module) -> list[NDArray]:
+def get_weights(net: nn.Module) -> list[NDArray[Any]]:
     return [t.detach().cpu().numpy().copy() for t in net.state_dict().values()]
 
 
-def set_weights(net: nn.Module, arrays: list[NDArray]) -> None:
+def set_weights(net: nn.Module, arrays: list[NDArray[Any]]) -> None:
     """Loads arrays (in get_weights order); a count or shape mismatch is an error naming the layer."""
     state = net.state_dict()
     if len(arrays) != len(state):
@@ -73,12 +78,12 @@ def set_weights(net: nn.Module, arrays: list[NDArray]) -> None:
     net.load_state_dict(new)
 
 
-def nbytes(arrays: list[NDArray]) -> int:
+def nbytes(arrays: list[NDArray[Any]]) -> int:
     return int(sum(a.nbytes for a in arrays))
 
 
 def train(
-    net: nn.Module, x: NDArray, y: NDArray, epochs: int, lr: float, batch_size: int, seed: int
+    net: nn.Module, x: NDArray[Any], y: NDArray[Any], epochs: int, lr: float, batch_size: int, seed: int
 ) -> float:
     """SGD for epochs passes over (x, y) in shuffled batches; returns the last epoch's mean loss."""
     if len(x) == 0:
@@ -105,7 +110,7 @@ def train(
 
 
 @torch.no_grad()
-def evaluate(net: nn.Module, x: NDArray, y: NDArray, batch_size: int = 512) -> tuple[float, float]:
+def evaluate(net: nn.Module, x: NDArray[Any], y: NDArray[Any], batch_size: int = 512) -> tuple[float, float]:
     """(mean cross-entropy loss, accuracy) over (x, y)."""
     net.eval()
     loss_fn = nn.CrossEntropyLoss(reduction="sum")

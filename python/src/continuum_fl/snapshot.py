@@ -11,6 +11,7 @@ import io
 import re
 import urllib.error
 import urllib.request
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,13 +25,13 @@ class SnapshotError(Exception):
     """A snapshot that cannot be read or transferred."""
 
 
-def to_npz(arrays: list[NDArray]) -> bytes:
+def to_npz(arrays: list[NDArray[Any]]) -> bytes:
     buf = io.BytesIO()
     np.savez(buf, **{f"a{i}": a for i, a in enumerate(arrays)})
     return buf.getvalue()
 
 
-def from_npz(data: bytes) -> list[NDArray]:
+def from_npz(data: bytes) -> list[NDArray[Any]]:
     """The arrays of a .npz written by to_npz, in key order (a2 before a10)."""
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
@@ -50,7 +51,7 @@ def from_npz(data: bytes) -> list[NDArray]:
         raise SnapshotError(f"snapshot is not a readable .npz: {e}") from e
 
 
-def upload(report_url: str, round_: int, arrays: list[NDArray], timeout: float = 30.0) -> None:
+def upload(report_url: str, round_: int, arrays: list[NDArray[Any]], timeout: float = 30.0) -> None:
     """PUT {report_url}/model?round=R with the arrays as .npz."""
     url = f"{report_url.rstrip('/')}/model?round={round_}"
     req = urllib.request.Request(
@@ -66,7 +67,7 @@ def upload(report_url: str, round_: int, arrays: list[NDArray], timeout: float =
         raise SnapshotError(f"PUT {url}: {e}") from e
 
 
-def fetch(url: str, timeout: float = 30.0) -> tuple[int, list[NDArray]] | None:
+def fetch(url: str, timeout: float = 30.0) -> tuple[int, list[NDArray[Any]]] | None:
     """GETs a snapshot: (round it was taken at, arrays), or None when the repository has none (404)."""
     try:
         req = urllib.request.Request(url, headers=services_headers())

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, cast
 
 import pandas as pd
 
@@ -108,7 +108,8 @@ class Results:
 
     def run_info(self, run: str) -> dict[str, Any]:
         """A run's run.json as written."""
-        return json.loads((self.path / "runs" / run / "run.json").read_text())
+        info: dict[str, Any] = json.loads((self.path / "runs" / run / "run.json").read_text())
+        return info
 
     @cached_property
     def runs(self) -> pd.DataFrame:

@@ -166,8 +166,6 @@ func (n *Network) heal(f platform.Fault) (string, error) {
 	return "healed " + platform.DescribePartition(f), nil
 }
 
-func pairKey(a, b string) [2]string { return [2]string{min(a, b), max(a, b)} }
-
 func (n *Network) changeLink(f platform.Fault) (string, error) {
 	i := n.linkIndex(f.Link[0], f.Link[1])
 	p := n.links[i].props
