@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/continuum-project/continuum/internal/results"
@@ -54,11 +56,21 @@ func generate(w io.Writer) error {
 """The CSV tables of a results directory (docs/results-format.md): each file's name and its
 columns with their pandas dtypes, in file order, as the Go package internal/results declares them."""
 
+from typing import Literal
+
 `)
+	// Dtype names the dtypes as literals, so that a type checker matches each table's values to
+	// pandas' astype overloads (a plain str matches none of them).
+	names := make([]string, 0, len(dtypes))
+	for _, dt := range dtypes {
+		names = append(names, strconv.Quote(dt))
+	}
+	sort.Strings(names)
+	fmt.Fprintf(&b, "Dtype = Literal[%s]\n\n", strings.Join(names, ", "))
 	fmt.Fprintf(&b, "SCHEMA = %d\n", results.Schema)
 	for _, t := range results.Tables {
 		name := strings.ToUpper(t.Name())
-		fmt.Fprintf(&b, "\n%s_FILE = %q\n%s: dict[str, str] = {\n", name, t.File, name)
+		fmt.Fprintf(&b, "\n%s_FILE = %q\n%s: dict[str, Dtype] = {\n", name, t.File, name)
 		for _, c := range t.Columns {
 			dt, ok := dtypes[c.Type]
 			if !ok {

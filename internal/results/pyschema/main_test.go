@@ -41,7 +41,7 @@ func TestEveryColumnIsGenerated(t *testing.T) {
 		if !ident.MatchString(tb.Name()) {
 			t.Errorf("table %q: not a Python name", tb.File)
 		}
-		i := strings.Index(out, "\n"+strings.ToUpper(tb.Name())+": dict[str, str] = {\n")
+		i := strings.Index(out, "\n"+strings.ToUpper(tb.Name())+": dict[str, Dtype] = {\n")
 		if i < 0 {
 			t.Fatalf("no table %s", tb.File)
 		}

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import pandas as pd
 
@@ -46,6 +46,7 @@ from ._schema import (
     SAMPLES_FILE,
     TIMESERIES,
     TIMESERIES_FILE,
+    Dtype,
 )
 
 __all__ = [
@@ -65,17 +66,17 @@ __all__ = [
 
 # The CSV files of a run and their columns' dtypes come from _schema, which is generated from the
 # Go package internal/results ("make results-schema"): the tables are declared once, in Go.
-_FLOAT = "float64"
-_STR = "string"
-_NULLABLE_INT = "Int64"
+_FLOAT: Final = "float64"
+_STR: Final = "string"
+_NULLABLE_INT: Final = "Int64"
 
 
-def _empty(columns: dict[str, str], extra: dict[str, str]) -> pd.DataFrame:
+def _empty(columns: dict[str, Dtype], extra: dict[str, Dtype]) -> pd.DataFrame:
     cols = {**extra, **columns}
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in cols.items()})
 
 
-def _read_csv(path: Path, columns: dict[str, str]) -> pd.DataFrame | None:
+def _read_csv(path: Path, columns: dict[str, Dtype]) -> pd.DataFrame | None:
     """One CSV with the declared types; None when the run did not write it. A column the file
     lacks (an older schema) is added as 0 (or empty); an undeclared one is kept as read."""
     if not path.exists():
@@ -137,7 +138,7 @@ class Results:
                 df[col] = pd.to_datetime(df[col], utc=True, format="ISO8601")
         return df
 
-    def _per_run(self, name: str, columns: dict[str, str]) -> pd.DataFrame:
+    def _per_run(self, name: str, columns: dict[str, Dtype]) -> pd.DataFrame:
         frames = []
         for run in self.run_ids:
             df = _read_csv(self.path / "runs" / run / name, columns)
@@ -148,7 +149,7 @@ class Results:
             return _empty(columns, {"run": _STR})
         return pd.concat(frames, ignore_index=True)
 
-    def _per_workload(self, name: str, columns: dict[str, str]) -> pd.DataFrame:
+    def _per_workload(self, name: str, columns: dict[str, Dtype]) -> pd.DataFrame:
         frames = []
         for run in self.run_ids:
             wdir = self.path / "runs" / run / "workloads"

@@ -3,10 +3,14 @@
 """The CSV tables of a results directory (docs/results-format.md): each file's name and its
 columns with their pandas dtypes, in file order, as the Go package internal/results declares them."""
 
+from typing import Literal
+
+Dtype = Literal["Int64", "float64", "int64", "string"]
+
 SCHEMA = 1
 
 EVENTS_FILE = "events.csv"
-EVENTS: dict[str, str] = {
+EVENTS: dict[str, Dtype] = {
     "t_s": "float64",
     "action": "string",
     "target": "string",
@@ -15,7 +19,7 @@ EVENTS: dict[str, str] = {
 }
 
 SAMPLES_FILE = "samples.csv"
-SAMPLES: dict[str, str] = {
+SAMPLES: dict[str, Dtype] = {
     "t_s": "float64",
     "node": "string",
     "component": "string",
@@ -33,7 +37,7 @@ SAMPLES: dict[str, str] = {
 }
 
 NETWORK_FILE = "network.csv"
-NETWORK: dict[str, str] = {
+NETWORK: dict[str, Dtype] = {
     "t_s": "float64",
     "interval_s": "float64",
     "packets": "int64",
@@ -51,7 +55,7 @@ NETWORK: dict[str, str] = {
 }
 
 LINKS_FILE = "links.csv"
-LINKS: dict[str, str] = {
+LINKS: dict[str, Dtype] = {
     "from": "string",
     "to": "string",
     "packets": "int64",
@@ -65,7 +69,7 @@ LINKS: dict[str, str] = {
 }
 
 TIMESERIES_FILE = "timeseries.csv"
-TIMESERIES: dict[str, str] = {
+TIMESERIES: dict[str, Dtype] = {
     "t_s": "float64",
     "series": "string",
     "sent": "int64",
@@ -79,7 +83,7 @@ TIMESERIES: dict[str, str] = {
 }
 
 PERCENTILES_FILE = "percentiles.csv"
-PERCENTILES: dict[str, str] = {
+PERCENTILES: dict[str, Dtype] = {
     "series": "string",
     "percentile": "float64",
     "latency_ms": "float64",
@@ -87,14 +91,14 @@ PERCENTILES: dict[str, str] = {
 }
 
 ERRORS_FILE = "errors.csv"
-ERRORS: dict[str, str] = {
+ERRORS: dict[str, Dtype] = {
     "series": "string",
     "type": "string",
     "count": "int64",
 }
 
 INSTANCES_FILE = "instances.csv"
-INSTANCES: dict[str, str] = {
+INSTANCES: dict[str, Dtype] = {
     "t_s": "float64",
     "series": "string",
     "instance": "string",
