@@ -15,6 +15,8 @@ import (
 func init() {
 	kind.Register(kind.Def[EtcdConfig]{
 		Name:     "etcd",
+		System:   "baselines",
+		Doc:      "docs/scenarios.md#instances-components-workloads",
 		Stacks:   []string{"baselines"},
 		Role:     kind.RoleComponent,
 		Summary:  "etcd 3.6 member (.tools/bin/etcd or $CONTINUUM_ETCD_BIN), etcd's default fsync; members with the same `cluster` form one cluster",
@@ -28,6 +30,8 @@ func init() {
 	})
 	kind.Register(kind.Def[RedisConfig]{
 		Name:     "redis",
+		System:   "baselines",
+		Doc:      "docs/scenarios.md#instances-components-workloads",
 		Stacks:   []string{"baselines"},
 		Role:     kind.RoleComponent,
 		Summary:  "Redis 7 (redis-server) with AOF on, appendfsync everysec (or always); with `cluster`, an instance of a Redis Cluster (joined by a redis-cluster component)",
@@ -43,6 +47,8 @@ func init() {
 	})
 	kind.Register(kind.Def[MosquittoConfig]{
 		Name:     "mosquitto",
+		System:   "baselines",
+		Doc:      "docs/scenarios.md#instances-components-workloads",
 		Stacks:   []string{"baselines"},
 		Role:     kind.RoleComponent,
 		Summary:  "MQTT broker (Debian's mosquitto 2.0), anonymous, no persistence: the broker IoT devices publish to (iot workload's broker)",

@@ -20,7 +20,8 @@ import (
 
 func init() {
 	report.RegisterSection(report.Section{ID: "faas", Title: "Functions (replicas and scaling)", Order: 26,
-		Kinds: []string{"function", "microservice", "faas-gateway"}, Build: buildReport})
+		// The old names too: results written before the kinds were renamed.
+		Kinds: []string{"faas-function", "faas-microservice", "faas-gateway", "function", "microservice"}, Build: buildReport})
 }
 
 func buildReport(res *report.Results) *report.SectionContent {
@@ -62,7 +63,7 @@ func gateways(g report.Combination) map[string]bool {
 
 func scalingTable(groups []report.Combination, swept []string) (report.Table, bool) {
 	t := report.Table{Class: "faas-scaling", Columns: append(report.ParamColumns(swept), report.Column{Header: "function"},
-		num("gateway CPU %", "the gateway process (seeds/001 Fig. 8)"), num("gateway MiB", ""),
+		num("gateway CPU %", "the gateway process (Tusa et al. Fig. 8)"), num("gateway MiB", ""),
 		num("instances mean", "ready instances, mean over the run"), num("instances max", ""),
 		num("scale events", "changes of the wanted instances"), num("cold starts", "requests that waited for a first instance"),
 		num("invocations", ""))}

@@ -23,6 +23,8 @@ import (
 func init() {
 	kind.Register(kind.Def[EchoConfig]{
 		Name:     "http-echo",
+		System:   "httpecho",
+		Doc:      "docs/scenarios.md#instances-components-workloads",
 		Role:     kind.RoleComponent,
 		Summary:  "HTTP echo server with a processing delay, CPU work and response size changeable at run time",
 		Defaults: func() *EchoConfig { return &EchoConfig{Port: 8080} },

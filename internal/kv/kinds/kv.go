@@ -23,6 +23,7 @@ const eventsFile = "events.jsonl"
 func init() {
 	kind.Register(kind.Def[Config]{
 		Name:      KindName,
+		System:    "kv",
 		Role:      kind.RoleComponent,
 		Summary:   "continuum kv: the etcd-v3-compatible store (`continuum kv`); members with the same `cluster` replicate",
 		Defaults:  func() *Config { return &Config{ClientPort: 2379, PeerPort: 2380} },

@@ -21,9 +21,11 @@ import (
 
 func init() {
 	kind.Register(kind.Def[Config]{
-		Name:    "pace",
-		Role:    kind.RoleWorkload,
-		Summary: "PACE producer or consumer (seeds/000) over etcd, kv or redis components; one series per operation type",
+		Name:     "shareddata-pace",
+		System:   "shareddata",
+		OldNames: []string{"pace"},
+		Role:     kind.RoleWorkload,
+		Summary:  "PACE producer or consumer (Calagna et al.) over etcd, kv or redis components; one series per operation type",
 		Defaults: func() *Config {
 			d := pace.DefaultConfig()
 			return &Config{Class: pace.DefaultClass, StateSize: spec.Bytes(d.StateSize), ControlSize: spec.Bytes(d.ControlSize),

@@ -14,6 +14,7 @@ import (
 func init() {
 	kind.Register(kind.Def[AggregatorConfig]{
 		Name:     "stream-aggregator",
+		System:   "stream",
 		Role:     kind.RoleComponent,
 		Summary:  "Kafka consumer group writing each record into a realtime-db component at <path>/<id>, offsets committed after the write (exactly once in effect)",
 		Defaults: func() *AggregatorConfig { return &AggregatorConfig{} },

@@ -16,6 +16,7 @@ import (
 func init() {
 	kind.Register(kind.Def[BridgeConfig]{
 		Name:     "stream-bridge",
+		System:   "stream",
 		Role:     kind.RoleComponent,
 		Summary:  "HTTP to Kafka bridge (POST /topics/<topic>, answered once Kafka acknowledged; acks=all, idempotent) producing to a kafka component",
 		Defaults: func() *BridgeConfig { return &BridgeConfig{Port: 8090} },

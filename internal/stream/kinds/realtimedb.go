@@ -15,6 +15,7 @@ import (
 func init() {
 	kind.Register(kind.Def[RealtimeDBConfig]{
 		Name:     "realtime-db",
+		System:   "stream",
 		Role:     kind.RoleComponent,
 		Summary:  "Firebase-compatible realtime database (REST) storing its JSON tree in a kv or etcd component",
 		Defaults: func() *RealtimeDBConfig { return &RealtimeDBConfig{Port: 9000} },

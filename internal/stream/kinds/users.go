@@ -26,8 +26,9 @@ import (
 func init() {
 	kind.Register(kind.Def[UsersConfig]{
 		Name:     "stream-users",
+		System:   "stream",
 		Role:     kind.RoleWorkload,
-		Summary:  "seeds/003's users: U users x R records (Normal inter-arrival) to a realtime-db or stream-bridge, a subscriber (realtime-db SSE or Kafka consumer) timing each end to end; series e2e, ack",
+		Summary:  "Carpio et al.'s users: U users x R records (Normal inter-arrival) to a realtime-db or stream-bridge, a subscriber (realtime-db SSE or Kafka consumer) timing each end to end; series e2e, ack",
 		Defaults: defaultUsers,
 		Validate: (*UsersConfig).validate,
 		Command:  usersCommand,
