@@ -90,5 +90,5 @@ func aggregatorCommand(env kind.Env, c *AggregatorConfig) (kind.Command, error) 
 	// the platform's) takes its partitions back at once instead of after the session timeout.
 	f.Config.InstanceID = env.Instance
 	f.Config.StatsFile = filepath.Join(env.OutDir, AggregatorStatsFile)
-	return kind.Command{Args: append([]string{env.Binary, "stream-aggregator"}, cli.Args(streamcmd.DefaultAggregatorFlags(), f)...)}, nil
+	return kind.Command{Args: append([]string{env.Binary, "stream", "aggregator"}, cli.Args(streamcmd.DefaultAggregatorFlags(), f)...)}, nil
 }
