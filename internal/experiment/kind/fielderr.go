@@ -3,6 +3,7 @@ package kind
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -87,4 +88,18 @@ func (l FieldErrors) Unwrap() []error {
 		out[i] = e
 	}
 	return out
+}
+
+// CheckPort records a port outside 1..65535.
+func (l *FieldErrors) CheckPort(key, flag string, p int) {
+	if p < 1 || p > 65535 {
+		l.Add(key, flag, "%d: must be between 1 and 65535", p)
+	}
+}
+
+// CheckDataDir records a data_dir that is set but not absolute.
+func (l *FieldErrors) CheckDataDir(flag, d string) {
+	if d != "" && !filepath.IsAbs(d) {
+		l.Add("data_dir", flag, "%q: must be an absolute path (default: the instance's results dir)", d)
+	}
 }

@@ -1,6 +1,7 @@
 package kinds_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -60,7 +61,7 @@ func TestKVLagKind(t *testing.T) {
 
 func TestKVKindPeerCompression(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
-		{"peer_compression: zstd\ncluster: c\n", `peer_compression "zstd": want s2, gzip or none`},
+		{"peer_compression: zstd\ncluster: c\n", `peer_compression (--peer-compression): "zstd": want s2, gzip or none`},
 		{"peer_compression: gzip\n", "needs cluster"},
 	} {
 		k, cfg := kindtest.Decode(t, "kv", c.yaml)
@@ -80,5 +81,25 @@ func TestKVKindPeerCompression(t *testing.T) {
 	}
 	if line := strings.Join(cmd.Args, " "); !strings.Contains(line, "--peer-compression none") {
 		t.Errorf("command %q lacks --peer-compression none", line)
+	}
+}
+
+// TestKVKindReportsEveryError: a config with three problems gets all three, each naming its
+// key and the flag it becomes, as a kind.FieldErrors list the scenario loader places per key.
+func TestKVKindReportsEveryError(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "kv", "client_port: 0\nfsync: sometimes\ndata_dir: rel\n")
+	err := k.Validate(cfg)
+	var fes kind.FieldErrors
+	if !errors.As(err, &fes) || len(fes) != 3 {
+		t.Fatalf("got %v, want 3 field errors", err)
+	}
+	for i, want := range []string{
+		"client_port (--listen-client-urls): 0: must be between 1 and 65535",
+		`fsync (--fsync): "sometimes": want batch, always or never`,
+		`data_dir (--data-dir): "rel": must be an absolute path`,
+	} {
+		if !strings.HasPrefix(fes[i].Error(), want) {
+			t.Errorf("error %d: %q, want %q", i, fes[i].Error(), want)
+		}
 	}
 }
