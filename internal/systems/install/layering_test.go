@@ -44,8 +44,8 @@ var testAllowed = map[string]map[string]string{
 		"internal/baselines/baselinetest": "the shareddata commands' end-to-end test runs them against real etcd and Redis servers",
 	},
 	"internal/kubernetes/cluster": {
-		"internal/baselines": "the chart's end-to-end test runs the stream components against a real Kafka broker on the node",
-		"internal/kv/kvcmd": "the cluster's tests run its control plane on kv, whose store kvcmd registers (package clusterstore)",
+		"internal/baselines":              "the chart's end-to-end test runs the stream components against a real Kafka broker on the node",
+		"internal/kv/kvcmd":               "the cluster's tests run its control plane on kv, whose store kvcmd registers (package clusterstore)",
 		"internal/baselines/baselinescmd": "... or on etcd, whose store baselinescmd registers",
 	},
 	"internal/kubernetes/kubeplatform": {
