@@ -2,6 +2,7 @@ package kinds_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,9 +80,9 @@ func TestPaceKindCommand(t *testing.T) {
 func TestPaceKindRejectsBadConfig(t *testing.T) {
 	k, _ := kind.Lookup("shareddata-pace")
 	for _, c := range []struct{ src, want string }{
-		{"{group: g, components: [e1]}", `role "": want producer or consumer`},
-		{"{role: producer, group: 'a/b', components: [e1]}", `group "a/b"`},
-		{"{role: producer, group: g}", "components: name the store instances"},
+		{"{group: g, components: [e1]}", `role (continuum pace producer|consumer): "": want producer or consumer`},
+		{"{role: producer, group: 'a/b', components: [e1]}", `group (--group): group "a/b"`},
+		{"{role: producer, group: g}", "components (--endpoints): name the store instances"},
 		{"{role: producer, group: g, components: [e1], class: storm}", `traffic class "storm"`},
 		{"{role: consumer, group: g, components: [e1], mode: fast}", `mode "fast"`},
 		{"{role: consumer, group: g, components: [e1], state_size: 10}", "state size 10"},
@@ -115,5 +116,20 @@ func TestPaceKindMetrics(t *testing.T) {
 	got := m["pace/c1"]
 	if len(m) != 1 || got["processed"] != 9 || got["gaps"] != 1 || got["reconnects"] != 2 || got["delivered"] != 10 {
 		t.Errorf("metrics %v", m)
+	}
+}
+
+// TestPaceKindReportsEveryError: three problems, three errors, each with its key and flag.
+func TestPaceKindReportsEveryError(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "shareddata-pace", "{role: leader, group: 'a/b', class: storm, components: [e1]}")
+	err := k.Validate(cfg)
+	var fes kind.FieldErrors
+	if !errors.As(err, &fes) || len(fes) != 3 {
+		t.Fatalf("got %v, want 3 field errors", err)
+	}
+	for i, key := range []string{"role", "group", "class"} {
+		if fes[i].Key != key || fes[i].Flag == "" {
+			t.Errorf("error %d: %+v, want key %s with its flag", i, fes[i], key)
+		}
 	}
 }
