@@ -34,9 +34,9 @@ func TestHTTPEchoCommand(t *testing.T) {
 		t.Errorf("args %q ready %q, want %q", cmd.Args, cmd.ReadyAddr, want)
 	}
 	// Every problem at once, each with its key and flag.
-	_, bad := kindtest.Decode(t, "http-echo", "port: 0\ndelay: -1s\nresponse_size: -1\n")
+	_, bad := kindtest.Decode(t, "http-echo", "port: 0\ndelay: -1s\ncpu_work: 1h\n")
 	err = k.Validate(bad)
-	for _, want := range []string{"port (--listen): 0", "delay (--delay): -1s", "response_size (--response-size): -1"} {
+	for _, want := range []string{"port (--listen): 0", "delay (--delay): -1s", "cpu_work (--cpu-work): 1h0m0s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("three bad keys: %v, want %q", err, want)
 		}
