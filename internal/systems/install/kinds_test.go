@@ -28,6 +28,9 @@ func TestKindsSayWhoseTheyAre(t *testing.T) {
 		if want := module + "internal/" + k.System + "/kinds"; k.Package != want {
 			t.Errorf("kind %s: System %q, but registered by %s (want %s)", k.Name, k.System, k.Package, want)
 		}
+		if m := regexp.MustCompile(`seeds/\d+`).FindString(k.Summary); m != "" {
+			t.Errorf("kind %s: summary cites %s, which users do not have: name the paper (docs/seeds.md)", k.Name, m)
+		}
 		file, anchor, _ := strings.Cut(k.Doc, "#")
 		b, err := os.ReadFile(filepath.Join("..", "..", "..", file))
 		if err != nil {
