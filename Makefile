@@ -6,7 +6,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup setup-core build build-continuum test test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check
+.PHONY: setup setup-core build build-continuum test test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check results-schema results-schema-check
 
 # The core (Debian packages of the testbed and the report, Go): scripts/setup.sh. Each system's
 # stack installs on first use (`continuum setup STACK`, internal/setup); `make setup` installs all
@@ -55,7 +55,7 @@ SERIAL_TESTS := ./cmd/continuum ./internal/experiment ./internal/kv/nemesis ./in
 	./internal/kv/server ./internal/stream/rtdb ./internal/kubernetes/cluster ./internal/kubernetes/kubeplatform \
 	./internal/app/kinds
 TEST_ENV     := CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 GORACE=atexit_sleep_ms=50
-test: setup build test-python proto-check
+test: setup build test-python proto-check results-schema-check
 	@serial=$$($(GO) list $(SERIAL_TESTS)) && first=$$($(GO) list $(TEST_FIRST)) && \
 	parallel="$$first $$($(GO) list ./... | grep -vxF "$$serial" | grep -vxF "$$first")" && \
 	echo "$(GO) test -race -count=1 -p $(TEST_P) [all but SERIAL_TESTS, TEST_FIRST first]" && \
@@ -87,6 +87,21 @@ proto-check:
 	$(PROTOGEN) -out "$$tmp" replication.proto && \
 	if ! diff -ru "$$tmp/$(PROTO_GO)" $(PROTO_GO); then \
 		echo "proto-check: $(PROTO_GO) differs from what its .proto generates: run 'make proto' and commit the result" >&2; \
+		exit 1; \
+	fi
+
+# The Python results package's column tables (continuum_results/_schema.py), generated from
+# internal/results/tables.go: `make results-schema` rewrites them; results-schema-check (part of
+# `make test`) regenerates into a temporary directory and fails on drift.
+RESULTS_SCHEMA_PY := python/src/continuum_results/_schema.py
+results-schema:
+	$(GO) run ./internal/results/pyschema -o $(RESULTS_SCHEMA_PY)
+
+results-schema-check:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(GO) run ./internal/results/pyschema -o "$$tmp/_schema.py" && \
+	if ! diff -u "$$tmp/_schema.py" $(RESULTS_SCHEMA_PY); then \
+		echo "results-schema-check: $(RESULTS_SCHEMA_PY) differs from what internal/results generates: run 'make results-schema' and commit the result" >&2; \
 		exit 1; \
 	fi
 

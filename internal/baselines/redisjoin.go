@@ -2,7 +2,6 @@ package baselines
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/continuum-project/continuum/internal/httpjson"
 )
 
 // RedisJoinConfig is what `continuum redis-cluster create` does: join running cluster-mode
@@ -69,8 +70,7 @@ func RunRedisClusterJoiner(ctx context.Context, cfg RedisJoinConfig) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /roles", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(RedisRoles(r.Context(), cfg.Addrs))
+		httpjson.Write(w, http.StatusOK, RedisRoles(r.Context(), cfg.Addrs))
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +33,14 @@ func TestInvocationKeepsEveryFlag(t *testing.T) {
 	os.Args = []string{"/any/path/continuum", "bench", "testbed", "--quick", "--out", "results/a b.md"}
 	if got, want := Invocation(), "continuum bench testbed --quick --out 'results/a b.md'"; got != want {
 		t.Errorf("Invocation = %q, want %q", got, want)
+	}
+}
+
+func TestLogf(t *testing.T) {
+	var b strings.Builder
+	Logf(&b, "rate %d", 5)
+	Logf(nil, "discarded %d", 6) // must not panic
+	if b.String() != "rate 5\n" {
+		t.Fatalf("Logf wrote %q", b.String())
 	}
 }

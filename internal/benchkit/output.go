@@ -53,3 +53,10 @@ func ReadJSON(path string, v any) error {
 	}
 	return nil
 }
+
+// Logf writes one progress line to w (a bench's Config.Log); a nil w discards it.
+func Logf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+}

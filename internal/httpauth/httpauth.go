@@ -13,7 +13,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +23,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/continuum-project/continuum/internal/httpjson"
 )
 
 // TokenBits is the entropy of a generated token.
@@ -192,9 +193,7 @@ func Require(realm string, next http.Handler, tokens ...string) http.Handler {
 // Unauthorized writes the 401 Require writes.
 func Unauthorized(w http.ResponseWriter, realm string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="`+realm+`"`)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusUnauthorized)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": realm + " needs its token: send Authorization: Bearer TOKEN"})
+	httpjson.Error(w, http.StatusUnauthorized, realm+" needs its token: send Authorization: Bearer TOKEN")
 }
 
 // IsLoopback reports whether a listen address (host:port) only accepts connections from this

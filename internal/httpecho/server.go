@@ -2,7 +2,6 @@ package httpecho
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/httpjson"
 )
 
 // Config is the server's start-up configuration.
@@ -139,7 +140,7 @@ func (s *Server) echo(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getConfig(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.Settings())
+	httpjson.Write(w, http.StatusOK, s.Settings())
 }
 
 // maxAdminBody bounds PUT bodies; a valid one is under 100 bytes.
@@ -166,18 +167,7 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("settings changed", "delay", next.Delay, "cpu_work", next.CPUWork, "response_size", next.ResponseSize)
-	writeJSON(w, http.StatusOK, next)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	w.Write(append(b, '\n'))
+	httpjson.Write(w, http.StatusOK, next)
 }
 
 // Serve answers on ln until ctx is cancelled, then stops accepting and drains in-flight

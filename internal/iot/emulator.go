@@ -24,11 +24,11 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/loadgen/httptarget"
+	"github.com/continuum-project/continuum/internal/procstat"
 	"github.com/continuum-project/continuum/internal/results"
 )
 
@@ -189,7 +189,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	cpu0 := cpuSeconds()
+	cpu0 := procstat.SelfCPU().Seconds()
 	t0 := e.sess.T0()
 	interval := cfg.Interval()
 	var senders sync.WaitGroup
@@ -220,10 +220,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	senders.Wait()
 	elapsed := time.Since(t0)
 	e.rep = Report{Gateways: cfg.Gateways, Devices: cfg.Devices, Rate: cfg.Rate, Batch: cfg.Batch,
-		IntervalMS: float64(interval.Microseconds()) / 1000, BatchesDue: due.Load(), BatchesSent: e.sent.Load(),
+		IntervalMS: results.Millis(interval), BatchesDue: due.Load(), BatchesSent: e.sent.Load(),
 		BatchesOK: e.ok.Load(), BatchesDropped: e.dropped.Load(), MessagesSent: e.msgs.Load(), BytesSent: e.bytes.Load(),
 		BadReplies: e.bad.Load(), MessagesPerS: float64(e.msgs.Load()) / min(elapsed, cfg.Duration).Seconds(),
-		CPUCores: (cpuSeconds() - cpu0) / elapsed.Seconds(), MQTT: mq}
+		CPUCores: (procstat.SelfCPU().Seconds() - cpu0) / elapsed.Seconds(), MQTT: mq}
 	if err != nil {
 		_, _ = e.sess.Close(true)
 		return &e.rep, err
@@ -383,13 +383,4 @@ func (g *gateway) batch(n int, b []byte) []byte {
 		b = appendMessage(b, d, d.next(g.rng), g.invalid > 0 && g.rng.Float64() < g.invalid)
 	}
 	return append(b, ']')
-}
-
-// cpuSeconds is this process's CPU time so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

@@ -66,6 +66,11 @@ type Column struct {
 	Numeric bool
 }
 
+// NumColumn is a numeric column (right-aligned) with a tooltip (title may be empty).
+func NumColumn(header, title string) Column {
+	return Column{Header: header, Title: title, Numeric: true}
+}
+
 var (
 	sectionsMu sync.RWMutex
 	sections   []Section

@@ -41,19 +41,6 @@ const (
 // (Instance.Outputs).
 var LoadFiles = []string{StatsFile, TimeseriesFile, PercentilesFile, ErrorsFile}
 
-// CSV headers, in column order. Readers look columns up by name, so a column may be added at the
-// end without breaking them; renaming or removing one is a schema change.
-var (
-	EventsHeader      = []string{"t_s", "action", "target", "detail", "status"}
-	SamplesHeader     = []string{"t_s", "node", "component", "cpu_seconds", "cpu_util", "rss_bytes", "disk_bytes", "rx_bytes", "tx_bytes", "power_w", "energy_j", "idle_energy_j", "rx_packets", "tx_packets"}
-	NetworkHeader     = []string{"t_s", "interval_s", "packets", "bytes", "cpu_cores", "delivered", "late_p50_us", "late_p99_us", "late_max_us", "read_lag_p99_us", "drops", "unexplained_drops", "drops_by_reason", "nodes_cpu_cores"}
-	LinksHeader       = []string{"from", "to", "packets", "bytes", "delivered", "late_p50_us", "late_p99_us", "late_max_us", "drops", "drops_by_reason"}
-	TimeseriesHeader  = []string{"t_s", "series", "sent", "ok", "errors", "throughput_rps", "p50_ms", "p99_ms", "max_ms", "within_qos"}
-	PercentilesHeader = []string{"series", "percentile", "latency_ms", "count"}
-	ErrorsHeader      = []string{"series", "type", "count"}
-	InstancesHeader   = []string{"t_s", "series", "instance", "requests", "ok", "errors", "mean_ms"}
-)
-
 // RunDir is runs/<id>/ of the results directory dir.
 func RunDir(dir, id string) string { return filepath.Join(dir, RunsDir, id) }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParamsAcceptScalarsAsText(t *testing.T) {
@@ -117,4 +118,10 @@ func FuzzParams(f *testing.F) {
 			t.Fatalf("re-read %s: %v, %v", out, again, err)
 		}
 	})
+}
+
+func TestMillis(t *testing.T) {
+	if got := Millis(1234567 * time.Nanosecond); got != 1.234 {
+		t.Fatalf("Millis(1.234567ms) = %v, want 1.234 (microsecond precision)", got)
+	}
 }

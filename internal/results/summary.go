@@ -170,3 +170,7 @@ func tQuantile975(df int) float64 {
 	}
 	return 1.96
 }
+
+// Millis is d in milliseconds, the unit of every latency and duration in the results (the
+// *_ms fields and columns), kept to the microsecond so that the files do not carry clock noise.
+func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

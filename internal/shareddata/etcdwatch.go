@@ -100,7 +100,7 @@ func (s *etcdStore) watch(ctx context.Context, prefix string, from Cursor, msg f
 		}
 	}
 	return subscribe(ctx, func(ctx context.Context, sub *Subscription, send func(Message) bool) error {
-		var b backoff
+		b := reconnectBackoff()
 		for {
 			wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 			wch := s.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(last.rev), clientv3.WithFilterDelete())
@@ -118,7 +118,7 @@ func (s *etcdStore) watch(ctx context.Context, prefix string, from Cursor, msg f
 				if resp.Err() != nil {
 					break
 				}
-				b.reset()
+				b.Reset()
 				for _, ev := range resp.Events {
 					if ev.Kv.ModRevision != cur.rev {
 						cur = etcdCursor{ev.Kv.ModRevision, 0}
@@ -149,7 +149,7 @@ func (s *etcdStore) watch(ctx context.Context, prefix string, from Cursor, msg f
 				return errClosed
 			}
 			sub.reconnected()
-			if !b.wait(ctx) {
+			if !b.Wait(ctx) {
 				return nil
 			}
 		}

@@ -185,7 +185,7 @@ func (s *redisStore) stream(ctx context.Context, streams, channels []string, fro
 		p, i   int64
 	}
 	return subscribe(ctx, func(ctx context.Context, sub *Subscription, send func(Message) bool) error {
-		var b backoff
+		b := reconnectBackoff()
 		for {
 			args := append([]string(nil), streams...)
 			for _, p := range pos {
@@ -203,12 +203,12 @@ func (s *redisStore) stream(ctx context.Context, streams, channels []string, fro
 					return errClosed
 				}
 				sub.reconnected()
-				if !b.wait(ctx) {
+				if !b.Wait(ctx) {
 					return nil
 				}
 				continue
 			}
-			b.reset()
+			b.Reset()
 			var entries []entry
 			bound := int64(math.MaxInt64)
 			for _, st := range res {

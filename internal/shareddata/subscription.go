@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/backoff"
 )
 
 // Cursor is a position in a subscription's history, taken from Message.Cursor: it names one
@@ -107,24 +109,8 @@ func (s *Subscription) reconnected() {
 	s.mu.Unlock()
 }
 
-// backoff sleeps before a reconnect attempt: 50 ms doubling to 2 s. It returns false when ctx
-// ends first.
-type backoff struct{ d time.Duration }
-
-func (b *backoff) wait(ctx context.Context) bool {
-	if b.d == 0 {
-		b.d = 50 * time.Millisecond
-	} else if b.d < 2*time.Second {
-		b.d *= 2
-	}
-	t := time.NewTimer(b.d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+// reconnectBackoff is the wait before a subscription's reconnect attempt: 50 ms doubling to 2 s,
+// back to 50 ms once the stream delivers again.
+func reconnectBackoff() backoff.Backoff {
+	return backoff.Backoff{Min: 50 * time.Millisecond, Max: 2 * time.Second}
 }
-
-func (b *backoff) reset() { b.d = 0 }

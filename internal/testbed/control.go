@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/continuum-project/continuum/internal/httpjson"
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/testbed/fabric"
 	"io"
@@ -86,42 +87,42 @@ func startControl(tb *Testbed) (*controlServer, error) {
 	}
 	cs := &controlServer{ln: ln, done: make(chan struct{}), shutdown: make(chan struct{})}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tb.Status()) })
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) { httpjson.Write(w, 200, tb.Status()) })
 	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
 		var f Fault
-		if err := decodeBody(r, &f); err != nil {
-			writeJSON(w, 400, map[string]string{"error": err.Error()})
+		if err := httpjson.Decode(w, r, maxControlBody, &f); err != nil {
+			httpjson.Error(w, 400, err.Error())
 			return
 		}
 		what, err := tb.Inject(f)
 		if err != nil {
-			writeJSON(w, 400, map[string]string{"error": err.Error()})
+			httpjson.Error(w, 400, err.Error())
 			return
 		}
-		writeJSON(w, 200, map[string]string{"result": what})
+		httpjson.Write(w, 200, map[string]string{"result": what})
 	})
 	mux.HandleFunc("POST /procs", func(w http.ResponseWriter, r *http.Request) {
 		var spec ProcSpec
-		if err := decodeBody(r, &spec); err != nil {
-			writeJSON(w, 400, map[string]string{"error": err.Error()})
+		if err := httpjson.Decode(w, r, maxControlBody, &spec); err != nil {
+			httpjson.Error(w, 400, err.Error())
 			return
 		}
 		p, err := tb.Start(spec)
 		if err != nil {
-			writeJSON(w, 400, map[string]string{"error": err.Error()})
+			httpjson.Error(w, 400, err.Error())
 			return
 		}
-		writeJSON(w, 200, p.Status())
+		httpjson.Write(w, 200, p.Status())
 	})
 	mux.HandleFunc("DELETE /procs/{name}", func(w http.ResponseWriter, r *http.Request) {
 		if err := tb.Remove(r.PathValue("name"), 5*time.Second); err != nil {
-			writeJSON(w, 400, map[string]string{"error": err.Error()})
+			httpjson.Error(w, 400, err.Error())
 			return
 		}
-		writeJSON(w, 200, map[string]string{"result": "stopped"})
+		httpjson.Write(w, 200, map[string]string{"result": "stopped"})
 	})
 	mux.HandleFunc("POST /shutdown", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]string{"result": "shutting down"})
+		httpjson.Write(w, 200, map[string]string{"result": "shutting down"})
 		select {
 		case <-cs.shutdown:
 		default:
@@ -143,20 +144,8 @@ func (cs *controlServer) close() {
 // ShutdownRequested is closed when a client asked the hosting process to shut the testbed down.
 func (tb *Testbed) ShutdownRequested() <-chan struct{} { return tb.ctl.shutdown }
 
-func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("bad request body: %w", err)
-	}
-	return nil
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
+// maxControlBody bounds a request to the control socket (a fault or a process spec).
+const maxControlBody = 1 << 20
 
 // Client talks to a testbed's control socket.
 type Client struct {
@@ -202,7 +191,7 @@ func (c *Client) do(method, path string, body, out any) error {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 {
-		var e struct{ Error string }
+		var e httpjson.ErrorBody
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
 			return errors.New(e.Error)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/continuum-project/continuum/internal/benchkit"
 	"github.com/continuum-project/continuum/internal/faas"
 	"github.com/continuum-project/continuum/internal/faas/gateway"
+	"github.com/continuum-project/continuum/internal/results"
 )
 
 // ColdStartConfig is `continuum bench coldstart`: how long a function at zero instances takes
@@ -99,8 +100,8 @@ func coldStartHandler(ctx context.Context, cfg ColdStartConfig, h string) ([2]Co
 			if err != nil {
 				return res, err
 			}
-			res[i].MS = append(res[i].MS, ms(cold))
-			warm[i] = append(warm[i], ms(w))
+			res[i].MS = append(res[i].MS, results.Millis(cold))
+			warm[i] = append(warm[i], results.Millis(w))
 		}
 	}
 	for i := range res {
@@ -142,8 +143,6 @@ func timeRequest(c *http.Client, url string, body []byte) (time.Duration, error)
 	}
 	return time.Since(start), nil
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // coldGoalMs is the issue's goal for a handler's cold p50: 50 ms for a trivial handler, 100 ms
 // for the pandas one (iot-analytics).

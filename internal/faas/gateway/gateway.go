@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/continuum-project/continuum/internal/faas/copybuf"
+	"github.com/continuum-project/continuum/internal/httpjson"
 )
 
 // InstanceHeader names the instance that answered (the header Continuum's load generator
@@ -291,8 +292,7 @@ func (g *Gateway) Status() []FunctionStatus {
 }
 
 func (g *Gateway) listFunctions(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(g.Status())
+	httpjson.Write(w, http.StatusOK, g.Status())
 }
 
 // Scale sets a function's wanted replicas (clamped to its bounds).

@@ -38,8 +38,6 @@ func buildReport(res *report.Results) *report.SectionContent {
 	return c
 }
 
-func num(h, title string) report.Column { return report.Column{Header: h, Title: title, Numeric: true} }
-
 func cell(m map[string]results.Aggregate, field string) string {
 	a, ok := m[field]
 	if !ok {
@@ -63,10 +61,10 @@ func gateways(g report.Combination) map[string]bool {
 
 func scalingTable(groups []report.Combination, swept []string) (report.Table, bool) {
 	t := report.Table{Class: "faas-scaling", Columns: append(report.ParamColumns(swept), report.Column{Header: "function"},
-		num("gateway CPU %", "the gateway process (Tusa et al. Fig. 8)"), num("gateway MiB", ""),
-		num("instances mean", "ready instances, mean over the run"), num("instances max", ""),
-		num("scale events", "changes of the wanted instances"), num("cold starts", "requests that waited for a first instance"),
-		num("invocations", ""))}
+		report.NumColumn("gateway CPU %", "the gateway process (Tusa et al. Fig. 8)"), report.NumColumn("gateway MiB", ""),
+		report.NumColumn("instances mean", "ready instances, mean over the run"), report.NumColumn("instances max", ""),
+		report.NumColumn("scale events", "changes of the wanted instances"), report.NumColumn("cold starts", "requests that waited for a first instance"),
+		report.NumColumn("invocations", ""))}
 	for _, g := range groups {
 		var names []string
 		for name := range g.Metrics {

@@ -73,11 +73,6 @@ type Result struct {
 // Run measures.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Header: benchkit.Start(cfg.Command), Config: cfg}
-	logf := func(format string, args ...any) {
-		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, format+"\n", args...)
-		}
-	}
 	b := plan.DefaultBudget()
 	b.PerEpoch, b.MaxEpochs, b.MaxLocalRounds = 1e12, 1000, 1000 // the budget is not what is measured
 	for _, k := range cfg.Aggregators {
@@ -127,7 +122,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 						t.Seconds = append(t.Seconds, time.Since(start).Seconds())
 						t.KLD = out.KLD
 					}
-					logf("n=%d k=%d %s: %.4f s (median), KLD %.5f", n, k, c.what, benchkit.Median(t.Seconds), t.KLD)
+					benchkit.Logf(cfg.Log, "n=%d k=%d %s: %.4f s (median), KLD %.5f", n, k, c.what, benchkit.Median(t.Seconds), t.KLD)
 				}
 				res.Timings = append(res.Timings, t)
 			}
@@ -142,7 +137,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		logf("ratio n=%d k=%d: worst %.4f mean %.4f optimal %d/%d", r.Clients, r.Aggregators, r.Worst, r.Mean, r.Optimal, r.Instances)
+		benchkit.Logf(cfg.Log, "ratio n=%d k=%d: worst %.4f mean %.4f optimal %d/%d", r.Clients, r.Aggregators, r.Worst, r.Mean, r.Optimal, r.Instances)
 		res.Ratios = append(res.Ratios, r)
 	}
 	res.Header.Finish()

@@ -188,17 +188,3 @@ func orchestratorMetrics(out kind.RunOutput) map[string]map[string]float64 {
 	}
 	return res
 }
-
-// jsonLines decodes every line of b into a fresh T, skipping lines that are not JSON (a line cut
-// by a kill).
-func jsonLines[T any](b []byte) []T {
-	var out []T
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		var v T
-		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &v) != nil {
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
-}

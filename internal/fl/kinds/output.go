@@ -2,7 +2,6 @@ package kinds
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -42,39 +41,28 @@ type NodeChange struct {
 	Change string
 }
 
-type eventLine struct {
-	T               float64                       `json:"t"`
-	Event           string                        `json:"event"`
-	Config          *plan.Config                  `json:"config"`
-	Change          json.RawMessage               `json:"change"`
-	Reconfiguration *orchestrator.Reconfiguration `json:"reconfiguration"`
-	Reason          string                        `json:"reason"`
-	ResumeS         float64                       `json:"resume_s"`
-	DetectedAt      float64                       `json:"detected_at"`
-}
-
 // ReadOutput reads an orchestrator's fl-events.jsonl and rounds.csv in dir.
 func ReadOutput(dir string) (*Output, error) {
-	b, err := os.ReadFile(filepath.Join(dir, orchestrator.EventsFile))
+	events, err := orchestrator.ReadEvents(dir)
 	if err != nil {
 		return nil, err
 	}
 	out := &Output{}
-	for i, ev := range jsonLines[eventLine](b) {
+	for i, ev := range events {
 		if i == 0 {
 			out.T0 = ev.T
 		}
-		switch ev.Event {
-		case "configure":
+		switch ev.Kind {
+		case orchestrator.EventConfigure:
 			if ev.Config != nil {
 				out.Configurations = append(out.Configurations, Configuration{T: ev.T, Cause: "start", Config: *ev.Config})
 			}
-		case "reconfigure":
+		case orchestrator.EventReconfigure:
 			if ev.Config != nil && ev.Reconfiguration != nil {
 				out.Configurations = append(out.Configurations, Configuration{T: ev.T, Cause: ev.Reconfiguration.Cause, Config: *ev.Config})
 				out.Reconfigurations = append(out.Reconfigurations, *ev.Reconfiguration)
 			}
-		case "resumed":
+		case orchestrator.EventResumed:
 			// The reconfiguration it closes is the last one detected at that time.
 			for k := len(out.Reconfigurations) - 1; k >= 0; k-- {
 				if out.Reconfigurations[k].DetectedAt == ev.DetectedAt {
@@ -83,11 +71,9 @@ func ReadOutput(dir string) (*Output, error) {
 					break
 				}
 			}
-		case "node-change":
-			var s string
-			_ = json.Unmarshal(ev.Change, &s)
-			out.NodeChanges = append(out.NodeChanges, NodeChange{T: ev.T, Change: s})
-		case "stop":
+		case orchestrator.EventNodeChange:
+			out.NodeChanges = append(out.NodeChanges, NodeChange{T: ev.T, Change: ev.Change})
+		case orchestrator.EventStop:
 			out.Stop = ev.Reason
 		}
 	}

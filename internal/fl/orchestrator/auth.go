@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/continuum-project/continuum/internal/httpauth"
+	"github.com/continuum-project/continuum/internal/httpjson"
 )
 
 // Who may call what. The API token (Config.Token: `fl orchestrate --token-file`, generated on
@@ -138,7 +139,7 @@ func (o *Orchestrator) authorize(next http.Handler) http.Handler {
 			return
 		}
 		if isModelRoute(r) && role != "global" {
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "the model repository is the global aggregator's: the token of " + role + " " + id + " may only POST /report"})
+			httpjson.Error(w, http.StatusForbidden, "the model repository is the global aggregator's: the token of "+role+" "+id+" may only POST /report")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{service: true, role: role, id: id})))

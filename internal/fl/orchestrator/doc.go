@@ -17,9 +17,15 @@
 //   - Whether to re-optimise the clusters at all is plan.Replan's cost/benefit decision (the
 //     seed's phase 6).
 //
-// Files in the output directory: fl-events.jsonl (one JSON object per decision: configure,
-// node-left, node-joined, reconfigure with its timings, service-exited, stop), rounds.csv (the
-// global model's accuracy and loss per round, with bytes and the cost spent), model-repo/
-// (round-R.npz), partition.json (every client's data), services/<name>/ (each service's own
-// fl.jsonl and logs).
+// Files in the output directory: fl-events.jsonl (one Event per line: configure, node-change,
+// reconfigure with its timings, resumed, service-exited, service-restarted, stop; events.go),
+// rounds.csv (the global model's accuracy and loss per round, with bytes and the cost spent),
+// model-repo/ (round-R.npz), partition.json (every client's data), services/<name>/ (each
+// service's own fl.jsonl and logs).
+//
+// Where things are: orchestrator.go is the HTTP API and the job it runs; run.go a job's state;
+// loop.go its workflow (configure, deploy, wait for the target, stop); monitor.go the node
+// watch and reconfiguration; apply.go moving the running services to a configuration;
+// aggregators.go the aggregators' addresses and readiness (their control API is package
+// fl/control); services.go the services' command lines; runner.go where they run.
 package orchestrator

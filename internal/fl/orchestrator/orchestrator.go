@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/fl/plan"
+	"github.com/continuum-project/continuum/internal/httpjson"
 	"github.com/continuum-project/continuum/internal/pyenv"
 )
 
@@ -110,7 +111,9 @@ func (o *Orchestrator) routes() http.Handler {
 	mux.HandleFunc("POST /nodes/{id}/leave", func(w http.ResponseWriter, r *http.Request) { o.handleNode(w, r, true) })
 	mux.HandleFunc("POST /nodes/{id}/join", func(w http.ResponseWriter, r *http.Request) { o.handleNode(w, r, false) })
 	mux.HandleFunc("PUT /nodes/excluded", o.handleExcluded)
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		httpjson.Write(w, 200, map[string]string{"status": "ok"})
+	})
 	return mux
 }
 
@@ -202,12 +205,12 @@ func (o *Orchestrator) Excluded() []string {
 
 func (o *Orchestrator) handleExcluded(w http.ResponseWriter, r *http.Request) {
 	var ids []string
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&ids); err != nil {
-		writeJSON(w, 400, map[string]string{"error": "excluded nodes: want a JSON array of node IDs: " + err.Error()})
+	if err := httpjson.Decode(w, r, 1<<20, &ids); err != nil {
+		httpjson.Error(w, httpjson.Status(err), "excluded nodes: want a JSON array of node IDs: "+err.Error())
 		return
 	}
 	o.SetExcluded(ids)
-	writeJSON(w, 200, map[string]any{"excluded": o.Excluded()})
+	httpjson.Write(w, 200, map[string]any{"excluded": o.Excluded()})
 }
 
 func (o *Orchestrator) poke() {
@@ -234,31 +237,29 @@ func (o *Orchestrator) isRemoved(id string) bool {
 
 func (o *Orchestrator) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	spec := DefaultJob()
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
-		writeJSON(w, 400, map[string]string{"error": "job: " + err.Error()})
+	if err := httpjson.Decode(w, r, 1<<20, &spec); err != nil {
+		httpjson.Error(w, httpjson.Status(err), "job: "+err.Error())
 		return
 	}
 	// A job outlives the request that submitted it.
 	st, err := o.Submit(context.WithoutCancel(r.Context()), spec)
 	switch {
 	case errors.Is(err, errJobRunning):
-		writeJSON(w, 409, map[string]string{"error": err.Error()})
+		httpjson.Error(w, 409, err.Error())
 	case err != nil:
-		writeJSON(w, 400, map[string]string{"error": err.Error()})
+		httpjson.Error(w, 400, err.Error())
 	default:
-		writeJSON(w, 202, st)
+		httpjson.Write(w, 202, st)
 	}
 }
 
 func (o *Orchestrator) handleJob(w http.ResponseWriter, _ *http.Request) {
 	st, ok := o.Current()
 	if !ok {
-		writeJSON(w, 404, map[string]string{"error": "no job submitted yet (POST /jobs)"})
+		httpjson.Error(w, 404, "no job submitted yet (POST /jobs)")
 		return
 	}
-	writeJSON(w, 200, st)
+	httpjson.Write(w, 200, st)
 }
 
 func (o *Orchestrator) handleStopJob(w http.ResponseWriter, r *http.Request) {
@@ -273,17 +274,17 @@ func (o *Orchestrator) handleStopJob(w http.ResponseWriter, r *http.Request) {
 	j := o.job
 	o.mu.Unlock()
 	if j == nil {
-		writeJSON(w, 404, map[string]string{"error": "no job"})
+		httpjson.Error(w, 404, "no job")
 		return
 	}
 	j.requestStop(body.Reason)
-	writeJSON(w, 200, j.status())
+	httpjson.Write(w, 200, j.status())
 }
 
 func (o *Orchestrator) handleNode(w http.ResponseWriter, r *http.Request, leave bool) {
 	id := r.PathValue("id")
 	o.SetAvailable(id, !leave)
-	writeJSON(w, 200, map[string]any{"node": id, "available": !leave})
+	httpjson.Write(w, 200, map[string]any{"node": id, "available": !leave})
 }
 
 // Report is one line of a service's fl.jsonl (python/src/continuum_fl/report.py).
@@ -306,15 +307,17 @@ type Report struct {
 
 func (o *Orchestrator) handleReport(w http.ResponseWriter, r *http.Request) {
 	var rep Report
+	// Not httpjson.Decode: a service's report line carries more fields than the orchestrator
+	// reads (report.py's events), and they must not make it refuse the report.
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&rep); err != nil {
-		writeJSON(w, 400, map[string]string{"error": "report: " + err.Error()})
+		httpjson.Error(w, 400, "report: "+err.Error())
 		return
 	}
 	// A service reports its own events only: a client's report claiming the global
 	// aggregator's role (whose round reports end the job) or another node's id is refused.
 	if c := callerOf(r); c.service && (rep.Role != c.role || rep.ID != c.id) {
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": fmt.Sprintf(
-			"report of %s %q with the token of %s %q: a service reports its own events only", rep.Role, rep.ID, c.role, c.id)})
+		httpjson.Error(w, http.StatusForbidden, fmt.Sprintf(
+			"report of %s %q with the token of %s %q: a service reports its own events only", rep.Role, rep.ID, c.role, c.id))
 		return
 	}
 	o.mu.Lock()
@@ -332,11 +335,11 @@ const maxSnapshot = 512 << 20
 func (o *Orchestrator) handlePutModel(w http.ResponseWriter, r *http.Request) {
 	round, err := strconv.Atoi(r.URL.Query().Get("round"))
 	if err != nil || round < 0 {
-		writeJSON(w, 400, map[string]string{"error": fmt.Sprintf("round %q: want an integer >= 0 (PUT /model?round=R)", r.URL.Query().Get("round"))})
+		httpjson.Error(w, 400, fmt.Sprintf("round %q: want an integer >= 0 (PUT /model?round=R)", r.URL.Query().Get("round")))
 		return
 	}
 	if err := o.repo.Put(round, r.Body, maxSnapshot); err != nil {
-		writeJSON(w, 400, map[string]string{"error": err.Error()})
+		httpjson.Error(w, 400, err.Error())
 		return
 	}
 	w.WriteHeader(204)
@@ -345,18 +348,12 @@ func (o *Orchestrator) handlePutModel(w http.ResponseWriter, r *http.Request) {
 func (o *Orchestrator) handleGetModel(w http.ResponseWriter, r *http.Request) {
 	round, path, ok := o.repo.Latest()
 	if !ok {
-		writeJSON(w, 404, map[string]string{"error": "no snapshot yet"})
+		httpjson.Error(w, 404, "no snapshot yet")
 		return
 	}
 	w.Header().Set("X-Round", strconv.Itoa(round))
 	w.Header().Set("Content-Type", "application/octet-stream")
 	http.ServeFile(w, r, path)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // sortedIDs returns the IDs of members in order: the port of a node's service is fixed by its

@@ -51,13 +51,10 @@ func newRecorder(dir string) (*recorder, error) {
 	return r, nil
 }
 
-// event writes one JSON object with "t" (unix seconds) and "event" set.
-func (r *recorder) event(name string, t time.Time, fields map[string]any) {
-	obj := map[string]any{"t": unix(t), "event": name}
-	for k, v := range fields {
-		obj[k] = v
-	}
-	b, err := json.Marshal(obj)
+// event appends e to fl-events.jsonl, at t.
+func (r *recorder) event(t time.Time, e Event) {
+	e.T = unix(t)
+	b, err := json.Marshal(e)
 	if err != nil {
 		return
 	}

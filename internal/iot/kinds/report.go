@@ -39,8 +39,6 @@ func build(res *report.Results) *report.SectionContent {
 	return c
 }
 
-func num(h, title string) report.Column { return report.Column{Header: h, Title: title, Numeric: true} }
-
 // implementationResources sums CPU and RSS over the group's processing components (every
 // component but the gateways) and the gateways' function instances.
 func implementationResources(g report.Combination) (cpu, rss float64, ok bool) {
@@ -94,12 +92,12 @@ func cell(m map[string]results.Aggregate, field string) string {
 
 func processingTable(groups []report.Combination, swept, emulators []string) report.Table {
 	t := report.Table{Class: "iot-processing", Columns: append(report.ParamColumns(swept), report.Column{Header: "emulator"},
-		num("batches due", "batches the gateways' adaptors had ready"), num("answered", "batches answered 200"),
-		num("errors", "batches that timed out or failed, by the t_rr series"),
-		num("t_ex mean", ""), num("t_ex p50", ""), num("t_rr p50", ""), num("t_rr p90", ""), num("t_rr p99", ""),
-		num("CPU %", "the implementation's CPU, % of one core, summed over its instances"),
-		num("memory MiB", "the implementation's memory (RSS), summed over its instances"),
-		num("msgs/s sent", ""), num("emulator CPU (cores)", "the emulator process's own CPU"))}
+		report.NumColumn("batches due", "batches the gateways' adaptors had ready"), report.NumColumn("answered", "batches answered 200"),
+		report.NumColumn("errors", "batches that timed out or failed, by the t_rr series"),
+		report.NumColumn("t_ex mean", ""), report.NumColumn("t_ex p50", ""), report.NumColumn("t_rr p50", ""), report.NumColumn("t_rr p90", ""), report.NumColumn("t_rr p99", ""),
+		report.NumColumn("CPU %", "the implementation's CPU, % of one core, summed over its instances"),
+		report.NumColumn("memory MiB", "the implementation's memory (RSS), summed over its instances"),
+		report.NumColumn("msgs/s sent", ""), report.NumColumn("emulator CPU (cores)", "the emulator process's own CPU"))}
 	for _, g := range groups {
 		cpu, rss, ok := implementationResources(g)
 		cpuCell, rssCell := "—", "—"
@@ -125,10 +123,10 @@ func processingTable(groups []report.Combination, swept, emulators []string) rep
 // and t_in, from a batch being due until its adaptor had all its readings.
 func mqttTable(groups []report.Combination, swept, emulators []string) (report.Table, bool) {
 	t := report.Table{Class: "iot-mqtt", Columns: append(report.ParamColumns(swept), report.Column{Header: "emulator"},
-		num("published", "readings the devices published (QoS 1: acknowledged by the broker)"),
-		num("publish failed", ""), num("received", "readings the adaptors received"),
-		num("not received", "published, not received by the run's end (QoS 0: lost; QoS 1: still queued at the broker)"), num("unbatched", "received into a last batch that never filled"),
-		num("t_in p50", "ms from a batch being due until its adaptor had all its readings"), num("t_in p99", ""))}
+		report.NumColumn("published", "readings the devices published (QoS 1: acknowledged by the broker)"),
+		report.NumColumn("publish failed", ""), report.NumColumn("received", "readings the adaptors received"),
+		report.NumColumn("not received", "published, not received by the run's end (QoS 0: lost; QoS 1: still queued at the broker)"), report.NumColumn("unbatched", "received into a last batch that never filled"),
+		report.NumColumn("t_in p50", "ms from a batch being due until its adaptor had all its readings"), report.NumColumn("t_in p99", ""))}
 	for _, g := range groups {
 		for _, e := range emulators {
 			m := g.Metrics["iot/"+e]

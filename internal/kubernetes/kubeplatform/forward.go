@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+
+	"github.com/continuum-project/continuum/internal/backoff"
 )
 
 // forwarder keeps a port-forward from 127.0.0.1:<local> on the runner's host to a port of a pod,
@@ -106,11 +108,12 @@ func (f *forwarder) supervise(ended <-chan struct{}) {
 			return
 		case <-ended:
 		}
-		for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		retry := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
+		for {
 			select {
 			case <-f.closing:
 				return
-			case <-time.After(delay):
+			case <-time.After(retry.Delay()):
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			_, e, err := f.open(ctx, f.local)

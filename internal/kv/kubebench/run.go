@@ -43,10 +43,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			cfg.logf("repeat %d/%d: %s: latency, footprint, restart", rep, cfg.Repeats, store)
+			benchkit.Logf(cfg.Log, "repeat %d/%d: %s: latency, footprint, restart", rep, cfg.Repeats, store)
 			run := measureStore(ctx, cfg, store, rep, filepath.Join(cfg.Dir, fmt.Sprintf("%s-%d", store, rep)))
 			if run.Error != "" {
-				cfg.logf("  %s: %s", store, run.Error)
+				benchkit.Logf(cfg.Log, "  %s: %s", store, run.Error)
 			}
 			res.Runs = append(res.Runs, run)
 			res.SampleLoad()
@@ -58,10 +58,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				cfg.logf("repeat %d/%d: %s: race", rep, cfg.Repeats, store)
+				benchkit.Logf(cfg.Log, "repeat %d/%d: %s: race", rep, cfg.Repeats, store)
 				dir := filepath.Join(cfg.Dir, fmt.Sprintf("race-%s-%d", store, rep))
 				for _, r := range raceStore(ctx, cfg, store, rep, dir) {
-					cfg.logf("  %s: %d successes, %d conflicts, final %d, lost %d %s", r.Setting, r.Successes, r.Conflicts, r.Final, r.Lost, r.Error)
+					benchkit.Logf(cfg.Log, "  %s: %d successes, %d conflicts, final %d, lost %d %s", r.Setting, r.Successes, r.Conflicts, r.Final, r.Lost, r.Error)
 					res.Races = append(res.Races, r)
 				}
 				res.SampleLoad()
@@ -70,12 +70,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Finish()
 	return res, nil
-}
-
-func (c Config) logf(format string, args ...any) {
-	if c.Log != nil {
-		fmt.Fprintf(c.Log, format+"\n", args...)
-	}
 }
 
 // startStore starts a single-member store on free loopback ports, its data in dir/data.

@@ -304,17 +304,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-func (c Config) logf(format string, args ...any) {
-	if c.Log != nil {
-		fmt.Fprintf(c.Log, format+"\n", args...)
-	}
-}
-
 func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (sr StoreResult) {
 	sr = StoreResult{Store: store}
 	fail := func(err error) StoreResult {
 		sr.Error = err.Error()
-		cfg.logf("%s: %v", store, err)
+		benchkit.Logf(cfg.Log, "%s: %v", store, err)
 		return sr
 	}
 	bc := baselines.Config{Dir: filepath.Join(cfg.Dir, store)}
@@ -328,7 +322,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 	}
 	sr.LoadAvg[0], _ = procstat.LoadAvg1()
 	defer func() { sr.LoadAvg[1], _ = procstat.LoadAvg1() }()
-	cfg.logf("%s: starting (%s)", store, cfg.Dir)
+	benchkit.Logf(cfg.Log, "%s: starting (%s)", store, cfg.Dir)
 	srv, err := baselines.Start(ctx, store, bc, cfg.RedisFsync)
 	if err != nil {
 		return fail(err)
@@ -358,7 +352,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 	}
 	sr.LoadSeconds = lr.LoadElapsed.Seconds()
 	sr.LoadInsertsPS = round(float64(w.RecordCount) / sr.LoadSeconds)
-	cfg.logf("%s: loaded %d records in %.1f s", store, w.RecordCount, sr.LoadSeconds)
+	benchkit.Logf(cfg.Log, "%s: loaded %d records in %.1f s", store, w.RecordCount, sr.LoadSeconds)
 	select {
 	case <-time.After(cfg.Settle):
 	case <-ctx.Done():
@@ -391,7 +385,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 		step := stepOf(rr.Run.Stats, rule, rate, 0)
 		step.Maintenance = m
 		sr.Sweep = append(sr.Sweep, step)
-		cfg.logf("%s: %6.0f ops/s -> %8.0f ops/s, max p99 %.2f ms, errors %d, sustained %v%s",
+		benchkit.Logf(cfg.Log, "%s: %6.0f ops/s -> %8.0f ops/s, max p99 %.2f ms, errors %d, sustained %v%s",
 			store, rate, step.ThroughputRPS, step.MaxP99, step.Errors, step.Sustained, m.String())
 		return step.outcome(), nil
 	})
@@ -413,7 +407,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 		step := stepOf(rr.Run.Stats, benchkit.SustainRule(cfg.P99Limit), 0, cfg.ClosedClients)
 		sr.Closed = &step
 		sr.Cost = costOf(before, after, rr.Run.Stats)
-		cfg.logf("%s: closed loop, %d clients: %.0f ops/s, max p99 %.2f ms", store, cfg.ClosedClients, step.ThroughputRPS, step.MaxP99)
+		benchkit.Logf(cfg.Log, "%s: closed loop, %d clients: %.0f ops/s, max p99 %.2f ms", store, cfg.ClosedClients, step.ThroughputRPS, step.MaxP99)
 	}
 	sr.RSSEnd, _ = srv.RSS()
 	if store == kvtarget.KindKV {
@@ -422,7 +416,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 
 	// Footprint: grow the store to FootprintRecords keys and read memory and disk there.
 	if n := cfg.FootprintRecords - w.RecordCount; n > 0 {
-		cfg.logf("%s: inserting %d records to measure memory and disk at %d keys", store, n, cfg.FootprintRecords)
+		benchkit.Logf(cfg.Log, "%s: inserting %d records to measure memory and disk at %d keys", store, n, cfg.FootprintRecords)
 		if err := grow(ctx, st, w, n, cfg.LoadClients); err != nil {
 			return fail(err)
 		}
@@ -437,7 +431,7 @@ func runStore(ctx context.Context, cfg Config, w ycsb.Workload, store string) (s
 		scale := 1e6 / float64(cfg.FootprintRecords)
 		sr.RSSPerMillion = math.Round(float64(sr.RSSFootprint-sr.RSSEmpty) * scale)
 		sr.DiskPerMillion = math.Round(float64(sr.DiskFootprint-sr.DiskEmpty) * scale)
-		cfg.logf("%s: at %d keys: RSS %.1f MiB, disk %.1f MiB", store, cfg.FootprintRecords,
+		benchkit.Logf(cfg.Log, "%s: at %d keys: RSS %.1f MiB, disk %.1f MiB", store, cfg.FootprintRecords,
 			float64(sr.RSSFootprint)/(1<<20), float64(sr.DiskFootprint)/(1<<20))
 	}
 	return sr

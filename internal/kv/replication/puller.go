@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/continuum-project/continuum/internal/backoff"
 	"github.com/continuum-project/continuum/internal/kv/mvcc"
 )
 
@@ -29,8 +29,7 @@ func (r *Replicator) pull(ctx context.Context, peer string) {
 			conn.Close()
 		}
 	}()
-	base := min(minRetryDelay, r.cfg.MaxBackoff)
-	delay := base
+	retry := backoff.Backoff{Min: min(minRetryDelay, r.cfg.MaxBackoff), Max: r.cfg.MaxBackoff, Jitter: 0.5}
 	for ctx.Err() == nil {
 		if conn == nil {
 			c, err := grpc.NewClient(target, opts...)
@@ -54,18 +53,17 @@ func (r *Replicator) pull(ctx context.Context, peer string) {
 		l.lost(err)
 		r.setPeerErr(peer, err)
 		if progressed {
-			delay = base
+			retry.Reset()
 		}
 		// Jittered, growing wait: a member that was down is not hammered by all its peers
 		// at the same instant when it returns.
-		wait := delay/2 + rand.N(delay/2+1)
+		wait := retry.Delay()
 		r.log.Debug("peer stream ended", "peer", peer, "err", err, "retry-in", wait)
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
 			return
 		}
-		delay = min(delay*2, r.cfg.MaxBackoff)
 	}
 }
 

@@ -237,12 +237,6 @@ type Result struct {
 	Goals []benchkit.Goal `json:"goals"`
 }
 
-func (c Config) logf(format string, args ...any) {
-	if c.Log != nil {
-		fmt.Fprintf(c.Log, format+"\n", args...)
-	}
-}
-
 // Run starts an echo upstream in this process and the proxy binary (and HAProxy) as child
 // processes, then measures every rate directly, through the proxy and through HAProxy.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -264,10 +258,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer pn.undo()
 	res := &Result{Header: benchkit.Start(cfg.Command), Config: cfg, ProxyCPU: pn.proxyCPU, BenchCPUs: pn.benchCPUs}
 	if pn.proxyCPU >= 0 {
-		cfg.logf("proxy under test on CPU %d, load generator and upstream on CPU(s) %v", pn.proxyCPU, pn.benchCPUs)
+		benchkit.Logf(cfg.Log, "proxy under test on CPU %d, load generator and upstream on CPU(s) %v", pn.proxyCPU, pn.benchCPUs)
 	}
 	if cfg.HAProxyBin == "" {
-		cfg.logf("HAProxy not measured: %s", cfg.HAProxyMissing)
+		benchkit.Logf(cfg.Log, "HAProxy not measured: %s", cfg.HAProxyMissing)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -302,7 +296,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		cfg.logf("build %s: idle VmRSS %s (anon %s); at %.0f req/s VmRSS %s (anon %s), CPU %.3f cores %s",
+		benchkit.Logf(cfg.Log, "build %s: idle VmRSS %s (anon %s); at %.0f req/s VmRSS %s (anon %s), CPU %.3f cores %s",
 			v.Name, benchkit.MiB(vr.Idle.VmRSS), benchkit.MiB(vr.Idle.RssAnon), cfg.MemoryRate, benchkit.MiB(vr.Loaded.VmRSS), benchkit.MiB(vr.Loaded.RssAnon), vr.CPU, vr.Error)
 		res.Builds = append(res.Builds, vr)
 	}
@@ -336,7 +330,7 @@ func runRepeat(ctx context.Context, cfg Config, pn *pinning, res *Result, rep in
 		if res.IdleMem, err = procstat.ReadMemory(px.pid()); err != nil {
 			return err
 		}
-		cfg.logf("proxy %s pid %d idle: VmRSS %s, anon %s", px.version, px.pid(), benchkit.MiB(res.IdleMem.VmRSS), benchkit.MiB(res.IdleMem.RssAnon))
+		benchkit.Logf(cfg.Log, "proxy %s pid %d idle: VmRSS %s, anon %s", px.version, px.pid(), benchkit.MiB(res.IdleMem.VmRSS), benchkit.MiB(res.IdleMem.RssAnon))
 	}
 	modes := []string{modeDirect, modeProxy}
 	var hap *target
@@ -386,7 +380,7 @@ func runRepeat(ctx context.Context, cfg Config, pn *pinning, res *Result, rep in
 			line += fmt.Sprintf(" | haproxy p50 %.3f p99 %.3f ms (%.0f req/s), CPU %.3f cores, anon %s",
 				p.HAProxy.P50, p.HAProxy.P99, p.HAProxy.ThroughputRPS, p.HAProxyCPU, benchkit.MiB(p.HAProxyMem.RssAnon))
 		}
-		cfg.logf("%s", line)
+		benchkit.Logf(cfg.Log, "%s", line)
 		res.Pairs = append(res.Pairs, p)
 	}
 	if cfg.OneCoreClients == 0 {
@@ -409,7 +403,7 @@ func runRepeat(ctx context.Context, cfg Config, pn *pinning, res *Result, rep in
 		if err != nil {
 			return err
 		}
-		cfg.logf("repeat %d, one core, %d clients, %s: %.0f req/s, p99 %.3f ms, CPU %.3f cores, errors %d",
+		benchkit.Logf(cfg.Log, "repeat %d, one core, %d clients, %s: %.0f req/s, p99 %.3f ms, CPU %.3f cores, errors %d",
 			oc.Repeat, cfg.OneCoreClients, oc.Mode, oc.Lat.ThroughputRPS, oc.Lat.P99, oc.CPU, oc.Lat.Errors)
 		res.OneCore = append(res.OneCore, oc)
 	}

@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func probe(ctx context.Context, cfg Config, st store, key string) (*Report, error) {
 	rs := st.readers()
 	ops := []string{"write"}
-	rep := &Report{Backend: cfg.Backend, Key: key, PollMS: ms(cfg.Poll)}
+	rep := &Report{Backend: cfg.Backend, Key: key, PollMS: results.Millis(cfg.Poll)}
 	for _, r := range rs {
 		ops = append(ops, "stale_"+r.name)
 		rep.Readers = append(rep.Readers, "stale_"+r.name)
@@ -231,8 +231,8 @@ func probe(ctx context.Context, cfg Config, st store, key string) (*Report, erro
 			if now.After(warm) {
 				rep.Writes++
 				if !last.IsZero() {
-					if gap := now.Sub(last); ms(gap) > rep.LongestGapMS {
-						rep.LongestGapMS, rep.GapStartS = ms(gap), last.Sub(sess.T0()).Seconds()
+					if gap := now.Sub(last); results.Millis(gap) > rep.LongestGapMS {
+						rep.LongestGapMS, rep.GapStartS = results.Millis(gap), last.Sub(sess.T0()).Seconds()
 					}
 				}
 			}
@@ -249,8 +249,8 @@ func probe(ctx context.Context, cfg Config, st store, key string) (*Report, erro
 		}
 	}
 	tick.Stop()
-	if end := time.Now(); !last.IsZero() && ms(end.Sub(last)) > rep.LongestGapMS {
-		rep.LongestGapMS, rep.GapStartS, rep.EndedInOutage = ms(end.Sub(last)), last.Sub(sess.T0()).Seconds(), true
+	if end := time.Now(); !last.IsZero() && results.Millis(end.Sub(last)) > rep.LongestGapMS {
+		rep.LongestGapMS, rep.GapStartS, rep.EndedInOutage = results.Millis(end.Sub(last)), last.Sub(sess.T0()).Seconds(), true
 	}
 	// The log, read once the store answers again (it may still be failing over; up to 30
 	// write timeouts).
@@ -272,7 +272,7 @@ func probe(ctx context.Context, cfg Config, st store, key string) (*Report, erro
 	}
 	stop()
 	wg.Wait()
-	rep.OutageMS = max(0, rep.LongestGapMS-ms(cfg.Interval))
+	rep.OutageMS = max(0, rep.LongestGapMS-results.Millis(cfg.Interval))
 	res, err := sess.Close(ctx.Err() != nil)
 	if err != nil {
 		return rep, err
@@ -326,8 +326,6 @@ func missing(acked, kept []int64) int64 {
 	}
 	return n
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func parseCounter(b []byte) (int64, error) {
 	if len(b) == 0 {

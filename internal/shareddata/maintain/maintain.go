@@ -239,15 +239,15 @@ func round(ctx context.Context, cli *clientv3.Client, cfg Config, p *probe) Roun
 	if _, err := cli.Compact(cctx, r.Revision, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
 		return fail("compact", err)
 	}
-	r.CompactMS = ms(time.Since(start))
+	r.CompactMS = results.Millis(time.Since(start))
 	start = time.Now()
 	_, err = cli.Defragment(cctx, cfg.Endpoint)
 	end := time.Now()
-	r.DefragMS = ms(end.Sub(start))
+	r.DefragMS = results.Millis(end.Sub(start))
 	// Requests that were answered just after the defragmentation waited through it: let the
 	// probe's in-flight requests finish (a few intervals) before reading its worst wait.
 	time.Sleep(3 * cfg.ProbeInterval)
-	r.DowntimeMS = ms(p.worst(start, end))
+	r.DowntimeMS = results.Millis(p.worst(start, end))
 	if err != nil {
 		return fail("defragment", err)
 	}
@@ -297,8 +297,6 @@ func (p *probe) run(ctx context.Context, cli *clientv3.Client, interval time.Dur
 	}
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
 func summarize(cfg Config, rounds []Round, p *probe) *Summary {
 	s := &Summary{Endpoint: cfg.Endpoint, PeriodS: cfg.Period.Seconds()}
 	var compact, defrag, down []float64
@@ -318,7 +316,7 @@ func summarize(cfg Config, rounds []Round, p *probe) *Summary {
 	s.DefragMSP50, s.DefragMSMax = median(defrag)
 	s.DowntimeMSP50, s.DowntimeMSMax = median(down)
 	p.mu.Lock()
-	s.Probes, s.ProbeFailures, s.ProbeMaxMS = p.n, p.fail, ms(p.max)
+	s.Probes, s.ProbeFailures, s.ProbeMaxMS = p.n, p.fail, results.Millis(p.max)
 	p.mu.Unlock()
 	return s
 }

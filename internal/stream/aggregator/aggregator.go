@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/continuum-project/continuum/internal/backoff"
 	"github.com/continuum-project/continuum/internal/stream/rtdb"
 )
 
@@ -376,7 +376,7 @@ func (a *Aggregator) patchRetry(ctx context.Context, b []write) (int, string, er
 		body.Write(w.value)
 	}
 	body.WriteByte('}')
-	backoff := a.cfg.RetryMin
+	retry := backoff.Backoff{Min: a.cfg.RetryMin, Max: a.cfg.RetryMax, Jitter: 0.5}
 	logged := time.Time{}
 	for {
 		code, msg, err := a.patch(ctx, target, body.Bytes())
@@ -392,12 +392,11 @@ func (a *Aggregator) patchRetry(ctx context.Context, b []write) (int, string, er
 			if err == nil {
 				err = fmt.Errorf("answer %d: %s", code, msg)
 			}
-			a.log.Warn("realtime database write failed; retrying with back-off", "records", len(b), "backoff", backoff.String(), "err", err)
+			a.log.Warn("realtime database write failed; retrying with back-off", "records", len(b), "backoff", retry.Next().String(), "err", err)
 		}
-		if !sleep(ctx, jitter(backoff)) {
+		if !retry.Wait(ctx) {
 			return 0, "", ctx.Err()
 		}
-		backoff = min(2*backoff, a.cfg.RetryMax)
 	}
 }
 
@@ -425,9 +424,6 @@ func escapePath(segs []string) string {
 	}
 	return b.String()
 }
-
-// jitter spreads d over [d/2, d) so retrying members do not move in step.
-func jitter(d time.Duration) time.Duration { return d/2 + rand.N(d/2+1) }
 
 // sleep waits d or until ctx ends (false).
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/continuum-project/continuum/internal/httpauth"
+	"github.com/continuum-project/continuum/internal/httpjson"
 )
 
 // Server is the bridge: an http.Handler producing to Kafka, safe for concurrent use.
@@ -139,33 +139,19 @@ type produceReply struct {
 	Offsets []Offset `json:"offsets"`
 }
 
-type errorReply struct {
-	Error string `json:"error"`
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, format string, a ...any) {
-	writeJSON(w, code, errorReply{Error: fmt.Sprintf(format, a...)})
-}
-
 // ServeHTTP serves POST /topics/<topic> and GET /healthz.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/healthz":
 		if !s.connected.Load() {
-			writeError(w, http.StatusServiceUnavailable, "not connected to kafka (%s) yet", strings.Join(s.cfg.Brokers, ","))
+			httpjson.Errorf(w, http.StatusServiceUnavailable, "not connected to kafka (%s) yet", strings.Join(s.cfg.Brokers, ","))
 			return
 		}
 		if e := s.down.Load(); e != nil {
-			writeError(w, http.StatusServiceUnavailable, "kafka unavailable: %v", *e)
+			httpjson.Errorf(w, http.StatusServiceUnavailable, "kafka unavailable: %v", *e)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
 	case strings.HasPrefix(r.URL.Path, "/topics/"):
 		if s.cfg.Token != "" && !httpauth.HasBearer(r, s.cfg.Token) {
 			// Before anything else is looked at: a caller without the token learns nothing
@@ -175,12 +161,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			writeError(w, http.StatusMethodNotAllowed, "method %s: only POST is allowed on /topics/<topic>", r.Method)
+			httpjson.Errorf(w, http.StatusMethodNotAllowed, "method %s: only POST is allowed on /topics/<topic>", r.Method)
 			return
 		}
 		s.produce(w, r, strings.TrimPrefix(r.URL.Path, "/topics/"))
 	default:
-		writeError(w, http.StatusNotFound, "no such endpoint %q: POST /topics/<topic> or GET /healthz", r.URL.Path)
+		httpjson.Errorf(w, http.StatusNotFound, "no such endpoint %q: POST /topics/<topic> or GET /healthz", r.URL.Path)
 	}
 }
 
@@ -199,28 +185,28 @@ const recordOverhead = 64
 
 func (s *Server) produce(w http.ResponseWriter, r *http.Request, topic string) {
 	if err := ValidTopic(topic); err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			writeError(w, http.StatusRequestEntityTooLarge, "body over %d bytes (--max-body-bytes)", s.cfg.MaxBodyBytes)
+			httpjson.Errorf(w, http.StatusRequestEntityTooLarge, "body over %d bytes (--max-body-bytes)", s.cfg.MaxBodyBytes)
 			return
 		}
-		writeError(w, http.StatusBadRequest, "reading the body: %v", err)
+		httpjson.Errorf(w, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}
 	entries, err := parseBody(body, s.cfg.KeyField)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	// A batch holds at least one record, so a record over the batch bound can never be sent.
 	for i, e := range entries {
 		if n := len(e.key) + len(e.value) + recordOverhead; n > int(s.cfg.BatchMaxBytes) {
-			writeError(w, http.StatusBadRequest, "record %d is %d bytes with its key: over the %d-byte batch limit (--batch-max-bytes)", i, n, s.cfg.BatchMaxBytes)
+			httpjson.Errorf(w, http.StatusBadRequest, "record %d is %d bytes with its key: over the %d-byte batch limit (--batch-max-bytes)", i, n, s.cfg.BatchMaxBytes)
 			return
 		}
 	}
@@ -265,12 +251,12 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request, topic string) {
 			if r.Context().Err() == nil {
 				s.markDown(fmt.Errorf("no acknowledgement within %v", s.cfg.AckTimeout))
 			}
-			writeError(w, http.StatusServiceUnavailable, "kafka did not acknowledge within %v (--ack-timeout); nothing in this post is acknowledged: retry it", s.cfg.AckTimeout)
+			httpjson.Errorf(w, http.StatusServiceUnavailable, "kafka did not acknowledge within %v (--ack-timeout); nothing in this post is acknowledged: retry it", s.cfg.AckTimeout)
 			return
 		}
 	}
 	s.connected.Store(true)
-	writeJSON(w, http.StatusOK, produceReply{Offsets: offs})
+	httpjson.Write(w, http.StatusOK, produceReply{Offsets: offs})
 }
 
 // unavailable answers a post while Kafka is believed down.
@@ -279,23 +265,23 @@ func (s *Server) unavailable(w http.ResponseWriter) {
 	if e := s.down.Load(); e != nil {
 		why = (*e).Error()
 	}
-	writeError(w, http.StatusServiceUnavailable, "kafka unavailable: %s; nothing in this post is acknowledged: retry it", why)
+	httpjson.Errorf(w, http.StatusServiceUnavailable, "kafka unavailable: %s; nothing in this post is acknowledged: retry it", why)
 }
 
 // fail answers a post one of whose records Kafka did not take.
 func (s *Server) fail(w http.ResponseWriter, topic string, i int, err error) {
 	switch {
 	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID):
-		writeError(w, http.StatusNotFound, "topic %q does not exist in kafka: create it (continuum kafka-topics create)", topic)
+		httpjson.Errorf(w, http.StatusNotFound, "topic %q does not exist in kafka: create it (continuum kafka-topics create)", topic)
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
-		writeError(w, http.StatusBadRequest, "record %d is too large for the broker: %v", i, err)
+		httpjson.Errorf(w, http.StatusBadRequest, "record %d is too large for the broker: %v", i, err)
 	case errors.Is(err, kerr.InvalidTopicException), errors.Is(err, kerr.TopicAuthorizationFailed):
-		writeError(w, http.StatusBadRequest, "topic %q: %v", topic, err)
+		httpjson.Errorf(w, http.StatusBadRequest, "topic %q: %v", topic, err)
 	case errors.Is(err, context.Canceled):
-		writeError(w, http.StatusServiceUnavailable, "the post was cancelled before kafka acknowledged it")
+		httpjson.Errorf(w, http.StatusServiceUnavailable, "the post was cancelled before kafka acknowledged it")
 	default:
 		s.markDown(err)
-		writeError(w, http.StatusServiceUnavailable, "kafka did not acknowledge record %d: %v; nothing in this post is acknowledged: retry it", i, err)
+		httpjson.Errorf(w, http.StatusServiceUnavailable, "kafka did not acknowledge record %d: %v; nothing in this post is acknowledged: retry it", i, err)
 	}
 }
 

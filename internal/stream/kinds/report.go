@@ -123,10 +123,10 @@ func fabricCell(g report.Combination, distorted bool) (string, bool) {
 }
 
 func latencyTable(rows []streamRow) report.Table {
-	t := report.Table{Class: "stream-latency", Columns: []report.Column{{Header: "architecture"}, num("payload", "bytes of each record's JSON"),
-		num("users", ""), num("e2e p50", "ms"), num("e2e p90", "ms"), num("e2e p99", "ms"),
-		num("e2e max", "ms, unclamped"), num("ack p50", "ms: the send's request-reply time"), num("records/s", "sent"),
-		num("fabric pps", "testbed fabric packets/s, mean / busiest second")}}
+	t := report.Table{Class: "stream-latency", Columns: []report.Column{{Header: "architecture"}, report.NumColumn("payload", "bytes of each record's JSON"),
+		report.NumColumn("users", ""), report.NumColumn("e2e p50", "ms"), report.NumColumn("e2e p90", "ms"), report.NumColumn("e2e p99", "ms"),
+		report.NumColumn("e2e max", "ms, unclamped"), report.NumColumn("ack p50", "ms: the send's request-reply time"), report.NumColumn("records/s", "sent"),
+		report.NumColumn("fabric pps", "testbed fabric packets/s, mean / busiest second")}}
 	for _, r := range rows {
 		e2e, ack := r.g.Metrics[r.inst+"/e2e/latency_ms"], r.g.Metrics[r.inst+"/ack/latency_ms"]
 		fab, _ := fabricCell(r.g, r.distorted)
@@ -139,11 +139,11 @@ func latencyTable(rows []streamRow) report.Table {
 // recordsTable counts each setup's records, split from the latency table so neither is wider
 // than the page.
 func recordsTable(rows []streamRow) report.Table {
-	t := report.Table{Class: "stream-records", Columns: []report.Column{{Header: "architecture"}, num("payload", "bytes of each record's JSON"),
-		num("users", ""), num("sent", "records sent"), num("acked", "acknowledged by the realtime-db or the bridge"),
-		num("received", "received by the subscriber"), num("lost", "acknowledged, never received"), num("duplicated", ""),
-		num("mismatched", "received with other content"),
-		num("resyncs", "times the realtime-db re-sent the whole value to the listener mid-stream (its queue overflowed)")}}
+	t := report.Table{Class: "stream-records", Columns: []report.Column{{Header: "architecture"}, report.NumColumn("payload", "bytes of each record's JSON"),
+		report.NumColumn("users", ""), report.NumColumn("sent", "records sent"), report.NumColumn("acked", "acknowledged by the realtime-db or the bridge"),
+		report.NumColumn("received", "received by the subscriber"), report.NumColumn("lost", "acknowledged, never received"), report.NumColumn("duplicated", ""),
+		report.NumColumn("mismatched", "received with other content"),
+		report.NumColumn("resyncs", "times the realtime-db re-sent the whole value to the listener mid-stream (its queue overflowed)")}}
 	for _, r := range rows {
 		t.Rows = append(t.Rows, []string{r.arch, payloadLabel(r.payload), chart.FormatNum(r.users), cell(r.m, "sent"), cell(r.m, "acked"),
 			cell(r.m, "received"), cell(r.m, "lost"), cell(r.m, "duplicated"), cell(r.m, "mismatched"), cell(r.m, "resyncs")})
@@ -158,8 +158,6 @@ func cell(m map[string]results.Aggregate, field string) string {
 	}
 	return report.AggCell(a)
 }
-
-func num(h, title string) report.Column { return report.Column{Header: h, Title: title, Numeric: true} }
 
 // crossover is, for one payload, the smallest user count at which edge-cloud's median
 // end-to-end latency is no better than cloud-only's (0: edge-cloud beat it at every count
@@ -210,9 +208,9 @@ func crossovers(rows []streamRow) []crossover {
 }
 
 func crossoverTable(rows []streamRow) (report.Table, bool) {
-	t := report.Table{Class: "stream-crossover", Columns: []report.Column{num("payload", ""),
+	t := report.Table{Class: "stream-crossover", Columns: []report.Column{report.NumColumn("payload", ""),
 		{Header: "edge-cloud stops beating cloud-only at", Title: "smallest user count where edge-cloud's e2e p50 >= cloud-only's (Carpio et al.: ~600 users at 1 KB, ~200 at 10 KB)"},
-		num("user counts compared", "")}}
+		report.NumColumn("user counts compared", "")}}
 	for _, x := range crossovers(rows) {
 		at := chart.FormatNum(x.Users) + " users"
 		if x.AllBeaten {
@@ -226,11 +224,11 @@ func crossoverTable(rows []streamRow) (report.Table, bool) {
 // deliveryTable is the exactly-once evidence of the offline and crash scenarios: what the
 // database held at the end and how long the backlog took to drain after a heal or restart.
 func deliveryTable(rows []streamRow) (report.Table, bool) {
-	t := report.Table{Class: "stream-delivery", Columns: []report.Column{{Header: "architecture"}, num("payload", ""), num("users", ""),
-		num("acked", ""), num("lost", ""), num("duplicated", ""), num("db records", "under the path at the end"),
-		num("db missing", "acknowledged, absent"), num("db mismatched", "other content than sent"), num("db unexpected", "never sent"),
-		num("drain after heal (s)", "from the heal until the last record sent before it arrived"),
-		num("drain after restart (s)", "from the restart until the last record sent before it arrived")}}
+	t := report.Table{Class: "stream-delivery", Columns: []report.Column{{Header: "architecture"}, report.NumColumn("payload", ""), report.NumColumn("users", ""),
+		report.NumColumn("acked", ""), report.NumColumn("lost", ""), report.NumColumn("duplicated", ""), report.NumColumn("db records", "under the path at the end"),
+		report.NumColumn("db missing", "acknowledged, absent"), report.NumColumn("db mismatched", "other content than sent"), report.NumColumn("db unexpected", "never sent"),
+		report.NumColumn("drain after heal (s)", "from the heal until the last record sent before it arrived"),
+		report.NumColumn("drain after restart (s)", "from the restart until the last record sent before it arrived")}}
 	for _, r := range rows {
 		_, v := r.m["db_records"]
 		_, dh := r.m["drain_after_heal_s"]
@@ -248,8 +246,8 @@ func deliveryTable(rows []streamRow) (report.Table, bool) {
 // resourceTable is seeds/003 Fig. 6: each component's CPU, memory and network, mean and max.
 func resourceTable(groups []report.Combination, swept []string) (report.Table, bool) {
 	t := report.Table{Class: "stream-resources", Columns: append(report.ParamColumns(swept), report.Column{Header: "component"},
-		num("CPU % mean", "% of one core"), num("CPU % max", ""), num("memory MiB mean", "RSS"), num("memory MiB max", ""),
-		num("node net Mbit/s mean", "its node's received + sent"), num("node net Mbit/s max", ""))}
+		report.NumColumn("CPU % mean", "% of one core"), report.NumColumn("CPU % max", ""), report.NumColumn("memory MiB mean", "RSS"), report.NumColumn("memory MiB max", ""),
+		report.NumColumn("node net Mbit/s mean", "its node's received + sent"), report.NumColumn("node net Mbit/s max", ""))}
 	for _, g := range groups {
 		for _, comp := range report.MetricSuffixes([]report.Combination{g}, "stream-resources/") {
 			m := g.Metrics["stream-resources/"+comp]

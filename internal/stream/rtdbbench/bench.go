@@ -110,10 +110,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	logw := cfg.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	logf := func(f string, a ...any) { fmt.Fprintf(logw, f+"\n", a...) }
 	res := &Result{Header: benchkit.Start(cfg.Command), Config: cfg}
 	cfg.Log = nil
 
@@ -136,27 +132,27 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for r := 0; r < cfg.Repeats; r++ {
 		for _, alt := range benchkit.Order(r, 2) {
 			if alt == 0 {
-				logf("repeat %d: raw kv watch: %d watches, %g writes/s for %v", r+1, cfg.Listeners, cfg.Rate, cfg.Warmup+cfg.Duration)
+				benchkit.Logf(logw, "repeat %d: raw kv watch: %d watches, %g writes/s for %v", r+1, cfg.Listeners, cfg.Rate, cfg.Warmup+cfg.Duration)
 				l, err := rawWatchLatency(ctx, cfg, kvURL, r)
 				if err != nil {
 					return nil, fmt.Errorf("raw watch phase: %w", err)
 				}
 				res.RawWatch = append(res.RawWatch, l)
-				logf("  p50 %.2f ms p99 %.2f ms, %d/%d delivered", l.P50, l.P99, l.Delivered, l.Expected)
+				benchkit.Logf(logw, "  p50 %.2f ms p99 %.2f ms, %d/%d delivered", l.P50, l.P99, l.Delivered, l.Expected)
 			} else {
-				logf("repeat %d: SSE: %d listeners, %g writes/s for %v", r+1, cfg.Listeners, cfg.Rate, cfg.Warmup+cfg.Duration)
+				benchkit.Logf(logw, "repeat %d: SSE: %d listeners, %g writes/s for %v", r+1, cfg.Listeners, cfg.Rate, cfg.Warmup+cfg.Duration)
 				l, err := sseLatency(ctx, cfg, hc, base, r)
 				if err != nil {
 					return nil, fmt.Errorf("SSE phase: %w", err)
 				}
 				res.SSE = append(res.SSE, l)
-				logf("  p50 %.2f ms p99 %.2f ms, %d/%d delivered", l.P50, l.P99, l.Delivered, l.Expected)
+				benchkit.Logf(logw, "  p50 %.2f ms p99 %.2f ms, %d/%d delivered", l.P50, l.P99, l.Delivered, l.Expected)
 			}
 			res.SampleLoad()
 		}
 	}
 
-	logf("throughput: %d closed-loop writers for %v", cfg.ThroughputWriters, cfg.ThroughputDuration)
+	benchkit.Logf(logw, "throughput: %d closed-loop writers for %v", cfg.ThroughputWriters, cfg.ThroughputDuration)
 	if res.RawPuts, err = rawPutThroughput(ctx, cfg, kvURL); err != nil {
 		return nil, err
 	}
@@ -164,15 +160,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res.SampleLoad()
-	logf("  raw kv puts %.0f/s, REST writes %.0f/s", res.RawPuts.PerSecond, res.SSEWrites.PerSecond)
+	benchkit.Logf(logw, "  raw kv puts %.0f/s, REST writes %.0f/s", res.RawPuts.PerSecond, res.SSEWrites.PerSecond)
 
-	logf("reconnect: %d listeners, realtime database restart", cfg.Listeners)
+	benchkit.Logf(logw, "reconnect: %d listeners, realtime database restart", cfg.Listeners)
 	secs, n, err := reconnect(ctx, cfg, hc, &rs, kvURL)
 	if err != nil {
 		return nil, err
 	}
 	res.ReconnectSecs, res.Reconnected = secs, n
-	logf("  %d listeners back in %.2f s", n, secs)
+	benchkit.Logf(logw, "  %d listeners back in %.2f s", n, secs)
 	res.Finish()
 	return res, nil
 }

@@ -2,12 +2,12 @@ package rtdbbench
 
 import (
 	"context"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/backoff"
 	"github.com/continuum-project/continuum/internal/stream/rtdb"
 )
 
@@ -40,9 +40,10 @@ func reconnect(ctx context.Context, cfg Config, hc *http.Client, rs *rtdbServer,
 				_, err = rd.Next()
 			}
 			body.Close()
-			delay := cfg.ReconnectBackoff
+			// Full jitter: each wait is uniform below the delay, which doubles up to 4x.
+			retry := backoff.Backoff{Min: cfg.ReconnectBackoff, Max: 4 * cfg.ReconnectBackoff, Jitter: 1}
 			for attempt := 0; lctx.Err() == nil; attempt++ {
-				time.Sleep(time.Duration(rand.Int64N(int64(delay) + 1)))
+				time.Sleep(retry.Delay())
 				if body, err = openStream(lctx, hc, url); err == nil {
 					rd = rtdb.NewEventReader(body)
 					if _, err = rd.Next(); err == nil {
@@ -54,7 +55,6 @@ func reconnect(ctx context.Context, cfg Config, hc *http.Client, rs *rtdbServer,
 					}
 					body.Close()
 				}
-				delay = min(2*delay, 4*cfg.ReconnectBackoff)
 			}
 			back.Done()
 		}()

@@ -18,11 +18,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/httpauth"
 	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/procstat"
 	"github.com/continuum-project/continuum/internal/results"
 )
 
@@ -178,7 +178,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	cpu0 := cpuSeconds()
+	cpu0 := procstat.SelfCPU().Seconds()
 	sess, err := loadgen.NewSession(loadgen.Config{Duration: cfg.Duration, Warmup: cfg.Warmup, OutDir: cfg.OutDir,
 		Progress: cfg.Progress}, []string{SeriesE2E, SeriesAck})
 	if err != nil {
@@ -229,12 +229,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep := &Report{Run: run, Send: cfg.Send, Subscribe: cfg.Subscribe, Users: cfg.Users, Requests: cfg.Requests,
-		Payload: cfg.Payload, IntervalMS: ms(cfg.Interval), IntervalSDMS: ms(cfg.IntervalSD), T0UnixUS: t0.UnixMicro(),
+		Payload: cfg.Payload, IntervalMS: results.Millis(cfg.Interval), IntervalSDMS: results.Millis(cfg.IntervalSD), T0UnixUS: t0.UnixMicro(),
 		Planned: int64(cfg.Users) * int64(cfg.Requests), Sent: c.Sent, Acked: c.Acked, Unacked: c.Unacked,
 		Received: c.Received, ReceivedUnacked: c.ReceivedUnacked, Lost: c.Lost,
 		Duplicated: t.duplicated.Load(), Mismatched: t.mismatched.Load(), Foreign: t.foreign.Load(),
 		Partial: t.partial.Load(), SnapshotRecords: t.snapshot.Load(), Reconnects: sub.reconnects(), Resyncs: sub.resyncCount(),
-		MaxLatencyMS: c.MaxLatencyMS, CPUCores: (cpuSeconds() - cpu0) / elapsed.Seconds()}
+		MaxLatencyMS: c.MaxLatencyMS, CPUCores: (procstat.SelfCPU().Seconds() - cpu0) / elapsed.Seconds()}
 	rows := t.timeline(t0)
 	for _, r := range rows {
 		rep.LastReceiptS = max(rep.LastReceiptS, r.LastReceiptS)
@@ -288,8 +288,6 @@ func waitHealthy(ctx context.Context, url string, timeout time.Duration) error {
 		}
 	}
 }
-
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // runUser sends one user's records: due at a uniformly random offset within the first
 // interval (users do not start in lockstep), then at Normal(Interval, IntervalSD) gaps clamped
@@ -420,14 +418,6 @@ func deliver(t *tally, sess *loadgen.Session, run string, payload int, id string
 	if op, ok := sess.BeginAt(SeriesE2E, time.UnixMicro(t.intendedUS[i].Load())); ok {
 		op.End(nil)
 	}
-}
-
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func writeOutputs(dir string, rep *Report, rows []timelineRow, t *tally, run string, t0 time.Time) error {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/backoff"
 	"github.com/continuum-project/continuum/internal/stream/rtdb"
 )
 
@@ -54,20 +55,17 @@ func (s *sseSub) run(ctx context.Context, ready chan<- struct{}, deliver func(st
 			close(ready)
 		}
 	}
-	backoff := 50 * time.Millisecond
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: 2 * time.Second}
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		if attempt > 0 {
 			s.recon.Add(1)
-			select {
-			case <-ctx.Done():
+			if !retry.Wait(ctx) {
 				return
-			case <-time.After(backoff):
 			}
-			backoff = min(backoff*2, 2*time.Second)
 		}
 		got, err := s.stream(ctx, client, markReady, deliver)
 		if got {
-			backoff = 50 * time.Millisecond
+			retry.Reset()
 		}
 		if ctx.Err() == nil {
 			s.log.Warn("realtime-db stream ended; reconnecting", "url", s.url, "err", err)

@@ -29,81 +29,45 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["Results", "load", "plot_cdf", "plot_timeseries"]
+from ._schema import (
+    ERRORS,
+    ERRORS_FILE,
+    EVENTS,
+    EVENTS_FILE,
+    INSTANCES,
+    INSTANCES_FILE,
+    LINKS,
+    LINKS_FILE,
+    NETWORK,
+    NETWORK_FILE,
+    PERCENTILES,
+    PERCENTILES_FILE,
+    SAMPLES,
+    SAMPLES_FILE,
+    TIMESERIES,
+    TIMESERIES_FILE,
+)
 
-# The CSV files of a run and their columns' types, as internal/results declares them.
+__all__ = [
+    "ERRORS",
+    "EVENTS",
+    "INSTANCES",
+    "LINKS",
+    "NETWORK",
+    "PERCENTILES",
+    "SAMPLES",
+    "TIMESERIES",
+    "Results",
+    "load",
+    "plot_cdf",
+    "plot_timeseries",
+]
+
+# The CSV files of a run and their columns' dtypes come from _schema, which is generated from the
+# Go package internal/results ("make results-schema"): the tables are declared once, in Go.
 _FLOAT = "float64"
-_INT = "int64"
 _STR = "string"
-
-SAMPLES: dict[str, str] = {
-    "t_s": _FLOAT,
-    "node": _STR,
-    "component": _STR,
-    "cpu_seconds": _FLOAT,
-    "cpu_util": _FLOAT,
-    "rss_bytes": _INT,
-    "disk_bytes": _INT,
-    "rx_bytes": _INT,
-    "tx_bytes": _INT,
-    "power_w": _FLOAT,
-    "energy_j": _FLOAT,
-    "idle_energy_j": _FLOAT,
-    "rx_packets": _INT,
-    "tx_packets": _INT,
-}
-EVENTS: dict[str, str] = {"t_s": _FLOAT, "action": _STR, "target": _STR, "detail": _STR, "status": _STR}
-NETWORK: dict[str, str] = {
-    "t_s": _FLOAT,
-    "interval_s": _FLOAT,
-    "packets": _INT,
-    "bytes": _INT,
-    "cpu_cores": _FLOAT,
-    "delivered": _INT,
-    "late_p50_us": _FLOAT,
-    "late_p99_us": _FLOAT,
-    "late_max_us": _FLOAT,
-    "read_lag_p99_us": _FLOAT,
-    "drops": _INT,
-    "unexplained_drops": _INT,
-    "drops_by_reason": _STR,
-    "nodes_cpu_cores": _FLOAT,
-}
-LINKS: dict[str, str] = {
-    "from": _STR,
-    "to": _STR,
-    "packets": _INT,
-    "bytes": _INT,
-    "delivered": _INT,
-    "late_p50_us": _FLOAT,
-    "late_p99_us": _FLOAT,
-    "late_max_us": _FLOAT,
-    "drops": _INT,
-    "drops_by_reason": _STR,
-}
-TIMESERIES: dict[str, str] = {
-    "t_s": _FLOAT,
-    "series": _STR,
-    "sent": _INT,
-    "ok": _INT,
-    "errors": _INT,
-    "throughput_rps": _FLOAT,
-    "p50_ms": _FLOAT,
-    "p99_ms": _FLOAT,
-    "max_ms": _FLOAT,
-    "within_qos": "Int64",
-}
-PERCENTILES: dict[str, str] = {"series": _STR, "percentile": _FLOAT, "latency_ms": _FLOAT, "count": _INT}
-ERRORS: dict[str, str] = {"series": _STR, "type": _STR, "count": _INT}
-INSTANCES: dict[str, str] = {
-    "t_s": _FLOAT,
-    "series": _STR,
-    "instance": _STR,
-    "requests": _INT,
-    "ok": _INT,
-    "errors": _INT,
-    "mean_ms": _FLOAT,
-}
+_NULLABLE_INT = "Int64"
 
 
 def _empty(columns: dict[str, str], extra: dict[str, str]) -> pd.DataFrame:
@@ -119,14 +83,14 @@ def _read_csv(path: Path, columns: dict[str, str]) -> pd.DataFrame | None:
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     for col, typ in columns.items():
         if col not in df.columns:  # absent from an older schema: 0 (docs/results-format.md), "" or NA
-            fill: Any = "" if typ == _STR else (pd.NA if typ == "Int64" else 0)
+            fill: Any = "" if typ == _STR else (pd.NA if typ == _NULLABLE_INT else 0)
             df[col] = pd.Series([fill] * len(df), index=df.index, dtype=typ)
             continue
         if typ == _STR:
             df[col] = df[col].astype(_STR)
         else:
             num = pd.to_numeric(df[col].replace("", None))
-            df[col] = num.astype("Int64") if typ == "Int64" else num.fillna(0).astype(typ)
+            df[col] = num.astype(_NULLABLE_INT) if typ == _NULLABLE_INT else num.fillna(0).astype(typ)
     return df
 
 
@@ -200,36 +164,36 @@ class Results:
     @cached_property
     def samples(self) -> pd.DataFrame:
         """samples.csv of every run: node rows have an empty ``component``."""
-        return self._per_run("samples.csv", SAMPLES)
+        return self._per_run(SAMPLES_FILE, SAMPLES)
 
     @cached_property
     def events(self) -> pd.DataFrame:
-        return self._per_run("events.csv", EVENTS)
+        return self._per_run(EVENTS_FILE, EVENTS)
 
     @cached_property
     def network(self) -> pd.DataFrame:
         """The emulated network per interval (testbed runs only)."""
-        return self._per_run("network.csv", NETWORK)
+        return self._per_run(NETWORK_FILE, NETWORK)
 
     @cached_property
     def links(self) -> pd.DataFrame:
-        return self._per_run("links.csv", LINKS)
+        return self._per_run(LINKS_FILE, LINKS)
 
     @cached_property
     def timeseries(self) -> pd.DataFrame:
-        return self._per_workload("timeseries.csv", TIMESERIES)
+        return self._per_workload(TIMESERIES_FILE, TIMESERIES)
 
     @cached_property
     def percentiles(self) -> pd.DataFrame:
-        return self._per_workload("percentiles.csv", PERCENTILES)
+        return self._per_workload(PERCENTILES_FILE, PERCENTILES)
 
     @cached_property
     def errors(self) -> pd.DataFrame:
-        return self._per_workload("errors.csv", ERRORS)
+        return self._per_workload(ERRORS_FILE, ERRORS)
 
     @cached_property
     def instances(self) -> pd.DataFrame:
-        return self._per_workload("instances.csv", INSTANCES)
+        return self._per_workload(INSTANCES_FILE, INSTANCES)
 
     @cached_property
     def stats(self) -> pd.DataFrame:

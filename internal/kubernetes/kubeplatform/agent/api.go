@@ -63,9 +63,6 @@ type (
 	stopRequest struct {
 		GraceMillis int64 `json:"grace_ms"`
 	}
-	errorResponse struct {
-		Error string `json:"error"`
-	}
 )
 
 // dialUpgrade is the Upgrade token of the dial endpoint.

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/httpjson"
 )
 
 // Client talks to one agent. It is safe for concurrent use.
@@ -63,7 +65,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 
 func readAPIError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var er errorResponse
+	var er httpjson.ErrorBody
 	if json.Unmarshal(b, &er) != nil || er.Error == "" {
 		er.Error = strings.TrimSpace(string(b))
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/httpjson"
 )
 
 // handleDial connects to ?network=&addr= from inside the pod and, once connected, upgrades the
@@ -28,7 +30,7 @@ func (s *server) handleDial(w http.ResponseWriter, r *http.Request) {
 	d := net.Dialer{Timeout: 30 * time.Second}
 	far, err := d.DialContext(r.Context(), network, addr)
 	if err != nil {
-		writeJSON(w, http.StatusBadGateway, errorResponse{Error: err.Error()})
+		httpjson.Error(w, http.StatusBadGateway, err.Error())
 		return
 	}
 	hj, ok := w.(http.Hijacker)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/continuum-project/continuum/internal/archive"
+	"github.com/continuum-project/continuum/internal/httpjson"
 )
 
 // The tar streams of Push and Pull name entries relative to the tree's root: "." is the root
@@ -103,7 +104,7 @@ func (s *server) handlePush(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(errBad, "push to %s: %v", dst, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	httpjson.Write(w, http.StatusOK, struct{}{})
 }
 
 func (s *server) handlePull(w http.ResponseWriter, r *http.Request) {

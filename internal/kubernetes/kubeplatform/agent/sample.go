@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/continuum-project/continuum/internal/httpjson"
 	"github.com/continuum-project/continuum/internal/procstat"
 )
 
@@ -20,7 +21,7 @@ import (
 const cgroupRoot = "/sys/fs/cgroup"
 
 func (s *server) handleSample(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.sample())
+	httpjson.Write(w, http.StatusOK, s.sample())
 }
 
 // sample measures the pod now.

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/httpjson"
 )
 
 // Options configures Serve.
@@ -164,7 +165,7 @@ func (s *server) shutdown() {
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"node": s.opts.Node})
+		httpjson.Write(w, http.StatusOK, map[string]string{"node": s.opts.Node})
 	})
 	mux.HandleFunc("POST /instances", s.handleStart)
 	mux.HandleFunc("GET /instances/{name}/runs/{run}/wait", s.handleWait)
@@ -176,12 +177,6 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /dial", s.handleDial)
 	mux.HandleFunc("GET /sample", s.handleSample)
 	return mux
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 func writeError(w http.ResponseWriter, err error) {
@@ -196,17 +191,15 @@ func writeError(w http.ResponseWriter, err error) {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, errorResponse{Error: err.Error()})
+	httpjson.Error(w, status, err.Error())
 }
 
 // maxJSONBody bounds the JSON request bodies; they are small.
 const maxJSONBody = 1 << 20
 
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return errorf(errBad, "request body: %v", err)
+	if err := httpjson.Decode(w, r, maxJSONBody, v); err != nil {
+		return errorf(errBad, "%v", err)
 	}
 	return nil
 }
@@ -232,7 +225,7 @@ func (s *server) handleStart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, startResponse{Run: n})
+	httpjson.Write(w, http.StatusOK, startResponse{Run: n})
 }
 
 func (s *server) handleWait(w http.ResponseWriter, r *http.Request) {
@@ -240,7 +233,7 @@ func (s *server) handleWait(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var ex Exit
 		if ex, err = s.wait(r.Context(), run); err == nil {
-			writeJSON(w, http.StatusOK, ex)
+			httpjson.Write(w, http.StatusOK, ex)
 			return
 		}
 	}
@@ -261,7 +254,7 @@ func (s *server) handleStop(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var ex Exit
 		if ex, err = s.stop(r.Context(), run, time.Duration(req.GraceMillis)*time.Millisecond); err == nil {
-			writeJSON(w, http.StatusOK, ex)
+			httpjson.Write(w, http.StatusOK, ex)
 			return
 		}
 	}
@@ -282,7 +275,7 @@ func (s *server) handleSignal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	httpjson.Write(w, http.StatusOK, struct{}{})
 }
 
 // handleOutput streams a run's stream from its first byte, as it is written, and ends once the

@@ -125,13 +125,13 @@ func (r *Registration) write(ctx context.Context) (clientv3.LeaseID, error) {
 
 func (r *Registration) keep(ctx context.Context, lease clientv3.LeaseID) {
 	defer close(r.done)
-	retry := backoff{min: minRetry, max: maxRetry}
+	retry := retryBackoff()
 	for {
 		// The channel closes when ctx ends, the client closes, or the lease is gone (expired
 		// or revoked); responses only need draining.
 		if ch, err := r.cli.KeepAlive(ctx, lease); err == nil {
 			for range ch {
-				retry.reset()
+				retry.Reset()
 			}
 		}
 		if ctx.Err() != nil || r.cli.Ctx().Err() != nil {
@@ -139,7 +139,7 @@ func (r *Registration) keep(ctx context.Context, lease clientv3.LeaseID) {
 		}
 		r.log.Warn("registration lease lost; registering again")
 		for {
-			if !retry.wait(ctx) {
+			if !retry.Wait(ctx) {
 				break
 			}
 			l, err := r.write(ctx)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/continuum-project/continuum/internal/backoff"
 	"github.com/continuum-project/continuum/internal/proxy/discovery"
 )
 
@@ -28,6 +28,12 @@ const (
 	minRetry = 100 * time.Millisecond
 	maxRetry = 10 * time.Second
 )
+
+// retryBackoff doubles the delay after each failure up to maxRetry, with jitter (50..100 %) so
+// that the proxies of a whole cluster do not hit a recovering server in step.
+func retryBackoff() backoff.Backoff {
+	return backoff.Backoff{Min: minRetry, Max: maxRetry, Jitter: 0.5}
+}
 
 // Source watches a key prefix and delivers its records as snapshots.
 type Source struct {
@@ -99,7 +105,7 @@ func (s *Source) Run(ctx context.Context, update func(discovery.Snapshot)) error
 	var (
 		last  discovery.Snapshot
 		sent  bool
-		retry = backoff{min: minRetry, max: maxRetry}
+		retry = retryBackoff()
 	)
 	emit := func(st *state) {
 		snap := st.snapshot()
@@ -114,8 +120,8 @@ func (s *Source) Run(ctx context.Context, update func(discovery.Snapshot)) error
 			if ctx.Err() != nil {
 				return nil
 			}
-			s.log.Warn("kv list failed; keeping the last snapshot and retrying", "err", err, "retry_in", retry.next())
-			if !retry.wait(ctx) {
+			s.log.Warn("kv list failed; keeping the last snapshot and retrying", "err", err, "retry_in", retry.Next())
+			if !retry.Wait(ctx) {
 				return nil
 			}
 			continue
@@ -129,7 +135,7 @@ func (s *Source) Run(ctx context.Context, update func(discovery.Snapshot)) error
 			return nil
 		}
 		if healthy {
-			retry.reset()
+			retry.Reset()
 		}
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			// Routine: the revision after our list was compacted before the watch started
@@ -137,8 +143,8 @@ func (s *Source) Run(ctx context.Context, update func(discovery.Snapshot)) error
 			s.log.Info("kv watch revision compacted; listing again", "err", err)
 			continue
 		}
-		s.log.Warn("kv watch broke; listing again", "err", err, "retry_in", retry.next())
-		if !retry.wait(ctx) {
+		s.log.Warn("kv watch broke; listing again", "err", err, "retry_in", retry.Next())
+		if !retry.Wait(ctx) {
 			return nil
 		}
 	}
@@ -244,33 +250,3 @@ func (st *state) snapshot() discovery.Snapshot {
 	})
 	return snap
 }
-
-// backoff doubles the delay after each failure up to max, with jitter so that the proxies of
-// a whole cluster do not hit a recovering server in step.
-type backoff struct {
-	min, max, cur time.Duration
-}
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	}
-	return b.cur
-}
-
-// wait sleeps for the current delay (jittered to 50..100 %) and doubles it; false if ctx ended.
-func (b *backoff) wait(ctx context.Context) bool {
-	d := b.next()
-	b.cur = min(2*b.cur, b.max)
-	d = d/2 + time.Duration(float64(d/2)*rand.Float64())
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-func (b *backoff) reset() { b.cur = 0 }

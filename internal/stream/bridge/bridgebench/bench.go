@@ -103,12 +103,6 @@ type LatencyRun struct {
 
 const topic = "bench"
 
-func (c Config) logf(format string, a ...any) {
-	if c.Log != nil {
-		fmt.Fprintf(c.Log, format+"\n", a...)
-	}
-}
-
 // Run starts a broker, runs the three measurements Repeats times (bridge and perf tool
 // alternating which goes first) and judges the goals.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -125,7 +119,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	cfg.logf("starting a kafka broker")
+	benchkit.Logf(cfg.Log, "starting a kafka broker")
 	k, err := baselines.StartKafka(ctx, baselines.KafkaConfig{Config: baselines.Config{Dir: filepath.Join(dir, "kafka")},
 		Topics: []baselines.KafkaTopic{{Name: topic, Partitions: cfg.Partitions, Replication: 1}, {Name: "latency", Partitions: 1, Replication: 1}}})
 	if err != nil {
@@ -148,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 					}
 					r.Repeat = rep
 					res.Bridge = append(res.Bridge, r)
-					cfg.logf("bridge batch %d repeat %d: %.0f records/s, %.2f cores, %.0f records per core-second", b, rep, r.Records, r.Cores, r.PerCore)
+					benchkit.Logf(cfg.Log, "bridge batch %d repeat %d: %.0f records/s, %.2f cores, %.0f records per core-second", b, rep, r.Records, r.Cores, r.PerCore)
 				}
 			} else {
 				r, err := perfRun(ctx, cfg, broker, k.PID(), cpus)
@@ -157,7 +151,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				}
 				r.Repeat = rep
 				res.Perf = append(res.Perf, r)
-				cfg.logf("producer perf repeat %d: %s", rep, r.Line)
+				benchkit.Logf(cfg.Log, "producer perf repeat %d: %s", rep, r.Line)
 			}
 			res.SampleLoad()
 		}
@@ -167,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		l.Repeat = rep
 		res.Latency = append(res.Latency, l)
-		cfg.logf("latency repeat %d: %.0f msg/s p50 %.2f ms p99 %.2f ms", rep, l.Rate, l.P50ms, l.P99ms)
+		benchkit.Logf(cfg.Log, "latency repeat %d: %.0f msg/s p50 %.2f ms p99 %.2f ms", rep, l.Rate, l.P50ms, l.P99ms)
 		res.SampleLoad()
 	}
 	if len(cpus) >= 2 {

@@ -1,0 +1,58 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/fl/control"
+)
+
+// Where a node's services listen: its Flower server on its port, its aggregator's control API
+// 1000 above (Config.BasePort).
+
+// controlAddr is where node id's aggregator serves its control API.
+func (j *run) controlAddr(id string) string {
+	return j.o.cfg.Runner.Addr(j.members[id].Host, j.ports[id]+1000)
+}
+
+func (j *run) flowerAddr(id string) string {
+	return j.o.cfg.Runner.Addr(j.members[id].Host, j.ports[id])
+}
+
+// aggregator is the control API client of node id's aggregator, with its control token.
+func (j *run) aggregator(id string) control.Client {
+	return control.Client{ID: id, Addr: j.controlAddr(id), Token: j.o.ControlToken(id)}
+}
+
+// readyTimeout bounds a new aggregator's start (Python with PyTorch on a busy 2-core machine).
+const readyTimeout = 120 * time.Second
+
+// waitReady waits until node id's aggregator answers its control API's /status (served only once
+// its Flower server listens); an aggregator that exits first fails it at once.
+func (j *run) waitReady(ctx context.Context, id string) error {
+	deadline := time.Now().Add(readyTimeout)
+	agg := j.aggregator(id)
+	name := serviceName(roleIn(j.status().Config, id), id)
+	for {
+		if _, err := agg.Status(ctx); err == nil {
+			return nil
+		}
+		obs, oerr := j.o.cfg.Runner.Observe(ctx)
+		if oerr == nil {
+			for n, how := range obs.Exited {
+				if n == serviceName("global", id) || n == serviceName("local", id) || n == name {
+					return fmt.Errorf("aggregator %s exited (%s) before it was ready: see its stderr log", id, how)
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("aggregator %s not ready at %s after %v", id, agg.URL(control.StatusPath), readyTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
