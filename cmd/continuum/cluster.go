@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
+	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 	"github.com/continuum-project/continuum/internal/setup"
 	"github.com/continuum-project/continuum/internal/tools"
@@ -105,7 +107,11 @@ func newClusterUpCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&cfg.Store, "store", cfg.Store, "the control plane's store: kv (a continuum kv member) or etcd")
+	var stores []string
+	for _, st := range clusterstore.All() { // registered by the systems that provide them
+		stores = append(stores, st.Name+" ("+st.Summary+")")
+	}
+	f.StringVar(&cfg.Store, "store", cfg.Store, "the control plane's store: "+strings.Join(stores, " or "))
 	f.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "the Node's name")
 	f.StringVar(&cfg.PodCIDR, "pod-cidr", cfg.PodCIDR, "the pods' subnet (its first address is the bridge, the API server's and DNS's)")
 	f.StringVar(&cfg.ServiceCIDR, "service-cidr", cfg.ServiceCIDR, "the Services' ClusterIP range")

@@ -111,3 +111,41 @@ func TestReportOnParentListsResults(t *testing.T) {
 		t.Errorf("report on a parent folder: %v", err)
 	}
 }
+
+// TestHelpGroups: `continuum --help` lists the engine's commands first and every other visible
+// command in its system's group; the stream commands' old top-level names still run, hidden,
+// saying what to type instead.
+func TestHelpGroups(t *testing.T) {
+	root := newRootCmd()
+	groups := root.Groups()
+	if len(groups) < 5 || groups[0].ID != "engine" {
+		t.Fatalf("groups %+v: want the engine's first, then the systems'", groups)
+	}
+	for _, c := range root.Commands() {
+		if c.Hidden || c.Name() == "help" {
+			continue
+		}
+		if c.GroupID == "" {
+			t.Errorf("continuum %s: in no help group", c.Name())
+		}
+	}
+	for name, group := range map[string]string{"run": "engine", "kinds": "engine", "kv": "kv", "stream": "stream", "fl": "fl", "pace": "shareddata"} {
+		if c, _, err := root.Find([]string{name}); err != nil || c.GroupID != group {
+			t.Errorf("continuum %s: group %q (%v), want %q", name, c.GroupID, err, group)
+		}
+	}
+	for old, now := range map[string]string{"realtime-db": "stream realtime-db", "stream-bridge": "stream bridge", "stream-aggregator": "stream aggregator", "stream-users": "stream users"} {
+		c, _, err := root.Find([]string{old})
+		if err != nil || c.Name() != old || !c.Hidden || !strings.Contains(c.Deprecated, "continuum "+now) {
+			t.Errorf("continuum %s: %v hidden=%v deprecated=%q, want a hidden alias of continuum %s", old, err, c.Hidden, c.Deprecated, now)
+		}
+		if c, _, err := root.Find(strings.Fields(now)); err != nil || c.Hidden {
+			t.Errorf("continuum %s: %v", now, err)
+		}
+	}
+	for _, helper := range []string{"container-run", "container-exec", "kafka-topics", "redis-cluster"} {
+		if c, _, err := root.Find([]string{helper}); err != nil || !c.Hidden {
+			t.Errorf("continuum %s: %v, want a hidden helper that still runs", helper, err)
+		}
+	}
+}

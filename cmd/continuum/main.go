@@ -69,9 +69,12 @@ func newRootCmd() *cobra.Command {
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	for _, c := range commands {
-		root.AddCommand(c())
+		cmd := c()
+		cmd.GroupID = cli.EngineGroup
+		root.AddCommand(cmd)
 	}
 	root.AddCommand(cli.Commands(cli.Top)...) // the systems' commands (kv, proxy, faas, ...)
+	cli.AddGroups(root)                       // help: engine commands first, then a group per system
 	cli.NameMissingArgs(root)                 // "missing SCENARIO.yaml", not "accepts 1 arg(s)"
 	return root
 }

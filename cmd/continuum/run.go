@@ -111,7 +111,7 @@ func newRunCmd() *cobra.Command {
 			// a kind's command line looks for what its stack installs). On a cluster the images
 			// carry them.
 			if platformName == testbed.PlatformName {
-				needs, err := experiment.Stacks(args[0], opts)
+				needs, err := experiment.Stacks(args[0], opts) // opts.Warnings unset: Check or Execute print them
 				if err != nil {
 					return err
 				}
@@ -127,6 +127,7 @@ func newRunCmd() *cobra.Command {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: needs the stacks %s (installed)\n", args[0], strings.Join(needs, ", "))
 				}
 			}
+			opts.Warnings = cmd.ErrOrStderr()
 			if check {
 				res, err := experiment.Check(args[0], opts)
 				if err != nil {

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -36,6 +38,59 @@ func Register(parent string, ctor func() *cobra.Command) {
 	mu.Lock()
 	defer mu.Unlock()
 	registry[parent] = append(registry[parent], ctor)
+}
+
+// EngineGroup is the help group of the engine's top-level commands (run, report, kinds,
+// testbed, load, bench, setup, ...): `continuum --help` lists it first, then a group per system.
+const EngineGroup = "engine"
+
+// RegisterSystem adds a top-level command of system (its folder under internal/, "kv"):
+// `continuum --help` lists it in the system's group. A helper that a kind runs and a user
+// rarely types (container-run, kafka-topics) is registered so too and set Hidden.
+func RegisterSystem(system string, ctor func() *cobra.Command) {
+	if system == "" || system == EngineGroup {
+		panic(fmt.Sprintf("cli.RegisterSystem: bad system %q", system))
+	}
+	Register(Top, func() *cobra.Command {
+		c := ctor()
+		c.GroupID = system
+		return c
+	})
+}
+
+// Deprecated is ctor's command under its old name, hidden from help and saying, when run,
+// which command to use instead (`continuum stream-bridge` after it moved to `continuum stream
+// bridge`), so that old scripts keep working.
+func Deprecated(old, now string, ctor func() *cobra.Command) func() *cobra.Command {
+	return func() *cobra.Command {
+		c := ctor()
+		c.Use = old + strings.TrimPrefix(c.Use, c.Name())
+		c.Hidden = true
+		c.Deprecated = "use " + now
+		c.GroupID = ""
+		return c
+	}
+}
+
+// AddGroups gives root's help its groups: the engine's first, then one per system that has a
+// command under root, by name. Every command of root must be in one of them or hidden.
+func AddGroups(root *cobra.Command) {
+	root.AddGroup(&cobra.Group{ID: EngineGroup, Title: "Engine commands (scenarios, runs, reports, platforms):"})
+	var systems []string
+	for _, c := range root.Commands() {
+		if c.Hidden {
+			c.GroupID = "" // help lists no hidden command: its system's group may have none to show
+			continue
+		}
+		if c.GroupID != "" && c.GroupID != EngineGroup && !slices.Contains(systems, c.GroupID) {
+			systems = append(systems, c.GroupID)
+		}
+	}
+	sort.Strings(systems)
+	for _, s := range systems {
+		root.AddGroup(&cobra.Group{ID: s, Title: "System " + s + ":"})
+	}
+	root.SetHelpCommandGroupID(EngineGroup)
 }
 
 // Commands builds the commands registered under parent, sorted by name; it panics when two

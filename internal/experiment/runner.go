@@ -38,6 +38,9 @@ type Options struct {
 	// Interactive redraws the progress line in place (a terminal) instead of printing lines.
 	Interactive bool
 	Logger      *slog.Logger
+	// Warnings receives the scenario's warnings (Scenario.Warnings), a line each, once it
+	// loads (nil: dropped).
+	Warnings io.Writer
 	// Interval of the resource samplers (default 1 s).
 	SampleInterval time.Duration
 }
@@ -135,6 +138,11 @@ func loadRuns(path string, opts Options) (*Scenario, []Run, error) {
 	sc, err := LoadScenario(path, opts.Sets)
 	if err != nil {
 		return nil, nil, err
+	}
+	if opts.Warnings != nil {
+		for _, w := range sc.Warnings {
+			fmt.Fprintln(opts.Warnings, "warning:", w)
+		}
 	}
 	if opts.Repeats > 0 {
 		sc.Repeats = opts.Repeats

@@ -2,11 +2,13 @@ package experiment
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -144,7 +146,32 @@ func (c *checker) errorf(n *yaml.Node, format string, args ...any) {
 	c.errs.Addf(c.file, n, format, args...)
 }
 
+// warnOldKinds warns about every instance in the document that names its kind by a former
+// name: in components and workloads, and in sweep values that replace them (which are
+// resolved only when the sweep expands), once each.
+func (c *checker) warnOldKinds(n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	if n.Kind == yaml.MappingNode && spec.Has(n, "name") && spec.Has(n, "kind") {
+		if kn := spec.Locate(n, "kind"); kn.Kind == yaml.ScalarNode {
+			if now, renamed := kind.Renamed(kn.Value); renamed {
+				c.warnf(kn, "kind %q is deprecated, use %q", kn.Value, now)
+			}
+		}
+	}
+	for _, child := range n.Content {
+		c.warnOldKinds(child)
+	}
+}
+
+// warnf records what loads but should change (an old kind name), as "file:line: message".
+func (c *checker) warnf(n *yaml.Node, format string, args ...any) {
+	c.s.Warnings = append(c.s.Warnings, spec.Errorf(c.file, n, format, args...).Error())
+}
+
 func (c *checker) validate() {
+	c.warnOldKinds(c.doc.root)
 	s := c.s
 	if s.Version != SchemaVersion {
 		what := fmt.Sprintf("version %d is not supported", s.Version)
@@ -212,6 +239,11 @@ func (c *checker) checkInstances(list string, role kind.Role, insts []Instance) 
 			c.errorf(c.at(list, i, "node"), "%s: %s; nodes: %s", where, what, strings.Join(c.nodes, ", "))
 		}
 		k, ok := kind.Lookup(inst.Kind)
+		if ok {
+			// An old name (warned about by warnOldKinds): the run, its results and the report
+			// know the kind by its name now.
+			inst.Kind = k.Name
+		}
 		if !ok || k.Role != role {
 			what := fmt.Sprintf("unknown %s kind %q", role, inst.Kind)
 			if inst.Kind == "" {
@@ -232,7 +264,7 @@ func (c *checker) checkInstances(list string, role kind.Role, insts []Instance) 
 		valid := true
 		if k.Validate != nil {
 			if err := k.Validate(cfg); err != nil {
-				c.errorf(c.at(list, i, "config"), "%s.config: %v", where, err)
+				c.configErrors(list, i, where, err)
 				valid = false
 			}
 		}
@@ -244,6 +276,38 @@ func (c *checker) checkInstances(list string, role kind.Role, insts []Instance) 
 		inst.DecodedConfig = cfg
 		c.checkService(list, i, inst, role)
 	}
+}
+
+// configErrors reports a kind's Validate error: each of a kind.FieldErrors list at its key's
+// line, anything else at the config.
+func (c *checker) configErrors(list string, i int, where string, err error) {
+	var fes kind.FieldErrors
+	if !errors.As(err, &fes) {
+		c.errorf(c.at(list, i, "config"), "%s.config: %v", where, err)
+		return
+	}
+	for _, fe := range fes {
+		c.errorf(c.at(append([]any{list, i, "config"}, keyPath(fe.Key)...)...), "%s.config.%v", where, fe)
+	}
+}
+
+// keyPath splits a FieldError's key ("functions[1].handler") into spec.Locate's path.
+func keyPath(key string) []any {
+	var path []any
+	for _, part := range strings.Split(key, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		if name != "" {
+			path = append(path, name)
+		}
+		for rest != "" {
+			idx, after, _ := strings.Cut(rest, "]")
+			if n, err := strconv.Atoi(idx); err == nil {
+				path = append(path, n)
+			}
+			_, rest, _ = strings.Cut(after, "[")
+		}
+	}
+	return path
 }
 
 func orNone(names []string) string {

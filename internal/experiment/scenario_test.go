@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +21,52 @@ import (
 type testServerConfig struct {
 	Port  int           `yaml:"port"`
 	Delay spec.Duration `yaml:"delay"`
+}
+
+type testFieldsConfig struct {
+	Port     int           `yaml:"port"`
+	Delay    spec.Duration `yaml:"delay"`
+	Backends []struct {
+		Addr string `yaml:"addr"`
+	} `yaml:"backends"`
+}
+
+// TestKindFieldErrorsAtTheirKeys: a kind that reports several problems (kind.FieldErrors) gets
+// every one, each at its key's line and naming the key's path and its flag.
+func TestKindFieldErrorsAtTheirKeys(t *testing.T) {
+	src := `version: 1
+name: fields
+duration: 10s
+topology: {nodes: [{name: n1}]}
+components:
+  - name: f
+    kind: test-fields
+    node: n1
+    config:
+      port: 0
+      delay: -1s
+      backends:
+        - addr: a
+        - addr: ""
+`
+	_, err := ParseScenario("f.yaml", []byte(src), nil)
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	got := strings.Split(err.Error(), "\n")
+	want := []string{
+		"f.yaml:10:13: components[0].config.port (--listen): 0: must be between 1 and 65535",
+		"f.yaml:11:14: components[0].config.delay (--delay): -1s: must not be negative",
+		`f.yaml:14:17: components[0].config.backends[1].addr (--backend): required`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(got), len(want), err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("error %d:\n got %s\nwant %s", i, got[i], want[i])
+		}
+	}
 }
 
 type testLoadConfig struct {
@@ -40,6 +87,23 @@ func init() {
 		Set: func(context.Context, kind.Env, *testServerConfig, *yaml.Node) error { return nil },
 		Endpoints: func(c *testServerConfig) []kind.Endpoint {
 			return []kind.Endpoint{{Name: "http", Protocol: kind.ProtocolHTTP, Port: c.Port}}
+		},
+	})
+	kind.Register(kind.Def[testFieldsConfig]{
+		Name: "test-fields", Role: kind.RoleComponent, Command: trueCommand[testFieldsConfig],
+		Defaults: func() *testFieldsConfig { return &testFieldsConfig{Port: 8000} },
+		Validate: func(c *testFieldsConfig) error {
+			var errs kind.FieldErrors
+			errs.CheckPort("port", "--listen", c.Port)
+			if c.Delay.Duration < 0 {
+				errs.Add("delay", "--delay", "%v: must not be negative", c.Delay)
+			}
+			for i, b := range c.Backends {
+				if b.Addr == "" {
+					errs.Add(fmt.Sprintf("backends[%d].addr", i), "--backend", "required")
+				}
+			}
+			return errs.Err()
 		},
 	})
 	kind.Register(kind.Def[struct{}]{

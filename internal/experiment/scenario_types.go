@@ -38,6 +38,9 @@ type Scenario struct {
 
 	// File is the path the scenario was read from (for relative paths and error messages).
 	File string `yaml:"-"`
+	// Warnings are what loads but should change, one line each with file:line (a kind's old
+	// name): `continuum run` prints them (Options.Warnings).
+	Warnings []string `yaml:"-"`
 }
 
 // Instance is a component or a workload placed on a node.

@@ -29,6 +29,9 @@ func TestShippedScenariosLoad(t *testing.T) {
 			t.Errorf("%s: %v", path, err)
 			return nil
 		}
+		for _, w := range s.Warnings { // shipped scenarios use kinds' names now, not their old ones
+			t.Errorf("%s: %s", path, w)
+		}
 		if _, err := s.Expand(); err != nil {
 			t.Errorf("%s: expand: %v", path, err)
 		}

@@ -23,7 +23,7 @@ import (
 	"github.com/continuum-project/continuum/internal/tools"
 )
 
-func init() { cli.Register(cli.Top, newContainerRunCmd) }
+func init() { cli.RegisterSystem("app", newContainerRunCmd) }
 
 // Flags are `continuum container-run`'s flags; the container kind renders its command line
 // from the same struct. The container's arguments (replacing the image's Cmd) follow `--`.
@@ -112,8 +112,10 @@ func ParseVolume(v string) (oci.Mount, error) {
 func newContainerRunCmd() *cobra.Command {
 	flags := DefaultFlags()
 	cmd := &cobra.Command{
-		Use:   "container-run --image IMAGE [flags] [-- ARGS...]",
-		Short: "Run an OCI container image with runc, in this network namespace (no Docker daemon)",
+		Use: "container-run --image IMAGE [flags] [-- ARGS...]",
+		// A helper its kind runs: it works, help does not list it.
+		Hidden: true,
+		Short:  "Run an OCI container image with runc, in this network namespace (no Docker daemon)",
 		Long: `Loads the image (an OCI layout directory or tar such as continuum image build writes, a
 docker save tarball, or a registry reference), unpacks its layers once into the cache, stacks them
 with overlayfs under a writable layer in --bundle, and runs the image's entrypoint and command with

@@ -14,8 +14,8 @@ import (
 )
 
 func init() {
-	cli.Register(cli.Top, newContainerExecCmd)
-	cli.Register(cli.Top, newConvertCmd)
+	cli.RegisterSystem("app", newContainerExecCmd)
+	cli.RegisterSystem("app", newConvertCmd)
 }
 
 // ExecFlags are `continuum container-exec`'s flags.
@@ -39,7 +39,9 @@ func (f *ExecFlags) Bind(fs *pflag.FlagSet) {
 func newContainerExecCmd() *cobra.Command {
 	flags := DefaultExecFlags()
 	cmd := &cobra.Command{
-		Use:     "container-exec [flags] -- COMMAND [ARGS...]",
+		Use: "container-exec [flags] -- COMMAND [ARGS...]",
+		// A helper its kind runs: it works, help does not list it.
+		Hidden:  true,
 		Short:   "Run a command inside a container that container-run runs (a health check)",
 		Example: `  continuum container-exec --bundle container --id web -- /bin/sh -c 'wget -qO- 127.0.0.1:8080/health'`,
 		Args:    cobra.MinimumNArgs(1),

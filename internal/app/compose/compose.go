@@ -1,5 +1,5 @@
 // Package compose turns a Docker Compose file into a Continuum scenario: each service becomes
-// `container` components (one per replica), ordered by depends_on, with its healthcheck as
+// `app-container` components (one per replica), ordered by depends_on, with its healthcheck as
 // readiness, its limits, ports and volumes; an `x-continuum` extension places services on
 // nodes and adds the topology, workloads and events (without it: one node, as Compose runs the
 // file). The Compose specification's own library (compose-go) reads the file, so interpolation,
@@ -313,7 +313,7 @@ func convert(p *types.Project, dir string) ([]byte, error) {
 				cname = fmt.Sprintf("%s-%d", name, i)
 			}
 			replicas[name] = append(replicas[name], cname)
-			comps = append(comps, map[string]any{"name": cname, "kind": "container", "node": node, "config": cfg})
+			comps = append(comps, map[string]any{"name": cname, "kind": "app-container", "node": node, "config": cfg})
 		}
 	}
 	if len(comps) == 0 {

@@ -382,7 +382,7 @@ func Fogify(ctx context.Context, path string, o Options) ([]byte, error) {
 			}
 			nodes = append(nodes, node)
 			devices = append(devices, device{name: name, networks: nets})
-			comps = append(comps, map[string]any{"name": name, "kind": "container", "node": name, "config": cfg})
+			comps = append(comps, map[string]any{"name": name, "kind": "app-container", "node": name, "config": cfg})
 		}
 	}
 	var idle []string

@@ -129,7 +129,7 @@ func TestFogifyModel(t *testing.T) {
 		m := c.(map[string]any)
 		comps[m["name"].(string)] = m
 	}
-	if c := comps["cars-2"]; c["node"] != "cars-2" || c["kind"] != "container" {
+	if c := comps["cars-2"]; c["node"] != "cars-2" || c["kind"] != "app-container" {
 		t.Errorf("cars-2 component %v", c)
 	}
 	cfg := comps["mec-1"]["config"].(map[string]any)

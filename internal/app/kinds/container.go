@@ -18,7 +18,10 @@ import (
 
 func init() {
 	kind.Register(kind.Def[ContainerConfig]{
-		Name:      "container",
+		Name:      "app-container",
+		System:    "app",
+		Doc:       "docs/bring-your-own.md#app-container-an-oci-image-on-a-node",
+		OldNames:  []string{"container"},
 		Role:      kind.RoleComponent,
 		Summary:   "an OCI container image run with runc on a node (no Docker daemon): its entrypoint, env and user, with env, volumes, limits, declared endpoints, readiness and stop signal",
 		Defaults:  func() *ContainerConfig { return &ContainerConfig{} },

@@ -71,7 +71,7 @@ func pushImage(t *testing.T, cfg v1.Config) string {
 // prepared decodes a container config and prepares it as the scenario loader does.
 func prepared(t *testing.T, dir, src string) (*kind.Kind, any) {
 	t.Helper()
-	k, cfg := kindtest.Decode(t, "container", src)
+	k, cfg := kindtest.Decode(t, "app-container", src)
 	if err := k.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestContainerImageConfig(t *testing.T) {
 		t.Errorf("endpoints %+v, want the image's EXPOSE %+v", eps, want)
 	}
 	// A workload that speaks http reaches it through the first tcp port, unrepeated.
-	wenv := kind.Env{Components: map[string]kind.Component{"web": kindtest.Component(t, "edge", "container", cfg)}}
+	wenv := kind.Env{Components: map[string]kind.Component{"web": kindtest.Component(t, "edge", "app-container", cfg)}}
 	if node, ep, err := wenv.Endpoint("web", 0, kind.ProtocolHTTP); err != nil || node != "edge" || ep.Port != 8080 || ep.Protocol != kind.ProtocolHTTP {
 		t.Errorf("http-load's endpoint: %s %+v %v", node, ep, err)
 	}
@@ -221,7 +221,7 @@ x-continuum: {images: {app: app}, duration: 15s}
 	if l := sc.Topology.Links[0]; l.Delay.Duration != 40*time.Millisecond || l.Jitter.Duration != 2*time.Millisecond {
 		t.Errorf("link %+v: want wan's 40 ms and 2 ms deviation", l)
 	}
-	k, _ := kind.Lookup("container")
+	k, _ := kind.Lookup("app-container")
 	if eps := k.EndpointsOf(sc.Components[0].DecodedConfig); len(eps) != 1 || eps[0].Name != "tcp-8080" {
 		t.Errorf("%s's endpoints %+v: the image's EXPOSE", sc.Components[0].Name, eps)
 	}
@@ -238,5 +238,29 @@ func TestParseVolumeOptions(t *testing.T) {
 		if m, err := appcmd.ParseVolume(v); err != nil || m != want {
 			t.Errorf("%s: %+v %v, want %+v", v, m, err, want)
 		}
+	}
+}
+
+// TestContainerOldName: a scenario that still says kind container loads as an app-container,
+// with one warning naming the new name (no shipped scenario has a container to test it in).
+func TestContainerOldName(t *testing.T) {
+	dir := t.TempDir()
+	img := writeLayout(t, dir, "app", configImage(t, v1.Config{Cmd: []string{"serve"}}))
+	src := `version: 1
+name: old
+duration: 10s
+topology: {nodes: [{name: edge}]}
+components:
+  - {name: web, kind: container, node: edge, config: {image: ` + img + `}}
+`
+	sc, err := experiment.ParseScenario(filepath.Join(dir, "scenario.yaml"), []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Components[0].Kind != "app-container" {
+		t.Errorf("kind %q, want app-container", sc.Components[0].Kind)
+	}
+	if len(sc.Warnings) != 1 || !strings.Contains(sc.Warnings[0], `"container" is deprecated, use "app-container"`) {
+		t.Errorf("warnings %q, want one naming app-container", sc.Warnings)
 	}
 }

@@ -1,4 +1,4 @@
-// Package kinds registers the app system's kinds: `process`, any command on a node with its
+// Package kinds registers the app system's kinds: `app-process`, any command on a node with its
 // environment, files, limits, declared endpoints, readiness and stop behaviour.
 package kinds
 
@@ -20,9 +20,12 @@ import (
 
 func init() {
 	kind.Register(kind.Def[ProcessConfig]{
-		Name:    "process",
-		Role:    kind.RoleComponent,
-		Summary: "any program on a node: your command with env, files, CPU/memory limits, declared endpoints, readiness and stop signal",
+		Name:     "app-process",
+		System:   "app",
+		Doc:      "docs/bring-your-own.md#app-process-any-command-on-a-node",
+		OldNames: []string{"process"},
+		Role:     kind.RoleComponent,
+		Summary:  "any program on a node: your command with env, files, CPU/memory limits, declared endpoints, readiness and stop signal",
 		Defaults: func() *ProcessConfig {
 			return &ProcessConfig{}
 		},

@@ -38,7 +38,7 @@ topology:
     - {between: [edge, cloud], delay: 50ms}
 components:
   - name: web-edge
-    kind: process
+    kind: app-process
     node: edge
     config:
       command: [python3, -m, http.server, "8080", --bind, 0.0.0.0, --directory, site]
@@ -49,7 +49,7 @@ components:
       stop_signal: SIGINT
       stop_grace: 10s
   - name: web-cloud
-    kind: process
+    kind: app-process
     node: cloud
     config:
       command: [python3, -u, -m, http.server, "8081", --directory, site]
@@ -60,7 +60,7 @@ components:
       stop_signal: INT
       stop_grace: 10s
   - name: web-image
-    kind: container
+    kind: app-container
     node: cloud
     config:
       image: images/checked
@@ -69,7 +69,7 @@ components:
       volumes: ["out:/out", "home:/home/continuum:copy"]
       stop_grace: 10s
   - name: marker
-    kind: process
+    kind: app-process
     node: cloud
     config:
       command: [sh, -c, "sleep 0.5; echo ok > flag; exec sleep 600"]

@@ -83,14 +83,14 @@ func TestContainerConfigRefusals(t *testing.T) {
 		}
 	}
 	// A local image that is not there fails at `run --check`, naming it.
-	k, cfg := kindtest.Decode(t, "container", "image: ./missing.tar")
+	k, cfg := kindtest.Decode(t, "app-container", "image: ./missing.tar")
 	if _, err := k.Command(kind.Env{Instance: "c", ScenarioDir: t.TempDir()}, cfg); err == nil || !strings.Contains(err.Error(), "missing.tar") {
 		t.Errorf("missing image: %v", err)
 	}
 	// A registry reference is passed on as written (its config read from the registry), the
 	// command after --.
 	ref := pushImage(t, v1.Config{Cmd: []string{"serve"}})
-	k, cfg = kindtest.Decode(t, "container", "image: "+ref+"\ncommand: [serve, --port, \"80\"]\nenv: {A: b}\nvolumes: ['out:/out:ro']")
+	k, cfg = kindtest.Decode(t, "app-container", "image: "+ref+"\ncommand: [serve, --port, \"80\"]\nenv: {A: b}\nvolumes: ['out:/out:ro']")
 	cmd, err := k.Command(kind.Env{Instance: "c", Node: "edge", Binary: "/bin/continuum", ScenarioDir: t.TempDir()}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestProcessCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "app.conf"), []byte("listen 9000\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k, cfg := kindtest.Decode(t, "process", `
+	k, cfg := kindtest.Decode(t, "app-process", `
 command: [./bin/server, --config, app.conf]
 env: {B: "2", A: "1"}
 dir: work
@@ -148,7 +148,7 @@ stop_grace: 7s
 	}
 
 	// A missing `from` file fails at `run --check`, naming the file.
-	_, cfg = kindtest.Decode(t, "process", "command: [x]\nfiles: [{path: a, from: missing.txt}]")
+	_, cfg = kindtest.Decode(t, "app-process", "command: [x]\nfiles: [{path: a, from: missing.txt}]")
 	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), "missing.txt") {
 		t.Errorf("missing from file: %v", err)
 	}
@@ -159,17 +159,17 @@ stop_grace: 7s
 		"command: [x]\nready: {tcp: 7000}":                                  "127.0.0.1:7000",
 		"command: [x]":                                                      "",
 	} {
-		_, cfg := kindtest.Decode(t, "process", src)
+		_, cfg := kindtest.Decode(t, "app-process", src)
 		cmd, err := k.Command(env, cfg)
 		if err != nil || cmd.ReadyAddr != want {
 			t.Errorf("%q: ready addr %q (%v), want %q", src, cmd.ReadyAddr, err, want)
 		}
 	}
-	_, cfg = kindtest.Decode(t, "process", "command: [x]\nready: {log: 'listening on \\d+'}")
+	_, cfg = kindtest.Decode(t, "app-process", "command: [x]\nready: {log: 'listening on \\d+'}")
 	if cmd, _ := k.Command(env, cfg); cmd.Ready == nil || cmd.Ready.Log == nil || !cmd.Ready.Log.MatchString("listening on 80") {
 		t.Errorf("log probe %+v", cmd.Ready)
 	}
-	_, cfg = kindtest.Decode(t, "process", "command: [x]\nready: {exec: [pg_isready, -h, 127.0.0.1]}")
+	_, cfg = kindtest.Decode(t, "app-process", "command: [x]\nready: {exec: [pg_isready, -h, 127.0.0.1]}")
 	if cmd, _ := k.Command(env, cfg); cmd.Ready == nil || len(cmd.Ready.Exec) != 3 {
 		t.Errorf("exec probe %+v", cmd.Ready)
 	}

@@ -11,11 +11,13 @@ import (
 	"github.com/continuum-project/continuum/internal/cli"
 )
 
-func init() { cli.Register(cli.Top, newKafkaTopicsCmd) }
+func init() { cli.RegisterSystem("baselines", newKafkaTopicsCmd) }
 
 func newKafkaTopicsCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "kafka-topics",
+		Use: "kafka-topics",
+		// A helper its kind runs: it works, help does not list it.
+		Hidden:  true,
 		Short:   "Create Kafka topics once the brokers answer (the kafka kind runs it next to its broker)",
 		Example: `  continuum kafka-topics create --bootstrap 127.0.0.1:9092 --topic events:3:1`,
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/continuum-project/continuum/internal/cli"
 )
 
-func init() { cli.Register(cli.Top, newRedisClusterCmd) }
+func init() { cli.RegisterSystem("baselines", newRedisClusterCmd) }
 
 // CreateFlags are `continuum redis-cluster create`'s flags; the redis-cluster kind renders its
 // command line from the same struct.
@@ -32,8 +32,10 @@ func (f *CreateFlags) Bind(fs *pflag.FlagSet) {
 
 func newRedisClusterCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "redis-cluster",
-		Short: "Form a Redis Cluster from running cluster-mode redis-server instances",
+		Use: "redis-cluster",
+		// A helper its kind runs: it works, help does not list it.
+		Hidden: true,
+		Short:  "Form a Redis Cluster from running cluster-mode redis-server instances",
 		Example: `  continuum redis-cluster create --member n1:6379 --member n2:6379 --member n3:6379 \
     --member n1:6380 --member n2:6380 --member n3:6380 --replicas 1`,
 	}

@@ -15,6 +15,8 @@ import (
 func init() {
 	kind.Register(kind.Def[KafkaConfig]{
 		Name:     "kafka",
+		System:   "baselines",
+		Doc:      "docs/scenarios.md#the-kafka-kind-apache-kafka-as-a-baseline",
 		Stacks:   []string{"stream"},
 		Role:     kind.RoleComponent,
 		Summary:  "Apache Kafka 4.4 broker in KRaft combined mode (.tools/kafka, java); topics created on start; brokers with the same `cluster` form one quorum (an odd number)",

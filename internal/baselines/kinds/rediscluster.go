@@ -14,6 +14,8 @@ import (
 func init() {
 	kind.Register(kind.Def[RedisClusterConfig]{
 		Name:    "redis-cluster",
+		System:  "baselines",
+		Doc:     "docs/scenarios.md#instances-components-workloads",
 		Stacks:  []string{"baselines"},
 		Role:    kind.RoleComponent,
 		Helper:  true,

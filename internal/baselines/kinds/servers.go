@@ -15,6 +15,8 @@ import (
 func init() {
 	kind.Register(kind.Def[EtcdConfig]{
 		Name:     "etcd",
+		System:   "baselines",
+		Doc:      "docs/scenarios.md#instances-components-workloads",
 		Stacks:   []string{"baselines"},
 		Role:     kind.RoleComponent,
 		Summary:  "etcd 3.6 member (.tools/bin/etcd or $CONTINUUM_ETCD_BIN), etcd's default fsync; members with the same `cluster` form one cluster",
@@ -28,6 +30,8 @@ func init() {
 	})
 	kind.Register(kind.Def[RedisConfig]{
 		Name:     "redis",
+		System:   "baselines",
+		Doc:      "docs/scenarios.md#instances-components-workloads",
 		Stacks:   []string{"baselines"},
 		Role:     kind.RoleComponent,
 		Summary:  "Redis 7 (redis-server) with AOF on, appendfsync everysec (or always); with `cluster`, an instance of a Redis Cluster (joined by a redis-cluster component)",
@@ -43,6 +47,8 @@ func init() {
 	})
 	kind.Register(kind.Def[MosquittoConfig]{
 		Name:     "mosquitto",
+		System:   "baselines",
+		Doc:      "docs/scenarios.md#instances-components-workloads",
 		Stacks:   []string{"baselines"},
 		Role:     kind.RoleComponent,
 		Summary:  "MQTT broker (Debian's mosquitto 2.0), anonymous, no persistence: the broker IoT devices publish to (iot workload's broker)",
@@ -65,10 +71,12 @@ type MosquittoConfig struct {
 }
 
 func (c *MosquittoConfig) validate() error {
+	var errs kind.FieldErrors
 	if c.MaxQueuedMessages < 0 {
-		return fmt.Errorf("max_queued_messages %d: must be >= 0", c.MaxQueuedMessages)
+		errs.Add("max_queued_messages", "max_queued_messages (mosquitto.conf)", "%d: must be >= 0", c.MaxQueuedMessages)
 	}
-	return kind.CheckPort("port", c.Port)
+	errs.CheckPort("port", "listener (mosquitto.conf)", c.Port)
+	return errs.Err()
 }
 
 func mosquittoCommand(env kind.Env, c *MosquittoConfig) (kind.Command, error) {
@@ -119,34 +127,37 @@ type RedisConfig struct {
 	ActiveDefrag bool `yaml:"activedefrag,omitempty"`
 }
 
+// validate reports every problem at once, each with its key and the etcd flag it becomes.
 func (c *EtcdConfig) validate() error {
-	switch {
-	case kind.CheckPort("client_port", c.ClientPort) != nil:
-		return kind.CheckPort("client_port", c.ClientPort)
-	case kind.CheckPort("peer_port", c.PeerPort) != nil:
-		return kind.CheckPort("peer_port", c.PeerPort)
-	case c.ClientPort == c.PeerPort:
-		return fmt.Errorf("client_port and peer_port are both %d", c.ClientPort)
-	case c.QuotaBackendBytes < 0:
-		return fmt.Errorf("quota_backend_bytes %d: must be >= 0", c.QuotaBackendBytes)
+	var errs kind.FieldErrors
+	errs.CheckPort("client_port", "--listen-client-urls", c.ClientPort)
+	errs.CheckPort("peer_port", "--listen-peer-urls", c.PeerPort)
+	if c.ClientPort == c.PeerPort {
+		errs.Add("peer_port", "--listen-peer-urls", "client_port and peer_port are both %d", c.ClientPort)
 	}
-	return kind.CheckDataDir(c.DataDir)
+	if c.QuotaBackendBytes < 0 {
+		errs.Add("quota_backend_bytes", "--quota-backend-bytes", "%d: must be >= 0", c.QuotaBackendBytes)
+	}
+	errs.CheckDataDir("--data-dir", c.DataDir)
+	return errs.Err()
 }
 
+// validate reports every problem at once, each with its key and the redis-server option it
+// becomes.
 func (c *RedisConfig) validate() error {
-	if err := kind.CheckPort("port", c.Port); err != nil {
-		return err
-	}
+	var errs kind.FieldErrors
+	errs.CheckPort("port", "--port", c.Port)
 	if c.AppendFsync != baselines.RedisFsyncEverySec && c.AppendFsync != baselines.RedisFsyncAlways {
-		return fmt.Errorf("appendfsync %q: want everysec or always", c.AppendFsync)
+		errs.Add("appendfsync", "--appendfsync", "%q: want everysec or always", c.AppendFsync)
 	}
 	if c.ClusterNodeTimeout.Duration < 0 || c.ClusterNodeTimeout.Duration > 0 && c.Cluster == "" {
-		return fmt.Errorf("cluster_node_timeout %v: goes with cluster, and must be > 0", c.ClusterNodeTimeout)
+		errs.Add("cluster_node_timeout", "--cluster-node-timeout", "%v: goes with cluster, and must be > 0", c.ClusterNodeTimeout)
 	}
-	if c.Port > 65535-10000 && c.Cluster != "" {
-		return fmt.Errorf("port %d: a cluster member also listens on port+10000 (its cluster bus), so at most %d", c.Port, 65535-10000)
+	if c.Port > 65535-10000 && c.Port <= 65535 && c.Cluster != "" {
+		errs.Add("port", "--port", "%d: a cluster member also listens on port+10000 (its cluster bus), so at most %d", c.Port, 65535-10000)
 	}
-	return kind.CheckDataDir(c.DataDir)
+	errs.CheckDataDir("--dir", c.DataDir)
+	return errs.Err()
 }
 
 func etcdCommand(env kind.Env, c *EtcdConfig) (kind.Command, error) {

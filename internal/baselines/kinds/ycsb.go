@@ -18,6 +18,8 @@ import (
 func init() {
 	kind.Register(kind.Def[YCSBConfig]{
 		Name:    "ycsb",
+		System:  "baselines",
+		Doc:     "docs/scenarios.md#instances-components-workloads",
 		Role:    kind.RoleWorkload,
 		Summary: "YCSB core workload A-F (load then run phase) against etcd, kv or redis; one series per operation type",
 		Defaults: func() *YCSBConfig {

@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -45,6 +44,18 @@ type Kind struct {
 	Name    string
 	Role    Role
 	Summary string
+	// System is the system whose kinds package registered the kind: its folder under
+	// internal/ ("kv", "shareddata", "app"). `continuum kinds` groups kinds by it.
+	System string
+	// Doc is where a user reads about the kind: a file of the repository with an optional
+	// #anchor (default docs/<System>.md).
+	Doc string
+	// OldNames are names the kind had before; a scenario may still use one (the loader
+	// takes it for Name and warns, naming Name). Lookup finds the kind under them too.
+	OldNames []string
+	// Package is the import path of the package that registered the kind (Register records
+	// it), so that a test can hold System to the folder the kind lives in.
+	Package string
 	// NewConfig returns a pointer to the kind's config struct, pre-filled with defaults. The
 	// scenario's `config:` mapping is decoded into it strictly (unknown fields are errors).
 	NewConfig func() any
@@ -266,6 +277,13 @@ type Def[C any] struct {
 	Name    string
 	Role    Role
 	Summary string
+	// System is the registering system's folder under internal/ (required for a shipped kind:
+	// internal/systems/install's test holds every kind to it).
+	System string
+	// Doc is where the kind is documented (default docs/<System>.md). Optional.
+	Doc string
+	// OldNames are the kind's former names, still accepted with a deprecation warning.
+	OldNames []string
 	// Defaults returns a new config pre-filled with defaults. The scenario's `config:` mapping is
 	// decoded into it strictly (unknown fields are errors). Required.
 	Defaults func() *C
@@ -322,6 +340,10 @@ func Register[C any](d Def[C]) {
 		Name:      d.Name,
 		Role:      d.Role,
 		Summary:   d.Summary,
+		System:    d.System,
+		Doc:       d.Doc,
+		OldNames:  d.OldNames,
+		Package:   callerPackage(),
 		NewConfig: func() any { return d.Defaults() },
 		Command:   func(env Env, cfg any) (Command, error) { return d.Command(env, cfgOf(cfg)) },
 		Metrics:   d.Metrics,
@@ -356,64 +378,6 @@ func Register[C any](d Def[C]) {
 		k.Overrun = func(cfg any) time.Duration { return d.Overrun(cfgOf(cfg)) }
 	}
 	register(k)
-}
-
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]*Kind{}
-)
-
-// register checks k (Register builds it) and adds it to the registry.
-func register(k *Kind) {
-	if k.Name == "" || k.NewConfig == nil || k.Command == nil || (k.Role != RoleComponent && k.Role != RoleWorkload) {
-		panic(fmt.Sprintf("kind.Register: incomplete kind %q", k.Name))
-	}
-	if k.Role == RoleWorkload && k.Endpoints != nil {
-		panic(fmt.Sprintf("kind.Register: workload %q declares endpoints; only components serve", k.Name))
-	}
-	if k.Role == RoleComponent && (k.NewProgress != nil || k.Outputs != nil) {
-		panic(fmt.Sprintf("kind.Register: component %q declares a workload's progress or outputs", k.Name))
-	}
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, dup := registry[k.Name]; dup {
-		panic(fmt.Sprintf("kind.Register: duplicate kind %q", k.Name))
-	}
-	registry[k.Name] = k
-}
-
-// Lookup returns the registered kind with that name.
-func Lookup(name string) (*Kind, bool) {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	k, ok := registry[name]
-	return k, ok
-}
-
-// Names lists the registered kinds of a role, sorted, for error messages and help.
-func Names(role Role) []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	var names []string
-	for n, k := range registry {
-		if k.Role == role {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
-// All returns every registered kind, sorted by name.
-func All() []*Kind {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	out := make([]*Kind, 0, len(registry))
-	for _, k := range registry {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
 }
 
 // EndpointsOf is k's endpoints for cfg (none when the kind declares none).
@@ -503,32 +467,4 @@ func (env Env) Endpoint(name string, port int, protocols ...string) (string, End
 	}
 	return "", Endpoint{}, fmt.Errorf("component %q (kind %s) has no %s endpoint: it %s",
 		name, c.Kind, strings.Join(protocols, " or "), what)
-}
-
-// Format is another file format a scenario may be written in (a Docker Compose file): the
-// scenario loader asks every registered format whether it recognizes a file before reading it as
-// a scenario, and runs the one that does through Convert.
-type Format struct {
-	Name string
-	// Detect reports whether the file's parsed YAML document is in this format.
-	Detect func(root *yaml.Node) bool
-	// Convert reads the file and returns the scenario it means, as scenario YAML. Relative paths
-	// in it are resolved against the file's directory, as in a scenario file.
-	Convert func(path string) ([]byte, error)
-}
-
-var formats []Format
-
-// RegisterFormat adds a scenario format (from a system's kinds package, in init).
-func RegisterFormat(f Format) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	formats = append(formats, f)
-}
-
-// Formats are the registered scenario formats.
-func Formats() []Format {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	return append([]Format(nil), formats...)
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/continuum-project/continuum/internal/testbed"
 )
 
-func init() { cli.Register(cli.Top, newFaaSCmd) }
+func init() { cli.RegisterSystem("faas", newFaaSCmd) }
 
 func newFaaSCmd() *cobra.Command {
 	cmd := &cobra.Command{

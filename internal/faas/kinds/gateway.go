@@ -20,6 +20,7 @@ import (
 func init() {
 	kind.Register(kind.Def[GatewayConfig]{
 		Name:    "faas-gateway",
+		System:  "faas",
 		Stacks:  []string{"functions"},
 		Role:    kind.RoleComponent,
 		Summary: "function gateway: /function/NAME routed to instances it starts on its node (one core each), scaled by hand, by rps or to zero",

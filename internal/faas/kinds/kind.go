@@ -1,6 +1,6 @@
-// Package kinds registers the function platform's components for experiments: `function`
+// Package kinds registers the function platform's components for experiments: `faas-function`
 // (one instance of a python3-http handler behind Continuum's watchdog, classic or http mode)
-// and `microservice` (the same handler in a long-lived server exposed directly, the seed's
+// and `faas-microservice` (the same handler in a long-lived server exposed directly, the seed's
 // Flask + Waitress by default), each limited to one core by default as seeds/001 runs them.
 package kinds
 
@@ -20,10 +20,12 @@ import (
 
 func init() {
 	kind.Register(kind.Def[FunctionConfig]{
-		Name:    "function",
-		Stacks:  []string{"functions"},
-		Role:    kind.RoleComponent,
-		Summary: "one instance of a python3-http handler behind Continuum's watchdog: mode classic (a process per request) or http (one reused upstream process)",
+		Name:     "faas-function",
+		System:   "faas",
+		OldNames: []string{"function"},
+		Stacks:   []string{"functions"},
+		Role:     kind.RoleComponent,
+		Summary:  "one instance of a python3-http handler behind Continuum's watchdog: mode classic (a process per request) or http (one reused upstream process)",
 		Defaults: func() *FunctionConfig {
 			return &FunctionConfig{Mode: faas.ModeHTTP, Server: faas.ServerContinuum, Port: 8080, CPUs: 1,
 				ExecTimeout: spec.Duration{Duration: watchdog.DefaultExecTimeout}}
@@ -33,10 +35,12 @@ func init() {
 		Endpoints: func(c *FunctionConfig) []kind.Endpoint { return httpEndpoint(c.Port) },
 	})
 	kind.Register(kind.Def[MicroConfig]{
-		Name:      "microservice",
+		Name:      "faas-microservice",
+		System:    "faas",
+		OldNames:  []string{"microservice"},
 		Stacks:    []string{"functions"},
 		Role:      kind.RoleComponent,
-		Summary:   "a python3-http handler in a long-lived server exposed directly (seeds/001's microservice: Flask + Waitress, one thread)",
+		Summary:   "a python3-http handler in a long-lived server exposed directly (Tusa et al.'s microservice: Flask + Waitress, one thread)",
 		Defaults:  func() *MicroConfig { return &MicroConfig{Server: faas.ServerFlask, Port: 8080, CPUs: 1} },
 		Validate:  (*MicroConfig).validate,
 		Command:   microCommand,

@@ -14,7 +14,7 @@ func env() kind.Env {
 }
 
 func TestFunctionCommand(t *testing.T) {
-	k, cfg := kindtest.Decode(t, "function", "{handler: python/functions/hello, mode: classic, port: 9000, exec_timeout: 5s}")
+	k, cfg := kindtest.Decode(t, "faas-function", "{handler: python/functions/hello, mode: classic, port: 9000, exec_timeout: 5s}")
 	cmd, err := k.Command(env(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestFunctionCommand(t *testing.T) {
 }
 
 func TestMicroserviceCommand(t *testing.T) {
-	k, cfg := kindtest.Decode(t, "microservice", "{handler: python/functions/iot-analytics, cpus: 0}")
+	k, cfg := kindtest.Decode(t, "faas-microservice", "{handler: python/functions/iot-analytics, cpus: 0}")
 	cmd, err := k.Command(env(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%s %s: got %v, want %q", c.kind, c.cfg, err, c.want)
 		}
 	}
-	k, cfg := kindtest.Decode(t, "function", "{handler: python/functions/nope}")
+	k, cfg := kindtest.Decode(t, "faas-function", "{handler: python/functions/nope}")
 	if _, err := k.Command(env(), cfg); err == nil || !strings.Contains(err.Error(), "no such function folder") {
 		t.Errorf("missing handler: %v", err)
 	}

@@ -20,7 +20,8 @@ import (
 
 func init() {
 	report.RegisterSection(report.Section{ID: "faas", Title: "Functions (replicas and scaling)", Order: 26,
-		Kinds: []string{"function", "microservice", "faas-gateway"}, Build: buildReport})
+		// The old names too: results written before the kinds were renamed.
+		Kinds: []string{"faas-function", "faas-microservice", "faas-gateway", "function", "microservice"}, Build: buildReport})
 }
 
 func buildReport(res *report.Results) *report.SectionContent {
@@ -60,7 +61,7 @@ func gateways(g report.Combination) map[string]bool {
 
 func scalingTable(groups []report.Combination, swept []string) (report.Table, bool) {
 	t := report.Table{Class: "faas-scaling", Columns: append(report.ParamColumns(swept), report.Column{Header: "function"},
-		report.NumColumn("gateway CPU %", "the gateway process (seeds/001 Fig. 8)"), report.NumColumn("gateway MiB", ""),
+		report.NumColumn("gateway CPU %", "the gateway process (Tusa et al. Fig. 8)"), report.NumColumn("gateway MiB", ""),
 		report.NumColumn("instances mean", "ready instances, mean over the run"), report.NumColumn("instances max", ""),
 		report.NumColumn("scale events", "changes of the wanted instances"), report.NumColumn("cold starts", "requests that waited for a first instance"),
 		report.NumColumn("invocations", ""))}

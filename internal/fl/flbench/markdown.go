@@ -54,7 +54,7 @@ func count(v float64) string {
 func Markdown(res *Result) string {
 	d := benchkit.NewDoc("fl-plan: clustering runtime and the heuristic's quality", res.Header)
 	c := res.Config
-	d.Para("Random label-skewed populations as in seeds/004 (each client holds 1 to 3 of 10 classes, 100 to 20000 samples each; "+
+	d.Para("Random label-skewed populations as in the AIoTwin orchestration deliverable (each client holds 1 to 3 of 10 classes, 100 to 20000 samples each; "+
 		"costs 10 to 200 per MB to every local aggregator). One process, one goroutine; medians of %d repeats, range in brackets. "+
 		"The exact min-kld search enumerates every balanced partition once (clusters of equal size interchangeable) and runs when there are at most %.3g of them; "+
 		"the seed's search enumerated k! times as many (every labelled assignment). Budget set out of the way (what is timed is the search).",

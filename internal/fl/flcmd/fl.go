@@ -10,7 +10,7 @@ import (
 // may add one with cli.Register(Group, ctor) in its init() instead of listing it here.
 const Group = "fl"
 
-func init() { cli.Register(cli.Top, newFLCmd) }
+func init() { cli.RegisterSystem("fl", newFLCmd) }
 
 func newFLCmd() *cobra.Command {
 	cmd := &cobra.Command{

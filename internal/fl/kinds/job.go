@@ -17,6 +17,7 @@ import (
 func init() {
 	kind.Register(kind.Def[JobConfig]{
 		Name:     "fl-job",
+		System:   "fl",
 		Role:     kind.RoleWorkload,
 		Summary:  "a federated-learning training job (training and cost configuration) submitted to an fl-orchestrator; ends when the job reaches its target",
 		Defaults: defaultJobConfig,

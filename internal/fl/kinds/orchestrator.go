@@ -26,6 +26,7 @@ import (
 func init() {
 	kind.Register(kind.Def[OrchestratorConfig]{
 		Name:     "fl-orchestrator",
+		System:   "fl",
 		Stacks:   []string{"fl"},
 		Role:     kind.RoleComponent,
 		Summary:  "the federated-learning orchestrator: configures, deploys and reconfigures Flower services on the FL nodes (labels fl/type, comm/<peer>, data/<class>) for the fl-job workloads",

@@ -17,7 +17,7 @@ import (
 // time with the node changes marked.
 
 func init() {
-	report.RegisterSection(report.Section{ID: "fl", Title: "Federated learning (seeds/004 §3)", Order: 40,
+	report.RegisterSection(report.Section{ID: "fl", Title: "Federated learning (AIoTwin orchestration §3)", Order: 40,
 		Kinds: []string{"fl-orchestrator"}, Build: buildFL})
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/continuum-project/continuum/internal/httpecho"
 )
 
-func init() { cli.Register(cli.Top, newEchoCmd) }
+func init() { cli.RegisterSystem("httpecho", newEchoCmd) }
 
 // Flags are `continuum echo`'s flags; the http-echo kind renders its command line from the
 // same struct.

@@ -23,6 +23,8 @@ import (
 func init() {
 	kind.Register(kind.Def[EchoConfig]{
 		Name:     "http-echo",
+		System:   "httpecho",
+		Doc:      "docs/scenarios.md#instances-components-workloads",
 		Role:     kind.RoleComponent,
 		Summary:  "HTTP echo server with a processing delay, CPU work and response size changeable at run time",
 		Defaults: func() *EchoConfig { return &EchoConfig{Port: 8080} },
@@ -50,18 +52,21 @@ const (
 	echoMaxResponseSize = 64 << 20
 )
 
+// validate reports every problem at once, each with its key and the `continuum echo` flag it
+// becomes.
 func (c *EchoConfig) validate() error {
-	switch {
-	case c.Port < 1 || c.Port > 65535:
-		return fmt.Errorf("port %d: must be between 1 and 65535", c.Port)
-	case c.Delay.Duration < 0 || c.Delay.Duration > echoMaxDelay:
-		return fmt.Errorf("delay %v: must be between 0s and %v", c.Delay, echoMaxDelay)
-	case c.CPUWork.Duration < 0 || c.CPUWork.Duration > echoMaxCPUWork:
-		return fmt.Errorf("cpu_work %v: must be between 0s and %v", c.CPUWork, echoMaxCPUWork)
-	case c.ResponseSize < 0 || c.ResponseSize > echoMaxResponseSize:
-		return fmt.Errorf("response_size %d: must be between 0 and 64Mi bytes", c.ResponseSize)
+	var errs kind.FieldErrors
+	errs.CheckPort("port", "--listen", c.Port)
+	if c.Delay.Duration < 0 || c.Delay.Duration > echoMaxDelay {
+		errs.Add("delay", "--delay", "%v: must be between 0s and %v", c.Delay, echoMaxDelay)
 	}
-	return nil
+	if c.CPUWork.Duration < 0 || c.CPUWork.Duration > echoMaxCPUWork {
+		errs.Add("cpu_work", "--cpu-work", "%v: must be between 0s and %v", c.CPUWork, echoMaxCPUWork)
+	}
+	if c.ResponseSize < 0 || c.ResponseSize > echoMaxResponseSize {
+		errs.Add("response_size", "--response-size", "%d: must be between 0 and 64Mi bytes", c.ResponseSize)
+	}
+	return errs.Err()
 }
 
 func echoCommand(env kind.Env, c *EchoConfig) (kind.Command, error) {

@@ -33,9 +33,13 @@ func TestHTTPEchoCommand(t *testing.T) {
 	if !slices.Equal(cmd.Args, want) || cmd.ReadyAddr != "127.0.0.1:8080" {
 		t.Errorf("args %q ready %q, want %q", cmd.Args, cmd.ReadyAddr, want)
 	}
-	_, bad := kindtest.Decode(t, "http-echo", "port: 0\n")
-	if err := k.Validate(bad); err == nil || !strings.Contains(err.Error(), "port") {
-		t.Errorf("port 0: %v", err)
+	// Every problem at once, each with its key and flag.
+	_, bad := kindtest.Decode(t, "http-echo", "port: 0\ndelay: -1s\ncpu_work: 1h\n")
+	err = k.Validate(bad)
+	for _, want := range []string{"port (--listen): 0", "delay (--delay): -1s", "cpu_work (--cpu-work): 1h0m0s"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("three bad keys: %v, want %q", err, want)
+		}
 	}
 }
 
@@ -76,7 +80,7 @@ func TestHTTPEchoSet(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"port: 9000\n", `unknown field "port" in config; allowed: delay, cpu_work, response_size`},
 		{"delay: fast\n", "delay"},
-		{"delay: 2h\n", "delay 2h0m0s: must be between"},
+		{"delay: 2h\n", "delay (--delay): 2h0m0s: must be between"},
 	}
 	for _, tt := range tests {
 		if err := k.Set(ctx, env, inst, change(tt.src)); err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -24,6 +24,8 @@ import (
 func init() {
 	kind.Register(kind.Def[LoadConfig]{
 		Name:    "http-load",
+		System:  "httpecho",
+		Doc:     "docs/scenarios.md#instances-components-workloads",
 		Role:    kind.RoleWorkload,
 		Summary: "HTTP load generator: open loop at a fixed rate or closed loop with N clients per target",
 		Defaults: func() *LoadConfig {

@@ -10,7 +10,7 @@ import (
 	"github.com/continuum-project/continuum/internal/iot"
 )
 
-func init() { cli.Register(cli.Top, newIoTCmd) }
+func init() { cli.RegisterSystem("iot", newIoTCmd) }
 
 // Flags are `continuum iot`'s flags: the emulator's Config. The iot kind renders its command
 // line from the same struct (cli.Args), so each flag's name and default is written once, in Bind

@@ -24,8 +24,10 @@ import (
 func init() {
 	kind.Register(kind.Def[Config]{
 		Name:    "iot",
+		System:  "iot",
+		Doc:     "docs/faas.md#in-scenarios",
 		Role:    kind.RoleWorkload,
-		Summary: "IoT devices, gateways and batching adaptors (seeds/001) POSTing JSON batches to a component, the readings directly or through an MQTT broker; series t_rr, t_ex (and t_in)",
+		Summary: "IoT devices, gateways and batching adaptors (Tusa et al.) POSTing JSON batches to a component, the readings directly or through an MQTT broker; series t_rr, t_ex (and t_in)",
 		Defaults: func() *Config {
 			d := iotcmd.DefaultFlags()
 			return &Config{Path: "/", Gateways: d.Gateways, Devices: d.Devices, Rate: d.Rate, Batch: d.Batch,

@@ -9,10 +9,10 @@ import (
 )
 
 func TestCommand(t *testing.T) {
-	_, fnCfg := kindtest.Decode(t, "function", "{handler: python/functions/hello, port: 9000}")
+	_, fnCfg := kindtest.Decode(t, "faas-function", "{handler: python/functions/hello, port: 9000}")
 	env := kind.Env{Instance: "adaptor", Node: "iot", Binary: "/bin/continuum", OutDir: "/r/w/adaptor", Seed: 7,
 		Duration: 60e9, Warmup: 10e9, Nodes: map[string]string{"edge": "10.0.0.2"},
-		Components: map[string]kind.Component{"fn": kindtest.Component(t, "edge", "function", fnCfg)}}
+		Components: map[string]kind.Component{"fn": kindtest.Component(t, "edge", "faas-function", fnCfg)}}
 	k, cfg := kindtest.Decode(t, "iot", "{target: fn, path: /function/analytics, gateways: 10, devices: 10000, rate: 25, batch: 16000}")
 	cmd, err := k.Command(env, cfg)
 	if err != nil {
@@ -27,11 +27,11 @@ func TestCommand(t *testing.T) {
 }
 
 func TestCommandMQTT(t *testing.T) {
-	_, fnCfg := kindtest.Decode(t, "microservice", "{handler: python/functions/hello, port: 9000}")
+	_, fnCfg := kindtest.Decode(t, "faas-microservice", "{handler: python/functions/hello, port: 9000}")
 	_, brCfg := kindtest.Decode(t, "mosquitto", "{port: 1884}")
 	env := kind.Env{Instance: "adaptor", Node: "iot", Binary: "/bin/continuum", OutDir: "/r/w/adaptor", Seed: 7,
 		Duration: 60e9, Warmup: 10e9, Nodes: map[string]string{"edge": "10.0.0.2", "gw": "10.0.0.3"},
-		Components: map[string]kind.Component{"fn": kindtest.Component(t, "edge", "microservice", fnCfg),
+		Components: map[string]kind.Component{"fn": kindtest.Component(t, "edge", "faas-microservice", fnCfg),
 			"mq": kindtest.Component(t, "gw", "mosquitto", brCfg)}}
 	k, cfg := kindtest.Decode(t, "iot", "{target: fn, broker: mq, qos: 1, connections: 50}")
 	if err := k.Validate(cfg); err != nil {

@@ -28,7 +28,7 @@ func build(res *report.Results) *report.SectionContent {
 	if len(emulators) == 0 {
 		return nil
 	}
-	c := &report.SectionContent{Note: "seeds/001 on our testbed. t_ex is the time inside handle() (X-Handler-Seconds), t_rr a batch's request-reply time from when it was due, both in ms after the warm-up. " +
+	c := &report.SectionContent{Note: "Tusa et al.'s experiments on our testbed. t_ex is the time inside handle() (X-Handler-Seconds), t_rr a batch's request-reply time from when it was due, both in ms after the warm-up. " +
 		"CPU is % of one core, summed over the implementation's instances (function, microservice and gateway-started instances with their zygote); a gateway's own CPU and memory, its instances and scaling are in the Functions section. Cells are means over repeats."}
 	c.Headlines = headlines(groups, emulators)
 	c.Tables = append(c.Tables, processingTable(groups, swept, emulators))
@@ -211,7 +211,7 @@ func cdfFigures(groups []report.Combination, swept, emulators []string) []chart.
 		if hi/lo > 100 {
 			c.XLog = true
 		}
-		caption := "t_rr CDF per implementation (seeds/001 Figs. 4-5), first run of each combination"
+		caption := "t_rr CDF per implementation (Tusa et al. Figs. 4-5), first run of each combination"
 		if p.key != "" {
 			caption += ": " + p.key
 		}

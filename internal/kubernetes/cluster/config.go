@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"path/filepath"
 	"regexp"
+
+	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 )
 
 // Config describes a one-node cluster. DefaultConfig gives one that works on a machine set up by
@@ -13,7 +15,8 @@ type Config struct {
 	// StateDir holds everything the cluster writes: the store's data, the PKI and kubeconfigs,
 	// containerd's root and state, kubelet's root, logs, and state.json. Down removes it.
 	StateDir string
-	// Store is the control plane's store: "kv" (one continuum kv member) or "etcd".
+	// Store is the control plane's store, by the name its system registered it under in
+	// package clusterstore: "kv" (one continuum kv member) or "etcd".
 	Store string
 	// NodeName is the Node's name.
 	NodeName string
@@ -59,8 +62,9 @@ func (c Config) Validate() error {
 	if c.StateDir == "" || !filepath.IsAbs(c.StateDir) {
 		return fmt.Errorf("state dir %q: want an absolute path", c.StateDir)
 	}
-	if c.Store != "kv" && c.Store != "etcd" {
-		return fmt.Errorf("store %q: want kv or etcd", c.Store)
+	st, err := clusterstore.Lookup(c.Store)
+	if err != nil {
+		return err
 	}
 	if !dnsLabel.MatchString(c.NodeName) {
 		return fmt.Errorf("node name %q: want a DNS label (a-z, 0-9, '-', at most 63)", c.NodeName)
@@ -85,8 +89,10 @@ func (c Config) Validate() error {
 	if c.BinDir == "" {
 		return fmt.Errorf("bin dir: required (the directory `make setup` links kube-apiserver, kubelet, ... into)")
 	}
-	if c.Store == "kv" && c.ContinuumBin == "" {
-		return fmt.Errorf("continuum binary: required with store kv")
+	// The store says what it needs (a continuum binary, a bin dir) by failing to build its
+	// command line without it.
+	if _, err := st.Command(c.storeArgs(filepath.Join(c.StateDir, "store"), "http://127.0.0.1:2379", "http://127.0.0.1:2381", "http://127.0.0.1:2380")); err != nil {
+		return err
 	}
 	if c.SandboxImage == "" {
 		return fmt.Errorf("sandbox image: required (a reference of one of the imported images)")

@@ -5,31 +5,30 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 )
 
-// startStore starts the control plane's store: one continuum kv member, or etcd, serving
-// clients on a free loopback port (the API server is its only client).
+// startStore starts the control plane's store: one member of the store registered under
+// Config.Store (package clusterstore: continuum kv, etcd), serving clients on a free loopback
+// port (the API server is its only client).
 func (c *Cluster) startStore(ctx context.Context) error {
+	st, err := clusterstore.Lookup(c.cfg.Store)
+	if err != nil {
+		return err
+	}
 	ports, err := freePorts(3)
 	if err != nil {
 		return err
 	}
 	client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	metrics := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	peer := "http://127.0.0.1:" + strconv.Itoa(ports[2])
-	var argv []string
-	switch c.cfg.Store {
-	case "kv":
-		argv = []string{c.cfg.ContinuumBin, "kv", "--name", "cluster", "--data-dir", c.p.store(),
-			"--listen-client-urls", client, "--listen-metrics-urls", metrics}
-	case "etcd":
-		argv = []string{filepath.Join(c.cfg.BinDir, "etcd"), "--name", "cluster", "--data-dir", c.p.store(),
-			"--listen-client-urls", client, "--advertise-client-urls", client, "--listen-metrics-urls", metrics,
-			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "cluster=" + peer}
+	argv, err := st.Command(c.cfg.storeArgs(c.p.store(), client, metrics, "http://127.0.0.1:"+strconv.Itoa(ports[2])))
+	if err != nil {
+		return err
 	}
 	pr, err := startProc(c.p, "store", argv, nil)
 	if err != nil {
@@ -40,6 +39,12 @@ func (c *Cluster) startStore(ctx context.Context) error {
 	return waitFor(c.cfg.Store+" /health", 60*time.Second, []*proc{pr}, func() error {
 		return httpOK(ctx, metrics+"/health")
 	})
+}
+
+// storeArgs are the store member's arguments.
+func (c Config) storeArgs(dataDir, client, metrics, peer string) clusterstore.Args {
+	return clusterstore.Args{ContinuumBin: c.ContinuumBin, BinDir: c.BinDir, DataDir: dataDir,
+		ClientURL: client, MetricsURL: metrics, PeerURL: peer}
 }
 
 // httpOK GETs url and wants a 200.

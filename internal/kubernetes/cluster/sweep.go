@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 )
 
 // sweep removes what a cluster whose state directory is dir left on the host, whether its
@@ -327,11 +329,22 @@ func isDaemon(argv []string, root string) bool {
 		return false
 	}
 	name := filepath.Base(argv[0])
-	if !daemons[name] && !(len(argv) > 1 && argv[1] == "kv") {
+	if !daemons[name] && !isStore(argv) {
 		return false
 	}
 	for _, arg := range argv[1:] {
 		if strings.Contains(arg, root+"/") || strings.HasSuffix(arg, "="+root) || arg == root {
+			return true
+		}
+	}
+	return false
+}
+
+// isStore reports whether argv is a member of a registered control-plane store (a continuum kv
+// member runs as the continuum binary, which names no daemon of its own).
+func isStore(argv []string) bool {
+	for _, st := range clusterstore.All() {
+		if st.Is(argv) {
 			return true
 		}
 	}

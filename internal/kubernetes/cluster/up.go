@@ -14,6 +14,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -167,9 +168,12 @@ func checkBinaries(cfg Config) error {
 			missing = append(missing, filepath.Join(cfg.BinDir, b))
 		}
 	}
-	if cfg.Store == "etcd" {
-		if _, err := os.Stat(filepath.Join(cfg.BinDir, "etcd")); err != nil {
-			missing = append(missing, filepath.Join(cfg.BinDir, "etcd"))
+	// The store's program, when it is not the continuum binary (etcd, from BinDir).
+	if st, err := clusterstore.Lookup(cfg.Store); err == nil {
+		if argv, err := st.Command(cfg.storeArgs("", "", "", "")); err == nil && len(argv) > 0 && argv[0] != cfg.ContinuumBin {
+			if _, err := os.Stat(argv[0]); err != nil {
+				missing = append(missing, argv[0])
+			}
 		}
 	}
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr"} {

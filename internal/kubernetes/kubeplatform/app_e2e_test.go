@@ -30,7 +30,7 @@ topology:
   links: [{between: [device, edge]}, {between: [edge, cloud]}] # the cluster's network as it is
 components:
   - name: web
-    kind: process
+    kind: app-process
     node: edge
     config:
       command: [continuum, echo, --listen, ":8081"]
@@ -40,7 +40,7 @@ components:
       stop_signal: SIGINT
       stop_grace: 5s
   - name: app
-    kind: container
+    kind: app-container
     node: cloud
     config:
       image: IMAGES/continuum.tar

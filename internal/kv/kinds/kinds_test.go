@@ -1,6 +1,7 @@
 package kinds_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,7 +61,7 @@ func TestKVLagKind(t *testing.T) {
 
 func TestKVKindPeerCompression(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
-		{"peer_compression: zstd\ncluster: c\n", `peer_compression "zstd": want s2, gzip or none`},
+		{"peer_compression: zstd\ncluster: c\n", `peer_compression (--peer-compression): "zstd": want s2, gzip or none`},
 		{"peer_compression: gzip\n", "needs cluster"},
 	} {
 		k, cfg := kindtest.Decode(t, "kv", c.yaml)
@@ -141,6 +142,26 @@ func TestKVKindConfigValidation(t *testing.T) {
 		k, cfg := kindtest.Decode(t, "kv", c.yaml)
 		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("kv %q: %v, want an error about %s", c.yaml, err, c.want)
+		}
+	}
+}
+
+// TestKVKindReportsEveryError: a config with three problems gets all three, each naming its
+// key and the flag it becomes, as a kind.FieldErrors list the scenario loader places per key.
+func TestKVKindReportsEveryError(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "kv", "client_port: 0\nfsync: sometimes\ndata_dir: rel\n")
+	err := k.Validate(cfg)
+	var fes kind.FieldErrors
+	if !errors.As(err, &fes) || len(fes) != 3 {
+		t.Fatalf("got %v, want 3 field errors", err)
+	}
+	for i, want := range []string{
+		"client_port (--listen-client-urls): 0: must be between 1 and 65535",
+		`fsync (--fsync): "sometimes": want batch, always or never`,
+		`data_dir (--data-dir): "rel": must be an absolute path`,
+	} {
+		if !strings.HasPrefix(fes[i].Error(), want) {
+			t.Errorf("error %d: %q, want %q", i, fes[i].Error(), want)
 		}
 	}
 }

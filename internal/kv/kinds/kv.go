@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -23,6 +22,7 @@ const eventsFile = "events.jsonl"
 func init() {
 	kind.Register(kind.Def[Config]{
 		Name:      KindName,
+		System:    "kv",
 		Role:      kind.RoleComponent,
 		Summary:   "continuum kv: the etcd-v3-compatible store (`continuum kv`); members with the same `cluster` replicate",
 		Defaults:  func() *Config { return &Config{ClientPort: 2379, PeerPort: 2380} },
@@ -62,41 +62,40 @@ func (c *Config) endpoints() []kind.Endpoint {
 	return eps
 }
 
+// validate reports every problem at once, each with its key and the `continuum kv` flag it
+// becomes.
 func (c *Config) validate() error {
-	if err := kind.CheckPort("client_port", c.ClientPort); err != nil {
-		return err
-	}
-	if err := kind.CheckPort("peer_port", c.PeerPort); err != nil {
-		return err
-	}
+	var errs kind.FieldErrors
+	errs.CheckPort("client_port", "--listen-client-urls", c.ClientPort)
+	errs.CheckPort("peer_port", "--listen-peer-urls", c.PeerPort)
 	if c.PeerPort == c.ClientPort {
-		return fmt.Errorf("client_port and peer_port are both %d", c.ClientPort)
+		errs.Add("peer_port", "--listen-peer-urls", "client_port and peer_port are both %d", c.ClientPort)
 	}
 	if len(c.Peers) > 0 && c.Cluster == "" {
-		return errors.New("peers needs cluster: only members of one cluster pull from each other")
+		errs.Add("peers", "--peers", "peers needs cluster: only members of one cluster pull from each other")
 	}
 	if l := c.PeerBatchLinger; l != nil {
 		if c.Cluster == "" {
-			return errors.New("peer_batch_linger needs cluster: a single member sends no changes")
-		}
-		if l.Duration < 0 || l.Duration >= time.Second {
-			return fmt.Errorf("peer_batch_linger %v: want 0 (no linger) up to below 1s (the heartbeat)", l.Duration)
+			errs.Add("peer_batch_linger", "--peer-batch-linger", "peer_batch_linger needs cluster: a single member sends no changes")
+		} else if l.Duration < 0 || l.Duration >= time.Second {
+			errs.Add("peer_batch_linger", "--peer-batch-linger", "%v: want 0 (no linger) up to below 1s (the heartbeat)", l.Duration)
 		}
 	}
 	switch c.PeerCompression {
 	case "", "s2", "gzip", "none":
 		if c.PeerCompression != "" && c.Cluster == "" {
-			return errors.New("peer_compression needs cluster: a single member sends no changes")
+			errs.Add("peer_compression", "--peer-compression", "peer_compression needs cluster: a single member sends no changes")
 		}
 	default:
-		return fmt.Errorf("peer_compression %q: want s2, gzip or none", c.PeerCompression)
+		errs.Add("peer_compression", "--peer-compression", "%q: want s2, gzip or none", c.PeerCompression)
 	}
 	switch c.Fsync {
 	case "", "batch", "always", "never":
 	default:
-		return fmt.Errorf("fsync %q: want batch, always or never", c.Fsync)
+		errs.Add("fsync", "--fsync", "%q: want batch, always or never", c.Fsync)
 	}
-	return kind.CheckDataDir(c.DataDir)
+	errs.CheckDataDir("--data-dir", c.DataDir)
+	return errs.Err()
 }
 
 func command(env kind.Env, c *Config) (kind.Command, error) {

@@ -17,6 +17,7 @@ import (
 func init() {
 	kind.Register(kind.Def[LagConfig]{
 		Name:     "kv-lag",
+		System:   "kv",
 		Role:     kind.RoleWorkload,
 		Summary:  "replication lag: write on one kv/etcd member, time until a watch on another sees it",
 		Defaults: func() *LagConfig { return &LagConfig{Rate: 100, Timeout: spec.Duration{Duration: 30 * time.Second}} },

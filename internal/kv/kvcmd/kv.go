@@ -16,7 +16,7 @@ import (
 	"github.com/continuum-project/continuum/internal/kv/server"
 )
 
-func init() { cli.Register(cli.Top, newKVCmd) }
+func init() { cli.RegisterSystem("kv", newKVCmd) }
 
 // Flags are `continuum kv`'s flags. The kv kind renders its members' command lines from the
 // same struct (cli.Args), so each flag's name and default is written once, in Bind and

@@ -39,6 +39,7 @@ import (
 func init() {
 	kind.Register(kind.Def[ProxyConfig]{
 		Name:     "proxy",
+		System:   "proxy",
 		Role:     kind.RoleComponent,
 		Summary:  "continuum proxy: QoS-aware routing to the run's service instances (qos, round-robin, random, proximity)",
 		Defaults: func() *ProxyConfig { return &ProxyConfig{Port: 8080, AdminPort: 9090} },

@@ -14,7 +14,7 @@ import (
 	_ "github.com/continuum-project/continuum/internal/proxy/discovery/kvprefix"
 )
 
-func init() { cli.Register(cli.Top, newProxyCmd) }
+func init() { cli.RegisterSystem("proxy", newProxyCmd) }
 
 // Flags are `continuum proxy`'s flags; the proxy kind renders its command line from the same
 // struct. Listen, AdminListen and Node override the configuration file's when given; empty

@@ -18,9 +18,11 @@ import (
 
 func init() {
 	kind.Register(kind.Def[FreshnessConfig]{
-		Name:    "freshness",
-		Role:    kind.RoleWorkload,
-		Summary: "staleness (write acknowledged on one instance until visible on the others) and write outage (failover) of etcd, kv or Redis Cluster",
+		Name:     "shareddata-freshness",
+		System:   "shareddata",
+		OldNames: []string{"freshness"},
+		Role:     kind.RoleWorkload,
+		Summary:  "staleness (write acknowledged on one instance until visible on the others) and write outage (failover) of etcd, kv or Redis Cluster",
 		Defaults: func() *FreshnessConfig {
 			return &FreshnessConfig{Interval: spec.Duration{Duration: freshness.DefaultInterval}, Poll: spec.Duration{Duration: freshness.DefaultPoll}}
 		},

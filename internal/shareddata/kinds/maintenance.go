@@ -24,9 +24,11 @@ import (
 
 func init() {
 	kind.Register(kind.Def[MaintenanceConfig]{
-		Name:    "maintenance",
-		Role:    kind.RoleWorkload,
-		Summary: "compaction + defragmentation of one etcd or kv member every period (0: probe only), timing both and the defrag downtime a client sees",
+		Name:     "shareddata-maintenance",
+		System:   "shareddata",
+		OldNames: []string{"maintenance"},
+		Role:     kind.RoleWorkload,
+		Summary:  "compaction + defragmentation of one etcd or kv member every period (0: probe only), timing both and the defrag downtime a client sees",
 		Defaults: func() *MaintenanceConfig {
 			return &MaintenanceConfig{ProbeInterval: spec.Duration{Duration: maintain.DefaultProbeInterval}}
 		},

@@ -14,7 +14,7 @@ import (
 )
 
 func TestMaintenanceKind(t *testing.T) {
-	k, cfg := kindtest.Decode(t, "maintenance", "{component: m1, period: 5s}")
+	k, cfg := kindtest.Decode(t, "shareddata-maintenance", "{component: m1, period: 5s}")
 	if err := k.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestMaintenanceKind(t *testing.T) {
 		{"{period: 5s}", "component: name the etcd or kv member"},
 		{"{component: m1, period: 10ms}", "at least 100ms"},
 	} {
-		_, bad := kindtest.Decode(t, "maintenance", c.src)
+		_, bad := kindtest.Decode(t, "shareddata-maintenance", c.src)
 		if err := k.Validate(bad); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.src, err, c.want)
 		}
@@ -52,7 +52,7 @@ func TestMaintenanceKind(t *testing.T) {
 }
 
 func TestFreshnessKind(t *testing.T) {
-	k, cfg := kindtest.Decode(t, "freshness", "{write: m2, read: [m1, m3], leader: m1}")
+	k, cfg := kindtest.Decode(t, "shareddata-freshness", "{write: m2, read: [m1, m3], leader: m1}")
 	if err := k.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -73,15 +73,15 @@ func TestFreshnessKind(t *testing.T) {
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("args\n%q\nwant\n%q", cmd.Args, want)
 	}
-	_, mixed := kindtest.Decode(t, "freshness", "{write: m2, read: [r1]}")
+	_, mixed := kindtest.Decode(t, "shareddata-freshness", "{write: m2, read: [r1]}")
 	if _, err := k.Command(env, mixed); err == nil || !strings.Contains(err.Error(), "read component r1 is redis-cluster") {
 		t.Errorf("mixed stores: %v", err)
 	}
-	_, rc := kindtest.Decode(t, "freshness", "{write: r1, leader: r1}")
+	_, rc := kindtest.Decode(t, "shareddata-freshness", "{write: r1, leader: r1}")
 	if cmd, err = k.Command(env, rc); err != nil || !slices.Contains(cmd.Args, "redis-cluster") || !slices.Contains(cmd.Args, "n1:6379") {
 		t.Errorf("redis cluster: %q, %v", cmd.Args, err)
 	}
-	_, bad := kindtest.Decode(t, "freshness", "{read: [m1]}")
+	_, bad := kindtest.Decode(t, "shareddata-freshness", "{read: [m1]}")
 	if err := k.Validate(bad); err == nil || !strings.Contains(err.Error(), "write: name the component") {
 		t.Errorf("no write: %v", err)
 	}

@@ -5,7 +5,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -21,9 +20,11 @@ import (
 
 func init() {
 	kind.Register(kind.Def[Config]{
-		Name:    "pace",
-		Role:    kind.RoleWorkload,
-		Summary: "PACE producer or consumer (seeds/000) over etcd, kv or redis components; one series per operation type",
+		Name:     "shareddata-pace",
+		System:   "shareddata",
+		OldNames: []string{"pace"},
+		Role:     kind.RoleWorkload,
+		Summary:  "PACE producer or consumer (Calagna et al.) over etcd, kv or redis components; one series per operation type",
 		Defaults: func() *Config {
 			d := pace.DefaultConfig()
 			return &Config{Class: pace.DefaultClass, StateSize: spec.Bytes(d.StateSize), ControlSize: spec.Bytes(d.ControlSize),
@@ -64,29 +65,29 @@ type Config struct {
 	Timeout     spec.Duration `yaml:"timeout"`      // per operation; default 5s
 }
 
+// validate reports every problem at once, each with its key and the `continuum pace` flag it
+// becomes (the role is its subcommand); the whole-config check runs once those hold.
 func (c *Config) validate() error {
+	var errs kind.FieldErrors
 	if c.Role != pace.RoleProducer && c.Role != pace.RoleConsumer {
-		return fmt.Errorf("role %q: want producer or consumer", c.Role)
+		errs.Add("role", "continuum pace producer|consumer", "%q: want producer or consumer", c.Role)
 	}
-	if err := shareddata.ValidName("group", c.Group); err != nil {
-		return err
-	}
+	errs.AddErr("group", "--group", shareddata.ValidName("group", c.Group))
 	if c.ID != "" {
-		if err := shareddata.ValidName("id", c.ID); err != nil {
-			return err
-		}
+		errs.AddErr("id", "--id", shareddata.ValidName("id", c.ID))
 	}
 	if len(c.Components) == 0 {
-		return errors.New("components: name the store instances (etcd, kv or redis) it talks to")
+		errs.Add("components", "--endpoints", "name the store instances (etcd, kv or redis) it talks to")
 	}
 	if c.Backend != "" {
 		cfg := shareddata.Config{Backend: c.Backend, Endpoints: []string{"x"}}
-		if err := cfg.Validate(); err != nil {
-			return err
-		}
+		errs.AddErr("backend", "--backend", cfg.Validate())
 	}
 	if _, err := pace.LookupClass(c.Class); err != nil {
-		return err
+		errs.AddErr("class", "--class", err)
+	}
+	if len(errs) > 0 {
+		return errs.Err()
 	}
 	cfg := c.paceConfig("check")
 	cfg.Store = shareddata.Config{Backend: shareddata.BackendKV, Endpoints: []string{"x"}}

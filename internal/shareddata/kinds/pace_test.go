@@ -2,6 +2,7 @@ package kinds_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,7 +27,7 @@ func env(t *testing.T) kind.Env {
 }
 
 func TestPaceKindCommand(t *testing.T) {
-	k, cfg := kindtest.Decode(t, "pace", "{role: consumer, group: g1, class: wave, components: [e1, e2], mode: atomic, consistency: both}")
+	k, cfg := kindtest.Decode(t, "shareddata-pace", "{role: consumer, group: g1, class: wave, components: [e1, e2], mode: atomic, consistency: both}")
 	if k.Role != kind.RoleWorkload {
 		t.Fatalf("role %s", k.Role)
 	}
@@ -45,7 +46,7 @@ func TestPaceKindCommand(t *testing.T) {
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("args\n%q\nwant\n%q", cmd.Args, want)
 	}
-	_, cfg = kindtest.Decode(t, "pace", "{role: producer, group: g1, id: p7, components: [r1], metrics_size: 2kB, period: 250ms}")
+	_, cfg = kindtest.Decode(t, "shareddata-pace", "{role: producer, group: g1, id: p7, components: [r1], metrics_size: 2kB, period: 250ms}")
 	if cmd, err = k.Command(env(t), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestPaceKindCommand(t *testing.T) {
 	}
 	// A metrics size and period equal to their flags' defaults (pulse's) but not to the class's
 	// are given all the same: the command takes the class's for a flag left out.
-	_, cfg = kindtest.Decode(t, "pace", "{role: producer, group: g1, class: wave, components: [r1], metrics_size: 1kB, period: 1s}")
+	_, cfg = kindtest.Decode(t, "shareddata-pace", "{role: producer, group: g1, class: wave, components: [r1], metrics_size: 1kB, period: 1s}")
 	if cmd, err = k.Command(env(t), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestPaceKindCommand(t *testing.T) {
 		}
 	}
 	// ... and left out where the class's are the defaults' (ping's metrics size is pulse's).
-	_, cfg = kindtest.Decode(t, "pace", "{role: producer, group: g1, class: ping, components: [r1]}")
+	_, cfg = kindtest.Decode(t, "shareddata-pace", "{role: producer, group: g1, class: ping, components: [r1]}")
 	if cmd, err = k.Command(env(t), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -76,17 +77,17 @@ func TestPaceKindCommand(t *testing.T) {
 }
 
 func TestPaceKindRejectsBadConfig(t *testing.T) {
-	k, _ := kind.Lookup("pace")
+	k, _ := kind.Lookup("shareddata-pace")
 	for _, c := range []struct{ src, want string }{
-		{"{group: g, components: [e1]}", `role "": want producer or consumer`},
-		{"{role: producer, group: 'a/b', components: [e1]}", `group "a/b"`},
-		{"{role: producer, group: g}", "components: name the store instances"},
+		{"{group: g, components: [e1]}", `role (continuum pace producer|consumer): "": want producer or consumer`},
+		{"{role: producer, group: 'a/b', components: [e1]}", `group (--group): group "a/b"`},
+		{"{role: producer, group: g}", "components (--endpoints): name the store instances"},
 		{"{role: producer, group: g, components: [e1], class: storm}", `traffic class "storm"`},
 		{"{role: consumer, group: g, components: [e1], mode: fast}", `mode "fast"`},
 		{"{role: consumer, group: g, components: [e1], state_size: 10}", "state size 10"},
 		{"{role: producer, group: g, components: [e1], backend: mongo}", `backend "mongo"`},
 	} {
-		_, cfg := kindtest.Decode(t, "pace", c.src)
+		_, cfg := kindtest.Decode(t, "shareddata-pace", c.src)
 		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.src, err, c.want)
 		}
@@ -96,7 +97,7 @@ func TestPaceKindRejectsBadConfig(t *testing.T) {
 		{"{role: producer, group: g, components: [e1, r1]}", "components mix etcd and redis"},
 		{"{role: producer, group: g, components: [nope]}", "nope"},
 	} {
-		_, cfg := kindtest.Decode(t, "pace", c.src)
+		_, cfg := kindtest.Decode(t, "shareddata-pace", c.src)
 		if _, err := k.Command(env(t), cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.src, err, c.want)
 		}
@@ -104,7 +105,7 @@ func TestPaceKindRejectsBadConfig(t *testing.T) {
 }
 
 func TestPaceKindMetrics(t *testing.T) {
-	k, _ := kind.Lookup("pace")
+	k, _ := kind.Lookup("shareddata-pace")
 	dir := t.TempDir()
 	b, _ := json.Marshal(pace.Report{Role: "consumer", Delivered: 10, Processed: 9, Gaps: 1, Reconnects: 2})
 	if err := os.WriteFile(filepath.Join(dir, pace.ReportFile), b, 0o644); err != nil {
@@ -114,5 +115,20 @@ func TestPaceKindMetrics(t *testing.T) {
 	got := m["pace/c1"]
 	if len(m) != 1 || got["processed"] != 9 || got["gaps"] != 1 || got["reconnects"] != 2 || got["delivered"] != 10 {
 		t.Errorf("metrics %v", m)
+	}
+}
+
+// TestPaceKindReportsEveryError: three problems, three errors, each with its key and flag.
+func TestPaceKindReportsEveryError(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "shareddata-pace", "{role: leader, group: 'a/b', class: storm, components: [e1]}")
+	err := k.Validate(cfg)
+	var fes kind.FieldErrors
+	if !errors.As(err, &fes) || len(fes) != 3 {
+		t.Fatalf("got %v, want 3 field errors", err)
+	}
+	for i, key := range []string{"role", "group", "class"} {
+		if fes[i].Key != key || fes[i].Flag == "" {
+			t.Errorf("error %d: %+v, want key %s with its flag", i, fes[i], key)
+		}
 	}
 }

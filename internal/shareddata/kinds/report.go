@@ -19,7 +19,8 @@ import (
 
 func init() {
 	report.RegisterSection(report.Section{ID: "shareddata", Title: "Shared data (NPM platform)", Order: 20,
-		Kinds: []string{"pace", "maintenance", "freshness"}, Build: buildNPM})
+		// The old names too: results written before the kinds were renamed.
+		Kinds: []string{"shareddata-pace", "shareddata-maintenance", "shareddata-freshness", "pace", "maintenance", "freshness"}, Build: buildNPM})
 }
 
 // npmGroup is one sweep combination with its runs.

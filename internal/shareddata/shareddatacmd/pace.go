@@ -15,7 +15,7 @@ import (
 	"github.com/continuum-project/continuum/internal/shareddata/pace"
 )
 
-func init() { cli.Register(cli.Top, newPaceCmd) }
+func init() { cli.RegisterSystem("shareddata", newPaceCmd) }
 
 func newPaceCmd() *cobra.Command {
 	cmd := &cobra.Command{

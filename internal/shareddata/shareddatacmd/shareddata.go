@@ -11,7 +11,7 @@ import (
 	"github.com/continuum-project/continuum/internal/shareddata/maintain"
 )
 
-func init() { cli.Register(cli.Top, newSharedDataCmd) }
+func init() { cli.RegisterSystem("shareddata", newSharedDataCmd) }
 
 func newSharedDataCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -113,7 +113,7 @@ func startPipelineOn(t *testing.T, k *baselines.Server) *pipeline {
 	return &pipeline{kafka: k, broker: k.Target.Endpoints[0], rtdb: dbs.URL, bridge: brs.URL}
 }
 
-// aggregatorProc is `continuum stream-aggregator` as a child process.
+// aggregatorProc is `continuum stream aggregator` as a child process.
 type aggregatorProc struct {
 	t    *testing.T
 	args []string
@@ -124,7 +124,7 @@ type aggregatorProc struct {
 
 func startAggregator(t *testing.T, args ...string) *aggregatorProc {
 	t.Helper()
-	a := &aggregatorProc{t: t, args: append([]string{continuumBinary(t), "stream-aggregator"}, args...),
+	a := &aggregatorProc{t: t, args: append([]string{continuumBinary(t), "stream", "aggregator"}, args...),
 		log: filepath.Join(t.TempDir(), "aggregator.log")}
 	a.start()
 	t.Cleanup(func() {

@@ -14,6 +14,7 @@ import (
 func init() {
 	kind.Register(kind.Def[AggregatorConfig]{
 		Name:     "stream-aggregator",
+		System:   "stream",
 		Role:     kind.RoleComponent,
 		Summary:  "Kafka consumer group writing each record into a realtime-db component at <path>/<id>, offsets committed after the write (exactly once in effect)",
 		Defaults: func() *AggregatorConfig { return &AggregatorConfig{} },
@@ -89,5 +90,5 @@ func aggregatorCommand(env kind.Env, c *AggregatorConfig) (kind.Command, error) 
 	// the platform's) takes its partitions back at once instead of after the session timeout.
 	f.Config.InstanceID = env.Instance
 	f.Config.StatsFile = filepath.Join(env.OutDir, AggregatorStatsFile)
-	return kind.Command{Args: append([]string{env.Binary, "stream-aggregator"}, cli.Args(streamcmd.DefaultAggregatorFlags(), f)...)}, nil
+	return kind.Command{Args: append([]string{env.Binary, "stream", "aggregator"}, cli.Args(streamcmd.DefaultAggregatorFlags(), f)...)}, nil
 }

@@ -16,6 +16,7 @@ import (
 func init() {
 	kind.Register(kind.Def[BridgeConfig]{
 		Name:     "stream-bridge",
+		System:   "stream",
 		Role:     kind.RoleComponent,
 		Summary:  "HTTP to Kafka bridge (POST /topics/<topic>, answered once Kafka acknowledged; acks=all, idempotent) producing to a kafka component",
 		Defaults: func() *BridgeConfig { return &BridgeConfig{Port: 8090} },
@@ -114,7 +115,7 @@ func bridgeCommand(env kind.Env, c *BridgeConfig) (kind.Command, error) {
 	// (0600): nothing carries over between runs, a restart (the crash scenarios) reuses it,
 	// and the run's workloads read it there (BridgeTokenFile).
 	f.TokenFile = BridgeTokenFile(env.OutDir)
-	return kind.Command{Args: append([]string{env.Binary, "stream-bridge"}, cli.Args(streamcmd.DefaultBridgeFlags(), f)...),
+	return kind.Command{Args: append([]string{env.Binary, "stream", "bridge"}, cli.Args(streamcmd.DefaultBridgeFlags(), f)...),
 		ReadyAddr: "127.0.0.1:" + strconv.Itoa(c.Port)}, nil
 }
 

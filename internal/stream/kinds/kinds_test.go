@@ -21,7 +21,7 @@ func TestRealtimeDBKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/bin/continuum", "realtime-db", "--listen", ":9100", "--endpoints", "http://n1:2379", "--max-body-bytes", "1048576"}
+	want := []string{"/bin/continuum", "stream", "realtime-db", "--listen", ":9100", "--endpoints", "http://n1:2379", "--max-body-bytes", "1048576"}
 	if !slices.Equal(cmd.Args, want) || cmd.ReadyAddr != "127.0.0.1:9100" {
 		t.Errorf("args %q ready %q, want %q", cmd.Args, cmd.ReadyAddr, want)
 	}
@@ -55,7 +55,7 @@ func TestRealtimeDBKindSecurity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/bin/continuum", "realtime-db", "--endpoints", "http://n1:2379",
+	want := []string{"/bin/continuum", "stream", "realtime-db", "--endpoints", "http://n1:2379",
 		"--rules", "/etc/rtdb/rules.json", "--auth-secret", "s1", "--auth-secret", "s2", "--emulator=true",
 		"--project-id", "demo", "--jwt-keys", "/etc/rtdb/keys.json"}
 	if !slices.Equal(cmd.Args, want) {
@@ -81,7 +81,7 @@ func TestBridgeAndAggregatorKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/bin/continuum", "stream-bridge", "--listen", ":8091", "--brokers", "edge:9092", "--linger", "5ms", "--compression", "lz4", "--token-file", "/o/secrets/token"}
+	want := []string{"/bin/continuum", "stream", "bridge", "--listen", ":8091", "--brokers", "edge:9092", "--linger", "5ms", "--compression", "lz4", "--token-file", "/o/secrets/token"}
 	if !slices.Equal(cmd.Args, want) || cmd.ReadyAddr != "127.0.0.1:8091" {
 		t.Errorf("bridge args %q ready %q, want %q", cmd.Args, cmd.ReadyAddr, want)
 	}
@@ -94,7 +94,7 @@ func TestBridgeAndAggregatorKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"/bin/continuum", "stream-aggregator", "--brokers", "edge:9092", "--topics", "sensors", "--instance-id", "agg",
+	want = []string{"/bin/continuum", "stream", "aggregator", "--brokers", "edge:9092", "--topics", "sensors", "--instance-id", "agg",
 		"--rtdb", "http://cloud:9000", "--ns", "demo", "--stats-file", "/o/aggregator-stats.json"}
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("aggregator args %q, want %q", cmd.Args, want)

@@ -15,6 +15,7 @@ import (
 func init() {
 	kind.Register(kind.Def[RealtimeDBConfig]{
 		Name:     "realtime-db",
+		System:   "stream",
 		Role:     kind.RoleComponent,
 		Summary:  "Firebase-compatible realtime database (REST) storing its JSON tree in a kv or etcd component",
 		Defaults: func() *RealtimeDBConfig { return &RealtimeDBConfig{Port: 9000} },
@@ -71,5 +72,5 @@ func realtimeDBCommand(env kind.Env, c *RealtimeDBConfig) (kind.Command, error) 
 	}
 	f.Config.Security = auth.Security{RulesFile: c.Rules, AuthSecrets: c.AuthSecrets, Emulator: c.Emulator,
 		ProjectID: c.ProjectID, JWTKeysFile: c.JWTKeys}
-	return kind.Command{Args: append([]string{env.Binary, "realtime-db"}, cli.Args(streamcmd.DefaultFlags(), f)...), ReadyAddr: "127.0.0.1:" + port}, nil
+	return kind.Command{Args: append([]string{env.Binary, "stream", "realtime-db"}, cli.Args(streamcmd.DefaultFlags(), f)...), ReadyAddr: "127.0.0.1:" + port}, nil
 }

@@ -18,7 +18,7 @@ import (
 // edge-cloud no longer beats cloud-only, per payload.
 
 func init() {
-	report.RegisterSection(report.Section{ID: "stream", Title: "Edge streaming (seeds/003)", Order: 30,
+	report.RegisterSection(report.Section{ID: "stream", Title: "Edge streaming (Carpio et al.)", Order: 30,
 		Kinds: []string{"stream-users"}, Build: buildStream})
 }
 
@@ -74,7 +74,7 @@ func buildStream(res *report.Results) *report.SectionContent {
 			rows[i].distorted = rows[i].distorted || distorted[run.ID]
 		}
 	}
-	c := &report.SectionContent{Note: "seeds/003 §IV on our testbed. e2e is a record's end-to-end latency, from when its user was due to send it until the subscriber received it (one host clock), in ms after the warm-up; " +
+	c := &report.SectionContent{Note: "Carpio et al. §IV on our testbed. e2e is a record's end-to-end latency, from when its user was due to send it until the subscriber received it (one host clock), in ms after the warm-up; " +
 		"lost = acknowledged and never received within the grace period; duplicated = received again (by id); mismatched = received with other content than sent. " +
 		"fabric pps is the testbed fabric's packets/s (mean / busiest second); a combination is flagged when the fabric judged one of its runs distorted " +
 		"(it delivered late, ran out of CPU or dropped what no configured loss explains: the warning at the top of the page says which): there the fabric, not the system, may set the latency. " +
@@ -209,7 +209,7 @@ func crossovers(rows []streamRow) []crossover {
 
 func crossoverTable(rows []streamRow) (report.Table, bool) {
 	t := report.Table{Class: "stream-crossover", Columns: []report.Column{report.NumColumn("payload", ""),
-		{Header: "edge-cloud stops beating cloud-only at", Title: "smallest user count where edge-cloud's e2e p50 >= cloud-only's (seeds/003: ~600 users at 1 KB, ~200 at 10 KB)"},
+		{Header: "edge-cloud stops beating cloud-only at", Title: "smallest user count where edge-cloud's e2e p50 >= cloud-only's (Carpio et al.: ~600 users at 1 KB, ~200 at 10 KB)"},
 		report.NumColumn("user counts compared", "")}}
 	for _, x := range crossovers(rows) {
 		at := chart.FormatNum(x.Users) + " users"
@@ -356,7 +356,7 @@ func streamCDFs(rows []streamRow) []chart.Figure {
 		}
 		c.XLog = hi/lo > 100
 		figs = append(figs, chart.NewFigure(c.ID, "latency-cdf",
-			fmt.Sprintf("End-to-end latency CDF per user count: %s, %s records (seeds/003 Fig. 5), first run of each combination.", p.arch, payloadLabel(p.payload)), c.SVG()))
+			fmt.Sprintf("End-to-end latency CDF per user count: %s, %s records (Carpio et al. Fig. 5), first run of each combination.", p.arch, payloadLabel(p.payload)), c.SVG()))
 	}
 	return figs
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/continuum-project/continuum/internal/stream/streamload"
 )
 
-// The workload "stream-users": seeds/003's users and subscriber (`continuum stream-users`,
+// The workload "stream-users": seeds/003's users and subscriber (`continuum stream users`,
 // package streamload) between components of the scenario. Which components it sends to and
 // listens to is its route; a route's kinds decide the protocols: a realtime-db is sent to with
 // REST PUTs and listened to with SSE, a stream-bridge is POSTed to, a kafka is consumed.
@@ -26,8 +26,9 @@ import (
 func init() {
 	kind.Register(kind.Def[UsersConfig]{
 		Name:     "stream-users",
+		System:   "stream",
 		Role:     kind.RoleWorkload,
-		Summary:  "seeds/003's users: U users x R records (Normal inter-arrival) to a realtime-db or stream-bridge, a subscriber (realtime-db SSE or Kafka consumer) timing each end to end; series e2e, ack",
+		Summary:  "Carpio et al.'s users: U users x R records (Normal inter-arrival) to a realtime-db or stream-bridge, a subscriber (realtime-db SSE or Kafka consumer) timing each end to end; series e2e, ack",
 		Defaults: defaultUsers,
 		Validate: (*UsersConfig).validate,
 		Command:  usersCommand,
@@ -197,5 +198,5 @@ func usersCommand(env kind.Env, c *UsersConfig) (kind.Command, error) {
 	if err := f.Config.Validate(); err != nil {
 		return kind.Command{}, err
 	}
-	return kind.Command{Args: append([]string{env.Binary, "stream-users"}, cli.Args(streamcmd.DefaultUsersFlags(), f)...)}, nil
+	return kind.Command{Args: append([]string{env.Binary, "stream", "users"}, cli.Args(streamcmd.DefaultUsersFlags(), f)...)}, nil
 }

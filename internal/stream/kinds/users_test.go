@@ -26,13 +26,13 @@ func TestUsersKindCommands(t *testing.T) {
 	env := usersEnv(t)
 	for _, c := range []struct{ cfg, want string }{
 		{"{architecture: cloud-only, send: rtdb, subscribe: rtdb, users: 300, requests: 60, payload: 10KiB}",
-			"/bin/continuum stream-users --send-url http://10.0.0.3:9000 --subscribe-url http://10.0.0.3:9000 --users 300 --requests 60 --payload 10240 " +
+			"/bin/continuum stream users --send-url http://10.0.0.3:9000 --subscribe-url http://10.0.0.3:9000 --users 300 --requests 60 --payload 10240 " +
 				"--duration 1m10s --warmup 5s --seed 3 --out /r/w/users"},
 		{"{architecture: edge-only, send: bridge, subscribe: kafka, topic: recs}",
-			"/bin/continuum stream-users --send bridge --send-url http://10.0.0.2:8090 --send-token-file /r/components/bridge/secrets/token --subscribe kafka --brokers 10.0.0.2:9092 --topic recs " +
+			"/bin/continuum stream users --send bridge --send-url http://10.0.0.2:8090 --send-token-file /r/components/bridge/secrets/token --subscribe kafka --brokers 10.0.0.2:9092 --topic recs " +
 				"--duration 1m10s --warmup 5s --seed 3 --out /r/w/users"},
 		{"{architecture: edge-cloud, routes: {edge-cloud: {send: bridge, subscribe: rtdb}, cloud-only: {send: rtdb, subscribe: rtdb}}, verify: true, grace: 2m}",
-			"/bin/continuum stream-users --send bridge --send-url http://10.0.0.2:8090 --send-token-file /r/components/bridge/secrets/token --subscribe-url http://10.0.0.3:9000 --grace 2m0s --verify=true " +
+			"/bin/continuum stream users --send bridge --send-url http://10.0.0.2:8090 --send-token-file /r/components/bridge/secrets/token --subscribe-url http://10.0.0.3:9000 --grace 2m0s --verify=true " +
 				"--duration 1m10s --warmup 5s --seed 3 --out /r/w/users"},
 	} {
 		k, cfg := kindtest.Decode(t, "stream-users", c.cfg)

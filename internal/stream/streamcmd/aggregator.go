@@ -8,9 +8,7 @@ import (
 	"github.com/continuum-project/continuum/internal/stream/aggregator"
 )
 
-func init() { cli.Register(cli.Top, newAggregatorCmd) }
-
-// AggregatorFlags are `continuum stream-aggregator`'s flags; the stream-aggregator kind renders
+// AggregatorFlags are `continuum stream aggregator`'s flags; the stream-aggregator kind renders
 // its command line from the same struct.
 type AggregatorFlags struct {
 	Config aggregator.Config
@@ -47,17 +45,17 @@ func (f *AggregatorFlags) Bind(fs *pflag.FlagSet) {
 func newAggregatorCmd() *cobra.Command {
 	flags := DefaultAggregatorFlags()
 	cmd := &cobra.Command{
-		Use:   "stream-aggregator",
+		Use:   "aggregator",
 		Short: "Kafka consumer group into the realtime database, exactly once in effect",
 		Long: `Consumes --topics as a member of --group and writes each record's JSON object to the realtime
-database (continuum realtime-db, --rtdb) at <path>/<id>, id being the record's --key-field (or
+database (continuum stream realtime-db, --rtdb) at <path>/<id>, id being the record's --key-field (or
 <topic>-<partition>-<offset> without one), in multi-path PATCHes of at most --max-leaves keys. Offsets
 are committed only after the database answered 2xx, and the writes are idempotent, so a kill -9 of the
 aggregator or of the broker loses and duplicates nothing. An unreachable database is retried with
 back-off, never skipped; a poison record (not a JSON object, a forbidden key, too deep or too large) is
 logged and written under --dead-letter-path. See docs/stream.md.`,
-		Example: `  continuum stream-aggregator --brokers 127.0.0.1:9092 --topics sensors --rtdb http://127.0.0.1:9000
-  continuum stream-aggregator --brokers k1:9092 --topics a,b --ns demo --path /readings --instance-id agg-1`,
+		Example: `  continuum stream aggregator --brokers 127.0.0.1:9092 --topics sensors --rtdb http://127.0.0.1:9000
+  continuum stream aggregator --brokers k1:9092 --topics a,b --ns demo --path /readings --instance-id agg-1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := flags.Config

@@ -13,9 +13,7 @@ import (
 	"github.com/continuum-project/continuum/internal/stream/bridge"
 )
 
-func init() { cli.Register(cli.Top, newBridgeCmd) }
-
-// BridgeFlags are `continuum stream-bridge`'s flags; the stream-bridge kind renders its command
+// BridgeFlags are `continuum stream bridge`'s flags; the stream-bridge kind renders its command
 // line from the same struct.
 type BridgeFlags struct {
 	Config bridge.Config
@@ -85,7 +83,7 @@ func (f *BridgeFlags) Bind(fs *pflag.FlagSet) {
 func newBridgeCmd() *cobra.Command {
 	flags := DefaultBridgeFlags()
 	cmd := &cobra.Command{
-		Use:   "stream-bridge",
+		Use:   "bridge",
 		Short: "HTTP to Kafka bridge: POST JSON objects, answered once Kafka acknowledged them",
 		Long: `Serves POST /topics/<topic> with a body of one JSON object or an array of them. Each object's
 --key-field (id) is the Kafka record key and the object's bytes are the value. Answers 200
@@ -98,11 +96,11 @@ Posts need the bridge's token, "Authorization: Bearer TOKEN" (401 without it): i
 --token-file (default DATA_DIR/token); when that file does not exist a token is generated and
 written there (0600), and later starts reuse it. --auth=false turns the check off, allowed only on
 a loopback --listen. /healthz is open.`,
-		Example: `  continuum stream-bridge --listen :8090 --brokers 127.0.0.1:9092 --token-file /etc/continuum/bridge-token
+		Example: `  continuum stream bridge --listen :8090 --brokers 127.0.0.1:9092 --token-file /etc/continuum/bridge-token
   curl -H "Authorization: Bearer $(cat /etc/continuum/bridge-token)" -d '{"id":"s1-42","temp":21.5}' http://127.0.0.1:8090/topics/sensors
-  continuum stream-bridge --listen 127.0.0.1:8090 --brokers 127.0.0.1:9092 --auth=false
+  continuum stream bridge --listen 127.0.0.1:8090 --brokers 127.0.0.1:9092 --auth=false
   curl -X POST -d '[{"id":1,"v":2},{"id":2,"v":3}]' http://127.0.0.1:8090/topics/sensors
-  continuum stream-bridge --brokers k1:9092,k2:9092 --linger 5ms --compression lz4`,
+  continuum stream bridge --brokers k1:9092,k2:9092 --linger 5ms --compression lz4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := flags.Config

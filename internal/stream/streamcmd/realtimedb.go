@@ -8,15 +8,13 @@ import (
 	"github.com/continuum-project/continuum/internal/stream/rtdb"
 )
 
-func init() { cli.Register(cli.Top, newRealtimeDBCmd) }
-
-// Flags are `continuum realtime-db`'s flags; the realtime-db kind renders its command line from
+// Flags are `continuum stream realtime-db`'s flags; the realtime-db kind renders its command line from
 // the same struct.
 type Flags struct {
 	Config rtdb.Config
 }
 
-// DefaultFlags are `continuum realtime-db`'s defaults: the server's.
+// DefaultFlags are `continuum stream realtime-db`'s defaults: the server's.
 func DefaultFlags() Flags { return Flags{Config: rtdb.DefaultConfig()} }
 
 // Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
@@ -61,9 +59,9 @@ PUT /.settings/rules.json?ns=<db> as an admin) are enforced on every read and wr
 identified by auth=/access_token= or Authorization: Bearer carrying a database secret
 (--auth-secret) or a Firebase ID token (RS256, --jwt-keys, --project-id). See docs/stream.md.`,
 		Example: `  continuum kv --data-dir /tmp/kv &
-  continuum realtime-db --listen :9000 --endpoints http://127.0.0.1:2379
+  continuum stream realtime-db --listen :9000 --endpoints http://127.0.0.1:2379
   curl -X PUT -d '{"name":"Ada"}' 'http://127.0.0.1:9000/users/ada.json?ns=demo'
-  continuum realtime-db --rules database.rules.json --auth-secret s3cret \
+  continuum stream realtime-db --rules database.rules.json --auth-secret s3cret \
       --project-id my-project --jwt-keys keys.json
   curl -X PUT --data-binary @other.rules.json 'http://127.0.0.1:9000/.settings/rules.json?ns=demo&auth=s3cret'`,
 		Args: cobra.NoArgs,

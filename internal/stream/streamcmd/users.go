@@ -4,19 +4,16 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/stream/streamload"
 )
 
-func init() { cli.Register(cli.Top, newUsersCmd) }
-
-// UsersFlags are `continuum stream-users`'s flags: the load generator's Config. The
+// UsersFlags are `continuum stream users`'s flags: the load generator's Config. The
 // stream-users kind renders its command line from the same struct.
 type UsersFlags struct {
 	streamload.Config
 }
 
-// DefaultUsersFlags are `continuum stream-users`'s defaults: streamload's.
+// DefaultUsersFlags are `continuum stream users`'s defaults: streamload's.
 func DefaultUsersFlags() UsersFlags { return UsersFlags{streamload.DefaultConfig()} }
 
 // Bind declares the flags on fs, bound to f's fields, with f's values as their defaults.
@@ -49,7 +46,7 @@ func (f *UsersFlags) Bind(fs *pflag.FlagSet) {
 func newUsersCmd() *cobra.Command {
 	flags := DefaultUsersFlags()
 	cmd := &cobra.Command{
-		Use:   "stream-users",
+		Use:   "users",
 		Short: "Emulate the edge benchmarking paper's users (docs/seeds.md) sending records to a realtime-db or stream-bridge, and a subscriber timing them end to end",
 		Long: `Runs --users users, each sending --requests records, the gaps between a user's records drawn from
 Normal(--interval, --interval-sd) clamped at 0, one request outstanding per user over a keep-alive
@@ -66,10 +63,10 @@ what was sent; receipts after the first are duplicates.
 Writes stats.json (series e2e and ack), timeseries.csv, percentiles.csv, latency.hlog, streamload.json
 (sent, acknowledged, received, lost, duplicated, mismatched), stream-timeline.csv and records.csv.gz to --out.`,
 		Example: `  # cloud-only: users PUT to the realtime-db, a listener on the same database
-  continuum stream-users --send rest --send-url http://10.0.0.3:9000 --subscribe sse --subscribe-url http://10.0.0.3:9000 \
+  continuum stream users --send rest --send-url http://10.0.0.3:9000 --subscribe sse --subscribe-url http://10.0.0.3:9000 \
     --users 100 --requests 60 --payload 1024 --duration 70s --out /tmp/users
   # edge-only: users POST to the bridge, a Kafka consumer at the edge
-  continuum stream-users --send bridge --send-url http://10.0.0.2:8090 --subscribe kafka --brokers 10.0.0.2:9092 \
+  continuum stream users --send bridge --send-url http://10.0.0.2:8090 --subscribe kafka --brokers 10.0.0.2:9092 \
     --topic records --users 100 --requests 60 --duration 70s --out /tmp/users`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

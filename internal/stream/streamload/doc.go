@@ -9,5 +9,5 @@
 // what was sent.
 //
 // It knows nothing of scenarios or reports: the stream kinds package runs it as the workload
-// `stream-users` (`continuum stream-users`).
+// `stream-users` (`continuum stream users`).
 package streamload

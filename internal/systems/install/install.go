@@ -8,15 +8,15 @@
 package install
 
 import (
-	_ "github.com/continuum-project/continuum/internal/app/kinds"        // process, container (users' own programs and images)
+	_ "github.com/continuum-project/continuum/internal/app/kinds"        // app-process, app-container (users' own programs and images)
 	_ "github.com/continuum-project/continuum/internal/baselines/kinds"  // etcd, redis, redis-cluster, mosquitto, kafka, ycsb
-	_ "github.com/continuum-project/continuum/internal/faas/kinds"       // function, microservice, faas-gateway + Functions section
+	_ "github.com/continuum-project/continuum/internal/faas/kinds"       // faas-function, faas-microservice, faas-gateway + Functions section
 	_ "github.com/continuum-project/continuum/internal/fl/kinds"         // fl-orchestrator, fl-job + Federated learning section; continuum fl
 	_ "github.com/continuum-project/continuum/internal/httpecho/kinds"   // http-echo, http-load
 	_ "github.com/continuum-project/continuum/internal/iot/kinds"        // iot + IoT section
 	_ "github.com/continuum-project/continuum/internal/kv/kinds"         // kv, kv-lag
 	_ "github.com/continuum-project/continuum/internal/kv/kubebenchcmd"  // bench kube-store
 	_ "github.com/continuum-project/continuum/internal/proxy/kinds"      // proxy + QoS routing section
-	_ "github.com/continuum-project/continuum/internal/shareddata/kinds" // pace, maintenance, freshness + Shared data section
-	_ "github.com/continuum-project/continuum/internal/stream/kinds"     // realtime-db
+	_ "github.com/continuum-project/continuum/internal/shareddata/kinds" // shareddata-pace, -maintenance, -freshness + Shared data section
+	_ "github.com/continuum-project/continuum/internal/stream/kinds"     // realtime-db, stream-bridge, -aggregator, -users + Edge streaming
 )

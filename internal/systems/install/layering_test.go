@@ -13,6 +13,10 @@ package install
 //  2. A product package imports neither the runner (internal/experiment/..., which holds the kind
 //     SDK) nor the report (internal/report/...), directly or not.
 //  3. A system imports no other system's adapters, directly or not.
+//  4. The wiring reaches systems only the way it should: a binary (cmd/...) imports no system
+//     package itself, its systems come through this package; the slim proxy binary
+//     (cmd/continuum-proxy) links no system but the proxy's product packages (the proxy and
+//     its discovery sources), and neither the runner, the report nor this package.
 //
 // Test imports count: a package's tests are held to the rules of the package, except the named
 // end-to-end tests in testAllowed, which drive real systems where they belong, and a system's
@@ -36,8 +40,13 @@ var testAllowed = map[string]map[string]string{
 	"internal/experiment": {
 		"internal/systems/install": "the runner's end-to-end tests run real scenarios, whose kinds are the systems'",
 	},
+	"cmd/continuum": {
+		"internal/baselines/baselinetest": "the shareddata commands' end-to-end test runs them against real etcd and Redis servers",
+	},
 	"internal/kubernetes/cluster": {
-		"internal/baselines": "the chart's end-to-end test runs the stream components against a real Kafka broker on the node",
+		"internal/baselines":              "the chart's end-to-end test runs the stream components against a real Kafka broker on the node",
+		"internal/kv/kvcmd":               "the cluster's tests run its control plane on kv, whose store kvcmd registers (package clusterstore)",
+		"internal/baselines/baselinescmd": "... or on etcd, whose store baselinescmd registers",
 	},
 	"internal/kubernetes/kubeplatform": {
 		"internal/systems/install": "the platform's end-to-end test runs a scenario's real kinds on a one-node cluster",
@@ -51,6 +60,7 @@ var testAllowed = map[string]map[string]string{
 // pkg is a package of the module as go list describes it.
 type pkg struct {
 	ImportPath   string
+	Imports      []string
 	Deps         []string
 	TestImports  []string
 	XTestImports []string
@@ -61,7 +71,7 @@ type graph map[string]*pkg
 
 func loadGraph(t *testing.T) graph {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Deps,TestImports,XTestImports", module+"...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps,TestImports,XTestImports", module+"...")
 	cmd.Dir = "../../.."
 	out, err := cmd.Output()
 	if err != nil {
@@ -150,6 +160,7 @@ func violations(g graph, l layout) []string {
 	sort.Strings(paths)
 	for _, p := range paths {
 		if isWiring(p) {
+			out = append(out, wiringViolations(p, g[p], l)...)
 			continue
 		}
 		check(p, rel(g[p].Deps), "")
@@ -173,6 +184,38 @@ func violations(g graph, l layout) []string {
 	}
 	sort.Strings(out)
 	return compact(out)
+}
+
+// proxyBinary is the slim proxy binary, held to the proxy's product packages (rule 4).
+const proxyBinary = "cmd/continuum-proxy"
+
+// wiringViolations checks rule 4 on a wiring package (install's own imports are checked by
+// systemsOf).
+func wiringViolations(p string, pk *pkg, l layout) []string {
+	var out []string
+	if p == proxyBinary {
+		for _, d := range rel(pk.Deps) {
+			sys := l.system(d)
+			if sys != "" && (sys != "internal/proxy" || l.isAdapter(d)) || isRunnerOrReport(d) || d == "internal/systems/install" {
+				out = append(out, fmt.Sprintf("rule 4: %s links %s: the slim proxy binary links only the proxy and its discovery", p, d))
+			}
+		}
+	}
+	if !strings.HasPrefix(p, "cmd/") {
+		return out
+	}
+	direct := rel(pk.Imports)
+	for _, ti := range rel(append(append([]string{}, pk.TestImports...), pk.XTestImports...)) {
+		if _, ok := testAllowed[p][ti]; !ok && ti != p && !strings.HasPrefix(ti, p+"_test") {
+			direct = append(direct, ti)
+		}
+	}
+	for _, d := range direct {
+		if l.system(d) != "" && !(p == proxyBinary && l.system(d) == "internal/proxy") {
+			out = append(out, fmt.Sprintf("rule 4: %s imports system package %s: a binary gets its systems through internal/systems/install", p, d))
+		}
+	}
+	return out
 }
 
 func compact(s []string) []string {
@@ -260,7 +303,8 @@ func TestLayeringRules(t *testing.T) {
 		"internal/kv/mvcc":         {},
 		"internal/proxy":           {},
 		"internal/proxy/kinds":     {Deps: []string{module + "internal/experiment/kind"}, XTestImports: []string{module + "internal/systems/install"}},
-		"cmd/continuum":            {Deps: []string{module + "internal/kv/kinds"}},
+		"cmd/continuum":            {Imports: []string{module + "internal/systems/install"}, Deps: []string{module + "internal/systems/install", module + "internal/kv/kinds"}},
+		"cmd/continuum-proxy":      {Imports: []string{module + "internal/proxy"}, Deps: []string{module + "internal/proxy", module + "internal/spec"}},
 		"internal/systems/install": {Deps: []string{module + "internal/kv/kinds", module + "internal/proxy/kinds"}},
 		// rule 1: an engine package reaches a system through another engine package
 		"internal/loadgen/kvtarget": {Deps: []string{module + "internal/kv/mvcc"}},
@@ -270,7 +314,13 @@ func TestLayeringRules(t *testing.T) {
 		"internal/proxy/pool": {Deps: []string{module + "internal/experiment/kind", module + "internal/report/chart"}},
 		// rule 3: one system's adapter imports another's
 		"internal/proxy/proxycmd": {Deps: []string{module + "internal/kv/kvcmd"}},
+		// rule 4: a binary imports a system itself (in its tests too); a slim one links more
+		"cmd/continuum-kv":     {Imports: []string{module + "internal/kv/server"}, XTestImports: []string{module + "internal/proxy"}},
+		"cmd/continuum-proxy2": {Imports: []string{module + "internal/proxy"}}, // only cmd/continuum-proxy may
 	}
+	gp := *g["cmd/continuum-proxy"]
+	gp.Deps = append(gp.Deps, module+"internal/proxy/kinds")
+	g["cmd/continuum-proxy"] = &gp
 	got := strings.Join(violations(g, l), "\n")
 	for _, want := range []string{
 		"rule 1: engine package internal/loadgen/kvtarget imports system package internal/kv/mvcc",
@@ -278,12 +328,16 @@ func TestLayeringRules(t *testing.T) {
 		"rule 2: product package internal/proxy/pool imports internal/experiment/kind",
 		"rule 2: product package internal/proxy/pool imports internal/report/chart",
 		"rule 3: internal/proxy/proxycmd imports internal/kv/kvcmd, an adapter of system internal/kv",
+		"rule 4: cmd/continuum-kv imports system package internal/kv/server",
+		"rule 4: cmd/continuum-kv imports system package internal/proxy",
+		"rule 4: cmd/continuum-proxy links internal/proxy/kinds",
+		"rule 4: cmd/continuum-proxy2 imports system package internal/proxy",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("violations lack %q; got:\n%s", want, got)
 		}
 	}
-	if n := len(violations(g, l)); n != 5 {
-		t.Errorf("%d violations, want exactly the 5 planted:\n%s", n, got)
+	if n := len(violations(g, l)); n != 9 {
+		t.Errorf("%d violations, want exactly the 9 planted:\n%s", n, got)
 	}
 }

@@ -224,7 +224,7 @@ func record(size, client, seq int) []byte {
 	return b
 }
 
-// bridgeRun starts `continuum stream-bridge` with GOMAXPROCS=1 on its own CPU and measures
+// bridgeRun starts `continuum stream bridge` with GOMAXPROCS=1 on its own CPU and measures
 // closed-loop posts of batch records for Warmup+Duration.
 func bridgeRun(ctx context.Context, cfg Config, broker string, brokerPID int, cpus []int, batch int) (BridgeRun, error) {
 	prefix, undo, err := pin(brokerPID, cpus)
@@ -239,7 +239,7 @@ func bridgeRun(ctx context.Context, cfg Config, broker string, brokerPID int, cp
 	addr := ln.Addr().String()
 	ln.Close()
 	// Loopback only, so no token: the bench measures the producer path.
-	args := append(prefix, cfg.Binary, "stream-bridge", "--listen", addr, "--brokers", broker, "--auth=false")
+	args := append(prefix, cfg.Binary, "stream", "bridge", "--listen", addr, "--brokers", broker, "--auth=false")
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	var logb bytes.Buffer
