@@ -188,7 +188,7 @@ func TestProxyLoopHTTP11(t *testing.T) {
 		t.Fatalf("HTTP/1.0, chunked answer: %q close=%v te=%v", body, resp.Close, resp.TransferEncoding)
 	}
 	rc4 := dialRaw(t, tp)
-	resp, body = rc4.roundTrip("GET /plain HTTP/1.0\r\nHost: dps\r\n\r\n", http.MethodGet)
+	_, body = rc4.roundTrip("GET /plain HTTP/1.0\r\nHost: dps\r\n\r\n", http.MethodGet)
 	if body != "GET /plain 0:" || !rc4.closed() {
 		t.Fatalf("HTTP/1.0: %q, connection left open", body)
 	}

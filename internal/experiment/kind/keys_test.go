@@ -17,6 +17,7 @@ type keysConfig struct {
 	Backends []backend     `yaml:"backends"`
 	Shared   `yaml:",inline"`
 	Hidden   string `yaml:"-"`
+	//lint:ignore U1000 an unexported field, which the keys listing must skip
 	internal int
 }
 

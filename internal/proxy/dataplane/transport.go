@@ -36,7 +36,6 @@ type ReqState struct {
 	instance string
 	in       *pool.Instance // the instance that answered (nil: none)
 	code     int
-	errType  string
 }
 
 type StateKey struct{}

@@ -134,12 +134,6 @@ func (ser *InstanceSeries) UpstreamLatency(d time.Duration) {
 	}
 }
 
-func (m *Metrics) upstreamLatency(service, instance string, d time.Duration) {
-	if m != nil {
-		m.upstream.WithLabelValues(service, instance).Observe(d.Seconds())
-	}
-}
-
 func (m *Metrics) PoolChange(service, instance string, joined bool, reason string) {
 	if m == nil {
 		return

@@ -15,9 +15,8 @@ type connTimes struct {
 	got       atomic.Int64
 	dialStart atomic.Int64
 	dialDone  atomic.Int64
-	// onConn runs once when the connection is ready; slow is the timer it may arm.
+	// onConn runs once when the connection is ready.
 	onConn func()
-	slow   atomic.Pointer[time.Timer]
 }
 
 func (ct *connTimes) mark() int64 { return int64(time.Since(ct.base)) + 1 }
@@ -55,10 +54,4 @@ func (ct *connTimes) connect() time.Duration {
 		return 0
 	}
 	return max(time.Duration(d-s), time.Nanosecond)
-}
-
-// stopSlow stops the slow timer and reports whether it had fired.
-func (ct *connTimes) stopSlow() bool {
-	t := ct.slow.Load()
-	return t != nil && !t.Stop()
 }

@@ -245,7 +245,7 @@ func TestKVRestart(t *testing.T) {
 		t.Fatalf("first snapshot:%s", dump(s))
 	}
 	srv.Close()
-	srv = kvtest.Start(t, kvtest.At(dir, addr))
+	kvtest.Start(t, kvtest.At(dir, addr)) // closed at cleanup
 	if _, err := cli.Put(ctx, prefix+"dps/s2", `{"url": "http://10.0.0.2:8080"}`); err != nil {
 		t.Fatal(err)
 	}

@@ -63,21 +63,20 @@ type trieNode struct {
 // topic is what the listeners of one (namespace, path, query) share: the cached subtree, kept
 // current by the dispatcher, and the view they were last sent. All fields are guarded by Hub.mu.
 type topic struct {
-	ns        string
-	path      []string
-	qkey      string
-	q         *tree.Query
-	node      *trieNode
-	subs      map[*Subscription]struct{}
-	loading   bool           // the initial (or resync) read has not been applied yet
-	pending   []pendingBatch // revisions dispatched while loading
-	gen       int            // increments per load, so a stale loader does nothing
-	tree      any            // the subtree at path, at revision rev
-	view      any            // tree with the query applied (tree when none)
-	rev       int64
-	snap      *Event // full put of view at rev, encoded once; nil when stale
-	removed   bool
-	keyPrefix string
+	ns      string
+	path    []string
+	qkey    string
+	q       *tree.Query
+	node    *trieNode
+	subs    map[*Subscription]struct{}
+	loading bool           // the initial (or resync) read has not been applied yet
+	pending []pendingBatch // revisions dispatched while loading
+	gen     int            // increments per load, so a stale loader does nothing
+	tree    any            // the subtree at path, at revision rev
+	view    any            // tree with the query applied (tree when none)
+	rev     int64
+	snap    *Event // full put of view at rev, encoded once; nil when stale
+	removed bool
 }
 
 // change is one kv event below a topic: the leaf at rel is now val, or is deleted (val nil); clear

@@ -128,7 +128,6 @@ func (h *Hub) watch(rev int64) {
 				}
 				h.dispatch(r, evs[:n])
 				evs = evs[n:]
-				rev = r + 1
 			}
 		}
 		cancel()

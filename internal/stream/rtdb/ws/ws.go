@@ -249,8 +249,8 @@ func (c *wsConn) serve(host string) {
 	rand.Read(session)
 	c.send(map[string]any{"t": "c", "d": map[string]any{"t": "h", "d": map[string]any{
 		"ts": c.s.cfg.Now().UnixMilli(), "v": wsProtocolVersion, "h": host, "s": hex.EncodeToString(session)}}})
-	err := c.readLoop()
-	if err != nil && !websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived) {
+	// readLoop returns only when the connection ends, always with the reason.
+	if err := c.readLoop(); !websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived) {
 		select {
 		case <-c.closing:
 		default:
