@@ -327,19 +327,27 @@ func (c *binRunner) assertNothingLeft(name string, nodes []string, pids ...int) 
 	}
 }
 
-// helpCommands lists the subcommands in a help text's "Available Commands:" section.
+// helpCommands lists the subcommands in a help text's command sections: "Available Commands:"
+// or, where commands are grouped, every group's heading ("Engine commands (...):", "System kv:")
+// up to "Flags:". Only headings after "Usage:" count: the description above it is free text.
 func helpCommands(help string) []string {
 	var out []string
-	_, rest, ok := strings.Cut(help, "Available Commands:\n")
+	_, rest, ok := strings.Cut("\n"+help, "\nUsage:\n")
 	if !ok {
 		return nil
 	}
+	in := false
 	for _, line := range strings.Split(rest, "\n") {
-		if strings.TrimSpace(line) == "" {
-			break
-		}
-		if f := strings.Fields(line); len(f) > 0 {
-			out = append(out, f[0])
+		switch {
+		case line == "":
+			in = false
+		case !strings.HasPrefix(line, " ") && strings.HasSuffix(line, ":"):
+			in = line != "Usage:" && line != "Examples:" && !strings.HasSuffix(line, "Flags:") &&
+				line != "Aliases:" && line != "Additional help topics:"
+		case in:
+			if f := strings.Fields(line); len(f) > 0 {
+				out = append(out, f[0])
+			}
 		}
 	}
 	return out

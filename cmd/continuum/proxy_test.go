@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -88,8 +89,18 @@ func TestProxyCommand(t *testing.T) {
 	}
 	pools, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(pools), `"node": "n1"`) || !strings.Contains(string(pools), `"in_pool": true`) {
-		t.Errorf("/debug/pools:\n%s", pools)
+	var view struct {
+		Node     string `json:"node"`
+		Services []struct {
+			Instances []struct {
+				ID     string `json:"id"`
+				InPool bool   `json:"in_pool"`
+			} `json:"instances"`
+		} `json:"services"`
+	}
+	if err := json.Unmarshal(pools, &view); err != nil || view.Node != "n1" || len(view.Services) != 1 ||
+		len(view.Services[0].Instances) != 1 || !view.Services[0].Instances[0].InPool {
+		t.Errorf("/debug/pools (%v): want node n1 with its one instance in the pool:\n%s", err, pools)
 	}
 }
 

@@ -15,14 +15,14 @@ import (
 // kind declares, for the defaults and for every config key it reads.
 func TestKindStubsMatch(t *testing.T) {
 	samples := map[string][]string{
-		"kv":           {"{}", "{client_port: 12379}", "{cluster: c, client_port: 12379, peer_port: 12380}"},
-		"etcd":         {"{}", "{client_port: 12379, peer_port: 12380}", "{cluster: c}"},
-		"redis":        {"{}", "{port: 6380}", "{cluster: c, port: 6380}"},
-		"mosquitto":    {"{}", "{port: 1884}"},
-		"kafka":        {"{}", "{port: 19092, controller_port: 19093}"},
-		"http-echo":    {"{}", "{port: 9000}"},
-		"function":     {"{}", "{port: 9000}"},
-		"microservice": {"{}", "{port: 9000}"},
+		"kv":                {"{}", "{client_port: 12379}", "{cluster: c, client_port: 12379, peer_port: 12380}"},
+		"etcd":              {"{}", "{client_port: 12379, peer_port: 12380}", "{cluster: c}"},
+		"redis":             {"{}", "{port: 6380}", "{cluster: c, port: 6380}"},
+		"mosquitto":         {"{}", "{port: 1884}"},
+		"kafka":             {"{}", "{port: 19092, controller_port: 19093}"},
+		"http-echo":         {"{}", "{port: 9000}"},
+		"faas-function":     {"{}", "{port: 9000}"},
+		"faas-microservice": {"{}", "{port: 9000}"},
 	}
 	for _, name := range kindtest.StubNames() {
 		if len(samples[name]) == 0 {

@@ -35,9 +35,9 @@ var stubs = map[string]func(cfg map[string]any) []kind.Endpoint{
 		return []kind.Endpoint{{Name: "client", Protocol: kind.ProtocolKafka, Port: port(c, "port", 9092)},
 			{Name: "controller", Protocol: "kafka-raft", Port: port(c, "controller_port", 9093)}}
 	},
-	"http-echo":    httpStub,
-	"function":     httpStub,
-	"microservice": httpStub,
+	"http-echo":         httpStub,
+	"faas-function":     httpStub,
+	"faas-microservice": httpStub,
 }
 
 func httpStub(c map[string]any) []kind.Endpoint {
