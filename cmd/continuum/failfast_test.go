@@ -1,24 +1,16 @@
 package main
 
 import (
-	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
-// closedPort is a loopback port where nothing listens (one just released).
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	return port
-}
+// closedPort is a loopback port where nothing listens (and no other test is given).
+func closedPort(t *testing.T) string { return strconv.Itoa(testenv.FreePort(t)) }
 
 // Pointed where nothing listens, clients say so within seconds (not after their run's or a
 // context's deadline), and a workload that got nothing through exits 3 with a line saying so.

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/continuum-project/continuum/internal/freeport"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/tools"
 )
@@ -283,7 +284,7 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Server, error) {
 			return nil, err
 		}
 	}
-	ports, err := freePorts(2)
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +374,7 @@ func StartKafkaCluster(ctx context.Context, cfg KafkaClusterConfig) (*KafkaClust
 			return nil, err
 		}
 	}
-	ports, err := freePorts(2 * cfg.Brokers)
+	ports, err := freeport.Ports(2 * cfg.Brokers)
 	if err != nil {
 		return nil, err
 	}

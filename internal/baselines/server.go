@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -199,22 +198,6 @@ func DirBytes(dir string) (int64, error) {
 		return nil
 	})
 	return total, err
-}
-
-// freePorts asks the kernel for n distinct unused loopback TCP ports. Another process may take
-// one before the server binds it; the start then fails with the server's own error.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		// Held open until all are chosen, so the kernel does not hand out one twice.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // tail returns the last lines of a log file for error messages.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/freeport"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 )
 
@@ -49,7 +50,7 @@ func StartEtcd(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freeport.Ports(3)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func StartKV(ctx context.Context, cfg Config) (*Server, error) {
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("continuum binary: %w", err)
 	}
-	ports, err := freePorts(2)
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +156,7 @@ func prepare(cfg Config, find func(bin string) (string, error)) (bin string, por
 	if bin, err = find(cfg.Bin); err != nil {
 		return "", 0, "", err
 	}
-	ports, err := freePorts(1)
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		return "", 0, "", err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/freeport"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -202,7 +203,7 @@ func TestRedisClusterJoiner(t *testing.T) {
 		addrs = append(addrs, s.Target.Endpoints[0])
 	}
 	for round := 0; round < 2; round++ {
-		ports, err := freePorts(1)
+		ports, err := freeport.Ports(1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/faas/watchdog"
+	"github.com/continuum-project/continuum/internal/freeport"
 )
 
 // Instance is how one watchdog instance of a python3-http handler runs.
@@ -33,7 +34,7 @@ func WatchdogFor(py Python, in Instance) (watchdog.Config, error) {
 	case ModeHTTP:
 		port := in.UpstreamPort
 		if port == 0 {
-			p, err := freePort()
+			p, err := freeport.Port()
 			if err != nil {
 				return cfg, err
 			}
@@ -49,14 +50,4 @@ func WatchdogFor(py Python, in Instance) (watchdog.Config, error) {
 		return cfg, fmt.Errorf("watchdog mode %q: want %s or %s (%s runs without one)", in.Mode, ModeClassic, ModeHTTP, ModeMicro)
 	}
 	return cfg, nil
-}
-
-// freePort is a loopback port free now (the upstream binds it moments later).
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -66,17 +66,8 @@ func upstreamServer(t *testing.T, name string, h http.HandlerFunc) *httptest.Ser
 	return srv
 }
 
-// closedURL is an http URL on a loopback port nothing listens on.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
-}
+// closedURL is an http URL on a loopback port nothing listens on (and no other test is given).
+func closedURL(t *testing.T) string { return "http://" + testenv.FreeAddr(t) }
 
 type testProxy struct {
 	p      *Proxy

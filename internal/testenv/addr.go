@@ -1,18 +1,28 @@
 package testenv
 
 import (
-	"net"
 	"testing"
+
+	"github.com/continuum-project/continuum/internal/freeport"
 )
 
-// FreeAddr is a loopback host:port nothing listens on now, for a server a test starts next
-// (another process may take it in between; tests that cannot retry should pass :0 instead).
+// FreeAddr is a loopback host:port nothing listens on now, for a server a test starts next. It
+// comes from internal/freeport, so no other test process and no outgoing connection gets it.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
+}
+
+// FreePort is FreeAddr's port.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	p, err := freeport.Port()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/continuum-project/continuum/internal/benchkit"
+	"github.com/continuum-project/continuum/internal/freeport"
 	"github.com/continuum-project/continuum/internal/procstat"
 )
 
@@ -37,12 +37,10 @@ func gatewayCore(ctx context.Context, cfg Config) (*GatewayCore, error) {
 		return nil, err
 	}
 	defer stopUp()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	// Its credentials (unused: the bench calls /function/ only) go in a directory of its own.
 	dataDir, err := os.MkdirTemp("", "continuum-bench-gateway-")
 	if err != nil {

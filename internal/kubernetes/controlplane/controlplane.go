@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/freeport"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -78,7 +79,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		picked *bool
 	}{{&cp.cfg.APIServerPort, &cp.picked.apiserver}, {&cp.cfg.ControllerManagerPort, &cp.picked.cm}, {&cp.cfg.SchedulerPort, &cp.picked.scheduler}} {
 		if *pp.port == 0 {
-			if *pp.port, err = freePort(); err != nil {
+			if *pp.port, err = freeport.Port(); err != nil {
 				return nil, fmt.Errorf("free port: %w", err)
 			}
 			*pp.picked = true
@@ -163,7 +164,7 @@ func (cp *ControlPlane) launch(ctx context.Context, c component) error {
 		if !c.picked || attempt == 3 || !strings.Contains(pr.logTail(logTailLines), "address already in use") {
 			return err
 		}
-		if *c.port, err = freePort(); err != nil {
+		if *c.port, err = freeport.Port(); err != nil {
 			return fmt.Errorf("free port: %w", err)
 		}
 		if c.moved != nil {
@@ -384,16 +385,6 @@ func (cp *ControlPlane) controllerManagerArgs() []string {
 func (cp *ControlPlane) schedulerArgs() []string {
 	args := cp.commonArgs(SchedulerBinary, "scheduler", cp.cfg.SchedulerPort)
 	return append(args, cp.cfg.SchedulerArgs...)
-}
-
-// freePort returns a port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // firstServiceIP is the range's first host address, which the apiserver gives the kubernetes

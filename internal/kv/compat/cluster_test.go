@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // startKVCluster starts n continuum kv processes m0.. as one cluster; peers names, per member,
@@ -25,7 +27,7 @@ func startCluster(t *testing.T, tg *target, n int, o serverOptions, peers map[st
 	clientPorts, peerPorts := make([]int, n), make([]int, n)
 	var ic []string
 	for i := 0; i < n; i++ {
-		clientPorts[i], peerPorts[i] = freePort(t), freePort(t)
+		clientPorts[i], peerPorts[i] = testenv.FreePort(t), testenv.FreePort(t)
 		ic = append(ic, fmt.Sprintf("m%d=http://127.0.0.1:%d", i, peerPorts[i]))
 	}
 	dir := t.TempDir()

@@ -11,6 +11,8 @@ import (
 	"github.com/coreos/go-semver/semver"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 func TestMaintenance(t *testing.T) {
@@ -115,7 +117,7 @@ var maintenanceCases = []conformanceCase{
 		}
 	}},
 	{"metrics_and_health", func(e *env) {
-		port := freePort(e.t)
+		port := testenv.FreePort(e.t)
 		e.tg.start(e.t, serverOptions{metricsPort: port})
 		for path, want := range map[string]string{"/health": `"health":"true"`, "/metrics": "# TYPE "} {
 			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))

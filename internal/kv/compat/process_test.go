@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -89,36 +86,6 @@ func (p *process) logTail(n int) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago and that no earlier call
-// of this test binary returned. It picks below the kernel's ephemeral range (32768-60999 by
-// default): a port from there can be taken by any outgoing connection between this check and
-// the server's bind, which made cluster tests fail with "address already in use".
-func freePort(t testing.TB) int {
-	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 1000 {
-		p := 20000 + rand.IntN(12000)
-		if portsGiven[p] {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		portsGiven[p] = true
-		return p
-	}
-	t.Fatal("no free port found in 20000-32000")
-	return 0
-}
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
 
 // repoRoot is the module root: the nearest parent holding go.mod.
 func repoRoot() (string, error) {

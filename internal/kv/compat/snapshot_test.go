@@ -11,6 +11,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // `etcdctl snapshot save` against continuum kv writes a snapshot that etcdctl accepts (its size
@@ -77,7 +79,7 @@ func TestSnapshotSaveRestore(t *testing.T) {
 	}
 
 	// A member on the restored data directory.
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	r := &server{tg: s.tg, name: "restored", dataDir: restored, endpoint: fmt.Sprintf("127.0.0.1:%d", port), bin: s.bin,
 		args: []string{"kv", "--name", "restored", "--data-dir", restored, "--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", port)}}
 	r.launch(t, filepath.Join(dir, "restored.log"))

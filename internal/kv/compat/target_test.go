@@ -169,7 +169,7 @@ func (tg *target) start(t testing.TB, o serverOptions) *server {
 	t.Helper()
 	bin := tg.require(t)
 	dir := t.TempDir()
-	clientPort, peerPort := freePort(t), freePort(t)
+	clientPort, peerPort := testenv.FreePort(t), testenv.FreePort(t)
 	s := &server{
 		tg:       tg,
 		name:     "compat",

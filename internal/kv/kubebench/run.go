@@ -3,7 +3,6 @@ package kubebench
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/benchkit"
+	"github.com/continuum-project/continuum/internal/freeport"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 )
 
@@ -86,7 +86,7 @@ func startStore(ctx context.Context, cfg Config, store, dir string) (*baselines.
 // startKVCluster starts members continuum kv members that replicate to each other (a full mesh
 // from --initial-cluster), each on its own loopback ports, data in dir/m<i>/data.
 func startKVCluster(ctx context.Context, cfg Config, members int, dir string) ([]*baselines.Server, error) {
-	ports, err := freePorts(members)
+	ports, err := freeport.Ports(members)
 	if err != nil {
 		return nil, err
 	}
@@ -123,18 +123,4 @@ func startAPIServer(ctx context.Context, cfg Config, endpoint, dir string) (*con
 	t0 := time.Now()
 	cp, err := controlplane.Start(ctx, c)
 	return cp, time.Since(t0), err
-}
-
-// freePorts asks the kernel for n distinct free loopback ports (held until all are chosen).
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

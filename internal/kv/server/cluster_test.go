@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http/httptest"
-	"os"
 	"sort"
 	"strings"
 	"syscall"
@@ -25,46 +22,16 @@ import (
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
-// freePorts picks n free loopback ports for a cluster whose members must know each other's
-// URLs before they start. They come from below the kernel's ephemeral range
-// (ip_local_port_range), which a port from Listen(":0") or an outgoing connection's is taken
-// from: one picked there could be taken by another process between Close and the member's
-// Listen, seconds later for a member started after others (seen in make test's parallel pass,
-// where other packages' servers and clients come and go). startCluster still starts again on
-// new ports if one was taken all the same.
+// freePorts picks n loopback addresses for a cluster whose members must know each other's URLs
+// before they start (internal/freeport: no other process is given them). startCluster still
+// starts again on new ports if one was taken all the same.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	low := ephemeralLow()
-	var out []string
-	var lns []net.Listener
-	for tries := 0; len(out) < n; tries++ {
-		if tries > 1000 {
-			t.Fatalf("no %d free ports in [%d, %d)", n, low/2, low)
-		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", low/2+rand.IntN(low-low/2)))
-		if err != nil {
-			continue // taken
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
+	out := make([]string, n)
+	for i := range out {
+		out[i] = testenv.FreeAddr(t)
 	}
 	return out
-}
-
-// ephemeralLow is the first port of the kernel's ephemeral range (32768 if unreadable).
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	var low int
-	if _, err := fmt.Sscan(string(b), &low); err != nil || low < 2048 {
-		return 32768
-	}
-	return low
 }
 
 // startCluster starts n members named m0.. with peers as given (nil: full mesh) and returns a

@@ -3,7 +3,6 @@ package httptarget
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 func startServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
@@ -23,17 +23,8 @@ func startServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	return srv
 }
 
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+// closedPort returns a loopback address nothing listens on (and no other test is given).
+func closedPort(t *testing.T) string { return testenv.FreeAddr(t) }
 
 func TestTargetErrorTypes(t *testing.T) {
 	release := make(chan struct{})

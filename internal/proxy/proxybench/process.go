@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/freeport"
 	"github.com/continuum-project/continuum/internal/httpecho"
 	"github.com/continuum-project/continuum/internal/loadgen"
 	"github.com/continuum-project/continuum/internal/proxy/http1"
@@ -183,11 +184,11 @@ func startProxy(ctx context.Context, cfg Config, pn *pinning, bin, upstream stri
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf("node: bench\nmax_inflight: %d\ndiscovery:\n  - file: instances.yaml\ndefaults:\n  strategy: qos\n  qos: {latency: 80ms, percentile: 95}\n", benchMaxConcurrent)), 0o644); err != nil {
 		return nil, err
 	}
-	listen, err := freeAddr()
+	listen, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
-	admin, err := freeAddr()
+	admin, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +251,7 @@ func (p *proxyProc) start(ctx context.Context, bin string, logf *os.File, ready 
 // startHAProxy runs HAProxy in the foreground (-db: no daemon, so its PID is the one measured)
 // with one thread, keep-alive to the client and to the upstream, in front of upstream.
 func startHAProxy(ctx context.Context, cfg Config, pn *pinning, upstream string) (*proxyProc, error) {
-	listen, err := freeAddr()
+	listen, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
@@ -347,13 +348,4 @@ func (p *proxyProc) logTail() string {
 		s = "..." + s[len(s)-2000:]
 	}
 	return s
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/stream/bridge"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 func startBridge(t *testing.T, edit func(*bridge.Config)) string {
@@ -43,16 +43,8 @@ func post(t *testing.T, url, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// deadAddr is a loopback address where nothing listens.
-func deadAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := ln.Addr().String()
-	ln.Close()
-	return a
-}
+// deadAddr is a loopback address where nothing listens (and no other test is given).
+func deadAddr(t *testing.T) string { return testenv.FreeAddr(t) }
 
 // Bad input is refused before Kafka is asked, so it needs no broker.
 func TestBadInput(t *testing.T) {

@@ -55,12 +55,7 @@ func TestForwardRelays(t *testing.T) {
 			}()
 		}
 	}()
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := free.Addr().(*net.TCPAddr).Port
-	free.Close()
+	port := testenv.FreePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- Forward(ctx, []string{strconv.Itoa(port) + "=" + srv.Addr().String()}) }()

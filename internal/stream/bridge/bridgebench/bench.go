@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/benchkit"
+	"github.com/continuum-project/continuum/internal/freeport"
 	"github.com/continuum-project/continuum/internal/procstat"
 )
 
@@ -232,12 +232,10 @@ func bridgeRun(ctx context.Context, cfg Config, broker string, brokerPID int, cp
 		return BridgeRun{}, err
 	}
 	defer undo()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		return BridgeRun{}, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	// Loopback only, so no token: the bench measures the producer path.
 	args := append(prefix, cfg.Binary, "stream", "bridge", "--listen", addr, "--brokers", broker, "--auth=false")
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
