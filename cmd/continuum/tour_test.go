@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -99,6 +100,32 @@ const (
 	composeLine = imageBuild + " && bin/continuum run examples/compose/notes/compose.yaml"
 )
 
+// TestREADMETourSections: the README's tour splits into sections that run side by side, with
+// the lines that share state in one, in the README's order.
+func TestREADMETourSections(t *testing.T) {
+	sections := joinSections(tourSections(t, filepath.Join("..", "..", "README.md")), tourTogether)
+	if len(sections) < 4 {
+		t.Errorf("%d sections, want the tour's blocks side by side: %q", len(sections), sections)
+	}
+	for _, pair := range tourTogether {
+		i := slices.IndexFunc(sections, func(sec []string) bool { return slices.Contains(sec, pair[0]) })
+		if i < 0 || slices.Index(sections[i], pair[1]) < slices.Index(sections[i], pair[0]) {
+			t.Errorf("%q then %q are not in one section in order: %q", pair[0], pair[1], sections)
+		}
+	}
+	var flat []string
+	for _, sec := range sections {
+		flat = append(flat, sec...)
+	}
+	if lines := tourLines(t, filepath.Join("..", "..", "README.md")); len(flat) != len(lines) {
+		t.Errorf("the sections hold %d lines, the tour %d", len(flat), len(lines))
+	}
+	got := joinSections([][]string{{"a", "b"}, {"c", "d"}, {"e"}}, [][2]string{{"b", "d"}})
+	if fmt.Sprint(got) != "[[a] [b c d] [e]]" {
+		t.Errorf("joinSections = %q, want [[a] [b c d] [e]]", got)
+	}
+}
+
 // TestREADMETourLinesKnown: every line of the tour has an entry in tourSteps and every entry a
 // line. It needs neither root nor time, so it holds under -short too.
 func TestREADMETourLinesKnown(t *testing.T) {
@@ -123,7 +150,16 @@ func knownTourLines(t *testing.T, lines []string) {
 	}
 }
 
-// TestREADMETour runs the README's tour (see the top of this file).
+// tourTogether are pairs of lines whose sections share state, so run as one section, in order:
+// the kv line's server port (2379) is the PACE lines' too, and the Kubernetes block's cluster
+// loads the images the compose line built.
+var tourTogether = [][2]string{{kvLine, paceConsumer}, {composeLine, imageBuild}}
+
+// TestREADMETour runs the README's tour (see the top of this file). `make build` runs first; then
+// the tour's sections (its blank-line separated blocks, joined per tourTogether) run side by
+// side, each one's lines in order: they share nothing else (servers on different ports,
+// testbeds by name in this test's state directory, results under different names) and most of
+// their time is spent waiting on servers, runs and the cluster, not on the CPU.
 func TestREADMETour(t *testing.T) {
 	requireRoot(t)
 	start := time.Now()
@@ -131,15 +167,39 @@ func TestREADMETour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := tourLines(t, filepath.Join(root, "README.md"))
+	readme := filepath.Join(root, "README.md")
+	lines := tourLines(t, readme)
 	knownTourLines(t, lines)
 	if t.Failed() {
 		return
 	}
+	sections := joinSections(tourSections(t, readme), tourTogether)
+	if sections[0][0] != "make build" {
+		t.Fatalf("the tour starts with %q, want make build (every later line runs its binary)", sections[0][0])
+	}
 	tr := newTourRun(t, root)
+	tr.runLines(t, []string{"make build"})
+	sections[0] = sections[0][1:]
+	t.Run("sections", func(t *testing.T) {
+		for _, sec := range sections {
+			if len(sec) == 0 {
+				continue
+			}
+			t.Run(sec[0], func(t *testing.T) {
+				t.Parallel()
+				tr.section().runLines(t, sec)
+			})
+		}
+	})
+	t.Logf("the tour took %s", time.Since(start).Round(time.Second))
+}
+
+// runLines runs lines in order as subtests of t, stopping at the first failure: later lines
+// build on earlier ones (the testbed, the cluster).
+func (tr *tourRun) runLines(t *testing.T, lines []string) {
 	for _, l := range lines {
 		if t.Failed() {
-			break // later lines build on earlier ones (the testbed, the cluster)
+			return
 		}
 		began := time.Now()
 		t.Run(l, func(t *testing.T) {
@@ -148,12 +208,24 @@ func TestREADMETour(t *testing.T) {
 		})
 		t.Logf("%6.1fs  %s", time.Since(began).Seconds(), l)
 	}
-	t.Logf("the tour took %s", time.Since(start).Round(time.Second))
 }
 
 // tourLines are the commands of the README's "A short tour" block: its first ```sh block, each
 // line without its comment, blank and comment-only lines left out.
 func tourLines(t *testing.T, readme string) []string {
+	t.Helper()
+	var lines []string
+	for _, sec := range tourSections(t, readme) {
+		lines = append(lines, sec...)
+	}
+	if len(lines) < 10 {
+		t.Fatalf("%s: the tour has %d lines, want its whole block", readme, len(lines))
+	}
+	return lines
+}
+
+// tourSections are tourLines split where the block has a blank line.
+func tourSections(t *testing.T, readme string) [][]string {
 	t.Helper()
 	b, err := os.ReadFile(readme)
 	if err != nil {
@@ -171,18 +243,52 @@ func tourLines(t *testing.T, readme string) []string {
 	if !ok {
 		t.Fatalf("%s: the tour's block is not closed", readme)
 	}
-	var lines []string
+	sections := [][]string{nil}
 	sc := bufio.NewScanner(strings.NewReader(block))
 	for sc.Scan() {
-		l := strings.TrimSpace(stripComment(sc.Text()))
-		if l != "" {
-			lines = append(lines, l)
+		if strings.TrimSpace(sc.Text()) == "" {
+			if len(sections[len(sections)-1]) > 0 {
+				sections = append(sections, nil)
+			}
+			continue
+		}
+		if l := strings.TrimSpace(stripComment(sc.Text())); l != "" {
+			sections[len(sections)-1] = append(sections[len(sections)-1], l)
 		}
 	}
-	if len(lines) < 10 {
-		t.Fatalf("%s: the tour has %d lines, want its whole block", readme, len(lines))
+	if len(sections[len(sections)-1]) == 0 {
+		sections = sections[:len(sections)-1]
 	}
-	return lines
+	return sections
+}
+
+// joinSections moves, for each pair, the later pair line's section behind the earlier pair
+// line, which starts a section of its own: the lines before it in its section do not feed the
+// later section and stay one of their own.
+func joinSections(sections [][]string, together [][2]string) [][]string {
+	find := func(line string) int {
+		return slices.IndexFunc(sections, func(sec []string) bool { return slices.Contains(sec, line) })
+	}
+	for _, pair := range together {
+		i, j := find(pair[0]), find(pair[1])
+		if i < 0 || j < 0 || i == j {
+			continue
+		}
+		first := pair[0]
+		if i > j {
+			i, j, first = j, i, pair[1]
+		}
+		k := slices.Index(sections[i], first)
+		joined := append(slices.Clone(sections[i][k:]), sections[j]...)
+		sections = slices.Delete(sections, j, j+1)
+		if k == 0 {
+			sections[i] = joined
+		} else {
+			sections[i] = sections[i][:k]
+			sections = slices.Insert(sections, i+1, joined)
+		}
+	}
+	return sections
 }
 
 // stripComment cuts a shell line at its comment: a # at the start or after a blank, outside quotes.
@@ -217,6 +323,13 @@ type tourRun struct {
 	ran []string
 	// hostBefore is the host's namespaces, links and mounts before `cluster up`.
 	hostBefore hostSets
+}
+
+// section is the state for one section of the tour: the clone, state and scratch directories
+// are the tour's; what lines leave for later lines (exports, the quickstart's results, lines run
+// beside others, the host before the cluster) is the section's own.
+func (tr *tourRun) section() *tourRun {
+	return &tourRun{root: tr.root, state: tr.state, scratch: tr.scratch}
 }
 
 func newTourRun(t *testing.T, root string) *tourRun {

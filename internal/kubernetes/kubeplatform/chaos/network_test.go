@@ -3,7 +3,6 @@ package chaos
 import (
 	"math"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +14,9 @@ import (
 // threeTier loads scenarios/topologies/three-tier.yaml: device -10ms- edge -50ms- cloud.
 func threeTier(t *testing.T) *platform.Topology {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
-	topo, err := platform.LoadTopology(filepath.Join(root, "scenarios", "topologies", "three-tier.yaml"))
+	// go test runs in the package's directory (runtime.Caller's file is module-relative under
+	// -trimpath, which make test uses).
+	topo, err := platform.LoadTopology(filepath.Join("..", "..", "..", "..", "scenarios", "topologies", "three-tier.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
