@@ -6,8 +6,8 @@
 // outgoing connection or to another bind(:0), and with test packages running side by side it
 // does (a CI run failed with "bind: address already in use" that way). This package takes ports
 // from below the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), which the
-// kernel never gives out by itself, so the only other takers are processes asking for that exact
-// port. Processes that use this package split that space into blocks: a process owns a block
+// kernel never gives out by itself (and from below Kubernetes' NodePort range), so the only
+// other takers are processes asking for that exact port. Processes that use this package split that space into blocks: a process owns a block
 // while it holds a listener on the block's first port (the kernel keeps two processes from
 // holding it, and frees it when the owner exits, even by a crash), and hands out the block's
 // other ports, each once, checking first that nothing else (a leftover child of a dead process)
@@ -27,9 +27,12 @@ import (
 )
 
 const (
-	// lowest is the first port blocks are taken from: above the well-known ports the systems
-	// we start listen on by default (etcd 2379/2380, Redis 6379, Kafka 9092/9093, ...).
-	lowest    = 10000
+	// Blocks are taken from [lowest, highest), capped at the ephemeral range's start: above
+	// the fixed ports of the systems we start (etcd 2379/2380, Redis 6379, Kafka 9092/9093, the
+	// kubelet 10248/10250, kube-proxy 10249/10256, the controller manager 10257, the scheduler
+	// 10259) and below Kubernetes' NodePort range (30000-32767), where kube-proxy serves.
+	lowest    = 20000
+	highest   = 30000
 	blockSize = 32
 	// minBlocks: fewer blocks than this below the ephemeral range and the package uses :0.
 	minBlocks = 16
@@ -71,7 +74,7 @@ func Addr() (string, error) {
 func Ports(n int) ([]int, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	lo, hi := lowest, ephemeralStart()
+	lo, hi := lowest, min(highest, ephemeralStart())
 	if (hi-lo)/blockSize < minBlocks {
 		return kernelPorts(n)
 	}
