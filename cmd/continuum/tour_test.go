@@ -484,17 +484,24 @@ func paceLoop(tr *tourRun, line string) {
 	tr.ran = append(tr.ran, paceProducer)
 }
 
-// compose runs the compose line as written. Its image build is the Kubernetes block's image
-// build line to the byte, and the build is reproducible (the same tree gives the same tarballs),
-// so that line is not run a second time: the cluster line after it takes these tarballs.
+// compose runs the compose line's image build as written, then its run as `run --check`: the
+// same file runs in full, and is checked (start order, healthchecks, the partition), in
+// internal/app/kinds's TestComposeExample. The image build is the Kubernetes block's image build
+// line to the byte, and the build is reproducible (the same tree gives the same tarballs), so
+// that line is not run a second time: the cluster line after it takes these tarballs.
 func compose(tr *tourRun, line string) {
-	tr.must(line, 10*time.Minute)
+	build, run, ok := strings.Cut(line, " && ")
+	if !ok || build != imageBuild {
+		tr.t.Fatalf("compose: %q is not `%s && <run line>`", line, imageBuild)
+	}
+	tr.must(build, 10*time.Minute)
 	for _, n := range []string{"continuum", "proxy", "python"} {
 		if _, err := os.Stat(filepath.Join(tr.root, "images", n+".tar")); err != nil {
 			tr.t.Fatal(err)
 		}
 	}
 	tr.ran = append(tr.ran, imageBuild)
+	checked(tr, run)
 }
 
 // ranWith: the line ran in the step of an earlier line (which needs it running beside it).
