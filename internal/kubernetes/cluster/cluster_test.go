@@ -31,7 +31,32 @@ import (
 // hostState is what a cluster may change on the host and must give back.
 type hostState struct {
 	Mounts, Cgroups, Links, Chains, Tables []string
-	Sysctls                                map[string]string
+	// Logs are the entries of kubelet's default pod log directory and of its container log
+	// links' directory.
+	Logs    []string
+	Sysctls map[string]string
+}
+
+// kernelDefaults are the kernel's own values of the kubelet tunables that differ from kubelet's.
+var kernelDefaults = map[string]string{"vm/overcommit_memory": "0", "kernel/panic": "0", "kernel/panic_on_oops": "0"}
+
+// fromKernelDefaults sets each tunable that holds kubelet's value (a cluster from before Down
+// restored them left it) to the kernel's default, so that the before/after comparison sees it if
+// kubelet's value is left again.
+func fromKernelDefaults(t *testing.T) {
+	t.Helper()
+	for k, def := range kernelDefaults {
+		b, err := os.ReadFile("/proc/sys/" + k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(string(b)) == kubeletTunables[k] {
+			t.Logf("sysctl %s holds kubelet's %s: set to the kernel's default %s first", k, kubeletTunables[k], def)
+			if err := os.WriteFile("/proc/sys/"+k, []byte(def+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 func snapshotHost(t *testing.T) hostState {
@@ -58,6 +83,12 @@ func snapshotHost(t *testing.T) hostState {
 	s.Tables = sortedCopy(s.Tables)
 	if s.Sysctls, err = readSysctls(); err != nil {
 		t.Fatal(err)
+	}
+	for _, dir := range []string{"/var/log/pods", containerLogLinks} {
+		entries, _ := os.ReadDir(dir) // absent: nothing there
+		for _, e := range entries {
+			s.Logs = append(s.Logs, filepath.Join(dir, e.Name()))
+		}
 	}
 	return s
 }
@@ -146,6 +177,7 @@ func TestClusterRunsPodsAndLeavesNothing(t *testing.T) {
 		t.Skip(err)
 	}
 	tarball := buildImages(t)
+	fromKernelDefaults(t)
 	before := snapshotHost(t)
 
 	cfg := DefaultConfig()
@@ -238,6 +270,7 @@ func diffState(a, b hostState) string {
 	cmp("link", a.Links, b.Links)
 	cmp("iptables chain", a.Chains, b.Chains)
 	cmp("nftables table", a.Tables, b.Tables)
+	cmp("log entry", a.Logs, b.Logs)
 	for k, v := range a.Sysctls {
 		if b.Sysctls[k] != v {
 			fmt.Fprintf(&d, "sysctl %s: %s before, %s after\n", k, v, b.Sysctls[k])

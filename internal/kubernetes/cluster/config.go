@@ -134,5 +134,6 @@ func (p paths) containerd() string     { return p.join("containerd") }
 func (p paths) containerdSock() string { return p.join("containerd", "containerd.sock") }
 func (p paths) cniConf() string        { return p.join("cni") }
 func (p paths) kubelet() string        { return p.join("kubelet") }
+func (p paths) podLogs() string        { return p.join("pod-logs") }
 func (p paths) kubeProxy() string      { return p.join("kube-proxy") }
 func (p paths) coreDNS() string        { return p.join("coredns") }

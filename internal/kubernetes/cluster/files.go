@@ -118,6 +118,8 @@ func (c Config) kubeletConfig(clientCA string) ([]byte, error) {
 		EvictionHard:                map[string]string{"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
 		ResolverConfig:              strPtr("/etc/resolv.conf"),
 		EnforceNodeAllocatable:      []string{"pods"},
+		// Pods' logs in the state directory, not /var/log/pods, so that Down removes them.
+		PodLogsDir: p.podLogs(),
 	}
 	return yaml.Marshal(kc)
 }

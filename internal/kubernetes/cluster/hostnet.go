@@ -3,17 +3,65 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
 // The host settings a cluster changes and Down puts back.
 
-// sysctls are the kernel settings the cluster needs: forwarding, so that the node routes
-// between pods and Services (the CNI bridge plugin turns it on; Down restores the value found
-// before Up).
-var sysctls = []string{"net/ipv4/ip_forward"}
+// sysctls are the kernel settings a cluster changes, whose values before Up Down restores:
+// forwarding, so that the node routes between pods and Services (Up and the CNI bridge plugin
+// turn it on), and the tunables kubelet sets at its start whenever it does not protect the
+// kernel's defaults (kubeletTunables: without them in this list, one `cluster up` left a host
+// set to reboot 10 s after any kernel oops).
+var sysctls = append([]string{"net/ipv4/ip_forward"}, slices.Sorted(maps.Keys(kubeletTunables))...)
+
+// kubeletTunables are the values kubelet writes (setupKernelTunables in kubelet's container
+// manager, Kubernetes 1.37).
+var kubeletTunables = map[string]string{
+	"vm/overcommit_memory":      "1",
+	"vm/panic_on_oom":           "0",
+	"kernel/panic":              "10",
+	"kernel/panic_on_oops":      "1",
+	"kernel/keys/root_maxkeys":  "1000000",
+	"kernel/keys/root_maxbytes": "25000000",
+}
+
+// containerLogLinks is where kubelet links every container's log file (a path it does not let
+// one configure); the files themselves live under the cluster's state directory (podLogsDir).
+const containerLogLinks = "/var/log/containers"
+
+// removeContainerLogLinks removes the links in containerLogLinks that point into the cluster's
+// state directory root: kubelet removes a container's link only when it removes the
+// container, which a stopped cluster's kubelet no longer does.
+func removeContainerLogLinks(root string) error {
+	entries, err := os.ReadDir(containerLogLinks)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		link := filepath.Join(containerLogLinks, e.Name())
+		target, err := os.Readlink(link)
+		if err != nil {
+			continue // not a link: not kubelet's
+		}
+		if rel, err := filepath.Rel(root, target); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			if err := os.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
 
 func readSysctls() (map[string]string, error) {
 	out := map[string]string{}

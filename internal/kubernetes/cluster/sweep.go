@@ -26,7 +26,7 @@ import (
 // sweep removes what a cluster whose state directory is dir left on the host, whether its
 // supervisor shut down in order or was killed: pods (through CRI, so that the CNI plugins
 // release their addresses and rules), processes, mounts, cgroups, the bridge, the iptables and
-// nftables rules, and the sysctls it changed. Each step runs even if an earlier one failed; the
+// nftables rules, kubelet's links to container logs, and the sysctls it changed. Each step runs even if an earlier one failed; the
 // errors are joined. The state directory itself is removed last, only if all went well.
 func sweep(ctx context.Context, st *state) error {
 	p := paths{st.Config.StateDir}
@@ -39,6 +39,7 @@ func sweep(ctx context.Context, st *state) error {
 	note("remove pods", removePods(ctx, p.containerdSock()))
 	note("stop processes", killProcesses(p.root))
 	note("unmount", unmountUnder(p.root))
+	note("remove container log links", removeContainerLogLinks(p.root))
 	note("remove cgroups", removeCgroups(cgroupRoot))
 	note("remove bridge", removeBridge(st.Config.Bridge))
 	note("remove kube-proxy rules", cleanupKubeProxy(st.Config.BinDir, p))
