@@ -2,6 +2,7 @@ package freeport
 
 import (
 	"bufio"
+	"errors"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -91,5 +92,28 @@ func TestPortIsBindable(t *testing.T) {
 	p := l.Addr().(*net.TCPAddr).Port
 	if bindable(p) {
 		t.Errorf("bindable(%d) while a listener holds it", p)
+	}
+}
+
+// TestAllBlocksTaken: when no block is free, ports still come, from this process's own blocks
+// again, and are bindable (every block is made to look taken: really taking them all would
+// starve the other test processes).
+func TestAllBlocksTaken(t *testing.T) {
+	if (min(highest, ephemeralStart())-lowest)/blockSize < minBlocks {
+		t.Skip("the ephemeral range leaves no blocks here: ports come from the kernel")
+	}
+	if _, err := Port(); err != nil { // this process owns a block
+		t.Fatal(err)
+	}
+	claimBlock = func(int, int) (*block, error) { return nil, errors.New("every block is taken") }
+	defer func() { claimBlock = claim }()
+	ps, err := Ports(3 * blockSize)
+	if err != nil {
+		t.Fatalf("with no block free: %v", err)
+	}
+	for _, p := range ps {
+		if !bindable(p) {
+			t.Errorf("port %d is not free", p)
+		}
 	}
 }
