@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -142,6 +143,16 @@ func StartRedis(ctx context.Context, cfg Config, appendfsync string) (*Server, e
 		return nil, err
 	}
 	args := append(RedisArgs(bin, dataDir, port, appendfsync), cfg.ExtraArgs...)
+	if slices.Contains(cfg.ExtraArgs, "--cluster-enabled") && !slices.Contains(cfg.ExtraArgs, "--cluster-port") {
+		// A cluster member's bus listens on port+10000 unless told otherwise, which from
+		// freeport's range lands in the kernel's ephemeral range, where another process may
+		// hold it (seen in make test): the bus gets a port of its own.
+		bus, err := freeport.Port()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--cluster-port", strconv.Itoa(bus))
+	}
 	target := kvtarget.Target{Kind: kvtarget.KindRedis, Endpoints: []string{"127.0.0.1:" + strconv.Itoa(port)}}
 	ready := func(ctx context.Context) error {
 		cli := kvtarget.NewRedis(target.Endpoints[0], 1)

@@ -105,8 +105,12 @@ stream:
 	if err := os.WriteFile(vf, []byte(values), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// --wait=legacy polls until every resource is ready or the timeout passes. Helm 4.3.1's
+	// default watcher once ended its wait 35 s into the 4 minutes, reporting the aggregator's
+	// Deployment "InProgress" without a deadline error, while the pod was ready moments later
+	// (make test on a busy machine; the watch seems to have ended early).
 	helm := exec.CommandContext(ctx, filepath.Join(binDir, "helm"), "install", "c1", filepath.Join(root, "deploy", "helm", "continuum"),
-		"-f", vf, "--wait", "--timeout", "4m")
+		"-f", vf, "--wait=legacy", "--timeout", "4m")
 	helm.Env = append(os.Environ(), "KUBECONFIG="+cl.Kubeconfig())
 	if b, err := helm.CombinedOutput(); err != nil {
 		t.Fatalf("helm install: %v\n%s\n%s", err, b, podSummary(ctx, cl))
