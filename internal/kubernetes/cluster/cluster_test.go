@@ -45,17 +45,19 @@ var kernelDefaults = map[string]string{"vm/overcommit_memory": "0", "kernel/pani
 // kubelet's value is left again.
 func fromKernelDefaults(t *testing.T) {
 	t.Helper()
+	now, err := readSysctls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]string{}
 	for k, def := range kernelDefaults {
-		b, err := os.ReadFile("/proc/sys/" + k)
-		if err != nil {
-			t.Fatal(err)
+		if now[k] == kubeletTunables[k] {
+			t.Logf("sysctl %s holds kubelet's %s: set to the kernel's default %s first", k, now[k], def)
+			set[k] = def
 		}
-		if strings.TrimSpace(string(b)) == kubeletTunables[k] {
-			t.Logf("sysctl %s holds kubelet's %s: set to the kernel's default %s first", k, kubeletTunables[k], def)
-			if err := os.WriteFile("/proc/sys/"+k, []byte(def+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+	}
+	if err := restoreSysctls(set); err != nil {
+		t.Fatal(err)
 	}
 }
 
