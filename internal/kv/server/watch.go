@@ -184,13 +184,16 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 			order = compactOrder(order, watches)
 			return send(&pb.WatchResponse{Header: header(), WatchId: id, Canceled: true})
 		case *pb.WatchRequest_ProgressRequest:
-			// Every watch has been sent everything up to the visible revision (deliver ran
-			// before), so a progress notification at that revision is truthful.
+			// The revision is read before deliver runs: deliver sends every watch its events
+			// up to the revision visible then, at least rev, so a notification at rev is
+			// truthful. Read after, it could name a write that became visible once deliver
+			// had passed, whose event the client would then skip as already covered.
+			rev := s.store.Rev()
 			if err := deliver(); err != nil {
 				return err
 			}
 			h := header()
-			h.Revision = s.store.Rev()
+			h.Revision = rev
 			return send(&pb.WatchResponse{Header: h, WatchId: invalidWatchID})
 		}
 		return nil
@@ -213,10 +216,15 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 				ids = append(ids, id)
 			}
 			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+			// As for a requested notification: the revision is read once, before the
+			// check that the watch has been sent everything up to it, and is the one named.
+			rev := s.store.Rev()
 			for _, id := range ids {
 				sw := watches[id]
-				if sw.progress && !sw.sent && sw.w.NextRev() > s.store.Rev() {
-					if err := send(&pb.WatchResponse{Header: header(), WatchId: id}); err != nil {
+				if sw.progress && !sw.sent && sw.w.NextRev() > rev {
+					h := header()
+					h.Revision = rev
+					if err := send(&pb.WatchResponse{Header: h, WatchId: id}); err != nil {
 						return err
 					}
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,5 +151,71 @@ func TestWatchCancelAndFragment(t *testing.T) {
 	}
 	wcancel()
 	for range wch {
+	}
+}
+
+// TestProgressNeverPassesAnUndeliveredEvent: a progress notification at revision P promises
+// that the watch has been sent every event up to P (the rtdb hub and Kubernetes' watch cache
+// skip what they receive at or below it). Writes land while progress is requested and while
+// the interval ticker fires; no event may arrive after a notification that covered it.
+func TestProgressNeverPassesAnUndeliveredEvent(t *testing.T) {
+	_, cli := startKV(t, func(c *Config) { c.ProgressNotifyInterval = time.Millisecond })
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	requested := cli.Watch(ctx, "s/", clientv3.WithPrefix())
+	ticked := cli.Watch(ctx, "s/", clientv3.WithPrefix(), clientv3.WithProgressNotify())
+	const writes = 1000
+	var final atomic.Int64 // the last write's revision, once every write is in
+	go func() {
+		var rev int64
+		for i := range writes {
+			r, err := cli.Put(ctx, fmt.Sprintf("s/%d", i%50), "v")
+			if err != nil {
+				if ctx.Err() == nil { // not the test ending early
+					t.Errorf("put %d: %v", i, err)
+					cancel()
+				}
+				return
+			}
+			rev = r.Header.Revision
+		}
+		final.Store(rev)
+	}()
+	go func() {
+		for ctx.Err() == nil {
+			cli.RequestProgress(ctx)
+		}
+	}()
+	// Both watches share the client's stream, which stalls when one of them is not read: they
+	// are read at once.
+	check := func(name string, wch clientv3.WatchChan) error {
+		var progress, seen int64
+		for f := final.Load(); f == 0 || seen < f; f = final.Load() {
+			var r clientv3.WatchResponse
+			select {
+			case r = <-wch:
+			case <-time.After(10 * time.Second):
+				return fmt.Errorf("%s watch: nothing for 10s after the event at %d (progress %d, last write %d)", name, seen, progress, f)
+			}
+			if r.IsProgressNotify() {
+				progress = max(progress, r.Header.Revision)
+				continue
+			}
+			for _, ev := range r.Events {
+				if ev.Kv.ModRevision <= progress {
+					return fmt.Errorf("%s watch: event at %d arrived after a progress notification at %d", name, ev.Kv.ModRevision, progress)
+				}
+				seen = ev.Kv.ModRevision
+			}
+		}
+		return nil
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- check("interval", ticked) }()
+	if err := check("requested", requested); err != nil {
+		t.Error(err)
+	}
+	if err := <-errs; err != nil {
+		t.Error(err)
 	}
 }

@@ -134,10 +134,15 @@ func (c *wsConn) stopListen(l *wsListen) {
 // the SDK reconnects and listens again. While the listens await a judgement (heldLocked) it
 // takes nothing: their events wait in the hub. The caller holds c.fwdMu.
 func (c *wsConn) takeAllLocked() {
+	// The hub's revision is read before the rules channel is looked at. The hub closes the
+	// channel of a rules change under the same lock in which its revision becomes the
+	// change's, so an open channel after the read means no change up to applied: events up to
+	// it may go, later ones wait. Read the other way round, a change and an event after it
+	// could both be dispatched between the two reads, and the event would be sent unjudged.
+	applied := c.s.hub.AppliedRev()
 	if c.heldLocked() {
 		return
 	}
-	applied := c.s.hub.AppliedRev()
 	for l := range c.fwd {
 		if l.held != nil {
 			if l.heldRev > applied {
