@@ -69,8 +69,13 @@ type Props struct {
 
 // Node attaches an endpoint with an IPv4 address: Batch if set, else Endpoint.
 type Node struct {
-	Name     string
-	Addr     netip.Addr
+	Name string
+	Addr netip.Addr
+	// Prefixes are IPv4 networks behind the node (a Kubernetes node's pod CIDR): a packet to an
+	// address in one is carried to the node as a packet to Addr is, over the same links, and
+	// the node's kernel forwards it on. Prefixes of different nodes may not overlap, nor hold
+	// another node's Addr.
+	Prefixes []netip.Prefix
 	Endpoint Endpoint
 	Batch    BatchEndpoint
 }
@@ -241,6 +246,7 @@ type Fabric struct {
 	cfg    Config
 	nodes  []*nodeState
 	byAddr map[netip.Addr]int
+	nets   []nodeNet // the nodes' Prefixes, for destinations that are no node's address
 	pools  *bufPools
 	clock  *clock
 
@@ -338,6 +344,9 @@ func newFabric(cfg Config) (*Fabric, error) {
 		}
 		p := normalize(l.Props)
 		f.links = append(f.links, &link{a: l.A, b: l.B, dir: [2]linkDir{{props: p, late: newLateness()}, {props: p, late: newLateness()}}})
+	}
+	if err := f.addPrefixes(); err != nil {
+		return nil, err
 	}
 	f.blocked = make([]bool, len(f.nodes)*len(f.nodes))
 	f.recomputeRoutes()
@@ -508,14 +517,61 @@ func (f *Fabric) ingress(out []delivery, src int, p packet, sent int64) []delive
 	if len(ip) < 20 || ip[0]>>4 != 4 {
 		return f.drop(out, p, DropNotIPv4, nil)
 	}
-	dst, ok := f.byAddr[netip.AddrFrom4([4]byte(ip[16:20]))]
+	to := netip.AddrFrom4([4]byte(ip[16:20]))
+	dst, ok := f.byAddr[to]
 	if !ok {
-		return f.drop(out, p, DropUnknownDst, nil)
+		if dst, ok = f.netOf(to); !ok {
+			return f.drop(out, p, DropUnknownDst, nil)
+		}
 	}
 	if f.blocked[src*len(f.nodes)+dst] {
 		return f.drop(out, p, DropPartition, nil)
 	}
 	return f.forward(out, event{t: sent, at: src, src: src, dst: dst, last: -1, p: p})
+}
+
+// nodeNet is a prefix behind node.
+type nodeNet struct {
+	prefix netip.Prefix
+	node   int
+}
+
+// addPrefixes checks the nodes' Prefixes (IPv4, no host bits, disjoint, holding no other
+// node's address) and records them for netOf.
+func (f *Fabric) addPrefixes() error {
+	for i, n := range f.cfg.Nodes {
+		for _, p := range n.Prefixes {
+			switch {
+			case !p.IsValid() || !p.Addr().Is4():
+				return fmt.Errorf("fabric: node %q: prefix %v is not an IPv4 network", n.Name, p)
+			case p != p.Masked():
+				return fmt.Errorf("fabric: node %q: prefix %v has host bits set; want %v", n.Name, p, p.Masked())
+			}
+			for _, o := range f.nets {
+				if o.prefix.Overlaps(p) {
+					return fmt.Errorf("fabric: node %q: prefix %v overlaps node %q's %v", n.Name, p, f.cfg.Nodes[o.node].Name, o.prefix)
+				}
+			}
+			for j, m := range f.cfg.Nodes {
+				if j != i && p.Contains(m.Addr) {
+					return fmt.Errorf("fabric: node %q: prefix %v holds node %q's address %v", n.Name, p, m.Name, m.Addr)
+				}
+			}
+			f.nets = append(f.nets, nodeNet{p, i})
+		}
+	}
+	return nil
+}
+
+// netOf is the node with a prefix holding a: the prefixes are disjoint, so at most one does.
+// A linear scan: a testbed has a handful of nodes, one prefix each.
+func (f *Fabric) netOf(a netip.Addr) (int, bool) {
+	for _, n := range f.nets {
+		if n.prefix.Contains(a) {
+			return n.node, true
+		}
+	}
+	return 0, false
 }
 
 // drop counts a dropped packet (on the link direction d too, if given) and frees its buffer.

@@ -3,6 +3,7 @@ package fabric
 import (
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,12 +30,18 @@ type schedArrival struct {
 
 func newSchedNet(t *testing.T, n int, links []Link) *schedNet {
 	t.Helper()
+	return newSchedNetWith(t, n, links, nil)
+}
+
+// newSchedNetWith is newSchedNet whose node i has the prefixes prefixes[i].
+func newSchedNetWith(t *testing.T, n int, links []Link, prefixes map[int][]netip.Prefix) *schedNet {
+	t.Helper()
 	sn := &schedNet{t: t, now: int64(time.Second)}
 	var nodes []Node
 	for i := range n {
 		ip := netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)})
 		sn.ips = append(sn.ips, ip)
-		nodes = append(nodes, Node{Name: string(rune('a' + i)), Addr: ip})
+		nodes = append(nodes, Node{Name: string(rune('a' + i)), Addr: ip, Prefixes: prefixes[i]})
 	}
 	f, err := newFabric(Config{Nodes: nodes, Links: links, Seed: 7})
 	if err != nil {
@@ -53,9 +60,14 @@ func (sn *schedNet) record(out []delivery) {
 
 // send has node from send a packet to node to at the current time.
 func (sn *schedNet) send(from, to, size int, id byte) {
+	sn.sendTo(from, sn.ips[to], size, id)
+}
+
+// sendTo has node from send a packet to address dst at the current time.
+func (sn *schedNet) sendTo(from int, dst netip.Addr, size int, id byte) {
 	bp := sn.f.pools.small.Get().(*[]byte)
 	clear((*bp)[:VnetHdrLen])
-	n := VnetHdrLen + copy((*bp)[VnetHdrLen:], ipPacket(sn.ips[to], size, id))
+	n := VnetHdrLen + copy((*bp)[VnetHdrLen:], ipPacket(dst, size, id))
 	sn.f.mu.Lock()
 	out := sn.f.ingress(nil, from, packet{bp: bp, n: n}, sn.now)
 	sn.f.mu.Unlock()
@@ -118,6 +130,68 @@ func TestScheduledDelayIsPerHopAndSummed(t *testing.T) {
 	zero.send(0, 2, 100, 2)
 	if len(zero.arrivals) != 1 || zero.arrivals[0].at != zero.now || zero.pending() != 0 {
 		t.Fatalf("zero-delay path: arrivals %+v, %d pending", zero.arrivals, zero.pending())
+	}
+}
+
+// TestPrefixRoutesLikeItsNode: a packet to an address in a node's prefix (a pod behind a
+// Kubernetes node) takes the node's path with its summed delay and is cut by the node's
+// partitions; an address in no prefix is still unknown_dst.
+func TestPrefixRoutesLikeItsNode(t *testing.T) {
+	pods := netip.MustParsePrefix("10.244.2.0/24")
+	sn := newSchedNetWith(t, 3, []Link{
+		{A: 0, B: 1, Props: Props{Delay: 10 * time.Millisecond}},
+		{A: 1, B: 2, Props: Props{Delay: 20 * time.Millisecond}},
+	}, map[int][]netip.Prefix{2: {pods}})
+	t0 := sn.now
+	sn.sendTo(0, netip.MustParseAddr("10.244.2.7"), 100, 1)
+	sn.advanceTo(t0 + int64(30*time.Millisecond) - 1)
+	if len(sn.arrivals) != 0 {
+		t.Fatalf("delivered %v before the path's 30ms", sn.arrivals)
+	}
+	sn.advanceTo(t0 + int64(30*time.Millisecond))
+	if len(sn.arrivals) != 1 || sn.arrivals[0].node != "c" {
+		t.Fatalf("arrivals %+v, want one at c (whose prefix holds 10.244.2.7) after 30ms", sn.arrivals)
+	}
+	sn.sendTo(0, netip.MustParseAddr("10.244.3.1"), 100, 2)
+	if d := sn.f.Drops()[DropUnknownDst]; d != 1 {
+		t.Fatalf("a packet to an address in no prefix: drops %v, want one unknown_dst", sn.f.Drops())
+	}
+	if _, err := sn.f.Partition(nil, [][]int{{0}, {2}}); err != nil {
+		t.Fatal(err)
+	}
+	sn.sendTo(0, netip.MustParseAddr("10.244.2.8"), 100, 3)
+	sn.advanceTo(sn.now + int64(time.Second))
+	if len(sn.arrivals) != 1 || sn.f.Drops()[DropPartition] != 1 {
+		t.Fatalf("across a partition of a and c: arrivals %+v, drops %v; want the packet dropped as partition", sn.arrivals, sn.f.Drops())
+	}
+}
+
+// TestPrefixesChecked: prefixes that would make a destination ambiguous, or are no IPv4
+// network, are refused with the node and prefix named.
+func TestPrefixesChecked(t *testing.T) {
+	a, b := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	for _, tc := range []struct {
+		name   string
+		pa, pb []netip.Prefix
+		want   string
+	}{
+		{"overlap", []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")},
+			`node "b": prefix 10.244.1.0/24 overlaps node "a"'s 10.244.0.0/16`},
+		{"host bits", []netip.Prefix{netip.MustParsePrefix("10.244.1.5/24")}, nil,
+			`node "a": prefix 10.244.1.5/24 has host bits set; want 10.244.1.0/24`},
+		{"holds another node", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, nil,
+			`node "a": prefix 10.0.0.0/24 holds node "b"'s address 10.0.0.2`},
+		{"IPv6", nil, []netip.Prefix{netip.MustParsePrefix("fd00::/64")}, `node "b": prefix fd00::/64 is not an IPv4 network`},
+		{"invalid", nil, []netip.Prefix{{}}, `node "b": prefix invalid Prefix is not an IPv4 network`},
+	} {
+		_, err := newFabric(Config{Nodes: []Node{{Name: "a", Addr: a, Prefixes: tc.pa}, {Name: "b", Addr: b, Prefixes: tc.pb}}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+	own := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/31")} // holds a's own address: allowed
+	if _, err := newFabric(Config{Nodes: []Node{{Name: "a", Addr: a, Prefixes: own}, {Name: "c", Addr: netip.MustParseAddr("10.0.1.1")}}}); err != nil {
+		t.Errorf("a prefix holding its own node's address: %v", err)
 	}
 }
 
