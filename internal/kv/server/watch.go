@@ -43,12 +43,26 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 	ctx := stream.Context()
 	reqs := make(chan *pb.WatchRequest, 64)
 	recvErr := make(chan error, 1)
+	// Progress requests are merged into one pending request instead of queued: this goroutine
+	// must never wait for the sending one. A client whose own sending waits for the server to
+	// read (clientv3 sends requests from the goroutine that also takes the responses) while this
+	// stream waits for the client to read its responses would otherwise deadlock both once 64
+	// requests were queued; a flood of RequestProgress did that. One notification, sent after
+	// the request was read, answers every request merged into it.
+	progressReq := make(chan struct{}, 1)
 	go func() {
 		for {
 			req, err := stream.Recv()
 			if err != nil {
 				recvErr <- err
 				return
+			}
+			if _, ok := req.RequestUnion.(*pb.WatchRequest_ProgressRequest); ok {
+				select {
+				case progressReq <- struct{}{}:
+				default:
+				}
+				continue
 			}
 			select {
 			case reqs <- req:
@@ -207,6 +221,22 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 		select {
 		case req := <-reqs:
 			if err := handle(req); err != nil {
+				return err
+			}
+		case <-progressReq:
+			// Requests read before the progress request are in reqs already: they are
+			// handled first, so a watch created before it is covered by its answer.
+			for drained := false; !drained; {
+				select {
+				case req := <-reqs:
+					if err := handle(req); err != nil {
+						return err
+					}
+				default:
+					drained = true
+				}
+			}
+			if err := handle(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}); err != nil {
 				return err
 			}
 		case <-changed:

@@ -160,11 +160,12 @@ func TestWatchCancelAndFragment(t *testing.T) {
 // the interval ticker fires; no event may arrive after a notification that covered it.
 func TestProgressNeverPassesAnUndeliveredEvent(t *testing.T) {
 	_, cli := startKV(t, func(c *Config) { c.ProgressNotifyInterval = time.Millisecond })
-	ctx, cancel := context.WithCancel(ctxT(t))
+	// A deadline for a busy machine: the writes share it with a flood of progress requests.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	requested := cli.Watch(ctx, "s/", clientv3.WithPrefix())
 	ticked := cli.Watch(ctx, "s/", clientv3.WithPrefix(), clientv3.WithProgressNotify())
-	const writes = 1000
+	const writes = 500
 	var final atomic.Int64 // the last write's revision, once every write is in
 	go func() {
 		var rev int64
@@ -193,7 +194,11 @@ func TestProgressNeverPassesAnUndeliveredEvent(t *testing.T) {
 		for f := final.Load(); f == 0 || seen < f; f = final.Load() {
 			var r clientv3.WatchResponse
 			select {
-			case r = <-wch:
+			case resp, ok := <-wch:
+				if !ok || resp.Err() != nil {
+					return fmt.Errorf("%s watch ended after the event at %d: %v (test context: %v)", name, seen, resp.Err(), ctx.Err())
+				}
+				r = resp
 			case <-time.After(10 * time.Second):
 				return fmt.Errorf("%s watch: nothing for 10s after the event at %d (progress %d, last write %d)", name, seen, progress, f)
 			}
