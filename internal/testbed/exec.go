@@ -44,5 +44,5 @@ func ExecCommand(stateDir, name, nodeName string, argv []string) (*exec.Cmd, err
 	if err != nil {
 		return nil, err
 	}
-	return launcherCmd(exe, ns, nodeName, cgPath, argv), nil
+	return launcherCmd(exe, ns, nodeName, cgPath, false, argv), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -157,6 +158,36 @@ func setupNode(ns, hostEnd string, addr *net.IPNet, mtu int) error {
 	}
 	if err := nh.LinkSetUp(l); err != nil {
 		return fmt.Errorf("%s: eth0 up: %w", ns, err)
+	}
+	return nil
+}
+
+// routeOut routes prefixes (networks behind other nodes) out of namespace ns's eth0. eth0 does
+// not use ARP, so the packets leave as every packet of the node does, and the fabric carries
+// them to the node behind which the prefix is.
+func routeOut(ns string, prefixes []netip.Prefix) error {
+	if len(prefixes) == 0 {
+		return nil
+	}
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		return fmt.Errorf("netns %s: %w", ns, err)
+	}
+	defer h.Close()
+	nh, err := netlink.NewHandleAt(h)
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", ns, err)
+	}
+	defer nh.Close()
+	l, err := nh.LinkByName("eth0")
+	if err != nil {
+		return fmt.Errorf("%s: eth0: %w", ns, err)
+	}
+	for _, p := range prefixes {
+		dst := &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 32)}
+		if err := nh.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: dst, Scope: netlink.SCOPE_LINK}); err != nil {
+			return fmt.Errorf("%s: route %v via eth0: %w", ns, p, err)
+		}
 	}
 	return nil
 }

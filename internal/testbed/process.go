@@ -37,6 +37,11 @@ type ProcSpec struct {
 	Service *Service `json:"service,omitempty"`
 	// Stdout, if set, also receives the process's stdout (e.g. to parse progress lines).
 	Stdout io.Writer `json:"-"`
+	// HostMounts runs the process in the node's network namespace but the host's mount
+	// namespace (launcher.go): it sees the cgroup filesystem and shares its mounts with the
+	// host and the node's other host-mounts processes, but not the node's /etc/hosts. For
+	// daemons that manage cgroups and mounts: kubelet, containerd.
+	HostMounts bool `json:"host_mounts,omitempty"`
 }
 
 // ProcStatus is a snapshot of a supervised process.
@@ -153,7 +158,7 @@ func (p *Proc) start() error {
 		stdout.Close()
 		return err
 	}
-	cmd := launcherCmd(tb.launcher, p.n.ns, p.n.name, p.cgroupPath(), p.spec.Args)
+	cmd := launcherCmd(tb.launcher, p.n.ns, p.n.name, p.cgroupPath(), p.spec.HostMounts, p.spec.Args)
 	cmd.SysProcAttr.Setpgid = true // Stop signals the whole process group
 	cmd.Env = append(os.Environ(), p.spec.Env...)
 	cmd.Dir = p.spec.Dir

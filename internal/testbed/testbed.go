@@ -33,6 +33,11 @@ type Options struct {
 	Launcher string
 	// Logger receives structured logs (default: discard).
 	Logger *slog.Logger
+	// NodePrefixes are IPv4 networks behind nodes, by node name (a Kubernetes node's pod
+	// CIDR): the fabric carries packets to them as to the node's address, and every other node
+	// routes them out of its eth0. Routing them on inside the node (a bridge, an address) is the
+	// caller's. They may not overlap each other or the topology's network.
+	NodePrefixes map[string][]netip.Prefix
 }
 
 // DefaultStateDir is where testbeds record themselves.
@@ -124,6 +129,9 @@ func Up(topo *Topology, opts Options) (tb *Testbed, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkNodePrefixes(topo, prefix, opts.NodePrefixes); err != nil {
+		return nil, err
+	}
 	for i, n := range topo.Nodes {
 		nd := &node{idx: i, name: n.Name, ns: "ctm-" + opts.Name + "-" + n.Name, tun: tunName(opts.Name, n.Name),
 			addr: addrs[n.Name], cgroup: cgroupRoot + "/" + opts.Name + "/" + n.Name,
@@ -192,7 +200,7 @@ func (tb *Testbed) buildNodes(topo *Topology, prefix netip.Prefix) error {
 			closeAll(fnodes)
 			return err
 		}
-		fnodes = append(fnodes, fabric.Node{Name: n.name, Addr: n.addr, Batch: ep})
+		fnodes = append(fnodes, fabric.Node{Name: n.name, Addr: n.addr, Prefixes: tb.opts.NodePrefixes[n.name], Batch: ep})
 		if err := writeHosts(n.ns, names, addrText); err != nil {
 			return err
 		}
@@ -209,6 +217,33 @@ func (tb *Testbed) buildNodes(topo *Topology, prefix netip.Prefix) error {
 		return err
 	}
 	tb.fab = f
+	for _, n := range tb.nodes {
+		var others []netip.Prefix
+		for _, o := range tb.nodes {
+			if o != n {
+				others = append(others, tb.opts.NodePrefixes[o.name]...)
+			}
+		}
+		if err := routeOut(n.ns, others); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkNodePrefixes checks Options.NodePrefixes against the topology: known nodes, IPv4
+// networks outside the topology's network (the fabric checks them against each other).
+func checkNodePrefixes(topo *Topology, network netip.Prefix, prefixes map[string][]netip.Prefix) error {
+	for name, ps := range prefixes {
+		if _, ok := topo.Node(name); !ok {
+			return fmt.Errorf("testbed: prefixes given for node %q, which the topology does not have", name)
+		}
+		for _, p := range ps {
+			if p.IsValid() && p.Overlaps(network) {
+				return fmt.Errorf("testbed: node %q: prefix %v overlaps the topology's network %v", name, p, network)
+			}
+		}
+	}
 	return nil
 }
 

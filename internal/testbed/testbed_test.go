@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/spec"
+	"github.com/continuum-project/continuum/internal/testbed/fabric"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -462,4 +464,99 @@ func TestHelperHost(t *testing.T) {
 	}
 	fmt.Println("up")
 	select {} // wait to be killed
+}
+
+// TestNodePrefixTakesTheNodesPath: an address in a prefix behind node b (here on b's loopback,
+// as a pod's would be on b's bridge) is reached from a over the a-b link, with its delay, and
+// is cut by a partition of a and b like b's own address.
+func TestNodePrefixTakesTheNodesPath(t *testing.T) {
+	requireRoot(t)
+	topo, err := ParseTopology("test.yaml", []byte("nodes: [{name: a}, {name: b}]\nlinks: [{between: [a, b], delay: 10ms}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbSeq++
+	tb, err := Up(topo, Options{Name: fmt.Sprintf("t%d-%d", os.Getpid()%100000, tbSeq), StateDir: t.TempDir(), Seed: 1,
+		NodePrefixes: map[string][]netip.Prefix{"b": {netip.MustParsePrefix("10.244.1.0/24")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tb.Down(); err != nil {
+			t.Errorf("down: %v", err)
+		}
+		assertGone(t, tb)
+	})
+	if out, err := execIn(t, tb, "b", "ip", "addr", "add", "10.244.1.7/32", "dev", "lo"); err != nil {
+		t.Fatalf("address in b's prefix: %v\n%s", err, out)
+	}
+	rtts := pingRTTs(t, tb, "a", "10.244.1.7", 10)
+	if len(rtts) < 9 {
+		t.Fatalf("only %d of 10 replies from 10.244.1.7", len(rtts))
+	}
+	if med := rtts[len(rtts)/2]; med < 19 {
+		t.Errorf("median RTT to b's prefix %.2f ms, want at least the link's 20 ms round trip (all: %v)", med, rtts)
+	}
+	if out, _ := execIn(t, tb, "b", "ip", "route", "show", "10.244.1.0/24"); strings.TrimSpace(out) != "" {
+		t.Errorf("b routes its own prefix out of eth0: %q", out)
+	}
+	if _, err := tb.Inject(Fault{Action: FaultPartition, Groups: [][]string{{"a"}, {"b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := execIn(t, tb, "a", "ping", "-n", "-c", "2", "-i", "0.2", "-W", "1", "10.244.1.7"); err == nil {
+		t.Errorf("ping across the partition answered:\n%s", out)
+	}
+	if tb.fab.Drops()[fabric.DropPartition] == 0 {
+		t.Errorf("no packet counted as dropped by the partition: %v", tb.fab.Drops())
+	}
+	if _, err := Up(topo, Options{Name: "bad", StateDir: t.TempDir(), NodePrefixes: map[string][]netip.Prefix{"z": nil}}); err == nil ||
+		!strings.Contains(err.Error(), `node "z", which the topology does not have`) {
+		t.Errorf("prefixes for an unknown node: %v", err)
+	}
+}
+
+// TestHostMountsProcess: a host-mounts process is in its node's network namespace and cgroup
+// but the host's mount namespace, so it sees the cgroup filesystem (which kubelet and runc
+// need); a process started the usual way gets `ip netns exec`'s own mounts, with a fresh sysfs
+// hiding it.
+func TestHostMountsProcess(t *testing.T) {
+	tb := startTestbed(t, `nodes: [{name: a}]`)
+	script := `readlink /proc/self/ns/mnt; ls /sys/fs/cgroup | wc -l; grep -c eth0: /proc/net/dev; cat /proc/self/cgroup`
+	run := func(name string, hostMounts bool) []string {
+		p, err := tb.Start(ProcSpec{Name: name, Node: "a", HostMounts: hostMounts, Args: []string{"sh", "-c", script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not exit", name)
+		}
+		if e := p.Exit(); e.Code != 0 {
+			t.Fatalf("%s: exit %+v", name, e)
+		}
+		b, _ := os.ReadFile(LogPath(filepath.Join(tb.dir, "logs"), "a", name, "stdout"))
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	hostMnt, _ := os.Readlink("/proc/self/ns/mnt")
+	host := run("host", true)
+	if len(host) < 4 {
+		t.Fatalf("host-mounts output %q", host)
+	}
+	if host[0] != hostMnt {
+		t.Errorf("host-mounts process in mount namespace %s, want the host's %s", host[0], hostMnt)
+	}
+	if host[1] == "0" {
+		t.Errorf("host-mounts process sees an empty /sys/fs/cgroup")
+	}
+	if host[2] != "1" {
+		t.Errorf("host-mounts process: %s eth0 lines in /proc/net/dev, want 1 (the node's interface)", host[2])
+	}
+	if cg := strings.Join(host[3:], "\n"); !strings.Contains(cg, "/"+tb.Name+"/a/host") {
+		t.Errorf("host-mounts process cgroups %q, want its node's (%s/a/host)", cg, tb.Name)
+	}
+	usual := run("usual", false)
+	if len(usual) < 2 || usual[0] == hostMnt || usual[1] != "0" {
+		t.Errorf("ip netns exec process: mount namespace %v, /sys/fs/cgroup entries %v; want its own, empty", usual[0], usual[1:2])
+	}
 }
