@@ -42,25 +42,27 @@ type Layer struct {
 // directory removed by the caller once the image is written), with epoch as every file's time
 // and the image's creation time.
 func Build(s Spec, epoch time.Time, tmp string) (v1.Image, error) {
-	return build(s, epoch, tmp, layerCache{})
+	return build(s, epoch, tmp, layerCache{}, nil)
 }
 
 // layerCache holds the layers written so far by their tree, so that images sharing a tree (the
 // continuum and pause images) write and compress it once.
 type layerCache map[*Tree]v1.Layer
 
-func build(s Spec, epoch time.Time, tmp string, cache layerCache) (v1.Image, error) {
+// build is Build with the layers already made in this run (cache) and, if store is not nil,
+// the layers kept across builds (layercache.go).
+func build(s Spec, epoch time.Time, tmp string, cache layerCache, store *layerStore) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	for _, l := range s.Layers {
 		layer, ok := cache[l.Tree]
 		if !ok {
-			path, err := l.Tree.writeGzip(tmp, epoch)
-			if err != nil {
-				return nil, fmt.Errorf("image %s: layer %q: %w", s.Name, l.Comment, err)
+			var err error
+			if store != nil {
+				layer, err = store.layer(l.Tree, epoch, tmp)
+			} else {
+				layer, err = compressedLayer(l.Tree, epoch, tmp)
 			}
-			layer, err = tarball.LayerFromOpener(func() (io.ReadCloser, error) { return os.Open(path) },
-				tarball.WithMediaType(types.OCILayer))
 			if err != nil {
 				return nil, fmt.Errorf("image %s: layer %q: %w", s.Name, l.Comment, err)
 			}
@@ -91,6 +93,15 @@ func build(s Spec, epoch time.Time, tmp string, cache layerCache) (v1.Image, err
 		return nil, fmt.Errorf("image %s: %w", s.Name, err)
 	}
 	return img, nil
+}
+
+// compressedLayer writes the tree's compressed layer into tmp.
+func compressedLayer(t *Tree, epoch time.Time, tmp string) (v1.Layer, error) {
+	path, err := t.writeGzip(tmp, epoch)
+	if err != nil {
+		return nil, err
+	}
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return os.Open(path) }, tarball.WithMediaType(types.OCILayer))
 }
 
 func hasKey(env []string, key string) bool {

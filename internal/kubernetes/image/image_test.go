@@ -41,6 +41,7 @@ func buildBinaryImages(t *testing.T, out string) []Result {
 	cfg := DefaultConfig()
 	cfg.Out, cfg.Images, cfg.ContinuumBinary, cfg.ProxyBinary = out, []string{"continuum", "proxy"}, c, p
 	cfg.Tag, cfg.Epoch = "test", time.Unix(1700000000, 0).UTC()
+	cfg.LayerStore = "" // the store is tested by layercache_test.go; not the user's here
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

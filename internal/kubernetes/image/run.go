@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/continuum-project/continuum/internal/tools"
 	"github.com/continuum-project/continuum/internal/version"
 )
 
@@ -39,12 +40,19 @@ type Config struct {
 	Epoch time.Time
 	// Logf reports progress (nil: silent).
 	Logf func(format string, args ...any)
+	// LayerStore keeps compressed layers across builds, by their content (layercache.go);
+	// "" compresses every layer at every build.
+	LayerStore string
 }
 
 // DefaultConfig builds the usual images into images/ with the epoch from $SOURCE_DATE_EPOCH.
 func DefaultConfig() Config {
+	var store string
+	if c := tools.CacheDir(); c != "" {
+		store = filepath.Join(c, "layers")
+	}
 	return Config{Out: "images", Images: []string{"continuum", "proxy", "python"}, Repository: "continuum-project",
-		Tag: version.Version, Epoch: time.Unix(0, 0).UTC()}
+		Tag: version.Version, Epoch: time.Unix(0, 0).UTC(), LayerStore: store}
 }
 
 // EpochFromEnv is $SOURCE_DATE_EPOCH as a time (the reproducible-builds convention), or the Unix
@@ -149,6 +157,15 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			}
 		}
 	}
+	var store *layerStore
+	if cfg.LayerStore != "" {
+		store = &layerStore{dir: cfg.LayerStore}
+		defer func() {
+			if err := store.trim(layerStoreMax); err != nil {
+				logf("layer store %s: %v", cfg.LayerStore, err)
+			}
+		}()
+	}
 	var results []Result
 	for _, name := range cfg.Images {
 		if err := ctx.Err(); err != nil {
@@ -163,7 +180,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		var named []Named
 		cache := layerCache{}
 		for _, s := range specs {
-			img, err := build(s, cfg.Epoch, tmp, cache)
+			img, err := build(s, cfg.Epoch, tmp, cache, store)
 			if err != nil {
 				return results, err
 			}
