@@ -24,7 +24,7 @@ import (
 // compressor's identity. gzip output is a function of its input, the library's version and the
 // level, so a stored file is the one this build would write: a rebuild whose trees did not
 // change (the venv of the Python image, the base layer, an unchanged binary) hashes its tar
-// (about 1 s for the 400 MB venv) instead of compressing it (16 s here), and the image's
+// instead of compressing it (the three usual images: 26 s to 8.7 s here), and the image's
 // bytes are the same either way.
 //
 // Entries are files named <key>.tar.gz, written to a temporary name and renamed, so a reader
