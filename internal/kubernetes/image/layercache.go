@@ -82,11 +82,13 @@ func (s layerStore) layer(t *Tree, epoch time.Time, tmp string) (v1.Layer, error
 		_ = os.Chtimes(p, now, now)
 		return l, nil
 	}
-	written, err := t.writeGzip(tmp, epoch)
+	// The diffID is taken again from the bytes compressed: a host file that changed since the
+	// hash above makes another layer, stored under its own key, never this key's.
+	written, diffID, err := t.writeGzipHashed(tmp, epoch)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.put(written, p); err == nil {
+	if p = s.path(diffID); s.put(written, p) == nil {
 		written = p
 	}
 	return storedLayer(written, diffID)

@@ -182,3 +182,36 @@ func TestLayerStoreUnwritable(t *testing.T) {
 		t.Errorf("build with an unwritable store: %v", err)
 	}
 }
+
+// TestCompressedLayerHashIsOfItsBytes: the diffID writeGzipHashed returns is the hash of the
+// tar inside the file it wrote (what the store keys by), not of an earlier reading.
+func TestCompressedLayerHashIsOfItsBytes(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "x")
+	if err := os.WriteFile(bin, []byte("content"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tree := storeSpec(t, bin).Layers[1].Tree
+	before, err := tree.diffID(time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("changed"), 0o755); err != nil { // between hash and compression
+		t.Fatal(err)
+	}
+	path, diffID, err := tree.writeGzipHashed(t.TempDir(), time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := gunzipFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil {
+		t.Fatal(err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); diffID.Hex != got || diffID == before {
+		t.Errorf("diffID %v, the file's tar hashes to %s (the earlier reading's: %v)", diffID, got, before)
+	}
+}
