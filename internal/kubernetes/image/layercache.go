@@ -17,6 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/gzip"
+	"golang.org/x/sys/unix"
 )
 
 // A layer store keeps compressed layers across builds, by what they hold: the sha256 of the
@@ -27,10 +28,13 @@ import (
 // instead of compressing it (the three usual images: 26 s to 8.7 s here), and the image's
 // bytes are the same either way.
 //
-// Entries are files named <key>.tar.gz, written to a temporary name and renamed, so a reader
-// sees a whole file or none, and two builds that write the same key write the same bytes. A hit
-// refreshes the file's time; after a build the store drops its least recently used files past
-// layerStoreMax bytes.
+// Nothing read from the store is trusted: a hit is first linked (or copied) into the build's
+// own temporary directory, so that another build's trim or a replaced file cannot change it
+// under this build, then read once as a regular file (no symlink followed) to take both its
+// digest and, decompressed, its diffID; a file whose content is not its key's is removed and
+// the layer compressed again. Entries are written to a temporary name, synced and renamed, so
+// a reader sees a whole file or none. A hit refreshes the file's time; after a build the store
+// drops its least recently used files past layerStoreMax bytes.
 type layerStore struct {
 	dir string
 }
@@ -64,8 +68,12 @@ func (t *Tree) diffID(epoch time.Time) (v1.Hash, error) {
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
+// storeFormat changes when what a key promises changes (v2: keys of the diffID of the bytes
+// compressed; v1's could name an earlier reading of a host file).
+const storeFormat = "v2"
+
 func (s layerStore) path(diffID v1.Hash) string {
-	k := sha256.Sum256([]byte(diffID.String() + "\n" + compressorID))
+	k := sha256.Sum256([]byte(storeFormat + "\n" + diffID.String() + "\n" + compressorID))
 	return filepath.Join(s.dir, hex.EncodeToString(k[:])+".tar.gz")
 }
 
@@ -77,9 +85,7 @@ func (s layerStore) layer(t *Tree, epoch time.Time, tmp string) (v1.Layer, error
 		return nil, err
 	}
 	p := s.path(diffID)
-	if l, err := storedLayer(p, diffID); err == nil {
-		now := time.Now()
-		_ = os.Chtimes(p, now, now)
+	if l, err := s.hit(p, diffID, tmp); err == nil {
 		return l, nil
 	}
 	// The diffID is taken again from the bytes compressed: a host file that changed since the
@@ -88,44 +94,107 @@ func (s layerStore) layer(t *Tree, epoch time.Time, tmp string) (v1.Layer, error
 	if err != nil {
 		return nil, err
 	}
-	if p = s.path(diffID); s.put(written, p) == nil {
-		written = p
+	l, err := fileLayerOf(written, diffID)
+	if err != nil {
+		return nil, err
 	}
-	return storedLayer(written, diffID)
+	_ = s.put(written, s.path(diffID)) // a copy: the build keeps reading its own file
+	return l, nil
 }
 
-// put moves the compressed file src into the store as dst (copies it, across file systems).
+// hit is the stored layer at p, checked to hold diffID, from a private link or copy in tmp.
+// A file that does not hold it is removed from the store.
+func (s layerStore) hit(p string, diffID v1.Hash, tmp string) (v1.Layer, error) {
+	own, err := os.CreateTemp(tmp, "stored-*.tar.gz")
+	if err != nil {
+		return nil, err
+	}
+	own.Close()
+	os.Remove(own.Name())
+	if err := os.Link(p, own.Name()); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if err := copyRegular(p, own.Name()); err != nil {
+			return nil, err
+		}
+	}
+	l, err := fileLayerOf(own.Name(), v1.Hash{})
+	if err == nil && l.diffID != diffID {
+		err = fmt.Errorf("layer store: %s holds %v, not %v", p, l.diffID, diffID)
+	}
+	if err != nil {
+		os.Remove(own.Name())
+		os.Remove(p)
+		return nil, err
+	}
+	now := time.Now()
+	_ = os.Chtimes(p, now, now)
+	return l, nil
+}
+
+// put copies the compressed file src into the store as dst: written to a temporary name,
+// synced, renamed.
 func (s layerStore) put(src, dst string) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
-	if os.Rename(src, dst) == nil {
-		return nil
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
 	out, err := os.CreateTemp(s.dir, ".put-*")
 	if err != nil {
 		return err
 	}
+	out.Close()
+	if err := copyRegular(src, out.Name()); err != nil {
+		os.Remove(out.Name())
+		return err
+	}
+	if err := os.Rename(out.Name(), dst); err != nil {
+		os.Remove(out.Name())
+		return err
+	}
+	return nil
+}
+
+// copyRegular copies the regular file src (not through a symlink) over dst, and syncs it.
+func copyRegular(src, dst string) error {
+	in, err := openRegular(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
 	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(out.Name(), dst)
-	}
-	if err != nil {
-		os.Remove(out.Name())
 	}
 	return err
 }
 
-// trim removes the least recently used files past max bytes, and temporary files of builds
-// that died (older than a day).
+// openRegular opens path for reading if it is a regular file, following no symlink at its end
+// (a FIFO or a device would hang or feed a build).
+func openRegular(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return f, nil
+}
+
+// trim removes the least recently used layers past max bytes, and temporary files of builds
+// that died (older than a day). It goes on past a file it cannot remove (say, one a root build
+// left in a user's store), and touches nothing but its own names.
 func (s layerStore) trim(max int64) error {
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -140,19 +209,23 @@ func (s layerStore) trim(max int64) error {
 		used time.Time
 	}
 	var files []file
+	var errs []error
 	for _, e := range entries {
 		fi, err := e.Info()
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
 		p := filepath.Join(s.dir, e.Name())
-		if strings.HasPrefix(e.Name(), ".put-") {
+		switch {
+		case strings.HasPrefix(e.Name(), ".put-"):
 			if time.Since(fi.ModTime()) > 24*time.Hour {
-				os.Remove(p)
+				if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, err)
+				}
 			}
-			continue
+		case strings.HasSuffix(e.Name(), ".tar.gz"):
+			files = append(files, file{p, fi.Size(), fi.ModTime()})
 		}
-		files = append(files, file{p, fi.Size(), fi.ModTime()})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].used.After(files[j].used) })
 	var total int64
@@ -160,33 +233,50 @@ func (s layerStore) trim(max int64) error {
 		total += f.size
 		if total > max {
 			if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
+				errs = append(errs, err)
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// fileLayer is a gzip-compressed layer in a file whose diffID is known: its digest is computed
-// from the file when the layer is made (a read, no decompression).
+// fileLayer is a gzip-compressed layer in a file of the build's own (no other process
+// writes or removes it while the build runs), with its digest and diffID taken when made.
 type fileLayer struct {
 	path           string
 	digest, diffID v1.Hash
 	size           int64
 }
 
-func storedLayer(path string, diffID v1.Hash) (v1.Layer, error) {
-	f, err := os.Open(path)
+// fileLayerOf reads the compressed file at path once: its digest, and (unless diffID is given,
+// as when the bytes were hashed while compressing) the diffID of its content.
+func fileLayerOf(path string, diffID v1.Hash) (*fileLayer, error) {
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
+	r := io.TeeReader(f, h)
+	if diffID == (v1.Hash{}) {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, fmt.Errorf("layer %s: %w", path, err)
+		}
+		u := sha256.New()
+		if _, err := io.Copy(u, zr); err != nil {
+			return nil, fmt.Errorf("layer %s: %w", path, err)
+		}
+		diffID = v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(u.Sum(nil))}
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil { // the rest, past gzip's end, for the digest
 		return nil, fmt.Errorf("layer %s: %w", path, err)
 	}
-	return &fileLayer{path: path, diffID: diffID, size: n,
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return &fileLayer{path: path, diffID: diffID, size: fi.Size(),
 		digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}}, nil
 }
 

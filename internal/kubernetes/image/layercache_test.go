@@ -215,3 +215,75 @@ func TestCompressedLayerHashIsOfItsBytes(t *testing.T) {
 		t.Errorf("diffID %v, the file's tar hashes to %s (the earlier reading's: %v)", diffID, got, before)
 	}
 }
+
+// TestLayerStoreDistrustsItsFiles: a stored file whose content is another layer's, or a
+// symlink where a layer should be, is not used: the build's image is the same as without a
+// store, and the entry is replaced by the right layer.
+func TestLayerStoreDistrustsItsFiles(t *testing.T) {
+	epoch := time.Unix(1700000000, 0).UTC()
+	bin := filepath.Join(t.TempDir(), "x")
+	if err := os.WriteFile(bin, []byte("one"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := build(storeSpec(t, bin), epoch, t.TempDir(), layerCache{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantM, wantL := digestsOf(t, plain)
+	for _, tc := range []struct {
+		name  string
+		spoil func(t *testing.T, a, b string) // a, b: the two stored files
+	}{
+		{"another layer's content", func(t *testing.T, a, b string) {
+			data, err := os.ReadFile(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(a, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a symlink", func(t *testing.T, a, b string) {
+			if err := os.Remove(a); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(b, a); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"truncated", func(t *testing.T, a, _ string) {
+			if err := os.Truncate(a, 10); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &layerStore{dir: t.TempDir()}
+			if _, err := build(storeSpec(t, bin), epoch, t.TempDir(), layerCache{}, store); err != nil {
+				t.Fatal(err)
+			}
+			names := filesIn(t, store.dir, ".tar.gz")
+			if len(names) != 2 {
+				t.Fatalf("stored %v, want 2 layers", names)
+			}
+			tc.spoil(t, filepath.Join(store.dir, names[0]), filepath.Join(store.dir, names[1]))
+			img, err := build(storeSpec(t, bin), epoch, t.TempDir(), layerCache{}, store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, l := digestsOf(t, img); m != wantM || !slices.Equal(l, wantL) {
+				t.Errorf("manifest %v layers %v, want %v %v", m, l, wantM, wantL)
+			}
+			for _, name := range names {
+				l, err := fileLayerOf(filepath.Join(store.dir, name), v1.Hash{})
+				if err != nil {
+					t.Errorf("store entry %s after the build: %v", name, err)
+					continue
+				}
+				if store.path(l.diffID) != filepath.Join(store.dir, name) {
+					t.Errorf("store entry %s holds %v, another key's content", name, l.diffID)
+				}
+			}
+		})
+	}
+}

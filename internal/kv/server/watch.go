@@ -31,7 +31,8 @@ type streamWatch struct {
 	w        *mvcc.Watcher
 	progress bool // progress_notify
 	fragment bool
-	sent     bool // events sent since the last progress tick
+	sent     bool  // events sent since the last progress tick
+	startRev int64 // the watch's start_revision (0: none given): no progress below it
 }
 
 // Watch serves one watch stream. A receiving goroutine forwards requests; this goroutine owns all
@@ -128,6 +129,29 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 		return nil
 	}
 
+	// progressAll answers a progress request: a notification at the visible revision, once
+	// every watch has been sent its events up to it. The revision is read before deliver runs:
+	// deliver sends every watch its events up to the revision visible then, at least rev, so
+	// the notification is truthful; read after, it could name a write that became visible once
+	// deliver had passed, whose event the client would then skip as covered. While a watch's
+	// start revision is ahead of the store, the answer waits (etcd defers it too): a
+	// notification below it would move the client's resume point back.
+	deferred := false
+	progressAll := func() (bool, error) {
+		rev := s.store.Rev()
+		for _, sw := range watches {
+			if rev < sw.startRev {
+				return false, nil
+			}
+		}
+		if err := deliver(); err != nil {
+			return false, err
+		}
+		h := header()
+		h.Revision = rev
+		return true, send(&pb.WatchResponse{Header: h, WatchId: invalidWatchID})
+	}
+
 	handle := func(req *pb.WatchRequest) error {
 		switch uv := req.RequestUnion.(type) {
 		case *pb.WatchRequest_CreateRequest:
@@ -183,7 +207,7 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 				wr.WatchId, wr.Canceled, wr.CancelReason = invalidWatchID, true, err.Error()
 				return send(wr)
 			}
-			watches[id] = &streamWatch{id: id, w: w, progress: creq.ProgressNotify, fragment: creq.Fragment}
+			watches[id] = &streamWatch{id: id, w: w, progress: creq.ProgressNotify, fragment: creq.Fragment, startRev: creq.StartRevision}
 			order = append(order, id)
 			return send(wr)
 		case *pb.WatchRequest_CancelRequest:
@@ -198,17 +222,9 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 			order = compactOrder(order, watches)
 			return send(&pb.WatchResponse{Header: header(), WatchId: id, Canceled: true})
 		case *pb.WatchRequest_ProgressRequest:
-			// The revision is read before deliver runs: deliver sends every watch its events
-			// up to the revision visible then, at least rev, so a notification at rev is
-			// truthful. Read after, it could name a write that became visible once deliver
-			// had passed, whose event the client would then skip as already covered.
-			rev := s.store.Rev()
-			if err := deliver(); err != nil {
-				return err
-			}
-			h := header()
-			h.Revision = rev
-			return send(&pb.WatchResponse{Header: h, WatchId: invalidWatchID})
+			sent, err := progressAll()
+			deferred = !sent
+			return err
 		}
 		return nil
 	}
@@ -218,6 +234,13 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 		if err := deliver(); err != nil {
 			return err
 		}
+		if deferred {
+			sent, err := progressAll()
+			if err != nil {
+				return err
+			}
+			deferred = !sent
+		}
 		select {
 		case req := <-reqs:
 			if err := handle(req); err != nil {
@@ -225,15 +248,11 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 			}
 		case <-progressReq:
 			// Requests read before the progress request are in reqs already: they are
-			// handled first, so a watch created before it is covered by its answer.
-			for drained := false; !drained; {
-				select {
-				case req := <-reqs:
-					if err := handle(req); err != nil {
-						return err
-					}
-				default:
-					drained = true
+			// handled first (those alone, not what keeps arriving), so a watch created
+			// before it is covered by its answer.
+			for n := len(reqs); n > 0; n-- {
+				if err := handle(<-reqs); err != nil {
+					return err
 				}
 			}
 			if err := handle(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}); err != nil {
@@ -251,7 +270,7 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 			rev := s.store.Rev()
 			for _, id := range ids {
 				sw := watches[id]
-				if sw.progress && !sw.sent && sw.w.NextRev() > rev {
+				if sw.progress && !sw.sent && sw.w.NextRev() > rev && rev >= sw.startRev {
 					h := header()
 					h.Revision = rev
 					if err := send(&pb.WatchResponse{Header: h, WatchId: id}); err != nil {

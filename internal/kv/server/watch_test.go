@@ -224,3 +224,34 @@ func TestProgressNeverPassesAnUndeliveredEvent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestProgressNotBelowStartRevision: a watch that starts at a revision the store has not
+// reached gets no progress notification below it (etcd defers them too): a client resuming
+// from a notification would otherwise go back. The requested notification waits until the
+// store reaches the start revision, and then comes.
+func TestProgressNotBelowStartRevision(t *testing.T) {
+	_, cli := startKV(t, func(c *Config) { c.ProgressNotifyInterval = 10 * time.Millisecond })
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	r, err := cli.Put(ctx, "a", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := r.Header.Revision + 4
+	wch := cli.Watch(ctx, "other", clientv3.WithRev(start), clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
+	if c := next(t, wch); !c.Created {
+		t.Fatalf("want created: %+v", c)
+	}
+	if err := cli.RequestProgress(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("b%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := next(t, wch)
+	if !got.IsProgressNotify() || got.Header.Revision < start {
+		t.Fatalf("first response after the request: progress %v at %d, want a progress notification at %d or later", got.IsProgressNotify(), got.Header.Revision, start)
+	}
+}
