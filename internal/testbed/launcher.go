@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -52,7 +53,13 @@ func launch(args []string) error {
 	if err := cg.join(cgPath, os.Getpid()); err != nil {
 		return err
 	}
-	// The parent started us in a fresh UTS namespace (CLONE_NEWUTS), so this names only the node.
+	// Namespaces are the calling thread's until exec: this thread unshares, names the node and
+	// execs. A UTS namespace of its own, whatever the parent did, so that the hostname set is
+	// never the host's (a command line from WrapArgv is started without CLONE_NEWUTS).
+	runtime.LockOSThread()
+	if err := unix.Unshare(unix.CLONE_NEWUTS); err != nil {
+		return fmt.Errorf("new UTS namespace: %w", err)
+	}
 	if err := unix.Sethostname([]byte(host)); err != nil {
 		return fmt.Errorf("sethostname %s: %w", host, err)
 	}
@@ -79,12 +86,62 @@ func execInNetns(ns string, cmd []string) error {
 	if err != nil {
 		return fmt.Errorf("network namespace %s: %w", ns, err)
 	}
-	runtime.LockOSThread()
+	runtime.LockOSThread() // held by launch already; kept here for other callers
 	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
 		return fmt.Errorf("enter network namespace %s: %w", ns, err)
 	}
 	unix.Close(fd)
 	return syscall.Exec(path, cmd, os.Environ())
+}
+
+// WrapArgv returns the command line that runs argv in node as Start's processes run (its
+// network namespace, hostname and a cgroup of the node's named name), for a supervisor of its
+// own (the Kubernetes control plane's): the process is not a Proc, but it counts against the
+// node's limits and node faults (kill, pause) reach it. hostMounts as ProcSpec.HostMounts.
+//
+// The name is the testbed's for good, as a Proc's: no Start may take it (its cgroup, and so
+// its signals and limits, would be shared). Calling WrapArgv again with the same node and name
+// (a restart by the caller's supervisor) returns the same command line.
+func (tb *Testbed) WrapArgv(node, name string, hostMounts bool, argv []string) ([]string, error) {
+	n, err := tb.node(node)
+	if err != nil {
+		return nil, err
+	}
+	if !procNameRE.MatchString(name) || name == "exec" {
+		return nil, fmt.Errorf("invalid process name %q: use letters, digits, '.', '_' and '-' (and not \"exec\")", name)
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("process %s: no command", name)
+	}
+	tb.mu.Lock()
+	prev, wrapped := tb.wrapped[name]
+	_, taken := tb.procs[name]
+	switch {
+	case tb.down:
+		tb.mu.Unlock()
+		return nil, errors.New("testbed is shutting down")
+	case wrapped && prev != node:
+		tb.mu.Unlock()
+		return nil, fmt.Errorf("process %q already runs on node %s", name, prev)
+	case taken && !wrapped:
+		tb.mu.Unlock()
+		return nil, fmt.Errorf("process %q already exists", name)
+	}
+	tb.procs[name] = nil // reserved: Start refuses the name; Down and status skip nil entries
+	if tb.wrapped == nil {
+		tb.wrapped = map[string]string{}
+	}
+	tb.wrapped[name] = node
+	tb.mu.Unlock()
+	cg := n.cgroup + "/" + name
+	if err := tb.cg.create(cg); err != nil {
+		return nil, err
+	}
+	mode := modeNetnsExec
+	if hostMounts {
+		mode = modeHostMounts
+	}
+	return append([]string{tb.launcher, launcherArg, n.ns, n.name, cg, mode, "--"}, argv...), nil
 }
 
 // launcherCmd builds the exec.Cmd that runs argv in namespace ns with hostname host under cgroup

@@ -86,12 +86,14 @@ type Testbed struct {
 	byName   map[string]*node
 	links    map[[2]string]int // sorted pair -> link index
 
-	mu     sync.Mutex
-	procs  map[string]*Proc
-	faults map[int]Fault       // active partitions by fabric id
-	load   map[string]NodeLoad // latest sampler round by node (see publishLoad)
-	down   bool
-	ctl    *controlServer
+	mu    sync.Mutex
+	procs map[string]*Proc
+	// wrapped are WrapArgv's names and their nodes; each also holds a nil entry in procs.
+	wrapped map[string]string
+	faults  map[int]Fault       // active partitions by fabric id
+	load    map[string]NodeLoad // latest sampler round by node (see publishLoad)
+	down    bool
+	ctl     *controlServer
 }
 
 // Up builds the testbed: state file first (so a crash at any later point is cleanable by
@@ -231,6 +233,12 @@ func (tb *Testbed) buildNodes(topo *Topology, prefix netip.Prefix) error {
 	return nil
 }
 
+// reservedNets are IPv4 ranges no node prefix may touch: "this network", loopback, link-local,
+// multicast and the reserved block with the broadcast address. A route for them out of eth0
+// would change how every node treats such addresses.
+var reservedNets = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("224.0.0.0/4"), netip.MustParsePrefix("240.0.0.0/4")}
+
 // checkNodePrefixes checks Options.NodePrefixes against the topology: known nodes, IPv4
 // networks outside the topology's network (the fabric checks them against each other).
 func checkNodePrefixes(topo *Topology, network netip.Prefix, prefixes map[string][]netip.Prefix) error {
@@ -239,8 +247,16 @@ func checkNodePrefixes(topo *Topology, network netip.Prefix, prefixes map[string
 			return fmt.Errorf("testbed: prefixes given for node %q, which the topology does not have", name)
 		}
 		for _, p := range ps {
-			if p.IsValid() && p.Overlaps(network) {
+			if !p.IsValid() {
+				continue // the fabric names it
+			}
+			if p.Overlaps(network) {
 				return fmt.Errorf("testbed: node %q: prefix %v overlaps the topology's network %v", name, p, network)
+			}
+			for _, r := range reservedNets {
+				if p.Overlaps(r) {
+					return fmt.Errorf("testbed: node %q: prefix %v overlaps %v, which is no unicast space a node routes (refused: %v)", name, p, r, reservedNets)
+				}
 			}
 		}
 	}

@@ -509,9 +509,17 @@ func TestNodePrefixTakesTheNodesPath(t *testing.T) {
 	if tb.fab.Drops()[fabric.DropPartition] == 0 {
 		t.Errorf("no packet counted as dropped by the partition: %v", tb.fab.Drops())
 	}
-	if _, err := Up(topo, Options{Name: "bad", StateDir: t.TempDir(), NodePrefixes: map[string][]netip.Prefix{"z": nil}}); err == nil ||
-		!strings.Contains(err.Error(), `node "z", which the topology does not have`) {
-		t.Errorf("prefixes for an unknown node: %v", err)
+	for _, bad := range []struct {
+		prefixes map[string][]netip.Prefix
+		want     string
+	}{
+		{map[string][]netip.Prefix{"z": nil}, `node "z", which the topology does not have`},
+		{map[string][]netip.Prefix{"b": {netip.MustParsePrefix("224.0.0.0/4")}}, `prefix 224.0.0.0/4 overlaps 224.0.0.0/4`},
+		{map[string][]netip.Prefix{"b": {netip.MustParsePrefix("10.77.3.0/24")}}, `overlaps the topology's network`},
+	} {
+		if _, err := Up(topo, Options{Name: "bad", StateDir: t.TempDir(), NodePrefixes: bad.prefixes}); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("prefixes %v: %v, want an error with %q", bad.prefixes, err, bad.want)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -62,6 +63,28 @@ type Config struct {
 
 	// ReadyTimeout bounds the wait for each component to report healthy.
 	ReadyTimeout time.Duration
+
+	// Address is where the apiserver listens and what it advertises, and the host of the
+	// kubeconfigs' server URL; empty is 127.0.0.1. In a Kubernetes node of a testbed it is the
+	// node's address, which kubelets on the other nodes reach across the emulated links. The
+	// serving certificate is valid for it.
+	Address string
+	// ExtraSANs are further addresses the apiserver's serving certificate is valid for.
+	ExtraSANs []net.IP
+	// Wrap, if set, turns each component's command line into the one started: the testbed's
+	// launcher, which enters a node's network namespace and cgroup first.
+	Wrap func(argv []string) []string
+	// Dial, if set, opens the connections of the control plane's own clients (health checks,
+	// Client, RESTConfig): into the node's network namespace when the components run in one.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// address is Address or its default.
+func (c *Config) address() string {
+	if c.Address == "" {
+		return "127.0.0.1"
+	}
+	return c.Address
 }
 
 // DefaultConfig returns a configuration with the apiserver only, free ports and Kubernetes'
@@ -102,6 +125,11 @@ func (c *Config) Validate() error {
 	}
 	if !strings.HasPrefix(c.EtcdPrefix, "/") {
 		errs = append(errs, fmt.Errorf("etcd prefix %q: must start with /", c.EtcdPrefix))
+	}
+	if c.Address != "" {
+		if ip := net.ParseIP(c.Address); ip == nil || ip.To4() == nil {
+			errs = append(errs, fmt.Errorf("address %q: want an IPv4 address, such as a testbed node's", c.Address))
+		}
 	}
 	if c.ReadyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("ready timeout %v: must be positive", c.ReadyTimeout))

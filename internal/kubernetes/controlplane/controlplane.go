@@ -22,7 +22,7 @@ import (
 type ControlPlane struct {
 	cfg         Config
 	pki         *pki
-	server      string // https://127.0.0.1:port
+	server      string // https://<Config.Address>:port
 	kubeconfigs map[string]string
 	rest        *rest.Config
 	client      kubernetes.Interface
@@ -86,7 +86,12 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		}
 	}
 	_, svcNet, _ := net.ParseCIDR(cfg.ServiceClusterIPRange) // checked by Validate
-	if cp.pki, err = newPKI(filepath.Join(cfg.Dir, "pki"), firstServiceIP(svcNet)); err != nil {
+	sans := []net.IP{firstServiceIP(svcNet)}
+	if cfg.Address != "" {
+		sans = append(sans, net.ParseIP(cfg.Address))
+	}
+	sans = append(sans, cfg.ExtraSANs...)
+	if cp.pki, err = newPKI(filepath.Join(cfg.Dir, "pki"), sans...); err != nil {
 		return nil, err
 	}
 	if err := cp.serveOn(); err != nil {
@@ -104,12 +109,13 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 
 // serveOn points the kubeconfigs and clients at the apiserver's port.
 func (cp *ControlPlane) serveOn() error {
-	cp.server = "https://127.0.0.1:" + strconv.Itoa(cp.cfg.APIServerPort)
+	cp.server = "https://" + net.JoinHostPort(cp.cfg.address(), strconv.Itoa(cp.cfg.APIServerPort))
 	var err error
 	if cp.kubeconfigs, err = writeKubeconfigs(cp.cfg.Dir, cp.server, cp.pki); err != nil {
 		return err
 	}
 	cp.rest = restConfig(cp.server, cp.pki)
+	cp.rest.Dial = cp.cfg.Dial
 	if cp.client, err = kubernetes.NewForConfig(cp.rest); err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
@@ -149,7 +155,11 @@ func (cp *ControlPlane) launch(ctx context.Context, c component) error {
 			cp.mu.Unlock()
 			return fmt.Errorf("%s is already running", c.name)
 		}
-		pr, err := startProcess(c.name, cp.LogPath(c.name), c.args())
+		argv := c.args()
+		if cp.cfg.Wrap != nil {
+			argv = cp.cfg.Wrap(argv)
+		}
+		pr, err := startProcess(c.name, cp.LogPath(c.name), argv)
 		if err != nil {
 			cp.mu.Unlock()
 			return err
@@ -288,7 +298,7 @@ func (cp *ControlPlane) Stop() {
 	}
 }
 
-// Server is the apiserver's URL (https://127.0.0.1:port).
+// Server is the apiserver's URL (https://<Config.Address>:port).
 func (cp *ControlPlane) Server() string { return cp.server }
 
 // BinDir is the directory the binaries were started from (Config.BinDir or FindBinDir's).
@@ -321,12 +331,12 @@ func (cp *ControlPlane) apiserverArgs() []string {
 		"--etcd-servers=" + strings.Join(cp.cfg.EtcdServers, ","),
 		"--storage-backend=etcd3",
 		"--etcd-prefix=" + cp.cfg.EtcdPrefix,
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + cp.cfg.address(),
 		"--secure-port=" + strconv.Itoa(cp.cfg.APIServerPort),
-		// 127.0.0.1 is what the kubernetes Service would point at. The default "lease"
+		// The address is what the kubernetes Service points at. The default "lease"
 		// reconciler refuses a loopback address (the Endpoints would be unreachable from pods
-		// anyway), so the reconciler is off: nothing here routes to the Service.
-		"--advertise-address=127.0.0.1",
+		// anyway), so the reconciler is off; the cluster keeps the Service's endpoints itself.
+		"--advertise-address=" + cp.cfg.address(),
 		"--endpoint-reconciler-type=none",
 		"--service-cluster-ip-range=" + cp.cfg.ServiceClusterIPRange,
 		// Node,RBAC as clusters run it: the controller-manager and scheduler then act with

@@ -75,7 +75,7 @@ func (cp *ControlPlane) healthClient(admin bool) *http.Client {
 		// --cert-dir; only their liveness on loopback is asked here.
 		tc.InsecureSkipVerify = true
 	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: 2 * time.Second}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: tc, DialContext: cp.cfg.Dial}, Timeout: 2 * time.Second}
 }
 
 // probe GETs url once: ok on 200, else a short description of what came back.

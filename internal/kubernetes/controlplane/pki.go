@@ -49,10 +49,11 @@ var clientIdentities = map[string]pkix.Name{
 	"scheduler":          {CommonName: "system:kube-scheduler"},
 }
 
-// newPKI generates the CA, the apiserver's serving certificate (valid for 127.0.0.1, localhost
-// and the in-cluster names and IP of the kubernetes Service), the service-account key pair and
-// a client certificate per identity, and writes them under dir.
-func newPKI(dir string, serviceIP net.IP) (*pki, error) {
+// newPKI generates the CA, the apiserver's serving certificate (valid for 127.0.0.1, localhost,
+// the in-cluster names of the kubernetes Service and the addresses ips: its IP, where the
+// apiserver listens), the service-account key pair and a client certificate per identity, and
+// writes them under dir.
+func newPKI(dir string, ips ...net.IP) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("pki dir: %w", err)
 	}
@@ -101,7 +102,7 @@ func newPKI(dir string, serviceIP net.IP) (*pki, error) {
 		Subject:      pkix.Name{CommonName: "kube-apiserver"},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), serviceIP},
+		IPAddresses: append([]net.IP{net.IPv4(127, 0, 0, 1)}, ips...),
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}

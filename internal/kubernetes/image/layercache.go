@@ -39,8 +39,9 @@ type layerStore struct {
 	dir string
 }
 
-// layerStoreMax bounds the store: about ten builds of the three usual images.
-const layerStoreMax = 2 << 30
+// layerStoreMax bounds the store: the usual images share their venv and base layers, and each
+// build of a new binary adds about 50 MB; a machine whose disk fills makes kubelet evict pods.
+const layerStoreMax = 1 << 30
 
 // compressorID names the gzip writer and its level in the store's keys: a new library version
 // may write other bytes for the same input.
