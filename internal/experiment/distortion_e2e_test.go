@@ -154,8 +154,10 @@ func TestQuickstartNotDistorted(t *testing.T) {
 		// stalled the emulation (a VM's stolen time, a CPU hog starving the kernel's packet
 		// processing for 100 ms once in the run), the workload's p99 shows it as well (the
 		// edge has no jitter: undisturbed, its p99 stays within a few ms of its p50), and the
-		// warning was right: this run cannot show the warning's absence.
-		if edge["p99"] > 1.5*edge["p50"] {
+		// warning was right: this run cannot show the warning's absence. Undisturbed, on this
+		// 2-core machine, the edge's p99 is 1.4-1.5 ms above its p50 (21.6 ms); a make test run
+		// whose fabric stalled 17 ms once had it 7.7 ms above (29.1 against 21.4 ms).
+		if edge["p99"] > edge["p50"]+5 {
 			t.Skipf("%s: the workload saw it too, so the warning was right; rerun on a quieter host", msg)
 		}
 		t.Error(msg)
