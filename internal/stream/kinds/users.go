@@ -137,9 +137,6 @@ func (c *UsersConfig) validate() error {
 	if p := c.Path; !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") && p != "/" || strings.ContainsAny(p, ".$#[]") {
 		errs.Add("path", "--path", "%q: must start with /, not end with / (but the root), and not contain . $ # [ ]", p)
 	}
-	if c.Topic != "" && strings.ContainsAny(c.Topic, "/ ") {
-		errs.Add("topic", "--topic", "%q: a Kafka topic name has no / or spaces", c.Topic)
-	}
 	if c.Users < 1 || c.Users > 100000 {
 		errs.Add("users", "--users", "%d: must be between 1 and 100000", c.Users)
 	}
