@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,30 +60,32 @@ type ContainerConfig struct {
 	path        string
 }
 
+// validate reports every problem at once, each with its key and the `continuum container-run`
+// flag it becomes ("" for what the runner applies itself: limits, readiness, stop).
 func (c *ContainerConfig) validate() error {
+	var errs kind.FieldErrors
 	if c.Image == "" {
-		return errors.New("image: required, an OCI layout directory or tar, a docker save tarball, or a registry reference")
+		errs.Add("image", "--image", "required, an OCI layout directory or tar, a docker save tarball, or a registry reference")
 	}
 	for i, v := range c.Volumes {
 		if _, err := appcmd.ParseVolume(v); err != nil {
-			return fmt.Errorf("volumes[%d]: %w", i, err)
+			errs.AddErr(fmt.Sprintf("volumes[%d]", i), "--volume", err)
 		}
 	}
-	if err := c.Healthcheck.validate(); err != nil {
-		return err
-	}
+	c.Healthcheck.check(&errs)
 	if h := c.Healthcheck; h != nil && c.Ready != nil && !h.Disable && (len(h.Test) == 0 || h.Test[0] != "NONE") {
-		return errors.New("healthcheck and ready: give one (healthcheck runs inside the container, ready's probes on the node)")
+		errs.Add("ready", "", "healthcheck and ready: give one (healthcheck runs inside the container, ready's probes on the node)")
 	}
-	for alias := range c.Aliases {
+	for _, alias := range sortedKeys(c.Aliases) {
 		if alias == "" || strings.ContainsAny(alias, " \t:/") {
-			return fmt.Errorf("aliases: %q is not a host name", alias)
+			errs.Add("aliases", "--add-host", "%q is not a host name", alias)
 		}
 	}
 	if c.WorkingDir != "" && !strings.HasPrefix(c.WorkingDir, "/") {
-		return fmt.Errorf("working_dir %q: an absolute path inside the container", c.WorkingDir)
+		errs.Add("working_dir", "--workdir", "%q: an absolute path inside the container", c.WorkingDir)
 	}
-	return c.Common.validate()
+	c.Common.check(&errs, "--env")
+	return errs.Err()
 }
 
 // prepare loads the image's config (a local image from the scenario's directory, or from its

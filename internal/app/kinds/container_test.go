@@ -175,8 +175,8 @@ func TestContainerHealthcheckRefusals(t *testing.T) {
 		"image: a\nhealthcheck: {test: [CMD]}":                     "want [CMD",
 		"image: a\nhealthcheck: {test: [NONE, x]}":                 "want [CMD",
 		"image: a\nhealthcheck: {test: [CMD, x], disable: true}":   "disable and a test",
-		"image: a\nhealthcheck: {interval: -1s}":                   "healthcheck.interval -1s",
-		"image: a\nhealthcheck: {retries: -1}":                     "healthcheck.retries -1",
+		"image: a\nhealthcheck: {interval: -1s}":                   "healthcheck.interval: -1s: must be positive",
+		"image: a\nhealthcheck: {retries: -1}":                     "healthcheck.retries: -1: must be positive",
 		"image: a\nhealthcheck: {test: [CMD, x]}\nready: {tcp: 1}": "healthcheck and ready: give one",
 		"image: a\nhealthcheck: {intervall: 1s}":                   "intervall",
 	} {

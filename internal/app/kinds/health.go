@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -37,25 +36,28 @@ const (
 	defaultHealthRetries       = 3
 )
 
-func (h *HealthcheckConfig) validate() error {
+// check records every problem of the healthcheck key in errs (nil: none given).
+func (h *HealthcheckConfig) check(errs *kind.FieldErrors) {
 	if h == nil {
-		return nil
+		return
 	}
 	if err := checkTest(h.Test); err != nil {
-		return fmt.Errorf("healthcheck.test: %w", err)
+		errs.AddErr("healthcheck.test", "", err)
 	}
 	if h.Disable && len(h.Test) > 0 && h.Test[0] != "NONE" {
-		return errors.New("healthcheck: disable and a test: give one")
+		errs.Add("healthcheck.disable", "", "disable and a test: give one")
 	}
-	for name, d := range map[string]spec.Duration{"interval": h.Interval, "timeout": h.Timeout, "start_period": h.StartPeriod, "start_interval": h.StartInterval} {
-		if d.Duration < 0 {
-			return fmt.Errorf("healthcheck.%s %v: must be positive", name, d)
+	for _, d := range []struct {
+		key string
+		v   spec.Duration
+	}{{"interval", h.Interval}, {"timeout", h.Timeout}, {"start_period", h.StartPeriod}, {"start_interval", h.StartInterval}} {
+		if d.v.Duration < 0 {
+			errs.Add("healthcheck."+d.key, "", "%v: must be positive", d.v)
 		}
 	}
 	if h.Retries < 0 {
-		return fmt.Errorf("healthcheck.retries %d: must be positive", h.Retries)
+		errs.Add("healthcheck.retries", "", "%d: must be positive", h.Retries)
 	}
-	return nil
 }
 
 func checkTest(t []string) error {

@@ -104,92 +104,112 @@ var (
 )
 
 func (c *ProcessConfig) validate() error {
+	var errs kind.FieldErrors
 	if len(c.Command) == 0 || c.Command[0] == "" {
-		return fmt.Errorf("command: required, the program and its arguments, e.g. [python3, -m, http.server, \"8080\"]")
+		errs.Add("command", "", "required, the program and its arguments, e.g. [python3, -m, http.server, \"8080\"]")
 	}
-	return c.Common.validate()
+	c.Common.check(&errs, "")
+	return errs.Err()
 }
 
-func (c *Common) validate() error {
-	for k := range c.Env {
+// check records every problem of the shared keys in errs; envFlag is the flag env's entries
+// become ("" for a process, whose environment is its own).
+func (c *Common) check(errs *kind.FieldErrors, envFlag string) {
+	for _, k := range sortedKeys(c.Env) {
 		if !envNameRE.MatchString(k) {
-			return fmt.Errorf("env %q: a variable name is letters, digits and '_', not starting with a digit", k)
+			errs.Add("env", envFlag, "%q: a variable name is letters, digits and '_', not starting with a digit", k)
 		}
 	}
 	if c.CPUs < 0 {
-		return fmt.Errorf("cpus %g: must be > 0 (or absent: no limit)", c.CPUs)
+		errs.Add("cpus", "", "%g: must be > 0 (or absent: no limit)", c.CPUs)
 	}
 	if c.Memory < 0 || (c.Memory > 0 && c.Memory < 4<<20) {
-		return fmt.Errorf("memory %d: must be at least 4MiB (or absent: no limit)", c.Memory)
+		errs.Add("memory", "", "%d: must be at least 4MiB (or absent: no limit)", c.Memory)
 	}
 	seen := map[string]bool{}
 	for i, e := range c.Endpoints {
+		at := fmt.Sprintf("endpoints[%d]", i)
 		switch {
 		case !endpointNameRE.MatchString(e.Name):
-			return fmt.Errorf("endpoints[%d].name %q: lowercase letters, digits and '-', starting with a letter", i, e.Name)
+			errs.Add(at+".name", "", "%q: lowercase letters, digits and '-', starting with a letter", e.Name)
 		case seen[e.Name]:
-			return fmt.Errorf("endpoints[%d].name %q: declared twice", i, e.Name)
-		case e.Protocol == "":
-			return fmt.Errorf("endpoints[%d] (%s): protocol required, e.g. %s, %s, %s, %s, %s or tcp", i, e.Name,
-				kind.ProtocolHTTP, kind.ProtocolEtcdV3, kind.ProtocolRedis, kind.ProtocolKafka, kind.ProtocolMQTT)
-		case e.Port < 1 || e.Port > 65535:
-			return fmt.Errorf("endpoints[%d] (%s): port %d must be between 1 and 65535", i, e.Name, e.Port)
+			errs.Add(at+".name", "", "%q: declared twice", e.Name)
 		}
 		seen[e.Name] = true
+		if e.Protocol == "" {
+			errs.Add(at+".protocol", "", "required (endpoint %s), e.g. %s, %s, %s, %s, %s or tcp", e.Name,
+				kind.ProtocolHTTP, kind.ProtocolEtcdV3, kind.ProtocolRedis, kind.ProtocolKafka, kind.ProtocolMQTT)
+		}
+		if e.Port < 1 || e.Port > 65535 {
+			errs.Add(at+".port", "", "%d: must be between 1 and 65535 (endpoint %s)", e.Port, e.Name)
+		}
 	}
 	for i, f := range c.Files {
-		switch {
-		case f.Path == "":
-			return fmt.Errorf("files[%d]: path required", i)
-		case f.From != "" && f.Content != "":
-			return fmt.Errorf("files[%d] (%s): content or from, not both", i, f.Path)
+		at := fmt.Sprintf("files[%d]", i)
+		if f.Path == "" {
+			errs.Add(at+".path", "", "required")
+		}
+		if f.From != "" && f.Content != "" {
+			errs.Add(at+".from", "", "content or from, not both (%s)", f.Path)
 		}
 		if f.Mode != "" {
 			if _, err := parseMode(f.Mode); err != nil {
-				return fmt.Errorf("files[%d] (%s): %w", i, f.Path, err)
+				errs.AddErr(at+".mode", "", err)
 			}
 		}
 	}
 	if r := c.Ready; r != nil {
-		n := 0
-		if r.TCP != 0 {
-			n++
-			if r.TCP < 1 || r.TCP > 65535 {
-				return fmt.Errorf("ready.tcp %d: a port between 1 and 65535", r.TCP)
-			}
-		}
-		if r.HTTP != nil {
-			n++
-			if r.HTTP.Port < 1 || r.HTTP.Port > 65535 {
-				return fmt.Errorf("ready.http.port %d: a port between 1 and 65535", r.HTTP.Port)
-			}
-			if r.HTTP.Status != 0 && (r.HTTP.Status < 100 || r.HTTP.Status > 599) {
-				return fmt.Errorf("ready.http.status %d: an HTTP status between 100 and 599", r.HTTP.Status)
-			}
-		}
-		if len(r.Exec) > 0 {
-			n++
-		}
-		if r.Log != "" {
-			n++
-			if _, err := regexp.Compile(r.Log); err != nil {
-				return fmt.Errorf("ready.log: %w", err)
-			}
-		}
-		if n != 1 {
-			return fmt.Errorf("ready: give exactly one of tcp, http, exec and log (got %d)", n)
-		}
-		if r.Timeout.Duration < 0 {
-			return fmt.Errorf("ready.timeout %v: must be positive", r.Timeout)
-		}
+		r.check(errs)
 	}
 	if _, err := parseSignal(c.StopSignal); err != nil {
-		return err
+		errs.AddErr("stop_signal", "", err)
 	}
 	if c.StopGrace.Duration < 0 {
-		return fmt.Errorf("stop_grace %v: must be positive", c.StopGrace)
+		errs.Add("stop_grace", "", "%v: must be positive", c.StopGrace)
 	}
-	return nil
+}
+
+func (r *ReadyConfig) check(errs *kind.FieldErrors) {
+	n := 0
+	if r.TCP != 0 {
+		n++
+		if r.TCP < 1 || r.TCP > 65535 {
+			errs.Add("ready.tcp", "", "%d: a port between 1 and 65535", r.TCP)
+		}
+	}
+	if r.HTTP != nil {
+		n++
+		if r.HTTP.Port < 1 || r.HTTP.Port > 65535 {
+			errs.Add("ready.http.port", "", "%d: a port between 1 and 65535", r.HTTP.Port)
+		}
+		if r.HTTP.Status != 0 && (r.HTTP.Status < 100 || r.HTTP.Status > 599) {
+			errs.Add("ready.http.status", "", "%d: an HTTP status between 100 and 599", r.HTTP.Status)
+		}
+	}
+	if len(r.Exec) > 0 {
+		n++
+	}
+	if r.Log != "" {
+		n++
+		if _, err := regexp.Compile(r.Log); err != nil {
+			errs.AddErr("ready.log", "", err)
+		}
+	}
+	if n != 1 {
+		errs.Add("ready", "", "give exactly one of tcp, http, exec and log (got %d)", n)
+	}
+	if r.Timeout.Duration < 0 {
+		errs.Add("ready.timeout", "", "%v: must be positive", r.Timeout)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (c *Common) endpoints() []kind.Endpoint {
@@ -207,7 +227,7 @@ func parseSignal(s string) (syscall.Signal, error) {
 	}
 	if n, err := strconv.Atoi(s); err == nil {
 		if n < 1 || n > 64 {
-			return 0, fmt.Errorf("stop_signal %s: a signal number is between 1 and 64", s)
+			return 0, fmt.Errorf("%s: a signal number is between 1 and 64", s)
 		}
 		return syscall.Signal(n), nil
 	}
@@ -218,13 +238,13 @@ func parseSignal(s string) (syscall.Signal, error) {
 	if sig := unix.SignalNum(name); sig != 0 {
 		return sig, nil
 	}
-	return 0, fmt.Errorf("stop_signal %q: not a signal; e.g. SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1 or a number", s)
+	return 0, fmt.Errorf("%q: not a signal; e.g. SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1 or a number", s)
 }
 
 func parseMode(s string) (os.FileMode, error) {
 	m, err := strconv.ParseUint(s, 8, 32)
 	if err != nil || m > 0o7777 {
-		return 0, fmt.Errorf("mode %q: an octal permission like 0644 or 0755", s)
+		return 0, fmt.Errorf("%q: an octal permission like 0644 or 0755", s)
 	}
 	return os.FileMode(m), nil
 }
@@ -255,11 +275,7 @@ func processCommand(env kind.Env, c *ProcessConfig) (kind.Command, error) {
 
 // envList is Env as KEY=VALUE entries, sorted.
 func (c *Common) envList() []string {
-	keys := make([]string, 0, len(c.Env))
-	for k := range c.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := sortedKeys(c.Env)
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, k+"="+c.Env[k])

@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,20 +41,20 @@ func TestProcessConfigRefusals(t *testing.T) {
 	for src, want := range map[string]string{
 		`env: {A: b}`:                     "command: required",
 		`command: [""]`:                   "command: required",
-		`command: [x]` + "\nenv: {1A: b}": `env "1A"`,
-		`command: [x]` + "\ncpus: -1":     "cpus -1",
+		`command: [x]` + "\nenv: {1A: b}": `env: "1A": a variable name`,
+		`command: [x]` + "\ncpus: -1":     "cpus: -1: must be > 0",
 		`command: [x]` + "\nmemory: 1KiB": "at least 4MiB",
-		`command: [x]` + "\nendpoints: [{name: Web, protocol: http, port: 80}]":                                        `name "Web"`,
-		`command: [x]` + "\nendpoints: [{name: web, port: 80}]":                                                        "protocol required",
-		`command: [x]` + "\nendpoints: [{name: web, protocol: http, port: 0}]":                                         "port 0",
+		`command: [x]` + "\nendpoints: [{name: Web, protocol: http, port: 80}]":                                        `endpoints[0].name: "Web"`,
+		`command: [x]` + "\nendpoints: [{name: web, port: 80}]":                                                        "endpoints[0].protocol: required",
+		`command: [x]` + "\nendpoints: [{name: web, protocol: http, port: 0}]":                                         "endpoints[0].port: 0: must be between 1 and 65535",
 		`command: [x]` + "\nendpoints: [{name: web, protocol: http, port: 80}, {name: web, protocol: http, port: 81}]": "declared twice",
-		`command: [x]` + "\nfiles: [{content: x}]":                                                                     "path required",
+		`command: [x]` + "\nfiles: [{content: x}]":                                                                     "files[0].path: required",
 		`command: [x]` + "\nfiles: [{path: a, content: x, from: b}]":                                                   "not both",
-		`command: [x]` + "\nfiles: [{path: a, mode: rwx}]":                                                             `mode "rwx"`,
+		`command: [x]` + "\nfiles: [{path: a, mode: rwx}]":                                                             `files[0].mode: "rwx"`,
 		`command: [x]` + "\nready: {tcp: 80, log: up}":                                                                 "exactly one",
 		`command: [x]` + "\nready: {timeout: 5s}":                                                                      "exactly one",
 		`command: [x]` + "\nready: {log: '('}":                                                                         "ready.log",
-		`command: [x]` + "\nready: {http: {port: 80, status: 42}}":                                                     "status 42",
+		`command: [x]` + "\nready: {http: {port: 80, status: 42}}":                                                     "ready.http.status: 42",
 		`command: [x]` + "\nstop_signal: SIGNOPE":                                                                      "not a signal",
 		`command: [x]` + "\nstop_signal: 99":                                                                           "between 1 and 64",
 		`command: [x]` + "\nports: [80]":                                                                               "ports",
@@ -67,7 +68,7 @@ func TestProcessConfigRefusals(t *testing.T) {
 
 func TestContainerConfigRefusals(t *testing.T) {
 	for src, want := range map[string]string{
-		`command: [x]`:                                  "image: required",
+		`command: [x]`:                                  "image (--image): required",
 		"image: a.tar\nvolumes: [data]":                 `volume "data"`,
 		"image: a.tar\nvolumes: ['data:rel']":           `volume "data:rel"`,
 		"image: a.tar\nvolumes: ['data:/d:rx']":         "ro or rw",
@@ -75,7 +76,7 @@ func TestContainerConfigRefusals(t *testing.T) {
 		"image: a.tar\nvolumes: ['data:/d:copy,cp']":    `option "cp"`,
 		"image: a.tar\nworking_dir: app":                "absolute path",
 		"image: a.tar\nstop_signal: NOPE":               "not a signal",
-		"image: a.tar\nendpoints: [{name: x, port: 1}]": "protocol required",
+		"image: a.tar\nendpoints: [{name: x, port: 1}]": "endpoints[0].protocol: required",
 	} {
 		err := decodeErrKind(t, "container", src)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -172,5 +173,41 @@ stop_grace: 7s
 	_, cfg = kindtest.Decode(t, "app-process", "command: [x]\nready: {exec: [pg_isready, -h, 127.0.0.1]}")
 	if cmd, _ := k.Command(env, cfg); cmd.Ready == nil || len(cmd.Ready.Exec) != 3 {
 		t.Errorf("exec probe %+v", cmd.Ready)
+	}
+}
+
+// checkFieldErrors asserts that err is a kind.FieldErrors list with exactly these keys, in
+// order, and these flags (the flag that key becomes, "" for none).
+func checkFieldErrors(t *testing.T, err error, want ...[2]string) {
+	t.Helper()
+	var fes kind.FieldErrors
+	if !errors.As(err, &fes) || len(fes) != len(want) {
+		t.Fatalf("got %v, want %d field errors %v", err, len(want), want)
+	}
+	for i, w := range want {
+		if fes[i].Key != w[0] || fes[i].Flag != w[1] || fes[i].Msg == "" {
+			t.Errorf("error %d: %+v, want key %q flag %q and a message", i, *fes[i], w[0], w[1])
+		}
+	}
+}
+
+// TestProcessKindReportsEveryError: four bad keys, four errors, each at its key; a good config
+// passes.
+func TestProcessKindReportsEveryError(t *testing.T) {
+	err := decodeErrKind(t, "app-process", "{cpus: -1, endpoints: [{name: web, protocol: http, port: 0}], stop_signal: NOPE}")
+	checkFieldErrors(t, err, [2]string{"command", ""}, [2]string{"cpus", ""}, [2]string{"endpoints[0].port", ""}, [2]string{"stop_signal", ""})
+	if err := decodeErrKind(t, "app-process", "{command: [x], cpus: 1, endpoints: [{name: web, protocol: http, port: 80}], stop_signal: INT}"); err != nil {
+		t.Errorf("good config: %v", err)
+	}
+}
+
+// TestContainerKindReportsEveryError: the container's own keys carry the container-run flag
+// they become, the shared ones none.
+func TestContainerKindReportsEveryError(t *testing.T) {
+	err := decodeErrKind(t, "app-container", "{volumes: [data], working_dir: app, env: {1A: b}, healthcheck: {retries: -1}}")
+	checkFieldErrors(t, err, [2]string{"image", "--image"}, [2]string{"volumes[0]", "--volume"}, [2]string{"healthcheck.retries", ""},
+		[2]string{"working_dir", "--workdir"}, [2]string{"env", "--env"})
+	if err := decodeErrKind(t, "app-container", "{image: a.tar, volumes: ['data:/d:ro'], working_dir: /app, env: {A: b}}"); err != nil {
+		t.Errorf("good config: %v", err)
 	}
 }

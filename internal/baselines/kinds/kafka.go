@@ -47,26 +47,27 @@ type KafkaConfig struct {
 	Home    string `yaml:"home"`     // Kafka's jars (<home>/libs); default $CONTINUUM_KAFKA_HOME, .tools/kafka
 }
 
+// validate reports every problem at once, each with its key and what it becomes: a setting of
+// the broker's server.properties, or a flag of the `continuum kafka-topics create` started next
+// to it.
 func (c *KafkaConfig) validate() error {
-	switch {
-	case kind.CheckPort("port", c.Port) != nil:
-		return kind.CheckPort("port", c.Port)
-	case kind.CheckPort("controller_port", c.ControllerPort) != nil:
-		return kind.CheckPort("controller_port", c.ControllerPort)
-	case c.Port == c.ControllerPort:
-		return fmt.Errorf("port and controller_port are both %d", c.Port)
+	var errs kind.FieldErrors
+	errs.CheckPort("port", "listeners (server.properties)", c.Port)
+	errs.CheckPort("controller_port", "listeners (server.properties)", c.ControllerPort)
+	if c.Port == c.ControllerPort {
+		errs.Add("controller_port", "listeners (server.properties)", "port and controller_port are both %d", c.Port)
 	}
 	seen := map[string]bool{}
-	for _, t := range c.Topics {
-		if err := t.Check(0); err != nil {
-			return err
-		}
+	for i, t := range c.Topics {
+		at := fmt.Sprintf("topics[%d]", i)
+		errs.AddErr(at, "--topic", t.Check(0))
 		if seen[t.Name] {
-			return fmt.Errorf("topic %s listed twice", t.Name)
+			errs.Add(at, "--topic", "topic %s listed twice", t.Name)
 		}
 		seen[t.Name] = true
 	}
-	return kind.CheckDataDir(c.DataDir)
+	errs.CheckDataDir("log.dirs (server.properties)", c.DataDir)
+	return errs.Err()
 }
 
 // kafkaQuorum is the instance's quorum: the kafka components of its cluster in name order (node

@@ -44,14 +44,18 @@ type RedisClusterConfig struct {
 	Port int `yaml:"port"` // default 16999
 }
 
+// validate reports every problem at once, each with its key and the `continuum redis-cluster
+// create` flag it becomes.
 func (c *RedisClusterConfig) validate() error {
+	var errs kind.FieldErrors
 	if c.Cluster == "" {
-		return fmt.Errorf("cluster: name the cluster whose redis members to join")
+		errs.Add("cluster", "--member", "required: name the cluster whose redis members to join")
 	}
 	if c.ReplicasPerMaster < 0 {
-		return fmt.Errorf("replicas_per_master %d: must be >= 0", c.ReplicasPerMaster)
+		errs.Add("replicas_per_master", "--replicas", "%d: must be >= 0", c.ReplicasPerMaster)
 	}
-	return kind.CheckPort("port", c.Port)
+	errs.CheckPort("port", "--listen", c.Port)
+	return errs.Err()
 }
 
 func redisClusterCommand(env kind.Env, c *RedisClusterConfig) (kind.Command, error) {

@@ -1,8 +1,6 @@
 package kinds
 
 import (
-	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -82,33 +80,69 @@ func (c *YCSBConfig) loadTime() time.Duration {
 	return 20*time.Second + time.Duration(c.RecordCount)*time.Millisecond
 }
 
+// validate reports every problem at once, each with its key and the `continuum load ycsb` flag
+// it becomes; the workload's own Validate then checks the preset with the keys' overrides
+// (its proportions, the record's size), reported at workload.
 func (c *YCSBConfig) validate() error {
-	switch {
-	case (c.Target == "") == (c.Component == ""):
-		return errors.New("give exactly one of target (etcd=http://HOST:PORT, kv=..., redis=HOST:PORT) and component")
-	case c.Target != "" && c.Port != 0:
-		return errors.New("port goes with component, not target")
-	case c.Port < 0 || c.Port > 65535:
-		return fmt.Errorf("port %d: must be between 1 and 65535", c.Port)
-	case c.Rate < 0 || c.Clients < 0:
-		return errors.New("rate and clients must be >= 0")
-	case (c.Rate > 0) == (c.Clients > 0):
-		return errors.New("exactly one of rate (open loop, operations/s) and clients (closed loop) must be > 0")
-	case c.Timeout.Duration <= 0 || c.Timeout.Duration > time.Minute:
-		return fmt.Errorf("timeout %v: must be > 0 and <= 1m", c.Timeout)
-	case c.MaxInflight < 0 || c.LoadClients < 0 || c.Conns < 0:
-		return errors.New("max_inflight, load_clients and conns must be >= 0")
-	case c.LoadTime.Duration < 0:
-		return fmt.Errorf("load_time %v: must be > 0 (or absent: 20s plus 1ms per record)", c.LoadTime)
-	}
-	if c.Target != "" {
+	var errs kind.FieldErrors
+	if (c.Target == "") == (c.Component == "") {
+		errs.Add("target", "--target", "give exactly one of target (etcd=http://HOST:PORT, kv=..., redis=HOST:PORT) and component")
+	} else if c.Target != "" {
 		if _, err := kvtarget.ParseTarget(c.Target); err != nil {
-			return err
+			errs.AddErr("target", "--target", err)
 		}
+	}
+	if c.Target != "" && c.Port != 0 {
+		errs.Add("port", "--target", "port goes with component, not target")
+	} else if c.Port < 0 || c.Port > 65535 {
+		errs.Add("port", "--target", "%d: must be between 1 and 65535", c.Port)
+	}
+	if c.Rate < 0 {
+		errs.Add("rate", "--rate", "%g: must be >= 0", c.Rate)
+	}
+	if c.Clients < 0 {
+		errs.Add("clients", "--clients", "%d: must be >= 0", c.Clients)
+	}
+	if c.Rate >= 0 && c.Clients >= 0 && (c.Rate > 0) == (c.Clients > 0) {
+		errs.Add("rate", "--rate", "exactly one of rate (open loop, operations/s) and clients (closed loop) must be > 0")
+	}
+	if c.Timeout.Duration <= 0 || c.Timeout.Duration > time.Minute {
+		errs.Add("timeout", "--timeout", "%v: must be > 0 and <= 1m", c.Timeout)
+	}
+	for _, n := range []struct {
+		key, flag string
+		v         int
+	}{{"max_inflight", "--max-inflight", c.MaxInflight}, {"load_clients", "--load-clients", c.LoadClients}, {"conns", "--conns", c.Conns},
+		{"fieldcount", "--fieldcount", c.FieldCount}, {"fieldlength", "--fieldlength", c.FieldLength}} {
+		if n.v < 0 {
+			errs.Add(n.key, n.flag, "%d: must be >= 0 (0: the default)", n.v)
+		}
+	}
+	if c.LoadTime.Duration < 0 {
+		errs.Add("load_time", "", "%v: must be > 0 (or absent: 20s plus 1ms per record)", c.LoadTime)
+	}
+	if c.RecordCount < 1 || c.RecordCount > 1<<40 {
+		errs.Add("recordcount", "--recordcount", "%d: must be between 1 and 2^40", c.RecordCount)
+	}
+	if c.OperationCount < 0 {
+		errs.Add("operationcount", "--operationcount", "%d: must be >= 0 (0: until the duration ends)", c.OperationCount)
+	}
+	switch c.RequestDistribution {
+	case "", ycsb.DistUniform, ycsb.DistZipfian, ycsb.DistLatest:
+	default:
+		errs.Add("requestdistribution", "--requestdistribution", "%q: want uniform, zipfian or latest", c.RequestDistribution)
+	}
+	switch c.Phase {
+	case ycsb.PhaseLoad, ycsb.PhaseRun, ycsb.PhaseBoth:
+	default:
+		errs.Add("phase", "--phase", "%q: want load, run or both", c.Phase)
 	}
 	w, err := ycsb.Preset(c.Workload)
 	if err != nil {
-		return err
+		errs.AddErr("workload", "--workload", err)
+	}
+	if len(errs) > 0 {
+		return errs.Err()
 	}
 	w.RecordCount, w.OperationCount = c.RecordCount, c.OperationCount
 	if c.FieldCount != 0 {
@@ -120,15 +154,8 @@ func (c *YCSBConfig) validate() error {
 	if c.RequestDistribution != "" {
 		w.RequestDistribution = c.RequestDistribution
 	}
-	if err := w.Validate(); err != nil {
-		return err
-	}
-	switch c.Phase {
-	case ycsb.PhaseLoad, ycsb.PhaseRun, ycsb.PhaseBoth:
-	default:
-		return fmt.Errorf("phase %q: want load, run or both", c.Phase)
-	}
-	return nil
+	errs.AddErr("workload", "--workload", w.Validate())
+	return errs.Err()
 }
 
 // target resolves the workload's target; a component becomes etcd=http://<its node>:<port> or

@@ -1,29 +1,12 @@
 package kind
 
 import (
-	"fmt"
 	"net"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 )
-
-// CheckPort checks a config's port field.
-func CheckPort(field string, p int) error {
-	if p < 1 || p > 65535 {
-		return fmt.Errorf("%s %d: must be between 1 and 65535", field, p)
-	}
-	return nil
-}
-
-// CheckDataDir checks a config's data_dir field: empty (the default) or absolute.
-func CheckDataDir(d string) error {
-	if d != "" && !filepath.IsAbs(d) {
-		return fmt.Errorf("data_dir %q: must be an absolute path (default: the instance's results dir)", d)
-	}
-	return nil
-}
 
 // DataDir is the configured data directory, or <instance results dir>/data.
 func DataDir(env Env, configured string) string {

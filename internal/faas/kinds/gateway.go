@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -88,31 +87,31 @@ func (f GatewayFunction) function() *gateway.Function {
 	return fn
 }
 
+// validate reports every problem at once, each with its key and the `continuum faas gateway`
+// flag it becomes. A function's own settings (gateway.Function.Validate) are reported at the
+// function, the first problem of each.
 func (c *GatewayConfig) validate() error {
+	var errs kind.FieldErrors
 	if len(c.Functions) == 0 {
-		return errors.New("functions: list the functions the gateway serves (name, handler, ...)")
+		errs.Add("functions", "--function", "list the functions the gateway serves (name, handler, ...)")
 	}
 	if c.InstanceCPUs < 0 {
-		return fmt.Errorf("instance_cpus %g: want >= 0 (0 = unlimited)", c.InstanceCPUs)
+		errs.Add("instance_cpus", "--instance-cpus", "%g: want >= 0 (0 = unlimited)", c.InstanceCPUs)
 	}
-	if err := kind.CheckPort("instance_port", c.InstancePort); err != nil {
-		return err
-	}
+	errs.CheckPort("instance_port", "--instance-port", c.InstancePort)
 	seen := map[string]bool{}
 	for i, f := range c.Functions {
+		at := fmt.Sprintf("functions[%d]", i)
 		fn := f.function()
-		if err := fn.Validate(); err != nil {
-			return fmt.Errorf("functions[%d]: %w", i, err)
-		}
-		if err := checkServer(fn.Server); err != nil {
-			return fmt.Errorf("functions[%d]: %w", i, err)
-		}
+		errs.AddErr(at, "--function", fn.Validate())
+		errs.AddErr(at+".server", "--function", checkServer(fn.Server))
 		if seen[fn.Name] {
-			return fmt.Errorf("functions[%d]: %s named twice", i, fn.Name)
+			errs.Add(at+".name", "--function", "%s named twice", fn.Name)
 		}
 		seen[fn.Name] = true
 	}
-	return kind.CheckPort("port", c.Port)
+	errs.CheckPort("port", "--listen", c.Port)
+	return errs.Err()
 }
 
 func gatewayCommand(env kind.Env, c *GatewayConfig) (kind.Command, error) {

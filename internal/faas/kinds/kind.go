@@ -5,7 +5,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -69,37 +68,42 @@ type FunctionConfig struct {
 	Zygote bool `yaml:"zygote"`
 }
 
+// validate reports every problem at once, each with its key and the `continuum faas watchdog`
+// flag it becomes.
 func (c *FunctionConfig) validate() error {
+	var errs kind.FieldErrors
 	if !slices.Contains([]string{faas.ModeClassic, faas.ModeHTTP}, c.Mode) {
-		return fmt.Errorf("mode %q: want %s or %s (the microservice kind runs %s)", c.Mode, faas.ModeClassic, faas.ModeHTTP, faas.ModeMicro)
+		errs.Add("mode", "--mode", "%q: want %s or %s (the microservice kind runs %s)", c.Mode, faas.ModeClassic, faas.ModeHTTP, faas.ModeMicro)
 	}
-	if err := checkServer(c.Server); err != nil {
-		return err
+	errs.AddErr("server", "--server", checkServer(c.Server))
+	checkCommon(&errs, c.Handler, "--handler", c.Port, "--listen", c.CPUs)
+	if c.ExecTimeout.Duration <= 0 {
+		errs.Add("exec_timeout", "--exec-timeout", "%v: want > 0", c.ExecTimeout)
 	}
-	if err := checkCommon(c.Handler, c.Port, c.CPUs); err != nil {
-		return err
+	if c.MaxInflight < 0 {
+		errs.Add("max_inflight", "--max-inflight", "%d: want >= 0 (0: no limit)", c.MaxInflight)
 	}
-	if c.ExecTimeout.Duration <= 0 || c.MaxInflight < 0 {
-		return fmt.Errorf("exec_timeout %v, max_inflight %d: want a timeout > 0 and max_inflight >= 0", c.ExecTimeout, c.MaxInflight)
-	}
-	return nil
+	return errs.Err()
 }
 
+// checkServer is nil for an upstream server the kinds run.
 func checkServer(s string) error {
 	if s != faas.ServerContinuum && s != faas.ServerFlask {
-		return fmt.Errorf("server %q: want %s or %s", s, faas.ServerContinuum, faas.ServerFlask)
+		return fmt.Errorf("%q: want %s or %s", s, faas.ServerContinuum, faas.ServerFlask)
 	}
 	return nil
 }
 
-func checkCommon(handler string, port int, cpus float64) error {
+// checkCommon records the problems of the keys the function and microservice kinds share, with
+// the flags handler and port become in the command each starts.
+func checkCommon(errs *kind.FieldErrors, handler, handlerFlag string, port int, portFlag string, cpus float64) {
 	if handler == "" {
-		return errors.New("handler: name the function folder, e.g. python/functions/iot-analytics")
+		errs.Add("handler", handlerFlag, "required: name the function folder, e.g. python/functions/iot-analytics")
 	}
 	if cpus < 0 {
-		return fmt.Errorf("cpus %g: want >= 0 (0 = unlimited)", cpus)
+		errs.Add("cpus", "", "%g: want >= 0 (0 = unlimited)", cpus)
 	}
-	return kind.CheckPort("port", port)
+	errs.CheckPort("port", portFlag, port)
 }
 
 func functionCommand(env kind.Env, c *FunctionConfig) (kind.Command, error) {
@@ -136,14 +140,16 @@ type MicroConfig struct {
 	ExecTimeout spec.Duration `yaml:"exec_timeout"`
 }
 
+// validate reports every problem at once, each with its key and the flag of the Python server
+// it becomes (the handler is its argument).
 func (c *MicroConfig) validate() error {
-	if err := checkServer(c.Server); err != nil {
-		return err
-	}
+	var errs kind.FieldErrors
+	errs.AddErr("server", "", checkServer(c.Server))
 	if c.ExecTimeout.Duration < 0 || c.ExecTimeout.Duration > 0 && c.Server == faas.ServerFlask {
-		return fmt.Errorf("exec_timeout %v: Flask + Waitress cannot stop a handler; use server: continuum for a limit", c.ExecTimeout)
+		errs.Add("exec_timeout", "--exec-timeout", "%v: Flask + Waitress cannot stop a handler; use server: continuum for a limit", c.ExecTimeout)
 	}
-	return checkCommon(c.Handler, c.Port, c.CPUs)
+	checkCommon(&errs, c.Handler, "", c.Port, "--port", c.CPUs)
+	return errs.Err()
 }
 
 func microCommand(env kind.Env, c *MicroConfig) (kind.Command, error) {

@@ -1,6 +1,7 @@
 package kinds_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -61,11 +62,11 @@ func TestMicroserviceCommand(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	for _, c := range []struct{ kind, cfg, want string }{
-		{"function", "{handler: python/functions/hello, mode: micro}", `mode "micro": want classic or http (the microservice kind runs micro)`},
-		{"function", "{mode: http}", "handler: name the function folder"},
-		{"function", "{handler: x, server: gunicorn}", `server "gunicorn": want continuum or flask`},
-		{"function", "{handler: x, cpus: -1}", "cpus -1"},
-		{"microservice", "{handler: x, port: 0}", "port 0"},
+		{"function", "{handler: python/functions/hello, mode: micro}", `mode (--mode): "micro": want classic or http (the microservice kind runs micro)`},
+		{"function", "{mode: http}", "handler (--handler): required: name the function folder"},
+		{"function", "{handler: x, server: gunicorn}", `server (--server): "gunicorn": want continuum or flask`},
+		{"function", "{handler: x, cpus: -1}", "cpus: -1: want >= 0"},
+		{"microservice", "{handler: x, port: 0}", "port (--port): 0: must be between 1 and 65535"},
 	} {
 		k, cfg := kindtest.Decode(t, c.kind, c.cfg)
 		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -107,14 +108,47 @@ func TestGatewayCommand(t *testing.T) {
 		t.Errorf("env %q: the gateway's instances need CONTINUUM_PYTHON", env)
 	}
 	for _, c := range []struct{ cfg, want string }{
-		{"{}", "functions: list the functions"},
+		{"{}", "functions (--function): list the functions"},
 		{"{functions: [{name: a, handler: x}, {name: a, handler: y}]}", "a named twice"},
-		{"{functions: [{name: A, handler: x}]}", "functions[0]: function name"},
+		{"{functions: [{name: A, handler: x}]}", "functions[0] (--function): function name"},
 		{"{functions: [{name: a, handler: x, scaler: kpa}]}", `scaler "kpa": want one of none, rps, cpu, concurrency`},
 	} {
 		k, cfg := kindtest.Decode(t, "faas-gateway", c.cfg)
 		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+// TestValidatorsReportEveryError: each kind reports all its bad keys at once, each with the
+// flag it becomes; good configs pass.
+func TestValidatorsReportEveryError(t *testing.T) {
+	for _, c := range []struct {
+		kind, bad, good string
+		want            [][2]string // key, flag
+	}{
+		{"faas-function", "{mode: micro, port: 0, exec_timeout: 0s, max_inflight: -1}", "{handler: x}",
+			[][2]string{{"mode", "--mode"}, {"handler", "--handler"}, {"port", "--listen"}, {"exec_timeout", "--exec-timeout"}, {"max_inflight", "--max-inflight"}}},
+		{"faas-microservice", "{server: gunicorn, handler: x, cpus: -1, port: 70000}", "{handler: x}",
+			[][2]string{{"server", ""}, {"cpus", ""}, {"port", "--port"}}},
+		{"faas-gateway", "{instance_cpus: -1, functions: [{name: a, handler: x, scaler: kpa}, {name: a, handler: y, server: gunicorn}]}",
+			"{functions: [{name: a, handler: x}, {name: b, handler: y, scaler: rps}]}",
+			[][2]string{{"instance_cpus", "--instance-cpus"}, {"functions[0]", "--function"}, {"functions[1].server", "--function"}, {"functions[1].name", "--function"}}},
+	} {
+		k, cfg := kindtest.Decode(t, c.kind, c.bad)
+		err := k.Validate(cfg)
+		var fes kind.FieldErrors
+		if !errors.As(err, &fes) || len(fes) != len(c.want) {
+			t.Errorf("%s %s: got %v, want %d field errors", c.kind, c.bad, err, len(c.want))
+			continue
+		}
+		for i, w := range c.want {
+			if fes[i].Key != w[0] || fes[i].Flag != w[1] {
+				t.Errorf("%s error %d: %+v, want key %q flag %q", c.kind, i, *fes[i], w[0], w[1])
+			}
+		}
+		if k, cfg := kindtest.Decode(t, c.kind, c.good); k.Validate(cfg) != nil {
+			t.Errorf("%s %s: %v", c.kind, c.good, k.Validate(cfg))
 		}
 	}
 }

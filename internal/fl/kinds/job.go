@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -71,12 +70,34 @@ func (c *JobConfig) spec() orchestrator.JobSpec {
 		DataDir: c.DataDir, LR: c.LR, BatchSize: c.BatchSize, Seed: c.Seed, RoundTimeout: c.RoundTimeout, MinGain: c.MinGain, Resume: c.Resume}
 }
 
+// jobKeys maps a JobSpec field (its JSON key) to the fl-job key and the `continuum fl train`
+// flag it becomes.
+var jobKeys = map[string][2]string{
+	"strategy": {"strategy", "--strategy"}, "model_mb": {"model_mb", "--model-mb"}, "budget": {"budget", "--budget"},
+	"epochs": {"epochs", "--epochs"}, "local_rounds": {"local_rounds", "--local-rounds"}, "rounds": {"rounds", "--rounds"},
+	"target_accuracy": {"target_accuracy", "--target-accuracy"}, "max_cost": {"max_cost", "--max-cost"},
+	"labels_per_client": {"labels_per_client", "--labels-per-client"}, "splits": {"splits", "--splits"},
+	"dataset": {"dataset", "--dataset"}, "data_dir": {"data_dir", "--data-dir"}, "lr": {"lr", "--lr"},
+	"batch_size": {"batch_size", "--batch-size"}, "seed": {"seed", "--seed"}, "round_timeout_s": {"round_timeout", "--round-timeout"},
+	"min_gain": {"min_gain", "--min-gain"}, "resume": {"resume", "--resume"},
+}
+
+// validate reports every problem at once: the job's (orchestrator.JobSpec.Problems), each at
+// its key with the `continuum fl train` flag it becomes.
 func (c *JobConfig) validate() error {
+	var errs kind.FieldErrors
 	if c.Orchestrator == "" {
-		return errors.New("orchestrator is required: the fl-orchestrator component to submit the job to")
+		errs.Add("orchestrator", "--orchestrator", "required: the fl-orchestrator component to submit the job to")
 	}
 	s := c.spec()
-	return s.Validate()
+	for _, p := range s.Problems() {
+		k, ok := jobKeys[p.Field]
+		if !ok {
+			k = [2]string{p.Field, ""}
+		}
+		errs.Add(k[0], k[1], "%s", p.Msg)
+	}
+	return errs.Err()
 }
 
 func jobCommand(env kind.Env, c *JobConfig) (kind.Command, error) {

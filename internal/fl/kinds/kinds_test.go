@@ -1,13 +1,17 @@
 package kinds_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
+	"github.com/continuum-project/continuum/internal/fl/flcmd"
 )
 
 func TestOrchestratorKind(t *testing.T) {
@@ -55,9 +59,9 @@ func TestJobKind(t *testing.T) {
 		t.Errorf("args %q\nwant %q", cmd.Args, want)
 	}
 	for _, tc := range []struct{ src, want string }{
-		{"rounds: 5\n", "orchestrator is required"},
+		{"rounds: 5\n", "orchestrator (--orchestrator): required"},
 		{"orchestrator: orch\nstrategy: fastest\n", `"fastest"`},
-		{"orchestrator: orch\ntarget_accuracy: 95\n", "target_accuracy 95"},
+		{"orchestrator: orch\ntarget_accuracy: 95\n", "target_accuracy (--target-accuracy): 95: want a fraction"},
 		{"orchestrator: orch\ndataset: cifar10\n", "data_dir"},
 	} {
 		k, cfg := kindtest.Decode(t, "fl-job", tc.src)
@@ -69,5 +73,40 @@ func TestJobKind(t *testing.T) {
 	env.Components["orch"] = kindtest.Component(t, "n1", "http-echo", echo)
 	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), "not an fl-orchestrator") {
 		t.Errorf("an http-echo as the orchestrator: %v", err)
+	}
+}
+
+// TestKindsReportEveryError: every bad key is reported at once, at its key, with the flag of
+// the command the kind starts (one the command declares); good configs pass.
+func TestKindsReportEveryError(t *testing.T) {
+	train, orchestrate := pflag.NewFlagSet("train", pflag.ContinueOnError), pflag.NewFlagSet("orchestrate", pflag.ContinueOnError)
+	tf, of := flcmd.DefaultTrainFlags(), flcmd.DefaultOrchestrateFlags()
+	tf.Bind(train)
+	of.Bind(orchestrate)
+	for _, c := range []struct {
+		kind, bad, good string
+		flags           *pflag.FlagSet
+		keys            []string
+	}{
+		{"fl-job", "{strategy: fastest, lr: -1, round_timeout: 0, labels_per_client: 11, dataset: cifar10}", "{orchestrator: orch}", train,
+			[]string{"orchestrator", "strategy", "data_dir", "labels_per_client", "lr", "round_timeout"}},
+		{"fl-orchestrator", "{port: 0, base_port: -1, poll: -1s, place: n1}", "{port: 7070, topology: t.csv, place: n1}", orchestrate,
+			[]string{"port", "base_port", "poll", "place"}},
+	} {
+		k, cfg := kindtest.Decode(t, c.kind, c.bad)
+		err := k.Validate(cfg)
+		var fes kind.FieldErrors
+		if !errors.As(err, &fes) || len(fes) != len(c.keys) {
+			t.Errorf("%s %s: got %v, want %d field errors", c.kind, c.bad, err, len(c.keys))
+			continue
+		}
+		for i, key := range c.keys {
+			if fes[i].Key != key || !strings.HasPrefix(fes[i].Flag, "--") || c.flags.Lookup(strings.TrimPrefix(fes[i].Flag, "--")) == nil {
+				t.Errorf("%s error %d: %+v, want key %s with a flag of its command", c.kind, i, *fes[i], key)
+			}
+		}
+		if k, cfg := kindtest.Decode(t, c.kind, c.good); k.Validate(cfg) != nil {
+			t.Errorf("%s %s: %v", c.kind, c.good, k.Validate(cfg))
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -58,18 +57,21 @@ type OrchestratorConfig struct {
 	GroupClients bool `yaml:"group_clients"`
 }
 
+// validate reports every problem at once, each with its key and the `continuum fl orchestrate`
+// flag it becomes.
 func (c *OrchestratorConfig) validate() error {
-	switch {
-	case c.Port < 1 || c.Port > 65535:
-		return fmt.Errorf("port %d: want 1-65535", c.Port)
-	case c.BasePort < 0 || c.BasePort > 60000:
-		return fmt.Errorf("base_port %d: want 1-60000 (0: 8080)", c.BasePort)
-	case c.Poll.Duration < 0:
-		return fmt.Errorf("poll %v: want > 0 (0: 500ms)", c.Poll.Duration)
-	case c.Place != "" && c.Topology == "":
-		return errors.New("place needs topology: with the run's node labels every node runs its own service")
+	var errs kind.FieldErrors
+	errs.CheckPort("port", "--listen", c.Port)
+	if c.BasePort < 0 || c.BasePort > 60000 {
+		errs.Add("base_port", "--base-port", "%d: want 1-60000 (0: 8080)", c.BasePort)
 	}
-	return nil
+	if c.Poll.Duration < 0 {
+		errs.Add("poll", "--poll", "%v: want > 0 (0: 500ms)", c.Poll.Duration)
+	}
+	if c.Place != "" && c.Topology == "" {
+		errs.Add("place", "--place", "place needs topology: with the run's node labels every node runs its own service")
+	}
+	return errs.Err()
 }
 
 func orchestratorCommand(env kind.Env, c *OrchestratorConfig) (kind.Command, error) {

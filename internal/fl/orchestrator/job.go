@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/continuum-project/continuum/internal/fl/plan"
@@ -54,56 +55,87 @@ func DefaultJob() JobSpec {
 		LR: 0.05, BatchSize: 32, Seed: 1, RoundTimeout: 60, MinGain: 0.01}
 }
 
-// Validate names the first field out of range and what is allowed.
-func (j *JobSpec) Validate() error {
-	var errs []string
+// FieldError is a problem with one field of a JobSpec, named by its JSON key, so that a caller
+// that takes the job in another form (the fl-job kind's YAML keys, fl train's flags) can say
+// where the value came from.
+type FieldError struct {
+	Field string // the JSON key: "model_mb", "labels_per_client"
+	Msg   string // the value and what is allowed: "0: want > 0"
+}
+
+func (e *FieldError) Error() string { return e.Field + " " + e.Msg }
+
+func fieldErrorf(field, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Problems lists every field out of range, each with what is allowed; none: the job is valid.
+func (j *JobSpec) Problems() []*FieldError {
+	var ps []*FieldError
 	if _, err := plan.ParseStrategy(string(j.Strategy)); err != nil {
-		errs = append(errs, err.Error())
+		names := make([]string, len(plan.Strategies))
+		for i, st := range plan.Strategies {
+			names[i] = string(st)
+		}
+		ps = append(ps, fieldErrorf("strategy", "%q: want one of %s", j.Strategy, strings.Join(names, ", ")))
 	}
 	if j.ModelMB <= 0 {
-		errs = append(errs, fmt.Sprintf("model_mb %v: want > 0", j.ModelMB))
+		ps = append(ps, fieldErrorf("model_mb", "%v: want > 0", j.ModelMB))
 	}
 	if j.Budget <= 0 && (j.Epochs == 0 || j.LocalRounds == 0 && j.Strategy != plan.Centralized) {
-		errs = append(errs, fmt.Sprintf("budget %v: want > 0 (or set epochs and local_rounds)", j.Budget))
+		ps = append(ps, fieldErrorf("budget", "%v: want > 0 (or set epochs and local_rounds)", j.Budget))
 	}
-	if j.Epochs < 0 || j.LocalRounds < 0 {
-		errs = append(errs, fmt.Sprintf("epochs %d, local_rounds %d: want >= 0 (0 = from the budget rule)", j.Epochs, j.LocalRounds))
+	if j.Epochs < 0 {
+		ps = append(ps, fieldErrorf("epochs", "%d: want >= 0 (0 = from the budget rule)", j.Epochs))
+	}
+	if j.LocalRounds < 0 {
+		ps = append(ps, fieldErrorf("local_rounds", "%d: want >= 0 (0 = from the budget rule)", j.LocalRounds))
 	}
 	if j.Rounds < 1 {
-		errs = append(errs, fmt.Sprintf("rounds %d: want >= 1", j.Rounds))
+		ps = append(ps, fieldErrorf("rounds", "%d: want >= 1", j.Rounds))
 	}
 	if j.TargetAccuracy < 0 || j.TargetAccuracy > 1 {
-		errs = append(errs, fmt.Sprintf("target_accuracy %v: want a fraction in [0, 1] (0 = none)", j.TargetAccuracy))
+		ps = append(ps, fieldErrorf("target_accuracy", "%v: want a fraction in [0, 1] (0 = none)", j.TargetAccuracy))
 	}
 	if j.MaxCost < 0 {
-		errs = append(errs, fmt.Sprintf("max_cost %v: want >= 0 (0 = none)", j.MaxCost))
+		ps = append(ps, fieldErrorf("max_cost", "%v: want >= 0 (0 = none)", j.MaxCost))
 	}
-	known := false
-	for _, d := range Datasets {
-		known = known || d == j.Dataset
-	}
-	if !known {
-		errs = append(errs, fmt.Sprintf("dataset %q: want one of %s", j.Dataset, strings.Join(Datasets, ", ")))
+	if !slices.Contains(Datasets, j.Dataset) {
+		ps = append(ps, fieldErrorf("dataset", "%q: want one of %s", j.Dataset, strings.Join(Datasets, ", ")))
 	}
 	if j.Dataset == "cifar10" && j.DataDir == "" {
-		errs = append(errs, "dataset cifar10: set data_dir to the folder holding its python batches (data_batch_1 ... test_batch)")
+		ps = append(ps, fieldErrorf("data_dir", "unset: dataset cifar10 needs the folder holding its python batches (data_batch_1 ... test_batch)"))
 	}
-	if err := j.Partition.validate(0); err != nil {
-		errs = append(errs, err.Error())
+	var fe *FieldError
+	if err := j.Partition.validate(0); errors.As(err, &fe) {
+		ps = append(ps, fe)
 	}
-	if j.LR <= 0 || j.BatchSize < 1 {
-		errs = append(errs, fmt.Sprintf("lr %v, batch_size %d: want > 0 and >= 1", j.LR, j.BatchSize))
+	if j.LR <= 0 {
+		ps = append(ps, fieldErrorf("lr", "%v: want > 0", j.LR))
+	}
+	if j.BatchSize < 1 {
+		ps = append(ps, fieldErrorf("batch_size", "%d: want >= 1", j.BatchSize))
 	}
 	if j.RoundTimeout <= 0 {
-		errs = append(errs, fmt.Sprintf("round_timeout_s %v: want > 0", j.RoundTimeout))
+		ps = append(ps, fieldErrorf("round_timeout_s", "%v: want > 0", j.RoundTimeout))
 	}
 	if j.MinGain < 0 {
-		errs = append(errs, fmt.Sprintf("min_gain %v: want >= 0", j.MinGain))
+		ps = append(ps, fieldErrorf("min_gain", "%v: want >= 0", j.MinGain))
 	}
-	if len(errs) > 0 {
-		return errors.New("job: " + strings.Join(errs, "; "))
+	return ps
+}
+
+// Validate names every field out of range and what is allowed.
+func (j *JobSpec) Validate() error {
+	ps := j.Problems()
+	if len(ps) == 0 {
+		return nil
 	}
-	return nil
+	msgs := make([]string, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.Error()
+	}
+	return errors.New("job: " + strings.Join(msgs, "; "))
 }
 
 func (j *JobSpec) budget() plan.Budget {

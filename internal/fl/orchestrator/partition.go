@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"fmt"
 	"sort"
 
 	"github.com/continuum-project/continuum/internal/fl/plan"
@@ -26,18 +25,18 @@ const classes = 10
 
 func (p Partition) enabled() bool { return p.LabelsPerClient > 0 }
 
+// validate is a *FieldError naming the field out of range for clients clients (0: not known
+// yet), or nil.
 func (p Partition) validate(clients int) error {
-	if p.LabelsPerClient < 0 || p.LabelsPerClient > classes {
-		return fmt.Errorf("labels_per_client %d: want 1-%d (0: the nodes' own data features)", p.LabelsPerClient, classes)
-	}
-	if p.Splits < 0 {
-		return fmt.Errorf("splits %d: want >= 0 (0: one per client)", p.Splits)
-	}
-	if p.Splits > 0 && !p.enabled() {
-		return fmt.Errorf("splits %d needs labels_per_client", p.Splits)
-	}
-	if p.Splits > 0 && p.Splits < clients {
-		return fmt.Errorf("splits %d: want at least one per client (%d clients)", p.Splits, clients)
+	switch {
+	case p.LabelsPerClient < 0 || p.LabelsPerClient > classes:
+		return fieldErrorf("labels_per_client", "%d: want 1-%d (0: the nodes' own data features)", p.LabelsPerClient, classes)
+	case p.Splits < 0:
+		return fieldErrorf("splits", "%d: want >= 0 (0: one per client)", p.Splits)
+	case p.Splits > 0 && !p.enabled():
+		return fieldErrorf("splits", "%d needs labels_per_client", p.Splits)
+	case p.Splits > 0 && p.Splits < clients:
+		return fieldErrorf("splits", "%d: want at least one per client (%d clients)", p.Splits, clients)
 	}
 	return nil
 }

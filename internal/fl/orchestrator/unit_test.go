@@ -73,7 +73,7 @@ func TestJobValidate(t *testing.T) {
 		{func(j *JobSpec) { j.Rounds = 0 }, "rounds 0: want >= 1"},
 		{func(j *JobSpec) { j.TargetAccuracy = 90 }, "target_accuracy 90: want a fraction in [0, 1]"},
 		{func(j *JobSpec) { j.Dataset = "cifar100" }, `dataset "cifar100": want one of digits, mnist1d, cifar10`},
-		{func(j *JobSpec) { j.Dataset = "cifar10" }, "set data_dir"},
+		{func(j *JobSpec) { j.Dataset = "cifar10" }, "data_dir unset: dataset cifar10 needs"},
 		{func(j *JobSpec) { j.LabelsPerClient = 11 }, "labels_per_client 11: want 1-10"},
 		{func(j *JobSpec) { j.Splits = 4 }, "splits 4 needs labels_per_client"},
 	} {

@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -121,6 +122,25 @@ func TestHTTPLoadValidate(t *testing.T) {
 				t.Errorf("Validate: %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestHTTPLoadReportsEveryError: every bad key at once, down to a target's field, each with the
+// continuum load http flag it becomes; the good configs are TestHTTPLoadValidate's.
+func TestHTTPLoadReportsEveryError(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "http-load", "{method: get, timeout: 0s, latency_bounds: [10ms],"+
+		" targets: [{name: a, url: 'http://x/'}, {name: a, url: x, service: 'a b'}]}")
+	err := k.Validate(cfg)
+	var fes kind.FieldErrors
+	want := [][2]string{{"rate", "--rate"}, {"timeout", "--timeout"}, {"method", "--method"}, {"latency_bounds", "--latency-bound"},
+		{"targets[1].name", "--target"}, {"targets[1].service", "--service"}, {"targets[1].url", "--target"}}
+	if !errors.As(err, &fes) || len(fes) != len(want) {
+		t.Fatalf("got %v, want %d field errors", err, len(want))
+	}
+	for i, w := range want {
+		if fes[i].Key != w[0] || fes[i].Flag != w[1] {
+			t.Errorf("error %d: %+v, want key %q flag %q", i, *fes[i], w[0], w[1])
+		}
 	}
 }
 

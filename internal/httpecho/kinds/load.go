@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -74,60 +73,81 @@ type LoadTarget struct {
 	Host    string `yaml:"host,omitempty"`
 }
 
+// validate reports every problem at once, each with its key and the `continuum load http` flag
+// it becomes.
 func (c *LoadConfig) validate() error {
-	switch {
-	case c.Rate < 0 || c.Clients < 0:
-		return errors.New("rate and clients must be >= 0")
-	case (c.Rate > 0) == (c.Clients > 0):
-		return errors.New("exactly one of rate (open loop, requests/s per target) and clients (closed loop) must be > 0")
-	case c.Timeout.Duration <= 0 || c.Timeout.Duration > time.Minute:
-		return fmt.Errorf("timeout %v: must be > 0 and <= 1m", c.Timeout)
-	case c.MaxInflight < 0:
-		return fmt.Errorf("max_inflight %d: must be >= 0", c.MaxInflight)
-	case c.BodySize < 0 || c.BodySize > 64<<20:
-		return fmt.Errorf("body_size %d: must be between 0 and 64Mi bytes", c.BodySize)
-	case c.QoSLatency.Duration < 0 || c.QoSLatency.Duration > time.Minute:
-		return fmt.Errorf("qos_latency %v: must be between 0s (none) and 1m", c.QoSLatency)
-	case c.Method == "" || strings.ToUpper(c.Method) != c.Method || strings.ContainsAny(c.Method, " \t/"):
-		return fmt.Errorf("method %q: want an upper-case HTTP method such as GET, POST or PUT", c.Method)
-	case len(c.LatencyBounds) > 0 && c.QoSLatency.Duration == 0:
-		return errors.New("latency_bounds needs qos_latency")
-	case len(c.Targets) == 0:
-		return errors.New("targets: at least one target ({name, url} or {name, component}) is required")
+	var errs kind.FieldErrors
+	if c.Rate < 0 {
+		errs.Add("rate", "--rate", "%g: must be >= 0", c.Rate)
+	}
+	if c.Clients < 0 {
+		errs.Add("clients", "--clients", "%d: must be >= 0", c.Clients)
+	}
+	if c.Rate >= 0 && c.Clients >= 0 && (c.Rate > 0) == (c.Clients > 0) {
+		errs.Add("rate", "--rate", "exactly one of rate (open loop, requests/s per target) and clients (closed loop) must be > 0")
+	}
+	if c.Timeout.Duration <= 0 || c.Timeout.Duration > time.Minute {
+		errs.Add("timeout", "--timeout", "%v: must be > 0 and <= 1m", c.Timeout)
+	}
+	if c.MaxInflight < 0 {
+		errs.Add("max_inflight", "--max-inflight", "%d: must be >= 0", c.MaxInflight)
+	}
+	if c.BodySize < 0 || c.BodySize > 64<<20 {
+		errs.Add("body_size", "--body-size", "%d: must be between 0 and 64Mi bytes", c.BodySize)
+	}
+	if c.QoSLatency.Duration < 0 || c.QoSLatency.Duration > time.Minute {
+		errs.Add("qos_latency", "--qos-latency", "%v: must be between 0s (none) and 1m", c.QoSLatency)
+	}
+	if c.Method == "" || strings.ToUpper(c.Method) != c.Method || strings.ContainsAny(c.Method, " \t/") {
+		errs.Add("method", "--method", "%q: want an upper-case HTTP method such as GET, POST or PUT", c.Method)
+	}
+	if len(c.LatencyBounds) > 0 && c.QoSLatency.Duration == 0 {
+		errs.Add("latency_bounds", "--latency-bound", "latency_bounds needs qos_latency")
 	}
 	for i, b := range c.LatencyBounds {
 		if b.Duration <= 0 || b.Duration > time.Minute || i > 0 && b.Duration <= c.LatencyBounds[i-1].Duration {
-			return fmt.Errorf("latency_bounds[%d] %v: want ascending durations > 0 and <= 1m", i, b)
+			errs.Add(fmt.Sprintf("latency_bounds[%d]", i), "--latency-bound", "%v: want ascending durations > 0 and <= 1m", b)
 		}
+	}
+	if len(c.Targets) == 0 {
+		errs.Add("targets", "--target", "at least one target ({name, url} or {name, component}) is required")
 	}
 	seen := map[string]bool{}
 	for i, t := range c.Targets {
-		where := fmt.Sprintf("targets[%d]", i)
-		if err := loadgen.CheckSeriesName(t.Name); err != nil {
-			return fmt.Errorf("%s.name: %w", where, err)
-		}
-		if seen[t.Name] {
-			return fmt.Errorf("%s.name %q: used twice", where, t.Name)
-		}
-		seen[t.Name] = true
-		switch {
-		case (t.URL == "") == (t.Component == ""):
-			return fmt.Errorf("%s (%s): give exactly one of url and component", where, t.Name)
-		case t.URL != "" && (t.Port != 0 || t.Path != ""):
-			return fmt.Errorf("%s (%s): port and path go with component, not url", where, t.Name)
-		case t.Port < 0 || t.Port > 65535:
-			return fmt.Errorf("%s.port %d: must be between 1 and 65535", where, t.Port)
-		case !headerValueRE.MatchString(t.Service) || !headerValueRE.MatchString(t.Host):
-			return fmt.Errorf("%s (%s): service and host must be names without spaces, '/' or control characters", where, t.Name)
-		}
-		if t.URL != "" {
-			u, err := url.Parse(t.URL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Errorf("%s.url %q: want http://host[:port]/path", where, t.URL)
-			}
+		t.check(&errs, fmt.Sprintf("targets[%d]", i), seen)
+	}
+	return errs.Err()
+}
+
+// check records the problems of target t, the key at; seen holds the names of the targets
+// before it.
+func (t LoadTarget) check(errs *kind.FieldErrors, at string, seen map[string]bool) {
+	if err := loadgen.CheckSeriesName(t.Name); err != nil {
+		errs.AddErr(at+".name", "--target", err)
+	} else if seen[t.Name] {
+		errs.Add(at+".name", "--target", "%q: used twice", t.Name)
+	}
+	seen[t.Name] = true
+	switch {
+	case (t.URL == "") == (t.Component == ""):
+		errs.Add(at, "--target", "give exactly one of url and component (%s)", t.Name)
+	case t.URL != "" && (t.Port != 0 || t.Path != ""):
+		errs.Add(at, "--target", "port and path go with component, not url (%s)", t.Name)
+	}
+	if t.Port < 0 || t.Port > 65535 {
+		errs.Add(at+".port", "--target", "%d: must be between 1 and 65535", t.Port)
+	}
+	if !headerValueRE.MatchString(t.Service) {
+		errs.Add(at+".service", "--service", "%q: a name without spaces, '/' or control characters", t.Service)
+	}
+	if !headerValueRE.MatchString(t.Host) {
+		errs.Add(at+".host", "--host", "%q: a name without spaces, '/' or control characters", t.Host)
+	}
+	if t.URL != "" {
+		if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs.Add(at+".url", "--target", "%q: want http://host[:port]/path", t.URL)
 		}
 	}
-	return nil
 }
 
 // url returns the target's URL; a component target resolves to its http endpoint (or the one on

@@ -5,9 +5,9 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,26 +67,89 @@ type Config struct {
 	Topic       string `yaml:"topic,omitempty"`
 }
 
+// validate reports every problem at once, each with its key and the `continuum iot` flag it
+// becomes; the emulator's own Validate then checks the configuration the keys render, with
+// placeholders for the components' addresses (known when the run starts), reported at config.
 func (c *Config) validate() error {
+	var errs kind.FieldErrors
 	if (c.Target == "") == (c.URL == "") {
-		return errors.New("name exactly one of target (a component with an http endpoint) and url")
+		errs.Add("target", "--target", "name exactly one of target (a component with an http endpoint) and url")
+	}
+	if c.URL != "" {
+		if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs.Add("url", "--target", "%q: want an http:// URL to POST batches to", c.URL)
+		}
 	}
 	if !strings.HasPrefix(c.Path, "/") {
-		return fmt.Errorf("path %q: must start with /", c.Path)
+		errs.Add("path", "--target", "%q: must start with /", c.Path)
 	}
-	if c.Broker != "" && c.BrokerURL != "" {
-		return errors.New("name at most one of broker (a component) and broker_url")
+	if c.Gateways < 1 {
+		errs.Add("gateways", "--gateways", "%d: want >= 1", c.Gateways)
 	}
-	url := c.URL
-	if url == "" {
-		url = "http://target" + c.Path // the component's address is known when the run starts
+	if c.Devices < max(c.Gateways, 1) {
+		errs.Add("devices", "--devices", "%d: want at least one per gateway (%d)", c.Devices, c.Gateways)
+	}
+	if c.Rate <= 0 {
+		errs.Add("rate", "--rate", "%g: want messages per second per device > 0", c.Rate)
+	}
+	if c.Batch < 1 {
+		errs.Add("batch", "--batch", "%d: want >= 1 message", c.Batch)
+	}
+	if c.Invalid < 0 || c.Invalid > 1 {
+		errs.Add("invalid", "--invalid", "%g: want a share between 0 and 1", c.Invalid)
+	}
+	if c.MaxInflight < 0 {
+		errs.Add("max_inflight", "--max-inflight", "%d: want >= 0 (0: 1000)", c.MaxInflight)
+	}
+	if c.Timeout.Duration < 0 {
+		errs.Add("timeout", "--timeout", "%v: want >= 0 (0: %v)", c.Timeout, iot.DefaultTimeout)
+	}
+	c.checkMQTT(&errs)
+	if len(errs) > 0 {
+		return errs.Err()
+	}
+	target := c.URL
+	if target == "" {
+		target = "http://target" + c.Path // the component's address is known when the run starts
 	}
 	broker := c.BrokerURL
 	if c.Broker != "" {
 		broker = "tcp://broker:1883" // likewise
 	}
-	cfg := c.emulator(url, broker, time.Minute)
+	cfg := c.emulator(target, broker, time.Minute)
 	return cfg.Validate()
+}
+
+// checkMQTT records the problems of the MQTT ingress's keys.
+func (c *Config) checkMQTT(errs *kind.FieldErrors) {
+	if c.Broker != "" && c.BrokerURL != "" {
+		errs.Add("broker_url", "--broker", "name at most one of broker (a component) and broker_url")
+	}
+	if c.BrokerURL != "" {
+		if u, err := url.Parse(c.BrokerURL); err != nil || (u.Scheme != "tcp" && u.Scheme != "mqtt") || u.Host == "" || u.Port() == "" {
+			errs.Add("broker_url", "--broker", "%q: want tcp://host:port (an MQTT broker)", c.BrokerURL)
+		}
+	}
+	if c.Broker == "" && c.BrokerURL == "" {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"qos", c.QoS != 0}, {"connections", c.Connections != 0}, {"topic", c.Topic != ""}} {
+			if k.set {
+				errs.Add(k.key, "--"+k.key, "goes with broker or broker_url (the MQTT ingress)")
+			}
+		}
+		return
+	}
+	if c.QoS != 0 && c.QoS != 1 {
+		errs.Add("qos", "--qos", "%d: want 0 (at most once) or 1 (at least once)", c.QoS)
+	}
+	if c.Connections < 0 || c.Connections > c.Devices {
+		errs.Add("connections", "--connections", "%d: want 1..%d (devices), or 0 for one per device (capped)", c.Connections, c.Devices)
+	}
+	if strings.ContainsAny(c.Topic, "+#") || strings.HasSuffix(c.Topic, "/") {
+		errs.Add("topic", "--topic", "%q: a prefix without wildcards (+, #) or a trailing /", c.Topic)
+	}
 }
 
 func (c *Config) emulator(url, broker string, d time.Duration) iot.Config {

@@ -1,11 +1,15 @@
 package kinds_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
+	"github.com/continuum-project/continuum/internal/iot/iotcmd"
 )
 
 func TestCommand(t *testing.T) {
@@ -55,18 +59,41 @@ func TestConfigErrors(t *testing.T) {
 	for _, c := range []struct{ cfg, want string }{
 		{"{}", "name exactly one of target"},
 		{"{target: fn, url: 'http://x/'}", "name exactly one of target"},
-		{"{target: fn, path: x}", `path "x": must start with /`},
-		{"{target: fn, devices: 0}", "devices 0: want at least one per gateway"},
-		{"{target: fn, rate: -1}", "rate -1"},
+		{"{target: fn, path: x}", `path (--target): "x": must start with /`},
+		{"{target: fn, devices: 0}", "devices (--devices): 0: want at least one per gateway"},
+		{"{target: fn, rate: -1}", "rate (--rate): -1: want"},
 		{"{url: 'ftp://x'}", "want an http:// URL"},
 		{"{target: fn, broker: mq, broker_url: 'tcp://x:1883'}", "at most one of broker"},
 		{"{target: fn, broker_url: 'x:1883'}", "want tcp://host:port"},
-		{"{target: fn, broker: mq, qos: 2}", "qos 2"},
-		{"{target: fn, qos: 1}", "go with broker"},
+		{"{target: fn, broker: mq, qos: 2}", "qos (--qos): 2: want 0"},
+		{"{target: fn, qos: 1}", "qos (--qos): goes with broker"},
 	} {
 		k, cfg := kindtest.Decode(t, "iot", c.cfg)
 		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.cfg, err, c.want)
 		}
+	}
+}
+
+// TestConfigReportsEveryError: every bad key is reported at once, at its key, with the
+// `continuum iot` flag it becomes; a good config passes.
+func TestConfigReportsEveryError(t *testing.T) {
+	fs := pflag.NewFlagSet("iot", pflag.ContinueOnError)
+	f := iotcmd.DefaultFlags()
+	f.Bind(fs)
+	k, cfg := kindtest.Decode(t, "iot", "{url: 'ftp://x', path: x, gateways: 0, rate: 0, invalid: 2, broker_url: 'x:1883', qos: 2}")
+	err := k.Validate(cfg)
+	var fes kind.FieldErrors
+	keys := []string{"url", "path", "gateways", "rate", "invalid", "broker_url", "qos"}
+	if !errors.As(err, &fes) || len(fes) != len(keys) {
+		t.Fatalf("got %v, want %d field errors", err, len(keys))
+	}
+	for i, key := range keys {
+		if fes[i].Key != key || !strings.HasPrefix(fes[i].Flag, "--") || fs.Lookup(fes[i].Flag[2:]) == nil {
+			t.Errorf("error %d: %+v, want key %s with a flag of continuum iot", i, *fes[i], key)
+		}
+	}
+	if k, cfg := kindtest.Decode(t, "iot", "{target: fn, broker: mq, qos: 1, topic: t}"); k.Validate(cfg) != nil {
+		t.Errorf("good config: %v", k.Validate(cfg))
 	}
 }

@@ -56,6 +56,17 @@ func TestKVLagKind(t *testing.T) {
 			t.Errorf("%q: %v, want an error about %s", c.yaml, err, c.want)
 		}
 	}
+	// Every bad key at once, each with its flag.
+	k, cfg = kindtest.Decode(t, "kv-lag", "{rate: 0, timeout: 0s}")
+	var fes kind.FieldErrors
+	if err := k.Validate(cfg); !errors.As(err, &fes) || len(fes) != 4 {
+		t.Fatalf("got %v, want 4 field errors", err)
+	}
+	for i, want := range [][2]string{{"writer", "--writer"}, {"reader", "--reader"}, {"rate", "--rate"}, {"timeout", "--timeout"}} {
+		if fes[i].Key != want[0] || fes[i].Flag != want[1] {
+			t.Errorf("error %d: %+v, want key %q flag %q", i, *fes[i], want[0], want[1])
+		}
+	}
 }
 
 func TestKVKindPeerCompression(t *testing.T) {

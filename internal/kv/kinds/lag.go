@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -39,18 +38,25 @@ type LagConfig struct {
 	Timeout spec.Duration `yaml:"timeout"`
 }
 
+// validate reports every problem at once, each with its key and the `continuum load kv-lag`
+// flag it becomes.
 func (c *LagConfig) validate() error {
-	switch {
-	case c.Writer == "" || c.Reader == "":
-		return errors.New("writer and reader are required: the kv or etcd components to write to and to watch")
-	case c.Writer == c.Reader:
-		return fmt.Errorf("writer and reader are both %q: lag is measured between two members", c.Writer)
-	case c.Rate <= 0 || c.Rate > 100000:
-		return fmt.Errorf("rate %g: must be in (0, 100000] probes/s", c.Rate)
-	case c.Timeout.Duration <= 0:
-		return fmt.Errorf("timeout %v: must be > 0", c.Timeout)
+	var errs kind.FieldErrors
+	if c.Writer == "" {
+		errs.Add("writer", "--writer", "required: the kv or etcd component to write to")
 	}
-	return nil
+	if c.Reader == "" {
+		errs.Add("reader", "--reader", "required: the kv or etcd component to watch")
+	} else if c.Reader == c.Writer {
+		errs.Add("reader", "--reader", "writer and reader are both %q: lag is measured between two members", c.Writer)
+	}
+	if c.Rate <= 0 || c.Rate > 100000 {
+		errs.Add("rate", "--rate", "%g: must be in (0, 100000] probes/s", c.Rate)
+	}
+	if c.Timeout.Duration <= 0 {
+		errs.Add("timeout", "--timeout", "%v: must be > 0", c.Timeout)
+	}
+	return errs.Err()
 }
 
 func lagCommand(env kind.Env, c *LagConfig) (kind.Command, error) {

@@ -2,7 +2,6 @@ package kinds
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,80 +70,90 @@ type ProxyConfig struct {
 	Services map[string]yaml.Node `yaml:"services,omitempty"`
 }
 
-// strategy resolves the shortcut: "proximity:0.8" is proximity with alpha 0.8.
+// strategy resolves the shortcut: "proximity:0.8" is proximity with alpha 0.8. Its error is a
+// kind.FieldErrors naming the key at fault (strategy or alpha).
 func (c *ProxyConfig) strategy() (name string, alpha *float64, err error) {
+	fail := func(key, format string, args ...any) (string, *float64, error) {
+		var errs kind.FieldErrors
+		errs.Add(key, "", format, args...)
+		return "", nil, errs.Err()
+	}
 	if c.Strategy == "" {
 		if c.Alpha != nil {
-			return "", nil, errors.New("alpha goes with strategy (proximity)")
+			return fail("alpha", "alpha goes with strategy (proximity)")
 		}
 		return "", nil, nil
 	}
 	name, a, hasAlpha := strings.Cut(c.Strategy, ":")
 	if !slices.Contains(proxyStrategies, name) {
-		return "", nil, fmt.Errorf("strategy %q: want one of %s, or proximity:ALPHA", c.Strategy, strings.Join(proxyStrategies, ", "))
+		return fail("strategy", "%q: want one of %s, or proximity:ALPHA", c.Strategy, strings.Join(proxyStrategies, ", "))
 	}
-	alpha = c.Alpha
+	alpha, alphaKey := c.Alpha, "alpha"
 	if hasAlpha {
 		v, perr := strconv.ParseFloat(a, 64)
 		switch {
 		case name != proxyconfig.StrategyProximity:
-			return "", nil, fmt.Errorf("strategy %q: only proximity takes an alpha", c.Strategy)
+			return fail("strategy", "%q: only proximity takes an alpha", c.Strategy)
 		case perr != nil:
-			return "", nil, fmt.Errorf("strategy %q: alpha %q is not a number", c.Strategy, a)
+			return fail("strategy", "%q: alpha %q is not a number", c.Strategy, a)
 		case c.Alpha != nil && *c.Alpha != v:
-			return "", nil, fmt.Errorf("strategy %q and alpha %v disagree", c.Strategy, *c.Alpha)
+			return fail("alpha", "strategy %q and alpha %v disagree", c.Strategy, *c.Alpha)
 		}
-		alpha = &v
+		alpha, alphaKey = &v, "strategy"
 	}
 	if alpha != nil && (*alpha < 0 || *alpha > 1) {
-		return "", nil, fmt.Errorf("alpha %v: must be between 0 and 1", *alpha)
+		return fail(alphaKey, "alpha %v: must be between 0 and 1", *alpha)
 	}
 	if alpha != nil && name != proxyconfig.StrategyProximity {
-		return "", nil, fmt.Errorf("alpha applies to strategy proximity, not %s", name)
+		return fail("alpha", "alpha applies to strategy proximity, not %s", name)
 	}
 	return name, alpha, nil
 }
 
+// validate reports every problem at once, each at its key: the ports with the `continuum proxy`
+// flag they become, the rest (which the kind writes into the proxy's configuration file) with
+// none; a section the proxy would refuse is reported at the section.
 func (c *ProxyConfig) validate() error {
-	if err := kind.CheckPort("port", c.Port); err != nil {
-		return err
-	}
-	if err := kind.CheckPort("admin_port", c.AdminPort); err != nil {
-		return err
-	}
+	var errs kind.FieldErrors
+	errs.CheckPort("port", "--listen", c.Port)
+	errs.CheckPort("admin_port", "--admin-listen", c.AdminPort)
 	if c.Port == c.AdminPort {
-		return fmt.Errorf("port and admin_port are both %d", c.Port)
+		errs.Add("admin_port", "--admin-listen", "port and admin_port are both %d", c.Port)
 	}
 	if _, _, err := c.strategy(); err != nil {
-		return err
+		errs.AddErr("", "", err)
 	}
-	if c.Defaults.Kind != yaml.MappingNode && !spec.IsNull(&c.Defaults) {
-		return errors.New("defaults: want a mapping of service settings (strategy, qos, ...)")
+	defaultsOK := c.Defaults.Kind == yaml.MappingNode || spec.IsNull(&c.Defaults)
+	if !defaultsOK {
+		errs.Add("defaults", "", "want a mapping of service settings (strategy, qos, ...)")
 	}
+	bad := map[string]bool{}
 	for _, name := range sortedNames(c.Services) {
 		n := c.Services[name]
 		if !serviceNameRE.MatchString(name) {
-			return fmt.Errorf("services.%s: invalid service name; want letters, digits, '-', '_' or '.'", name)
-		}
-		if n.Kind != yaml.MappingNode && !spec.IsNull(&n) {
-			return fmt.Errorf("services.%s: want a mapping of service settings (strategy, qos, ...)", name)
+			errs.Add("services."+name, "", "invalid service name; want letters, digits, '-', '_' or '.'")
+			bad["services."+name] = true
+		} else if n.Kind != yaml.MappingNode && !spec.IsNull(&n) {
+			errs.Add("services."+name, "", "want a mapping of service settings (strategy, qos, ...)")
+			bad["services."+name] = true
 		}
 	}
 	// Each section is checked as the proxy will read it, so a typo fails the scenario at load
 	// time rather than the proxy in the middle of a run.
 	for _, sec := range c.sections() {
-		if spec.IsNull(sec.node) {
+		if spec.IsNull(sec.node) || bad[sec.path] || sec.path == "defaults" && !defaultsOK {
 			continue
 		}
 		sc := proxyconfig.DefaultServiceConfig()
 		if err := spec.DecodeAt("", sec.path, sec.node, &sc); err != nil {
-			return errors.New(spec.Messages(err))
+			errs.Add(sec.path, "", "%s", spec.Messages(err))
+			continue
 		}
 		if err := sc.Validate(); err != nil {
-			return fmt.Errorf("%s: %s", sec.path, strings.ReplaceAll(err.Error(), "\n", "; "))
+			errs.Add(sec.path, "", "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 		}
 	}
-	return nil
+	return errs.Err()
 }
 
 // serviceNameRE is what a service may be named here: letters, digits, '-' and '_' (the proxy also

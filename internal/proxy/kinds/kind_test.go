@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,7 +85,7 @@ func str(v any) string {
 
 func TestProxyConfigValidate(t *testing.T) {
 	tests := []struct{ config, want string }{
-		{"strategy: nearest", `strategy "nearest": want one of qos, round-robin, random, proximity`},
+		{"strategy: nearest", `strategy: "nearest": want one of qos, round-robin, random, proximity`},
 		{"strategy: \"qos:0.5\"", "only proximity takes an alpha"},
 		{"strategy: \"proximity:x\"", `alpha "x" is not a number`},
 		{"strategy: \"proximity:1.5\"", "alpha 1.5: must be between 0 and 1"},
@@ -92,7 +93,7 @@ func TestProxyConfigValidate(t *testing.T) {
 		{"strategy: qos\nalpha: 0.5", "alpha applies to strategy proximity"},
 		{"strategy: \"proximity:0.8\"\nalpha: 0.5", "disagree"},
 		{"admin_port: 8080", "port and admin_port are both 8080"},
-		{"port: 0", "port 0"},
+		{"port: 0", "port (--listen): 0: must be between 1 and 65535"},
 		{"services: {dps: [a]}", "services.dps: want a mapping"},
 		{"services: {dps: {strategy: fastest}}", `services.dps: strategy: "fastest": want one of qos`},
 		{"defaults: {strategy: fastest}", `defaults: strategy: "fastest"`},
@@ -107,5 +108,25 @@ func TestProxyConfigValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: %v, want %q", tt.config, err, tt.want)
 		}
+	}
+}
+
+// TestProxyConfigReportsEveryError: every bad key is reported at once at its key, the ports
+// with the continuum proxy flag they become; a good config passes.
+func TestProxyConfigReportsEveryError(t *testing.T) {
+	k, cfg := kindtest.Decode(t, "proxy", "{port: 9090, strategy: nearest, defaults: 3, services: {dps: {strategy: fastest}, 'a b': {}}}")
+	err := k.Validate(cfg)
+	var fes kind.FieldErrors
+	want := [][2]string{{"admin_port", "--admin-listen"}, {"strategy", ""}, {"defaults", ""}, {"services.a b", ""}, {"services.dps", ""}}
+	if !errors.As(err, &fes) || len(fes) != len(want) {
+		t.Fatalf("got %v, want %d field errors", err, len(want))
+	}
+	for i, w := range want {
+		if fes[i].Key != w[0] || fes[i].Flag != w[1] {
+			t.Errorf("error %d: %+v, want key %q flag %q", i, *fes[i], w[0], w[1])
+		}
+	}
+	if k, cfg := kindtest.Decode(t, "proxy", "{strategy: 'proximity:0.8', services: {dps: {qos: {latency: 80ms, percentile: 95}}}}"); k.Validate(cfg) != nil {
+		t.Errorf("good config: %v", k.Validate(cfg))
 	}
 }

@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -47,14 +46,20 @@ type FreshnessConfig struct {
 	Poll     spec.Duration `yaml:"poll"`     // between a reader's reads; default 2ms
 }
 
+// validate reports every problem at once, each with its key and the `continuum shareddata
+// freshness` flag it becomes.
 func (c *FreshnessConfig) validate() error {
+	var errs kind.FieldErrors
 	if c.Write == "" {
-		return errors.New("write: name the component to write through")
+		errs.Add("write", "--write", "required: name the component to write through")
 	}
-	if c.Interval.Duration <= 0 || c.Poll.Duration <= 0 {
-		return fmt.Errorf("interval %v, poll %v: must be > 0", c.Interval, c.Poll)
+	if c.Interval.Duration <= 0 {
+		errs.Add("interval", "--interval", "%v: must be > 0", c.Interval)
 	}
-	return nil
+	if c.Poll.Duration <= 0 {
+		errs.Add("poll", "--poll", "%v: must be > 0", c.Poll)
+	}
+	return errs.Err()
 }
 
 // endpoint is backendFor for the stores the probe supports (a standalone Redis has no

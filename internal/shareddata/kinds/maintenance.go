@@ -6,7 +6,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -51,9 +50,24 @@ type MaintenanceConfig struct {
 	ProbeInterval spec.Duration `yaml:"probe_interval"` // default 10ms
 }
 
+// validate reports every problem at once, each with its key and the `continuum shareddata
+// maintain` flag it becomes; maintain.Config.Validate then checks what the keys render.
 func (c *MaintenanceConfig) validate() error {
+	var errs kind.FieldErrors
 	if c.Component == "" {
-		return errors.New("component: name the etcd or kv member to maintain")
+		errs.Add("component", "--endpoint", "required: name the etcd or kv member to maintain")
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		errs.Add("port", "--endpoint", "%d: must be between 1 and 65535 (0: the member's client port)", c.Port)
+	}
+	if p := c.Period.Duration; p < 0 || p > 0 && p < 100*time.Millisecond {
+		errs.Add("period", "--period", "%v: at least 100ms (0: probe only)", c.Period)
+	}
+	if c.ProbeInterval.Duration < 0 {
+		errs.Add("probe_interval", "--probe-interval", "%v: must be >= 0 (0: %v)", c.ProbeInterval, maintain.DefaultProbeInterval)
+	}
+	if len(errs) > 0 {
+		return errs.Err()
 	}
 	cfg := maintain.Config{Endpoint: "x", Period: c.Period.Duration, ProbeInterval: c.ProbeInterval.Duration, Duration: time.Second}
 	return cfg.Validate()

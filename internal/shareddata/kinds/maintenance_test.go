@@ -2,6 +2,7 @@ package kinds_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,7 @@ func TestMaintenanceKind(t *testing.T) {
 		t.Errorf("args\n%q\nwant\n%q", cmd.Args, want)
 	}
 	for _, c := range []struct{ src, want string }{
-		{"{period: 5s}", "component: name the etcd or kv member"},
+		{"{period: 5s}", "component (--endpoint): required: name the etcd or kv member"},
 		{"{component: m1, period: 10ms}", "at least 100ms"},
 	} {
 		_, bad := kindtest.Decode(t, "shareddata-maintenance", c.src)
@@ -82,7 +83,37 @@ func TestFreshnessKind(t *testing.T) {
 		t.Errorf("redis cluster: %q, %v", cmd.Args, err)
 	}
 	_, bad := kindtest.Decode(t, "shareddata-freshness", "{read: [m1]}")
-	if err := k.Validate(bad); err == nil || !strings.Contains(err.Error(), "write: name the component") {
+	if err := k.Validate(bad); err == nil || !strings.Contains(err.Error(), "write (--write): required: name the component") {
 		t.Errorf("no write: %v", err)
+	}
+}
+
+// TestMaintenanceAndFreshnessReportEveryError: every bad key at once, each with the flag of the
+// shareddata command it becomes; good configs pass.
+func TestMaintenanceAndFreshnessReportEveryError(t *testing.T) {
+	for _, c := range []struct {
+		kind, bad, good string
+		want            [][2]string
+	}{
+		{"shareddata-maintenance", "{port: -1, period: 10ms, probe_interval: -1ms}", "{component: m1, period: 0s}",
+			[][2]string{{"component", "--endpoint"}, {"port", "--endpoint"}, {"period", "--period"}, {"probe_interval", "--probe-interval"}}},
+		{"shareddata-freshness", "{read: [m1], interval: 0s, poll: -1ms}", "{write: m1}",
+			[][2]string{{"write", "--write"}, {"interval", "--interval"}, {"poll", "--poll"}}},
+	} {
+		k, cfg := kindtest.Decode(t, c.kind, c.bad)
+		err := k.Validate(cfg)
+		var fes kind.FieldErrors
+		if !errors.As(err, &fes) || len(fes) != len(c.want) {
+			t.Errorf("%s %s: got %v, want %d field errors", c.kind, c.bad, err, len(c.want))
+			continue
+		}
+		for i, w := range c.want {
+			if fes[i].Key != w[0] || fes[i].Flag != w[1] {
+				t.Errorf("%s error %d: %+v, want key %q flag %q", c.kind, i, *fes[i], w[0], w[1])
+			}
+		}
+		if k, cfg := kindtest.Decode(t, c.kind, c.good); k.Validate(cfg) != nil {
+			t.Errorf("%s %s: %v", c.kind, c.good, k.Validate(cfg))
+		}
 	}
 }

@@ -102,6 +102,9 @@ func (c Config) Validate() error {
 // Compressions are the allowed values of Config.Compression.
 var Compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 
+// AckModes are the allowed values of Config.Acks.
+var AckModes = []string{"all", "leader", "none"}
+
 func compression(s string) (kgo.CompressionCodec, error) {
 	switch s {
 	case "none", "":

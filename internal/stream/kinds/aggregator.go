@@ -1,13 +1,14 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/stream/aggregator"
+	"github.com/continuum-project/continuum/internal/stream/bridge"
 	"github.com/continuum-project/continuum/internal/stream/streamcmd"
 )
 
@@ -60,16 +61,31 @@ func (c *AggregatorConfig) aggConfig() aggregator.Config {
 	return a
 }
 
+// validate reports every problem at once, each with its key and the `continuum stream
+// aggregator` flag it becomes; the aggregator's own Validate then checks the configuration
+// the keys render (the paths' relation among them), reported at config.
 func (c *AggregatorConfig) validate() error {
-	switch {
-	case len(c.Brokers) == 0:
-		return errors.New("brokers is required: the kafka component(s) to consume from")
-	case len(c.Topics) == 0:
-		return errors.New("topics is required: the topics to consume")
-	case c.RTDB == "":
-		return errors.New("rtdb is required: the realtime-db component to write to")
-	case c.Parallel < 0:
-		return fmt.Errorf("parallel %d: must be >= 0 (0: the default)", c.Parallel)
+	var errs kind.FieldErrors
+	if len(c.Brokers) == 0 {
+		errs.Add("brokers", "--brokers", "required: the kafka component(s) to consume from")
+	}
+	if len(c.Topics) == 0 {
+		errs.Add("topics", "--topics", "required: the topics to consume")
+	}
+	for i, t := range c.Topics {
+		errs.AddErr(fmt.Sprintf("topics[%d]", i), "--topics", bridge.ValidTopic(t))
+	}
+	if c.RTDB == "" {
+		errs.Add("rtdb", "--rtdb", "required: the realtime-db component to write to")
+	}
+	if c.NS != "" && strings.Trim(c.NS, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+		errs.Add("ns", "--ns", "%q: lowercase letters, digits and '-' only", c.NS)
+	}
+	if c.Parallel < 0 {
+		errs.Add("parallel", "--parallel", "%d: must be >= 0 (0: the default)", c.Parallel)
+	}
+	if len(errs) > 0 {
+		return errs.Err()
 	}
 	return c.aggConfig().Validate()
 }

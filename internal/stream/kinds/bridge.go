@@ -1,10 +1,12 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/continuum-project/continuum/internal/cli"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
@@ -77,15 +79,39 @@ func (c *BridgeConfig) bridgeConfig() bridge.Config {
 	return b
 }
 
+// validate reports every problem at once, each with its key and the `continuum stream bridge`
+// flag it becomes; the bridge's own Validate then checks the configuration the keys render
+// (reported at config: once the keys are right, it finds nothing they did not).
 func (c *BridgeConfig) validate() error {
-	if err := kind.CheckPort("port", c.Port); err != nil {
-		return err
-	}
+	var errs kind.FieldErrors
+	errs.CheckPort("port", "--listen", c.Port)
 	if len(c.Brokers) == 0 {
-		return errors.New("brokers is required: the kafka component(s) to produce to")
+		errs.Add("brokers", "--brokers", "required: the kafka component(s) to produce to")
 	}
-	if c.Linger.Duration < 0 || c.BatchMaxBytes < 0 || c.MaxBodyBytes < 0 || c.AckTimeout.Duration < 0 {
-		return errors.New("linger, batch_max_bytes, max_body_bytes and ack_timeout must be >= 0 (0: the default)")
+	for _, d := range []struct {
+		key, flag string
+		v         time.Duration
+	}{{"linger", "--linger", c.Linger.Duration}, {"ack_timeout", "--ack-timeout", c.AckTimeout.Duration}} {
+		if d.v < 0 {
+			errs.Add(d.key, d.flag, "%v: must be >= 0 (0: the default)", d.v)
+		}
+	}
+	if c.BatchMaxBytes < 0 || c.BatchMaxBytes > 0 && c.BatchMaxBytes < 1024 {
+		errs.Add("batch_max_bytes", "--batch-max-bytes", "%d: must be >= 1024 (0: the default, 1 MiB)", c.BatchMaxBytes)
+	}
+	if c.MaxBodyBytes < 0 {
+		errs.Add("max_body_bytes", "--max-body-bytes", "%d: must be >= 0 (0: the default)", c.MaxBodyBytes)
+	}
+	if c.Compression != "" && !slices.Contains(bridge.Compressions, c.Compression) {
+		errs.Add("compression", "--compression", "%q: want one of %s", c.Compression, strings.Join(bridge.Compressions, ", "))
+	}
+	if c.Acks != "" && !slices.Contains(bridge.AckModes, c.Acks) {
+		errs.Add("acks", "--acks", "%q: want one of %s", c.Acks, strings.Join(bridge.AckModes, ", "))
+	} else if c.Acks != "" && c.Acks != "all" && (c.Idempotent == nil || *c.Idempotent) {
+		errs.Add("acks", "--acks", "%q: the idempotent producer needs acks all (or idempotent: false)", c.Acks)
+	}
+	if len(errs) > 0 {
+		return errs.Err()
 	}
 	return c.bridgeConfig().Validate()
 }

@@ -33,7 +33,7 @@ func TestRealtimeDBKind(t *testing.T) {
 
 func TestRealtimeDBKindErrors(t *testing.T) {
 	k, cfg := kindtest.Decode(t, "realtime-db", "port: 9000\n")
-	if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), "store is required") {
+	if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), "store (--endpoints): required") {
 		t.Errorf("without a store: %v", err)
 	}
 	k, cfg = kindtest.Decode(t, "realtime-db", "store: web\n")
@@ -101,11 +101,11 @@ func TestBridgeAndAggregatorKinds(t *testing.T) {
 	}
 
 	for _, c := range []struct{ kind, yaml, want string }{
-		{"stream-bridge", "port: 8090\n", "brokers is required"},
+		{"stream-bridge", "port: 8090\n", "brokers (--brokers): required"},
 		{"stream-bridge", "brokers: [k]\nacks: leader\n", "idempotent producer needs acks all"},
 		{"stream-bridge", "brokers: [k]\ncompression: brotli\n", "want one of none, gzip"},
-		{"stream-aggregator", "brokers: [k]\nrtdb: db\n", "topics is required"},
-		{"stream-aggregator", "brokers: [k]\ntopics: [a]\n", "rtdb is required"},
+		{"stream-aggregator", "brokers: [k]\nrtdb: db\n", "topics (--topics): required"},
+		{"stream-aggregator", "brokers: [k]\ntopics: [a]\n", "rtdb (--rtdb): required"},
 		{"stream-aggregator", "brokers: [k]\ntopics: [a]\nrtdb: db\npath: /x\ndead_letter_path: /x/dead\n", "neither may contain the other"},
 	} {
 		k, cfg := kindtest.Decode(t, c.kind, c.yaml)

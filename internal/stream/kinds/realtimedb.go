@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -44,18 +43,21 @@ type RealtimeDBConfig struct {
 	JWTKeys   string `yaml:"jwt_keys"`
 }
 
+// validate reports every problem at once, each with its key and the `continuum stream
+// realtime-db` flag it becomes.
 func (c *RealtimeDBConfig) validate() error {
-	switch {
-	case c.Port < 1 || c.Port > 65535:
-		return fmt.Errorf("port %d: must be between 1 and 65535", c.Port)
-	case c.Store == "":
-		return errors.New("store is required: the kv or etcd component holding the data")
-	case c.MaxBodyBytes < 0:
-		return fmt.Errorf("max_body_bytes %d: must be >= 0 (0: the default)", c.MaxBodyBytes)
-	case c.JWTKeys != "" && c.ProjectID == "":
-		return errors.New("jwt_keys needs project_id: the audience ID tokens must carry")
+	var errs kind.FieldErrors
+	errs.CheckPort("port", "--listen", c.Port)
+	if c.Store == "" {
+		errs.Add("store", "--endpoints", "required: the kv or etcd component holding the data")
 	}
-	return nil
+	if c.MaxBodyBytes < 0 {
+		errs.Add("max_body_bytes", "--max-body-bytes", "%d: must be >= 0 (0: the default)", c.MaxBodyBytes)
+	}
+	if c.JWTKeys != "" && c.ProjectID == "" {
+		errs.Add("jwt_keys", "--jwt-keys", "jwt_keys needs project_id: the audience ID tokens must carry")
+	}
+	return errs.Err()
 }
 
 func realtimeDBCommand(env kind.Env, c *RealtimeDBConfig) (kind.Command, error) {

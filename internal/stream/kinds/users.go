@@ -1,7 +1,6 @@
 package kinds
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -85,44 +84,84 @@ func defaultUsers() *UsersConfig {
 		Path: d.Path, NS: d.NS, Timeout: spec.Duration{Duration: d.Timeout}, Grace: spec.Duration{Duration: d.Grace}}
 }
 
+// route is the route the users take; its error is a kind.FieldErrors naming the key at fault.
 func (c *UsersConfig) route() (Route, error) {
+	var errs kind.FieldErrors
 	switch {
 	case c.Send != "" || c.Subscribe != "":
-		if len(c.Routes) > 0 {
-			return Route{}, errors.New("name either send and subscribe or routes, not both")
+		switch {
+		case len(c.Routes) > 0:
+			errs.Add("routes", "", "name either send and subscribe or routes, not both")
+		case c.Send == "":
+			errs.Add("send", "--send-url", "required with subscribe: the component users send to (realtime-db or stream-bridge)")
+		case c.Subscribe == "":
+			errs.Add("subscribe", "--subscribe-url", "required with send: the component the subscriber listens to (realtime-db or kafka)")
+		default:
+			return Route{Send: c.Send, Subscribe: c.Subscribe}, nil
 		}
-		if c.Send == "" || c.Subscribe == "" {
-			return Route{}, errors.New("send and subscribe are both required: the component users send to (realtime-db or stream-bridge) and the one the subscriber listens to (realtime-db or kafka)")
-		}
-		return Route{Send: c.Send, Subscribe: c.Subscribe}, nil
 	case len(c.Routes) > 0:
 		r, ok := c.Routes[c.Architecture]
-		if !ok {
+		switch {
+		case !ok:
 			names := make([]string, 0, len(c.Routes))
 			for n := range c.Routes {
 				names = append(names, n)
 			}
 			sort.Strings(names)
-			return Route{}, fmt.Errorf("architecture %q: no such route (routes: %s)", c.Architecture, strings.Join(names, ", "))
+			errs.Add("architecture", "", "%q: no such route (routes: %s)", c.Architecture, strings.Join(names, ", "))
+		case r.Send == "" || r.Subscribe == "":
+			errs.Add("routes."+c.Architecture, "", "send and subscribe are both required")
+		default:
+			return r, nil
 		}
-		if r.Send == "" || r.Subscribe == "" {
-			return Route{}, fmt.Errorf("routes.%s: send and subscribe are both required", c.Architecture)
-		}
-		return r, nil
+	default:
+		errs.Add("send", "--send-url", "name the route: send and subscribe (components), or routes with one per architecture")
 	}
-	return Route{}, errors.New("name the route: send and subscribe (components), or routes with one per architecture")
+	return Route{}, errs.Err()
 }
 
+// validate reports every problem at once, each with its key and the `continuum stream users`
+// flag it becomes; streamload's own Validate then checks the rest with placeholders for what
+// the route's kinds decide when the run starts (reported at config).
 func (c *UsersConfig) validate() error {
-	if c.Architecture == "" || strings.ContainsAny(c.Architecture, "/ ") {
-		return fmt.Errorf("architecture %q: required, a name without / or spaces (%s, %s, %s)", c.Architecture,
+	var errs kind.FieldErrors
+	archOK := c.Architecture != "" && !strings.ContainsAny(c.Architecture, "/ ")
+	if !archOK {
+		errs.Add("architecture", "", "%q: required, a name without / or spaces (%s, %s, %s)", c.Architecture,
 			ArchCloudOnly, ArchEdgeOnly, ArchEdgeCloud)
 	}
-	if _, err := c.route(); err != nil {
-		return err
+	// With routes, the architecture picks one: a bad architecture is reported once, above.
+	if _, err := c.route(); err != nil && (archOK || len(c.Routes) == 0) {
+		errs.AddErr("", "", err)
 	}
-	// The protocols depend on the route's kinds, known when the run starts: check the rest
-	// with placeholders.
+	if p := c.Path; !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") && p != "/" || strings.ContainsAny(p, ".$#[]") {
+		errs.Add("path", "--path", "%q: must start with /, not end with / (but the root), and not contain . $ # [ ]", p)
+	}
+	if c.Users < 1 || c.Users > 100000 {
+		errs.Add("users", "--users", "%d: must be between 1 and 100000", c.Users)
+	}
+	if c.Requests < 1 || c.Requests > 10000000 {
+		errs.Add("requests", "--requests", "%d: must be between 1 and 10000000 per user", c.Requests)
+	} else if n := int64(c.Users) * int64(c.Requests); n > 50000000 {
+		errs.Add("requests", "--requests", "users x requests = %d: at most 50000000 records per run", n)
+	}
+	for _, d := range []struct {
+		key, flag string
+		v         spec.Duration
+	}{{"interval", "--interval", c.Interval}, {"interval_sd", "--interval-sd", c.IntervalSD}, {"grace", "--grace", c.Grace}} {
+		if d.v.Duration < 0 {
+			errs.Add(d.key, d.flag, "%v: must be >= 0", d.v)
+		}
+	}
+	if c.Timeout.Duration <= 0 {
+		errs.Add("timeout", "--timeout", "%v: must be > 0", c.Timeout)
+	}
+	if c.Payload < streamload.MinPayload || c.Payload > 16<<20 {
+		errs.Add("payload", "--payload", "%d bytes: must be between %d and %d (16 MiB)", c.Payload, streamload.MinPayload, 16<<20)
+	}
+	if len(errs) > 0 {
+		return errs.Err()
+	}
 	cfg := c.loadConfig(streamload.SendREST, "http://send:1", streamload.SubscribeSSE, "http://sub:1", nil, time.Hour, 0, 1, "")
 	return cfg.Validate()
 }

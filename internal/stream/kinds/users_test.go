@@ -52,11 +52,11 @@ func TestUsersKindCommands(t *testing.T) {
 func TestUsersKindErrors(t *testing.T) {
 	env := usersEnv(t)
 	for _, c := range []struct{ cfg, want string }{
-		{"{send: rtdb, subscribe: rtdb}", "architecture \"\": required"},
-		{"{architecture: cloud-only, send: rtdb}", "send and subscribe are both required"},
-		{"{architecture: x, routes: {cloud-only: {send: rtdb, subscribe: rtdb}}}", `architecture "x": no such route (routes: cloud-only)`},
-		{"{architecture: cloud-only, send: rtdb, subscribe: rtdb, payload: 10}", "payload 10 bytes"},
-		{"{architecture: cloud-only, send: rtdb, subscribe: rtdb, users: 0}", "users 0"},
+		{"{send: rtdb, subscribe: rtdb}", `architecture: "": required`},
+		{"{architecture: cloud-only, send: rtdb}", "subscribe (--subscribe-url): required with send"},
+		{"{architecture: x, routes: {cloud-only: {send: rtdb, subscribe: rtdb}}}", `architecture: "x": no such route (routes: cloud-only)`},
+		{"{architecture: cloud-only, send: rtdb, subscribe: rtdb, payload: 10}", "payload (--payload): 10 bytes: must be between 160"},
+		{"{architecture: cloud-only, send: rtdb, subscribe: rtdb, users: 0}", "users (--users): 0: must be between 1 and 100000"},
 	} {
 		k, cfg := kindtest.Decode(t, "stream-users", c.cfg)
 		if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -108,8 +108,8 @@ func (c Config) Validate() error {
 	if c.Interval < 0 || c.IntervalSD < 0 {
 		bad("interval %v, interval sd %v: must be >= 0", c.Interval, c.IntervalSD)
 	}
-	if c.Payload < minPayload || c.Payload > 16<<20 {
-		bad("payload %d bytes: must be between %d and %d (16 MiB)", c.Payload, minPayload, 16<<20)
+	if c.Payload < MinPayload || c.Payload > 16<<20 {
+		bad("payload %d bytes: must be between %d and %d (16 MiB)", c.Payload, MinPayload, 16<<20)
 	}
 	if c.Timeout <= 0 || c.Grace < 0 {
 		bad("timeout %v must be > 0 and grace %v >= 0", c.Timeout, c.Grace)

@@ -27,9 +27,9 @@ type record struct {
 	Pad    string `json:"pad"`
 }
 
-// minPayload is the smallest payload a record fits in with a short pad: the fixed fields with
+// MinPayload is the smallest payload a record fits in with a short pad: the fixed fields with
 // large numbers, so no record of a valid run overflows it.
-const minPayload = 160
+const MinPayload = 160
 
 // recordID names record seq of user in run.
 func recordID(run string, user, seq int) string {

@@ -10,7 +10,7 @@ import (
 )
 
 func TestRecordFormatAndSize(t *testing.T) {
-	for _, size := range []int{minPayload, 1024, 10240} {
+	for _, size := range []int{MinPayload, 1024, 10240} {
 		b, err := encodeRecord("r7", 12, 345, 1764000000123456, size)
 		if err != nil {
 			t.Fatal(err)
