@@ -61,14 +61,24 @@ func fromKernelDefaults(t *testing.T) {
 	}
 }
 
-func snapshotHost(t *testing.T) hostState {
+// snapshotHost records the host state a cluster changes. Mounts under the temporary directory
+// other than under ours (the test's own) are left out: make test runs this package beside the
+// parallel pass, whose container and image tests mount and unmount under their own temporary
+// directories meanwhile.
+func snapshotHost(t *testing.T, ours string) hostState {
 	t.Helper()
 	var s hostState
 	mounts, err := mountPoints()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Mounts = sortedCopy(mounts)
+	tmp := filepath.Clean(os.TempDir())
+	for _, m := range mounts {
+		if !under(m, tmp) || under(m, ours) {
+			s.Mounts = append(s.Mounts, m)
+		}
+	}
+	s.Mounts = sortedCopy(s.Mounts)
 	s.Cgroups = sortedCopy(cgroupDirsThatExist(cgroupRoot))
 	links, err := linkNames()
 	if err != nil {
@@ -180,10 +190,11 @@ func TestClusterRunsPodsAndLeavesNothing(t *testing.T) {
 	}
 	tarball := buildImages(t)
 	fromKernelDefaults(t)
-	before := snapshotHost(t)
+	ours := t.TempDir()
+	before := snapshotHost(t, ours)
 
 	cfg := DefaultConfig()
-	cfg.StateDir = filepath.Join(t.TempDir(), "cluster")
+	cfg.StateDir = filepath.Join(ours, "cluster")
 	cfg.BinDir = binDir
 	cfg.ContinuumBin = os.Getenv("CONTINUUM_BIN")
 	if cfg.ContinuumBin == "" {
@@ -244,7 +255,7 @@ func TestClusterRunsPodsAndLeavesNothing(t *testing.T) {
 	if err := cl.Down(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	after := snapshotHost(t)
+	after := snapshotHost(t, ours)
 	if d := diffState(before, after); d != "" {
 		t.Fatalf("the host differs after down:\n%s", d)
 	}
