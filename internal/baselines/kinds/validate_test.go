@@ -1,10 +1,8 @@
 package kinds_test
 
 import (
-	"errors"
 	"testing"
 
-	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
 )
 
@@ -26,20 +24,6 @@ func TestKindsReportEveryError(t *testing.T) {
 			[][2]string{{"port", "listeners (server.properties)"}, {"topics[0]", "--topic"}, {"topics[1]", "--topic"},
 				{"data_dir", "log.dirs (server.properties)"}}},
 	} {
-		k, cfg := kindtest.Decode(t, c.kind, c.bad)
-		err := k.Validate(cfg)
-		var fes kind.FieldErrors
-		if !errors.As(err, &fes) || len(fes) != len(c.want) {
-			t.Errorf("%s %s: got %v, want %d field errors", c.kind, c.bad, err, len(c.want))
-			continue
-		}
-		for i, w := range c.want {
-			if fes[i].Key != w[0] || fes[i].Flag != w[1] {
-				t.Errorf("%s error %d: %+v, want key %q flag %q", c.kind, i, *fes[i], w[0], w[1])
-			}
-		}
-		if k, cfg := kindtest.Decode(t, c.kind, c.good); k.Validate(cfg) != nil {
-			t.Errorf("%s %s: %v", c.kind, c.good, k.Validate(cfg))
-		}
+		kindtest.CheckFieldErrors(t, c.kind, c.bad, c.good, c.want)
 	}
 }

@@ -1,7 +1,6 @@
 package kinds_test
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -135,20 +134,6 @@ func TestValidatorsReportEveryError(t *testing.T) {
 			"{functions: [{name: a, handler: x}, {name: b, handler: y, scaler: rps}]}",
 			[][2]string{{"instance_cpus", "--instance-cpus"}, {"functions[0]", "--function"}, {"functions[1].server", "--function"}, {"functions[1].name", "--function"}}},
 	} {
-		k, cfg := kindtest.Decode(t, c.kind, c.bad)
-		err := k.Validate(cfg)
-		var fes kind.FieldErrors
-		if !errors.As(err, &fes) || len(fes) != len(c.want) {
-			t.Errorf("%s %s: got %v, want %d field errors", c.kind, c.bad, err, len(c.want))
-			continue
-		}
-		for i, w := range c.want {
-			if fes[i].Key != w[0] || fes[i].Flag != w[1] {
-				t.Errorf("%s error %d: %+v, want key %q flag %q", c.kind, i, *fes[i], w[0], w[1])
-			}
-		}
-		if k, cfg := kindtest.Decode(t, c.kind, c.good); k.Validate(cfg) != nil {
-			t.Errorf("%s %s: %v", c.kind, c.good, k.Validate(cfg))
-		}
+		kindtest.CheckFieldErrors(t, c.kind, c.bad, c.good, c.want)
 	}
 }

@@ -2,7 +2,6 @@ package kinds_test
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -100,20 +99,6 @@ func TestMaintenanceAndFreshnessReportEveryError(t *testing.T) {
 		{"shareddata-freshness", "{read: [m1], interval: 0s, poll: -1ms}", "{write: m1}",
 			[][2]string{{"write", "--write"}, {"interval", "--interval"}, {"poll", "--poll"}}},
 	} {
-		k, cfg := kindtest.Decode(t, c.kind, c.bad)
-		err := k.Validate(cfg)
-		var fes kind.FieldErrors
-		if !errors.As(err, &fes) || len(fes) != len(c.want) {
-			t.Errorf("%s %s: got %v, want %d field errors", c.kind, c.bad, err, len(c.want))
-			continue
-		}
-		for i, w := range c.want {
-			if fes[i].Key != w[0] || fes[i].Flag != w[1] {
-				t.Errorf("%s error %d: %+v, want key %q flag %q", c.kind, i, *fes[i], w[0], w[1])
-			}
-		}
-		if k, cfg := kindtest.Decode(t, c.kind, c.good); k.Validate(cfg) != nil {
-			t.Errorf("%s %s: %v", c.kind, c.good, k.Validate(cfg))
-		}
+		kindtest.CheckFieldErrors(t, c.kind, c.bad, c.good, c.want)
 	}
 }

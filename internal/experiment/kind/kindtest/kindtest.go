@@ -3,6 +3,7 @@
 package kindtest
 
 import (
+	"errors"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -45,3 +46,31 @@ func Component(t testing.TB, node, name string, cfg any) kind.Component {
 
 // Node is a component on node that declares nothing but its node (for workloads' errors).
 func Node(node string) kind.Component { return kind.Component{Node: node} }
+
+// FieldErrors decodes src as kind name's config and returns what its Validate reports as a
+// kind.FieldErrors; the test fails (and nil is returned) when it is not one of n problems.
+func FieldErrors(t testing.TB, name, src string, n int) kind.FieldErrors {
+	t.Helper()
+	k, cfg := Decode(t, name, src)
+	err := k.Validate(cfg)
+	var fes kind.FieldErrors
+	if !errors.As(err, &fes) || len(fes) != n {
+		t.Errorf("%s %s: got %v, want %d field errors", name, src, err, n)
+		return nil
+	}
+	return fes
+}
+
+// CheckFieldErrors checks that bad, as kind name's config, is refused with exactly the keys and
+// flags of want ({key, flag} pairs, in order), and that good validates.
+func CheckFieldErrors(t testing.TB, name, bad, good string, want [][2]string) {
+	t.Helper()
+	for i, e := range FieldErrors(t, name, bad, len(want)) {
+		if e.Key != want[i][0] || e.Flag != want[i][1] {
+			t.Errorf("%s error %d: %+v, want key %q flag %q", name, i, *e, want[i][0], want[i][1])
+		}
+	}
+	if k, cfg := Decode(t, name, good); k.Validate(cfg) != nil {
+		t.Errorf("%s %s: %v", name, good, k.Validate(cfg))
+	}
+}
