@@ -38,14 +38,20 @@ var tbSeq int
 // startTestbed brings up a testbed with a unique name and its own state dir, torn down by Cleanup.
 func startTestbed(t *testing.T, yamlText string) *Testbed {
 	t.Helper()
+	return startTestbedWith(t, yamlText, Options{})
+}
+
+// startTestbedWith is startTestbed with opts (its name, state dir and seed are set here).
+func startTestbedWith(t *testing.T, yamlText string, opts Options) *Testbed {
+	t.Helper()
 	requireRoot(t)
 	topo, err := ParseTopology("test.yaml", []byte(yamlText))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tbSeq++
-	name := fmt.Sprintf("t%d-%d", os.Getpid()%100000, tbSeq)
-	tb, err := Up(topo, Options{Name: name, StateDir: t.TempDir(), Seed: 1})
+	opts.Name, opts.StateDir, opts.Seed = fmt.Sprintf("t%d-%d", os.Getpid()%100000, tbSeq), t.TempDir(), 1
+	tb, err := Up(topo, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,23 +476,12 @@ func TestHelperHost(t *testing.T) {
 // as a pod's would be on b's bridge) is reached from a over the a-b link, with its delay, and
 // is cut by a partition of a and b like b's own address.
 func TestNodePrefixTakesTheNodesPath(t *testing.T) {
-	requireRoot(t)
-	topo, err := ParseTopology("test.yaml", []byte("nodes: [{name: a}, {name: b}]\nlinks: [{between: [a, b], delay: 10ms}]\n"))
+	topoText := "nodes: [{name: a}, {name: b}]\nlinks: [{between: [a, b], delay: 10ms}]\n"
+	tb := startTestbedWith(t, topoText, Options{NodePrefixes: map[string][]netip.Prefix{"b": {netip.MustParsePrefix("10.244.1.0/24")}}})
+	topo, err := ParseTopology("test.yaml", []byte(topoText))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbSeq++
-	tb, err := Up(topo, Options{Name: fmt.Sprintf("t%d-%d", os.Getpid()%100000, tbSeq), StateDir: t.TempDir(), Seed: 1,
-		NodePrefixes: map[string][]netip.Prefix{"b": {netip.MustParsePrefix("10.244.1.0/24")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tb.Down(); err != nil {
-			t.Errorf("down: %v", err)
-		}
-		assertGone(t, tb)
-	})
 	if out, err := execIn(t, tb, "b", "ip", "addr", "add", "10.244.1.7/32", "dev", "lo"); err != nil {
 		t.Fatalf("address in b's prefix: %v\n%s", err, out)
 	}

@@ -2,8 +2,10 @@ package kinds
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -76,7 +78,7 @@ func (c *ContainerConfig) validate() error {
 	if h := c.Healthcheck; h != nil && c.Ready != nil && !h.Disable && (len(h.Test) == 0 || h.Test[0] != "NONE") {
 		errs.Add("ready", "", "healthcheck and ready: give one (healthcheck runs inside the container, ready's probes on the node)")
 	}
-	for _, alias := range sortedKeys(c.Aliases) {
+	for _, alias := range slices.Sorted(maps.Keys(c.Aliases)) {
 		if alias == "" || strings.ContainsAny(alias, " \t:/") {
 			errs.Add("aliases", "--add-host", "%q is not a host name", alias)
 		}

@@ -4,10 +4,11 @@ package kinds
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -115,7 +116,7 @@ func (c *ProcessConfig) validate() error {
 // check records every problem of the shared keys in errs; envFlag is the flag env's entries
 // become ("" for a process, whose environment is its own).
 func (c *Common) check(errs *kind.FieldErrors, envFlag string) {
-	for _, k := range sortedKeys(c.Env) {
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		if !envNameRE.MatchString(k) {
 			errs.Add("env", envFlag, "%q: a variable name is letters, digits and '_', not starting with a digit", k)
 		}
@@ -203,15 +204,6 @@ func (r *ReadyConfig) check(errs *kind.FieldErrors) {
 	}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func (c *Common) endpoints() []kind.Endpoint {
 	out := make([]kind.Endpoint, 0, len(c.Endpoints))
 	for _, e := range c.Endpoints {
@@ -275,7 +267,7 @@ func processCommand(env kind.Env, c *ProcessConfig) (kind.Command, error) {
 
 // envList is Env as KEY=VALUE entries, sorted.
 func (c *Common) envList() []string {
-	keys := sortedKeys(c.Env)
+	keys := slices.Sorted(maps.Keys(c.Env))
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, k+"="+c.Env[k])

@@ -97,18 +97,7 @@ func (c *YCSBConfig) validate() error {
 	} else if c.Port < 0 || c.Port > 65535 {
 		errs.Add("port", "--target", "%d: must be between 1 and 65535", c.Port)
 	}
-	if c.Rate < 0 {
-		errs.Add("rate", "--rate", "%g: must be >= 0", c.Rate)
-	}
-	if c.Clients < 0 {
-		errs.Add("clients", "--clients", "%d: must be >= 0", c.Clients)
-	}
-	if c.Rate >= 0 && c.Clients >= 0 && (c.Rate > 0) == (c.Clients > 0) {
-		errs.Add("rate", "--rate", "exactly one of rate (open loop, operations/s) and clients (closed loop) must be > 0")
-	}
-	if c.Timeout.Duration <= 0 || c.Timeout.Duration > time.Minute {
-		errs.Add("timeout", "--timeout", "%v: must be > 0 and <= 1m", c.Timeout)
-	}
+	errs.CheckLoad(c.Rate, c.Clients, c.Timeout.Duration, "operations/s")
 	for _, n := range []struct {
 		key, flag string
 		v         int

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // FieldError is one problem with one key of a kind's config, in the kubelet's validation
@@ -101,5 +102,24 @@ func (l *FieldErrors) CheckPort(key, flag string, p int) {
 func (l *FieldErrors) CheckDataDir(flag, d string) {
 	if d != "" && !filepath.IsAbs(d) {
 		l.Add("data_dir", flag, "%q: must be an absolute path (default: the instance's results dir)", d)
+	}
+}
+
+// CheckLoad records what is wrong with a load generator's rate, clients and timeout keys (the
+// flags --rate, --clients, --timeout, as every load command names them): exactly one of an
+// open loop (rate, in unit) and a closed loop (clients) is set, and a request's timeout is at
+// most a minute.
+func (l *FieldErrors) CheckLoad(rate float64, clients int, timeout time.Duration, unit string) {
+	if rate < 0 {
+		l.Add("rate", "--rate", "%g: must be >= 0", rate)
+	}
+	if clients < 0 {
+		l.Add("clients", "--clients", "%d: must be >= 0", clients)
+	}
+	if rate >= 0 && clients >= 0 && (rate > 0) == (clients > 0) {
+		l.Add("rate", "--rate", "exactly one of rate (open loop, %s) and clients (closed loop) must be > 0", unit)
+	}
+	if timeout <= 0 || timeout > time.Minute {
+		l.Add("timeout", "--timeout", "%v: must be > 0 and <= 1m", timeout)
 	}
 }

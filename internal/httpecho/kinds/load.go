@@ -77,18 +77,7 @@ type LoadTarget struct {
 // it becomes.
 func (c *LoadConfig) validate() error {
 	var errs kind.FieldErrors
-	if c.Rate < 0 {
-		errs.Add("rate", "--rate", "%g: must be >= 0", c.Rate)
-	}
-	if c.Clients < 0 {
-		errs.Add("clients", "--clients", "%d: must be >= 0", c.Clients)
-	}
-	if c.Rate >= 0 && c.Clients >= 0 && (c.Rate > 0) == (c.Clients > 0) {
-		errs.Add("rate", "--rate", "exactly one of rate (open loop, requests/s per target) and clients (closed loop) must be > 0")
-	}
-	if c.Timeout.Duration <= 0 || c.Timeout.Duration > time.Minute {
-		errs.Add("timeout", "--timeout", "%v: must be > 0 and <= 1m", c.Timeout)
-	}
+	errs.CheckLoad(c.Rate, c.Clients, c.Timeout.Duration, "requests/s per target")
 	if c.MaxInflight < 0 {
 		errs.Add("max_inflight", "--max-inflight", "%d: must be >= 0", c.MaxInflight)
 	}

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 	"github.com/continuum-project/continuum/internal/kubernetes/image"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
@@ -181,13 +180,7 @@ func repoRoot() (string, error) {
 // host to be as it was once the cluster is down.
 func TestClusterRunsPodsAndLeavesNothing(t *testing.T) {
 	requireRoot(t)
-	binDir, err := controlplane.FindBinDir()
-	if err != nil {
-		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	binDir := kubeBinDir(t)
 	tarball := buildImages(t)
 	fromKernelDefaults(t)
 	ours := t.TempDir()
@@ -205,6 +198,7 @@ func TestClusterRunsPodsAndLeavesNothing(t *testing.T) {
 		}
 	}
 	cfg.Images = []string{tarball}
+	var err error
 	if cfg.SandboxImage, err = SandboxFrom(cfg.Images); err != nil {
 		t.Fatal(err)
 	}

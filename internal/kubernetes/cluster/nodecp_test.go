@@ -18,6 +18,20 @@ import (
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
+// kubeBinDir is the Kubernetes binaries' directory; without them the test is skipped, or fails
+// under make test (CONTINUUM_REQUIRE_ROOT=1), whose setup installs them.
+func kubeBinDir(t *testing.T) string {
+	t.Helper()
+	d, err := controlplane.FindBinDir()
+	if err != nil {
+		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return d
+}
+
 // continuumBin is $CONTINUUM_BIN (make test's) or a continuum built for the test.
 func continuumBin(t *testing.T) string {
 	t.Helper()
@@ -42,13 +56,7 @@ func continuumBin(t *testing.T) string {
 // not see it.
 func TestControlPlaneInANode(t *testing.T) {
 	requireRoot(t)
-	binDir, err := controlplane.FindBinDir()
-	if err != nil {
-		if os.Getenv("CONTINUUM_REQUIRE_ROOT") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	binDir := kubeBinDir(t)
 	bin := continuumBin(t)
 	topo, err := testbed.ParseTopology("test.yaml", []byte("nodes: [{name: cloud}, {name: edge}]\nlinks: [{between: [cloud, edge], delay: 5ms}]\n"))
 	if err != nil {
