@@ -25,8 +25,7 @@ import (
 // compressor's identity. gzip output is a function of its input, the library's version and the
 // level, so a stored file is the one this build would write: a rebuild whose trees did not
 // change (the venv of the Python image, the base layer, an unchanged binary) hashes its tar
-// instead of compressing it (the three usual images: 26 s to 8.7 s here), and the image's
-// bytes are the same either way.
+// instead of compressing it, and the image's bytes are the same either way.
 //
 // Nothing read from the store is trusted: a hit is first linked (or copied) into the build's
 // own temporary directory, so that another build's trim or a replaced file cannot change it
