@@ -75,8 +75,8 @@ func launch(args []string) error {
 }
 
 // execInNetns enters network namespace ns (by its /run/netns name) and execs cmd. setns
-// changes only the calling thread, which stays locked to this goroutine and is the one that
-// execs: the new program starts single-threaded in the namespace.
+// changes only the calling thread, which the caller (launch) has locked to this goroutine and
+// which execs: the new program starts single-threaded in the namespace.
 func execInNetns(ns string, cmd []string) error {
 	path, err := exec.LookPath(cmd[0])
 	if err != nil {
@@ -86,7 +86,6 @@ func execInNetns(ns string, cmd []string) error {
 	if err != nil {
 		return fmt.Errorf("network namespace %s: %w", ns, err)
 	}
-	runtime.LockOSThread() // held by launch already; kept here for other callers
 	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
 		return fmt.Errorf("enter network namespace %s: %w", ns, err)
 	}

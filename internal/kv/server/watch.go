@@ -221,12 +221,8 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 			delete(watches, id)
 			order = compactOrder(order, watches)
 			return send(&pb.WatchResponse{Header: header(), WatchId: id, Canceled: true})
-		case *pb.WatchRequest_ProgressRequest:
-			sent, err := progressAll()
-			deferred = !sent
-			return err
 		}
-		return nil
+		return nil // progress requests never get here: the receiving goroutine merges them
 	}
 
 	for {
@@ -255,9 +251,11 @@ func (ws *watchServer) Watch(stream pb.Watch_WatchServer) error {
 					return err
 				}
 			}
-			if err := handle(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}); err != nil {
+			sent, err := progressAll()
+			if err != nil {
 				return err
 			}
+			deferred = !sent
 		case <-changed:
 		case <-ticker.C:
 			ids := make([]int64, 0, len(watches))
