@@ -78,7 +78,7 @@ func snapshotHost(t *testing.T, ours string) hostState {
 		}
 	}
 	s.Mounts = sortedCopy(s.Mounts)
-	s.Cgroups = sortedCopy(cgroupDirsThatExist(cgroupRoot))
+	s.Cgroups = sortedCopy(cgroupDirsThatExist(hostCgroupRoot))
 	links, err := linkNames()
 	if err != nil {
 		t.Fatal(err)

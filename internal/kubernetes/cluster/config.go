@@ -120,20 +120,22 @@ func gateway(cidr string) netip.Addr {
 	return netip.MustParsePrefix(cidr).Addr().Next()
 }
 
-// paths names what lives where in the state directory.
+// paths names what lives where in the state directory: the cluster's own files here, its
+// nodes' under nodes/<name> (nodePaths), or, for the one-node host cluster, in the state
+// directory itself.
 type paths struct{ root string }
 
 func (p paths) join(elem ...string) string {
 	return filepath.Join(append([]string{p.root}, elem...)...)
 }
-func (p paths) state() string          { return p.join("state.json") }
-func (p paths) logs() string           { return p.join("logs") }
-func (p paths) store() string          { return p.join("store") }
-func (p paths) controlPlane() string   { return p.join("control-plane") }
-func (p paths) containerd() string     { return p.join("containerd") }
-func (p paths) containerdSock() string { return p.join("containerd", "containerd.sock") }
-func (p paths) cniConf() string        { return p.join("cni") }
-func (p paths) kubelet() string        { return p.join("kubelet") }
-func (p paths) podLogs() string        { return p.join("pod-logs") }
-func (p paths) kubeProxy() string      { return p.join("kube-proxy") }
-func (p paths) coreDNS() string        { return p.join("coredns") }
+func (p paths) state() string        { return p.join("state.json") }
+func (p paths) logs() string         { return p.join("logs") }
+func (p paths) store() string        { return p.join("store") }
+func (p paths) controlPlane() string { return p.join("control-plane") }
+
+// node is the directory of a node of a multi-node cluster.
+func (p paths) node(name string) nodePaths { return nodePaths{p.join("nodes", name)} }
+
+// host is the directory of the one-node host cluster's node: the state directory, as before
+// clusters had nodes.
+func (p paths) host() nodePaths { return nodePaths{p.root} }

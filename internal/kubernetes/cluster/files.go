@@ -14,15 +14,16 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// cgroupRoot is the cgroup under which kubelet puts every pod (in each v1 hierarchy, or in the
-// unified one), so that Down finds all of them in one subtree.
-const cgroupRoot = "/continuum-cluster"
+// hostCgroupRoot is the cgroup under which the one-node host cluster's kubelet puts every pod
+// (in each v1 hierarchy, or in the unified one), so that Down finds all of them in one subtree.
+// A node of a multi-node cluster has its own (nodeCgroupRoot).
+const hostCgroupRoot = "/continuum-cluster"
 
-// containerdConfig is containerd's config.toml: every path under the state directory (the
-// network namespaces too, so Down finds their mounts there), the CRI plugin on Debian's runc
-// and CNI plugins, and the sandbox image one of ours, as nothing can be pulled here.
-func (c Config) containerdConfig() string {
-	p := paths{c.StateDir}
+// containerdConfig is node n's containerd's config.toml: every path under the node's directory
+// (the network namespaces too, so Down finds their mounts there), the CRI plugin on Debian's
+// runc and CNI plugins, and the sandbox image one of ours, as nothing can be pulled here.
+func (c Config) containerdConfig(n nodeConfig) string {
+	p := n.paths()
 	d := p.containerd()
 	return fmt.Sprintf(`version = 2
 root = %[1]q
@@ -61,22 +62,23 @@ state = %[2]q
 // cniBinDir is where Debian's containernetworking-plugins installs the plugins.
 const cniBinDir = "/usr/lib/cni"
 
-// cniConfig is the pod network: one bridge whose address is the pods' gateway, addresses from
-// host-local (its allocations kept in the state directory), hairpin so that a pod reaches itself
-// through a Service, and portmap for hostPort. No masquerading: pods talk to the node and each
-// other, and nothing outside this machine is reachable anyway.
-func (c Config) cniConfig() ([]byte, error) {
+// cniConfig is node n's pod network: one bridge whose address is the pods' gateway, addresses
+// from host-local in the node's pod CIDR (its allocations kept in the node's directory),
+// hairpin so that a pod reaches itself through a Service, and portmap for hostPort. No
+// masquerading: pods talk to the nodes and each other, and nothing outside this machine is
+// reachable anyway.
+func (c Config) cniConfig(n nodeConfig) ([]byte, error) {
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       "continuum",
 		"plugins": []any{
 			map[string]any{
-				"type": "bridge", "bridge": c.Bridge, "isGateway": true, "ipMasq": false, "hairpinMode": true,
+				"type": "bridge", "bridge": n.Bridge, "isGateway": true, "ipMasq": false, "hairpinMode": true,
 				"ipam": map[string]any{
 					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": c.PodCIDR, "gateway": gateway(c.PodCIDR).String()}}},
+					"ranges":  [][]map[string]string{{{"subnet": n.PodCIDR.String(), "gateway": n.gateway().String()}}},
 					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
-					"dataDir": filepath.Join(paths{c.StateDir}.cniConf(), "ipam"),
+					"dataDir": n.paths().cniIPAM(),
 				},
 			},
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
@@ -85,12 +87,13 @@ func (c Config) cniConfig() ([]byte, error) {
 	return json.MarshalIndent(conf, "", "  ")
 }
 
-// kubeletConfig is kubelet's configuration file. The choices that matter on this machine:
-// cgroup v1 is allowed (failCgroupV1, default true since 1.35); every pod lives under cgroupRoot;
-// image garbage collection is off (an image deleted here cannot be pulled again); eviction
-// thresholds are low (a shared test machine's disk and memory are not the cluster's to guard).
-func (c Config) kubeletConfig(clientCA string) ([]byte, error) {
-	p := paths{c.StateDir}
+// kubeletConfig is node n's kubelet's configuration file. The choices that matter on this
+// machine: cgroup v1 is allowed (failCgroupV1, default true since 1.35); every pod lives under
+// the node's cgroup root; image garbage collection is off (an image deleted here cannot be
+// pulled again); eviction thresholds are low (a shared test machine's disk and memory are not
+// the cluster's to guard). It serves on the node's IP and gives pods the node's CoreDNS.
+func (c Config) kubeletConfig(n nodeConfig, clientCA string) ([]byte, error) {
+	p := n.paths()
 	f := false
 	t := true
 	hi, lo := int32(100), int32(99)
@@ -102,15 +105,15 @@ func (c Config) kubeletConfig(clientCA string) ([]byte, error) {
 			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: clientCA},
 		},
 		Authorization:               kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationModeWebhook},
-		Address:                     gateway(c.PodCIDR).String(),
+		Address:                     n.IP.String(),
 		ReadOnlyPort:                0,
 		HealthzBindAddress:          "127.0.0.1",
 		CgroupDriver:                "cgroupfs",
-		CgroupRoot:                  cgroupRoot,
+		CgroupRoot:                  n.CgroupRoot,
 		CgroupsPerQOS:               &t,
 		FailCgroupV1:                &f,
 		FailSwapOn:                  &f,
-		ClusterDNS:                  []string{gateway(c.PodCIDR).String()},
+		ClusterDNS:                  []string{n.gateway().String()},
 		ClusterDomain:               c.ClusterDomain,
 		ContainerRuntimeEndpoint:    "unix://" + p.containerdSock(),
 		ImageGCHighThresholdPercent: &hi,
@@ -118,17 +121,19 @@ func (c Config) kubeletConfig(clientCA string) ([]byte, error) {
 		EvictionHard:                map[string]string{"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
 		ResolverConfig:              strPtr("/etc/resolv.conf"),
 		EnforceNodeAllocatable:      []string{"pods"},
-		// Pods' logs in the state directory, not /var/log/pods, so that Down removes them.
+		// Pods' logs in the node's directory, not /var/log/pods, so that Down removes them and
+		// no kubelet removes another's (it deletes the log directories of pods it does not know).
 		PodLogsDir: p.podLogs(),
 	}
 	return yaml.Marshal(kc)
 }
 
-// kubeProxyConfig runs kube-proxy in nftables mode (one table per family, which Down deletes)
-// and masquerades all Service traffic, so that replies come back through the node even when a
-// pod talks to a Service whose endpoint is on the same bridge, without changing the host's
-// bridge-netfilter settings.
-func (c Config) kubeProxyConfig(kubeconfig string) ([]byte, error) {
+// kubeProxyConfig runs node n's kube-proxy in nftables mode (one table per family, which Down
+// deletes; in the node's namespace, if it has one) and masquerades all Service traffic, so that
+// replies come back through the node even when a pod talks to a Service whose endpoint is on the
+// same bridge, without changing the host's bridge-netfilter settings. Its cluster CIDR is the
+// cluster's, not the node's: traffic from any node's pods is the cluster's.
+func (c Config) kubeProxyConfig(n nodeConfig, kubeconfig string) ([]byte, error) {
 	t := true
 	zero := int32(0)
 	kc := proxyv1alpha1.KubeProxyConfiguration{
@@ -136,7 +141,7 @@ func (c Config) kubeProxyConfig(kubeconfig string) ([]byte, error) {
 		ClientConnection:   componentbasev1alpha1.ClientConnectionConfiguration{Kubeconfig: kubeconfig},
 		Mode:               "nftables",
 		ClusterCIDR:        c.PodCIDR,
-		HostnameOverride:   c.NodeName,
+		HostnameOverride:   n.Name,
 		BindAddress:        "0.0.0.0",
 		HealthzBindAddress: "127.0.0.1:10256",
 		MetricsBindAddress: "127.0.0.1:10249",
@@ -147,11 +152,16 @@ func (c Config) kubeProxyConfig(kubeconfig string) ([]byte, error) {
 }
 
 // corefile serves the cluster's names (Services, StatefulSet members through headless
-// Services, pods) from the API server and forwards the rest to the host's resolver. CoreDNS
-// runs on the node and listens on the bridge address kubelet gives pods as their DNS server.
-func (c Config) corefile(kubeconfig string) string {
-	bind := gateway(c.PodCIDR).String()
-	return fmt.Sprintf(`%[1]s:53 in-addr.arpa:53 ip6.arpa:53 {
+// Services, pods) from the API server. Each node runs its own CoreDNS, on its bridge's address
+// kubelet gives the node's pods as their DNS server: a lookup does not cross the emulated links
+// (as with NodeLocal DNSCache on real clusters), and during a partition a node's pods still
+// resolve names from what its CoreDNS last heard from the API server (the kubernetes plugin
+// answers from its informers' cache). The host cluster's CoreDNS forwards the rest to the host's
+// resolver; from a node's namespace the fabric reaches only nodes (and their pods), not that
+// resolver, so there other names are refused at once rather than after a forwarding timeout.
+func (c Config) corefile(n nodeConfig, kubeconfig string) string {
+	bind := n.gateway().String()
+	s := fmt.Sprintf(`%[1]s:53 in-addr.arpa:53 ip6.arpa:53 {
     bind %[2]s
     errors
     kubernetes %[1]s in-addr.arpa ip6.arpa {
@@ -161,13 +171,29 @@ func (c Config) corefile(kubeconfig string) string {
     }
     cache 5
 }
-.:53 {
-    bind %[2]s
+`, c.ClusterDomain, bind, kubeconfig)
+	if n.Netns != "" {
+		return s
+	}
+	return s + fmt.Sprintf(`.:53 {
+    bind %s
     errors
     forward . /etc/resolv.conf
     cache 30
 }
-`, c.ClusterDomain, bind, kubeconfig)
+`, bind)
+}
+
+// kubeletArgs is node n's kubelet's command line, with its configuration file and kubeconfig.
+func (c Config) kubeletArgs(n nodeConfig, config, kubeconfig string) []string {
+	argv := []string{filepath.Join(c.BinDir, "kubelet"),
+		"--config", config, "--kubeconfig", kubeconfig, "--root-dir", n.paths().kubelet(),
+		"--hostname-override", n.Name, "--node-ip", n.IP.String(),
+		"--cert-dir", filepath.Join(n.paths().kubelet(), "pki")}
+	if len(n.Labels) > 0 {
+		argv = append(argv, "--node-labels", n.nodeLabelsArg())
+	}
+	return argv
 }
 
 func strPtr(s string) *string { return &s }

@@ -36,11 +36,11 @@ func sweep(ctx context.Context, st *state) error {
 			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 	}
-	note("remove pods", removePods(ctx, p.containerdSock()))
+	note("remove pods", removePods(ctx, p.host().containerdSock()))
 	note("stop processes", killProcesses(p.root))
 	note("unmount", unmountUnder(p.root))
 	note("remove container log links", removeContainerLogLinks(p.root))
-	note("remove cgroups", removeCgroups(cgroupRoot))
+	note("remove cgroups", removeCgroups(hostCgroupRoot))
 	note("remove bridge", removeBridge(st.Config.Bridge))
 	note("remove kube-proxy rules", cleanupKubeProxy(st.Config.BinDir, p))
 	note("remove iptables chains", removeNewChains(st.Chains))
@@ -122,7 +122,7 @@ func clusterPIDs(root string) []int {
 			seen[pid] = true
 		}
 	}
-	for _, dir := range cgroupDirs(cgroupRoot) {
+	for _, dir := range cgroupDirs(hostCgroupRoot) {
 		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err != nil || !d.IsDir() {
 				return nil

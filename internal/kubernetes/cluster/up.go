@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +29,7 @@ type Cluster struct {
 	store    *proc
 	storeURL string
 	cp       *controlplane.ControlPlane
+	node     nodeConfig
 	procs    []*proc // node daemons, in start order: containerd, coredns, kubelet, kube-proxy
 	client   kubernetes.Interface
 }
@@ -72,7 +72,7 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 	if err := writeState(p, st); err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, p: p, st: st, log: log}
+	c := &Cluster{cfg: cfg, p: p, st: st, log: log, node: cfg.hostNode()}
 	defer func() {
 		if err != nil {
 			c.stopAll()
@@ -85,7 +85,7 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 		what string
 		do   func(context.Context) error
 	}{
-		{"cgroups", func(context.Context) error { return makeCgroups(cgroupRoot) }},
+		{"cgroups", func(context.Context) error { return makeCgroups(c.node.CgroupRoot) }},
 		{"pod network bridge", c.setupBridge},
 		{"store (" + cfg.Store + ")", c.startStore},
 		{"control plane", c.startControlPlane},
@@ -138,7 +138,7 @@ func (c *Cluster) Down(ctx context.Context) error {
 		}
 	}
 	var errs []error
-	if err := removePods(ctx, c.p.containerdSock()); err != nil {
+	if err := removePods(ctx, c.node.paths().containerdSock()); err != nil {
 		errs = append(errs, fmt.Errorf("remove pods: %w", err))
 	}
 	c.stopAll()
@@ -196,15 +196,15 @@ func checkBinaries(cfg Config) error {
 // API server advertises that address and CoreDNS listens on it, both before the first pod
 // (which is when the CNI bridge plugin would create it).
 func (c *Cluster) setupBridge(context.Context) error {
-	gw := gateway(c.cfg.PodCIDR)
-	bits := netip.MustParsePrefix(c.cfg.PodCIDR).Bits()
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: c.cfg.Bridge}}
+	n := c.node
+	gw := n.gateway()
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: n.Bridge}}
 	if err := netlink.LinkAdd(br); err != nil {
-		return fmt.Errorf("add bridge %s: %w", c.cfg.Bridge, err)
+		return fmt.Errorf("add bridge %s: %w", n.Bridge, err)
 	}
-	addr := &netlink.Addr{IPNet: &net.IPNet{IP: gw.AsSlice(), Mask: net.CIDRMask(bits, 32)}}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: gw.AsSlice(), Mask: net.CIDRMask(n.PodCIDR.Bits(), 32)}}
 	if err := netlink.AddrAdd(br, addr); err != nil {
-		return fmt.Errorf("address %s on %s: %w", addr, c.cfg.Bridge, err)
+		return fmt.Errorf("address %s on %s: %w", addr, n.Bridge, err)
 	}
 	// A bridge whose address was not set takes the lowest of its ports' addresses, so it changes
 	// as pods come and go; the pods' ARP entries for the gateway (where CoreDNS listens) then
@@ -213,7 +213,7 @@ func (c *Cluster) setupBridge(context.Context) error {
 	// stays.
 	gw4 := gw.As4()
 	if err := netlink.LinkSetHardwareAddr(br, net.HardwareAddr{0x02, 0x63, gw4[0], gw4[1], gw4[2], gw4[3]}); err != nil {
-		return fmt.Errorf("address of bridge %s: %w", c.cfg.Bridge, err)
+		return fmt.Errorf("address of bridge %s: %w", n.Bridge, err)
 	}
 	if err := netlink.LinkSetUp(br); err != nil {
 		return err
@@ -223,8 +223,9 @@ func (c *Cluster) setupBridge(context.Context) error {
 
 // startContainerd starts containerd with the cluster's config and waits until it answers.
 func (c *Cluster) startContainerd(ctx context.Context) error {
-	conf := filepath.Join(c.p.containerd(), "config.toml")
-	if err := writeFile(conf, []byte(c.cfg.containerdConfig())); err != nil {
+	np := c.node.paths()
+	conf := filepath.Join(np.containerd(), "config.toml")
+	if err := writeFile(conf, []byte(c.cfg.containerdConfig(c.node))); err != nil {
 		return err
 	}
 	pr, err := startProc(c.p, "containerd", []string{"containerd", "--config", conf}, nil)
@@ -233,21 +234,22 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	}
 	c.procs = append(c.procs, pr)
 	return waitFor("containerd", 60*time.Second, []*proc{pr}, func() error {
-		return exec.CommandContext(ctx, "ctr", "--address", c.p.containerdSock(), "version").Run()
+		return exec.CommandContext(ctx, "ctr", "--address", np.containerdSock(), "version").Run()
 	})
 }
 
 // importImages loads the OCI tarballs into containerd's k8s.io namespace, where the CRI plugin
 // (and so kubelet) finds them.
 func (c *Cluster) importImages(ctx context.Context) error {
+	sock := c.node.paths().containerdSock()
 	for _, img := range c.cfg.Images {
-		out, err := exec.CommandContext(ctx, "ctr", "--address", c.p.containerdSock(), "-n", "k8s.io",
+		out, err := exec.CommandContext(ctx, "ctr", "--address", sock, "-n", "k8s.io",
 			"images", "import", "--no-unpack=false", img).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("import %s: %v: %s", img, err, out)
 		}
 	}
-	out, err := exec.CommandContext(ctx, "ctr", "--address", c.p.containerdSock(), "-n", "k8s.io",
+	out, err := exec.CommandContext(ctx, "ctr", "--address", sock, "-n", "k8s.io",
 		"images", "ls", "-q").Output()
 	if err != nil {
 		return err
@@ -267,8 +269,8 @@ func (c *Cluster) startCoreDNS(ctx context.Context) error {
 	if err := c.grantCoreDNS(ctx); err != nil {
 		return err
 	}
-	conf := filepath.Join(c.p.coreDNS(), "Corefile")
-	if err := writeFile(conf, []byte(c.cfg.corefile(kc))); err != nil {
+	conf := filepath.Join(c.node.paths().coreDNS(), "Corefile")
+	if err := writeFile(conf, []byte(c.cfg.corefile(c.node, kc))); err != nil {
 		return err
 	}
 	pr, err := startProc(c.p, "coredns", []string{filepath.Join(c.cfg.BinDir, "coredns"), "-conf", conf}, nil)
@@ -276,7 +278,7 @@ func (c *Cluster) startCoreDNS(ctx context.Context) error {
 		return err
 	}
 	c.procs = append(c.procs, pr)
-	addr := net.JoinHostPort(gateway(c.cfg.PodCIDR).String(), "53")
+	addr := net.JoinHostPort(c.node.gateway().String(), "53")
 	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "udp", addr)
 	}}
@@ -291,41 +293,39 @@ func (c *Cluster) startCoreDNS(ctx context.Context) error {
 
 // startKubelet starts kubelet and waits until its Node is Ready.
 func (c *Cluster) startKubelet(ctx context.Context) error {
-	kc, err := c.cp.IssueKubeconfig("system:node:"+c.cfg.NodeName, []string{"system:nodes"}, "")
+	n := c.node
+	kc, err := c.cp.IssueKubeconfig("system:node:"+n.Name, []string{"system:nodes"}, "")
 	if err != nil {
 		return err
 	}
-	conf := filepath.Join(c.p.kubelet(), "config.yaml")
-	b, err := c.cfg.kubeletConfig(c.cp.CAFile())
+	conf := filepath.Join(n.paths().kubelet(), "config.yaml")
+	b, err := c.cfg.kubeletConfig(n, c.cp.CAFile())
 	if err != nil {
 		return err
 	}
 	if err := writeFile(conf, b); err != nil {
 		return err
 	}
-	cni, err := c.cfg.cniConfig()
+	cni, err := c.cfg.cniConfig(n)
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(c.p.cniConf(), "10-continuum.conflist"), cni); err != nil {
+	if err := writeFile(filepath.Join(n.paths().cniConf(), "10-continuum.conflist"), cni); err != nil {
 		return err
 	}
-	pr, err := startProc(c.p, "kubelet", []string{filepath.Join(c.cfg.BinDir, "kubelet"),
-		"--config", conf, "--kubeconfig", kc, "--root-dir", c.p.kubelet(),
-		"--hostname-override", c.cfg.NodeName, "--node-ip", gateway(c.cfg.PodCIDR).String(),
-		"--cert-dir", filepath.Join(c.p.kubelet(), "pki")}, []string{"PATH=" + os.Getenv("PATH") + ":" + cniBinDir})
+	pr, err := startProc(c.p, "kubelet", c.cfg.kubeletArgs(n, conf, kc), []string{"PATH=" + os.Getenv("PATH") + ":" + cniBinDir})
 	if err != nil {
 		return err
 	}
 	c.procs = append(c.procs, pr)
-	return waitFor("Node "+c.cfg.NodeName+" Ready", 3*time.Minute, []*proc{pr}, func() error {
+	return waitFor("Node "+n.Name+" Ready", 3*time.Minute, []*proc{pr}, func() error {
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		n, err := c.client.CoreV1().Nodes().Get(qctx, c.cfg.NodeName, metav1.GetOptions{})
+		node, err := c.client.CoreV1().Nodes().Get(qctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		for _, cond := range n.Status.Conditions {
+		for _, cond := range node.Status.Conditions {
 			if cond.Type == corev1.NodeReady {
 				if cond.Status == corev1.ConditionTrue {
 					return nil
@@ -343,8 +343,8 @@ func (c *Cluster) startKubeProxy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	conf := filepath.Join(c.p.kubeProxy(), "config.yaml")
-	b, err := c.cfg.kubeProxyConfig(kc)
+	conf := filepath.Join(c.node.paths().kubeProxy(), "config.yaml")
+	b, err := c.cfg.kubeProxyConfig(c.node, kc)
 	if err != nil {
 		return err
 	}
@@ -363,7 +363,7 @@ func (c *Cluster) startKubeProxy(ctx context.Context) error {
 
 // ContainerdSocket is the cluster's containerd socket: images imported through it (into its
 // k8s.io namespace) are the kubelet's.
-func (c *Cluster) ContainerdSocket() string { return c.p.containerdSock() }
+func (c *Cluster) ContainerdSocket() string { return c.node.paths().containerdSock() }
 
 // ContainerdFor is the containerd socket of the running cluster whose admin kubeconfig is
 // kubeconfig (a cluster `continuum cluster up` started on this host), or "" when kubeconfig is
@@ -379,7 +379,7 @@ func ContainerdFor(kubeconfig string) string {
 			continue
 		}
 		if st.Kubeconfig == abs && st.alive() {
-			return paths{dir}.containerdSock()
+			return paths{dir}.host().containerdSock()
 		}
 		return ""
 	}
