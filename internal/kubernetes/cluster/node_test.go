@@ -348,3 +348,47 @@ func TestNodeRenders(t *testing.T) {
 		}
 	}
 }
+
+// TestControlPlaneNode: an explicit choice wins (an unknown one is refused, naming the nodes),
+// then the first node labelled tier=cloud, then the node named cloud, then the first node.
+func TestControlPlaneNode(t *testing.T) {
+	node := func(name string, labels ...string) nodeSpec {
+		s := nodeSpec{Name: name, Labels: map[string]string{}}
+		for i := 0; i+1 < len(labels); i += 2 {
+			s.Labels[labels[i]] = labels[i+1]
+		}
+		return s
+	}
+	threeTier := []nodeSpec{node("device"), node("edge"), node("cloud")}
+	proxy := []nodeSpec{node("master", "tier", "cloud"), node("worker1", "tier", "near-edge"), node("iot", "tier", "device")}
+	for _, tc := range []struct {
+		name     string
+		nodes    []nodeSpec
+		explicit string
+		want     string
+		err      string
+	}{
+		{"explicit", threeTier, "edge", "edge", ""},
+		{"explicit over the label", proxy, "iot", "iot", ""},
+		{"explicit unknown", threeTier, "fog", "", `control plane node "fog": no such node (the nodes are device, edge, cloud)`},
+		{"tier label", proxy, "", "master", ""},
+		{"first tier=cloud", []nodeSpec{node("a"), node("b", "tier", "cloud"), node("c", "tier", "cloud")}, "", "b", ""},
+		{"label over the name", []nodeSpec{node("cloud"), node("dc", "tier", "cloud")}, "", "dc", ""},
+		{"another key's cloud is not a tier", []nodeSpec{node("a"), node("b", "fl/type", "cloud")}, "", "a", ""},
+		{"named cloud", threeTier, "", "cloud", ""},
+		{"first", []nodeSpec{node("n1"), node("n2")}, "", "n1", ""},
+		{"one node", []nodeSpec{node("solo")}, "", "solo", ""},
+		{"no nodes", nil, "", "", "no nodes"},
+	} {
+		got, err := controlPlaneNode(tc.nodes, tc.explicit)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %q, %v; want an error with %q", tc.name, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
