@@ -203,7 +203,10 @@ func nodePodCIDRs(podCIDR string, nodes int) ([]netip.Prefix, error) {
 // every process in the node's cgroup tree) reaches them; a node in no testbed gets its own
 // cgroup under the host cluster's root. kubelet accepts any cgroupfs path that exists in each
 // hierarchy it uses (cgroupV1impl.Validate: cpu, cpuacct, cpuset, memory, pids, systemd,
-// hugetlb; makeCgroups creates it in every one).
+// hugetlb), so makeCgroups must create it in every one, also where the testbed made no node
+// cgroup (it uses cpu, cpuacct, memory and pids only); the empty v1 cpusets of the levels
+// MkdirAll makes are filled from their parents by libcontainer when kubelet creates kubepods
+// below them (cpusetEnsureParent in opencontainers/cgroups fs/cpuset.go).
 func nodeCgroupRoot(s nodeSpec) (string, error) {
 	if s.Cgroup == "" {
 		return hostCgroupRoot + "/" + s.Name, nil
