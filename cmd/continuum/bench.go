@@ -37,8 +37,8 @@ func newBenchCmd() *cobra.Command {
 var benchCommands = []func() *cobra.Command{newBenchTestbedCmd, newBenchReflectCmd, newBenchProbeCmd}
 
 func newBenchTestbedCmd() *cobra.Command {
-	var out, cpuprofile string
-	var quick bool
+	var o benchkit.Output
+	var cpuprofile string
 	var only []string
 	var repeats int
 	c := &cobra.Command{
@@ -53,13 +53,13 @@ func newBenchTestbedCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("repeats") && quick {
+			if !cmd.Flags().Changed("repeats") && o.Quick {
 				repeats = 1
 			}
 			if repeats < 1 {
 				return fmt.Errorf("--repeats %d: must be at least 1", repeats)
 			}
-			cases, err := netbench.Select(netbench.Cases(quick), only)
+			cases, err := netbench.Select(netbench.Cases(o.Quick), only)
 			if err != nil {
 				return err
 			}
@@ -75,11 +75,11 @@ func newBenchTestbedCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return benchkit.Write(cmd.OutOrStdout(), out, netbench.Markdown(res), res)
+			return o.Write(cmd.OutOrStdout(), netbench.Markdown(res), res)
 		},
 	}
-	c.Flags().StringVarP(&out, "out", "o", "", "write Markdown here (default: stdout)")
-	c.Flags().BoolVar(&quick, "quick", false, "short cases and one repeat unless --repeats is given (smoke test)")
+	o.OutFlag(c.Flags(), "o", "write Markdown here (default: stdout)")
+	o.QuickFlag(c.Flags(), "short cases and one repeat unless --repeats is given (smoke test)")
 	c.Flags().IntVar(&repeats, "repeats", 3, "runs of every case; the result states medians and their range")
 	c.Flags().StringSliceVar(&only, "only", nil, "run only these groups of cases and their baselines (accuracy, jitter, packets, tcp, bandwidth, loss, baseline)")
 	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of this process (which hosts the fabric) to FILE")

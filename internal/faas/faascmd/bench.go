@@ -16,7 +16,8 @@ func init() { cli.Register("bench", newBenchFaaSCmd) }
 
 func newBenchFaaSCmd() *cobra.Command {
 	cfg := faasbench.DefaultConfig()
-	var handler, out string
+	var handler string
+	var o benchkit.Output
 	c := &cobra.Command{
 		Use:   "faas [--handler python/functions/hello] [--rates 100,1000] [--out FILE.md]",
 		Short: "Latency the watchdog and the gateway add to a function, and what one instance sustains",
@@ -51,7 +52,7 @@ watchdog.`,
 			if err != nil {
 				return err
 			}
-			return benchkit.Write(cmd.OutOrStdout(), out, faasbench.Markdown(r), nil)
+			return o.Write(cmd.OutOrStdout(), faasbench.Markdown(r), nil)
 		},
 	}
 	f := c.Flags()
@@ -62,6 +63,6 @@ watchdog.`,
 	f.IntVar(&cfg.Clients, "clients", cfg.Clients, "closed-loop clients for the throughput runs")
 	f.DurationVar(&cfg.ThroughputStep, "throughput-step", cfg.ThroughputStep, "length of each throughput run")
 	f.IntVar(&cfg.GatewayClients, "gateway-clients", cfg.GatewayClients, "closed-loop clients for the gateway's one-core throughput")
-	f.StringVar(&out, "out", "", "write Markdown here")
+	o.OutFlag(f, "", "write Markdown here")
 	return c
 }

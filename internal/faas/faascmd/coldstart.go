@@ -22,7 +22,7 @@ func newBenchColdStartCmd() *cobra.Command {
 	var (
 		handlers []string
 		runs     int
-		out      string
+		o        benchkit.Output
 	)
 	c := &cobra.Command{
 		Use:   "coldstart [--handler DIR]... [--runs 20] [--out FILE.md]",
@@ -56,11 +56,11 @@ handler gets a two-message batch.`,
 			if err != nil {
 				return err
 			}
-			return benchkit.Write(cmd.OutOrStdout(), out, faasbench.ColdStartMarkdown(rep), rep)
+			return o.Write(cmd.OutOrStdout(), faasbench.ColdStartMarkdown(rep), rep)
 		},
 	}
 	c.Flags().StringArrayVar(&handlers, "handler", []string{"python/functions/hello", "python/functions/iot-analytics"}, "function folder (repeatable)")
 	c.Flags().IntVar(&runs, "runs", 20, "cold starts per handler and variant")
-	c.Flags().StringVar(&out, "out", "", "write Markdown here and the raw JSON next to it")
+	o.OutFlag(c.Flags(), "", "write Markdown here and the raw JSON next to it")
 	return c
 }

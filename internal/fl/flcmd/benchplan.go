@@ -11,8 +11,7 @@ import (
 func init() { cli.Register("bench", newBenchPlanCmd) }
 
 func newBenchPlanCmd() *cobra.Command {
-	var out string
-	var quick bool
+	var o benchkit.Output
 	cfg := flbench.DefaultConfig(false)
 	c := &cobra.Command{
 		Use:   "fl-plan [--out FILE.md] [--quick]",
@@ -25,7 +24,7 @@ exact one on --ratio-per-shape random instances of each shape where the exact se
   bin/continuum bench fl-plan --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if quick {
+			if o.Quick {
 				q := flbench.DefaultConfig(true)
 				f := cmd.Flags()
 				if !f.Changed("clients") {
@@ -46,12 +45,11 @@ exact one on --ratio-per-shape random instances of each shape where the exact se
 			if err != nil {
 				return err
 			}
-			return benchkit.Write(cmd.OutOrStdout(), out, flbench.Markdown(res), res)
+			return o.Write(cmd.OutOrStdout(), flbench.Markdown(res), res)
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&out, "out", "o", "", "write Markdown here, and the raw JSON next to it (default: stdout)")
-	f.BoolVar(&quick, "quick", false, "small sizes, one repeat (smoke test)")
+	o.Flags(f, "small sizes, one repeat (smoke test)")
 	f.IntSliceVar(&cfg.Clients, "clients", cfg.Clients, "client counts of the runtime table")
 	f.IntSliceVar(&cfg.Aggregators, "aggregators", cfg.Aggregators, "local aggregator counts of the runtime table")
 	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "timed repeats per cell")

@@ -11,8 +11,7 @@ import (
 func init() { cli.Register("bench", newBenchKubeStoreCmd) }
 
 func newBenchKubeStoreCmd() *cobra.Command {
-	var out, fromJSON string
-	var quick bool
+	var o benchkit.Output
 	cfg := kubebench.DefaultConfig(false)
 	c := &cobra.Command{
 		Use:   "kube-store [--stores kv,etcd] [--repeats 3] [--out FILE.md] [--quick]",
@@ -32,17 +31,13 @@ by repeat.`,
   continuum bench kube-store --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if fromJSON != "" {
-				res, err := kubebench.ReadResult(fromJSON)
-				if err != nil {
-					return err
-				}
-				return benchkit.Write(cmd.OutOrStdout(), out, kubebench.Markdown(res), res)
+			if done, err := benchkit.RenderAgain(cmd.OutOrStdout(), &o, kubebench.ReadResult, kubebench.Markdown); done {
+				return err
 			}
 			if err := cli.NeedStacks(cmd, "kubernetes"); err != nil { // kube-apiserver, and etcd
 				return err
 			}
-			if quick {
+			if o.Quick {
 				q := kubebench.DefaultConfig(true)
 				f := cmd.Flags()
 				if !f.Changed("repeats") {
@@ -63,13 +58,12 @@ by repeat.`,
 			if err != nil {
 				return err
 			}
-			return benchkit.Write(cmd.OutOrStdout(), out, kubebench.Markdown(res), res)
+			return o.Write(cmd.OutOrStdout(), kubebench.Markdown(res), res)
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&out, "out", "o", "", "write Markdown here, and the raw JSON next to it (default: stdout)")
-	f.BoolVar(&quick, "quick", false, "one repeat, 200 ConfigMaps, 5 increments per writer (smoke run)")
-	f.StringVar(&fromJSON, "from-json", "", "measure nothing: render the report again from a result's JSON (the file --out wrote next to the Markdown)")
+	o.Flags(f, "one repeat, 200 ConfigMaps, 5 increments per writer (smoke run)")
+	o.FromJSONFlag(f, benchkit.FromJSONHelp)
 	f.StringSliceVar(&cfg.Stores, "stores", cfg.Stores, "stores to measure, in order: kv, etcd")
 	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "measure every store and race setting this many times, interleaved (--quick: 1)")
 	f.IntVar(&cfg.Objects, "objects", cfg.Objects, "ConfigMaps created, read, updated, listed and deleted per run (--quick: 200)")

@@ -12,9 +12,7 @@ import (
 func init() { cli.Register("bench", newBenchKVCmd) }
 
 func newBenchKVCmd() *cobra.Command {
-	var out string
-	var quick bool
-	var fromJSON string
+	var o benchkit.Output
 	cfg := kvbench.DefaultConfig(false)
 	c := &cobra.Command{
 		Use:   "kv [--stores kv,etcd,redis] [--workload a] [--rates 2000,5000,...] [--out FILE.md] [--quick]",
@@ -32,12 +30,8 @@ against the store's goals (docs/kv.md) and the raw JSON.`,
   continuum bench kv --stores etcd,redis --workload b --rates 2000,5000,10000 --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if fromJSON != "" {
-				res, err := kvbench.ReadResult(fromJSON)
-				if err != nil {
-					return err
-				}
-				return benchkit.Write(cmd.OutOrStdout(), out, kvbench.Markdown(res), res)
+			if done, err := benchkit.RenderAgain(cmd.OutOrStdout(), &o, kvbench.ReadResult, kvbench.Markdown); done {
+				return err
 			}
 			for _, s := range cfg.Stores {
 				if s == "etcd" || s == "redis" { // the third-party stores are the baselines stack's
@@ -47,7 +41,7 @@ against the store's goals (docs/kv.md) and the raw JSON.`,
 					break
 				}
 			}
-			if quick {
+			if o.Quick {
 				q := kvbench.DefaultConfig(true)
 				f := cmd.Flags()
 				if !f.Changed("recordcount") {
@@ -78,14 +72,13 @@ against the store's goals (docs/kv.md) and the raw JSON.`,
 			if err != nil {
 				return err
 			}
-			return benchkit.Write(cmd.OutOrStdout(), out, kvbench.Markdown(res), res)
+			return o.Write(cmd.OutOrStdout(), kvbench.Markdown(res), res)
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&out, "out", "o", "", "write Markdown here, and the raw JSON next to it (default: stdout)")
-	f.BoolVar(&quick, "quick", false, "small key space, two short steps (smoke test)")
+	o.Flags(f, "small key space, two short steps (smoke test)")
 	f.BoolVar(&cfg.Maintenance, "maintenance", false, "compact the history and defragment during every sweep step (kv and etcd), and measure the step with it")
-	f.StringVar(&fromJSON, "from-json", "", "measure nothing: render the report again from a result's JSON (the file --out wrote next to the Markdown)")
+	o.FromJSONFlag(f, benchkit.FromJSONHelp)
 	f.StringSliceVar(&cfg.Stores, "stores", cfg.Stores, "stores to measure, in order: kv, etcd, redis")
 	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "measure every store this many times, each from scratch, the stores interleaved; verdicts hold over all repeats (--quick: 1)")
 	f.StringVar(&cfg.Workload, "workload", cfg.Workload, "YCSB workload preset a..f")

@@ -18,8 +18,7 @@ import (
 func init() { cli.Register("bench", newBenchProxyCmd) }
 
 func newBenchProxyCmd() *cobra.Command {
-	var out string
-	var quick bool
+	var o benchkit.Output
 	var variants []string
 	var haproxy string
 	var requireHAProxy bool
@@ -43,7 +42,7 @@ an error.`,
   continuum bench proxy --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if quick {
+			if o.Quick {
 				q := proxybench.DefaultConfig(true)
 				f := cmd.Flags()
 				if !f.Changed("rates") {
@@ -83,12 +82,11 @@ an error.`,
 			if err != nil {
 				return err
 			}
-			return benchkit.Write(cmd.OutOrStdout(), out, proxybench.Markdown(res), res)
+			return o.Write(cmd.OutOrStdout(), proxybench.Markdown(res), res)
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&out, "out", "o", "", "write Markdown here, and the raw JSON next to it (default: stdout)")
-	f.BoolVar(&quick, "quick", false, "two rates, one short repeat (smoke test)")
+	o.Flags(f, "two rates, one short repeat (smoke test)")
 	f.StringVar(&cfg.ProxyBin, "proxy-bin", "", "continuum-proxy binary to measure (default: next to this binary, else $PATH)")
 	cli.Float64sVar(f, &cfg.Rates, "rates", cfg.Rates, "open-loop rates (req/s)")
 	f.DurationVar(&cfg.Step, "step", cfg.Step, "duration of each run")

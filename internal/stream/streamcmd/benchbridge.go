@@ -14,8 +14,7 @@ import (
 func init() { cli.Register("bench", newBenchBridgeCmd) }
 
 func newBenchBridgeCmd() *cobra.Command {
-	var out string
-	var quick bool
+	var o benchkit.Output
 	cfg := bridgebench.DefaultConfig(false)
 	c := &cobra.Command{
 		Use:   "stream-bridge [--out FILE.md] [--quick]",
@@ -31,7 +30,7 @@ the goals (bridge >= 50k records/s of 1 KB on one core; p99 <= 5 ms at 10k msg/s
   bin/continuum bench stream-bridge --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if quick {
+			if o.Quick {
 				q := bridgebench.DefaultConfig(true)
 				f := cmd.Flags()
 				if !f.Changed("duration") {
@@ -56,12 +55,11 @@ the goals (bridge >= 50k records/s of 1 KB on one core; p99 <= 5 ms at 10k msg/s
 			if err != nil {
 				return err
 			}
-			return benchkit.Write(cmd.OutOrStdout(), out, bridgebench.Markdown(res), res)
+			return o.Write(cmd.OutOrStdout(), bridgebench.Markdown(res), res)
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&out, "out", "o", "", "write Markdown here, and the raw JSON next to it (default: stdout)")
-	f.BoolVar(&quick, "quick", false, "one short repeat (smoke test)")
+	o.Flags(f, "one short repeat (smoke test)")
 	f.IntVar(&cfg.RecordBytes, "record-bytes", cfg.RecordBytes, "size of one record's JSON")
 	f.IntSliceVar(&cfg.Batch, "batch", cfg.Batch, "records per POST, one series each")
 	f.IntVar(&cfg.Clients, "clients", cfg.Clients, "concurrent posting clients (closed loop)")

@@ -11,8 +11,7 @@ import (
 func init() { cli.Register("bench", newBenchNotifyCmd) }
 
 func newBenchNotifyCmd() *cobra.Command {
-	var out, fromJSON string
-	var quick bool
+	var o benchkit.Output
 	cfg := rtdbbench.DefaultConfig()
 	c := &cobra.Command{
 		Use:   "stream-notify [--listeners 1000] [--rate 100] [--out FILE.md] [--quick]",
@@ -28,14 +27,10 @@ JSON next to it.`,
   continuum bench stream-notify --listeners 100 --rate 50 --quick`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if fromJSON != "" {
-				var res rtdbbench.Result
-				if err := benchkit.ReadJSON(fromJSON, &res); err != nil {
-					return err
-				}
-				return benchkit.Write(cmd.OutOrStdout(), out, rtdbbench.Markdown(&res), &res)
+			if done, err := benchkit.RenderAgain(cmd.OutOrStdout(), &o, benchkit.ReadResult[rtdbbench.Result], rtdbbench.Markdown); done {
+				return err
 			}
-			if quick {
+			if o.Quick {
 				f := cmd.Flags()
 				if !f.Changed("duration") {
 					cfg.Duration = 3e9
@@ -55,13 +50,12 @@ JSON next to it.`,
 			if err != nil {
 				return err
 			}
-			return benchkit.Write(cmd.OutOrStdout(), out, rtdbbench.Markdown(res), res)
+			return o.Write(cmd.OutOrStdout(), rtdbbench.Markdown(res), res)
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&out, "out", "o", "", "write Markdown here, and the raw JSON next to it (default: stdout)")
-	f.BoolVar(&quick, "quick", false, "short phases (smoke test)")
-	f.StringVar(&fromJSON, "from-json", "", "measure nothing: render the report again from a result's JSON")
+	o.Flags(f, "short phases (smoke test)")
+	o.FromJSONFlag(f, "measure nothing: render the report again from a result's JSON")
 	f.IntVar(&cfg.Listeners, "listeners", cfg.Listeners, "SSE listeners on the written path (and raw kv watches in the baseline)")
 	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "writes/s of the latency phases (open loop)")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each latency phase after the warmup")
