@@ -78,8 +78,7 @@ func newBenchTestbedCmd() *cobra.Command {
 			return o.Write(cmd.OutOrStdout(), netbench.Markdown(res), res)
 		},
 	}
-	o.OutFlag(c.Flags(), "o", "write Markdown here (default: stdout)")
-	o.QuickFlag(c.Flags(), "short cases and one repeat unless --repeats is given (smoke test)")
+	o.Flags(c.Flags(), "short cases and one repeat unless --repeats is given (smoke test)")
 	c.Flags().IntVar(&repeats, "repeats", 3, "runs of every case; the result states medians and their range")
 	c.Flags().StringSliceVar(&only, "only", nil, "run only these groups of cases and their baselines (accuracy, jitter, packets, tcp, bandwidth, loss, baseline)")
 	c.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of this process (which hosts the fabric) to FILE")
