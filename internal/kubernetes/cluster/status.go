@@ -27,6 +27,11 @@ type Status struct {
 	Pods       []PodStatus
 	// APIError is why nodes and pods could not be listed, if they could not.
 	APIError string
+	// Testbed is the testbed a multi-node cluster's nodes live in ("" for the one-node
+	// cluster): `continuum testbed status/fault --name <it>` act on its links and nodes.
+	Testbed string
+	// ControlPlane is the node the control plane of a multi-node cluster runs in.
+	ControlPlane string
 }
 
 // NodeStatus is one Node and its Ready condition.
@@ -49,7 +54,10 @@ func ReadStatus(ctx context.Context, stateDir string) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{StateDir: stateDir, PID: st.PID, Running: st.alive(), Ready: st.Ready, Store: st.Config.Store,
-		Started: st.Started, Kubeconfig: st.Kubeconfig}
+		Started: st.Started, Kubeconfig: st.Kubeconfig, ControlPlane: st.ControlPlane}
+	if st.Testbed != nil {
+		s.Testbed = st.Testbed.Name
+	}
 	if !s.Running || st.Kubeconfig == "" {
 		return s, nil
 	}

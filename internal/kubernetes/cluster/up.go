@@ -40,6 +40,9 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.multiNode() {
+		return nil, errors.New("cluster up: a cluster of several nodes (a topology, a node count) is not built yet")
+	}
 	if os.Geteuid() != 0 {
 		return nil, errors.New("cluster up: must run as root (containerd, kubelet and the pod network need it)")
 	}
