@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +22,7 @@ import (
 	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 	"github.com/continuum-project/continuum/internal/setup"
+	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/tools"
 )
 
@@ -294,12 +297,40 @@ func newClusterStatusCmd() *cobra.Command {
 			}
 			fmt.Fprintf(out, "cluster in %s: %s, pid %d, store %s, up since %s\nkubeconfig: %s\n",
 				dir, state, st.PID, st.Store, st.Started.Format(time.RFC3339), st.Kubeconfig)
+			if st.Testbed != "" {
+				fmt.Fprintf(out, "testbed: %s (continuum testbed status --name %s), control plane in node %s\n", st.Testbed, st.Testbed, st.ControlPlane)
+			}
 			if st.APIError != "" {
 				fmt.Fprintf(out, "API server: %s\n", st.APIError)
 			}
+			if st.TestbedError != "" {
+				fmt.Fprintf(out, "testbed: %s\n", st.TestbedError)
+			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			for _, n := range st.Nodes {
-				fmt.Fprintf(w, "node\t%s\tready=%v\n", n.Name, n.Ready)
+				since := ""
+				if !n.ReadySince.IsZero() {
+					since = " since " + n.ReadySince.Local().Format(time.TimeOnly)
+				}
+				var labels []string
+				for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
+					labels = append(labels, k+"="+n.Labels[k])
+				}
+				fmt.Fprintf(w, "node\t%s\tready=%v%s\t%s\tpods %s\t%s\n", n.Name, n.Ready, since, n.Address, n.PodCIDR, strings.Join(labels, ","))
+			}
+			for _, l := range st.Links {
+				state, bw := "up", "unlimited"
+				if !l.Up {
+					state = "CUT"
+				}
+				if l.Bandwidth > 0 {
+					bw = spec.Bandwidth(l.Bandwidth).String()
+				}
+				fmt.Fprintf(w, "link\t%s-%s\t%s\tdelay %s\tjitter %s\tloss %g%%\tbandwidth %s\n", l.Between[0], l.Between[1], state,
+					l.Delay, l.Jitter, l.Loss*100, bw)
+			}
+			for _, p := range st.Partitions {
+				fmt.Fprintf(w, "partition\t%s\n", p)
 			}
 			for _, p := range st.Pods {
 				fmt.Fprintf(w, "pod\t%s/%s\t%s\t%d/%d ready\n", p.Namespace, p.Name, p.Phase, p.Ready, p.Containers)
