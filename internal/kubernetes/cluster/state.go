@@ -37,8 +37,9 @@ type state struct {
 	// ControlPlane is the node a multi-node cluster's control plane runs in.
 	ControlPlane string `json:"control_plane,omitempty"`
 	// Created are the directories outside the state directory that were missing before Up and
-	// that Up (or the testbed, or kubelet) would make: the levels of the nodes' cgroup roots in
-	// every hierarchy. The sweep removes those that are empty then, deepest first.
+	// that Up (or the testbed, or kubelet) would make: kubelet's device plugin directory and, of
+	// a multi-node cluster, the levels of the nodes' cgroup roots in every hierarchy. The sweep
+	// removes those that are empty then, deepest first.
 	Created []string `json:"created,omitempty"`
 	// APIForward is the host address (127.0.0.1:port) the supervisor forwards to the API server
 	// of a multi-node cluster, in its node's namespace: the admin kubeconfig's server.

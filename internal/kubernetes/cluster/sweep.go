@@ -28,8 +28,8 @@ import (
 
 // sweep removes what a cluster whose state directory is dir left on the host, whether its
 // supervisor shut down in order or was killed: pods (through CRI, so that the CNI plugins
-// release their addresses and rules), processes, mounts, kubelet's links to container logs, a
-// multi-node cluster's testbed (its namespaces, links and cgroups), cgroups, the bridge, the
+// release their addresses and rules), processes, kubelet's stale device plugin socket, mounts,
+// kubelet's links to container logs, a multi-node cluster's testbed (its namespaces, links and cgroups), cgroups, the bridge, the
 // iptables and nftables rules, and the sysctls it changed. Each step runs even if an earlier one
 // failed; the errors are joined. The state directory itself is removed last, only if all went
 // well.
@@ -55,6 +55,7 @@ func sweep(ctx context.Context, st *state) error {
 		note(what, removePods(ctx, n.paths().containerdSock()))
 	}
 	note("stop processes", killProcesses(p.root, st.cgroupTree()))
+	note("remove kubelet's device plugin socket", removeStaleKubeletSocket())
 	note("unmount", unmountUnder(p.root))
 	note("remove container log links", removeContainerLogLinks(p.root))
 	if st.Testbed != nil {

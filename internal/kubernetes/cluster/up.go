@@ -100,6 +100,7 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 	if st.Tables, err = nftTables(); err != nil {
 		return nil, err
 	}
+	st.Created = missingDirs(kubeletHostDirs)
 	c := &Cluster{cfg: cfg, p: p, st: st, log: log, down: make(chan struct{})}
 	if pl == nil {
 		c.nodes = []nodeConfig{cfg.hostNode()}
