@@ -176,4 +176,4 @@ func (p paths) node(name string) nodePaths { return nodePaths{p.join("nodes", na
 
 // host is the directory of the one-node host cluster's node: the state directory, as before
 // clusters had nodes.
-func (p paths) host() nodePaths { return nodePaths{p.root} }
+func (p paths) host() nodePaths { return nodePaths(p) }
