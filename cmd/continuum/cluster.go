@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -19,6 +22,7 @@ import (
 	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 	"github.com/continuum-project/continuum/internal/setup"
+	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/tools"
 )
 
@@ -27,13 +31,17 @@ func init() { commands = append(commands, newClusterCmd) }
 func newClusterCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "cluster",
-		Short: "A one-node Kubernetes cluster on this machine: control plane on continuum kv, containerd, kubelet",
-		Long: `A one-node Kubernetes cluster on this machine, built from what ` + "`make setup`" + ` installs: the
+		Short: "A Kubernetes cluster on this machine: one node, or one per node of a testbed topology",
+		Long: `A Kubernetes cluster on this machine, built from what ` + "`make setup`" + ` installs: the
 control plane on a continuum kv member (or etcd), containerd with runc and the CNI bridge plugin,
-kubelet, kube-proxy and CoreDNS. Images are OCI tarballs (` + "`continuum image build`" + `) imported at
-start: nothing is pulled. ` + "`down`" + ` leaves the host as it was. See docs/kubernetes.md.`,
+kubelet, kube-proxy and CoreDNS. By default one node in the host's namespaces; with --topology or
+--nodes one node per node of a testbed, whose emulated links carry all traffic between nodes
+(pods', and the kubelets' to the API server in the control plane's node). Images are OCI
+tarballs (` + "`continuum image build`" + `) imported at start: nothing is pulled. ` + "`down`" + ` leaves the host
+as it was. See docs/kubernetes.md.`,
 		Example: `  continuum image build --out images/          # the continuum image (also the pods' sandbox)
   continuum cluster up --image images/continuum.tar
+  continuum cluster up --image images/continuum.tar --topology scenarios/proxy/topology.yaml
   export KUBECONFIG=$(continuum cluster status --kubeconfig)
   helm install continuum deploy/helm/continuum
   continuum cluster status
@@ -61,10 +69,23 @@ func newClusterUpCmd() *cobra.Command {
 		Use:   "up --image TARBALL [--image TARBALL ...]",
 		Short: "Start the cluster; it keeps running in the background until `down`",
 		Example: `  continuum cluster up --image images/continuum.tar --image images/python.tar
-  continuum cluster up --image images/continuum.tar --store etcd --foreground   # Ctrl-C tears down`,
+  continuum cluster up --image images/continuum.tar --store etcd --foreground   # Ctrl-C tears down
+  continuum cluster up --image images/continuum.tar --nodes 3                   # n1..n3, links without delay
+  continuum cluster up --image images/continuum.tar --topology topo.yaml --control-plane cloud
+  continuum testbed fault --name $(continuum cluster status --testbed) link --link edge,cloud --delay 50ms`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkClusterFlags(cmd, cfg); err != nil {
+				return err
+			}
 			cfg.StateDir = clusterStateDir(cmd)
+			if cfg.Topology != "" {
+				abs, err := filepath.Abs(cfg.Topology)
+				if err != nil {
+					return err
+				}
+				cfg.Topology = abs
+			}
 			if cfg.BinDir == "" {
 				if err := setup.Ensure(cmd.Context(), []string{"kubernetes"}, setup.EnsureOptions{Who: "cluster up", Yes: yes,
 					In: os.Stdin, Interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr), Out: cmd.ErrOrStderr()}); err != nil {
@@ -122,7 +143,35 @@ func newClusterUpCmd() *cobra.Command {
 	f.BoolVar(&foreground, "foreground", false, "supervise the cluster in this process instead of a background daemon")
 	f.BoolVarP(&yes, "yes", "y", false, "install the kubernetes setup stack first if it is missing, without asking (as $"+setup.AutoEnv+"=1)")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the cluster to be ready")
+	f.StringVar(&cfg.Topology, "topology", "", "a topology file (nodes, links): one Kubernetes node per node, in a testbed of it")
+	f.IntVar(&cfg.Nodes, "nodes", 0, "N: one Kubernetes node per node of a testbed of N nodes n1..nN, linked without delay")
+	f.StringVar(&cfg.ControlPlane, "control-plane", "", "the node the control plane runs in (default: the first labelled tier=cloud, else cloud, else the first)")
 	return c
+}
+
+// checkClusterFlags refuses the combinations of `cluster up` flags that cannot mean anything,
+// naming the flags; what is wrong with their values the configuration's Validate names.
+func checkClusterFlags(cmd *cobra.Command, cfg cluster.Config) error {
+	f := cmd.Flags()
+	multi := f.Changed("topology") || f.Changed("nodes")
+	switch {
+	case f.Changed("topology") && f.Changed("nodes"):
+		return errors.New("--topology and --nodes: give one of them (a topology file names its nodes)")
+	case f.Changed("nodes") && cfg.Nodes < 1:
+		return fmt.Errorf("--nodes %d: want at least 1 (without --nodes the cluster is one node in the host's namespaces)", cfg.Nodes)
+	case f.Changed("topology") && cfg.Topology == "":
+		return errors.New("--topology: want a topology file")
+	case f.Changed("control-plane") && !multi:
+		return errors.New("--control-plane: only a cluster of --topology or --nodes has nodes to choose from")
+	}
+	if multi {
+		for _, name := range []string{"node-name", "bridge"} {
+			if f.Changed(name) {
+				return fmt.Errorf("--%s is the one-node cluster's: with --topology or --nodes the nodes are named as the topology's and each has a bridge of its own", name)
+			}
+		}
+	}
+	return nil
 }
 
 // serveCluster runs the cluster until Ctrl-C, SIGTERM (`cluster down`) or a daemon's exit, and
@@ -156,10 +205,20 @@ func spawnCluster(cmd *cobra.Command, cfg cluster.Config, timeout time.Duration)
 	}
 	logPath := cfg.StateDir + ".daemon.log"
 	args := []string{"cluster", "up", "--foreground", "--state-dir", cfg.StateDir, "--store", cfg.Store,
-		"--node-name", cfg.NodeName, "--pod-cidr", cfg.PodCIDR, "--service-cidr", cfg.ServiceCIDR,
-		"--bridge", cfg.Bridge, "--bin-dir", cfg.BinDir, "--sandbox-image", cfg.SandboxImage}
+		"--pod-cidr", cfg.PodCIDR, "--service-cidr", cfg.ServiceCIDR, "--bin-dir", cfg.BinDir, "--sandbox-image", cfg.SandboxImage}
 	for _, img := range cfg.Images {
 		args = append(args, "--image", img)
+	}
+	switch {
+	case cfg.Topology != "":
+		args = append(args, "--topology", cfg.Topology)
+	case cfg.Nodes > 0:
+		args = append(args, "--nodes", strconv.Itoa(cfg.Nodes))
+	default:
+		args = append(args, "--node-name", cfg.NodeName, "--bridge", cfg.Bridge)
+	}
+	if cfg.ControlPlane != "" {
+		args = append(args, "--control-plane", cfg.ControlPlane)
 	}
 	var st *cluster.Status
 	err := spawnDaemon("cluster", args, logPath, timeout, func(pid int) bool {
@@ -200,12 +259,13 @@ func newClusterDownCmd() *cobra.Command {
 }
 
 func newClusterStatusCmd() *cobra.Command {
-	var kubeconfig bool
+	var kubeconfig, tb bool
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show the cluster: its supervisor, store, Node and pods",
 		Example: `  continuum cluster status
-  export KUBECONFIG=$(continuum cluster status --kubeconfig)`,
+  export KUBECONFIG=$(continuum cluster status --kubeconfig)
+  continuum testbed status --name $(continuum cluster status --testbed)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir := clusterStateDir(cmd)
@@ -221,6 +281,13 @@ func newClusterStatusCmd() *cobra.Command {
 				fmt.Fprintln(out, st.Kubeconfig)
 				return nil
 			}
+			if tb {
+				if st.Testbed == "" {
+					return fmt.Errorf("the cluster in %s is one node in the host's namespaces: it has no testbed (bring it up with --topology or --nodes)", dir)
+				}
+				fmt.Fprintln(out, st.Testbed)
+				return nil
+			}
 			state := "running"
 			switch {
 			case !st.Running:
@@ -230,12 +297,40 @@ func newClusterStatusCmd() *cobra.Command {
 			}
 			fmt.Fprintf(out, "cluster in %s: %s, pid %d, store %s, up since %s\nkubeconfig: %s\n",
 				dir, state, st.PID, st.Store, st.Started.Format(time.RFC3339), st.Kubeconfig)
+			if st.Testbed != "" {
+				fmt.Fprintf(out, "testbed: %s (continuum testbed status --name %s), control plane in node %s\n", st.Testbed, st.Testbed, st.ControlPlane)
+			}
 			if st.APIError != "" {
 				fmt.Fprintf(out, "API server: %s\n", st.APIError)
 			}
+			if st.TestbedError != "" {
+				fmt.Fprintf(out, "testbed: %s\n", st.TestbedError)
+			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			for _, n := range st.Nodes {
-				fmt.Fprintf(w, "node\t%s\tready=%v\n", n.Name, n.Ready)
+				since := ""
+				if !n.ReadySince.IsZero() {
+					since = " since " + n.ReadySince.Local().Format(time.TimeOnly)
+				}
+				var labels []string
+				for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
+					labels = append(labels, k+"="+n.Labels[k])
+				}
+				fmt.Fprintf(w, "node\t%s\tready=%v%s\t%s\tpods %s\t%s\n", n.Name, n.Ready, since, n.Address, n.PodCIDR, strings.Join(labels, ","))
+			}
+			for _, l := range st.Links {
+				state, bw := "up", "unlimited"
+				if !l.Up {
+					state = "CUT"
+				}
+				if l.Bandwidth > 0 {
+					bw = spec.Bandwidth(l.Bandwidth).String()
+				}
+				fmt.Fprintf(w, "link\t%s-%s\t%s\tdelay %s\tjitter %s\tloss %g%%\tbandwidth %s\n", l.Between[0], l.Between[1], state,
+					l.Delay, l.Jitter, l.Loss*100, bw)
+			}
+			for _, p := range st.Partitions {
+				fmt.Fprintf(w, "partition\t%s\n", p)
 			}
 			for _, p := range st.Pods {
 				fmt.Fprintf(w, "pod\t%s/%s\t%s\t%d/%d ready\n", p.Namespace, p.Name, p.Phase, p.Ready, p.Containers)
@@ -248,6 +343,7 @@ func newClusterStatusCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&kubeconfig, "kubeconfig", false, "print only the administrator's kubeconfig path")
+	c.Flags().BoolVar(&tb, "testbed", false, "print only the name of the testbed the nodes live in (the NAME of continuum testbed fault --name NAME)")
 	return c
 }
 

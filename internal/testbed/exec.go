@@ -20,11 +20,11 @@ func ExecCommand(stateDir, name, nodeName string, argv []string) (*exec.Cmd, err
 	if err != nil {
 		return nil, fmt.Errorf("no testbed %q (state dir %s): %w", name, stateDir, err)
 	}
-	ns := "ctm-" + name + "-" + nodeName
+	ns := NodeNetns(name, nodeName)
 	if !slices.Contains(st.Netns, ns) {
 		var nodes []string
 		for _, n := range st.Netns {
-			nodes = append(nodes, strings.TrimPrefix(n, "ctm-"+name+"-"))
+			nodes = append(nodes, strings.TrimPrefix(n, NodeNetns(name, "")))
 		}
 		return nil, fmt.Errorf("testbed %q has no node %q (nodes: %s)", name, nodeName, strings.Join(nodes, ", "))
 	}

@@ -143,6 +143,22 @@ func (tb *Testbed) WrapArgv(node, name string, hostMounts bool, argv []string) (
 	return append([]string{tb.launcher, launcherArg, n.ns, n.name, cg, mode, "--"}, argv...), nil
 }
 
+// Reserve keeps name from every process Start or WrapArgv would start, on any node: for a
+// cgroup <node>/<name> that the caller makes and uses itself (a Kubernetes node's kubelet puts
+// its pods in <node>/pods), which a process of that name would share.
+func (tb *Testbed) Reserve(name string) error {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if tb.down {
+		return errors.New("testbed is shutting down")
+	}
+	if _, taken := tb.procs[name]; taken {
+		return fmt.Errorf("process %q already exists", name)
+	}
+	tb.procs[name] = nil // as WrapArgv's names: Start refuses it; Down and status skip it
+	return nil
+}
+
 // launcherCmd builds the exec.Cmd that runs argv in namespace ns with hostname host under cgroup
 // cgPath, via the launcher binary. The fresh UTS namespace makes the hostname the node's alone.
 func launcherCmd(launcher, ns, host, cgPath string, hostMounts bool, argv []string) *exec.Cmd {

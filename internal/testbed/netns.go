@@ -229,3 +229,15 @@ func (tb *Testbed) Dial(ctx context.Context, node, network, addr string) (net.Co
 	}
 	return dialInNetns(ctx, n.ns, network, addr)
 }
+
+// InNode runs fn on an OS thread in node's network namespace (and only there: the goroutines fn
+// starts do not inherit it). Sockets, netlink handles and /proc/sys/net files fn opens belong to
+// the node: for setting up what lives in a node beside its eth0 (a Kubernetes node's pod bridge
+// and forwarding).
+func (tb *Testbed) InNode(node string, fn func() error) error {
+	n, err := tb.node(node)
+	if err != nil {
+		return err
+	}
+	return inNetns(n.ns, fn)
+}

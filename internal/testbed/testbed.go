@@ -135,13 +135,13 @@ func Up(topo *Topology, opts Options) (tb *Testbed, err error) {
 		return nil, err
 	}
 	for i, n := range topo.Nodes {
-		nd := &node{idx: i, name: n.Name, ns: "ctm-" + opts.Name + "-" + n.Name, tun: tunName(opts.Name, n.Name),
-			addr: addrs[n.Name], cgroup: cgroupRoot + "/" + opts.Name + "/" + n.Name,
+		nd := &node{idx: i, name: n.Name, ns: NodeNetns(opts.Name, n.Name), tun: tunName(opts.Name, n.Name),
+			addr: addrs[n.Name], cgroup: NodeCgroup(opts.Name, n.Name),
 			cpus: n.CPUs, memory: int64(n.Memory), power: n.Power}
 		tb.nodes = append(tb.nodes, nd)
 		tb.byName[n.Name] = nd
 	}
-	st := &State{Name: opts.Name, PID: os.Getpid(), Created: time.Now().UTC(), CgroupPath: cgroupRoot + "/" + opts.Name}
+	st := &State{Name: opts.Name, PID: os.Getpid(), Created: time.Now().UTC(), CgroupPath: Cgroup(opts.Name)}
 	for _, n := range tb.nodes {
 		st.Netns = append(st.Netns, n.ns)
 		st.Links = append(st.Links, n.tun)
@@ -288,6 +288,19 @@ func tunName(testbed, node string) string {
 	return "ctm" + hex.EncodeToString(h[:5])
 }
 
+// NodeNetns is the network namespace (/run/netns/<it>) of node in testbed name.
+func NodeNetns(name, node string) string { return "ctm-" + name + "-" + node }
+
+// Cgroup is testbed name's cgroup, relative to every hierarchy's root: everything the testbed
+// runs is below it.
+func Cgroup(name string) string { return cgroupRoot + "/" + name }
+
+// NodeCgroup is the cgroup of node in testbed name, relative to every hierarchy's root: its
+// CPU quota and memory limit, and the parent of the cgroups of its processes (<it>/<process>),
+// whose every process a node fault (kill, pause) signals. The testbed makes it in the cpu,
+// cpuacct, memory and pids hierarchies (or the unified one) only.
+func NodeCgroup(name, node string) string { return Cgroup(name) + "/" + node }
+
 // Dir is the testbed's state directory (logs of CLI-started components land here).
 func (tb *Testbed) Dir() string { return tb.dir }
 
@@ -347,7 +360,7 @@ func (tb *Testbed) Down() error {
 		errs = append(errs, tb.fab.Close())
 	}
 	tb.closeNetlink()
-	st := &State{Name: tb.Name, CgroupPath: cgroupRoot + "/" + tb.Name}
+	st := &State{Name: tb.Name, CgroupPath: Cgroup(tb.Name)}
 	for _, n := range tb.nodes {
 		st.Netns = append(st.Netns, n.ns)
 		st.Links = append(st.Links, n.tun)

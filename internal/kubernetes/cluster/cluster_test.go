@@ -30,8 +30,12 @@ import (
 // hostState is what a cluster may change on the host and must give back.
 type hostState struct {
 	Mounts, Cgroups, Links, Chains, Tables []string
+	// Netns are the named network namespaces (/run/netns) and their /etc/netns directories: a
+	// multi-node cluster's testbed makes one per node.
+	Netns []string
 	// Logs are the entries of kubelet's default pod log directory and of its container log
-	// links' directory.
+	// links' directory, and the other host paths kubelets and CNI plugins write whatever
+	// their configuration says: the device plugins' directory, the CNI results cache.
 	Logs    []string
 	Sysctls map[string]string
 }
@@ -60,6 +64,16 @@ func fromKernelDefaults(t *testing.T) {
 	}
 }
 
+// withoutStaleKubeletSocket removes the device plugin socket a stopped kubelet left (clusters
+// before the sweep removed it did), so that the before/after comparison sees it if it is left
+// again.
+func withoutStaleKubeletSocket(t *testing.T) {
+	t.Helper()
+	if err := removeStaleKubeletSocket(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // snapshotHost records the host state a cluster changes. Mounts under the temporary directory
 // other than under ours (the test's own) are left out: make test runs this package beside the
 // parallel pass, whose container and image tests mount and unmount under their own temporary
@@ -78,7 +92,29 @@ func snapshotHost(t *testing.T, ours string) hostState {
 		}
 	}
 	s.Mounts = sortedCopy(s.Mounts)
-	s.Cgroups = sortedCopy(cgroupDirsThatExist(hostCgroupRoot))
+	// The one-node cluster's cgroup tree, and the testbeds' cgroups (a multi-node cluster's
+	// nodes and pods live in its testbed's, in every hierarchy).
+	s.Cgroups = cgroupDirsThatExist(hostCgroupRoot)
+	for _, root := range cgroupDirs("/") {
+		tbs := filepath.Join(root, "continuum")
+		if _, err := os.Stat(tbs); err != nil {
+			continue
+		}
+		s.Cgroups = append(s.Cgroups, tbs)
+		entries, _ := os.ReadDir(tbs)
+		for _, e := range entries {
+			if e.IsDir() {
+				s.Cgroups = append(s.Cgroups, filepath.Join(tbs, e.Name()))
+			}
+		}
+	}
+	s.Cgroups = sortedCopy(s.Cgroups)
+	for _, dir := range []string{"/run/netns", "/etc/netns"} {
+		entries, _ := os.ReadDir(dir) // absent: none
+		for _, e := range entries {
+			s.Netns = append(s.Netns, filepath.Join(dir, e.Name()))
+		}
+	}
 	links, err := linkNames()
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +131,7 @@ func snapshotHost(t *testing.T, ours string) hostState {
 	if s.Sysctls, err = readSysctls(); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"/var/log/pods", containerLogLinks} {
+	for _, dir := range []string{"/var/log/pods", containerLogLinks, "/var/lib/kubelet/device-plugins", "/var/lib/cni/results"} {
 		entries, _ := os.ReadDir(dir) // absent: nothing there
 		for _, e := range entries {
 			s.Logs = append(s.Logs, filepath.Join(dir, e.Name()))
@@ -183,6 +219,7 @@ func TestClusterRunsPodsAndLeavesNothing(t *testing.T) {
 	binDir := kubeBinDir(t)
 	tarball := buildImages(t)
 	fromKernelDefaults(t)
+	withoutStaleKubeletSocket(t)
 	ours := t.TempDir()
 	before := snapshotHost(t, ours)
 
@@ -277,6 +314,7 @@ func diffState(a, b hostState) string {
 	cmp("link", a.Links, b.Links)
 	cmp("iptables chain", a.Chains, b.Chains)
 	cmp("nftables table", a.Tables, b.Tables)
+	cmp("network namespace", a.Netns, b.Netns)
 	cmp("log entry", a.Logs, b.Logs)
 	for k, v := range a.Sysctls {
 		if b.Sysctls[k] != v {

@@ -9,8 +9,10 @@ import (
 	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 )
 
-// Config describes a one-node cluster. DefaultConfig gives one that works on a machine set up by
-// `make setup`; Validate says what is wrong with one.
+// Config describes a cluster: by default one node in the host's namespaces; with Topology or
+// Nodes one Kubernetes node per node of a testbed, whose links carry the traffic between them.
+// DefaultConfig gives one that works on a machine set up by `make setup`; Validate says what is
+// wrong with one.
 type Config struct {
 	// StateDir holds everything the cluster writes: the store's data, the PKI and kubeconfigs,
 	// containerd's root and state, kubelet's root, logs, and state.json. Down removes it.
@@ -18,7 +20,8 @@ type Config struct {
 	// Store is the control plane's store, by the name its system registered it under in
 	// package clusterstore: "kv" (one continuum kv member) or "etcd".
 	Store string
-	// NodeName is the Node's name.
+	// NodeName is the Node's name (of the one-node cluster; a multi-node cluster's Nodes are
+	// named as the topology's nodes).
 	NodeName string
 	// PodCIDR is the bridge's subnet. Its first address is the bridge's own, which the API server
 	// advertises and CoreDNS listens on, so that pods reach both.
@@ -27,7 +30,8 @@ type Config struct {
 	ServiceCIDR string
 	// ClusterDomain is the DNS domain of Services ("cluster.local").
 	ClusterDomain string
-	// Bridge is the name of the Linux bridge pods attach to.
+	// Bridge is the name of the Linux bridge pods attach to (in the one-node cluster; each node
+	// of a multi-node cluster has its own, bridgeName).
 	Bridge string
 	// BinDir holds the Kubernetes binaries, etcd and CoreDNS (.tools/bin from `make setup`).
 	BinDir string
@@ -37,7 +41,27 @@ type Config struct {
 	Images []string
 	// SandboxImage is the image of pods' sandbox ("pause") containers; it must be among Images.
 	SandboxImage string
+
+	// Topology, if set, is a topology file (nodes, links: the testbed's schema). The cluster then
+	// brings up a testbed of it and runs a Kubernetes node in each of its nodes (containerd,
+	// kubelet, kube-proxy, CoreDNS in the node's network namespace and cgroup), with the control
+	// plane in one of them: traffic between nodes, pods' and the kubelets' to the API server
+	// alike, takes the testbed's emulated links, and the testbed's faults are the cluster's.
+	Topology string
+	// Nodes, if positive and Topology is not set, is the number of nodes of such a cluster: n1
+	// to nN, each linked to each by a link without delay, loss or bandwidth limit.
+	Nodes int
+	// ControlPlane is the node the control plane runs in (default: controlPlaneNode's choice:
+	// the first labelled tier=cloud, else the one named cloud, else the first).
+	ControlPlane string
+	// TestbedStateDir is where the testbed of a multi-node cluster records itself, as
+	// `continuum testbed up --state-dir` would (empty: testbed.DefaultStateDir()); `continuum
+	// testbed status/fault --name <it>` find it there.
+	TestbedStateDir string
 }
+
+// multiNode reports whether the cluster runs in a testbed, one node per testbed node.
+func (c Config) multiNode() bool { return c.Topology != "" || c.Nodes > 0 }
 
 // DefaultConfig returns the configuration `continuum cluster up` starts from.
 func DefaultConfig() Config {
@@ -97,6 +121,20 @@ func (c Config) Validate() error {
 	if c.SandboxImage == "" {
 		return fmt.Errorf("sandbox image: required (a reference of one of the imported images)")
 	}
+	switch {
+	case c.Topology != "" && c.Nodes > 0:
+		return fmt.Errorf("topology %s and %d nodes: give one of them (the topology names its nodes)", c.Topology, c.Nodes)
+	case c.Nodes < 0:
+		return fmt.Errorf("nodes %d: want at least 1 (or 0 for the one-node cluster in the host's namespaces)", c.Nodes)
+	case c.ControlPlane != "" && !c.multiNode():
+		return fmt.Errorf("control plane node %q: only a cluster of several nodes (a topology or a node count) has one to choose", c.ControlPlane)
+	}
+	if c.multiNode() {
+		// The topology, its nodes and their configuration: what Up would refuse, refused here.
+		if _, err := c.plan(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -138,4 +176,4 @@ func (p paths) node(name string) nodePaths { return nodePaths{p.join("nodes", na
 
 // host is the directory of the one-node host cluster's node: the state directory, as before
 // clusters had nodes.
-func (p paths) host() nodePaths { return nodePaths{p.root} }
+func (p paths) host() nodePaths { return nodePaths(p) }

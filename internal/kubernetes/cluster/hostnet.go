@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // The host settings a cluster changes and Down puts back.
@@ -61,6 +64,51 @@ func removeContainerLogLinks(root string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// devicePluginDir is where every kubelet on the host serves its device plugins' registration
+// socket, whatever its root directory (pluginapi.DevicePluginPath: not configurable). Each
+// kubelet empties it of sockets when it starts and leaves its own behind when it stops, so
+// several kubelets share one socket path (the last one started serves it; the device plugins
+// the cluster does not use would register with that one) and a stopped cluster leaves a stale
+// socket.
+const devicePluginDir = "/var/lib/kubelet/device-plugins"
+
+// kubeletHostDirs are the directories outside the state directory that kubelet makes,
+// parents first: the sweep removes those Up did not find, once empty.
+var kubeletHostDirs = []string{filepath.Dir(devicePluginDir), devicePluginDir}
+
+// removeStaleKubeletSocket removes the registration socket in devicePluginDir if no kubelet
+// answers on it: the one a stopped kubelet left. A kubelet of another cluster that serves it
+// keeps it.
+func removeStaleKubeletSocket() error {
+	sock := filepath.Join(devicePluginDir, "kubelet.sock")
+	if _, err := os.Lstat(sock); err != nil {
+		return nil
+	}
+	c, err := net.DialTimeout("unix", sock, time.Second)
+	if err == nil {
+		c.Close()
+		return nil
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return nil // not a socket nobody serves: not ours to judge
+	}
+	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// missingDirs are those of dirs that do not exist.
+func missingDirs(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func readSysctls() (map[string]string, error) {

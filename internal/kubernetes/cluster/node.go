@@ -215,8 +215,11 @@ func nodeCgroupRoot(s nodeSpec) (string, error) {
 	if cg == "" || path.Clean(cg) != cg || cg == ".." || strings.HasPrefix(cg, "../") {
 		return "", fmt.Errorf("node %s: cgroup %q: want a path relative to the hierarchies' root, such as continuum/lab/%s", s.Name, s.Cgroup, s.Name)
 	}
-	return "/" + cg + "/pods", nil
+	return "/" + cg + "/" + podsCgroup, nil
 }
+
+// podsCgroup is the cgroup, below a testbed node's, that its kubelet puts the node's pods in.
+const podsCgroup = "pods"
 
 // nodeLabels are the Node's labels: continuum.io/node=<name> and the topology's. kubelet refuses
 // to start with a label that is not a valid key and value, or one of the kubernetes.io and

@@ -78,13 +78,8 @@ func TestControlPlaneInANode(t *testing.T) {
 	addr, _ := tb.NodeAddr("cloud")
 	cfg := controlplane.DefaultConfig()
 	cfg.Dir, cfg.BinDir, cfg.EtcdServers, cfg.Address = t.TempDir(), binDir, []string{"http://127.0.0.1:2379"}, addr.String()
-	cfg.Wrap = func(argv []string) []string {
-		w, err := tb.WrapArgv("cloud", filepath.Base(argv[0]), false, argv)
-		if err != nil {
-			t.Error(err)
-			return argv
-		}
-		return w
+	cfg.Wrap = func(argv []string) ([]string, error) {
+		return tb.WrapArgv("cloud", filepath.Base(argv[0]), false, argv)
 	}
 	cfg.Dial = func(ctx context.Context, network, a string) (net.Conn, error) {
 		return tb.Dial(ctx, "cloud", network, a)

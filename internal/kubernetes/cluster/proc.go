@@ -9,16 +9,22 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testbed"
 )
 
-// proc is one of the cluster's daemons, run in a process group of its own so that stopping it
-// also stops what it started (containerd's shims are the exception: they leave the group on
-// purpose, and Down finds them by their command line).
+// proc is one of the cluster's daemons: a host process in a process group of its own, so that
+// stopping it also stops what it started (containerd's shims are the exception: they leave the
+// group on purpose, and Down finds them by their command line); or, in a multi-node cluster, a
+// testbed process in its node (its namespace, and a cgroup of its own below the node's, which
+// stopping it empties).
 type proc struct {
 	name string
+	role string // the daemon: containerd, kubelet, ...
 	cmd  *exec.Cmd
+	tp   *testbed.Proc
 	log  string
-	done chan struct{} // closed when the process has exited and err is set
+	done <-chan struct{} // closed when the process has exited (and err is set)
 	err  error
 }
 
@@ -40,37 +46,61 @@ func startProc(p paths, name string, argv []string, env []string) (*proc, error)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (%s): %w", name, argv[0], err)
 	}
-	pr := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	done := make(chan struct{})
+	pr := &proc{name: name, role: name, cmd: cmd, log: logPath, done: done}
 	go func() {
 		pr.err = cmd.Wait()
-		close(pr.done)
+		close(done)
 	}()
 	return pr, nil
 }
 
-// pid is the process's id (and its group's).
-func (pr *proc) pid() int { return pr.cmd.Process.Pid }
+// startNodeProc starts argv in testbed node n as the process <node>.<role>, with its output in
+// logs/<node>.<node>.<role>.{stdout,stderr}.log. hostMounts as testbed.ProcSpec's: for the
+// daemons that share mounts and manage cgroups (containerd, kubelet).
+func startNodeProc(tb *testbed.Testbed, p paths, n nodeConfig, role string, argv, env []string, hostMounts bool) (*proc, error) {
+	name := n.Name + "." + role
+	tp, err := tb.Start(testbed.ProcSpec{Name: name, Node: n.Name, Args: argv, Env: env, LogDir: p.logs(), HostMounts: hostMounts})
+	if err != nil {
+		return nil, fmt.Errorf("start %s on node %s: %w", role, n.Name, err)
+	}
+	return &proc{name: name, role: role, tp: tp, log: testbed.LogPath(p.logs(), n.Name, name, "stderr"), done: tp.Done()}, nil
+}
 
 // exited reports whether the process has exited, and how.
 func (pr *proc) exited() (bool, error) {
 	select {
 	case <-pr.done:
-		return true, pr.err
 	default:
 		return false, nil
 	}
+	if pr.tp != nil {
+		switch e := pr.tp.Exit(); {
+		case e.Signal != "":
+			return true, fmt.Errorf("signal: %s", e.Signal)
+		case e.Code != 0:
+			return true, fmt.Errorf("exit status %d", e.Code)
+		}
+		return true, nil
+	}
+	return true, pr.err
 }
 
-// stop sends SIGTERM to the process group, and SIGKILL after grace.
+// stop asks the process to exit (SIGTERM), and kills it (SIGKILL) after grace.
 func (pr *proc) stop(grace time.Duration) {
 	if ok, _ := pr.exited(); ok {
 		return
 	}
-	_ = syscall.Kill(-pr.pid(), syscall.SIGTERM)
+	if pr.tp != nil {
+		_ = pr.tp.Stop(grace)
+		return
+	}
+	pid := pr.cmd.Process.Pid // and its group's
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	select {
 	case <-pr.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-pr.pid(), syscall.SIGKILL)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		<-pr.done
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 // state is state.json in the state directory: what Down needs to undo Up when the supervisor
@@ -25,6 +27,47 @@ type state struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// Ready is set once the Node is Ready and kube-proxy and DNS answer.
 	Ready bool `json:"ready"`
+
+	// Testbed is the testbed whose nodes a multi-node cluster's nodes live in; nil for the
+	// one-node cluster in the host's namespaces.
+	Testbed *testbedRef `json:"testbed,omitempty"`
+	// Nodes are a multi-node cluster's Kubernetes nodes as planned (the one-node cluster's is
+	// Config.hostNode).
+	Nodes []nodeConfig `json:"nodes,omitempty"`
+	// ControlPlane is the node a multi-node cluster's control plane runs in.
+	ControlPlane string `json:"control_plane,omitempty"`
+	// Created are the directories outside the state directory that were missing before Up and
+	// that Up (or the testbed, or kubelet) would make: kubelet's device plugin directory and, of
+	// a multi-node cluster, the levels of the nodes' cgroup roots in every hierarchy. The sweep
+	// removes those that are empty then, deepest first.
+	Created []string `json:"created,omitempty"`
+	// APIForward is the host address (127.0.0.1:port) the supervisor forwards to the API server
+	// of a multi-node cluster, in its node's namespace: the admin kubeconfig's server.
+	APIForward string `json:"api_forward,omitempty"`
+}
+
+// testbedRef names a testbed where `continuum testbed` finds it.
+type testbedRef struct {
+	Name     string `json:"name"`
+	StateDir string `json:"state_dir"`
+}
+
+// nodes are the cluster's Kubernetes nodes: the planned ones of a multi-node cluster, or the
+// one-node cluster's node.
+func (st *state) nodes() []nodeConfig {
+	if st.Testbed != nil {
+		return st.Nodes
+	}
+	return []nodeConfig{st.Config.hostNode()}
+}
+
+// cgroupTree is the cgroup (in every hierarchy) below which every process of the cluster's
+// nodes and pods runs: the host cluster's root, or the testbed's cgroup.
+func (st *state) cgroupTree() string {
+	if st.Testbed != nil {
+		return testbed.Cgroup(st.Testbed.Name)
+	}
+	return hostCgroupRoot
 }
 
 func writeState(p paths, st *state) error {

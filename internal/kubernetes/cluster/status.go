@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/testbed"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -27,12 +28,33 @@ type Status struct {
 	Pods       []PodStatus
 	// APIError is why nodes and pods could not be listed, if they could not.
 	APIError string
+	// Testbed is the testbed a multi-node cluster's nodes live in ("" for the one-node
+	// cluster): `continuum testbed status/fault --name <it>` act on its links and nodes.
+	Testbed string
+	// ControlPlane is the node the control plane of a multi-node cluster runs in.
+	ControlPlane string
+	// Links are the testbed's links between a multi-node cluster's nodes, as its fabric has them
+	// now, and Partitions the partitions in force (testbed faults).
+	Links      []testbed.LinkStatus
+	Partitions []string
+	// TestbedError is why the testbed's state could not be read, if it could not.
+	TestbedError string
 }
 
-// NodeStatus is one Node and its Ready condition.
+// NodeStatus is one node of the cluster: as planned (a multi-node cluster's nodes are listed
+// before they register) and as its Node says.
 type NodeStatus struct {
 	Name  string
 	Ready bool
+	// ReadySince is when the Ready condition last changed, if the Node has one.
+	ReadySince time.Time
+	// Address is the Node's InternalIP (a testbed node's address).
+	Address string
+	// PodCIDR is the node's share of the cluster's pod CIDR.
+	PodCIDR string
+	// Labels are the Node's labels but Kubernetes' own (kubernetes.io, k8s.io): the topology's
+	// and continuum.io/node.
+	Labels map[string]string
 }
 
 // PodStatus is one pod: namespace/name, phase, ready containers.
@@ -49,7 +71,23 @@ func ReadStatus(ctx context.Context, stateDir string) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{StateDir: stateDir, PID: st.PID, Running: st.alive(), Ready: st.Ready, Store: st.Config.Store,
-		Started: st.Started, Kubeconfig: st.Kubeconfig}
+		Started: st.Started, Kubeconfig: st.Kubeconfig, ControlPlane: st.ControlPlane}
+	planned := st.nodes()
+	byName := map[string]int{}
+	for i, n := range planned {
+		byName[n.Name] = i
+		s.Nodes = append(s.Nodes, NodeStatus{Name: n.Name, PodCIDR: n.PodCIDR.String(), Address: n.IP.String(), Labels: n.Labels})
+	}
+	if st.Testbed != nil {
+		s.Testbed = st.Testbed.Name
+		if s.Running {
+			if ts, err := testbed.NewClient(st.Testbed.StateDir, st.Testbed.Name).Status(); err != nil {
+				s.TestbedError = err.Error()
+			} else {
+				s.Links, s.Partitions = ts.Links, ts.Partitions
+			}
+		}
+	}
 	if !s.Running || st.Kubeconfig == "" {
 		return s, nil
 	}
@@ -66,11 +104,28 @@ func ReadStatus(ctx context.Context, stateDir string) (*Status, error) {
 		return s, nil
 	}
 	for _, n := range nodes.Items {
-		ns := NodeStatus{Name: n.Name}
-		for _, c := range n.Status.Conditions {
-			ns.Ready = ns.Ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		i, ok := byName[n.Name]
+		if !ok {
+			i = len(s.Nodes)
+			s.Nodes = append(s.Nodes, NodeStatus{Name: n.Name})
 		}
-		s.Nodes = append(s.Nodes, ns)
+		ns := &s.Nodes[i]
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ns.Ready, ns.ReadySince = c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
+			}
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				ns.Address = a.Address
+			}
+		}
+		ns.Labels = map[string]string{}
+		for k, v := range n.Labels {
+			if !kubernetesLabel(k) {
+				ns.Labels[k] = v
+			}
+		}
 	}
 	pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,16 +14,19 @@ import (
 )
 
 // startStore starts the control plane's store: one member of the store registered under
-// Config.Store (package clusterstore: continuum kv, etcd), serving clients on a free loopback
-// port (the API server is its only client).
+// Config.Store (package clusterstore: continuum kv, etcd), serving clients on loopback (the API
+// server is its only client): on a free port of the host for the one-node cluster, in the
+// control plane's node for a multi-node cluster (whose loopback is its own: the usual ports).
 func (c *Cluster) startStore(ctx context.Context) error {
 	st, err := clusterstore.Lookup(c.cfg.Store)
 	if err != nil {
 		return err
 	}
-	ports, err := freeport.Ports(3)
-	if err != nil {
-		return err
+	ports := []int{2379, 2381, 2380}
+	if c.tb == nil {
+		if ports, err = freeport.Ports(3); err != nil {
+			return err
+		}
 	}
 	client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	metrics := "http://127.0.0.1:" + strconv.Itoa(ports[1])
@@ -30,14 +34,19 @@ func (c *Cluster) startStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pr, err := startProc(c.p, "store", argv, nil)
+	var pr *proc
+	if c.tb == nil {
+		pr, err = startProc(c.p, "store", argv, nil)
+	} else {
+		pr, err = startNodeProc(c.tb, c.p, c.cpNode, "store", argv, nil, false)
+	}
 	if err != nil {
 		return err
 	}
 	c.store = pr
 	c.storeURL = client
 	return waitFor(c.cfg.Store+" /health", 60*time.Second, []*proc{pr}, func() error {
-		return httpOK(ctx, metrics+"/health")
+		return httpOK(ctx, c.dialer(c.cpNode), metrics+"/health")
 	})
 }
 
@@ -47,15 +56,16 @@ func (c Config) storeArgs(dataDir, client, metrics, peer string) clusterstore.Ar
 		ClientURL: client, MetricsURL: metrics, PeerURL: peer}
 }
 
-// httpOK GETs url and wants a 200.
-func httpOK(ctx context.Context, url string) error {
+// httpOK GETs url, connecting with dial, and wants a 200.
+func httpOK(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), url string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,13 +23,22 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
+	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 // sweep removes what a cluster whose state directory is dir left on the host, whether its
 // supervisor shut down in order or was killed: pods (through CRI, so that the CNI plugins
-// release their addresses and rules), processes, mounts, cgroups, the bridge, the iptables and
-// nftables rules, kubelet's links to container logs, and the sysctls it changed. Each step runs even if an earlier one failed; the
-// errors are joined. The state directory itself is removed last, only if all went well.
+// release their addresses and rules), processes, kubelet's stale device plugin socket, mounts,
+// kubelet's links to container logs, a multi-node cluster's testbed (its namespaces, links and cgroups), cgroups, the bridge, the
+// iptables and nftables rules, and the sysctls it changed. Each step runs even if an earlier one
+// failed; the errors are joined. The state directory itself is removed last, only if all went
+// well.
+//
+// A multi-node cluster's pods and daemons live in its testbed's namespaces and cgroups, with
+// their files and mounts in the state directory as the one-node cluster's: the same steps
+// remove them, node by node, and the testbed goes once nothing runs in it any more. What
+// kubelet and kube-proxy change in a node's namespace (rules, forwarding) goes with the
+// namespace; the kernel tunables kubelet sets are the host's and are restored here.
 func sweep(ctx context.Context, st *state) error {
 	p := paths{st.Config.StateDir}
 	var errs []error
@@ -36,13 +47,26 @@ func sweep(ctx context.Context, st *state) error {
 			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 	}
-	note("remove pods", removePods(ctx, p.host().containerdSock()))
-	note("stop processes", killProcesses(p.root))
+	for _, n := range st.nodes() {
+		what := "remove pods"
+		if st.Testbed != nil {
+			what += " of node " + n.Name
+		}
+		note(what, removePods(ctx, n.paths().containerdSock()))
+	}
+	note("stop processes", killProcesses(p.root, st.cgroupTree()))
+	note("remove kubelet's device plugin socket", removeStaleKubeletSocket())
 	note("unmount", unmountUnder(p.root))
 	note("remove container log links", removeContainerLogLinks(p.root))
-	note("remove cgroups", removeCgroups(hostCgroupRoot))
-	note("remove bridge", removeBridge(st.Config.Bridge))
-	note("remove kube-proxy rules", cleanupKubeProxy(st.Config.BinDir, p))
+	if st.Testbed != nil {
+		note("remove testbed "+st.Testbed.Name, removeTestbed(st.Testbed))
+	}
+	note("remove cgroups", removeCgroups(st.cgroupTree()))
+	note("remove directories", removeCreated(st.Created))
+	if st.Testbed == nil {
+		note("remove bridge", removeBridge(st.Config.Bridge))
+		note("remove kube-proxy rules", cleanupKubeProxy(st.Config.BinDir, p))
+	}
 	note("remove iptables chains", removeNewChains(st.Chains))
 	note("remove nftables tables", removeNewTables(st.Tables))
 	note("restore sysctls", restoreSysctls(st.Sysctls))
@@ -50,6 +74,39 @@ func sweep(ctx context.Context, st *state) error {
 		return errors.Join(errs...)
 	}
 	return os.RemoveAll(p.root)
+}
+
+// removeTestbed removes a multi-node cluster's testbed as `continuum testbed down --name`
+// does, if it is still there (`testbed down --all` may have removed it first).
+func removeTestbed(ref *testbedRef) error {
+	all, err := testbed.List(ref.StateDir)
+	if err != nil {
+		return err
+	}
+	for _, tb := range all {
+		if tb.Name == ref.Name {
+			return testbed.Destroy(ref.StateDir, ref.Name)
+		}
+	}
+	return nil
+}
+
+// removeCreated removes the directories of dirs (recorded as missing before Up) that are
+// empty, deepest first; one that holds something (another testbed's cgroup under continuum/,
+// say) stays.
+func removeCreated(dirs []string) error {
+	sorted := slices.Clone(dirs)
+	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
+	var errs []error
+	for _, d := range sorted {
+		err := syscall.Rmdir(d)
+		switch {
+		case err == nil, errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EBUSY), errors.Is(err, syscall.EEXIST):
+		default:
+			errs = append(errs, fmt.Errorf("rmdir %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // removePods stops and removes every pod sandbox through containerd's CRI, if containerd still
@@ -86,12 +143,13 @@ func removePods(ctx context.Context, sock string) error {
 }
 
 // killProcesses kills every process that belongs to the cluster: its daemons and containerd's
-// shims (isDaemon) and the processes in its cgroup subtree (the containers). Shims are killed before containers' processes are collected, so that none is
+// shims (isDaemon) and the processes in its cgroup subtree cgroup (the containers; in a
+// multi-node cluster everything in its testbed). Shims are killed before containers' processes are collected, so that none is
 // restarted meanwhile; it retries until none is left or 30 s have passed.
-func killProcesses(root string) error {
+func killProcesses(root, cgroup string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		pids := clusterPIDs(root)
+		pids := clusterPIDs(root, cgroup)
 		if len(pids) == 0 {
 			return nil
 		}
@@ -105,7 +163,7 @@ func killProcesses(root string) error {
 	}
 }
 
-func clusterPIDs(root string) []int {
+func clusterPIDs(root, cgroup string) []int {
 	seen := map[int]bool{}
 	self := os.Getpid()
 	entries, _ := os.ReadDir("/proc")
@@ -122,7 +180,7 @@ func clusterPIDs(root string) []int {
 			seen[pid] = true
 		}
 	}
-	for _, dir := range cgroupDirs(hostCgroupRoot) {
+	for _, dir := range cgroupDirs(cgroup) {
 		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err != nil || !d.IsDir() {
 				return nil
@@ -297,16 +355,25 @@ func cleanupKubeProxy(binDir string, p paths) error {
 }
 
 // makeCgroups creates cgroup path in every hierarchy, as kubelet wants its cgroup root to
-// exist. On v1 a new cpuset has no CPUs and no memory nodes until given its parent's.
+// exist in each it uses. On v1 a new cpuset has no CPUs and no memory nodes until given its
+// parent's, and a cpuset without them takes no process: every level on the path that has none
+// gets its parent's, top down.
 func makeCgroups(path string) error {
-	for _, dir := range cgroupDirs(path) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	for _, dir := range cgroupLevels(path) {
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			cur, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				break // not the cpuset hierarchy
+			}
+			if strings.TrimSpace(string(cur)) != "" {
+				continue
+			}
 			parent, err := os.ReadFile(filepath.Join(filepath.Dir(dir), f))
 			if err != nil {
-				continue // not the cpuset hierarchy
+				return err
 			}
 			if err := os.WriteFile(filepath.Join(dir, f), parent, 0o644); err != nil {
 				return fmt.Errorf("%s: %w", filepath.Join(dir, f), err)
@@ -314,6 +381,31 @@ func makeCgroups(path string) error {
 		}
 	}
 	return nil
+}
+
+// cgroupLevels are the directories of cgroup path and of each of its ancestors below the
+// root, in every hierarchy, each before its children.
+func cgroupLevels(path string) []string {
+	var out []string
+	for _, root := range cgroupDirs("/") {
+		dir := root
+		for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
+			dir = filepath.Join(dir, part)
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// missingCgroups are the levels of cgroup path (cgroupLevels) that do not exist yet.
+func missingCgroups(path string) []string {
+	var out []string
+	for _, d := range cgroupLevels(path) {
+		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // daemons are the programs a cluster runs on the host; `continuum` only as the kv member, not as

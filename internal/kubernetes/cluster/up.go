@@ -6,36 +6,58 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
+	"github.com/continuum-project/continuum/internal/testbed"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
-// Cluster is a running one-node cluster, owned by the process that called Up.
+// Cluster is a running cluster, owned by the process that called Up.
 type Cluster struct {
-	cfg      Config
-	p        paths
-	st       *state
-	log      *slog.Logger
+	cfg   Config
+	p     paths
+	st    *state
+	log   *slog.Logger
+	nodes []nodeConfig // the one-node cluster's host node, or a multi-node cluster's nodes
+	// A multi-node cluster's testbed, the node its store and control plane run in, and the
+	// forwarder that lets the host's clients reach the API server there; a one-node cluster has
+	// none of them.
+	tb     *testbed.Testbed
+	cpNode nodeConfig
+	fwd    *forwarder
+
 	store    *proc
 	storeURL string
 	cp       *controlplane.ControlPlane
-	node     nodeConfig
 	procs    []*proc // node daemons, in start order: containerd, coredns, kubelet, kube-proxy
 	client   kubernetes.Interface
+	down     chan struct{} // closed by stopAll
+	downOnce sync.Once
 }
 
-// Up brings a cluster up in cfg.StateDir and returns once its Node is Ready. On error it leaves
-// nothing behind. The caller keeps the cluster running until it calls Down.
+// Up brings a cluster up in cfg.StateDir and returns once its Nodes are Ready. On error it
+// leaves nothing behind. The caller keeps the cluster running until it calls Down.
+//
+// A multi-node cluster (cfg.Topology or cfg.Nodes) is a testbed of the topology, hosted by this
+// process, with a Kubernetes node in each testbed node: the store and the control plane run in
+// one of them; every node runs its containerd, CoreDNS, kubelet and kube-proxy as the testbed's
+// processes (their network namespace, the host's mount namespace for containerd and kubelet,
+// and a cgroup below the node's, whose limits they share with the node's pods), and its pods on
+// a bridge in the node's namespace, on the node's /24 of the pod CIDR, which the fabric routes
+// to the node. So every packet between nodes (pods', kubelets' to the API server) takes the
+// emulated links, and the testbed's faults (`continuum testbed fault --name <testbed>`) are the
+// cluster's.
 func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -56,6 +78,15 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 			return nil, fmt.Errorf("remove the previous cluster in %s: %w", cfg.StateDir, err)
 		}
 	}
+	var pl *clusterPlan
+	if cfg.multiNode() {
+		if cfg.TestbedStateDir == "" {
+			cfg.TestbedStateDir = testbed.DefaultStateDir()
+		}
+		if pl, err = cfg.plan(); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -69,10 +100,24 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 	if st.Tables, err = nftTables(); err != nil {
 		return nil, err
 	}
+	st.Created = missingDirs(kubeletHostDirs)
+	c := &Cluster{cfg: cfg, p: p, st: st, log: log, down: make(chan struct{})}
+	if pl == nil {
+		c.nodes = []nodeConfig{cfg.hostNode()}
+	} else {
+		c.nodes = pl.nodes
+		st.Testbed = &testbedRef{Name: pl.testbed, StateDir: cfg.TestbedStateDir}
+		st.Nodes, st.ControlPlane = pl.nodes, pl.controlPlane
+		for _, n := range pl.nodes {
+			st.Created = append(st.Created, missingCgroups(n.CgroupRoot)...)
+			if n.Name == pl.controlPlane {
+				c.cpNode = n
+			}
+		}
+	}
 	if err := writeState(p, st); err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, p: p, st: st, log: log, node: cfg.hostNode()}
 	defer func() {
 		if err != nil {
 			c.stopAll()
@@ -81,21 +126,31 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 			}
 		}
 	}()
-	steps := []struct {
+	type step struct {
 		what string
 		do   func(context.Context) error
-	}{
-		{"cgroups", func(context.Context) error { return makeCgroups(c.node.CgroupRoot) }},
-		{"pod network bridge", c.setupBridge},
-		{"store (" + cfg.Store + ")", c.startStore},
-		{"control plane", c.startControlPlane},
-		{"containerd", c.startContainerd},
-		{"images", c.importImages},
-		{"CoreDNS", c.startCoreDNS},
-		{"kubelet", c.startKubelet},
-		{"kube-proxy", c.startKubeProxy},
-		{"storage", c.setupStorage},
 	}
+	var steps []step
+	if pl != nil {
+		steps = append(steps, step{"testbed " + pl.testbed, func(context.Context) error { return c.upTestbed(pl.topo) }})
+	}
+	steps = append(steps,
+		step{"cgroups", c.makeCgroups},
+		step{"pod network bridge", c.setupBridges},
+		step{"store (" + cfg.Store + ")", c.startStore},
+		step{"control plane", c.startControlPlane},
+	)
+	if pl != nil {
+		steps = append(steps, step{"API server forwarder", c.forwardAPI})
+	}
+	steps = append(steps,
+		step{"containerd", c.startContainerd},
+		step{"images", c.importImages},
+		step{"CoreDNS", c.startCoreDNS},
+		step{"kubelet", c.startKubelet},
+		step{"kube-proxy", c.startKubeProxy},
+		step{"storage", c.setupStorage},
+	)
 	for _, s := range steps {
 		start := time.Now()
 		if err := s.do(ctx); err != nil {
@@ -110,36 +165,79 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 	return c, nil
 }
 
-// Kubeconfig is the administrator's kubeconfig file.
-func (c *Cluster) Kubeconfig() string { return c.cp.Kubeconfig() }
+// upTestbed brings up the testbed of a multi-node cluster: the nodes' namespaces, the fabric
+// with each node's pod CIDR behind it, and each node's routes to the others' pod CIDRs out of
+// its eth0 (testbed.Options.NodePrefixes), so that a node needs no route of its own for the
+// cluster's pod CIDR: the testbed routes every other node's /24, the node's own is on its
+// bridge, and what is in neither (no node's) is unreachable at once rather than dropped by
+// the fabric.
+func (c *Cluster) upTestbed(topo *testbed.Topology) error {
+	prefixes := map[string][]netip.Prefix{}
+	for _, n := range c.nodes {
+		prefixes[n.Name] = []netip.Prefix{n.PodCIDR}
+	}
+	tb, err := testbed.Up(topo, testbed.Options{Name: c.st.Testbed.Name, StateDir: c.st.Testbed.StateDir,
+		Launcher: c.cfg.ContinuumBin, Logger: c.log, NodePrefixes: prefixes})
+	if err != nil {
+		return err
+	}
+	c.tb = tb
+	// Each kubelet's cgroup root is <node>/pods (nodeCgroupRoot), which a testbed process of
+	// that name would share: none may take it.
+	return tb.Reserve(podsCgroup)
+}
 
-// Failed returns a channel that yields the first daemon that exits while the cluster runs.
+// Kubeconfig is the administrator's kubeconfig file: of a multi-node cluster, with the
+// host's forwarder to the API server as its server.
+func (c *Cluster) Kubeconfig() string { return c.st.Kubeconfig }
+
+// Testbed is the testbed a multi-node cluster's nodes live in; nil for the one-node cluster.
+func (c *Cluster) Testbed() *testbed.Testbed { return c.tb }
+
+// Failed returns a channel that yields the first daemon that exits while the cluster runs, or
+// the testbed's shutdown (`continuum testbed down` asked the testbed's host, this process, to
+// shut it down).
 func (c *Cluster) Failed() <-chan error {
 	ch := make(chan error, 1)
+	send := func(err error) {
+		select {
+		case ch <- err:
+		default:
+		}
+	}
 	all := append([]*proc{c.store}, c.procs...)
 	for _, pr := range all {
 		go func() {
 			<-pr.done
+			send(pr.failure())
+		}()
+	}
+	if c.tb != nil {
+		go func() {
 			select {
-			case ch <- pr.failure():
-			default:
+			case <-c.tb.ShutdownRequested():
+				send(fmt.Errorf("testbed %s was asked to shut down (continuum testbed down)", c.tb.Name))
+			case <-c.down:
 			}
 		}()
 	}
 	return ch
 }
 
-// Down stops the cluster in order (kubelet first, so that it restarts nothing; then the pods,
-// the node daemons, the control plane and the store) and removes everything Up made.
+// Down stops the cluster in order (kubelets first, so that they restart nothing; then the pods,
+// the node daemons, the control plane, the store and the testbed) and removes everything Up
+// made.
 func (c *Cluster) Down(ctx context.Context) error {
-	for i := len(c.procs) - 1; i >= 0; i-- {
-		if c.procs[i].name == "kubelet" {
-			c.procs[i].stop(10 * time.Second)
+	for _, pr := range c.procs {
+		if pr.role == "kubelet" {
+			pr.stop(10 * time.Second)
 		}
 	}
 	var errs []error
-	if err := removePods(ctx, c.node.paths().containerdSock()); err != nil {
-		errs = append(errs, fmt.Errorf("remove pods: %w", err))
+	for _, n := range c.nodes {
+		if err := removePods(ctx, n.paths().containerdSock()); err != nil {
+			errs = append(errs, fmt.Errorf("remove pods of node %s: %w", n.Name, err))
+		}
 	}
 	c.stopAll()
 	if err := sweep(ctx, c.st); err != nil {
@@ -148,9 +246,14 @@ func (c *Cluster) Down(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// stopAll stops every process of the cluster, last started first, and takes the testbed down.
 func (c *Cluster) stopAll() {
+	c.downOnce.Do(func() { close(c.down) })
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop(10 * time.Second)
+	}
+	if c.fwd != nil {
+		c.fwd.Close()
 	}
 	if c.cp != nil {
 		c.cp.Stop()
@@ -158,6 +261,54 @@ func (c *Cluster) stopAll() {
 	if c.store != nil {
 		c.store.stop(10 * time.Second)
 	}
+	if c.tb != nil {
+		if err := c.tb.Down(); err != nil {
+			c.log.Warn("testbed down (the sweep removes what is left)", "testbed", c.tb.Name, "err", err)
+		}
+	}
+}
+
+// startDaemon starts a node daemon: a host process for the one-node cluster, a process of its
+// testbed node for a multi-node cluster (in the host's mount namespace if hostMounts).
+func (c *Cluster) startDaemon(n nodeConfig, role string, argv, env []string, hostMounts bool) (*proc, error) {
+	var pr *proc
+	var err error
+	if c.tb == nil {
+		pr, err = startProc(c.p, role, argv, env)
+	} else {
+		pr, err = startNodeProc(c.tb, c.p, n, role, argv, env, hostMounts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, pr)
+	return pr, nil
+}
+
+// dialer opens connections from node n: in its namespace, or the host's for the one-node
+// cluster (whose node is the host). Health checks of what listens on a node's loopback or
+// bridge go through it.
+func (c *Cluster) dialer(n nodeConfig) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if c.tb == nil {
+		return (&net.Dialer{}).DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return c.tb.Dial(ctx, n.Name, network, addr)
+	}
+}
+
+// forNodes runs do for every node, in order, and stops at the first error, naming the node (of
+// a multi-node cluster; the one-node cluster's errors read as before).
+func (c *Cluster) forNodes(do func(n nodeConfig) error) error {
+	for _, n := range c.nodes {
+		if err := do(n); err != nil {
+			if c.tb != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // checkBinaries names every program the cluster needs that is missing, and where it comes from.
@@ -192,11 +343,27 @@ func checkBinaries(cfg Config) error {
 	return nil
 }
 
-// setupBridge creates the pods' bridge with the gateway address before anything needs it: the
-// API server advertises that address and CoreDNS listens on it, both before the first pod
-// (which is when the CNI bridge plugin would create it).
-func (c *Cluster) setupBridge(context.Context) error {
-	n := c.node
+// makeCgroups makes every node's cgroup root in every hierarchy (kubelet wants it in each it
+// uses; the testbed makes a node's cgroup in four).
+func (c *Cluster) makeCgroups(context.Context) error {
+	return c.forNodes(func(n nodeConfig) error { return makeCgroups(n.CgroupRoot) })
+}
+
+// setupBridges makes every node's pod bridge, in its namespace.
+func (c *Cluster) setupBridges(context.Context) error {
+	return c.forNodes(func(n nodeConfig) error {
+		if c.tb == nil {
+			return setupBridge(n)
+		}
+		return c.tb.InNode(n.Name, func() error { return setupBridge(n) })
+	})
+}
+
+// setupBridge creates node n's pod bridge with the gateway address before anything needs it,
+// in the calling thread's network namespace, and turns forwarding on there: the API server of
+// the one-node cluster advertises that address and every node's CoreDNS listens on it, both
+// before the first pod (which is when the CNI bridge plugin would create it).
+func setupBridge(n nodeConfig) error {
 	gw := n.gateway()
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: n.Bridge}}
 	if err := netlink.LinkAdd(br); err != nil {
@@ -221,46 +388,53 @@ func (c *Cluster) setupBridge(context.Context) error {
 	return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644)
 }
 
-// startContainerd starts containerd with the cluster's config and waits until it answers.
+// startContainerd starts every node's containerd with its config and waits until each answers.
 func (c *Cluster) startContainerd(ctx context.Context) error {
-	np := c.node.paths()
-	conf := filepath.Join(np.containerd(), "config.toml")
-	if err := writeFile(conf, []byte(c.cfg.containerdConfig(c.node))); err != nil {
+	started := map[string]*proc{}
+	if err := c.forNodes(func(n nodeConfig) error {
+		conf := filepath.Join(n.paths().containerd(), "config.toml")
+		if err := writeFile(conf, []byte(c.cfg.containerdConfig(n))); err != nil {
+			return err
+		}
+		pr, err := c.startDaemon(n, "containerd", []string{"containerd", "--config", conf}, nil, true)
+		started[n.Name] = pr
+		return err
+	}); err != nil {
 		return err
 	}
-	pr, err := startProc(c.p, "containerd", []string{"containerd", "--config", conf}, nil)
-	if err != nil {
-		return err
-	}
-	c.procs = append(c.procs, pr)
-	return waitFor("containerd", 60*time.Second, []*proc{pr}, func() error {
-		return exec.CommandContext(ctx, "ctr", "--address", np.containerdSock(), "version").Run()
+	return c.forNodes(func(n nodeConfig) error {
+		return waitFor("containerd", 60*time.Second, []*proc{started[n.Name]}, func() error {
+			return exec.CommandContext(ctx, "ctr", "--address", n.paths().containerdSock(), "version").Run()
+		})
 	})
 }
 
-// importImages loads the OCI tarballs into containerd's k8s.io namespace, where the CRI plugin
-// (and so kubelet) finds them.
+// importImages loads the OCI tarballs into every node's containerd, in its k8s.io namespace,
+// where the CRI plugin (and so kubelet) finds them.
 func (c *Cluster) importImages(ctx context.Context) error {
-	sock := c.node.paths().containerdSock()
-	for _, img := range c.cfg.Images {
-		out, err := exec.CommandContext(ctx, "ctr", "--address", sock, "-n", "k8s.io",
-			"images", "import", "--no-unpack=false", img).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("import %s: %v: %s", img, err, out)
+	return c.forNodes(func(n nodeConfig) error {
+		sock := n.paths().containerdSock()
+		for _, img := range c.cfg.Images {
+			out, err := exec.CommandContext(ctx, "ctr", "--address", sock, "-n", "k8s.io",
+				"images", "import", "--no-unpack=false", img).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("import %s: %v: %s", img, err, out)
+			}
 		}
-	}
-	out, err := exec.CommandContext(ctx, "ctr", "--address", sock, "-n", "k8s.io",
-		"images", "ls", "-q").Output()
-	if err != nil {
-		return err
-	}
-	if !containsLine(string(out), c.cfg.SandboxImage) {
-		return fmt.Errorf("sandbox image %s is not among the imported images:\n%s", c.cfg.SandboxImage, out)
-	}
-	return nil
+		out, err := exec.CommandContext(ctx, "ctr", "--address", sock, "-n", "k8s.io",
+			"images", "ls", "-q").Output()
+		if err != nil {
+			return err
+		}
+		if !containsLine(string(out), c.cfg.SandboxImage) {
+			return fmt.Errorf("sandbox image %s is not among the imported images:\n%s", c.cfg.SandboxImage, out)
+		}
+		return nil
+	})
 }
 
-// startCoreDNS serves the cluster's names on the bridge address.
+// startCoreDNS serves the cluster's names on every node's bridge address and waits until each
+// answers, asked from inside its node.
 func (c *Cluster) startCoreDNS(ctx context.Context) error {
 	kc, err := c.cp.IssueKubeconfig("system:coredns", nil, "")
 	if err != nil {
@@ -269,105 +443,125 @@ func (c *Cluster) startCoreDNS(ctx context.Context) error {
 	if err := c.grantCoreDNS(ctx); err != nil {
 		return err
 	}
-	conf := filepath.Join(c.node.paths().coreDNS(), "Corefile")
-	if err := writeFile(conf, []byte(c.cfg.corefile(c.node, kc))); err != nil {
-		return err
-	}
-	pr, err := startProc(c.p, "coredns", []string{filepath.Join(c.cfg.BinDir, "coredns"), "-conf", conf}, nil)
-	if err != nil {
-		return err
-	}
-	c.procs = append(c.procs, pr)
-	addr := net.JoinHostPort(c.node.gateway().String(), "53")
-	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "udp", addr)
-	}}
-	name := "kubernetes.default.svc." + c.cfg.ClusterDomain
-	return waitFor("CoreDNS", 60*time.Second, []*proc{pr}, func() error {
-		qctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		_, err := r.LookupHost(qctx, name)
-		return err
-	})
-}
-
-// startKubelet starts kubelet and waits until its Node is Ready.
-func (c *Cluster) startKubelet(ctx context.Context) error {
-	n := c.node
-	kc, err := c.cp.IssueKubeconfig("system:node:"+n.Name, []string{"system:nodes"}, "")
-	if err != nil {
-		return err
-	}
-	conf := filepath.Join(n.paths().kubelet(), "config.yaml")
-	b, err := c.cfg.kubeletConfig(n, c.cp.CAFile())
-	if err != nil {
-		return err
-	}
-	if err := writeFile(conf, b); err != nil {
-		return err
-	}
-	cni, err := c.cfg.cniConfig(n)
-	if err != nil {
-		return err
-	}
-	if err := writeFile(filepath.Join(n.paths().cniConf(), "10-continuum.conflist"), cni); err != nil {
-		return err
-	}
-	pr, err := startProc(c.p, "kubelet", c.cfg.kubeletArgs(n, conf, kc), []string{"PATH=" + os.Getenv("PATH") + ":" + cniBinDir})
-	if err != nil {
-		return err
-	}
-	c.procs = append(c.procs, pr)
-	return waitFor("Node "+n.Name+" Ready", 3*time.Minute, []*proc{pr}, func() error {
-		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		node, err := c.client.CoreV1().Nodes().Get(qctx, n.Name, metav1.GetOptions{})
+	return c.forNodes(func(n nodeConfig) error {
+		conf := filepath.Join(n.paths().coreDNS(), "Corefile")
+		if err := writeFile(conf, []byte(c.cfg.corefile(n, kc))); err != nil {
+			return err
+		}
+		pr, err := c.startDaemon(n, "coredns", []string{filepath.Join(c.cfg.BinDir, "coredns"), "-conf", conf}, nil, false)
 		if err != nil {
 			return err
 		}
-		for _, cond := range node.Status.Conditions {
-			if cond.Type == corev1.NodeReady {
-				if cond.Status == corev1.ConditionTrue {
-					return nil
-				}
-				return fmt.Errorf("Ready=%s: %s", cond.Status, cond.Message)
-			}
-		}
-		return errors.New("no Ready condition yet")
+		addr := net.JoinHostPort(n.gateway().String(), "53")
+		dial := c.dialer(n)
+		r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dial(ctx, "udp", addr)
+		}}
+		name := "kubernetes.default.svc." + c.cfg.ClusterDomain
+		return waitFor("CoreDNS", 60*time.Second, []*proc{pr}, func() error {
+			qctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			_, err := r.LookupHost(qctx, name)
+			return err
+		})
 	})
 }
 
-// startKubeProxy starts kube-proxy and waits for its health endpoint.
+// startKubelet starts every node's kubelet and waits until every Node is Ready.
+func (c *Cluster) startKubelet(ctx context.Context) error {
+	started := map[string]*proc{}
+	if err := c.forNodes(func(n nodeConfig) error {
+		kc, err := c.cp.IssueKubeconfig("system:node:"+n.Name, []string{"system:nodes"}, "")
+		if err != nil {
+			return err
+		}
+		conf := filepath.Join(n.paths().kubelet(), "config.yaml")
+		b, err := c.cfg.kubeletConfig(n, c.cp.CAFile())
+		if err != nil {
+			return err
+		}
+		if err := writeFile(conf, b); err != nil {
+			return err
+		}
+		cni, err := c.cfg.cniConfig(n)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(n.paths().cniConf(), "10-continuum.conflist"), cni); err != nil {
+			return err
+		}
+		pr, err := c.startDaemon(n, "kubelet", c.cfg.kubeletArgs(n, conf, kc), []string{"PATH=" + os.Getenv("PATH") + ":" + cniBinDir}, true)
+		started[n.Name] = pr
+		return err
+	}); err != nil {
+		return err
+	}
+	return c.forNodes(func(n nodeConfig) error {
+		return waitFor("Node "+n.Name+" Ready", 3*time.Minute, []*proc{started[n.Name]}, func() error {
+			return c.nodeReady(ctx, n.Name)
+		})
+	})
+}
+
+// nodeReady is nil once Node name is Ready, else what its Ready condition says.
+func (c *Cluster) nodeReady(ctx context.Context, name string) error {
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	node, err := c.client.CoreV1().Nodes().Get(qctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			if cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+			return fmt.Errorf("Ready=%s: %s", cond.Status, cond.Message)
+		}
+	}
+	return errors.New("no Ready condition yet")
+}
+
+// startKubeProxy starts every node's kube-proxy and waits for its health endpoint, asked from
+// inside its node.
 func (c *Cluster) startKubeProxy(ctx context.Context) error {
 	kc, err := c.cp.IssueKubeconfig("system:kube-proxy", nil, "")
 	if err != nil {
 		return err
 	}
-	conf := filepath.Join(c.node.paths().kubeProxy(), "config.yaml")
-	b, err := c.cfg.kubeProxyConfig(c.node, kc)
-	if err != nil {
-		return err
-	}
-	if err := writeFile(conf, b); err != nil {
-		return err
-	}
-	pr, err := startProc(c.p, "kube-proxy", []string{filepath.Join(c.cfg.BinDir, "kube-proxy"), "--config", conf}, nil)
-	if err != nil {
-		return err
-	}
-	c.procs = append(c.procs, pr)
-	return waitFor("kube-proxy", 60*time.Second, []*proc{pr}, func() error {
-		return httpOK(ctx, "http://127.0.0.1:10256/healthz")
+	return c.forNodes(func(n nodeConfig) error {
+		conf := filepath.Join(n.paths().kubeProxy(), "config.yaml")
+		b, err := c.cfg.kubeProxyConfig(n, kc)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(conf, b); err != nil {
+			return err
+		}
+		pr, err := c.startDaemon(n, "kube-proxy", []string{filepath.Join(c.cfg.BinDir, "kube-proxy"), "--config", conf}, nil, false)
+		if err != nil {
+			return err
+		}
+		return waitFor("kube-proxy", 60*time.Second, []*proc{pr}, func() error {
+			return httpOK(ctx, c.dialer(n), "http://127.0.0.1:10256/healthz")
+		})
 	})
 }
 
-// ContainerdSocket is the cluster's containerd socket: images imported through it (into its
-// k8s.io namespace) are the kubelet's.
-func (c *Cluster) ContainerdSocket() string { return c.node.paths().containerdSock() }
+// ContainerdSocket is the one-node cluster's containerd socket: images imported through it
+// (into its k8s.io namespace) are the kubelet's. A multi-node cluster has one per node: "".
+func (c *Cluster) ContainerdSocket() string {
+	if c.tb != nil {
+		return ""
+	}
+	return c.nodes[0].paths().containerdSock()
+}
 
-// ContainerdFor is the containerd socket of the running cluster whose admin kubeconfig is
-// kubeconfig (a cluster `continuum cluster up` started on this host), or "" when kubeconfig is
-// not one: `run --platform kubernetes` imports local images through it without being told.
+// ContainerdFor is the containerd socket of the running one-node cluster whose admin
+// kubeconfig is kubeconfig (a cluster `continuum cluster up` started on this host), or "" when
+// kubeconfig is not one: `run --platform kubernetes` imports local images through it without
+// being told. A multi-node cluster has a containerd per node, which this one socket cannot
+// name: "".
 func ContainerdFor(kubeconfig string) string {
 	abs, err := filepath.Abs(kubeconfig)
 	if kubeconfig == "" || err != nil {
@@ -378,7 +572,7 @@ func ContainerdFor(kubeconfig string) string {
 		if err != nil {
 			continue
 		}
-		if st.Kubeconfig == abs && st.alive() {
+		if st.Kubeconfig == abs && st.alive() && st.Testbed == nil {
 			return paths{dir}.host().containerdSock()
 		}
 		return ""

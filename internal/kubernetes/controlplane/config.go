@@ -72,8 +72,9 @@ type Config struct {
 	// ExtraSANs are further addresses the apiserver's serving certificate is valid for.
 	ExtraSANs []net.IP
 	// Wrap, if set, turns each component's command line into the one started: the testbed's
-	// launcher, which enters a node's network namespace and cgroup first.
-	Wrap func(argv []string) []string
+	// launcher, which enters a node's network namespace and cgroup first. An error (the testbed
+	// is going down) fails the start, or ends the restarts of a supervised component.
+	Wrap func(argv []string) ([]string, error)
 	// Dial, if set, opens the connections of the control plane's own clients (health checks,
 	// Client, RESTConfig): into the node's network namespace when the components run in one.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)

@@ -155,9 +155,10 @@ func (cp *ControlPlane) launch(ctx context.Context, c component) error {
 			cp.mu.Unlock()
 			return fmt.Errorf("%s is already running", c.name)
 		}
-		argv := c.args()
-		if cp.cfg.Wrap != nil {
-			argv = cp.cfg.Wrap(argv)
+		argv, err := cp.argv(c)
+		if err != nil {
+			cp.mu.Unlock()
+			return err
 		}
 		pr, err := startProcess(c.name, cp.LogPath(c.name), argv)
 		if err != nil {
@@ -212,6 +213,19 @@ func (cp *ControlPlane) startOthers(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// argv is c's command line as started: Config.Wrap's, if set.
+func (cp *ControlPlane) argv(c component) ([]string, error) {
+	argv := c.args()
+	if cp.cfg.Wrap == nil {
+		return argv, nil
+	}
+	w, err := cp.cfg.Wrap(argv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.name, err)
+	}
+	return w, nil
+}
+
 // restartDelay is how long a supervised component stays down before it is started again.
 const restartDelay = time.Second
 
@@ -240,7 +254,12 @@ func (cp *ControlPlane) supervise(c component) {
 				cp.mu.Unlock()
 				return
 			}
-			next, err := startProcess(c.name, cp.LogPath(c.name), c.args())
+			argv, err := cp.argv(c) // in the node it was started in, as launch did
+			if err != nil {
+				cp.mu.Unlock()
+				return // its node is going down
+			}
+			next, err := startProcess(c.name, cp.LogPath(c.name), argv)
 			if err != nil {
 				cp.mu.Unlock()
 				return // the binary is gone; the log says what ran last
