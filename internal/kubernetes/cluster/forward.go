@@ -47,12 +47,27 @@ func startForwarder(listen, to string, dial func(ctx context.Context, network, a
 // Addr is the address the forwarder listens on.
 func (f *forwarder) Addr() string { return f.ln.Addr().String() }
 
+// accept serves the listener until Close. An error while open (out of file descriptors, most
+// likely) is waited out as net/http's server does, doubling from 5 ms to 1 s: returning would
+// leave the port bound and every later client hanging in its backlog.
 func (f *forwarder) accept() {
+	var wait time.Duration
 	for {
 		c, err := f.ln.Accept()
 		if err != nil {
-			return // closed
+			if f.ctx.Err() != nil {
+				return // closed
+			}
+			wait = min(max(2*wait, 5*time.Millisecond), time.Second)
+			f.log.Warn("API server forwarder: accept", "err", err, "retry_in", wait)
+			select {
+			case <-f.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			continue
 		}
+		wait = 0
 		if !f.track(c) {
 			c.Close()
 			return

@@ -22,7 +22,10 @@ import (
 // turn it on), and the tunables kubelet sets at its start whenever it does not protect the
 // kernel's defaults (kubeletTunables: without them in this list, one `cluster up` left a host
 // set to reboot 10 s after any kernel oops).
-var sysctls = append([]string{"net/ipv4/ip_forward"}, slices.Sorted(maps.Keys(kubeletTunables))...)
+var sysctls = append([]string{ipForward}, slices.Sorted(maps.Keys(kubeletTunables))...)
+
+// ipForward is the forwarding switch of the namespace that opens it.
+const ipForward = "net/ipv4/ip_forward"
 
 // kubeletTunables are the values kubelet writes (setupKernelTunables in kubelet's container
 // manager, Kubernetes 1.37).
@@ -123,9 +126,19 @@ func readSysctls() (map[string]string, error) {
 	return out, nil
 }
 
+// restoreSysctls writes back the values saved before Up, each only while the setting still holds
+// what the cluster set (forwarding on, kubelet's tunables): one that another program (or
+// another cluster's Down) changed since is theirs now, and left alone.
 func restoreSysctls(saved map[string]string) error {
 	var errs []error
 	for k, v := range saved {
+		set, ok := kubeletTunables[k]
+		if k == ipForward {
+			set, ok = "1", true
+		}
+		if b, err := os.ReadFile("/proc/sys/" + k); err != nil || !ok || strings.TrimSpace(string(b)) != set {
+			continue
+		}
 		if err := os.WriteFile("/proc/sys/"+k, []byte(v+"\n"), 0o644); err != nil {
 			errs = append(errs, err)
 		}

@@ -51,6 +51,10 @@ func (c Config) plan() (*clusterPlan, error) {
 	return &clusterPlan{topo: topo, testbed: name, nodes: nodes, controlPlane: cp}, nil
 }
 
+// maxNodes bounds --nodes: its full mesh has N(N-1)/2 links (the fabric carries each, idle or
+// not), and every node runs four daemons on this one host (11 nodes: 0.32 cores idle, 2.4 GiB).
+const maxNodes = 32
+
 // topology is the testbed's topology: the file Topology names, or Nodes nodes n1..nN in a full
 // mesh of links without delay.
 func (c Config) topology() (*testbed.Topology, error) {
@@ -64,8 +68,8 @@ func (c Config) topology() (*testbed.Topology, error) {
 		}
 		return t, nil
 	}
-	if c.Nodes < 1 {
-		return nil, fmt.Errorf("nodes %d: want at least 1", c.Nodes)
+	if c.Nodes < 1 || c.Nodes > maxNodes {
+		return nil, fmt.Errorf("nodes %d: want 1 to %d (a topology file for more)", c.Nodes, maxNodes)
 	}
 	t := &testbed.Topology{}
 	for i := range c.Nodes {

@@ -112,6 +112,7 @@ func TestMultiNodeConfigRefused(t *testing.T) {
 			[]string{`invalid node name "Edge"`}},
 		{"topology and nodes", func(c *Config) { c.Topology, c.Nodes = "/t.yaml", 2 }, []string{"give one of them"}},
 		{"negative nodes", func(c *Config) { c.Nodes = -1 }, []string{"nodes -1", "at least 1"}},
+		{"too many nodes", func(c *Config) { c.Nodes = 100000 }, []string{"nodes 100000", "want 1 to 32"}},
 		{"unknown control plane", func(c *Config) { c.Nodes, c.ControlPlane = 2, "cloud" },
 			[]string{`control plane node "cloud": no such node (the nodes are n1, n2)`}},
 		{"control plane of one node", func(c *Config) { c.ControlPlane = "cloud" },

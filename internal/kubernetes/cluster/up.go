@@ -94,11 +94,19 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 	if st.Sysctls, err = readSysctls(); err != nil {
 		return nil, err
 	}
-	if st.Chains, err = iptablesChains(); err != nil {
-		return nil, err
-	}
-	if st.Tables, err = nftTables(); err != nil {
-		return nil, err
+	if pl != nil {
+		// A cluster of testbed nodes changes no firewall rule and no forwarding setting in the
+		// host's namespace (kube-proxy, the CNI plugins and the bridges live in the nodes'): it
+		// records none, so that Down cannot take away chains or a setting others made while it
+		// ran. kubelet's tunables are the kernel's, not a namespace's: they stay recorded.
+		delete(st.Sysctls, ipForward)
+	} else {
+		if st.Chains, err = iptablesChains(); err != nil {
+			return nil, err
+		}
+		if st.Tables, err = nftTables(); err != nil {
+			return nil, err
+		}
 	}
 	st.Created = missingDirs(kubeletHostDirs)
 	c := &Cluster{cfg: cfg, p: p, st: st, log: log, down: make(chan struct{})}
@@ -385,7 +393,7 @@ func setupBridge(n nodeConfig) error {
 	if err := netlink.LinkSetUp(br); err != nil {
 		return err
 	}
-	return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644)
+	return os.WriteFile("/proc/sys/"+ipForward, []byte("1\n"), 0o644)
 }
 
 // startContainerd starts every node's containerd with its config and waits until each answers.
