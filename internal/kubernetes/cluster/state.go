@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -94,7 +97,42 @@ func readState(dir string) (*state, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("%s: %w", paths{dir}.state(), err)
 	}
+	if err := st.check(dir); err != nil {
+		return nil, fmt.Errorf("%s: %w; not acting on it (remove what it names by hand, then the file)", paths{dir}.state(), err)
+	}
 	return &st, nil
+}
+
+// check refuses a state that names anything Up in dir would not have made: the sweep kills,
+// unmounts and removes what state.json names, so a file edited, copied from another state
+// directory or corrupted must not point it at another testbed, another containerd or the
+// whole cgroup tree.
+func (st *state) check(dir string) error {
+	if filepath.Clean(st.Config.StateDir) != filepath.Clean(dir) {
+		return fmt.Errorf("written for state dir %q", st.Config.StateDir)
+	}
+	if st.Testbed == nil {
+		if len(st.Nodes) > 0 {
+			return errors.New("nodes without a testbed")
+		}
+		return nil
+	}
+	if want := testbedName(st.Config.StateDir); st.Testbed.Name != want {
+		return fmt.Errorf("testbed %q, want %q (the state directory's)", st.Testbed.Name, want)
+	}
+	tree := testbed.Cgroup(st.Testbed.Name) + "/"
+	for _, n := range st.Nodes {
+		if !dnsLabel.MatchString(n.Name) {
+			return fmt.Errorf("node name %q", n.Name)
+		}
+		if want := (paths{dir}).node(n.Name).root; filepath.Clean(n.Dir) != want {
+			return fmt.Errorf("node %s: directory %q, want %q", n.Name, n.Dir, want)
+		}
+		if !strings.HasPrefix(strings.TrimPrefix(n.CgroupRoot, "/")+"/", tree) || strings.Contains(n.CgroupRoot, "..") {
+			return fmt.Errorf("node %s: cgroup root %q is not under the testbed's %s", n.Name, n.CgroupRoot, tree)
+		}
+	}
+	return nil
 }
 
 // alive reports whether the supervisor that wrote st still runs.

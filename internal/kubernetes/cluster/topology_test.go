@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -148,14 +149,14 @@ func TestMultiNodeConfigRefused(t *testing.T) {
 func TestMultiNodeState(t *testing.T) {
 	cfg := hostConfig()
 	cfg.Nodes = 2
+	dir := t.TempDir()
+	cfg.StateDir = dir
 	pl, err := cfg.plan()
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := &state{PID: 1, Config: cfg, Testbed: &testbedRef{Name: pl.testbed, StateDir: "/run/continuum"},
 		Nodes: pl.nodes, ControlPlane: pl.controlPlane, Created: []string{"/sys/fs/cgroup/cpuset/continuum"}}
-	dir := t.TempDir()
-	st.Config.StateDir = dir
 	if err := writeState(paths{dir}, st); err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +179,56 @@ func TestMultiNodeState(t *testing.T) {
 	if ns := host.nodes(); len(ns) != 1 || ns[0].Dir != host.Config.StateDir || ns[0].Bridge != "continuum0" || host.cgroupTree() != hostCgroupRoot {
 		t.Errorf("one-node cluster: nodes %+v, cgroup tree %s", ns, host.cgroupTree())
 	}
+}
+
+// TestStateNamingWhatUpDidNotMakeRefused: the sweep acts on what state.json names, so a file
+// pointing it at another testbed, another directory or the whole cgroup tree is refused.
+func TestStateNamingWhatUpDidNotMakeRefused(t *testing.T) {
+	dir := t.TempDir()
+	cfg := hostConfig()
+	cfg.Nodes, cfg.StateDir = 2, dir
+	pl, err := cfg.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*state)
+		want   string
+	}{
+		{"another state dir", func(st *state) { st.Config.StateDir = "/var/lib/continuum/other" }, "written for state dir"},
+		{"testbed ..", func(st *state) { st.Testbed.Name = ".." }, `testbed ".."`},
+		{"testbed empty", func(st *state) { st.Testbed.Name = "" }, `testbed ""`},
+		{"another testbed", func(st *state) { st.Testbed.Name = "lab" }, `testbed "lab"`},
+		{"node dir elsewhere", func(st *state) { st.Nodes[1].Dir = "/run/containerd/.." }, "node n2: directory"},
+		{"node name", func(st *state) { st.Nodes[0].Name = "../x" }, `node name "../x"`},
+		{"cgroup root outside", func(st *state) { st.Nodes[0].CgroupRoot = "/" }, "node n1: cgroup root"},
+		{"cgroup root climbing", func(st *state) {
+			st.Nodes[0].CgroupRoot = "/" + testbed.Cgroup(pl.testbed) + "/../../x"
+		}, "node n1: cgroup root"},
+		{"nodes without testbed", func(st *state) { st.Testbed = nil }, "nodes without a testbed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &state{PID: 1, Config: cfg, Testbed: &testbedRef{Name: pl.testbed}, Nodes: slices.Clone(pl.nodes)}
+			if _, err := readStateAfter(t, dir, st); err != nil {
+				t.Fatalf("the untouched state was refused: %v", err)
+			}
+			tc.change(st)
+			_, err := readStateAfter(t, dir, st)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("readState: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// readStateAfter writes st to dir's state.json and reads it back.
+func readStateAfter(t *testing.T, dir string, st *state) (*state, error) {
+	t.Helper()
+	if err := writeState(paths{dir}, st); err != nil {
+		t.Fatal(err)
+	}
+	return readState(dir)
 }
 
 // TestRemoveCreated: the directories Up made are removed when empty, deepest first; one that
