@@ -257,3 +257,25 @@ func TestRemoveCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStateDirLockedOnce: a second Up on a state directory whose lock is held is refused,
+// naming the directory; the lock is free again once its holder lets go.
+func TestStateDirLockedOnce(t *testing.T) {
+	dir := t.TempDir()
+	first, err := lockStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second, err := lockStateDir(dir); err == nil {
+		second.Close()
+		t.Fatal("a second lock of one state directory was granted")
+	} else if !strings.Contains(err.Error(), "another `continuum cluster up`") || !strings.Contains(err.Error(), dir) {
+		t.Errorf("error %q does not say who holds %s", err, dir)
+	}
+	first.Close()
+	again, err := lockStateDir(dir)
+	if err != nil {
+		t.Fatalf("after the holder closed it: %v", err)
+	}
+	again.Close()
+}

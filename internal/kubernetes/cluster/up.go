@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
@@ -36,6 +37,7 @@ type Cluster struct {
 	tb     *testbed.Testbed
 	cpNode nodeConfig
 	fwd    *forwarder
+	lock   *os.File // the state directory's (lockStateDir)
 
 	store    *proc
 	storeURL string
@@ -69,7 +71,12 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 		return nil, err
 	}
 	p := paths{cfg.StateDir}
-	if old, err := readState(cfg.StateDir); err == nil {
+	old, err := readState(cfg.StateDir)
+	switch {
+	case errors.Is(err, errNotRunning):
+	case err != nil:
+		return nil, fmt.Errorf("a previous cluster's state: %w", err)
+	default:
 		if old.alive() {
 			return nil, fmt.Errorf("a cluster is already up in %s (supervisor pid %d); see `continuum cluster status` or remove it with `continuum cluster down`", cfg.StateDir, old.PID)
 		}
@@ -90,6 +97,18 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, err
 	}
+	// One Up per state directory at a time: two would plan the same testbed, and the one that
+	// failed would sweep what the other made. Taken before state.json is written, held by the
+	// supervisor while the cluster runs (Down, or the process's end, lets it go).
+	lock, err := lockStateDir(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.Close()
+		}
+	}()
 	st := &state{PID: os.Getpid(), Started: time.Now().UTC(), Config: cfg}
 	if st.Sysctls, err = readSysctls(); err != nil {
 		return nil, err
@@ -109,7 +128,7 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 		}
 	}
 	st.Created = missingDirs(kubeletHostDirs)
-	c := &Cluster{cfg: cfg, p: p, st: st, log: log, down: make(chan struct{})}
+	c := &Cluster{cfg: cfg, p: p, st: st, log: log, down: make(chan struct{}), lock: lock}
 	if pl == nil {
 		c.nodes = []nodeConfig{cfg.hostNode()}
 	} else {
@@ -251,7 +270,25 @@ func (c *Cluster) Down(ctx context.Context) error {
 	if err := sweep(ctx, c.st); err != nil {
 		errs = append(errs, err)
 	}
+	c.lock.Close()
 	return errors.Join(errs...)
+}
+
+// lockStateDir takes the state directory's lock (flock on the directory), or says that another
+// `continuum cluster up` holds it.
+func lockStateDir(dir string) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another `continuum cluster up` is bringing a cluster up in %s or runs it (see `continuum cluster status --state-dir %s`)", dir, dir)
+		}
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return f, nil
 }
 
 // stopAll stops every process of the cluster, last started first, and takes the testbed down.
