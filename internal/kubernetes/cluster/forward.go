@@ -27,6 +27,8 @@ type forwarder struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	dialing chan struct{} // a slot per connect in progress (maxDialing)
+
 	mu     sync.Mutex // guards conns and closed
 	conns  map[net.Conn]struct{}
 	closed bool
@@ -39,7 +41,8 @@ func startForwarder(listen, to string, dial func(ctx context.Context, network, a
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &forwarder{ln: ln, to: to, dial: dial, log: log, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
+	f := &forwarder{ln: ln, to: to, dial: dial, log: log, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{},
+		dialing: make(chan struct{}, maxDialing)}
 	f.wg.Go(f.accept)
 	return f, nil
 }
@@ -76,12 +79,26 @@ func (f *forwarder) accept() {
 	}
 }
 
+// maxDialing bounds the connects in progress: each holds an OS thread in the node's network
+// namespace (setns on a locked thread) until the API server answers, so clients opening
+// connections faster than a stalled API server (its node paused, its backlog full) accepts them
+// would otherwise pile up threads towards Go's limit of 10 000, which ends the process, and with
+// it the testbed's fabric. A client over the bound is closed at once, as a full backlog would.
+const maxDialing = 64
+
 // serve connects c to the target and copies both ways until either side closes.
 func (f *forwarder) serve(c net.Conn) {
 	defer f.untrack(c)
+	select {
+	case f.dialing <- struct{}{}:
+	default:
+		f.log.Warn("API server forwarder: too many connects in progress; closing a client", "limit", maxDialing)
+		return
+	}
 	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
 	up, err := f.dial(ctx, "tcp", f.to)
 	cancel()
+	<-f.dialing
 	if err != nil {
 		f.log.Warn("API server forwarder: connect", "to", f.to, "err", err)
 		return

@@ -3,12 +3,15 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // TestForwarder: what a client sends through the forwarder reaches the target and the answer
@@ -98,4 +101,62 @@ func TestForwarder(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", f.Addr(), time.Second); err == nil {
 		t.Error("the forwarder still accepts after Close")
 	}
+}
+
+// TestForwarderBoundsConnectsInProgress: with maxDialing connects stalled (an API server that
+// accepts nothing), one more client is closed at once instead of taking another thread; once
+// the stalled connects end, clients are served again.
+func TestForwarderBoundsConnectsInProgress(t *testing.T) {
+	release := make(chan struct{})
+	var stalled atomic.Int32
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		stalled.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, errors.New("refused")
+	}
+	f, err := startForwarder("127.0.0.1:0", "192.0.2.1:6443", dial, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var clients []net.Conn
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	for range maxDialing {
+		c, err := net.DialTimeout("tcp", f.Addr(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	testenv.Eventually(t, 10*time.Second, "every connect in progress", func() bool { return stalled.Load() == maxDialing })
+	extra, err := net.DialTimeout("tcp", f.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_ = extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := extra.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("a client over the bound: read %d, %v; want EOF at once", n, err)
+	}
+	if n := stalled.Load(); n != maxDialing {
+		t.Errorf("%d connects started, want %d", n, maxDialing)
+	}
+	close(release)
+	// The stalled connects now fail and free their slots; a client that arrives after one is
+	// free gets its connect (one arriving before is closed, as above: so try until one does).
+	testenv.Eventually(t, 10*time.Second, "a connect after the stalled ones ended", func() bool {
+		if c, err := net.DialTimeout("tcp", f.Addr(), 5*time.Second); err == nil {
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, _ = c.Read(make([]byte, 1)) // returns once the forwarder is done with it
+			c.Close()
+		}
+		return stalled.Load() > maxDialing
+	})
 }
