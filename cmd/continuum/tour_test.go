@@ -66,8 +66,8 @@ var tourSteps = map[string]tourStep{
 	"bin/continuum run scenarios/iot/mqtt-ingress.yaml":        checked,
 	"bin/continuum bench coldstart --out results/coldstart.md": quick("--runs", "1"),
 
-	"(cd examples/proxy && ../../bin/continuum proxy --config proxy.yaml)": serve("http://127.0.0.1:9090/readyz"),
-	"bin/continuum run scenarios/proxy/dynamic.yaml":                       checked,
+	proxyLine: serve("http://127.0.0.1:9090/readyz"),
+	"bin/continuum run scenarios/proxy/dynamic.yaml": checked,
 
 	"bin/continuum fl plan --topology scenarios/fl/seed-topology.csv --remove n9": asWritten,
 	"bin/continuum run scenarios/fl/seed-orchestration.yaml":                      checked,
@@ -95,6 +95,8 @@ const (
 	// faas list talks to the gateway of the line above it (/system/ answers 401 without auth).
 	gatewayLine = "bin/continuum faas gateway --function name=hello,handler=python/functions/hello,min=0,idle_timeout=30s,zygote=true"
 	gatewayURL  = "http://127.0.0.1:8080/system/functions"
+	// The proxy's clients' port is :8080, as the gateway's: their sections run one after the other.
+	proxyLine = "(cd examples/proxy && ../../bin/continuum proxy --config proxy.yaml)"
 	// The Kubernetes block's image build is the compose line's first command; it runs once.
 	imageBuild  = "bin/continuum image build --out images/"
 	composeLine = imageBuild + " && bin/continuum run examples/compose/notes/compose.yaml"
@@ -151,9 +153,11 @@ func knownTourLines(t *testing.T, lines []string) {
 }
 
 // tourTogether are pairs of lines whose sections share state, so run as one section, in order:
-// the kv line's server port (2379) is the PACE lines' too, and the Kubernetes block's cluster
-// loads the images the compose line built.
-var tourTogether = [][2]string{{kvLine, paceConsumer}, {composeLine, imageBuild}}
+// the kv line's server port (2379) is the PACE lines' too, the gateway and the proxy both listen
+// on :8080 (side by side, whichever bound it first answered the other's clients: a make test run
+// saw `faas list` get the proxy's 400), and the Kubernetes block's cluster loads the images the
+// compose line built.
+var tourTogether = [][2]string{{kvLine, paceConsumer}, {gatewayLine, proxyLine}, {composeLine, imageBuild}}
 
 // TestREADMETour runs the README's tour (see the top of this file). `make build` runs first; then
 // the tour's sections (its blank-line separated blocks, joined per tourTogether) run side by
@@ -518,6 +522,13 @@ func ranWith(earlier string) tourStep {
 func (tr *tourRun) startServer(line, url string) {
 	t := tr.t
 	t.Helper()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	// Something answering before the server starts (another section's server on the same port,
+	// a leftover) would pass for it below: say so instead.
+	if resp, err := hc.Get(url); err == nil {
+		resp.Body.Close()
+		t.Fatalf("%s: %s already answers before the server starts (%s): another server holds its port", line, url, resp.Status)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := tr.command(ctx, line)
 	var out bytes.Buffer
@@ -537,7 +548,6 @@ func (tr *tourRun) startServer(line, url string) {
 		}
 		cancel()
 	})
-	hc := &http.Client{Timeout: 2 * time.Second}
 	var exitErr error
 	testenv.Eventually(t, time.Minute, line+" answering "+url, func() bool {
 		select {
