@@ -22,7 +22,6 @@ import (
 	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 	"github.com/continuum-project/continuum/internal/setup"
-	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/tools"
 )
 
@@ -319,13 +318,7 @@ func newClusterStatusCmd() *cobra.Command {
 				fmt.Fprintf(w, "node\t%s\tready=%v%s\t%s\tpods %s\t%s\n", n.Name, n.Ready, since, n.Address, n.PodCIDR, strings.Join(labels, ","))
 			}
 			for _, l := range st.Links {
-				state, bw := "up", "unlimited"
-				if !l.Up {
-					state = "CUT"
-				}
-				if l.Bandwidth > 0 {
-					bw = spec.Bandwidth(l.Bandwidth).String()
-				}
+				state, bw := linkWords(l)
 				fmt.Fprintf(w, "link\t%s-%s\t%s\tdelay %s\tjitter %s\tloss %g%%\tbandwidth %s\n", l.Between[0], l.Between[1], state,
 					l.Delay, l.Jitter, l.Loss*100, bw)
 			}

@@ -225,13 +225,7 @@ func printStatus(out interface{ Write([]byte) (int, error) }, st testbed.Status)
 	}
 	fmt.Fprintf(w, "\nLINK\tSTATE\tDELAY\tJITTER\tLOSS\tBANDWIDTH\n")
 	for _, l := range st.Links {
-		state, bw := "up", "unlimited"
-		if !l.Up {
-			state = "CUT"
-		}
-		if l.Bandwidth > 0 {
-			bw = spec.Bandwidth(l.Bandwidth).String()
-		}
+		state, bw := linkWords(l)
 		fmt.Fprintf(w, "%s-%s\t%s\t%s\t%s\t%g%%\t%s\n", l.Between[0], l.Between[1], state, l.Delay, l.Jitter, l.Loss*100, bw)
 	}
 	if len(st.Partitions) > 0 {
@@ -452,4 +446,17 @@ func newTestbedStopCmd() *cobra.Command {
 	c.Flags().StringVar(&name, "name", "", "testbed name (required)")
 	_ = c.MarkFlagRequired("name")
 	return c
+}
+
+// linkWords are a link's state (up, or CUT by a partition) and bandwidth as status tables print
+// them.
+func linkWords(l testbed.LinkStatus) (state, bandwidth string) {
+	state, bandwidth = "up", "unlimited"
+	if !l.Up {
+		state = "CUT"
+	}
+	if l.Bandwidth > 0 {
+		bandwidth = spec.Bandwidth(l.Bandwidth).String()
+	}
+	return state, bandwidth
 }

@@ -283,15 +283,21 @@ func TestClusterRunsPodsAndLeavesNothing(t *testing.T) {
 		t.Fatal("a killed daemon was not reported")
 	}
 	downed = true
+	downLeavesHostAsBefore(t, cl, ours, before)
+	if _, err := os.Stat(cfg.StateDir); !os.IsNotExist(err) {
+		t.Fatalf("state dir %s still there (%v)", cfg.StateDir, err)
+	}
+}
+
+// downLeavesHostAsBefore takes the cluster down and fails the test if the host then differs
+// from before (snapshotHost, leaving out what is under ours).
+func downLeavesHostAsBefore(t *testing.T, cl *Cluster, ours string, before hostState) {
+	t.Helper()
 	if err := cl.Down(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	after := snapshotHost(t, ours)
-	if d := diffState(before, after); d != "" {
+	if d := diffState(before, snapshotHost(t, ours)); d != "" {
 		t.Fatalf("the host differs after down:\n%s", d)
-	}
-	if _, err := os.Stat(cfg.StateDir); !os.IsNotExist(err) {
-		t.Fatalf("state dir %s still there (%v)", cfg.StateDir, err)
 	}
 }
 

@@ -173,13 +173,7 @@ links:
 	}
 
 	downed = true
-	if err := cl.Down(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	after := snapshotHost(t, ours)
-	if d := diffState(before, after); d != "" {
-		t.Fatalf("the host differs after down:\n%s", d)
-	}
+	downLeavesHostAsBefore(t, cl, ours, before)
 	for _, dir := range []string{cfg.StateDir, filepath.Join(cfg.TestbedStateDir, cl.tb.Name)} {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("%s still there (%v)", dir, err)
