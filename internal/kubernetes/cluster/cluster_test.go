@@ -215,13 +215,7 @@ func repoRoot() (string, error) {
 // behind a Service and a pod that calls it by its DNS name, kills a daemon, and requires the
 // host to be as it was once the cluster is down.
 func TestClusterRunsPodsAndLeavesNothing(t *testing.T) {
-	requireRoot(t)
-	binDir := kubeBinDir(t)
-	tarball := buildImages(t)
-	fromKernelDefaults(t)
-	withoutStaleKubeletSocket(t)
-	ours := t.TempDir()
-	before := snapshotHost(t, ours)
+	binDir, tarball, ours, before := hostForClusterTest(t)
 
 	cfg := DefaultConfig()
 	cfg.StateDir = filepath.Join(ours, "cluster")
@@ -287,6 +281,21 @@ func TestClusterRunsPodsAndLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(cfg.StateDir); !os.IsNotExist(err) {
 		t.Fatalf("state dir %s still there (%v)", cfg.StateDir, err)
 	}
+}
+
+// hostForClusterTest readies the host for a test that brings a cluster up (root, the Kubernetes
+// binaries, the continuum image, the kernel's defaults, no stale kubelet socket) and returns the
+// bin dir, the image tarball, a temporary directory for the cluster's files (left out of host
+// snapshots) and the host's snapshot before the cluster.
+func hostForClusterTest(t *testing.T) (binDir, tarball, ours string, before hostState) {
+	t.Helper()
+	requireRoot(t)
+	binDir = kubeBinDir(t)
+	tarball = buildImages(t)
+	fromKernelDefaults(t)
+	withoutStaleKubeletSocket(t)
+	ours = t.TempDir()
+	return binDir, tarball, ours, snapshotHost(t, ours)
 }
 
 // downLeavesHostAsBefore takes the cluster down and fails the test if the host then differs

@@ -34,14 +34,8 @@ import (
 // ReadStatus shows the nodes and the link. Down leaves the host as it was: namespaces,
 // cgroups, mounts, links, rules, sysctls, kubelet's host paths.
 func TestTwoNodeClusterDelay(t *testing.T) {
-	requireRoot(t)
-	binDir := kubeBinDir(t)
-	tarball := buildImages(t)
+	binDir, tarball, ours, before := hostForClusterTest(t)
 	bin := continuumBin(t)
-	fromKernelDefaults(t)
-	withoutStaleKubeletSocket(t)
-	ours := t.TempDir()
-	before := snapshotHost(t, ours)
 
 	const delay = 10 * time.Millisecond
 	cfg := DefaultConfig()
