@@ -47,7 +47,7 @@ as it was. See docs/kubernetes.md.`,
   continuum cluster down`,
 	}
 	c.PersistentFlags().String("state-dir", cluster.DefaultConfig().StateDir, "where the cluster keeps everything it writes")
-	c.AddCommand(newClusterUpCmd(), newClusterDownCmd(), newClusterStatusCmd(), newClusterPauseCmd())
+	c.AddCommand(newClusterUpCmd(), newClusterDownCmd(), newClusterStatusCmd(), newClusterNodeCmd(), newClusterPauseCmd())
 	return c
 }
 
@@ -145,6 +145,8 @@ func newClusterUpCmd() *cobra.Command {
 	f.StringVar(&cfg.Topology, "topology", "", "a topology file (nodes, links): one Kubernetes node per node, in a testbed of it")
 	f.IntVar(&cfg.Nodes, "nodes", 0, "N: one Kubernetes node per node of a testbed of N nodes n1..nN, linked without delay")
 	f.StringVar(&cfg.ControlPlane, "control-plane", "", "the node the control plane runs in (default: the first labelled tier=cloud, else cloud, else the first)")
+	f.DurationVar(&cfg.NodeGracePeriod, "node-grace-period", 0, "how long a node may go unheard before it is NotReady (whole seconds, at least 5s; default Kubernetes' 50s)")
+	f.DurationVar(&cfg.EvictionTimeout, "eviction-timeout", 0, "how long pods stay on a NotReady or unreachable node before they are evicted (whole seconds; default Kubernetes' 5m)")
 	return c
 }
 
@@ -218,6 +220,12 @@ func spawnCluster(cmd *cobra.Command, cfg cluster.Config, timeout time.Duration)
 	}
 	if cfg.ControlPlane != "" {
 		args = append(args, "--control-plane", cfg.ControlPlane)
+	}
+	if cfg.NodeGracePeriod > 0 {
+		args = append(args, "--node-grace-period", cfg.NodeGracePeriod.String())
+	}
+	if cfg.EvictionTimeout > 0 {
+		args = append(args, "--eviction-timeout", cfg.EvictionTimeout.String())
 	}
 	var st *cluster.Status
 	err := spawnDaemon("cluster", args, logPath, timeout, func(pid int) bool {
@@ -315,7 +323,14 @@ func newClusterStatusCmd() *cobra.Command {
 				for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
 					labels = append(labels, k+"="+n.Labels[k])
 				}
-				fmt.Fprintf(w, "node\t%s\tready=%v%s\t%s\tpods %s\t%s\n", n.Name, n.Ready, since, n.Address, n.PodCIDR, strings.Join(labels, ","))
+				ready := strconv.FormatBool(n.Ready)
+				if st.APIError != "" {
+					ready = "?" // the API server did not say (above)
+				}
+				fmt.Fprintf(w, "node\t%s\tready=%s%s\t%s\tpods %s\t%s\n", n.Name, ready, since, n.Address, n.PodCIDR, strings.Join(labels, ","))
+				if len(n.Exited) > 0 {
+					fmt.Fprintf(w, "\t%s\texited: %s (continuum cluster node restart %s)\n", n.Name, strings.Join(n.Exited, ", "), n.Name)
+				}
 			}
 			for _, l := range st.Links {
 				state, bw := linkWords(l)
@@ -337,6 +352,48 @@ func newClusterStatusCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&kubeconfig, "kubeconfig", false, "print only the administrator's kubeconfig path")
 	c.Flags().BoolVar(&tb, "testbed", false, "print only the name of the testbed the nodes live in (the NAME of continuum testbed fault --name NAME)")
+	return c
+}
+
+func newClusterNodeCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "node",
+		Short: "Act on a node of a multi-node cluster (its faults are the testbed's: continuum testbed fault)",
+	}
+	var wait time.Duration
+	restart := &cobra.Command{
+		Use:   "restart NODE",
+		Short: "Start a node's daemons again, as a reboot would (after `continuum testbed fault kill --node NODE`)",
+		Long: `Stops what still runs of the node's daemons and starts them all again: on the control plane's
+node the store and the API server, then containerd, CoreDNS, the kubelet and kube-proxy. Then
+waits until the Node is Ready (--wait 0: not at all). The node's pods come back as their
+controllers and the kubelet decide, as after a reboot.`,
+		Example: `  continuum testbed fault --name $(continuum cluster status --testbed) kill --node edge
+  continuum cluster node restart edge`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := clusterStateDir(cmd)
+			start := time.Now()
+			what, err := cluster.RestartNode(cmd.Context(), dir, args[0])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintln(out, what)
+			if wait <= 0 {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), wait)
+			defer cancel()
+			if err := cluster.WaitNodeReady(ctx, dir, args[0], start); err != nil {
+				return fmt.Errorf("node %s not Ready %s after the restart: %w", args[0], time.Since(start).Round(time.Second), err)
+			}
+			fmt.Fprintf(out, "node %s Ready %s after the restart began\n", args[0], time.Since(start).Round(100*time.Millisecond))
+			return nil
+		},
+	}
+	restart.Flags().DurationVar(&wait, "wait", 3*time.Minute, "how long to wait for the Node to be Ready (0: do not wait)")
+	c.AddCommand(restart)
 	return c
 }
 

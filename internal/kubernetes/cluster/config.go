@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/continuum-project/continuum/internal/kubernetes/clusterstore"
 )
@@ -54,6 +55,18 @@ type Config struct {
 	// ControlPlane is the node the control plane runs in (default: controlPlaneNode's choice:
 	// the first labelled tier=cloud, else the one named cloud, else the first).
 	ControlPlane string
+	// NodeGracePeriod is how long a Node may go unheard before the node controller marks it
+	// NotReady (kube-controller-manager's --node-monitor-grace-period; 0: Kubernetes' 50 s).
+	// The kubelets' leases then last 4/5 of it and are renewed every fifth of it, as with
+	// Kubernetes' defaults (40 s leases renewed every 10 s): a grace period shorter than the
+	// default needs renewals as much more often.
+	NodeGracePeriod time.Duration
+	// EvictionTimeout is how long a pod stays bound to a NotReady or unreachable Node before it
+	// is evicted: the tolerations the API server gives every pod that sets none
+	// (--default-not-ready-toleration-seconds, --default-unreachable-toleration-seconds; 0:
+	// Kubernetes' 300 s).
+	EvictionTimeout time.Duration
+
 	// TestbedStateDir is where the testbed of a multi-node cluster records itself, as
 	// `continuum testbed up --state-dir` would (empty: testbed.DefaultStateDir()); `continuum
 	// testbed status/fault --name <it>` find it there.
@@ -129,6 +142,12 @@ func (c Config) Validate() error {
 	case c.ControlPlane != "" && !c.multiNode():
 		return fmt.Errorf("control plane node %q: only a cluster of several nodes (a topology or a node count) has one to choose", c.ControlPlane)
 	}
+	if err := wholeSeconds("node grace period", c.NodeGracePeriod, minNodeGracePeriod); err != nil {
+		return err
+	}
+	if err := wholeSeconds("eviction timeout", c.EvictionTimeout, time.Second); err != nil {
+		return err
+	}
 	if c.multiNode() {
 		// The topology, its nodes and their configuration: what Up would refuse, refused here.
 		if _, err := c.plan(); err != nil {
@@ -136,6 +155,29 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// minNodeGracePeriod is the shortest node grace period: the node controller looks at the
+// Nodes every 5 s (--node-monitor-period), and a kubelet renews its lease every fifth of the
+// period, at least every second.
+const minNodeGracePeriod = 5 * time.Second
+
+// wholeSeconds checks an optional duration that Kubernetes takes in seconds: 0 (its default)
+// or a whole number of seconds of at least min.
+func wholeSeconds(what string, d, min time.Duration) error {
+	if d == 0 {
+		return nil
+	}
+	if d < min || d%time.Second != 0 {
+		return fmt.Errorf("%s %s: want a whole number of seconds, at least %s (or 0 for Kubernetes' default)", what, d, min)
+	}
+	return nil
+}
+
+// leaseSeconds is the kubelets' lease duration for the node grace period (0: kubelet's
+// default, 40 s, for the default period): 4/5 of it, as 40 s is of 50 s.
+func (c Config) leaseSeconds() int32 {
+	return int32(c.NodeGracePeriod * 4 / 5 / time.Second)
 }
 
 func ipv4Prefix(what, s string, maxBits int) (netip.Prefix, error) {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -44,6 +46,13 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 			return c.tb.WrapArgv(node, node+"."+filepath.Base(argv[0]), false, argv)
 		}
 		cfg.Dial = c.dialer(c.cpNode)
+	}
+	if d := c.cfg.NodeGracePeriod; d > 0 {
+		cfg.ControllerManagerArgs = append(cfg.ControllerManagerArgs, "--node-monitor-grace-period="+d.String())
+	}
+	if d := c.cfg.EvictionTimeout; d > 0 {
+		s := strconv.Itoa(int(d / time.Second))
+		cfg.APIServerArgs = append(cfg.APIServerArgs, "--default-not-ready-toleration-seconds="+s, "--default-unreachable-toleration-seconds="+s)
 	}
 	cp, err := controlplane.Start(ctx, cfg)
 	if err != nil {

@@ -124,6 +124,8 @@ func (c Config) kubeletConfig(n nodeConfig, clientCA string) ([]byte, error) {
 		// Pods' logs in the node's directory, not /var/log/pods, so that Down removes them and
 		// no kubelet removes another's (it deletes the log directories of pods it does not know).
 		PodLogsDir: p.podLogs(),
+		// 0 is kubelet's default (40 s), for the default grace period.
+		NodeLeaseDurationSeconds: c.leaseSeconds(),
 	}
 	return yaml.Marshal(kc)
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/continuum-project/continuum/internal/loadgen"
+	"github.com/continuum-project/continuum/internal/testbed"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -42,6 +43,9 @@ func TestTwoNodeClusterDelay(t *testing.T) {
 	cfg.StateDir = filepath.Join(ours, "cluster")
 	cfg.TestbedStateDir = filepath.Join(ours, "testbeds")
 	cfg.BinDir, cfg.ContinuumBin, cfg.Images = binDir, bin, []string{tarball}
+	// Short enough for a test, long enough that a busy machine's late lease renewal (every
+	// 2 s) does not make a node NotReady by itself.
+	cfg.NodeGracePeriod, cfg.EvictionTimeout = 10*time.Second, 5*time.Second
 	cfg.Topology = writeTopology(t, fmt.Sprintf(`
 nodes:
   - {name: edge, labels: {tier: edge, region: eu-west}}
@@ -65,6 +69,7 @@ links:
 		t.Fatal(err)
 	}
 	t.Logf("two nodes Ready in %v", time.Since(start).Round(time.Second))
+	failed := cl.Failed()
 	downed := false
 	t.Cleanup(func() {
 		if !downed {
@@ -97,7 +102,7 @@ links:
 				t.Errorf("Node %s: label %s=%q, want %q (labels %v)", n.Name, k, n.Labels[k], v, n.Labels)
 			}
 		}
-		if err := cl.nodeReady(ctx, n.Name); err != nil {
+		if err := nodeReady(ctx, admin, n.Name); err != nil {
 			t.Errorf("Node %s: %v", n.Name, err)
 		}
 	}
@@ -140,7 +145,7 @@ links:
 
 	// An HTTP load from a pod on edge to the cloud pod: no errors, each request at least a
 	// round trip.
-	out := runOn(ctx, t, admin, ref, "edge", []string{"load", "http", "--target", "cloud=http://" + target + "/",
+	out := runOn(ctx, t, admin, ref, "run-edge", "edge", []string{"load", "http", "--target", "cloud=http://" + target + "/",
 		"--rate", "20", "--duration", "2s", "--warmup", "0s", "--out", "/tmp/out"})
 	done := doneLine(t, out)
 	if done.Status != "ok" || done.Errors != 0 || done.OK == 0 {
@@ -166,12 +171,124 @@ links:
 		}
 	}
 
+	nodeFaults(ctx, t, cl, admin, ref, pods["cloud"], pods["edge"])
+	select {
+	case err := <-failed:
+		t.Errorf("the cluster failed: %v", err)
+	default:
+	}
+
 	downed = true
 	downLeavesHostAsBefore(t, cl, ours, before)
 	for _, dir := range []string{cfg.StateDir, filepath.Join(cfg.TestbedStateDir, cl.tb.Name)} {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("%s still there (%v)", dir, err)
 		}
+	}
+}
+
+// nodeFaults: the testbed's faults on node edge are the cluster's, and it lives through them
+// as a cluster does. A partition cuts the traffic to cloud's pods, the Node goes NotReady once
+// its grace period has passed without a heartbeat (not before), its pod is evicted once the
+// default toleration has passed (not before); after heal the Node is Ready again and the
+// traffic flows. After `kill --node edge` the cluster runs on, its status names edge's exited
+// daemons and the Node goes NotReady; RestartNode (through the control socket, as `cluster
+// node restart`) brings it back Ready, running pods that reach cloud's.
+func nodeFaults(ctx context.Context, t *testing.T, cl *Cluster, admin kubernetes.Interface, ref string, cloudPod, edgePod *corev1.Pod) {
+	t.Helper()
+	grace, eviction := cl.cfg.NodeGracePeriod, cl.cfg.EvictionTimeout
+	renew := grace / 5 // the kubelets' lease renewal interval
+	target := net.JoinHostPort(cloudPod.Status.PodIP, "8080")
+	reach := func() error {
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		c, err := cl.tb.Dial(dctx, "edge", "tcp", target)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := reach(); err != nil {
+		t.Fatalf("before the partition, edge does not reach the cloud pod at %s: %v", target, err)
+	}
+	notReady := func(since time.Time) time.Duration {
+		t.Helper()
+		testenv.Eventually(t, grace+90*time.Second, "Node edge NotReady", func() bool { return nodeReady(ctx, admin, "edge") != nil })
+		return time.Since(since)
+	}
+
+	cut := time.Now()
+	if _, err := cl.tb.Inject(testbed.Fault{Action: testbed.FaultPartition, Node: "edge"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reach(); err == nil {
+		t.Errorf("during the partition, edge still reaches the cloud pod at %s", target)
+	}
+	took := notReady(cut)
+	if took < grace-renew-time.Second {
+		t.Errorf("Node edge NotReady %v after the partition, before its grace period %v (less a renewal interval %v) had passed", took, grace, renew)
+	}
+	seen := time.Now()
+	var evicted time.Duration
+	testenv.Eventually(t, eviction+90*time.Second, "edge's pod evicted", func() bool {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, edgePod.Name, metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp != nil {
+			evicted = time.Since(seen)
+			return true
+		}
+		return false
+	})
+	// The taint went on when the node controller saw the Node unheard, before this test did.
+	if evicted+took < eviction {
+		t.Errorf("edge's pod evicted %v after the partition, before its toleration (%v) had passed", evicted+took, eviction)
+	}
+	healed := time.Now()
+	if _, err := cl.tb.Inject(testbed.Fault{Action: testbed.FaultHeal}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, "Node edge Ready after heal", func() bool { return nodeReady(ctx, admin, "edge") == nil })
+	backIn := time.Since(healed)
+	if err := reach(); err != nil {
+		t.Errorf("after heal, edge does not reach the cloud pod at %s: %v", target, err)
+	}
+	t.Logf("partition of edge: NotReady after %v (grace period %v), its pod evicted %v later (toleration %v); after heal Ready in %v",
+		took.Round(100*time.Millisecond), grace, evicted.Round(100*time.Millisecond), eviction, backIn.Round(100*time.Millisecond))
+
+	killed := time.Now()
+	if _, err := cl.tb.Inject(testbed.Fault{Action: testbed.FaultKill, Node: "edge"}); err != nil {
+		t.Fatal(err)
+	}
+	took = notReady(killed)
+	s, err := ReadStatus(ctx, cl.cfg.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range s.Nodes {
+		want := []string(nil)
+		if n.Name == "edge" {
+			want = []string{"containerd", "coredns", "kube-proxy", "kubelet"}
+		}
+		if !slices.Equal(n.Exited, want) {
+			t.Errorf("status after kill --node edge: node %s's exited daemons %v, want %v", n.Name, n.Exited, want)
+		}
+	}
+	restarted := time.Now()
+	what, err := RestartNode(ctx, cl.cfg.StateDir, "edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitNodeReady(ctx, cl.cfg.StateDir, "edge", restarted); err != nil {
+		t.Fatal(err)
+	}
+	backIn = time.Since(restarted)
+	out := runOn(ctx, t, admin, ref, "run-edge-restarted", "edge", []string{"load", "http", "--target", "cloud=http://" + target + "/",
+		"--rate", "20", "--duration", "1s", "--warmup", "0s", "--out", "/tmp/out"})
+	if done := doneLine(t, out); done.Status != "ok" || done.Errors != 0 || done.OK == 0 {
+		t.Errorf("after the restart, a pod on edge does not reach the cloud pod cleanly:\n%s", out)
+	}
+	t.Logf("kill --node edge: NotReady after %v; %s; Ready %v later", took.Round(100*time.Millisecond), what, backIn.Round(100*time.Millisecond))
+	if _, err := RestartNode(ctx, cl.cfg.StateDir, "nowhere"); err == nil || !strings.Contains(err.Error(), `no node "nowhere"`) {
+		t.Errorf("restart of an unknown node: %v, want the error naming it", err)
 	}
 }
 
@@ -229,10 +346,9 @@ func echoOn(ctx context.Context, t *testing.T, client kubernetes.Interface, ref,
 	return got
 }
 
-// runOn runs a pod of the continuum image with args on node and returns its log.
-func runOn(ctx context.Context, t *testing.T, client kubernetes.Interface, ref, node string, args []string) string {
+// runOn runs a pod of the continuum image with args on node, as pod name, and returns its log.
+func runOn(ctx context.Context, t *testing.T, client kubernetes.Interface, ref, name, node string, args []string) string {
 	t.Helper()
-	name := "run-" + node
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, NodeSelector: map[string]string{nodeLabel: node},

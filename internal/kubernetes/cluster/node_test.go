@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	proxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -389,6 +390,33 @@ func TestControlPlaneNode(t *testing.T) {
 		}
 		if err != nil || got != tc.want {
 			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// TestNodeGracePeriodLease: a node grace period gives the kubelets leases of 4/5 of it (as
+// Kubernetes' 40 s are of its 50 s); without one the kubelet keeps its default.
+func TestNodeGracePeriodLease(t *testing.T) {
+	cfg := hostConfig()
+	nodes, err := cfg.nodeConfigs(testbedSpecs(1, "edge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		grace time.Duration
+		want  int32
+	}{{0, 0}, {10 * time.Second, 8}, {50 * time.Second, 40}, {5 * time.Second, 4}} {
+		cfg.NodeGracePeriod = tc.grace
+		b, err := cfg.kubeletConfig(nodes[0], "/ca.crt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kl kubeletv1beta1.KubeletConfiguration
+		if err := yaml.UnmarshalStrict(b, &kl); err != nil {
+			t.Fatal(err)
+		}
+		if kl.NodeLeaseDurationSeconds != tc.want {
+			t.Errorf("grace period %v: lease %d s, want %d", tc.grace, kl.NodeLeaseDurationSeconds, tc.want)
 		}
 	}
 }

@@ -21,11 +21,21 @@ import (
 type proc struct {
 	name string
 	role string // the daemon: containerd, kubelet, ...
+	node string // a multi-node cluster's node it runs in
 	cmd  *exec.Cmd
 	tp   *testbed.Proc
 	log  string
-	done <-chan struct{} // closed when the process has exited (and err is set)
+	done <-chan struct{} // a host process's: closed when it has exited (and err is set)
 	err  error
+}
+
+// exitedC is closed when the process's current run has exited: a testbed process's channel is
+// a new one after each restart (restartNode).
+func (pr *proc) exitedC() <-chan struct{} {
+	if pr.tp != nil {
+		return pr.tp.Done()
+	}
+	return pr.done
 }
 
 // startProc starts argv with its output in logs/<name>.log.
@@ -64,13 +74,13 @@ func startNodeProc(tb *testbed.Testbed, p paths, n nodeConfig, role string, argv
 	if err != nil {
 		return nil, fmt.Errorf("start %s on node %s: %w", role, n.Name, err)
 	}
-	return &proc{name: name, role: role, tp: tp, log: testbed.LogPath(p.logs(), n.Name, name, "stderr"), done: tp.Done()}, nil
+	return &proc{name: name, role: role, node: n.Name, tp: tp, log: testbed.LogPath(p.logs(), n.Name, name, "stderr")}, nil
 }
 
 // exited reports whether the process has exited, and how.
 func (pr *proc) exited() (bool, error) {
 	select {
-	case <-pr.done:
+	case <-pr.exitedC():
 	default:
 		return false, nil
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -55,6 +57,10 @@ type NodeStatus struct {
 	// Labels are the Node's labels but Kubernetes' own (kubernetes.io, k8s.io): the topology's
 	// and continuum.io/node.
 	Labels map[string]string
+	// Exited are the node's daemons (of a multi-node cluster) that do not run: the node failed
+	// (`continuum testbed fault kill --node`) and was not restarted (`continuum cluster node
+	// restart`).
+	Exited []string
 }
 
 // PodStatus is one pod: namespace/name, phase, ready containers.
@@ -85,6 +91,15 @@ func ReadStatus(ctx context.Context, stateDir string) (*Status, error) {
 				s.TestbedError = err.Error()
 			} else {
 				s.Links, s.Partitions = ts.Links, ts.Partitions
+				for _, p := range ts.Procs {
+					i, ok := byName[p.Node]
+					if role, mine := strings.CutPrefix(p.Name, p.Node+"."); ok && mine && p.State == "exited" {
+						s.Nodes[i].Exited = append(s.Nodes[i].Exited, role)
+					}
+				}
+				for i := range s.Nodes {
+					slices.Sort(s.Nodes[i].Exited)
+				}
 			}
 		}
 	}

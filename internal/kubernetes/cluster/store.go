@@ -44,9 +44,14 @@ func (c *Cluster) startStore(ctx context.Context) error {
 		return err
 	}
 	c.store = pr
-	c.storeURL = client
+	c.storeURL, c.storeMetrics = client, metrics
+	return c.waitStore(ctx, pr)
+}
+
+// waitStore waits until the store answers its health check, or its process pr exits.
+func (c *Cluster) waitStore(ctx context.Context, pr *proc) error {
 	return waitFor(c.cfg.Store+" /health", 60*time.Second, []*proc{pr}, func() error {
-		return httpOK(ctx, c.dialer(c.cpNode), metrics+"/health")
+		return httpOK(ctx, c.dialer(c.cpNode), c.storeMetrics+"/health")
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/continuum-project/continuum/internal/testbed"
 )
@@ -123,6 +124,12 @@ func TestMultiNodeConfigRefused(t *testing.T) {
 		{"bad label", func(c *Config) {
 			c.Topology = writeTopology(t, "nodes: [{name: a, labels: {tier: cloud}}, {name: b, labels: {zone: 'x y'}}]\n")
 		}, []string{"node b", `label zone="x y"`}},
+		{"grace period too short", func(c *Config) { c.NodeGracePeriod = 2 * time.Second },
+			[]string{"node grace period 2s", "at least 5s", "0 for Kubernetes' default"}},
+		{"grace period not whole seconds", func(c *Config) { c.NodeGracePeriod = 7500 * time.Millisecond },
+			[]string{"node grace period 7.5s", "whole number of seconds"}},
+		{"negative eviction timeout", func(c *Config) { c.EvictionTimeout = -time.Second },
+			[]string{"eviction timeout -1s", "at least 1s"}},
 		{"node address in the pod CIDR", func(c *Config) {
 			c.Topology = writeTopology(t, "network: 10.244.200.0/24\nnodes: [{name: a}]\n")
 		}, []string{"node a", "10.244.200.1", "pod CIDR"}},

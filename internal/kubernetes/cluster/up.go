@@ -39,13 +39,16 @@ type Cluster struct {
 	fwd    *forwarder
 	lock   *os.File // the state directory's (lockStateDir)
 
-	store    *proc
-	storeURL string
-	cp       *controlplane.ControlPlane
-	procs    []*proc // node daemons, in start order: containerd, coredns, kubelet, kube-proxy
-	client   kubernetes.Interface
-	down     chan struct{} // closed by stopAll
-	downOnce sync.Once
+	store        *proc
+	storeURL     string
+	storeMetrics string // its health endpoint's base URL
+	cp           *controlplane.ControlPlane
+	procs        []*proc // node daemons, in start order: containerd, coredns, kubelet, kube-proxy
+	client       kubernetes.Interface
+	down         chan struct{} // closed by stopAll
+	downOnce     sync.Once
+	restartMu    sync.Mutex // one RestartNode at a time; Down waits for the one under way
+	ctl          *control   // a multi-node cluster's control socket
 }
 
 // Up brings a cluster up in cfg.StateDir and returns once its Nodes are Ready. On error it
@@ -185,6 +188,11 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 		}
 		log.Info("up", "part", s.what, "took", time.Since(start).Round(time.Millisecond))
 	}
+	if pl != nil {
+		if c.ctl, err = c.serveControl(); err != nil {
+			return nil, err
+		}
+	}
 	st.Ready = true
 	if err := writeState(p, st); err != nil {
 		return nil, err
@@ -221,9 +229,10 @@ func (c *Cluster) Kubeconfig() string { return c.st.Kubeconfig }
 // Testbed is the testbed a multi-node cluster's nodes live in; nil for the one-node cluster.
 func (c *Cluster) Testbed() *testbed.Testbed { return c.tb }
 
-// Failed returns a channel that yields the first daemon that exits while the cluster runs, or
-// the testbed's shutdown (`continuum testbed down` asked the testbed's host, this process, to
-// shut it down).
+// Failed returns a channel that yields what ends the cluster while it runs: for the one-node
+// cluster, the first of its daemons to exit; for a multi-node cluster, the testbed's shutdown
+// (`continuum testbed down` asked the testbed's host, this process, to shut it down), its
+// daemons' exits being their nodes' failures, which it lives through (restart.go). Call it once.
 func (c *Cluster) Failed() <-chan error {
 	ch := make(chan error, 1)
 	send := func(err error) {
@@ -232,22 +241,23 @@ func (c *Cluster) Failed() <-chan error {
 		default:
 		}
 	}
-	all := append([]*proc{c.store}, c.procs...)
-	for _, pr := range all {
-		go func() {
-			<-pr.done
-			send(pr.failure())
-		}()
+	if c.tb == nil {
+		for _, pr := range append([]*proc{c.store}, c.procs...) {
+			go func() {
+				<-pr.exitedC()
+				send(pr.failure())
+			}()
+		}
+		return ch
 	}
-	if c.tb != nil {
-		go func() {
-			select {
-			case <-c.tb.ShutdownRequested():
-				send(fmt.Errorf("testbed %s was asked to shut down (continuum testbed down)", c.tb.Name))
-			case <-c.down:
-			}
-		}()
-	}
+	go c.watchNodes(time.Second)
+	go func() {
+		select {
+		case <-c.tb.ShutdownRequested():
+			send(fmt.Errorf("testbed %s was asked to shut down (continuum testbed down)", c.tb.Name))
+		case <-c.down:
+		}
+	}()
 	return ch
 }
 
@@ -255,6 +265,10 @@ func (c *Cluster) Failed() <-chan error {
 // the node daemons, the control plane, the store and the testbed) and removes everything Up
 // made.
 func (c *Cluster) Down(ctx context.Context) error {
+	c.downOnce.Do(func() { close(c.down) })
+	c.closeControl()
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
 	for _, pr := range c.procs {
 		if pr.role == "kubelet" {
 			pr.stop(10 * time.Second)
@@ -294,6 +308,7 @@ func lockStateDir(dir string) (*os.File, error) {
 // stopAll stops every process of the cluster, last started first, and takes the testbed down.
 func (c *Cluster) stopAll() {
 	c.downOnce.Do(func() { close(c.down) })
+	c.closeControl()
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop(10 * time.Second)
 	}
@@ -310,6 +325,14 @@ func (c *Cluster) stopAll() {
 		if err := c.tb.Down(); err != nil {
 			c.log.Warn("testbed down (the sweep removes what is left)", "testbed", c.tb.Name, "err", err)
 		}
+	}
+}
+
+// closeControl stops the control server, if it runs.
+func (c *Cluster) closeControl() {
+	if c.ctl != nil {
+		c.ctl.close()
+		c.ctl = nil
 	}
 }
 
@@ -447,10 +470,13 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	return c.forNodes(func(n nodeConfig) error {
-		return waitFor("containerd", 60*time.Second, []*proc{started[n.Name]}, func() error {
-			return exec.CommandContext(ctx, "ctr", "--address", n.paths().containerdSock(), "version").Run()
-		})
+	return c.forNodes(func(n nodeConfig) error { return c.waitContainerd(ctx, n, started[n.Name]) })
+}
+
+// waitContainerd waits until node n's containerd answers, or its process pr exits.
+func (c *Cluster) waitContainerd(ctx context.Context, n nodeConfig, pr *proc) error {
+	return waitFor("containerd", 60*time.Second, []*proc{pr}, func() error {
+		return exec.CommandContext(ctx, "ctr", "--address", n.paths().containerdSock(), "version").Run()
 	})
 }
 
@@ -543,16 +569,16 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 	}
 	return c.forNodes(func(n nodeConfig) error {
 		return waitFor("Node "+n.Name+" Ready", 3*time.Minute, []*proc{started[n.Name]}, func() error {
-			return c.nodeReady(ctx, n.Name)
+			return nodeReady(ctx, c.client, n.Name)
 		})
 	})
 }
 
 // nodeReady is nil once Node name is Ready, else what its Ready condition says.
-func (c *Cluster) nodeReady(ctx context.Context, name string) error {
+func nodeReady(ctx context.Context, client kubernetes.Interface, name string) error {
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	node, err := c.client.CoreV1().Nodes().Get(qctx, name, metav1.GetOptions{})
+	node, err := client.CoreV1().Nodes().Get(qctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/httpjson"
+)
+
+// A multi-node cluster's supervisor serves what only it can do on a control socket in the
+// state directory, HTTP+JSON as the testbed's (`curl --unix-socket` works):
+//
+//	POST /nodes/{name}/restart   RestartNode; answers {"result": "restarted [...] on node NAME"}
+//
+// The socket is root's, mode 0600: only root connects, and root may do everything it offers
+// anyway.
+const controlSocket = "control.sock"
+
+// restartTimeout bounds a restart: the store's, the API server's and containerd's waits.
+const restartTimeout = 5 * time.Minute
+
+// control is the supervisor's control server.
+type control struct {
+	srv  *http.Server
+	done chan struct{}
+}
+
+// serveControl starts the control server on the state directory's socket.
+func (c *Cluster) serveControl() (*control, error) {
+	path := c.p.join(controlSocket)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	// Connecting needs write permission on the socket file, which the umask takes from group
+	// and others from the start (the process's umask is not changed here: it is every
+	// goroutine's); the chmod then takes their read and search bits too.
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /nodes/{name}/restart", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), restartTimeout)
+		defer cancel()
+		what, err := c.RestartNode(ctx, r.PathValue("name"))
+		if err != nil {
+			httpjson.Error(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		httpjson.Write(w, http.StatusOK, map[string]string{"result": what})
+	})
+	ctl := &control{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, done: make(chan struct{})}
+	go func() { defer close(ctl.done); _ = ctl.srv.Serve(ln) }()
+	return ctl, nil
+}
+
+// close stops the server, giving a restart under way a few seconds to answer.
+func (ctl *control) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if ctl.srv.Shutdown(ctx) != nil {
+		_ = ctl.srv.Close()
+	}
+	<-ctl.done
+}
+
+// RestartNode asks the supervisor of the cluster in stateDir to restart node's daemons
+// (Cluster.RestartNode) and returns what it restarted.
+func RestartNode(ctx context.Context, stateDir, node string) (string, error) {
+	sock := filepath.Join(stateDir, controlSocket)
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://cluster/nodes/"+url.PathEscape(node)+"/restart", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+			return "", fmt.Errorf("no multi-node cluster runs in %s (nothing listens on %s; `continuum cluster status --state-dir %s`)", stateDir, sock, stateDir)
+		}
+		return "", err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Result string `json:"result"`
+		httpjson.ErrorBody
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", err
+	}
+	if err := json.Unmarshal(b, &body); err != nil {
+		return "", fmt.Errorf("the cluster's supervisor answered %s: %q", resp.Status, b)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", errors.New(body.Error)
+	}
+	return body.Result, nil
+}

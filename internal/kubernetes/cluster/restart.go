@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// A multi-node cluster lives through the failure of a node, as a real cluster does: `continuum
+// testbed fault kill --node N` (SIGKILL to everything in the node's cgroup: its daemons, their
+// shims and its pods) or `pause --node N` leaves the cluster running, the Node goes NotReady
+// once its grace period has passed without a heartbeat, and its pods are evicted when their
+// tolerations end. `continuum cluster node restart N` (RestartNode) starts the node's daemons
+// again, as a reboot would. Only the testbed's end (`continuum testbed down`) ends the cluster.
+// The one-node cluster's node is the host: a daemon's exit there ends the cluster (Failed).
+
+// daemonGrace is how long a daemon is given to exit on SIGTERM before it is killed.
+const daemonGrace = 10 * time.Second
+
+// watchNodes logs every exit of a multi-node cluster's daemons, and their starts again, until
+// Down: a daemon's exit there is its node's failure, not the cluster's.
+func (c *Cluster) watchNodes(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	exited := map[*proc]bool{}
+	for {
+		select {
+		case <-c.down:
+			return
+		case <-t.C:
+		}
+		for _, pr := range append([]*proc{c.store}, c.procs...) {
+			ok, err := pr.exited()
+			switch {
+			case ok && !exited[pr]:
+				c.log.Warn("a node daemon exited; `continuum cluster node restart` starts the node's daemons again",
+					"node", pr.node, "daemon", pr.role, "exit", err, "log", pr.log)
+			case !ok && exited[pr]:
+				c.log.Info("a node daemon runs again", "node", pr.node, "daemon", pr.role)
+			}
+			exited[pr] = ok
+		}
+	}
+}
+
+// RestartNode starts node name's daemons again, as a reboot of the node would: what still runs
+// is stopped (the kubelet first, so that it starts no pod meanwhile), then everything starts in
+// Up's order: on the control plane's node the store and the API server (which it waits for:
+// nothing in the cluster works without them), then containerd (waited for: the kubelet needs
+// it), CoreDNS, the kubelet and kube-proxy. It does not wait for the Node to be Ready: across a
+// partition it cannot become so. It returns what it restarted.
+func (c *Cluster) RestartNode(ctx context.Context, name string) (string, error) {
+	if c.tb == nil {
+		return "", errors.New("the one-node cluster's node is the host, and its daemons' exit ends the cluster: `continuum cluster down`, then `up`")
+	}
+	i := slices.IndexFunc(c.nodes, func(n nodeConfig) bool { return n.Name == name })
+	if i < 0 {
+		var names []string
+		for _, n := range c.nodes {
+			names = append(names, n.Name)
+		}
+		return "", fmt.Errorf("no node %q in the cluster (nodes: %v)", name, names)
+	}
+	n := c.nodes[i]
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
+	select {
+	case <-c.down:
+		return "", errors.New("the cluster is going down")
+	default:
+	}
+	var mine []*proc // in start order
+	for _, pr := range c.procs {
+		if pr.node == name {
+			mine = append(mine, pr)
+		}
+	}
+	for _, pr := range mine {
+		if pr.role == "kubelet" {
+			pr.stop(daemonGrace)
+		}
+	}
+	for j := len(mine) - 1; j >= 0; j-- {
+		mine[j].stop(daemonGrace)
+	}
+	cp := name == c.cpNode.Name
+	if cp {
+		c.cp.StopAPIServer()
+		c.store.stop(daemonGrace)
+	}
+	var restarted []string
+	if cp {
+		if err := c.store.tp.Restart(daemonGrace); err != nil {
+			return "", fmt.Errorf("restart the store: %w", err)
+		}
+		if err := c.waitStore(ctx, c.store); err != nil {
+			return "", err
+		}
+		if err := c.cp.StartAPIServer(ctx); err != nil {
+			return "", fmt.Errorf("restart the API server: %w", err)
+		}
+		restarted = append(restarted, "store", "kube-apiserver")
+	}
+	for _, pr := range mine {
+		if err := pr.tp.Restart(daemonGrace); err != nil {
+			return "", fmt.Errorf("restart %s: %w", pr.role, err)
+		}
+		if pr.role == "containerd" {
+			if err := c.waitContainerd(ctx, n, pr); err != nil {
+				return "", err
+			}
+		}
+		restarted = append(restarted, pr.role)
+	}
+	return fmt.Sprintf("restarted %v on node %s", restarted, name), nil
+}
+
+// WaitNodeReady waits until Node node of the cluster in stateDir is Ready and its kubelet has
+// been heard from since since (a Node killed and restarted within its grace period is still
+// Ready from before), or ctx ends; then it says what it saw last.
+func WaitNodeReady(ctx context.Context, stateDir, node string, since time.Time) error {
+	st, err := readState(stateDir)
+	if err != nil {
+		return err
+	}
+	client, err := clientFor(st.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		err := nodeReady(ctx, client, node)
+		if err == nil {
+			err = heardSince(ctx, client, node, since)
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// heardSince is nil once the kubelet of node has been heard after t: it posted the Node's status
+// (the Ready condition's heartbeat) or renewed its Lease.
+func heardSince(ctx context.Context, client kubernetes.Interface, node string, t time.Time) error {
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n, err := client.CoreV1().Nodes().Get(qctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.LastHeartbeatTime.After(t) {
+			return nil
+		}
+	}
+	l, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(qctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(t) {
+		return fmt.Errorf("Ready, but its kubelet has not been heard from since %s", t.Format(time.TimeOnly))
+	}
+	return nil
+}
