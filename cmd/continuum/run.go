@@ -74,12 +74,17 @@ func newRunCmd() *cobra.Command {
 					return err
 				}
 				kube.NodeMap = m
+				kc := kube.Kubeconfig
+				if kc == "" {
+					kc = os.Getenv("KUBECONFIG")
+				}
 				if kube.Containerd == "" { // a cluster of this host: its containerd takes local images
-					kc := kube.Kubeconfig
-					if kc == "" {
-						kc = os.Getenv("KUBECONFIG")
-					}
 					kube.Containerd = cluster.ContainerdFor(kc)
+				}
+				// A multi-node cluster of this host: its links are its testbed's, where the
+				// scenario's links are emulated.
+				if name, dir, ok := cluster.FabricFor(kc); ok {
+					kube.Fabric = &kubeplatform.Fabric{Testbed: name, StateDir: dir}
 				}
 				switch pullPolicy {
 				case "", "IfNotPresent", "Always", "Never":

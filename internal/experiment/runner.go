@@ -226,7 +226,15 @@ func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr 
 			}
 		}()
 		ex := &execution{sc: sc, pf: pf, endpoint: opts.Platform.Endpoint(rec.Testbed), dir: rdir, opts: opts, pr: pr, index: index, id: r.ID}
-		defer func() { rec.T0, rec.fabric = ex.t0.UTC(), ex.fabric }()
+		if e, err := platform.ParseEndpoint(ex.endpoint); err == nil {
+			rec.Platform = e.Platform
+		}
+		defer func() {
+			rec.T0, rec.fabric = ex.t0.UTC(), ex.fabric
+			if d, ok := pf.(platform.LinkDescriber); ok {
+				rec.LinkEmulation = d.Links()
+			}
+		}()
 		return ex.run(ctx)
 	}()
 	switch {

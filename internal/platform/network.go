@@ -16,6 +16,12 @@ type NetworkReporter interface {
 	Network() NetworkReport
 }
 
+// LinkDescriber is implemented by a platform that can say how it emulates a scenario's links
+// (run.json's "links"): on the testbed's fabric, through Chaos Mesh, or not at all.
+type LinkDescriber interface {
+	Links() string
+}
+
 // NetworkReport is the emulated network's own health over a run's sampling period (from the
 // sampler's first round to its last), as NetworkReporter gives it.
 type NetworkReport struct {

@@ -150,8 +150,8 @@ details.run > summary { cursor: pointer; font-size: 17px; font-weight: 600; padd
 
 <section id="runs">
 <h2>Runs</h2>
-<div class="tbl"><table class="runs"><tr><th>run</th><th>parameters</th><th class="n">repeat</th><th>started</th><th class="n">duration</th><th class="n">warm-up</th><th>status</th></tr>
-{{range .Runs}}<tr><td>{{.ID}}</td><td>{{.Params}}</td><td class="n">{{.Repeat}}</td><td>{{.Started}}</td><td class="n">{{.Duration}}</td><td class="n">{{.Warmup}}</td><td><span class="badge {{statusClass .Status}}">{{.Status}}</span>{{if .Distorted}} <span class="badge bad">distorted</span>{{end}}{{with .Error}} {{.}}{{end}}</td></tr>
+<div class="tbl"><table class="runs"><tr><th>run</th><th>parameters</th><th class="n">repeat</th><th>started</th><th class="n">duration</th><th class="n">warm-up</th><th>platform</th><th>status</th></tr>
+{{range .Runs}}<tr><td>{{.ID}}</td><td>{{.Params}}</td><td class="n">{{.Repeat}}</td><td>{{.Started}}</td><td class="n">{{.Duration}}</td><td class="n">{{.Warmup}}</td><td>{{.Platform}}{{with .Links}}<br><span class="small">links: {{.}}</span>{{end}}</td><td><span class="badge {{statusClass .Status}}">{{.Status}}</span>{{if .Distorted}} <span class="badge bad">distorted</span>{{end}}{{with .Error}} {{.}}{{end}}</td></tr>
 {{end}}</table></div>
 </section>
 

@@ -141,6 +141,12 @@ func markdown(p *page) string {
 	}
 	for _, r := range p.Runs {
 		fmt.Fprintf(&b, "- **%s** repeat %d, %s: %s, duration %s, warm-up %s", r.ID, r.Repeat, mdEsc(r.Params), r.Status, r.Duration, r.Warmup)
+		if r.Platform != "" {
+			fmt.Fprintf(&b, ", on %s", r.Platform)
+			if r.Links != "" {
+				fmt.Fprintf(&b, " (links: %s)", mdEsc(r.Links))
+			}
+		}
 		if r.Error != "" {
 			fmt.Fprintf(&b, " — %s", mdEsc(r.Error))
 		}

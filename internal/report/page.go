@@ -47,6 +47,8 @@ type runRow struct {
 	Repeat                             int
 	Duration, Warmup                   string
 	Distorted                          bool
+	// Platform and Links as run.json has them: what the run ran on, how its links were emulated.
+	Platform, Links string
 }
 
 type runSection struct {
@@ -139,7 +141,7 @@ func buildPage(res *Results) *page {
 	for i, r := range res.Runs {
 		p.Runs = append(p.Runs, runRow{ID: r.ID, Params: FormatParams(r.Params, r.Labels), Status: orDash(r.Status), Error: r.Error,
 			Started: timeText(r.Started), Repeat: r.Repeat, Duration: seconds(r.DurationS), Warmup: seconds(r.WarmupS),
-			Distorted: distorted[r.ID]})
+			Distorted: distorted[r.ID], Platform: r.Platform, Links: r.LinkEmulation})
 		p.Sections = append(p.Sections, buildRunSection(res, r, i == 0))
 	}
 	return p

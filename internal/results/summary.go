@@ -23,6 +23,11 @@ type Run struct {
 	Error     string            `json:"error,omitempty"`
 	Seed      int64             `json:"seed,omitempty"`
 	Testbed   string            `json:"testbed,omitempty"`
+	// Platform is what the run ran on ("testbed", "kubernetes") and LinkEmulation how that platform
+	// emulated its links (platform.LinkDescriber). Absent in results written before they were
+	// recorded.
+	Platform      string `json:"platform,omitempty"`
+	LinkEmulation string `json:"links,omitempty"`
 	// T0 is the wall time the run's clock started (events.csv's t_s counts from it).
 	T0 time.Time `json:"t0,omitzero"`
 	// Instances are the run's components and workloads with their kinds, so the report shows

@@ -205,6 +205,7 @@ type LinkStatus struct {
 	Jitter    string    `json:"jitter"`
 	Loss      float64   `json:"loss"`
 	Bandwidth int64     `json:"bandwidth_bps"`
+	Queue     int       `json:"queue"` // packets that may wait for the bandwidth limit
 }
 
 func (tb *Testbed) linkStatus() []LinkStatus {
@@ -212,7 +213,7 @@ func (tb *Testbed) linkStatus() []LinkStatus {
 	for i, l := range tb.Topo.Links {
 		p := tb.fab.LinkProps(i)
 		out[i] = LinkStatus{Between: [2]string{l.Between[0], l.Between[1]}, Up: tb.fab.LinkUp(i),
-			Delay: p.Delay.String(), Jitter: p.Jitter.String(), Loss: p.Loss, Bandwidth: p.Bandwidth}
+			Delay: p.Delay.String(), Jitter: p.Jitter.String(), Loss: p.Loss, Bandwidth: p.Bandwidth, Queue: p.Queue}
 	}
 	return out
 }

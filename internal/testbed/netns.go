@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -29,7 +30,8 @@ func netnsExists(name string) bool {
 	return err == nil
 }
 
-// inNetns runs fn on an OS thread switched into the named namespace. Sockets and /proc/sys files
+// inNetns runs fn on an OS thread switched into the named namespace (a name under /run/netns, or
+// an absolute path such as /proc/<pid>/ns/net). Sockets and /proc/sys files
 // opened by fn stay in that namespace after the thread switches back. If switching back fails
 // the thread is left locked, so the runtime discards it instead of reusing a thread in the wrong
 // namespace.
@@ -43,7 +45,12 @@ func inNetns(name string, fn func() error) error {
 			return
 		}
 		defer orig.Close()
-		target, err := netns.GetFromName(name)
+		var target netns.NsHandle
+		if filepath.IsAbs(name) {
+			target, err = netns.GetFromPath(name)
+		} else {
+			target, err = netns.GetFromName(name)
+		}
 		if err != nil {
 			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("netns %s: %w", name, err)
@@ -218,6 +225,14 @@ func deleteNetns(ns string) error {
 		err = rerr
 	}
 	return err
+}
+
+// DialIn opens a connection from inside a network namespace: a node's (NodeStatus.Netns), as Dial
+// does for the testbed's own nodes, or any process's (/proc/<pid>/ns/net): for a process on this
+// host that does not host the testbed (a runner reaching what runs in a node without crossing
+// the emulated links).
+func DialIn(ctx context.Context, netns, network, addr string) (net.Conn, error) {
+	return dialInNetns(ctx, netns, network, addr)
 }
 
 // Dial opens a connection from inside node (for readiness checks and run-time control of

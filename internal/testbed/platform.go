@@ -127,6 +127,9 @@ func (p *Platform) Sample(ctx context.Context, interval time.Duration, emit func
 	s.Run(ctx, emit)
 }
 
+// Links says how the run's links are emulated (platform.LinkDescriber).
+func (p *Platform) Links() string { return "testbed fabric, hop by hop" }
+
 // Network is what the fabric did while the latest Sample ran: its figures from every sampling
 // round (platform.NetworkReporter).
 func (p *Platform) Network() platform.NetworkReport {

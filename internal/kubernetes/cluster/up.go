@@ -634,19 +634,41 @@ func (c *Cluster) ContainerdSocket() string {
 // being told. A multi-node cluster has a containerd per node, which this one socket cannot
 // name: "".
 func ContainerdFor(kubeconfig string) string {
+	dir, st := clusterOf(kubeconfig)
+	if st == nil || st.Testbed != nil {
+		return ""
+	}
+	return paths{dir}.host().containerdSock()
+}
+
+// FabricFor names the testbed of the running multi-node cluster whose admin kubeconfig is
+// kubeconfig (a cluster `continuum cluster up --topology` started on this host): its name and
+// state directory, as `continuum testbed fault --name` finds it; ok false for any other
+// kubeconfig. `run --platform kubernetes` emulates a scenario's links there.
+func FabricFor(kubeconfig string) (name, stateDir string, ok bool) {
+	_, st := clusterOf(kubeconfig)
+	if st == nil || st.Testbed == nil {
+		return "", "", false
+	}
+	return st.Testbed.Name, st.Testbed.StateDir, true
+}
+
+// clusterOf finds the running cluster whose admin kubeconfig is kubeconfig: its state directory
+// holds the kubeconfig, or one of its directories up to three levels below does.
+func clusterOf(kubeconfig string) (string, *state) {
 	abs, err := filepath.Abs(kubeconfig)
 	if kubeconfig == "" || err != nil {
-		return ""
+		return "", nil
 	}
 	for dir, i := filepath.Dir(abs), 0; i < 4 && dir != "/"; dir, i = filepath.Dir(dir), i+1 {
 		st, err := readState(dir)
 		if err != nil {
 			continue
 		}
-		if st.Kubeconfig == abs && st.alive() && st.Testbed == nil {
-			return paths{dir}.host().containerdSock()
+		if st.Kubeconfig == abs && st.alive() {
+			return dir, st
 		}
-		return ""
+		return "", nil
 	}
-	return ""
+	return "", nil
 }

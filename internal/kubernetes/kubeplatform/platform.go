@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/agent"
-	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/chaos"
 	"github.com/continuum-project/continuum/internal/platform"
 )
 
@@ -53,16 +52,18 @@ type Platform struct {
 	// imported through ("" none: local images are refused).
 	containerd string
 	services   map[string]bool // declared services that have their Service
-	network    *chaos.Network  // link state, under mu
-	chaosOn    bool            // the run has NetworkChaos objects to keep in step (under mu)
-	down       bool
+	links      links           // how the run's links are emulated
+	// fabric, on a multi-node cluster on this host's testbed, is links as fabricLinks: the
+	// runner reaches the agents from inside their pods (podDialer), not across the links.
+	fabric *fabricLinks
+	down   bool
 }
 
 // nodePod is a scenario node: its pod and the agent in it.
 type nodePod struct {
 	name  string
 	ip    string
-	fw    *forwarder
+	fw    *forwarder // the port-forward to the agent; nil when it is reached through its node
 	agent *agent.Client
 }
 
@@ -94,11 +95,8 @@ func (pf *Platform) up(ctx context.Context, place map[string]map[string]string, 
 			return fmt.Errorf("platform kubernetes: node %s's pod: %w", n.Name, err)
 		}
 	}
-	if chaos.NeedsChaosMesh(pf.cfg.Topology, nil) != "" {
-		pf.chaosOn = true
-		if err := pf.syncNetwork(ctx); err != nil {
-			return err
-		}
+	if err := pf.links.setUp(ctx); err != nil {
+		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
@@ -122,17 +120,26 @@ func (pf *Platform) up(ctx context.Context, place map[string]map[string]string, 
 	return errors.Join(errs...)
 }
 
-// connectNode waits for a node's pod to run, forwards to its agent and waits for it to answer.
+// connectNode waits for a node's pod to run, connects to its agent and waits for it to answer:
+// through a port-forward (the API server and the pod's kubelet), or, on a cluster on this host's
+// testbed, from inside the pod's node, so that the runner's control of the run crosses no
+// emulated link and a partition of the control plane's node does not cut it.
 func (pf *Platform) connectNode(ctx context.Context, node string) (*nodePod, error) {
 	pod, err := pf.waitRunning(ctx, podName(node))
 	if err != nil {
 		return nil, err
 	}
-	fw, err := forward(ctx, pf.c.rc, pf.c.cs, pf.ns, pod.Name, AgentPort)
-	if err != nil {
-		return nil, fmt.Errorf("platform kubernetes: node %s: %w", node, err)
+	var fw *forwarder
+	var ac *agent.Client
+	if pf.fabric != nil {
+		d := &podDialer{uid: string(pod.UID)}
+		ac = agent.NewClientVia(fmt.Sprintf("http://127.0.0.1:%d", AgentPort), d.dial)
+	} else {
+		if fw, err = forward(ctx, pf.c.rc, pf.c.cs, pf.ns, pod.Name, AgentPort); err != nil {
+			return nil, fmt.Errorf("platform kubernetes: node %s: %w", node, err)
+		}
+		ac = agent.NewClient(fw.base(), nil)
 	}
-	ac := agent.NewClient(fw.base(), nil)
 	for {
 		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := ac.Health(hctx)
@@ -142,7 +149,9 @@ func (pf *Platform) connectNode(ctx context.Context, node string) (*nodePod, err
 		}
 		select {
 		case <-ctx.Done():
-			fw.Close()
+			if fw != nil {
+				fw.Close()
+			}
 			return nil, fmt.Errorf("platform kubernetes: node %s: its agent does not answer: %w", node, err)
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -206,6 +215,9 @@ func podTrouble(pod *corev1.Pod) string {
 	}
 	return ""
 }
+
+// Links says how the run's links are emulated (platform.LinkDescriber).
+func (pf *Platform) Links() string { return pf.links.describe() }
 
 // NodeAddrs maps every node to its pod's IP.
 func (pf *Platform) NodeAddrs() map[string]string {
@@ -289,16 +301,7 @@ func (pf *Platform) Apply(ctx context.Context, f platform.Fault) (string, error)
 		}
 		return "restarted " + f.Component, in.restart(ctx, 5*time.Second)
 	case platform.FaultPartition, platform.FaultHeal, platform.FaultLink:
-		pf.mu.Lock()
-		detail, err := pf.network.Apply(f)
-		if err == nil {
-			pf.chaosOn = true // Down deletes the run's NetworkChaos objects
-		}
-		pf.mu.Unlock()
-		if err != nil {
-			return "", err
-		}
-		return detail, pf.syncNetwork(ctx)
+		return pf.links.apply(ctx, f)
 	}
 	return "", fmt.Errorf("platform kubernetes cannot apply fault %s (it applies: %s)", f.Action,
 		strings.Join([]string{platform.FaultPartition, platform.FaultHeal, platform.FaultLink, platform.FaultKill,
@@ -311,17 +314,6 @@ func (pf *Platform) signalNode(ctx context.Context, node string, sig syscall.Sig
 		return "", err
 	}
 	return what + " every process of " + node, np.agent.Signal(ctx, "", sig)
-}
-
-// syncNetwork makes the run's NetworkChaos objects those of the network's state.
-func (pf *Platform) syncNetwork(ctx context.Context) error {
-	pf.mu.Lock()
-	objs := pf.network.Objects(pf.ns, pf.run, runLabels(pf.run))
-	pf.mu.Unlock()
-	if err := chaos.Sync(ctx, pf.c.dyn, pf.ns, pf.run, objs, false); err != nil {
-		return fmt.Errorf("platform kubernetes: link emulation (NetworkChaos): %w", err)
-	}
-	return nil
 }
 
 func (pf *Platform) instance(name string) (runInstance, error) {
@@ -417,17 +409,14 @@ func (pf *Platform) Down() error {
 	wg.Wait()
 	pf.cancel()
 	for _, np := range nodes {
-		np.fw.Close()
+		if np.fw != nil {
+			np.fw.Close()
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pf.mu.Lock()
-	chaosOn := pf.chaosOn
-	pf.mu.Unlock()
-	if chaosOn {
-		if err := chaos.DeleteAll(ctx, pf.c.dyn, pf.ns, pf.run); err != nil {
-			errs = append(errs, err)
-		}
+	if err := pf.links.tearDown(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, pf.deleteObjects(ctx))
 	return errors.Join(errs...)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/chaos"
 	"github.com/continuum-project/continuum/internal/platform"
+	"github.com/continuum-project/continuum/internal/testbed"
 	"github.com/continuum-project/continuum/internal/version"
 )
 
@@ -58,6 +59,12 @@ type Provider struct {
 	// Render, if set, receives from Check the YAML of every object a run creates (`run --check
 	// --render`).
 	Render io.Writer
+	// Fabric, if set, is the testbed whose fabric joins the cluster's nodes (a multi-node
+	// cluster `continuum cluster up --topology` started on this host: cluster.FabricFor). The
+	// scenario's links are then emulated there, hop by hop, instead of by Chaos Mesh; its
+	// topology must be the cluster's, and each scenario node runs on the cluster node of its
+	// name.
+	Fabric *Fabric
 }
 
 func (p Provider) image() string {
@@ -144,9 +151,21 @@ func (p Provider) Check(topo *platform.Topology, faults []platform.Fault) error 
 	// is wrong with the cluster.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	if p.Fabric != nil {
+		if len(p.NodeMap) > 0 {
+			return errNodeMapOnFabric
+		}
+		st, err := p.fabricClient().Status()
+		if err != nil {
+			return fmt.Errorf("platform kubernetes: the cluster's testbed %s: %w", p.Fabric.Testbed, err)
+		}
+		if err := sameTopology(p.Fabric.Testbed, st, topo); err != nil {
+			return err
+		}
+	}
 	var place map[string]map[string]string
 	if c != nil {
-		if err := requireChaosMesh(ctx, c, topo, faults); err != nil {
+		if err := p.requireChaosMesh(ctx, c, topo, faults); err != nil {
 			return err
 		}
 		var err error
@@ -193,7 +212,7 @@ func (p Provider) render(w io.Writer, topo *platform.Topology, place map[string]
 		pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 		objs = append(objs, svc, pod)
 	}
-	if chaos.NeedsChaosMesh(topo, nil) != "" {
+	if p.Fabric == nil && chaos.NeedsChaosMesh(topo, nil) != "" {
 		for _, o := range chaos.NewNetwork(topo).Objects(ns, checkRun, runLabels(checkRun)) {
 			objs = append(objs, o.Object)
 		}
@@ -214,10 +233,19 @@ func (p Provider) render(w io.Writer, topo *platform.Topology, place map[string]
 	return nil
 }
 
-// requireChaosMesh fails when the scenario needs Chaos Mesh and the cluster does not serve it.
-func requireChaosMesh(ctx context.Context, c *clients, topo *platform.Topology, faults []platform.Fault) error {
+// errNodeMapOnFabric refuses --node-map on a cluster on the testbed's fabric.
+var errNodeMapOnFabric = errors.New("platform kubernetes: on a cluster on this host's testbed each scenario node runs on the cluster node of its name, whose links are the scenario's: leave --node-map out")
+
+// fabricClient is the control client of the Fabric's testbed.
+func (p Provider) fabricClient() *testbed.Client {
+	return testbed.NewClient(p.Fabric.StateDir, p.Fabric.Testbed)
+}
+
+// requireChaosMesh fails when the scenario needs Chaos Mesh and the cluster does not serve it
+// (a cluster on the testbed's fabric emulates links there: it needs none).
+func (p Provider) requireChaosMesh(ctx context.Context, c *clients, topo *platform.Topology, faults []platform.Fault) error {
 	why := chaos.NeedsChaosMesh(topo, faults)
-	if why == "" {
+	if why == "" || p.Fabric != nil {
 		return nil
 	}
 	ok, err := chaos.Installed(ctx, c.cs.Discovery())
@@ -254,7 +282,7 @@ func (p Provider) dryRun(ctx context.Context, c *clients, topo *platform.Topolog
 			return fmt.Errorf("platform kubernetes: node %s's Service (dry run): %w", n.Name, err)
 		}
 	}
-	if chaos.NeedsChaosMesh(topo, nil) != "" {
+	if p.Fabric == nil && chaos.NeedsChaosMesh(topo, nil) != "" {
 		if err := chaos.Sync(ctx, c.dyn, ns, checkRun, chaos.NewNetwork(topo).Objects(ns, checkRun, runLabels(checkRun)), true); err != nil {
 			return fmt.Errorf("platform kubernetes: NetworkChaos (dry run): %w", err)
 		}
@@ -369,8 +397,11 @@ func (p Provider) Up(ctx context.Context, cfg platform.Config) (platform.Platfor
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := requireChaosMesh(ctx, c, cfg.Topology, nil); err != nil {
+	if err := p.requireChaosMesh(ctx, c, cfg.Topology, nil); err != nil {
 		return nil, err
+	}
+	if p.Fabric != nil && len(p.NodeMap) > 0 {
+		return nil, errNodeMapOnFabric
 	}
 	place, err := p.placement(ctx, c, cfg.Topology)
 	if err != nil {
@@ -385,8 +416,20 @@ func (p Provider) Up(ctx context.Context, cfg platform.Config) (platform.Platfor
 		spec:  podSpec{Run: run, Namespace: ns, Image: p.image(), PullPolicy: p.pullPolicy(), RunDir: cfg.Dir},
 		nodes: map[string]*nodePod{}, insts: map[string]runInstance{}, services: map[string]bool{},
 		redirects: map[string]map[int]string{}, helpers: map[string]bool{}, place: place, images: map[string]string{},
-		containerd: p.Containerd,
-		network:    chaos.NewNetwork(cfg.Topology)}
+		containerd: p.Containerd}
+	if p.Fabric != nil {
+		dir := p.Fabric.StateDir
+		if dir == "" {
+			dir = testbed.DefaultStateDir()
+		}
+		fl, err := openFabricLinks(*p.Fabric, p.fabricClient(), cfg.Topology, filepath.Join(dir, p.Fabric.Testbed))
+		if err != nil {
+			return nil, err
+		}
+		pf.links, pf.fabric = fl, fl
+	} else {
+		pf.links = newChaosLinks(c, ns, run, cfg.Topology)
+	}
 	pf.ctx, pf.cancel = context.WithCancel(context.Background())
 	if err := pf.up(ctx, place, p.readyTimeout()); err != nil {
 		_ = pf.Down()

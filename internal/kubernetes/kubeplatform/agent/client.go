@@ -24,6 +24,15 @@ import (
 type Client struct {
 	base string // "http://127.0.0.1:PORT", no trailing slash
 	hc   *http.Client
+	dial func(ctx context.Context, network, addr string) (net.Conn, error) // Dial's connection to the agent
+}
+
+// NewClientVia talks to the agent at base through connections dial opens (from inside another
+// network namespace, say), its requests and Dial's streams alike.
+func NewClientVia(base string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Client {
+	c := NewClient(base, &http.Client{Transport: &http.Transport{DialContext: dial}})
+	c.dial = dial
+	return c
 }
 
 // NewClient talks to the agent at base ("http://127.0.0.1:PORT"); hc nil = a default client
@@ -211,8 +220,11 @@ func (c *Client) Dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("agent address %q: %w", c.base, err)
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", u.Host)
+	dial := c.dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	conn, err := dial(ctx, "tcp", u.Host)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s via the agent: %w", addr, err)
 	}
