@@ -6,8 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 
