@@ -145,8 +145,8 @@ func newClusterUpCmd() *cobra.Command {
 	f.StringVar(&cfg.Topology, "topology", "", "a topology file (nodes, links): one Kubernetes node per node, in a testbed of it")
 	f.IntVar(&cfg.Nodes, "nodes", 0, "N: one Kubernetes node per node of a testbed of N nodes n1..nN, linked without delay")
 	f.StringVar(&cfg.ControlPlane, "control-plane", "", "the node the control plane runs in (default: the first labelled tier=cloud, else cloud, else the first)")
-	f.DurationVar(&cfg.NodeGracePeriod, "node-grace-period", 0, "how long a node may go unheard before it is NotReady (whole seconds, at least 5s; default Kubernetes' 50s)")
-	f.DurationVar(&cfg.EvictionTimeout, "eviction-timeout", 0, "how long pods stay on a NotReady or unreachable node before they are evicted (whole seconds; default Kubernetes' 5m)")
+	f.DurationVar(&cfg.NodeGracePeriod, "node-grace-period", 0, "how long a node may go unheard before it is NotReady (whole seconds, 5s to 1h; default Kubernetes' 50s)")
+	f.DurationVar(&cfg.EvictionTimeout, "eviction-timeout", 0, "how long pods stay on a NotReady or unreachable node before they are evicted (whole seconds, 1s to 24h; default Kubernetes' 5m)")
 	return c
 }
 
@@ -324,8 +324,8 @@ func newClusterStatusCmd() *cobra.Command {
 					labels = append(labels, k+"="+n.Labels[k])
 				}
 				ready := strconv.FormatBool(n.Ready)
-				if st.APIError != "" {
-					ready = "?" // the API server did not say (above)
+				if !st.NodesListed {
+					ready = "?" // the API server did not say
 				}
 				fmt.Fprintf(w, "node\t%s\tready=%s%s\t%s\tpods %s\t%s\n", n.Name, ready, since, n.Address, n.PodCIDR, strings.Join(labels, ","))
 				if len(n.Exited) > 0 {

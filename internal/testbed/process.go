@@ -65,6 +65,8 @@ type Proc struct {
 	spec ProcSpec
 	n    *node
 
+	restartMu sync.Mutex // one Restart at a time: two would start two runs in one cgroup
+
 	mu       sync.Mutex
 	pid      int
 	started  time.Time
@@ -281,6 +283,8 @@ func (p *Proc) Kill() error {
 
 // Restart stops the process gracefully and starts it again with the same spec.
 func (p *Proc) Restart(grace time.Duration) error {
+	p.restartMu.Lock()
+	defer p.restartMu.Unlock()
 	if err := p.Stop(grace); err != nil {
 		return err
 	}

@@ -142,10 +142,10 @@ func (c Config) Validate() error {
 	case c.ControlPlane != "" && !c.multiNode():
 		return fmt.Errorf("control plane node %q: only a cluster of several nodes (a topology or a node count) has one to choose", c.ControlPlane)
 	}
-	if err := wholeSeconds("node grace period", c.NodeGracePeriod, minNodeGracePeriod); err != nil {
+	if err := wholeSeconds("node grace period", c.NodeGracePeriod, minNodeGracePeriod, time.Hour); err != nil {
 		return err
 	}
-	if err := wholeSeconds("eviction timeout", c.EvictionTimeout, time.Second); err != nil {
+	if err := wholeSeconds("eviction timeout", c.EvictionTimeout, time.Second, 24*time.Hour); err != nil {
 		return err
 	}
 	if c.multiNode() {
@@ -163,13 +163,13 @@ func (c Config) Validate() error {
 const minNodeGracePeriod = 5 * time.Second
 
 // wholeSeconds checks an optional duration that Kubernetes takes in seconds: 0 (its default)
-// or a whole number of seconds of at least min.
-func wholeSeconds(what string, d, min time.Duration) error {
+// or a whole number of seconds from min to max.
+func wholeSeconds(what string, d, min, max time.Duration) error {
 	if d == 0 {
 		return nil
 	}
-	if d < min || d%time.Second != 0 {
-		return fmt.Errorf("%s %s: want a whole number of seconds, at least %s (or 0 for Kubernetes' default)", what, d, min)
+	if d < min || d > max || d%time.Second != 0 {
+		return fmt.Errorf("%s %s: want a whole number of seconds from %s to %s (or 0 for Kubernetes' default)", what, d, min, max)
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/continuum-project/continuum/internal/httpjson"
 )
 
@@ -23,8 +25,9 @@ import (
 //
 //	POST /nodes/{name}/restart   RestartNode; answers {"result": "restarted [...] on node NAME"}
 //
-// The socket is root's, mode 0600: only root connects, and root may do everything it offers
-// anyway.
+// The socket is root's, mode 0600, in a state directory only root may change (checkStateDir),
+// and the server answers only connections whose peer is root (SO_PEERCRED): root may do
+// everything it offers anyway.
 const controlSocket = "control.sock"
 
 // restartTimeout bounds a restart: the store's, the API server's and containerd's waits.
@@ -53,20 +56,62 @@ func (c *Cluster) serveControl() (*control, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
+	// And the kernel says who connected: a connection made before the chmod, by another user,
+	// is closed unanswered.
+	ln = rootOnly{ln.(*net.UnixListener)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /nodes/{name}/restart", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), restartTimeout)
+		// A client that goes away mid-restart (Ctrl-C) must not leave the node half up: the
+		// restart runs to its end (Down ends it).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), restartTimeout)
 		defer cancel()
 		what, err := c.RestartNode(ctx, r.PathValue("name"))
-		if err != nil {
-			httpjson.Error(w, http.StatusBadRequest, err.Error())
-			return
+		switch {
+		case errors.Is(err, errNoNode):
+			httpjson.Error(w, http.StatusNotFound, err.Error())
+		case errors.Is(err, errGoingDown):
+			httpjson.Error(w, http.StatusServiceUnavailable, err.Error())
+		case err != nil:
+			httpjson.Error(w, http.StatusInternalServerError, err.Error())
+		default:
+			httpjson.Write(w, http.StatusOK, map[string]string{"result": what})
 		}
-		httpjson.Write(w, http.StatusOK, map[string]string{"result": what})
 	})
-	ctl := &control{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, done: make(chan struct{})}
+	ctl := &control{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute,
+		WriteTimeout: restartTimeout + 30*time.Second}, done: make(chan struct{})}
 	go func() { defer close(ctl.done); _ = ctl.srv.Serve(ln) }()
 	return ctl, nil
+}
+
+// rootOnly accepts connections from root only (SO_PEERCRED).
+type rootOnly struct{ *net.UnixListener }
+
+func (l rootOnly) Accept() (net.Conn, error) {
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		if peerUID(c) == 0 {
+			return c, nil
+		}
+		c.Close()
+	}
+}
+
+// peerUID is the user id of the process at the other end of c, or -1 if the kernel does not say.
+func peerUID(c *net.UnixConn) int {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	uid := -1
+	_ = rc.Control(func(fd uintptr) {
+		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+			uid = int(cred.Uid)
+		}
+	})
+	return uid
 }
 
 // close stops the server, giving a restart under way a few seconds to answer.
@@ -95,6 +140,9 @@ func RestartNode(ctx context.Context, stateDir, node string) (string, error) {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
 			return "", fmt.Errorf("no multi-node cluster runs in %s (nothing listens on %s; `continuum cluster status --state-dir %s`)", stateDir, sock, stateDir)
+		}
+		if errors.Is(err, fs.ErrPermission) {
+			return "", fmt.Errorf("the cluster's control socket %s is root's: run as root", sock)
 		}
 		return "", err
 	}

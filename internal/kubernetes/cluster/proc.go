@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -134,8 +135,9 @@ func logTail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// waitFor polls check until it returns nil, a process of procs exits, or timeout passes.
-func waitFor(what string, timeout time.Duration, procs []*proc, check func() error) error {
+// waitFor polls check until it returns nil, a process of procs exits, timeout passes or ctx
+// ends.
+func waitFor(ctx context.Context, what string, timeout time.Duration, procs []*proc, check func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := check()
@@ -150,7 +152,11 @@ func waitFor(what string, timeout time.Duration, procs []*proc, check func() err
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s not ready after %s: %w", what, timeout, err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/testbed"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -49,12 +50,14 @@ func (c *Cluster) watchNodes(every time.Duration) {
 	}
 }
 
-// RestartNode starts node name's daemons again, as a reboot of the node would: what still runs
-// is stopped (the kubelet first, so that it starts no pod meanwhile), then everything starts in
-// Up's order: on the control plane's node the store and the API server (which it waits for:
-// nothing in the cluster works without them), then containerd (waited for: the kubelet needs
-// it), CoreDNS, the kubelet and kube-proxy. It does not wait for the Node to be Ready: across a
-// partition it cannot become so. It returns what it restarted.
+// RestartNode starts node name's daemons again, as a reboot of the node would: a paused node is
+// resumed, what still runs is stopped (the kubelet first, so that it starts no pod meanwhile),
+// then everything starts in Up's order: on the control plane's node the store and the API
+// server (which it waits for: nothing in the cluster works without them), then containerd
+// (waited for: the kubelet needs it), CoreDNS, the kubelet and kube-proxy. A daemon that fails
+// to start does not stop the others from starting; the error names what runs and what does
+// not. It does not wait for the Node to be Ready: across a partition it cannot become so. It
+// returns what it restarted. Down ends a restart under way (ctx ends it too).
 func (c *Cluster) RestartNode(ctx context.Context, name string) (string, error) {
 	if c.tb == nil {
 		return "", errors.New("the one-node cluster's node is the host, and its daemons' exit ends the cluster: `continuum cluster down`, then `up`")
@@ -65,15 +68,27 @@ func (c *Cluster) RestartNode(ctx context.Context, name string) (string, error) 
 		for _, n := range c.nodes {
 			names = append(names, n.Name)
 		}
-		return "", fmt.Errorf("no node %q in the cluster (nodes: %v)", name, names)
+		return "", fmt.Errorf("%w %q in the cluster (nodes: %v)", errNoNode, name, names)
 	}
 	n := c.nodes[i]
 	c.restartMu.Lock()
 	defer c.restartMu.Unlock()
-	select {
-	case <-c.down:
-		return "", errors.New("the cluster is going down")
-	default:
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if isClosed(c.down) {
+		return "", errGoingDown
+	}
+	go func() {
+		select {
+		case <-c.down:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	// SIGSTOPped processes (`testbed fault pause --node`) act on no signal until resumed: the
+	// daemons' stop, and the pods' end when their shims go.
+	if _, err := c.tb.Inject(testbed.Fault{Action: testbed.FaultResume, Node: name}); err != nil {
+		return "", fmt.Errorf("resume node %s: %w", name, err)
 	}
 	var mine []*proc // in start order
 	for _, pr := range c.procs {
@@ -94,31 +109,67 @@ func (c *Cluster) RestartNode(ctx context.Context, name string) (string, error) 
 		c.cp.StopAPIServer()
 		c.store.stop(daemonGrace)
 	}
-	var restarted []string
+	var started, failed []string
+	var errs []error
+	fail := func(what string, err error) {
+		failed = append(failed, what)
+		errs = append(errs, fmt.Errorf("%s: %w", what, err))
+	}
+	start := func(what string, do func() error) {
+		if ctx.Err() != nil {
+			fail(what, ctx.Err())
+			return
+		}
+		if err := do(); err != nil {
+			fail(what, err)
+			return
+		}
+		started = append(started, what)
+	}
 	if cp {
-		if err := c.store.tp.Restart(daemonGrace); err != nil {
-			return "", fmt.Errorf("restart the store: %w", err)
-		}
-		if err := c.waitStore(ctx, c.store); err != nil {
-			return "", err
-		}
-		if err := c.cp.StartAPIServer(ctx); err != nil {
-			return "", fmt.Errorf("restart the API server: %w", err)
-		}
-		restarted = append(restarted, "store", "kube-apiserver")
+		start("store", func() error {
+			if err := c.store.tp.Restart(daemonGrace); err != nil {
+				return err
+			}
+			return c.waitStore(ctx, c.store)
+		})
+		start("kube-apiserver", func() error { return c.cp.StartAPIServer(ctx) })
 	}
 	for _, pr := range mine {
-		if err := pr.tp.Restart(daemonGrace); err != nil {
-			return "", fmt.Errorf("restart %s: %w", pr.role, err)
-		}
-		if pr.role == "containerd" {
-			if err := c.waitContainerd(ctx, n, pr); err != nil {
-				return "", err
+		start(pr.role, func() error {
+			if err := pr.tp.Restart(daemonGrace); err != nil {
+				return err
 			}
-		}
-		restarted = append(restarted, pr.role)
+			if pr.role == "containerd" {
+				return c.waitContainerd(ctx, n, pr)
+			}
+			return nil
+		})
 	}
-	return fmt.Sprintf("restarted %v on node %s", restarted, name), nil
+	if len(errs) > 0 {
+		if errors.Is(ctx.Err(), context.Canceled) && isClosed(c.down) {
+			errs = append([]error{errGoingDown}, errs...)
+		}
+		return "", fmt.Errorf("node %s: restarted %v, not %v: %w", name, started, failed, errors.Join(errs...))
+	}
+	return fmt.Sprintf("restarted %v on node %s", started, name), nil
+}
+
+var (
+	// errGoingDown: the cluster is being taken down.
+	errGoingDown = errors.New("the cluster is going down")
+	// errNoNode: the cluster has no node of that name.
+	errNoNode = errors.New("no node")
+)
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // WaitNodeReady waits until Node node of the cluster in stateDir is Ready and its kubelet has

@@ -28,8 +28,10 @@ type Status struct {
 	Kubeconfig string
 	Nodes      []NodeStatus
 	Pods       []PodStatus
-	// APIError is why nodes and pods could not be listed, if they could not.
-	APIError string
+	// APIError is why nodes and pods could not be listed, if they could not; NodesListed says
+	// whether the Nodes were (their readiness is then the API server's word).
+	APIError    string
+	NodesListed bool
 	// Testbed is the testbed a multi-node cluster's nodes live in ("" for the one-node
 	// cluster): `continuum testbed status/fault --name <it>` act on its links and nodes.
 	Testbed string
@@ -118,6 +120,7 @@ func ReadStatus(ctx context.Context, stateDir string) (*Status, error) {
 		s.APIError = err.Error()
 		return s, nil
 	}
+	s.NodesListed = true
 	for _, n := range nodes.Items {
 		i, ok := byName[n.Name]
 		if !ok {

@@ -50,7 +50,7 @@ func (c *Cluster) startStore(ctx context.Context) error {
 
 // waitStore waits until the store answers its health check, or its process pr exits.
 func (c *Cluster) waitStore(ctx context.Context, pr *proc) error {
-	return waitFor(c.cfg.Store+" /health", 60*time.Second, []*proc{pr}, func() error {
+	return waitFor(ctx, c.cfg.Store+" /health", 60*time.Second, []*proc{pr}, func() error {
 		return httpOK(ctx, c.dialer(c.cpNode), c.storeMetrics+"/health")
 	})
 }

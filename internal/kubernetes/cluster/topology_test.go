@@ -125,11 +125,13 @@ func TestMultiNodeConfigRefused(t *testing.T) {
 			c.Topology = writeTopology(t, "nodes: [{name: a, labels: {tier: cloud}}, {name: b, labels: {zone: 'x y'}}]\n")
 		}, []string{"node b", `label zone="x y"`}},
 		{"grace period too short", func(c *Config) { c.NodeGracePeriod = 2 * time.Second },
-			[]string{"node grace period 2s", "at least 5s", "0 for Kubernetes' default"}},
+			[]string{"node grace period 2s", "from 5s to 1h0m0s", "0 for Kubernetes' default"}},
+		{"grace period too long", func(c *Config) { c.NodeGracePeriod = 700000 * time.Hour },
+			[]string{"node grace period 700000h0m0s", "from 5s to 1h0m0s"}},
 		{"grace period not whole seconds", func(c *Config) { c.NodeGracePeriod = 7500 * time.Millisecond },
 			[]string{"node grace period 7.5s", "whole number of seconds"}},
 		{"negative eviction timeout", func(c *Config) { c.EvictionTimeout = -time.Second },
-			[]string{"eviction timeout -1s", "at least 1s"}},
+			[]string{"eviction timeout -1s", "from 1s to 24h0m0s"}},
 		{"node address in the pod CIDR", func(c *Config) {
 			c.Topology = writeTopology(t, "network: 10.244.200.0/24\nnodes: [{name: a}]\n")
 		}, []string{"node a", "10.244.200.1", "pod CIDR"}},
@@ -285,4 +287,41 @@ func TestStateDirLockedOnce(t *testing.T) {
 		t.Fatalf("after the holder closed it: %v", err)
 	}
 	again.Close()
+}
+
+// TestStateDirOnlyRoots: a state directory another user owns or may write, or a symbolic link,
+// is refused, naming what is wrong; root's own is taken.
+func TestStateDirOnlyRoots(t *testing.T) {
+	requireRoot(t)
+	base := t.TempDir()
+	mk := func(name string, mode os.FileMode, uid int) string {
+		d := filepath.Join(base, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, uid, 0); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if err := checkStateDir(mk("ok", 0o755, 0)); err != nil {
+		t.Errorf("root's 0755 directory: %v", err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(mk("target", 0o755, 0), link); err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string]string{
+		mk("theirs", 0o755, 1000):   "belongs to uid 1000",
+		mk("writable", 0o777, 0):    "writable by others than its owner (-rwxrwxrwx)",
+		mk("group-write", 0o775, 0): "writable by others",
+		link:                        "not a directory (a symbolic link?)",
+	} {
+		if err := checkStateDir(dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %q", dir, err, want)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -98,6 +99,9 @@ func Up(ctx context.Context, cfg Config, log *slog.Logger) (_ *Cluster, err erro
 		}
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := checkStateDir(cfg.StateDir); err != nil {
 		return nil, err
 	}
 	// One Up per state directory at a time: two would plan the same testbed, and the one that
@@ -288,6 +292,26 @@ func (c *Cluster) Down(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// checkStateDir refuses a state directory someone but root could change: the cluster keeps its
+// keys there, and a multi-node cluster's supervisor root's control socket, which such a one
+// could replace (by a symbolic link, or a socket of their own that root's CLI would talk to).
+func checkStateDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("state dir %s is not a directory (a symbolic link?): give the directory itself", dir)
+	case ok && st.Uid != 0:
+		return fmt.Errorf("state dir %s belongs to uid %d, not root: the cluster keeps its keys and root's control socket there (remove it, or give another --state-dir)", dir, st.Uid)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("state dir %s is writable by others than its owner (%s): the cluster keeps its keys and root's control socket there (chmod go-w, or give another --state-dir)", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
 // lockStateDir takes the state directory's lock (flock on the directory), or says that another
 // `continuum cluster up` holds it.
 func lockStateDir(dir string) (*os.File, error) {
@@ -475,7 +499,7 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 
 // waitContainerd waits until node n's containerd answers, or its process pr exits.
 func (c *Cluster) waitContainerd(ctx context.Context, n nodeConfig, pr *proc) error {
-	return waitFor("containerd", 60*time.Second, []*proc{pr}, func() error {
+	return waitFor(ctx, "containerd", 60*time.Second, []*proc{pr}, func() error {
 		return exec.CommandContext(ctx, "ctr", "--address", n.paths().containerdSock(), "version").Run()
 	})
 }
@@ -529,7 +553,7 @@ func (c *Cluster) startCoreDNS(ctx context.Context) error {
 			return dial(ctx, "udp", addr)
 		}}
 		name := "kubernetes.default.svc." + c.cfg.ClusterDomain
-		return waitFor("CoreDNS", 60*time.Second, []*proc{pr}, func() error {
+		return waitFor(ctx, "CoreDNS", 60*time.Second, []*proc{pr}, func() error {
 			qctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
 			_, err := r.LookupHost(qctx, name)
@@ -568,7 +592,7 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 		return err
 	}
 	return c.forNodes(func(n nodeConfig) error {
-		return waitFor("Node "+n.Name+" Ready", 3*time.Minute, []*proc{started[n.Name]}, func() error {
+		return waitFor(ctx, "Node "+n.Name+" Ready", 3*time.Minute, []*proc{started[n.Name]}, func() error {
 			return nodeReady(ctx, c.client, n.Name)
 		})
 	})
@@ -613,7 +637,7 @@ func (c *Cluster) startKubeProxy(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return waitFor("kube-proxy", 60*time.Second, []*proc{pr}, func() error {
+		return waitFor(ctx, "kube-proxy", 60*time.Second, []*proc{pr}, func() error {
 			return httpOK(ctx, c.dialer(n), "http://127.0.0.1:10256/healthz")
 		})
 	})

@@ -62,17 +62,7 @@ func testLogger() *slog.Logger {
 // otherwise returns the package's cluster, bringing it up on first use.
 func sharedCluster(t *testing.T) *clusterEnv {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testenv.SkipOrFail(t, "needs root (containerd, kubelet, the pod network)")
-	}
-	binDir, err := controlplane.FindBinDir()
-	if err != nil {
-		testenv.SkipOrFail(t, err.Error())
-	}
-	bin := os.Getenv("CONTINUUM_BIN")
-	if bin == "" {
-		testenv.SkipOrFail(t, "CONTINUUM_BIN: the static continuum binary the node pods' image is built from (make test sets it)")
-	}
+	binDir, bin := clusterNeeds(t)
 	shared.once.Do(func() {
 		start := time.Now()
 		shared.env, shared.err = upCluster(binDir, bin)
@@ -83,6 +73,24 @@ func sharedCluster(t *testing.T) *clusterEnv {
 	}
 	t.Logf("shared cluster: up in %v (once for the package)", shared.took.Round(time.Second))
 	return shared.env
+}
+
+// clusterNeeds skips (or fails, where the suite must run) without what a cluster needs: root,
+// the Kubernetes binaries and the static continuum binary; it returns where the last two are.
+func clusterNeeds(t *testing.T) (binDir, bin string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testenv.SkipOrFail(t, "needs root (containerd, kubelet, the pod network)")
+	}
+	binDir, err := controlplane.FindBinDir()
+	if err != nil {
+		testenv.SkipOrFail(t, err.Error())
+	}
+	bin = os.Getenv("CONTINUUM_BIN")
+	if bin == "" {
+		testenv.SkipOrFail(t, "CONTINUUM_BIN: the static continuum binary the node pods' image is built from (make test sets it)")
+	}
+	return binDir, bin
 }
 
 func upCluster(binDir, bin string) (_ *clusterEnv, err error) {
@@ -105,10 +113,8 @@ func upCluster(binDir, bin string) (_ *clusterEnv, err error) {
 			os.RemoveAll(state)
 		}
 	}()
-	build := exec.Command(bin, "image", "build", "--out", images, "--images", "continuum", "--tag", "kubeplatform-test",
-		"--continuum-binary", bin, "--root", root)
-	if b, err := build.CombinedOutput(); err != nil {
-		return nil, &buildError{cmd: build.String(), err: err, out: string(b)}
+	if err := buildImage(bin, root, images); err != nil {
+		return nil, err
 	}
 	cfg := cluster.DefaultConfig()
 	cfg.StateDir = filepath.Join(state, "cluster")
@@ -124,8 +130,21 @@ func upCluster(binDir, bin string) (_ *clusterEnv, err error) {
 		return nil, err
 	}
 	return &clusterEnv{cl: cl, bin: bin, root: root, images: images, dirs: []string{images, state},
-		prov: Provider{Kubeconfig: cl.Kubeconfig(), Image: "continuum-project/continuum:kubeplatform-test", PullPolicy: "Never",
+		prov: Provider{Kubeconfig: cl.Kubeconfig(), Image: testImage, PullPolicy: "Never",
 			Containerd: cl.ContainerdSocket()}}, nil
+}
+
+// testImage is the node pods' image the tests build (buildImage) and run.
+const testImage = "continuum-project/continuum:kubeplatform-test"
+
+// buildImage builds the continuum image of bin into dir/continuum.tar, tagged testImage.
+func buildImage(bin, root, dir string) error {
+	build := exec.Command(bin, "image", "build", "--out", dir, "--images", "continuum", "--tag", "kubeplatform-test",
+		"--continuum-binary", bin, "--root", root)
+	if b, err := build.CombinedOutput(); err != nil {
+		return &buildError{cmd: build.String(), err: err, out: string(b)}
+	}
+	return nil
 }
 
 type buildError struct {

@@ -1,0 +1,135 @@
+package kubeplatform
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/continuum-project/continuum/internal/experiment"
+	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
+	"github.com/continuum-project/continuum/internal/results"
+	"github.com/continuum-project/continuum/internal/spec"
+	"github.com/continuum-project/continuum/internal/testbed"
+)
+
+// TestQuickstartOnFabricCluster runs the quickstart itself (scenarios/quickstart.yaml: device
+// -10 ms- edge -50 ms- cloud, cloud partitioned from 10 s to 20 s) on a cluster of the
+// quickstart's topology on this host's testbed, as `continuum run --platform kubernetes` does
+// with the cluster's kubeconfig: the platform finds the cluster's testbed (cluster.FabricFor),
+// sets the scenario's links there and applies the partition there, and reaches its agents from
+// inside their pods, so that isolating cloud (the control plane's node) does not cut the run
+// off. The requests to edge take at least the device-edge round trip and never fail; those to
+// cloud take at least the device-cloud round trip and fail only while cloud is cut off; run.json
+// says where the run ran and how its links were emulated; afterwards the cluster's links are as
+// before the run, with no partition in force.
+func TestQuickstartOnFabricCluster(t *testing.T) {
+	binDir, bin := clusterNeeds(t)
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := t.TempDir()
+	if err := buildImage(bin, root, images); err != nil {
+		t.Fatal(err)
+	}
+	cfg := cluster.DefaultConfig()
+	state := t.TempDir()
+	cfg.StateDir, cfg.TestbedStateDir = filepath.Join(state, "cluster"), filepath.Join(state, "testbeds")
+	cfg.BinDir, cfg.ContinuumBin = binDir, bin
+	cfg.Images = []string{filepath.Join(images, "continuum.tar")}
+	cfg.Topology = filepath.Join(root, "scenarios", "topologies", "three-tier.yaml")
+	if cfg.SandboxImage, err = cluster.SandboxFrom(cfg.Images); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cl, err := cluster.Up(ctx, cfg, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Down(context.Background()); err != nil {
+			t.Errorf("cluster down: %v", err)
+		}
+	})
+	t.Logf("three nodes Ready in %v", time.Since(start).Round(time.Second))
+
+	name, dir, ok := cluster.FabricFor(cl.Kubeconfig())
+	if !ok || name != cl.Testbed().Name {
+		t.Fatalf("FabricFor(%s) = %q, %q, %v; want the cluster's testbed %s", cl.Kubeconfig(), name, dir, ok, cl.Testbed().Name)
+	}
+	// The cluster's edge-cloud link as its user left it, which the run changes and gives back.
+	tb := testbed.NewClient(dir, name)
+	five := spec.Duration{Duration: 5 * time.Millisecond}
+	if _, err := tb.Inject(testbed.Fault{Action: testbed.FaultLink, Link: []string{"edge", "cloud"}, Delay: &five}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := tb.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	prov := Provider{Kubeconfig: cl.Kubeconfig(), Image: testImage, PullPolicy: "Never", Fabric: &Fabric{Testbed: name, StateDir: dir}}
+	scenario := filepath.Join(root, "scenarios", "quickstart.yaml")
+	if _, err := experiment.Check(scenario, experiment.Options{Platform: prov, Binary: bin}); err != nil {
+		t.Fatalf("run --check: %v", err)
+	}
+	res, err := experiment.Execute(ctx, scenario, experiment.Options{Platform: prov, Binary: bin, Out: t.TempDir(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed != 0 {
+		t.Fatalf("%d of %d runs failed (%s)", res.Failed, res.Runs, res.Dir)
+	}
+	run := filepath.Join(res.Dir, results.RunsDir, "001")
+	var rec results.Run
+	if err := results.ReadJSON(filepath.Join(run, results.RunFile), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Platform != PlatformName || !strings.Contains(rec.LinkEmulation, "testbed fabric "+name) {
+		t.Errorf("run.json: platform %q, links %q; want kubernetes on the testbed fabric %s", rec.Platform, rec.LinkEmulation, name)
+	}
+	readCSV(t, filepath.Join(run, "events.csv"), []string{"action", "status", "detail"}, func(r results.CSVRow) {
+		if r.Str("status") != "ok" {
+			t.Errorf("event %s: status %q (%s)", r.Str("action"), r.Str("status"), r.Str("detail"))
+		}
+	})
+
+	// Every second of the load: edge never fails; cloud fails only for requests sent while it
+	// is cut off (the load's seconds count from its own start, a little after the run's, and a
+	// request sent just before 10 s times out after it).
+	readCSV(t, filepath.Join(run, "workloads", "load", "timeseries.csv"), []string{"t_s", "series", "ok", "errors", "p50_ms"}, func(r results.CSVRow) {
+		v, err := r.Floats("t_s", "ok", "errors", "p50_ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec, okN, errN, p50 := v[0], v[1], v[2], v[3]
+		rtt := map[string]float64{"edge": 20, "cloud": 120}[r.Str("series")]
+		switch {
+		case r.Str("series") == "edge" && errN != 0:
+			t.Errorf("edge second %g: %g errors, want none (only cloud is cut off)", sec, errN)
+		case r.Str("series") == "cloud" && errN != 0 && (sec < 9 || sec > 20):
+			t.Errorf("cloud second %g: %g errors outside the partition (10-20 s)", sec, errN)
+		case r.Str("series") == "cloud" && sec >= 11 && sec <= 18 && okN != 0:
+			t.Errorf("cloud second %g: %g answers while cut off", sec, okN)
+		case okN > 0 && p50 < rtt:
+			t.Errorf("%s second %g: p50 %g ms, below the links' round trip %g ms", r.Str("series"), sec, p50, rtt)
+		}
+	})
+
+	after, err := tb.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Partitions) != 0 {
+		t.Errorf("partitions left after the run: %v", after.Partitions)
+	}
+	for i, l := range after.Links {
+		if l != before.Links[i] {
+			t.Errorf("link %v after the run %+v, want it as before %+v", l.Between, l, before.Links[i])
+		}
+	}
+}
