@@ -88,6 +88,7 @@ func startControl(tb *Testbed) (*controlServer, error) {
 	cs := &controlServer{ln: ln, done: make(chan struct{}), shutdown: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) { httpjson.Write(w, 200, tb.Status()) })
+	mux.HandleFunc("GET /fabric", func(w http.ResponseWriter, r *http.Request) { httpjson.Write(w, 200, tb.FabricStats()) })
 	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
 		var f Fault
 		if err := httpjson.Decode(w, r, maxControlBody, &f); err != nil {
@@ -207,6 +208,13 @@ func (c *Client) do(method, path string, body, out any) error {
 func (c *Client) Status() (Status, error) {
 	var st Status
 	err := c.do("GET", "/status", nil, &st)
+	return st, err
+}
+
+// FabricStats fetches the fabric's cumulative figures (Testbed.FabricStats).
+func (c *Client) FabricStats() (fabric.Stats, error) {
+	var st fabric.Stats
+	err := c.do("GET", "/fabric", nil, &st)
 	return st, err
 }
 

@@ -31,7 +31,7 @@ type Sampler struct {
 	prevCPU  map[string]time.Duration
 	energy   map[string]float64
 	idle     map[string]float64
-	net      networkLog
+	net      NetworkLog
 }
 
 // NewSampler creates a sampler; the first Take establishes the baseline.
@@ -65,7 +65,7 @@ func (s *Sampler) Run(ctx context.Context, emit func([]Sample)) {
 
 // Network is what the fabric did between the sampler's first and last rounds
 // (platform.NetworkReporter); zero before the second round.
-func (s *Sampler) Network() platform.NetworkReport { return s.net.report() }
+func (s *Sampler) Network() platform.NetworkReport { return s.net.Report() }
 
 // Take measures once.
 func (s *Sampler) Take() []Sample {
@@ -131,7 +131,7 @@ func (s *Sampler) Take() []Sample {
 		}
 	}
 	tb.publishLoad(now, out)
-	s.net.take(now.Sub(s.start), fAt, fst)
+	s.net.Take(now.Sub(s.start), fAt, fst)
 	return out
 }
 
@@ -173,12 +173,15 @@ func dirBytes(dir string) int64 {
 	return total
 }
 
-// networkLog keeps the fabric's figures over a sampling period: the first snapshot (the
+// NetworkLog keeps the fabric's figures over a sampling period: the first snapshot (the
 // baseline every cumulative figure counts from), the previous one (each interval is the
 // difference of two snapshots, so no packet is counted twice or lost between intervals) and the
 // interval rows. Snapshots are cumulative since the fabric started, so taking one costs nothing
-// on the packet path beyond a short hold of the fabric's lock.
-type networkLog struct {
+// on the packet path beyond a short hold of the fabric's lock. The testbed's Sampler keeps one;
+// so does a platform that runs on a testbed it does not host (a Kubernetes cluster's, whose
+// fabric's figures it reads through the control socket: Client.FabricStats). Its zero value is
+// ready to use.
+type NetworkLog struct {
 	mu          sync.Mutex // guards everything below: the sampler writes, Network reads
 	first, prev fabric.Stats
 	prevT       time.Duration
@@ -187,8 +190,8 @@ type networkLog struct {
 	rows        []platform.NetworkSample
 }
 
-// take records a snapshot st, taken at T t of the sampler's rows and returned at at.
-func (l *networkLog) take(t time.Duration, at time.Time, st fabric.Stats) {
+// Take records a snapshot st, taken at T t of the sampler's rows and returned at at.
+func (l *NetworkLog) Take(t time.Duration, at time.Time, st fabric.Stats) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.started {
@@ -224,7 +227,8 @@ func (l *networkLog) take(t time.Duration, at time.Time, st fabric.Stats) {
 	l.prev, l.prevT, l.prevAt = st, t, at
 }
 
-func (l *networkLog) report() platform.NetworkReport {
+// Report is what the fabric did between the first snapshot and the last (platform.NetworkReporter).
+func (l *NetworkLog) Report() platform.NetworkReport {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.rows) == 0 {

@@ -2,16 +2,22 @@ package kubeplatform
 
 import (
 	"context"
+	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/continuum-project/continuum/internal/experiment"
 	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
 	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/testbed"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // TestQuickstartOnFabricCluster runs the quickstart itself (scenarios/quickstart.yaml: device
@@ -22,8 +28,9 @@ import (
 // inside their pods, so that isolating cloud (the control plane's node) does not cut the run
 // off. The requests to edge take at least the device-edge round trip and never fail; those to
 // cloud take at least the device-cloud round trip and fail only while cloud is cut off; run.json
-// says where the run ran and how its links were emulated; afterwards the cluster's links are as
-// before the run, with no partition in force.
+// says where the run ran and how its links were emulated, network.csv what the fabric carried;
+// afterwards the cluster's links are as before the run, with no partition in force. Before the
+// run, a pod-to-pod round trip device-cloud is the node-to-node one (podRTTIsNodeRTT).
 func TestQuickstartOnFabricCluster(t *testing.T) {
 	binDir, bin := clusterNeeds(t)
 	root, err := filepath.Abs("../../..")
@@ -61,6 +68,7 @@ func TestQuickstartOnFabricCluster(t *testing.T) {
 	if !ok || name != cl.Testbed().Name {
 		t.Fatalf("FabricFor(%s) = %q, %q, %v; want the cluster's testbed %s", cl.Kubeconfig(), name, dir, ok, cl.Testbed().Name)
 	}
+	podRTTIsNodeRTT(ctx, t, cl, "device", "cloud", 120*time.Millisecond)
 	// The cluster's edge-cloud link as its user left it, which the run changes and gives back.
 	tb := testbed.NewClient(dir, name)
 	five := spec.Duration{Duration: 5 * time.Millisecond}
@@ -91,6 +99,19 @@ func TestQuickstartOnFabricCluster(t *testing.T) {
 	}
 	if rec.Platform != PlatformName || !strings.Contains(rec.LinkEmulation, "testbed fabric "+name) {
 		t.Errorf("run.json: platform %q, links %q; want kubernetes on the testbed fabric %s", rec.Platform, rec.LinkEmulation, name)
+	}
+	// The fabric's own figures, as a testbed run writes them (and the report's distortion check
+	// reads): a row per sampling interval, with the packets it carried.
+	var carried float64
+	readCSV(t, filepath.Join(run, results.NetworkFile), []string{"packets"}, func(r results.CSVRow) {
+		v, err := r.Floats("packets")
+		if err != nil {
+			t.Fatal(err)
+		}
+		carried += v[0]
+	})
+	if carried == 0 {
+		t.Errorf("%s: the fabric carried no packets", results.NetworkFile)
 	}
 	readCSV(t, filepath.Join(run, "events.csv"), []string{"action", "status", "detail"}, func(r results.CSVRow) {
 		if r.Str("status") != "ok" {
@@ -131,5 +152,85 @@ func TestQuickstartOnFabricCluster(t *testing.T) {
 		if l != before.Links[i] {
 			t.Errorf("link %v after the run %+v, want it as before %+v", l.Between, l, before.Links[i])
 		}
+	}
+}
+
+// podRTTIsNodeRTT: a TCP connect from a pod on node from to a pod on node to takes the same
+// time as one from node from to node to, the topology's round trip between them (want): the
+// pods' traffic takes the nodes' path through the fabric and nothing else. Medians of 15 each,
+// taken in turn so that both see the machine alike; they may differ by at most 1 ms.
+func podRTTIsNodeRTT(ctx context.Context, t *testing.T, cl *cluster.Cluster, from, to string, want time.Duration) {
+	t.Helper()
+	c, err := (Provider{Kubeconfig: cl.Kubeconfig()}).connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(node string, args ...string) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "rtt-" + node},
+			Spec: corev1.PodSpec{NodeSelector: map[string]string{LabelNode: node},
+				Containers: []corev1.Container{{Name: "c", Image: testImage, ImagePullPolicy: corev1.PullNever, Args: args}}},
+		}
+		if _, err := c.cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			zero := int64(0)
+			_ = c.cs.CoreV1().Pods("default").Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		})
+		var got *corev1.Pod
+		testenv.Eventually(t, 2*time.Minute, "pod "+p.Name+" running", func() bool {
+			got, err = c.cs.CoreV1().Pods("default").Get(ctx, p.Name, metav1.GetOptions{})
+			return err == nil && got.Status.Phase == corev1.PodRunning && got.Status.PodIP != ""
+		})
+		return got
+	}
+	server := pod(to, "echo", "--listen", ":8080")
+	client := pod(from, "cluster", "pause")
+	var fromNS, toAddr string
+	for _, n := range cl.Testbed().Status().Nodes {
+		switch n.Name {
+		case from:
+			fromNS = n.Netns
+		case to:
+			toAddr = n.Address
+		}
+	}
+	podDial := &podDialer{uid: string(client.UID)}
+	connect := func(dial func(context.Context, string, string) (net.Conn, error), addr string) time.Duration {
+		t0 := time.Now()
+		conn, err := dial(ctx, "tcp", addr)
+		if err != nil {
+			t.Fatalf("connect to %s: %v", addr, err)
+		}
+		d := time.Since(t0)
+		conn.Close()
+		return d
+	}
+	nodeDial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return testbed.DialIn(ctx, fromNS, network, addr)
+	}
+	podAddr := net.JoinHostPort(server.Status.PodIP, "8080")
+	testenv.Eventually(t, time.Minute, "the echo pod listening", func() bool {
+		conn, err := podDial.dial(ctx, "tcp", podAddr)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
+	var pods, hosts []time.Duration
+	for range 15 {
+		pods = append(pods, connect(podDial.dial, podAddr))
+		hosts = append(hosts, connect(nodeDial, net.JoinHostPort(toAddr, "10250"))) // the kubelet of node to
+	}
+	slices.Sort(pods)
+	slices.Sort(hosts)
+	podRTT, nodeRTT := pods[len(pods)/2], hosts[len(hosts)/2]
+	t.Logf("TCP connect %s -> %s, median of 15: pod to pod %v, node to node %v (the topology's round trip %v)", from, to, podRTT, nodeRTT, want)
+	if nodeRTT < want || podRTT < want {
+		t.Errorf("round trips below the topology's %v: pod to pod %v, node to node %v", want, podRTT, nodeRTT)
+	}
+	if d := podRTT - nodeRTT; d > time.Millisecond || d < -time.Millisecond {
+		t.Errorf("pod to pod %v, node to node %v: %v apart, want within 1 ms", podRTT, nodeRTT, d)
 	}
 }

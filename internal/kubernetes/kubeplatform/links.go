@@ -20,6 +20,7 @@ import (
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/testbed"
+	"github.com/continuum-project/continuum/internal/testbed/fabric"
 )
 
 // links emulates a run's links on the cluster, in one of two ways:
@@ -122,6 +123,7 @@ type Fabric struct {
 type fabricControl interface {
 	Status() (testbed.Status, error)
 	Inject(testbed.Fault) (string, error)
+	FabricStats() (fabric.Stats, error)
 }
 
 // fabricLinks sets the scenario's links on the cluster's testbed for the run, applies its link

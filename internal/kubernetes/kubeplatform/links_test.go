@@ -10,6 +10,7 @@ import (
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/spec"
 	"github.com/continuum-project/continuum/internal/testbed"
+	"github.com/continuum-project/continuum/internal/testbed/fabric"
 )
 
 // fakeFabric is a testbed control client that records the faults and keeps link state as the
@@ -20,6 +21,8 @@ type fakeFabric struct {
 }
 
 func (f *fakeFabric) Status() (testbed.Status, error) { return f.st, nil }
+
+func (f *fakeFabric) FabricStats() (fabric.Stats, error) { return fabric.Stats{}, nil }
 
 func (f *fakeFabric) Inject(ft testbed.Fault) (string, error) {
 	f.faults = append(f.faults, ft)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/agent"
 	"github.com/continuum-project/continuum/internal/platform"
+	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 // Platform is one run's topology up on a cluster, as Provider.Up returns it.
@@ -56,6 +57,7 @@ type Platform struct {
 	// fabric, on a multi-node cluster on this host's testbed, is links as fabricLinks: the
 	// runner reaches the agents from inside their pods (podDialer), not across the links.
 	fabric *fabricLinks
+	netlog *testbed.NetworkLog // the fabric's figures of the latest Sample (under mu)
 	down   bool
 }
 
@@ -216,6 +218,19 @@ func podTrouble(pod *corev1.Pod) string {
 	return ""
 }
 
+// Network is what the cluster's testbed fabric did while the latest Sample ran, on a cluster on
+// this host's testbed (platform.NetworkReporter); the zero report elsewhere: a real network
+// reports nothing.
+func (pf *Platform) Network() platform.NetworkReport {
+	pf.mu.Lock()
+	nl := pf.netlog
+	pf.mu.Unlock()
+	if nl == nil {
+		return platform.NetworkReport{}
+	}
+	return nl.Report()
+}
+
 // Links says how the run's links are emulated (platform.LinkDescriber).
 func (pf *Platform) Links() string { return pf.links.describe() }
 
@@ -361,8 +376,24 @@ func (pf *Platform) Sample(ctx context.Context, interval time.Duration, emit fun
 	t0 := time.Now()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	var nl *testbed.NetworkLog
+	if pf.fabric != nil {
+		nl = &testbed.NetworkLog{}
+		pf.mu.Lock()
+		pf.netlog = nl
+		pf.mu.Unlock()
+	}
 	for {
-		emit(s.take(ctx, time.Since(t0)))
+		t := time.Since(t0)
+		emit(s.take(ctx, t))
+		if nl != nil {
+			// The fabric's figures, as the testbed's own sampler takes them each round: what
+			// the fabric did to the run's traffic (lateness, drops, its CPU), for network.csv
+			// and the distortion check.
+			if st, err := pf.fabric.tb.FabricStats(); err == nil {
+				nl.Take(t, st.At, st)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -477,4 +508,8 @@ func (pf *Platform) deleteObjects(ctx context.Context) error {
 	}
 }
 
-var _ platform.Platform = (*Platform)(nil)
+var (
+	_ platform.Platform        = (*Platform)(nil)
+	_ platform.NetworkReporter = (*Platform)(nil)
+	_ platform.LinkDescriber   = (*Platform)(nil)
+)

@@ -1,6 +1,8 @@
 package fabric
 
 import (
+	"encoding/json"
+	"fmt"
 	"math/bits"
 	"os"
 	"strconv"
@@ -208,4 +210,50 @@ func (t *threadSet) cpu() (time.Duration, int, int) {
 		sum += v
 	}
 	return time.Duration(sum), len(tids), rt
+}
+
+// histogramJSON is a Histogram on the wire (the testbed's control socket): its non-empty
+// buckets by index.
+type histogramJSON struct {
+	N       uint64            `json:"n"`
+	Max     int64             `json:"max_us"`
+	Buckets map[uint16]uint64 `json:"buckets,omitempty"`
+}
+
+// MarshalJSON writes the non-empty buckets, the count and the maximum.
+func (h Histogram) MarshalJSON() ([]byte, error) {
+	j := histogramJSON{N: h.n, Max: h.max, Buckets: map[uint16]uint64{}}
+	for i, c := range h.counts {
+		if c > 0 {
+			j.Buckets[uint16(i)] = c
+		}
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote, refusing a bucket that does not exist or a count
+// that is not the buckets' sum.
+func (h *Histogram) UnmarshalJSON(b []byte) error {
+	var j histogramJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	var out Histogram
+	var sum uint64
+	for i, c := range j.Buckets {
+		if int(i) >= histBuckets {
+			return fmt.Errorf("histogram bucket %d: there are %d", i, histBuckets)
+		}
+		out.counts[i] = c
+		if sum+c < sum {
+			return fmt.Errorf("histogram counts overflow")
+		}
+		sum += c
+	}
+	if sum != j.N {
+		return fmt.Errorf("histogram count %d, its buckets hold %d", j.N, sum)
+	}
+	out.n, out.max = j.N, j.Max
+	*h = out
+	return nil
 }
