@@ -123,6 +123,11 @@ func (a *authStore) adopt(b []byte) error {
 	if err := st.validate(); err != nil {
 		return fmt.Errorf("auth state from a peer: %w", err)
 	}
+	if st.Enabled { // before auth is on here, outside the lock (see dummyHash)
+		if _, err := a.dummyHash(); err != nil {
+			return err
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	rev := authRev{Rev: st.Revision, Stamp: st.Stamp}
