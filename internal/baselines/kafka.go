@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,16 @@ const KafkaHeap = "1G"
 func KafkaJavaArgs(java, home, main string, args ...string) []string {
 	return append([]string{java, "-Xmx" + KafkaHeap, "-XX:+UseG1GC", "-Djava.awt.headless=true",
 		"-cp", filepath.Join(home, "libs") + "/*", main}, args...)
+}
+
+// withJavaOptions puts opts into a KafkaJavaArgs command line, after its own options (a
+// later option wins) and before the class path and main class.
+func withJavaOptions(args, opts []string) []string {
+	if len(opts) == 0 {
+		return args
+	}
+	i := slices.Index(args, "-cp")
+	return slices.Concat(args[:i:i], opts, args[i:])
 }
 
 // KafkaNode is one broker of a KRaft quorum, every one in combined mode (broker and
@@ -264,6 +275,9 @@ type KafkaConfig struct {
 	// Host is the address the broker listens on and advertises (default 127.0.0.1); another
 	// address lets clients elsewhere reach it, e.g. pods through their bridge's address.
 	Host string
+	// JavaOptions go on java's command lines (the storage tool's and the broker's, kept by
+	// Crash's restart) before the main class, after KafkaJavaArgs' own.
+	JavaOptions []string
 }
 
 // StartKafka starts one Kafka broker in KRaft combined mode (node 1, a standalone quorum) on
@@ -293,7 +307,7 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Server, error) {
 		host = "127.0.0.1"
 	}
 	node := KafkaNode{ID: 1, Host: host, Port: ports[0], ControllerPort: ports[1]}
-	s, err := startKafkaNode(ctx, cfg.Config, java, home, node, []KafkaNode{node}, KafkaClusterID())
+	s, err := startKafkaNode(ctx, cfg.Config, java, home, cfg.JavaOptions, node, []KafkaNode{node}, KafkaClusterID())
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +320,7 @@ func StartKafka(ctx context.Context, cfg KafkaConfig) (*Server, error) {
 
 // startKafkaNode writes the node's server.properties, formats its storage and starts it;
 // ready when the node answers metadata (the quorum may still be forming for a cluster).
-func startKafkaNode(ctx context.Context, cfg Config, java, home string, node KafkaNode, quorum []KafkaNode, clusterID string) (*Server, error) {
+func startKafkaNode(ctx context.Context, cfg Config, java, home string, javaOpts []string, node KafkaNode, quorum []KafkaNode, clusterID string) (*Server, error) {
 	dataDir := filepath.Join(cfg.Dir, "data")
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
@@ -317,12 +331,12 @@ func startKafkaNode(ctx context.Context, cfg Config, java, home string, node Kaf
 	}
 	fctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	fa := KafkaFormatArgs(java, home, props, clusterID, len(quorum) == 1)
+	fa := withJavaOptions(KafkaFormatArgs(java, home, props, clusterID, len(quorum) == 1), javaOpts)
 	if out, err := exec.CommandContext(fctx, fa[0], fa[1:]...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("kafka storage format: %v\n%s", err, out)
 	}
 	addr := node.Host + ":" + strconv.Itoa(node.Port)
-	args := append(KafkaJavaArgs(java, home, "kafka.Kafka", props), cfg.ExtraArgs...)
+	args := append(withJavaOptions(KafkaJavaArgs(java, home, "kafka.Kafka", props), javaOpts), cfg.ExtraArgs...)
 	ready := func(ctx context.Context) error { return KafkaReady(ctx, []string{addr}, 1) }
 	return start(ctx, "kafka", kvtarget.Target{Kind: "kafka", Endpoints: []string{addr}}, dataDir,
 		filepath.Join(cfg.Dir, "server.log"), args, cfg.ReadyTimeout, ready)
@@ -339,6 +353,8 @@ type KafkaClusterConfig struct {
 	Topics  []KafkaTopic
 	// ReadyTimeout bounds each broker's start (default DefaultReadyTimeout).
 	ReadyTimeout time.Duration
+	// JavaOptions are KafkaConfig's, for every broker.
+	JavaOptions []string
 }
 
 // KafkaCluster is a started KRaft cluster of brokers in combined mode.
@@ -391,7 +407,7 @@ func StartKafkaCluster(ctx context.Context, cfg KafkaClusterConfig) (*KafkaClust
 		go func() {
 			defer func() { done <- struct{}{} }()
 			bc := Config{Dir: filepath.Join(cfg.Dir, "b"+strconv.Itoa(i+1)), ReadyTimeout: cfg.ReadyTimeout}
-			c.Nodes[i], errs[i] = startKafkaNode(ctx, bc, java, home, quorum[i], quorum, id)
+			c.Nodes[i], errs[i] = startKafkaNode(ctx, bc, java, home, cfg.JavaOptions, quorum[i], quorum, id)
 		}()
 	}
 	for range quorum {

@@ -2,6 +2,7 @@ package baselines
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+// testJavaOptions are baselinetest.KafkaJavaOptions (which imports this package): the client
+// compiler only, for a JVM that lives seconds, in a CPU-bound make test.
+var testJavaOptions = []string{"-XX:TieredStopAtLevel=1"}
 
 // needKafka skips the test when java or the Kafka jars are missing, or fails it under
 // CONTINUUM_REQUIRE_ROOT=1; the message names `make setup`.
@@ -72,11 +77,15 @@ func TestKafkaProduceConsume(t *testing.T) {
 	needKafka(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := StartKafka(ctx, KafkaConfig{Config: Config{Dir: t.TempDir()}, Topics: []KafkaTopic{{"events", 3, 1}}})
+	s, err := StartKafka(ctx, KafkaConfig{Config: Config{Dir: t.TempDir()}, Topics: []KafkaTopic{{"events", 3, 1}},
+		JavaOptions: testJavaOptions})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Stop() })
+	if i := slices.Index(s.Args, testJavaOptions[0]); i < 0 || i > slices.Index(s.Args, "-cp") || i < slices.Index(s.Args, "-XX:+UseG1GC") {
+		t.Errorf("java options not between KafkaJavaArgs' own and the class path: %q", s.Args)
+	}
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(s.Target.Endpoints...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DefaultProduceTopic("events"))
@@ -166,7 +175,7 @@ func TestKafkaCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	c, err := StartKafkaCluster(ctx, KafkaClusterConfig{Dir: t.TempDir(), Topics: []KafkaTopic{{"rep", 1, 3}}})
+	c, err := StartKafkaCluster(ctx, KafkaClusterConfig{Dir: t.TempDir(), Topics: []KafkaTopic{{"rep", 1, 3}}, JavaOptions: testJavaOptions})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,10 +125,18 @@ func StartKafka(t testing.TB, topics ...baselines.KafkaTopic) *baselines.Server 
 	need(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := baselines.StartKafka(ctx, baselines.KafkaConfig{Config: baselines.Config{Dir: t.TempDir()}, Topics: topics})
+	s, err := baselines.StartKafka(ctx, baselines.KafkaConfig{Config: baselines.Config{Dir: t.TempDir()}, Topics: topics,
+		JavaOptions: KafkaJavaOptions()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Stop() })
 	return s
 }
+
+// KafkaJavaOptions are the java options of the brokers tests start: the client compiler (C1)
+// only. A test's broker lives seconds to a minute, in which the server compiler's (C2) work
+// on Kafka's hot paths was ~40% of the JVM's CPU (TestExactlyOnce's broker, its restart and
+// their storage tools: 14.4 s -> 8.2 s), in make test's CPU-bound parallel pass; what the
+// tests check does not depend on how the JVM compiles.
+func KafkaJavaOptions() []string { return []string{"-XX:TieredStopAtLevel=1"} }

@@ -50,7 +50,8 @@ func (s *SharedKafka) Broker(t testing.TB, topics ...baselines.KafkaTopic) *base
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		s.srv, s.err = baselines.StartKafka(ctx, baselines.KafkaConfig{Config: baselines.Config{Dir: s.dir}, Topics: s.Topics})
+		s.srv, s.err = baselines.StartKafka(ctx, baselines.KafkaConfig{Config: baselines.Config{Dir: s.dir}, Topics: s.Topics,
+			JavaOptions: KafkaJavaOptions()})
 		if s.err != nil {
 			s.err = fmt.Errorf("shared kafka broker: %w", s.err)
 		}
