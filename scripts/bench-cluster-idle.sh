@@ -19,6 +19,8 @@ IMAGE=${IMAGE:-images/continuum.tar}
 D=${OUT:-/tmp/bench-cluster-idle}
 SETTLE=${SETTLE:-20}
 rm -rf "$D" && mkdir -p "$D"
+st=
+trap '[ -n "$st" ] && "$B" cluster down --state-dir "$st" >/dev/null 2>&1' EXIT
 cg_cpu_ns() { # cumulative CPU ns of cgroup path $1 (relative to the hierarchy)
   if [ -f "/sys/fs/cgroup/cpuacct/$1/cpuacct.usage" ]; then cat "/sys/fs/cgroup/cpuacct/$1/cpuacct.usage"
   else awk '$1=="usage_usec"{print $2*1000}' "/sys/fs/cgroup/$1/cpu.stat"; fi
@@ -39,7 +41,7 @@ for n in "${NODES[@]}"; do
   st="$D/n$n"
   "$B" cluster up --state-dir "$st" --image "$IMAGE" --nodes "$n" >"$D/up-$n.log" 2>&1
   tb=$("$B" cluster status --state-dir "$st" --testbed)
-  sup=$(awk -F'"pid":' '{split($2,a,","); print a[1]}' "$st/state.json")
+  sup=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$st/state.json" | head -1)
   cg="continuum/$tb"
   sleep "$SETTLE"
   c0=$(cg_cpu_ns "$cg"); s0=$(pid_cpu_ns "$sup"); t0=$(date +%s.%N)
@@ -56,4 +58,5 @@ for n in "${NODES[@]}"; do
     dt = (t1 - t0) * 1e9; cg = (c1 - c0) / dt; sv = (s1 - s0) / dt
     printf "| %d | %.3f | %.3f | %.3f | %.0f | %.0f | %d |\n", n, cg, sv, cg + sv, mem / 1048576, rss / 1024, np }'
   "$B" cluster down --state-dir "$st" >/dev/null
+  st=
 done
