@@ -83,8 +83,8 @@ func newRunCmd() *cobra.Command {
 				}
 				// A multi-node cluster of this host: its links are its testbed's, where the
 				// scenario's links are emulated.
-				if name, dir, ok := cluster.FabricFor(kc); ok {
-					kube.Fabric = &kubeplatform.Fabric{Testbed: name, StateDir: dir}
+				if fc, ok := cluster.FabricFor(kc); ok {
+					kube.Fabric = &kubeplatform.Fabric{Testbed: fc.Testbed, StateDir: fc.TestbedStateDir, CgroupRoots: fc.CgroupRoots}
 				}
 				switch pullPolicy {
 				case "", "IfNotPresent", "Always", "Never":

@@ -148,6 +148,10 @@ func (tb *Testbed) ShutdownRequested() <-chan struct{} { return tb.ctl.shutdown 
 // maxControlBody bounds a request to the control socket (a fault or a process spec).
 const maxControlBody = 1 << 20
 
+// maxControlAnswer bounds what the client reads of an answer (a status, the fabric's figures:
+// a few KiB per link direction).
+const maxControlAnswer = 64 << 20
+
 // Client talks to a testbed's control socket.
 type Client struct {
 	name, sock string
@@ -190,7 +194,7 @@ func (c *Client) do(method, path string, body, out any) error {
 		return fmt.Errorf("testbed %q is not answering on its control socket (is it up? `continuum testbed status`): %w", c.name, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxControlAnswer))
 	if resp.StatusCode != 200 {
 		var e httpjson.ErrorBody
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {

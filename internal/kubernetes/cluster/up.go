@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -665,34 +666,51 @@ func ContainerdFor(kubeconfig string) string {
 	return paths{dir}.host().containerdSock()
 }
 
-// FabricFor names the testbed of the running multi-node cluster whose admin kubeconfig is
-// kubeconfig (a cluster `continuum cluster up --topology` started on this host): its name and
-// state directory, as `continuum testbed fault --name` finds it; ok false for any other
-// kubeconfig. `run --platform kubernetes` emulates a scenario's links there.
-func FabricFor(kubeconfig string) (name, stateDir string, ok bool) {
+// FabricCluster is what a runner on this host needs of a multi-node cluster to run a scenario on
+// its testbed's fabric: the testbed (its name and state directory, as `continuum testbed fault
+// --name` finds it) and the nodes' kubelet cgroup roots, under which it finds the pods'
+// processes (PodProcesses).
+type FabricCluster struct {
+	Testbed, TestbedStateDir string
+	CgroupRoots              map[string]string // by node name
+}
+
+// FabricFor is the running multi-node cluster whose admin kubeconfig is kubeconfig (a cluster
+// `continuum cluster up --topology` started on this host); ok false for any other kubeconfig.
+// `run --platform kubernetes` emulates a scenario's links on its fabric.
+func FabricFor(kubeconfig string) (_ *FabricCluster, ok bool) {
 	_, st := clusterOf(kubeconfig)
-	if st == nil || st.Testbed == nil {
-		return "", "", false
+	if st == nil || st.Testbed == nil || checkStateDir(st.Testbed.StateDir) != nil {
+		return nil, false
 	}
-	return st.Testbed.Name, st.Testbed.StateDir, true
+	fc := &FabricCluster{Testbed: st.Testbed.Name, TestbedStateDir: st.Testbed.StateDir, CgroupRoots: map[string]string{}}
+	for _, n := range st.Nodes {
+		fc.CgroupRoots[n.Name] = n.CgroupRoot
+	}
+	return fc, true
 }
 
 // clusterOf finds the running cluster whose admin kubeconfig is kubeconfig: its state directory
-// holds the kubeconfig, or one of its directories up to three levels below does.
+// holds the kubeconfig, or one of its directories up to three levels below does. The walk stops
+// at the first state.json it meets, which must be in a directory only root may change
+// (checkStateDir): a state.json planted in a directory others may write names no cluster.
 func clusterOf(kubeconfig string) (string, *state) {
 	abs, err := filepath.Abs(kubeconfig)
 	if kubeconfig == "" || err != nil {
 		return "", nil
 	}
 	for dir, i := filepath.Dir(abs), 0; i < 4 && dir != "/"; dir, i = filepath.Dir(dir), i+1 {
-		st, err := readState(dir)
-		if err != nil {
+		if _, err := os.Lstat(paths{dir}.state()); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if st.Kubeconfig == abs && st.alive() {
-			return dir, st
+		if checkStateDir(dir) != nil {
+			return "", nil
 		}
-		return "", nil
+		st, err := readState(dir)
+		if err != nil || st.Kubeconfig != abs || !st.alive() {
+			return "", nil
+		}
+		return dir, st
 	}
 	return "", nil
 }

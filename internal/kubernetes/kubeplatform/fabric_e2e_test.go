@@ -64,11 +64,12 @@ func TestQuickstartOnFabricCluster(t *testing.T) {
 	})
 	t.Logf("three nodes Ready in %v", time.Since(start).Round(time.Second))
 
-	name, dir, ok := cluster.FabricFor(cl.Kubeconfig())
-	if !ok || name != cl.Testbed().Name {
-		t.Fatalf("FabricFor(%s) = %q, %q, %v; want the cluster's testbed %s", cl.Kubeconfig(), name, dir, ok, cl.Testbed().Name)
+	fc, ok := cluster.FabricFor(cl.Kubeconfig())
+	if !ok || fc.Testbed != cl.Testbed().Name || len(fc.CgroupRoots) != 3 {
+		t.Fatalf("FabricFor(%s) = %+v, %v; want the cluster's testbed %s and its three nodes", cl.Kubeconfig(), fc, ok, cl.Testbed().Name)
 	}
-	podRTTIsNodeRTT(ctx, t, cl, "device", "cloud", 120*time.Millisecond)
+	name, dir := fc.Testbed, fc.TestbedStateDir
+	podRTTIsNodeRTT(ctx, t, cl, fc, "device", "cloud", 120*time.Millisecond)
 	// The cluster's edge-cloud link as its user left it, which the run changes and gives back.
 	tb := testbed.NewClient(dir, name)
 	five := spec.Duration{Duration: 5 * time.Millisecond}
@@ -80,7 +81,8 @@ func TestQuickstartOnFabricCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	prov := Provider{Kubeconfig: cl.Kubeconfig(), Image: testImage, PullPolicy: "Never", Fabric: &Fabric{Testbed: name, StateDir: dir}}
+	prov := Provider{Kubeconfig: cl.Kubeconfig(), Image: testImage, PullPolicy: "Never",
+		Fabric: &Fabric{Testbed: name, StateDir: dir, CgroupRoots: fc.CgroupRoots}}
 	scenario := filepath.Join(root, "scenarios", "quickstart.yaml")
 	if _, err := experiment.Check(scenario, experiment.Options{Platform: prov, Binary: bin}); err != nil {
 		t.Fatalf("run --check: %v", err)
@@ -159,7 +161,7 @@ func TestQuickstartOnFabricCluster(t *testing.T) {
 // time as one from node from to node to, the topology's round trip between them (want): the
 // pods' traffic takes the nodes' path through the fabric and nothing else. Medians of 15 each,
 // taken in turn so that both see the machine alike; they may differ by at most 1 ms.
-func podRTTIsNodeRTT(ctx context.Context, t *testing.T, cl *cluster.Cluster, from, to string, want time.Duration) {
+func podRTTIsNodeRTT(ctx context.Context, t *testing.T, cl *cluster.Cluster, fc *cluster.FabricCluster, from, to string, want time.Duration) {
 	t.Helper()
 	c, err := (Provider{Kubeconfig: cl.Kubeconfig()}).connect()
 	if err != nil {
@@ -196,7 +198,7 @@ func podRTTIsNodeRTT(ctx context.Context, t *testing.T, cl *cluster.Cluster, fro
 			toAddr = n.Address
 		}
 	}
-	podDial := &podDialer{uid: string(client.UID)}
+	podDial := &podDialer{root: fc.CgroupRoots[from], uid: string(client.UID)}
 	connect := func(dial func(context.Context, string, string) (net.Conn, error), addr string) time.Duration {
 		t0 := time.Now()
 		conn, err := dial(ctx, "tcp", addr)

@@ -2,20 +2,21 @@ package kubeplatform
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
 	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/chaos"
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/spec"
@@ -117,6 +118,9 @@ func (l *chaosLinks) describe() string {
 type Fabric struct {
 	Testbed  string // its name
 	StateDir string // where it records itself ("" = the default)
+	// CgroupRoots are the nodes' kubelet cgroup roots by node name, where the runner finds a
+	// pod's processes to reach its agent (podDialer).
+	CgroupRoots map[string]string
 }
 
 // fabricControl is what fabricLinks needs of the testbed: its control socket's client.
@@ -134,15 +138,39 @@ type fabricLinks struct {
 	topo  *platform.Topology
 	lock  *os.File             // the testbed's run lock: one run on its links at a time
 	saved []testbed.LinkStatus // the links before the run
+	// cgroupRoots are the nodes' kubelet cgroup roots (Fabric.CgroupRoots).
+	cgroupRoots map[string]string
 }
 
 // fabricNoRunLock stands for the run lock in tests without a testbed directory.
 const fabricNoRunLock = ""
 
-// openFabricLinks checks that the scenario's topology is the cluster's (the same nodes by name,
-// the same links, no partition in force), takes the testbed's run lock, and returns the links
-// ready for setUp. lockDir is the testbed's directory ("": no lock).
-func openFabricLinks(f Fabric, tb fabricControl, topo *platform.Topology, lockDir string) (*fabricLinks, error) {
+// openFabricLinks takes the testbed's run lock, gives the links back as they were before a run
+// that ended without doing so (killed: its record is in the lock file), checks that the
+// scenario's topology is the cluster's (the same nodes by name, the same links, no partition in
+// force), records the links as they are in the lock file and returns them ready for setUp.
+// lockDir is the testbed's directory ("": no lock, for tests).
+func openFabricLinks(f Fabric, tb fabricControl, topo *platform.Topology, lockDir string) (_ *fabricLinks, err error) {
+	l := &fabricLinks{name: f.Testbed, tb: tb, topo: topo, cgroupRoots: f.CgroupRoots}
+	if lockDir != fabricNoRunLock {
+		fl, err := os.OpenFile(filepath.Join(lockDir, fabricRunLock), os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("platform kubernetes: the testbed's run lock: %w", err)
+		}
+		if err := unix.Flock(int(fl.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			fl.Close()
+			return nil, fmt.Errorf("platform kubernetes: another run uses the links of the cluster's testbed %s (one run at a time sets them)", f.Testbed)
+		}
+		l.lock = fl
+		defer func() {
+			if err != nil {
+				l.release()
+			}
+		}()
+		if err := l.restoreLeftover(); err != nil {
+			return nil, err
+		}
+	}
 	st, err := tb.Status()
 	if err != nil {
 		return nil, fmt.Errorf("platform kubernetes: the cluster's testbed %s: %w", f.Testbed, err)
@@ -154,19 +182,60 @@ func openFabricLinks(f Fabric, tb fabricControl, topo *platform.Topology, lockDi
 		return nil, fmt.Errorf("platform kubernetes: the cluster's testbed %s has partitions in force (%s): heal them first (continuum testbed fault --name %s heal)",
 			f.Testbed, strings.Join(st.Partitions, "; "), f.Testbed)
 	}
-	l := &fabricLinks{name: f.Testbed, tb: tb, topo: topo, saved: slices.Clone(st.Links)}
-	if lockDir != fabricNoRunLock {
-		fl, err := os.OpenFile(filepath.Join(lockDir, "kubernetes-run.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("platform kubernetes: the testbed's run lock: %w", err)
-		}
-		if err := unix.Flock(int(fl.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			fl.Close()
-			return nil, fmt.Errorf("platform kubernetes: another run uses the links of the cluster's testbed %s (one run at a time sets them)", f.Testbed)
-		}
-		l.lock = fl
+	l.saved = slices.Clone(st.Links)
+	if err := l.record(l.saved); err != nil {
+		return nil, err
 	}
 	return l, nil
+}
+
+// fabricRunLock is the run lock's file in the testbed's directory: locked while a run sets the
+// links, holding the links as they were before it until it has given them back.
+const fabricRunLock = "kubernetes-run.lock"
+
+// record writes links into the lock file (nil: empties it), on disk before it returns.
+func (l *fabricLinks) record(links []testbed.LinkStatus) error {
+	if l.lock == nil {
+		return nil
+	}
+	var b []byte
+	if links != nil {
+		var err error
+		if b, err = json.Marshal(links); err != nil {
+			return err
+		}
+	}
+	if err := l.lock.Truncate(0); err != nil {
+		return fmt.Errorf("platform kubernetes: the testbed's run lock: %w", err)
+	}
+	if _, err := l.lock.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("platform kubernetes: the testbed's run lock: %w", err)
+	}
+	return l.lock.Sync()
+}
+
+// restoreLeftover gives back the links a run recorded and did not give back.
+func (l *fabricLinks) restoreLeftover() error {
+	b, err := io.ReadAll(io.NewSectionReader(l.lock, 0, 1<<20))
+	if err != nil || len(b) == 0 {
+		return err
+	}
+	var left []testbed.LinkStatus
+	if err := json.Unmarshal(b, &left); err != nil {
+		return fmt.Errorf("platform kubernetes: the testbed's run lock %s holds no links (%v): remove it once no run is under way", l.lock.Name(), err)
+	}
+	if err := l.giveBack(left); err != nil {
+		return fmt.Errorf("platform kubernetes: an earlier run ended without giving the links back, and they could not be now: %w", err)
+	}
+	return l.record(nil)
+}
+
+// release lets the run lock go.
+func (l *fabricLinks) release() {
+	if l.lock != nil {
+		l.lock.Close()
+		l.lock = nil
+	}
 }
 
 // sameTopology refuses a scenario whose nodes or links are not the cluster's: the links are
@@ -235,13 +304,27 @@ func (l *fabricLinks) apply(_ context.Context, f platform.Fault) (string, error)
 }
 
 // tearDown heals every partition (there was none before the run) and gives every link back its
-// properties from before the run; then lets the run lock go.
+// properties from before the run; then empties the lock file's record and lets the lock go. A
+// record that could not be given back stays for the next run to give back.
 func (l *fabricLinks) tearDown(context.Context) error {
+	err := l.giveBack(l.saved)
+	if err == nil {
+		err = l.record(nil)
+	}
+	l.release()
+	if err != nil {
+		return fmt.Errorf("platform kubernetes: the cluster's testbed %s: %w", l.name, err)
+	}
+	return nil
+}
+
+// giveBack heals every partition and gives every link of saved its properties.
+func (l *fabricLinks) giveBack(saved []testbed.LinkStatus) error {
 	var errs []error
 	if _, err := l.tb.Inject(testbed.Fault{Action: testbed.FaultHeal}); err != nil {
 		errs = append(errs, err)
 	}
-	for _, s := range l.saved {
+	for _, s := range saved {
 		f, err := restoreFault(s)
 		if err == nil {
 			_, err = l.tb.Inject(f)
@@ -250,14 +333,7 @@ func (l *fabricLinks) tearDown(context.Context) error {
 			errs = append(errs, fmt.Errorf("link %s-%s back as before the run: %w", s.Between[0], s.Between[1], err))
 		}
 	}
-	if l.lock != nil {
-		l.lock.Close()
-		l.lock = nil
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("platform kubernetes: the cluster's testbed %s: %w", l.name, errors.Join(errs...))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // restoreFault is the link fault that gives a link the properties s reports.
@@ -281,57 +357,46 @@ func (l *fabricLinks) describe() string {
 
 // podDialer opens connections from inside the network namespace of pod uid on this host (a
 // pod of a cluster on this host's testbed): the agent listens on the pod's loopback only, and
-// from there the runner reaches it without crossing the emulated links or the API server.
-// The pod's namespace is found through one of its processes: kubelet's cgroupfs driver puts
-// them all in a cgroup named pod<uid>.
+// from there the runner reaches it without crossing the emulated links or the API server. The
+// pod's namespace is entered through one of its processes, found in the pod's cgroup under its
+// node's kubelet cgroup root (cluster.PodProcesses), where only root puts processes; after each
+// connect the process must still be there (a pid that was reused meanwhile is not).
 type podDialer struct {
-	uid string
-	mu  sync.Mutex
-	pid int // a process of the pod, 0 until found
+	root, uid string // the node's kubelet cgroup root, the pod's UID
+	mu        sync.Mutex
+	pid       int // a process of the pod, 0 until found
 }
 
-// dial connects to addr from inside the pod, finding one of its processes again if the one it
-// used has exited.
+// dial connects to addr from inside the pod, finding one of its processes again when the one it
+// used has gone.
 func (d *podDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	for attempt := 0; ; attempt++ {
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
 		d.mu.Lock()
 		pid := d.pid
 		d.mu.Unlock()
 		if pid == 0 {
-			var err error
-			if pid, err = podProcess(d.uid); err != nil {
-				return nil, err
+			pids, perr := cluster.PodProcesses(d.root, d.uid)
+			if perr != nil {
+				return nil, perr
 			}
+			pid = pids[0]
 			d.mu.Lock()
 			d.pid = pid
 			d.mu.Unlock()
 		}
-		c, err := testbed.DialIn(ctx, fmt.Sprintf("/proc/%d/ns/net", pid), network, addr)
-		if err == nil || attempt > 0 || !errors.Is(err, fs.ErrNotExist) {
-			return c, err
+		var c net.Conn
+		c, err = testbed.DialIn(ctx, fmt.Sprintf("/proc/%d/ns/net", pid), network, addr)
+		if err == nil {
+			if pids, perr := cluster.PodProcesses(d.root, d.uid); perr == nil && slices.Contains(pids, pid) {
+				return c, nil
+			}
+			c.Close()
+			err = fmt.Errorf("process %d left pod %s while the runner connected through it", pid, d.uid)
 		}
 		d.mu.Lock()
-		d.pid = 0 // exited: look again
+		d.pid = 0 // gone, or not answering: look again
 		d.mu.Unlock()
 	}
-}
-
-// podProcess is a process of pod uid: one whose cgroup path has a directory pod<uid>.
-func podProcess(uid string) (int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	want := "/pod" + uid + "/"
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cgroup")
-		if err == nil && strings.Contains(string(b), want) {
-			return pid, nil
-		}
-	}
-	return 0, fmt.Errorf("no process of pod %s on this host (is the cluster's testbed this host's?)", uid)
+	return nil, err
 }

@@ -2,6 +2,8 @@ package kubeplatform
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -155,4 +157,44 @@ func TestFabricRunLock(t *testing.T) {
 		t.Fatalf("after the first run ended: %v", err)
 	}
 	_ = l2.tearDown(context.Background())
+}
+
+// TestFabricLinksLeftover: a run killed before it gave the links back leaves them in the run
+// lock's file; the next run gives them back before it reads the links as they are, so that it
+// does not take the killed run's for the cluster's.
+func TestFabricLinksLeftover(t *testing.T) {
+	dir := t.TempDir()
+	fab := clusterFabric()
+	before := slices.Clone(fab.st.Links)
+	l, err := openFabricLinks(Fabric{Testbed: "k8s-x"}, fab, threeTier(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.setUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.apply(context.Background(), platform.Fault{Action: platform.FaultPartition, Node: "cloud"}); err != nil {
+		t.Fatal(err)
+	}
+	l.release() // killed: the lock goes with the process, the record stays
+	if slices.Equal(fab.st.Links, before) {
+		t.Fatal("setUp changed nothing")
+	}
+	n := len(fab.faults)
+	l2, err := openFabricLinks(Fabric{Testbed: "k8s-x"}, fab, threeTier(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := fab.faults[n]; f.Action != platform.FaultHeal {
+		t.Errorf("the next run began with %+v, want a heal of the killed run's partition", f)
+	}
+	if !slices.Equal(fab.st.Links, before) || !slices.Equal(l2.saved, before) {
+		t.Errorf("links %+v, saved %+v; want both as before the killed run %+v", fab.st.Links, l2.saved, before)
+	}
+	if err := l2.tearDown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, fabricRunLock)); err != nil || len(b) != 0 {
+		t.Errorf("the lock's record after a clean run: %q, %v; want it empty", b, err)
+	}
 }

@@ -134,7 +134,11 @@ func (pf *Platform) connectNode(ctx context.Context, node string) (*nodePod, err
 	var fw *forwarder
 	var ac *agent.Client
 	if pf.fabric != nil {
-		d := &podDialer{uid: string(pod.UID)}
+		root, ok := pf.fabric.cgroupRoots[pod.Spec.NodeName]
+		if !ok {
+			return nil, fmt.Errorf("platform kubernetes: node %s's pod runs on %q, which is not a node of the cluster's testbed %s", node, pod.Spec.NodeName, pf.fabric.name)
+		}
+		d := &podDialer{root: root, uid: string(pod.UID)}
 		ac = agent.NewClientVia(fmt.Sprintf("http://127.0.0.1:%d", AgentPort), d.dial)
 	} else {
 		if fw, err = forward(ctx, pf.c.rc, pf.c.cs, pf.ns, pod.Name, AgentPort); err != nil {

@@ -3,6 +3,7 @@ package fabric
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/bits"
 	"os"
 	"strconv"
@@ -252,6 +253,9 @@ func (h *Histogram) UnmarshalJSON(b []byte) error {
 	}
 	if sum != j.N {
 		return fmt.Errorf("histogram count %d, its buckets hold %d", j.N, sum)
+	}
+	if j.Max < 0 || j.Max > math.MaxInt64/int64(time.Microsecond) {
+		return fmt.Errorf("histogram maximum %d µs: want 0 to %d", j.Max, math.MaxInt64/int64(time.Microsecond))
 	}
 	out.n, out.max = j.N, j.Max
 	*h = out

@@ -35,7 +35,9 @@ func TestHistogramJSON(t *testing.T) {
 		`{"n":1,"buckets":{"9999":1}}`:                       "bucket 9999",
 		`{"n":5,"buckets":{"1":1}}`:                          "count 5, its buckets hold 1",
 		`{"n":0,"buckets":{"1":18446744073709551615,"2":2}}`: "overflow",
-		`[1]`: "cannot unmarshal",
+		`[1]`:                                  "cannot unmarshal",
+		`{"n":0,"max_us":-1}`:                  "maximum -1",
+		`{"n":0,"max_us":9223372036854775807}`: "maximum 9223372036854775807",
 	} {
 		var x Histogram
 		if err := json.Unmarshal([]byte(in), &x); err == nil || !strings.Contains(err.Error(), want) {
