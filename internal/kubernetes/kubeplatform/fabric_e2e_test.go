@@ -2,6 +2,7 @@ package kubeplatform
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"slices"
@@ -198,7 +199,16 @@ func podRTTIsNodeRTT(ctx context.Context, t *testing.T, cl *cluster.Cluster, fc 
 			toAddr = n.Address
 		}
 	}
-	podDial := &podDialer{root: fc.CgroupRoots[from], uid: string(client.UID)}
+	// Both connects are made the same way, from a thread switched into the namespace: through a
+	// process of the client pod, and through the node's own.
+	pids, err := cluster.PodProcesses(fc.CgroupRoots[from], string(client.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	podNS := fmt.Sprintf("/proc/%d/ns/net", pids[0])
+	podDial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return testbed.DialIn(ctx, podNS, network, addr)
+	}
 	connect := func(dial func(context.Context, string, string) (net.Conn, error), addr string) time.Duration {
 		t0 := time.Now()
 		conn, err := dial(ctx, "tcp", addr)
@@ -214,7 +224,7 @@ func podRTTIsNodeRTT(ctx context.Context, t *testing.T, cl *cluster.Cluster, fc 
 	}
 	podAddr := net.JoinHostPort(server.Status.PodIP, "8080")
 	testenv.Eventually(t, time.Minute, "the echo pod listening", func() bool {
-		conn, err := podDial.dial(ctx, "tcp", podAddr)
+		conn, err := podDial(ctx, "tcp", podAddr)
 		if err == nil {
 			conn.Close()
 		}
@@ -222,7 +232,7 @@ func podRTTIsNodeRTT(ctx context.Context, t *testing.T, cl *cluster.Cluster, fc 
 	})
 	var pods, hosts []time.Duration
 	for range 15 {
-		pods = append(pods, connect(podDial.dial, podAddr))
+		pods = append(pods, connect(podDial, podAddr))
 		hosts = append(hosts, connect(nodeDial, net.JoinHostPort(toAddr, "10250"))) // the kubelet of node to
 	}
 	slices.Sort(pods)
