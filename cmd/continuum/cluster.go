@@ -359,6 +359,8 @@ func newClusterNodeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "node",
 		Short: "Act on a node of a multi-node cluster (its faults are the testbed's: continuum testbed fault)",
+		Example: `  continuum testbed fault --name $(continuum cluster status --testbed) kill --node edge
+  continuum cluster node restart edge`,
 	}
 	var wait time.Duration
 	restart := &cobra.Command{
