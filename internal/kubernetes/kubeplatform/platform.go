@@ -187,10 +187,30 @@ func (pf *Platform) waitRunning(ctx context.Context, name string) (*corev1.Pod, 
 					why += "; " + c.Message
 				}
 			}
-			return nil, fmt.Errorf("platform kubernetes: node pod %s/%s not running in time (%s)", pf.ns, name, why)
+			return nil, fmt.Errorf("platform kubernetes: node pod %s/%s not running in time (%s)%s", pf.ns, name, why, pf.podEvents(name))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// podEvents are the last events of pod name (the kubelet's reasons: a sandbox that fails to be
+// created, an image it cannot find), for an error that says why the pod is not running; "" if
+// there are none.
+func (pf *Platform) podEvents(name string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	evs, err := pf.c.cs.CoreV1().Events(pf.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil || len(evs.Items) == 0 {
+		return ""
+	}
+	items := evs.Items
+	sort.Slice(items, func(i, j int) bool { return items[i].LastTimestamp.Before(&items[j].LastTimestamp) })
+	var b strings.Builder
+	b.WriteString("; its last events:")
+	for _, e := range items[max(0, len(items)-5):] {
+		fmt.Fprintf(&b, " [%s x%d] %s;", e.Reason, max(e.Count, 1), e.Message)
+	}
+	return b.String()
 }
 
 // podReady: the pod's Ready condition is true (its agent listens: the startup probe passed).
