@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/continuum-project/continuum/internal/deathsig"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/procstat"
 	"github.com/continuum-project/continuum/internal/tools"
@@ -75,7 +76,7 @@ func (s *Server) launch(ctx context.Context) error {
 	// Own process group (a terminal's Ctrl-C reaches us, and we stop it in order), and
 	// killed if the starting process dies, so no server outlives a crashed benchmark.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := deathsig.Start(cmd); err != nil {
 		lf.Close()
 		return fmt.Errorf("start %s (%s): %w", s.Kind, s.Args[0], err)
 	}

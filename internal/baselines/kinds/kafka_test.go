@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/continuum-project/continuum/internal/baselines"
+	"github.com/continuum-project/continuum/internal/deathsig"
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
 	"github.com/continuum-project/continuum/internal/testenv"
@@ -196,7 +197,7 @@ func TestKafkaKindRuns(t *testing.T) {
 	for _, l := range listeners {
 		l.Close()
 	}
-	if err := p.Start(); err != nil {
+	if err := deathsig.Start(p); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

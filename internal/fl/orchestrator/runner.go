@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/deathsig"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
 
@@ -145,7 +146,7 @@ func (r *LocalRunner) Start(_ context.Context, s Service) error {
 	cmd.Dir = s.Out
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := deathsig.Start(cmd); err != nil {
 		stdout.Close()
 		stderr.Close()
 		return fmt.Errorf("start %s: %w", s.Name, err)

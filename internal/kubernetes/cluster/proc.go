@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/deathsig"
 	"github.com/continuum-project/continuum/internal/testbed"
 )
 
@@ -54,7 +55,7 @@ func startProc(p paths, name string, argv []string, env []string) (*proc, error)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := deathsig.Start(cmd); err != nil {
 		return nil, fmt.Errorf("start %s (%s): %w", name, argv[0], err)
 	}
 	done := make(chan struct{})

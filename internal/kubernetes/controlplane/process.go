@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/deathsig"
 )
 
 // process is one running component. Its stdout and stderr are appended to logPath.
@@ -33,7 +35,7 @@ func startProcess(name, logPath string, args []string) (*process, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := deathsig.Start(cmd); err != nil {
 		lf.Close()
 		return nil, fmt.Errorf("start %s (%s): %w", name, args[0], err)
 	}

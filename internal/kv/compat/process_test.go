@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/deathsig"
 )
 
 // process is one server child process. Its stdout and stderr go to a log file in the test's
@@ -33,7 +35,7 @@ func startProcess(t testing.TB, logPath, bin string, args ...string) *process {
 	cmd.Stdout, cmd.Stderr = f, f
 	// A test binary that dies (timeout panic, ^C) must not leave servers holding ports.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := deathsig.Start(cmd); err != nil {
 		f.Close()
 		t.Fatalf("start %s: %v", bin, err)
 	}

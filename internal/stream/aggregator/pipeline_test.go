@@ -22,6 +22,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/baselines/baselinetest"
+	"github.com/continuum-project/continuum/internal/deathsig"
 	"github.com/continuum-project/continuum/internal/kv/server"
 	"github.com/continuum-project/continuum/internal/stream/bridge"
 	"github.com/continuum-project/continuum/internal/stream/rtdb"
@@ -146,7 +147,7 @@ func (a *aggregatorProc) start() {
 	cmd := exec.Command(a.args[0], a.args[1:]...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := deathsig.Start(cmd); err != nil {
 		lf.Close()
 		a.t.Fatal(err)
 	}

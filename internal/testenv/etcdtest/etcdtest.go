@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/deathsig"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -125,7 +126,7 @@ func launch(t testing.TB, name, logPath string, args []string) (exited <-chan st
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	if err := cmd.Start(); err != nil {
+	if err := deathsig.Start(cmd); err != nil {
 		cancel()
 		lf.Close()
 		t.Fatalf("start %s: %v", name, err)
