@@ -35,27 +35,22 @@ func alive(cmd *exec.Cmd) bool {
 	return err == nil && !strings.HasPrefix(after, "Z")
 }
 
-// endThread runs f on a thread of its own (not the main thread, which Go never lets end) and
-// ends that thread: its goroutine exits locked.
-func endThread(t *testing.T, f func()) {
-	t.Helper()
-	for range 100 {
-		done := make(chan bool)
-		go func() {
-			runtime.LockOSThread()
-			if unix.Gettid() == os.Getpid() {
-				runtime.UnlockOSThread()
-				done <- false
-				return
-			}
-			f()
-			done <- true
-		}()
-		if <-done {
+// endThread runs f on a thread of its own and ends that thread: its goroutine exits locked. Not
+// on the main thread, which Go never ends: a goroutine that finds itself there holds it, so that
+// the one it starts instead cannot run there.
+func endThread(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		if unix.Gettid() == os.Getpid() {
+			defer runtime.UnlockOSThread()
+			endThread(f)
 			return
 		}
-	}
-	t.Fatal("no thread but the main one")
+		f()
+	}()
+	<-done
 }
 
 // TestStartOutlivesThreads: a child forked by a thread that then ends gets its parent-death
@@ -66,13 +61,13 @@ func TestStartOutlivesThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := sleeper(t)
-	endThread(t, func() {
+	endThread(func() {
 		if err := lost.Start(); err != nil {
 			t.Error(err)
 		}
 	})
 	for range 8 { // ends threads the runtime may have run the starter's callers on
-		endThread(t, func() {})
+		endThread(func() {})
 	}
 	testenv.Eventually(t, 10*time.Second, "the child of a thread that ended killed", func() bool { return !alive(lost) })
 	if !alive(kept) {
