@@ -201,10 +201,7 @@ func WaitNodeReady(ctx context.Context, stateDir, node string, since time.Time) 
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
-		err := nodeReady(ctx, client, node)
-		if err == nil {
-			err = heardSince(ctx, client, node, since)
-		}
+		err := readySince(ctx, client, node, since)
 		if err == nil {
 			return nil
 		}
@@ -216,10 +213,11 @@ func WaitNodeReady(ctx context.Context, stateDir, node string, since time.Time) 
 	}
 }
 
-// heardSince is nil once the kubelet of node has posted the Node's status after t (the Ready
-// condition's heartbeat). A lease renewal is not enough: a restarted kubelet renews its lease at
-// once but first reports the Node NotReady, and Ready only with a later status.
-func heardSince(ctx context.Context, client kubernetes.Interface, node string, t time.Time) error {
+// readySince is nil once the kubelet of node has reported the Node Ready after t (the Ready
+// condition True, its heartbeat after t). A lease renewal is not enough: a restarted kubelet
+// renews its lease at once but first reports the Node NotReady, and Ready only with a later
+// status.
+func readySince(ctx context.Context, client kubernetes.Interface, node string, t time.Time) error {
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	n, err := client.CoreV1().Nodes().Get(qctx, node, metav1.GetOptions{})
@@ -227,9 +225,16 @@ func heardSince(ctx context.Context, client kubernetes.Interface, node string, t
 		return err
 	}
 	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.LastHeartbeatTime.After(t) {
-			return nil
+		if c.Type != corev1.NodeReady {
+			continue
 		}
+		switch {
+		case c.Status != corev1.ConditionTrue:
+			return fmt.Errorf("Ready=%s: %s", c.Status, c.Message)
+		case !c.LastHeartbeatTime.After(t):
+			return fmt.Errorf("Ready, but its kubelet has not reported it since %s", t.Format(time.TimeOnly))
+		}
+		return nil
 	}
-	return fmt.Errorf("Ready, but its kubelet has not reported it since %s", t.Format(time.TimeOnly))
+	return errors.New("no Ready condition yet")
 }

@@ -246,7 +246,7 @@ func sameTopology(name string, st testbed.Status, topo *platform.Topology) error
 		nodes = append(nodes, n.Name)
 	}
 	fix := "bring the cluster up with the scenario's topology (continuum cluster up --topology FILE)"
-	if !slices.Equal(sortedCopy(nodes), sortedCopy(topo.NodeNames())) {
+	if !slices.Equal(slices.Sorted(slices.Values(nodes)), slices.Sorted(slices.Values(topo.NodeNames()))) {
 		return fmt.Errorf("platform kubernetes: the scenario's nodes (%s) are not the nodes of the cluster's testbed %s (%s): %s",
 			strings.Join(topo.NodeNames(), ", "), name, strings.Join(nodes, ", "), fix)
 	}
@@ -274,17 +274,11 @@ func sameTopology(name string, st testbed.Status, topo *platform.Topology) error
 				l.Between[0], l.Between[1], q, name, cq, fix)
 		}
 	}
-	if !slices.Equal(sortedCopy(have), sortedCopy(want)) {
+	if !slices.Equal(slices.Sorted(slices.Values(have)), slices.Sorted(slices.Values(want))) {
 		return fmt.Errorf("platform kubernetes: the scenario's links (%s) are not the links of the cluster's testbed %s (%s): %s",
-			strings.Join(sortedCopy(want), ", "), name, strings.Join(sortedCopy(have), ", "), fix)
+			strings.Join(slices.Sorted(slices.Values(want)), ", "), name, strings.Join(slices.Sorted(slices.Values(have)), ", "), fix)
 	}
 	return nil
-}
-
-func sortedCopy(s []string) []string {
-	s = slices.Clone(s)
-	slices.Sort(s)
-	return s
 }
 
 // setUp gives every link the scenario's properties.
