@@ -87,7 +87,10 @@ func networkResults(rep platform.NetworkReport, nodes nodesCPU, hostCPUs int) ([
 		r := results.NetworkRow{T: s.T.Seconds(), IntervalS: s.Interval.Seconds(), Packets: float64(s.Packets),
 			Bytes: float64(s.Bytes), CPUCores: s.CPUCores, Delivered: float64(s.Late.Count), LateP50US: us(s.Late.P50),
 			LateP99US: us(s.Late.P99), LateMaxUS: us(s.Late.Max), ReadLagP99US: us(s.ReadLagP99),
-			UnexplainedDrops: float64(s.Unexplained), DropsByReason: floats(s.Drops), NodesCPUCores: nodes.at(s.T, s.Interval)}
+			UnexplainedDrops: float64(s.Unexplained), DropsByReason: floats(s.Drops), NodesCPUCores: s.NodesCPUCores}
+		if !s.NodesCPUKnown {
+			r.NodesCPUCores = nodes.at(s.T, s.Interval)
+		}
 		for _, n := range s.Drops {
 			r.Drops += float64(n)
 		}

@@ -171,3 +171,29 @@ func TestNetworkResultsHostBusy(t *testing.T) {
 		t.Errorf("on 4 CPUs (1.9 busy): distorted %q", f.Distortion)
 	}
 }
+
+// A platform that measured its nodes' CPU itself (a Kubernetes cluster on a testbed: the nodes'
+// cgroups hold the cluster's daemons too) decides the nodes' column and the host reason: its
+// figure replaces the sum of samples.csv's node rows, which cover only the run's pods.
+func TestNetworkResultsNodesCPUFromPlatform(t *testing.T) {
+	var rep platform.NetworkReport
+	var nodes nodesCPU
+	for i := 1; i <= 4; i++ {
+		end := time.Duration(i) * time.Second
+		s := platform.NetworkSample{T: end, Interval: time.Second, CPUCores: 0.2, Drops: map[string]uint64{}}
+		if i != 2 {
+			s.NodesCPUCores, s.NodesCPUKnown = 1.7, true
+		}
+		rep.Intervals = append(rep.Intervals, s)
+		nodes.add([]platform.Sample{{T: end, Node: "a", CPUUtil: 0.3}})
+	}
+	rows, _, f := networkResults(rep, nodes, 2)
+	for i, want := range []float64{1.7, 0.3, 1.7, 1.7} {
+		if math.Abs(rows[i].NodesCPUCores-want) > 1e-9 {
+			t.Errorf("interval %d: nodes' CPU %v, want %v", i+1, rows[i].NodesCPUCores, want)
+		}
+	}
+	if !f.Distorted || len(f.Distortion) != 1 || !strings.Contains(f.Distortion[0], "used up to 1.90 of the host's 2 CPUs (> 90%) in 3 of the 4 intervals") {
+		t.Errorf("the cluster's nodes at 1.7 cores and the fabric at 0.2 on 2 CPUs: distorted %v %q", f.Distorted, f.Distortion)
+	}
+}

@@ -65,6 +65,13 @@ type NetworkSample struct {
 	// explains) are cumulative since the sampler started.
 	Drops       map[string]uint64
 	Unexplained uint64
+	// NodesCPUCores is what every process in the emulated nodes used over the interval, in
+	// cores, when the platform measured it itself (NodesCPUKnown): on a Kubernetes cluster
+	// whose nodes are a testbed's, the nodes' cgroups hold the cluster's daemons (kubelet,
+	// containerd, the API server and its store) besides the run's pods, which the platform's
+	// samples do not cover. Without it the runner sums samples.csv's node rows.
+	NodesCPUCores float64
+	NodesCPUKnown bool
 }
 
 // NetworkLink is one link direction's totals over the sampling period.

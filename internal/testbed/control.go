@@ -89,6 +89,7 @@ func startControl(tb *Testbed) (*controlServer, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) { httpjson.Write(w, 200, tb.Status()) })
 	mux.HandleFunc("GET /fabric", func(w http.ResponseWriter, r *http.Request) { httpjson.Write(w, 200, tb.FabricStats()) })
+	mux.HandleFunc("GET /nodes/cpu", func(w http.ResponseWriter, r *http.Request) { httpjson.Write(w, 200, tb.NodesCPU()) })
 	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
 		var f Fault
 		if err := httpjson.Decode(w, r, maxControlBody, &f); err != nil {
@@ -222,6 +223,13 @@ func (c *Client) FabricStats() (fabric.Stats, error) {
 	return st, err
 }
 
+// NodesCPU fetches the CPU its nodes have used (Testbed.NodesCPU).
+func (c *Client) NodesCPU() (NodesCPU, error) {
+	var n NodesCPU
+	err := c.do("GET", "/nodes/cpu", nil, &n)
+	return n, err
+}
+
 // Inject applies a fault and returns its description.
 func (c *Client) Inject(f Fault) (string, error) {
 	var out struct{ Result string }
@@ -245,6 +253,28 @@ func (c *Client) Shutdown() error { return c.do("POST", "/shutdown", nil, nil) }
 // DropCounts returns the fabric's cumulative packet drops by reason.
 // Drops the veth pairs saw (see vethDrops) count as the fabric's read and write drops.
 func (tb *Testbed) DropCounts() map[string]uint64 { return tb.withVethDrops(tb.fab.Drops()) }
+
+// NodesCPU is the CPU every process in a testbed's nodes has used, by node, read at At:
+// cumulative counters of the nodes' cgroups, which hold whatever runs in a node (a
+// Kubernetes cluster's daemons and pods as much as a scenario's components). Two readings
+// give how busy the nodes kept the host between them (NetworkLog.TakeWithNodes).
+type NodesCPU struct {
+	At    time.Time                `json:"at"`
+	Nodes map[string]time.Duration `json:"nodes"`
+}
+
+// NodesCPU reads every node's cgroup CPU counter; a node whose counter cannot be read is left
+// out.
+func (tb *Testbed) NodesCPU() NodesCPU {
+	out := NodesCPU{Nodes: make(map[string]time.Duration, len(tb.nodes))}
+	for _, n := range tb.nodes {
+		if v, err := tb.cg.cpuUsage(n.cgroup); err == nil {
+			out.Nodes[n.name] = v
+		}
+	}
+	out.At = time.Now()
+	return out
+}
 
 // FabricStats are the fabric's cumulative figures: traffic, drops and lateness per link
 // direction, how long packets waited to be read, and the fabric's own CPU time.

@@ -186,19 +186,34 @@ type NetworkLog struct {
 	first, prev fabric.Stats
 	prevT       time.Duration
 	prevAt      time.Time // when prev's CPU was read
+	prevNodes   *NodesCPU // the nodes' CPU at prev (TakeWithNodes), nil: not read
 	started     bool
 	rows        []platform.NetworkSample
 }
 
 // Take records a snapshot st, taken at T t of the sampler's rows and returned at at.
-func (l *NetworkLog) Take(t time.Duration, at time.Time, st fabric.Stats) {
+func (l *NetworkLog) Take(t time.Duration, at time.Time, st fabric.Stats) { l.take(t, at, st, nil) }
+
+// TakeWithNodes is Take with the nodes' CPU read in the same round (Client.NodesCPU): the
+// interval's row then says how much of the host every process in the nodes used
+// (NodesCPUKnown), which a platform whose samples cover only its own pods cannot say.
+func (l *NetworkLog) TakeWithNodes(t time.Duration, at time.Time, st fabric.Stats, nodes NodesCPU) {
+	l.take(t, at, st, &nodes)
+}
+
+func (l *NetworkLog) take(t time.Duration, at time.Time, st fabric.Stats, nodes *NodesCPU) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	prevNodes := l.prevNodes
+	l.prevNodes = nodes
 	if !l.started {
 		l.first, l.prev, l.prevT, l.prevAt, l.started = st, st, t, at, true
 		return
 	}
 	row := platform.NetworkSample{T: t, Interval: t - l.prevT, Drops: map[string]uint64{}}
+	if nodes != nil && prevNodes != nil {
+		row.NodesCPUCores, row.NodesCPUKnown = nodesCores(*prevNodes, *nodes)
+	}
 	for _, ls := range st.Links {
 		row.Packets += ls.Packets
 		row.Bytes += ls.Bytes
@@ -225,6 +240,23 @@ func (l *NetworkLog) Take(t time.Duration, at time.Time, st fabric.Stats) {
 	}
 	l.rows = append(l.rows, row)
 	l.prev, l.prevT, l.prevAt = st, t, at
+}
+
+// nodesCores is the cores the nodes used together between two readings, over the nodes read
+// in both (a counter that went back, its cgroup made anew, counts nothing), at most the host's
+// CPUs; ok is false when the readings are not in time order.
+func nodesCores(prev, now NodesCPU) (cores float64, ok bool) {
+	dt := now.At.Sub(prev.At).Seconds()
+	if dt <= 0 {
+		return 0, false
+	}
+	var used time.Duration
+	for n, v := range now.Nodes {
+		if p, seen := prev.Nodes[n]; seen && v > p {
+			used += v - p
+		}
+	}
+	return min(used.Seconds()/dt, float64(runtime.NumCPU())), true
 }
 
 // Report is what the fabric did between the first snapshot and the last (platform.NetworkReporter).

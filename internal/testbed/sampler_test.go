@@ -2,6 +2,8 @@ package testbed
 
 import (
 	"context"
+	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,5 +78,43 @@ links: [{between: [a, b], delay: 1ms, loss: 30%}]
 	}
 	if rep.CPU <= 0 || rep.Threads == 0 {
 		t.Errorf("fabric CPU %v on %d threads: want the fabric's own work counted", rep.CPU, rep.Threads)
+	}
+}
+
+// TestNetworkLogNodesCPU: rows taken with the nodes' CPU say how many cores the nodes used over
+// the interval (counters that went back and nodes missing from one reading count nothing, the
+// host's CPUs bound it); rows taken without it, or right after a round without it, say they do
+// not know.
+func TestNetworkLogNodesCPU(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	reading := func(after time.Duration, nodes map[string]time.Duration) NodesCPU {
+		return NodesCPU{At: t0.Add(after), Nodes: nodes}
+	}
+	var l NetworkLog
+	l.TakeWithNodes(0, t0, fabric.Stats{}, reading(0, map[string]time.Duration{"a": time.Second, "b": 5 * time.Second}))
+	// a used 0.5 s, b 0.25 s in 1 s; c is new.
+	l.TakeWithNodes(time.Second, t0.Add(time.Second), fabric.Stats{},
+		reading(time.Second, map[string]time.Duration{"a": 1500 * time.Millisecond, "b": 5250 * time.Millisecond, "c": time.Hour}))
+	// b's counter went back (its cgroup made anew): only a counts, 1 s in 2 s.
+	l.TakeWithNodes(3*time.Second, t0.Add(3*time.Second), fabric.Stats{},
+		reading(3*time.Second, map[string]time.Duration{"a": 2500 * time.Millisecond, "b": time.Second, "c": time.Hour}))
+	l.Take(4*time.Second, t0.Add(4*time.Second), fabric.Stats{})
+	l.TakeWithNodes(5*time.Second, t0.Add(5*time.Second), fabric.Stats{}, reading(5*time.Second, map[string]time.Duration{"a": 3 * time.Second}))
+	// Far more CPU than the host has in the interval: at most its CPUs.
+	l.TakeWithNodes(6*time.Second, t0.Add(6*time.Second), fabric.Stats{}, reading(6*time.Second, map[string]time.Duration{"a": time.Hour}))
+	rows := l.Report().Intervals
+	type want struct {
+		known bool
+		cores float64
+	}
+	wants := []want{{true, 0.75}, {true, 0.5}, {false, 0}, {false, 0}, {true, float64(runtime.NumCPU())}}
+	if len(rows) != len(wants) {
+		t.Fatalf("%d rows, want %d: %+v", len(rows), len(wants), rows)
+	}
+	for i, w := range wants {
+		r := rows[i]
+		if r.NodesCPUKnown != w.known || math.Abs(r.NodesCPUCores-w.cores) > 1e-9 {
+			t.Errorf("row %d (T %v): nodes' CPU %.3f cores, known %v; want %.3f, %v", i, r.T, r.NodesCPUCores, r.NodesCPUKnown, w.cores, w.known)
+		}
 	}
 }

@@ -105,14 +105,21 @@ func TestQuickstartOnFabricCluster(t *testing.T) {
 	}
 	// The fabric's own figures, as a testbed run writes them (and the report's distortion check
 	// reads): a row per sampling interval, with the packets it carried.
-	var carried float64
-	readCSV(t, filepath.Join(run, results.NetworkFile), []string{"packets"}, func(r results.CSVRow) {
-		v, err := r.Floats("packets")
+	// Its nodes' column is the testbed nodes' cgroups, which hold the cluster's daemons besides
+	// the run's pods (what the distortion check's host reason counts): never empty, never 0.
+	var carried, nodesCPU float64
+	readCSV(t, filepath.Join(run, results.NetworkFile), []string{"packets", "nodes_cpu_cores"}, func(r results.CSVRow) {
+		v, err := r.Floats("packets", "nodes_cpu_cores")
 		if err != nil {
 			t.Fatal(err)
 		}
 		carried += v[0]
+		if !(v[1] > 0) {
+			t.Errorf("%s: an interval's nodes_cpu_cores is %v; want the cluster's nodes' CPU (its daemons never idle to 0)", results.NetworkFile, v[1])
+		}
+		nodesCPU = max(nodesCPU, v[1])
 	})
+	t.Logf("%s: the nodes used up to %.2f cores in an interval", results.NetworkFile, nodesCPU)
 	if carried == 0 {
 		t.Errorf("%s: the fabric carried no packets", results.NetworkFile)
 	}

@@ -128,6 +128,7 @@ type fabricControl interface {
 	Status() (testbed.Status, error)
 	Inject(testbed.Fault) (string, error)
 	FabricStats() (fabric.Stats, error)
+	NodesCPU() (testbed.NodesCPU, error)
 }
 
 // fabricLinks sets the scenario's links on the cluster's testbed for the run, applies its link

@@ -24,7 +24,8 @@ type fakeFabric struct {
 
 func (f *fakeFabric) Status() (testbed.Status, error) { return f.st, nil }
 
-func (f *fakeFabric) FabricStats() (fabric.Stats, error) { return fabric.Stats{}, nil }
+func (f *fakeFabric) FabricStats() (fabric.Stats, error)  { return fabric.Stats{}, nil }
+func (f *fakeFabric) NodesCPU() (testbed.NodesCPU, error) { return testbed.NodesCPU{}, nil }
 
 func (f *fakeFabric) Inject(ft testbed.Fault) (string, error) {
 	f.faults = append(f.faults, ft)

@@ -413,9 +413,14 @@ func (pf *Platform) Sample(ctx context.Context, interval time.Duration, emit fun
 		if nl != nil {
 			// The fabric's figures, as the testbed's own sampler takes them each round: what
 			// the fabric did to the run's traffic (lateness, drops, its CPU), for network.csv
-			// and the distortion check.
+			// and the distortion check, with what every process in the nodes used (the
+			// cluster's daemons besides the run's pods: how busy the host was).
 			if st, err := pf.fabric.tb.FabricStats(); err == nil {
-				nl.Take(t, st.At, st)
+				if nodes, err := pf.fabric.tb.NodesCPU(); err == nil {
+					nl.TakeWithNodes(t, st.At, st, nodes)
+				} else {
+					nl.Take(t, st.At, st)
+				}
 			}
 		}
 		select {
