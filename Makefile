@@ -49,8 +49,10 @@ STATICCHECK := .tools/bin/staticcheck
 GOVULNCHECK := .tools/bin/govulncheck
 LINTS := lint-gofmt lint-vet lint-staticcheck lint-tidy lint-ruff lint-mypy
 # Every check runs (make -k), so one failure does not hide the next; any failure fails lint.
+# They run side by side (-j, each one's output kept together): vet and staticcheck each load
+# every package, and the rest wait on them otherwise.
 lint:
-	@$(MAKE) --no-print-directory -k $(LINTS) || { echo "lint: FAILED (the checks above say what to fix)" >&2; exit 1; }
+	@$(MAKE) --no-print-directory -k -j3 --output-sync=target $(LINTS) || { echo "lint: FAILED (the checks above say what to fix)" >&2; exit 1; }
 
 lint-gofmt:
 	@echo "lint: gofmt -l" && out=$$(gofmt -l $$(git ls-files '*.go')) && \
