@@ -167,6 +167,7 @@ define GO_TEST_PASSES
 	$(TEST_ENV) $(TESTTIME) -title "parallel pass" -actiongraph $$tmp/parallel.graph -json "$$json/parallel.json" -- \
 		$(GO) test -json -debug-actiongraph=$$tmp/parallel.graph $(GO_TEST_FLAGS) $(1) -p $(TEST_P) -timeout 30m \
 		-skip '$(SERIAL_RUN)' $$parallel; p=$$?; \
+	$(if $(3),$(SERIAL_PREBUILD)) \
 	echo "$(GO) test $(GO_TEST_FLAGS) $(1) -p 1 [HOST_RUN in HOST_RUN_PKGS beside the rest, beside what is left of the host lane]" && \
 	{ ( $(TEST_ENV) $(TESTTIME) -title "after the parallel pass, HOST_RUN" -json "$$json/host-run.json" -- \
 		$(GO) test -json $(GO_TEST_FLAGS) $(1) -p 1 -timeout 30m -run '$(HOST_RUN)' $(HOST_RUN_PKGS) > $$tmp/host-run.out 2>&1 ) & } && \
@@ -174,13 +175,31 @@ define GO_TEST_PASSES
 	$(2) wait $$hostrunpid || st=1; cat $$tmp/host-run.out; t=$$st; \
 	wait $$hostpid; h=$$?; echo "$(GO) test $(GO_TEST_FLAGS) $(1) -p 1 [HOST_TESTS, run beside the parallel pass]" && cat $$tmp/host.out; \
 	echo "$(GO) test $(GO_TEST_FLAGS) $(1) -p 1 [SERIAL_TESTS, then SERIAL_RUN in SERIAL_RUN_PKGS]" && \
+	$(if $(3),$(SERIAL_PREBUILT_PASS),$(SERIAL_GO_TEST_PASS)) \
+	test $$p = 0 && test $$h = 0 && test $$t = 0 && test $$s = 0 && test $$r = 0
+endef
+# The serial pass as go test runs it (make test-dev: its test cache),
+SERIAL_GO_TEST_PASS = \
 	$(TEST_ENV) $(TESTTIME) -title "serial pass" -actiongraph $$tmp/serial.graph -json "$$json/serial.json" -- \
 		$(GO) test -json -debug-actiongraph=$$tmp/serial.graph $(GO_TEST_FLAGS) $(1) -p 1 -timeout 30m -skip '$(HOST_RUN)' $$serial; s=$$?; \
 	$(TEST_ENV) $(TESTTIME) -title "serial pass, SERIAL_RUN" -actiongraph $$tmp/serial-run.graph -json "$$json/serial-run.json" -- \
 		$(GO) test -json -debug-actiongraph=$$tmp/serial-run.graph $(GO_TEST_FLAGS) $(1) -p 1 -timeout 30m \
-		-run '$(SERIAL_RUN)' $(SERIAL_RUN_PKGS); r=$$?; \
-	test $$p = 0 && test $$h = 0 && test $$t = 0 && test $$s = 0 && test $$r = 0
-endef
+		-run '$(SERIAL_RUN)' $(SERIAL_RUN_PKGS); r=$$?;
+# or (make test) with its test binaries linked beforehand, once the parallel pass is done,
+# beside HOST_RUN, the Python tests and what is left of the host lane (SERIAL_PREBUILD), and
+# run one at a time by testtime -bin as go test would: go test -p 1 links a package's binary
+# only once the previous package's tests ended, about 20 s of links waiting in line (a
+# fresh-clone run at c3329dc: 323 s of serial pass for 300 s of tests).
+SERIAL_PREBUILD = \
+	{ ( $(GO) test $(GO_TEST_FLAGS) $(1) -c -o $$tmp/serial-bin/ -debug-actiongraph=$$tmp/serial.graph \
+		$$serial $(SERIAL_RUN_PKGS) > $$tmp/serial-build.out 2>&1 ) & } && buildpid=$$! && \
+	echo "$(GO) test $(GO_TEST_FLAGS) $(1) -c [SERIAL_TESTS and SERIAL_RUN_PKGS: the serial pass's test binaries]" &&
+SERIAL_PREBUILT_PASS = \
+	s=0; wait $$buildpid || { echo "building the serial pass's test binaries failed:"; s=1; }; cat $$tmp/serial-build.out; \
+	$(TEST_ENV) $(TESTTIME) -title "serial pass" -actiongraph $$tmp/serial.graph -json "$$json/serial.json" -bin $$tmp/serial-bin -go $(GO) \
+		-arg -test.timeout=30m -arg '-test.skip=$(HOST_RUN)' -- $$serial || s=1; \
+	$(TEST_ENV) $(TESTTIME) -title "serial pass, SERIAL_RUN" -json "$$json/serial-run.json" -bin $$tmp/serial-bin -go $(GO) \
+		-arg -test.timeout=30m -arg '-test.run=$(SERIAL_RUN)' -- $(SERIAL_RUN_PKGS); r=$$?;
 # The Python tests (about 45 s, most of it the FL suite's training) and test-results-shipped
 # (about 20 s) run after the parallel pass, beside HOST_RUN and what is left of the host lane:
 # they touch no host state. After HOST_RUN they were the last 74 s before the serial pass (a
@@ -189,7 +208,7 @@ endef
 # (two clusters, about 140 s), outlasts the parallel pass (a fresh-clone run at bd0250c: parallel
 # 352 s, host lane about 430 s without them), so what need not be in it is not.
 test: setup lint build proto-check results-schema-check
-	$(call GO_TEST_PASSES,-count=1,$(MAKE) --no-print-directory test-python test-results-shipped || st=1;)
+	$(call GO_TEST_PASSES,-count=1,$(MAKE) --no-print-directory test-python test-results-shipped || st=1;,prebuilt)
 
 # The inner loop: the same two passes with go's test cache (no -count=1), so a package whose
 # code, test files and the files and environment variables its tests read did not change is not

@@ -22,8 +22,12 @@ func main() {
 	top := flag.Int("top", 0, "print only the N slowest packages (0: all)")
 	trim := flag.String("trim", "", "prefix left off package names (default: the module path of ./go.mod)")
 	save := flag.String("json", "", "also write the raw -json stream to this file (to compare runs later)")
+	bin := flag.String("bin", "", "run the test binaries `go test -c -o DIR/` built in this directory, one at a time, for the packages given as arguments (instead of a command)")
+	gocmd := flag.String("go", "go", "the go command (with -bin)")
+	var testArgs stringsFlag
+	flag.Var(&testArgs, "arg", "a flag for every test binary, such as -test.timeout=30m (with -bin; repeat for more)")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: testtime [flags] -- go test -json [...]\n       testtime [flags] < go-test.json\n")
+		fmt.Fprintf(os.Stderr, "usage: testtime [flags] -- go test -json [...]\n       testtime [flags] -bin DIR [-arg FLAG]... -- PACKAGE...\n       testtime [flags] < go-test.json\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -39,7 +43,12 @@ func main() {
 		}
 		raw = f
 	}
-	status := run(os.Stdout, raw, flag.Args(), *graph, *title, *top, *trim)
+	var status int
+	if *bin != "" {
+		status = runPrebuilt(os.Stdout, raw, *gocmd, *bin, flag.Args(), testArgs, *graph, *title, *top, *trim)
+	} else {
+		status = run(os.Stdout, raw, flag.Args(), *graph, *title, *top, *trim)
+	}
 	if raw != nil {
 		raw.(*os.File).Close()
 	}
@@ -72,18 +81,41 @@ func run(out, raw io.Writer, args []string, graph, title string, top int, trim s
 	if len(args) == 0 && !s.first.IsZero() {
 		wall = s.last.Sub(s.first) // a saved stream: from its first event to its last
 	}
-	var cost *buildCost
-	if graph != "" {
-		c, err := readActionGraph(graph)
-		if err != nil {
-			fmt.Fprintf(w, "testtime: no build times: %v\n", err)
-		} else {
-			cost = c
-		}
-	}
-	table(w, s, cost, title, wall, top)
+	table(w, s, readCost(w, graph), title, wall, top)
 	return status
 }
+
+// readCost reads the build's action graph, if there is one; nil without.
+func readCost(w io.Writer, graph string) *buildCost {
+	if graph == "" {
+		return nil
+	}
+	c, err := readActionGraph(graph)
+	if err != nil {
+		fmt.Fprintf(w, "testtime: no build times: %v\n", err)
+		return nil
+	}
+	return c
+}
+
+// runPrebuilt is run for test binaries built beforehand (runBinaries): the table's build
+// columns come from the build's action graph, if given.
+func runPrebuilt(out, raw io.Writer, gocmd, dir string, pkgs, testArgs []string, graph, title string, top int, trim string) int {
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+	s := newStream(lineFlusher{w}, trim)
+	s.raw = raw
+	start := time.Now()
+	status := runBinaries(s, w, gocmd, dir, pkgs, testArgs)
+	table(w, s, readCost(w, graph), title, time.Since(start), top)
+	return status
+}
+
+// stringsFlag is a flag that may be given more than once.
+type stringsFlag []string
+
+func (f *stringsFlag) String() string     { return strings.Join(*f, " ") }
+func (f *stringsFlag) Set(v string) error { *f = append(*f, v); return nil }
 
 // runCommand runs args with its stdout read as the stream and its stderr passed through, and
 // returns its exit status. An interrupt reaches the command (same process group) and testtime

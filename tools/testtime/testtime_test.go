@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -171,5 +172,58 @@ func TestModulePrefix(t *testing.T) {
 	}
 	if got := modulePrefix(filepath.Join(t.TempDir(), "none")); got != "" {
 		t.Errorf("modulePrefix without a go.mod = %q", got)
+	}
+}
+
+// TestRunPrebuiltBinaries builds a module's test binaries with go test -c and runs them as make
+// test's serial pass does: each in its package's directory (a test reads a file beside it), the
+// flags given to every binary, a package without tests and one whose binary is missing reported,
+// a failing test's output printed and the status 1.
+func TestRunPrebuiltBinaries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds test binaries")
+	}
+	mod := t.TempDir()
+	files := map[string]string{
+		"go.mod":          "module m\n\ngo 1.22\n",
+		"a/a.go":          "package a\n",
+		"a/here.txt":      "beside a\n",
+		"a/a_test.go":     "package a\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestReadsBeside(t *testing.T) {\n\tif _, err := os.ReadFile(\"here.txt\"); err != nil {\n\t\tt.Fatal(err)\n\t}\n}\n\nfunc TestSkipped(t *testing.T) { t.Fatal(\"skipped by the flag\") }\n",
+		"b/b.go":          "package b\n",
+		"b/b_test.go":     "package b\n\nimport \"testing\"\n\nfunc TestBad(t *testing.T) { t.Error(\"want 2, got 3\") }\n",
+		"c/c.go":          "package c\n",
+		"nobin/nobin.go":  "package nobin\n",
+		"nobin/n_test.go": "package nobin\n\nimport \"testing\"\n\nfunc TestN(t *testing.T) {}\n",
+	}
+	for name, text := range files {
+		p := filepath.Join(mod, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bins := t.TempDir()
+	build := exec.Command("go", "test", "-c", "-o", bins+"/", "./a", "./b", "./c")
+	build.Dir = mod
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, out)
+	}
+	t.Chdir(mod) // go list resolves the patterns in the module, as make test does
+	var out bytes.Buffer
+	got := runPrebuilt(&out, nil, "go", bins, []string{"./a", "./b", "./c", "./nobin"}, []string{"-test.skip=^TestSkipped$"}, "", "pass", 0, "m/")
+	text := out.String()
+	if got != 1 {
+		t.Errorf("status %d, want 1 (b failed, nobin has no binary)", got)
+	}
+	for _, want := range []string{"ok  \tm/a\t", "want 2, got 3", "?   \tm/c\t[no test files]", "FAIL\tm/nobin\t[no test binary",
+		"pass: 4 packages (2 failed)", "FAIL b: TestBad"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "skipped by the flag") {
+		t.Errorf("-test.skip did not reach the binary:\n%s", text)
 	}
 }
