@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -117,7 +118,16 @@ func startControl(tb *Testbed) (*controlServer, error) {
 		httpjson.Write(w, 200, p.Status())
 	})
 	mux.HandleFunc("DELETE /procs/{name}", func(w http.ResponseWriter, r *http.Request) {
-		if err := tb.Remove(r.PathValue("name"), 5*time.Second); err != nil {
+		grace := defaultStopGrace
+		if v := r.URL.Query().Get("grace"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > maxStopGrace {
+				httpjson.Error(w, 400, fmt.Sprintf("grace %q: want a duration from 0s to %s", v, maxStopGrace))
+				return
+			}
+			grace = d
+		}
+		if err := tb.Remove(r.PathValue("name"), grace); err != nil {
 			httpjson.Error(w, 400, err.Error())
 			return
 		}
@@ -244,8 +254,20 @@ func (c *Client) Start(spec ProcSpec) (ProcStatus, error) {
 	return st, err
 }
 
-// Stop stops and forgets a process.
+// Stop stops and forgets a process: SIGTERM, SIGKILL after 5 s.
 func (c *Client) Stop(name string) error { return c.do("DELETE", "/procs/"+name, nil, nil) }
+
+// StopWithin is Stop with SIGKILL after grace (at most 10 minutes).
+func (c *Client) StopWithin(name string, grace time.Duration) error {
+	return c.do("DELETE", "/procs/"+url.PathEscape(name)+"?grace="+grace.String(), nil, nil)
+}
+
+// defaultStopGrace is how long a stopped process has between SIGTERM and SIGKILL unless the
+// request says (DELETE /procs/NAME?grace=D); maxStopGrace bounds what it may say.
+const (
+	defaultStopGrace = 5 * time.Second
+	maxStopGrace     = 10 * time.Minute
+)
 
 // Shutdown asks the hosting process to tear the testbed down.
 func (c *Client) Shutdown() error { return c.do("POST", "/shutdown", nil, nil) }

@@ -101,13 +101,21 @@ func (p *Platform) NodeAddrs() map[string]string {
 
 // Start runs spec as a supervised process of its node (Testbed.Start).
 func (p *Platform) Start(_ context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
-	proc, err := p.tb.Start(ProcSpec{Name: spec.Name, Node: spec.Node, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
-		LogDir: spec.LogDir, DataDirs: spec.DataDirs, CPUs: spec.CPUs,
-		Memory: spec.Memory, StopSignal: spec.StopSignal, Service: spec.Service, Stdout: spec.Stdout})
+	ps := procSpec(spec)
+	ps.Stdout = spec.Stdout
+	proc, err := p.tb.Start(ps)
 	if err != nil {
 		return nil, err
 	}
 	return proc, nil
+}
+
+// procSpec is spec as a process of the testbed: all of it but Stdout (which only an
+// in-process start can honour), Image and ExecIn (the testbed runs no images).
+func procSpec(spec platform.InstanceSpec) ProcSpec {
+	return ProcSpec{Name: spec.Name, Node: spec.Node, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
+		LogDir: spec.LogDir, DataDirs: spec.DataDirs, CPUs: spec.CPUs,
+		Memory: spec.Memory, StopSignal: spec.StopSignal, Service: spec.Service}
 }
 
 // Dial connects from inside node's network namespace.

@@ -14,7 +14,7 @@ import (
 	"github.com/continuum-project/continuum/internal/faas"
 	"github.com/continuum-project/continuum/internal/faas/gateway"
 	"github.com/continuum-project/continuum/internal/faas/watchdog"
-	"github.com/continuum-project/continuum/internal/testbed"
+	"github.com/continuum-project/continuum/internal/platform"
 )
 
 func init() { cli.RegisterSystem("faas", newFaaSCmd) }
@@ -179,13 +179,17 @@ Keys of --function (name, and handler or url, are required):
 				if err != nil {
 					return err
 				}
-				client := testbed.NewClient(flags.StateDir, flags.Testbed)
-				if flags.Platform != "" {
-					if client, err = gateway.PlatformClient(flags.Platform); err != nil {
-						return err
-					}
+				endpoint := flags.Platform
+				if endpoint == "" {
+					// --testbed NAME [--state-dir DIR] is the testbed's endpoint written out
+					// (testbed:NAME@DIR; no DIR: the default state dir).
+					endpoint = platform.Endpoint{Platform: "testbed", Address: flags.Testbed + "@" + flags.StateDir}.String()
 				}
-				cfg.Gateway.Provider = &gateway.TestbedProvider{Client: client,
+				instances, err := gateway.PlatformClient(endpoint)
+				if err != nil {
+					return err
+				}
+				cfg.Gateway.Provider = &gateway.PlatformProvider{Platform: instances,
 					Node: flags.Node, Python: py, Binary: exe, LogDir: flags.LogDir, Prefix: flags.Name,
 					CPUs: flags.InstanceCPUs, BasePort: flags.InstancePort, WatchdogArgs: InstanceArgs}
 			} else {
@@ -245,7 +249,7 @@ func (f *WatchdogFlags) Bind(fs *pflag.FlagSet) {
 }
 
 // InstanceArgs is the command line, after the binary, of a gateway's instance of fn run as a
-// process (gateway.TestbedProvider.WatchdogArgs): `faas watchdog` serving fn on listen, forked
+// process (gateway.PlatformProvider.WatchdogArgs): `faas watchdog` serving fn on listen, forked
 // from the zygote on the unix socket zygote unless that is empty.
 func InstanceArgs(fn *gateway.Function, listen, zygote string) []string {
 	f := DefaultWatchdogFlags()

@@ -7,6 +7,9 @@ import (
 
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
+	// The testbed registers its instances client (platform.InstancesFor), as in the binary: a
+	// gateway on a testbed endpoint checks out.
+	_ "github.com/continuum-project/continuum/internal/testbed"
 )
 
 func env() kind.Env {

@@ -19,7 +19,6 @@ import (
 	"github.com/continuum-project/continuum/internal/httpauth"
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/pyenv"
-	"github.com/continuum-project/continuum/internal/testbed"
 )
 
 // OrchestrateFlags are `continuum fl orchestrate`'s flags; the fl-orchestrator kind renders its
@@ -148,19 +147,12 @@ func runOrchestrate(ctx context.Context, f OrchestrateFlags) error {
 			return errors.New("--local needs --topology (the FL nodes' features): there are no platform node labels to read")
 		}
 	} else {
-		ep, err := platform.ParseEndpoint(f.Platform)
+		p, err := platform.InstancesFor(f.Platform)
 		if err != nil {
-			return fmt.Errorf("--platform: %w", err)
+			return fmt.Errorf("--platform: the orchestrator cannot deploy there: %w", err)
 		}
-		if ep.Platform != testbed.PlatformName {
-			return fmt.Errorf("--platform %s: the orchestrator can deploy on %s so far (Kubernetes: see docs/fl.md)", ep.Platform, testbed.PlatformName)
-		}
-		c, err := testbed.ClientFor(f.Platform)
-		if err != nil {
-			return err
-		}
-		cfg.Runner = &orchestrator.TestbedRunner{Client: c, LogDir: filepath.Join(out, "logs")}
-		cfg.Members = orchestrator.TestbedMembers(c)
+		cfg.Runner = &orchestrator.PlatformRunner{Platform: p, LogDir: filepath.Join(out, "logs")}
+		cfg.Members = orchestrator.PlatformMembers(p)
 		if cfg.API == "" {
 			host, _ := os.Hostname()
 			cfg.API = fmt.Sprintf("http://%s:%d", host, port)

@@ -8,19 +8,19 @@ import (
 	"strconv"
 
 	"github.com/continuum-project/continuum/internal/fl/plan"
-	"github.com/continuum-project/continuum/internal/testbed"
+	"github.com/continuum-project/continuum/internal/platform"
 )
 
 // LabelFailProb is the node label giving a client's probability of failing a round (the seed's
 // unreliable clients), beside plan's fl/type, comm/<peer> and data/<class> labels.
 const LabelFailProb = "fl/fail-prob"
 
-// TestbedMembers collects the FL nodes from a testbed's node labels: every node with an fl/type
-// label takes part, as the seed's orchestrator read Kubernetes node labels. Each node's service
-// runs on that node.
-func TestbedMembers(c *testbed.Client) func(context.Context) ([]Member, error) {
-	return func(context.Context) ([]Member, error) {
-		st, err := c.Status()
+// PlatformMembers collects the FL nodes from the labels of the nodes of the platform the
+// orchestrator runs on: every node with an fl/type label takes part, as the seed's
+// orchestrator read Kubernetes node labels. Each node's service runs on that node.
+func PlatformMembers(p platform.Instances) func(context.Context) ([]Member, error) {
+	return func(ctx context.Context) ([]Member, error) {
+		st, err := p.State(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -37,7 +37,7 @@ func TestbedMembers(c *testbed.Client) func(context.Context) ([]Member, error) {
 			out = append(out, m)
 		}
 		if len(out) == 0 {
-			return nil, fmt.Errorf("no testbed node has an %s label (give nodes labels such as %s: client, comm/n1: \"100\", data/0: \"1000\")", plan.LabelType, plan.LabelType)
+			return nil, fmt.Errorf("no node of the platform has an %s label (give nodes labels such as %s: client, comm/n1: \"100\", data/0: \"1000\")", plan.LabelType, plan.LabelType)
 		}
 		return out, nil
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/deathsig"
-	"github.com/continuum-project/continuum/internal/testbed"
+	"github.com/continuum-project/continuum/internal/platform"
 )
 
 // Service is one FL service process: a global or local aggregator, or a client.
@@ -46,60 +46,49 @@ type Runner interface {
 	Addr(host string, port int) string
 }
 
-// TestbedRunner runs services as processes of a testbed, through its control socket: each in a
-// cgroup of its own on its host node, so the testbed samples its CPU and memory like any
-// component's, and its network traffic crosses the emulated links.
-type TestbedRunner struct {
-	Client *testbed.Client
-	LogDir string
+// PlatformRunner runs services as instances of the platform the orchestrator runs on
+// (platform.Instances): each on its host node, so the platform samples its CPU and memory like
+// any component's and its traffic crosses the links between nodes.
+type PlatformRunner struct {
+	Platform platform.Instances
+	LogDir   string
 }
 
-func (r *TestbedRunner) Start(_ context.Context, s Service) error {
+// serviceStopGrace is how long a stopped service has to end by itself.
+const serviceStopGrace = 5 * time.Second
+
+func (r *PlatformRunner) Start(ctx context.Context, s Service) error {
 	if s.Host == "" {
 		return fmt.Errorf("service %s: no host node", s.Name)
 	}
-	_ = r.Client.Stop(s.Name) // a previous process of the same name (exited) is forgotten first
-	_, err := r.Client.Start(testbed.ProcSpec{Name: s.Name, Node: s.Host, Args: s.Args, Env: s.Env, Dir: s.Out, LogDir: r.LogDir})
-	if err != nil {
-		return fmt.Errorf("start %s on %s: %w", s.Name, s.Host, err)
-	}
-	return nil
-}
-
-func (r *TestbedRunner) Stop(_ context.Context, name string) error {
-	err := r.Client.Stop(name)
-	if err != nil && strings.Contains(err.Error(), "no process") {
-		return nil
-	}
+	_, err := r.Platform.Start(ctx, platform.InstanceSpec{Name: s.Name, Node: s.Host, Args: s.Args, Env: s.Env, Dir: s.Out, LogDir: r.LogDir})
 	return err
 }
 
-func (r *TestbedRunner) Observe(_ context.Context) (Observation, error) {
-	st, err := r.Client.Status()
+func (r *PlatformRunner) Stop(ctx context.Context, name string) error {
+	return r.Platform.Stop(ctx, name, serviceStopGrace)
+}
+
+func (r *PlatformRunner) Observe(ctx context.Context) (Observation, error) {
+	st, err := r.Platform.State(ctx)
 	if err != nil {
 		return Observation{}, err
 	}
 	obs := Observation{Exited: map[string]string{}, Isolated: map[string]bool{}}
-	for _, p := range st.Procs {
-		if !strings.HasPrefix(p.Name, "fl-") || p.State == "running" {
-			continue
+	for _, in := range st.Instances {
+		if strings.HasPrefix(in.Name, "fl-") && !in.Running {
+			obs.Exited[in.Name] = in.Ended
 		}
-		how := fmt.Sprintf("exit %d", p.ExitCode)
-		if p.Signal != "" {
-			how = "signal " + p.Signal
-		}
-		obs.Exited[p.Name] = how
 	}
-	for _, part := range st.Partitions {
-		// The testbed describes a node cut off from everyone as "node <name>".
-		if n, ok := strings.CutPrefix(part, "node "); ok {
-			obs.Isolated[n] = true
+	for _, n := range st.Nodes {
+		if n.Isolated {
+			obs.Isolated[n.Name] = true
 		}
 	}
 	return obs, nil
 }
 
-func (r *TestbedRunner) Addr(host string, port int) string { return fmt.Sprintf("%s:%d", host, port) }
+func (r *PlatformRunner) Addr(host string, port int) string { return r.Platform.Addr(host, port) }
 
 // LocalRunner runs services as child processes on this host (every host is 127.0.0.1): for
 // `continuum fl orchestrate --local` and tests. Isolation cannot happen.

@@ -17,6 +17,10 @@ package install
 //     package itself, its systems come through this package; the slim proxy binary
 //     (cmd/continuum-proxy) links no system but the proxy's product packages (the proxy and
 //     its discovery sources), and neither the runner, the report nor this package.
+//  5. A product package imports no platform (internal/testbed/...): a component reaches the
+//     platform it runs on through the client that platform registers with package platform
+//     (platform.InstancesFor), so it runs on any platform that has one. Kubernetes' own
+//     products (the cluster, whose nodes are a testbed's) are platform pieces themselves.
 //
 // Test imports count: a package's tests are held to the rules of the package, except the named
 // end-to-end tests in testAllowed, which drive real systems where they belong, and a system's
@@ -50,6 +54,12 @@ var testAllowed = map[string]map[string]string{
 	},
 	"internal/kubernetes/kubeplatform": {
 		"internal/systems/install": "the platform's end-to-end test runs a scenario's real kinds on a one-node cluster",
+	},
+	"internal/kv/nemesis": {
+		"internal/testbed": "the nemesis runs real kv members as processes of a testbed and cuts them apart with its faults",
+	},
+	"internal/proxy/discovery": {
+		"internal/testbed": "the testbed source is tested against a real testbed's control socket",
 	},
 	"internal/loadgen/kvtarget": {
 		"internal/kv/server": "the etcd-API client target is tested against a real continuum kv server",
@@ -150,6 +160,8 @@ func violations(g graph, l layout) []string {
 				out = append(out, fmt.Sprintf("rule 2: product package %s imports %s%s (only its system's kinds package may)", from, d, how))
 			case sys != "" && dsys != "" && dsys != sys && l.isAdapter(d):
 				out = append(out, fmt.Sprintf("rule 3: %s imports %s, an adapter of system %s%s", from, d, dsys, how))
+			case sys != "" && sys != platformSystem && !l.isAdapter(from) && isPlatform(d):
+				out = append(out, fmt.Sprintf("rule 5: product package %s imports the platform %s%s (a component reaches its platform through platform.InstancesFor)", from, d, how))
 			}
 		}
 	}
@@ -184,6 +196,14 @@ func violations(g graph, l layout) []string {
 	}
 	sort.Strings(out)
 	return compact(out)
+}
+
+// platformSystem is the system whose products build platforms (rule 5).
+const platformSystem = "internal/kubernetes"
+
+// isPlatform says whether p is a platform's package (rule 5).
+func isPlatform(p string) bool {
+	return p == "internal/testbed" || strings.HasPrefix(p, "internal/testbed/")
 }
 
 // proxyBinary is the slim proxy binary, held to the proxy's product packages (rule 4).
@@ -314,6 +334,9 @@ func TestLayeringRules(t *testing.T) {
 		"internal/proxy/pool": {Deps: []string{module + "internal/experiment/kind", module + "internal/report/chart"}},
 		// rule 3: one system's adapter imports another's
 		"internal/proxy/proxycmd": {Deps: []string{module + "internal/kv/kvcmd"}},
+		// rule 5: a product package imports a platform (in its tests too)
+		"internal/proxy/discovery": {Deps: []string{module + "internal/spec"}, TestImports: []string{module + "internal/testbed/fabric"}},
+		"internal/kv/replication":  {Deps: []string{module + "internal/testbed"}},
 		// rule 4: a binary imports a system itself (in its tests too); a slim one links more
 		"cmd/continuum-kv":     {Imports: []string{module + "internal/kv/server"}, XTestImports: []string{module + "internal/proxy"}},
 		"cmd/continuum-proxy2": {Imports: []string{module + "internal/proxy"}}, // only cmd/continuum-proxy may
@@ -332,12 +355,14 @@ func TestLayeringRules(t *testing.T) {
 		"rule 4: cmd/continuum-kv imports system package internal/proxy",
 		"rule 4: cmd/continuum-proxy links internal/proxy/kinds",
 		"rule 4: cmd/continuum-proxy2 imports system package internal/proxy",
+		"rule 5: product package internal/kv/replication imports the platform internal/testbed",
+		"rule 5: product package internal/proxy/discovery imports the platform internal/testbed/fabric (in its tests, through internal/testbed/fabric)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("violations lack %q; got:\n%s", want, got)
 		}
 	}
-	if n := len(violations(g, l)); n != 9 {
-		t.Errorf("%d violations, want exactly the 9 planted:\n%s", n, got)
+	if n := len(violations(g, l)); n != 11 {
+		t.Errorf("%d violations, want exactly the 11 planted:\n%s", n, got)
 	}
 }
