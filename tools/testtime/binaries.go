@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,28 +49,10 @@ func runBinaries(s *stream, w *bufio.Writer, gocmd, dir string, pkgs, testArgs [
 		args := append([]string{"tool", "test2json", "-p", p.path, "-t", bin, "-test.v=test2json", "-test.paniconexit0"}, testArgs...)
 		cmd := exec.Command(gocmd, args...)
 		cmd.Dir = p.dir
-		cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
 		cmd.Env = append(os.Environ(), "PWD="+p.dir) // as go test sets it
-		stdout, err := cmd.StdoutPipe()
-		if err == nil {
-			err = cmd.Start()
-		}
-		if err != nil {
-			fmt.Fprintln(w, "testtime:", err)
-			return 1
-		}
-		readErr := s.read(stdout)
-		err = cmd.Wait()
-		if readErr != nil {
-			fmt.Fprintln(w, "testtime: reading the stream:", readErr)
-			status = 1
-		}
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			fmt.Fprintln(w, "testtime:", err)
-		}
+		exit := streamCommand(s, w, cmd)
 		// go test's closing line for a package that passed; test2json leaves it to go test.
-		if r := s.pkgs[p.path]; err == nil && r != nil && r.Result == "ok" {
+		if r := s.pkgs[p.path]; exit == 0 && r != nil && r.Result == "ok" {
 			fmt.Fprintf(s.out, "ok  \t%s\t%.3fs\n", p.path, r.Elapsed.Seconds())
 		} else {
 			status = 1

@@ -122,14 +122,19 @@ func (f *stringsFlag) Set(v string) error { *f = append(*f, v); return nil }
 // waits for it, so the table shows what had finished.
 func runCommand(s *stream, w *bufio.Writer, args []string) int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
-	cmd := exec.Command(args[0], args[1:]...)
+	return streamCommand(s, w, exec.Command(args[0], args[1:]...))
+}
+
+// streamCommand runs cmd with its stdout read as the stream, its stdin and stderr this
+// process's, and returns its exit status (1 if it could not start, was killed by a signal or
+// its stream could not be read).
+func streamCommand(s *stream, w *bufio.Writer, cmd *exec.Cmd) int {
 	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
 	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		fmt.Fprintln(w, "testtime:", err)
-		return 1
+	if err == nil {
+		err = cmd.Start()
 	}
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		fmt.Fprintln(w, "testtime:", err)
 		return 1
 	}

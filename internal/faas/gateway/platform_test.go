@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/continuum-project/continuum/internal/platform"
+	"github.com/continuum-project/continuum/internal/testenv"
 )
 
 // fakePlatform starts an instance as an HTTP server answering /_/health on the port its
@@ -71,7 +72,7 @@ func (f *fakePlatform) Addr(node string, port int) string { return fmt.Sprintf("
 // stopped and its port given back.
 func TestPlatformProvider(t *testing.T) {
 	fp := &fakePlatform{}
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	p := &PlatformProvider{Platform: fp, Node: "edge", Binary: "/bin/continuum", Prefix: "gw", BasePort: port, CPUs: 1,
 		WatchdogArgs: func(fn *Function, listen, zygote string) []string { return []string{"faas", "watchdog", listen} }}
 	ctx := context.Background()
@@ -106,14 +107,4 @@ func TestPlatformProvider(t *testing.T) {
 	if n := len(p.ports); n != 0 {
 		t.Errorf("%d ports still taken after both instances ended", n)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
