@@ -376,7 +376,7 @@ controllers and the kubelet decide, as after a reboot.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := clusterStateDir(cmd)
 			start := time.Now()
-			what, err := cluster.RestartNode(cmd.Context(), dir, args[0])
+			what, began, err := cluster.RestartNode(cmd.Context(), dir, args[0])
 			if err != nil {
 				return err
 			}
@@ -387,7 +387,7 @@ controllers and the kubelet decide, as after a reboot.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), wait)
 			defer cancel()
-			if err := cluster.WaitNodeReady(ctx, dir, args[0], start); err != nil {
+			if err := cluster.WaitNodeReady(ctx, dir, args[0], began); err != nil {
 				return fmt.Errorf("node %s not Ready %s after the restart: %w", args[0], time.Since(start).Round(time.Second), err)
 			}
 			fmt.Fprintf(out, "node %s Ready %s after the restart began\n", args[0], time.Since(start).Round(100*time.Millisecond))

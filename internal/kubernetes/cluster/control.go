@@ -65,7 +65,7 @@ func (c *Cluster) serveControl() (*control, error) {
 		// restart runs to its end (Down ends it).
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), restartTimeout)
 		defer cancel()
-		what, err := c.RestartNode(ctx, r.PathValue("name"))
+		what, began, err := c.RestartNode(ctx, r.PathValue("name"))
 		switch {
 		case errors.Is(err, errNoNode):
 			httpjson.Error(w, http.StatusNotFound, err.Error())
@@ -74,7 +74,7 @@ func (c *Cluster) serveControl() (*control, error) {
 		case err != nil:
 			httpjson.Error(w, http.StatusInternalServerError, err.Error())
 		default:
-			httpjson.Write(w, http.StatusOK, map[string]string{"result": what})
+			httpjson.Write(w, http.StatusOK, restartAnswer{Result: what, Began: began})
 		}
 	})
 	ctl := &control{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute,
@@ -124,9 +124,17 @@ func (ctl *control) close() {
 	<-ctl.done
 }
 
+// restartAnswer is POST /nodes/{name}/restart's answer: what was restarted, and when the
+// daemons began to start (Cluster.RestartNode).
+type restartAnswer struct {
+	Result string    `json:"result"`
+	Began  time.Time `json:"began"`
+}
+
 // RestartNode asks the supervisor of the cluster in stateDir to restart node's daemons
-// (Cluster.RestartNode) and returns what it restarted.
-func RestartNode(ctx context.Context, stateDir, node string) (string, error) {
+// (Cluster.RestartNode) and returns what it restarted and when they began to start (for
+// WaitNodeReady).
+func RestartNode(ctx context.Context, stateDir, node string) (string, time.Time, error) {
 	sock := filepath.Join(stateDir, controlSocket)
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
@@ -134,32 +142,35 @@ func RestartNode(ctx context.Context, stateDir, node string) (string, error) {
 	}}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://cluster/nodes/"+url.PathEscape(node)+"/restart", nil)
 	if err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
-			return "", fmt.Errorf("no multi-node cluster runs in %s (nothing listens on %s; `continuum cluster status --state-dir %s`)", stateDir, sock, stateDir)
+			return "", time.Time{}, fmt.Errorf("no multi-node cluster runs in %s (nothing listens on %s; `continuum cluster status --state-dir %s`)", stateDir, sock, stateDir)
 		}
 		if errors.Is(err, fs.ErrPermission) {
-			return "", fmt.Errorf("the cluster's control socket %s is root's: run as root", sock)
+			return "", time.Time{}, fmt.Errorf("the cluster's control socket %s is root's: run as root", sock)
 		}
-		return "", err
+		return "", time.Time{}, err
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Result string `json:"result"`
+		restartAnswer
 		httpjson.ErrorBody
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
 	if err := json.Unmarshal(b, &body); err != nil {
-		return "", fmt.Errorf("the cluster's supervisor answered %s: %q", resp.Status, b)
+		return "", time.Time{}, fmt.Errorf("the cluster's supervisor answered %s: %q", resp.Status, b)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", errors.New(body.Error)
+		return "", time.Time{}, errors.New(body.Error)
 	}
-	return body.Result, nil
+	if body.Began.IsZero() {
+		return "", time.Time{}, fmt.Errorf("the cluster's supervisor did not say when the restart began (an older continuum?): %q", b)
+	}
+	return body.Result, body.Began, nil
 }

@@ -275,11 +275,14 @@ func nodeFaults(ctx context.Context, t *testing.T, cl *Cluster, admin kubernetes
 		}
 	}
 	restarted := time.Now()
-	what, err := RestartNode(ctx, cl.cfg.StateDir, "edge")
+	what, began, err := RestartNode(ctx, cl.cfg.StateDir, "edge")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitNodeReady(ctx, cl.cfg.StateDir, "edge", restarted); err != nil {
+	if !began.After(restarted) || began.Nanosecond() != 0 {
+		t.Errorf("the restart began at %v, asked at %v: want a whole second after the ask", began, restarted)
+	}
+	if err := WaitNodeReady(ctx, cl.cfg.StateDir, "edge", began); err != nil {
 		t.Fatal(err)
 	}
 	backIn = time.Since(restarted)
@@ -289,7 +292,7 @@ func nodeFaults(ctx context.Context, t *testing.T, cl *Cluster, admin kubernetes
 		t.Errorf("after the restart, a pod on edge does not reach the cloud pod cleanly:\n%s", out)
 	}
 	t.Logf("kill --node edge, then %s: Ready as its kubelet reported %v later", what, backIn.Round(100*time.Millisecond))
-	if _, err := RestartNode(ctx, cl.cfg.StateDir, "nowhere"); err == nil || !strings.Contains(err.Error(), `no node "nowhere"`) {
+	if _, _, err := RestartNode(ctx, cl.cfg.StateDir, "nowhere"); err == nil || !strings.Contains(err.Error(), `no node "nowhere"`) {
 		t.Errorf("restart of an unknown node: %v, want the error naming it", err)
 	}
 }

@@ -59,10 +59,12 @@ func (c *Cluster) watchNodes(every time.Duration) {
 // (waited for: the kubelet needs it), CoreDNS, the kubelet and kube-proxy. A daemon that fails
 // to start does not stop the others from starting; the error names what runs and what does
 // not. It does not wait for the Node to be Ready: across a partition it cannot become so. It
-// returns what it restarted. Down ends a restart under way (ctx ends it too).
-func (c *Cluster) RestartNode(ctx context.Context, name string) (string, error) {
+// returns what it restarted and when the daemons began to start again: a whole second at which
+// none of the node's old daemons ran (see began). Down ends a restart under way (ctx ends it
+// too).
+func (c *Cluster) RestartNode(ctx context.Context, name string) (string, time.Time, error) {
 	if c.tb == nil {
-		return "", errors.New("the one-node cluster's node is the host, and its daemons' exit ends the cluster: `continuum cluster down`, then `up`")
+		return "", time.Time{}, errors.New("the one-node cluster's node is the host, and its daemons' exit ends the cluster: `continuum cluster down`, then `up`")
 	}
 	i := slices.IndexFunc(c.nodes, func(n nodeConfig) bool { return n.Name == name })
 	if i < 0 {
@@ -70,7 +72,7 @@ func (c *Cluster) RestartNode(ctx context.Context, name string) (string, error) 
 		for _, n := range c.nodes {
 			names = append(names, n.Name)
 		}
-		return "", fmt.Errorf("%w %q in the cluster (nodes: %v)", errNoNode, name, names)
+		return "", time.Time{}, fmt.Errorf("%w %q in the cluster (nodes: %v)", errNoNode, name, names)
 	}
 	n := c.nodes[i]
 	c.restartMu.Lock()
@@ -78,7 +80,7 @@ func (c *Cluster) RestartNode(ctx context.Context, name string) (string, error) 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if isClosed(c.down) {
-		return "", errGoingDown
+		return "", time.Time{}, errGoingDown
 	}
 	go func() {
 		select {
@@ -90,7 +92,7 @@ func (c *Cluster) RestartNode(ctx context.Context, name string) (string, error) 
 	// SIGSTOPped processes (`testbed fault pause --node`) act on no signal until resumed: the
 	// daemons' stop, and the pods' end when their shims go.
 	if _, err := c.tb.Inject(testbed.Fault{Action: testbed.FaultResume, Node: name}); err != nil {
-		return "", fmt.Errorf("resume node %s: %w", name, err)
+		return "", time.Time{}, fmt.Errorf("resume node %s: %w", name, err)
 	}
 	var mine []*proc // in start order
 	for _, pr := range c.procs {
@@ -112,16 +114,30 @@ func (c *Cluster) RestartNode(ctx context.Context, name string) (string, error) 
 		c.store.stop(daemonGrace)
 	}
 	// A reboot empties /run, and containerd's state with it: its tasks' bundles and the pods'
-	// network namespaces, which are mounts. Kept, the restarted containerd first waits on the
-	// shims the kill ended (a restart under make test's load took 3.5 min before the kubelet
-	// reported the Node Ready); emptied, it finds its pods' sandboxes gone, as after a reboot,
-	// and the kubelet makes new ones.
+	// network namespaces, which are mounts. Emptied, the restarted containerd finds its pods'
+	// sandboxes gone, as after a reboot, and the kubelet makes new ones, rather than waiting
+	// on the shims the kill ended.
 	state := filepath.Join(n.paths().containerd(), "state")
 	if err := unmountUnder(state); err != nil {
-		return "", fmt.Errorf("node %s: containerd's state: %w", name, err)
+		return "", time.Time{}, fmt.Errorf("node %s: containerd's state: %w", name, err)
 	}
 	if err := os.RemoveAll(state); err != nil {
-		return "", fmt.Errorf("node %s: containerd's state: %w", name, err)
+		return "", time.Time{}, fmt.Errorf("node %s: containerd's state: %w", name, err)
+	}
+	// The kubelet reports its Node's status with a heartbeat in whole seconds, and a restarted
+	// one whose first status equals the last one before the kill reports nothing new for
+	// nodeStatusReportFrequency (5 min): a report of the new kubelet within the second its
+	// start was asked in looks older than that instant (one wait took 3.5 min under make
+	// test's load). Starting on the next whole second, when the old daemons are gone, makes
+	// every heartbeat at or after it the new kubelet's (WaitNodeReady).
+	began := time.Now().Truncate(time.Second).Add(time.Second)
+	select {
+	case <-time.After(time.Until(began)):
+	case <-ctx.Done():
+		if isClosed(c.down) {
+			return "", time.Time{}, errGoingDown
+		}
+		return "", time.Time{}, ctx.Err()
 	}
 	var started, failed []string
 	var errs []error
@@ -164,9 +180,9 @@ func (c *Cluster) RestartNode(ctx context.Context, name string) (string, error) 
 		if errors.Is(ctx.Err(), context.Canceled) && isClosed(c.down) {
 			errs = append([]error{errGoingDown}, errs...)
 		}
-		return "", fmt.Errorf("node %s: restarted %v, not %v: %w", name, started, failed, errors.Join(errs...))
+		return "", time.Time{}, fmt.Errorf("node %s: restarted %v, not %v: %w", name, started, failed, errors.Join(errs...))
 	}
-	return fmt.Sprintf("restarted %v on node %s", started, name), nil
+	return fmt.Sprintf("restarted %v on node %s", started, name), began, nil
 }
 
 var (
@@ -187,8 +203,8 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 // WaitNodeReady waits until Node node of the cluster in stateDir is Ready as its kubelet reported
-// since since (a Node killed and restarted within its grace period is still Ready from before),
-// or ctx ends; then it says what it saw last.
+// since since, RestartNode's began (a Node killed and restarted within its grace period is
+// still Ready from before), or ctx ends; then it says what it saw last.
 func WaitNodeReady(ctx context.Context, stateDir, node string, since time.Time) error {
 	st, err := readState(stateDir)
 	if err != nil {
@@ -213,8 +229,8 @@ func WaitNodeReady(ctx context.Context, stateDir, node string, since time.Time) 
 	}
 }
 
-// readySince is nil once the kubelet of node has reported the Node Ready after t (the Ready
-// condition True, its heartbeat after t). A lease renewal is not enough: a restarted kubelet
+// readySince is nil once the kubelet of node has reported the Node Ready at or after t (the
+// Ready condition True, its heartbeat, in whole seconds, not before t: RestartNode's began). A lease renewal is not enough: a restarted kubelet
 // renews its lease at once but first reports the Node NotReady, and Ready only with a later
 // status.
 func readySince(ctx context.Context, client kubernetes.Interface, node string, t time.Time) error {
@@ -231,7 +247,7 @@ func readySince(ctx context.Context, client kubernetes.Interface, node string, t
 		switch {
 		case c.Status != corev1.ConditionTrue:
 			return fmt.Errorf("Ready=%s: %s", c.Status, c.Message)
-		case !c.LastHeartbeatTime.After(t):
+		case c.LastHeartbeatTime.Before(&metav1.Time{Time: t}):
 			return fmt.Errorf("Ready, but its kubelet has not reported it since %s", t.Format(time.TimeOnly))
 		}
 		return nil
