@@ -11,6 +11,9 @@ import (
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
 	"github.com/continuum-project/continuum/internal/fl/flcmd"
+	// The testbed registers its instances client (platform.InstancesFor), as in the binary: an
+	// orchestrator on a testbed endpoint checks out.
+	_ "github.com/continuum-project/continuum/internal/testbed"
 )
 
 func TestOrchestratorKind(t *testing.T) {
@@ -31,6 +34,11 @@ func TestOrchestratorKind(t *testing.T) {
 	}
 	if eps := k.Endpoints(cfg); len(eps) != 1 || eps[0].Protocol != kind.ProtocolHTTP || eps[0].Port != 7171 {
 		t.Errorf("endpoints %+v", eps)
+	}
+	// A platform whose client this binary lacks is refused when the scenario is checked.
+	env.Platform = "kubernetes:continuum-x/run1"
+	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), "platform kubernetes") {
+		t.Errorf("on kubernetes: %v, want a refusal naming the platform", err)
 	}
 	k, cfg = kindtest.Decode(t, "fl-orchestrator", "place: n1\n")
 	if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), "place needs topology") {

@@ -19,6 +19,7 @@ import (
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/fl/flcmd"
 	"github.com/continuum-project/continuum/internal/httpauth"
+	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/spec"
 )
 
@@ -75,6 +76,11 @@ func (c *OrchestratorConfig) validate() error {
 }
 
 func orchestratorCommand(env kind.Env, c *OrchestratorConfig) (kind.Command, error) {
+	// Its services are instances of the run's platform, through that platform's client: a
+	// platform without one is refused at the check, not when the run starts its services.
+	if _, err := platform.InstancesFor(env.Platform); err != nil {
+		return kind.Command{}, fmt.Errorf("fl-orchestrator %s: it cannot deploy its services there: %w", env.Instance, err)
+	}
 	f := flcmd.DefaultOrchestrateFlags()
 	f.Platform = env.Platform
 	f.Listen = "0.0.0.0:" + strconv.Itoa(c.Port)
