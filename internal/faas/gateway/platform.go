@@ -72,9 +72,15 @@ func (p *PlatformProvider) Start(ctx context.Context, fn *Function, id string) (
 			return Instance{}, err
 		}
 	}
-	// It listens on every address of its place: the platform says at which host the gateway
-	// reaches it (on the testbed its node's name, the gateway's own node).
-	args := append([]string{p.Binary}, p.WatchdogArgs(fn, ":"+strconv.Itoa(port), sock)...)
+	// The watchdog checks no key (the gateway does: key_file, max_inflight, the counts), so
+	// it listens on loopback wherever it shares the gateway's network (on the testbed, the
+	// gateway's node): nothing else reaches it. Elsewhere it listens on every address and is
+	// reached at the host the platform names.
+	listen, loopback := ":"+strconv.Itoa(port), p.Platform.SharesNetwork(p.Node)
+	if loopback {
+		listen = "127.0.0.1" + listen
+	}
+	args := append([]string{p.Binary}, p.WatchdogArgs(fn, listen, sock)...)
 	name := p.Prefix + "-" + id
 	// The watchdog finds Python through the environment, wherever the binary is.
 	spec := platform.InstanceSpec{Name: name, Node: p.Node, Args: args, Env: p.Python.LocateEnv(), LogDir: p.LogDir, CPUs: p.CPUs}
@@ -82,6 +88,9 @@ func (p *PlatformProvider) Start(ctx context.Context, fn *Function, id string) (
 	if err != nil {
 		p.releasePort(id)
 		return Instance{}, err
+	}
+	if loopback {
+		host = "127.0.0.1"
 	}
 	url := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 	if err := waitHealthy(ctx, url); err != nil {

@@ -14,11 +14,12 @@ import (
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
-// fakePlatform starts an instance as an HTTP server answering /_/health on the port its
-// command line's listen address names (unless refuse is set), on 127.0.0.1, which it returns as
-// the host; it records what it was asked.
+// fakePlatform starts an instance as an HTTP server answering /_/health on 127.0.0.1 and the
+// port of its command line's listen address (unless refuse is set), returns "localhost" as its
+// host and says instances share the caller's network when shared is set; it records what it
+// was asked.
 type fakePlatform struct {
-	refuse bool
+	refuse, shared bool
 
 	mu      sync.Mutex
 	specs   []platform.InstanceSpec
@@ -31,10 +32,13 @@ func (f *fakePlatform) Start(_ context.Context, s platform.InstanceSpec) (string
 	defer f.mu.Unlock()
 	f.specs = append(f.specs, s)
 	if f.refuse {
-		return "127.0.0.1", nil // started, never healthy
+		return "localhost", nil // started, never healthy
 	}
-	listen := s.Args[len(s.Args)-1]
-	ln, err := net.Listen("tcp", "127.0.0.1"+listen)
+	_, port, err := net.SplitHostPort(s.Args[len(s.Args)-1])
+	if err != nil {
+		return "", err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
 	if err != nil {
 		return "", err
 	}
@@ -44,7 +48,7 @@ func (f *fakePlatform) Start(_ context.Context, s platform.InstanceSpec) (string
 		f.servers = map[string]*http.Server{}
 	}
 	f.servers[s.Name] = srv
-	return "127.0.0.1", nil
+	return "localhost", nil
 }
 
 func (f *fakePlatform) Stop(_ context.Context, name string, grace time.Duration) error {
@@ -66,12 +70,15 @@ func (f *fakePlatform) State(context.Context) (platform.State, error) {
 
 func (f *fakePlatform) Addr(node string, port int) string { return fmt.Sprintf("%s:%d", node, port) }
 
-// The platform provider asks its platform for an instance on the gateway's node, listening on
-// every address, reaches it at the host the platform returned, reads its CPU from the
-// platform's state and stops it with the drain grace; an instance that never turns healthy is
-// stopped and its port given back.
+func (f *fakePlatform) SharesNetwork(string) bool { return f.shared }
+
+// The platform provider asks its platform for an instance on the gateway's node: where that
+// shares the gateway's network it listens on loopback only and is reached there (the watchdog
+// checks no key: nothing else may reach it), elsewhere on every address, reached at the host
+// the platform returned. It reads the instance's CPU from the platform's state and stops it with
+// the drain grace; an instance that never turns healthy is stopped and its port given back.
 func TestPlatformProvider(t *testing.T) {
-	fp := &fakePlatform{}
+	fp := &fakePlatform{shared: true}
 	port := testenv.FreePort(t)
 	p := &PlatformProvider{Platform: fp, Node: "edge", Binary: "/bin/continuum", Prefix: "gw", BasePort: port, CPUs: 1,
 		WatchdogArgs: func(fn *Function, listen, zygote string) []string { return []string{"faas", "watchdog", listen} }}
@@ -80,13 +87,26 @@ func TestPlatformProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if inst.URL != want {
-		t.Errorf("instance URL %q, want %q (the platform's host, the instance's port)", inst.URL, want)
+	if want := fmt.Sprintf("http://127.0.0.1:%d", port); inst.URL != want {
+		t.Errorf("instance URL %q, want %q (loopback: it shares the gateway's network)", inst.URL, want)
 	}
 	s := fp.specs[0]
-	if s.Name != "gw-hello-1" || s.Node != "edge" || s.CPUs != 1 || strings.Join(s.Args, " ") != fmt.Sprintf("/bin/continuum faas watchdog :%d", port) {
-		t.Errorf("spec %+v: want gw-hello-1 on edge, 1 CPU, the watchdog listening on :%d", s, port)
+	if s.Name != "gw-hello-1" || s.Node != "edge" || s.CPUs != 1 || strings.Join(s.Args, " ") != fmt.Sprintf("/bin/continuum faas watchdog 127.0.0.1:%d", port) {
+		t.Errorf("spec %+v: want gw-hello-1 on edge, 1 CPU, the watchdog listening on 127.0.0.1:%d", s, port)
+	}
+	if err := p.Stop(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	fp.shared = false
+	inst, err = p.Start(ctx, &Function{Name: "hello"}, "hello-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("http://localhost:%d", port); inst.URL != want {
+		t.Errorf("instance URL %q, want %q (the platform's host: it does not share the gateway's network)", inst.URL, want)
+	}
+	if s := fp.specs[1]; strings.Join(s.Args, " ") != fmt.Sprintf("/bin/continuum faas watchdog :%d", port) {
+		t.Errorf("args %q: want the watchdog listening on every address, :%d", s.Args, port)
 	}
 	if cpu, err := p.CPUSeconds(ctx, inst); err != nil || cpu != 1.5 {
 		t.Errorf("CPUSeconds = %v, %v; want the platform's 1.5", cpu, err)
