@@ -145,21 +145,23 @@ HOST_RUN      := ^TestShippedScenarioReportsFitThePage$$
 # Firebase SDKs under node included) assert protocol behaviour, and took 346 s of the serial pass.
 SERIAL_RUN_PKGS := ./internal/kv/server ./internal/stream/rtdb
 SERIAL_RUN      := ^(TestCompactionAndDefragUnderLoad|TestAuthTimingUnknownUserVsWrongPassword|TestDashboardInChromium)$$
-# Test binaries are linked without DWARF (-ldflags=-w): a third less link CPU (go test -c of
-# kv/compat: 3.4 s of user time, 2.4 without), which the 85 test binaries of the parallel pass
-# spend on 2 cores; panics and race reports name functions, files and lines from the runtime's
-# own tables, not DWARF. Only a debugger needs it: build that binary with go test -c.
+# Test binaries are linked without DWARF (-ldflags=-w). go test links the binaries it runs so
+# already; the serial pass's, built with go test -c (SERIAL_PREBUILD), would keep it: a third
+# more link CPU (kv/compat: 3.4 s of user time, 2.4 without). Panics and race reports name
+# functions, files and lines from the runtime's own tables, not DWARF.
 GO_TEST_FLAGS := -race -ldflags=-w
 TEST_ENV     := CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 GORACE=atexit_sleep_ms=50
 TEST_JSON    ?=
 TESTTIME     := bin/testtime
-# The passes; $(1) is added to every go test command line (make test: -count=1), $(2) runs in
-# the host lane after its packages (make test: the Python tests; it sets st=1 on failure).
+# The passes; $(1) is added to every go test command line (make test: -count=1), $(2) runs
+# after the parallel pass beside HOST_RUN (make test: the Python tests; it sets st=1 on
+# failure), $(3) set runs the serial pass from prebuilt binaries (make test; make test-dev
+# keeps go test's cache). A failure to set up (testtime, the package lists) ends the recipe.
 define GO_TEST_PASSES
-	@$(GO) build -o $(TESTTIME) ./tools/testtime && \
+	@$(GO) build -o $(TESTTIME) ./tools/testtime || exit 1; \
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && json=$(if $(TEST_JSON),$(TEST_JSON),$$tmp) && mkdir -p "$$json" && \
 	serial=$$($(GO) list $(SERIAL_TESTS)) && first=$$($(GO) list $(TEST_FIRST)) && host=$$($(GO) list $(HOST_TESTS)) && \
-	parallel="$$first $$($(GO) list ./... | grep -vxF "$$serial" | grep -vxF "$$first" | grep -vxF "$$host")" && \
+	parallel="$$first $$($(GO) list ./... | grep -vxF "$$serial" | grep -vxF "$$first" | grep -vxF "$$host")" || exit 1; \
 	{ ( $(TEST_ENV) $(TESTTIME) -title "host lane" -actiongraph $$tmp/host.graph -json "$$json/host.json" -- \
 		$(GO) test -json -debug-actiongraph=$$tmp/host.graph $(GO_TEST_FLAGS) $(1) -p 1 -timeout 30m $$host > $$tmp/host.out 2>&1 ) & } && \
 	hostpid=$$! && \

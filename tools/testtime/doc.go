@@ -4,7 +4,12 @@
 // link time per package, compile time over all packages).
 //
 //	testtime [-actiongraph FILE] [-top N] -- go test -json -debug-actiongraph=FILE ... ./...
+//	testtime [-actiongraph FILE] -bin DIR [-arg -test.FLAG=V]... -- PACKAGE...
 //	testtime < saved.json
+//
+// With -bin it runs, one at a time, test binaries built beforehand by `go test -c -o DIR/`, as go
+// test would run them (runBinaries): for a pass whose packages must not overlap, so that their
+// links need not wait in line with their tests.
 //
 // The -json stream hides go test's usual output, so testtime prints it back the way go test
 // would: a line per package as it ends ("ok", "FAIL", "?"), the build output, and in full the

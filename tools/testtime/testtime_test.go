@@ -178,7 +178,8 @@ func TestModulePrefix(t *testing.T) {
 // TestRunPrebuiltBinaries builds a module's test binaries with go test -c and runs them as make
 // test's serial pass does: each in its package's directory (a test reads a file beside it), the
 // flags given to every binary, a package without tests and one whose binary is missing reported,
-// a failing test's output printed and the status 1.
+// a binary that exits mid-test failing its package with the exit status, a failing test's output
+// printed and the status 1.
 func TestRunPrebuiltBinaries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds test binaries")
@@ -192,6 +193,8 @@ func TestRunPrebuiltBinaries(t *testing.T) {
 		"b/b.go":          "package b\n",
 		"b/b_test.go":     "package b\n\nimport \"testing\"\n\nfunc TestBad(t *testing.T) { t.Error(\"want 2, got 3\") }\n",
 		"c/c.go":          "package c\n",
+		"d/d.go":          "package d\n",
+		"d/d_test.go":     "package d\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestExits(t *testing.T) { os.Exit(3) }\n",
 		"nobin/nobin.go":  "package nobin\n",
 		"nobin/n_test.go": "package nobin\n\nimport \"testing\"\n\nfunc TestN(t *testing.T) {}\n",
 	}
@@ -205,20 +208,20 @@ func TestRunPrebuiltBinaries(t *testing.T) {
 		}
 	}
 	bins := t.TempDir()
-	build := exec.Command("go", "test", "-c", "-o", bins+"/", "./a", "./b", "./c")
+	build := exec.Command("go", "test", "-c", "-o", bins+"/", "./a", "./b", "./c", "./d")
 	build.Dir = mod
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go test -c: %v\n%s", err, out)
 	}
 	t.Chdir(mod) // go list resolves the patterns in the module, as make test does
 	var out bytes.Buffer
-	got := runPrebuilt(&out, nil, "go", bins, []string{"./a", "./b", "./c", "./nobin"}, []string{"-test.skip=^TestSkipped$"}, "", "pass", 0, "m/")
+	got := runPrebuilt(&out, nil, "go", bins, []string{"./a", "./b", "./c", "./d", "./nobin"}, []string{"-test.skip=^TestSkipped$"}, "", "pass", 0, "m/")
 	text := out.String()
 	if got != 1 {
-		t.Errorf("status %d, want 1 (b failed, nobin has no binary)", got)
+		t.Errorf("status %d, want 1 (b failed, d exited, nobin has no binary)", got)
 	}
 	for _, want := range []string{"ok  \tm/a\t", "want 2, got 3", "?   \tm/c\t[no test files]", "FAIL\tm/nobin\t[no test binary",
-		"pass: 4 packages (2 failed)", "FAIL b: TestBad"} {
+		"FAIL\tm/d\t", "exit status 3", "pass: 5 packages (3 failed)", "FAIL b: TestBad"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
