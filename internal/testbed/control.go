@@ -257,9 +257,13 @@ func (c *Client) Start(spec ProcSpec) (ProcStatus, error) {
 // Stop stops and forgets a process: SIGTERM, SIGKILL after 5 s.
 func (c *Client) Stop(name string) error { return c.do("DELETE", "/procs/"+name, nil, nil) }
 
-// StopWithin is Stop with SIGKILL after grace (at most 10 minutes).
+// StopWithin is Stop with SIGKILL after grace (at most 10 minutes). It waits for the answer as
+// long as the stop may take (the grace, then up to 10 s for the kill to be seen), not the
+// client's usual 30 s.
 func (c *Client) StopWithin(name string, grace time.Duration) error {
-	return c.do("DELETE", "/procs/"+url.PathEscape(name)+"?grace="+grace.String(), nil, nil)
+	long := *c
+	long.hc = &http.Client{Transport: c.hc.Transport, Timeout: grace + 30*time.Second}
+	return long.do("DELETE", "/procs/"+url.PathEscape(name)+"?grace="+grace.String(), nil, nil)
 }
 
 // defaultStopGrace is how long a stopped process has between SIGTERM and SIGKILL unless the
