@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/faas"
@@ -53,8 +51,7 @@ type PlatformProvider struct {
 	// is not empty. It is faascmd's, which renders them from the flags the command parses.
 	WatchdogArgs func(fn *Function, listen, zygote string) []string
 
-	mu      sync.Mutex
-	ports   map[string]int
+	ports   instancePorts
 	zygotes zygotes
 }
 
@@ -63,12 +60,12 @@ func (p *PlatformProvider) Start(ctx context.Context, fn *Function, id string) (
 	if p.WatchdogArgs == nil {
 		return Instance{}, errors.New("platform provider: no WatchdogArgs to render instances' command lines")
 	}
-	port := p.takePort(id)
+	port := p.ports.take(id, p.BasePort)
 	var sock string
 	if fn.Zygote {
 		var err error
 		if sock, err = p.zygote(ctx, fn); err != nil {
-			p.releasePort(id)
+			p.ports.release(id)
 			return Instance{}, err
 		}
 	}
@@ -86,7 +83,7 @@ func (p *PlatformProvider) Start(ctx context.Context, fn *Function, id string) (
 	spec := platform.InstanceSpec{Name: name, Node: p.Node, Args: args, Env: p.Python.LocateEnv(), LogDir: p.LogDir, CPUs: p.CPUs}
 	host, err := p.Platform.Start(ctx, spec)
 	if err != nil {
-		p.releasePort(id)
+		p.ports.release(id)
 		return Instance{}, err
 	}
 	if loopback {
@@ -95,7 +92,7 @@ func (p *PlatformProvider) Start(ctx context.Context, fn *Function, id string) (
 	url := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 	if err := waitHealthy(ctx, url); err != nil {
 		_ = p.Platform.Stop(context.WithoutCancel(ctx), name, instanceStopGrace)
-		p.releasePort(id)
+		p.ports.release(id)
 		return Instance{}, fmt.Errorf("instance %s: %w", name, err)
 	}
 	return Instance{ID: id, URL: url}, nil
@@ -103,36 +100,8 @@ func (p *PlatformProvider) Start(ctx context.Context, fn *Function, id string) (
 
 // Stop stops the instance (its watchdog drains what it has first).
 func (p *PlatformProvider) Stop(ctx context.Context, inst Instance) error {
-	defer p.releasePort(inst.ID)
+	defer p.ports.release(inst.ID)
 	return p.Platform.Stop(ctx, p.Prefix+"-"+inst.ID, instanceStopGrace)
-}
-
-func (p *PlatformProvider) takePort(id string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ports == nil {
-		p.ports = map[string]int{}
-	}
-	base := p.BasePort
-	if base == 0 {
-		base = DefaultBasePort
-	}
-	used := map[int]bool{}
-	for _, port := range p.ports {
-		used[port] = true
-	}
-	port := base
-	for used[port] {
-		port++
-	}
-	p.ports[id] = port
-	return port
-}
-
-func (p *PlatformProvider) releasePort(id string) {
-	p.mu.Lock()
-	delete(p.ports, id)
-	p.mu.Unlock()
 }
 
 // Prepare starts fn's zygote, if it has one.
@@ -178,24 +147,4 @@ func (p *PlatformProvider) CPUSeconds(ctx context.Context, inst Instance) (float
 		return is.CPUSeconds, nil
 	}
 	return 0, fmt.Errorf("instance %s: the platform runs no %s", inst.ID, name)
-}
-
-// waitHealthy polls url's /_/health until it answers 200 or ctx ends.
-func waitHealthy(ctx context.Context, url string) error {
-	c := &http.Client{Timeout: time.Second}
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/_/health", nil)
-		resp, err := c.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not healthy: %w", url, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }

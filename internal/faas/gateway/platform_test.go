@@ -124,7 +124,7 @@ func TestPlatformProvider(t *testing.T) {
 	if _, ok := fp.stopped["gw-hello-2"]; !ok {
 		t.Errorf("the unhealthy instance was not stopped: %v", fp.stopped)
 	}
-	if n := len(p.ports); n != 0 {
+	if n := p.ports.held(); n != 0 {
 		t.Errorf("%d ports still taken after both instances ended", n)
 	}
 }
