@@ -240,15 +240,20 @@ func podRTTIsNodeRTT(ctx context.Context, t *testing.T, cl *cluster.Cluster, fc 
 		}
 		return err == nil
 	})
+	// The paths' round trips are their minima: on a busy host a packet also waits for a CPU at
+	// each hop that needs one (a pod's veth and bridge add two each way), which says how busy
+	// the host was, not what the path is (beside two busy loops, medians of 15 came 3.7 ms
+	// apart once in 13 runs). Medians are logged beside them.
 	var pods, hosts []time.Duration
-	for range 15 { // interleaved: a busy moment touches both alike
+	for range 20 { // interleaved: a busy moment touches both alike
 		pods = append(pods, connect(podDial, podAddr))
 		hosts = append(hosts, connect(nodeDial, net.JoinHostPort(toAddr, "10250"))) // the kubelet of node to
 	}
 	slices.Sort(pods)
 	slices.Sort(hosts)
-	podRTT, nodeRTT := pods[len(pods)/2], hosts[len(hosts)/2]
-	t.Logf("TCP handshake round trip %s -> %s (the kernel's), median of 15: pod to pod %v, node to node %v (the topology's %v)", from, to, podRTT, nodeRTT, want)
+	podRTT, nodeRTT := pods[0], hosts[0]
+	t.Logf("TCP handshake round trip %s -> %s (the kernel's), least of 20: pod to pod %v, node to node %v (medians %v, %v; the topology's %v)",
+		from, to, podRTT, nodeRTT, pods[len(pods)/2], hosts[len(hosts)/2], want)
 	if nodeRTT < want || podRTT < want {
 		t.Errorf("round trips below the topology's %v: pod to pod %v, node to node %v", want, podRTT, nodeRTT)
 	}
