@@ -255,7 +255,7 @@ func (c *Client) Start(spec ProcSpec) (ProcStatus, error) {
 }
 
 // Stop stops and forgets a process: SIGTERM, SIGKILL after 5 s.
-func (c *Client) Stop(name string) error { return c.do("DELETE", "/procs/"+name, nil, nil) }
+func (c *Client) Stop(name string) error { return c.StopWithin(name, defaultStopGrace) }
 
 // StopWithin is Stop with SIGKILL after grace (at most 10 minutes). It waits for the answer as
 // long as the stop may take (the grace, then up to 10 s for the kill to be seen), not the
