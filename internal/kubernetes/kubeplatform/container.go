@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/continuum-project/continuum/internal/kubernetes/kubeplatform/agent"
 	"github.com/continuum-project/continuum/internal/platform"
@@ -166,10 +167,14 @@ func (in *podInstance) forward(ctx context.Context, ip string) error {
 // at once when it cannot start (an image that cannot be pulled, a bad command). It returns the
 // pod's IP and its cluster node.
 func (pf *Platform) waitPodStarted(ctx context.Context, name string) (ip, host string, _ error) {
+	return waitPodStarted(ctx, pf.c.cs, pf.ns, name)
+}
+
+func waitPodStarted(ctx context.Context, cs kubernetes.Interface, ns, name string) (ip, host string, _ error) {
 	for {
-		pod, err := pf.c.cs.CoreV1().Pods(pf.ns).Get(ctx, name, metav1.GetOptions{})
+		pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return "", "", fmt.Errorf("pod %s/%s: %w", pf.ns, name, err)
+			return "", "", fmt.Errorf("pod %s/%s: %w", ns, name, err)
 		}
 		switch {
 		case pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "":
@@ -181,13 +186,13 @@ func (pf *Platform) waitPodStarted(ctx context.Context, name string) (ip, host s
 			if w := cs.State.Waiting; w != nil {
 				switch w.Reason {
 				case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
-					return "", "", fmt.Errorf("pod %s/%s cannot run: %s: %s", pf.ns, name, w.Reason, w.Message)
+					return "", "", fmt.Errorf("pod %s/%s cannot run: %s: %s", ns, name, w.Reason, w.Message)
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return "", "", fmt.Errorf("pod %s/%s not running in time (%s)", pf.ns, name, pod.Status.Phase)
+			return "", "", fmt.Errorf("pod %s/%s not running in time (%s)", ns, name, pod.Status.Phase)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/continuum-project/continuum/internal/platform"
@@ -45,24 +44,8 @@ func (s podSpec) containerPod(spec platform.InstanceSpec, n platform.Node, ref s
 	if mem <= 0 {
 		mem = int64(n.Memory)
 	}
-	limits, requests := corev1.ResourceList{}, corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
-	if cpus > 0 {
-		q := resource.NewMilliQuantity(int64(cpus*1000+0.5), resource.DecimalSI)
-		limits[corev1.ResourceCPU] = *q
-		if q.Cmp(requests[corev1.ResourceCPU]) < 0 {
-			requests[corev1.ResourceCPU] = *q
-		}
-	}
-	if mem > 0 {
-		q := resource.NewQuantity(mem, resource.BinarySI)
-		limits[corev1.ResourceMemory] = *q
-		if q.Cmp(requests[corev1.ResourceMemory]) < 0 {
-			requests[corev1.ResourceMemory] = *q
-		}
-	}
 	c := corev1.Container{Name: appContainer, Image: ref, ImagePullPolicy: pull, WorkingDir: img.WorkingDir,
-		Resources: corev1.ResourceRequirements{Limits: limits, Requests: requests}}
+		Resources: podResources(cpus, mem)}
 	if img.EntrypointSet {
 		c.Command = append([]string{}, img.Entrypoint...)
 		c.Args = []string{} // Docker's rule: a new entrypoint drops the image's command

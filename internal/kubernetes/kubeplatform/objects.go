@@ -139,30 +139,37 @@ func (s podSpec) serviceService(svc *platform.Service) *corev1.Service {
 	}
 }
 
-// podName is the node pod's name: the node's own (a DNS label, checkNodeName).
-func podName(node string) string { return node }
-
-// nodePod is the pod of scenario node n. Its CPU and memory limits are the node's; its requests
-// are small (at most 100m and 64Mi), because a scenario's cpus, like the testbed's, is a quota
-// and not a reservation: a scenario whose nodes add up to more cores than a cluster node has
-// still runs there, as it does on one host.
-func (s podSpec) nodePod(n platform.Node) *corev1.Pod {
+// podResources are the limits of a pod with cpus and mem (0: no limit) and its requests: at
+// most 100m and 64Mi, because a scenario's cpus, like the testbed's, is a quota and not a
+// reservation (a scenario whose nodes add up to more cores than a cluster node has still runs
+// there, as it does on one host).
+func podResources(cpus float64, mem int64) corev1.ResourceRequirements {
 	limits, requests := corev1.ResourceList{}, corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
-	if n.CPUs > 0 {
-		q := resource.NewMilliQuantity(int64(n.CPUs*1000+0.5), resource.DecimalSI)
+	if cpus > 0 {
+		q := resource.NewMilliQuantity(int64(cpus*1000+0.5), resource.DecimalSI)
 		limits[corev1.ResourceCPU] = *q
 		if q.Cmp(requests[corev1.ResourceCPU]) < 0 {
 			requests[corev1.ResourceCPU] = *q
 		}
 	}
-	if n.Memory > 0 {
-		q := resource.NewQuantity(int64(n.Memory), resource.BinarySI)
+	if mem > 0 {
+		q := resource.NewQuantity(mem, resource.BinarySI)
 		limits[corev1.ResourceMemory] = *q
 		if q.Cmp(requests[corev1.ResourceMemory]) < 0 {
 			requests[corev1.ResourceMemory] = *q
 		}
 	}
+	return corev1.ResourceRequirements{Limits: limits, Requests: requests}
+}
+
+// podName is the node pod's name: the node's own (a DNS label, checkNodeName).
+func podName(node string) string { return node }
+
+// nodePod is the pod of scenario node n. Its CPU and memory limits are the node's, its requests
+// small (podResources).
+func (s podSpec) nodePod(n platform.Node) *corev1.Pod {
+	res := podResources(n.CPUs, int64(n.Memory))
 	uid, gid := int64(image.UID), int64(image.GID)
 	nonRoot, no, yes := true, false, true
 	grace := int64(10)
@@ -186,7 +193,7 @@ func (s podSpec) nodePod(n platform.Node) *corev1.Pod {
 				Name: "node", Image: s.Image, ImagePullPolicy: s.PullPolicy,
 				Args: []string{"kubernetes-agent", "--listen", fmt.Sprintf("127.0.0.1:%d", AgentPort), "--node", n.Name,
 					"--state-dir", stateDir},
-				Resources: corev1.ResourceRequirements{Limits: limits, Requests: requests},
+				Resources: res,
 				// Ready once the agent listens (it listens on loopback, out of an HTTP probe's
 				// reach); the probe stops once it has passed.
 				StartupProbe: &corev1.Probe{
