@@ -31,11 +31,13 @@ type Instances interface {
 	State(ctx context.Context) (State, error)
 	// Addr is the address at which port of a component on node is reached from other nodes.
 	Addr(node string, port int) string
-	// SharesNetwork says whether an instance started on node shares the network of a
-	// component running on node (the testbed: a node's processes share its network
-	// namespace), so that it may listen on loopback only and be reached there: nothing on
-	// another node reaches it then.
-	SharesNetwork(node string) bool
+	// SharesNode says whether an instance started on node runs in the node itself, sharing
+	// its network and filesystem with the components running there (the testbed: a node's
+	// processes share its network namespace and the host's files), so that it may listen on
+	// loopback only and be reached there (nothing on another node reaches it then), and
+	// exchange files and unix sockets with them. False where instances run apart (pods of
+	// their own).
+	SharesNode(node string) bool
 }
 
 // State is a snapshot of a platform's instances and nodes.

@@ -13,7 +13,7 @@ func (f *fakeInstances) Start(context.Context, InstanceSpec) (string, error) { r
 func (f *fakeInstances) Stop(context.Context, string, time.Duration) error   { return nil }
 func (f *fakeInstances) State(context.Context) (State, error)                { return State{}, nil }
 func (f *fakeInstances) Addr(node string, port int) string                   { return "" }
-func (f *fakeInstances) SharesNetwork(string) bool                           { return false }
+func (f *fakeInstances) SharesNode(string) bool                              { return false }
 
 // InstancesFor gives the client registered under the endpoint's platform its address, and
 // names the platforms that have one when the endpoint's has none.

@@ -96,5 +96,5 @@ func (in *Instances) State(context.Context) (platform.State, error) {
 // Addr is node:port: node names resolve to their addresses in every node.
 func (in *Instances) Addr(node string, port int) string { return fmt.Sprintf("%s:%d", node, port) }
 
-// SharesNetwork is true: every process of a node is in the node's network namespace.
-func (in *Instances) SharesNetwork(string) bool { return true }
+// SharesNode is true: every process of a node is in the node's network namespace.
+func (in *Instances) SharesNode(string) bool { return true }

@@ -73,7 +73,7 @@ func (p *PlatformProvider) Start(ctx context.Context, fn *Function, id string) (
 	// it listens on loopback wherever it shares the gateway's network (on the testbed, the
 	// gateway's node): nothing else reaches it. Elsewhere it listens on every address and is
 	// reached at the host the platform names.
-	listen, loopback := ":"+strconv.Itoa(port), p.Platform.SharesNetwork(p.Node)
+	listen, loopback := ":"+strconv.Itoa(port), p.Platform.SharesNode(p.Node)
 	if loopback {
 		listen = "127.0.0.1" + listen
 	}
@@ -117,6 +117,9 @@ func (p *PlatformProvider) Prepare(ctx context.Context, fn *Function) error {
 // instance of the platform: the gateway, the zygote and the instances forked from it share
 // the node's filesystem, where the socket is.
 func (p *PlatformProvider) zygote(ctx context.Context, fn *Function) (string, error) {
+	if err := CheckZygote(p.Platform, p.Node, fn); err != nil {
+		return "", err
+	}
 	return p.zygotes.get(ctx, fn, func(ctx context.Context, socket string) (func(), error) {
 		name := p.Prefix + "-zygote-" + fn.Name
 		zargs := p.Python.ZygoteArgs(fn.Handler, socket)

@@ -70,7 +70,7 @@ func (f *fakePlatform) State(context.Context) (platform.State, error) {
 
 func (f *fakePlatform) Addr(node string, port int) string { return fmt.Sprintf("%s:%d", node, port) }
 
-func (f *fakePlatform) SharesNetwork(string) bool { return f.shared }
+func (f *fakePlatform) SharesNode(string) bool { return f.shared }
 
 // The platform provider asks its platform for an instance on the gateway's node: where that
 // shares the gateway's network it listens on loopback only and is reached there (the watchdog

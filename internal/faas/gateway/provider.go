@@ -11,6 +11,7 @@ import (
 
 	"github.com/continuum-project/continuum/internal/faas"
 	"github.com/continuum-project/continuum/internal/faas/watchdog"
+	"github.com/continuum-project/continuum/internal/platform"
 )
 
 // Instance is one running instance of a function.
@@ -130,6 +131,16 @@ func (p *LocalProvider) Stop(_ context.Context, inst Instance) error {
 
 // Close stops the zygotes.
 func (p *LocalProvider) Close() { p.zygotes.close() }
+
+// CheckZygote refuses fn's zygote mode where its instances would not share the gateway's node
+// (a platform whose instances are pods of their own): they fork from the zygote through a unix
+// socket on the node's filesystem.
+func CheckZygote(c platform.Instances, node string, fn *Function) error {
+	if fn.Zygote && !c.SharesNode(node) {
+		return fmt.Errorf("function %s: zygote mode needs its instances beside the gateway, forked through a socket on its node's filesystem, and on this platform each instance runs apart: set zygote to false", fn.Name)
+	}
+	return nil
+}
 
 // zygotes runs one zygote per function, started when its first instance is.
 type zygotes struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/continuum-project/continuum/internal/experiment/kind"
 	"github.com/continuum-project/continuum/internal/experiment/kind/kindtest"
 	"github.com/continuum-project/continuum/internal/fl/flcmd"
+	"github.com/continuum-project/continuum/internal/platform/platformtest"
 	// The testbed registers its instances client (platform.InstancesFor), as in the binary: an
 	// orchestrator on a testbed endpoint checks out.
 	_ "github.com/continuum-project/continuum/internal/testbed"
@@ -39,6 +40,11 @@ func TestOrchestratorKind(t *testing.T) {
 	env.Platform = "kubernetes:continuum-x/run1"
 	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), "platform kubernetes") {
 		t.Errorf("on kubernetes: %v, want a refusal naming the platform", err)
+	}
+	// A platform whose instances run apart from their nodes is refused, naming why.
+	env.Platform = platformtest.ApartEndpoint()
+	if _, err := k.Command(env, cfg); err == nil || !strings.Contains(err.Error(), "run FL scenarios on the testbed") {
+		t.Errorf("on a platform whose instances run apart: %v", err)
 	}
 	k, cfg = kindtest.Decode(t, "fl-orchestrator", "place: n1\n")
 	if err := k.Validate(cfg); err == nil || !strings.Contains(err.Error(), "place needs topology") {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -60,6 +61,17 @@ func startOrchestrator(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	runner := &LocalRunner{LogDir: filepath.Join(dir, "out", "logs")}
+	t.Cleanup(func() {
+		// A service that failed says why in its logs, which go with the temporary directory.
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(runner.LogDir, "*.stderr.log"))
+			for _, l := range logs {
+				if b, err := os.ReadFile(l); err == nil && len(b) > 0 {
+					t.Logf("%s:\n%s", filepath.Base(l), b)
+				}
+			}
+		}
+	})
 	// Ports of the services: a free range per test process (9 nodes: 2 x 9 ports).
 	base := freeBase(t)
 	o, err := New(Config{Runner: runner, Members: CSVMembers(topo, nil, ""), Python: flPython(t), Out: filepath.Join(dir, "out"),
@@ -81,16 +93,12 @@ func startOrchestrator(t *testing.T) *harness {
 // are free now.
 func freeBase(t *testing.T) int {
 	t.Helper()
-	for try := 0; try < 50; try++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if base+1010 > 65535 {
-			continue
-		}
+	// From below the kernel's ephemeral range (32768 up here), as package freeport takes its
+	// ports: a port the kernel picked for a listener on :0 and gave back may be any process's
+	// source port a moment later, and with the README's tour beside the parallel pass one was
+	// (a make test run: "aggregator n2 exited (exit 1) before it was ready").
+	for try := 0; try < 200; try++ {
+		base := 20000 + rand.IntN(9000)
 		ok := true
 		for _, p := range []int{base, base + 1000} {
 			for i := 0; i < 10 && ok; i++ {

@@ -32,7 +32,7 @@ func (r *recordingPlatform) State(context.Context) (platform.State, error) { ret
 func (r *recordingPlatform) Addr(node string, port int) string {
 	return fmt.Sprintf("%s:%d", node, port)
 }
-func (r *recordingPlatform) SharesNetwork(string) bool { return true }
+func (r *recordingPlatform) SharesNode(string) bool { return true }
 
 // The platform runner starts a service on its host node with its command, environment and
 // output directory; observes as exited only the FL services that ended (how they ended) and as

@@ -119,7 +119,7 @@ func upCluster(binDir, bin string) (_ *clusterEnv, err error) {
 	cfg := cluster.DefaultConfig()
 	cfg.StateDir = filepath.Join(state, "cluster")
 	cfg.BinDir, cfg.ContinuumBin = binDir, bin
-	cfg.Images = []string{filepath.Join(images, "continuum.tar")}
+	cfg.Images = []string{filepath.Join(images, "continuum.tar"), filepath.Join(images, "python.tar")}
 	if cfg.SandboxImage, err = cluster.SandboxFrom(cfg.Images); err != nil {
 		return nil, err
 	}
@@ -134,12 +134,17 @@ func upCluster(binDir, bin string) (_ *clusterEnv, err error) {
 			Containerd: cl.ContainerdSocket()}}, nil
 }
 
-// testImage is the node pods' image the tests build (buildImage) and run.
-const testImage = "continuum-project/continuum:kubeplatform-test"
+// testImage is the node pods' image the tests build (buildImage) and run; testPythonImage the
+// python image (continuum and the functions' Python), for node pods that run functions.
+const (
+	testImage       = "continuum-project/continuum:kubeplatform-test"
+	testPythonImage = "continuum-project/continuum-python:kubeplatform-test"
+)
 
-// buildImage builds the continuum image of bin into dir/continuum.tar, tagged testImage.
+// buildImage builds the continuum and python images of bin into dir (continuum.tar,
+// python.tar), tagged testImage and testPythonImage.
 func buildImage(bin, root, dir string) error {
-	build := exec.Command(bin, "image", "build", "--out", dir, "--images", "continuum", "--tag", "kubeplatform-test",
+	build := exec.Command(bin, "image", "build", "--out", dir, "--images", "continuum,python", "--tag", "kubeplatform-test",
 		"--continuum-binary", bin, "--root", root)
 	if b, err := build.CombinedOutput(); err != nil {
 		return &buildError{cmd: build.String(), err: err, out: string(b)}

@@ -20,6 +20,12 @@
 // (package chaos), kept in step with the scenario's link faults. A scenario that needs them on
 // a cluster without Chaos Mesh is refused before anything starts, naming what to install.
 //
+// Components that start instances of their own (the faas gateway) do so through PodClient, the
+// platform's component-side client (platform.Instances, registered as "kubernetes"): each
+// instance is a pod beside its node's pod, created with the node pod's ServiceAccount, which
+// may manage pods in the run's namespace and read Nodes, nothing more (access.go). Python paths
+// of the runner's clone in an instance's command line are rewritten to the images' (paths.go).
+//
 // Every object a run creates carries app.kubernetes.io/managed-by=continuum and
 // continuum.io/run=<run>; Down deletes them, and Cleanup does for a run whose runner died.
 package kubeplatform

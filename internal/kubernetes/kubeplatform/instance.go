@@ -100,7 +100,8 @@ func (pf *Platform) startInstance(ctx context.Context, np *nodePod, spec platfor
 			return nil, fmt.Errorf("instance %s: %w", spec.Name, err)
 		}
 	}
-	req := agent.StartRequest{Name: spec.Name, Args: append([]string{}, spec.Args...), Env: spec.Env, Dir: spec.Dir,
+	// The clone's Python paths as the image has them (a node pod of the python or fl image).
+	req := agent.StartRequest{Name: spec.Name, Args: pf.paths.all(append([]string{}, spec.Args...)), Env: pf.paths.all(spec.Env), Dir: spec.Dir,
 		DataDirs: spec.DataDirs, Binary: pf.cfg.Binary}
 	if prog := spec.Args[0]; prog != pf.cfg.Binary && filepath.IsAbs(prog) {
 		if fi, err := os.Stat(prog); err == nil && fi.Mode().IsRegular() {

@@ -110,10 +110,17 @@ type podSpec struct {
 	RunDir string
 	// NodeSelector pins the pod (see placement).
 	NodeSelector map[string]string
+	// Account is the node pods' ServiceAccount (access.go), whose token they mount; "" none.
+	Account string
 }
 
+// namespace is a run's own namespace. It enforces the baseline Pod Security Standard: the node
+// pods' ServiceAccount may create pods there (access.go), and none of them may be privileged,
+// share the host's namespaces or mount its files.
 func (s podSpec) namespace() *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.Namespace, Labels: runLabels(s.Run)}}
+	l := runLabels(s.Run)
+	l["pod-security.kubernetes.io/enforce"] = "baseline"
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.Namespace, Labels: l}}
 }
 
 // nodeService is the headless Service that makes a scenario node's name resolve to its pod's IP
@@ -173,6 +180,7 @@ func (s podSpec) nodePod(n platform.Node) *corev1.Pod {
 	uid, gid := int64(image.UID), int64(image.GID)
 	nonRoot, no, yes := true, false, true
 	grace := int64(10)
+	token := s.Account != ""
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: podName(n.Name), Namespace: s.Namespace, Labels: nodeLabels(s.Run, n.Name)},
 		Spec: corev1.PodSpec{
@@ -182,7 +190,8 @@ func (s podSpec) nodePod(n platform.Node) *corev1.Pod {
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &grace,
 			EnableServiceLinks:            &no,
-			AutomountServiceAccountToken:  &no,
+			ServiceAccountName:            s.Account,
+			AutomountServiceAccountToken:  &token,
 			Hostname:                      n.Name,
 			// The sandbox process is PID 1 and reaps instances' orphans (the agent waits only
 			// for its own children).

@@ -53,6 +53,7 @@ type Platform struct {
 	// imported through ("" none: local images are refused).
 	containerd string
 	services   map[string]bool // declared services that have their Service
+	paths      imagePaths      // the runner's clone's Python paths, as the images have them
 	links      links           // how the run's links are emulated
 	// fabric, on a multi-node cluster on this host's testbed, is links as fabricLinks: the
 	// runner reaches the agents from inside their pods (podDialer), not across the links.
@@ -86,6 +87,15 @@ func (pf *Platform) up(ctx context.Context, place map[string]map[string]string, 
 	cancel()
 	if err != nil {
 		return err
+	}
+	granted, err := pf.spec.access().create(ctx, cs, create)
+	if err != nil {
+		return err
+	}
+	if granted {
+		pf.spec.Account = instancesAccount(pf.run)
+	} else {
+		pf.log.Warn("the node pods get no ServiceAccount: this runner may not grant one, so components cannot start instances as pods", "namespace", pf.ns)
 	}
 	for _, n := range pf.cfg.Topology.Nodes {
 		s := pf.spec
@@ -489,6 +499,9 @@ func (pf *Platform) deleteObjects(ctx context.Context) error {
 	sel := metav1.ListOptions{LabelSelector: LabelRun + "=" + pf.run}
 	zero := int64(0)
 	now := metav1.DeleteOptions{GracePeriodSeconds: &zero}
+	if err := deleteAccess(ctx, cs, pf.ns, LabelManagedBy+"="+ManagedBy+","+sel.LabelSelector, pf.ownNS); err != nil {
+		return fmt.Errorf("platform kubernetes: the node pods' grants: %w", err)
+	}
 	if pf.ownNS {
 		if err := cs.CoreV1().Namespaces().Delete(ctx, pf.ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("platform kubernetes: deleting namespace %s: %w", pf.ns, err)

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/continuum-project/continuum/internal/platform"
 )
 
@@ -77,47 +79,52 @@ func (pf *Platform) readPodFigures(ctx context.Context, hosts map[string]bool) m
 	return out
 }
 
-// podRows are the samples.csv rows of the run's container pods, in instance order.
+// podRows are the samples.csv rows of the run's container pods and of the instance pods its
+// components started (PodClient), in instance order.
 func (s *sampler) podRows(ctx context.Context, t time.Duration) []platform.Sample {
+	type sampled struct{ node, name, pod, host string }
+	var pods []sampled
 	s.pf.mu.Lock()
-	var pods []*podInstance
 	for _, in := range s.pf.insts {
 		if pi, ok := in.(*podInstance); ok {
-			pods = append(pods, pi)
+			pi.mu.Lock()
+			pods = append(pods, sampled{pi.spec.Node, pi.spec.Name, pi.pod, pi.host})
+			pi.mu.Unlock()
 		}
 	}
 	s.pf.mu.Unlock()
+	sel := metav1.ListOptions{LabelSelector: LabelRun + "=" + s.pf.run + "," + LabelRole + "=" + RoleInstance}
+	if list, err := s.pf.c.cs.CoreV1().Pods(s.pf.ns).List(ctx, sel); err == nil {
+		for _, p := range list.Items {
+			pods = append(pods, sampled{p.Labels[LabelNode], p.Annotations[annotationInstance], p.Name, p.Spec.NodeName})
+		}
+	}
 	if len(pods) == 0 {
 		return nil
 	}
-	sort.Slice(pods, func(i, j int) bool { return pods[i].spec.Name < pods[j].spec.Name })
+	sort.Slice(pods, func(i, j int) bool { return pods[i].name < pods[j].name })
 	hosts := map[string]bool{}
-	for _, pi := range pods {
-		pi.mu.Lock()
-		if pi.host != "" {
-			hosts[pi.host] = true
+	for _, p := range pods {
+		if p.host != "" {
+			hosts[p.host] = true
 		}
-		pi.mu.Unlock()
 	}
 	figs := s.pf.readPodFigures(ctx, hosts)
 	var rows []platform.Sample
-	for _, pi := range pods {
-		pi.mu.Lock()
-		pod := pi.pod
-		pi.mu.Unlock()
-		f, ok := figs[pod]
+	for _, p := range pods {
+		f, ok := figs[p.pod]
 		if !ok {
 			continue
 		}
 		// Keyed by pod: a restart's new pod counts its CPU from its own first reading, on top of
 		// what the instance's earlier pods used (cumulative over all its runs, as a process's).
-		key := pi.spec.Node + "/" + pi.spec.Name
-		if last, ok := s.podLast[key]; ok && last.pod != pod {
+		key := p.node + "/" + p.name
+		if last, ok := s.podLast[key]; ok && last.pod != p.pod {
 			s.podBase[key] += last.cpu
 		}
-		cum, util := s.account(pi.spec.Node+"/"+pod, t, reading{cpu: f.cpu})
-		s.podLast[key] = podReading{pod: pod, cpu: cum.cpu}
-		rows = append(rows, platform.Sample{T: t, Node: pi.spec.Node, Component: pi.spec.Name, CPUSeconds: s.podBase[key] + cum.cpu,
+		cum, util := s.account(p.node+"/"+p.pod, t, reading{cpu: f.cpu})
+		s.podLast[key] = podReading{pod: p.pod, cpu: cum.cpu}
+		rows = append(rows, platform.Sample{T: t, Node: p.node, Component: p.name, CPUSeconds: s.podBase[key] + cum.cpu,
 			CPUUtil: util, RSS: f.rss})
 	}
 	return rows

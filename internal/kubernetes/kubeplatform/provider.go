@@ -203,9 +203,11 @@ func (p Provider) render(w io.Writer, topo *platform.Topology, place map[string]
 		o.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}
 		objs = append(objs, o)
 	}
+	objs = append(objs, p.checkSpec(ns).access().list()...)
 	for _, n := range topo.Nodes {
 		s := p.checkSpec(ns)
 		s.NodeSelector = place[n.Name]
+		s.Account = instancesAccount(checkRun)
 		svc := s.nodeService(n.Name)
 		svc.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
 		pod := s.nodePod(n)
@@ -271,6 +273,12 @@ func (p Provider) dryRun(ctx context.Context, c *clients, topo *platform.Topolog
 	}
 	if err := waitServiceAccount(ctx, c, ns); err != nil {
 		return err
+	}
+	// The grants are validated, but the pods are checked as the default ServiceAccount's: the
+	// run's does not exist until the run, and admission refuses a pod of an account that does
+	// not.
+	if _, err := p.checkSpec(ns).access().create(ctx, c.cs, dry); err != nil {
+		return fmt.Errorf("%w (dry run)", err)
 	}
 	for _, n := range topo.Nodes {
 		s := p.checkSpec(ns)
@@ -416,7 +424,7 @@ func (p Provider) Up(ctx context.Context, cfg platform.Config) (platform.Platfor
 		spec:  podSpec{Run: run, Namespace: ns, Image: p.image(), PullPolicy: p.pullPolicy(), RunDir: cfg.Dir},
 		nodes: map[string]*nodePod{}, insts: map[string]runInstance{}, services: map[string]bool{},
 		redirects: map[string]map[int]string{}, helpers: map[string]bool{}, place: place, images: map[string]string{},
-		containerd: p.Containerd}
+		containerd: p.Containerd, paths: clonePaths()}
 	if p.Fabric != nil {
 		dir := p.Fabric.StateDir
 		if dir == "" {
@@ -471,8 +479,10 @@ func (p Provider) Cleanup(ctx context.Context, run string) ([]string, error) {
 			}
 			deleted = append(deleted, "namespace/"+ns.Name)
 		}
+		errs = append(errs, deleteAccess(ctx, c.cs, "", sel, true))
 		return deleted, errors.Join(errs...)
 	}
+	errs = append(errs, deleteAccess(ctx, c.cs, p.Namespace, sel, false))
 	ns := p.Namespace
 	pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {

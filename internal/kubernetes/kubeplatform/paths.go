@@ -1,0 +1,75 @@
+package kubeplatform
+
+import (
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/continuum-project/continuum/internal/kubernetes/image"
+	"github.com/continuum-project/continuum/internal/pyenv"
+)
+
+// imagePaths rewrites the runner's clone's Python paths in an instance's command line and
+// environment to where the images keep the same files: kinds render them on the runner's host (a
+// function's handler folder, the venv's interpreter in CONTINUUM_PYTHON, python/src), and the
+// python and fl images carry python/src, python/functions and the venvs under
+// image.PythonRoot. Each pair is a host prefix and its image prefix, longest host prefix first;
+// a path is rewritten wherever it starts in an argument (a flag's value inside another, as in
+// --function name=hello,handler=PATH, included).
+type imagePaths [][2]string
+
+// clonePaths are the runner's clone's Python directories (found as `continuum setup` made them:
+// pyenv.Root), each also by its real path (the venvs are links into the setup cache), mapped to
+// the images' layout. None when the runner has no clone with the Python side.
+func clonePaths() imagePaths {
+	var m imagePaths
+	add := func(host, img string) {
+		m = append(m, [2]string{host + "/", img + "/"})
+		if real, err := filepath.EvalSymlinks(host); err == nil && real != host {
+			m = append(m, [2]string{real + "/", img + "/"})
+		}
+	}
+	seen := map[string]bool{}
+	for _, venv := range []string{"venv", "venv-fl"} {
+		root, err := pyenv.Root(venv)
+		if err != nil {
+			continue
+		}
+		add(filepath.Join(root, ".tools", venv), image.PythonRoot+"/"+venv)
+		if !seen[root] {
+			seen[root] = true
+			add(filepath.Join(root, "python"), image.PythonRoot+"/python")
+		}
+	}
+	sort.SliceStable(m, func(i, j int) bool { return len(m[i][0]) > len(m[j][0]) })
+	return m
+}
+
+// rewrite returns s with every host prefix replaced by its image prefix (a path that ends at
+// the directory itself, without the slash, too).
+func (m imagePaths) rewrite(s string) string {
+	for _, p := range m {
+		host, img := p[0], p[1]
+		s = strings.ReplaceAll(s, host, img)
+		dir := strings.TrimSuffix(host, "/")
+		for _, lead := range []string{"", "=", ","} {
+			if strings.HasSuffix(s, lead+dir) && (lead != "" || s == dir) {
+				s = strings.TrimSuffix(s, dir) + strings.TrimSuffix(img, "/")
+				break
+			}
+		}
+	}
+	return s
+}
+
+// all rewrites each of ss, in a new slice.
+func (m imagePaths) all(ss []string) []string {
+	if len(m) == 0 || ss == nil {
+		return ss
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = m.rewrite(s)
+	}
+	return out
+}

@@ -1,0 +1,395 @@
+package kubeplatform
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/continuum-project/continuum/internal/platform"
+)
+
+func init() {
+	platform.RegisterInstances(PlatformName, func(address string) (platform.Instances, error) {
+		return NewPodClient(address, nil)
+	})
+}
+
+// RoleInstance is the LabelRole of an instance pod: an instance a component started through the
+// platform's client (PodClient), not the runner.
+const RoleInstance = "instance"
+
+// annotationInstance holds an instance pod's instance name as the component gave it (its
+// LabelInstance value is that name made a label value).
+const annotationInstance = "continuum.io/instance-name"
+
+// PodClient is the Kubernetes platform's component-side client (platform.Instances): a
+// component that runs in a node pod of a run (the faas gateway, the FL orchestrator) starts its
+// instances as pods of the run's namespace, each placed where the node pod it names runs (the
+// node pod's node selector) and running the node pod's image, with the instance's cpus and
+// memory as its limits (else the node pod's: on the testbed an instance lives inside its node's
+// limits). It talks to the API server with the node pod's ServiceAccount (the run's, whose Role
+// allows pods and their logs in the namespace and reading Nodes), or with a kubeconfig when the
+// component runs outside the cluster.
+//
+// An instance pod is not its node pod: it has an address of its own (Start returns it), and it
+// is not shaped by the node's link emulation. It mounts an empty directory at each of the
+// instance's DataDirs, and its output (stdout and stderr as one stream, as the API server's log
+// endpoint gives them) is copied into its stdout log under LogDir while it runs.
+type PodClient struct {
+	ns, run string
+	// connect returns the API server's client; set by NewPodClient (tests give a fake).
+	connect func() (kubernetes.Interface, error)
+
+	once sync.Once
+	cs   kubernetes.Interface
+	err  error
+
+	// ctx outlives requests: the instances' log copies end with it (Close).
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	logs   map[string]context.CancelFunc // instance name -> its log copy's cancel
+	wg     sync.WaitGroup
+}
+
+// NewPodClient is the client of the endpoint address "<namespace>/<run>" (Provider.Endpoint's).
+// With cs nil it connects on first use, from $KUBECONFIG or ~/.kube/config if there is one and
+// in-cluster otherwise.
+func NewPodClient(address string, cs kubernetes.Interface) (*PodClient, error) {
+	ns, run, ok := strings.Cut(address, "/")
+	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || run == "" || len(validation.IsValidLabelValue(labelValue(run))) > 0 {
+		return nil, fmt.Errorf("platform kubernetes: endpoint address %q is not <namespace>/<run> (a namespace name, a run name)", address)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &PodClient{ns: ns, run: labelValue(run), ctx: ctx, cancel: cancel, logs: map[string]context.CancelFunc{}}
+	if cs != nil {
+		c.connect = func() (kubernetes.Interface, error) { return cs, nil }
+	} else {
+		c.connect = func() (kubernetes.Interface, error) {
+			cl, err := Provider{}.connect()
+			if err != nil {
+				return nil, err
+			}
+			return cl.cs, nil
+		}
+	}
+	return c, nil
+}
+
+func (c *PodClient) client() (kubernetes.Interface, error) {
+	c.once.Do(func() { c.cs, c.err = c.connect() })
+	return c.cs, c.err
+}
+
+// instancePodName is the pod of instance name: one per name (a start of a name in use deletes
+// the old pod first).
+func instancePodName(name string) string { return objectName("inst-"+strings.ToLower(name), 63) }
+
+// checkPodInstance refuses what an instance pod cannot be: a spec the client does not honour.
+func checkPodInstance(s platform.InstanceSpec) error {
+	switch {
+	case s.Name == "" || s.Node == "" || len(s.Args) == 0:
+		return fmt.Errorf("platform kubernetes: instance %q: a name, a node and a command line are needed", s.Name)
+	case s.Stdout != nil:
+		return fmt.Errorf("platform kubernetes: instance %s: a component's instance cannot stream its stdout to the component; read its log", s.Name)
+	case s.Image != nil || s.ExecIn != nil:
+		return fmt.Errorf("platform kubernetes: instance %s: a component starts its instances from the node's image; an image of its own is a container component of the scenario", s.Name)
+	case s.StopSignal != 0 && s.StopSignal != syscall.SIGTERM:
+		return fmt.Errorf("platform kubernetes: instance %s: stop signal %v: a pod is stopped with SIGTERM (the node image has no shell for a preStop hook)", s.Name, s.StopSignal)
+	case s.Service != nil:
+		return fmt.Errorf("platform kubernetes: instance %s: a component's instance cannot declare service %s; it is reached at the address Start returns", s.Name, s.Service.Name)
+	}
+	for _, d := range s.DataDirs {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("platform kubernetes: instance %s: data directory %q is not an absolute path", s.Name, d)
+		}
+	}
+	return nil
+}
+
+// Start creates the instance's pod beside its node's pod and waits until it runs; it returns the
+// pod's IP. A pod of the same name is deleted first.
+func (c *PodClient) Start(ctx context.Context, s platform.InstanceSpec) (string, error) {
+	if err := checkPodInstance(s); err != nil {
+		return "", err
+	}
+	cs, err := c.client()
+	if err != nil {
+		return "", err
+	}
+	node, err := cs.CoreV1().Pods(c.ns).Get(ctx, podName(s.Node), metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("platform kubernetes: instance %s: node %s's pod: %w", s.Name, s.Node, err)
+	}
+	if node.Labels[LabelRole] != RoleNode || node.Labels[LabelRun] != c.run || len(node.Spec.Containers) == 0 {
+		return "", fmt.Errorf("platform kubernetes: instance %s: pod %s/%s is not node %s's pod of run %s", s.Name, c.ns, node.Name, s.Node, c.run)
+	}
+	if err := c.Stop(ctx, s.Name, 0); err != nil {
+		return "", err
+	}
+	pod := instancePod(s, c.ns, c.run, node)
+	if _, err := cs.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{FieldManager: "continuum"}); err != nil {
+		return "", fmt.Errorf("platform kubernetes: instance %s: %w", s.Name, err)
+	}
+	ip, _, err := waitPodStarted(ctx, cs, c.ns, pod.Name)
+	if err != nil {
+		_ = c.deletePod(context.WithoutCancel(ctx), cs, pod.Name, 0)
+		return "", fmt.Errorf("platform kubernetes: instance %s: %w", s.Name, err)
+	}
+	if s.LogDir != "" {
+		c.copyLog(cs, s, pod.Name)
+	}
+	return ip, nil
+}
+
+// instancePod renders instance s's pod beside node pod np.
+func instancePod(s platform.InstanceSpec, ns, run string, np *corev1.Pod) *corev1.Pod {
+	nc := np.Spec.Containers[0]
+	limits := corev1.ResourceList{}
+	for k, v := range nc.Resources.Limits {
+		limits[k] = v
+	}
+	cpus, mem := nodeResources(limits)
+	if s.CPUs > 0 {
+		cpus = s.CPUs
+	}
+	if s.Memory > 0 {
+		mem = s.Memory
+	}
+	res := podResources(cpus, mem)
+	labels := runLabels(run)
+	labels[LabelNode] = s.Node
+	labels[LabelRole] = RoleInstance
+	labels[LabelInstance] = labelValue(s.Name)
+	c := corev1.Container{Name: appContainer, Image: nc.Image, ImagePullPolicy: nc.ImagePullPolicy,
+		Command: append([]string{}, s.Args...), WorkingDir: s.Dir, Resources: res,
+		SecurityContext: nc.SecurityContext}
+	for _, kv := range s.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: v})
+	}
+	var vols []corev1.Volume
+	for i, d := range s.DataDirs {
+		name := fmt.Sprintf("data-%d", i)
+		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: d})
+	}
+	no := false
+	grace := int64(30)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: instancePodName(s.Name), Namespace: ns, Labels: labels,
+			Annotations: map[string]string{annotationInstance: s.Name}},
+		Spec: corev1.PodSpec{
+			NodeSelector: np.Spec.NodeSelector,
+			// An instance that exits is reported (State), not restarted behind its component.
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			EnableServiceLinks:            &no,
+			AutomountServiceAccountToken:  &no,
+			SecurityContext:               np.Spec.SecurityContext,
+			Containers:                    []corev1.Container{c},
+			Volumes:                       vols,
+		},
+	}
+}
+
+// nodeResources reads a node pod's cpus and memory back from its limits (0: none).
+func nodeResources(limits corev1.ResourceList) (cpus float64, mem int64) {
+	if q, ok := limits[corev1.ResourceCPU]; ok {
+		cpus = float64(q.MilliValue()) / 1000
+	}
+	if q, ok := limits[corev1.ResourceMemory]; ok {
+		mem = q.Value()
+	}
+	return cpus, mem
+}
+
+// Stop deletes the instance's pod with grace (SIGTERM, SIGKILL after it) and waits until it is
+// gone. A pod that is not there is not an error.
+func (c *PodClient) Stop(ctx context.Context, name string, grace time.Duration) error {
+	cs, err := c.client()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	stopLog := c.logs[name]
+	delete(c.logs, name)
+	c.mu.Unlock()
+	err = c.deletePod(ctx, cs, instancePodName(name), grace)
+	if stopLog != nil {
+		stopLog() // after the pod ended: its last lines are copied
+	}
+	return err
+}
+
+func (c *PodClient) deletePod(ctx context.Context, cs kubernetes.Interface, pod string, grace time.Duration) error {
+	secs := int64((grace + time.Second - 1) / time.Second)
+	err := cs.CoreV1().Pods(c.ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &secs})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("platform kubernetes: deleting pod %s/%s: %w", c.ns, pod, err)
+	}
+	for {
+		_, err := cs.CoreV1().Pods(c.ns).Get(ctx, pod, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("platform kubernetes: pod %s/%s still there: %w", c.ns, pod, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// copyLog copies the instance pod's log into its stdout log under s.LogDir until the pod ends
+// or Stop or Close ends the copy.
+func (c *PodClient) copyLog(cs kubernetes.Interface, s platform.InstanceSpec, pod string) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.mu.Lock()
+	c.logs[s.Name] = cancel
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer cancel()
+		f, err := os.OpenFile(platform.LogPath(s.LogDir, s.Node, s.Name, "stdout"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		r, err := cs.CoreV1().Pods(c.ns).GetLogs(pod, &corev1.PodLogOptions{Container: appContainer, Follow: true}).Stream(ctx)
+		if err != nil {
+			fmt.Fprintf(f, "continuum: the instance's log cannot be read: %v\n", err)
+			return
+		}
+		defer r.Close()
+		_, _ = io.Copy(f, r)
+	}()
+}
+
+// Close ends the log copies (the instances run on).
+func (c *PodClient) Close() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// State lists the run's instance pods and its nodes: a node's labels are those of the cluster
+// Node its pod runs on, and it is isolated while that Node's kubelet is lost to the control
+// plane (Ready Unknown) or its pod is not running.
+func (c *PodClient) State(ctx context.Context) (platform.State, error) {
+	cs, err := c.client()
+	if err != nil {
+		return platform.State{}, err
+	}
+	sel := LabelRun + "=" + c.run
+	pods, err := cs.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return platform.State{}, fmt.Errorf("platform kubernetes: pods of run %s: %w", c.run, err)
+	}
+	var st platform.State
+	hosts := map[string]*corev1.Node{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		switch p.Labels[LabelRole] {
+		case RoleInstance:
+			if p.DeletionTimestamp != nil {
+				continue // being stopped: gone for the component
+			}
+			st.Instances = append(st.Instances, instanceState(p))
+		case RoleNode:
+			ns := platform.NodeState{Name: p.Labels[LabelNode], Isolated: p.Status.Phase != corev1.PodRunning}
+			if host := p.Spec.NodeName; host != "" {
+				n, ok := hosts[host]
+				if !ok {
+					if n, err = cs.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{}); err != nil {
+						return platform.State{}, fmt.Errorf("platform kubernetes: node %s's cluster node %s: %w", ns.Name, host, err)
+					}
+					hosts[host] = n
+				}
+				ns.Labels = n.Labels
+				if nodeLost(n) {
+					ns.Isolated = true
+				}
+			}
+			st.Nodes = append(st.Nodes, ns)
+		}
+	}
+	return st, nil
+}
+
+// instanceState is how an instance pod stands: running, or how its container ended.
+func instanceState(p *corev1.Pod) platform.InstanceState {
+	is := platform.InstanceState{Name: p.Annotations[annotationInstance], Node: p.Labels[LabelNode]}
+	if is.Name == "" {
+		is.Name = p.Labels[LabelInstance]
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != appContainer {
+			continue
+		}
+		switch {
+		case cs.State.Running != nil:
+			is.Running = true
+		case cs.State.Terminated != nil:
+			is.Ended = exitText(cs.State.Terminated)
+		}
+	}
+	if !is.Running && is.Ended == "" && (p.Status.Phase == corev1.PodPending) {
+		is.Ended = "not started: " + podTrouble(p)
+		if is.Ended == "not started: " {
+			is.Ended = "" // still starting
+		}
+	}
+	return is
+}
+
+// exitText says how a container ended as the testbed says how a process did: "exit 1",
+// "signal killed" (a container's exit code 128+n is signal n).
+func exitText(t *corev1.ContainerStateTerminated) string {
+	switch {
+	case t.Signal != 0:
+		return "signal " + syscall.Signal(t.Signal).String()
+	case t.ExitCode > 128 && t.ExitCode < 128+65:
+		return "signal " + syscall.Signal(t.ExitCode-128).String()
+	case t.Reason == "OOMKilled":
+		return fmt.Sprintf("exit %d (OOMKilled)", t.ExitCode)
+	}
+	return fmt.Sprintf("exit %d", t.ExitCode)
+}
+
+// nodeLost says whether a cluster Node's kubelet is lost to the control plane: its Ready
+// condition Unknown (the node controller's mark for a node that stopped reporting).
+func nodeLost(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionUnknown
+		}
+	}
+	return false
+}
+
+// Addr is where port of a component on node is reached from other pods: the node's name, which
+// its headless Service resolves to the node pod's IP.
+func (c *PodClient) Addr(node string, port int) string {
+	return fmt.Sprintf("%s:%d", node, port)
+}
+
+// SharesNode is false: an instance pod has a network of its own.
+func (c *PodClient) SharesNode(string) bool { return false }
+
+var _ platform.Instances = (*PodClient)(nil)
