@@ -13,12 +13,16 @@ import (
 )
 
 // A run's node pods run as a ServiceAccount of the run (instancesAccount) through which the
-// components in them start their own instances as pods (PodClient): a Role on the run's
-// namespace for pods and their logs, and a ClusterRole to read Nodes (their labels, whether
+// components in them start their own instances as pods (PodClient) and discover the run's
+// services (the proxy's kubernetes source): a Role on the run's namespace for pods and their
+// logs and to read EndpointSlices, and a ClusterRole to read Nodes (their labels, whether
 // their kubelet is lost). Nothing else in the cluster is theirs: a component cannot read
 // Secrets, touch other namespaces or change Nodes, and the run's own namespace enforces the
 // baseline Pod Security Standard, so the pods it creates cannot be privileged or mount the
-// host. A runner that may not grant these (a user with a namespace's edit role) runs without
+// host. Only a run's own namespace gets them: in a namespace the user gives, which holds
+// others' pods and Secrets and may enforce no Pod Security Standard, a right to create pods
+// would be a right to read those Secrets and to run as any ServiceAccount there, so the node
+// pods get no token. A runner that may not grant these (a user with a namespace's edit role) runs without
 // them: node pods then get no token, and a component that starts instances is refused by the
 // API server, which the component's error names.
 
@@ -51,6 +55,8 @@ func (s podSpec) access() accessObjects {
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "delete", "get", "list", "watch"}},
 				{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+				// The proxy's kubernetes discovery source: the run's declared services.
+				{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
 			}},
 		binding: &rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: meta,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, Subjects: subject},
@@ -96,23 +102,29 @@ func (a accessObjects) create(ctx context.Context, cs kubernetes.Interface, opts
 	return true, nil
 }
 
-// deleteAccess deletes the run's cluster-wide grants, and its namespaced ones in ns unless the
-// namespace goes with the run (ownNS). sel selects by run label. Objects already gone are not an
-// error.
-func deleteAccess(ctx context.Context, cs kubernetes.Interface, ns, sel string, ownNS bool) error {
-	opts := metav1.ListOptions{LabelSelector: sel}
+// deleteAccess deletes run's grants in namespace ns by their names (nodesReader(ns, run) is the
+// run's in that namespace alone: another namespace's run of the same name keeps its own), the
+// namespaced ones only unless the namespace goes with the run (ownNS). It returns what it
+// deleted; objects already gone, or that this runner may not delete, are not an error.
+func deleteAccess(ctx context.Context, cs kubernetes.Interface, ns, run string, ownNS bool) ([]string, error) {
 	var errs []error
-	keep := func(err error) {
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+	var deleted []string
+	del := func(what string, err error) {
+		switch {
+		case err == nil:
+			deleted = append(deleted, what)
+		case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
 			errs = append(errs, err)
 		}
 	}
-	keep(cs.RbacV1().ClusterRoleBindings().DeleteCollection(ctx, metav1.DeleteOptions{}, opts))
-	keep(cs.RbacV1().ClusterRoles().DeleteCollection(ctx, metav1.DeleteOptions{}, opts))
+	cluster, name := nodesReader(ns, run), instancesAccount(run)
+	rb := cs.RbacV1()
+	del("clusterrolebinding/"+cluster, rb.ClusterRoleBindings().Delete(ctx, cluster, metav1.DeleteOptions{}))
+	del("clusterrole/"+cluster, rb.ClusterRoles().Delete(ctx, cluster, metav1.DeleteOptions{}))
 	if !ownNS {
-		keep(cs.RbacV1().RoleBindings(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts))
-		keep(cs.RbacV1().Roles(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts))
-		keep(cs.CoreV1().ServiceAccounts(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts))
+		del("rolebinding/"+name, rb.RoleBindings(ns).Delete(ctx, name, metav1.DeleteOptions{}))
+		del("role/"+name, rb.Roles(ns).Delete(ctx, name, metav1.DeleteOptions{}))
+		del("serviceaccount/"+name, cs.CoreV1().ServiceAccounts(ns).Delete(ctx, name, metav1.DeleteOptions{}))
 	}
-	return errors.Join(errs...)
+	return deleted, errors.Join(errs...)
 }

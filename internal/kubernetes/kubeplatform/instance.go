@@ -96,9 +96,6 @@ func (pf *Platform) startInstance(ctx context.Context, np *nodePod, spec platfor
 		if err := spec.Service.Validate(); err != nil {
 			return nil, fmt.Errorf("instance %s: %w", spec.Name, err)
 		}
-		if err := pf.declareService(ctx, spec.Node, spec.Service); err != nil {
-			return nil, fmt.Errorf("instance %s: %w", spec.Name, err)
-		}
 	}
 	// The clone's Python paths as the image has them (a node pod of the python or fl image).
 	req := agent.StartRequest{Name: spec.Name, Args: pf.paths.all(append([]string{}, spec.Args...)), Env: pf.paths.all(spec.Env), Dir: spec.Dir,
@@ -145,6 +142,15 @@ func (in *instance) start(ctx context.Context) error {
 	if err != nil {
 		stdout.Close()
 		return err
+	}
+	if spec.Service != nil {
+		// Each run joins its service (the node pod labelled for the Service's selector);
+		// follow withdraws it when the run exits.
+		if err := in.pf.declareService(ctx, spec.Node, spec.Service); err != nil {
+			stdout.Close()
+			stderr.Close()
+			return fmt.Errorf("instance %s: %w", spec.Name, err)
+		}
 	}
 	run, err := in.node.agent.Start(ctx, in.req)
 	if err != nil {
@@ -203,6 +209,9 @@ func (in *instance) follow(run int, done chan struct{}, stdout, stderr *os.File)
 		cancel()
 	}
 	in.pf.log.Info("instance exited", "name", spec.Name, "node", spec.Node, "code", exit.Code, "signal", exit.Signal)
+	if spec.Service != nil {
+		in.pf.withdrawService(in, spec.Node, spec.Service.Name)
+	}
 	in.mu.Lock()
 	in.exit = exit
 	in.mu.Unlock()

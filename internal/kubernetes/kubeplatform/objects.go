@@ -33,6 +33,12 @@ const (
 	LabelRole     = "continuum.io/role"
 	RoleNode      = "node"
 	RoleContainer = "container"
+	// RoleService on a Service says it is a declared service's (serviceService), which the
+	// proxy's kubernetes discovery source watches, and not a node's.
+	RoleService = "service"
+	// AttributePrefix + <key> annotates a node pod with an attribute of a service it serves
+	// (platform.Service.Attributes), as discovery sources read instance attributes.
+	AttributePrefix = "continuum.io/"
 	// LabelInstance on a container pod names its instance.
 	LabelInstance = "continuum.io/instance"
 
@@ -139,8 +145,10 @@ func (s podSpec) nodeService(node string) *corev1.Service {
 func (s podSpec) serviceService(svc *platform.Service) *corev1.Service {
 	sel := runLabels(s.Run)
 	sel[LabelServicePrefix+svc.Name] = "true"
+	labels := runLabels(s.Run)
+	labels[LabelRole] = RoleService
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: s.Namespace, Labels: runLabels(s.Run)},
+		ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: s.Namespace, Labels: labels},
 		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: sel, PublishNotReadyAddresses: true,
 			Ports: []corev1.ServicePort{{Name: "main", Port: int32(svc.Port)}}},
 	}

@@ -14,8 +14,8 @@ import (
 // function's handler folder, the venv's interpreter in CONTINUUM_PYTHON, python/src), and the
 // python and fl images carry python/src, python/functions and the venvs under
 // image.PythonRoot. Each pair is a host prefix and its image prefix, longest host prefix first;
-// a path is rewritten wherever it starts in an argument (a flag's value inside another, as in
-// --function name=hello,handler=PATH, included).
+// a path is rewritten where a path may start in an argument (see rewrite: a flag's value inside
+// another, as in --function name=hello,handler=PATH, included), never inside a longer path.
 type imagePaths [][2]string
 
 // clonePaths are the runner's clone's Python directories (found as `continuum setup` made them:
@@ -45,21 +45,39 @@ func clonePaths() imagePaths {
 	return m
 }
 
-// rewrite returns s with every host prefix replaced by its image prefix (a path that ends at
-// the directory itself, without the slash, too).
+// rewrite returns s with each path under a host prefix, or the prefix's directory itself,
+// replaced by its image prefix: a path starts s or follows '=', ',' or ':' (a flag's value, a
+// list of key=value pairs, a PATH-like list), and the directory itself ends there or at ',' or
+// ':'. Text after a replacement is not looked at again, so an image path is never rewritten.
 func (m imagePaths) rewrite(s string) string {
-	for _, p := range m {
-		host, img := p[0], p[1]
-		s = strings.ReplaceAll(s, host, img)
-		dir := strings.TrimSuffix(host, "/")
-		for _, lead := range []string{"", "=", ","} {
-			if strings.HasSuffix(s, lead+dir) && (lead != "" || s == dir) {
-				s = strings.TrimSuffix(s, dir) + strings.TrimSuffix(img, "/")
-				break
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if i == 0 || strings.IndexByte("=,:", s[i-1]) >= 0 {
+			if host, img, ok := m.match(s[i:]); ok {
+				b.WriteString(img)
+				i += len(host)
+				continue
 			}
 		}
+		b.WriteByte(s[i])
+		i++
 	}
-	return s
+	return b.String()
+}
+
+// match finds the pair whose host prefix (or directory) t starts with, longest first, and
+// returns the host text matched and its replacement.
+func (m imagePaths) match(t string) (host, img string, ok bool) {
+	for _, p := range m {
+		if strings.HasPrefix(t, p[0]) {
+			return p[0], p[1], true
+		}
+		dir := strings.TrimSuffix(p[0], "/")
+		if rest, found := strings.CutPrefix(t, dir); found && (rest == "" || rest[0] == ',' || rest[0] == ':') {
+			return dir, strings.TrimSuffix(p[1], "/"), true
+		}
+	}
+	return "", "", false
 }
 
 // all rewrites each of ss, in a new slice.

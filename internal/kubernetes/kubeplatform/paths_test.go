@@ -18,10 +18,18 @@ func TestImagePaths(t *testing.T) {
 		"/src/clone/pythonic/x":                                       "/src/clone/pythonic/x", // another directory
 		"/elsewhere/src/clone/python-x":                               "/elsewhere/src/clone/python-x",
 		"/src/clone/results/run/python":                               "/src/clone/results/run/python",
+		"/home/u/src/clone/python/f":                                  "/home/u/src/clone/python/f", // ends in the clone's path: another tree
+		"--handler=/data/src/clone/python/h":                          "--handler=/data/src/clone/python/h",
+		"PYTHONPATH=/src/clone/python/src:/src/clone/python":          "PYTHONPATH=/opt/continuum/python/src:/opt/continuum/python",
+		"x=/src/clone/python,y=1":                                     "x=/opt/continuum/python,y=1",
 	} {
 		if got := m.rewrite(in); got != want {
 			t.Errorf("rewrite(%q) = %q, want %q", in, got, want)
 		}
+	}
+	// A clone whose path is a suffix of the image's root: image paths are not rewritten again.
+	if got := (imagePaths{{"/continuum/python/", "/opt/continuum/python/"}}).rewrite("/opt/continuum/python/src"); got != "/opt/continuum/python/src" {
+		t.Errorf("an image path rewritten: %q", got)
 	}
 	if got := (imagePaths(nil)).all([]string{"/src/clone/python/x"}); got[0] != "/src/clone/python/x" {
 		t.Errorf("no paths: %v", got)

@@ -2,6 +2,7 @@ package kubeplatform
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,14 +89,18 @@ func (pf *Platform) up(ctx context.Context, place map[string]map[string]string, 
 	if err != nil {
 		return err
 	}
-	granted, err := pf.spec.access().create(ctx, cs, create)
-	if err != nil {
-		return err
-	}
-	if granted {
-		pf.spec.Account = instancesAccount(pf.run)
+	if pf.ownNS {
+		granted, err := pf.spec.access().create(ctx, cs, create)
+		if err != nil {
+			return err
+		}
+		if granted {
+			pf.spec.Account = instancesAccount(pf.run)
+		} else {
+			pf.log.Warn("the node pods get no ServiceAccount: this runner may not grant one, so components cannot start instances as pods or discover services", "namespace", pf.ns)
+		}
 	} else {
-		pf.log.Warn("the node pods get no ServiceAccount: this runner may not grant one, so components cannot start instances as pods", "namespace", pf.ns)
+		pf.log.Info("the node pods get no ServiceAccount in a given namespace (access.go): components cannot start instances as pods or discover services there", "namespace", pf.ns)
 	}
 	for _, n := range pf.cfg.Topology.Nodes {
 		s := pf.spec
@@ -399,9 +404,48 @@ func (pf *Platform) declareService(ctx context.Context, node string, svc *platfo
 		pf.services[svc.Name] = true
 		pf.mu.Unlock()
 	}
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, LabelServicePrefix+svc.Name)
-	_, err := pf.c.cs.CoreV1().Pods(pf.ns).Patch(ctx, podName(node), types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "continuum"})
+	// The node pod joins the Service's selector; the service's attributes become its
+	// continuum.io/ annotations, which discovery sources read as the instance's attributes.
+	meta := map[string]any{"labels": map[string]any{LabelServicePrefix + svc.Name: "true"}}
+	if len(svc.Attributes) > 0 {
+		ann := map[string]any{}
+		for k, v := range svc.Attributes {
+			ann[AttributePrefix+k] = v
+		}
+		meta["annotations"] = ann
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	_, err = pf.c.cs.CoreV1().Pods(pf.ns).Patch(ctx, podName(node), types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "continuum"})
 	return err
+}
+
+// withdrawService takes node's pod out of service svc's selector once instance in, which served
+// it there, has exited, unless another running instance on the node serves it too: a discovery
+// source then stops listing an instance that is gone, as on the testbed.
+func (pf *Platform) withdrawService(in *instance, node, svc string) {
+	pf.mu.Lock()
+	for _, other := range pf.insts {
+		o, ok := other.(*instance)
+		if !ok || o == in || o.spec.Node != node || o.spec.Service == nil || o.spec.Service.Name != svc {
+			continue
+		}
+		select {
+		case <-o.Done():
+		default:
+			pf.mu.Unlock()
+			return // still served there
+		}
+	}
+	pf.mu.Unlock()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, LabelServicePrefix+svc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := pf.c.cs.CoreV1().Pods(pf.ns).Patch(ctx, podName(node), types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "continuum"}); err != nil && !apierrors.IsNotFound(err) {
+		pf.log.Warn("withdrawing a node from its service", "node", node, "service", svc, "err", err)
+	}
 }
 
 // Sample asks every node's agent for its figures, once at the start and then every interval.
@@ -499,8 +543,9 @@ func (pf *Platform) deleteObjects(ctx context.Context) error {
 	sel := metav1.ListOptions{LabelSelector: LabelRun + "=" + pf.run}
 	zero := int64(0)
 	now := metav1.DeleteOptions{GracePeriodSeconds: &zero}
-	if err := deleteAccess(ctx, cs, pf.ns, LabelManagedBy+"="+ManagedBy+","+sel.LabelSelector, pf.ownNS); err != nil {
-		return fmt.Errorf("platform kubernetes: the node pods' grants: %w", err)
+	var accessErr error
+	if _, err := deleteAccess(ctx, cs, pf.ns, pf.run, pf.ownNS); err != nil {
+		accessErr = fmt.Errorf("platform kubernetes: the node pods' grants: %w", err) // the rest goes on
 	}
 	if pf.ownNS {
 		if err := cs.CoreV1().Namespaces().Delete(ctx, pf.ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -511,16 +556,16 @@ func (pf *Platform) deleteObjects(ctx context.Context) error {
 		for {
 			_, err := cs.CoreV1().Namespaces().Get(ctx, pf.ns, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
-				return nil
+				return accessErr
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("platform kubernetes: namespace %s still there after 3 minutes (`continuum run --platform kubernetes --cleanup %s` deletes it)", pf.ns, pf.run)
+				return errors.Join(accessErr, fmt.Errorf("platform kubernetes: namespace %s still there after 3 minutes (`continuum run --platform kubernetes --cleanup %s` deletes it)", pf.ns, pf.run))
 			case <-time.After(250 * time.Millisecond):
 			}
 		}
 	}
-	var errs []error
+	errs := []error{accessErr}
 	svcs, err := cs.CoreV1().Services(pf.ns).List(ctx, sel)
 	if err == nil {
 		for _, s := range svcs.Items {

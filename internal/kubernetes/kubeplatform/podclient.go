@@ -43,8 +43,10 @@ const annotationInstance = "continuum.io/instance-name"
 // allows pods and their logs in the namespace and reading Nodes), or with a kubeconfig when the
 // component runs outside the cluster.
 //
-// An instance pod is not its node pod: it has an address of its own (Start returns it), and it
-// is not shaped by the node's link emulation. It mounts an empty directory at each of the
+// An instance pod is not its node pod: it has an address of its own (Start returns it). It
+// carries its node's labels, so link emulation shapes it as part of the node (Chaos Mesh's
+// objects select the run's pods by node; on the fabric cluster it runs on the node's cluster
+// node, behind its links), as a container component's pod. It mounts an empty directory at each of the
 // instance's DataDirs, and its output (stdout and stderr as one stream, as the API server's log
 // endpoint gives them) is copied into its stdout log under LogDir while it runs.
 type PodClient struct {
@@ -60,9 +62,24 @@ type PodClient struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	mu     sync.Mutex
-	logs   map[string]context.CancelFunc // instance name -> its log copy's cancel
-	wg     sync.WaitGroup
+	logs   map[string]*logCopy // instance name -> its log copy
+	closed bool
 }
+
+// logCopy is an instance's log being copied into its log file.
+type logCopy struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Stop's bounds: a name taken over is stopped with takeoverGrace; a pod not gone grace plus
+// deleteMargin after its delete (a node whose kubelet is lost keeps it Terminating) is deleted
+// at once (the API server's force delete), and waited for forceWait more.
+const (
+	takeoverGrace = 5 * time.Second
+	deleteMargin  = 30 * time.Second
+	forceWait     = 10 * time.Second
+)
 
 // NewPodClient is the client of the endpoint address "<namespace>/<run>" (Provider.Endpoint's).
 // With cs nil it connects on first use, from $KUBECONFIG or ~/.kube/config if there is one and
@@ -73,7 +90,7 @@ func NewPodClient(address string, cs kubernetes.Interface) (*PodClient, error) {
 		return nil, fmt.Errorf("platform kubernetes: endpoint address %q is not <namespace>/<run> (a namespace name, a run name)", address)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &PodClient{ns: ns, run: labelValue(run), ctx: ctx, cancel: cancel, logs: map[string]context.CancelFunc{}}
+	c := &PodClient{ns: ns, run: labelValue(run), ctx: ctx, cancel: cancel, logs: map[string]*logCopy{}}
 	if cs != nil {
 		c.connect = func() (kubernetes.Interface, error) { return cs, nil }
 	} else {
@@ -93,15 +110,19 @@ func (c *PodClient) client() (kubernetes.Interface, error) {
 	return c.cs, c.err
 }
 
-// instancePodName is the pod of instance name: one per name (a start of a name in use deletes
-// the old pod first).
-func instancePodName(name string) string { return objectName("inst-"+strings.ToLower(name), 63) }
+// instancePodName is the pod of instance name of run: one per name and run (a start of a name
+// in use deletes the old pod first). objectName keeps distinct names distinct (a name it had to
+// change, by case included, gets a hash of the original).
+func instancePodName(run, name string) string { return objectName("inst-"+run+"-"+name, 63) }
 
 // checkPodInstance refuses what an instance pod cannot be: a spec the client does not honour.
 func checkPodInstance(s platform.InstanceSpec) error {
 	switch {
 	case s.Name == "" || s.Node == "" || len(s.Args) == 0:
 		return fmt.Errorf("platform kubernetes: instance %q: a name, a node and a command line are needed", s.Name)
+	case strings.ContainsAny(s.Name, "/\\") || s.Name == "." || s.Name == "..":
+		// The name names its log file in LogDir.
+		return fmt.Errorf("platform kubernetes: instance name %q: no '/' or '\\', and not '.' or '..' (it names the instance's log file)", s.Name)
 	case s.Stdout != nil:
 		return fmt.Errorf("platform kubernetes: instance %s: a component's instance cannot stream its stdout to the component; read its log", s.Name)
 	case s.Image != nil || s.ExecIn != nil:
@@ -136,20 +157,24 @@ func (c *PodClient) Start(ctx context.Context, s platform.InstanceSpec) (string,
 	if node.Labels[LabelRole] != RoleNode || node.Labels[LabelRun] != c.run || len(node.Spec.Containers) == 0 {
 		return "", fmt.Errorf("platform kubernetes: instance %s: pod %s/%s is not node %s's pod of run %s", s.Name, c.ns, node.Name, s.Node, c.run)
 	}
-	if err := c.Stop(ctx, s.Name, 0); err != nil {
+	if err := c.Stop(ctx, s.Name, takeoverGrace); err != nil {
 		return "", err
 	}
 	pod := instancePod(s, c.ns, c.run, node)
-	if _, err := cs.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{FieldManager: "continuum"}); err != nil {
+	created, err := cs.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{FieldManager: "continuum"})
+	if err != nil {
 		return "", fmt.Errorf("platform kubernetes: instance %s: %w", s.Name, err)
 	}
 	ip, _, err := waitPodStarted(ctx, cs, c.ns, pod.Name)
 	if err != nil {
-		_ = c.deletePod(context.WithoutCancel(ctx), cs, pod.Name, 0)
+		_ = c.deletePod(context.WithoutCancel(ctx), cs, created, time.Second)
 		return "", fmt.Errorf("platform kubernetes: instance %s: %w", s.Name, err)
 	}
 	if s.LogDir != "" {
-		c.copyLog(cs, s, pod.Name)
+		if err := c.copyLog(cs, s, pod.Name); err != nil {
+			_ = c.deletePod(context.WithoutCancel(ctx), cs, created, time.Second)
+			return "", err
+		}
 	}
 	return ip, nil
 }
@@ -189,7 +214,7 @@ func instancePod(s platform.InstanceSpec, ns, run string, np *corev1.Pod) *corev
 	no := false
 	grace := int64(30)
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: instancePodName(s.Name), Namespace: ns, Labels: labels,
+		ObjectMeta: metav1.ObjectMeta{Name: instancePodName(run, s.Name), Namespace: ns, Labels: labels,
 			Annotations: map[string]string{annotationInstance: s.Name}},
 		Spec: corev1.PodSpec{
 			NodeSelector: np.Spec.NodeSelector,
@@ -216,41 +241,82 @@ func nodeResources(limits corev1.ResourceList) (cpus float64, mem int64) {
 	return cpus, mem
 }
 
-// Stop deletes the instance's pod with grace (SIGTERM, SIGKILL after it) and waits until it is
-// gone. A pod that is not there is not an error.
+// Stop deletes the instance's pod with grace (SIGTERM, SIGKILL after it; at least a second: the
+// API server's 0 is a force delete, which forgets the pod while its container may still run)
+// and waits until it is gone. A pod that is not there is not an error; a pod of that name that
+// is not this run's instance of that name is not touched.
 func (c *PodClient) Stop(ctx context.Context, name string, grace time.Duration) error {
 	cs, err := c.client()
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
-	stopLog := c.logs[name]
+	lc := c.logs[name]
 	delete(c.logs, name)
 	c.mu.Unlock()
-	err = c.deletePod(ctx, cs, instancePodName(name), grace)
-	if stopLog != nil {
-		stopLog() // after the pod ended: its last lines are copied
+	if lc != nil {
+		// After the pod has ended: its last lines are copied by then.
+		defer func() { lc.cancel(); <-lc.done }()
 	}
-	return err
-}
-
-func (c *PodClient) deletePod(ctx context.Context, cs kubernetes.Interface, pod string, grace time.Duration) error {
-	secs := int64((grace + time.Second - 1) / time.Second)
-	err := cs.CoreV1().Pods(c.ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &secs})
+	pod, err := cs.CoreV1().Pods(c.ns).Get(ctx, instancePodName(c.run, name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("platform kubernetes: deleting pod %s/%s: %w", c.ns, pod, err)
+		return fmt.Errorf("platform kubernetes: instance %s: %w", name, err)
 	}
-	for {
-		_, err := cs.CoreV1().Pods(c.ns).Get(ctx, pod, metav1.GetOptions{})
+	if pod.Labels[LabelRun] != c.run || pod.Labels[LabelRole] != RoleInstance || pod.Annotations[annotationInstance] != name {
+		return fmt.Errorf("platform kubernetes: pod %s/%s is not instance %s of run %s: not touched", c.ns, pod.Name, name, c.run)
+	}
+	return c.deletePod(ctx, cs, pod, grace)
+}
+
+// deletePod deletes pod (that very one: its UID) with grace and waits until it is gone; past
+// grace + deleteMargin it is force-deleted.
+func (c *PodClient) deletePod(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, grace time.Duration) error {
+	uid := pod.UID
+	del := func(secs int64) error {
+		err := cs.CoreV1().Pods(c.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &secs,
+			Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) { // Conflict: another pod by now
+			return fmt.Errorf("platform kubernetes: deleting pod %s/%s: %w", c.ns, pod.Name, err)
+		}
+		return nil
+	}
+	secs := max(int64((grace+time.Second-1)/time.Second), 1)
+	if err := del(secs); err != nil {
+		return err
+	}
+	gone := func() (bool, error) {
+		p, err := cs.CoreV1().Pods(c.ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("platform kubernetes: pod %s/%s: %w", c.ns, pod.Name, err)
+		}
+		return p.UID != uid, nil
+	}
+	forceAt := time.Now().Add(time.Duration(secs)*time.Second + deleteMargin)
+	var giveUp time.Time
+	for {
+		ok, err := gone()
+		if ok || err != nil {
+			return err
+		}
+		now := time.Now()
+		switch {
+		case giveUp.IsZero() && now.After(forceAt):
+			if err := del(0); err != nil {
+				return err
+			}
+			giveUp = now.Add(forceWait)
+		case !giveUp.IsZero() && now.After(giveUp):
+			return fmt.Errorf("platform kubernetes: pod %s/%s still there after its delete and a force delete", c.ns, pod.Name)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("platform kubernetes: pod %s/%s still there: %w", c.ns, pod, ctx.Err())
+			return fmt.Errorf("platform kubernetes: pod %s/%s still there: %w", c.ns, pod.Name, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -258,14 +324,17 @@ func (c *PodClient) deletePod(ctx context.Context, cs kubernetes.Interface, pod 
 
 // copyLog copies the instance pod's log into its stdout log under s.LogDir until the pod ends
 // or Stop or Close ends the copy.
-func (c *PodClient) copyLog(cs kubernetes.Interface, s platform.InstanceSpec, pod string) {
-	ctx, cancel := context.WithCancel(c.ctx)
+func (c *PodClient) copyLog(cs kubernetes.Interface, s platform.InstanceSpec, pod string) error {
 	c.mu.Lock()
-	c.logs[s.Name] = cancel
-	c.mu.Unlock()
-	c.wg.Add(1)
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("platform kubernetes: instance %s: the client is closed", s.Name)
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	lc := &logCopy{cancel: cancel, done: make(chan struct{})}
+	c.logs[s.Name] = lc
 	go func() {
-		defer c.wg.Done()
+		defer close(lc.done)
 		defer cancel()
 		f, err := os.OpenFile(platform.LogPath(s.LogDir, s.Node, s.Name, "stdout"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -274,18 +343,30 @@ func (c *PodClient) copyLog(cs kubernetes.Interface, s platform.InstanceSpec, po
 		defer f.Close()
 		r, err := cs.CoreV1().Pods(c.ns).GetLogs(pod, &corev1.PodLogOptions{Container: appContainer, Follow: true}).Stream(ctx)
 		if err != nil {
-			fmt.Fprintf(f, "continuum: the instance's log cannot be read: %v\n", err)
+			if ctx.Err() == nil {
+				fmt.Fprintf(f, "continuum: the instance's log cannot be read: %v\n", err)
+			}
 			return
 		}
 		defer r.Close()
 		_, _ = io.Copy(f, r)
 	}()
+	return nil
 }
 
-// Close ends the log copies (the instances run on).
+// Close ends the log copies (the instances run on); a Start after it is refused.
 func (c *PodClient) Close() {
+	c.mu.Lock()
+	c.closed = true
+	var copies []*logCopy
+	for _, lc := range c.logs {
+		copies = append(copies, lc)
+	}
+	c.mu.Unlock()
 	c.cancel()
-	c.wg.Wait()
+	for _, lc := range copies {
+		<-lc.done
+	}
 }
 
 // State lists the run's instance pods and its nodes: a node's labels are those of the cluster
@@ -316,14 +397,18 @@ func (c *PodClient) State(ctx context.Context) (platform.State, error) {
 			if host := p.Spec.NodeName; host != "" {
 				n, ok := hosts[host]
 				if !ok {
-					if n, err = cs.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{}); err != nil {
+					n, err = cs.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{})
+					switch {
+					case apierrors.IsForbidden(err):
+						n = nil // no grant to read Nodes (access.go): the node pod's state only
+					case err != nil:
 						return platform.State{}, fmt.Errorf("platform kubernetes: node %s's cluster node %s: %w", ns.Name, host, err)
 					}
 					hosts[host] = n
 				}
-				ns.Labels = n.Labels
-				if nodeLost(n) {
-					ns.Isolated = true
+				if n != nil {
+					ns.Labels = n.Labels
+					ns.Isolated = ns.Isolated || nodeLost(n)
 				}
 			}
 			st.Nodes = append(st.Nodes, ns)

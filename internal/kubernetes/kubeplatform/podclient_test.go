@@ -87,7 +87,7 @@ func TestPodClientStartRendersAndStops(t *testing.T) {
 	if !strings.HasPrefix(host, "10.1.0.") {
 		t.Errorf("Start returned %q, want the pod's IP", host)
 	}
-	pod, err := cs.CoreV1().Pods(testNS).Get(ctx, instancePodName("gw-1"), metav1.GetOptions{})
+	pod, err := cs.CoreV1().Pods(testNS).Get(ctx, instancePodName(testRun, "gw-1"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestPodClientStartRendersAndStops(t *testing.T) {
 	if grace == nil || *grace != 5 {
 		t.Errorf("stop deleted with grace %v, want 5 s", grace)
 	}
-	if _, err := cs.CoreV1().Pods(testNS).Get(ctx, instancePodName("gw-1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := cs.CoreV1().Pods(testNS).Get(ctx, instancePodName(testRun, "gw-1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the instance's pod after Stop: %v", err)
 	}
 	if err := c.Stop(ctx, "gw-1", time.Second); err != nil {
@@ -297,8 +297,11 @@ func TestAccessObjects(t *testing.T) {
 	}
 	for _, r := range a.role.Rules {
 		for _, res := range r.Resources {
-			if res != "pods" && res != "pods/log" {
-				t.Errorf("the Role grants %s: only pods and their logs", res)
+			if res != "pods" && res != "pods/log" && res != "endpointslices" {
+				t.Errorf("the Role grants %s: only pods, their logs and EndpointSlices", res)
+			}
+			if res == "endpointslices" && strings.Join(r.Verbs, ",") != "get,list,watch" {
+				t.Errorf("the Role grants %v on EndpointSlices: reading only", r.Verbs)
 			}
 		}
 	}
@@ -326,26 +329,24 @@ func TestAccessObjects(t *testing.T) {
 	if l, _ := cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{}); len(l.Items) != 1 {
 		t.Errorf("ClusterRoles: %d, want the run's", len(l.Items))
 	}
-	// The fake's tracker does not delete collections: what was asked is checked.
-	sel := LabelManagedBy + "=" + ManagedBy + "," + LabelRun + "=" + testRun
-	for _, own := range []bool{false, true} {
-		cs.ClearActions()
-		if err := deleteAccess(ctx, cs, testNS, sel, own); err != nil {
-			t.Fatal(err)
-		}
-		var asked []string
-		for _, a := range cs.Actions() {
-			if d, ok := a.(k8stesting.DeleteCollectionAction); ok && d.GetListRestrictions().Labels.String() == sel {
-				asked = append(asked, a.GetResource().Resource)
-			}
-		}
-		want := "clusterrolebindings clusterroles rolebindings roles serviceaccounts"
-		if own {
-			want = "clusterrolebindings clusterroles" // the rest goes with the namespace
-		}
-		if strings.Join(asked, " ") != want {
-			t.Errorf("deleteAccess (own namespace %v) deleted %v by the run's label, want %s", own, asked, want)
-		}
+	// Deleted by name: the run's grants in its namespace, not another namespace's run of the
+	// same name.
+	other := podSpec{Run: testRun, Namespace: "team-b"}.access()
+	if _, err := other.create(ctx, cs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := deleteAccess(ctx, cs, testNS, testRun, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) != 5 {
+		t.Errorf("deleted %v, want the run's five objects", deleted)
+	}
+	if l, _ := cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{}); len(l.Items) != 1 || l.Items[0].Name != other.nodes.Name {
+		t.Errorf("ClusterRoles left: %v, want team-b's run's only", l.Items)
+	}
+	if deleted, err := deleteAccess(ctx, cs, "team-b", testRun, true); err != nil || len(deleted) != 2 {
+		t.Errorf("a run in its own namespace: deleted %v (%v), want its ClusterRole and binding (the rest goes with the namespace)", deleted, err)
 	}
 	forbidden := fake.NewClientset()
 	forbidden.PrependReactor("create", "roles", func(k8stesting.Action) (bool, runtime.Object, error) {

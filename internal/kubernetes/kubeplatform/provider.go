@@ -115,7 +115,9 @@ func (p Provider) Endpoint(name string) string {
 	if ns == "" {
 		ns = Namespace(name)
 	}
-	return platform.Endpoint{Platform: PlatformName, Address: ns + "/" + name}.String()
+	// The run as its objects' label has it: components select by it (PodClient, the proxy's
+	// kubernetes discovery source).
+	return platform.Endpoint{Platform: PlatformName, Address: ns + "/" + labelValue(name)}.String()
 }
 
 // Check refuses what a cluster cannot run as written: node names that cannot name a Service,
@@ -478,11 +480,13 @@ func (p Provider) Cleanup(ctx context.Context, run string) ([]string, error) {
 				continue
 			}
 			deleted = append(deleted, "namespace/"+ns.Name)
+			// Its run's grants outside it (a run in a namespace of its own has them).
+			grants, err := deleteAccess(ctx, c.cs, ns.Name, ns.Labels[LabelRun], true)
+			deleted = append(deleted, grants...)
+			errs = append(errs, err)
 		}
-		errs = append(errs, deleteAccess(ctx, c.cs, "", sel, true))
 		return deleted, errors.Join(errs...)
 	}
-	errs = append(errs, deleteAccess(ctx, c.cs, p.Namespace, sel, false))
 	ns := p.Namespace
 	pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {

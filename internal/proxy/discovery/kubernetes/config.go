@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -23,8 +24,34 @@ import (
 const YAMLKey = "kubernetes"
 
 // Registering here (not in the proxy) keeps client-go out of binaries that do not import this
-// package, such as a slim per-node proxy that only reads files or kv.
-func init() { discovery.RegisterSource(YAMLKey, NewFromYAML) }
+// package, such as a slim per-node proxy that only reads files or kv. It is the kubernetes
+// platform's source too: `platform: kubernetes:<namespace>/<run>` (a scenario's proxy on
+// `run --platform kubernetes`) is `kubernetes: <namespace>/<run>` (PlatformConfig).
+func init() { discovery.RegisterPlatformSource(YAMLKey, NewFromYAML) }
+
+// The labels by which a run on the kubernetes platform marks the Services of its declared
+// services (package kubeplatform sets them; this package imports no platform).
+const (
+	labelRun     = "continuum.io/run"
+	labelRole    = "continuum.io/role"
+	roleService  = "service"
+	labelManaged = "app.kubernetes.io/managed-by=continuum"
+)
+
+// PlatformConfig is the configuration of the kubernetes platform's source for the endpoint
+// address "<namespace>/<run>": the run's declared services in its namespace (the Services the
+// platform labels with the run and the service role), with the in-cluster configuration (the
+// node pod's ServiceAccount, which may read them).
+func PlatformConfig(address string) (Config, error) {
+	ns, run, ok := strings.Cut(address, "/")
+	if !ok || run == "" || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsValidLabelValue(run)) > 0 {
+		return Config{}, fmt.Errorf("address %q: want <namespace>/<run> (a namespace name, a run's label value)", address)
+	}
+	cfg := DefaultConfig()
+	cfg.Namespace = ns
+	cfg.LabelSelector = labelManaged + "," + labelRun + "=" + run + "," + labelRole + "=" + roleService
+	return cfg, nil
+}
 
 // DefaultMetricsInterval is how often node metrics are polled: metrics-server scrapes kubelets
 // every 15 s by default, so polling faster only returns the same numbers.
@@ -81,6 +108,13 @@ func (c *Config) Validate() error {
 // and line; the caller adds the file name with spec.At.
 func NewFromYAML(node *yaml.Node) (discovery.Source, error) {
 	cfg := DefaultConfig()
+	if node != nil && node.Kind == yaml.ScalarNode && node.Tag != "!!null" {
+		pc, err := PlatformConfig(node.Value)
+		if err != nil {
+			return nil, spec.At("", node, fmt.Errorf("%s: want a mapping of the source's settings, or the kubernetes platform's endpoint %w", YAMLKey, err))
+		}
+		return Open(pc)
+	}
 	if node != nil {
 		if err := spec.DecodeAt("", YAMLKey, node, &cfg); err != nil {
 			return nil, err

@@ -102,6 +102,26 @@ func TestRegistered(t *testing.T) {
 	if !ok || c == nil {
 		t.Fatalf("%q not registered; keys %v", YAMLKey, discovery.SourceKeys())
 	}
+	// The kubernetes platform's source: a scenario's proxy on `run --platform kubernetes`.
+	if err := discovery.CheckPlatform("kubernetes:continuum-run1/run1"); err != nil {
+		t.Errorf("the kubernetes platform has no source: %v", err)
+	}
+}
+
+func TestPlatformConfig(t *testing.T) {
+	cfg, err := PlatformConfig("continuum-q1/q1-001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Namespace != "continuum-q1" || cfg.Kubeconfig != "" ||
+		cfg.LabelSelector != "app.kubernetes.io/managed-by=continuum,continuum.io/run=q1-001,continuum.io/role=service" {
+		t.Errorf("config %+v: want the run's declared services in its namespace, in-cluster", cfg)
+	}
+	for _, bad := range []string{"q1", "/q1", "Bad_NS/q1", "ns/", "ns/run with spaces"} {
+		if _, err := PlatformConfig(bad); err == nil || !strings.Contains(err.Error(), "<namespace>/<run>") {
+			t.Errorf("PlatformConfig(%q) = %v, want a refusal naming the form", bad, err)
+		}
+	}
 }
 
 func TestValidate(t *testing.T) {
