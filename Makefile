@@ -92,8 +92,9 @@ vulncheck:
 #    first since the pass ends with its slowest package. Their tests assert behaviour and
 #    ordering and wait with deadlines; most of their time is spent waiting on processes and
 #    sockets. This pass also compiles, in parallel, what the serial pass needs.
-# 1b. Beside it, the host lanes: HOST_TESTS (clusters), with TOUR_RUN between their packages,
-#    and HOST_TESTBED_TESTS (testbeds); their tests time nothing (below).
+# 1b. Beside it, the host lanes: HOST_TESTS (clusters), with the tour's cluster section
+#    (TOUR_CLUSTER) between their packages, and HOST_TESTBED_TESTS (testbeds) then the rest of
+#    the tour (TOUR_RUN); their tests time nothing (below).
 # 1c. Once the parallel pass is done, beside what is left of 1b: HOST_RUN (tests of serial
 #    packages that time nothing) and, beside it, $(2) (make test: Python); then the wait for 1b.
 # 2. Then SERIAL_TESTS one at a time (-p 1), alone: packages with tests that time delays, rates or
@@ -131,20 +132,25 @@ SERIAL_TESTS := ./cmd/continuum ./internal/experiment ./internal/testbed/... \
 # comparison leaves out mounts under other tests' temporary directories). Their tests wait on
 # daemons and pods, at 18-48% of the CPUs alone: beside the parallel pass they cost it less than
 # the 210 s they took in the serial pass (issue 43's table).
-# Two lanes: the clusters' packages one at a time, the README's tour (TOUR_RUN) between them,
-# and beside them the packages with testbeds only (HOST_TESTBED_TESTS). The cluster package
-# compares the host's network namespaces, links and cgroups before and after its clusters, so
-# it starts once the testbeds' lane and the tour are done: HOST_TESTS' first package runs
-# before the tour, the rest (the cluster package) after both.
+# Two lanes: the clusters' packages one at a time, the tour's cluster section (TOUR_CLUSTER)
+# between them, and beside them the packages with testbeds only (HOST_TESTBED_TESTS), then the
+# rest of the tour. The cluster package compares the host's network namespaces, links and
+# cgroups before and after its clusters, so it starts once the testbeds' lane is done:
+# HOST_TESTS' first package and TOUR_CLUSTER run before, the rest (the cluster package) after.
 HOST_TESTS   := ./internal/kubernetes/kubeplatform ./internal/kubernetes/cluster
 HOST_TESTBED_TESTS := ./internal/app/kinds ./internal/kv/nemesis
 # TOUR_RUN: the README's tour (TestREADMETour in cmd/continuum, a SERIAL_TESTS package, which
 # the serial pass then skips). Its sections run side by side and time nothing (a bench's
 # verdict is a report, not a failure), and its Kubernetes block brings up a cluster, so it runs
-# in the clusters' lane. In the serial pass it took 116 s at 52% of the CPUs, then the rest of
+# in the host lanes (TOUR_CLUSTER below). In the serial pass it took 116 s at 52% of the CPUs, then the rest of
 # that pass ran at 16% (a fresh-clone run at 8270597: serial pass 297 s of 747).
 TOUR_RUN_PKG := ./cmd/continuum
 TOUR_RUN     := ^TestREADMETour$$
+# TOUR_CLUSTER: the tour's section that brings up a cluster (its Kubernetes block, joined with the
+# compose line whose images it loads) runs in the clusters' lane; the rest of the tour (testbeds,
+# servers, benches: about 80 s) runs at the end of the testbeds' lane, beside the clusters'.
+# TestREADMETourSections checks that this pattern names the section with `cluster up`.
+TOUR_CLUSTER := ^TestREADMETour$$/^sections$$/^bin$$/^continuum_image_build_--out_images$$
 # HOST_RUN: tests of SERIAL_TESTS packages that time nothing and may share the CPUs: 1c
 # runs them in HOST_RUN_PKGS after the parallel pass, the serial pass skips them (so their names
 # must be the module's only ones). experiment: the Chromium render of every shipped scenario's
@@ -180,11 +186,14 @@ define GO_TEST_PASSES
 	parallel="$$first $$($(GO) list ./... | grep -vxF "$$serial" | grep -vxF "$$first" | grep -vxF "$$host")" || exit 1; \
 	{ ( $(TEST_ENV) $(TESTTIME) -title "host lane, testbeds" -actiongraph $$tmp/host-testbeds.graph -json "$$json/host-testbeds.json" -- \
 		$(GO) test -json -debug-actiongraph=$$tmp/host-testbeds.graph $(GO_TEST_FLAGS) $(1) -p 1 -timeout 30m $(HOST_TESTBED_TESTS) \
-		> $$tmp/host-testbeds.out 2>&1; echo $$? > $$tmp/host-testbeds.rc ) & } && \
+		> $$tmp/host-testbeds.out 2>&1; b=$$?; \
+	  $(TEST_ENV) $(TESTTIME) -title "host lane, testbeds: TOUR_RUN but TOUR_CLUSTER" -actiongraph $$tmp/tour.graph -json "$$json/tour.json" -- \
+		$(GO) test -json -debug-actiongraph=$$tmp/tour.graph $(GO_TEST_FLAGS) $(1) -p 1 -timeout 30m -run '$(TOUR_RUN)' -skip '$(TOUR_CLUSTER)' \
+		$(TOUR_RUN_PKG) >> $$tmp/host-testbeds.out 2>&1 || b=1; echo $$b > $$tmp/host-testbeds.rc ) & } && \
 	{ ( h=0; $(TEST_ENV) $(TESTTIME) -title "host lane" -actiongraph $$tmp/host.graph -json "$$json/host.json" -- \
 		$(GO) test -json -debug-actiongraph=$$tmp/host.graph $(GO_TEST_FLAGS) $(1) -p 1 -timeout 30m $$hostfirst || h=1; \
-	  $(TEST_ENV) $(TESTTIME) -title "host lane, TOUR_RUN" -actiongraph $$tmp/tour.graph -json "$$json/tour.json" -- \
-		$(GO) test -json -debug-actiongraph=$$tmp/tour.graph $(GO_TEST_FLAGS) $(1) -p 1 -timeout 30m -run '$(TOUR_RUN)' $(TOUR_RUN_PKG) || h=1; \
+	  $(TEST_ENV) $(TESTTIME) -title "host lane, TOUR_CLUSTER" -actiongraph $$tmp/tour-cluster.graph -json "$$json/tour-cluster.json" -- \
+		$(GO) test -json -debug-actiongraph=$$tmp/tour-cluster.graph $(GO_TEST_FLAGS) $(1) -p 1 -timeout 30m -run '$(TOUR_CLUSTER)' $(TOUR_RUN_PKG) || h=1; \
 	  until test -e $$tmp/host-testbeds.rc; do sleep 1; done; \
 	  $(TEST_ENV) $(TESTTIME) -title "host lane, after the testbeds' lane" -actiongraph $$tmp/host-rest.graph -json "$$json/host-rest.json" -- \
 		$(GO) test -json -debug-actiongraph=$$tmp/host-rest.graph $(GO_TEST_FLAGS) $(1) -p 1 -timeout 30m $$hostrest || h=1; \

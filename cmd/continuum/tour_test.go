@@ -123,6 +123,26 @@ func TestREADMETourSections(t *testing.T) {
 	if lines := tourLines(t, filepath.Join("..", "..", "README.md")); len(flat) != len(lines) {
 		t.Errorf("the sections hold %d lines, the tour %d", len(flat), len(lines))
 	}
+	// make test runs the section that brings up a cluster in its clusters' lane and the rest
+	// beside it (the Makefile's TOUR_CLUSTER, a -run pattern of that section's name): the
+	// pattern must name it, or the tour's cluster would come up beside the lane's.
+	i := slices.IndexFunc(sections, func(sec []string) bool { return slices.ContainsFunc(sec, func(l string) bool { return strings.Contains(l, "cluster up") }) })
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^TOUR_CLUSTER\s*:=\s*(\S+)$`).FindSubmatch(mk)
+	if i < 0 || m == nil {
+		t.Fatalf("no tour section with `cluster up` (%d) or no TOUR_CLUSTER in the Makefile", i)
+	}
+	levels := strings.Split(strings.ReplaceAll(string(m[1]), "$$", "$"), "/")
+	name := strings.Split("TestREADMETour/sections/"+strings.ReplaceAll(sections[i][0], " ", "_"), "/")
+	for k, re := range levels {
+		if k >= len(name) || !regexp.MustCompile(re).MatchString(name[k]) {
+			t.Errorf("the Makefile's TOUR_CLUSTER %s does not name the tour's section with `cluster up` (%q)", m[1], sections[i][0])
+			break
+		}
+	}
 	got := joinSections([][]string{{"a", "b"}, {"c", "d"}, {"e"}}, [][2]string{{"b", "d"}})
 	if fmt.Sprint(got) != "[[a] [b c d] [e]]" {
 		t.Errorf("joinSections = %q, want [[a] [b c d] [e]]", got)
