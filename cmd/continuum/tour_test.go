@@ -126,7 +126,9 @@ func TestREADMETourSections(t *testing.T) {
 	// make test runs the section that brings up a cluster in its clusters' lane and the rest
 	// beside it (the Makefile's TOUR_CLUSTER, a -run pattern of that section's name): the
 	// pattern must name it, or the tour's cluster would come up beside the lane's.
-	i := slices.IndexFunc(sections, func(sec []string) bool { return slices.ContainsFunc(sec, func(l string) bool { return strings.Contains(l, "cluster up") }) })
+	i := slices.IndexFunc(sections, func(sec []string) bool {
+		return slices.ContainsFunc(sec, func(l string) bool { return strings.Contains(l, "cluster up") })
+	})
 	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
 	if err != nil {
 		t.Fatal(err)
