@@ -34,9 +34,35 @@ var shared struct {
 	took time.Duration
 }
 
-// TestMain takes the shared cluster down after the package's tests.
+// built holds the images the package's clusters load, built once (builtImages).
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// builtImages builds the continuum and python images of bin once for the package's clusters
+// (the shared one and the fabric test's) into a temporary directory (continuum.tar,
+// python.tar), tagged testImage and testPythonImage, and returns it.
+func builtImages(bin, root string) (string, error) {
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "kubeplatform-images-"); built.err != nil {
+			return
+		}
+		built.err = buildImage(bin, root, built.dir)
+	})
+	return built.dir, built.err
+}
+
+// TestMain takes the shared cluster down after the package's tests, and removes the images.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	defer func() {
+		if built.dir != "" {
+			os.RemoveAll(built.dir)
+		}
+		os.Exit(code)
+	}()
 	if shared.env != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		if err := shared.env.cl.Down(ctx); err != nil {
@@ -48,7 +74,6 @@ func TestMain(m *testing.M) {
 			os.RemoveAll(d)
 		}
 	}
-	os.Exit(code)
 }
 
 func testLogger() *slog.Logger {
@@ -98,24 +123,19 @@ func upCluster(binDir, bin string) (_ *clusterEnv, err error) {
 	if err != nil {
 		return nil, err
 	}
-	images, err := os.MkdirTemp("", "kubeplatform-images-")
+	images, err := builtImages(bin, root)
 	if err != nil {
 		return nil, err
 	}
 	state, err := os.MkdirTemp("", "kubeplatform-cluster-")
 	if err != nil {
-		os.RemoveAll(images)
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			os.RemoveAll(images)
 			os.RemoveAll(state)
 		}
 	}()
-	if err := buildImage(bin, root, images); err != nil {
-		return nil, err
-	}
 	cfg := cluster.DefaultConfig()
 	cfg.StateDir = filepath.Join(state, "cluster")
 	cfg.BinDir, cfg.ContinuumBin = binDir, bin
@@ -129,7 +149,7 @@ func upCluster(binDir, bin string) (_ *clusterEnv, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clusterEnv{cl: cl, bin: bin, root: root, images: images, dirs: []string{images, state},
+	return &clusterEnv{cl: cl, bin: bin, root: root, images: images, dirs: []string{state},
 		prov: Provider{Kubeconfig: cl.Kubeconfig(), Image: testImage, PullPolicy: "Never",
 			Containerd: cl.ContainerdSocket()}}, nil
 }
@@ -141,8 +161,7 @@ const (
 	testPythonImage = "continuum-project/continuum-python:kubeplatform-test"
 )
 
-// buildImage builds the continuum and python images of bin into dir (continuum.tar,
-// python.tar), tagged testImage and testPythonImage.
+// buildImage builds the continuum and python images of bin into dir.
 func buildImage(bin, root, dir string) error {
 	build := exec.Command(bin, "image", "build", "--out", dir, "--images", "continuum,python", "--tag", "kubeplatform-test",
 		"--continuum-binary", bin, "--root", root)

@@ -39,8 +39,8 @@ func TestQuickstartOnFabricCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	images := t.TempDir()
-	if err := buildImage(bin, root, images); err != nil {
+	images, err := builtImages(bin, root)
+	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := cluster.DefaultConfig()

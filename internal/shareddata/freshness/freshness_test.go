@@ -41,7 +41,7 @@ func TestRedisClusterFailover(t *testing.T) {
 	if calm.Writes < 50 || calm.OutageMS >= 1000 || calm.WriteErrors != 0 || len(calm.Readers) != 1 {
 		t.Errorf("without a fault: %+v", calm)
 	}
-	cfg.Duration, cfg.OutDir = 15*time.Second, t.TempDir()
+	cfg.Duration, cfg.OutDir = 9*time.Second, t.TempDir()
 	// The fault is timed from the probe's start: setting up (finding the key's replica by
 	// gossip) can take seconds on a busy machine.
 	started := make(chan struct{})
