@@ -12,7 +12,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/continuum-project/continuum/internal/version.Commit=$(COMMIT)
 OUT     ?= results
 
-.PHONY: setup setup-core build build-continuum lint lint-gofmt lint-vet lint-staticcheck lint-tidy lint-ruff lint-mypy vulncheck test test-dev test-python test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check results-schema results-schema-check
+.PHONY: setup setup-core build build-continuum lint lint-gofmt lint-vet lint-staticcheck lint-tidy lint-ruff lint-mypy vulncheck test test-dev test-python test-python-functions test-python-fl test-results-shipped test-kubernetes test-short soak demo bench-testbed clean proto proto-check results-schema results-schema-check
 
 # The core (Debian packages of the testbed and the report, Go): scripts/setup.sh. Each system's
 # stack installs on first use (`continuum setup STACK`, internal/setup); `make setup` installs all
@@ -261,9 +261,11 @@ SERIAL_PREBUILT_PASS = \
 # fresh-clone run at c3329dc: parallel pass done at 376 s, HOST_RUN 49 s, host lane done
 # at 430 s, these at 499 s). The host lane, since issue 44 added its multi-node cluster tests
 # (two clusters, about 140 s), outlasts the parallel pass (a fresh-clone run at bd0250c: parallel
-# 352 s, host lane about 430 s without them), so what need not be in it is not.
+# 352 s, host lane about 430 s without them), so what need not be in it is not. The three run
+# side by side: one after the other they ended 95 s after the parallel pass, after the clusters'
+# lane (a fresh-clone run at 35ec5d0).
 test: setup lint build proto-check results-schema-check
-	$(call GO_TEST_PASSES,-count=1,$(MAKE) --no-print-directory test-python test-results-shipped || st=1;,prebuilt)
+	$(call GO_TEST_PASSES,-count=1,$(MAKE) --no-print-directory -j3 --output-sync=target test-python-functions test-python-fl test-results-shipped || st=1;,prebuilt)
 
 # The inner loop: the same two passes with go's test cache (no -count=1), so a package whose
 # code, test files and the files and environment variables its tests read did not change is not
@@ -319,8 +321,13 @@ results-schema-check:
 PYTHON := .tools/venv/bin/python
 # and the federated-learning tests (tests/test_fl_*) in their own venv (PyTorch, Flower).
 PYTHON_FL := .tools/venv-fl/bin/python
-test-python:
+# The Python tests: the functions' and results' side, and FL's in the FL venv. make test runs
+# the two and test-results-shipped side by side (the FL suite alone takes about a minute,
+# most of it training).
+test-python: test-python-functions test-python-fl
+test-python-functions:
 	cd python && ../$(PYTHON) -m pytest -q --ignore-glob='tests/test_fl_*'
+test-python-fl:
 	cd python && ../$(PYTHON_FL) -m pytest -q tests/test_fl_*.py
 
 # The chart's end-to-end run on a one-node cluster (internal/kubernetes/cluster TestChartOnCluster),
