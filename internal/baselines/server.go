@@ -5,21 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/continuum-project/continuum/internal/deathsig"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
 	"github.com/continuum-project/continuum/internal/procstat"
+	"github.com/continuum-project/continuum/internal/promtext"
 	"github.com/continuum-project/continuum/internal/tools"
 )
 
@@ -249,43 +245,5 @@ func (s *Server) Metrics(ctx context.Context) (map[string]float64, error) {
 	if s.MetricsURL == "" {
 		return nil, fmt.Errorf("%s serves no metrics", s.Kind)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.MetricsURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", s.MetricsURL, resp.Status)
-	}
-	return ParseMetrics(resp.Body)
-}
-
-// ParseMetrics reads Prometheus text exposition: the value of every counter, gauge and untyped
-// sample by metric name, summed over label sets.
-func ParseMetrics(r io.Reader) (map[string]float64, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(r)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	out := map[string]float64{}
-	for name, f := range families {
-		for _, m := range f.GetMetric() {
-			switch {
-			case m.Counter != nil:
-				out[name] += m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				out[name] += m.GetGauge().GetValue()
-			case m.Untyped != nil:
-				out[name] += m.GetUntyped().GetValue()
-			}
-		}
-	}
-	return out, nil
+	return promtext.Scrape(ctx, s.MetricsURL)
 }

@@ -98,38 +98,6 @@ func TestStartKVMissingBinary(t *testing.T) {
 	}
 }
 
-func TestParseMetricsSumsLabelSets(t *testing.T) {
-	in := `# TYPE go_memstats_mallocs_total counter
-go_memstats_mallocs_total 1234
-# TYPE grpc_server_handled_total counter
-grpc_server_handled_total{grpc_code="OK"} 10
-grpc_server_handled_total{grpc_code="Unavailable"} 2
-# TYPE up gauge
-up 1
-# TYPE lat histogram
-lat_bucket{le="1"} 3
-lat_bucket{le="+Inf"} 4
-lat_sum 2.5
-lat_count 4
-`
-	m, err := ParseMetrics(strings.NewReader(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]float64{"go_memstats_mallocs_total": 1234, "grpc_server_handled_total": 12, "up": 1}
-	if len(m) != len(want) {
-		t.Errorf("got %v, want %v", m, want)
-	}
-	for k, v := range want {
-		if m[k] != v {
-			t.Errorf("%s = %v, want %v", k, m[k], v)
-		}
-	}
-	if _, err := ParseMetrics(strings.NewReader("not metrics {")); err == nil {
-		t.Error("garbage parsed")
-	}
-}
-
 func TestRedisClusterFailsOverWhenAMasterDies(t *testing.T) {
 	need(t, RedisBinary)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

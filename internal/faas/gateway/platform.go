@@ -139,8 +139,12 @@ func (p *PlatformProvider) zygote(ctx context.Context, fn *Function) (string, er
 // Close stops the zygotes.
 func (p *PlatformProvider) Close() { p.zygotes.close() }
 
-// CPUSeconds is the CPU time of the instance and what it started, as the platform counts it.
+// CPUSeconds is the CPU time of the instance and what it started, as the platform counts it in
+// the node; an instance that runs apart (a pod) reports its function's own (watchdogCPU).
 func (p *PlatformProvider) CPUSeconds(ctx context.Context, inst Instance) (float64, error) {
+	if !p.Platform.SharesNode(p.Node) {
+		return watchdogCPU(ctx, inst)
+	}
 	st, err := p.Platform.State(ctx)
 	if err != nil {
 		return 0, err

@@ -42,7 +42,11 @@ func (f *fakePlatform) Start(_ context.Context, s platform.InstanceSpec) (string
 	if err != nil {
 		return "", err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/_/metrics" { // as a watchdog counts its function's CPU
+			fmt.Fprintf(w, "# TYPE %s counter\n%s 2.25\n", watchdogCPUMetric, watchdogCPUMetric)
+		}
+	})}
 	go srv.Serve(ln)
 	if f.servers == nil {
 		f.servers = map[string]*http.Server{}
@@ -75,7 +79,8 @@ func (f *fakePlatform) SharesNode(string) bool { return f.shared }
 // The platform provider asks its platform for an instance on the gateway's node: where that
 // shares the gateway's network it listens on loopback only and is reached there (the watchdog
 // checks no key: nothing else may reach it), elsewhere on every address, reached at the host
-// the platform returned. It reads the instance's CPU from the platform's state and stops it with
+// the platform returned. It reads the instance's CPU from the platform's state (apart: from the
+// watchdog's metrics) and stops it with
 // the drain grace; an instance that never turns healthy is stopped and its port given back.
 func TestPlatformProvider(t *testing.T) {
 	fp := &fakePlatform{shared: true}
@@ -94,6 +99,9 @@ func TestPlatformProvider(t *testing.T) {
 	if s.Name != "gw-hello-1" || s.Node != "edge" || s.CPUs != 1 || strings.Join(s.Args, " ") != fmt.Sprintf("/bin/continuum faas watchdog 127.0.0.1:%d", port) {
 		t.Errorf("spec %+v: want gw-hello-1 on edge, 1 CPU, the watchdog listening on 127.0.0.1:%d", s, port)
 	}
+	if cpu, err := p.CPUSeconds(ctx, inst); err != nil || cpu != 1.5 {
+		t.Errorf("CPUSeconds = %v, %v; want the platform's 1.5 (the instance runs in the node)", cpu, err)
+	}
 	if err := p.Stop(ctx, inst); err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +116,8 @@ func TestPlatformProvider(t *testing.T) {
 	if s := fp.specs[1]; strings.Join(s.Args, " ") != fmt.Sprintf("/bin/continuum faas watchdog :%d", port) {
 		t.Errorf("args %q: want the watchdog listening on every address, :%d", s.Args, port)
 	}
-	if cpu, err := p.CPUSeconds(ctx, inst); err != nil || cpu != 1.5 {
-		t.Errorf("CPUSeconds = %v, %v; want the platform's 1.5", cpu, err)
+	if cpu, err := p.CPUSeconds(ctx, inst); err != nil || cpu != 2.25 {
+		t.Errorf("CPUSeconds = %v, %v; want the watchdog's 2.25 (the instance runs apart: no platform counts it)", cpu, err)
 	}
 	if err := p.Stop(ctx, inst); err != nil || fp.stopped["gw-hello-1"] != instanceStopGrace {
 		t.Errorf("stop: %v; platform stops %v", err, fp.stopped)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/continuum-project/continuum/internal/promtext"
 )
 
 // instancePorts hands out the ports a provider's instances listen on: the lowest free one from a
@@ -70,3 +72,22 @@ func waitHealthy(ctx context.Context, url string) error {
 		}
 	}
 }
+
+// watchdogCPU is the CPU time of an instance's function processes as its watchdog counts them
+// (watchdog_function_cpu_seconds_total on /_/metrics), what LocalProvider reads in process: an
+// instance that runs apart from the gateway's node is counted by no platform client the
+// gateway may ask (a pod's figures come from its kubelet, through a grant too wide to give).
+func watchdogCPU(ctx context.Context, inst Instance) (float64, error) {
+	m, err := promtext.Scrape(ctx, inst.URL+"/_/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("instance %s: its CPU time: %w", inst.ID, err)
+	}
+	cpu, ok := m[watchdogCPUMetric]
+	if !ok {
+		return 0, fmt.Errorf("instance %s: its watchdog's metrics have no %s", inst.ID, watchdogCPUMetric)
+	}
+	return cpu, nil
+}
+
+// watchdogCPUMetric is the watchdog's counter of its function processes' CPU seconds.
+const watchdogCPUMetric = "watchdog_function_cpu_seconds_total"

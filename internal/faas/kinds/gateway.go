@@ -145,11 +145,6 @@ func gatewayCommand(env kind.Env, c *GatewayConfig) (kind.Command, error) {
 		if err := gateway.CheckZygote(instances, env.Node, fn); err != nil {
 			return kind.Command{}, fmt.Errorf("faas-gateway %s: %w", env.Instance, err)
 		}
-		// The cpu scaler reads its instances' CPU time from the platform's client, which
-		// counts it only for instances that run in the node.
-		if fn.Scaler == gateway.ScalerCPU && !instances.SharesNode(env.Node) {
-			return kind.Command{}, fmt.Errorf("faas-gateway %s: function %s: the cpu scaler reads its instances' CPU time, which this platform's client does not count for instances that run apart from the gateway's node: use scaler rps or concurrency", env.Instance, fn.Name)
-		}
 		flags.Functions = append(flags.Functions, fn.Format())
 	}
 	args := append([]string{env.Binary, "faas", "gateway"}, cli.Args(faascmd.DefaultGatewayFlags(), flags)...)

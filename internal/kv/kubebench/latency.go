@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/continuum-project/continuum/internal/baselines"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
 	"github.com/continuum-project/continuum/internal/loadgen/kvtarget"
+	"github.com/continuum-project/continuum/internal/promtext"
 )
 
 // namespace holds the measured ConfigMaps.
@@ -216,7 +216,7 @@ func apiserverRSS(ctx context.Context, cs kubernetes.Interface) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	m, err := baselines.ParseMetrics(strings.NewReader(string(raw)))
+	m, err := promtext.Parse(strings.NewReader(string(raw)))
 	if err != nil {
 		return 0, err
 	}
