@@ -31,7 +31,10 @@ type Platform struct {
 	run   string // the run's name as a label value
 	ns    string
 	ownNS bool // the namespace is the run's own: Down deletes it
-	spec  podSpec
+	// made is set once up has made sure the run's name is this run's alone (its namespace
+	// created, or none of the run's pods in the given one): before that Down deletes nothing.
+	made bool
+	spec podSpec
 
 	// ctx outlives every request of the run (instances' output streams and waits); Down ends it.
 	ctx    context.Context
@@ -76,12 +79,26 @@ type nodePod struct {
 func (pf *Platform) up(ctx context.Context, place map[string]map[string]string, readyTimeout time.Duration) error {
 	cs := pf.c.cs
 	create := metav1.CreateOptions{FieldManager: "continuum"}
+	// What Down deletes is what this run made: a run of the same name (runs are named
+	// run<pid>-<n>, and two runners on one cluster may share a pid) is refused here, and its
+	// objects are left alone.
 	if pf.ownNS {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, pf.spec.namespace(), create); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("platform kubernetes: namespace %s exists already: a run of the same name is on this cluster (another runner's, or one that crashed: `continuum run --platform kubernetes --cleanup %s` deletes it)", pf.ns, pf.run)
+			}
 			return fmt.Errorf("platform kubernetes: namespace %s: %w", pf.ns, err)
 		}
+		pf.made = true
 	} else if _, err := cs.CoreV1().Namespaces().Get(ctx, pf.ns, metav1.GetOptions{}); err != nil {
 		return fmt.Errorf("platform kubernetes: namespace %s: %w (create it, or leave --namespace out for one per run)", pf.ns, err)
+	} else {
+		if l, err := cs.CoreV1().Pods(pf.ns).List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + pf.run, Limit: 1}); err != nil {
+			return fmt.Errorf("platform kubernetes: namespace %s: %w", pf.ns, err)
+		} else if len(l.Items) > 0 {
+			return fmt.Errorf("platform kubernetes: namespace %s holds pods of a run of the same name (%s: another runner's, or one that crashed: `continuum run --platform kubernetes --namespace %s --cleanup %s` deletes them)", pf.ns, pf.run, pf.ns, pf.run)
+		}
+		pf.made = true
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err := waitServiceAccount(sctx, pf.c, pf.ns)
@@ -539,6 +556,9 @@ func (pf *Platform) Down() error {
 // deleteObjects deletes the run's namespace (or its objects in a given one) and waits for them
 // to be gone.
 func (pf *Platform) deleteObjects(ctx context.Context) error {
+	if !pf.made {
+		return nil // another run's, or nothing yet
+	}
 	cs := pf.c.cs
 	sel := metav1.ListOptions{LabelSelector: LabelRun + "=" + pf.run}
 	zero := int64(0)

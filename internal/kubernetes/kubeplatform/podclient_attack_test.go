@@ -12,8 +12,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/continuum-project/continuum/internal/platform"
@@ -154,5 +156,42 @@ func TestImagePathsOnlyWholePaths(t *testing.T) {
 	m = imagePaths{{"/continuum/python/", "/opt/continuum/python/"}} // a clone at /continuum
 	if got := m.rewrite("/opt/continuum/python/src"); got != "/opt/continuum/python/src" {
 		t.Errorf("an image path rewritten again: %q", got)
+	}
+}
+
+// A run whose name another run on the cluster holds (runs are named run<pid>-<n>: two runners
+// may share a pid) is refused, and its Down deletes nothing of the other's: not its namespace,
+// nor, in a given namespace, its pods.
+func TestUpLeavesASameNamedRunAlone(t *testing.T) {
+	for _, own := range []bool{true, false} {
+		ns := Namespace(testRun)
+		if !own {
+			ns = "shared"
+		}
+		other := podSpec{Run: testRun, Namespace: ns, Image: testImage}
+		objs := []runtime.Object{other.namespace(), other.nodePod(platform.Node{Name: "edge"})}
+		if !own {
+			objs[0] = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		}
+		cs := fake.NewClientset(objs...)
+		topo := &platform.Topology{Nodes: []platform.Node{{Name: "edge"}}}
+		c := &clients{cs: cs}
+		pf := &Platform{c: c, log: testLogger(), cfg: platform.Config{Name: testRun, Topology: topo}, run: testRun, ns: ns, ownNS: own,
+			spec: podSpec{Run: testRun, Namespace: ns, Image: testImage}, nodes: map[string]*nodePod{}, insts: map[string]runInstance{},
+			links: newChaosLinks(c, ns, testRun, topo)}
+		pf.ctx, pf.cancel = context.WithCancel(context.Background())
+		err := pf.up(context.Background(), nil, time.Second)
+		if err == nil || !strings.Contains(err.Error(), "same name") {
+			t.Errorf("own namespace %v: up = %v, want a refusal naming the run of the same name", own, err)
+		}
+		if err := pf.Down(); err != nil {
+			t.Errorf("own namespace %v: Down: %v", own, err)
+		}
+		if _, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{}); err != nil {
+			t.Errorf("own namespace %v: the other run's namespace: %v", own, err)
+		}
+		if _, err := cs.CoreV1().Pods(ns).Get(context.Background(), "edge", metav1.GetOptions{}); err != nil {
+			t.Errorf("own namespace %v: the other run's node pod: %v", own, err)
+		}
 	}
 }
