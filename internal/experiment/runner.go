@@ -188,13 +188,42 @@ type runRecord struct {
 	fabric    *results.Fabric // nil: the platform does not emulate the network
 }
 
+// runNames hands out the names runs' platforms are brought up under: run<pid>-<id>, and while
+// a run of this process holds that name (two Executes at once: tests on one cluster),
+// run<pid>-<k>-<id> with the lowest k >= 2 no run holds.
+var runNames = &nameSet{held: map[string]bool{}}
+
+type nameSet struct {
+	mu   sync.Mutex
+	held map[string]bool
+}
+
+func (s *nameSet) take(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pid := os.Getpid() % 100000
+	name := fmt.Sprintf("run%d-%s", pid, id)
+	for k := 2; s.held[name]; k++ {
+		name = fmt.Sprintf("run%d-%d-%s", pid, k, id)
+	}
+	s.held[name] = true
+	return name
+}
+
+func (s *nameSet) release(name string) {
+	s.mu.Lock()
+	delete(s.held, name)
+	s.mu.Unlock()
+}
+
 // runOne executes one run on a platform of its own and always takes the platform down.
 func runOne(ctx context.Context, r Run, index int, dir string, opts Options, pr *progress) runRecord {
 	sc := r.Scenario
 	rdir := results.RunDir(dir, r.ID)
 	rec := runRecord{Run: results.Run{ID: r.ID, Params: results.Params(r.Params), Labels: r.Labels, Repeat: r.Repeat,
 		Started: time.Now().UTC(), DurationS: sc.Duration.Seconds(), WarmupS: sc.Warmup.Seconds(), Seed: sc.Seed,
-		Testbed: fmt.Sprintf("run%d-%s", os.Getpid()%100000, r.ID)}, dir: rdir}
+		Testbed: runNames.take(r.ID)}, dir: rdir}
+	defer runNames.release(rec.Testbed)
 	if rec.Params == nil {
 		rec.Params = results.Params{}
 	}

@@ -71,6 +71,7 @@ events:
 // healthcheck run inside it, ports reached at its node's address, a restart as a new pod, its
 // output in the run's logs), and checks what run --check refuses there.
 func TestAppKindsOnCluster(t *testing.T) {
+	t.Parallel()
 	env := sharedCluster(t)
 	start := time.Now()
 	dir := t.TempDir()
@@ -226,7 +227,7 @@ func TestAppKindsOnCluster(t *testing.T) {
 	}
 
 	// Nothing of the run is left.
-	left, err := c.cs.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy})
+	left, err := c.cs.CoreV1().Pods("").List(context.Background(), runSelector(t, run))
 	if err != nil {
 		t.Fatal(err)
 	}

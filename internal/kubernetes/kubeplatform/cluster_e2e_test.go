@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/continuum-project/continuum/internal/kubernetes/cluster"
 	"github.com/continuum-project/continuum/internal/kubernetes/controlplane"
+	"github.com/continuum-project/continuum/internal/results"
 	"github.com/continuum-project/continuum/internal/testenv"
 )
 
@@ -177,3 +180,15 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return e.cmd + ": " + e.err.Error() + "\n" + e.out }
+
+// runSelector selects the objects of the run whose results are in runDir (its run.json's
+// testbed name is the run's): the package's cluster tests run side by side on the shared
+// cluster, each checking what its own run left.
+func runSelector(t *testing.T, runDir string) metav1.ListOptions {
+	t.Helper()
+	var r results.Run
+	if err := results.ReadJSON(filepath.Join(runDir, "run.json"), &r); err != nil || r.Testbed == "" {
+		t.Fatalf("run.json of %s: %v (testbed %q)", runDir, err, r.Testbed)
+	}
+	return metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy + "," + LabelRun + "=" + labelValue(r.Testbed)}
+}

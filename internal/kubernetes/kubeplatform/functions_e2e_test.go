@@ -28,6 +28,7 @@ import (
 // zero), and the next request starts another (scale from zero). The handler's path is the
 // runner's clone's, rewritten to the python image's (imagePaths).
 func TestGatewayScalesPodsOnCluster(t *testing.T) {
+	t.Parallel()
 	env := sharedCluster(t)
 	prov := env.prov
 	prov.Image = testPythonImage

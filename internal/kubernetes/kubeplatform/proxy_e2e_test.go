@@ -20,6 +20,7 @@ import (
 // left the Service, so its endpoint left the slice), and the service's Service is gone after
 // the run.
 func TestProxyDiscoversEndpointSlicesOnCluster(t *testing.T) {
+	t.Parallel()
 	env := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -64,7 +65,9 @@ func TestProxyDiscoversEndpointSlicesOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l, err := svc.cs.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: LabelRole + "=" + RoleService}); err != nil || len(l.Items) != 0 {
+	sel := runSelector(t, run)
+	sel.LabelSelector += "," + LabelRole + "=" + RoleService
+	if l, err := svc.cs.CoreV1().Services(metav1.NamespaceAll).List(ctx, sel); err != nil || len(l.Items) != 0 {
 		t.Errorf("declared services' Services after the run: %v %v", l, err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 // the kill and the restart, the instances' logs and output, samples per node and per instance,
 // and nothing of the run left in the cluster.
 func TestQuickstartOnCluster(t *testing.T) {
+	t.Parallel()
 	env := sharedCluster(t)
 	bin, root, prov := env.bin, env.root, env.prov
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -150,7 +151,7 @@ func TestQuickstartOnCluster(t *testing.T) {
 	}
 
 	// Nothing of the run is left: its namespace is gone.
-	nss, err := c.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy})
+	nss, err := c.cs.CoreV1().Namespaces().List(ctx, runSelector(t, run))
 	if err != nil {
 		t.Fatal(err)
 	}
