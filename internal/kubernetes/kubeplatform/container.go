@@ -304,7 +304,7 @@ func (in *podInstance) Stop(grace time.Duration) error {
 		return nil
 	default:
 	}
-	secs := max(int64(1), int64((grace+time.Second-1)/time.Second))
+	secs := graceSeconds(grace)
 	ctx, cancel := context.WithTimeout(context.Background(), grace+30*time.Second)
 	defer cancel()
 	if err := in.pf.c.cs.CoreV1().Pods(in.pf.ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &secs}); err != nil && !apierrors.IsNotFound(err) {

@@ -35,12 +35,12 @@ const RoleInstance = "instance"
 const annotationInstance = "continuum.io/instance-name"
 
 // PodClient is the Kubernetes platform's component-side client (platform.Instances): a
-// component that runs in a node pod of a run (the faas gateway, the FL orchestrator) starts its
+// component that runs in a node pod of a run (the faas gateway) starts its
 // instances as pods of the run's namespace, each placed where the node pod it names runs (the
 // node pod's node selector) and running the node pod's image, with the instance's cpus and
 // memory as its limits (else the node pod's: on the testbed an instance lives inside its node's
-// limits). It talks to the API server with the node pod's ServiceAccount (the run's, whose Role
-// allows pods and their logs in the namespace and reading Nodes), or with a kubeconfig when the
+// limits). It talks to the API server with the node pod's ServiceAccount (the run's: access.go),
+// or with a kubeconfig when the
 // component runs outside the cluster.
 //
 // An instance pod is not its node pod: it has an address of its own (Start returns it). It
@@ -182,11 +182,7 @@ func (c *PodClient) Start(ctx context.Context, s platform.InstanceSpec) (string,
 // instancePod renders instance s's pod beside node pod np.
 func instancePod(s platform.InstanceSpec, ns, run string, np *corev1.Pod) *corev1.Pod {
 	nc := np.Spec.Containers[0]
-	limits := corev1.ResourceList{}
-	for k, v := range nc.Resources.Limits {
-		limits[k] = v
-	}
-	cpus, mem := nodeResources(limits)
+	cpus, mem := nodeResources(nc.Resources.Limits)
 	if s.CPUs > 0 {
 		cpus = s.CPUs
 	}
@@ -283,7 +279,7 @@ func (c *PodClient) deletePod(ctx context.Context, cs kubernetes.Interface, pod 
 		}
 		return nil
 	}
-	secs := max(int64((grace+time.Second-1)/time.Second), 1)
+	secs := graceSeconds(grace)
 	if err := del(secs); err != nil {
 		return err
 	}
@@ -320,6 +316,13 @@ func (c *PodClient) deletePod(ctx context.Context, cs kubernetes.Interface, pod 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// graceSeconds is a pod delete's gracePeriodSeconds for grace: whole seconds rounded up, and at
+// least one (the API server's 0 is a force delete, which forgets the pod while its container
+// may still run).
+func graceSeconds(grace time.Duration) int64 {
+	return max(int64((grace+time.Second-1)/time.Second), 1)
 }
 
 // copyLog copies the instance pod's log into its stdout log under s.LogDir until the pod ends
