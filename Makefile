@@ -339,8 +339,12 @@ test-python-fl:
 # deploy/helm/continuum with every component but the FL orchestrator and talks to each. `make
 # test` runs it too, in the serial pass (kubernetes/cluster): kept out, it let a chart whose proxy
 # could not read its token Secret ship (issue 42).
+# Then FL on a cluster (internal/kubernetes/kubeplatform TestFLOnCluster): builds the fl image
+# (PyTorch, about 1.7 GB), imports it and trains with services as pods, one leaving mid-job. Only
+# here: the image alone would add minutes of the host lanes to make test.
 test-kubernetes: setup build
 	CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 $(GO) test -count=1 -v -run 'TestChartOnCluster' ./internal/kubernetes/cluster/
+	CONTINUUM_BIN=$(CURDIR)/$(BIN) CONTINUUM_REQUIRE_ROOT=1 CONTINUUM_FL_CLUSTER=1 $(GO) test -count=1 -v -timeout 40m -run 'TestFLOnCluster' ./internal/kubernetes/kubeplatform/
 
 # The kv replication simulations with SOAK times their seeds (default 20x: thousands of seeds).
 SOAK ?= 20

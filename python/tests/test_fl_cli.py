@@ -30,6 +30,11 @@ from fl_support import SRC
         (["client", "--fail-prob", "1.5"], "--fail-prob: 1.5 is not a probability in 0..1"),
         (["client", "--server", "host"], "--server: 'host' is not HOST:PORT"),
         (["clients", "--seed", "x"], "--seed: invalid int value: 'x'"),
+        (
+            ["client", "--partition", "p.json", "--partition-json", "{}"],
+            "not allowed with argument --partition",
+        ),
+        (["clients", "--plan", "p.json", "--plan-json", "{}"], "not allowed with argument --plan"),
     ],
 )
 def test_bad_flags_exit_2(argv, message, capsys):
@@ -64,3 +69,46 @@ def test_runtime_errors_exit_1_naming_the_input(tmp_path, capsys):
     part.write_text('{"dataset": "mnist1d", "clients": {"c1": {"0": 5}}}')
     assert main(["client", "--id", "c1", "--partition", str(part), "--out", str(tmp_path)]) == 1
     assert "partition is for data set 'mnist1d', --dataset is 'digits'" in capsys.readouterr().err
+
+
+def test_inline_json_is_checked_as_the_files_are(tmp_path, capsys):
+    """--plan-json and --partition-json (what the orchestrator passes, so that the tables reach
+    services that run apart from its files) are checked as the files are, naming the flag."""
+    out = ["--out", str(tmp_path)]
+    assert main(["clients", "--plan-json", "{not json", "--node", "n1", *out]) == 1
+    assert "--plan-json: not JSON" in capsys.readouterr().err
+    plan = '{"clients_by_node": {"n1": [{"id": "c1", "server": "127.0.0.1:1"}]}}'
+    assert main(["clients", "--plan-json", plan, "--node", "n2", *out]) == 1
+    assert "--plan-json: no clients for node 'n2' (nodes: n1)" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "client",
+                "--id",
+                "c1",
+                "--partition-json",
+                '{"dataset": "digits", "clients": {"c9": {"0": 5}}}',
+                *out,
+            ]
+        )
+        == 1
+    )
+    assert "partition has no row for client c1 (rows: c9)" in capsys.readouterr().err
+    assert main(["client", "--id", "c1", "--partition-json", "[1, 2]", *out]) == 1
+    assert "partition --partition-json: want a JSON object" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "clients",
+                "--plan-json",
+                plan,
+                "--node",
+                "n1",
+                "--partition-json",
+                '{"clients": {"c1": {"0": 0}}}',
+                *out,
+            ]
+        )
+        == 1
+    )
+    assert "partition gives client c1 no samples" in capsys.readouterr().err

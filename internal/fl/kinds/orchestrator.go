@@ -78,15 +78,11 @@ func (c *OrchestratorConfig) validate() error {
 func orchestratorCommand(env kind.Env, c *OrchestratorConfig) (kind.Command, error) {
 	// Its services are instances of the run's platform, through that platform's client: a
 	// platform without one is refused at the check, not when the run starts its services.
-	instances, err := platform.InstancesFor(env.Platform)
-	if err != nil {
+	// Where its services run apart from its node (pods of their own), they get what they read
+	// in their command lines and report what the run keeps (rounds, models) to the
+	// orchestrator's API, whose output directory the run collects (see docs/fl.md).
+	if _, err := platform.InstancesFor(env.Platform); err != nil {
 		return kind.Command{}, fmt.Errorf("fl-orchestrator %s: it cannot deploy its services there: %w", env.Instance, err)
-	}
-	// Its services write their outputs (rounds, models) under the run's directory on their
-	// nodes, which the run collects; an instance that runs apart from its node (a pod of its
-	// own) has no such directory yet.
-	if !instances.SharesNode(env.Node) {
-		return kind.Command{}, fmt.Errorf("fl-orchestrator %s: on this platform its services would run apart from their nodes (pods of their own), whose outputs the run does not collect yet: run FL scenarios on the testbed", env.Instance)
 	}
 	f := flcmd.DefaultOrchestrateFlags()
 	f.Platform = env.Platform

@@ -3,21 +3,33 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/fl/control"
 )
 
 // Where a node's services listen: its Flower server on its port, its aggregator's control API
-// 1000 above (Config.BasePort).
+// 1000 above (Config.BasePort), at the host its aggregator was started at.
 
 // controlAddr is where node id's aggregator serves its control API.
 func (j *run) controlAddr(id string) string {
-	return j.o.cfg.Runner.Addr(j.members[id].Host, j.ports[id]+1000)
+	return net.JoinHostPort(j.aggregatorHost(id), strconv.Itoa(j.ports[id]+1000))
 }
 
 func (j *run) flowerAddr(id string) string {
-	return j.o.cfg.Runner.Addr(j.members[id].Host, j.ports[id])
+	return net.JoinHostPort(j.aggregatorHost(id), strconv.Itoa(j.ports[id]))
+}
+
+// aggregatorHost is the host node id's aggregator was last started at (its node's before).
+func (j *run) aggregatorHost(id string) string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if h, ok := j.hosts[id]; ok {
+		return h
+	}
+	return j.members[id].Host
 }
 
 // aggregator is the control API client of node id's aggregator, with its control token.

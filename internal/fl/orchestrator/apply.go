@@ -186,11 +186,15 @@ func (j *run) startService(ctx context.Context, s Service) error {
 	if err := os.MkdirAll(s.Out, 0o755); err != nil {
 		return err
 	}
-	if err := j.o.cfg.Runner.Start(ctx, s); err != nil {
+	host, err := j.o.cfg.Runner.Start(ctx, s)
+	if err != nil {
 		return err
 	}
 	j.mu.Lock()
 	j.running[s.Name] = s
+	if r := roleOf(s.Name); r == "global" || r == "local" {
+		j.hosts[s.Node] = host
+	}
 	j.mu.Unlock()
 	return nil
 }

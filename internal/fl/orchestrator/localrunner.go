@@ -28,7 +28,8 @@ type localProc struct {
 	how  string
 }
 
-func (r *LocalRunner) Start(_ context.Context, s Service) error {
+// Start runs s as a child process; every service is reached at 127.0.0.1.
+func (r *LocalRunner) Start(_ context.Context, s Service) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.procs == nil {
@@ -38,20 +39,20 @@ func (r *LocalRunner) Start(_ context.Context, s Service) error {
 		select {
 		case <-p.done:
 		default:
-			return fmt.Errorf("service %s is already running", s.Name)
+			return "", fmt.Errorf("service %s is already running", s.Name)
 		}
 	}
 	if err := os.MkdirAll(r.LogDir, 0o755); err != nil {
-		return err
+		return "", err
 	}
 	stdout, err := os.Create(filepath.Join(r.LogDir, s.Name+".stdout.log"))
 	if err != nil {
-		return err
+		return "", err
 	}
 	stderr, err := os.Create(filepath.Join(r.LogDir, s.Name+".stderr.log"))
 	if err != nil {
 		stdout.Close()
-		return err
+		return "", err
 	}
 	cmd := exec.Command(s.Args[0], s.Args[1:]...)
 	cmd.Env = append(os.Environ(), s.Env...)
@@ -61,7 +62,7 @@ func (r *LocalRunner) Start(_ context.Context, s Service) error {
 	if err := deathsig.Start(cmd); err != nil {
 		stdout.Close()
 		stderr.Close()
-		return fmt.Errorf("start %s: %w", s.Name, err)
+		return "", fmt.Errorf("start %s: %w", s.Name, err)
 	}
 	p := &localProc{cmd: cmd, done: make(chan struct{})}
 	r.procs[s.Name] = p
@@ -82,7 +83,7 @@ func (r *LocalRunner) Start(_ context.Context, s Service) error {
 		r.mu.Unlock()
 		close(p.done)
 	}()
-	return nil
+	return "127.0.0.1", nil
 }
 
 // Stop sends SIGTERM to the service's process group, SIGKILL after 5 s, and forgets it.
@@ -129,7 +130,8 @@ func (r *LocalRunner) Observe(context.Context) (Observation, error) {
 	return obs, nil
 }
 
-func (r *LocalRunner) Addr(_ string, port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
+// Apart is false: every service shares this host's files.
+func (r *LocalRunner) Apart(string) bool { return false }
 
 // StopAll stops every service still known (shutdown).
 func (r *LocalRunner) StopAll() {

@@ -17,6 +17,14 @@ func (j *run) loop(ctx context.Context) {
 		j.fail(fmt.Errorf("collect node features: %w", err))
 		return
 	}
+	if j.spec.DataDir != "" {
+		for _, m := range ms {
+			if j.o.cfg.Runner.Apart(m.Host) {
+				j.fail(fmt.Errorf("data_dir %s: the services of %s run apart from this host's files (pods of their own), where that folder is not: use a data set that ships with the services (digits, mnist1d)", j.spec.DataDir, m.Host))
+				return
+			}
+		}
+	}
 	if j.spec.Partition.enabled() {
 		if err := j.spec.Partition.apply(ms, j.spec.Dataset, j.o.isRemoved); err != nil {
 			j.fail(fmt.Errorf("partition: %w", err))

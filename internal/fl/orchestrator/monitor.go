@@ -39,8 +39,16 @@ func (j *run) monitor(ctx context.Context) (finished bool, err error) {
 			// The global aggregator is indispensable: started again, it continues from the
 			// model repository's latest snapshot.
 			j.logf("global aggregator %s exited (%s): starting it again from the latest snapshot", name, how)
+			before := j.aggregatorHost(conf.Global)
 			if err := j.startService(ctx, j.globalService(conf, true)); err != nil {
 				return false, err
+			}
+			if j.aggregatorHost(conf.Global) != before {
+				// It runs apart (a pod) and came back at a new address: what connects to it
+				// starts again, pointed there.
+				if err := j.restartChildren(ctx, conf, conf.Global); err != nil {
+					return false, err
+				}
 			}
 			j.o.rec.event(time.Now(), Event{Kind: EventServiceRestarted, Service: name, Resume: true, RestartS: time.Since(now).Seconds()})
 			continue
@@ -75,6 +83,34 @@ func (j *run) monitor(ctx context.Context) (finished bool, err error) {
 	}
 	sort.Strings(cause)
 	return false, j.reconfigure(ctx, now, avail, cause)
+}
+
+// restartChildren stops the services whose parent is aggregator id (local aggregators, clients,
+// client groups with one of them) and applies conf again, which starts them anew with id's
+// current address.
+func (j *run) restartChildren(ctx context.Context, conf plan.Config, id string) error {
+	parent := parents(conf)
+	j.mu.Lock()
+	var stop []string
+	for name, svc := range j.running {
+		child := roleOf(name) != "global" && parent[svc.Node] == id
+		for _, c := range svc.Clients {
+			child = child || parent[c] == id
+		}
+		if child {
+			stop = append(stop, name)
+		}
+	}
+	j.mu.Unlock()
+	sort.Strings(stop)
+	for _, name := range stop {
+		if err := j.stopService(ctx, name); err != nil {
+			j.logf("stop %s: %v", name, err)
+		}
+	}
+	j.logf("aggregator %s moved to %s: restarting %v", id, j.aggregatorHost(id), stop)
+	_, err := j.apply(ctx, &conf, conf, true)
+	return err
 }
 
 // availability: a member is available unless removed by request, its service exited, or its

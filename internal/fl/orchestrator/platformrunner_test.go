@@ -49,14 +49,16 @@ func TestPlatformRunnerAndMembers(t *testing.T) {
 	}}
 	r := &PlatformRunner{Platform: rp, LogDir: "/logs"}
 	ctx := context.Background()
-	if err := r.Start(ctx, Service{Name: "fl-cl-n4", Node: "n4", Host: "n4", Args: []string{"python", "-m", "x"}, Env: []string{"A=1"}, Out: "/out/n4"}); err != nil {
-		t.Fatal(err)
+	host, err := r.Start(ctx, Service{Name: "fl-cl-n4", Node: "n4", Host: "n4", Args: []string{"python", "-m", "x"}, Env: []string{"A=1"}, Out: "/out/n4"})
+	if err != nil || host != "n4" {
+		t.Fatalf("Start = %q, %v; want the platform's host n4", host, err)
 	}
-	want := platform.InstanceSpec{Name: "fl-cl-n4", Node: "n4", Args: []string{"python", "-m", "x"}, Env: []string{"A=1"}, Dir: "/out/n4", LogDir: "/logs"}
+	want := platform.InstanceSpec{Name: "fl-cl-n4", Node: "n4", Args: []string{"python", "-m", "x"}, Env: []string{"A=1"}, Dir: "/out/n4",
+		DataDirs: []string{"/out/n4"}, LogDir: "/logs"}
 	if !reflect.DeepEqual(rp.started, []platform.InstanceSpec{want}) {
 		t.Errorf("started %+v, want %+v", rp.started, want)
 	}
-	if err := r.Start(ctx, Service{Name: "fl-x"}); err == nil {
+	if _, err := r.Start(ctx, Service{Name: "fl-x"}); err == nil {
 		t.Error("a service without a host node was started")
 	}
 	obs, err := r.Observe(ctx)
@@ -66,8 +68,8 @@ func TestPlatformRunnerAndMembers(t *testing.T) {
 	if !reflect.DeepEqual(obs.Exited, map[string]string{"fl-cl-n4": "exit 1"}) || !reflect.DeepEqual(obs.Isolated, map[string]bool{"n4": true}) {
 		t.Errorf("observation %+v", obs)
 	}
-	if got := r.Addr("n1", 8080); got != "n1:8080" {
-		t.Errorf("Addr = %q", got)
+	if r.Apart("n1") {
+		t.Error("Apart on a platform whose instances share their node")
 	}
 	members, err := PlatformMembers(rp)(ctx)
 	if err != nil {

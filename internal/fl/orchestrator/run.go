@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -59,13 +60,19 @@ type run struct {
 	avail   map[string]bool
 	left    map[string]string // node -> why it left (a service exit keeps it out until it joins)
 	running map[string]Service
-	pending *Reconfiguration // awaiting the first global round after it
-	stopped bool
+	// hosts: the host each node's aggregator was last started at, as the Runner returned it
+	// (where services run apart, a restarted aggregator's changes).
+	hosts map[string]string
+	// partition is the partition table as JSON (writePartition).
+	partition string
+	pending   *Reconfiguration // awaiting the first global round after it
+	stopped   bool
 }
 
 func newRun(o *Orchestrator, spec JobSpec) *run {
 	return &run{o: o, spec: spec, done: make(chan struct{}), reports: make(chan Report, 256), stopReq: make(chan string, 1),
-		st: Status{State: "starting", Job: spec, Started: time.Now()}, left: map[string]string{}, running: map[string]Service{}}
+		st: Status{State: "starting", Job: spec, Started: time.Now()}, left: map[string]string{}, running: map[string]Service{},
+		hosts: map[string]string{}}
 }
 
 func (j *run) finished() bool {
@@ -137,12 +144,21 @@ func (j *run) writePartition() error {
 		}
 		clients[id] = d
 	}
-	b, err := json.MarshalIndent(map[string]any{"dataset": j.spec.Dataset, "seed": j.spec.Seed, "clients": clients}, "", " ")
+	b, err := json.Marshal(map[string]any{"dataset": j.spec.Dataset, "seed": j.spec.Seed, "clients": clients})
 	if err != nil {
 		return err
 	}
+	// The clients get the table in their command line (--partition-json), so that it reaches
+	// services that run apart from this host's files; the file is the run's record of it.
+	if len(b) > maxInlineJSON {
+		return fmt.Errorf("the partition table is %d bytes as JSON, over the %d a command-line argument may carry: fewer clients or classes", len(b), maxInlineJSON)
+	}
+	j.partition = string(b)
 	return os.WriteFile(j.partitionPath(), b, 0o644)
 }
+
+// maxInlineJSON bounds a JSON argument of a service's command line (Linux takes 128 KiB).
+const maxInlineJSON = 100 << 10
 
 func (j *run) partitionPath() string { return filepath.Join(j.o.cfg.Out, "partition.json") }
 

@@ -33,11 +33,16 @@ type Observation struct {
 
 // Runner starts and stops services somewhere and observes them.
 type Runner interface {
-	Start(ctx context.Context, s Service) error
+	// Start runs s and returns the host at which other services reach its ports: its host
+	// node's where services share their node (the testbed), the service's own where each runs
+	// apart (a pod of its own, whose address a restart changes).
+	Start(ctx context.Context, s Service) (host string, err error)
 	Stop(ctx context.Context, name string) error
 	Observe(ctx context.Context) (Observation, error)
-	// Addr is the address other services reach port of host at.
-	Addr(host string, port int) string
+	// Apart says whether services on host run apart from its files: then no file of the
+	// orchestrator's (a data directory) reaches them, and what they need comes in their
+	// command line.
+	Apart(host string) bool
 }
 
 // PlatformRunner runs services as instances of the platform the orchestrator runs on
@@ -51,12 +56,14 @@ type PlatformRunner struct {
 // serviceStopGrace is how long a stopped service has to end by itself.
 const serviceStopGrace = 5 * time.Second
 
-func (r *PlatformRunner) Start(ctx context.Context, s Service) error {
+// Start runs s on its host node. Its output directory is also a data directory: where a service
+// runs apart (a pod), the platform gives it one of its own there, writable by the service.
+func (r *PlatformRunner) Start(ctx context.Context, s Service) (string, error) {
 	if s.Host == "" {
-		return fmt.Errorf("service %s: no host node", s.Name)
+		return "", fmt.Errorf("service %s: no host node", s.Name)
 	}
-	_, err := r.Platform.Start(ctx, platform.InstanceSpec{Name: s.Name, Node: s.Host, Args: s.Args, Env: s.Env, Dir: s.Out, LogDir: r.LogDir})
-	return err
+	return r.Platform.Start(ctx, platform.InstanceSpec{Name: s.Name, Node: s.Host, Args: s.Args, Env: s.Env, Dir: s.Out,
+		DataDirs: []string{s.Out}, LogDir: r.LogDir})
 }
 
 func (r *PlatformRunner) Stop(ctx context.Context, name string) error {
@@ -82,4 +89,5 @@ func (r *PlatformRunner) Observe(ctx context.Context) (Observation, error) {
 	return obs, nil
 }
 
-func (r *PlatformRunner) Addr(host string, port int) string { return r.Platform.Addr(host, port) }
+// Apart: services run apart where the platform's instances do not share their node.
+func (r *PlatformRunner) Apart(host string) bool { return !r.Platform.SharesNode(host) }

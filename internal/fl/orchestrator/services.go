@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -185,7 +184,7 @@ func (j *run) localService(conf plan.Config, c plan.Cluster) Service {
 func (j *run) clientService(id, parent string) Service {
 	name := serviceName("client", id)
 	out := j.serviceOut(name)
-	args := []string{"--id", id, "--server", j.flowerAddr(parent), "--partition", j.partitionPath()}
+	args := []string{"--id", id, "--server", j.flowerAddr(parent), "--partition-json", j.partition}
 	if p := j.members[id].FailProb; p > 0 {
 		args = append(args, "--fail-prob", strconv.FormatFloat(p, 'g', -1, 64))
 	}
@@ -211,15 +210,11 @@ func (j *run) groupService(h string, ids []string, parent map[string]string) (Se
 	if err != nil {
 		return Service{}, err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return Service{}, err
-	}
-	planFile := filepath.Join(out, "plan.json")
 	b, _ := json.Marshal(map[string]any{"clients_by_node": map[string]any{h: specs}})
-	if err := os.WriteFile(planFile, b, 0o644); err != nil {
-		return Service{}, err
+	if len(b) > maxInlineJSON {
+		return Service{}, fmt.Errorf("the clients of %s: their plan is %d bytes as JSON, over the %d a command-line argument may carry", h, len(b), maxInlineJSON)
 	}
-	args := append([]string{"--plan", planFile, "--node", h, "--partition", j.partitionPath()}, j.trainArgs(out)...)
+	args := append([]string{"--plan-json", string(b), "--node", h, "--partition-json", j.partition}, j.trainArgs(out)...)
 	tokens := make(map[string]string, len(ids))
 	for _, id := range ids {
 		tokens[id] = j.o.ServiceToken("client", id)

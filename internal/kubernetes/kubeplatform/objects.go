@@ -3,6 +3,7 @@ package kubeplatform
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -178,6 +179,11 @@ func podResources(cpus float64, mem int64) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Limits: limits, Requests: requests}
 }
 
+// annotationNodeLabels holds a node pod's scenario node's labels as JSON (an annotation: a
+// scenario's label need not be a valid Kubernetes label); PodClient.State gives them as the
+// node's, over its cluster Node's.
+const annotationNodeLabels = "continuum.io/node-labels"
+
 // podName is the node pod's name: the node's own (a DNS label, checkNodeName).
 func podName(node string) string { return node }
 
@@ -189,8 +195,13 @@ func (s podSpec) nodePod(n platform.Node) *corev1.Pod {
 	nonRoot, no, yes := true, false, true
 	grace := int64(10)
 	token := s.Account != ""
+	var ann map[string]string
+	if len(n.Labels) > 0 {
+		b, _ := json.Marshal(n.Labels)
+		ann = map[string]string{annotationNodeLabels: string(b)}
+	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: podName(n.Name), Namespace: s.Namespace, Labels: nodeLabels(s.Run, n.Name)},
+		ObjectMeta: metav1.ObjectMeta{Name: podName(n.Name), Namespace: s.Namespace, Labels: nodeLabels(s.Run, n.Name), Annotations: ann},
 		Spec: corev1.PodSpec{
 			NodeSelector: s.NodeSelector,
 			// A node pod that stops is a node that failed: the run sees its instances exit, as

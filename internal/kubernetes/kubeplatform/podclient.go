@@ -2,8 +2,10 @@ package kubeplatform
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -410,9 +412,21 @@ func (c *PodClient) State(ctx context.Context) (platform.State, error) {
 					hosts[host] = n
 				}
 				if n != nil {
-					ns.Labels = n.Labels
+					ns.Labels = maps.Clone(n.Labels)
 					ns.Isolated = ns.Isolated || nodeLost(n)
 				}
+			}
+			// The scenario node's own labels, over its cluster Node's: several scenario nodes
+			// may share one cluster node, each with its own (an FL node's fl/type, data/...).
+			if v := p.Annotations[annotationNodeLabels]; v != "" {
+				var own map[string]string
+				if err := json.Unmarshal([]byte(v), &own); err != nil {
+					return platform.State{}, fmt.Errorf("platform kubernetes: node %s's pod: annotation %s: %w", ns.Name, annotationNodeLabels, err)
+				}
+				if ns.Labels == nil {
+					ns.Labels = map[string]string{}
+				}
+				maps.Copy(ns.Labels, own)
 			}
 			st.Nodes = append(st.Nodes, ns)
 		}

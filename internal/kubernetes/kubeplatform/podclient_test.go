@@ -3,6 +3,7 @@ package kubeplatform
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"strings"
 	"syscall"
@@ -32,7 +33,7 @@ func fakeCluster(t *testing.T) *fake.Clientset {
 	t.Helper()
 	s := podSpec{Run: testRun, Namespace: testNS, Image: "continuum-project/python:test", PullPolicy: corev1.PullNever,
 		RunDir: "/results/r1", NodeSelector: map[string]string{LabelNode: "edge"}, Account: instancesAccount(testRun)}
-	np := s.nodePod(platform.Node{Name: "edge", CPUs: 0.5, Memory: 256 << 20})
+	np := s.nodePod(platform.Node{Name: "edge", CPUs: 0.5, Memory: 256 << 20, Labels: map[string]string{"fl/type": "global", "comm/n1": "5"}})
 	np.Spec.NodeName = "host-a"
 	np.Status.Phase = corev1.PodRunning
 	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "host-a", Labels: map[string]string{"fl/type": "client", "data/mnist": "1"}},
@@ -230,8 +231,14 @@ func TestPodClientState(t *testing.T) {
 	if in, ok := st.Instance("c-1"); !ok || in.Running || in.Ended != "signal killed" {
 		t.Errorf("c-1: %+v, want ended by signal killed", in)
 	}
-	if len(st.Nodes) != 1 || st.Nodes[0].Name != "edge" || st.Nodes[0].Labels["fl/type"] != "client" || st.Nodes[0].Isolated {
-		t.Fatalf("nodes %+v, want edge with its cluster node's labels, not isolated", st.Nodes)
+	// The scenario node's labels over its cluster Node's (which several scenario nodes may
+	// share), the cluster Node left as it was.
+	want := map[string]string{"fl/type": "global", "comm/n1": "5", "data/mnist": "1"}
+	if len(st.Nodes) != 1 || st.Nodes[0].Name != "edge" || !maps.Equal(st.Nodes[0].Labels, want) || st.Nodes[0].Isolated {
+		t.Fatalf("nodes %+v, want edge with labels %v, not isolated", st.Nodes, want)
+	}
+	if n, _ := cs.CoreV1().Nodes().Get(ctx, "host-a", metav1.GetOptions{}); n.Labels["fl/type"] != "client" || len(n.Labels) != 2 {
+		t.Errorf("the cluster Node's labels became %v", n.Labels)
 	}
 	// The node's kubelet lost: the node is isolated.
 	host, _ := cs.CoreV1().Nodes().Get(ctx, "host-a", metav1.GetOptions{})

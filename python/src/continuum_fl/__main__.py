@@ -151,10 +151,16 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     c.add_argument(
         "--server", type=hostport, default="127.0.0.1:8080", help="its aggregator (default 127.0.0.1:8080)"
     )
-    c.add_argument(
+    cp = c.add_mutually_exclusive_group()
+    cp.add_argument(
         "--partition",
         default=None,
         help="partition JSON {dataset, seed, clients: {id: {class: count}}} (default: all training data)",
+    )
+    cp.add_argument(
+        "--partition-json",
+        default=None,
+        help="the partition table itself, as JSON text (what --partition's file holds)",
     )
     c.add_argument("--fail-prob", type=probability, default=0.0, help="probability a fit fails (default 0)")
     _common(c)
@@ -165,16 +171,22 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    m.add_argument(
+    mp = m.add_mutually_exclusive_group()
+    mp.add_argument(
         "--plan",
         required=False,
         default="plan.json",
         help='JSON with "clients_by_node": {node: [{"id", "server", "fail_prob"}]} (default plan.json)',
     )
+    mp.add_argument(
+        "--plan-json", default=None, help="the plan itself, as JSON text (what --plan's file holds)"
+    )
     m.add_argument("--node", default=host, help="which node's clients to run (default: host name)")
-    m.add_argument(
+    mpart = m.add_mutually_exclusive_group()
+    mpart.add_argument(
         "--partition", default=None, help="partition JSON (default: the plan file's own clients table)"
     )
+    mpart.add_argument("--partition-json", default=None, help="the partition table itself, as JSON text")
     _common(m)
     return p, {"aggregator": a, "client": c, "clients": m}
 
@@ -222,12 +234,18 @@ def _run(args: argparse.Namespace, sub: argparse.ArgumentParser) -> int:
     from . import data
     from .client import ClientSpec, run_client, run_clients
 
+    inline = _inline_json("--partition-json", args.partition_json)
     if args.role == "client":
         specs = [ClientSpec(args.id, args.server, args.fail_prob)]
-        table_source: Any = args.partition
+        table_source: Any = inline if inline is not None else args.partition
     else:
-        specs, plan = _read_plan(Path(args.plan), args.node)
-        table_source = args.partition or (plan if "clients" in plan else None)
+        if args.plan_json is not None:
+            specs, plan = _plan_specs(_inline_json("--plan-json", args.plan_json), "--plan-json", args.node)
+        else:
+            specs, plan = _read_plan(Path(args.plan), args.node)
+        table_source = (
+            inline if inline is not None else args.partition or (plan if "clients" in plan else None)
+        )
     ds = data.load(args.dataset, args.seed, args.data_dir)
     parts = _partition(table_source, ds, args.seed, [s.id for s in specs], args.dataset)
     if args.role == "client":
@@ -237,27 +255,42 @@ def _run(args: argparse.Namespace, sub: argparse.ArgumentParser) -> int:
     return 0
 
 
-def _read_plan(path: Path, node: str) -> tuple[list[Any], dict[str, Any]]:
-    from .client import ClientSpec
+def _inline_json(flag: str, text: str | None) -> Any:
+    """Decodes a JSON argument (None when the flag was not given)."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{flag}: not JSON: {e}") from e
 
+
+def _read_plan(path: Path, node: str) -> tuple[list[Any], dict[str, Any]]:
     try:
         plan = json.loads(path.read_text())
     except OSError as e:
         raise ValueError(f"plan {path}: {e.strerror}") from e
     except json.JSONDecodeError as e:
         raise ValueError(f"plan {path}: not JSON: {e}") from e
+    return _plan_specs(plan, f"plan {path}", node)
+
+
+def _plan_specs(plan: Any, source: str, node: str) -> tuple[list[Any], dict[str, Any]]:
+    """The client specs of node in a decoded plan; source names the plan in errors."""
+    from .client import ClientSpec
+
     by_node = plan.get("clients_by_node") if isinstance(plan, dict) else None
     if not isinstance(by_node, dict):
         raise ValueError(
-            f'plan {path}: want an object with "clients_by_node": {{node: [{{"id", "server", "fail_prob"}}]}}'
+            f'{source}: want an object with "clients_by_node": {{node: [{{"id", "server", "fail_prob"}}]}}'
         )
     if node not in by_node:
         raise ValueError(
-            f"plan {path}: no clients for node {node!r} (nodes: {', '.join(sorted(by_node)) or 'none'})"
+            f"{source}: no clients for node {node!r} (nodes: {', '.join(sorted(by_node)) or 'none'})"
         )
     specs = []
     for i, entry in enumerate(by_node[node]):
-        where = f"plan {path}: clients_by_node[{node}][{i}]"
+        where = f"{source}: clients_by_node[{node}][{i}]"
         if (
             not isinstance(entry, dict)
             or not isinstance(entry.get("id"), str)
@@ -271,7 +304,7 @@ def _read_plan(path: Path, node: str) -> tuple[list[Any], dict[str, Any]]:
             raise ValueError(f"{where}: {err}") from None
         specs.append(ClientSpec(entry["id"], entry["server"], fail))
     if not specs:
-        raise ValueError(f"plan {path}: node {node!r} has no clients")
+        raise ValueError(f"{source}: node {node!r} has no clients")
     return specs, plan
 
 
@@ -282,8 +315,9 @@ def _partition(source: Any, ds: Any, seed: int, ids: list[str], dataset: str) ->
 
     if source is None:  # no partition: every client trains on the whole training split
         return {i: np.arange(len(ds.y_train)) for i in ids}
-    if isinstance(source, dict):
-        part = data.parse_partition(source, "(plan)", ds.num_classes)
+    if not isinstance(source, str):  # a decoded table: --partition-json's, or the plan's own
+        label = "(plan)" if isinstance(source, dict) and "clients_by_node" in source else "--partition-json"
+        part = data.parse_partition(source, label, ds.num_classes)
     else:
         part = data.read_partition(source, ds.num_classes)
     if part.dataset is not None and part.dataset != dataset:
