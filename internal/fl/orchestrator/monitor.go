@@ -32,6 +32,7 @@ func (j *run) monitor(ctx context.Context) (finished bool, err error) {
 			continue
 		}
 		j.o.rec.event(now, Event{Kind: EventServiceExited, Service: name, Node: svc.Node, How: how})
+		j.logf("service %s exited (%s)", name, how)
 		if svc.Node == conf.Global {
 			if how == "exit 0" {
 				return true, nil // its rounds are done

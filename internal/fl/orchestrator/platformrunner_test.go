@@ -61,12 +61,23 @@ func TestPlatformRunnerAndMembers(t *testing.T) {
 	if _, err := r.Start(ctx, Service{Name: "fl-x"}); err == nil {
 		t.Error("a service without a host node was started")
 	}
+	// fl-cl-n5 started, then gone from the platform (its pod deleted by someone else): exited.
+	if _, err := r.Start(ctx, Service{Name: "fl-cl-n5", Node: "n5", Host: "n5", Args: []string{"python"}, Out: "/out/n5"}); err != nil {
+		t.Fatal(err)
+	}
 	obs, err := r.Observe(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(obs.Exited, map[string]string{"fl-cl-n4": "exit 1"}) || !reflect.DeepEqual(obs.Isolated, map[string]bool{"n4": true}) {
+	if !reflect.DeepEqual(obs.Exited, map[string]string{"fl-cl-n4": "exit 1", "fl-cl-n5": gone}) || !reflect.DeepEqual(obs.Isolated, map[string]bool{"n4": true}) {
 		t.Errorf("observation %+v", obs)
+	}
+	// Stopped by the orchestrator: no longer its to report.
+	if err := r.Stop(ctx, "fl-cl-n5"); err != nil {
+		t.Fatal(err)
+	}
+	if obs, _ := r.Observe(ctx); obs.Exited["fl-cl-n5"] != "" {
+		t.Errorf("a service stopped by the orchestrator observed as %q", obs.Exited["fl-cl-n5"])
 	}
 	if r.Apart("n1") {
 		t.Error("Apart on a platform whose instances share their node")

@@ -3,7 +3,9 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/continuum-project/continuum/internal/platform"
@@ -51,6 +53,9 @@ type Runner interface {
 type PlatformRunner struct {
 	Platform platform.Instances
 	LogDir   string
+
+	mu      sync.Mutex
+	started map[string]bool // services started and not stopped since
 }
 
 // serviceStopGrace is how long a stopped service has to end by itself.
@@ -62,23 +67,53 @@ func (r *PlatformRunner) Start(ctx context.Context, s Service) (string, error) {
 	if s.Host == "" {
 		return "", fmt.Errorf("service %s: no host node", s.Name)
 	}
-	return r.Platform.Start(ctx, platform.InstanceSpec{Name: s.Name, Node: s.Host, Args: s.Args, Env: s.Env, Dir: s.Out,
+	host, err := r.Platform.Start(ctx, platform.InstanceSpec{Name: s.Name, Node: s.Host, Args: s.Args, Env: s.Env, Dir: s.Out,
 		DataDirs: []string{s.Out}, LogDir: r.LogDir})
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	if r.started == nil {
+		r.started = map[string]bool{}
+	}
+	r.started[s.Name] = true
+	r.mu.Unlock()
+	return host, nil
 }
 
 func (r *PlatformRunner) Stop(ctx context.Context, name string) error {
+	r.mu.Lock()
+	delete(r.started, name)
+	r.mu.Unlock()
 	return r.Platform.Stop(ctx, name, serviceStopGrace)
 }
 
+// gone is how a service that is no longer among the platform's instances ended: something
+// other than the orchestrator removed it (a pod deleted or evicted, its node drained).
+const gone = "gone from the platform"
+
+// Observe reports as exited the FL services that ended, and those started here that the
+// platform no longer has (gone); the platform's isolated nodes as isolated.
 func (r *PlatformRunner) Observe(ctx context.Context) (Observation, error) {
+	// The services started before the state is read: one started meanwhile is not in it.
+	r.mu.Lock()
+	started := maps.Clone(r.started)
+	r.mu.Unlock()
 	st, err := r.Platform.State(ctx)
 	if err != nil {
 		return Observation{}, err
 	}
 	obs := Observation{Exited: map[string]string{}, Isolated: map[string]bool{}}
+	present := map[string]bool{}
 	for _, in := range st.Instances {
+		present[in.Name] = true
 		if strings.HasPrefix(in.Name, "fl-") && !in.Running {
 			obs.Exited[in.Name] = in.Ended
+		}
+	}
+	for name := range started {
+		if !present[name] {
+			obs.Exited[name] = gone
 		}
 	}
 	for _, n := range st.Nodes {

@@ -69,6 +69,10 @@ func TestFLOnCluster(t *testing.T) {
 		{Name: "n1", CPUs: 0.5, Memory: 768 << 20, Labels: map[string]string{"fl/type": "global"}},
 		client("c1", 0, 1, 2, 3), client("c2", 4, 5, 6), client("c3", 7, 8, 9),
 	}}
+	// Undelayed links (the shared cluster has no Chaos Mesh): each client reaches n1.
+	for _, c := range []string{"c1", "c2", "c3"} {
+		topo.Links = append(topo.Links, platform.Link{Between: []string{"n1", c}})
+	}
 	p, err := prov.Up(ctx, platform.Config{Name: run, Dir: dir, Binary: env.bin, Logger: testLogger(), Topology: topo})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +121,9 @@ func TestFLOnCluster(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
 	}
-	job := `{"strategy": "centralized", "dataset": "digits", "rounds": 8, "epochs": 2, "budget": 1000000, "seed": 1}`
+	// Rounds enough to still be training when c3 goes (digits' rounds take a fraction of a second).
+	const rounds = 100
+	job := fmt.Sprintf(`{"strategy": "centralized", "dataset": "digits", "rounds": %d, "epochs": 2, "budget": 1000000, "seed": 1}`, rounds)
 	if code, b := call("POST", "/jobs", job); code != http.StatusAccepted {
 		t.Fatalf("POST /jobs: %d %s", code, b)
 	}
@@ -162,11 +168,24 @@ func TestFLOnCluster(t *testing.T) {
 	if err := pf.c.cs.CoreV1().Pods(pf.ns).Delete(ctx, instancePodName(pf.run, "fl-cl-c3"), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 3*time.Minute, "a reconfiguration without c3", func() bool { return current().Configs >= 2 })
+	t.Logf("deleted c3's client pod at round %d", current().Round)
+	testenv.Eventually(t, 3*time.Minute, "a reconfiguration without c3", func() bool {
+		st := current()
+		if st.State == "done" {
+			_, b := call("GET", "/jobs/current", "")
+			pods, _ := pf.c.cs.CoreV1().Pods(pf.ns).List(ctx, metav1.ListOptions{})
+			var names []string
+			for _, p := range pods.Items {
+				names = append(names, fmt.Sprintf("%s(%s del=%v)", p.Name, p.Status.Phase, p.DeletionTimestamp))
+			}
+			t.Fatalf("the job was done at round %d without a reconfiguration for c3's pod going\n%s\npods: %v\n%s", st.Round, b, names, logsOf(dir))
+		}
+		return st.Configs >= 2
+	})
 	testenv.Eventually(t, 10*time.Minute, "the job done", func() bool { return current().State == "done" })
 	final := current()
-	if final.Round < 8 {
-		t.Errorf("done at round %d, want 8", final.Round)
+	if final.Round < rounds {
+		t.Errorf("done at round %d, want %d", final.Round, rounds)
 	}
 	if err := orch.Stop(10 * time.Second); err != nil {
 		t.Errorf("stopping the orchestrator: %v", err)
@@ -182,7 +201,7 @@ func TestFLOnCluster(t *testing.T) {
 	if !bytes.Contains(events, []byte(`c3 left`)) || !bytes.Contains(events, []byte(`"reconfigure"`)) {
 		t.Errorf("fl-events.jsonl has no reconfiguration for c3 leaving:\n%s", events)
 	}
-	if b, err := os.ReadFile(filepath.Join(out, "rounds.csv")); err != nil || bytes.Count(b, []byte("\n")) < 9 {
-		t.Errorf("rounds.csv: %v, want a header and 8 rounds:\n%s", err, b)
+	if b, err := os.ReadFile(filepath.Join(out, "rounds.csv")); err != nil || bytes.Count(b, []byte("\n")) < rounds+1 {
+		t.Errorf("rounds.csv: %v, want a header and %d rounds:\n%s", err, rounds, b)
 	}
 }
