@@ -73,42 +73,34 @@ def test_runtime_errors_exit_1_naming_the_input(tmp_path, capsys):
 
 def test_inline_json_is_checked_as_the_files_are(tmp_path, capsys):
     """--plan-json and --partition-json (what the orchestrator passes, so that the tables reach
-    services that run apart from its files) are checked as the files are, naming the flag."""
+    services that run apart from its files) must be JSON objects (exit 2 naming the flag), and
+    are then checked as the files are."""
     out = ["--out", str(tmp_path)]
-    assert main(["clients", "--plan-json", "{not json", "--node", "n1", *out]) == 1
-    assert "--plan-json: not JSON" in capsys.readouterr().err
+    for argv, message in [
+        (["clients", "--plan-json", "{not json"], "argument --plan-json: not JSON"),
+        (
+            ["client", "--partition-json", "null"],
+            "argument --partition-json: want a JSON object, not NoneType",
+        ),
+        (
+            ["client", "--partition-json", '"p.json"'],
+            "argument --partition-json: want a JSON object, not str",
+        ),
+        (
+            ["clients", "--partition-json", "[1, 2]"],
+            "argument --partition-json: want a JSON object, not list",
+        ),
+    ]:
+        with pytest.raises(SystemExit) as e:
+            main([*argv, *out])
+        assert e.value.code == 2
+        assert message in capsys.readouterr().err
     plan = '{"clients_by_node": {"n1": [{"id": "c1", "server": "127.0.0.1:1"}]}}'
     assert main(["clients", "--plan-json", plan, "--node", "n2", *out]) == 1
     assert "--plan-json: no clients for node 'n2' (nodes: n1)" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "client",
-                "--id",
-                "c1",
-                "--partition-json",
-                '{"dataset": "digits", "clients": {"c9": {"0": 5}}}',
-                *out,
-            ]
-        )
-        == 1
-    )
+    table = '{"dataset": "digits", "clients": {"c9": {"0": 5}}}'
+    assert main(["client", "--id", "c1", "--partition-json", table, *out]) == 1
     assert "partition has no row for client c1 (rows: c9)" in capsys.readouterr().err
-    assert main(["client", "--id", "c1", "--partition-json", "[1, 2]", *out]) == 1
-    assert "partition --partition-json: want a JSON object" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "clients",
-                "--plan-json",
-                plan,
-                "--node",
-                "n1",
-                "--partition-json",
-                '{"clients": {"c1": {"0": 0}}}',
-                *out,
-            ]
-        )
-        == 1
-    )
+    empty = '{"clients": {"c1": {"0": 0}}}'
+    assert main(["clients", "--plan-json", plan, "--node", "n1", "--partition-json", empty, *out]) == 1
     assert "partition gives client c1 no samples" in capsys.readouterr().err

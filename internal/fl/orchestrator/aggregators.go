@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/continuum-project/continuum/internal/backoff"
 	"github.com/continuum-project/continuum/internal/fl/control"
 )
 
@@ -24,18 +25,44 @@ func (j *run) flowerAddr(id string) string {
 
 // aggregatorHost is the host node id's aggregator was last started at (its node's before).
 func (j *run) aggregatorHost(id string) string {
+	h, _ := j.aggregatorHostOK(id)
+	return h
+}
+
+// aggregatorHostOK is aggregatorHost, and whether an aggregator of id was started before.
+func (j *run) aggregatorHostOK(id string) (string, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if h, ok := j.hosts[id]; ok {
-		return h
+		return h, true
 	}
-	return j.members[id].Host
+	return j.members[id].Host, false
 }
 
 // aggregator is the control API client of node id's aggregator, with its control token.
 func (j *run) aggregator(id string) control.Client {
 	return control.Client{ID: id, Addr: j.controlAddr(id), Token: j.o.ControlToken(id)}
 }
+
+// configure sends node id's aggregator new settings, again after a failed call (a busy
+// aggregator's answer may take longer than a call's timeout; a pod's network may be settling)
+// for up to configureTries calls.
+func (j *run) configure(ctx context.Context, id string, s control.Settings) error {
+	retry := backoff.Backoff{Min: 500 * time.Millisecond, Max: 4 * time.Second, Jitter: 0.5}
+	var err error
+	for try := 1; ; try++ {
+		if err = j.aggregator(id).Configure(ctx, s); err == nil || try == configureTries {
+			return err
+		}
+		j.logf("configure %s (try %d of %d): %v", id, try, configureTries, err)
+		if !retry.Wait(ctx) {
+			return err
+		}
+	}
+}
+
+// configureTries bounds configure's calls: with their timeouts and waits, about half a minute.
+const configureTries = 4
 
 // readyTimeout bounds a new aggregator's start (Python with PyTorch on a busy 2-core machine).
 const readyTimeout = 120 * time.Second

@@ -16,8 +16,9 @@ type actions struct{ restarted, configured, stopped []string }
 // apply moves the running services from old (nil: nothing runs) to conf, touching only what
 // differs: services of nodes no longer in conf stop; a new or moved global aggregator starts
 // (from the latest snapshot when resume); a local aggregator starts when new or when its parent
-// moved, and is reconfigured over its control API when only its client count, epochs or local
-// rounds changed; a client starts when new or when its parent changed or restarted.
+// moved (to another node, or to another address: a pod's), and is reconfigured over its control
+// API when only its client count, epochs or local rounds changed; a client starts when new or
+// when its parent changed or restarted.
 func (j *run) apply(ctx context.Context, old *plan.Config, conf plan.Config, resume bool) (actions, error) {
 	var acts actions
 	oldParent, newParent := map[string]string{}, parents(conf)
@@ -48,15 +49,18 @@ func (j *run) apply(ctx context.Context, old *plan.Config, conf plan.Config, res
 	// The global aggregator.
 	restartedAgg := map[string]bool{}
 	gname := serviceName("global", conf.Global)
+	gMoved := false // the global aggregator came back at another address (a pod's)
 	if !j.isRunning(gname) {
+		before, had := j.aggregatorHostOK(conf.Global)
 		if err := j.startService(ctx, j.globalService(conf, resume)); err != nil {
 			return acts, err
 		}
+		gMoved = had && j.aggregatorHost(conf.Global) != before
 		restartedAgg[conf.Global] = true
 		acts.restarted = append(acts.restarted, gname)
 	} else if old != nil && (childCount(*old, old.Global) != childCount(conf, conf.Global) || len(conf.Clusters) == 0 && old.Epochs != conf.Epochs) {
 		// (Under local aggregators the global one's epochs are not used: they pass their own.)
-		if err := j.aggregator(conf.Global).Configure(ctx, control.Settings{MinClients: childCount(conf, conf.Global), Epochs: conf.Epochs}); err != nil {
+		if err := j.configure(ctx, conf.Global, control.Settings{MinClients: childCount(conf, conf.Global), Epochs: conf.Epochs}); err != nil {
 			return acts, err
 		}
 		acts.configured = append(acts.configured, gname)
@@ -67,7 +71,7 @@ func (j *run) apply(ctx context.Context, old *plan.Config, conf plan.Config, res
 	// Local aggregators.
 	for _, c := range conf.Clusters {
 		name := serviceName("local", c.Aggregator)
-		if !j.isRunning(name) || restartedAgg[conf.Global] && oldParent[c.Aggregator] != conf.Global {
+		if !j.isRunning(name) || restartedAgg[conf.Global] && (oldParent[c.Aggregator] != conf.Global || gMoved) {
 			if err := j.startService(ctx, j.localService(conf, c)); err != nil {
 				return acts, err
 			}
@@ -78,7 +82,7 @@ func (j *run) apply(ctx context.Context, old *plan.Config, conf plan.Config, res
 		if old != nil {
 			oc, _ := clusterOf(*old, c.Aggregator)
 			if len(oc.Clients) != len(c.Clients) || old.Epochs != conf.Epochs || old.LocalRounds != conf.LocalRounds {
-				if err := j.aggregator(c.Aggregator).Configure(ctx, control.Settings{MinClients: len(c.Clients), Epochs: conf.Epochs, LocalRounds: conf.LocalRounds}); err != nil {
+				if err := j.configure(ctx, c.Aggregator, control.Settings{MinClients: len(c.Clients), Epochs: conf.Epochs, LocalRounds: conf.LocalRounds}); err != nil {
 					return acts, err
 				}
 				acts.configured = append(acts.configured, name)

@@ -105,6 +105,19 @@ func (r *LocalRunner) Stop(_ context.Context, name string) error {
 	return nil
 }
 
+// Forget drops an exited service (one still running is kept: Stop ends it).
+func (r *LocalRunner) Forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.procs[name]; p != nil {
+		select {
+		case <-p.done:
+			delete(r.procs, name)
+		default:
+		}
+	}
+}
+
 // Kill ends a service's process with SIGKILL as a crash would (tests), leaving it to Observe.
 func (r *LocalRunner) Kill(name string) error {
 	r.mu.Lock()

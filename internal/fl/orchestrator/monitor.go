@@ -21,7 +21,12 @@ func (j *run) monitor(ctx context.Context) (finished bool, err error) {
 	}
 	now := time.Now()
 	conf := j.status().Config
-	for name, how := range obs.Exited {
+	// Every exit of this observation is taken first (out of running, forgotten by the runner,
+	// its nodes out), and only then is anything started: a service started meanwhile is not
+	// one of the observation's.
+	var global string // the global aggregator's service, if it exited but for its rounds' end
+	for _, name := range sortedKeys(obs.Exited) {
+		how := obs.Exited[name]
 		j.mu.Lock()
 		svc, ok := j.running[name]
 		if ok {
@@ -33,25 +38,14 @@ func (j *run) monitor(ctx context.Context) (finished bool, err error) {
 		}
 		j.o.rec.event(now, Event{Kind: EventServiceExited, Service: name, Node: svc.Node, How: how})
 		j.logf("service %s exited (%s)", name, how)
-		if svc.Node == conf.Global {
+		// Dealt with: the runner forgets it (without waiting on the platform: a pod that
+		// someone else deletes may take its grace to go).
+		j.o.cfg.Runner.Forget(name)
+		if roleOf(name) == "global" {
 			if how == "exit 0" {
 				return true, nil // its rounds are done
 			}
-			// The global aggregator is indispensable: started again, it continues from the
-			// model repository's latest snapshot.
-			j.logf("global aggregator %s exited (%s): starting it again from the latest snapshot", name, how)
-			before := j.aggregatorHost(conf.Global)
-			if err := j.startService(ctx, j.globalService(conf, true)); err != nil {
-				return false, err
-			}
-			if j.aggregatorHost(conf.Global) != before {
-				// It runs apart (a pod) and came back at a new address: what connects to it
-				// starts again, pointed there.
-				if err := j.restartChildren(ctx, conf, conf.Global); err != nil {
-					return false, err
-				}
-			}
-			j.o.rec.event(time.Now(), Event{Kind: EventServiceRestarted, Service: name, Resume: true, RestartS: time.Since(now).Seconds()})
+			global = name
 			continue
 		}
 		j.mu.Lock()
@@ -61,6 +55,23 @@ func (j *run) monitor(ctx context.Context) (finished bool, err error) {
 			}
 		}
 		j.mu.Unlock()
+	}
+	moved := false
+	if global != "" {
+		// The global aggregator is indispensable: started again, it continues from the model
+		// repository's latest snapshot.
+		j.logf("global aggregator %s exited: starting it again from the latest snapshot", global)
+		before := j.aggregatorHost(conf.Global)
+		if err := j.startService(ctx, j.globalService(conf, true)); err != nil {
+			return false, err
+		}
+		j.o.rec.event(time.Now(), Event{Kind: EventServiceRestarted, Service: global, Resume: true, RestartS: time.Since(now).Seconds()})
+		if moved = j.aggregatorHost(conf.Global) != before; moved {
+			// It runs apart (a pod) and came back at a new address: what connects to it stops,
+			// and starts again pointed there below (with the configuration in force, or the
+			// one a node change makes).
+			j.stopChildren(ctx, conf, conf.Global)
+		}
 	}
 	avail := j.availability(obs)
 	var cause []string
@@ -80,16 +91,19 @@ func (j *run) monitor(ctx context.Context) (finished bool, err error) {
 	}
 	j.mu.Unlock()
 	if len(cause) == 0 {
+		if moved {
+			_, err := j.apply(ctx, &conf, conf, true)
+			return false, err
+		}
 		return false, nil
 	}
 	sort.Strings(cause)
 	return false, j.reconfigure(ctx, now, avail, cause)
 }
 
-// restartChildren stops the services whose parent is aggregator id (local aggregators, clients,
-// client groups with one of them) and applies conf again, which starts them anew with id's
-// current address.
-func (j *run) restartChildren(ctx context.Context, conf plan.Config, id string) error {
+// stopChildren stops the services whose parent is aggregator id in conf: local aggregators,
+// clients, and client groups with one of them.
+func (j *run) stopChildren(ctx context.Context, conf plan.Config, id string) {
 	parent := parents(conf)
 	j.mu.Lock()
 	var stop []string
@@ -104,14 +118,12 @@ func (j *run) restartChildren(ctx context.Context, conf plan.Config, id string) 
 	}
 	j.mu.Unlock()
 	sort.Strings(stop)
+	j.logf("aggregator %s moved to %s: restarting %v", id, j.aggregatorHost(id), stop)
 	for _, name := range stop {
 		if err := j.stopService(ctx, name); err != nil {
 			j.logf("stop %s: %v", name, err)
 		}
 	}
-	j.logf("aggregator %s moved to %s: restarting %v", id, j.aggregatorHost(id), stop)
-	_, err := j.apply(ctx, &conf, conf, true)
-	return err
 }
 
 // availability: a member is available unless removed by request, its service exited, or its

@@ -148,16 +148,27 @@ func (j *run) writePartition() error {
 	if err != nil {
 		return err
 	}
-	// The clients get the table in their command line (--partition-json), so that it reaches
-	// services that run apart from this host's files; the file is the run's record of it.
-	if len(b) > maxInlineJSON {
-		return fmt.Errorf("the partition table is %d bytes as JSON, over the %d a command-line argument may carry: fewer clients or classes", len(b), maxInlineJSON)
+	// Clients that run apart from this host's files get the table in their command line
+	// (--partition-json), the others its file.
+	for _, m := range j.members {
+		if len(b) > maxInlineJSON && j.o.cfg.Runner.Apart(m.Host) {
+			return fmt.Errorf("the partition table is %d bytes as JSON, over the %d a command-line argument may carry to the services that run apart (%s's): fewer clients or classes", len(b), maxInlineJSON, m.Host)
+		}
 	}
 	j.partition = string(b)
 	return os.WriteFile(j.partitionPath(), b, 0o644)
 }
 
-// maxInlineJSON bounds a JSON argument of a service's command line (Linux takes 128 KiB).
+// partitionArgs is how the client(s) on host get the partition table.
+func (j *run) partitionArgs(host string) []string {
+	if j.o.cfg.Runner.Apart(host) {
+		return []string{"--partition-json", j.partition}
+	}
+	return []string{"--partition", j.partitionPath()}
+}
+
+// maxInlineJSON bounds a JSON argument or environment variable of a service (Linux takes 128
+// KiB a string).
 const maxInlineJSON = 100 << 10
 
 func (j *run) partitionPath() string { return filepath.Join(j.o.cfg.Out, "partition.json") }

@@ -41,6 +41,10 @@ type Runner interface {
 	Start(ctx context.Context, s Service) (host string, err error)
 	Stop(ctx context.Context, name string) error
 	Observe(ctx context.Context) (Observation, error)
+	// Forget drops an exited service the orchestrator has dealt with, at once: Observe no
+	// longer reports it. What is left of it on the platform (an ended pod) goes with the run,
+	// or with the next start of its name.
+	Forget(name string)
 	// Apart says whether services on host run apart from its files: then no file of the
 	// orchestrator's (a data directory) reaches them, and what they need comes in their
 	// command line.
@@ -58,6 +62,10 @@ type PlatformRunner struct {
 	started map[string]bool // services started and not stopped since
 }
 
+// serviceStartTimeout bounds a service's start on the platform (a pod scheduled and running;
+// not the service's own readiness, which waitReady bounds).
+const serviceStartTimeout = 3 * time.Minute
+
 // serviceStopGrace is how long a stopped service has to end by itself.
 const serviceStopGrace = 5 * time.Second
 
@@ -67,6 +75,9 @@ func (r *PlatformRunner) Start(ctx context.Context, s Service) (string, error) {
 	if s.Host == "" {
 		return "", fmt.Errorf("service %s: no host node", s.Name)
 	}
+	// A pod that never runs (its node's kubelet lost) must not hold the orchestrator's loop.
+	ctx, cancel := context.WithTimeout(ctx, serviceStartTimeout)
+	defer cancel()
 	host, err := r.Platform.Start(ctx, platform.InstanceSpec{Name: s.Name, Node: s.Host, Args: s.Args, Env: s.Env, Dir: s.Out,
 		DataDirs: []string{s.Out}, LogDir: r.LogDir})
 	if err != nil {
@@ -86,6 +97,12 @@ func (r *PlatformRunner) Stop(ctx context.Context, name string) error {
 	delete(r.started, name)
 	r.mu.Unlock()
 	return r.Platform.Stop(ctx, name, serviceStopGrace)
+}
+
+func (r *PlatformRunner) Forget(name string) {
+	r.mu.Lock()
+	delete(r.started, name)
+	r.mu.Unlock()
 }
 
 // gone is how a service that is no longer among the platform's instances ended: something

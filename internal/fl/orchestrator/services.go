@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -184,7 +185,7 @@ func (j *run) localService(conf plan.Config, c plan.Cluster) Service {
 func (j *run) clientService(id, parent string) Service {
 	name := serviceName("client", id)
 	out := j.serviceOut(name)
-	args := []string{"--id", id, "--server", j.flowerAddr(parent), "--partition-json", j.partition}
+	args := append([]string{"--id", id, "--server", j.flowerAddr(parent)}, j.partitionArgs(j.members[id].Host)...)
 	if p := j.members[id].FailProb; p > 0 {
 		args = append(args, "--fail-prob", strconv.FormatFloat(p, 'g', -1, 64))
 	}
@@ -211,15 +212,31 @@ func (j *run) groupService(h string, ids []string, parent map[string]string) (Se
 		return Service{}, err
 	}
 	b, _ := json.Marshal(map[string]any{"clients_by_node": map[string]any{h: specs}})
-	if len(b) > maxInlineJSON {
-		return Service{}, fmt.Errorf("the clients of %s: their plan is %d bytes as JSON, over the %d a command-line argument may carry", h, len(b), maxInlineJSON)
+	var args []string
+	if j.o.cfg.Runner.Apart(h) { // no file of this host's reaches it: the plan in its command line
+		if len(b) > maxInlineJSON {
+			return Service{}, fmt.Errorf("the clients of %s: their plan is %d bytes as JSON, over the %d a command-line argument may carry", h, len(b), maxInlineJSON)
+		}
+		args = []string{"--plan-json", string(b)}
+	} else {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return Service{}, err
+		}
+		planFile := filepath.Join(out, "plan.json")
+		if err := os.WriteFile(planFile, b, 0o644); err != nil {
+			return Service{}, err
+		}
+		args = []string{"--plan", planFile}
 	}
-	args := append([]string{"--plan-json", string(b), "--node", h, "--partition-json", j.partition}, j.trainArgs(out)...)
+	args = append(append(append(args, "--node", h), j.partitionArgs(h)...), j.trainArgs(out)...)
 	tokens := make(map[string]string, len(ids))
 	for _, id := range ids {
 		tokens[id] = j.o.ServiceToken("client", id)
 	}
 	tb, _ := json.Marshal(tokens)
+	if len(tb) > maxInlineJSON {
+		return Service{}, fmt.Errorf("the clients of %s: their %d tokens are %d bytes, over the %d an environment variable may carry: fewer clients per host", h, len(ids), len(tb), maxInlineJSON)
+	}
 	return Service{Name: name, Host: h, Args: j.python("clients", args...), Env: append(j.env(), GroupTokensEnv+"="+string(tb)), Out: out,
 		Clients: append([]string(nil), ids...), Signature: string(sig)}, nil
 }

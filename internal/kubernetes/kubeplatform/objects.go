@@ -142,7 +142,10 @@ func (s podSpec) nodeService(node string) *corev1.Service {
 }
 
 // serviceService is the Service of a declared service (platform.Service): the node pods that run
-// one of its instances, on its port.
+// one of its instances, on its port. It has a cluster IP, so that `<service>:<port>` is
+// kube-proxy's balancing over the instances (the round-robin baseline of seeds/004's proxy
+// experiments, as a workload's url target); its EndpointSlices list the instances, as the
+// proxy's kubernetes discovery reads them.
 func (s podSpec) serviceService(svc *platform.Service) *corev1.Service {
 	sel := runLabels(s.Run)
 	sel[LabelServicePrefix+svc.Name] = "true"
@@ -150,7 +153,7 @@ func (s podSpec) serviceService(svc *platform.Service) *corev1.Service {
 	labels[LabelRole] = RoleService
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: s.Namespace, Labels: labels},
-		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: sel, PublishNotReadyAddresses: true,
+		Spec: corev1.ServiceSpec{Selector: sel, PublishNotReadyAddresses: true,
 			Ports: []corev1.ServicePort{{Name: "main", Port: int32(svc.Port)}}},
 	}
 }

@@ -78,6 +78,13 @@ func TestNodePod(t *testing.T) {
 	if svc.Name != "edge" || svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses || svc.Spec.Selector[LabelNode] != "edge" {
 		t.Errorf("node Service %+v", svc.Spec)
 	}
+	// A declared service's Service has a cluster IP (kube-proxy balances <service>:<port>, the
+	// round-robin baseline) and selects the node pods labelled as its instances.
+	ds := s.serviceService(&platform.Service{Name: "dps", Port: 8000})
+	if ds.Name != "dps" || ds.Spec.ClusterIP == corev1.ClusterIPNone || len(ds.Spec.Ports) != 1 || ds.Spec.Ports[0].Port != 8000 ||
+		ds.Spec.Selector[LabelServicePrefix+"dps"] != "true" || ds.Labels[LabelRole] != RoleService {
+		t.Errorf("declared service's Service %+v %v", ds.Spec, ds.Labels)
+	}
 }
 
 func TestPlacement(t *testing.T) {

@@ -418,11 +418,11 @@ func (c *PodClient) State(ctx context.Context) (platform.State, error) {
 			}
 			// The scenario node's own labels, over its cluster Node's: several scenario nodes
 			// may share one cluster node, each with its own (an FL node's fl/type, data/...).
-			if v := p.Annotations[annotationNodeLabels]; v != "" {
-				var own map[string]string
-				if err := json.Unmarshal([]byte(v), &own); err != nil {
-					return platform.State{}, fmt.Errorf("platform kubernetes: node %s's pod: annotation %s: %w", ns.Name, annotationNodeLabels, err)
-				}
+			// An annotation that is not such an object (the runner writes it; a pod of the
+			// run's namespace could change it) is left out, not a failure of every caller's
+			// State.
+			var own map[string]string
+			if v := p.Annotations[annotationNodeLabels]; v != "" && json.Unmarshal([]byte(v), &own) == nil {
 				if ns.Labels == nil {
 					ns.Labels = map[string]string{}
 				}

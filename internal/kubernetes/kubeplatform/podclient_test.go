@@ -240,6 +240,15 @@ func TestPodClientState(t *testing.T) {
 	if n, _ := cs.CoreV1().Nodes().Get(ctx, "host-a", metav1.GetOptions{}); n.Labels["fl/type"] != "client" || len(n.Labels) != 2 {
 		t.Errorf("the cluster Node's labels became %v", n.Labels)
 	}
+	// A malformed labels annotation is left out, not a failure of State.
+	np := mustPod(t, cs, "edge")
+	np.Annotations[annotationNodeLabels] = "{"
+	if _, err := cs.CoreV1().Pods(testNS).Update(ctx, np, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.State(ctx); err != nil || st.Nodes[0].Labels["fl/type"] != "client" {
+		t.Errorf("with a malformed labels annotation: %v, labels %v; want the cluster Node's", err, st.Nodes)
+	}
 	// The node's kubelet lost: the node is isolated.
 	host, _ := cs.CoreV1().Nodes().Get(ctx, "host-a", metav1.GetOptions{})
 	host.Status.Conditions[0].Status = corev1.ConditionUnknown

@@ -18,14 +18,17 @@ import (
 // front of service dps, whose instances s1 and s2 run in two other node pods; s2 is killed at
 // 5 s. Both instances answer before the kill, only s1 at the end (the killed instance's node pod
 // left the Service, so its endpoint left the slice), and the service's Service is gone after
-// the run.
+// the run. Beside the proxy, the same load goes to http://dps:8000/, the service's cluster IP:
+// kube-proxy's balancing, the round-robin baseline of seeds/004, answers too.
 func TestProxyDiscoversEndpointSlicesOnCluster(t *testing.T) {
 	t.Parallel()
 	env := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	scenario := filepath.Join(env.root, "scenarios", "kubernetes", "proxy.yaml")
-	res, err := experiment.Execute(ctx, scenario, experiment.Options{Platform: env.prov, Binary: env.bin, Out: t.TempDir(), Logger: testLogger()})
+	targets := "workloads.load.config.targets=[{name: dps, component: proxy, service: dps}, {name: kube-proxy, url: 'http://dps:8000/'}]"
+	res, err := experiment.Execute(ctx, scenario, experiment.Options{Platform: env.prov, Binary: env.bin, Out: t.TempDir(), Logger: testLogger(),
+		Sets: []string{targets}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,10 @@ func TestProxyDiscoversEndpointSlicesOnCluster(t *testing.T) {
 	type counts struct{ before, after map[string]float64 }
 	c := counts{before: map[string]float64{}, after: map[string]float64{}}
 	var errs float64
-	readCSV(t, filepath.Join(run, "workloads", "load", results.InstancesFile), []string{"t_s", "instance", "ok", "errors"}, func(r results.CSVRow) {
+	readCSV(t, filepath.Join(run, "workloads", "load", results.InstancesFile), []string{"t_s", "series", "instance", "ok", "errors"}, func(r results.CSVRow) {
+		if r.Str("series") != "dps" {
+			return // kube-proxy's answers name no instance
+		}
 		v, err := r.Floats("t_s", "ok", "errors")
 		if err != nil {
 			t.Fatal(err)
@@ -60,6 +66,15 @@ func TestProxyDiscoversEndpointSlicesOnCluster(t *testing.T) {
 	}
 	if len(c.after) != 1 || c.after["worker1"] == 0 {
 		t.Errorf("instances answering from 7 s: %v, want only s1's (s2 killed at 5 s)", c.after)
+	}
+	var stats results.Stats
+	if err := results.ReadJSON(filepath.Join(run, "workloads", "load", results.StatsFile), &stats); err != nil {
+		t.Fatal(err)
+	}
+	kp := stats.Series["kube-proxy"]
+	t.Logf("through kube-proxy (the service's cluster IP): %d sent, %d ok, %d errors", kp.Sent, kp.OK, kp.Errors)
+	if kp.Sent == 0 || kp.OK < kp.Sent*8/10 {
+		t.Errorf("through kube-proxy: %d of %d answered, want most (the service's cluster IP balances over its instances)", kp.OK, kp.Sent)
 	}
 	svc, err := env.prov.connect()
 	if err != nil {

@@ -56,6 +56,17 @@ def nonnegative_float(value: str) -> float:
     return f
 
 
+def json_object(value: str) -> dict[str, Any]:
+    """A JSON object given as text (--partition-json, --plan-json)."""
+    try:
+        obj = json.loads(value)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise argparse.ArgumentTypeError(f"want a JSON object, not {type(obj).__name__}")
+    return obj
+
+
 def probability(value: str) -> float:
     f = nonnegative_float(value)
     if f > 1:
@@ -159,6 +170,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     )
     cp.add_argument(
         "--partition-json",
+        type=json_object,
         default=None,
         help="the partition table itself, as JSON text (what --partition's file holds)",
     )
@@ -179,14 +191,19 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
         help='JSON with "clients_by_node": {node: [{"id", "server", "fail_prob"}]} (default plan.json)',
     )
     mp.add_argument(
-        "--plan-json", default=None, help="the plan itself, as JSON text (what --plan's file holds)"
+        "--plan-json",
+        type=json_object,
+        default=None,
+        help="the plan itself, as JSON text (what --plan's file holds)",
     )
     m.add_argument("--node", default=host, help="which node's clients to run (default: host name)")
     mpart = m.add_mutually_exclusive_group()
     mpart.add_argument(
         "--partition", default=None, help="partition JSON (default: the plan file's own clients table)"
     )
-    mpart.add_argument("--partition-json", default=None, help="the partition table itself, as JSON text")
+    mpart.add_argument(
+        "--partition-json", type=json_object, default=None, help="the partition table itself, as JSON text"
+    )
     _common(m)
     return p, {"aggregator": a, "client": c, "clients": m}
 
@@ -234,13 +251,13 @@ def _run(args: argparse.Namespace, sub: argparse.ArgumentParser) -> int:
     from . import data
     from .client import ClientSpec, run_client, run_clients
 
-    inline = _inline_json("--partition-json", args.partition_json)
+    inline = args.partition_json
     if args.role == "client":
         specs = [ClientSpec(args.id, args.server, args.fail_prob)]
         table_source: Any = inline if inline is not None else args.partition
     else:
         if args.plan_json is not None:
-            specs, plan = _plan_specs(_inline_json("--plan-json", args.plan_json), "--plan-json", args.node)
+            specs, plan = _plan_specs(args.plan_json, "--plan-json", args.node)
         else:
             specs, plan = _read_plan(Path(args.plan), args.node)
         table_source = (
@@ -253,16 +270,6 @@ def _run(args: argparse.Namespace, sub: argparse.ArgumentParser) -> int:
     else:
         run_clients(specs, ds, parts, args.model, args.seed, args.out, args.report)
     return 0
-
-
-def _inline_json(flag: str, text: str | None) -> Any:
-    """Decodes a JSON argument (None when the flag was not given)."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{flag}: not JSON: {e}") from e
 
 
 def _read_plan(path: Path, node: str) -> tuple[list[Any], dict[str, Any]]:
