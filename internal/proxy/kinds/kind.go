@@ -255,6 +255,12 @@ func proxyCommand(env kind.Env, c *ProxyConfig) (kind.Command, error) {
 	port := strconv.Itoa(c.Port)
 	// The admin endpoints listen on the node's loopback: nothing in a run reads them from
 	// another node, and the runner's readiness dial and the platform's Dial reach loopback.
-	f := proxycmd.Flags{Config: path, Listen: ":" + port, AdminListen: "127.0.0.1:" + strconv.Itoa(c.AdminPort), Node: env.Node}
-	return kind.Command{Args: append([]string{env.Binary, "proxy"}, cli.Args(proxycmd.Flags{}, f)...), ReadyAddr: "127.0.0.1:" + port}, nil
+	admin := "127.0.0.1:" + strconv.Itoa(c.AdminPort)
+	f := proxycmd.Flags{Config: path, Listen: ":" + port, AdminListen: admin, Node: env.Node}
+	// Ready once /readyz says every discovery source delivered its first snapshot, not once the
+	// port listens: a source that watches an API (a cluster's EndpointSlices) takes a moment,
+	// during which the proxy knows no instance and answers 503 (the first 0.9 s of a run of
+	// proxy/dynamic.yaml on a cluster, with the port as the probe).
+	return kind.Command{Args: append([]string{env.Binary, "proxy"}, cli.Args(proxycmd.Flags{}, f)...),
+		Ready: &kind.Ready{HTTP: &kind.HTTPProbe{Addr: admin, Path: "/readyz"}}}, nil
 }

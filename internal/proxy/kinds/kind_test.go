@@ -39,8 +39,8 @@ func TestProxyCommand(t *testing.T) {
 			}
 			path := filepath.Join(env.OutDir, "proxy.yaml")
 			want := []string{"/bin/continuum", "proxy", "--config", path, "--listen", ":8080", "--admin-listen", "127.0.0.1:9090", "--node", "worker3"}
-			if !slices.Equal(cmd.Args, want) || cmd.ReadyAddr != "127.0.0.1:8080" {
-				t.Errorf("args %q ready %q, want %q", cmd.Args, cmd.ReadyAddr, want)
+			if !slices.Equal(cmd.Args, want) || cmd.Ready == nil || cmd.Ready.HTTP == nil || *cmd.Ready.HTTP != (kind.HTTPProbe{Addr: "127.0.0.1:9090", Path: "/readyz"}) {
+				t.Errorf("args %q ready %+v, want %q and /readyz on the admin port", cmd.Args, cmd.Ready, want)
 			}
 			b, err := os.ReadFile(path)
 			if err != nil {
