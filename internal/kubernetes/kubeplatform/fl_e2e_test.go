@@ -17,7 +17,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/continuum-project/continuum/internal/fl/flcmd"
 	"github.com/continuum-project/continuum/internal/httpauth"
 	"github.com/continuum-project/continuum/internal/platform"
 	"github.com/continuum-project/continuum/internal/testenv"
@@ -83,12 +82,13 @@ func TestFLOnCluster(t *testing.T) {
 	// The API token, made here: the instance's directory is pushed into its node's pod before
 	// it starts, and the orchestrator takes the token it finds.
 	out := filepath.Join(dir, "orch")
-	token, _, err := httpauth.LoadOrCreateToken(flcmd.TokenFile(out))
+	tokenFile := filepath.Join(out, "secrets", "api-token")
+	token, _, err := httpauth.LoadOrCreateToken(tokenFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := []string{env.bin, "fl", "orchestrate", "--listen", "0.0.0.0:7070", "--advertise", "http://n1:7070",
-		"--platform", prov.Endpoint(run), "--out", out, "--poll", "500ms"}
+		"--platform", prov.Endpoint(run), "--out", out, "--poll", "500ms", "--token-file", tokenFile}
 	orch, err := pf.Start(ctx, platform.InstanceSpec{Name: "orch", Node: "n1", Args: args, Dir: out, LogDir: dir})
 	if err != nil {
 		t.Fatal(err)
