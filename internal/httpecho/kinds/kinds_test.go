@@ -153,6 +153,7 @@ targets:
 rate: 150
 max_inflight: 50
 body_size: 1Ki
+new_connections: true
 `)
 	_, echo := kindtest.Decode(t, "http-echo", "{}")
 	env := kind.Env{Binary: "/bin/continuum", Components: map[string]kind.Component{
@@ -165,7 +166,7 @@ body_size: 1Ki
 	// Flags at their defaults (--timeout 1s, --method GET, --duration 30s) are left out.
 	want := []string{"/bin/continuum", "load", "http",
 		"--target", "edge=http://edge1:8080/", "--target", "cloud=http://cloud1:9000/api", "--target", "ext=http://10.9.9.9:80/x",
-		"--rate", "150", "--warmup", "5s", "--body-size", "1024", "--max-inflight", "50", "--out", "/r/w", "--seed", "7"}
+		"--rate", "150", "--warmup", "5s", "--body-size", "1024", "--max-inflight", "50", "--out", "/r/w", "--seed", "7", "--new-connections=true"}
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("args\n%q\nwant\n%q", cmd.Args, want)
 	}

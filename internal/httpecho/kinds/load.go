@@ -57,6 +57,9 @@ type LoadConfig struct {
 	// LatencyBounds, with QoSLatency, are response-time bounds (ascending) under which stats
 	// counts each series' successes, e.g. QEdgeProxy's ranges for 80 ms: [20ms, 50ms, 80ms, 120ms].
 	LatencyBounds []spec.Duration `yaml:"latency_bounds,omitempty"`
+	// NewConnections sends every request on a new connection (no keep-alive): a balancer that
+	// picks per connection (kube-proxy behind a Service) then picks per request.
+	NewConnections bool `yaml:"new_connections,omitempty"`
 }
 
 // LoadTarget is one series: a URL, or a component reached at http://<its node>:<port><path>.
@@ -187,6 +190,7 @@ func loadCommand(env kind.Env, c *LoadConfig) (kind.Command, error) {
 	if c.MaxInflight > 0 {
 		load.MaxInflight = c.MaxInflight
 	}
+	f.Config.NewConnections = c.NewConnections
 	load.Duration, load.Warmup, load.OutDir, f.Config.Seed = env.Duration, env.Warmup, env.OutDir, env.Seed
 	return kind.Command{Args: append([]string{env.Binary, "load", "http"}, cli.Args(httptarget.DefaultFlags(), f)...)}, nil
 }

@@ -37,6 +37,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.Services, "service", f.Services, "[TARGET=]SERVICE: send X-Continuum-Service: SERVICE (to every target, or to TARGET; repeatable)")
 	fs.StringArrayVar(&f.Hosts, "host", f.Hosts, "[TARGET=]HOST: send Host: HOST (to every target, or to TARGET; repeatable)")
 	fs.StringVar(&cfg.InstanceHeader, "instance-header", cfg.InstanceHeader, "response header that names the serving instance")
+	fs.BoolVar(&cfg.NewConnections, "new-connections", cfg.NewConnections, "send every request on a new connection (no keep-alive); response times include its set-up")
 	fs.DurationVar(&cfg.Load.QoSLatency, "qos-latency", cfg.Load.QoSLatency, "response-time requirement: report the share of requests that succeed within it (0 = none)")
 	fs.DurationSliceVar(&cfg.Load.LatencyBounds, "latency-bound", cfg.Load.LatencyBounds, "with --qos-latency: also count the successes within this bound (repeatable, ascending; e.g. the ranges a report draws)")
 }

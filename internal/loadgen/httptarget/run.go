@@ -33,6 +33,10 @@ type Config struct {
 	// InstanceHeader names the response header that says which instance served a request
 	// (default X-Continuum-Instance); results count requests per instance when answers carry it.
 	InstanceHeader string
+	// NewConnections sends every request on a new TCP connection (no keep-alive), as a client
+	// that does not reuse connections: a balancer that picks a backend per connection
+	// (kube-proxy) then picks one per request. Response times include the connection's set-up.
+	NewConnections bool
 }
 
 // Validate checks what loadgen does not.
@@ -91,7 +95,7 @@ func Run(ctx context.Context, cfg Config) (*loadgen.Result, error) {
 	series := make([]loadgen.Series, 0, len(cfg.Endpoints))
 	for _, e := range cfg.Endpoints {
 		t, err := NewTargetWith(method, e.URL, body, cfg.Load.Timeout, conns,
-			RequestOptions{Host: e.Host, Service: e.Service, InstanceHeader: cfg.InstanceHeader})
+			RequestOptions{Host: e.Host, Service: e.Service, InstanceHeader: cfg.InstanceHeader, NewConnections: cfg.NewConnections})
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", e.Name, err)
 		}

@@ -51,6 +51,8 @@ type RequestOptions struct {
 	// InstanceHeader is the response header naming the serving instance (DoInstance); default
 	// InstanceHeader.
 	InstanceHeader string
+	// NewConnections: a new connection per request (Config.NewConnections).
+	NewConnections bool
 }
 
 // NewTarget returns a target for method+rawURL with its own connection pool sized for
@@ -67,7 +69,9 @@ func NewTargetWith(method, rawURL string, body []byte, timeout time.Duration, ma
 	if opts.InstanceHeader == "" {
 		opts.InstanceHeader = InstanceHeader
 	}
-	return &Target{client: &http.Client{Transport: newTransport(timeout, maxConns)}, method: method, url: rawURL,
+	tr := newTransport(timeout, maxConns)
+	tr.DisableKeepAlives = opts.NewConnections
+	return &Target{client: &http.Client{Transport: tr}, method: method, url: rawURL,
 		body: body, opts: opts}, nil
 }
 

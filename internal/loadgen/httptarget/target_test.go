@@ -3,6 +3,7 @@ package httptarget
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -252,5 +253,38 @@ func TestApplyPerTarget(t *testing.T) {
 	}
 	if err := ApplyPerTarget(eps, "--service", []string{"c=x"}, set); err == nil || !strings.Contains(err.Error(), "targets: a, b") {
 		t.Errorf("unknown target: %v", err)
+	}
+}
+
+// With NewConnections every request opens a connection of its own (a balancer that picks per
+// connection then picks per request); without it, sequential requests share one.
+func TestNewConnectionsPerRequest(t *testing.T) {
+	for _, fresh := range []bool{false, true} {
+		var conns atomic.Int64
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+		srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		srv.Start()
+		target, err := NewTargetWith(http.MethodGet, srv.URL, nil, 5*time.Second, 4, RequestOptions{NewConnections: fresh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			if err := target.Do(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		target.Close()
+		srv.Close()
+		want := int64(1)
+		if fresh {
+			want = 5
+		}
+		if got := conns.Load(); got != want {
+			t.Errorf("NewConnections %v: %d connections for 5 requests, want %d", fresh, got, want)
+		}
 	}
 }
