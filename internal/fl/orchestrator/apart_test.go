@@ -227,3 +227,22 @@ func TestServicesApartFollowTheirAggregatorsAddress(t *testing.T) {
 		t.Errorf("still reported exited: %v", obs.Exited)
 	}
 }
+
+// The reports already received when the job ends are taken: the global aggregator posts its last
+// rounds' reports before it exits, and the loop may see the exit first.
+func TestDrainReportsTakesWhatArrived(t *testing.T) {
+	o := newAPIOrchestrator(t, "t0ken")
+	j := newRun(o, JobSpec{Rounds: 3})
+	for r := 1; r <= 3; r++ {
+		j.report(Report{ID: "g", Role: "global", Event: "round", Round: r})
+	}
+	j.drainReports()
+	if st := j.status(); st.Round != 3 {
+		t.Errorf("round %d after the drain, want 3 (the last report)", st.Round)
+	}
+	select {
+	case rep := <-j.reports:
+		t.Errorf("a report left behind: %+v", rep)
+	default:
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -94,20 +93,8 @@ func TestFLOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = orch.Stop(10 * time.Second) }()
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return pf.Dial(ctx, "n1", network, "127.0.0.1:7070")
-	}}}
-	testenv.EventuallyNoError(t, 2*time.Minute, "the orchestrator answers /health", func() error {
-		resp, err := hc.Get("http://n1:7070/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	})
+	hc := nodeHTTP(pf, "n1", "127.0.0.1:7070", 30*time.Second)
+	waitHTTPOK(t, hc, 2*time.Minute, "http://n1:7070/health")
 	call := func(method, path, body string) (int, []byte) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, method, "http://n1:7070"+path, strings.NewReader(body))

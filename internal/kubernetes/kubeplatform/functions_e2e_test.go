@@ -56,20 +56,8 @@ func TestGatewayScalesPodsOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return pf.Dial(ctx, "edge", network, "127.0.0.1:8080")
-	}}}
-	testenv.EventuallyNoError(t, time.Minute, "the gateway answers /healthz", func() error {
-		resp, err := hc.Get("http://edge:8080/healthz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	})
+	hc := nodeHTTP(pf, "edge", "127.0.0.1:8080", time.Minute)
+	waitHTTPOK(t, hc, time.Minute, "http://edge:8080/healthz")
 	instancePods := func() []corev1.Pod {
 		l, err := pf.c.cs.CoreV1().Pods(pf.ns).List(ctx, metav1.ListOptions{LabelSelector: LabelRole + "=" + RoleInstance})
 		if err != nil {
@@ -149,6 +137,30 @@ func TestGatewayScalesPodsOnCluster(t *testing.T) {
 	if _, err := pf.c.cs.RbacV1().ClusterRoles().Get(context.Background(), nodesReader(pf.ns, pf.run), metav1.GetOptions{}); err == nil {
 		t.Errorf("the run's ClusterRole is left after Down")
 	}
+}
+
+// nodeHTTP is an HTTP client whose every connection goes to addr inside node's pod (through the
+// platform's Dial, as the runner reaches a node), whatever the URL's host.
+func nodeHTTP(pf *Platform, node, addr string, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return pf.Dial(ctx, node, network, addr)
+	}}}
+}
+
+// waitHTTPOK waits until a GET of url through hc answers 200.
+func waitHTTPOK(t *testing.T, hc *http.Client, limit time.Duration, url string) {
+	t.Helper()
+	testenv.EventuallyNoError(t, limit, url+" answers 200", func() error {
+		resp, err := hc.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
 }
 
 func gwLog(dir string) string { return platform.LogPath(dir, "edge", "gw", "stdout") }
