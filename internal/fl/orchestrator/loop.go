@@ -17,13 +17,17 @@ func (j *run) loop(ctx context.Context) {
 		j.fail(fmt.Errorf("collect node features: %w", err))
 		return
 	}
-	if j.spec.DataDir != "" {
-		for _, m := range ms {
-			if j.o.cfg.Runner.Apart(m.Host) {
-				j.fail(fmt.Errorf("data_dir %s: the services of %s run apart from this host's files (pods of their own), where that folder is not: use a data set that ships with the services (digits, mnist1d)", j.spec.DataDir, m.Host))
-				return
-			}
+	// A host whose services run apart from this host's files gets nothing of them: no data
+	// directory, and the partition table in the command line, within an argument's size.
+	apart := ""
+	for _, m := range ms {
+		if apart == "" && j.o.cfg.Runner.Apart(m.Host) {
+			apart = m.Host
 		}
+	}
+	if j.spec.DataDir != "" && apart != "" {
+		j.fail(fmt.Errorf("data_dir %s: the services of %s run apart from this host's files (pods of their own), where that folder is not: use a data set that ships with the services (digits, mnist1d)", j.spec.DataDir, apart))
+		return
 	}
 	if j.spec.Partition.enabled() {
 		if err := j.spec.Partition.apply(ms, j.spec.Dataset, j.o.isRemoved); err != nil {
@@ -41,6 +45,10 @@ func (j *run) loop(ctx context.Context) {
 	}
 	if err := j.writePartition(); err != nil {
 		j.fail(err)
+		return
+	}
+	if n := len(j.partition); n > maxInlineJSON && apart != "" {
+		j.fail(fmt.Errorf("the partition table is %d bytes as JSON, over the %d a command-line argument may carry to the services that run apart (%s's): fewer clients or classes", n, maxInlineJSON, apart))
 		return
 	}
 	obs, err := j.o.cfg.Runner.Observe(ctx)

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -149,12 +148,7 @@ func (j *run) writePartition() error {
 		return err
 	}
 	// Clients that run apart from this host's files get the table in their command line
-	// (--partition-json), the others its file.
-	for _, m := range j.members {
-		if len(b) > maxInlineJSON && j.o.cfg.Runner.Apart(m.Host) {
-			return fmt.Errorf("the partition table is %d bytes as JSON, over the %d a command-line argument may carry to the services that run apart (%s's): fewer clients or classes", len(b), maxInlineJSON, m.Host)
-		}
-	}
+	// (--partition-json, bounded by the loop), the others its file.
 	j.partition = string(b)
 	return os.WriteFile(j.partitionPath(), b, 0o644)
 }
